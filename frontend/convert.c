@@ -1,0 +1,1 @@
+/* frontend/convert.c - (to be written) */

@@ -1,0 +1,1 @@
+/* frontend/dtype_type.c - (to be written) */

@@ -1,0 +1,1 @@
+/* frontend/indexing.c - (to be written) */

@@ -1,0 +1,1 @@
+/* frontend/module.c - (to be written) */

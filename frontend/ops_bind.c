@@ -1,0 +1,1 @@
+/* frontend/ops_bind.c - (to be written) */

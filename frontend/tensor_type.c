@@ -1,0 +1,1 @@
+/* frontend/tensor_type.c - (to be written) */

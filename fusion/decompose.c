@@ -1,0 +1,1 @@
+/* fusion/decompose.c - (to be written) */

@@ -1,0 +1,1 @@
+/* fusion/kernel.c - (to be written) */

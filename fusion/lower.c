@@ -1,0 +1,1 @@
+/* fusion/lower.c - (to be written) */

@@ -1,0 +1,138 @@
+/* st_kernel.h - the kernel IR (one structure rendered by every backend) and
+ * the lowering of a StatementIR graph into kernels: decomposition of
+ * composite ops into primitives, then (for now, unfused) one kernel per
+ * primitive statement. Prefix: st_fuse_ / st_kernel_. */
+#ifndef ST_KERNEL_H
+#define ST_KERNEL_H
+
+#include "st_ir.h"
+
+#define ST_K_MAX_BUFS 8
+#define ST_K_MAX_PARAMS 8
+#define ST_K_MAX_STORES 4
+
+/* Kernels are specialized on dtype, rank and layout, never on sizes: sizes
+ * and strides arrive at launch in st_kargs. */
+typedef enum {
+    ST_K_ELEMENTWISE, /* for every point of the iteration space: nodes, stores */
+    ST_K_REDUCE,      /* the trailing nred dims are reduced (see below) */
+    ST_K_MATMUL,      /* iteration [batch..., M, N, K]; bufs 0=A 1=B 2=C */
+    ST_K_VIEW,        /* no code: the runtime applies graph statement `stmt`
+                         (a view op) to tensors */
+} st_kernel_kind;
+
+typedef enum {
+    ST_KN_LOAD,   /* value of buf at the current point (optionally indexed) */
+    ST_KN_PARAM,  /* scalar launch parameter number `buf` */
+    ST_KN_CONST,  /* immediate: f (float dtypes) or i (int/bool dtypes) */
+    ST_KN_UNARY,  /* op(a): op is an elementwise unary st_op_id */
+    ST_KN_BINARY, /* op(a, b): op is an elementwise binary st_op_id */
+    ST_KN_WHERE,  /* a ? b : c */
+    ST_KN_CAST,   /* a converted to dtype */
+    ST_KN_INDEX,  /* int64 coordinate along iteration dim `i` (-1: the linear
+                     index of the point in the row-major iteration space) */
+    ST_KN_RAND,   /* i == 0: uniform [0,1), i == 1: standard normal; from the
+                     counter-based generator at (seed, offset + linear index) */
+    ST_KN_REDUCED,/* the reduction's result (phase 1 only) */
+} st_knode_kind;
+
+typedef struct {
+    st_knode_kind kind;
+    st_dtype dtype;   /* result dtype of the node */
+    int a, b, c;      /* operand node indices (earlier nodes), -1 unused */
+    int op;           /* st_op_id for UNARY/BINARY */
+    int buf;          /* LOAD: buffer index; PARAM: parameter index */
+    int idx_dim;      /* LOAD: tensor dim of buf indexed by node a (gather);
+                         -1 for a plain strided load */
+    int phase;        /* 0: per point of the full space; 1: per output point
+                         of a REDUCE kernel (after the reduction) */
+    double f;
+    int64_t i;
+} st_knode;
+
+typedef struct {
+    int value;        /* graph value bound to this buffer */
+    st_dtype dtype;
+    bool is_out;
+    /* dimmap[d]: the tensor dim read/written along iteration dim d, or -1
+     * (stride 0). A tensor dim of size 1 mapped against a larger iteration
+     * size broadcasts (the runtime gives it stride 0). */
+    int dimmap[ST_MAX_DIMS];
+    bool contiguous;  /* layout the kernel was specialized for */
+} st_kbuf;
+
+typedef enum {
+    ST_RED_SUM, ST_RED_MEAN, ST_RED_MAX, ST_RED_MIN, ST_RED_ARGMAX,
+    ST_RED_ARGMIN, ST_RED_PROD,
+} st_reduce_op;
+
+typedef struct {
+    st_kernel_kind kind;
+    char name[48];           /* e.g. "k3_add" (for dumps and profiles) */
+    int rank;                /* iteration space rank */
+    int nred;                /* REDUCE: trailing dims reduced (>= 1) */
+    /* iteration size d = shape of tensor bound to bufs[size_buf[d]] at dim
+     * size_dim[d] */
+    int size_buf[ST_MAX_DIMS], size_dim[ST_MAX_DIMS];
+    st_kbuf bufs[ST_K_MAX_BUFS];
+    int nbufs;
+    st_knode *nodes;         /* owned; topologically ordered */
+    int nnodes, cap_nodes;
+    st_reduce_op reduce_op;  /* REDUCE */
+    int reduce_src;          /* REDUCE: phase-0 node reduced over nred dims */
+    struct { int buf, node; } stores[ST_K_MAX_STORES];
+    int nstores;             /* a store converts the node to the buf dtype */
+    int nparams;
+    st_dtype param_dtype[ST_K_MAX_PARAMS];
+    int param_value[ST_K_MAX_PARAMS]; /* graph const value feeding param */
+    bool uses_rng;
+    int stmt;                /* VIEW: statement index in the program graph */
+} st_kernel;
+
+/* Launch arguments, computed by the runtime from the bound tensors. */
+typedef struct {
+    char *data;                     /* first element (storage offset applied) */
+    int64_t strides[ST_MAX_DIMS];   /* per iteration dim, in elements */
+    int64_t idx_size, idx_stride;   /* indexed LOAD: size/stride of idx_dim */
+} st_karg_buf;
+
+typedef union { double f; int64_t i; } st_kparam;
+
+typedef struct {
+    int64_t shape[ST_MAX_DIMS];     /* iteration sizes */
+    st_karg_buf bufs[ST_K_MAX_BUFS];
+    st_kparam params[ST_K_MAX_PARAMS];
+    uint64_t rng_seed, rng_offset;
+} st_kargs;
+
+/* A lowered graph: the primitive (decomposed) graph it runs and its kernels
+ * in execution order. Values of `graph` are what buffers bind to. */
+typedef struct st_kprog {
+    st_graph *graph;          /* owned */
+    st_kernel *kernels;       /* owned */
+    int nkernels, cap_kernels;
+} st_kprog;
+
+typedef struct {
+    int fusion;               /* 0 for now: one kernel per primitive */
+} st_fuse_options;
+
+/* Decomposes composites into primitives (a new graph with the same inputs
+ * and outputs, owned by the caller). */
+st_graph *st_fuse_decompose(const st_graph *g);
+/* Decomposes and lowers g into a program (g is not modified). */
+st_kprog *st_fuse_lower(const st_graph *g, const st_fuse_options *opt);
+void st_kprog_free(st_kprog *p);
+
+/* Kernel construction helpers (used by lowering and by tests). */
+void st_kernel_init(st_kernel *k, st_kernel_kind kind, int rank);
+void st_kernel_clear(st_kernel *k);        /* frees nodes */
+int st_kernel_node(st_kernel *k, const st_knode *n); /* appends; returns index */
+int st_kernel_add_buf(st_kernel *k, int value, st_dtype dt, bool is_out,
+                      const int *dimmap);
+/* Readable dump of a kernel (malloc'd; caller frees). */
+char *st_kernel_print(const st_kernel *k);
+/* xxHash of the kernel's structure (what a compiled kernel depends on). */
+uint64_t st_kernel_hash(const st_kernel *k);
+
+#endif

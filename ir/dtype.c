@@ -1,0 +1,1 @@
+/* ir/dtype.c - (to be written) */

@@ -1,0 +1,1 @@
+/* ir/error.c - (to be written) */

@@ -1,0 +1,1 @@
+/* ir/graph.c - (to be written) */

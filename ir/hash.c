@@ -1,0 +1,1 @@
+/* ir/hash.c - (to be written) */

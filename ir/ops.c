@@ -1,0 +1,1 @@
+/* ir/ops.c - (to be written) */

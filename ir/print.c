@@ -1,0 +1,1 @@
+/* ir/print.c - (to be written) */

@@ -1,0 +1,253 @@
+/* st_ir.h - StatementIR: dtypes, errors, tensor metadata, the op registry
+ * (shape/dtype inference, VJP slot, printing), graphs in SSA form, hashing.
+ * The lowest layer: plain C, no Python, no devices. Prefix: st_ (shared
+ * basics) and st_ir_ (graph machinery). */
+#ifndef ST_IR_H
+#define ST_IR_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#define ST_MAX_DIMS 8
+#define ST_MAX_IN 6   /* operands per statement */
+#define ST_MAX_OUT 3  /* results per statement */
+
+/* ---- errors: a thread-local status, set by the failing function ---- */
+typedef enum {
+    ST_OK = 0,
+    ST_ERR_VALUE,   /* ValueError: bad value / shape */
+    ST_ERR_TYPE,    /* TypeError: bad dtype or argument kind */
+    ST_ERR_INDEX,   /* IndexError: index or dim out of range */
+    ST_ERR_RUNTIME, /* RuntimeError: anything else (PyTorch's usual choice) */
+    ST_ERR_MEMORY,  /* out of memory */
+} st_status;
+
+/* Sets the error and returns kind (so `return st_err(...)` reads well). */
+st_status st_err(st_status kind, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+st_status st_err_kind(void);        /* ST_OK if none */
+const char *st_err_msg(void);       /* "" if none */
+void st_err_clear(void);
+
+/* ---- dtypes. Order matters: it is the promotion order within a category. */
+typedef enum {
+    ST_BOOL = 0,
+    ST_INT32,
+    ST_INT64,
+    ST_FLOAT16,
+    ST_BFLOAT16,
+    ST_FLOAT32,
+    ST_FLOAT64,
+    ST_NDTYPES
+} st_dtype;
+
+size_t st_dtype_size(st_dtype t);
+const char *st_dtype_name(st_dtype t);      /* "float32", ... */
+bool st_dtype_is_float(st_dtype t);
+bool st_dtype_is_int(st_dtype t);           /* int32, int64 (not bool) */
+/* Promotion of two dtypes of the same priority (PyTorch's promote_types). */
+st_dtype st_promote(st_dtype a, st_dtype b);
+/* float16/bfloat16 conversion helpers (round to nearest even). */
+float st_half_to_float(uint16_t h);
+uint16_t st_float_to_half(float f);
+float st_bf16_to_float(uint16_t h);
+uint16_t st_float_to_bf16(float f);
+
+/* ---- tensor metadata as the IR sees it (no data, no strides). */
+typedef enum {
+    ST_META_TENSOR = 0, /* an ordinary tensor operand */
+    ST_META_SCALAR = 1, /* a wrapped Python number: lowest promotion priority */
+} st_meta_kind;
+
+typedef struct {
+    st_dtype dtype;
+    int ndim;
+    int64_t shape[ST_MAX_DIMS];
+    st_meta_kind kind;
+} st_meta;
+
+int64_t st_meta_numel(const st_meta *m);
+/* Formats "[2, 3]" into buf; returns buf. */
+char *st_shape_str(const int64_t *shape, int ndim, char *buf, size_t n);
+/* Result dtype of operands following PyTorch's result_type: dimensioned
+ * tensors > zero-dim tensors > wrapped scalars, categories bool < int < float;
+ * a higher category from a lower priority operand lifts the result to that
+ * category's default (int64 for ints, float32 for floats). */
+st_dtype st_result_type(const st_meta *ops, int n);
+/* Broadcast shapes; on failure sets ST_ERR_RUNTIME naming op and operands. */
+st_status st_broadcast(const char *op, const st_meta *ops, int n, int *ndim,
+                       int64_t *shape);
+/* Normalizes dim into [0, ndim) (ndim 0 accepts -1 and 0); sets IndexError. */
+st_status st_wrap_dim(const char *op, int64_t *dim, int ndim);
+
+/* ---- op registry ---- */
+typedef enum {
+    /* elementwise unary */
+    ST_OP_NEG, ST_OP_EXP, ST_OP_LOG, ST_OP_SQRT, ST_OP_RSQRT, ST_OP_TANH,
+    ST_OP_SIGMOID, ST_OP_RELU, ST_OP_ERF, ST_OP_ABS, ST_OP_LOGICAL_NOT,
+    ST_OP_SIN, ST_OP_COS, ST_OP_RECIPROCAL, ST_OP_FLOOR, ST_OP_CEIL,
+    ST_OP_ROUND, ST_OP_SIGN,
+    ST_OP_CAST,          /* attrs.dtype = target dtype */
+    /* elementwise binary (operands broadcast, result_type promotion) */
+    ST_OP_ADD, ST_OP_SUB, ST_OP_MUL, ST_OP_DIV, ST_OP_POW, ST_OP_MAXIMUM,
+    ST_OP_MINIMUM, ST_OP_EQ, ST_OP_NE, ST_OP_LT, ST_OP_LE, ST_OP_GT, ST_OP_GE,
+    ST_OP_LOGICAL_AND, ST_OP_LOGICAL_OR, ST_OP_FLOOR_DIVIDE, ST_OP_REMAINDER,
+    /* elementwise ternary: where(cond, a, b) */
+    ST_OP_WHERE,
+    /* reductions: attrs.dims/ndims (ndims 0 = all), attrs.flags & ST_ATTR_KEEPDIM;
+     * argmax/argmin take exactly one dim or none (flattened) */
+    ST_OP_SUM, ST_OP_MEAN, ST_OP_AMAX, ST_OP_AMIN, ST_OP_ARGMAX, ST_OP_ARGMIN,
+    ST_OP_PROD,
+    /* matmul with numpy/PyTorch semantics (1-D, 2-D, batched broadcast) */
+    ST_OP_MATMUL,
+    /* gather along attrs.i[0]=dim: out[..i..] = x[..index[..i..]..] */
+    ST_OP_GATHER,
+    /* index_select(x, index) along attrs.i[0]=dim, index 1-D int */
+    ST_OP_INDEX_SELECT,
+    /* creation: attrs.dims/ndims = shape, attrs.dtype; FULL value attrs.f[0]
+     * (or attrs.i[0] for ints); ARANGE start f[0], step f[1], n = shape[0];
+     * RAND uniform [f[0], f[1]); RANDN normal(f[0], f[1]); RANDINT [i[0], i[1]) */
+    ST_OP_FULL, ST_OP_ARANGE, ST_OP_RAND, ST_OP_RANDN, ST_OP_RANDINT,
+    /* copy (materialize input into a fresh contiguous result) */
+    ST_OP_COPY,
+    /* views (no data movement; lowered to runtime view steps) */
+    ST_OP_RESHAPE,   /* attrs.dims/ndims = target shape (may hold one -1) */
+    ST_OP_PERMUTE,   /* attrs.dims = permutation */
+    ST_OP_EXPAND,    /* attrs.dims = target shape (-1 keeps) */
+    ST_OP_SLICE,     /* attrs.i[0]=dim, i[1]=start, i[2]=stop, i[3]=step (>0) */
+    ST_OP_SQUEEZE,   /* attrs.dims/ndims (ndims 0 = all size-1 dims) */
+    ST_OP_UNSQUEEZE, /* attrs.i[0] = dim */
+    /* composites (decomposed into the primitives above by fusion/) */
+    ST_OP_SOFTMAX,     /* attrs.i[0] = dim */
+    ST_OP_LOG_SOFTMAX, /* attrs.i[0] = dim */
+    ST_OP_LAYER_NORM,  /* x, [weight, bias]; attrs.ndims = normalized dims
+                          count, f[0] = eps; flags: ST_ATTR_HAS_WEIGHT/BIAS */
+    ST_OP_GELU,        /* flags ST_ATTR_TANH for the tanh approximation */
+    ST_OP_CROSS_ENTROPY, /* logits [N, C], target [N] int; i[0]=ignore_index,
+                            i[1]=reduction (0 none, 1 mean, 2 sum) */
+    ST_OP_LINEAR,      /* x, w, [b]: x @ w.T + b; flags ST_ATTR_HAS_BIAS */
+    ST_OP_DROPOUT,     /* f[0] = p */
+    ST_OP_CLAMP,       /* f[0]=min, f[1]=max; flags HAS_MIN/HAS_MAX */
+    ST_OP_MASKED_FILL, /* x, mask: where(mask, f[0], x) */
+    ST_OP_EMBEDDING,   /* weight, index; i[0] = padding_idx (-1 none) */
+    ST_NOPS
+} st_op_id;
+
+enum {
+    ST_ATTR_KEEPDIM = 1 << 0,
+    ST_ATTR_HAS_WEIGHT = 1 << 1,
+    ST_ATTR_HAS_BIAS = 1 << 2,
+    ST_ATTR_TANH = 1 << 3,
+    ST_ATTR_HAS_MIN = 1 << 4,
+    ST_ATTR_HAS_MAX = 1 << 5,
+    ST_ATTR_INT_VALUE = 1 << 6, /* FULL/CLAMP/MASKED_FILL value is attrs.i */
+};
+
+/* One fixed attribute record per statement: each op documents which fields
+ * it uses (above). Unused fields must be zero so hashing is stable. */
+typedef struct {
+    int64_t i[4];
+    double f[2];
+    int64_t dims[ST_MAX_DIMS];
+    int ndims;
+    int flags;
+    st_dtype dtype;
+} st_attrs;
+
+typedef enum {
+    ST_OPK_UNARY, ST_OPK_BINARY, ST_OPK_TERNARY, ST_OPK_REDUCE, ST_OPK_MATMUL,
+    ST_OPK_GATHER, ST_OPK_CREATE, ST_OPK_RANDOM, ST_OPK_COPY, ST_OPK_VIEW,
+    ST_OPK_COMPOSITE,
+} st_op_kind;
+
+struct st_graph;
+struct st_stmt;
+
+/* Shape/dtype inference: fills out[0..*nout). On bad operands sets an error
+ * naming the op, the operands and their shapes, and returns non-OK. */
+typedef st_status (*st_infer_fn)(const st_meta *in, int nin,
+                                 const st_attrs *attrs, st_meta *out,
+                                 int *nout);
+/* VJP rule: appends statements to g computing the gradients of the
+ * statement's inputs from grads of its outputs (value ids, -1 = none).
+ * Filled by the autograd work; NULL means not differentiable (yet). */
+typedef st_status (*st_vjp_fn)(struct st_graph *g, const struct st_stmt *s,
+                               const int *out_grads, int *in_grads);
+
+typedef struct {
+    const char *name;      /* printed name, PyTorch's where one exists */
+    st_op_kind kind;
+    int min_in, max_in;    /* operand count range */
+    st_infer_fn infer;
+    st_vjp_fn vjp;         /* slot; may be NULL */
+    /* Appends a printable form of attrs ("dim=1, keepdim=True") to buf. */
+    void (*print_attrs)(const st_attrs *a, char *buf, size_t n);
+} st_op_def;
+
+const st_op_def *st_op(st_op_id id);
+/* Mutable access for later layers to fill the VJP slot. */
+void st_op_set_vjp(st_op_id id, st_vjp_fn fn);
+/* Convenience: validates operand count and calls infer. */
+st_status st_infer(st_op_id id, const st_meta *in, int nin,
+                   const st_attrs *attrs, st_meta *out, int *nout);
+
+/* ---- graphs (SSA). Values and statements live in arrays owned by the
+ * graph; ids are indices. */
+typedef enum {
+    ST_VAL_INPUT,  /* graph input (var_N) */
+    ST_VAL_PARAM,  /* graph input that is a parameter (param_N) */
+    ST_VAL_CONST,  /* a scalar constant: meta.kind == ST_META_SCALAR */
+    ST_VAL_STMT,   /* produced by a statement */
+} st_val_kind;
+
+typedef struct {
+    st_meta meta;
+    st_val_kind kind;
+    int producer;    /* statement index for ST_VAL_STMT, else -1 */
+    int name_index;  /* N in var_N / param_N */
+    double fconst;   /* value of an ST_VAL_CONST (float view) */
+    int64_t iconst;  /* value of an ST_VAL_CONST (integer view) */
+} st_value;
+
+typedef struct st_stmt {
+    st_op_id op;
+    int nin, nout;
+    int in[ST_MAX_IN];
+    int out[ST_MAX_OUT];
+    st_attrs attrs;
+} st_stmt;
+
+typedef struct st_graph {
+    int id;                       /* N in SIR_N */
+    st_value *values; int nvalues, cap_values;
+    st_stmt *stmts; int nstmts, cap_stmts;
+    int *inputs; int ninputs, cap_inputs;
+    int *outputs; int noutputs, cap_outputs;
+    int next_var, next_param;
+} st_graph;
+
+st_graph *st_ir_graph_new(void);
+void st_ir_graph_free(st_graph *g);
+int st_ir_add_input(st_graph *g, const st_meta *m, bool is_param);
+int st_ir_add_const(st_graph *g, st_dtype dtype, double f, int64_t i);
+/* Appends a statement: infers its outputs, adds their values. Returns the
+ * statement index, or -1 with the error set; out ids via out_ids (may be
+ * NULL). */
+int st_ir_add_stmt(st_graph *g, st_op_id op, const int *in, int nin,
+                   const st_attrs *attrs, int *out_ids);
+void st_ir_mark_output(st_graph *g, int value);
+/* Checks SSA order, operand ids and re-runs inference; returns status. */
+st_status st_ir_verify(const st_graph *g);
+/* Re-runs inference of every statement after the inputs' metas changed
+ * (new sizes, same ranks/dtypes). */
+st_status st_ir_reinfer(st_graph *g);
+/* Prints in SOT's StatementIR form into a malloc'd string (caller frees). */
+char *st_ir_print(const st_graph *g);
+/* Name of a value as printed: "var_3", "param_0", "2.0". */
+const char *st_ir_value_name(const st_graph *g, int v, char *buf, size_t n);
+/* xxHash (XXH3 64) of the graph's structure: ops, attrs, operand wiring,
+ * input dtypes and shapes (sizes included when with_sizes). */
+uint64_t st_ir_hash(const st_graph *g, bool with_sizes);
+
+#endif

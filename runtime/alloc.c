@@ -1,0 +1,1 @@
+/* runtime/alloc.c - (to be written) */

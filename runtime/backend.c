@@ -1,0 +1,1 @@
+/* runtime/backend.c - (to be written) */

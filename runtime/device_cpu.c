@@ -1,0 +1,1 @@
+/* runtime/device_cpu.c - (to be written) */

@@ -1,0 +1,1 @@
+/* runtime/eager.c - (to be written) */

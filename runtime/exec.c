@@ -1,0 +1,1 @@
+/* runtime/exec.c - (to be written) */

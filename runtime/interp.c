@@ -1,0 +1,1 @@
+/* runtime/interp.c - (to be written) */

@@ -1,0 +1,1 @@
+/* runtime/random.c - (to be written) */

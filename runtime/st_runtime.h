@@ -1,0 +1,186 @@
+/* st_runtime.h - devices, the caching allocator, storage and tensors
+ * (reference-counted, views share storage), the executor of lowered
+ * programs, the eager op dispatch with its kernel cache, and the global
+ * random generator. Prefix: st_rt_ (and st_tensor_/st_alloc_ for the two
+ * most used types). */
+#ifndef ST_RUNTIME_H
+#define ST_RUNTIME_H
+
+#include "st_backend.h"
+
+/* ---------------- devices ---------------- */
+typedef struct st_device st_device;
+struct st_device {
+    st_device_type type;
+    int index;
+    const char *name;          /* "cpu", "cuda:0" */
+    /* System allocation of a segment (what the caching allocator pools). */
+    void *(*raw_alloc)(st_device *d, size_t nbytes);
+    void (*raw_free)(st_device *d, void *p, size_t nbytes);
+    /* Copies between this device and the host or itself. */
+    st_status (*copy)(st_device *d, void *dst, const void *src, size_t n);
+    void (*synchronize)(st_device *d);
+    void *impl;
+};
+
+st_device *st_rt_cpu(void);
+/* A device by type and index; NULL with ST_ERR_RUNTIME if not available. */
+st_device *st_rt_device(st_device_type t, int index);
+
+/* ---------------- caching allocator ----------------
+ * Blocks are pooled by size class: small requests (<= 1 MiB) are served
+ * from 2 MiB segments, large ones from segments of their own rounded size;
+ * a block larger than the request is split and the remainder stays cached;
+ * freed neighbours within a segment merge back. Steady state makes no
+ * system allocations. */
+typedef struct st_block st_block;
+struct st_block {
+    void *ptr;
+    size_t size;               /* bytes of the block (rounded) */
+    size_t requested;          /* bytes the caller asked for */
+    /* allocator-private links follow */
+    st_block *prev, *next;     /* neighbours within the segment */
+    st_block *fnext, *fprev;   /* free-list links */
+    void *segment;
+    bool allocated;
+};
+
+typedef struct {
+    int64_t allocated_bytes;       /* bytes in live blocks (rounded sizes) */
+    int64_t requested_bytes;       /* bytes callers asked for, live */
+    int64_t reserved_bytes;        /* bytes held in segments from the system */
+    int64_t peak_allocated_bytes;  /* since the last reset_peak_stats */
+    int64_t peak_reserved_bytes;
+    int64_t num_allocs;            /* st_alloc_block calls that succeeded */
+    int64_t num_frees;
+    int64_t cache_hits;            /* served without a system allocation */
+    int64_t num_system_allocs;     /* segments taken from the system */
+    int64_t num_system_frees;
+    int64_t active_blocks;
+    int64_t num_segments;
+} st_alloc_stats;
+
+typedef struct st_allocator st_allocator;
+
+/* The allocator of a device (created on first use). */
+st_allocator *st_alloc_for(st_device *dev);
+/* A block of at least nbytes (0 allowed), aligned to 64 bytes; NULL with
+ * ST_ERR_MEMORY after releasing the cache and retrying once. */
+st_block *st_alloc_block(st_allocator *a, size_t nbytes);
+void st_alloc_free(st_allocator *a, st_block *b);
+void st_alloc_stats_get(st_allocator *a, st_alloc_stats *out);
+void st_alloc_reset_peak(st_allocator *a);
+/* Returns every fully free segment to the system. */
+void st_alloc_empty_cache(st_allocator *a);
+/* Debug: checks the allocator's invariants (no overlap, stats consistent,
+ * free lists sane). Returns ST_OK or an error describing the violation. */
+st_status st_alloc_check(st_allocator *a);
+
+/* ---------------- storage and tensors ---------------- */
+typedef struct st_storage {
+    int64_t refcount;
+    st_device *device;
+    st_block *block;           /* NULL when external */
+    char *data;
+    size_t nbytes;
+    /* external memory (DLPack import, numpy): called on last release */
+    void (*ext_free)(void *ctx);
+    void *ext_ctx;
+} st_storage;
+
+typedef struct st_tensor {
+    int64_t refcount;
+    st_storage *storage;
+    int64_t offset;            /* in elements */
+    st_dtype dtype;
+    int ndim;
+    int64_t shape[ST_MAX_DIMS];
+    int64_t strides[ST_MAX_DIMS];  /* in elements */
+    uint32_t version;          /* bumped by in-place writes */
+    /* autograd (filled by the autograd work) */
+    bool requires_grad;
+    struct st_tensor *grad;
+    void *grad_fn;
+    /* back pointer to the Python wrapper (not owned), for identity */
+    void *pyobj;
+} st_tensor;
+
+st_storage *st_storage_new(st_device *dev, size_t nbytes);
+/* Wraps external memory; ext_free(ctx) is called on last release. */
+st_storage *st_storage_external(st_device *dev, void *data, size_t nbytes,
+                                void (*ext_free)(void *), void *ctx);
+void st_storage_incref(st_storage *s);
+void st_storage_decref(st_storage *s);
+
+/* New contiguous tensor (uninitialized). shape may be NULL when ndim == 0. */
+st_tensor *st_tensor_empty(st_device *dev, st_dtype dt, int ndim,
+                           const int64_t *shape);
+st_tensor *st_tensor_view_of(st_tensor *base, int ndim, const int64_t *shape,
+                             const int64_t *strides, int64_t offset);
+void st_tensor_incref(st_tensor *t);
+void st_tensor_decref(st_tensor *t);
+int64_t st_tensor_numel(const st_tensor *t);
+bool st_tensor_is_contiguous(const st_tensor *t);
+void *st_tensor_data(const st_tensor *t); /* first element */
+st_device *st_tensor_device(const st_tensor *t);
+void st_tensor_meta(const st_tensor *t, st_meta *m);
+void st_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
+
+/* Views (share storage; errors name the tensor's shape). */
+st_tensor *st_tensor_reshape(st_tensor *t, int ndim, const int64_t *shape,
+                             bool view_only); /* view_only: error if copy needed */
+st_tensor *st_tensor_permute(st_tensor *t, const int64_t *perm);
+st_tensor *st_tensor_transpose(st_tensor *t, int64_t d0, int64_t d1);
+st_tensor *st_tensor_expand(st_tensor *t, int ndim, const int64_t *shape);
+st_tensor *st_tensor_slice(st_tensor *t, int64_t dim, int64_t start,
+                           int64_t stop, int64_t step);
+st_tensor *st_tensor_select(st_tensor *t, int64_t dim, int64_t index);
+st_tensor *st_tensor_squeeze(st_tensor *t, int64_t dim); /* dim<0x..: all */
+#define ST_SQUEEZE_ALL INT64_MIN
+st_tensor *st_tensor_unsqueeze(st_tensor *t, int64_t dim);
+/* Applies a view statement (ST_OPK_VIEW op with attrs) to t. */
+st_tensor *st_tensor_apply_view(st_tensor *t, st_op_id op,
+                                const st_attrs *attrs);
+st_tensor *st_tensor_contiguous(st_tensor *t); /* new ref (t itself if so) */
+
+/* ---------------- eager dispatch ----------------
+ * An operand is a tensor or a wrapped Python scalar. */
+typedef struct {
+    st_tensor *t;              /* NULL for a scalar */
+    st_dtype sdtype;           /* scalar: ST_BOOL, ST_INT64 or ST_FLOAT64 */
+    double f;
+    int64_t i;
+} st_operand;
+
+/* Runs op eagerly: a one-node graph lowered through fusion and run by the
+ * eager backend, with compiled kernels cached by (op, attrs, dtypes, rank,
+ * layout). Results go to out[0..return); when given[k] is non-NULL the k-th
+ * result is written into that tensor instead (shape must match, the value
+ * is cast to its dtype). Returns the result count, or -1 with the error set. */
+int st_rt_eager(st_op_id op, const st_operand *in, int nin,
+                const st_attrs *attrs, st_tensor **given, st_tensor **out);
+/* Backend used by eager ops (default "interp"). */
+st_status st_rt_set_eager_backend(const char *name);
+typedef struct {
+    int64_t hits, misses, compiles, entries;
+} st_kcache_stats;
+void st_rt_kcache_stats(st_kcache_stats *out);
+void st_rt_kcache_clear(void);
+
+/* ---------------- executor ----------------
+ * Runs a lowered program: vals[v] holds the tensor of graph value v (inputs
+ * set by the caller, and optional preallocated outputs); the rest are
+ * allocated, views applied, kernels launched in order. compiled comes from
+ * be->compile(p->kernels, p->nkernels). Intermediates are released after
+ * their last use. On return vals[] holds owned references to every
+ * surviving value (the caller decrefs). */
+st_status st_rt_exec(st_kprog *p, st_backend *be, void *compiled,
+                     st_tensor **vals);
+
+/* ---------------- random ---------------- */
+void st_rt_manual_seed(uint64_t seed);
+uint64_t st_rt_initial_seed(void);
+/* Reserves n counters of the global generator: returns (seed, offset). */
+void st_rt_rng_reserve(uint64_t n, uint64_t *seed, uint64_t *offset);
+
+#endif

@@ -1,0 +1,1 @@
+/* runtime/tensor.c - (to be written) */

@@ -1,0 +1,1 @@
+/* runtime/view.c - (to be written) */

@@ -1,0 +1,2 @@
+/* test_alloc */
+int main(void) { return 0; }

@@ -1,0 +1,2 @@
+/* test_eager */
+int main(void) { return 0; }

@@ -1,0 +1,2 @@
+/* test_interp */
+int main(void) { return 0; }

@@ -1,0 +1,2 @@
+/* test_ir */
+int main(void) { return 0; }

@@ -1,0 +1,2 @@
+/* test_tensor */
+int main(void) { return 0; }
