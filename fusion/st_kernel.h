@@ -61,6 +61,11 @@ typedef struct {
     bool contiguous;  /* layout the kernel was specialized for */
 } st_kbuf;
 
+enum {
+    ST_KPARAM_ATTR_F0 = -1, ST_KPARAM_ATTR_F1 = -2,
+    ST_KPARAM_ATTR_I0 = -3, ST_KPARAM_ATTR_I1 = -4,
+};
+
 typedef enum {
     ST_RED_SUM, ST_RED_MEAN, ST_RED_MAX, ST_RED_MIN, ST_RED_ARGMAX,
     ST_RED_ARGMIN, ST_RED_PROD,
@@ -83,8 +88,15 @@ typedef struct {
     struct { int buf, node; } stores[ST_K_MAX_STORES];
     int nstores;             /* a store converts the node to the buf dtype */
     int nparams;
+    /* A param of a float dtype arrives as st_kparam.f, otherwise as .i. */
     st_dtype param_dtype[ST_K_MAX_PARAMS];
-    int param_value[ST_K_MAX_PARAMS]; /* graph const value feeding param */
+    /* Where param p comes from: >= 0, a graph value of kind ST_VAL_CONST
+     * (its fconst/iconst unless the caller binds another value per call,
+     * as eager does for Python scalars); or ST_KPARAM_ATTR_*, a field of
+     * the attrs of statement src_stmt (FULL value, ARANGE start/step,
+     * RAND*/RANDINT bounds). */
+    int param_value[ST_K_MAX_PARAMS];
+    int src_stmt;            /* statement of program graph lowered from */
     bool uses_rng;
     int stmt;                /* VIEW: statement index in the program graph */
 } st_kernel;

@@ -107,7 +107,10 @@ typedef enum {
     ST_OP_INDEX_SELECT,
     /* creation: attrs.dims/ndims = shape, attrs.dtype; FULL value attrs.f[0]
      * (or attrs.i[0] for ints); ARANGE start f[0], step f[1], n = shape[0];
-     * RAND uniform [f[0], f[1]); RANDN normal(f[0], f[1]); RANDINT [i[0], i[1]) */
+     * RAND uniform [f[0], f[1]); RANDN normal(f[0], f[1]); RANDINT [i[0], i[1]).
+     * FULL, RAND, RANDN and RANDINT take an optional operand whose shape
+     * replaces attrs.dims (the *_like form; its data is not read), so that
+     * decompositions stay independent of sizes. */
     ST_OP_FULL, ST_OP_ARANGE, ST_OP_RAND, ST_OP_RANDN, ST_OP_RANDINT,
     /* copy (materialize input into a fresh contiguous result) */
     ST_OP_COPY,
