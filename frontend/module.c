@@ -1,1 +1,24 @@
-/* frontend/module.c - (to be written) */
+/* module.c - the extension module symtrace._C: creates the module and calls
+ * each binding file's init (dtypes, Tensor type, ops, conversions). */
+#include "st_fe.h"
+
+static struct PyModuleDef st_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "symtrace._C",
+    .m_doc = "symtrace's C core: tensors, eager ops, memory, compilation.",
+    .m_size = -1,
+};
+
+PyMODINIT_FUNC PyInit__C(void);
+
+__attribute__((visibility("default"))) PyMODINIT_FUNC PyInit__C(void) {
+    PyObject *m = PyModule_Create(&st_module);
+    if (!m) return NULL;
+    if (st_fe_init_dtypes(m) || st_fe_init_tensor(m) || st_fe_init_ops(m) ||
+        st_fe_init_convert(m) ||
+        PyModule_AddFunctions(m, st_fe_convert_methods)) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,1 +1,690 @@
-/* frontend/tensor_type.c - (to be written) */
+/* tensor_type.c - the Python type _C.TensorBase: wrapping and unwrapping
+ * st_tensor, the number/sequence/mapping protocols (operators dispatch to
+ * eager ops), metadata properties, views, and the argument helpers the
+ * binding files share (shapes, operands, errors). */
+#include "st_fe.h"
+#include "structmember.h"
+
+static PyTypeObject *tensor_cls; /* symtrace.Tensor once registered */
+
+int st_fe_is_tensor(PyObject *o) {
+    return PyObject_TypeCheck(o, &st_fe_TensorBase);
+}
+
+st_tensor *st_fe_unwrap(PyObject *o) { return ((st_fe_tensor_obj *)o)->t; }
+
+PyObject *st_fe_wrap(st_tensor *t) {
+    if (!t) return st_fe_raise();
+    PyTypeObject *tp = tensor_cls ? tensor_cls : &st_fe_TensorBase;
+    st_fe_tensor_obj *o = (st_fe_tensor_obj *)tp->tp_alloc(tp, 0);
+    if (!o) {
+        st_tensor_decref(t);
+        return NULL;
+    }
+    o->t = t;
+    return (PyObject *)o;
+}
+
+/* ---------------- errors ---------------- */
+PyObject *st_fe_raise(void) {
+    PyObject *exc;
+    switch (st_err_kind()) {
+    case ST_ERR_VALUE: exc = PyExc_ValueError; break;
+    case ST_ERR_TYPE: exc = PyExc_TypeError; break;
+    case ST_ERR_INDEX: exc = PyExc_IndexError; break;
+    case ST_ERR_MEMORY: exc = PyExc_MemoryError; break;
+    case ST_OK:
+        if (PyErr_Occurred()) return NULL;
+        exc = PyExc_RuntimeError;
+        break;
+    default: exc = PyExc_RuntimeError; break;
+    }
+    const char *m = st_err_msg();
+    PyErr_SetString(exc, (m && *m) ? m : "symtrace: unknown error");
+    st_err_clear();
+    return NULL;
+}
+
+int st_fe_raise_int(void) {
+    st_fe_raise();
+    return -1;
+}
+
+/* ---------------- argument helpers ---------------- */
+static int parse_int64(PyObject *o, int64_t *v, const char *what) {
+    if (st_fe_is_tensor(o) || PyFloat_Check(o) || PyBool_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "%s: expected an int, got %s", what,
+                     Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    PyObject *i = PyNumber_Index(o);
+    if (!i) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "%s: expected an int, got %s", what,
+                     Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(i, &overflow);
+    Py_DECREF(i);
+    if (overflow) {
+        PyErr_Format(PyExc_OverflowError, "%s: int too large", what);
+        return -1;
+    }
+    *v = x;
+    return 0;
+}
+
+int st_fe_parse_shape_seq(PyObject *seq, int64_t *shape, int *ndim,
+                          const char *what) {
+    if (st_fe_is_tensor(seq) || !PySequence_Check(seq) || PyUnicode_Check(seq)) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s: expected a sequence of ints as size, got %s", what,
+                     Py_TYPE(seq)->tp_name);
+        return -1;
+    }
+    Py_ssize_t n = PySequence_Size(seq);
+    if (n < 0) return -1;
+    if (n > ST_MAX_DIMS) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s: at most %d dimensions are supported, got %zd", what,
+                     ST_MAX_DIMS, n);
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *it = PySequence_GetItem(seq, k);
+        if (!it) return -1;
+        int r = parse_int64(it, &shape[k], what);
+        Py_DECREF(it);
+        if (r) return -1;
+    }
+    *ndim = (int)n;
+    return 0;
+}
+
+int st_fe_parse_shape(PyObject *args, int64_t *shape, int *ndim,
+                      const char *what) {
+    if (PyTuple_GET_SIZE(args) == 1 &&
+        !PyLong_Check(PyTuple_GET_ITEM(args, 0)) &&
+        PySequence_Check(PyTuple_GET_ITEM(args, 0)))
+        return st_fe_parse_shape_seq(PyTuple_GET_ITEM(args, 0), shape, ndim,
+                                     what);
+    return st_fe_parse_shape_seq(args, shape, ndim, what);
+}
+
+int st_fe_operand(PyObject *o, st_operand *op, const char *what) {
+    memset(op, 0, sizeof *op);
+    if (st_fe_is_tensor(o)) {
+        op->t = st_fe_unwrap(o);
+        return 0;
+    }
+    if (PyBool_Check(o)) {
+        op->sdtype = ST_BOOL;
+        op->i = (o == Py_True);
+        op->f = (double)op->i;
+        return 0;
+    }
+    if (PyLong_Check(o)) {
+        int overflow = 0;
+        op->i = PyLong_AsLongLongAndOverflow(o, &overflow);
+        if (overflow) {
+            PyErr_Format(PyExc_OverflowError,
+                         "%s: Python int too large to convert to int64", what);
+            return -1;
+        }
+        op->sdtype = ST_INT64;
+        op->f = (double)op->i;
+        return 0;
+    }
+    if (PyFloat_Check(o)) {
+        op->sdtype = ST_FLOAT64;
+        op->f = PyFloat_AS_DOUBLE(o);
+        return 0;
+    }
+    /* numpy scalars and friends */
+    if (Py_TYPE(o)->tp_as_number && Py_TYPE(o)->tp_as_number->nb_index &&
+        !PySequence_Check(o)) {
+        PyObject *i = PyNumber_Index(o);
+        if (i) {
+            int r = st_fe_operand(i, op, what);
+            Py_DECREF(i);
+            return r;
+        }
+        PyErr_Clear();
+    }
+    if (Py_TYPE(o)->tp_as_number && Py_TYPE(o)->tp_as_number->nb_float &&
+        !PySequence_Check(o)) {
+        double d = PyFloat_AsDouble(o);
+        if (!(d == -1.0 && PyErr_Occurred())) {
+            op->sdtype = ST_FLOAT64;
+            op->f = d;
+            return 0;
+        }
+        PyErr_Clear();
+    }
+    PyErr_Format(PyExc_TypeError,
+                 "%s: expected a Tensor or a number, got %s", what,
+                 Py_TYPE(o)->tp_name);
+    return -1;
+}
+
+PyObject *st_fe_shape_tuple(const int64_t *shape, int ndim) {
+    PyObject *t = PyTuple_New(ndim);
+    if (!t) return NULL;
+    for (int d = 0; d < ndim; d++) {
+        PyObject *v = PyLong_FromLongLong(shape[d]);
+        if (!v) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, d, v);
+    }
+    return t;
+}
+
+/* ---------------- eager op helpers used by the protocols ---------------- */
+static PyObject *run1(st_op_id op, const st_operand *in, int nin,
+                      const st_attrs *attrs, st_tensor *given) {
+    st_tensor *out = NULL;
+    st_tensor *g[1] = {given};
+    if (st_rt_eager(op, in, nin, attrs, given ? g : NULL, &out) < 0)
+        return st_fe_raise();
+    return st_fe_wrap(out);
+}
+
+static PyObject *binop(st_op_id op, PyObject *a, PyObject *b) {
+    st_operand in[2];
+    if (!st_fe_is_tensor(a) && !st_fe_is_tensor(b)) Py_RETURN_NOTIMPLEMENTED;
+    if (st_fe_operand(a, &in[0], st_op(op)->name) ||
+        st_fe_operand(b, &in[1], st_op(op)->name)) {
+        PyErr_Clear();
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    if (op == ST_OP_LOGICAL_AND || op == ST_OP_LOGICAL_OR) {
+        /* & and | are bitwise in PyTorch; only bools (where bitwise and
+         * logical agree) are supported here. */
+        for (int k = 0; k < 2; k++) {
+            st_dtype dt = in[k].t ? in[k].t->dtype : in[k].sdtype;
+            if (dt != ST_BOOL) {
+                PyErr_Format(PyExc_TypeError,
+                             "%s: & and | are supported on bool tensors only, "
+                             "got %s", op == ST_OP_LOGICAL_AND ? "and" : "or",
+                             st_dtype_name(dt));
+                return NULL;
+            }
+        }
+    }
+    st_attrs at;
+    memset(&at, 0, sizeof at);
+    return run1(op, in, 2, &at, NULL);
+}
+
+/* In-place operator: result of op(self, b) written into self. */
+static PyObject *ibinop(st_op_id op, PyObject *a, PyObject *b) {
+    if (!st_fe_is_tensor(a)) Py_RETURN_NOTIMPLEMENTED;
+    st_operand in[2];
+    if (st_fe_operand(a, &in[0], st_op(op)->name) ||
+        st_fe_operand(b, &in[1], st_op(op)->name)) {
+        PyErr_Clear();
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    st_attrs at;
+    memset(&at, 0, sizeof at);
+    PyObject *r = run1(op, in, 2, &at, st_fe_unwrap(a));
+    if (!r) return NULL;
+    Py_DECREF(r);
+    Py_INCREF(a);
+    return a;
+}
+
+static PyObject *unop(st_op_id op, PyObject *a) {
+    st_operand in;
+    if (st_fe_operand(a, &in, st_op(op)->name)) return NULL;
+    st_attrs at;
+    memset(&at, 0, sizeof at);
+    return run1(op, &in, 1, &at, NULL);
+}
+
+/* ---------------- number protocol ---------------- */
+#define BIN(name, op) \
+    static PyObject *nb_##name(PyObject *a, PyObject *b) { return binop(op, a, b); }
+#define IBIN(name, op) \
+    static PyObject *nb_i##name(PyObject *a, PyObject *b) { return ibinop(op, a, b); }
+BIN(add, ST_OP_ADD) BIN(sub, ST_OP_SUB) BIN(mul, ST_OP_MUL)
+BIN(truediv, ST_OP_DIV) BIN(floordiv, ST_OP_FLOOR_DIVIDE)
+BIN(mod, ST_OP_REMAINDER) BIN(and, ST_OP_LOGICAL_AND) BIN(or, ST_OP_LOGICAL_OR)
+BIN(matmul, ST_OP_MATMUL)
+IBIN(add, ST_OP_ADD) IBIN(sub, ST_OP_SUB) IBIN(mul, ST_OP_MUL)
+IBIN(truediv, ST_OP_DIV)
+
+static PyObject *nb_pow(PyObject *a, PyObject *b, PyObject *mod) {
+    if (mod != Py_None) Py_RETURN_NOTIMPLEMENTED;
+    return binop(ST_OP_POW, a, b);
+}
+static PyObject *nb_neg(PyObject *a) { return unop(ST_OP_NEG, a); }
+static PyObject *nb_abs(PyObject *a) { return unop(ST_OP_ABS, a); }
+static PyObject *nb_pos(PyObject *a) {
+    Py_INCREF(a);
+    return a;
+}
+static PyObject *nb_invert(PyObject *a) {
+    st_tensor *t = st_fe_unwrap(a);
+    if (t->dtype != ST_BOOL) {
+        PyErr_Format(PyExc_TypeError,
+                     "~ (bitwise not) is only supported for bool tensors here, "
+                     "got %s", st_dtype_name(t->dtype));
+        return NULL;
+    }
+    return unop(ST_OP_LOGICAL_NOT, a);
+}
+
+static PyObject *scalar_of(PyObject *self, int kind) {
+    st_tensor *t = st_fe_unwrap(self);
+    if (st_tensor_numel(t) != 1) {
+        char sb[128];
+        PyErr_Format(PyExc_RuntimeError,
+                     "a Tensor with %lld elements (shape %s) cannot be "
+                     "converted to a Python scalar",
+                     (long long)st_tensor_numel(t),
+                     st_shape_str(t->shape, t->ndim, sb, sizeof sb));
+        return NULL;
+    }
+    PyObject *v = st_fe_item(t);
+    if (!v) return NULL;
+    PyObject *r;
+    if (kind == 0) r = PyNumber_Float(v);
+    else if (kind == 1) r = PyNumber_Long(v);
+    else {
+        int b = PyObject_IsTrue(v);
+        r = b < 0 ? NULL : PyBool_FromLong(b);
+    }
+    Py_DECREF(v);
+    return r;
+}
+static PyObject *nb_float(PyObject *a) { return scalar_of(a, 0); }
+static PyObject *nb_int(PyObject *a) { return scalar_of(a, 1); }
+static int nb_bool(PyObject *a) {
+    PyObject *r = scalar_of(a, 2);
+    if (!r) return -1;
+    int b = (r == Py_True);
+    Py_DECREF(r);
+    return b;
+}
+static PyObject *nb_index(PyObject *a) {
+    st_tensor *t = st_fe_unwrap(a);
+    if (st_dtype_is_float(t->dtype)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "only integer tensors of a single element can be "
+                        "converted to an index");
+        return NULL;
+    }
+    return scalar_of(a, 1);
+}
+
+static PyNumberMethods tensor_as_number = {
+    .nb_add = nb_add, .nb_subtract = nb_sub, .nb_multiply = nb_mul,
+    .nb_true_divide = nb_truediv, .nb_floor_divide = nb_floordiv,
+    .nb_remainder = nb_mod, .nb_power = nb_pow, .nb_negative = nb_neg,
+    .nb_positive = nb_pos, .nb_absolute = nb_abs, .nb_invert = nb_invert,
+    .nb_and = nb_and, .nb_or = nb_or, .nb_bool = nb_bool,
+    .nb_float = nb_float, .nb_int = nb_int, .nb_index = nb_index,
+    .nb_matrix_multiply = nb_matmul,
+    .nb_inplace_add = nb_iadd, .nb_inplace_subtract = nb_isub,
+    .nb_inplace_multiply = nb_imul, .nb_inplace_true_divide = nb_itruediv,
+};
+
+static PyObject *richcompare(PyObject *a, PyObject *b, int cmp) {
+    st_op_id op;
+    switch (cmp) {
+    case Py_LT: op = ST_OP_LT; break;
+    case Py_LE: op = ST_OP_LE; break;
+    case Py_EQ: op = ST_OP_EQ; break;
+    case Py_NE: op = ST_OP_NE; break;
+    case Py_GT: op = ST_OP_GT; break;
+    default: op = ST_OP_GE; break;
+    }
+    return binop(op, a, b);
+}
+
+static Py_hash_t tensor_hash(PyObject *self) {
+    Py_hash_t h = (Py_hash_t)((uintptr_t)self >> 4);
+    return h == -1 ? -2 : h;
+}
+
+/* ---------------- sequence / mapping ---------------- */
+static Py_ssize_t mp_length(PyObject *self) {
+    st_tensor *t = st_fe_unwrap(self);
+    if (t->ndim == 0) {
+        PyErr_SetString(PyExc_TypeError, "len() of a 0-d tensor");
+        return -1;
+    }
+    return (Py_ssize_t)t->shape[0];
+}
+
+static PyMappingMethods tensor_as_mapping = {
+    .mp_length = mp_length,
+    .mp_subscript = st_fe_getitem,
+    .mp_ass_subscript = st_fe_setitem,
+};
+
+/* ---------------- lifetime ---------------- */
+static void tensor_dealloc(PyObject *self) {
+    st_fe_tensor_obj *o = (st_fe_tensor_obj *)self;
+    if (o->t) {
+        if (o->t->pyobj == self) o->t->pyobj = NULL;
+        st_tensor_decref(o->t);
+        o->t = NULL;
+    }
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyObject *tensor_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
+    PyErr_SetString(PyExc_TypeError,
+                    "create tensors with symtrace.tensor(data), "
+                    "symtrace.zeros(shape), ... not Tensor(...)");
+    return NULL;
+}
+
+/* ---------------- properties ---------------- */
+static PyObject *get_shape(PyObject *self, void *c) {
+    st_tensor *t = st_fe_unwrap(self);
+    return st_fe_shape_tuple(t->shape, t->ndim);
+}
+static PyObject *get_dtype(PyObject *self, void *c) {
+    PyObject *d = st_fe_dtype_obj(st_fe_unwrap(self)->dtype);
+    Py_XINCREF(d);
+    return d;
+}
+static PyObject *get_ndim(PyObject *self, void *c) {
+    return PyLong_FromLong(st_fe_unwrap(self)->ndim);
+}
+static PyObject *get_device_str(PyObject *self, void *c) {
+    return PyUnicode_FromString(st_tensor_device(st_fe_unwrap(self))->name);
+}
+static PyObject *get_T(PyObject *self, void *c) {
+    st_tensor *t = st_fe_unwrap(self);
+    int64_t perm[ST_MAX_DIMS];
+    for (int d = 0; d < t->ndim; d++) perm[d] = t->ndim - 1 - d;
+    return st_fe_wrap(st_tensor_permute(t, perm));
+}
+static PyObject *get_requires_grad(PyObject *self, void *c) {
+    return PyBool_FromLong(st_fe_unwrap(self)->requires_grad);
+}
+static PyObject *get_version(PyObject *self, void *c) {
+    return PyLong_FromUnsignedLong(st_fe_unwrap(self)->version);
+}
+
+static PyGetSetDef tensor_getset[] = {
+    {"shape", get_shape, NULL, "the sizes, as a tuple", NULL},
+    {"dtype", get_dtype, NULL, "element type", NULL},
+    {"ndim", get_ndim, NULL, "number of dimensions", NULL},
+    {"_device_str", get_device_str, NULL, "device name", NULL},
+    {"T", get_T, NULL, "dimensions reversed", NULL},
+    {"requires_grad", get_requires_grad, NULL, "autograd flag", NULL},
+    {"_version", get_version, NULL, "in-place write counter", NULL},
+    {NULL},
+};
+
+/* ---------------- methods: metadata ---------------- */
+static int opt_dim(PyObject *self, PyObject *args, int64_t *dim, int *has) {
+    PyObject *o = Py_None;
+    if (!PyArg_ParseTuple(args, "|O", &o)) return -1;
+    *has = 0;
+    if (o == Py_None) return 0;
+    if (parse_int64(o, dim, "dim")) return -1;
+    st_tensor *t = st_fe_unwrap(self);
+    if (st_wrap_dim("size", dim, t->ndim) != ST_OK) return st_fe_raise_int();
+    *has = 1;
+    return 0;
+}
+
+static PyObject *m_size(PyObject *self, PyObject *args) {
+    int64_t d;
+    int has;
+    if (opt_dim(self, args, &d, &has)) return NULL;
+    st_tensor *t = st_fe_unwrap(self);
+    if (has) return PyLong_FromLongLong(t->ndim ? t->shape[d] : 1);
+    return st_fe_shape_tuple(t->shape, t->ndim);
+}
+static PyObject *m_stride(PyObject *self, PyObject *args) {
+    int64_t d;
+    int has;
+    if (opt_dim(self, args, &d, &has)) return NULL;
+    st_tensor *t = st_fe_unwrap(self);
+    if (has) return PyLong_FromLongLong(t->ndim ? t->strides[d] : 1);
+    return st_fe_shape_tuple(t->strides, t->ndim);
+}
+static PyObject *m_dim(PyObject *self, PyObject *a) {
+    return PyLong_FromLong(st_fe_unwrap(self)->ndim);
+}
+static PyObject *m_numel(PyObject *self, PyObject *a) {
+    return PyLong_FromLongLong(st_tensor_numel(st_fe_unwrap(self)));
+}
+static PyObject *m_is_contiguous(PyObject *self, PyObject *a) {
+    return PyBool_FromLong(st_tensor_is_contiguous(st_fe_unwrap(self)));
+}
+static PyObject *m_data_ptr(PyObject *self, PyObject *a) {
+    return PyLong_FromVoidPtr(st_tensor_data(st_fe_unwrap(self)));
+}
+static PyObject *m_element_size(PyObject *self, PyObject *a) {
+    return PyLong_FromSize_t(st_dtype_size(st_fe_unwrap(self)->dtype));
+}
+static PyObject *m_storage_offset(PyObject *self, PyObject *a) {
+    return PyLong_FromLongLong(st_fe_unwrap(self)->offset);
+}
+static PyObject *m_storage_id(PyObject *self, PyObject *a) {
+    return PyLong_FromVoidPtr(st_fe_unwrap(self)->storage);
+}
+
+/* ---------------- methods: views ---------------- */
+static PyObject *m_view_impl(PyObject *self, PyObject *args, bool view_only) {
+    int64_t shape[ST_MAX_DIMS];
+    int nd;
+    if (st_fe_parse_shape(args, shape, &nd, view_only ? "view" : "reshape"))
+        return NULL;
+    return st_fe_wrap(st_tensor_reshape(st_fe_unwrap(self), nd, shape,
+                                        view_only));
+}
+static PyObject *m_view(PyObject *self, PyObject *args) {
+    return m_view_impl(self, args, true);
+}
+static PyObject *m_reshape(PyObject *self, PyObject *args) {
+    return m_view_impl(self, args, false);
+}
+static PyObject *m_permute(PyObject *self, PyObject *args) {
+    int64_t perm[ST_MAX_DIMS];
+    int nd;
+    if (st_fe_parse_shape(args, perm, &nd, "permute")) return NULL;
+    st_tensor *t = st_fe_unwrap(self);
+    if (nd != t->ndim) {
+        char sb[128];
+        PyErr_Format(PyExc_RuntimeError,
+                     "permute: number of dims don't match: the tensor of "
+                     "shape %s has %d dims but %d were given",
+                     st_shape_str(t->shape, t->ndim, sb, sizeof sb), t->ndim,
+                     nd);
+        return NULL;
+    }
+    return st_fe_wrap(st_tensor_permute(t, perm));
+}
+static PyObject *m_transpose(PyObject *self, PyObject *args) {
+    long long d0, d1;
+    if (!PyArg_ParseTuple(args, "LL:transpose", &d0, &d1)) return NULL;
+    return st_fe_wrap(st_tensor_transpose(st_fe_unwrap(self), d0, d1));
+}
+static PyObject *m_expand(PyObject *self, PyObject *args) {
+    int64_t shape[ST_MAX_DIMS];
+    int nd;
+    if (st_fe_parse_shape(args, shape, &nd, "expand")) return NULL;
+    return st_fe_wrap(st_tensor_expand(st_fe_unwrap(self), nd, shape));
+}
+static PyObject *m_squeeze(PyObject *self, PyObject *args) {
+    PyObject *o = Py_None;
+    if (!PyArg_ParseTuple(args, "|O:squeeze", &o)) return NULL;
+    st_tensor *t = st_fe_unwrap(self);
+    if (o == Py_None) return st_fe_wrap(st_tensor_squeeze(t, ST_SQUEEZE_ALL));
+    if (PyTuple_Check(o) || PyList_Check(o)) {
+        int64_t dims[ST_MAX_DIMS];
+        int nd;
+        if (st_fe_parse_shape_seq(o, dims, &nd, "squeeze")) return NULL;
+        st_attrs at;
+        memset(&at, 0, sizeof at);
+        for (int k = 0; k < nd; k++) at.dims[k] = dims[k];
+        at.ndims = nd;
+        if (nd == 0) {
+            st_tensor_incref(t);
+            return st_fe_wrap(t);
+        }
+        return st_fe_wrap(st_tensor_apply_view(t, ST_OP_SQUEEZE, &at));
+    }
+    int64_t d;
+    if (parse_int64(o, &d, "squeeze")) return NULL;
+    return st_fe_wrap(st_tensor_squeeze(t, d));
+}
+static PyObject *m_unsqueeze(PyObject *self, PyObject *args) {
+    long long d;
+    if (!PyArg_ParseTuple(args, "L:unsqueeze", &d)) return NULL;
+    return st_fe_wrap(st_tensor_unsqueeze(st_fe_unwrap(self), d));
+}
+static PyObject *m_slice(PyObject *self, PyObject *args) {
+    long long dim, start, stop, step = 1;
+    if (!PyArg_ParseTuple(args, "LLL|L:_slice", &dim, &start, &stop, &step))
+        return NULL;
+    return st_fe_wrap(st_tensor_slice(st_fe_unwrap(self), dim, start, stop,
+                                      step));
+}
+static PyObject *m_select(PyObject *self, PyObject *args) {
+    long long dim, index;
+    if (!PyArg_ParseTuple(args, "LL:select", &dim, &index)) return NULL;
+    return st_fe_wrap(st_tensor_select(st_fe_unwrap(self), dim, index));
+}
+static PyObject *m_as_strided(PyObject *self, PyObject *args) {
+    PyObject *so, *sto;
+    long long off = -1;
+    if (!PyArg_ParseTuple(args, "OO|L:as_strided", &so, &sto, &off))
+        return NULL;
+    int64_t shape[ST_MAX_DIMS], strides[ST_MAX_DIMS];
+    int nd, ns;
+    if (st_fe_parse_shape_seq(so, shape, &nd, "as_strided") ||
+        st_fe_parse_shape_seq(sto, strides, &ns, "as_strided"))
+        return NULL;
+    st_tensor *t = st_fe_unwrap(self);
+    if (nd != ns) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "as_strided: size and stride must have the same length");
+        return NULL;
+    }
+    if (off < 0) off = t->offset;
+    /* bounds: the furthest element must lie inside the storage */
+    int64_t hi = off, isz = (int64_t)st_dtype_size(t->dtype);
+    for (int d = 0; d < nd; d++) {
+        if (shape[d] < 0 || strides[d] < 0) {
+            PyErr_SetString(PyExc_RuntimeError,
+                            "as_strided: negative size or stride");
+            return NULL;
+        }
+        if (shape[d] == 0) hi = -1;
+        if (hi >= 0) hi += (shape[d] - 1) * strides[d];
+    }
+    if (hi >= 0 && (hi + 1) * isz > (int64_t)t->storage->nbytes) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "as_strided: the view reaches outside the storage");
+        return NULL;
+    }
+    return st_fe_wrap(st_tensor_view_of(t, nd, shape, strides, off));
+}
+static PyObject *m_contiguous(PyObject *self, PyObject *a) {
+    return st_fe_wrap(st_tensor_contiguous(st_fe_unwrap(self)));
+}
+static PyObject *m_clone(PyObject *self, PyObject *a) {
+    st_operand in = {.t = st_fe_unwrap(self)};
+    st_attrs at;
+    memset(&at, 0, sizeof at);
+    return run1(ST_OP_COPY, &in, 1, &at, NULL);
+}
+static PyObject *m_detach(PyObject *self, PyObject *a) {
+    st_tensor *t = st_fe_unwrap(self);
+    return st_fe_wrap(st_tensor_view_of(t, t->ndim, t->shape, t->strides,
+                                        t->offset));
+}
+static PyObject *m_bump_version(PyObject *self, PyObject *a) {
+    st_fe_unwrap(self)->version++;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef tensor_methods[] = {
+    {"size", m_size, METH_VARARGS, "size(dim=None)"},
+    {"stride", m_stride, METH_VARARGS, "stride(dim=None)"},
+    {"dim", m_dim, METH_NOARGS, "number of dimensions"},
+    {"numel", m_numel, METH_NOARGS, "number of elements"},
+    {"is_contiguous", m_is_contiguous, METH_NOARGS, "row-major dense?"},
+    {"data_ptr", m_data_ptr, METH_NOARGS, "address of the first element"},
+    {"element_size", m_element_size, METH_NOARGS, "bytes per element"},
+    {"storage_offset", m_storage_offset, METH_NOARGS, "offset in elements"},
+    {"_storage_id", m_storage_id, METH_NOARGS, "identity of the storage"},
+    {"view", m_view, METH_VARARGS, "view(*shape): a view, never a copy"},
+    {"reshape", m_reshape, METH_VARARGS, "reshape(*shape)"},
+    {"permute", m_permute, METH_VARARGS, "permute(*dims)"},
+    {"transpose", m_transpose, METH_VARARGS, "transpose(dim0, dim1)"},
+    {"expand", m_expand, METH_VARARGS, "expand(*sizes)"},
+    {"squeeze", m_squeeze, METH_VARARGS, "squeeze(dim=None)"},
+    {"unsqueeze", m_unsqueeze, METH_VARARGS, "unsqueeze(dim)"},
+    {"_slice", m_slice, METH_VARARGS, "_slice(dim, start, stop, step=1)"},
+    {"select", m_select, METH_VARARGS, "select(dim, index)"},
+    {"as_strided", m_as_strided, METH_VARARGS, "as_strided(size, stride, offset)"},
+    {"contiguous", m_contiguous, METH_NOARGS, "a contiguous tensor"},
+    {"clone", m_clone, METH_NOARGS, "a copy"},
+    {"detach", m_detach, METH_NOARGS, "a view outside autograd"},
+    {"_bump_version", m_bump_version, METH_NOARGS, "mark an in-place write"},
+    {NULL},
+};
+
+PyTypeObject st_fe_TensorBase = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "symtrace._C.TensorBase",
+    .tp_basicsize = sizeof(st_fe_tensor_obj),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "A tensor: a reference to strided, typed storage on a device.",
+    .tp_new = tensor_new,
+    .tp_dealloc = tensor_dealloc,
+    .tp_as_number = &tensor_as_number,
+    .tp_as_mapping = &tensor_as_mapping,
+    .tp_richcompare = richcompare,
+    .tp_hash = tensor_hash,
+    .tp_getset = tensor_getset,
+    .tp_methods = tensor_methods,
+};
+
+/* _C._set_tensor_class(cls): results of ops become instances of cls. */
+static PyObject *set_tensor_class(PyObject *m, PyObject *cls) {
+    if (!PyType_Check(cls) ||
+        !PyType_IsSubtype((PyTypeObject *)cls, &st_fe_TensorBase)) {
+        PyErr_SetString(PyExc_TypeError, "expected a subclass of TensorBase");
+        return NULL;
+    }
+    Py_INCREF(cls);
+    Py_XDECREF((PyObject *)tensor_cls);
+    tensor_cls = (PyTypeObject *)cls;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef tensor_module_methods[] = {
+    {"_set_tensor_class", set_tensor_class, METH_O, "register symtrace.Tensor"},
+    {NULL},
+};
+
+int st_fe_init_tensor(PyObject *m) {
+    /* Add the conversion methods (numpy, dlpack, tolist, item) to the type. */
+    static PyMethodDef all[64];
+    int n = 0;
+    for (PyMethodDef *d = tensor_methods; d->ml_name; d++) all[n++] = *d;
+    for (PyMethodDef *d = st_fe_convert_tensor_methods; d->ml_name; d++)
+        all[n++] = *d;
+    all[n] = (PyMethodDef){NULL};
+    st_fe_TensorBase.tp_methods = all;
+    if (PyType_Ready(&st_fe_TensorBase) < 0) return -1;
+    Py_INCREF(&st_fe_TensorBase);
+    if (PyModule_AddObject(m, "TensorBase", (PyObject *)&st_fe_TensorBase) < 0)
+        return -1;
+    return PyModule_AddFunctions(m, tensor_module_methods);
+}

@@ -1,1 +1,477 @@
-/* fusion/decompose.c - (to be written) */
+/* fusion/decompose.c - decomposition of composite ops (softmax, log_softmax,
+ * layer_norm, gelu, cross_entropy, linear, dropout, clamp, masked_fill) and
+ * of matmul with a 1-D operand into primitive statements. The result is a
+ * new graph with the same inputs, constants and outputs; decompositions use
+ * views with -1 / like-operands only, so the graph re-infers with new sizes.
+ * Owns: st_fuse_decompose. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "st_kernel.h"
+
+#ifndef M_SQRT1_2
+#define M_SQRT1_2 0.70710678118654752440
+#endif
+#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#endif
+
+/* Emission state: the new graph and the first failure (later emits are
+ * no-ops once one failed, so decompositions read as straight-line code). */
+typedef struct {
+    st_graph *g;
+    bool failed;
+} dctx;
+
+static int emit_n(dctx *c, st_op_id op, const int *in, int nin,
+                  const st_attrs *a)
+{
+    if (c->failed)
+        return -1;
+    for (int i = 0; i < nin; i++)
+        if (in[i] < 0) {
+            c->failed = true;
+            return -1;
+        }
+    st_attrs z;
+    if (!a) {
+        memset(&z, 0, sizeof z);
+        a = &z;
+    }
+    int outs[ST_MAX_OUT];
+    if (st_ir_add_stmt(c->g, op, in, nin, a, outs) < 0) {
+        c->failed = true;
+        return -1;
+    }
+    return outs[0];
+}
+
+static int emit1(dctx *c, st_op_id op, int x)
+{
+    return emit_n(c, op, &x, 1, NULL);
+}
+
+static int emit2(dctx *c, st_op_id op, int x, int y)
+{
+    int in[2] = {x, y};
+    return emit_n(c, op, in, 2, NULL);
+}
+
+static int emit3(dctx *c, st_op_id op, int x, int y, int z)
+{
+    int in[3] = {x, y, z};
+    return emit_n(c, op, in, 3, NULL);
+}
+
+static int fconst(dctx *c, double v)
+{
+    if (c->failed)
+        return -1;
+    int id = st_ir_add_const(c->g, ST_FLOAT64, v, (int64_t)v);
+    if (id < 0)
+        c->failed = true;
+    return id;
+}
+
+static int iconst(dctx *c, int64_t v)
+{
+    if (c->failed)
+        return -1;
+    int id = st_ir_add_const(c->g, ST_INT64, (double)v, v);
+    if (id < 0)
+        c->failed = true;
+    return id;
+}
+
+static const st_meta *meta_of(dctx *c, int v)
+{
+    return &c->g->values[v].meta;
+}
+
+static int cast_to(dctx *c, int x, st_dtype dt)
+{
+    if (c->failed || x < 0)
+        return -1;
+    if (meta_of(c, x)->dtype == dt)
+        return x;
+    st_attrs a;
+    memset(&a, 0, sizeof a);
+    a.dtype = dt;
+    return emit_n(c, ST_OP_CAST, &x, 1, &a);
+}
+
+/* Reduction over dims[0..nd) (already wrapped), with keepdim. */
+static int reduce(dctx *c, st_op_id op, int x, const int64_t *dims, int nd,
+                  bool keepdim)
+{
+    st_attrs a;
+    memset(&a, 0, sizeof a);
+    for (int i = 0; i < nd; i++)
+        a.dims[i] = dims[i];
+    a.ndims = nd;
+    a.flags = keepdim ? ST_ATTR_KEEPDIM : 0;
+    return emit_n(c, op, &x, 1, &a);
+}
+
+static int reduce_all(dctx *c, st_op_id op, int x)
+{
+    return reduce(c, op, x, NULL, 0, false);
+}
+
+static int unsqueeze(dctx *c, int x, int64_t dim)
+{
+    st_attrs a;
+    memset(&a, 0, sizeof a);
+    a.i[0] = dim;
+    return emit_n(c, ST_OP_UNSQUEEZE, &x, 1, &a);
+}
+
+static int squeeze(dctx *c, int x, const int64_t *dims, int nd)
+{
+    st_attrs a;
+    memset(&a, 0, sizeof a);
+    for (int i = 0; i < nd; i++)
+        a.dims[i] = dims[i];
+    a.ndims = nd;
+    return emit_n(c, ST_OP_SQUEEZE, &x, 1, &a);
+}
+
+/* Wraps a dim of an op's attrs against rank; sets the failure on error. */
+static int64_t wrap(dctx *c, const char *op, int64_t dim, int ndim)
+{
+    if (c->failed)
+        return 0;
+    if (st_wrap_dim(op, &dim, ndim) != ST_OK) {
+        c->failed = true;
+        return 0;
+    }
+    return dim;
+}
+
+/* ---- the decompositions ---- */
+
+static int dec_softmax(dctx *c, int x, int64_t dim, bool log)
+{
+    const char *name = log ? "log_softmax" : "softmax";
+    int nd = meta_of(c, x)->ndim;
+    int64_t d = wrap(c, name, dim, nd);
+    int m = reduce(c, ST_OP_AMAX, x, &d, 1, true);
+    int s = emit2(c, ST_OP_SUB, x, m);
+    int e = emit1(c, ST_OP_EXP, s);
+    int z = reduce(c, ST_OP_SUM, e, &d, 1, true);
+    if (log)
+        return emit2(c, ST_OP_SUB, s, emit1(c, ST_OP_LOG, z));
+    return emit2(c, ST_OP_DIV, e, z);
+}
+
+static int dec_layer_norm(dctx *c, const st_stmt *s, const int *in)
+{
+    int x = in[0];
+    const st_meta *xm = meta_of(c, x);
+    st_dtype xdt = xm->dtype;
+    int n = xm->ndim, k = s->attrs.ndims;
+    if (k < 0 || k > n) {
+        st_err(ST_ERR_VALUE, "layer_norm: %d normalized dims for a %d-d input",
+               k, n);
+        c->failed = true;
+        return -1;
+    }
+    int64_t dims[ST_MAX_DIMS];
+    for (int i = 0; i < k; i++)
+        dims[i] = n - k + i;
+    int next = 1, w = -1, b = -1;
+    if (s->attrs.flags & ST_ATTR_HAS_WEIGHT)
+        w = in[next++];
+    if (s->attrs.flags & ST_ATTR_HAS_BIAS)
+        b = in[next++];
+    bool low = xdt == ST_FLOAT16 || xdt == ST_BFLOAT16;
+    int xc = low ? cast_to(c, x, ST_FLOAT32) : x;
+    int mu = reduce(c, ST_OP_MEAN, xc, dims, k, true);
+    int d = emit2(c, ST_OP_SUB, xc, mu);
+    int var = reduce(c, ST_OP_MEAN, emit2(c, ST_OP_MUL, d, d), dims, k, true);
+    int r = emit1(c, ST_OP_RSQRT,
+                  emit2(c, ST_OP_ADD, var, fconst(c, s->attrs.f[0])));
+    int y = emit2(c, ST_OP_MUL, d, r);
+    if (w >= 0)
+        y = emit2(c, ST_OP_MUL, y, w);
+    if (b >= 0)
+        y = emit2(c, ST_OP_ADD, y, b);
+    return cast_to(c, y, xdt);
+}
+
+static int dec_gelu(dctx *c, const st_stmt *s, int x)
+{
+    int half = emit2(c, ST_OP_MUL, x, fconst(c, 0.5));
+    int t;
+    if (s->attrs.flags & ST_ATTR_TANH) {
+        int x3 = emit2(c, ST_OP_MUL, emit2(c, ST_OP_MUL, x, x), x);
+        int inner = emit2(c, ST_OP_ADD, x,
+                          emit2(c, ST_OP_MUL, x3, fconst(c, 0.044715)));
+        t = emit1(c, ST_OP_TANH, emit2(c, ST_OP_MUL, inner,
+                                       fconst(c, sqrt(2.0 / M_PI))));
+    } else {
+        t = emit1(c, ST_OP_ERF, emit2(c, ST_OP_MUL, x, fconst(c, M_SQRT1_2)));
+    }
+    return emit2(c, ST_OP_MUL, half, emit2(c, ST_OP_ADD, t, fconst(c, 1.0)));
+}
+
+static int dec_cross_entropy(dctx *c, const st_stmt *s, const int *in)
+{
+    int logits = in[0], target = in[1];
+    const st_meta *lm = meta_of(c, logits);
+    if (lm->ndim != 2 || meta_of(c, target)->ndim != 1) {
+        st_err(ST_ERR_VALUE, "cross_entropy: expects logits [N, C] and target "
+               "[N], got %d-d and %d-d", lm->ndim, meta_of(c, target)->ndim);
+        c->failed = true;
+        return -1;
+    }
+    st_dtype ldt = lm->dtype;
+    int logp = dec_softmax(c, logits, 1, true);
+    int valid = emit2(c, ST_OP_NE, target, iconst(c, s->attrs.i[0]));
+    int safe = emit3(c, ST_OP_WHERE, valid, target, iconst(c, 0));
+    st_attrs ga;
+    memset(&ga, 0, sizeof ga);
+    ga.i[0] = 1;
+    int gin[2] = {logp, unsqueeze(c, safe, 1)};
+    int64_t one = 1;
+    int picked = squeeze(c, emit_n(c, ST_OP_GATHER, gin, 2, &ga), &one, 1);
+    /* (operands are sequenced explicitly: the order of statements and
+     * constants must not depend on the compiler's argument order) */
+    int negp = emit1(c, ST_OP_NEG, picked);
+    int zero = fconst(c, 0.0);
+    int li = emit3(c, ST_OP_WHERE, valid, negp, zero);
+    switch (s->attrs.i[1]) {
+    case 0:
+        return li;
+    case 2:
+        return reduce_all(c, ST_OP_SUM, li);
+    case 1: {
+        int total = reduce_all(c, ST_OP_SUM, li);
+        int count = reduce_all(c, ST_OP_SUM, cast_to(c, valid, ldt));
+        return emit2(c, ST_OP_DIV, total, count);
+    }
+    default:
+        st_err(ST_ERR_VALUE, "cross_entropy: bad reduction %lld",
+               (long long)s->attrs.i[1]);
+        c->failed = true;
+        return -1;
+    }
+}
+
+/* matmul with numpy semantics: a 1-D operand is unsqueezed to 2-D and the
+ * added dim squeezed from the result, so MATMUL sees rank >= 2 only. */
+static int dec_matmul(dctx *c, int a, int b)
+{
+    if (c->failed)
+        return -1;
+    bool a1 = meta_of(c, a)->ndim == 1, b1 = meta_of(c, b)->ndim == 1;
+    if (!a1 && !b1)
+        return emit2(c, ST_OP_MATMUL, a, b);
+    if (meta_of(c, a)->ndim == 0 || meta_of(c, b)->ndim == 0) {
+        st_err(ST_ERR_RUNTIME, "matmul: both arguments need to be at least "
+               "1D, got %dD and %dD", meta_of(c, a)->ndim,
+               meta_of(c, b)->ndim);
+        c->failed = true;
+        return -1;
+    }
+    int aa = a1 ? unsqueeze(c, a, 0) : a;
+    int bb = b1 ? unsqueeze(c, b, 1) : b;
+    int y = emit2(c, ST_OP_MATMUL, aa, bb);
+    if (c->failed)
+        return -1;
+    int r = meta_of(c, y)->ndim;
+    int64_t dims[2];
+    int nd = 0;
+    if (a1)
+        dims[nd++] = r - 2;
+    if (b1)
+        dims[nd++] = r - 1;
+    return squeeze(c, y, dims, nd);
+}
+
+static int dec_linear(dctx *c, const st_stmt *s, const int *in)
+{
+    st_attrs pa;
+    memset(&pa, 0, sizeof pa);
+    pa.dims[0] = 1;
+    pa.dims[1] = 0;
+    pa.ndims = 2;
+    int wt = emit_n(c, ST_OP_PERMUTE, &in[1], 1, &pa);
+    int y = dec_matmul(c, in[0], wt);
+    if ((s->attrs.flags & ST_ATTR_HAS_BIAS) && s->nin > 2)
+        y = emit2(c, ST_OP_ADD, y, in[2]);
+    return y;
+}
+
+static int dec_dropout(dctx *c, const st_stmt *s, int x)
+{
+    double p = s->attrs.f[0];
+    st_dtype xdt = meta_of(c, x)->dtype;
+    if (p == 0.0)
+        return emit1(c, ST_OP_COPY, x);
+    st_attrs a;
+    memset(&a, 0, sizeof a);
+    if (p == 1.0) {
+        a.dtype = xdt;
+        if (!st_dtype_is_float(xdt))
+            a.flags = ST_ATTR_INT_VALUE;
+        return emit_n(c, ST_OP_FULL, &x, 1, &a);
+    }
+    a.dtype = ST_FLOAT32;
+    a.f[0] = 0.0;
+    a.f[1] = 1.0;
+    int r = emit_n(c, ST_OP_RAND, &x, 1, &a);
+    int keep = emit2(c, ST_OP_GE, r, fconst(c, p));
+    int scaled = emit2(c, ST_OP_MUL, x, fconst(c, 1.0 / (1.0 - p)));
+    int y = emit3(c, ST_OP_WHERE, keep, scaled, fconst(c, 0.0));
+    return cast_to(c, y, xdt);
+}
+
+static int dec_clamp(dctx *c, const st_stmt *s, int x)
+{
+    const st_attrs *a = &s->attrs;
+    bool iv = a->flags & ST_ATTR_INT_VALUE;
+    int y = x;
+    if (a->flags & ST_ATTR_HAS_MIN)
+        y = emit2(c, ST_OP_MAXIMUM, y,
+                  iv ? iconst(c, a->i[0]) : fconst(c, a->f[0]));
+    if (a->flags & ST_ATTR_HAS_MAX)
+        y = emit2(c, ST_OP_MINIMUM, y,
+                  iv ? iconst(c, a->i[1]) : fconst(c, a->f[1]));
+    if (y == x) /* no bound: still a fresh value */
+        y = emit1(c, ST_OP_COPY, x);
+    return y;
+}
+
+static int dec_masked_fill(dctx *c, const st_stmt *s, const int *in)
+{
+    const st_attrs *a = &s->attrs;
+    int v = (a->flags & ST_ATTR_INT_VALUE) ? iconst(c, a->i[0])
+                                           : fconst(c, a->f[0]);
+    int y = emit3(c, ST_OP_WHERE, in[1], v, in[0]);
+    return cast_to(c, y, meta_of(c, in[0])->dtype);
+}
+
+/* Decomposes one statement whose operands are already mapped (in[]);
+ * returns its (single) result, or -1 when the statement is copied through
+ * (*copied set) or on failure (c->failed). */
+static int decompose_stmt(dctx *c, const st_stmt *s, const int *in,
+                          bool *copied)
+{
+    *copied = false;
+    switch (s->op) {
+    case ST_OP_SOFTMAX:
+        return dec_softmax(c, in[0], s->attrs.i[0], false);
+    case ST_OP_LOG_SOFTMAX:
+        return dec_softmax(c, in[0], s->attrs.i[0], true);
+    case ST_OP_LAYER_NORM:
+        return dec_layer_norm(c, s, in);
+    case ST_OP_GELU:
+        return dec_gelu(c, s, in[0]);
+    case ST_OP_CROSS_ENTROPY:
+        return dec_cross_entropy(c, s, in);
+    case ST_OP_LINEAR:
+        return dec_linear(c, s, in);
+    case ST_OP_MATMUL:
+        if (s->nin == 2 && (c->g->values[in[0]].meta.ndim < 2 ||
+                            c->g->values[in[1]].meta.ndim < 2))
+            return dec_matmul(c, in[0], in[1]);
+        break;
+    case ST_OP_DROPOUT:
+        return dec_dropout(c, s, in[0]);
+    case ST_OP_CLAMP:
+        return dec_clamp(c, s, in[0]);
+    case ST_OP_MASKED_FILL:
+        return dec_masked_fill(c, s, in);
+    default:
+        break;
+    }
+    *copied = true;
+    return -1;
+}
+
+st_graph *st_fuse_decompose(const st_graph *g)
+{
+    if (!g) {
+        st_err(ST_ERR_VALUE, "decompose: no graph");
+        return NULL;
+    }
+    st_graph *ng = st_ir_graph_new();
+    if (!ng)
+        return NULL;
+    int *map = malloc(sizeof(int) * (size_t)(g->nvalues > 0 ? g->nvalues : 1));
+    if (!map) {
+        st_ir_graph_free(ng);
+        st_err(ST_ERR_MEMORY, "decompose: out of memory");
+        return NULL;
+    }
+    for (int v = 0; v < g->nvalues; v++)
+        map[v] = -1;
+    dctx c = {ng, false};
+
+    for (int i = 0; i < g->ninputs && !c.failed; i++) {
+        int v = g->inputs[i];
+        const st_value *val = &g->values[v];
+        map[v] = st_ir_add_input(ng, &val->meta, val->kind == ST_VAL_PARAM);
+        if (map[v] < 0)
+            c.failed = true;
+    }
+    for (int v = 0; v < g->nvalues && !c.failed; v++) {
+        const st_value *val = &g->values[v];
+        if (val->kind != ST_VAL_CONST)
+            continue;
+        map[v] = st_ir_add_const(ng, val->meta.dtype, val->fconst,
+                                 val->iconst);
+        if (map[v] < 0)
+            c.failed = true;
+    }
+    for (int si = 0; si < g->nstmts && !c.failed; si++) {
+        const st_stmt *s = &g->stmts[si];
+        int in[ST_MAX_IN];
+        for (int k = 0; k < s->nin; k++) {
+            int ov = s->in[k];
+            if (ov < 0 || ov >= g->nvalues || map[ov] < 0) {
+                st_err(ST_ERR_RUNTIME, "decompose: statement %d reads value "
+                       "%d before it is defined", si, ov);
+                c.failed = true;
+                break;
+            }
+            in[k] = map[ov];
+        }
+        if (c.failed)
+            break;
+        bool copied;
+        int r = decompose_stmt(&c, s, in, &copied);
+        if (c.failed)
+            break;
+        if (!copied) {
+            map[s->out[0]] = r;
+            continue;
+        }
+        int outs[ST_MAX_OUT];
+        if (st_ir_add_stmt(ng, s->op, in, s->nin, &s->attrs, outs) < 0) {
+            c.failed = true;
+            break;
+        }
+        for (int k = 0; k < s->nout; k++)
+            map[s->out[k]] = outs[k];
+    }
+    for (int i = 0; i < g->noutputs && !c.failed; i++) {
+        int v = g->outputs[i];
+        if (v < 0 || v >= g->nvalues || map[v] < 0) {
+            st_err(ST_ERR_RUNTIME, "decompose: output %d is undefined", v);
+            c.failed = true;
+            break;
+        }
+        st_ir_mark_output(ng, map[v]);
+    }
+    free(map);
+    if (c.failed) {
+        if (st_err_kind() == ST_OK)
+            st_err(ST_ERR_RUNTIME, "decompose: failed");
+        st_ir_graph_free(ng);
+        return NULL;
+    }
+    return ng;
+}

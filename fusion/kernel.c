@@ -1,1 +1,405 @@
-/* fusion/kernel.c - (to be written) */
+/* fusion/kernel.c - kernel IR helpers: initialization, node and buffer
+ * construction, the readable dump (st_kernel_print) and the structural hash
+ * (st_kernel_hash) that keys compiled kernels. Owns: st_kernel_init,
+ * st_kernel_clear, st_kernel_node, st_kernel_add_buf, st_kernel_print,
+ * st_kernel_hash. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
+#include <xxhash.h>
+
+#include "st_kernel.h"
+
+void st_kernel_init(st_kernel *k, st_kernel_kind kind, int rank)
+{
+    memset(k, 0, sizeof *k);
+    k->kind = kind;
+    k->rank = rank;
+    k->reduce_src = -1;
+    k->src_stmt = -1;
+    k->stmt = -1;
+    for (int b = 0; b < ST_K_MAX_BUFS; b++)
+        for (int d = 0; d < ST_MAX_DIMS; d++)
+            k->bufs[b].dimmap[d] = -1;
+}
+
+void st_kernel_clear(st_kernel *k)
+{
+    free(k->nodes);
+    k->nodes = NULL;
+    k->nnodes = 0;
+    k->cap_nodes = 0;
+}
+
+int st_kernel_node(st_kernel *k, const st_knode *n)
+{
+    if (k->nnodes == k->cap_nodes) {
+        int cap = k->cap_nodes ? 2 * k->cap_nodes : 16;
+        st_knode *nn = realloc(k->nodes, (size_t)cap * sizeof *nn);
+        if (!nn) {
+            st_err(ST_ERR_MEMORY, "out of memory growing kernel nodes");
+            return -1;
+        }
+        k->nodes = nn;
+        k->cap_nodes = cap;
+    }
+    k->nodes[k->nnodes] = *n;
+    return k->nnodes++;
+}
+
+int st_kernel_add_buf(st_kernel *k, int value, st_dtype dt, bool is_out,
+                      const int *dimmap)
+{
+    if (k->nbufs >= ST_K_MAX_BUFS) {
+        st_err(ST_ERR_RUNTIME, "kernel %s: more than %d buffers", k->name,
+               ST_K_MAX_BUFS);
+        return -1;
+    }
+    st_kbuf *b = &k->bufs[k->nbufs];
+    memset(b, 0, sizeof *b);
+    b->value = value;
+    b->dtype = dt;
+    b->is_out = is_out;
+    for (int d = 0; d < ST_MAX_DIMS; d++)
+        b->dimmap[d] = (dimmap && d < k->rank) ? dimmap[d] : -1;
+    return k->nbufs++;
+}
+
+/* ---- printing ---- */
+
+/* Names of the elementwise ops (UNARY/BINARY nodes); kept here so the dump
+ * does not depend on the op registry. */
+static const char *elt_name(int op)
+{
+    static const char *names[] = {
+        [ST_OP_NEG] = "neg", [ST_OP_EXP] = "exp", [ST_OP_LOG] = "log",
+        [ST_OP_SQRT] = "sqrt", [ST_OP_RSQRT] = "rsqrt", [ST_OP_TANH] = "tanh",
+        [ST_OP_SIGMOID] = "sigmoid", [ST_OP_RELU] = "relu",
+        [ST_OP_ERF] = "erf", [ST_OP_ABS] = "abs",
+        [ST_OP_LOGICAL_NOT] = "logical_not", [ST_OP_SIN] = "sin",
+        [ST_OP_COS] = "cos", [ST_OP_RECIPROCAL] = "reciprocal",
+        [ST_OP_FLOOR] = "floor", [ST_OP_CEIL] = "ceil",
+        [ST_OP_ROUND] = "round", [ST_OP_SIGN] = "sign", [ST_OP_CAST] = "cast",
+        [ST_OP_ADD] = "add", [ST_OP_SUB] = "sub", [ST_OP_MUL] = "mul",
+        [ST_OP_DIV] = "div", [ST_OP_POW] = "pow", [ST_OP_MAXIMUM] = "maximum",
+        [ST_OP_MINIMUM] = "minimum", [ST_OP_EQ] = "eq", [ST_OP_NE] = "ne",
+        [ST_OP_LT] = "lt", [ST_OP_LE] = "le", [ST_OP_GT] = "gt",
+        [ST_OP_GE] = "ge", [ST_OP_LOGICAL_AND] = "logical_and",
+        [ST_OP_LOGICAL_OR] = "logical_or",
+        [ST_OP_FLOOR_DIVIDE] = "floor_divide",
+        [ST_OP_REMAINDER] = "remainder",
+    };
+    if (op >= 0 && op < (int)(sizeof names / sizeof names[0]) && names[op])
+        return names[op];
+    return NULL;
+}
+
+static const char *dt_name(st_dtype t)
+{
+    static const char *names[] = {"bool", "int32", "int64", "float16",
+                                  "bfloat16", "float32", "float64"};
+    if ((int)t >= 0 && t < ST_NDTYPES)
+        return names[t];
+    return "?";
+}
+
+static const char *red_name(st_reduce_op r)
+{
+    static const char *names[] = {"sum", "mean", "max", "min", "argmax",
+                                  "argmin", "prod"};
+    if ((int)r >= 0 && r <= ST_RED_PROD)
+        return names[r];
+    return "?";
+}
+
+static const char *kind_name(st_kernel_kind k)
+{
+    switch (k) {
+    case ST_K_ELEMENTWISE: return "elementwise";
+    case ST_K_REDUCE: return "reduce";
+    case ST_K_MATMUL: return "matmul";
+    case ST_K_VIEW: return "view";
+    }
+    return "?";
+}
+
+typedef struct {
+    char *s;
+    size_t len, cap;
+    bool oom;
+} sbuf;
+
+static void sb_printf(sbuf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void sb_printf(sbuf *b, const char *fmt, ...)
+{
+    if (b->oom)
+        return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        size_t room = b->cap - b->len;
+        int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? room : 0, fmt,
+                          ap);
+        va_end(ap);
+        if (n < 0) {
+            b->oom = true;
+            return;
+        }
+        if (b->s && (size_t)n < room) {
+            b->len += (size_t)n;
+            return;
+        }
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap - b->len <= (size_t)n)
+            cap *= 2;
+        char *ns = realloc(b->s, cap);
+        if (!ns) {
+            b->oom = true;
+            return;
+        }
+        b->s = ns;
+        b->cap = cap;
+    }
+}
+
+static void print_node(sbuf *b, const st_kernel *k, int i)
+{
+    const st_knode *n = &k->nodes[i];
+    sb_printf(b, "  n%d = ", i);
+    switch (n->kind) {
+    case ST_KN_LOAD:
+        if (n->idx_dim >= 0)
+            sb_printf(b, "load(buf%d, dim%d=n%d)", n->buf, n->idx_dim, n->a);
+        else
+            sb_printf(b, "load(buf%d)", n->buf);
+        break;
+    case ST_KN_PARAM:
+        sb_printf(b, "param(p%d)", n->buf);
+        break;
+    case ST_KN_CONST:
+        if (st_dtype_is_float(n->dtype))
+            sb_printf(b, "const(%.17g)", n->f);
+        else
+            sb_printf(b, "const(%lld)", (long long)n->i);
+        break;
+    case ST_KN_UNARY: {
+        const char *nm = elt_name(n->op);
+        if (nm)
+            sb_printf(b, "%s(n%d)", nm, n->a);
+        else
+            sb_printf(b, "op%d(n%d)", n->op, n->a);
+        break;
+    }
+    case ST_KN_BINARY: {
+        const char *nm = elt_name(n->op);
+        if (nm)
+            sb_printf(b, "%s(n%d, n%d)", nm, n->a, n->b);
+        else
+            sb_printf(b, "op%d(n%d, n%d)", n->op, n->a, n->b);
+        break;
+    }
+    case ST_KN_WHERE:
+        sb_printf(b, "where(n%d, n%d, n%d)", n->a, n->b, n->c);
+        break;
+    case ST_KN_CAST:
+        sb_printf(b, "cast(n%d)", n->a);
+        break;
+    case ST_KN_INDEX:
+        if (n->i < 0)
+            sb_printf(b, "index(linear)");
+        else
+            sb_printf(b, "index(d%lld)", (long long)n->i);
+        break;
+    case ST_KN_RAND:
+        sb_printf(b, "%s()", n->i == 1 ? "randn" : "rand");
+        break;
+    case ST_KN_REDUCED:
+        sb_printf(b, "reduced(%s)", red_name(k->reduce_op));
+        break;
+    default:
+        sb_printf(b, "?kind%d", (int)n->kind);
+        break;
+    }
+    sb_printf(b, " : %s%s\n", dt_name(n->dtype),
+              n->phase == 1 ? "  [phase 1]" : "");
+}
+
+char *st_kernel_print(const st_kernel *k)
+{
+    sbuf b = {0};
+    sb_printf(&b, "kernel %s: %s rank %d", k->name[0] ? k->name : "?",
+              kind_name(k->kind), k->rank);
+    if (k->kind == ST_K_REDUCE)
+        sb_printf(&b, " nred %d", k->nred);
+    if (k->kind == ST_K_VIEW)
+        sb_printf(&b, " stmt %d", k->stmt);
+    if (k->src_stmt >= 0)
+        sb_printf(&b, " (stmt %d)", k->src_stmt);
+    sb_printf(&b, "\n  sizes: [");
+    for (int d = 0; d < k->rank && d < ST_MAX_DIMS; d++)
+        sb_printf(&b, "%sbuf%d.dim%d", d ? ", " : "", k->size_buf[d],
+                  k->size_dim[d]);
+    sb_printf(&b, "]\n");
+    for (int i = 0; i < k->nbufs && i < ST_K_MAX_BUFS; i++) {
+        const st_kbuf *kb = &k->bufs[i];
+        sb_printf(&b, "  buf%d: %s %s value %d dimmap [", i,
+                  kb->is_out ? "out" : "in", dt_name(kb->dtype), kb->value);
+        for (int d = 0; d < k->rank && d < ST_MAX_DIMS; d++)
+            sb_printf(&b, "%s%d", d ? ", " : "", kb->dimmap[d]);
+        sb_printf(&b, "]%s\n", kb->contiguous ? " contiguous" : " strided");
+    }
+    for (int i = 0; i < k->nnodes; i++)
+        print_node(&b, k, i);
+    if (k->kind == ST_K_REDUCE)
+        sb_printf(&b, "  reduce: %s(n%d) over last %d dims\n",
+                  red_name(k->reduce_op), k->reduce_src, k->nred);
+    for (int s = 0; s < k->nstores && s < ST_K_MAX_STORES; s++)
+        sb_printf(&b, "  store buf%d <- n%d\n", k->stores[s].buf,
+                  k->stores[s].node);
+    for (int p = 0; p < k->nparams && p < ST_K_MAX_PARAMS; p++) {
+        int src = k->param_value[p];
+        sb_printf(&b, "  param p%d: %s from ", p, dt_name(k->param_dtype[p]));
+        switch (src) {
+        case ST_KPARAM_ATTR_F0: sb_printf(&b, "attrs.f[0]"); break;
+        case ST_KPARAM_ATTR_F1: sb_printf(&b, "attrs.f[1]"); break;
+        case ST_KPARAM_ATTR_I0: sb_printf(&b, "attrs.i[0]"); break;
+        case ST_KPARAM_ATTR_I1: sb_printf(&b, "attrs.i[1]"); break;
+        default: sb_printf(&b, "value %d", src); break;
+        }
+        sb_printf(&b, "\n");
+    }
+    if (k->uses_rng)
+        sb_printf(&b, "  uses rng\n");
+    if (b.oom) {
+        free(b.s);
+        st_err(ST_ERR_MEMORY, "out of memory printing a kernel");
+        return NULL;
+    }
+    if (!b.s) {
+        b.s = malloc(1);
+        if (!b.s) {
+            st_err(ST_ERR_MEMORY, "out of memory printing a kernel");
+            return NULL;
+        }
+        b.s[0] = 0;
+    }
+    return b.s;
+}
+
+/* ---- hashing: a canonical stream of int64 words into XXH3_64bits ---- */
+
+typedef struct {
+    XXH3_state_t st;
+} hbuf;
+
+static void hw(hbuf *h, int64_t v)
+{
+    XXH3_64bits_update(&h->st, &v, sizeof v);
+}
+
+static void hwf(hbuf *h, double f)
+{
+    int64_t v;
+    memcpy(&v, &f, sizeof v);
+    hw(h, v);
+}
+
+uint64_t st_kernel_hash(const st_kernel *k)
+{
+    hbuf h;
+    XXH3_64bits_reset(&h.st);
+    int rank = k->rank < 0 ? 0 : (k->rank > ST_MAX_DIMS ? ST_MAX_DIMS
+                                                         : k->rank);
+    hw(&h, 0x53544b31); /* "STK1": format version */
+    hw(&h, k->kind);
+    hw(&h, k->rank);
+    hw(&h, k->kind == ST_K_REDUCE ? k->nred : 0);
+    for (int d = 0; d < rank; d++) {
+        hw(&h, k->size_buf[d]);
+        hw(&h, k->size_dim[d]);
+    }
+    hw(&h, k->nbufs);
+    for (int i = 0; i < k->nbufs && i < ST_K_MAX_BUFS; i++) {
+        const st_kbuf *b = &k->bufs[i];
+        hw(&h, b->dtype);
+        hw(&h, b->is_out);
+        for (int d = 0; d < rank; d++)
+            hw(&h, b->dimmap[d]);
+        hw(&h, b->contiguous);
+    }
+    hw(&h, k->nnodes);
+    for (int i = 0; i < k->nnodes; i++) {
+        const st_knode *n = &k->nodes[i];
+        hw(&h, n->kind);
+        hw(&h, n->dtype);
+        hw(&h, n->phase);
+        switch (n->kind) {
+        case ST_KN_LOAD:
+            hw(&h, n->buf);
+            hw(&h, n->idx_dim);
+            hw(&h, n->idx_dim >= 0 ? n->a : -1);
+            break;
+        case ST_KN_PARAM:
+            hw(&h, n->buf);
+            break;
+        case ST_KN_CONST:
+            if (st_dtype_is_float(n->dtype))
+                hwf(&h, n->f);
+            else
+                hw(&h, n->i);
+            break;
+        case ST_KN_UNARY:
+            hw(&h, n->op);
+            hw(&h, n->a);
+            break;
+        case ST_KN_BINARY:
+            hw(&h, n->op);
+            hw(&h, n->a);
+            hw(&h, n->b);
+            break;
+        case ST_KN_WHERE:
+            hw(&h, n->a);
+            hw(&h, n->b);
+            hw(&h, n->c);
+            break;
+        case ST_KN_CAST:
+            hw(&h, n->a);
+            break;
+        case ST_KN_INDEX:
+        case ST_KN_RAND:
+            hw(&h, n->i);
+            break;
+        case ST_KN_REDUCED:
+            break;
+        default:
+            hw(&h, n->a);
+            hw(&h, n->b);
+            hw(&h, n->c);
+            hw(&h, n->op);
+            hw(&h, n->buf);
+            hw(&h, n->idx_dim);
+            hwf(&h, n->f);
+            hw(&h, n->i);
+            break;
+        }
+    }
+    if (k->kind == ST_K_REDUCE) {
+        hw(&h, k->reduce_op);
+        hw(&h, k->reduce_src);
+    }
+    hw(&h, k->nstores);
+    for (int s = 0; s < k->nstores && s < ST_K_MAX_STORES; s++) {
+        hw(&h, k->stores[s].buf);
+        hw(&h, k->stores[s].node);
+    }
+    hw(&h, k->nparams);
+    for (int p = 0; p < k->nparams && p < ST_K_MAX_PARAMS; p++)
+        hw(&h, k->param_dtype[p]);
+    hw(&h, k->uses_rng);
+    return XXH3_64bits_digest(&h.st);
+}

@@ -1,1 +1,611 @@
-/* fusion/lower.c - (to be written) */
+/* fusion/lower.c - lowering of a StatementIR graph into a kernel program:
+ * decompose (decompose.c), then one kernel per primitive statement in
+ * statement order (views become ST_K_VIEW steps). Buffers name values of the
+ * program's graph; the executor binds tensors and computes st_kargs.
+ * Owns: st_fuse_lower, st_kprog_free. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "st_kernel.h"
+
+/* ---- node construction ---- */
+
+static st_knode node0(st_knode_kind kind, st_dtype dt)
+{
+    st_knode n;
+    memset(&n, 0, sizeof n);
+    n.kind = kind;
+    n.dtype = dt;
+    n.a = n.b = n.c = -1;
+    n.buf = -1;
+    n.idx_dim = -1;
+    return n;
+}
+
+/* Appends n; -1 (error set) on failure. */
+static int add_node(st_kernel *k, st_knode n)
+{
+    return st_kernel_node(k, &n);
+}
+
+static int n_load(st_kernel *k, int buf, int idx_dim, int idx_node)
+{
+    st_knode n = node0(ST_KN_LOAD, k->bufs[buf].dtype);
+    n.buf = buf;
+    n.idx_dim = idx_dim;
+    n.a = idx_node;
+    return add_node(k, n);
+}
+
+static int n_param(st_kernel *k, int param)
+{
+    st_knode n = node0(ST_KN_PARAM, k->param_dtype[param]);
+    n.buf = param;
+    return add_node(k, n);
+}
+
+static int n_unary(st_kernel *k, int op, int a, st_dtype dt)
+{
+    if (a < 0)
+        return -1;
+    st_knode n = node0(ST_KN_UNARY, dt);
+    n.op = op;
+    n.a = a;
+    return add_node(k, n);
+}
+
+static int n_binary(st_kernel *k, int op, int a, int b, st_dtype dt)
+{
+    if (a < 0 || b < 0)
+        return -1;
+    st_knode n = node0(ST_KN_BINARY, dt);
+    n.op = op;
+    n.a = a;
+    n.b = b;
+    return add_node(k, n);
+}
+
+/* a cast to dt (a itself when already of dt). */
+static int n_cast(st_kernel *k, int a, st_dtype dt)
+{
+    if (a < 0)
+        return -1;
+    if (k->nodes[a].dtype == dt)
+        return a;
+    st_knode n = node0(ST_KN_CAST, dt);
+    n.a = a;
+    n.phase = k->nodes[a].phase;
+    return add_node(k, n);
+}
+
+static int add_param(st_kernel *k, int value, st_dtype dt)
+{
+    if (k->nparams >= ST_K_MAX_PARAMS) {
+        st_err(ST_ERR_RUNTIME, "lower: kernel %s has more than %d params",
+               k->name, ST_K_MAX_PARAMS);
+        return -1;
+    }
+    int p = k->nparams++;
+    k->param_value[p] = value;
+    k->param_dtype[p] = dt;
+    return p;
+}
+
+static int add_buf(st_kernel *k, int value, st_dtype dt, bool is_out,
+                   const int *dimmap)
+{
+    if (k->nbufs >= ST_K_MAX_BUFS) {
+        st_err(ST_ERR_RUNTIME, "lower: kernel %s has more than %d buffers",
+               k->name, ST_K_MAX_BUFS);
+        return -1;
+    }
+    int dm[ST_MAX_DIMS];
+    for (int d = 0; d < ST_MAX_DIMS; d++)
+        dm[d] = d < k->rank ? dimmap[d] : -1;
+    int b = st_kernel_add_buf(k, value, dt, is_out, dm);
+    if (b >= 0) {
+        for (int d = 0; d < ST_MAX_DIMS; d++)
+            k->bufs[b].dimmap[d] = dm[d];
+        k->bufs[b].contiguous = false;
+    }
+    return b;
+}
+
+static st_status add_store(st_kernel *k, int buf, int node)
+{
+    if (node < 0 || buf < 0)
+        return st_err_kind() != ST_OK ? st_err_kind() : ST_ERR_RUNTIME;
+    if (k->nstores >= ST_K_MAX_STORES)
+        return st_err(ST_ERR_RUNTIME, "lower: too many stores in %s", k->name);
+    k->stores[k->nstores].buf = buf;
+    k->stores[k->nstores].node = node;
+    k->nstores++;
+    return ST_OK;
+}
+
+static void identity_map(int *dm, int rank)
+{
+    for (int d = 0; d < ST_MAX_DIMS; d++)
+        dm[d] = d < rank ? d : -1;
+}
+
+static void sizes_from(st_kernel *k, int buf)
+{
+    for (int d = 0; d < k->rank; d++) {
+        k->size_buf[d] = buf;
+        k->size_dim[d] = d;
+    }
+}
+
+static const st_meta *vmeta(const st_graph *g, int v)
+{
+    return &g->values[v].meta;
+}
+
+/* Output buffer of the statement: identity dimmap over the kernel rank. */
+static int out_buf(st_kernel *k, const st_graph *g, const st_stmt *s)
+{
+    int dm[ST_MAX_DIMS];
+    identity_map(dm, k->rank);
+    return add_buf(k, s->out[0], vmeta(g, s->out[0])->dtype, true, dm);
+}
+
+/* ---- elementwise: unary, binary, where, cast, copy ---- */
+
+static bool is_compare(int op)
+{
+    return op == ST_OP_EQ || op == ST_OP_NE || op == ST_OP_LT ||
+           op == ST_OP_LE || op == ST_OP_GT || op == ST_OP_GE;
+}
+
+static bool is_logical(int op)
+{
+    return op == ST_OP_LOGICAL_AND || op == ST_OP_LOGICAL_OR;
+}
+
+/* Loads operand v: a PARAM for a constant value, else a LOAD of a buffer
+ * (one buffer per distinct value, dimmap right-aligned). */
+static int ew_operand(st_kernel *k, const st_graph *g, int v)
+{
+    const st_value *val = &g->values[v];
+    if (val->kind == ST_VAL_CONST) {
+        int p = add_param(k, v, val->meta.dtype);
+        return p < 0 ? -1 : n_param(k, p);
+    }
+    int b = -1;
+    for (int i = 0; i < k->nbufs; i++)
+        if (!k->bufs[i].is_out && k->bufs[i].value == v)
+            b = i;
+    if (b < 0) {
+        int dm[ST_MAX_DIMS];
+        int off = k->rank - val->meta.ndim;
+        for (int d = 0; d < ST_MAX_DIMS; d++)
+            dm[d] = (d < k->rank && d - off >= 0) ? d - off : -1;
+        b = add_buf(k, v, val->meta.dtype, false, dm);
+        if (b < 0)
+            return -1;
+    }
+    return n_load(k, b, -1, -1);
+}
+
+static st_status lower_elementwise(st_kernel *k, const st_graph *g,
+                                   const st_stmt *s)
+{
+    const st_meta *om = vmeta(g, s->out[0]);
+    st_dtype odt = om->dtype;
+    k->kind = ST_K_ELEMENTWISE;
+    k->rank = om->ndim;
+    int ld[ST_MAX_IN];
+    for (int i = 0; i < s->nin; i++)
+        if ((ld[i] = ew_operand(k, g, s->in[i])) < 0)
+            return st_err_kind() ? st_err_kind() : ST_ERR_RUNTIME;
+    int ob = out_buf(k, g, s);
+    if (ob < 0)
+        return st_err_kind() ? st_err_kind() : ST_ERR_RUNTIME;
+    sizes_from(k, ob);
+
+    const st_op_def *def = st_op(s->op);
+    int r = -1;
+    if (s->op == ST_OP_COPY) {
+        r = ld[0];
+    } else if (s->op == ST_OP_CAST) {
+        st_knode n = node0(ST_KN_CAST, odt);
+        n.a = ld[0];
+        r = add_node(k, n);
+    } else if (s->op == ST_OP_WHERE) {
+        st_knode n = node0(ST_KN_WHERE, odt);
+        n.a = n_cast(k, ld[0], ST_BOOL);
+        n.b = n_cast(k, ld[1], odt);
+        n.c = n_cast(k, ld[2], odt);
+        r = (n.a < 0 || n.b < 0 || n.c < 0) ? -1 : add_node(k, n);
+    } else if (def && def->kind == ST_OPK_UNARY) {
+        if (s->op == ST_OP_LOGICAL_NOT)
+            r = n_unary(k, s->op, ld[0], odt);
+        else
+            r = n_unary(k, s->op, n_cast(k, ld[0], odt), odt);
+    } else if (def && def->kind == ST_OPK_BINARY) {
+        st_dtype cdt = odt;
+        if (is_compare(s->op) || is_logical(s->op)) {
+            st_meta ms[2] = {*vmeta(g, s->in[0]), *vmeta(g, s->in[1])};
+            cdt = st_result_type(ms, 2);
+        }
+        int l0 = n_cast(k, ld[0], cdt); /* sequenced: node order */
+        int l1 = n_cast(k, ld[1], cdt);
+        r = n_binary(k, s->op, l0, l1, odt);
+    } else {
+        return st_err(ST_ERR_RUNTIME, "lower: %s is not elementwise",
+                      def ? def->name : "?");
+    }
+    return add_store(k, ob, n_cast(k, r, odt));
+}
+
+/* ---- creation and random ---- */
+
+static st_status lower_create(st_kernel *k, const st_graph *g,
+                              const st_stmt *s)
+{
+    const st_meta *om = vmeta(g, s->out[0]);
+    st_dtype odt = om->dtype;
+    k->kind = ST_K_ELEMENTWISE;
+    k->rank = om->ndim;
+    int ob = out_buf(k, g, s);
+    if (ob < 0)
+        return st_err_kind() ? st_err_kind() : ST_ERR_RUNTIME;
+    sizes_from(k, ob);
+    int r = -1;
+    switch (s->op) {
+    case ST_OP_FULL: {
+        bool iv = (s->attrs.flags & ST_ATTR_INT_VALUE) ||
+                  !st_dtype_is_float(odt);
+        int p = iv ? add_param(k, ST_KPARAM_ATTR_I0, ST_INT64)
+                   : add_param(k, ST_KPARAM_ATTR_F0, ST_FLOAT64);
+        if (p >= 0)
+            r = n_cast(k, n_param(k, p), odt);
+        break;
+    }
+    case ST_OP_ARANGE: {
+        int ps = add_param(k, ST_KPARAM_ATTR_F0, ST_FLOAT64);
+        int pt = add_param(k, ST_KPARAM_ATTR_F1, ST_FLOAT64);
+        if (ps < 0 || pt < 0)
+            break;
+        int start = n_param(k, ps), step = n_param(k, pt);
+        st_knode ix = node0(ST_KN_INDEX, ST_INT64);
+        ix.i = -1;
+        int i = n_cast(k, add_node(k, ix), ST_FLOAT64);
+        r = n_binary(k, ST_OP_ADD, start,
+                     n_binary(k, ST_OP_MUL, i, step, ST_FLOAT64), ST_FLOAT64);
+        r = n_cast(k, r, odt);
+        break;
+    }
+    case ST_OP_RAND:
+    case ST_OP_RANDN: {
+        k->uses_rng = true;
+        st_dtype cdt = odt == ST_FLOAT64 ? ST_FLOAT64 : ST_FLOAT32;
+        int p0 = add_param(k, ST_KPARAM_ATTR_F0, ST_FLOAT64);
+        int p1 = add_param(k, ST_KPARAM_ATTR_F1, ST_FLOAT64);
+        if (p0 < 0 || p1 < 0)
+            break;
+        int a = n_cast(k, n_param(k, p0), cdt);
+        int b = n_cast(k, n_param(k, p1), cdt);
+        st_knode rn = node0(ST_KN_RAND, cdt);
+        rn.i = s->op == ST_OP_RAND ? 0 : 1;
+        int x = add_node(k, rn);
+        if (s->op == ST_OP_RAND) /* low + u * (high - low) */
+            r = n_binary(k, ST_OP_ADD, a,
+                         n_binary(k, ST_OP_MUL, x,
+                                  n_binary(k, ST_OP_SUB, b, a, cdt), cdt),
+                         cdt);
+        else /* mean + z * std */
+            r = n_binary(k, ST_OP_ADD, a, n_binary(k, ST_OP_MUL, x, b, cdt),
+                         cdt);
+        r = n_cast(k, r, odt);
+        break;
+    }
+    case ST_OP_RANDINT: {
+        k->uses_rng = true;
+        int p0 = add_param(k, ST_KPARAM_ATTR_I0, ST_INT64);
+        int p1 = add_param(k, ST_KPARAM_ATTR_I1, ST_INT64);
+        if (p0 < 0 || p1 < 0)
+            break;
+        int lo = n_param(k, p0), hi = n_param(k, p1);
+        int span = n_cast(k, n_binary(k, ST_OP_SUB, hi, lo, ST_INT64),
+                          ST_FLOAT64);
+        st_knode rn = node0(ST_KN_RAND, ST_FLOAT64);
+        rn.i = 0;
+        int u = add_node(k, rn);
+        int f = n_unary(k, ST_OP_FLOOR,
+                        n_binary(k, ST_OP_MUL, u, span, ST_FLOAT64),
+                        ST_FLOAT64);
+        r = n_binary(k, ST_OP_ADD, lo, n_cast(k, f, ST_INT64), ST_INT64);
+        r = n_cast(k, r, odt);
+        break;
+    }
+    default:
+        return st_err(ST_ERR_RUNTIME, "lower: %s is not a creation op",
+                      st_op(s->op)->name);
+    }
+    return add_store(k, ob, r);
+}
+
+/* ---- reductions ---- */
+
+static st_status lower_reduce(st_kernel *k, const st_graph *g,
+                              const st_stmt *s)
+{
+    const st_meta *im = vmeta(g, s->in[0]);
+    const st_meta *om = vmeta(g, s->out[0]);
+    int n = im->ndim;
+    bool red[ST_MAX_DIMS] = {false};
+    if (s->attrs.ndims == 0) {
+        for (int d = 0; d < n; d++)
+            red[d] = true;
+    } else {
+        for (int i = 0; i < s->attrs.ndims; i++) {
+            int64_t d = s->attrs.dims[i];
+            if (st_wrap_dim(st_op(s->op)->name, &d, n) != ST_OK)
+                return st_err_kind();
+            if (n > 0)
+                red[d] = true;
+        }
+    }
+    int perm[ST_MAX_DIMS], nk = 0, nred = 0;
+    for (int d = 0; d < n; d++)
+        if (!red[d])
+            perm[nk++] = d;
+    for (int d = 0; d < n; d++)
+        if (red[d])
+            perm[nk + nred++] = d;
+    bool keep = s->attrs.flags & ST_ATTR_KEEPDIM;
+    k->kind = ST_K_REDUCE;
+    k->rank = n;
+    k->nred = nred;
+
+    int idm[ST_MAX_DIMS], odm[ST_MAX_DIMS];
+    for (int d = 0; d < ST_MAX_DIMS; d++)
+        idm[d] = odm[d] = -1;
+    for (int d = 0; d < n; d++)
+        idm[d] = perm[d];
+    for (int d = 0; d < nk; d++)
+        odm[d] = keep ? perm[d] : d;
+    if (om->ndim != (keep ? n : nk) && !(s->op == ST_OP_ARGMAX ||
+                                           s->op == ST_OP_ARGMIN))
+        return st_err(ST_ERR_RUNTIME, "lower: %s output rank %d does not "
+                      "match input rank %d with %d reduced dims",
+                      st_op(s->op)->name, om->ndim, n, nred);
+    int ib = add_buf(k, s->in[0], im->dtype, false, idm);
+    int ob = add_buf(k, s->out[0], om->dtype, true, odm);
+    if (ib < 0 || ob < 0)
+        return st_err_kind() ? st_err_kind() : ST_ERR_RUNTIME;
+    for (int d = 0; d < n; d++) {
+        k->size_buf[d] = ib;
+        k->size_dim[d] = perm[d];
+    }
+
+    st_reduce_op rop;
+    st_dtype sdt = im->dtype, rdt;
+    bool intlike = !st_dtype_is_float(im->dtype);
+    switch (s->op) {
+    case ST_OP_SUM: rop = ST_RED_SUM; break;
+    case ST_OP_PROD: rop = ST_RED_PROD; break;
+    case ST_OP_MEAN: rop = ST_RED_MEAN; break;
+    case ST_OP_AMAX: rop = ST_RED_MAX; break;
+    case ST_OP_AMIN: rop = ST_RED_MIN; break;
+    case ST_OP_ARGMAX: rop = ST_RED_ARGMAX; break;
+    case ST_OP_ARGMIN: rop = ST_RED_ARGMIN; break;
+    default:
+        return st_err(ST_ERR_RUNTIME, "lower: %s is not a reduction",
+                      st_op(s->op)->name);
+    }
+    if ((rop == ST_RED_SUM || rop == ST_RED_PROD) && intlike)
+        sdt = ST_INT64;
+    else if (rop == ST_RED_MEAN && intlike)
+        sdt = st_dtype_is_float(om->dtype) ? om->dtype : ST_INT64;
+    rdt = (rop == ST_RED_ARGMAX || rop == ST_RED_ARGMIN) ? ST_INT64 : sdt;
+    k->reduce_op = rop;
+    k->reduce_src = n_cast(k, n_load(k, ib, -1, -1), sdt);
+    if (k->reduce_src < 0)
+        return st_err_kind() ? st_err_kind() : ST_ERR_RUNTIME;
+    st_knode rn = node0(ST_KN_REDUCED, rdt);
+    rn.phase = 1;
+    int r = add_node(k, rn);
+    return add_store(k, ob, n_cast(k, r, om->dtype));
+}
+
+/* ---- matmul ---- */
+
+static st_status lower_matmul(st_kernel *k, const st_graph *g,
+                              const st_stmt *s)
+{
+    const st_meta *am = vmeta(g, s->in[0]), *bm = vmeta(g, s->in[1]);
+    const st_meta *cm = vmeta(g, s->out[0]);
+    int a = am->ndim, b = bm->ndim, c = cm->ndim;
+    if (a < 2 || b < 2 || c < 2)
+        return st_err(ST_ERR_RUNTIME, "lower: matmul expects operands of rank "
+                      ">= 2 after decomposition, got %d and %d", a, b);
+    int nb = c - 2;
+    k->kind = ST_K_MATMUL;
+    k->rank = nb + 3;
+    int adm[ST_MAX_DIMS], bdm[ST_MAX_DIMS], cdm[ST_MAX_DIMS];
+    for (int d = 0; d < ST_MAX_DIMS; d++)
+        adm[d] = bdm[d] = cdm[d] = -1;
+    for (int j = 0; j < nb; j++) {
+        int ja = j - (nb - (a - 2)), jb = j - (nb - (b - 2));
+        adm[j] = ja >= 0 ? ja : -1;
+        bdm[j] = jb >= 0 ? jb : -1;
+        cdm[j] = j;
+    }
+    adm[nb] = a - 2;         /* M */
+    adm[nb + 2] = a - 1;     /* K */
+    bdm[nb + 1] = b - 1;     /* N */
+    bdm[nb + 2] = b - 2;     /* K */
+    cdm[nb] = c - 2;
+    cdm[nb + 1] = c - 1;
+    if (add_buf(k, s->in[0], am->dtype, false, adm) != 0 ||
+        add_buf(k, s->in[1], bm->dtype, false, bdm) != 1 ||
+        add_buf(k, s->out[0], cm->dtype, true, cdm) != 2)
+        return st_err_kind() ? st_err_kind() : ST_ERR_RUNTIME;
+    for (int j = 0; j < nb; j++) {
+        k->size_buf[j] = 2;
+        k->size_dim[j] = j;
+    }
+    k->size_buf[nb] = 2;
+    k->size_dim[nb] = c - 2;
+    k->size_buf[nb + 1] = 2;
+    k->size_dim[nb + 1] = c - 1;
+    k->size_buf[nb + 2] = 0;
+    k->size_dim[nb + 2] = a - 1;
+    return ST_OK;
+}
+
+/* ---- gather, index_select, embedding ---- */
+
+static st_status lower_indexed(st_kernel *k, const st_graph *g,
+                               const st_stmt *s)
+{
+    const st_meta *om = vmeta(g, s->out[0]);
+    k->kind = ST_K_ELEMENTWISE;
+    k->rank = om->ndim;
+    int rank = k->rank;
+    int src, idx, dim;
+    int sdm[ST_MAX_DIMS], idm[ST_MAX_DIMS];
+    for (int d = 0; d < ST_MAX_DIMS; d++)
+        sdm[d] = idm[d] = -1;
+    if (s->op == ST_OP_EMBEDDING) {
+        src = s->in[0];
+        idx = s->in[1];
+        dim = 0;
+        if (vmeta(g, src)->ndim != 2 || rank != vmeta(g, idx)->ndim + 1)
+            return st_err(ST_ERR_RUNTIME, "lower: embedding expects a 2-D "
+                          "weight and an output of the index's rank + 1");
+        for (int d = 0; d < rank - 1; d++)
+            idm[d] = d;
+        sdm[rank - 1] = 1;
+    } else {
+        src = s->in[0];
+        idx = s->in[1];
+        int64_t d64 = s->attrs.i[0];
+        if (st_wrap_dim(st_op(s->op)->name, &d64, vmeta(g, src)->ndim) != ST_OK)
+            return st_err_kind();
+        dim = (int)d64;
+        if (rank != vmeta(g, src)->ndim)
+            return st_err(ST_ERR_RUNTIME, "lower: %s output rank %d differs "
+                          "from the input's %d", st_op(s->op)->name, rank,
+                          vmeta(g, src)->ndim);
+        for (int d = 0; d < rank; d++)
+            sdm[d] = d == dim ? -1 : d;
+        if (s->op == ST_OP_GATHER) {
+            for (int d = 0; d < rank; d++)
+                idm[d] = d;
+        } else if (vmeta(g, idx)->ndim > 0 && rank > 0) {
+            idm[dim] = 0;
+        }
+    }
+    int sb = add_buf(k, src, vmeta(g, src)->dtype, false, sdm);
+    int ib = add_buf(k, idx, vmeta(g, idx)->dtype, false, idm);
+    int ob = out_buf(k, g, s);
+    if (sb < 0 || ib < 0 || ob < 0)
+        return st_err_kind() ? st_err_kind() : ST_ERR_RUNTIME;
+    sizes_from(k, ob);
+    int li = n_load(k, ib, -1, -1);
+    if (li < 0)
+        return st_err_kind() ? st_err_kind() : ST_ERR_RUNTIME;
+    int lx = n_load(k, sb, dim, li);
+    return add_store(k, ob, n_cast(k, lx, om->dtype));
+}
+
+/* ---- driver ---- */
+
+static st_status lower_stmt(st_kernel *k, const st_graph *g, int si)
+{
+    const st_stmt *s = &g->stmts[si];
+    const st_op_def *def = st_op(s->op);
+    if (!def)
+        return st_err(ST_ERR_RUNTIME, "lower: unknown op %d", (int)s->op);
+    switch (def->kind) {
+    case ST_OPK_VIEW:
+        k->kind = ST_K_VIEW;
+        k->rank = 0;
+        k->stmt = si;
+        return ST_OK;
+    case ST_OPK_UNARY:
+    case ST_OPK_BINARY:
+    case ST_OPK_TERNARY:
+    case ST_OPK_COPY:
+        return lower_elementwise(k, g, s);
+    case ST_OPK_CREATE:
+    case ST_OPK_RANDOM:
+        return lower_create(k, g, s);
+    case ST_OPK_REDUCE:
+        return lower_reduce(k, g, s);
+    case ST_OPK_MATMUL:
+        return lower_matmul(k, g, s);
+    case ST_OPK_GATHER:
+        return lower_indexed(k, g, s);
+    case ST_OPK_COMPOSITE:
+        if (s->op == ST_OP_EMBEDDING)
+            return lower_indexed(k, g, s);
+        return st_err(ST_ERR_RUNTIME, "lower: composite op %s was not "
+                      "decomposed", def->name);
+    }
+    return st_err(ST_ERR_RUNTIME, "lower: op %s has no lowering", def->name);
+}
+
+void st_kprog_free(st_kprog *p)
+{
+    if (!p)
+        return;
+    for (int i = 0; i < p->nkernels; i++)
+        st_kernel_clear(&p->kernels[i]);
+    free(p->kernels);
+    if (p->graph)
+        st_ir_graph_free(p->graph);
+    free(p);
+}
+
+st_kprog *st_fuse_lower(const st_graph *g, const st_fuse_options *opt)
+{
+    (void)opt; /* fusion is not implemented yet: one kernel per statement */
+    st_graph *dg = st_fuse_decompose(g);
+    if (!dg)
+        return NULL;
+    st_kprog *p = calloc(1, sizeof *p);
+    if (!p) {
+        st_ir_graph_free(dg);
+        st_err(ST_ERR_MEMORY, "lower: out of memory");
+        return NULL;
+    }
+    p->graph = dg;
+    if (dg->nstmts > 0) {
+        p->kernels = calloc((size_t)dg->nstmts, sizeof *p->kernels);
+        if (!p->kernels) {
+            st_kprog_free(p);
+            st_err(ST_ERR_MEMORY, "lower: out of memory");
+            return NULL;
+        }
+        p->cap_kernels = dg->nstmts;
+    }
+    for (int si = 0; si < dg->nstmts; si++) {
+        st_kernel *k = &p->kernels[p->nkernels];
+        const st_stmt *s = &dg->stmts[si];
+        st_kernel_init(k, ST_K_ELEMENTWISE, 0);
+        p->nkernels++; /* counted now so that free clears it on failure */
+        snprintf(k->name, sizeof k->name, "k%d_%s", si, st_op(s->op)->name);
+        k->src_stmt = si;
+        k->stmt = -1;
+        k->reduce_src = -1;
+        k->nred = 0;
+        if (lower_stmt(k, dg, si) != ST_OK) {
+            if (st_err_kind() == ST_OK)
+                st_err(ST_ERR_RUNTIME, "lower: statement %d (%s) failed", si,
+                       st_op(s->op)->name);
+            st_kprog_free(p);
+            return NULL;
+        }
+        for (int d = k->rank; d < ST_MAX_DIMS; d++) {
+            k->size_buf[d] = -1;
+            k->size_dim[d] = -1;
+        }
+    }
+    return p;
+}

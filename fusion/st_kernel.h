@@ -94,7 +94,7 @@ typedef struct {
      * (its fconst/iconst unless the caller binds another value per call,
      * as eager does for Python scalars); or ST_KPARAM_ATTR_*, a field of
      * the attrs of statement src_stmt (FULL value, ARANGE start/step,
-     * RAND*/RANDINT bounds). */
+     * RAND, RANDN and RANDINT bounds). */
     int param_value[ST_K_MAX_PARAMS];
     int src_stmt;            /* statement of program graph lowered from */
     bool uses_rng;

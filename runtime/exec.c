@@ -1,1 +1,182 @@
-/* runtime/exec.c - (to be written) */
+/* exec.c - the executor: runs a lowered program (st_kprog) on tensors.
+ * Binds graph values to tensors, re-infers sizes when the inputs' sizes
+ * changed (kernels are not specialized on sizes), allocates results,
+ * applies view steps, computes each kernel's launch arguments (sizes,
+ * strides, params, random counters), launches, and releases intermediates
+ * after their last use. */
+#include "st_runtime.h"
+#include <stdlib.h>
+#include <string.h>
+
+/* Launch arguments of kernel k from the tensors bound in vals. */
+static st_status kargs_of(const st_kprog *p, const st_kernel *k,
+                          st_tensor **vals, st_kargs *a) {
+    const st_graph *g = p->graph;
+    memset(a, 0, sizeof *a);
+    for (int d = 0; d < k->rank; d++) {
+        const st_tensor *t = vals[k->bufs[k->size_buf[d]].value];
+        a->shape[d] = t->ndim ? t->shape[k->size_dim[d]] : 1;
+    }
+    for (int b = 0; b < k->nbufs; b++) {
+        const st_kbuf *kb = &k->bufs[b];
+        const st_tensor *t = vals[kb->value];
+        if (!t) return st_err(ST_ERR_RUNTIME, "%s: buffer %d is unbound",
+                              k->name, b);
+        st_karg_buf *ab = &a->bufs[b];
+        ab->data = (char *)st_tensor_data(t);
+        for (int d = 0; d < k->rank; d++) {
+            int td = kb->dimmap[d];
+            ab->strides[d] =
+                (td < 0 || td >= t->ndim || t->shape[td] == 1) ? 0
+                                                              : t->strides[td];
+        }
+    }
+    for (int n = 0; n < k->nnodes; n++) {
+        const st_knode *nd = &k->nodes[n];
+        if (nd->kind == ST_KN_LOAD && nd->idx_dim >= 0) {
+            const st_tensor *t = vals[k->bufs[nd->buf].value];
+            if (nd->idx_dim < t->ndim) {
+                a->bufs[nd->buf].idx_size = t->shape[nd->idx_dim];
+                a->bufs[nd->buf].idx_stride = t->strides[nd->idx_dim];
+            } else { /* a 0-d source indexed as a single element */
+                a->bufs[nd->buf].idx_size = 1;
+                a->bufs[nd->buf].idx_stride = 0;
+            }
+        }
+    }
+    for (int q = 0; q < k->nparams; q++) {
+        int src = k->param_value[q];
+        double f = 0;
+        int64_t i = 0;
+        if (src >= 0) {
+            f = g->values[src].fconst;
+            i = g->values[src].iconst;
+        } else {
+            const st_attrs *at = &g->stmts[k->src_stmt].attrs;
+            switch (src) {
+            case ST_KPARAM_ATTR_F0: f = at->f[0]; i = (int64_t)f; break;
+            case ST_KPARAM_ATTR_F1: f = at->f[1]; i = (int64_t)f; break;
+            case ST_KPARAM_ATTR_I0: i = at->i[0]; f = (double)i; break;
+            default: i = at->i[1]; f = (double)i; break;
+            }
+        }
+        if (st_dtype_is_float(k->param_dtype[q])) a->params[q].f = f;
+        else a->params[q].i = i;
+    }
+    if (k->uses_rng) {
+        uint64_t n = 1;
+        for (int d = 0; d < k->rank; d++) n *= (uint64_t)a->shape[d];
+        st_rt_rng_reserve(n, &a->rng_seed, &a->rng_offset);
+    }
+    return ST_OK;
+}
+
+static bool is_graph_output(const st_graph *g, int v) {
+    for (int k = 0; k < g->noutputs; k++)
+        if (g->outputs[k] == v) return true;
+    return false;
+}
+
+/* Re-infers the program graph's metas when the bound inputs differ. */
+static st_status bind_inputs(st_kprog *p, st_tensor **vals) {
+    st_graph *g = p->graph;
+    bool changed = false;
+    for (int k = 0; k < g->ninputs; k++) {
+        int v = g->inputs[k];
+        const st_tensor *t = vals[v];
+        if (!t) return st_err(ST_ERR_RUNTIME, "input %d of the graph is unbound", k);
+        st_meta *m = &g->values[v].meta;
+        if (m->dtype != t->dtype || m->ndim != t->ndim)
+            return st_err(ST_ERR_RUNTIME,
+                          "input %d: the program was built for %s rank %d, "
+                          "got %s rank %d", k, st_dtype_name(m->dtype),
+                          m->ndim, st_dtype_name(t->dtype), t->ndim);
+        if (memcmp(m->shape, t->shape, sizeof(int64_t) * (size_t)t->ndim)) {
+            memcpy(m->shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
+            changed = true;
+        }
+    }
+    return changed ? st_ir_reinfer(g) : ST_OK;
+}
+
+st_status st_rt_exec(st_kprog *p, st_backend *be, void *compiled,
+                     st_tensor **vals) {
+    st_graph *g = p->graph;
+    st_status s = bind_inputs(p, vals);
+    if (s != ST_OK) return s;
+    st_device *dev = st_rt_device(be->device, 0);
+    if (!dev) return st_err_kind();
+
+    /* last kernel using each value (views count as users of their input) */
+    int lastbuf[256];
+    int *last = g->nvalues <= 256 ? lastbuf : malloc(sizeof(int) * (size_t)g->nvalues);
+    if (!last) return st_err(ST_ERR_MEMORY, "exec: out of host memory");
+    for (int v = 0; v < g->nvalues; v++) last[v] = -1;
+    for (int i = 0; i < p->nkernels; i++) {
+        const st_kernel *k = &p->kernels[i];
+        if (k->kind == ST_K_VIEW) {
+            const st_stmt *st = &g->stmts[k->stmt];
+            for (int j = 0; j < st->nin; j++) last[st->in[j]] = i;
+        } else {
+            for (int b = 0; b < k->nbufs; b++) last[k->bufs[b].value] = i;
+        }
+    }
+
+    for (int i = 0; i < p->nkernels && s == ST_OK; i++) {
+        const st_kernel *k = &p->kernels[i];
+        if (k->kind == ST_K_VIEW) {
+            const st_stmt *st = &g->stmts[k->stmt];
+            st_tensor *src = vals[st->in[0]];
+            if (!src) {
+                s = st_err(ST_ERR_RUNTIME, "%s: input is unbound", k->name);
+                break;
+            }
+            st_tensor *o = st_tensor_apply_view(src, st->op, &st->attrs);
+            if (!o) {
+                s = st_err_kind();
+                break;
+            }
+            if (vals[st->out[0]]) st_tensor_decref(vals[st->out[0]]);
+            vals[st->out[0]] = o;
+        } else {
+            for (int b = 0; b < k->nbufs && s == ST_OK; b++) {
+                const st_kbuf *kb = &k->bufs[b];
+                if (!kb->is_out) continue;
+                const st_meta *m = &g->values[kb->value].meta;
+                st_tensor *t = vals[kb->value];
+                if (t) { /* preallocated (an in-place or out= result) */
+                    if (t->ndim != m->ndim ||
+                        memcmp(t->shape, m->shape, sizeof(int64_t) * (size_t)m->ndim)) {
+                        char a[128], c[128];
+                        s = st_err(ST_ERR_RUNTIME,
+                                   "output with shape %s doesn't match the "
+                                   "broadcast shape %s",
+                                   st_shape_str(t->shape, t->ndim, a, sizeof a),
+                                   st_shape_str(m->shape, m->ndim, c, sizeof c));
+                    }
+                    continue;
+                }
+                t = st_tensor_empty(dev, m->dtype, m->ndim, m->shape);
+                if (!t) s = st_err_kind();
+                vals[kb->value] = t;
+            }
+            if (s != ST_OK) break;
+            st_kargs args;
+            s = kargs_of(p, k, vals, &args);
+            if (s == ST_OK) s = be->launch(be, compiled, i, &args);
+            for (int b = 0; b < k->nbufs; b++)
+                if (k->bufs[b].is_out && vals[k->bufs[b].value])
+                    vals[k->bufs[b].value]->version++;
+        }
+        /* release intermediates whose last use was this kernel */
+        for (int v = 0; v < g->nvalues; v++) {
+            if (last[v] != i || !vals[v]) continue;
+            if (g->values[v].kind != ST_VAL_STMT || is_graph_output(g, v))
+                continue;
+            st_tensor_decref(vals[v]);
+            vals[v] = NULL;
+        }
+    }
+    if (last != lastbuf) free(last);
+    return s;
+}

@@ -1,1 +1,99 @@
-/* runtime/random.c - (to be written) */
+/* runtime/random.c - counter-based random numbers shared by every backend
+ * (Philox4x32-10, uniform and Box-Muller normal at (seed, offset)) and the
+ * global generator (seed plus a running counter offset that launches
+ * reserve ranges of). Owns: st_philox, st_rand_uniform, st_rand_normal,
+ * st_rt_manual_seed, st_rt_initial_seed, st_rt_rng_reserve. */
+#include <math.h>
+#include <pthread.h>
+
+#include "st_runtime.h"
+
+#define PHILOX_M0 0xD2511F53u
+#define PHILOX_M1 0xCD9E8D57u
+#define PHILOX_W0 0x9E3779B9u
+#define PHILOX_W1 0xBB67AE85u
+
+#define DEFAULT_SEED 67280421310721ull
+
+/* Philox4x32 with 10 rounds (Salmon et al., Random123): key = the seed's
+ * low and high 32-bit halves, counter = {lo32(counter), hi32(counter), 0, 0}. */
+void st_philox(uint64_t seed, uint64_t counter, uint32_t out[4])
+{
+    uint32_t c0 = (uint32_t)counter, c1 = (uint32_t)(counter >> 32);
+    uint32_t c2 = 0, c3 = 0;
+    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+    for (int r = 0; r < 10; r++) {
+        if (r > 0) {
+            k0 += PHILOX_W0;
+            k1 += PHILOX_W1;
+        }
+        uint64_t p0 = (uint64_t)PHILOX_M0 * c0;
+        uint64_t p1 = (uint64_t)PHILOX_M1 * c2;
+        uint32_t hi0 = (uint32_t)(p0 >> 32), lo0 = (uint32_t)p0;
+        uint32_t hi1 = (uint32_t)(p1 >> 32), lo1 = (uint32_t)p1;
+        c0 = hi1 ^ c1 ^ k0;
+        c1 = lo1;
+        c2 = hi0 ^ c3 ^ k1;
+        c3 = lo0;
+    }
+    out[0] = c0;
+    out[1] = c1;
+    out[2] = c2;
+    out[3] = c3;
+}
+
+/* 53 random bits of two 32-bit words -> [0, 1). */
+static double u53(uint32_t lo, uint32_t hi)
+{
+    uint64_t bits = ((uint64_t)hi << 32 | lo) >> 11;
+    return (double)bits * (1.0 / 9007199254740992.0);
+}
+
+double st_rand_uniform(uint64_t seed, uint64_t offset)
+{
+    uint32_t o[4];
+    st_philox(seed, offset, o);
+    return u53(o[0], o[1]);
+}
+
+double st_rand_normal(uint64_t seed, uint64_t offset)
+{
+    uint32_t o[4];
+    st_philox(seed, offset, o);
+    double u1 = 1.0 - u53(o[0], o[1]); /* (0, 1]: log is finite */
+    double u2 = u53(o[2], o[3]);
+    return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+}
+
+/* ---- the global generator ---- */
+
+static pthread_mutex_t rng_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t rng_seed = DEFAULT_SEED;
+static uint64_t rng_offset;
+
+void st_rt_manual_seed(uint64_t seed)
+{
+    pthread_mutex_lock(&rng_lock);
+    rng_seed = seed;
+    rng_offset = 0;
+    pthread_mutex_unlock(&rng_lock);
+}
+
+uint64_t st_rt_initial_seed(void)
+{
+    pthread_mutex_lock(&rng_lock);
+    uint64_t s = rng_seed;
+    pthread_mutex_unlock(&rng_lock);
+    return s;
+}
+
+void st_rt_rng_reserve(uint64_t n, uint64_t *seed, uint64_t *offset)
+{
+    pthread_mutex_lock(&rng_lock);
+    if (seed)
+        *seed = rng_seed;
+    if (offset)
+        *offset = rng_offset;
+    rng_offset += n;
+    pthread_mutex_unlock(&rng_lock);
+}

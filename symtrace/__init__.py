@@ -1,0 +1,42 @@
+"""symtrace: a deep-learning runtime in C with a PyTorch-style API.
+
+    import symtrace as st
+    x = st.randn(4, 8); y = (x @ x.T).softmax(-1)
+
+Eager ops run as one-node graphs through symtrace's own kernel path
+(StatementIR -> fusion -> kernel IR -> backend); see DESIGN.md.
+"""
+from . import _C
+from ._dtype import (float32, float64, float16, bfloat16, int32, int64, bool_ as bool,  # noqa: F401
+                     float, double, half, int, long, dtype)
+from ._tensor import Tensor, device  # noqa: F401
+from ._ops import *  # noqa: F401,F403
+from ._ops import (abs, round, max, min, sum, pow, result_type,  # noqa: F401  (shadow builtins on purpose)
+                   manual_seed, initial_seed)
+from . import memory  # noqa: F401
+from . import nn  # noqa: F401
+
+__version__ = "0.1.0"
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False):
+    """tensor(data, dtype=None): a new tensor holding a copy of data (lists, numbers,
+    buffer-protocol objects such as numpy arrays, or tensors)."""
+    if device is not None and str(device) != "cpu":
+        _ops._device_check(device)
+    return _C.tensor(data, dtype)
+
+
+as_tensor = tensor
+
+
+def from_dlpack(ext_tensor):
+    """from_dlpack(obj): a tensor sharing obj's memory (DLPack protocol)."""
+    return _C.from_dlpack(ext_tensor)
+
+
+def is_tensor(obj):
+    return isinstance(obj, _C.TensorBase)
+
+
+from . import _ops  # noqa: E402

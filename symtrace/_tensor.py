@@ -1,0 +1,251 @@
+"""symtrace.Tensor: the Python face of _C.TensorBase. Metadata, views,
+operators and conversions are in C; this class adds PyTorch's method
+spellings over the functional ops, in-place variants and repr."""
+from . import _C
+from . import _ops
+from ._dtype import float32, float64, float16, bfloat16, int32, int64, bool_, dtype as _dtype_type
+
+
+class device:
+    """A device: symtrace.device('cpu'); compares equal to its string."""
+    __slots__ = ("type", "index")
+
+    def __init__(self, type, index=None):
+        if isinstance(type, device):
+            type, index = type.type, type.index
+        s = str(type)
+        if ":" in s:
+            s, i = s.split(":", 1)
+            index = int(i)
+        if s not in ("cpu", "cuda"):
+            raise RuntimeError(f"Expected one of cpu, cuda device type at start of device string: {type}")
+        self.type, self.index = s, index
+
+    def __str__(self):
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __repr__(self):
+        return f"device(type='{self.type}')" if self.index is None else \
+            f"device(type='{self.type}', index={self.index})"
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            other = device(other)
+        return isinstance(other, device) and str(self) == str(other)
+
+    def __hash__(self):
+        return hash(str(self))
+
+
+def _fmt(v, is_float):
+    if isinstance(v, list):
+        return "[" + ", ".join(_fmt(x, is_float) for x in v) + "]"
+    if is_float:
+        if v != v or v in (float("inf"), float("-inf")):
+            return str(v)
+        return f"{v:.4f}".rstrip("0") if v != int(v) else f"{int(v)}."
+    return str(v)
+
+
+class Tensor(_C.TensorBase):
+    """A strided, typed, reference-counted array on a device (PyTorch's Tensor API)."""
+    __slots__ = ()
+
+    @property
+    def device(self):
+        return device(self._device_str)
+
+    @property
+    def is_cuda(self):
+        return self._device_str.startswith("cuda")
+
+    @property
+    def data(self):
+        return self.detach()
+
+    def __repr__(self):
+        body = _fmt(self.tolist(), self.dtype.is_floating_point)
+        extra = "" if self.dtype in (float32, int64, bool_) else f", dtype={self.dtype}"
+        if self.numel() == 0:
+            extra = f", size={tuple(self.shape)}" + extra
+        return f"tensor({body}{extra})"
+
+    def __len__(self):
+        return self.shape[0] if self.dim() else _C.TensorBase.__len__(self)
+
+    def __iter__(self):
+        if self.dim() == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __contains__(self, item):
+        return bool((self == item).any()) if hasattr(self, "any") else item in self.tolist()
+
+    def __format__(self, spec):
+        if self.dim() == 0:
+            return format(self.item(), spec)
+        return object.__format__(self, spec)
+
+    # ---- conversion ----
+    def to(self, *args, **kwargs):
+        """to(dtype) / to(device) / to(other): dtype and device conversion."""
+        dt = kwargs.get("dtype")
+        dev = kwargs.get("device")
+        for a in args:
+            if isinstance(a, _dtype_type):
+                dt = a
+            elif isinstance(a, (str, device)):
+                dev = a
+            elif isinstance(a, _C.TensorBase):
+                dt, dev = a.dtype, a.device
+            else:
+                raise TypeError(f"to() received an invalid argument of type {type(a).__name__}")
+        r = self
+        if dev is not None and device(dev) != self.device:
+            _ops._device_check(dev)
+        if dt is not None:
+            r = _ops.to_dtype(r, dt)
+        if kwargs.get("copy") and r is self:
+            r = self.clone()
+        return r
+
+    def type(self, dtype=None):
+        if dtype is None:
+            return {float32: "symtrace.FloatTensor", float64: "symtrace.DoubleTensor",
+                    int64: "symtrace.LongTensor"}.get(self.dtype, f"symtrace.{self.dtype}")
+        return self.to(dtype)
+
+    def float(self): return _ops.to_dtype(self, float32)
+    def double(self): return _ops.to_dtype(self, float64)
+    def half(self): return _ops.to_dtype(self, float16)
+    def bfloat16(self): return _ops.to_dtype(self, bfloat16)
+    def long(self): return _ops.to_dtype(self, int64)
+    def int(self): return _ops.to_dtype(self, int32)
+    def bool(self): return _ops.to_dtype(self, bool_)
+    def cpu(self): return self
+
+    def cuda(self, device=None):
+        _ops._device_check("cuda" if device is None else device)
+        return self
+
+    def is_floating_point(self):
+        return self.dtype.is_floating_point
+
+    def flatten(self, start_dim=0, end_dim=-1): return _ops.flatten(self, start_dim, end_dim)
+    def view_as(self, other): return self.view(other.shape)
+    def reshape_as(self, other): return self.reshape(other.shape)
+    def expand_as(self, other): return self.expand(other.shape)
+    def split(self, split_size, dim=0): return _ops.split(self, split_size, dim)
+    def chunk(self, chunks, dim=0): return _ops.chunk(self, chunks, dim)
+    def t(self):
+        if self.dim() > 2:
+            raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.dim()}D")
+        return self.T
+    def new_zeros(self, *size, dtype=None): return _ops.zeros(*size, dtype=dtype or self.dtype)
+    def new_ones(self, *size, dtype=None): return _ops.ones(*size, dtype=dtype or self.dtype)
+    def new_full(self, size, fill_value, dtype=None): return _ops.full(size, fill_value, dtype=dtype or self.dtype)
+    def new_empty(self, *size, dtype=None): return _ops.empty(*size, dtype=dtype or self.dtype)
+    def new_tensor(self, data, dtype=None): return _C.tensor(data, dtype or self.dtype)
+
+    # ---- ops as methods ----
+    def add(self, other, *, alpha=1): return _ops.add(self, other, alpha=alpha)
+    def sub(self, other, *, alpha=1): return _ops.sub(self, other, alpha=alpha)
+    def mul(self, other): return _ops.mul(self, other)
+    def div(self, other, *, rounding_mode=None): return _ops.div(self, other, rounding_mode=rounding_mode)
+    def pow(self, other): return _ops.pow(self, other)
+    def __rpow__(self, other): return _ops.pow(other, self)
+    def neg(self): return _ops.neg(self)
+    def exp(self): return _ops.exp(self)
+    def log(self): return _ops.log(self)
+    def sqrt(self): return _ops.sqrt(self)
+    def rsqrt(self): return _ops.rsqrt(self)
+    def tanh(self): return _ops.tanh(self)
+    def sigmoid(self): return _ops.sigmoid(self)
+    def relu(self): return _ops.relu(self)
+    def erf(self): return _ops.erf(self)
+    def abs(self): return _ops.abs(self)
+    def sin(self): return _ops.sin(self)
+    def cos(self): return _ops.cos(self)
+    def reciprocal(self): return _ops.reciprocal(self)
+    def floor(self): return _ops.floor(self)
+    def ceil(self): return _ops.ceil(self)
+    def round(self): return _ops.round(self)
+    def sign(self): return _ops.sign(self)
+    def maximum(self, other): return _ops.maximum(self, other)
+    def minimum(self, other): return _ops.minimum(self, other)
+    def eq(self, other): return _ops.eq(self, other)
+    def ne(self, other): return _ops.ne(self, other)
+    def lt(self, other): return _ops.lt(self, other)
+    def le(self, other): return _ops.le(self, other)
+    def gt(self, other): return _ops.gt(self, other)
+    def ge(self, other): return _ops.ge(self, other)
+    def logical_not(self): return _ops.logical_not(self)
+    def logical_and(self, other): return _ops.logical_and(self, other)
+    def logical_or(self, other): return _ops.logical_or(self, other)
+    def floor_divide(self, other): return _ops.floor_divide(self, other)
+    def remainder(self, other): return _ops.remainder(self, other)
+    def clamp(self, min=None, max=None): return _ops.clamp(self, min, max)
+    clip = clamp
+    def where(self, condition, other): return _ops.where(condition, self, other)
+    def masked_fill(self, mask, value): return _ops.masked_fill(self, mask, value)
+    def sum(self, dim=None, keepdim=False, *, dtype=None): return _ops.sum(self, dim, keepdim, dtype=dtype)
+    def mean(self, dim=None, keepdim=False, *, dtype=None): return _ops.mean(self, dim, keepdim, dtype=dtype)
+    def prod(self, dim=None, keepdim=False, *, dtype=None): return _ops.prod(self, dim, keepdim, dtype=dtype)
+    def amax(self, dim=(), keepdim=False): return _ops.amax(self, dim, keepdim)
+    def amin(self, dim=(), keepdim=False): return _ops.amin(self, dim, keepdim)
+    def argmax(self, dim=None, keepdim=False): return _ops.argmax(self, dim, keepdim)
+    def argmin(self, dim=None, keepdim=False): return _ops.argmin(self, dim, keepdim)
+    def max(self, dim=None, keepdim=False): return _ops.max(self, dim, keepdim)
+    def min(self, dim=None, keepdim=False): return _ops.min(self, dim, keepdim)
+    def any(self): return _ops.amax(self.bool()) if self.numel() else _ops.full((), False)
+    def all(self): return _ops.amin(self.bool()) if self.numel() else _ops.full((), True)
+    def softmax(self, dim): return _ops.softmax(self, dim)
+    def log_softmax(self, dim): return _ops.log_softmax(self, dim)
+    def matmul(self, other): return _ops.matmul(self, other)
+    def index_select(self, dim, index): return _ops.index_select(self, dim, index)
+    def gather(self, dim, index): return _ops.gather(self, dim, index)
+
+    # ---- in place: the result is written into self ----
+    def _inplace(self, opid, ins, attrs=None):
+        _C.op(opid, ins, attrs, self)
+        return self
+
+    def add_(self, other, *, alpha=1):
+        if alpha != 1:
+            other = other * alpha
+        return self._inplace(_C.OP_ADD, (self, other))
+
+    def sub_(self, other, *, alpha=1):
+        if alpha != 1:
+            other = other * alpha
+        return self._inplace(_C.OP_SUB, (self, other))
+
+    def mul_(self, other): return self._inplace(_C.OP_MUL, (self, other))
+    def div_(self, other): return self._inplace(_C.OP_DIV, (self, other))
+
+    def clamp_(self, min=None, max=None):
+        return self.copy_(_ops.clamp(self, min, max))
+
+    def fill_(self, value):
+        if isinstance(value, _C.TensorBase):
+            if value.dim() != 0:
+                raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor "
+                                   f"with {value.dim()} dimensions.")
+            value = value.item()
+        return self._inplace(_C.OP_COPY, (_ops.full((), value, dtype=self.dtype).expand(self.shape),))
+
+    def zero_(self): return self.fill_(0)
+
+    def copy_(self, src, non_blocking=False):
+        """copy_(src): writes src (broadcast, cast to self's dtype) into self."""
+        if not isinstance(src, _C.TensorBase):
+            raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
+        if src.shape != self.shape:
+            src = src.expand(self.shape)
+        return self._inplace(_C.OP_COPY, (src,))
+
+    def masked_fill_(self, mask, value): return self.copy_(_ops.masked_fill(self, mask, value))
+    def relu_(self): return self.copy_(_ops.relu(self))
+
+
+_C._set_tensor_class(Tensor)
