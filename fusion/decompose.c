@@ -3,6 +3,9 @@
  * of matmul with a 1-D operand into primitive statements. The result is a
  * new graph with the same inputs, constants and outputs; decompositions use
  * views with -1 / like-operands only, so the graph re-infers with new sizes.
+ * Contract (runtime/eager.c relies on it): inputs keep their order, and the
+ * original graph's constants are added first, in value order, before any
+ * constant a decomposition introduces.
  * Owns: st_fuse_decompose. */
 #include <math.h>
 #include <stdlib.h>
@@ -68,7 +71,9 @@ static int fconst(dctx *c, double v)
 {
     if (c->failed)
         return -1;
-    int id = st_ir_add_const(c->g, ST_FLOAT64, v, (int64_t)v);
+    /* the integer view, only where the conversion is defined */
+    int64_t iv = (v > -9.2e18 && v < 9.2e18) ? (int64_t)v : 0;
+    int id = st_ir_add_const(c->g, ST_FLOAT64, v, iv);
     if (id < 0)
         c->failed = true;
     return id;

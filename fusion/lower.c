@@ -288,9 +288,12 @@ static st_status lower_create(st_kernel *k, const st_graph *g,
             break;
         int a = n_cast(k, n_param(k, p0), cdt);
         int b = n_cast(k, n_param(k, p1), cdt);
-        st_knode rn = node0(ST_KN_RAND, cdt);
+        /* A uniform draws in the output dtype, so it is below 1 at that
+         * precision (a float32 draw cast to float16 can round up to 1.0);
+         * [0, 1) then maps exactly. */
+        st_knode rn = node0(ST_KN_RAND, s->op == ST_OP_RAND ? odt : cdt);
         rn.i = s->op == ST_OP_RAND ? 0 : 1;
-        int x = add_node(k, rn);
+        int x = n_cast(k, add_node(k, rn), cdt);
         if (s->op == ST_OP_RAND) /* low + u * (high - low) */
             r = n_binary(k, ST_OP_ADD, a,
                          n_binary(k, ST_OP_MUL, x,

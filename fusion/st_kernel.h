@@ -75,7 +75,8 @@ typedef struct {
     st_kernel_kind kind;
     char name[48];           /* e.g. "k3_add" (for dumps and profiles) */
     int rank;                /* iteration space rank */
-    int nred;                /* REDUCE: trailing dims reduced (>= 1) */
+    int nred;                /* REDUCE: trailing dims reduced (0 only for
+                                a 0-d input: one point, reduced to itself) */
     /* iteration size d = shape of tensor bound to bufs[size_buf[d]] at dim
      * size_dim[d] */
     int size_buf[ST_MAX_DIMS], size_dim[ST_MAX_DIMS];
