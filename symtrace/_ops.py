@@ -95,10 +95,18 @@ multiply = mul
 greater, less, greater_equal, less_equal, not_equal = gt, lt, ge, le, ne
 
 
+def _scale(input, other, alpha):
+    """other * alpha, with torch's rule that a bool result takes alpha as a bool."""
+    if alpha == 1:
+        return other
+    if _is_tensor(other) and other.dtype is bool_ and (not _is_tensor(input) or input.dtype is bool_):
+        return other if alpha else logical_and(other, False)
+    return mul(other, alpha) if _is_tensor(other) else other * alpha
+
+
 def add(input, other, *, alpha=1, out=None):
     """add(input, other, *, alpha=1): input + alpha * other."""
-    if alpha != 1:
-        other = mul(other, alpha) if _is_tensor(other) else other * alpha
+    other = _scale(input, other, alpha)
     if not _is_tensor(input) and not _is_tensor(other):
         raise TypeError("add(): expected at least one Tensor argument")
     return _op(_C.OP_ADD, (input, other), None, out)
@@ -106,8 +114,7 @@ def add(input, other, *, alpha=1, out=None):
 
 def sub(input, other, *, alpha=1, out=None):
     """sub(input, other, *, alpha=1): input - alpha * other."""
-    if alpha != 1:
-        other = mul(other, alpha) if _is_tensor(other) else other * alpha
+    other = _scale(input, other, alpha)
     if not _is_tensor(input) and not _is_tensor(other):
         raise TypeError("sub(): expected at least one Tensor argument")
     return _op(_C.OP_SUB, (input, other), None, out)
@@ -180,12 +187,32 @@ def masked_fill(input, mask, value):
             raise RuntimeError("masked_fill only supports a 0-dimensional value tensor, "
                                f"but got tensor with {value.dim()} dimension(s).")
         value = value.item()
+    _check_fits(value, input.dtype)
     if isinstance(value, bool) or isinstance(value, int):
         return _op(_C.OP_MASKED_FILL, (input, mask), _attrs(ints=(int(value),), flags=INT_VALUE))
     return _op(_C.OP_MASKED_FILL, (input, mask), _attrs(floats=(float(value),)))
 
 
+_INT_RANGE = {"symtrace.int32": (-2**31, 2**31 - 1), "symtrace.int64": (-2**63, 2**63 - 1)}
+
+
+def _check_fits(value, dtype):
+    """torch refuses a fill value that overflows an integer dtype."""
+    lim = _INT_RANGE.get(str(dtype))
+    if lim is not None and isinstance(value, (int, float)) and not isinstance(value, bool):
+        if value != value or not (lim[0] <= value <= lim[1]):
+            raise RuntimeError(f"value cannot be converted to type {str(dtype)[9:]} without overflow")
+
+
+def _can_cast(src, dst):
+    """PyTorch's canCast: no float -> integral, no non-bool -> bool."""
+    if src.is_floating_point and not dst.is_floating_point:
+        return False
+    return not (dst is bool_ and src is not bool_)
+
+
 def to_dtype(input, dtype):
+    _check_tensor(input, "to")
     if input.dtype is dtype:
         return input
     return _op(_C.OP_CAST, (input,), _attrs(dtype=dtype))
@@ -231,14 +258,16 @@ def argmax(input, dim=None, keepdim=False):
     """argmax(input, dim=None, keepdim=False): None means the flattened input."""
     _check_tensor(input, "argmax")
     if dim is None:
-        return _op(_C.OP_ARGMAX, (input.reshape(-1),), _attrs())
+        r = _op(_C.OP_ARGMAX, (input.reshape(-1),), _attrs())
+        return r.reshape((1,) * input.dim()) if keepdim else r
     return _reduce(_C.OP_ARGMAX, input, dim, keepdim, "argmax")
 
 
 def argmin(input, dim=None, keepdim=False):
     _check_tensor(input, "argmin")
     if dim is None:
-        return _op(_C.OP_ARGMIN, (input.reshape(-1),), _attrs())
+        r = _op(_C.OP_ARGMIN, (input.reshape(-1),), _attrs())
+        return r.reshape((1,) * input.dim()) if keepdim else r
     return _reduce(_C.OP_ARGMIN, input, dim, keepdim, "argmin")
 
 
@@ -248,6 +277,7 @@ _minmax = collections.namedtuple("return_types", ["values", "indices"])
 def max(input, dim=None, keepdim=False):
     """max(input) -> 0-d; max(input, dim, keepdim) -> (values, indices);
     max(input, other) -> maximum."""
+    _check_tensor(input, "max")
     if _is_tensor(dim):
         return maximum(input, dim)
     if dim is None:
@@ -255,10 +285,12 @@ def max(input, dim=None, keepdim=False):
             raise RuntimeError("max(): Expected reduction dim to be specified for input.numel() == 0. "
                                "Specify the reduction dim with the 'dim' argument.")
         return amax(input)
-    return _minmax(amax(input, dim, keepdim), argmax(input, dim, keepdim))
+    src = input.int() if input.dtype is bool_ else input
+    return _minmax(amax(input, dim, keepdim), argmax(src, dim, keepdim))
 
 
 def min(input, dim=None, keepdim=False):
+    _check_tensor(input, "min")
     if _is_tensor(dim):
         return minimum(input, dim)
     if dim is None:
@@ -266,7 +298,8 @@ def min(input, dim=None, keepdim=False):
             raise RuntimeError("min(): Expected reduction dim to be specified for input.numel() == 0. "
                                "Specify the reduction dim with the 'dim' argument.")
         return amin(input)
-    return _minmax(amin(input, dim, keepdim), argmin(input, dim, keepdim))
+    src = input.int() if input.dtype is bool_ else input
+    return _minmax(amin(input, dim, keepdim), argmin(src, dim, keepdim))
 
 
 def softmax(input, dim, dtype=None):
@@ -303,16 +336,21 @@ def index_select(input, dim, index):
 def gather(input, dim, index):
     _check_tensor(input, "gather")
     _check_tensor(index, "gather", "index")
-    return _op(_C.OP_GATHER, (input, index), _attrs(ints=(dim,)))
+    try:
+        return _op(_C.OP_GATHER, (input, index), _attrs(ints=(dim,)))
+    except IndexError as e:  # torch reports gather's bad index as a RuntimeError
+        raise RuntimeError(str(e)) from None
 
 
 # ---------------- movement ----------------
 def reshape(input, shape):
+    _check_tensor(input, "reshape")
     return input.reshape(shape)
 
 
 def flatten(input, start_dim=0, end_dim=-1):
     """flatten(input, start_dim=0, end_dim=-1)."""
+    _check_tensor(input, "flatten")
     nd = input.dim()
     if nd == 0:
         return input.reshape(1)
@@ -328,18 +366,22 @@ def flatten(input, start_dim=0, end_dim=-1):
 
 
 def permute(input, dims):
+    _check_tensor(input, "permute")
     return input.permute(*dims)
 
 
 def transpose(input, dim0, dim1):
+    _check_tensor(input, "transpose")
     return input.transpose(dim0, dim1)
 
 
 def squeeze(input, dim=None):
+    _check_tensor(input, "squeeze")
     return input.squeeze(dim)
 
 
 def unsqueeze(input, dim):
+    _check_tensor(input, "unsqueeze")
     return input.unsqueeze(dim)
 
 
@@ -352,6 +394,8 @@ def _wrap(dim, nd, fn):
 
 def cat(tensors, dim=0):
     """cat(tensors, dim=0): joins along an existing dim (type promotion as torch)."""
+    if _is_tensor(tensors) or not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"cat(): argument 'tensors' must be tuple of Tensors, not {type(tensors).__name__}")
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("cat(): expected a non-empty list of Tensors")
@@ -397,6 +441,8 @@ concat = concatenate = cat
 
 
 def stack(tensors, dim=0):
+    if _is_tensor(tensors) or not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"stack(): argument 'tensors' must be tuple of Tensors, not {type(tensors).__name__}")
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
@@ -413,6 +459,7 @@ def stack(tensors, dim=0):
 
 def split(tensor, split_size_or_sections, dim=0):
     """split(tensor, split_size_or_sections, dim=0) -> tuple of views."""
+    _check_tensor(tensor, "split", "tensor")
     nd = tensor.dim()
     d = _wrap(dim, nd, "split")
     n = tensor.shape[d]
@@ -435,6 +482,9 @@ def split(tensor, split_size_or_sections, dim=0):
 
 
 def chunk(input, chunks, dim=0):
+    _check_tensor(input, "chunk")
+    if not isinstance(chunks, int) or isinstance(chunks, bool):
+        raise TypeError(f"chunk(): argument 'chunks' must be int, not {type(chunks).__name__}")
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     d = _wrap(dim, input.dim(), "chunk")
@@ -571,14 +621,17 @@ def randint(low, high=None, size=None, *, dtype=None, device=None, generator=Non
 
 
 def rand_like(input, *, dtype=None):
+    _check_tensor(input, "rand_like")
     return rand(input.shape, dtype=dtype or input.dtype)
 
 
 def randn_like(input, *, dtype=None):
+    _check_tensor(input, "randn_like")
     return randn(input.shape, dtype=dtype or input.dtype)
 
 
 def randint_like(input, low, high=None, *, dtype=None):
+    _check_tensor(input, "randint_like")
     return randint(low, high, input.shape, dtype=dtype or input.dtype)
 
 
@@ -592,6 +645,7 @@ def initial_seed():
 
 
 def numel(input):
+    _check_tensor(input, "numel")
     return input.numel()
 
 

@@ -211,20 +211,23 @@ class Tensor(_C.TensorBase):
         return self
 
     def add_(self, other, *, alpha=1):
-        if alpha != 1:
-            other = other * alpha
-        return self._inplace(_C.OP_ADD, (self, other))
+        return self._inplace(_C.OP_ADD, (self, _ops._scale(self, other, alpha)))
 
     def sub_(self, other, *, alpha=1):
-        if alpha != 1:
-            other = other * alpha
-        return self._inplace(_C.OP_SUB, (self, other))
+        return self._inplace(_C.OP_SUB, (self, _ops._scale(self, other, alpha)))
 
     def mul_(self, other): return self._inplace(_C.OP_MUL, (self, other))
     def div_(self, other): return self._inplace(_C.OP_DIV, (self, other))
 
+    def _assign(self, result, name):
+        """Writes an out-of-place result into self, refusing what torch refuses."""
+        if not _ops._can_cast(result.dtype, self.dtype):
+            raise RuntimeError(f"{name}: result type {result.dtype} can't be cast to the "
+                               f"desired output type {self.dtype}")
+        return self.copy_(result)
+
     def clamp_(self, min=None, max=None):
-        return self.copy_(_ops.clamp(self, min, max))
+        return self._assign(_ops.clamp(self, min, max), "clamp_")
 
     def fill_(self, value):
         if isinstance(value, _C.TensorBase):
@@ -244,8 +247,8 @@ class Tensor(_C.TensorBase):
             src = src.expand(self.shape)
         return self._inplace(_C.OP_COPY, (src,))
 
-    def masked_fill_(self, mask, value): return self.copy_(_ops.masked_fill(self, mask, value))
-    def relu_(self): return self.copy_(_ops.relu(self))
+    def masked_fill_(self, mask, value): return self._assign(_ops.masked_fill(self, mask, value), "masked_fill_")
+    def relu_(self): return self._assign(_ops.relu(self), "relu_")
 
 
 _C._set_tensor_class(Tensor)

@@ -1,0 +1,100 @@
+# The caching allocator's statistics through symtrace.memory: the keys exist and
+# are consistent, allocation reaches a steady state (num_allocs grows, system
+# allocations stop growing), empty_cache returns cached memory, reset_peak_stats.
+import gc
+
+import symtrace as st
+
+KEYS = ("allocated_bytes", "reserved_bytes", "peak_allocated_bytes", "num_allocs", "cache_hits",
+        "num_system_allocs")
+MB = 1 << 20
+
+
+def stats():
+    gc.collect()
+    return st.memory.stats()
+
+
+def test_stats_keys_and_consistency():
+    s = stats()
+    assert isinstance(s, dict)
+    for k in KEYS:
+        assert k in s, "missing key %s in %s" % (k, sorted(s))
+        assert isinstance(s[k], int) and s[k] >= 0, (k, s[k])
+    assert s["allocated_bytes"] <= s["reserved_bytes"]
+    assert s["peak_allocated_bytes"] >= s["allocated_bytes"]
+    assert s["num_system_allocs"] <= s["num_allocs"]
+    assert st.memory.memory_allocated() == st.memory.stats()["allocated_bytes"]
+    assert st.memory.max_memory_allocated() == st.memory.stats()["peak_allocated_bytes"]
+
+
+def test_allocation_is_counted_and_freed():
+    before = stats()
+    x = st.empty(MB // 4)  # 1 MiB of float32
+    mid = stats()
+    assert mid["allocated_bytes"] - before["allocated_bytes"] >= MB
+    assert mid["reserved_bytes"] >= mid["allocated_bytes"]
+    assert mid["num_allocs"] > before["num_allocs"]
+    assert mid["peak_allocated_bytes"] >= mid["allocated_bytes"]
+    y = x.view(-1)  # a view does not allocate data
+    assert stats()["allocated_bytes"] - mid["allocated_bytes"] < 4096
+    del x
+    assert stats()["allocated_bytes"] - mid["allocated_bytes"] < 4096  # still alive through y
+    del y
+    after = stats()
+    assert after["allocated_bytes"] <= before["allocated_bytes"] + 4096
+    assert after["reserved_bytes"] >= after["allocated_bytes"]
+
+
+def test_steady_state_reuses_cached_blocks():
+    def step():
+        a = st.ones(64, 256)
+        b = st.zeros(1000)
+        c = a * 2 + 1
+        d = c.sum(1)
+        del a, b, c, d
+
+    for _ in range(20):  # warm up: the cache fills
+        step()
+    s1 = stats()
+    for _ in range(200):
+        step()
+    s2 = stats()
+    assert s2["num_allocs"] >= s1["num_allocs"] + 200 * 4, (s1, s2)
+    assert s2["num_system_allocs"] == s1["num_system_allocs"], \
+        "system allocations keep growing in a steady loop: %s -> %s" % (s1, s2)
+    assert s2["cache_hits"] >= s1["cache_hits"] + 200 * 4
+    assert abs(s2["allocated_bytes"] - s1["allocated_bytes"]) < 64 * 1024, "memory leak in the loop"
+    assert s2["reserved_bytes"] <= s1["reserved_bytes"] + MB
+
+
+def test_empty_cache_lowers_reserved():
+    x = [st.empty(2 * MB) for _ in range(4)]  # 32 MiB
+    del x
+    s1 = stats()
+    assert s1["reserved_bytes"] - s1["allocated_bytes"] >= 8 * MB, "freed blocks should stay cached"
+    st.memory.empty_cache()
+    s2 = stats()
+    assert s2["reserved_bytes"] < s1["reserved_bytes"]
+    assert s2["reserved_bytes"] - s2["allocated_bytes"] < 8 * MB
+    assert s2["allocated_bytes"] == s1["allocated_bytes"]
+    # allocating again works after the cache was emptied, and counts a system allocation
+    y = st.ones(2 * MB)
+    s3 = stats()
+    assert s3["num_system_allocs"] > s2["num_system_allocs"]
+    assert y[-1].item() == 1.0
+
+
+def test_reset_peak_stats():
+    x = st.empty(4 * MB)  # 16 MiB
+    del x
+    s1 = stats()
+    assert s1["peak_allocated_bytes"] >= s1["allocated_bytes"] + 16 * MB
+    st.memory.reset_peak_stats()
+    s2 = stats()
+    assert s2["peak_allocated_bytes"] == s2["allocated_bytes"]
+    keep = st.empty(MB)
+    s3 = stats()
+    assert s3["peak_allocated_bytes"] >= s2["allocated_bytes"] + 4 * MB
+    assert st.memory.max_memory_allocated() == s3["peak_allocated_bytes"]
+    del keep
