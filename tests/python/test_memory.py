@@ -98,3 +98,36 @@ def test_reset_peak_stats():
     assert s3["peak_allocated_bytes"] >= s2["allocated_bytes"] + 4 * MB
     assert st.memory.max_memory_allocated() == s3["peak_allocated_bytes"]
     del keep
+
+
+def test_training_steps_reach_steady_state():
+    """An MLP training step (forward, softmax cross-entropy, hand-written
+    backward, SGD in place) makes no system allocation once warm, and every
+    step returns the allocator to the same live bytes."""
+    st.manual_seed(0)
+    x = st.randn(64, 16)
+    y = st.randint(0, 4, (64,))
+    w1, w2 = st.randn(16, 32) * 0.1, st.randn(32, 4) * 0.1
+    onehot = (y.unsqueeze(1) == st.arange(4).unsqueeze(0)).float()
+
+    def step():
+        h = (x @ w1).relu()
+        logits = h @ w2
+        loss = st.nn.functional.cross_entropy(logits, y)
+        g = (st.softmax(logits, -1) - onehot) / 64
+        gw2 = h.T @ g
+        gh = (g @ w2.T) * (h > 0).float()
+        w1.sub_(x.T @ gh, alpha=0.1)
+        w2.sub_(gw2, alpha=0.1)
+        return loss.item()
+
+    losses = [step() for _ in range(3)]
+    s1 = st.memory.stats()
+    for _ in range(10):
+        losses.append(step())
+    s2 = st.memory.stats()
+    assert s2["num_system_allocs"] == s1["num_system_allocs"], (s1, s2)
+    assert s2["allocated_bytes"] == s1["allocated_bytes"], (s1, s2)
+    assert s2["num_allocs"] > s1["num_allocs"]
+    assert losses[-1] < losses[0]
+    st.memory._check()
