@@ -714,21 +714,6 @@ static st_tensor *tensor_from_seq(PyObject *data, const st_dtype *dtype)
     return t;
 }
 
-/* An eager op whose single result is written into dst. */
-static int eager_into(st_op_id op, const st_operand *in, int nin,
-                      const st_attrs *attrs, st_tensor *dst)
-{
-    st_tensor *given[ST_MAX_OUT] = {dst};
-    st_tensor *out[ST_MAX_OUT] = {0};
-    int n = st_rt_eager(op, in, nin, attrs, given, out);
-    if (n < 0)
-        return st_fe_raise_int();
-    /* results are returned as new references, the given tensor included */
-    for (int k = 0; k < n && k < ST_MAX_OUT; k++)
-        if (out[k])
-            st_tensor_decref(out[k]);
-    return 0;
-}
 
 st_tensor *st_fe_tensor_from_data(PyObject *data, const st_dtype *dtype)
 {
@@ -757,7 +742,7 @@ st_tensor *st_fe_tensor_from_data(PyObject *data, const st_dtype *dtype)
         st_operand op = {.t = src};
         st_attrs a;
         memset(&a, 0, sizeof a);
-        if (eager_into(ST_OP_COPY, &op, 1, &a, t) < 0) {
+        if (st_fe_eager_into(ST_OP_COPY, &op, 1, &a, t) < 0) {
             st_tensor_decref(t);
             return NULL;
         }
@@ -882,7 +867,7 @@ static PyObject *t_dlpack(PyObject *self, PyObject *args, PyObject *kw)
         st_operand op = {.t = t};
         st_attrs a;
         memset(&a, 0, sizeof a);
-        if (!c || eager_into(ST_OP_COPY, &op, 1, &a, c) < 0) {
+        if (!c || st_fe_eager_into(ST_OP_COPY, &op, 1, &a, c) < 0) {
             if (c)
                 st_tensor_decref(c);
             else

@@ -574,20 +574,6 @@ static void scalar_for_dtype(st_operand *op, st_dtype dt)
         op->f = (double)op->i;
     }
 }
-static int eager_into(st_op_id op, const st_operand *in, int nin,
-                      const st_attrs *attrs, st_tensor *dst)
-{
-    st_tensor *given[ST_MAX_OUT] = {dst};
-    st_tensor *out[ST_MAX_OUT] = {0};
-    int n = st_rt_eager(op, in, nin, attrs, given, out);
-    if (n < 0)
-        return st_fe_raise_int();
-    /* results are returned as new references, the given tensor included */
-    for (int j = 0; j < n && j < ST_MAX_OUT; j++)
-        if (out[j])
-            st_tensor_decref(out[j]);
-    return 0;
-}
 
 static int shape_mismatch(const st_tensor *v, const st_tensor *dst)
 {
@@ -623,7 +609,7 @@ static st_tensor *value_expanded(st_tensor *self, st_tensor *dst,
                 st_fe_raise();
                 return NULL;
             }
-            if (eager_into(ST_OP_COPY, &op, 1, &a, m) < 0) {
+            if (st_fe_eager_into(ST_OP_COPY, &op, 1, &a, m) < 0) {
                 st_tensor_decref(m);
                 st_tensor_decref(v);
                 return NULL;
@@ -671,7 +657,7 @@ static st_tensor *value_expanded(st_tensor *self, st_tensor *dst,
             st_fe_raise();
             return NULL;
         }
-        if (eager_into(ST_OP_COPY, &op, 1, &a, c) < 0) {
+        if (st_fe_eager_into(ST_OP_COPY, &op, 1, &a, c) < 0) {
             st_tensor_decref(c);
             st_tensor_decref(v);
             return NULL;
@@ -742,13 +728,13 @@ static int write_view(st_tensor *self, st_tensor *dst, PyObject *value)
             a.flags = ST_ATTR_INT_VALUE;
             a.i[0] = sc.i;
         }
-        return eager_into(ST_OP_FULL, &like, 1, &a, dst);
+        return st_fe_eager_into(ST_OP_FULL, &like, 1, &a, dst);
     }
     st_tensor *v = value_expanded(self, dst, value);
     if (!v)
         return -1;
     st_operand op = {.t = v};
-    int r = eager_into(ST_OP_COPY, &op, 1, &a, dst);
+    int r = st_fe_eager_into(ST_OP_COPY, &op, 1, &a, dst);
     st_tensor_decref(v);
     return r;
 }
@@ -815,7 +801,7 @@ static int write_mask(st_tensor *self, st_tensor *cur, st_tensor *mask,
     }
     st_attrs a;
     memset(&a, 0, sizeof a);
-    r = eager_into(ST_OP_WHERE, in, 3, &a, cur);
+    r = st_fe_eager_into(ST_OP_WHERE, in, 3, &a, cur);
 done:
     if (vt)
         st_tensor_decref(vt);

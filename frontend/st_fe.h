@@ -48,6 +48,10 @@ int st_fe_parse_shape_seq(PyObject *seq, int64_t *shape, int *ndim,
 /* A Tensor or a Python number (bool, int, float, or a 0-d-like object
  * with __index__/__float__) into an operand; TypeError names `what`. */
 int st_fe_operand(PyObject *o, st_operand *op, const char *what);
+/* Runs an eager op whose single result is written into dst (cast to its
+ * dtype); 0, or -1 with a Python exception set. */
+int st_fe_eager_into(st_op_id op, const st_operand *in, int nin,
+                     const st_attrs *attrs, st_tensor *dst);
 /* Shape tuple object for a tensor. */
 PyObject *st_fe_shape_tuple(const int64_t *shape, int ndim);
 

@@ -183,6 +183,18 @@ PyObject *st_fe_shape_tuple(const int64_t *shape, int ndim) {
 }
 
 /* ---------------- eager op helpers used by the protocols ---------------- */
+int st_fe_eager_into(st_op_id op, const st_operand *in, int nin,
+                     const st_attrs *attrs, st_tensor *dst) {
+    st_tensor *given[ST_MAX_OUT] = {dst};
+    st_tensor *out[ST_MAX_OUT] = {NULL};
+    int n = st_rt_eager(op, in, nin, attrs, given, out);
+    if (n < 0) return st_fe_raise_int();
+    /* results come back as new references, the given tensor's included */
+    for (int k = 0; k < n && k < ST_MAX_OUT; k++)
+        if (out[k]) st_tensor_decref(out[k]);
+    return 0;
+}
+
 static PyObject *run1(st_op_id op, const st_operand *in, int nin,
                       const st_attrs *attrs, st_tensor *given) {
     st_tensor *out = NULL;

@@ -284,3 +284,22 @@ st_status st_wrap_dim(const char *op, int64_t *dim, int ndim)
         *dim += n;
     return ST_OK;
 }
+
+int64_t st_slice_bounds(int64_t size, int64_t *start, int64_t *stop,
+                        int64_t step)
+{
+    int64_t a = *start, b = *stop;
+    if (a < 0)
+        a = a < -size ? 0 : a + size;
+    if (b < 0)
+        b = b < -size ? 0 : b + size;
+    if (a > size)
+        a = size;
+    if (b < a)
+        b = a;
+    else if (b > size)
+        b = size;
+    *start = a;
+    *stop = b;
+    return b > a ? (b - a - 1) / step + 1 : 0; /* no overflow near INT64_MAX */
+}

@@ -743,16 +743,7 @@ static st_status infer_slice(const ictx *c, st_meta *out)
     int64_t start = c->a->i[1], stop = c->a->i[2], step = c->a->i[3];
     if (step <= 0)
         return fail(c, ST_ERR_RUNTIME, "slice step must be positive");
-    int64_t size = x->shape[dim];
-    if (start < 0)
-        start = start < -size ? 0 : start + size;
-    if (stop < 0)
-        stop = stop < -size ? 0 : stop + size;
-    if (start > size)
-        start = size;
-    if (stop > size)
-        stop = size;
-    int64_t len = stop > start ? (stop - start - 1) / step + 1 : 0;
+    int64_t len = st_slice_bounds(x->shape[dim], &start, &stop, step);
     set_out(out, x->dtype, x->ndim, x->shape);
     out->shape[dim] = len;
     return ST_OK;

@@ -78,6 +78,11 @@ st_dtype st_result_type(const st_meta *ops, int n);
 /* Broadcast shapes; on failure sets ST_ERR_RUNTIME naming op and operands. */
 st_status st_broadcast(const char *op, const st_meta *ops, int n, int *ndim,
                        int64_t *shape);
+/* Python slice bounds on a dim of `size` with step > 0: clamps *start and
+ * *stop into [0, size] (negative values count from the end, stop >= start)
+ * and returns the number of elements selected. */
+int64_t st_slice_bounds(int64_t size, int64_t *start, int64_t *stop,
+                        int64_t step);
 /* Normalizes dim into [0, ndim) (ndim 0 accepts -1 and 0); sets IndexError. */
 st_status st_wrap_dim(const char *op, int64_t *dim, int ndim);
 

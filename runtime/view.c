@@ -302,18 +302,7 @@ st_tensor *st_tensor_slice(st_tensor *t, int64_t dim, int64_t start, int64_t sto
                "step %" PRId64 ")", shp(t, buf), step);
         return NULL;
     }
-    int64_t size = t->shape[dim];
-    if (start < 0)
-        start = start < -size ? 0 : start + size;
-    if (stop < 0)
-        stop = stop < -size ? 0 : stop + size;
-    if (start > size)
-        start = size;
-    if (stop < start)
-        stop = start;
-    else if (stop > size)
-        stop = size;
-    int64_t len = (stop - start + step - 1) / step;
+    int64_t len = st_slice_bounds(t->shape[dim], &start, &stop, step);
     int64_t shape[ST_MAX_DIMS], strides[ST_MAX_DIMS];
     memcpy(shape, t->shape, sizeof shape);
     memcpy(strides, t->strides, sizeof strides);
