@@ -845,6 +845,6 @@ int st_fe_setitem(PyObject *self, PyObject *key, PyObject *value)
     st_tensor_decref(cur);
     key_clear(&k);
     if (r == 0)
-        t->version++;
+        t->storage->version++;
     return r;
 }

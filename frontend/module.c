@@ -15,7 +15,7 @@ __attribute__((visibility("default"))) PyMODINIT_FUNC PyInit__C(void) {
     PyObject *m = PyModule_Create(&st_module);
     if (!m) return NULL;
     if (st_fe_init_dtypes(m) || st_fe_init_tensor(m) || st_fe_init_ops(m) ||
-        st_fe_init_convert(m) ||
+        st_fe_init_convert(m) || st_fe_init_autograd(m) ||
         PyModule_AddFunctions(m, st_fe_convert_methods)) {
         Py_DECREF(m);
         return NULL;

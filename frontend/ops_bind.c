@@ -301,6 +301,7 @@ int st_fe_init_ops(PyObject *m) {
     for (int id = 0; id < ST_NOPS; id++) {
         char name[64] = "OP_";
         const char *n = st_op((st_op_id)id)->name;
+        if (!n) continue; /* an op still being added */
         size_t k = 3;
         for (; *n && k < sizeof name - 1; n++, k++)
             name[k] = (char)((*n >= 'a' && *n <= 'z') ? *n - 32 : *n);

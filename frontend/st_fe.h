@@ -81,5 +81,8 @@ int st_fe_init_dtypes(PyObject *m);
 int st_fe_init_tensor(PyObject *m);
 int st_fe_init_ops(PyObject *m);
 int st_fe_init_convert(PyObject *m);
+int st_fe_init_autograd(PyObject *m);
+/* autograd attributes merged into the Tensor type (autograd_bind.c) */
+extern PyGetSetDef st_fe_autograd_getset[];
 
 #endif

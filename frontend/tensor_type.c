@@ -28,6 +28,10 @@ PyObject *st_fe_wrap(st_tensor *t) {
 /* ---------------- errors ---------------- */
 PyObject *st_fe_raise(void) {
     PyObject *exc;
+    if (PyErr_Occurred()) { /* raised by Python code we called back */
+        st_err_clear();
+        return NULL;
+    }
     switch (st_err_kind()) {
     case ST_ERR_VALUE: exc = PyExc_ValueError; break;
     case ST_ERR_TYPE: exc = PyExc_TypeError; break;
@@ -198,7 +202,7 @@ int st_fe_eager_into(st_op_id op, const st_operand *in, int nin,
 static PyObject *run1(st_op_id op, const st_operand *in, int nin,
                       const st_attrs *attrs, st_tensor *given) {
     st_tensor *out = NULL;
-    st_tensor *g[1] = {given};
+    st_tensor *g[ST_MAX_OUT] = {given};
     if (st_rt_eager(op, in, nin, attrs, given ? g : NULL, &out) < 0)
         return st_fe_raise();
     return st_fe_wrap(out);
@@ -419,11 +423,8 @@ static PyObject *get_T(PyObject *self, void *c) {
     for (int d = 0; d < t->ndim; d++) perm[d] = t->ndim - 1 - d;
     return st_fe_wrap(st_tensor_permute(t, perm));
 }
-static PyObject *get_requires_grad(PyObject *self, void *c) {
-    return PyBool_FromLong(st_fe_unwrap(self)->requires_grad);
-}
 static PyObject *get_version(PyObject *self, void *c) {
-    return PyLong_FromUnsignedLong(st_fe_unwrap(self)->version);
+    return PyLong_FromUnsignedLong(st_fe_unwrap(self)->storage->version);
 }
 
 static PyGetSetDef tensor_getset[] = {
@@ -432,7 +433,6 @@ static PyGetSetDef tensor_getset[] = {
     {"ndim", get_ndim, NULL, "number of dimensions", NULL},
     {"_device_str", get_device_str, NULL, "device name", NULL},
     {"T", get_T, NULL, "dimensions reversed", NULL},
-    {"requires_grad", get_requires_grad, NULL, "autograd flag", NULL},
     {"_version", get_version, NULL, "in-place write counter", NULL},
     {NULL},
 };
@@ -620,7 +620,7 @@ static PyObject *m_detach(PyObject *self, PyObject *a) {
                                         t->offset));
 }
 static PyObject *m_bump_version(PyObject *self, PyObject *a) {
-    st_fe_unwrap(self)->version++;
+    st_fe_unwrap(self)->storage->version++;
     Py_RETURN_NONE;
 }
 
@@ -694,6 +694,12 @@ int st_fe_init_tensor(PyObject *m) {
         all[n++] = *d;
     all[n] = (PyMethodDef){NULL};
     st_fe_TensorBase.tp_methods = all;
+    static PyGetSetDef gs[32];
+    int g = 0;
+    for (PyGetSetDef *d = tensor_getset; d->name; d++) gs[g++] = *d;
+    for (PyGetSetDef *d = st_fe_autograd_getset; d->name; d++) gs[g++] = *d;
+    gs[g] = (PyGetSetDef){NULL};
+    st_fe_TensorBase.tp_getset = gs;
     if (PyType_Ready(&st_fe_TensorBase) < 0) return -1;
     Py_INCREF(&st_fe_TensorBase);
     if (PyModule_AddObject(m, "TensorBase", (PyObject *)&st_fe_TensorBase) < 0)

@@ -258,9 +258,17 @@ char *st_kernel_print(const st_kernel *k)
     if (k->kind == ST_K_REDUCE)
         sb_printf(&b, "  reduce: %s(n%d) over last %d dims\n",
                   red_name(k->reduce_op), k->reduce_src, k->nred);
-    for (int s = 0; s < k->nstores && s < ST_K_MAX_STORES; s++)
-        sb_printf(&b, "  store buf%d <- n%d\n", k->stores[s].buf,
-                  k->stores[s].node);
+    for (int s = 0; s < k->nstores && s < ST_K_MAX_STORES; s++) {
+        if (k->stores[s].indexed)
+            sb_printf(&b, "  store buf%d[dim %d = n%d] %s n%d\n",
+                      k->stores[s].buf, k->stores[s].idx_dim,
+                      k->stores[s].idx_node,
+                      k->stores[s].accumulate ? "+=" : "<-", k->stores[s].node);
+        else
+            sb_printf(&b, "  store buf%d %s n%d\n", k->stores[s].buf,
+                      k->stores[s].accumulate ? "+=" : "<-",
+                      k->stores[s].node);
+    }
     for (int p = 0; p < k->nparams && p < ST_K_MAX_PARAMS; p++) {
         int src = k->param_value[p];
         sb_printf(&b, "  param p%d: %s from ", p, dt_name(k->param_dtype[p]));
@@ -396,6 +404,11 @@ uint64_t st_kernel_hash(const st_kernel *k)
     for (int s = 0; s < k->nstores && s < ST_K_MAX_STORES; s++) {
         hw(&h, k->stores[s].buf);
         hw(&h, k->stores[s].node);
+        if (k->stores[s].indexed || k->stores[s].accumulate) {
+            hw(&h, 1000 + k->stores[s].indexed + 2 * k->stores[s].accumulate);
+            hw(&h, k->stores[s].indexed ? k->stores[s].idx_dim : -1);
+            hw(&h, k->stores[s].indexed ? k->stores[s].idx_node : -1);
+        }
     }
     hw(&h, k->nparams);
     for (int p = 0; p < k->nparams && p < ST_K_MAX_PARAMS; p++)

@@ -1,6 +1,7 @@
 /* fusion/lower.c - lowering of a StatementIR graph into a kernel program:
  * decompose (decompose.c), then one kernel per primitive statement in
- * statement order (views become ST_K_VIEW steps). Buffers name values of the
+ * statement order (views become ST_K_VIEW steps; scatter_add takes two: a
+ * copy of self, then an indexed accumulating store of src). Buffers name values of the
  * program's graph; the executor binds tensors and computes st_kargs.
  * Owns: st_fuse_lower, st_kprog_free. */
 #include <stdio.h>
@@ -517,6 +518,71 @@ static st_status lower_indexed(st_kernel *k, const st_graph *g,
     return add_store(k, ob, n_cast(k, lx, om->dtype));
 }
 
+/* ---- scatter_add: two kernels ----
+ * First (in the statement's own slot): out = copy of self, elementwise.
+ * Second: over index's iteration space, out[.. index[p] ..] += src[p],
+ * an indexed accumulating store into the same graph value (the executor
+ * finds it bound by the first kernel and reuses it). */
+
+static st_status lower_scatter_copy(st_kernel *k, const st_graph *g,
+                                    const st_stmt *s)
+{
+    const st_meta *om = vmeta(g, s->out[0]);
+    k->kind = ST_K_ELEMENTWISE;
+    k->rank = om->ndim;
+    int dm[ST_MAX_DIMS];
+    identity_map(dm, k->rank);
+    int sb = add_buf(k, s->in[0], vmeta(g, s->in[0])->dtype, false, dm);
+    int ob = out_buf(k, g, s);
+    if (sb < 0 || ob < 0)
+        return st_err_kind() ? st_err_kind() : ST_ERR_RUNTIME;
+    sizes_from(k, ob);
+    return add_store(k, ob, n_cast(k, n_load(k, sb, -1, -1), om->dtype));
+}
+
+static st_status lower_scatter_add(st_kernel *k, const st_graph *g,
+                                   const st_stmt *s)
+{
+    const st_meta *om = vmeta(g, s->out[0]), *im = vmeta(g, s->in[1]);
+    const st_meta *sm = vmeta(g, s->in[2]);
+    int64_t d64 = s->attrs.i[0];
+    if (st_wrap_dim("scatter_add", &d64, om->ndim) != ST_OK)
+        return st_err_kind();
+    int dim = (int)d64;
+    /* one rank, a 0-d tensor counting as 1-d (as in inference) */
+    int ro = om->ndim ? om->ndim : 1, ri = im->ndim ? im->ndim : 1;
+    int rs = sm->ndim ? sm->ndim : 1;
+    if (ri != ro || rs != ro)
+        return st_err(ST_ERR_RUNTIME, "lower: scatter_add expects self, index "
+                      "and src of one rank, got %d, %d and %d", om->ndim,
+                      im->ndim, sm->ndim);
+    k->kind = ST_K_ELEMENTWISE;
+    k->rank = im->ndim;
+    int dm[ST_MAX_DIMS], odm[ST_MAX_DIMS];
+    identity_map(dm, k->rank);
+    identity_map(odm, k->rank);
+    if (k->rank > 0)
+        odm[dim] = -1;
+    int ib = add_buf(k, s->in[1], im->dtype, false, dm);
+    int sb = add_buf(k, s->in[2], sm->dtype, false, dm);
+    int ob = add_buf(k, s->out[0], om->dtype, true, odm);
+    if (ib < 0 || sb < 0 || ob < 0)
+        return st_err_kind() ? st_err_kind() : ST_ERR_RUNTIME;
+    sizes_from(k, ib);
+    int li = n_load(k, ib, -1, -1);
+    int ls = n_cast(k, n_load(k, sb, -1, -1), om->dtype);
+    st_status st = add_store(k, ob, ls);
+    if (st != ST_OK || li < 0)
+        return st != ST_OK ? st : st_err_kind() ? st_err_kind()
+                                                : ST_ERR_RUNTIME;
+    int q = k->nstores - 1;
+    k->stores[q].indexed = true;
+    k->stores[q].idx_dim = dim;
+    k->stores[q].idx_node = li;
+    k->stores[q].accumulate = true;
+    return ST_OK;
+}
+
 /* ---- driver ---- */
 
 static st_status lower_stmt(st_kernel *k, const st_graph *g, int si)
@@ -544,6 +610,8 @@ static st_status lower_stmt(st_kernel *k, const st_graph *g, int si)
     case ST_OPK_MATMUL:
         return lower_matmul(k, g, s);
     case ST_OPK_GATHER:
+        if (s->op == ST_OP_SCATTER_ADD)
+            return lower_scatter_copy(k, g, s);
         return lower_indexed(k, g, s);
     case ST_OPK_COMPOSITE:
         if (s->op == ST_OP_EMBEDDING)
@@ -579,35 +647,45 @@ st_kprog *st_fuse_lower(const st_graph *g, const st_fuse_options *opt)
         return NULL;
     }
     p->graph = dg;
-    if (dg->nstmts > 0) {
-        p->kernels = calloc((size_t)dg->nstmts, sizeof *p->kernels);
+    /* one kernel per statement, two for scatter_add */
+    int nk = 0;
+    for (int si = 0; si < dg->nstmts; si++)
+        nk += dg->stmts[si].op == ST_OP_SCATTER_ADD ? 2 : 1;
+    if (nk > 0) {
+        p->kernels = calloc((size_t)nk, sizeof *p->kernels);
         if (!p->kernels) {
             st_kprog_free(p);
             st_err(ST_ERR_MEMORY, "lower: out of memory");
             return NULL;
         }
-        p->cap_kernels = dg->nstmts;
+        p->cap_kernels = nk;
     }
     for (int si = 0; si < dg->nstmts; si++) {
-        st_kernel *k = &p->kernels[p->nkernels];
         const st_stmt *s = &dg->stmts[si];
-        st_kernel_init(k, ST_K_ELEMENTWISE, 0);
-        p->nkernels++; /* counted now so that free clears it on failure */
-        snprintf(k->name, sizeof k->name, "k%d_%s", si, st_op(s->op)->name);
-        k->src_stmt = si;
-        k->stmt = -1;
-        k->reduce_src = -1;
-        k->nred = 0;
-        if (lower_stmt(k, dg, si) != ST_OK) {
-            if (st_err_kind() == ST_OK)
-                st_err(ST_ERR_RUNTIME, "lower: statement %d (%s) failed", si,
-                       st_op(s->op)->name);
-            st_kprog_free(p);
-            return NULL;
-        }
-        for (int d = k->rank; d < ST_MAX_DIMS; d++) {
-            k->size_buf[d] = -1;
-            k->size_dim[d] = -1;
+        int parts = s->op == ST_OP_SCATTER_ADD ? 2 : 1;
+        for (int part = 0; part < parts; part++) {
+            st_kernel *k = &p->kernels[p->nkernels];
+            st_kernel_init(k, ST_K_ELEMENTWISE, 0);
+            p->nkernels++; /* counted now so that free clears it on failure */
+            snprintf(k->name, sizeof k->name, "k%d%s_%s", si,
+                     part ? "b" : "", st_op(s->op)->name);
+            k->src_stmt = si;
+            k->stmt = -1;
+            k->reduce_src = -1;
+            k->nred = 0;
+            st_status st = part ? lower_scatter_add(k, dg, s)
+                                : lower_stmt(k, dg, si);
+            if (st != ST_OK) {
+                if (st_err_kind() == ST_OK)
+                    st_err(ST_ERR_RUNTIME, "lower: statement %d (%s) failed",
+                           si, st_op(s->op)->name);
+                st_kprog_free(p);
+                return NULL;
+            }
+            for (int d = k->rank; d < ST_MAX_DIMS; d++) {
+                k->size_buf[d] = -1;
+                k->size_dim[d] = -1;
+            }
         }
     }
     return p;

@@ -86,7 +86,14 @@ typedef struct {
     int nnodes, cap_nodes;
     st_reduce_op reduce_op;  /* REDUCE */
     int reduce_src;          /* REDUCE: phase-0 node reduced over nred dims */
-    struct { int buf, node; } stores[ST_K_MAX_STORES];
+    struct {
+        int buf, node;
+        /* indexed store (scatter): tensor dim idx_dim of buf is addressed
+         * by node idx_node (bounds-checked) instead of the iteration */
+        bool indexed;
+        int idx_dim, idx_node;
+        bool accumulate;     /* += instead of = (scatter_add) */
+    } stores[ST_K_MAX_STORES];
     int nstores;             /* a store converts the node to the buf dtype */
     int nparams;
     /* A param of a float dtype arrives as st_kparam.f, otherwise as .i. */

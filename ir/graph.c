@@ -385,3 +385,67 @@ st_status st_ir_reinfer(st_graph *g)
     }
     return ST_OK;
 }
+
+st_graph *st_ir_dce(const st_graph *g)
+{
+    int n = g->nvalues > 0 ? g->nvalues : 1;
+    bool *live = calloc((size_t)n, sizeof *live);
+    int *map = malloc(sizeof(int) * (size_t)n);
+    st_graph *ng = st_ir_graph_new();
+    if (!live || !map || !ng) {
+        free(live);
+        free(map);
+        st_ir_graph_free(ng);
+        st_err(ST_ERR_MEMORY, "dce: out of memory");
+        return NULL;
+    }
+    for (int k = 0; k < g->noutputs; k++)
+        live[g->outputs[k]] = true;
+    for (int si = g->nstmts - 1; si >= 0; si--) {
+        const st_stmt *s = &g->stmts[si];
+        bool used = false;
+        for (int k = 0; k < s->nout; k++)
+            used |= live[s->out[k]];
+        if (used)
+            for (int k = 0; k < s->nin; k++)
+                live[s->in[k]] = true;
+    }
+    bool ok = true;
+    for (int v = 0; v < g->nvalues; v++)
+        map[v] = -1;
+    for (int k = 0; k < g->ninputs && ok; k++) {
+        const st_value *val = &g->values[g->inputs[k]];
+        map[g->inputs[k]] = st_ir_add_input(ng, &val->meta, val->kind == ST_VAL_PARAM);
+        ok = map[g->inputs[k]] >= 0;
+    }
+    for (int v = 0; v < g->nvalues && ok; v++) {
+        const st_value *val = &g->values[v];
+        if (val->kind != ST_VAL_CONST)
+            continue;
+        map[v] = st_ir_add_const(ng, val->meta.dtype, val->fconst, val->iconst);
+        ok = map[v] >= 0;
+    }
+    for (int si = 0; si < g->nstmts && ok; si++) {
+        const st_stmt *s = &g->stmts[si];
+        bool used = false;
+        for (int k = 0; k < s->nout; k++)
+            used |= live[s->out[k]];
+        if (!used)
+            continue;
+        int in[ST_MAX_IN], out[ST_MAX_OUT];
+        for (int k = 0; k < s->nin; k++)
+            in[k] = map[s->in[k]];
+        ok = st_ir_add_stmt(ng, s->op, in, s->nin, &s->attrs, out) >= 0;
+        for (int k = 0; ok && k < s->nout; k++)
+            map[s->out[k]] = out[k];
+    }
+    for (int k = 0; k < g->noutputs && ok; k++)
+        st_ir_mark_output(ng, map[g->outputs[k]]);
+    free(live);
+    free(map);
+    if (!ok) {
+        st_ir_graph_free(ng);
+        return NULL;
+    }
+    return ng;
+}

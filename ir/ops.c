@@ -539,6 +539,51 @@ static st_status infer_index_select(const ictx *c, st_meta *out)
     return ST_OK;
 }
 
+/* torch.scatter_add's checks (ScatterGatherChecks.h), in its order. */
+static st_status infer_scatter_add(const ictx *c, st_meta *out)
+{
+    const st_meta *x = &c->in[0], *ix = &c->in[1], *src = &c->in[2];
+    int64_t dim = c->a->i[0];
+    if (wrap(c, &dim, x->ndim) != ST_OK)
+        return st_err_kind();
+    if (ix->dtype != ST_INT64)
+        return fail(c, ST_ERR_RUNTIME,
+                    "scatter_add(): Expected dtype int64 for index");
+    if (x->dtype != src->dtype)
+        return fail(c, ST_ERR_RUNTIME,
+                    "scatter_add(): Expected self.dtype to be equal to "
+                    "src.dtype");
+    int nx = x->ndim ? x->ndim : 1, ni = ix->ndim ? ix->ndim : 1;
+    int ns = src->ndim ? src->ndim : 1;
+    if (nx != ni)
+        return fail(c, ST_ERR_RUNTIME,
+                    "Index tensor must have the same number of dimensions as "
+                    "self tensor");
+    if (ns != ni)
+        return fail(c, ST_ERR_RUNTIME,
+                    "Index tensor must have the same number of dimensions as "
+                    "src tensor");
+    if (st_meta_numel(ix) > 0) {
+        bool bad = false;
+        for (int d = 0; d < ix->ndim; d++) {
+            int64_t xs = d < x->ndim ? x->shape[d] : 1;
+            int64_t ss = d < src->ndim ? src->shape[d] : 1;
+            if (ix->shape[d] > ss || (d != dim && ix->shape[d] > xs))
+                bad = true;
+        }
+        if (bad) {
+            char s1[96], s2[96], s3[96];
+            return fail(c, ST_ERR_RUNTIME,
+                        "Expected index %s to be smaller than self %s apart "
+                        "from dimension %lld and to be smaller size than src "
+                        "%s", shp(ix, s1, sizeof s1), shp(x, s2, sizeof s2),
+                        (long long)dim, shp(src, s3, sizeof s3));
+        }
+    }
+    set_out(out, x->dtype, x->ndim, x->shape);
+    return ST_OK;
+}
+
 static const char *tensor_type_name(st_dtype t)
 {
     static const char *n[ST_NDTYPES] = {
@@ -1106,6 +1151,7 @@ static st_status dispatch(st_op_id op, const st_meta *in, int nin,
     case ST_OPK_GATHER:
         s = op == ST_OP_GATHER ? infer_gather(&c, out)
           : op == ST_OP_INDEX_SELECT ? infer_index_select(&c, out)
+          : op == ST_OP_SCATTER_ADD ? infer_scatter_add(&c, out)
           : infer_embedding(&c, out);
         break;
     case ST_OPK_CREATE: case ST_OPK_RANDOM: s = infer_create(&c, out); break;
@@ -1163,7 +1209,7 @@ static st_status dispatch(st_op_id op, const st_meta *in, int nin,
     X(MINIMUM) X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(LOGICAL_AND)             \
     X(LOGICAL_OR) X(FLOOR_DIVIDE) X(REMAINDER) X(WHERE) X(SUM) X(MEAN)        \
     X(AMAX) X(AMIN) X(ARGMAX) X(ARGMIN) X(PROD) X(MATMUL) X(GATHER)           \
-    X(INDEX_SELECT) X(FULL) X(ARANGE) X(RAND) X(RANDN) X(RANDINT) X(COPY)     \
+    X(INDEX_SELECT) X(SCATTER_ADD) X(FULL) X(ARANGE) X(RAND) X(RANDN) X(RANDINT) X(COPY)     \
     X(RESHAPE) X(PERMUTE) X(EXPAND) X(SLICE) X(SQUEEZE) X(UNSQUEEZE)          \
     X(SOFTMAX) X(LOG_SOFTMAX) X(LAYER_NORM) X(GELU) X(CROSS_ENTROPY)          \
     X(LINEAR) X(DROPOUT) X(CLAMP) X(MASKED_FILL) X(EMBEDDING)
@@ -1372,7 +1418,9 @@ static void pa_embedding(const st_attrs *a, char *buf, size_t n)
 /* the table                                                            */
 
 #define DEF(ID, NAME, KIND, MIN, MAX, PA)                                      \
-    [ST_OP_##ID] = {NAME, KIND, MIN, MAX, infer_##ID, NULL, PA}
+    [ST_OP_##ID] = {.name = NAME, .kind = KIND, .min_in = MIN,                 \
+                    .max_in = MAX, .infer = infer_##ID, .vjp = NULL,           \
+                    .vjp_saves = 0, .print_attrs = PA}
 
 static st_op_def op_table[ST_NOPS] = {
     DEF(NEG, "neg", ST_OPK_UNARY, 1, 1, pa_none),
@@ -1422,6 +1470,7 @@ static st_op_def op_table[ST_NOPS] = {
     DEF(MATMUL, "matmul", ST_OPK_MATMUL, 2, 2, pa_none),
     DEF(GATHER, "gather", ST_OPK_GATHER, 2, 2, pa_dim),
     DEF(INDEX_SELECT, "index_select", ST_OPK_GATHER, 2, 2, pa_dim),
+    DEF(SCATTER_ADD, "scatter_add", ST_OPK_GATHER, 3, 3, pa_dim),
     DEF(FULL, "full", ST_OPK_CREATE, 0, 1, pa_full),
     DEF(ARANGE, "arange", ST_OPK_CREATE, 0, 0, pa_arange),
     DEF(RAND, "rand", ST_OPK_RANDOM, 0, 1, pa_rand),
@@ -1458,6 +1507,12 @@ void st_op_set_vjp(st_op_id id, st_vjp_fn fn)
 {
     if ((unsigned)id < ST_NOPS)
         op_table[id].vjp = fn;
+}
+
+void st_op_set_vjp_saves(st_op_id id, unsigned saves)
+{
+    if ((unsigned)id < ST_NOPS)
+        op_table[id].vjp_saves = saves;
 }
 
 st_status st_infer(st_op_id id, const st_meta *in, int nin,

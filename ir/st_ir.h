@@ -110,6 +110,12 @@ typedef enum {
     ST_OP_GATHER,
     /* index_select(x, index) along attrs.i[0]=dim, index 1-D int */
     ST_OP_INDEX_SELECT,
+    /* scatter_add(self, index, src) along attrs.i[0]=dim (torch's): out =
+     * self, then out[..index[i]..] += src[i] for every i of index's shape;
+     * index int64 with index.ndim == src.ndim == self.ndim and
+     * index.size(d) <= src.size(d); the backward of gather/index_select/
+     * embedding */
+    ST_OP_SCATTER_ADD,
     /* creation: attrs.dims/ndims = shape, attrs.dtype; FULL value attrs.f[0]
      * (or attrs.i[0] for ints); ARANGE start f[0], step f[1], n = shape[0];
      * RAND uniform [f[0], f[1]); RANDN normal(f[0], f[1]); RANDINT [i[0], i[1]).
@@ -189,13 +195,20 @@ typedef struct {
     int min_in, max_in;    /* operand count range */
     st_infer_fn infer;
     st_vjp_fn vjp;         /* slot; may be NULL */
+    /* What the VJP rule reads at run time: bit k = operand k, bit
+     * ST_VJP_SAVES_OUT = result 0. Other values of the statement may be
+     * used for their metas (shapes, dtypes) only. */
+    unsigned vjp_saves;
     /* Appends a printable form of attrs ("dim=1, keepdim=True") to buf. */
     void (*print_attrs)(const st_attrs *a, char *buf, size_t n);
 } st_op_def;
 
+#define ST_VJP_SAVES_OUT (1u << 7)
+
 const st_op_def *st_op(st_op_id id);
 /* Mutable access for later layers to fill the VJP slot. */
 void st_op_set_vjp(st_op_id id, st_vjp_fn fn);
+void st_op_set_vjp_saves(st_op_id id, unsigned saves);
 /* Convenience: validates operand count and calls infer. */
 st_status st_infer(st_op_id id, const st_meta *in, int nin,
                    const st_attrs *attrs, st_meta *out, int *nout);
@@ -250,10 +263,26 @@ st_status st_ir_verify(const st_graph *g);
 /* Re-runs inference of every statement after the inputs' metas changed
  * (new sizes, same ranks/dtypes). */
 st_status st_ir_reinfer(st_graph *g);
+/* A copy of g without the statements no output depends on. Inputs keep
+ * their order, and every constant is kept, in order (callers bind
+ * constants by position). Caller frees. */
+st_graph *st_ir_dce(const st_graph *g);
 /* Prints in SOT's StatementIR form into a malloc'd string (caller frees). */
 char *st_ir_print(const st_graph *g);
 /* Name of a value as printed: "var_3", "param_0", "2.0". */
 const char *st_ir_value_name(const st_graph *g, int v, char *buf, size_t n);
+/* ---- autodiff (ir/autodiff.c): VJP rules as IR statements.
+ * A rule is called with s->in / s->out naming values of g that carry the
+ * forward statement's metas (the rule may read at run time only those its
+ * op's vjp_saves names), out_grads[k] the gradient value of output k (-1:
+ * none) and fills in_grads[k] with the gradient value of operand k, of
+ * that operand's shape and dtype (-1: no gradient, e.g. an index operand
+ * or a non-float one). */
+void st_ir_autodiff_init(void);   /* fills every VJP slot; idempotent */
+/* Sums v down to meta's shape (broadcasting undone: leading dims summed
+ * away, size-1 dims summed with keepdim); returns the value id or -1. */
+int st_ir_sum_to(st_graph *g, int v, const st_meta *target);
+
 /* xxHash (XXH3 64) of the graph's structure: ops, attrs, operand wiring,
  * input dtypes and shapes (sizes included when with_sizes). */
 uint64_t st_ir_hash(const st_graph *g, bool with_sizes);

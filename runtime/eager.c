@@ -39,8 +39,47 @@ static struct {
 } cache = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static st_backend *eager_backend(void) {
-    if (!cache.be) cache.be = st_backend_get("interp");
+    if (!cache.be) {
+        st_ir_autodiff_init();
+        cache.be = st_backend_get("interp");
+    }
     return cache.be;
+}
+
+/* Will this call be recorded on the autograd tape? */
+static bool records(st_op_id op, const st_operand *in, int nin) {
+    if (!st_ad_grad_enabled() || (!st_op(op)->vjp && op != ST_OP_DROPOUT))
+        return false;
+    for (int k = 0; k < nin; k++)
+        if (in[k].t && in[k].t->requires_grad && st_dtype_is_float(in[k].t->dtype))
+            return true;
+    return false;
+}
+
+/* Dropout under autograd: the mask is drawn once (dropout of ones) and the
+ * op is recorded as x * mask, so backward reuses the very same mask. */
+static int dropout_recorded(const st_operand *in, const st_attrs *attrs,
+                            st_tensor **given, st_tensor **out) {
+    st_operand like = {.t = in[0].t};
+    st_attrs fa;
+    memset(&fa, 0, sizeof fa);
+    fa.f[0] = 1.0;
+    fa.dtype = in[0].t->dtype;
+    st_tensor *ones = NULL, *mask = NULL;
+    bool was = st_ad_grad_enabled();
+    st_ad_set_grad_enabled(false);
+    int n = st_rt_eager(ST_OP_FULL, &like, 1, &fa, NULL, &ones);
+    if (n == 1) {
+        st_operand o = {.t = ones};
+        n = st_rt_eager(ST_OP_DROPOUT, &o, 1, attrs, NULL, &mask);
+    }
+    st_ad_set_grad_enabled(was);
+    st_tensor_decref(ones);
+    if (n != 1) return -1;
+    st_operand mi[2] = {in[0], {.t = mask}};
+    n = st_rt_eager(ST_OP_MUL, mi, 2, NULL, given, out);
+    st_tensor_decref(mask);
+    return n;
 }
 
 st_status st_rt_set_eager_backend(const char *name) {
@@ -202,6 +241,46 @@ int st_rt_eager(st_op_id op, const st_operand *in, int nin,
                       st_op(op)->name, nin), -1;
     st_backend *be = eager_backend();
     if (!be) return -1;
+    bool rec = records(op, in, nin);
+    if (rec && op == ST_OP_DROPOUT) return dropout_recorded(in, attrs, given, out);
+    st_operand inb[ST_MAX_IN];
+    st_tensor *clones[ST_MAX_IN] = {NULL};
+    if (given && st_ad_grad_enabled()) {
+        for (int k = 0; k < ST_MAX_OUT; k++) {
+            if (!given[k] || !given[k]->requires_grad) continue;
+            if (!given[k]->grad_fn)
+                return st_err(ST_ERR_RUNTIME,
+                              "%s: a leaf Variable that requires grad is being "
+                              "used in an in-place operation.", st_op(op)->name), -1;
+            if (st_ad_node_is_view(given[k]->grad_fn))
+                return st_err(ST_ERR_RUNTIME,
+                              "%s: in-place modification of a view of a tensor "
+                              "that requires grad is not supported (its base's "
+                              "gradient would be wrong); clone() it first",
+                              st_op(op)->name), -1;
+        }
+        /* an operand the VJP reads but the in-place result overwrites is
+         * computed from (and saved as) a copy */
+        if (rec) {
+            memcpy(inb, in, sizeof *in * (size_t)nin);
+            for (int k = 0; k < nin; k++) {
+                if (!in[k].t || !(st_op(op)->vjp_saves & (1u << k))) continue;
+                for (int j = 0; j < ST_MAX_OUT; j++) {
+                    if (!given[j] || given[j]->storage != in[k].t->storage) continue;
+                    st_operand src = {.t = in[k].t};
+                    if (st_rt_eager(ST_OP_COPY, &src, 1, NULL, NULL, &clones[k]) != 1)
+                        goto fail_clones;
+                    clones[k]->requires_grad = in[k].t->requires_grad;
+                    clones[k]->grad_fn = in[k].t->grad_fn;
+                    clones[k]->output_nr = in[k].t->output_nr;
+                    if (clones[k]->grad_fn) st_ad_node_incref(clones[k]->grad_fn);
+                    inb[k].t = clones[k];
+                    break;
+                }
+            }
+            in = inb;
+        }
+    }
     for (int k = 0; k < nin; k++)
         if (in[k].t && st_tensor_device(in[k].t)->type != be->device)
             return st_err(ST_ERR_RUNTIME,
@@ -247,7 +326,7 @@ int st_rt_eager(st_op_id op, const st_operand *in, int nin,
         if (!e || insert(e) != ST_OK) {
             if (e) entry_free(e);
             pthread_mutex_unlock(&cache.mu);
-            return -1;
+            goto fail_clones;
         }
     }
     pthread_mutex_unlock(&cache.mu);
@@ -257,7 +336,10 @@ int st_rt_eager(st_op_id op, const st_operand *in, int nin,
     int nout = pg->noutputs;
     st_tensor *stackv[64];
     st_tensor **vals = pg->nvalues <= 64 ? stackv : calloc((size_t)pg->nvalues, sizeof *vals);
-    if (!vals) return st_err(ST_ERR_MEMORY, "eager: out of host memory"), -1;
+    if (!vals) {
+        st_err(ST_ERR_MEMORY, "eager: out of host memory");
+        goto fail_clones;
+    }
     memset(vals, 0, sizeof *vals * (size_t)pg->nvalues);
     for (int k = 0; k < nin; k++) {
         int v = e->in_value[k];
@@ -299,6 +381,11 @@ int st_rt_eager(st_op_id op, const st_operand *in, int nin,
     for (int v = 0; v < pg->nvalues; v++)
         if (vals[v]) st_tensor_decref(vals[v]);
     if (vals != stackv) free(vals);
+    if (rec && st_ad_record(op, in, nin, attrs, out, nout, given != NULL) != ST_OK) {
+        for (int k = 0; k < nout; k++) st_tensor_decref(out[k]);
+        goto fail_clones;
+    }
+    for (int k = 0; k < ST_MAX_IN; k++) st_tensor_decref(clones[k]);
     for (int k = 0; k < nout; k++) {
         if (!copy_after[k]) continue;
         /* the result is a view (or an input): copy it into the given one */
@@ -319,5 +406,7 @@ fail:
     for (int v = 0; v < pg->nvalues; v++)
         if (vals[v]) st_tensor_decref(vals[v]);
     if (vals != stackv) free(vals);
+fail_clones:
+    for (int k = 0; k < ST_MAX_IN; k++) st_tensor_decref(clones[k]);
     return -1;
 }

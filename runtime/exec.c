@@ -44,6 +44,18 @@ static st_status kargs_of(const st_kprog *p, const st_kernel *k,
             }
         }
     }
+    for (int q = 0; q < k->nstores; q++) { /* indexed stores (scatter) */
+        if (!k->stores[q].indexed) continue;
+        int b = k->stores[q].buf, d = k->stores[q].idx_dim;
+        const st_tensor *t = vals[k->bufs[b].value];
+        if (d >= 0 && d < t->ndim) {
+            a->bufs[b].idx_size = t->shape[d];
+            a->bufs[b].idx_stride = t->strides[d];
+        } else { /* a 0-d destination indexed as a single element */
+            a->bufs[b].idx_size = 1;
+            a->bufs[b].idx_stride = 0;
+        }
+    }
     for (int q = 0; q < k->nparams; q++) {
         int src = k->param_value[q];
         double f = 0;
@@ -84,7 +96,10 @@ static st_status bind_inputs(st_kprog *p, st_tensor **vals) {
     for (int k = 0; k < g->ninputs; k++) {
         int v = g->inputs[k];
         const st_tensor *t = vals[v];
-        if (!t) return st_err(ST_ERR_RUNTIME, "input %d of the graph is unbound", k);
+        /* an unbound input provides only its meta (a VJP graph reads the
+         * shape of an operand it did not save); a kernel reading it fails
+         * with "unbound" */
+        if (!t) continue;
         st_meta *m = &g->values[v].meta;
         if (m->dtype != t->dtype || m->ndim != t->ndim)
             return st_err(ST_ERR_RUNTIME,
@@ -99,8 +114,22 @@ static st_status bind_inputs(st_kprog *p, st_tensor **vals) {
     return changed ? st_ir_reinfer(g) : ST_OK;
 }
 
+static st_status exec_impl(st_kprog *p, st_backend *be, void *compiled,
+                           st_tensor **vals);
+
+/* A program's own steps (views, kernels) are never recorded on the tape:
+ * the caller records the op as a whole. */
 st_status st_rt_exec(st_kprog *p, st_backend *be, void *compiled,
                      st_tensor **vals) {
+    bool was = st_ad_grad_enabled();
+    st_ad_set_grad_enabled(false);
+    st_status s = exec_impl(p, be, compiled, vals);
+    st_ad_set_grad_enabled(was);
+    return s;
+}
+
+static st_status exec_impl(st_kprog *p, st_backend *be, void *compiled,
+                           st_tensor **vals) {
     st_graph *g = p->graph;
     st_status s = bind_inputs(p, vals);
     if (s != ST_OK) return s;
@@ -166,7 +195,7 @@ st_status st_rt_exec(st_kprog *p, st_backend *be, void *compiled,
             if (s == ST_OK) s = be->launch(be, compiled, i, &args);
             for (int b = 0; b < k->nbufs; b++)
                 if (k->bufs[b].is_out && vals[k->bufs[b].value])
-                    vals[k->bufs[b].value]->version++;
+                    vals[k->bufs[b].value]->storage->version++;
         }
         /* release intermediates whose last use was this kernel */
         for (int v = 0; v < g->nvalues; v++) {

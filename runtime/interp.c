@@ -778,17 +778,77 @@ static void blk_offsets(blk *b)
     }
 }
 
-static void do_stores(blk *b)
+/* One element of an accumulating store: *p (dtype t) += v, where v is
+ * already converted to t's representation (double for floats, int64 for
+ * ints; bool accumulates as a logical or). */
+static void acc_one(char *p, st_dtype t, slot v)
+{
+    slot r;
+    if (isf(t)) {
+        r.f = read_f(p, t) + v.f;
+        store_strided(p, 0, t, &r, ST_FLOAT64, 1);
+    } else {
+        r.i = t == ST_BOOL ? (read_i(p, t) != 0 || v.i != 0)
+                           : (int64_t)((uint64_t)read_i(p, t) + (uint64_t)v.i);
+        store_strided(p, 0, t, &r, ST_INT64, 1);
+    }
+}
+
+/* An indexed and/or accumulating store of the block: every index is
+ * bounds-checked before anything of the block is written. */
+static st_status store_scatter(blk *b, int s)
+{
+    const st_kernel *k = b->k;
+    int bi = k->stores[s].buf, ni = k->stores[s].node;
+    st_dtype dt = k->bufs[bi].dtype;
+    size_t isz = st_dtype_size(dt);
+    const st_karg_buf *ab = &b->a->bufs[bi];
+    char *base = ab->data + (ptrdiff_t)isz * b->boff[bi];
+    const slot *idx = NULL;
+    if (k->stores[s].indexed) {
+        idx = as_i(b, k->stores[s].idx_node, b->tmp);
+        for (int j = 0; j < b->len; j++)
+            if (idx[j].i < 0 || idx[j].i >= ab->idx_size)
+                return st_err(ST_ERR_INDEX,
+                              "index %lld is out of bounds for dimension %d "
+                              "with size %lld", (long long)idx[j].i,
+                              k->stores[s].idx_dim, (long long)ab->idx_size);
+    }
+    /* the values in the buffer's dtype (rounded as a store would) */
+    slot *cv = b->tmp + BLK;
+    convert(nv(b, ni), k->nodes[ni].dtype, cv, dt, b->len, true);
+    for (int j = 0; j < b->len; j++) {
+        int64_t off = j * b->vstr[bi];
+        if (idx)
+            off += idx[j].i * ab->idx_stride;
+        char *p = base + (ptrdiff_t)isz * off;
+        if (k->stores[s].accumulate)
+            acc_one(p, dt, cv[j]);
+        else
+            store_strided(p, 0, dt, &cv[j], isf(dt) ? ST_FLOAT64 : ST_INT64,
+                          1);
+    }
+    return ST_OK;
+}
+
+static st_status do_stores(blk *b)
 {
     const st_kernel *k = b->k;
     for (int s = 0; s < k->nstores; s++) {
         int bi = k->stores[s].buf, ni = k->stores[s].node;
+        if (k->stores[s].indexed || k->stores[s].accumulate) {
+            st_status st = store_scatter(b, s);
+            if (st != ST_OK)
+                return st;
+            continue;
+        }
         st_dtype dt = k->bufs[bi].dtype;
         char *base = b->a->bufs[bi].data +
                      (ptrdiff_t)st_dtype_size(dt) * b->boff[bi];
         store_strided(base, b->vstr[bi], dt, nv(b, ni), k->nodes[ni].dtype,
                       b->len);
     }
+    return ST_OK;
 }
 
 /* ---- dim collapsing: merges adjacent dims of [lo, hi) that every buffer
@@ -866,7 +926,9 @@ static st_status run_elementwise(const st_kernel *k, const kinfo *ki,
             s = eval_list(&b, ki->list0, ki->n0);
             if (s != ST_OK)
                 return s;
-            do_stores(&b);
+            s = do_stores(&b);
+            if (s != ST_OK)
+                return s;
         }
         if (rank > 0)
             b.p[rank - 1] = 0;
@@ -1114,7 +1176,9 @@ static st_status run_reduce(const st_kernel *k, const kinfo *ki,
             s = eval_list(&b, ki->list1, ki->n1);
             if (s != ST_OK)
                 return s;
-            do_stores(&b);
+            s = do_stores(&b);
+            if (s != ST_OK)
+                return s;
         }
         if (nro > 0)
             b.p[nro - 1] = 0;
@@ -1445,6 +1509,17 @@ static st_status validate(const st_kernel *k, int idx)
             BAD("store %d to buffer %d", s, k->stores[s].buf);
         if (k->stores[s].node < 0 || k->stores[s].node >= k->nnodes)
             BAD("store %d of node %d", s, k->stores[s].node);
+        if (k->stores[s].indexed) {
+            if (k->stores[s].idx_node < 0 ||
+                k->stores[s].idx_node >= k->nnodes)
+                BAD("store %d indexed by node %d", s, k->stores[s].idx_node);
+            if (k->stores[s].idx_dim < 0 || k->stores[s].idx_dim >= ST_MAX_DIMS)
+                BAD("store %d indexes dim %d", s, k->stores[s].idx_dim);
+            if (k->kind == ST_K_REDUCE &&
+                k->nodes[k->stores[s].idx_node].phase !=
+                    k->nodes[k->stores[s].node].phase)
+                BAD("store %d: index and value in different phases", s);
+        }
     }
     return ST_OK;
 #undef BAD
@@ -1492,20 +1567,23 @@ static st_status kinfo_build(const st_kernel *k, kinfo *ki)
     memset(ki, 0, sizeof *ki);
     if (k->kind == ST_K_VIEW || k->kind == ST_K_MATMUL)
         return ST_OK;
-    int roots[ST_K_MAX_STORES];
-    for (int s = 0; s < k->nstores; s++)
-        roots[s] = k->stores[s].node;
+    int roots[2 * ST_K_MAX_STORES], nroots = 0;
+    for (int s = 0; s < k->nstores; s++) {
+        roots[nroots++] = k->stores[s].node;
+        if (k->stores[s].indexed)
+            roots[nroots++] = k->stores[s].idx_node;
+    }
     for (int i = 0; i < k->nnodes; i++)
         if (k->nodes[i].kind == ST_KN_INDEX && k->nodes[i].i >= 0)
             ki->index_dims = true;
     if (k->kind == ST_K_ELEMENTWISE) {
-        ki->list0 = needed(k, roots, k->nstores, &ki->n0);
+        ki->list0 = needed(k, roots, nroots, &ki->n0);
         if (!ki->list0)
             return st_err(ST_ERR_MEMORY, "interp: out of memory");
         return ST_OK;
     }
     ki->list0 = needed(k, &k->reduce_src, 1, &ki->n0);
-    ki->list1 = needed(k, roots, k->nstores, &ki->n1);
+    ki->list1 = needed(k, roots, nroots, &ki->n1);
     ki->reduced = malloc(sizeof(int) * ((size_t)k->nnodes + 1));
     if (!ki->list0 || !ki->list1 || !ki->reduced)
         return st_err(ST_ERR_MEMORY, "interp: out of memory");

@@ -86,6 +86,10 @@ typedef struct st_storage {
     /* external memory (DLPack import, numpy): called on last release */
     void (*ext_free)(void *ctx);
     void *ext_ctx;
+    /* bumped by every write into the storage (kernels' outputs, in-place
+     * ops): shared by all views, so autograd can tell when a tensor it
+     * saved was modified afterwards */
+    uint32_t version;
 } st_storage;
 
 typedef struct st_tensor {
@@ -96,11 +100,12 @@ typedef struct st_tensor {
     int ndim;
     int64_t shape[ST_MAX_DIMS];
     int64_t strides[ST_MAX_DIMS];  /* in elements */
-    uint32_t version;          /* bumped by in-place writes */
-    /* autograd (filled by the autograd work) */
+    /* autograd: a leaf has grad_fn NULL; a computed tensor that requires
+     * grad has grad_fn (owned reference) and is output output_nr of it */
     bool requires_grad;
-    struct st_tensor *grad;
-    void *grad_fn;
+    struct st_tensor *grad;    /* owned; accumulated by backward */
+    struct st_ad_node *grad_fn;
+    int output_nr;
     /* back pointer to the Python wrapper (not owned), for identity */
     void *pyobj;
 } st_tensor;
@@ -154,7 +159,8 @@ typedef struct {
 
 /* Runs op eagerly: a one-node graph lowered through fusion and run by the
  * eager backend, with compiled kernels cached by (op, attrs, dtypes, rank,
- * layout). Results go to out[0..return); when given[k] is non-NULL the k-th
+ * layout). Results go to out[0..return); given is NULL or an array of
+ * ST_MAX_OUT entries, and when given[k] is non-NULL the k-th
  * result is written into that tensor instead (shape must match, the value
  * is cast to its dtype). Returns the result count, or -1 with the error set. */
 int st_rt_eager(st_op_id op, const st_operand *in, int nin,
@@ -176,6 +182,61 @@ void st_rt_kcache_clear(void);
  * surviving value (the caller decrefs). */
 st_status st_rt_exec(st_kprog *p, st_backend *be, void *compiled,
                      st_tensor **vals);
+
+/* ---------------- autograd (runtime/autograd.c) ----------------
+ * The tape: every eager op run with grad mode on and an input that requires
+ * grad records one node (op, attrs, the saved tensors its VJP rule reads,
+ * edges to its inputs' nodes or leaves). Backward runs each node's VJP rule
+ * (ir/ autodiff, IR statements) as a small graph through fusion and the
+ * eager backend, cached like forward kernels; custom nodes (PyLayer) call
+ * back into their owner. Saved tensors are freed as soon as backward has
+ * used them unless the graph is retained. */
+typedef struct st_ad_node st_ad_node;
+
+bool st_ad_grad_enabled(void);            /* thread-local, default on */
+void st_ad_set_grad_enabled(bool on);
+
+/* Records an eager op (called by st_rt_eager after it ran). */
+st_status st_ad_record(st_op_id op, const st_operand *in, int nin,
+                       const st_attrs *attrs, st_tensor **out, int nout,
+                       bool inplace);
+
+/* A custom node's backward: grads of its outputs in gout[0..nout) (NULL:
+ * no gradient flowed into that output), fills gin[0..nin) with new
+ * references or NULL. */
+typedef st_status (*st_ad_custom_fn)(void *ctx, int nout, st_tensor *const *gout,
+                                     int nin, st_tensor **gin);
+/* Attaches a custom node as grad_fn of outputs[k] (each gets requires_grad,
+ * output_nr k; NULL entries are non-differentiable). inputs are the
+ * tensors the node differentiates to (NULL for non-tensor arguments);
+ * ctx_free(ctx) runs when the node is destroyed. */
+st_ad_node *st_ad_custom_node(const char *name, st_ad_custom_fn fn, void *ctx,
+                              void (*ctx_free)(void *), int nin,
+                              st_tensor *const *inputs, int nout,
+                              st_tensor *const *outputs);
+void st_ad_node_incref(st_ad_node *n);
+void st_ad_node_decref(st_ad_node *n);
+const char *st_ad_node_name(const st_ad_node *n);   /* "MulBackward0" */
+bool st_ad_node_is_view(const st_ad_node *n);       /* recorded a view op */
+int st_ad_node_num_inputs(const st_ad_node *n);
+/* Edge k: the next node (borrowed) or the leaf tensor (borrowed) it feeds,
+ * both NULL when input k needs no gradient. */
+void st_ad_node_next(const st_ad_node *n, int k, st_ad_node **node,
+                     st_tensor **leaf);
+
+/* tensor.backward(): accumulates d(sum roots*grads)/d(leaf) into leaves'
+ * .grad. grads[k] may be NULL for a one-element root (implied 1). */
+st_status st_ad_backward(st_tensor *const *roots, st_tensor *const *grads,
+                         int n, bool retain_graph);
+/* autograd.grad(): results[k] = d(sum outs*gouts)/d(inputs[k]) as new
+ * references (NULL when unused and allow_unused). Leaves' .grad untouched. */
+st_status st_ad_grad(st_tensor *const *outs, st_tensor *const *gouts, int n,
+                     st_tensor *const *inputs, int ninputs, bool retain_graph,
+                     bool allow_unused, st_tensor **results);
+typedef struct {
+    int64_t nodes_alive, programs, program_hits, program_compiles;
+} st_ad_stats;
+void st_ad_stats_get(st_ad_stats *out);
 
 /* ---------------- random ---------------- */
 void st_rt_manual_seed(uint64_t seed);

@@ -202,7 +202,6 @@ st_tensor *st_tensor_view_of(st_tensor *base, int ndim, const int64_t *shape,
         t->shape[d] = shape[d];
         t->strides[d] = st[d];
     }
-    t->version = base->version;
     return t;
 }
 
@@ -220,9 +219,11 @@ void st_tensor_decref(st_tensor *t)
         return;
     st_storage_decref(t->storage);
     st_tensor *g = t->grad;
-    /* grad_fn is owned by the autograd work; it is left alone here. */
+    st_ad_node *fn = t->grad_fn;
     free(t);
     st_tensor_decref(g);
+    if (fn)
+        st_ad_node_decref(fn);
 }
 
 int64_t st_tensor_numel(const st_tensor *t)

@@ -141,7 +141,7 @@ static bool infer_size(const st_tensor *t, int nd, const int64_t *shape, int64_t
     return false;
 }
 
-st_tensor *st_tensor_reshape(st_tensor *t, int ndim, const int64_t *shape, bool view_only)
+static st_tensor *reshape_raw(st_tensor *t, int ndim, const int64_t *shape, bool view_only)
 {
     const char *op = view_only ? "view" : "reshape";
     if (!check_tensor(op, t))
@@ -175,7 +175,7 @@ st_tensor *st_tensor_reshape(st_tensor *t, int ndim, const int64_t *shape, bool 
 
 /* ---------------- permute / transpose ---------------- */
 
-st_tensor *st_tensor_permute(st_tensor *t, const int64_t *perm)
+static st_tensor *permute_raw(st_tensor *t, const int64_t *perm)
 {
     if (!check_tensor("permute", t))
         return NULL;
@@ -203,7 +203,7 @@ st_tensor *st_tensor_permute(st_tensor *t, const int64_t *perm)
     return st_tensor_view_of(t, nd, shape, strides, t->offset);
 }
 
-st_tensor *st_tensor_transpose(st_tensor *t, int64_t d0, int64_t d1)
+static st_tensor *transpose_raw(st_tensor *t, int64_t d0, int64_t d1)
 {
     if (!check_tensor("transpose", t))
         return NULL;
@@ -223,7 +223,7 @@ st_tensor *st_tensor_transpose(st_tensor *t, int64_t d0, int64_t d1)
 
 /* ---------------- expand ---------------- */
 
-st_tensor *st_tensor_expand(st_tensor *t, int ndim, const int64_t *sizes)
+static st_tensor *expand_raw(st_tensor *t, int ndim, const int64_t *sizes)
 {
     if (!check_tensor("expand", t))
         return NULL;
@@ -284,7 +284,7 @@ st_tensor *st_tensor_expand(st_tensor *t, int ndim, const int64_t *sizes)
 
 /* ---------------- slice / select ---------------- */
 
-st_tensor *st_tensor_slice(st_tensor *t, int64_t dim, int64_t start, int64_t stop,
+static st_tensor *slice_raw(st_tensor *t, int64_t dim, int64_t start, int64_t stop,
                            int64_t step)
 {
     if (!check_tensor("slice", t))
@@ -312,7 +312,7 @@ st_tensor *st_tensor_slice(st_tensor *t, int64_t dim, int64_t start, int64_t sto
     return st_tensor_view_of(t, t->ndim, shape, strides, offset);
 }
 
-st_tensor *st_tensor_select(st_tensor *t, int64_t dim, int64_t index)
+static st_tensor *select_raw(st_tensor *t, int64_t dim, int64_t index)
 {
     if (!check_tensor("select", t))
         return NULL;
@@ -362,7 +362,7 @@ static st_tensor *squeeze_mask(st_tensor *t, const bool *mask)
     return st_tensor_view_of(t, k, shape, strides, t->offset);
 }
 
-st_tensor *st_tensor_squeeze(st_tensor *t, int64_t dim)
+static st_tensor *squeeze_raw(st_tensor *t, int64_t dim)
 {
     if (!check_tensor("squeeze", t))
         return NULL;
@@ -379,7 +379,7 @@ st_tensor *st_tensor_squeeze(st_tensor *t, int64_t dim)
     return squeeze_mask(t, mask);
 }
 
-st_tensor *st_tensor_unsqueeze(st_tensor *t, int64_t dim)
+static st_tensor *unsqueeze_raw(st_tensor *t, int64_t dim)
 {
     if (!check_tensor("unsqueeze", t))
         return NULL;
@@ -406,6 +406,168 @@ st_tensor *st_tensor_unsqueeze(st_tensor *t, int64_t dim)
         }
     }
     return st_tensor_view_of(t, k, shape, strides, t->offset);
+}
+
+/* ---------------- autograd: views are recorded like ops ----------------
+ * The public view functions record a node (the view op and attrs that
+ * describe it) when the source requires grad and grad mode is on; the VJP
+ * rules of ir/autodiff.c undo the view. select() records as slice +
+ * squeeze. */
+
+static bool recording(const st_tensor *t)
+{
+    return t && t->requires_grad && st_ad_grad_enabled();
+}
+
+/* Records r = op(src) and returns r (NULL, releasing r, on failure). */
+static st_tensor *recorded(st_tensor *src, st_tensor *r, st_op_id op, const st_attrs *a)
+{
+    if (!r || !recording(src))
+        return r;
+    st_operand in = {.t = src};
+    if (st_ad_record(op, &in, 1, a, &r, 1, false) != ST_OK) {
+        st_tensor_decref(r);
+        return NULL;
+    }
+    return r;
+}
+
+static st_attrs dims_attrs(int n, const int64_t *dims)
+{
+    st_attrs a;
+    memset(&a, 0, sizeof a);
+    a.ndims = n;
+    for (int k = 0; k < n; k++)
+        a.dims[k] = dims[k];
+    return a;
+}
+
+st_tensor *st_tensor_reshape(st_tensor *t, int ndim, const int64_t *shape, bool view_only)
+{
+    if (!recording(t))
+        return reshape_raw(t, ndim, shape, view_only);
+    st_tensor *r = reshape_raw(t, ndim, shape, true);
+    st_tensor *src = t;
+    if (!r) {
+        if (view_only)
+            return NULL;
+        /* a reshape that must copy: the copy is recorded by the eager COPY
+         * and the result views the copy */
+        st_err_clear();
+        src = st_tensor_contiguous(t);
+        if (!src)
+            return NULL;
+        r = reshape_raw(src, ndim, shape, true);
+    } else {
+        st_tensor_incref(src);
+    }
+    if (r) {
+        st_attrs a = dims_attrs(r->ndim, r->shape);
+        r = recorded(src, r, ST_OP_RESHAPE, &a);
+    }
+    st_tensor_decref(src);
+    return r;
+}
+
+st_tensor *st_tensor_permute(st_tensor *t, const int64_t *perm)
+{
+    st_tensor *r = permute_raw(t, perm);
+    if (!r || !recording(t))
+        return r;
+    st_attrs a = dims_attrs(t->ndim, perm);
+    for (int k = 0; k < t->ndim; k++)
+        if (a.dims[k] < 0)
+            a.dims[k] += t->ndim;
+    return recorded(t, r, ST_OP_PERMUTE, &a);
+}
+
+st_tensor *st_tensor_transpose(st_tensor *t, int64_t d0, int64_t d1)
+{
+    st_tensor *r = transpose_raw(t, d0, d1);
+    if (!r || !recording(t))
+        return r;
+    if (d0 < 0)
+        d0 += t->ndim;
+    if (d1 < 0)
+        d1 += t->ndim;
+    int64_t perm[ST_MAX_DIMS];
+    for (int k = 0; k < t->ndim; k++)
+        perm[k] = k;
+    if (t->ndim > 0) {
+        perm[d0] = d1;
+        perm[d1] = d0;
+    }
+    st_attrs a = dims_attrs(t->ndim, perm);
+    return recorded(t, r, ST_OP_PERMUTE, &a);
+}
+
+st_tensor *st_tensor_expand(st_tensor *t, int ndim, const int64_t *shape)
+{
+    st_tensor *r = expand_raw(t, ndim, shape);
+    if (!r)
+        return NULL;
+    st_attrs a = dims_attrs(r->ndim, r->shape);
+    return recorded(t, r, ST_OP_EXPAND, &a);
+}
+
+st_tensor *st_tensor_slice(st_tensor *t, int64_t dim, int64_t start, int64_t stop, int64_t step)
+{
+    st_tensor *r = slice_raw(t, dim, start, stop, step);
+    if (!r || !recording(t))
+        return r;
+    if (dim < 0)
+        dim += t->ndim;
+    st_attrs a;
+    memset(&a, 0, sizeof a);
+    a.i[0] = dim;
+    a.i[1] = start;
+    a.i[2] = stop;
+    a.i[3] = step;
+    st_slice_bounds(t->shape[dim], &a.i[1], &a.i[2], step);
+    return recorded(t, r, ST_OP_SLICE, &a);
+}
+
+st_tensor *st_tensor_select(st_tensor *t, int64_t dim, int64_t index)
+{
+    st_tensor *r = select_raw(t, dim, index);
+    if (!r || !recording(t))
+        return r;
+    st_tensor_decref(r);
+    if (dim < 0)
+        dim += t->ndim;
+    if (index < 0)
+        index += t->shape[dim];
+    st_tensor *s = st_tensor_slice(t, dim, index, index + 1, 1);
+    if (!s)
+        return NULL;
+    r = st_tensor_squeeze(s, dim);
+    st_tensor_decref(s);
+    return r;
+}
+
+st_tensor *st_tensor_squeeze(st_tensor *t, int64_t dim)
+{
+    st_tensor *r = squeeze_raw(t, dim);
+    if (!r || !recording(t))
+        return r;
+    st_attrs a;
+    memset(&a, 0, sizeof a);
+    if (dim != ST_SQUEEZE_ALL) {
+        a.ndims = 1;
+        a.dims[0] = dim < 0 ? dim + t->ndim : dim;
+    }
+    return recorded(t, r, ST_OP_SQUEEZE, &a);
+}
+
+st_tensor *st_tensor_unsqueeze(st_tensor *t, int64_t dim)
+{
+    st_tensor *r = unsqueeze_raw(t, dim);
+    if (!r || !recording(t))
+        return r;
+    st_attrs a;
+    memset(&a, 0, sizeof a);
+    a.i[0] = dim < 0 ? dim + t->ndim + 1 : dim;
+    return recorded(t, r, ST_OP_UNSQUEEZE, &a);
 }
 
 /* ---------------- view statements ---------------- */
@@ -459,7 +621,7 @@ st_tensor *st_tensor_apply_view(st_tensor *t, st_op_id op, const st_attrs *attrs
             }
             mask[d] = true;
         }
-        return squeeze_mask(t, mask);
+        return recorded(t, squeeze_mask(t, mask), ST_OP_SQUEEZE, attrs);
     }
     case ST_OP_UNSQUEEZE:
         return st_tensor_unsqueeze(t, attrs->i[0]);

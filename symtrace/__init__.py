@@ -14,6 +14,8 @@ from ._ops import *  # noqa: F401,F403
 from ._ops import (abs, round, max, min, sum, pow, result_type,  # noqa: F401  (shadow builtins on purpose)
                    manual_seed, initial_seed)
 from . import memory  # noqa: F401
+from . import autograd  # noqa: F401
+from .autograd import no_grad, enable_grad, set_grad_enabled, is_grad_enabled  # noqa: F401
 from . import nn  # noqa: F401
 
 __version__ = "0.1.0"
@@ -24,7 +26,10 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     buffer-protocol objects such as numpy arrays, or tensors)."""
     if device is not None and str(device) != "cpu":
         _ops._device_check(device)
-    return _C.tensor(data, dtype)
+    t = _C.tensor(data, dtype)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
 
 
 as_tensor = tensor

@@ -427,6 +427,23 @@ def cat(tensors, dim=0):
             dt = _C.result_type(_C.empty((1,), dt), t)
     shape = list(ref.shape)
     shape[d] = total
+    if _C._is_grad_enabled() and any(t.requires_grad for t in parts):
+        from .autograd.function import Function
+
+        class _Cat(Function):
+            """cat's backward hands each input its slice of the gradient."""
+            @staticmethod
+            def forward(ctx, *ts):
+                return _cat_into(ts, d, shape, dt)
+
+            @staticmethod
+            def backward(ctx, g):
+                return split(g, [t.shape[d] for t in parts], d)
+        return _Cat.apply(*parts)
+    return _cat_into(parts, d, shape, dt)
+
+
+def _cat_into(parts, d, shape, dt):
     out = _C.empty(tuple(shape), dt)
     off = 0
     for t in parts:
@@ -519,8 +536,19 @@ def _device_check(device):
         _C.empty((0,), float32, str(device))  # raises the device's error
 
 
+def _rg(t, requires_grad):
+    """Marks a freshly created leaf (creation ops' requires_grad=...)."""
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
     """full(size, fill_value, *, dtype=None)."""
+    return _rg(_full(size, fill_value, dtype=dtype, device=device), requires_grad)
+
+
+def _full(size, fill_value, *, dtype=None, device=None):
     size = _shape_args((size,) if isinstance(size, int) else tuple(size), "full")
     _check_sizes(size, "full")
     _device_check(device)
@@ -534,17 +562,19 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):
-    return full(_shape_args(size, "zeros"), 0, dtype=dtype or float32, device=device)
+    return full(_shape_args(size, "zeros"), 0, dtype=dtype or float32, device=device,
+                requires_grad=requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False):
-    return full(_shape_args(size, "ones"), 1, dtype=dtype or float32, device=device)
+    return full(_shape_args(size, "ones"), 1, dtype=dtype or float32, device=device,
+                requires_grad=requires_grad)
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False):
     shape = _shape_args(size, "empty")
     _check_sizes(shape, "empty")
-    return _C.empty(shape, dtype or float32, None if device is None else str(device))
+    return _rg(_C.empty(shape, dtype or float32, None if device is None else str(device)), requires_grad)
 
 
 def _like(fn, input, dtype, *args, **kw):
@@ -583,7 +613,8 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     n = builtins.max(0, math.ceil((end - start) / step))
     if dtype is None:
         dtype = int64 if all(isinstance(v, int) for v in vals) else float32
-    return _op(_C.OP_ARANGE, (), _attrs(floats=(float(start), float(step)), dims=(n,), dtype=dtype))
+    return _rg(_op(_C.OP_ARANGE, (), _attrs(floats=(float(start), float(step)), dims=(n,), dtype=dtype)),
+               requires_grad)
 
 
 def _rand_dtype(dtype, fn):
@@ -596,13 +627,15 @@ def _rand_dtype(dtype, fn):
 def rand(*size, dtype=None, device=None, generator=None, requires_grad=False):
     shape = _shape_args(size, "rand")
     _check_sizes(shape, "rand")
-    return _op(_C.OP_RAND, (), _attrs(floats=(0.0, 1.0), dims=shape, dtype=_rand_dtype(dtype, "rand")))
+    return _rg(_op(_C.OP_RAND, (), _attrs(floats=(0.0, 1.0), dims=shape,
+                                          dtype=_rand_dtype(dtype, "rand"))), requires_grad)
 
 
 def randn(*size, dtype=None, device=None, generator=None, requires_grad=False):
     shape = _shape_args(size, "randn")
     _check_sizes(shape, "randn")
-    return _op(_C.OP_RANDN, (), _attrs(floats=(0.0, 1.0), dims=shape, dtype=_rand_dtype(dtype, "randn")))
+    return _rg(_op(_C.OP_RANDN, (), _attrs(floats=(0.0, 1.0), dims=shape,
+                                          dtype=_rand_dtype(dtype, "randn"))), requires_grad)
 
 
 def randint(low, high=None, size=None, *, dtype=None, device=None, generator=None):

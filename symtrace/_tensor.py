@@ -86,6 +86,22 @@ class Tensor(_C.TensorBase):
             return format(self.item(), spec)
         return object.__format__(self, spec)
 
+    # ---- autograd ----
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Accumulates d(self)/d(leaf) (times gradient) into every leaf's .grad."""
+        from . import autograd
+        autograd.backward(self, gradient, retain_graph, create_graph, inputs)
+
+    def requires_grad_(self, requires_grad=True):
+        self.requires_grad = requires_grad
+        return self
+
+    def detach_(self):
+        raise NotImplementedError("detach_() is not supported; use detach()")
+
+    def register_hook(self, hook):
+        raise NotImplementedError("tensor hooks are not supported yet")
+
     # ---- conversion ----
     def to(self, *args, **kwargs):
         """to(dtype) / to(device) / to(other): dtype and device conversion."""

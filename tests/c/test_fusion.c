@@ -1423,6 +1423,114 @@ out:
     st_ir_graph_free(g);
 }
 
+/* scatter_add lowers to two kernels (a copy of self, then an indexed
+ * accumulating store over the index's space into the same value) and runs
+ * through the executor: duplicates accumulate, self is not modified, an
+ * index smaller than src reads src's leading corner, out-of-bounds indices
+ * fail with torch's message. */
+static void test_e2e_scatter_add(void)
+{
+    current = "e2e scatter_add";
+    enum { R = 4, C = 3, IR = 2, IC = 3, SR = 3, SC = 4 };
+    int64_t shs[2] = {R, C}, shi[2] = {IR, IC}, shsrc[2] = {SR, SC};
+    st_graph *g = st_ir_graph_new();
+    st_kprog *p = NULL;
+    st_tensor *in[3] = {NULL, NULL, NULL}, *y = NULL;
+    int xv = input(g, ST_FLOAT64, 2, shs);
+    int iv = input(g, ST_INT64, 2, shi);
+    int sv = input(g, ST_FLOAT64, 2, shsrc);
+    st_attrs a = attrs0();
+    a.i[0] = 0;
+    int ins[3] = {xv, iv, sv};
+    int yv = stmt(g, ST_OP_SCATTER_ADD, ins, 3, &a);
+    REQUIRE(yv >= 0);
+    st_ir_mark_output(g, yv);
+    p = lower_checked(g);
+    REQUIRE(p);
+    st_kernel_kind ks[2] = {ST_K_ELEMENTWISE, ST_K_ELEMENTWISE};
+    REQUIRE(kinds_are(p, ks, 2));
+    {
+        const st_kernel *k0 = &p->kernels[0], *k1 = &p->kernels[1];
+        int ob0 = k0->stores[0].buf, ob1 = k1->stores[0].buf;
+        CHECK(k0->nstores == 1 && !k0->stores[0].indexed);
+        CHECK(k1->nstores == 1 && k1->stores[0].indexed &&
+              k1->stores[0].accumulate && k1->stores[0].idx_dim == 0);
+        CHECK(k0->bufs[ob0].value == k1->bufs[ob1].value);
+        int odm[2] = {-1, 1};
+        CHECK(dimmap_is(&k1->bufs[ob1], odm, 2));
+        CHECK(k1->nodes[k1->stores[0].idx_node].kind == ST_KN_LOAD);
+        CHECK(st_kernel_hash(k1) != st_kernel_hash(k0));
+    }
+    double x[R * C], src[SR * SC], idx[IR * IC] = {3, 0, 3, 3, 1, 3};
+    for (int i = 0; i < R * C; i++)
+        x[i] = 0.25 * i;
+    for (int i = 0; i < SR * SC; i++)
+        src[i] = 1.0 + i;
+    in[0] = tensor_of(ST_FLOAT64, 2, shs, x);
+    in[1] = tensor_of(ST_INT64, 2, shi, idx);
+    in[2] = tensor_of(ST_FLOAT64, 2, shsrc, src);
+    REQUIRE(in[0] && in[1] && in[2]);
+    y = run_graph(g, in);
+    REQUIRE(y);
+    REQUIRE(y->ndim == 2 && y->shape[0] == R && y->shape[1] == C);
+    {
+        double want[R * C];
+        memcpy(want, x, sizeof want);
+        for (int i = 0; i < IR; i++)
+            for (int j = 0; j < IC; j++)
+                want[(int)idx[i * IC + j] * C + j] += src[i * SC + j];
+        int bad = 0;
+        for (int i = 0; i < R * C; i++)
+            bad += tget(y, i) != want[i];
+        CHECK(bad == 0);
+        for (int i = 0; i < R * C; i++) /* self untouched */
+            bad += tget(in[0], i) != x[i];
+        CHECK(bad == 0);
+    }
+    st_tensor_decref(y);
+    /* out of bounds */
+    ((int64_t *)st_tensor_data(in[1]))[4] = 7;
+    st_err_clear();
+    y = run_graph(g, in);
+    CHECK(y == NULL && st_err_kind() == ST_ERR_INDEX);
+    CHECK(strcmp(st_err_msg(), "index 7 is out of bounds for dimension 0 "
+                 "with size 4") == 0);
+    st_err_clear();
+    ((int64_t *)st_tensor_data(in[1]))[4] = 1;
+    /* eagerly, into self (in-place scatter_add_), twice */
+    {
+        st_operand ops[3];
+        memset(ops, 0, sizeof ops);
+        for (int i = 0; i < 3; i++)
+            ops[i].t = in[i];
+        st_tensor *given[ST_MAX_OUT] = {in[0], NULL, NULL};
+        st_tensor *res[ST_MAX_OUT] = {NULL, NULL, NULL};
+        for (int rep = 0; rep < 2; rep++) {
+            CHECK(st_rt_eager(ST_OP_SCATTER_ADD, ops, 3, &a, given, res) == 1);
+            if (res[0])
+                st_tensor_decref(res[0]);
+            res[0] = NULL;
+        }
+        double want[R * C];
+        memcpy(want, x, sizeof want);
+        for (int i = 0; i < IR; i++)
+            for (int j = 0; j < IC; j++)
+                want[(int)idx[i * IC + j] * C + j] += 2 * src[i * SC + j];
+        int bad = 0;
+        for (int i = 0; i < R * C; i++)
+            bad += tget(in[0], i) != want[i];
+        CHECK(bad == 0);
+    }
+out:
+    if (y)
+        st_tensor_decref(y);
+    for (int i = 0; i < 3; i++)
+        if (in[i])
+            st_tensor_decref(in[i]);
+    st_kprog_free(p);
+    st_ir_graph_free(g);
+}
+
 int main(void)
 {
     test_softmax();
@@ -1466,6 +1574,7 @@ int main(void)
     test_e2e_resize();
     test_e2e_creation();
     test_e2e_layer_norm_f16();
+    test_e2e_scatter_add();
 
     if (failures) {
         fprintf(stderr, "test_fusion: %d check(s) failed\n", failures);

@@ -1200,6 +1200,91 @@ static void test_timing(void)
     free(C);
 }
 
+/* Indexed accumulating store (scatter_add along dim 0): out[idx[i], j] +=
+ * src[i, j] over the index's space, duplicates accumulating, an
+ * out-of-bounds index rejected before anything of the block is written;
+ * and a float32 accumulate that rounds to the buffer dtype. */
+static void test_scatter_store(void)
+{
+    enum { T = 5, W = 3, NI = 4, PAD = 3 * W };
+    /* out lies between guard regions that must never be written */
+    double mem[PAD + T * W + PAD], src[NI * W], want[T * W];
+    double *out = mem + PAD;
+    for (int i = 0; i < PAD + T * W + PAD; i++)
+        mem[i] = -777.0;
+    int64_t idx[NI] = {4, 1, 4, 0};
+    for (int i = 0; i < T * W; i++)
+        out[i] = want[i] = i * 0.5;
+    for (int i = 0; i < NI * W; i++)
+        src[i] = 1.0 + i;
+    for (int i = 0; i < NI; i++)
+        for (int j = 0; j < W; j++)
+            want[idx[i] * W + j] += src[i * W + j];
+    st_kernel k;
+    st_kernel_init(&k, ST_K_ELEMENTWISE, 2);
+    addbuf(&k, ST_INT64, false, 0, -1, -1, -1);     /* index [NI] as [NI, 1] */
+    addbuf(&k, ST_FLOAT64, false, 0, 1, -1, -1);    /* src [NI, W] */
+    addbuf(&k, ST_FLOAT64, true, -1, 1, -1, -1);    /* out [T, W], dim 0 indexed */
+    int ix = nload(&k, 0, ST_INT64);
+    int sv = nload(&k, 1, ST_FLOAT64);
+    store(&k, 2, sv);
+    k.stores[0].indexed = true;
+    k.stores[0].idx_dim = 0;
+    k.stores[0].idx_node = ix;
+    k.stores[0].accumulate = true;
+    st_kargs ar = {0};
+    ar.shape[0] = NI;
+    ar.shape[1] = W;
+    set_buf(&ar, 0, idx, 1, 0, 0, 0);
+    set_buf(&ar, 1, src, W, 1, 0, 0);
+    set_buf(&ar, 2, out, 0, 1, 0, 0);
+    ar.bufs[2].idx_size = T;
+    ar.bufs[2].idx_stride = W;
+    CHECK(run1(&k, &ar) == ST_OK, "scatter store: launch: %s", st_err_msg());
+    int bad = 0;
+    for (int i = 0; i < T * W; i++)
+        if (out[i] != want[i])
+            bad++;
+    CHECK(bad == 0, "scatter store: %d mismatches", bad);
+    /* out of bounds: an error, and nothing written outside the buffer */
+    idx[2] = 7;
+    st_err_clear();
+    CHECK(run1(&k, &ar) == ST_ERR_INDEX, "scatter store: index 7");
+    CHECK(strcmp(st_err_msg(), "index 7 is out of bounds for dimension 0 "
+                 "with size 5") == 0,
+          "scatter store: error message '%s'", st_err_msg());
+    idx[2] = -1;
+    CHECK(run1(&k, &ar) == ST_ERR_INDEX, "scatter store: negative index");
+    bad = 0;
+    for (int i = 0; i < PAD; i++)
+        bad += (mem[i] != -777.0) + (mem[PAD + T * W + i] != -777.0);
+    CHECK(bad == 0, "scatter store: %d writes outside the buffer", bad);
+    idx[2] = 4;
+    /* a plain (non-indexed) accumulating store into float32: rounding */
+    st_kernel_clear(&k);
+    st_kernel_init(&k, ST_K_ELEMENTWISE, 1);
+    addbuf(&k, ST_FLOAT64, false, 0, -1, -1, -1);
+    addbuf(&k, ST_FLOAT32, true, 0, -1, -1, -1);
+    store(&k, 1, nload(&k, 0, ST_FLOAT64));
+    k.stores[0].accumulate = true;
+    double add[2] = {1e-9, 0.25};
+    float acc[2] = {1.0f, 2.0f};
+    st_kargs a2 = {0};
+    a2.shape[0] = 2;
+    set_buf(&a2, 0, add, 1, 0, 0, 0);
+    set_buf(&a2, 1, acc, 1, 0, 0, 0);
+    CHECK(run1(&k, &a2) == ST_OK, "accumulate f32: %s", st_err_msg());
+    CHECK(acc[0] == 1.0f && acc[1] == 2.25f, "accumulate f32: %g %g",
+          acc[0], acc[1]);
+    /* a bad index node is rejected at compile time */
+    k.stores[0].indexed = true;
+    k.stores[0].idx_dim = 0;
+    k.stores[0].idx_node = 9;
+    CHECK(run1(&k, &a2) == ST_ERR_RUNTIME, "scatter store: bad idx_node");
+    st_kernel_clear(&k);
+    st_err_clear();
+}
+
 int main(void)
 {
     be = st_backend_get("interp");
@@ -1217,6 +1302,7 @@ int main(void)
     test_reduce_int_and_empty();
     test_matmul();
     test_gather();
+    test_scatter_store();
     test_rand();
     test_where_index();
     test_int_float_ops();

@@ -756,6 +756,34 @@ static void test_index_create_view(void)
     ERR(ST_OP_INDEX_SELECT, AT(.i = {0}), ST_ERR_RUNTIME,
         "Expected dtype int32 or int64 for index", T(ST_FLOAT32, 3, 4),
         T(ST_FLOAT32, 2));
+    /* scatter_add */
+    OK(ST_OP_SCATTER_ADD, AT(.i = {0}), T(ST_FLOAT32, 5, 3),
+       T(ST_FLOAT32, 5, 3), T(ST_INT64, 7, 2), T(ST_FLOAT32, 7, 3));
+    OK(ST_OP_SCATTER_ADD, AT(.i = {-1}), T(ST_FLOAT64, 2, 4),
+       T(ST_FLOAT64, 2, 4), T(ST_INT64, 2, 6), T(ST_FLOAT64, 2, 6));
+    OK(ST_OP_SCATTER_ADD, AT(.i = {0}), T0(ST_FLOAT32), T0(ST_FLOAT32),
+       T0(ST_INT64), T0(ST_FLOAT32));
+    ERR(ST_OP_SCATTER_ADD, AT(.i = {0}), ST_ERR_RUNTIME,
+        "scatter_add(): Expected dtype int64 for index", T(ST_FLOAT32, 5, 3),
+        T(ST_INT32, 2, 3), T(ST_FLOAT32, 2, 3));
+    ERR(ST_OP_SCATTER_ADD, AT(.i = {0}), ST_ERR_RUNTIME,
+        "Expected self.dtype to be equal to src.dtype", T(ST_FLOAT32, 5, 3),
+        T(ST_INT64, 2, 3), T(ST_FLOAT64, 2, 3));
+    ERR(ST_OP_SCATTER_ADD, AT(.i = {0}), ST_ERR_RUNTIME,
+        "same number of dimensions as self tensor", T(ST_FLOAT32, 5, 3),
+        T(ST_INT64, 2), T(ST_FLOAT32, 2));
+    ERR(ST_OP_SCATTER_ADD, AT(.i = {0}), ST_ERR_RUNTIME,
+        "same number of dimensions as src tensor", T(ST_FLOAT32, 5, 3),
+        T(ST_INT64, 2, 3), T(ST_FLOAT32, 6));
+    ERR(ST_OP_SCATTER_ADD, AT(.i = {0}), ST_ERR_RUNTIME,
+        "scatter_add: Expected index [2, 4] to be smaller than self [5, 3] "
+        "apart from dimension 0 and to be smaller size than src [2, 4]",
+        T(ST_FLOAT32, 5, 3), T(ST_INT64, 2, 4), T(ST_FLOAT32, 2, 4));
+    ERR(ST_OP_SCATTER_ADD, AT(.i = {0}), ST_ERR_RUNTIME,
+        "to be smaller size than src [1, 3]", T(ST_FLOAT32, 5, 3),
+        T(ST_INT64, 2, 3), T(ST_FLOAT32, 1, 3));
+    ERR(ST_OP_SCATTER_ADD, AT(.i = {2}), ST_ERR_INDEX, "dimension out of range",
+        T(ST_FLOAT32, 5, 3), T(ST_INT64, 2, 3), T(ST_FLOAT32, 2, 3));
     /* embedding */
     OK(ST_OP_EMBEDDING, AT(.i = {-1}), T(ST_FLOAT32, 2, 3, 4),
        T(ST_FLOAT32, 10, 4), T(ST_INT64, 2, 3));

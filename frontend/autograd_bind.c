@@ -1,0 +1,464 @@
+/* autograd_bind.c - Python bindings of the autograd tape: the Tensor's
+ * autograd attributes (requires_grad, grad, grad_fn, is_leaf), the Node
+ * type behind grad_fn, grad mode, backward and grad, _make_subclass (for
+ * nn.Parameter) and custom nodes whose backward is a Python callable
+ * (autograd.Function / PyLayer). */
+#include "st_fe.h"
+
+/* ---------------- Node: what tensor.grad_fn returns ---------------- */
+typedef struct {
+    PyObject_HEAD
+    st_ad_node *node;   /* owned; NULL for an AccumulateGrad */
+    st_tensor *leaf;    /* owned; the leaf of an AccumulateGrad */
+} node_obj;
+
+static PyTypeObject node_type;
+
+static PyObject *wrap_node(st_ad_node *n, st_tensor *leaf) {
+    if (!n && !leaf) Py_RETURN_NONE;
+    node_obj *o = PyObject_New(node_obj, &node_type);
+    if (!o) return NULL;
+    o->node = n;
+    o->leaf = leaf;
+    if (n) st_ad_node_incref(n);
+    if (leaf) st_tensor_incref(leaf);
+    return (PyObject *)o;
+}
+
+static void node_dealloc(PyObject *self) {
+    node_obj *o = (node_obj *)self;
+    if (o->node) st_ad_node_decref(o->node);
+    st_tensor_decref(o->leaf);
+    PyObject_Free(self);
+}
+
+static PyObject *node_name(PyObject *self, PyObject *a) {
+    node_obj *o = (node_obj *)self;
+    return PyUnicode_FromString(o->node ? st_ad_node_name(o->node) : "AccumulateGrad");
+}
+
+static PyObject *node_repr(PyObject *self) {
+    node_obj *o = (node_obj *)self;
+    return PyUnicode_FromFormat("<%s object at %p>",
+                                o->node ? st_ad_node_name(o->node) : "AccumulateGrad",
+                                self);
+}
+
+static PyObject *node_next_functions(PyObject *self, void *c) {
+    node_obj *o = (node_obj *)self;
+    if (!o->node) return PyTuple_New(0);
+    int n = st_ad_node_num_inputs(o->node);
+    PyObject *t = PyTuple_New(n);
+    if (!t) return NULL;
+    for (int k = 0; k < n; k++) {
+        st_ad_node *nx;
+        st_tensor *leaf;
+        st_ad_node_next(o->node, k, &nx, &leaf);
+        PyObject *w = wrap_node(nx, leaf);
+        PyObject *pair = w ? Py_BuildValue("(Ni)", w, 0) : NULL;
+        if (!pair) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, k, pair);
+    }
+    return t;
+}
+
+static PyObject *node_variable(PyObject *self, void *c) {
+    node_obj *o = (node_obj *)self;
+    if (!o->leaf) {
+        PyErr_SetString(PyExc_AttributeError, "only AccumulateGrad has .variable");
+        return NULL;
+    }
+    st_tensor_incref(o->leaf);
+    return st_fe_wrap(o->leaf);
+}
+
+static PyMethodDef node_methods[] = {
+    {"name", node_name, METH_NOARGS, "the node's name, e.g. MulBackward0"},
+    {NULL},
+};
+static PyGetSetDef node_getset[] = {
+    {"next_functions", node_next_functions, NULL, "edges to the inputs' nodes", NULL},
+    {"variable", node_variable, NULL, "the leaf of an AccumulateGrad", NULL},
+    {NULL},
+};
+
+static PyTypeObject node_type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "symtrace._C.Node",
+    .tp_basicsize = sizeof(node_obj),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A node of the autograd tape (tensor.grad_fn).",
+    .tp_dealloc = node_dealloc,
+    .tp_repr = node_repr,
+    .tp_methods = node_methods,
+    .tp_getset = node_getset,
+};
+
+/* ---------------- Tensor attributes ---------------- */
+static PyObject *get_requires_grad(PyObject *self, void *c) {
+    return PyBool_FromLong(st_fe_unwrap(self)->requires_grad);
+}
+
+static int set_requires_grad(PyObject *self, PyObject *v, void *c) {
+    if (!v) {
+        PyErr_SetString(PyExc_TypeError, "cannot delete requires_grad");
+        return -1;
+    }
+    int b = PyObject_IsTrue(v);
+    if (b < 0) return -1;
+    st_tensor *t = st_fe_unwrap(self);
+    if (t->grad_fn) {
+        if (b) return 0;
+        PyErr_SetString(PyExc_RuntimeError,
+                        "you can only change requires_grad flags of leaf variables. "
+                        "If you want to use a computed variable in a subgraph that "
+                        "doesn't require differentiation use var_no_grad = var.detach().");
+        return -1;
+    }
+    if (b && !st_dtype_is_float(t->dtype)) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "only Tensors of floating point dtype can require gradients "
+                     "(got %s)", st_dtype_name(t->dtype));
+        return -1;
+    }
+    t->requires_grad = b;
+    return 0;
+}
+
+static PyObject *get_grad(PyObject *self, void *c) {
+    st_tensor *g = st_fe_unwrap(self)->grad;
+    if (!g) Py_RETURN_NONE;
+    st_tensor_incref(g);
+    return st_fe_wrap(g);
+}
+
+static int set_grad(PyObject *self, PyObject *v, void *c) {
+    st_tensor *t = st_fe_unwrap(self);
+    if (v && v != Py_None) {
+        if (!st_fe_is_tensor(v)) {
+            PyErr_Format(PyExc_TypeError, "assigned grad expected to be a Tensor or "
+                         "None but got %s", Py_TYPE(v)->tp_name);
+            return -1;
+        }
+        st_tensor *g = st_fe_unwrap(v);
+        if (g->dtype != t->dtype) {
+            PyErr_Format(PyExc_RuntimeError, "assigned grad has data of type %s "
+                         "different from the tensor's %s", st_dtype_name(g->dtype),
+                         st_dtype_name(t->dtype));
+            return -1;
+        }
+        if (g->ndim != t->ndim || memcmp(g->shape, t->shape, sizeof(int64_t) * (size_t)t->ndim)) {
+            char a[128], b[128];
+            PyErr_Format(PyExc_RuntimeError, "assigned grad has data of a different "
+                         "size: %s, the tensor is %s",
+                         st_shape_str(g->shape, g->ndim, a, sizeof a),
+                         st_shape_str(t->shape, t->ndim, b, sizeof b));
+            return -1;
+        }
+        st_tensor_incref(g);
+        st_tensor *old = t->grad;
+        t->grad = g;
+        st_tensor_decref(old);
+        return 0;
+    }
+    st_tensor *old = t->grad;
+    t->grad = NULL;
+    st_tensor_decref(old);
+    return 0;
+}
+
+static PyObject *get_grad_fn(PyObject *self, void *c) {
+    st_tensor *t = st_fe_unwrap(self);
+    return wrap_node(t->grad_fn, NULL);
+}
+
+static PyObject *get_is_leaf(PyObject *self, void *c) {
+    return PyBool_FromLong(st_fe_unwrap(self)->grad_fn == NULL);
+}
+
+static PyObject *get_output_nr(PyObject *self, void *c) {
+    return PyLong_FromLong(st_fe_unwrap(self)->output_nr);
+}
+
+PyGetSetDef st_fe_autograd_getset[] = {
+    {"requires_grad", get_requires_grad, set_requires_grad, "does autograd record ops on it", NULL},
+    {"grad", get_grad, set_grad, "the accumulated gradient (leaves)", NULL},
+    {"grad_fn", get_grad_fn, NULL, "the node that computed it (None for leaves)", NULL},
+    {"is_leaf", get_is_leaf, NULL, "created by the user, not by a recorded op", NULL},
+    {"output_nr", get_output_nr, NULL, "which output of grad_fn it is", NULL},
+    {NULL},
+};
+
+/* ---------------- module functions ---------------- */
+static int tensor_list(PyObject *seq, st_tensor ***out, Py_ssize_t *n, bool allow_none,
+                       const char *what) {
+    PyObject *f = PySequence_Fast(seq, "expected a sequence of tensors");
+    if (!f) return -1;
+    *n = PySequence_Fast_GET_SIZE(f);
+    *out = PyMem_Calloc((size_t)(*n > 0 ? *n : 1), sizeof **out);
+    if (!*out) {
+        Py_DECREF(f);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < *n; k++) {
+        PyObject *o = PySequence_Fast_GET_ITEM(f, k);
+        if (o == Py_None && allow_none) continue;
+        if (!st_fe_is_tensor(o)) {
+            PyErr_Format(PyExc_TypeError, "%s: element %zd must be a Tensor, got %s",
+                         what, k, Py_TYPE(o)->tp_name);
+            PyMem_Free(*out);
+            Py_DECREF(f);
+            return -1;
+        }
+        (*out)[k] = st_fe_unwrap(o);
+    }
+    Py_DECREF(f);
+    return 0;
+}
+
+/* _C._backward(tensors, grads, retain_graph) */
+static PyObject *f_backward(PyObject *m, PyObject *args) {
+    PyObject *ts, *gs;
+    int retain;
+    if (!PyArg_ParseTuple(args, "OOp:_backward", &ts, &gs, &retain)) return NULL;
+    st_tensor **roots = NULL, **grads = NULL;
+    Py_ssize_t n, ng;
+    if (tensor_list(ts, &roots, &n, false, "backward")) return NULL;
+    if (tensor_list(gs, &grads, &ng, true, "backward: grad_tensors")) {
+        PyMem_Free(roots);
+        return NULL;
+    }
+    if (ng != n) {
+        PyMem_Free(roots);
+        PyMem_Free(grads);
+        PyErr_Format(PyExc_RuntimeError, "grad_tensors has %zd entries for %zd tensors", ng, n);
+        return NULL;
+    }
+    st_status s = st_ad_backward(roots, grads, (int)n, retain);
+    PyMem_Free(roots);
+    PyMem_Free(grads);
+    if (s != ST_OK) return st_fe_raise();
+    Py_RETURN_NONE;
+}
+
+/* _C._grad(outputs, grad_outputs, inputs, retain_graph, allow_unused) */
+static PyObject *f_grad(PyObject *m, PyObject *args) {
+    PyObject *os, *gs, *is;
+    int retain, allow_unused;
+    if (!PyArg_ParseTuple(args, "OOOpp:_grad", &os, &gs, &is, &retain, &allow_unused))
+        return NULL;
+    st_tensor **outs = NULL, **gouts = NULL, **ins = NULL;
+    Py_ssize_t no, ngo, ni;
+    PyObject *res = NULL;
+    if (tensor_list(os, &outs, &no, false, "grad: outputs")) return NULL;
+    if (tensor_list(gs, &gouts, &ngo, true, "grad: grad_outputs")) goto out1;
+    if (tensor_list(is, &ins, &ni, false, "grad: inputs")) goto out2;
+    if (ngo != no) {
+        PyErr_Format(PyExc_RuntimeError, "grad_outputs has %zd entries for %zd outputs", ngo, no);
+        goto out3;
+    }
+    st_tensor **results = PyMem_Calloc((size_t)(ni > 0 ? ni : 1), sizeof *results);
+    if (!results) {
+        PyErr_NoMemory();
+        goto out3;
+    }
+    if (st_ad_grad(outs, gouts, (int)no, ins, (int)ni, retain, allow_unused, results) != ST_OK) {
+        st_fe_raise();
+    } else if ((res = PyTuple_New(ni))) {
+        for (Py_ssize_t k = 0; k < ni; k++) {
+            PyObject *w;
+            if (results[k]) {
+                w = st_fe_wrap(results[k]);
+                results[k] = NULL;
+            } else {
+                w = Py_None;
+                Py_INCREF(w);
+            }
+            if (!w) {
+                Py_CLEAR(res);
+                break;
+            }
+            PyTuple_SET_ITEM(res, k, w);
+        }
+    }
+    for (Py_ssize_t k = 0; k < ni; k++) st_tensor_decref(results[k]);
+    PyMem_Free(results);
+out3:
+    PyMem_Free(ins);
+out2:
+    PyMem_Free(gouts);
+out1:
+    PyMem_Free(outs);
+    return res;
+}
+
+static PyObject *f_set_grad_enabled(PyObject *m, PyObject *o) {
+    int b = PyObject_IsTrue(o);
+    if (b < 0) return NULL;
+    bool prev = st_ad_grad_enabled();
+    st_ad_set_grad_enabled(b);
+    return PyBool_FromLong(prev);
+}
+
+static PyObject *f_is_grad_enabled(PyObject *m, PyObject *a) {
+    return PyBool_FromLong(st_ad_grad_enabled());
+}
+
+/* _C._make_subclass(cls, tensor, requires_grad): a new leaf of type cls
+ * aliasing tensor's storage (nn.Parameter). */
+static PyObject *f_make_subclass(PyObject *m, PyObject *args) {
+    PyObject *cls, *to;
+    int rg = 0;
+    if (!PyArg_ParseTuple(args, "OO|p:_make_subclass", &cls, &to, &rg)) return NULL;
+    if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &st_fe_TensorBase)) {
+        PyErr_SetString(PyExc_TypeError, "_make_subclass: cls must subclass Tensor");
+        return NULL;
+    }
+    if (!st_fe_is_tensor(to)) {
+        PyErr_SetString(PyExc_TypeError, "_make_subclass: expected a Tensor");
+        return NULL;
+    }
+    st_tensor *t = st_fe_unwrap(to);
+    if (rg && !st_dtype_is_float(t->dtype)) {
+        PyErr_Format(PyExc_RuntimeError, "only Tensors of floating point dtype can "
+                     "require gradients (got %s)", st_dtype_name(t->dtype));
+        return NULL;
+    }
+    st_tensor *a = st_tensor_view_of(t, t->ndim, t->shape, t->strides, t->offset);
+    if (!a) return st_fe_raise();
+    a->requires_grad = rg;
+    PyTypeObject *tp = (PyTypeObject *)cls;
+    st_fe_tensor_obj *o = (st_fe_tensor_obj *)tp->tp_alloc(tp, 0);
+    if (!o) {
+        st_tensor_decref(a);
+        return NULL;
+    }
+    o->t = a;
+    return (PyObject *)o;
+}
+
+/* A custom node's backward calls the Python callable with the output
+ * gradients (Tensor or None) and takes a sequence of one gradient (Tensor
+ * or None) per input. */
+static st_status py_backward(void *ctx, int nout, st_tensor *const *gout, int nin,
+                             st_tensor **gin) {
+    PyGILState_STATE gs = PyGILState_Ensure();
+    st_status s = ST_OK;
+    PyObject *args = PyTuple_New(nout), *res = NULL, *seq = NULL;
+    if (!args) goto pyerr;
+    for (int k = 0; k < nout; k++) {
+        PyObject *w;
+        if (gout[k]) {
+            st_tensor_incref(gout[k]);
+            w = st_fe_wrap(gout[k]);
+            if (!w) goto pyerr;
+        } else {
+            w = Py_None;
+            Py_INCREF(w);
+        }
+        PyTuple_SET_ITEM(args, k, w);
+    }
+    res = PyObject_CallObject((PyObject *)ctx, args);
+    if (!res) goto pyerr;
+    seq = PySequence_Fast(res, "a custom backward must return a sequence");
+    if (!seq) goto pyerr;
+    if (PySequence_Fast_GET_SIZE(seq) != nin) {
+        PyErr_Format(PyExc_RuntimeError, "function backward returned an incorrect "
+                     "number of gradients (expected %d, got %zd)", nin,
+                     PySequence_Fast_GET_SIZE(seq));
+        goto pyerr;
+    }
+    for (int k = 0; k < nin; k++) {
+        PyObject *o = PySequence_Fast_GET_ITEM(seq, k);
+        if (o == Py_None) continue;
+        if (!st_fe_is_tensor(o)) {
+            PyErr_Format(PyExc_TypeError, "function backward returned a %s as gradient "
+                         "%d; expected a Tensor or None", Py_TYPE(o)->tp_name, k);
+            goto pyerr;
+        }
+        gin[k] = st_fe_unwrap(o);
+        st_tensor_incref(gin[k]);
+    }
+    goto done;
+pyerr:
+    for (int k = 0; k < nin; k++) {
+        st_tensor_decref(gin[k]);
+        gin[k] = NULL;
+    }
+    /* the Python exception stays set; st_fe_raise keeps it */
+    s = st_err(ST_ERR_RUNTIME, "custom backward raised");
+done:
+    Py_XDECREF(seq);
+    Py_XDECREF(res);
+    Py_XDECREF(args);
+    PyGILState_Release(gs);
+    return s;
+}
+
+static void py_ctx_free(void *ctx) {
+    PyGILState_STATE gs = PyGILState_Ensure();
+    Py_DECREF((PyObject *)ctx);
+    PyGILState_Release(gs);
+}
+
+/* _C._custom_node(name, backward, inputs, outputs): inputs are Tensors or
+ * None (non-tensor arguments), outputs Tensors or None (not
+ * differentiable); the outputs become results of the node. */
+static PyObject *f_custom_node(PyObject *m, PyObject *args) {
+    const char *name;
+    PyObject *fn, *is, *os;
+    if (!PyArg_ParseTuple(args, "sOOO:_custom_node", &name, &fn, &is, &os)) return NULL;
+    if (!PyCallable_Check(fn)) {
+        PyErr_SetString(PyExc_TypeError, "_custom_node: backward must be callable");
+        return NULL;
+    }
+    st_tensor **ins = NULL, **outs = NULL;
+    Py_ssize_t ni, no;
+    if (tensor_list(is, &ins, &ni, true, "custom node inputs")) return NULL;
+    if (tensor_list(os, &outs, &no, true, "custom node outputs")) {
+        PyMem_Free(ins);
+        return NULL;
+    }
+    Py_INCREF(fn);
+    st_ad_node *n = st_ad_custom_node(name, py_backward, fn, py_ctx_free, (int)ni, ins,
+                                      (int)no, outs);
+    PyMem_Free(ins);
+    PyMem_Free(outs);
+    if (!n) {
+        Py_DECREF(fn);
+        return st_fe_raise();
+    }
+    st_ad_node_decref(n); /* the outputs hold it */
+    Py_RETURN_NONE;
+}
+
+static PyObject *f_ad_stats(PyObject *m, PyObject *a) {
+    st_ad_stats s;
+    st_ad_stats_get(&s);
+    return Py_BuildValue("{s:L,s:L,s:L,s:L}", "nodes_alive", (long long)s.nodes_alive,
+                         "programs", (long long)s.programs, "program_hits",
+                         (long long)s.program_hits, "program_compiles",
+                         (long long)s.program_compiles);
+}
+
+static PyMethodDef autograd_methods[] = {
+    {"_backward", f_backward, METH_VARARGS, "_backward(tensors, grads, retain_graph)"},
+    {"_grad", f_grad, METH_VARARGS, "_grad(outputs, grad_outputs, inputs, retain, allow_unused)"},
+    {"_set_grad_enabled", f_set_grad_enabled, METH_O, "set grad mode; returns the previous"},
+    {"_is_grad_enabled", f_is_grad_enabled, METH_NOARGS, "is grad mode on"},
+    {"_make_subclass", f_make_subclass, METH_VARARGS, "_make_subclass(cls, t, requires_grad)"},
+    {"_custom_node", f_custom_node, METH_VARARGS, "_custom_node(name, backward, inputs, outputs)"},
+    {"_autograd_stats", f_ad_stats, METH_NOARGS, "tape and VJP program counters"},
+    {NULL},
+};
+
+int st_fe_init_autograd(PyObject *m) {
+    if (PyType_Ready(&node_type) < 0) return -1;
+    Py_INCREF(&node_type);
+    if (PyModule_AddObject(m, "Node", (PyObject *)&node_type) < 0) return -1;
+    return PyModule_AddFunctions(m, autograd_methods);
+}

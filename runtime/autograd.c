@@ -1,0 +1,827 @@
+/* autograd.c - the autograd tape and the backward engine.
+ *
+ * Recording: an eager op run in grad mode with an input that requires grad
+ * becomes one node: the op, its attrs, the operands' metas, scalar operand
+ * values, detached aliases of exactly the tensors its VJP rule reads
+ * (st_op_def.vjp_saves) with their storage versions, and edges to the
+ * inputs' nodes or leaves. Custom nodes (PyLayer) carry a callback instead.
+ *
+ * Backward: the nodes reachable from the roots are counted for
+ * dependencies and run when all their output gradients have arrived. An
+ * op node runs its VJP rule (IR statements from ir/autodiff.c) as a small
+ * graph lowered by fusion/ and compiled by the eager backend; those
+ * programs are cached by (op, attrs, operand metas with sizes). Saved
+ * tensors are released as soon as a node has run unless the graph is
+ * retained. */
+#include "st_runtime.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+#include <xxhash.h>
+
+struct st_ad_node {
+    int64_t refcount;
+    char name[48];
+    bool custom, freed;
+    /* op nodes */
+    st_op_id op;
+    st_attrs attrs;
+    int nin, nout;
+    bool is_scalar[ST_MAX_IN];
+    st_operand scalar[ST_MAX_IN];
+    st_meta in_meta[ST_MAX_IN];
+    st_meta out_meta;
+    st_tensor *saved_in[ST_MAX_IN];
+    uint32_t saved_in_ver[ST_MAX_IN];
+    st_tensor *saved_out;
+    uint32_t saved_out_ver;
+    /* edges, one per input: a node (with its output number) or a leaf */
+    st_ad_node **next_node;
+    int *next_nr;
+    st_tensor **next_leaf;
+    /* custom nodes */
+    st_ad_custom_fn fn;
+    void *ctx;
+    void (*ctx_free)(void *);
+    st_meta *cout_meta;       /* metas of a custom node's outputs */
+    /* engine state, valid during one backward */
+    int deps;
+    bool seen;
+    st_tensor **gbuf;         /* accumulated gradient per output */
+};
+
+static _Thread_local bool grad_disabled;
+static int64_t nodes_alive;
+
+bool st_ad_grad_enabled(void) { return !grad_disabled; }
+void st_ad_set_grad_enabled(bool on) { grad_disabled = !on; }
+
+/* ---------------- node lifetime ---------------- */
+static st_ad_node *node_new(int nin, int nout) {
+    st_ad_node *n = calloc(1, sizeof *n);
+    if (!n) return NULL;
+    n->refcount = 1;
+    n->nin = nin;
+    n->nout = nout;
+    int m = nin > 0 ? nin : 1;
+    n->next_node = calloc((size_t)m, sizeof *n->next_node);
+    n->next_nr = calloc((size_t)m, sizeof *n->next_nr);
+    n->next_leaf = calloc((size_t)m, sizeof *n->next_leaf);
+    if (!n->next_node || !n->next_nr || !n->next_leaf) {
+        free(n->next_node);
+        free(n->next_nr);
+        free(n->next_leaf);
+        free(n);
+        return NULL;
+    }
+    __atomic_add_fetch(&nodes_alive, 1, __ATOMIC_RELAXED);
+    return n;
+}
+
+static void release_saved(st_ad_node *n) {
+    for (int k = 0; k < ST_MAX_IN; k++) {
+        st_tensor_decref(n->saved_in[k]);
+        n->saved_in[k] = NULL;
+    }
+    st_tensor_decref(n->saved_out);
+    n->saved_out = NULL;
+    if (n->custom && n->ctx_free && n->ctx) n->ctx_free(n->ctx);
+    n->ctx = NULL;
+}
+
+void st_ad_node_incref(st_ad_node *n) {
+    if (n) __atomic_add_fetch(&n->refcount, 1, __ATOMIC_RELAXED);
+}
+
+/* Iterative, so a chain of a million nodes does not recurse a million
+ * frames deep when its last reference goes. */
+void st_ad_node_decref(st_ad_node *n) {
+    st_ad_node *stack_buf[64];
+    st_ad_node **stack = stack_buf;
+    int sp = 0, cap = 64;
+    while (n) {
+        if (__atomic_sub_fetch(&n->refcount, 1, __ATOMIC_ACQ_REL) == 0) {
+            release_saved(n);
+            for (int k = 0; k < n->nin; k++) {
+                st_tensor_decref(n->next_leaf[k]);
+                st_ad_node *nx = n->next_node[k];
+                if (!nx) continue;
+                if (sp == cap) {
+                    st_ad_node **ns = malloc(sizeof *ns * (size_t)cap * 2);
+                    if (!ns) { /* cannot grow: leak rather than crash */
+                        continue;
+                    }
+                    memcpy(ns, stack, sizeof *ns * (size_t)sp);
+                    if (stack != stack_buf) free(stack);
+                    stack = ns;
+                    cap *= 2;
+                }
+                stack[sp++] = nx;
+            }
+            if (n->gbuf)
+                for (int k = 0; k < n->nout; k++) st_tensor_decref(n->gbuf[k]);
+            free(n->gbuf);
+            free(n->cout_meta);
+            free(n->next_node);
+            free(n->next_nr);
+            free(n->next_leaf);
+            free(n);
+            __atomic_sub_fetch(&nodes_alive, 1, __ATOMIC_RELAXED);
+        }
+        n = sp ? stack[--sp] : NULL;
+    }
+    if (stack != stack_buf) free(stack);
+}
+
+const char *st_ad_node_name(const st_ad_node *n) { return n->name; }
+bool st_ad_node_is_view(const st_ad_node *n) {
+    return !n->custom && st_op(n->op)->kind == ST_OPK_VIEW;
+}
+int st_ad_node_num_inputs(const st_ad_node *n) { return n->nin; }
+void st_ad_node_next(const st_ad_node *n, int k, st_ad_node **node,
+                     st_tensor **leaf) {
+    *node = (k >= 0 && k < n->nin) ? n->next_node[k] : NULL;
+    *leaf = (k >= 0 && k < n->nin) ? n->next_leaf[k] : NULL;
+}
+
+/* A detached alias: same storage and geometry, no autograd history, so a
+ * node saving its own output makes no reference cycle. */
+static st_tensor *alias(st_tensor *t) {
+    return st_tensor_view_of(t, t->ndim, t->shape, t->strides, t->offset);
+}
+
+/* Edge k of n to tensor t's history. */
+static void set_edge(st_ad_node *n, int k, st_tensor *t) {
+    if (!t || !t->requires_grad || !st_dtype_is_float(t->dtype)) return;
+    if (t->grad_fn) {
+        st_ad_node_incref(t->grad_fn);
+        n->next_node[k] = t->grad_fn;
+        n->next_nr[k] = t->output_nr;
+    } else {
+        st_tensor_incref(t);
+        n->next_leaf[k] = t;
+    }
+}
+
+static void name_node(st_ad_node *n, const char *op) {
+    char *p = n->name, *end = n->name + sizeof n->name - 12;
+    bool up = true;
+    for (; *op && p < end; op++) {
+        if (*op == '_') {
+            up = true;
+            continue;
+        }
+        *p++ = up && *op >= 'a' && *op <= 'z' ? (char)(*op - 32) : *op;
+        up = false;
+    }
+    strcpy(p, "Backward0");
+}
+
+static void attach(st_tensor *out, st_ad_node *n, int nr) {
+    st_ad_node *old = out->grad_fn;
+    st_ad_node_incref(n);
+    out->grad_fn = n;
+    out->output_nr = nr;
+    out->requires_grad = true;
+    if (old) st_ad_node_decref(old);
+}
+
+st_status st_ad_record(st_op_id op, const st_operand *in, int nin,
+                       const st_attrs *attrs, st_tensor **out, int nout,
+                       bool inplace) {
+    (void)inplace;
+    if (grad_disabled || nout != 1) return ST_OK;
+    st_ir_autodiff_init(); /* idempotent: the VJP slots, whatever ran first */
+    bool any = false;
+    for (int k = 0; k < nin; k++)
+        any |= in[k].t && in[k].t->requires_grad && st_dtype_is_float(in[k].t->dtype);
+    const st_op_def *def = st_op(op);
+    if (!any || !def->vjp || !st_dtype_is_float(out[0]->dtype)) return ST_OK;
+    st_ad_node *n = node_new(nin, 1);
+    if (!n) return st_err(ST_ERR_MEMORY, "autograd: out of host memory");
+    n->op = op;
+    if (attrs) n->attrs = *attrs;
+    name_node(n, def->name);
+    for (int k = 0; k < nin; k++) {
+        if (!in[k].t) {
+            n->is_scalar[k] = true;
+            n->scalar[k] = in[k];
+            continue;
+        }
+        st_tensor_meta(in[k].t, &n->in_meta[k]);
+        if (def->vjp_saves & (1u << k)) {
+            n->saved_in[k] = alias(in[k].t);
+            n->saved_in_ver[k] = in[k].t->storage->version;
+            if (!n->saved_in[k]) goto oom;
+        }
+        set_edge(n, k, in[k].t);
+    }
+    st_tensor_meta(out[0], &n->out_meta);
+    if (def->vjp_saves & ST_VJP_SAVES_OUT) {
+        n->saved_out = alias(out[0]);
+        n->saved_out_ver = out[0]->storage->version;
+        if (!n->saved_out) goto oom;
+    }
+    attach(out[0], n, 0);
+    st_ad_node_decref(n); /* the output holds it now */
+    return ST_OK;
+oom:
+    st_ad_node_decref(n);
+    return st_err_kind() ? st_err_kind() : st_err(ST_ERR_MEMORY, "autograd: out of memory");
+}
+
+st_ad_node *st_ad_custom_node(const char *name, st_ad_custom_fn fn, void *ctx,
+                              void (*ctx_free)(void *), int nin,
+                              st_tensor *const *inputs, int nout,
+                              st_tensor *const *outputs) {
+    st_ad_node *n = node_new(nin, nout);
+    if (!n) {
+        st_err(ST_ERR_MEMORY, "autograd: out of host memory");
+        return NULL;
+    }
+    n->custom = true;
+    n->fn = fn;
+    n->ctx = ctx;
+    n->ctx_free = ctx_free;
+    snprintf(n->name, sizeof n->name, "%s", name ? name : "CustomBackward");
+    n->cout_meta = calloc((size_t)(nout > 0 ? nout : 1), sizeof *n->cout_meta);
+    if (!n->cout_meta) {
+        st_ad_node_decref(n);
+        st_err(ST_ERR_MEMORY, "autograd: out of host memory");
+        return NULL;
+    }
+    for (int k = 0; k < nin; k++) {
+        if (inputs[k]) st_tensor_meta(inputs[k], &n->in_meta[k < ST_MAX_IN ? k : 0]);
+        set_edge(n, k, inputs[k]);
+    }
+    for (int k = 0; k < nout; k++) {
+        if (!outputs[k]) continue;
+        st_tensor_meta(outputs[k], &n->cout_meta[k]);
+        attach(outputs[k], n, k);
+    }
+    return n; /* the caller's reference */
+}
+
+/* ---------------- VJP programs (cached) ---------------- */
+typedef struct {
+    int32_t op, nin, needs;
+    struct {
+        int8_t scalar, dtype, ndim, saved;
+        int64_t shape[ST_MAX_DIMS];
+    } in[ST_MAX_IN];
+    int8_t out_dtype, out_ndim, out_saved, gout_dtype;
+    int64_t out_shape[ST_MAX_DIMS];
+    st_attrs attrs;
+} vkey;
+
+typedef struct {
+    vkey key;
+    uint64_t hash;
+    st_kprog *prog;
+    st_backend *be;
+    void *compiled;
+    int in_value[ST_MAX_IN];  /* program value of each operand */
+    int out_value, gout_value;
+    int grad_output[ST_MAX_IN]; /* graph output index of operand k's grad, -1 */
+} ventry;
+
+static struct {
+    pthread_mutex_t mu;
+    ventry **slots;
+    size_t cap, n;
+    st_ad_stats stats;
+} vcache = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void ventry_free(ventry *e) {
+    if (!e) return;
+    if (e->compiled) e->be->release(e->be, e->compiled);
+    st_kprog_free(e->prog);
+    free(e);
+}
+
+static ventry *vlookup(const vkey *k, uint64_t h) {
+    if (!vcache.cap) return NULL;
+    for (size_t i = h & (vcache.cap - 1);; i = (i + 1) & (vcache.cap - 1)) {
+        ventry *e = vcache.slots[i];
+        if (!e) return NULL;
+        if (e->hash == h && !memcmp(&e->key, k, sizeof *k)) return e;
+    }
+}
+
+static st_status vinsert(ventry *e) {
+    if ((vcache.n + 1) * 2 > vcache.cap) {
+        size_t ncap = vcache.cap ? vcache.cap * 2 : 256;
+        ventry **ns = calloc(ncap, sizeof *ns);
+        if (!ns) return st_err(ST_ERR_MEMORY, "autograd: out of host memory");
+        for (size_t i = 0; i < vcache.cap; i++) {
+            ventry *o = vcache.slots[i];
+            if (!o) continue;
+            size_t j = o->hash & (ncap - 1);
+            while (ns[j]) j = (j + 1) & (ncap - 1);
+            ns[j] = o;
+        }
+        free(vcache.slots);
+        vcache.slots = ns;
+        vcache.cap = ncap;
+    }
+    size_t j = e->hash & (vcache.cap - 1);
+    while (vcache.slots[j]) j = (j + 1) & (vcache.cap - 1);
+    vcache.slots[j] = e;
+    vcache.n++;
+    vcache.stats.programs = (int64_t)vcache.n;
+    return ST_OK;
+}
+
+static ventry *vbuild(const vkey *key, uint64_t h, const st_ad_node *n,
+                      st_dtype gdt) {
+    const st_op_def *def = st_op(n->op);
+    st_graph *g = st_ir_graph_new();
+    if (!g) return NULL;
+    int ids[ST_MAX_IN];
+    for (int k = 0; k < n->nin; k++)
+        if (!n->is_scalar[k]) ids[k] = st_ir_add_input(g, &n->in_meta[k], false);
+    int out_id = st_ir_add_input(g, &n->out_meta, false);
+    st_meta gm = n->out_meta;
+    gm.dtype = gdt;
+    int gout_id = st_ir_add_input(g, &gm, false);
+    for (int k = 0; k < n->nin; k++)
+        if (n->is_scalar[k])
+            ids[k] = st_ir_add_const(g, n->scalar[k].sdtype, n->scalar[k].f,
+                                     n->scalar[k].i);
+    st_stmt s;
+    memset(&s, 0, sizeof s);
+    s.op = n->op;
+    s.nin = n->nin;
+    s.nout = 1;
+    for (int k = 0; k < n->nin; k++) s.in[k] = ids[k];
+    s.out[0] = out_id;
+    s.attrs = n->attrs;
+    int in_grads[ST_MAX_IN];
+    for (int k = 0; k < ST_MAX_IN; k++) in_grads[k] = -1;
+    int og[ST_MAX_OUT] = {gout_id, -1, -1};
+    if (def->vjp(g, &s, og, in_grads) != ST_OK) {
+        st_ir_graph_free(g);
+        return NULL;
+    }
+    ventry *e = calloc(1, sizeof *e);
+    if (!e) {
+        st_ir_graph_free(g);
+        st_err(ST_ERR_MEMORY, "autograd: out of host memory");
+        return NULL;
+    }
+    e->key = *key;
+    e->hash = h;
+    int nouts = 0;
+    for (int k = 0; k < n->nin; k++) {
+        e->grad_output[k] = -1;
+        if (in_grads[k] < 0 || !(key->needs & (1 << k))) continue;
+        st_ir_mark_output(g, in_grads[k]);
+        e->grad_output[k] = nouts++;
+    }
+    st_graph *live = st_ir_dce(g);
+    st_ir_graph_free(g);
+    if (!live) {
+        free(e);
+        return NULL;
+    }
+    st_fuse_options fo = {0};
+    e->prog = st_fuse_lower(live, &fo);
+    st_ir_graph_free(live);
+    if (!e->prog) {
+        free(e);
+        return NULL;
+    }
+    /* inputs keep their order; the operands' scalars are the first consts */
+    const st_graph *pg = e->prog->graph;
+    int ti = 0, ci = 0;
+    for (int k = 0; k < n->nin; k++) {
+        if (!n->is_scalar[k]) {
+            e->in_value[k] = pg->inputs[ti++];
+            continue;
+        }
+        int seen = 0, v;
+        for (v = 0; v < pg->nvalues; v++)
+            if (pg->values[v].kind == ST_VAL_CONST && seen++ == ci) break;
+        ci++;
+        e->in_value[k] = v;
+    }
+    e->out_value = pg->inputs[ti++];
+    e->gout_value = pg->inputs[ti++];
+    e->be = st_backend_get("interp");
+    e->compiled = e->be->compile(e->be, e->prog->kernels, e->prog->nkernels);
+    if (!e->compiled) {
+        ventry_free(e);
+        return NULL;
+    }
+    vcache.stats.program_compiles++;
+    return e;
+}
+
+static st_status check_version(const st_ad_node *n, const st_tensor *t,
+                               uint32_t ver) {
+    if (!t || t->storage->version == ver) return ST_OK;
+    char sb[128];
+    return st_err(ST_ERR_RUNTIME,
+                  "one of the variables needed for gradient computation has "
+                  "been modified by an inplace operation: [%s %s], which is "
+                  "used by %s, is at version %u; expected version %u instead",
+                  st_dtype_name(t->dtype), st_shape_str(t->shape, t->ndim, sb, sizeof sb),
+                  n->name, (unsigned)t->storage->version, (unsigned)ver);
+}
+
+/* Runs an op node's VJP: gin[k] new references or NULL. */
+static st_status apply_op(st_ad_node *n, st_tensor *gout, st_tensor **gin) {
+    for (int k = 0; k < n->nin; k++)
+        if (check_version(n, n->saved_in[k], n->saved_in_ver[k]) != ST_OK)
+            return st_err_kind();
+    if (check_version(n, n->saved_out, n->saved_out_ver) != ST_OK)
+        return st_err_kind();
+    vkey key;
+    memset(&key, 0, sizeof key);
+    key.op = n->op;
+    key.nin = n->nin;
+    for (int k = 0; k < n->nin; k++) {
+        if (n->next_node[k] || n->next_leaf[k]) key.needs |= 1 << k;
+        key.in[k].scalar = n->is_scalar[k];
+        if (n->is_scalar[k]) {
+            key.in[k].dtype = (int8_t)n->scalar[k].sdtype;
+            continue;
+        }
+        key.in[k].dtype = (int8_t)n->in_meta[k].dtype;
+        key.in[k].ndim = (int8_t)n->in_meta[k].ndim;
+        key.in[k].saved = n->saved_in[k] != NULL;
+        memcpy(key.in[k].shape, n->in_meta[k].shape, sizeof key.in[k].shape);
+    }
+    key.out_dtype = (int8_t)n->out_meta.dtype;
+    key.out_ndim = (int8_t)n->out_meta.ndim;
+    key.out_saved = n->saved_out != NULL;
+    key.gout_dtype = (int8_t)gout->dtype;
+    memcpy(key.out_shape, n->out_meta.shape, sizeof key.out_shape);
+    key.attrs = n->attrs;
+    uint64_t h = XXH3_64bits(&key, sizeof key);
+
+    pthread_mutex_lock(&vcache.mu);
+    ventry *e = vlookup(&key, h);
+    if (e) {
+        vcache.stats.program_hits++;
+    } else {
+        e = vbuild(&key, h, n, gout->dtype);
+        if (!e || vinsert(e) != ST_OK) {
+            if (e) ventry_free(e);
+            pthread_mutex_unlock(&vcache.mu);
+            return st_err_kind() ? st_err_kind()
+                                 : st_err(ST_ERR_RUNTIME, "%s: no VJP program", n->name);
+        }
+    }
+    pthread_mutex_unlock(&vcache.mu);
+
+    st_kprog *p = e->prog;
+    st_graph *pg = p->graph;
+    st_tensor **vals = calloc((size_t)pg->nvalues, sizeof *vals);
+    if (!vals) return st_err(ST_ERR_MEMORY, "autograd: out of host memory");
+    for (int k = 0; k < n->nin; k++) {
+        if (n->is_scalar[k]) {
+            pg->values[e->in_value[k]].fconst = n->scalar[k].f;
+            pg->values[e->in_value[k]].iconst = n->scalar[k].i;
+        } else if (n->saved_in[k]) {
+            st_tensor_incref(n->saved_in[k]);
+            vals[e->in_value[k]] = n->saved_in[k];
+        }
+    }
+    if (n->saved_out) {
+        st_tensor_incref(n->saved_out);
+        vals[e->out_value] = n->saved_out;
+    }
+    st_tensor_incref(gout);
+    vals[e->gout_value] = gout;
+    st_status s = st_rt_exec(p, e->be, e->compiled, vals);
+    if (s == ST_OK) {
+        for (int k = 0; k < n->nin; k++) {
+            gin[k] = NULL;
+            if (e->grad_output[k] < 0) continue;
+            int v = pg->outputs[e->grad_output[k]];
+            gin[k] = vals[v];
+            st_tensor_incref(gin[k]);
+        }
+    }
+    for (int v = 0; v < pg->nvalues; v++) st_tensor_decref(vals[v]);
+    free(vals);
+    return s;
+}
+
+void st_ad_stats_get(st_ad_stats *out) {
+    pthread_mutex_lock(&vcache.mu);
+    *out = vcache.stats;
+    pthread_mutex_unlock(&vcache.mu);
+    out->nodes_alive = __atomic_load_n(&nodes_alive, __ATOMIC_RELAXED);
+}
+
+/* ---------------- the engine ---------------- */
+static st_tensor *add_grads(st_tensor *a, st_tensor *b) {
+    st_operand in[2] = {{.t = a}, {.t = b}};
+    st_tensor *out = NULL;
+    return st_rt_eager(ST_OP_ADD, in, 2, NULL, NULL, &out) == 1 ? out : NULL;
+}
+
+static st_tensor *ones_like(const st_tensor *t) {
+    st_operand like = {.t = (st_tensor *)t};
+    st_attrs a;
+    memset(&a, 0, sizeof a);
+    a.f[0] = 1.0;
+    a.dtype = t->dtype;
+    st_tensor *out = NULL;
+    return st_rt_eager(ST_OP_FULL, &like, 1, &a, NULL, &out) == 1 ? out : NULL;
+}
+
+/* Gradient g (new ref, consumed) for a tensor of meta m: checks it. */
+static st_status check_grad(const char *who, const st_tensor *g, const st_meta *m) {
+    if (g->ndim == m->ndim && !memcmp(g->shape, m->shape, sizeof(int64_t) * (size_t)m->ndim))
+        return ST_OK;
+    char a[128], b[128];
+    return st_err(ST_ERR_RUNTIME, "%s returned a gradient of shape %s for an input "
+                  "of shape %s", who, st_shape_str(g->shape, g->ndim, a, sizeof a),
+                  st_shape_str(m->shape, m->ndim, b, sizeof b));
+}
+
+typedef struct {
+    st_ad_node **items;
+    int n, cap;
+} nodelist;
+
+static st_status push(nodelist *l, st_ad_node *n) {
+    if (l->n == l->cap) {
+        int nc = l->cap ? l->cap * 2 : 64;
+        st_ad_node **ni = realloc(l->items, sizeof *ni * (size_t)nc);
+        if (!ni) return st_err(ST_ERR_MEMORY, "autograd: out of host memory");
+        l->items = ni;
+        l->cap = nc;
+    }
+    l->items[l->n++] = n;
+    return ST_OK;
+}
+
+/* What the engine does with gradients reaching leaves and captured
+ * non-leaf inputs. */
+typedef struct {
+    bool accumulate;              /* backward(): into leaf .grad */
+    st_tensor *const *inputs;     /* grad(): the inputs asked for */
+    int ninputs;
+    st_tensor **results;
+} sink;
+
+static st_status to_leaf(sink *sk, st_tensor *leaf, st_tensor *g) {
+    if (sk->accumulate) {
+        st_meta m;
+        st_tensor_meta(leaf, &m);
+        if (check_grad("backward", g, &m) != ST_OK) return st_err_kind();
+        if (!leaf->grad) {
+            st_tensor *own = g;
+            if (g->refcount > 1 || !st_tensor_is_contiguous(g) || g->dtype != leaf->dtype) {
+                st_operand src = {.t = g};
+                st_attrs a;
+                memset(&a, 0, sizeof a);
+                a.dtype = leaf->dtype;
+                own = NULL;
+                if (st_rt_eager(ST_OP_CAST, &src, 1, &a, NULL, &own) != 1) return st_err_kind();
+                if (own == g) { /* cast to the same dtype may alias: copy */
+                    st_tensor_decref(own);
+                    own = NULL;
+                    if (st_rt_eager(ST_OP_COPY, &src, 1, NULL, NULL, &own) != 1)
+                        return st_err_kind();
+                }
+            } else {
+                st_tensor_incref(g);
+            }
+            leaf->grad = own;
+            return ST_OK;
+        }
+        st_operand in[2] = {{.t = leaf->grad}, {.t = g}};
+        st_tensor *given[ST_MAX_OUT] = {leaf->grad};
+        st_tensor *out = NULL;
+        if (st_rt_eager(ST_OP_ADD, in, 2, NULL, given, &out) != 1) return st_err_kind();
+        st_tensor_decref(out);
+        return ST_OK;
+    }
+    for (int k = 0; k < sk->ninputs; k++) {
+        if (sk->inputs[k] != leaf) continue;
+        if (sk->results[k]) {
+            st_tensor *s = add_grads(sk->results[k], g);
+            if (!s) return st_err_kind();
+            st_tensor_decref(sk->results[k]);
+            sk->results[k] = s;
+        } else {
+            st_tensor_incref(g);
+            sk->results[k] = g;
+        }
+    }
+    return ST_OK;
+}
+
+static st_status to_node(st_ad_node *n, int nr, st_tensor *g) {
+    if (!n->gbuf) {
+        n->gbuf = calloc((size_t)(n->nout > 0 ? n->nout : 1), sizeof *n->gbuf);
+        if (!n->gbuf) return st_err(ST_ERR_MEMORY, "autograd: out of host memory");
+    }
+    if (!n->gbuf[nr]) {
+        st_tensor_incref(g);
+        n->gbuf[nr] = g;
+        return ST_OK;
+    }
+    st_tensor *s = add_grads(n->gbuf[nr], g);
+    if (!s) return st_err_kind();
+    st_tensor_decref(n->gbuf[nr]);
+    n->gbuf[nr] = s;
+    return ST_OK;
+}
+
+static st_status run_node(st_ad_node *n, st_tensor **gin) {
+    if (n->freed)
+        return st_err(ST_ERR_RUNTIME,
+                      "Trying to backward through the graph a second time (or "
+                      "directly access saved tensors after they have already "
+                      "been freed) in %s. Saved intermediate values of the graph "
+                      "are freed when you call .backward() or autograd.grad(). "
+                      "Specify retain_graph=True if you need to backward "
+                      "through the graph a second time or if you need to "
+                      "access saved tensors after calling backward.", n->name);
+    if (n->custom) {
+        if (!n->gbuf) { /* no gradient reached any output: all NULL */
+            n->gbuf = calloc((size_t)(n->nout > 0 ? n->nout : 1), sizeof *n->gbuf);
+            if (!n->gbuf) return st_err(ST_ERR_MEMORY, "autograd: out of host memory");
+        }
+        st_status s = n->fn(n->ctx, n->nout, n->gbuf, n->nin, gin);
+        if (s != ST_OK) return s;
+        for (int k = 0; k < n->nin; k++)
+            if (gin[k] && (n->next_node[k] || n->next_leaf[k]) &&
+                check_grad(n->name, gin[k], &n->in_meta[k < ST_MAX_IN ? k : 0]) != ST_OK)
+                return st_err_kind();
+        return ST_OK;
+    }
+    if (!n->gbuf || !n->gbuf[0]) { /* nothing flowed in */
+        for (int k = 0; k < n->nin; k++) gin[k] = NULL;
+        return ST_OK;
+    }
+    return apply_op(n, n->gbuf[0], gin);
+}
+
+static st_status engine(st_tensor *const *roots, st_tensor *const *grads, int nroots,
+                        bool retain, sink *sk) {
+    st_status s = ST_OK;
+    nodelist all = {0}, ready = {0}, stack = {0};
+    st_tensor *root_g[64];
+    if (nroots > 64) return st_err(ST_ERR_VALUE, "backward: at most 64 roots");
+    bool was_disabled = grad_disabled;
+    grad_disabled = true;
+    memset(root_g, 0, sizeof root_g);
+    for (int k = 0; k < nroots && s == ST_OK; k++) {
+        st_tensor *r = roots[k];
+        if (!r->requires_grad) {
+            s = st_err(ST_ERR_RUNTIME, "element %d of tensors does not require "
+                       "grad and does not have a grad_fn", k);
+            break;
+        }
+        if (grads && grads[k]) {
+            st_meta m;
+            st_tensor_meta(r, &m);
+            if (check_grad("backward: grad_tensors", grads[k], &m) != ST_OK) {
+                s = st_err_kind();
+                break;
+            }
+            st_tensor_incref(grads[k]);
+            root_g[k] = grads[k];
+        } else {
+            if (st_tensor_numel(r) != 1) {
+                s = st_err(ST_ERR_RUNTIME, "grad can be implicitly created only "
+                           "for scalar outputs");
+                break;
+            }
+            root_g[k] = ones_like(r);
+            if (!root_g[k]) s = st_err_kind();
+        }
+    }
+    /* discover the graph, counting dependencies */
+    for (int k = 0; k < nroots && s == ST_OK; k++) {
+        st_ad_node *n = roots[k]->grad_fn;
+        if (n && !n->seen) {
+            n->seen = true;
+            s = push(&stack, n);
+            if (s == ST_OK) s = push(&all, n);
+        }
+    }
+    while (stack.n && s == ST_OK) {
+        st_ad_node *n = stack.items[--stack.n];
+        for (int k = 0; k < n->nin && s == ST_OK; k++) {
+            st_ad_node *nx = n->next_node[k];
+            if (!nx) continue;
+            nx->deps++;
+            if (!nx->seen) {
+                nx->seen = true;
+                s = push(&stack, nx);
+                if (s == ST_OK) s = push(&all, nx);
+            }
+        }
+    }
+    /* seed */
+    for (int k = 0; k < nroots && s == ST_OK; k++) {
+        if (roots[k]->grad_fn)
+            s = to_node(roots[k]->grad_fn, roots[k]->output_nr, root_g[k]);
+        else
+            s = to_leaf(sk, roots[k], root_g[k]);
+    }
+    for (int i = 0; i < all.n && s == ST_OK; i++)
+        if (all.items[i]->deps == 0) s = push(&ready, all.items[i]);
+    st_tensor **gin = NULL;
+    int gin_cap = 0;
+    while (ready.n && s == ST_OK) {
+        st_ad_node *n = ready.items[--ready.n];
+        /* a non-leaf input of grad(): its gradient is complete now */
+        for (int k = 0; !sk->accumulate && k < sk->ninputs; k++) {
+            st_tensor *t = sk->inputs[k];
+            if (t->grad_fn == n && n->gbuf && n->gbuf[t->output_nr]) {
+                st_tensor_incref(n->gbuf[t->output_nr]);
+                sk->results[k] = n->gbuf[t->output_nr];
+            }
+        }
+        if (n->nin > gin_cap) {
+            st_tensor **ng = realloc(gin, sizeof *ng * (size_t)n->nin);
+            if (!ng) {
+                s = st_err(ST_ERR_MEMORY, "autograd: out of host memory");
+                break;
+            }
+            gin = ng;
+            gin_cap = n->nin;
+        }
+        for (int k = 0; k < n->nin; k++) gin[k] = NULL;
+        s = run_node(n, gin);
+        if (n->gbuf) {
+            for (int k = 0; k < n->nout; k++) {
+                st_tensor_decref(n->gbuf[k]);
+                n->gbuf[k] = NULL;
+            }
+        }
+        if (s == ST_OK && !retain) {
+            release_saved(n);
+            n->freed = true;
+        }
+        for (int k = 0; k < n->nin; k++) {
+            if (s == ST_OK && gin[k]) {
+                if (n->next_leaf[k]) s = to_leaf(sk, n->next_leaf[k], gin[k]);
+                else if (n->next_node[k]) s = to_node(n->next_node[k], n->next_nr[k], gin[k]);
+            }
+            st_tensor_decref(gin[k]);
+            gin[k] = NULL;
+            st_ad_node *nx = n->next_node[k];
+            if (s == ST_OK && nx && --nx->deps == 0) s = push(&ready, nx);
+        }
+    }
+    /* reset engine state on every node seen, even after an error */
+    for (int i = 0; i < all.n; i++) {
+        st_ad_node *n = all.items[i];
+        n->seen = false;
+        n->deps = 0;
+        if (n->gbuf) {
+            for (int k = 0; k < n->nout; k++) st_tensor_decref(n->gbuf[k]);
+            free(n->gbuf);
+            n->gbuf = NULL;
+        }
+    }
+    for (int k = 0; k < nroots; k++) st_tensor_decref(root_g[k]);
+    free(gin);
+    free(all.items);
+    free(ready.items);
+    free(stack.items);
+    grad_disabled = was_disabled;
+    return s;
+}
+
+st_status st_ad_backward(st_tensor *const *roots, st_tensor *const *grads,
+                         int n, bool retain_graph) {
+    sink sk = {.accumulate = true};
+    return engine(roots, grads, n, retain_graph, &sk);
+}
+
+st_status st_ad_grad(st_tensor *const *outs, st_tensor *const *gouts, int n,
+                     st_tensor *const *inputs, int ninputs, bool retain_graph,
+                     bool allow_unused, st_tensor **results) {
+    for (int k = 0; k < ninputs; k++) {
+        results[k] = NULL;
+        if (!inputs[k]->requires_grad)
+            return st_err(ST_ERR_RUNTIME, "One of the differentiated Tensors "
+                          "(input %d) does not require grad", k);
+    }
+    sink sk = {.accumulate = false, .inputs = inputs, .ninputs = ninputs,
+               .results = results};
+    st_status s = engine(outs, gouts, n, retain_graph, &sk);
+    for (int k = 0; s == ST_OK && k < ninputs; k++)
+        if (!results[k] && !allow_unused)
+            s = st_err(ST_ERR_RUNTIME, "One of the differentiated Tensors "
+                       "appears to not have been used in the graph. Set "
+                       "allow_unused=True if this is the desired behavior.");
+    if (s != ST_OK)
+        for (int k = 0; k < ninputs; k++) {
+            st_tensor_decref(results[k]);
+            results[k] = NULL;
+        }
+    return s;
+}

@@ -1,0 +1,41 @@
+"""symtrace.autograd: the tape's Python face (backward, grad, grad mode,
+custom Functions / PyLayer, gradcheck)."""
+from .. import _C
+from .grad_mode import no_grad, enable_grad, set_grad_enabled, is_grad_enabled  # noqa: F401
+from .function import Function, PyLayer, FunctionCtx, PyLayerContext  # noqa: F401
+
+
+def _seq(x):
+    if x is None:
+        return None
+    if isinstance(x, _C.TensorBase):
+        return (x,)
+    return tuple(x)
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulates gradients of tensors (weighted by grad_tensors) into leaves' .grad."""
+    if create_graph:
+        raise NotImplementedError("create_graph=True (higher-order gradients) is not supported yet")
+    if inputs is not None:
+        raise NotImplementedError("backward(inputs=...) is not supported yet")
+    tensors = _seq(tensors)
+    grads = _seq(grad_tensors) or (None,) * len(tensors)
+    _C._backward(tensors, grads, bool(retain_graph))
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         allow_unused=False, is_grads_batched=False):
+    """Gradients of outputs with respect to inputs, as a tuple; .grad is untouched."""
+    if create_graph:
+        raise NotImplementedError("create_graph=True (higher-order gradients) is not supported yet")
+    outputs = _seq(outputs)
+    inputs = _seq(inputs)
+    grads = _seq(grad_outputs) or (None,) * len(outputs)
+    return _C._grad(outputs, grads, inputs, bool(retain_graph), bool(allow_unused))
+
+
+try:
+    from .gradcheck import gradcheck, GradcheckError  # noqa: F401
+except ImportError:  # pragma: no cover - written alongside
+    pass

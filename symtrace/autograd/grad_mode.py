@@ -1,0 +1,60 @@
+"""Grad mode: no_grad, enable_grad, set_grad_enabled (context managers and
+decorators, thread-local as in PyTorch)."""
+import functools
+
+from .. import _C
+
+
+def is_grad_enabled():
+    return _C._is_grad_enabled()
+
+
+class _GradMode:
+    _mode = None
+
+    def __enter__(self):
+        self._prev = _C._set_grad_enabled(self._mode)
+        return self
+
+    def __exit__(self, *exc):
+        _C._set_grad_enabled(self._prev)
+        return False
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self.__class__():
+                return fn(*args, **kwargs)
+        return wrapper
+
+
+class no_grad(_GradMode):
+    """Ops inside are not recorded on the tape (results don't require grad)."""
+    _mode = False
+
+
+class enable_grad(_GradMode):
+    """Re-enables recording inside a no_grad region."""
+    _mode = True
+
+
+class set_grad_enabled(_GradMode):
+    """set_grad_enabled(mode): as a function call it sets the mode at once;
+    as a context manager it restores the previous mode on exit."""
+
+    def __init__(self, mode):
+        self._mode = bool(mode)
+        self._prev = _C._set_grad_enabled(self._mode)
+
+    def __enter__(self):
+        return self
+
+    def __call__(self, fn):
+        _C._set_grad_enabled(self._prev)
+        mode = self._mode
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with set_grad_enabled(mode):
+                return fn(*args, **kwargs)
+        return wrapper

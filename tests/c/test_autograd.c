@@ -1,0 +1,196 @@
+/* test_autograd.c - the tape and the backward engine from C: recording,
+ * accumulation into leaves, broadcasting gradients, retain_graph and the
+ * second-backward error, in-place checks, custom nodes, grad(), and that
+ * nodes and saved tensors are released. */
+#include "st_runtime.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+#define CHECK(c, ...)                                                   \
+    do {                                                                \
+        if (!(c)) {                                                     \
+            failures++;                                                 \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);        \
+            fprintf(stderr, __VA_ARGS__);                               \
+            fprintf(stderr, " [st_err: %s]\n", st_err_msg());           \
+        }                                                               \
+    } while (0)
+
+static st_tensor *vec(int n, const float *v, bool rg) {
+    int64_t s[1] = {n};
+    st_tensor *t = st_tensor_empty(st_rt_cpu(), ST_FLOAT32, 1, s);
+    memcpy(st_tensor_data(t), v, sizeof(float) * (size_t)n);
+    t->requires_grad = rg;
+    return t;
+}
+
+static st_tensor *op2(st_op_id op, st_tensor *a, st_tensor *b) {
+    st_operand in[2] = {{.t = a}, {.t = b}};
+    st_tensor *o = NULL;
+    return st_rt_eager(op, in, 2, NULL, NULL, &o) == 1 ? o : NULL;
+}
+
+static st_tensor *sum_all(st_tensor *a) {
+    st_operand in = {.t = a};
+    st_attrs at;
+    memset(&at, 0, sizeof at);
+    st_tensor *o = NULL;
+    return st_rt_eager(ST_OP_SUM, &in, 1, &at, NULL, &o) == 1 ? o : NULL;
+}
+
+static float at(const st_tensor *t, int i) { return ((const float *)st_tensor_data(t))[i]; }
+
+static void test_basic(void) {
+    float av[3] = {1, 2, 3}, bv[3] = {4, 5, 6};
+    st_tensor *a = vec(3, av, true), *b = vec(3, bv, true);
+    st_tensor *ab = op2(ST_OP_MUL, a, b);
+    st_tensor *y = op2(ST_OP_ADD, ab, a);
+    st_tensor *l = sum_all(y);
+    CHECK(l && l->grad_fn && l->requires_grad, "recorded");
+    CHECK(l && !strcmp(st_ad_node_name(l->grad_fn), "SumBackward0"), "node name %s",
+          l && l->grad_fn ? st_ad_node_name(l->grad_fn) : "-");
+    CHECK(st_ad_backward(&l, NULL, 1, true) == ST_OK, "backward");
+    for (int i = 0; i < 3 && a->grad && b->grad; i++) {
+        CHECK(at(a->grad, i) == bv[i] + 1, "a.grad[%d] = %g", i, at(a->grad, i));
+        CHECK(at(b->grad, i) == av[i], "b.grad[%d] = %g", i, at(b->grad, i));
+    }
+    /* retained: a second backward accumulates */
+    CHECK(st_ad_backward(&l, NULL, 1, false) == ST_OK, "second backward (retained)");
+    CHECK(a->grad && at(a->grad, 0) == 2 * (bv[0] + 1), "accumulated %g",
+          a->grad ? at(a->grad, 0) : -1);
+    /* freed now */
+    st_err_clear();
+    CHECK(st_ad_backward(&l, NULL, 1, false) != ST_OK &&
+          strstr(st_err_msg(), "second time"), "third backward refused");
+    st_tensor_decref(l);
+    st_tensor_decref(y);
+    st_tensor_decref(ab);
+    st_tensor_decref(a);
+    st_tensor_decref(b);
+}
+
+static void test_broadcast_and_grad(void) {
+    float av[1] = {2}, bv[3] = {1, 2, 3};
+    st_tensor *a = vec(1, av, true), *b = vec(3, bv, true);
+    st_tensor *y = op2(ST_OP_MUL, a, b);
+    st_tensor *l = sum_all(y);
+    st_tensor *res[2] = {NULL, NULL};
+    st_tensor *ins[2] = {a, b};
+    CHECK(st_ad_grad(&l, NULL, 1, ins, 2, false, false, res) == ST_OK, "grad()");
+    CHECK(res[0] && res[0]->ndim == 1 && res[0]->shape[0] == 1 && at(res[0], 0) == 6,
+          "broadcast grad reduced to [1]: %g", res[0] ? at(res[0], 0) : -1);
+    CHECK(res[1] && at(res[1], 2) == 2, "grad of b");
+    CHECK(!a->grad && !b->grad, "grad() leaves .grad alone");
+    st_tensor_decref(res[0]);
+    st_tensor_decref(res[1]);
+    st_tensor_decref(l);
+    st_tensor_decref(y);
+    st_tensor_decref(a);
+    st_tensor_decref(b);
+}
+
+static void test_inplace_checks(void) {
+    float av[2] = {1, 2};
+    st_tensor *a = vec(2, av, true);
+    st_operand in[2] = {{.t = a}, {.sdtype = ST_FLOAT64, .f = 1}};
+    st_tensor *given[ST_MAX_OUT] = {a}, *out = NULL;
+    st_err_clear();
+    CHECK(st_rt_eager(ST_OP_ADD, in, 2, NULL, given, &out) < 0 &&
+          strstr(st_err_msg(), "leaf Variable"), "in-place on a leaf refused");
+    /* modifying a saved tensor is caught at backward */
+    st_tensor *e = NULL;
+    st_operand ea = {.t = a};
+    st_rt_eager(ST_OP_EXP, &ea, 1, NULL, NULL, &e); /* saves its output */
+    st_tensor *l = sum_all(e);
+    st_ad_set_grad_enabled(false);
+    st_operand ei[2] = {{.t = e}, {.sdtype = ST_FLOAT64, .f = 1}};
+    st_tensor *ge[ST_MAX_OUT] = {e};
+    CHECK(st_rt_eager(ST_OP_ADD, ei, 2, NULL, ge, &out) == 1, "no-grad in-place");
+    st_tensor_decref(out);
+    st_ad_set_grad_enabled(true);
+    st_err_clear();
+    CHECK(st_ad_backward(&l, NULL, 1, false) != ST_OK &&
+          strstr(st_err_msg(), "modified by an inplace operation"),
+          "saved tensor modified");
+    st_tensor_decref(l);
+    st_tensor_decref(e);
+    st_tensor_decref(a);
+}
+
+static int custom_calls;
+static st_status twice(void *ctx, int nout, st_tensor *const *gout, int nin,
+                       st_tensor **gin) {
+    custom_calls++;
+    gin[0] = op2(ST_OP_ADD, gout[0], gout[0]);
+    return gin[0] ? ST_OK : st_err_kind();
+}
+
+static void test_custom(void) {
+    float av[2] = {1, 2};
+    st_tensor *a = vec(2, av, true);
+    st_tensor *y = NULL;
+    st_operand ya = {.t = a};
+    st_ad_set_grad_enabled(false);
+    st_rt_eager(ST_OP_COPY, &ya, 1, NULL, NULL, &y);
+    st_ad_set_grad_enabled(true);
+    st_ad_node *n = st_ad_custom_node("TwiceBackward", twice, NULL, NULL, 1, &a, 1, &y);
+    st_ad_node_decref(n);
+    CHECK(y->grad_fn && y->requires_grad, "custom node attached");
+    st_tensor *l = sum_all(y);
+    CHECK(st_ad_backward(&l, NULL, 1, false) == ST_OK, "backward through custom");
+    CHECK(custom_calls == 1 && a->grad && at(a->grad, 1) == 2, "custom grad");
+    st_tensor_decref(l);
+    st_tensor_decref(y);
+    st_tensor_decref(a);
+}
+
+static void test_release(void) {
+    st_ad_stats s0, s1;
+    st_ad_stats_get(&s0);
+    st_allocator *al = st_alloc_for(st_rt_cpu());
+    st_alloc_stats m0, m1;
+    float v[4] = {1, 2, 3, 4};
+    st_tensor *w = vec(4, v, true);
+    st_alloc_stats_get(al, &m0);
+    for (int step = 0; step < 3; step++) {
+        st_tensor *h = w;
+        st_tensor_incref(h);
+        for (int i = 0; i < 200; i++) { /* a long chain */
+            st_operand in[2] = {{.t = h}, {.sdtype = ST_FLOAT64, .f = 1.001}};
+            st_tensor *o = NULL;
+            st_rt_eager(ST_OP_MUL, in, 2, NULL, NULL, &o);
+            st_tensor_decref(h);
+            h = o;
+        }
+        st_tensor *l = sum_all(h);
+        st_tensor_decref(h);
+        CHECK(st_ad_backward(&l, NULL, 1, false) == ST_OK, "chain backward");
+        st_tensor_decref(l);
+        st_tensor_decref(w->grad);
+        w->grad = NULL;
+    }
+    st_ad_stats_get(&s1);
+    st_alloc_stats_get(al, &m1);
+    CHECK(s1.nodes_alive == s0.nodes_alive, "nodes released (%lld -> %lld)",
+          (long long)s0.nodes_alive, (long long)s1.nodes_alive);
+    CHECK(m1.allocated_bytes == m0.allocated_bytes, "memory back to start (%lld -> %lld)",
+          (long long)m0.allocated_bytes, (long long)m1.allocated_bytes);
+    st_tensor_decref(w);
+}
+
+int main(void) {
+    test_basic();
+    test_broadcast_and_grad();
+    test_inplace_checks();
+    test_custom();
+    test_release();
+    if (failures) {
+        fprintf(stderr, "test_autograd: %d failure(s)\n", failures);
+        return 1;
+    }
+    printf("test_autograd: ok\n");
+    return 0;
+}
