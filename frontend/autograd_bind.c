@@ -331,6 +331,7 @@ static PyObject *f_make_subclass(PyObject *m, PyObject *args) {
     st_tensor *a = st_tensor_view_of(t, t->ndim, t->shape, t->strides, t->offset);
     if (!a) return st_fe_raise();
     a->requires_grad = rg;
+    a->is_view = false; /* a Parameter is its own tensor, not a view */
     PyTypeObject *tp = (PyTypeObject *)cls;
     st_fe_tensor_obj *o = (st_fe_tensor_obj *)tp->tp_alloc(tp, 0);
     if (!o) {

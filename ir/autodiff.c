@@ -442,11 +442,9 @@ static void r_binary(ad *c, rule *r)
         break;
     case ST_OP_POW: {
         if (da) { /* where(b == 0, 0, g b a^(b-1)) */
-            int bm1;
-            if (c->g->values[b].kind == ST_VAL_CONST)
-                bm1 = F(c, c->g->values[b].fconst - 1.0);
-            else
-                bm1 = sub(c, b, F(c, 1.0));
+            /* b - 1 as a statement even for a scalar b: a scalar's value
+             * is bound per call, never baked into the cached program */
+            int bm1 = sub(c, b, F(c, 1.0));
             int t = mul(c, mul(c, g, b), E2(c, ST_OP_POW, a, bm1));
             ga = E3(c, ST_OP_WHERE, E2(c, ST_OP_EQ, b, F(c, 0.0)),
                     F(c, 0.0), t);

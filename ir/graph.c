@@ -373,9 +373,9 @@ st_status st_ir_reinfer(st_graph *g)
                               def->name, k);
         st_meta outs[ST_MAX_OUT];
         int nout = 0;
+        /* the op's own message names the op and its operands: keep it */
         if (infer_stmt(g, s->op, s->in, s->nin, &s->attrs, outs, &nout) != ST_OK)
-            return st_err(st_err_kind(), "reinfer: SIR_%d: statement %d: %s",
-                          g->id, si, st_err_msg());
+            return st_err_kind();
         if (nout != s->nout)
             return st_err(ST_ERR_RUNTIME, "reinfer: SIR_%d: statement %d (%s) "
                           "now infers %d results, had %d", g->id, si,

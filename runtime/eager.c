@@ -259,6 +259,17 @@ int st_rt_eager(st_op_id op, const st_operand *in, int nin,
                               "gradient would be wrong); clone() it first",
                               st_op(op)->name), -1;
         }
+        /* without base tracking (PyTorch's CopySlices) a tracked value
+         * written into a view of an untracked tensor would leave the base
+         * without history: refuse it rather than lose gradients */
+        for (int k = 0; rec && k < ST_MAX_OUT; k++)
+            if (given[k] && !given[k]->requires_grad && given[k]->is_view)
+                return st_err(ST_ERR_RUNTIME,
+                              "%s: writing a tensor that requires grad into a "
+                              "view of a tensor that does not is not supported "
+                              "(the base would not record the gradient); build "
+                              "the result with cat/where/masked_fill, or write "
+                              "under no_grad", st_op(op)->name), -1;
         /* an operand the VJP reads but the in-place result overwrites is
          * computed from (and saved as) a copy */
         if (rec) {

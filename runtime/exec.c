@@ -111,7 +111,17 @@ static st_status bind_inputs(st_kprog *p, st_tensor **vals) {
             changed = true;
         }
     }
-    return changed ? st_ir_reinfer(g) : ST_OK;
+    if (!changed) return ST_OK;
+    st_status s = st_ir_reinfer(g);
+    if (s != ST_OK) {
+        /* the stored metas are now those of a failed call: poison them so
+         * the next call infers again instead of trusting them */
+        for (int k = 0; k < g->ninputs; k++) {
+            st_meta *m = &g->values[g->inputs[k]].meta;
+            for (int d = 0; d < m->ndim; d++) m->shape[d] = -1;
+        }
+    }
+    return s;
 }
 
 static st_status exec_impl(st_kprog *p, st_backend *be, void *compiled,

@@ -106,6 +106,7 @@ typedef struct st_tensor {
     struct st_tensor *grad;    /* owned; accumulated by backward */
     struct st_ad_node *grad_fn;
     int output_nr;
+    bool is_view;              /* made by st_tensor_view_of (shares a base) */
     /* back pointer to the Python wrapper (not owned), for identity */
     void *pyobj;
 } st_tensor;

@@ -193,6 +193,7 @@ st_tensor *st_tensor_view_of(st_tensor *base, int ndim, const int64_t *shape,
         return NULL;
     }
     t->refcount = 1;
+    t->is_view = true;
     t->storage = base->storage;
     st_storage_incref(base->storage);
     t->offset = offset;

@@ -334,3 +334,13 @@ def test_fuzz_random_calls():
             r.returncode, -r.returncode if r.returncode < 0 else "-", tail, r.stdout[-2000:]))
     assert r.returncode == 0, "fuzz: exceptions of a type other than the allowed ones\n" + r.stdout[-6000:]
     assert "FUZZ OK" in r.stdout, r.stdout[-2000:]
+
+
+def test_repeated_bad_call_raises_every_time():
+    """A failed shape check must not leave the cached program trusting the bad
+    shapes: the same bad call raises again (it once ran the kernel instead)."""
+    assert tuple((st.zeros(2, 3) @ st.zeros(3, 5)).shape) == (2, 5)
+    for _ in range(3):
+        with pytest.raises(RuntimeError, match=r"2x3 and 4x5"):
+            st.zeros(2, 3) @ st.zeros(4, 5)
+    assert tuple((st.zeros(2, 3) @ st.zeros(3, 5)).shape) == (2, 5)
