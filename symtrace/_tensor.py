@@ -68,7 +68,25 @@ class Tensor(_C.TensorBase):
         extra = "" if self.dtype in (float32, int64, bool_) else f", dtype={self.dtype}"
         if self.numel() == 0:
             extra = f", size={tuple(self.shape)}" + extra
+        if self.grad_fn is not None:
+            extra += f", grad_fn=<{self.grad_fn.name()}>"
+        elif self.requires_grad:
+            extra += ", requires_grad=True"
         return f"tensor({body}{extra})"
+
+    def __deepcopy__(self, memo):
+        """A copy of the data (a leaf), keeping requires_grad, as torch does for leaves."""
+        if not self.is_leaf:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support "
+                               "the deepcopy protocol at the moment.")
+        if id(self) in memo:
+            return memo[id(self)]
+        from .autograd import no_grad
+        with no_grad():
+            r = self.clone()
+        r.requires_grad_(self.requires_grad)
+        memo[id(self)] = r
+        return r
 
     def __len__(self):
         return self.shape[0] if self.dim() else _C.TensorBase.__len__(self)

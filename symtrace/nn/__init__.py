@@ -1,2 +1,10 @@
-"""symtrace.nn: layers come with the autograd issue; functional is here."""
+"""symtrace.nn: layers (Module and its subclasses, torch.nn's names),
+Parameter, init, functional and utils."""
 from . import functional  # noqa: F401
+from . import init  # noqa: F401
+from .parameter import Parameter  # noqa: F401
+from .modules import *  # noqa: F401,F403
+from .modules import (Module, Linear, Identity, Embedding, LayerNorm, Dropout, ReLU, GELU, Tanh,  # noqa: F401
+                      Sigmoid, Softmax, LogSoftmax, MultiheadAttention, Sequential, ModuleList, ModuleDict,
+                      CrossEntropyLoss, MSELoss, TransformerEncoderLayer, TransformerEncoder)
+from . import utils  # noqa: F401

@@ -87,3 +87,178 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if spatial is not None and reduction == "none":
         r = r.reshape(spatial)
     return r
+
+
+# ---------------- losses, attention (composed of the ops above) ----------------
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """mse_loss(input, target, reduction='mean'|'sum'|'none') = (input - target)^2."""
+    _check_tensor(input, "mse_loss")
+    _check_tensor(target, "mse_loss", "target")
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    d = input - target
+    r = d * d
+    if reduction == "mean":
+        return r.mean()
+    if reduction == "sum":
+        return r.sum()
+    return r
+
+
+def _canonical_mask(mask, mask_name, other_type, other_name, target_type, check_other=True):
+    """A bool mask (True = not allowed) becomes an additive float mask (-inf / 0);
+    a float mask is returned as is (torch.nn.functional._canonical_mask)."""
+    if mask is None:
+        return None
+    _check_tensor(mask, mask_name, mask_name)
+    if mask.dtype is _ops.bool_:
+        return _ops.zeros(mask.shape, dtype=target_type).masked_fill(mask, float("-inf"))
+    if not mask.dtype.is_floating_point:
+        raise AssertionError(f"only bool and floating types of {mask_name} are supported")
+    return mask
+
+
+def _causal_mask(L, S, dtype):
+    """[L, S] additive mask: -inf above the diagonal."""
+    i = _ops.arange(L).reshape(L, 1)
+    j = _ops.arange(S).reshape(1, S)
+    return _ops.zeros((L, S), dtype=dtype).masked_fill(j > i, float("-inf"))
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+                                 is_causal=False, scale=None, enable_gqa=False):
+    """softmax(q @ k^T * scale + mask) @ v over the last two dims (torch's SDPA):
+    a bool attn_mask marks with True the positions that TAKE PART in attention;
+    a float one is added to the scores."""
+    import math
+    L, S = query.shape[-2], key.shape[-2]
+    scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    scores = _ops.matmul(query, key.transpose(-2, -1)) * scale_factor
+    if is_causal:
+        if attn_mask is not None:
+            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
+                               "when is_causal=True")
+        scores = scores + _causal_mask(L, S, scores.dtype)
+    if attn_mask is not None:
+        if attn_mask.dtype is _ops.bool_:
+            scores = scores.masked_fill(attn_mask.logical_not(), float("-inf"))
+        else:
+            scores = scores + attn_mask
+    attn = softmax(scores, -1)
+    if dropout_p > 0.0:
+        attn = dropout(attn, dropout_p, True)
+    return _ops.matmul(attn, value)
+
+
+def _in_projection_packed(q, k, v, w, b=None):
+    E = q.shape[-1]
+    if k is v and q is k:  # self-attention: one matmul for q, k and v
+        proj = linear(q, w, b)
+        return proj.chunk(3, -1)
+    w_q, w_k, w_v = w.chunk(3)
+    b_q, b_k, b_v = (None, None, None) if b is None else b.chunk(3)
+    if k is v:
+        w_kv = w.split([E, 2 * E])[1]
+        b_kv = None if b is None else b.split([E, 2 * E])[1]
+        kv = linear(k, w_kv, b_kv).chunk(2, -1)
+        return (linear(q, w_q, b_q),) + tuple(kv)
+    return linear(q, w_q, b_q), linear(k, w_k, b_k), linear(v, w_v, b_v)
+
+
+def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads, in_proj_weight,
+                                 in_proj_bias, bias_k, bias_v, add_zero_attn, dropout_p,
+                                 out_proj_weight, out_proj_bias, training=True, key_padding_mask=None,
+                                 need_weights=True, attn_mask=None, use_separate_proj_weight=False,
+                                 q_proj_weight=None, k_proj_weight=None, v_proj_weight=None,
+                                 static_k=None, static_v=None, average_attn_weights=True,
+                                 is_causal=False):
+    """torch.nn.functional.multi_head_attention_forward for inputs [L, N, E] (or
+    unbatched [L, E]); bool masks: True = not allowed, float masks are added."""
+    import math
+    if bias_k is not None or bias_v is not None or add_zero_attn or use_separate_proj_weight \
+            or static_k is not None or static_v is not None:
+        raise NotImplementedError("multi_head_attention_forward: bias_k/bias_v, add_zero_attn, "
+                                  "separate projection weights and static_k/v are not supported")
+    is_batched = query.dim() == 3
+    if not is_batched:
+        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+    tgt_len, bsz, embed_dim = query.shape
+    src_len = key.shape[0]
+    if embed_dim != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}")
+    if key.shape[:2] != value.shape[:2]:
+        raise AssertionError(f"key shape {tuple(key.shape)} does not match value shape {tuple(value.shape)}")
+    key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", None, "attn_mask", query.dtype)
+    if is_causal and attn_mask is None:
+        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer "
+                           "module method `generate_square_subsequent_mask` to create this mask.")
+    attn_mask = _canonical_mask(attn_mask, "attn_mask", None, "", query.dtype)
+    head_dim = embed_dim // num_heads
+    if head_dim * num_heads != embed_dim:
+        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+
+    q, k, v = _in_projection_packed(query, key, value, in_proj_weight, in_proj_bias)
+
+    if attn_mask is not None:
+        if attn_mask.dim() == 2:
+            if tuple(attn_mask.shape) != (tgt_len, src_len):
+                raise RuntimeError(f"The shape of the 2D attn_mask is {tuple(attn_mask.shape)}, but should "
+                                   f"be {(tgt_len, src_len)}.")
+            attn_mask = attn_mask.unsqueeze(0)
+        elif attn_mask.dim() == 3:
+            if tuple(attn_mask.shape) != (bsz * num_heads, tgt_len, src_len):
+                raise RuntimeError(f"The shape of the 3D attn_mask is {tuple(attn_mask.shape)}, but should "
+                                   f"be {(bsz * num_heads, tgt_len, src_len)}.")
+        else:
+            raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
+
+    # [L, N, E] -> [N*H, L, hd]
+    q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
+    k = k.reshape(src_len, bsz * num_heads, head_dim).transpose(0, 1)
+    v = v.reshape(src_len, bsz * num_heads, head_dim).transpose(0, 1)
+
+    if key_padding_mask is not None:
+        if tuple(key_padding_mask.shape) != (bsz, src_len):
+            raise AssertionError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but got "
+                                 f"{tuple(key_padding_mask.shape)}")
+        key_padding_mask = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(
+            bsz, num_heads, 1, src_len).reshape(bsz * num_heads, 1, src_len)
+        attn_mask = key_padding_mask if attn_mask is None else attn_mask + key_padding_mask
+
+    if not training:
+        dropout_p = 0.0
+
+    if need_weights:
+        q_scaled = q * math.sqrt(1.0 / float(head_dim))
+        w = _ops.matmul(q_scaled, k.transpose(-2, -1))
+        if attn_mask is not None:
+            w = w + attn_mask
+        w = softmax(w, -1)
+        if dropout_p > 0.0:
+            w = dropout(w, dropout_p)
+        out = _ops.matmul(w, v)                                   # [N*H, L, hd]
+        out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+        out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
+        w = w.reshape(bsz, num_heads, tgt_len, src_len)
+        if average_attn_weights:
+            w = w.mean(1)
+        if not is_batched:
+            out, w = out.squeeze(1), w.squeeze(0)
+        return out, w
+
+    if attn_mask is not None:
+        if attn_mask.shape[0] == 1 and attn_mask.dim() == 3:
+            attn_mask = attn_mask.unsqueeze(0)
+        else:
+            attn_mask = attn_mask.reshape(bsz, num_heads, -1, src_len)
+    q = q.reshape(bsz, num_heads, tgt_len, head_dim)
+    k = k.reshape(bsz, num_heads, src_len, head_dim)
+    v = v.reshape(bsz, num_heads, src_len, head_dim)
+    out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, False)
+    out = out.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
+    out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
+    if not is_batched:
+        out = out.squeeze(1)
+    return out, None

@@ -1,0 +1,132 @@
+"""Activations (ReLU, GELU, Tanh, Softmax) and MultiheadAttention (torch.nn)."""
+from ... import _ops
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter
+from .linear import NonDynamicallyQuantizableLinear
+from .module import Module
+
+
+class ReLU(Module):
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.relu(input)
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
+
+
+class GELU(Module):
+    def __init__(self, approximate="none"):
+        super().__init__()
+        self.approximate = approximate
+
+    def forward(self, input):
+        return F.gelu(input, approximate=self.approximate)
+
+    def extra_repr(self):
+        return f"approximate={self.approximate!r}"
+
+
+class Tanh(Module):
+    def forward(self, input):
+        return F.tanh(input)
+
+
+class Sigmoid(Module):
+    def forward(self, input):
+        return F.sigmoid(input)
+
+
+class Softmax(Module):
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        dim = self.dim
+        if dim is None:  # torch's legacy implicit dim
+            dim = 0 if input.dim() in (0, 1, 3) else 1
+        return F.softmax(input, dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class LogSoftmax(Softmax):
+    def forward(self, input):
+        dim = self.dim
+        if dim is None:
+            dim = 0 if input.dim() in (0, 1, 3) else 1
+        return F.log_softmax(input, dim)
+
+
+class MultiheadAttention(Module):
+    """torch.nn.MultiheadAttention (kdim = vdim = embed_dim): packed in_proj_weight
+    [3E, E] ~ xavier_uniform_, in_proj_bias zeros, out_proj Linear(E, E) with a
+    zero bias. forward(query, key, value, key_padding_mask=None, need_weights=True,
+    attn_mask=None, average_attn_weights=True, is_causal=False)
+    -> (attn_output, attn_weights or None)."""
+
+    def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False, add_zero_attn=False,
+                 kdim=None, vdim=None, batch_first=False, device=None, dtype=None):
+        super().__init__()
+        if embed_dim <= 0 or num_heads <= 0:
+            raise ValueError(f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} "
+                             f"and num_heads={num_heads} instead")
+        self.embed_dim = embed_dim
+        self.kdim = kdim if kdim is not None else embed_dim
+        self.vdim = vdim if vdim is not None else embed_dim
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
+        if not self._qkv_same_embed_dim or add_bias_kv or add_zero_attn:
+            raise NotImplementedError("MultiheadAttention: kdim/vdim != embed_dim, add_bias_kv and "
+                                      "add_zero_attn are not supported")
+        self.num_heads = num_heads
+        self.dropout = dropout
+        self.batch_first = batch_first
+        self.head_dim = embed_dim // num_heads
+        if self.head_dim * num_heads != embed_dim:
+            raise AssertionError("embed_dim must be divisible by num_heads")
+        self.in_proj_weight = Parameter(_ops.empty(3 * embed_dim, embed_dim, dtype=dtype))
+        self.register_parameter("q_proj_weight", None)
+        self.register_parameter("k_proj_weight", None)
+        self.register_parameter("v_proj_weight", None)
+        if bias:
+            self.in_proj_bias = Parameter(_ops.empty(3 * embed_dim, dtype=dtype))
+        else:
+            self.register_parameter("in_proj_bias", None)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, dtype=dtype)
+        self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
+        self._reset_parameters()
+
+    def _reset_parameters(self):
+        init.xavier_uniform_(self.in_proj_weight)
+        if self.in_proj_bias is not None:
+            init.constant_(self.in_proj_bias, 0.0)
+            init.constant_(self.out_proj.bias, 0.0)
+
+    def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
+                average_attn_weights=True, is_causal=False):
+        is_batched = query.dim() == 3
+        if self.batch_first and is_batched:
+            if key is value:
+                if query is key:
+                    query = key = value = query.transpose(1, 0)
+                else:
+                    query, key = (x.transpose(1, 0) for x in (query, key))
+                    value = key
+            else:
+                query, key, value = (x.transpose(1, 0) for x in (query, key, value))
+        out, w = F.multi_head_attention_forward(
+            query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight, self.in_proj_bias,
+            self.bias_k, self.bias_v, self.add_zero_attn, self.dropout, self.out_proj.weight,
+            self.out_proj.bias, training=self.training, key_padding_mask=key_padding_mask,
+            need_weights=need_weights, attn_mask=attn_mask, average_attn_weights=average_attn_weights,
+            is_causal=is_causal)
+        if self.batch_first and is_batched:
+            return out.transpose(1, 0), w
+        return out, w

@@ -1,0 +1,517 @@
+"""symtrace.nn.Module: the base class of layers, as torch.nn.Module: attribute
+registration of parameters, buffers and submodules, traversal, state_dict
+save/load, train/eval, dtype conversion, zero_grad, repr and deep copy."""
+import copy
+import itertools
+from collections import OrderedDict, namedtuple
+
+from ... import _C
+from ..._dtype import float32, float64, float16, bfloat16, dtype as _dtype_type
+from ..parameter import Parameter, _no_grad
+
+__all__ = ["Module"]
+
+
+class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    __slots__ = ()
+
+    def __repr__(self):
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return super().__repr__()
+
+    __str__ = __repr__
+
+
+def _addindent(s, num_spaces):
+    lines = s.split("\n")
+    if len(lines) == 1:
+        return s
+    first = lines.pop(0)
+    return first + "\n" + "\n".join((num_spaces * " ") + line for line in lines)
+
+
+def _is_tensor(x):
+    return isinstance(x, _C.TensorBase)
+
+
+def _shape_str(t):
+    return "[" + ", ".join(str(d) for d in t.shape) + "]"
+
+
+def _deepcopy_value(v, memo):
+    """copy.deepcopy that also copies plain Tensors (detached clones, shared
+    through memo) and dicts/lists holding them."""
+    if id(v) in memo:
+        return memo[id(v)]
+    if _is_tensor(v) and not hasattr(type(v), "__deepcopy__"):
+        r = v.detach().clone()
+        memo[id(v)] = r
+        return r
+    if type(v) in (dict, OrderedDict):
+        r = type(v)()
+        memo[id(v)] = r
+        for k, x in v.items():
+            r[k] = _deepcopy_value(x, memo)
+        return r
+    if type(v) is list:
+        r = []
+        memo[id(v)] = r
+        r.extend(_deepcopy_value(x, memo) for x in v)
+        return r
+    return copy.deepcopy(v, memo)
+
+
+class Module:
+    """Base class for all neural network modules (torch.nn.Module)."""
+
+    training: bool
+    _version = 1
+
+    def __init__(self, *args, **kwargs):
+        if args or kwargs:
+            raise TypeError(f"{type(self).__name__}.__init__() got unexpected arguments")
+        object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_non_persistent_buffers_set", set())
+        object.__setattr__(self, "_modules", OrderedDict())
+
+    def forward(self, *input):
+        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    # ---------------- registration ----------------
+    def _check_name(self, name, kind):
+        if "_parameters" not in self.__dict__:
+            raise AttributeError(f"cannot assign {kind} before Module.__init__() call")
+        if not isinstance(name, str):
+            raise TypeError(f"{kind} name should be a string. Got {type(name).__name__}")
+        if name == "":
+            raise KeyError(f'{kind} name can\'t be empty string ""')
+        if "." in name:
+            raise KeyError(f'{kind} name can\'t contain "."')
+
+    def register_buffer(self, name, tensor, persistent=True):
+        """Adds a buffer (state that is not a parameter); persistent=False keeps
+        it out of state_dict."""
+        self._check_name(name, "buffer")
+        if hasattr(self, name) and name not in self._buffers:
+            raise KeyError(f"attribute '{name}' already exists")
+        if tensor is not None and not _is_tensor(tensor):
+            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
+                            "(symtrace Tensor or None required)")
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent_buffers_set.discard(name)
+        else:
+            self._non_persistent_buffers_set.add(name)
+
+    def register_parameter(self, name, param):
+        self._check_name(name, "parameter")
+        if hasattr(self, name) and name not in self._parameters:
+            raise KeyError(f"attribute '{name}' already exists")
+        if param is None:
+            self._parameters[name] = None
+            return
+        if not isinstance(param, Parameter):
+            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
+                            "(symtrace.nn.Parameter or None required)")
+        if getattr(param, "grad_fn", None) is not None:
+            raise ValueError(f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters "
+                             "must be created explicitly.")
+        self._parameters[name] = param
+
+    def add_module(self, name, module):
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        self._check_name(name, "module")
+        if hasattr(self, name) and name not in self._modules:
+            raise KeyError(f"attribute '{name}' already exists")
+        self._modules[name] = module
+
+    register_module = add_module
+
+    def get_submodule(self, target):
+        if target == "":
+            return self
+        mod = self
+        for item in target.split("."):
+            if not hasattr(mod, item):
+                raise AttributeError(mod._get_name() + " has no attribute `" + item + "`")
+            mod = getattr(mod, item)
+            if not isinstance(mod, Module):
+                raise AttributeError("`" + item + "` is not an nn.Module")
+        return mod
+
+    def get_parameter(self, target):
+        mod_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(mod_path)
+        if name not in mod._parameters:
+            raise AttributeError(mod._get_name() + " has no parameter `" + name + "`")
+        return mod._parameters[name]
+
+    def __getattr__(self, name):
+        d = self.__dict__
+        for kind in ("_parameters", "_buffers", "_modules"):
+            table = d.get(kind)
+            if table is not None and name in table:
+                return table[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __setattr__(self, name, value):
+        def remove_from(*dicts_or_sets):
+            for d in dicts_or_sets:
+                if name in d:
+                    if isinstance(d, dict):
+                        del d[name]
+                    else:
+                        d.discard(name)
+
+        params = self.__dict__.get("_parameters")
+        if isinstance(value, Parameter):
+            if params is None:
+                raise AttributeError("cannot assign parameters before Module.__init__() call")
+            remove_from(self.__dict__, self._buffers, self._modules, self._non_persistent_buffers_set)
+            self.register_parameter(name, value)
+        elif params is not None and name in params:
+            if value is not None:
+                raise TypeError(f"cannot assign '{type(value).__name__}' as parameter '{name}' "
+                                "(symtrace.nn.Parameter or None expected)")
+            self.register_parameter(name, value)
+        else:
+            modules = self.__dict__.get("_modules")
+            if isinstance(value, Module):
+                if modules is None:
+                    raise AttributeError("cannot assign module before Module.__init__() call")
+                remove_from(self.__dict__, self._parameters, self._buffers, self._non_persistent_buffers_set)
+                modules[name] = value
+            elif modules is not None and name in modules:
+                if value is not None:
+                    raise TypeError(f"cannot assign '{type(value).__name__}' as child module '{name}' "
+                                    "(symtrace.nn.Module or None expected)")
+                modules[name] = value
+            else:
+                buffers = self.__dict__.get("_buffers")
+                if buffers is not None and name in buffers:
+                    if value is not None and not _is_tensor(value):
+                        raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "
+                                        "(symtrace.Tensor or None expected)")
+                    buffers[name] = value
+                else:
+                    object.__setattr__(self, name, value)
+
+    def __delattr__(self, name):
+        if name in self._parameters:
+            del self._parameters[name]
+        elif name in self._buffers:
+            del self._buffers[name]
+            self._non_persistent_buffers_set.discard(name)
+        elif name in self._modules:
+            del self._modules[name]
+        else:
+            object.__delattr__(self, name)
+
+    def __dir__(self):
+        attrs = dir(self.__class__) + list(self.__dict__.keys())
+        keys = attrs + list(self._parameters) + list(self._modules) + list(self._buffers)
+        keys = [k for k in keys if not k[0].isdigit()]
+        return sorted(set(keys))
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+    def __deepcopy__(self, memo):
+        cls = type(self)
+        new = cls.__new__(cls)
+        memo[id(self)] = new
+        for k, v in self.__dict__.items():
+            object.__setattr__(new, k, _deepcopy_value(v, memo))
+        return new
+
+    # ---------------- traversal ----------------
+    def _named_members(self, get_members_fn, prefix="", recurse=True, remove_duplicate=True):
+        memo = set()
+        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse \
+            else [(prefix, self)]
+        for module_prefix, module in modules:
+            for k, v in get_members_fn(module):
+                if v is None or id(v) in memo:
+                    continue
+                if remove_duplicate:
+                    memo.add(id(v))
+                yield module_prefix + ("." if module_prefix else "") + k, v
+
+    def parameters(self, recurse=True):
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+        return self._named_members(lambda m: m._parameters.items(), prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse=True):
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
+        return self._named_members(lambda m: m._buffers.items(), prefix, recurse, remove_duplicate)
+
+    def children(self):
+        for _, m in self.named_children():
+            yield m
+
+    def named_children(self):
+        memo = set()
+        for name, module in self._modules.items():
+            if module is not None and id(module) not in memo:
+                memo.add(id(module))
+                yield name, module
+
+    def modules(self):
+        for _, m in self.named_modules():
+            yield m
+
+    def named_modules(self, memo=None, prefix="", remove_duplicate=True):
+        if memo is None:
+            memo = set()
+        if id(self) in memo:
+            return
+        if remove_duplicate:
+            memo.add(id(self))
+        yield prefix, self
+        for name, module in self._modules.items():
+            if module is None:
+                continue
+            sub = prefix + ("." if prefix else "") + name
+            yield from module.named_modules(memo, sub, remove_duplicate)
+
+    # ---------------- modes ----------------
+    def train(self, mode=True):
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        self.training = mode
+        for m in self.children():
+            m.train(mode)
+        return self
+
+    def eval(self):
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad=True):
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none=True):
+        """Resets every parameter's .grad: to None (default) or to zeros in place."""
+        for p in self.parameters():
+            if p.grad is not None:
+                if set_to_none:
+                    p.grad = None
+                else:
+                    with _no_grad():
+                        p.grad.zero_()
+
+    def apply(self, fn):
+        for m in self.children():
+            m.apply(fn)
+        fn(self)
+        return self
+
+    # ---------------- conversion ----------------
+    def _apply(self, fn, _memo=None):
+        """Replaces every parameter by Parameter(fn(p)) and every buffer by fn(b)
+        (grads converted too), recursively; a parameter or buffer shared by
+        several modules stays shared."""
+        memo = {} if _memo is None else _memo
+        for m in self.children():
+            m._apply(fn, memo)
+        for key, p in self._parameters.items():
+            if p is None:
+                continue
+            if id(p) in memo:
+                self._parameters[key] = memo[id(p)][1]
+                continue
+            with _no_grad():
+                new = fn(p)
+            if new is p:
+                memo[id(p)] = (p, p)
+                continue
+            new_p = Parameter(new, p.requires_grad)
+            if p.grad is not None:
+                with _no_grad():
+                    new_p.grad = fn(p.grad)
+            memo[id(p)] = (p, new_p)  # keeps p alive so its id is not reused
+            self._parameters[key] = new_p
+        for key, b in self._buffers.items():
+            if b is None:
+                continue
+            if id(b) not in memo:
+                with _no_grad():
+                    memo[id(b)] = (b, fn(b))
+            self._buffers[key] = memo[id(b)][1]
+        return self
+
+    def to(self, *args, **kwargs):
+        """to(dtype) / to(device) / to(tensor): floating parameters and buffers are
+        cast to dtype (integer ones are left alone)."""
+        dt = kwargs.get("dtype")
+        dev = kwargs.get("device")
+        for a in args:
+            if isinstance(a, _dtype_type):
+                dt = a
+            elif _is_tensor(a):
+                dt = a.dtype
+            elif a is not None:
+                dev = a
+        if dev is not None and str(dev) != "cpu":
+            from ... import _ops
+            _ops._device_check(dev)
+        if dt is not None and not dt.is_floating_point:
+            raise TypeError(f"nn.Module.to only accepts floating point dtypes, but got desired dtype={dt}")
+        if dt is None:
+            return self
+        return self._apply(lambda t: t.to(dt) if t.dtype.is_floating_point else t)
+
+    def float(self):
+        return self._apply(lambda t: t.to(float32) if t.dtype.is_floating_point else t)
+
+    def double(self):
+        return self._apply(lambda t: t.to(float64) if t.dtype.is_floating_point else t)
+
+    def half(self):
+        return self._apply(lambda t: t.to(float16) if t.dtype.is_floating_point else t)
+
+    def bfloat16(self):
+        return self._apply(lambda t: t.to(bfloat16) if t.dtype.is_floating_point else t)
+
+    def cpu(self):
+        return self
+
+    def cuda(self, device=None):
+        from ... import _ops
+        _ops._device_check("cuda" if device is None else device)
+        return self
+
+    def type(self, dst_type):
+        return self._apply(lambda t: t.to(dst_type))
+
+    # ---------------- state dict ----------------
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        for name, param in self._parameters.items():
+            if param is not None:
+                destination[prefix + name] = param if keep_vars else param.detach()
+        for name, buf in self._buffers.items():
+            if buf is not None and name not in self._non_persistent_buffers_set:
+                destination[prefix + name] = buf if keep_vars else buf.detach()
+
+    def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
+        """An OrderedDict name -> tensor (detached) of parameters and persistent buffers."""
+        if args:  # the positional form (destination, prefix, keep_vars) is deprecated in torch
+            destination = args[0]
+            if len(args) > 1:
+                prefix = args[1]
+            if len(args) > 2:
+                keep_vars = args[2]
+        if destination is None:
+            destination = OrderedDict()
+        self._save_to_state_dict(destination, prefix, keep_vars)
+        for name, module in self._modules.items():
+            if module is not None:
+                module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
+        return destination
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs):
+        persistent_buffers = {k: v for k, v in self._buffers.items()
+                              if k not in self._non_persistent_buffers_set}
+        local_state = {k: v for k, v in itertools.chain(self._parameters.items(),
+                                                        persistent_buffers.items()) if v is not None}
+        for name, param in local_state.items():
+            key = prefix + name
+            if key not in state_dict:
+                if strict:
+                    missing_keys.append(key)
+                continue
+            input_param = state_dict[key]
+            if not _is_tensor(input_param):
+                error_msgs.append(f'While copying the parameter named "{key}", expected Tensor-like '
+                                  f"object from checkpoint but received {type(input_param)}")
+                continue
+            if tuple(input_param.shape) != tuple(param.shape):
+                error_msgs.append(f"size mismatch for {key}: copying a param with shape "
+                                  f"{_shape_str(input_param)} from checkpoint, the shape in current "
+                                  f"model is {_shape_str(param)}.")
+                continue
+            try:
+                with _no_grad():
+                    param.copy_(input_param)
+            except Exception as ex:
+                error_msgs.append(f'While copying the parameter named "{key}", whose dimensions in '
+                                  f"the model are {_shape_str(param)} and whose dimensions in the "
+                                  f"checkpoint are {_shape_str(input_param)}, an exception occurred : "
+                                  f"{ex.args}.")
+        if strict:
+            for key in state_dict.keys():
+                if key.startswith(prefix):
+                    input_name = key[len(prefix):].split(".", 1)
+                    if input_name[0] not in self._modules and input_name[0] not in local_state:
+                        unexpected_keys.append(key)
+
+    def load_state_dict(self, state_dict, strict=True, assign=False):
+        """Copies state_dict's tensors into the parameters and buffers in place
+        (under no_grad). strict: keys must match exactly. Returns
+        (missing_keys, unexpected_keys); raises RuntimeError listing every problem."""
+        if not isinstance(state_dict, dict):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        if assign:
+            raise NotImplementedError("load_state_dict(assign=True) is not supported")
+        missing_keys, unexpected_keys, error_msgs = [], [], []
+        state_dict = OrderedDict(state_dict)
+
+        def load(module, prefix=""):
+            module._load_from_state_dict(state_dict, prefix, {}, True, missing_keys,
+                                         unexpected_keys, error_msgs)
+            for name, child in module._modules.items():
+                if child is not None:
+                    load(child, prefix + name + ".")
+
+        load(self)
+        if strict:
+            if unexpected_keys:
+                error_msgs.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
+                    ", ".join(f'"{k}"' for k in unexpected_keys)))
+            if missing_keys:
+                error_msgs.insert(0, "Missing key(s) in state_dict: {}. ".format(
+                    ", ".join(f'"{k}"' for k in missing_keys)))
+        if error_msgs:
+            raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
+                type(self).__name__, "\n\t".join(error_msgs)))
+        return _IncompatibleKeys(missing_keys, unexpected_keys)
+
+    # ---------------- repr ----------------
+    def extra_repr(self):
+        return ""
+
+    def _get_name(self):
+        return type(self).__name__
+
+    def __repr__(self):
+        extra_lines = []
+        extra = self.extra_repr()
+        if extra:
+            extra_lines = extra.split("\n")
+        child_lines = []
+        for key, module in self._modules.items():
+            mod_str = _addindent(repr(module), 2)
+            child_lines.append("(" + key + "): " + mod_str)
+        lines = extra_lines + child_lines
+        main = self._get_name() + "("
+        if lines:
+            if len(extra_lines) == 1 and not child_lines:
+                main += extra_lines[0]
+            else:
+                main += "\n  " + "\n  ".join(lines) + "\n"
+        return main + ")"

@@ -1,0 +1,105 @@
+"""Adam and AdamW (torch.optim.Adam / AdamW, the single-tensor update)."""
+from .. import _ops
+from ..nn.parameter import _no_grad
+from .optimizer import Optimizer, _enable_grad
+
+__all__ = ["Adam", "AdamW"]
+
+
+def _check_args(lr, betas, eps, weight_decay):
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+    if not 0.0 <= eps:
+        raise ValueError(f"Invalid epsilon value: {eps}")
+    if not 0.0 <= betas[0] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+    if not 0.0 <= betas[1] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+    if not 0.0 <= weight_decay:
+        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+
+
+class Adam(Optimizer):
+    """torch.optim.Adam. With decoupled weight decay (AdamW) p *= 1 - lr * wd first;
+    otherwise g += wd * p. Then m = lerp(m, g, 1 - b1), v = b2 v + (1 - b2) g^2,
+    p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps) (amsgrad: the
+    running max of v)."""
+
+    _decoupled = False
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
+                 foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
+                 decoupled_weight_decay=None):
+        _check_args(lr, betas, eps, weight_decay)
+        if decoupled_weight_decay is not None:
+            self._decoupled = bool(decoupled_weight_decay)
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                        maximize=maximize, foreach=foreach, capturable=capturable,
+                        differentiable=differentiable, fused=fused,
+                        decoupled_weight_decay=self._decoupled)
+        super().__init__(params, defaults)
+
+    def _init_state(self, p, amsgrad):
+        state = self.state[p]
+        if len(state) == 0:
+            state["step"] = _ops.zeros((), dtype=_ops.float32)
+            state["exp_avg"] = _ops.zeros(p.shape, dtype=p.dtype)
+            state["exp_avg_sq"] = _ops.zeros(p.shape, dtype=p.dtype)
+            if amsgrad:
+                state["max_exp_avg_sq"] = _ops.zeros(p.shape, dtype=p.dtype)
+        return state
+
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with _enable_grad():
+                loss = closure()
+        with _no_grad():
+            for group in self.param_groups:
+                lr = group["lr"]
+                beta1, beta2 = group["betas"]
+                eps, weight_decay = group["eps"], group["weight_decay"]
+                amsgrad, maximize = group["amsgrad"], group["maximize"]
+                decoupled = group.get("decoupled_weight_decay", self._decoupled)
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    grad = p.grad if not maximize else -p.grad
+                    state = self._init_state(p, amsgrad)
+                    exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+                    step_t = state["step"]
+                    step_t.add_(1)
+                    if weight_decay != 0:
+                        if decoupled:
+                            p.mul_(1 - lr * weight_decay)
+                        else:
+                            grad = grad.add(p, alpha=weight_decay)
+                    # exp_avg.lerp_(grad, 1 - beta1); exp_avg_sq.mul_(b2).addcmul_(g, g, value=1 - b2)
+                    exp_avg.add_((grad - exp_avg).mul_(1 - beta1))
+                    exp_avg_sq.mul_(beta2).add_(grad.mul(1 - beta2).mul_(grad))
+                    step = step_t.item()
+                    bias_correction1 = 1 - beta1 ** step
+                    bias_correction2 = 1 - beta2 ** step
+                    step_size = lr / bias_correction1
+                    bias_correction2_sqrt = bias_correction2 ** 0.5
+                    if amsgrad:
+                        mx = state["max_exp_avg_sq"]
+                        mx.copy_(_ops.maximum(mx, exp_avg_sq))
+                        denom = mx.sqrt().div_(bias_correction2_sqrt).add_(eps)
+                    else:
+                        denom = exp_avg_sq.sqrt().div_(bias_correction2_sqrt).add_(eps)
+                    # p.addcdiv_(exp_avg, denom, value=-step_size)
+                    p.add_(exp_avg.mul(-step_size).div_(denom))
+        return loss
+
+
+class AdamW(Adam):
+    """torch.optim.AdamW: Adam with decoupled weight decay (default 1e-2)."""
+
+    _decoupled = True
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
+                 maximize=False, foreach=None, capturable=False, differentiable=False, fused=None):
+        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                         foreach=foreach, maximize=maximize, capturable=capturable,
+                         differentiable=differentiable, fused=fused, decoupled_weight_decay=True)

@@ -1,0 +1,181 @@
+"""symtrace.optim.Optimizer: parameter groups, per-parameter state, zero_grad
+and state_dict save/load in torch.optim's layout."""
+from collections import defaultdict
+from copy import deepcopy
+from itertools import chain
+
+from .. import _C
+from ..autograd.grad_mode import enable_grad as _enable_grad  # noqa: F401  (used by the optimizers)
+from ..nn.parameter import _no_grad
+
+__all__ = ["Optimizer", "required"]
+
+
+class _RequiredParameter:
+    def __repr__(self):
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+
+def _is_tensor(x):
+    return isinstance(x, _C.TensorBase)
+
+
+def _copy_state(v):
+    """deepcopy, with tensors cloned (detached)."""
+    if _is_tensor(v):
+        return v.detach().clone()
+    if isinstance(v, dict):
+        return type(v)((k, _copy_state(x)) for k, x in v.items())
+    if isinstance(v, (list, tuple)):
+        return type(v)(_copy_state(x) for x in v)
+    return deepcopy(v)
+
+
+class Optimizer:
+    """Base class: Optimizer(params, defaults); params is an iterable of tensors
+    or of dicts (parameter groups) with per-group options."""
+
+    def __init__(self, params, defaults):
+        self.defaults = defaults
+        if _is_tensor(params):
+            raise TypeError("params argument given to the optimizer should be an iterable of Tensors or "
+                            f"dicts, but got {type(params).__name__}")
+        self.state = defaultdict(dict)
+        self.param_groups = []
+        param_groups = list(params)
+        if len(param_groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for group in param_groups:
+            self.add_param_group(group)
+
+    def __getstate__(self):
+        return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+    def __repr__(self):
+        s = type(self).__name__ + " ("
+        for i, group in enumerate(self.param_groups):
+            s += "\n"
+            s += f"Parameter Group {i}\n"
+            for key in sorted(group.keys()):
+                if key != "params":
+                    s += f"    {key}: {group[key]}\n"
+        return s + ")"
+
+    def add_param_group(self, param_group):
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
+        params = param_group["params"]
+        if _is_tensor(params):
+            param_group["params"] = [params]
+        elif isinstance(params, set):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, but the "
+                            "ordering of tensors in sets will change between runs. Please use a list instead.")
+        else:
+            param_group["params"] = list(params)
+        for p in param_group["params"]:
+            if not _is_tensor(p):
+                raise TypeError("optimizer can only optimize Tensors, but one of the params is "
+                                + type(p).__name__)
+            if not getattr(p, "is_leaf", True):
+                raise ValueError("can't optimize a non-leaf Tensor")
+        for name, default in self.defaults.items():
+            if default is required and name not in param_group:
+                raise ValueError(f"parameter group didn't specify a value of required optimization "
+                                 f"parameter {name}")
+            param_group.setdefault(name, default)
+        ids = [id(p) for p in param_group["params"]]
+        if len(ids) != len(set(ids)):
+            import warnings
+            warnings.warn("optimizer contains a parameter group with duplicate parameters; "
+                          "in future, this will cause an error", stacklevel=3)
+        seen = set()
+        for group in self.param_groups:
+            seen.update(id(p) for p in group["params"])
+        if not seen.isdisjoint(ids):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(param_group)
+
+    def zero_grad(self, set_to_none=True):
+        """Resets the .grad of every parameter: to None (default) or zeros in place."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    if set_to_none:
+                        p.grad = None
+                    else:
+                        with _no_grad():
+                            p.grad.zero_()
+
+    def step(self, closure=None):
+        raise NotImplementedError
+
+    # ---------------- state dict ----------------
+    def state_dict(self):
+        """{'state': {index: {...}}, 'param_groups': [{..., 'params': [indices]}]}:
+        parameters are named by their position across the groups; state tensors
+        are references (as torch)."""
+        param_mappings = {}
+        start_index = 0
+
+        def pack_group(group):
+            nonlocal start_index
+            packed = {k: v for k, v in group.items() if k != "params"}
+            for i, p in enumerate(group["params"], start_index):
+                if id(p) not in param_mappings:
+                    param_mappings[id(p)] = i
+            packed["params"] = [param_mappings[id(p)] for p in group["params"]]
+            start_index += len(packed["params"])
+            return packed
+
+        param_groups = [pack_group(g) for g in self.param_groups]
+        packed_state = {(param_mappings[id(k)] if _is_tensor(k) else k): v for k, v in self.state.items()}
+        return {"state": packed_state, "param_groups": param_groups}
+
+    @staticmethod
+    def _cast_state(param, value, key=None):
+        if _is_tensor(value):
+            if key == "step":
+                return value
+            if value.dtype.is_floating_point and param.dtype.is_floating_point:
+                return value.to(param.dtype)
+            return value
+        if isinstance(value, dict):
+            return {k: Optimizer._cast_state(param, v, k) for k, v in value.items()}
+        return value
+
+    def load_state_dict(self, state_dict):
+        """Loads a state_dict() (copied: the optimizer does not alias it)."""
+        state_dict = _copy_state(state_dict)
+        groups = self.param_groups
+        saved_groups = state_dict["param_groups"]
+        if len(groups) != len(saved_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        param_lens = (len(g["params"]) for g in groups)
+        saved_lens = (len(g["params"]) for g in saved_groups)
+        if any(p_len != s_len for p_len, s_len in zip(param_lens, saved_lens)):
+            raise ValueError("loaded state dict contains a parameter group that doesn't match the size "
+                             "of optimizer's group")
+        id_map = dict(zip(chain.from_iterable(g["params"] for g in saved_groups),
+                          chain.from_iterable(g["params"] for g in groups)))
+        state = defaultdict(dict)
+        for k, v in state_dict["state"].items():
+            if k in id_map:
+                param = id_map[k]
+                state[param] = self._cast_state(param, v)
+            else:
+                state[k] = v
+
+        def update_group(group, new_group):
+            new_group["params"] = group["params"]
+            return new_group
+
+        self.param_groups = [update_group(g, ng) for g, ng in zip(groups, saved_groups)]
+        self.state = state
