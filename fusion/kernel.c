@@ -18,7 +18,9 @@ void st_kernel_init(st_kernel *k, st_kernel_kind kind, int rank)
     memset(k, 0, sizeof *k);
     k->kind = kind;
     k->rank = rank;
-    k->reduce_src = -1;
+    for (int r = 0; r < ST_K_MAX_REDUCE; r++)
+        k->reduce[r].src = -1;
+    k->nreduce = kind == ST_K_REDUCE ? 1 : 0; /* one reduction unless set */
     k->src_stmt = -1;
     k->stmt = -1;
     for (int b = 0; b < ST_K_MAX_BUFS; b++)
@@ -219,7 +221,7 @@ static void print_node(sbuf *b, const st_kernel *k, int i)
         sb_printf(b, "%s()", n->i == 1 ? "randn" : "rand");
         break;
     case ST_KN_REDUCED:
-        sb_printf(b, "reduced(%s)", red_name(k->reduce_op));
+        sb_printf(b, "reduced(%s)", red_name(k->reduce[0].op));
         break;
     default:
         sb_printf(b, "?kind%d", (int)n->kind);
@@ -257,7 +259,7 @@ char *st_kernel_print(const st_kernel *k)
         print_node(&b, k, i);
     if (k->kind == ST_K_REDUCE)
         sb_printf(&b, "  reduce: %s(n%d) over last %d dims\n",
-                  red_name(k->reduce_op), k->reduce_src, k->nred);
+                  red_name(k->reduce[0].op), k->reduce[0].src, k->nred);
     for (int s = 0; s < k->nstores && s < ST_K_MAX_STORES; s++) {
         if (k->stores[s].indexed)
             sb_printf(&b, "  store buf%d[dim %d = n%d] %s n%d\n",
@@ -397,8 +399,8 @@ uint64_t st_kernel_hash(const st_kernel *k)
         }
     }
     if (k->kind == ST_K_REDUCE) {
-        hw(&h, k->reduce_op);
-        hw(&h, k->reduce_src);
+        hw(&h, k->reduce[0].op);
+        hw(&h, k->reduce[0].src);
     }
     hw(&h, k->nstores);
     for (int s = 0; s < k->nstores && s < ST_K_MAX_STORES; s++) {

@@ -362,6 +362,7 @@ static st_status lower_reduce(st_kernel *k, const st_graph *g,
             perm[nk + nred++] = d;
     bool keep = s->attrs.flags & ST_ATTR_KEEPDIM;
     k->kind = ST_K_REDUCE;
+    k->nreduce = 1;
     k->rank = n;
     k->nred = nred;
 
@@ -406,9 +407,9 @@ static st_status lower_reduce(st_kernel *k, const st_graph *g,
     else if (rop == ST_RED_MEAN && intlike)
         sdt = st_dtype_is_float(om->dtype) ? om->dtype : ST_INT64;
     rdt = (rop == ST_RED_ARGMAX || rop == ST_RED_ARGMIN) ? ST_INT64 : sdt;
-    k->reduce_op = rop;
-    k->reduce_src = n_cast(k, n_load(k, ib, -1, -1), sdt);
-    if (k->reduce_src < 0)
+    k->reduce[0].op = rop;
+    k->reduce[0].src = n_cast(k, n_load(k, ib, -1, -1), sdt);
+    if (k->reduce[0].src < 0)
         return st_err_kind() ? st_err_kind() : ST_ERR_RUNTIME;
     st_knode rn = node0(ST_KN_REDUCED, rdt);
     rn.phase = 1;
@@ -671,7 +672,7 @@ st_kprog *st_fuse_lower(const st_graph *g, const st_fuse_options *opt)
                      part ? "b" : "", st_op(s->op)->name);
             k->src_stmt = si;
             k->stmt = -1;
-            k->reduce_src = -1;
+            k->reduce[0].src = -1;
             k->nred = 0;
             st_status st = part ? lower_scatter_add(k, dg, s)
                                 : lower_stmt(k, dg, si);

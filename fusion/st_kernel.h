@@ -10,13 +10,18 @@
 #define ST_K_MAX_BUFS 8
 #define ST_K_MAX_PARAMS 8
 #define ST_K_MAX_STORES 4
+#define ST_K_MAX_REDUCE 4
 
 /* Kernels are specialized on dtype, rank and layout, never on sizes: sizes
  * and strides arrive at launch in st_kargs. */
 typedef enum {
     ST_K_ELEMENTWISE, /* for every point of the iteration space: nodes, stores */
-    ST_K_REDUCE,      /* the trailing nred dims are reduced (see below) */
-    ST_K_MATMUL,      /* iteration [batch..., M, N, K]; bufs 0=A 1=B 2=C */
+    ST_K_REDUCE,      /* row kernel: the trailing nred dims (the row) are
+                         reduced, once or several times in sequence; see
+                         st_kernel.reduce */
+    ST_K_MATMUL,      /* iteration [batch..., M, N, K]; bufs 0=A 1=B; the
+                         result goes to bufs[2] when the kernel has no
+                         stores, else through an epilogue (see below) */
     ST_K_VIEW,        /* no code: the runtime applies graph statement `stmt`
                          (a view op) to tensors */
 } st_kernel_kind;
@@ -33,7 +38,9 @@ typedef enum {
                      index of the point in the row-major iteration space) */
     ST_KN_RAND,   /* i == 0: uniform [0,1), i == 1: standard normal; from the
                      counter-based generator at (seed, offset + linear index) */
-    ST_KN_REDUCED,/* the reduction's result (phase 1 only) */
+    ST_KN_REDUCED,/* the result of reduction i of a REDUCE kernel, or of the
+                     matmul product (i = 0) of a MATMUL epilogue; usable in
+                     phases after that reduction (per outer point) */
 } st_knode_kind;
 
 typedef struct {
@@ -44,8 +51,8 @@ typedef struct {
     int buf;          /* LOAD: buffer index; PARAM: parameter index */
     int idx_dim;      /* LOAD: tensor dim of buf indexed by node a (gather);
                          -1 for a plain strided load */
-    int phase;        /* 0: per point of the full space; 1: per output point
-                         of a REDUCE kernel (after the reduction) */
+    int phase;        /* REDUCE: the pass the node belongs to (0 .. nreduce);
+                         MATMUL: 1 for epilogue nodes; else 0 */
     double f;
     int64_t i;
 } st_knode;
@@ -84,8 +91,25 @@ typedef struct {
     int nbufs;
     st_knode *nodes;         /* owned; topologically ordered */
     int nnodes, cap_nodes;
-    st_reduce_op reduce_op;  /* REDUCE */
-    int reduce_src;          /* REDUCE: phase-0 node reduced over nred dims */
+    /* REDUCE: for every point of the outer space (dims 0..rank-nred), the
+     * reductions run in order, each a pass over the row (the trailing nred
+     * dims): reduction r reduces node reduce[r].src, a node of phase r.
+     * A node of phase p < nreduce is evaluated per point of the row in pass
+     * p and may use REDUCED nodes of reductions < p (constant over the
+     * row). Nodes of phase nreduce are the epilogue: evaluated per point of
+     * the row once more when final_per_point (softmax's output), else once
+     * per outer point, where LOADs use the outer dims only (a sum's
+     * result). Stores name epilogue nodes only. A node used by two passes
+     * is duplicated, one copy per phase (loads are re-read: a row is in
+     * cache). Softmax is one kernel: max (phase 0), sum of exp(x - max)
+     * (phase 1), exp(x - max) / sum per point (phase 2).
+     * MATMUL: phase-1 nodes form an epilogue evaluated per output point
+     * [batch..., m, n] with REDUCED = the product (accumulated in float
+     * for float16/bfloat16/float32, double for float64); LOADs there map
+     * the K dim to -1. */
+    int nreduce;
+    struct { st_reduce_op op; int src; } reduce[ST_K_MAX_REDUCE];
+    bool final_per_point;
     struct {
         int buf, node;
         /* indexed store (scatter): tensor dim idx_dim of buf is addressed
@@ -133,9 +157,20 @@ typedef struct st_kprog {
     int nkernels, cap_kernels;
 } st_kprog;
 
+/* Fusion knobs (DESIGN.md "Knobs"): defaults from the environment
+ * (SYMTRACE_FUSION, SYMTRACE_FUSE_REDUCTIONS, SYMTRACE_FUSE_MATMUL_EPILOGUE,
+ * SYMTRACE_MAX_FUSED_OPS), overridable at run time (symtrace.config). */
 typedef struct {
-    int fusion;               /* 0 for now: one kernel per primitive */
+    int fusion;               /* 0: one kernel per primitive statement */
+    int fuse_reductions;      /* elementwise prologues/epilogues into row
+                                 reductions (softmax, layer_norm, ...) */
+    int fuse_matmul_epilogue; /* bias, activation, residual into matmul */
+    int max_fused_ops;        /* statements per kernel at most; 0: no limit */
 } st_fuse_options;
+
+/* The process-wide options: read from the environment on first use; the
+ * returned struct may be changed (symtrace.config does). */
+st_fuse_options *st_fuse_config(void);
 
 /* Decomposes composites into primitives (a new graph with the same inputs
  * and outputs, owned by the caller). */

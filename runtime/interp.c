@@ -1085,7 +1085,7 @@ static st_status reduce_point(const st_kernel *k, const kinfo *ki,
         b.p[d] = 0;
     int64_t inner = nr > 0 ? lk->shape[rank - 1] : 1;
     int64_t nouter = R / inner;
-    slot *sv = nv(&b, k->reduce_src);
+    slot *sv = nv(&b, k->reduce[0].src);
     int64_t pos = 0;
     for (int64_t o = 0; o < nouter; o++) {
         for (int64_t j0 = 0; j0 < inner; j0 += BLK) {
@@ -1097,7 +1097,7 @@ static st_status reduce_point(const st_kernel *k, const kinfo *ki,
             st_status s = eval_list(&b, ki->list0, ki->n0);
             if (s != ST_OK)
                 return s;
-            acc_add(c, k->reduce_op, sv, b.len, pos);
+            acc_add(c, k->reduce[0].op, sv, b.len, pos);
             pos += b.len;
         }
         if (nr > 0)
@@ -1124,7 +1124,7 @@ static st_status run_reduce(const st_kernel *k, const kinfo *ki,
         R *= args->shape[d];
     for (int d = 0; d < ro; d++)
         O *= args->shape[d];
-    st_reduce_op op = k->reduce_op;
+    st_reduce_op op = k->reduce[0].op;
     if (R == 0 && op != ST_RED_SUM && op != ST_RED_MEAN && op != ST_RED_PROD)
         return st_err(ST_ERR_RUNTIME, "%s(): Expected reduction dim to have "
                       "non-zero size.", red_opname(op));
@@ -1137,7 +1137,7 @@ static st_status run_reduce(const st_kernel *k, const kinfo *ki,
         nro = collapse_range(args, k->nbufs, 0, ro, &lk, 0);
         nr = collapse_range(args, k->nbufs, ro, k->rank, &lk, nro);
     }
-    bool srcf = isf(k->nodes[k->reduce_src].dtype);
+    bool srcf = isf(k->nodes[k->reduce[0].src].dtype);
     /* Phase 1 blocks along the innermost outer dim. */
     blk b = {.k = k, .a = &lk, .v = vals, .tmp = tmp, .ndims = nro,
              .noff = nro, .vd = nro - 1};
@@ -1453,10 +1453,10 @@ static st_status validate(const st_kernel *k, int idx)
         /* nred 0 (a rank-0 input) reduces a single point. */
         if (k->nred < 0 || k->nred > k->rank)
             BAD("nred %d with rank %d", k->nred, k->rank);
-        if ((int)k->reduce_op < 0 || k->reduce_op > ST_RED_PROD)
-            BAD("bad reduce op %d", (int)k->reduce_op);
-        if (k->reduce_src < 0 || k->reduce_src >= k->nnodes)
-            BAD("bad reduce_src %d", k->reduce_src);
+        if ((int)k->reduce[0].op < 0 || k->reduce[0].op > ST_RED_PROD)
+            BAD("bad reduce op %d", (int)k->reduce[0].op);
+        if (k->reduce[0].src < 0 || k->reduce[0].src >= k->nnodes)
+            BAD("bad reduce[0].src %d", k->reduce[0].src);
     }
     for (int i = 0; i < k->nnodes; i++) {
         const st_knode *n = &k->nodes[i];
@@ -1582,7 +1582,7 @@ static st_status kinfo_build(const st_kernel *k, kinfo *ki)
             return st_err(ST_ERR_MEMORY, "interp: out of memory");
         return ST_OK;
     }
-    ki->list0 = needed(k, &k->reduce_src, 1, &ki->n0);
+    ki->list0 = needed(k, &k->reduce[0].src, 1, &ki->n0);
     ki->list1 = needed(k, roots, nroots, &ki->n1);
     ki->reduced = malloc(sizeof(int) * ((size_t)k->nnodes + 1));
     if (!ki->list0 || !ki->list1 || !ki->reduced)
@@ -1601,11 +1601,11 @@ static st_status kinfo_build(const st_kernel *k, kinfo *ki)
         for (int o = 0; o < no; o++)
             p1[i] |= p1[ops[o]];
     }
-    bool bad = p1[k->reduce_src];
+    bool bad = p1[k->reduce[0].src];
     free(p1);
     if (bad)
         return st_err(ST_ERR_RUNTIME, "interp: kernel %s: the reduced node "
-                      "n%d depends on the reduction", k->name, k->reduce_src);
+                      "n%d depends on the reduction", k->name, k->reduce[0].src);
     return ST_OK;
 }
 

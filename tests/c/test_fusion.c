@@ -173,8 +173,8 @@ static void test_softmax(void)
     st_kernel_kind ks[5] = {ST_K_REDUCE, ST_K_ELEMENTWISE, ST_K_ELEMENTWISE,
                             ST_K_REDUCE, ST_K_ELEMENTWISE};
     REQUIRE(kinds_are(p, ks, 5));
-    CHECK(p->kernels[0].reduce_op == ST_RED_MAX);
-    CHECK(p->kernels[3].reduce_op == ST_RED_SUM);
+    CHECK(p->kernels[0].reduce[0].op == ST_RED_MAX);
+    CHECK(p->kernels[3].reduce[0].op == ST_RED_SUM);
     CHECK(p->graph->stmts[1].op == ST_OP_SUB);
     CHECK(p->graph->stmts[2].op == ST_OP_EXP);
     CHECK(p->graph->stmts[4].op == ST_OP_DIV);
@@ -189,7 +189,7 @@ static void test_softmax(void)
     const st_kernel *k0 = &p->kernels[0];
     CHECK(k0->rank == 2 && k0->nred == 1);
     CHECK(k0->nbufs == 2 && k0->nstores == 1);
-    CHECK(k0->reduce_src >= 0 && k0->reduce_src < k0->nnodes);
+    CHECK(k0->reduce[0].src >= 0 && k0->reduce[0].src < k0->nnodes);
     /* sub(x, m): m [2,1] broadcast against [2,3] */
     const st_kernel *k1 = &p->kernels[1];
     CHECK(k1->rank == 2 && k1->nbufs == 3);
@@ -265,7 +265,7 @@ static void test_layer_norm(st_dtype dt)
                               ST_K_ELEMENTWISE};
     if (dt == ST_FLOAT32) {
         REQUIRE(kinds_are(p, ks32, 9));
-        CHECK(p->kernels[0].reduce_op == ST_RED_MEAN);
+        CHECK(p->kernels[0].reduce[0].op == ST_RED_MEAN);
         /* add(var, eps): eps is a float64 param cast to float32 */
         const st_kernel *k = &p->kernels[4];
         CHECK(k->nparams == 1 && k->param_dtype[0] == ST_FLOAT64);
@@ -545,7 +545,7 @@ static void test_reduce_middle(bool keepdim)
     REQUIRE(p->nkernels == 1);
     const st_kernel *k = &p->kernels[0];
     CHECK(k->kind == ST_K_REDUCE && k->rank == 3 && k->nred == 1);
-    CHECK(k->reduce_op == ST_RED_SUM);
+    CHECK(k->reduce[0].op == ST_RED_SUM);
     int idm[3] = {0, 2, 1};
     int odm_keep[3] = {0, 2, -1}, odm[3] = {0, 1, -1};
     CHECK(dimmap_is(&k->bufs[0], idm, 3));
@@ -554,9 +554,9 @@ static void test_reduce_middle(bool keepdim)
     CHECK(k->size_buf[1] == 0 && k->size_dim[1] == 2);
     CHECK(k->size_buf[2] == 0 && k->size_dim[2] == 1);
     /* int32 sum accumulates in int64 */
-    REQUIRE(k->reduce_src >= 0);
-    CHECK(k->nodes[k->reduce_src].dtype == ST_INT64);
-    CHECK(k->nodes[k->reduce_src].phase == 0);
+    REQUIRE(k->reduce[0].src >= 0);
+    CHECK(k->nodes[k->reduce[0].src].dtype == ST_INT64);
+    CHECK(k->nodes[k->reduce[0].src].phase == 0);
     REQUIRE(k->nstores == 1);
     CHECK(k->nodes[k->stores[0].node].phase == 1);
 out:
