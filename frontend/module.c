@@ -1,6 +1,9 @@
 /* module.c - the extension module symtrace._C: creates the module and calls
  * each binding file's init (dtypes, Tensor type, ops, conversions). */
 #include "st_fe.h"
+#ifdef ST_HAVE_LLVM
+#include "st_llvm.h"
+#endif
 
 static struct PyModuleDef st_module = {
     PyModuleDef_HEAD_INIT,
@@ -14,8 +17,13 @@ PyMODINIT_FUNC PyInit__C(void);
 __attribute__((visibility("default"))) PyMODINIT_FUNC PyInit__C(void) {
     PyObject *m = PyModule_Create(&st_module);
     if (!m) return NULL;
+#ifdef ST_HAVE_LLVM
+    /* registers "llvm": the default eager backend (SYMTRACE_EAGER_BACKEND) */
+    st_llvm_backend();
+#endif
     if (st_fe_init_dtypes(m) || st_fe_init_tensor(m) || st_fe_init_ops(m) ||
         st_fe_init_convert(m) || st_fe_init_autograd(m) ||
+        st_fe_init_graph(m) || st_fe_init_trace(m) ||
         PyModule_AddFunctions(m, st_fe_convert_methods)) {
         Py_DECREF(m);
         return NULL;

@@ -27,7 +27,7 @@ static st_device *parse_device(PyObject *o) {
 }
 
 /* attrs tuple: (ints, floats, dims_or_None, flags, dtype_or_None) */
-static int parse_attrs(PyObject *o, st_attrs *a) {
+int st_fe_parse_attrs(PyObject *o, st_attrs *a) {
     memset(a, 0, sizeof *a);
     if (o == Py_None) return 0;
     PyObject *ints, *floats, *dims, *dt;
@@ -90,7 +90,7 @@ static PyObject *f_op(PyObject *m, PyObject *args) {
             return NULL;
         }
     st_attrs at;
-    if (parse_attrs(ao, &at)) {
+    if (st_fe_parse_attrs(ao, &at)) {
         Py_DECREF(seq);
         return NULL;
     }

@@ -82,6 +82,11 @@ int st_fe_init_tensor(PyObject *m);
 int st_fe_init_ops(PyObject *m);
 int st_fe_init_convert(PyObject *m);
 int st_fe_init_autograd(PyObject *m);
+int st_fe_init_graph(PyObject *m);
+/* trace capture, backward graphs, graph capsules (trace_bind.c) */
+int st_fe_init_trace(PyObject *m);
+/* attrs as _C.op takes them: (ints, floats, dims_or_None, flags, dtype) */
+int st_fe_parse_attrs(PyObject *o, st_attrs *a);
 /* autograd attributes merged into the Tensor type (autograd_bind.c) */
 extern PyGetSetDef st_fe_autograd_getset[];
 

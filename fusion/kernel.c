@@ -221,14 +221,22 @@ static void print_node(sbuf *b, const st_kernel *k, int i)
         sb_printf(b, "%s()", n->i == 1 ? "randn" : "rand");
         break;
     case ST_KN_REDUCED:
-        sb_printf(b, "reduced(%s)", red_name(k->reduce[0].op));
+        if (k->kind == ST_K_MATMUL)
+            sb_printf(b, "reduced(product)");
+        else if (n->i >= 0 && n->i < ST_K_MAX_REDUCE)
+            sb_printf(b, "reduced%lld(%s)", (long long)n->i,
+                      red_name(k->reduce[n->i].op));
+        else
+            sb_printf(b, "reduced%lld(?)", (long long)n->i);
         break;
     default:
         sb_printf(b, "?kind%d", (int)n->kind);
         break;
     }
-    sb_printf(b, " : %s%s\n", dt_name(n->dtype),
-              n->phase == 1 ? "  [phase 1]" : "");
+    if (n->phase != 0)
+        sb_printf(b, " : %s  [phase %d]\n", dt_name(n->dtype), n->phase);
+    else
+        sb_printf(b, " : %s\n", dt_name(n->dtype));
 }
 
 char *st_kernel_print(const st_kernel *k)
@@ -237,7 +245,9 @@ char *st_kernel_print(const st_kernel *k)
     sb_printf(&b, "kernel %s: %s rank %d", k->name[0] ? k->name : "?",
               kind_name(k->kind), k->rank);
     if (k->kind == ST_K_REDUCE)
-        sb_printf(&b, " nred %d", k->nred);
+        sb_printf(&b, " nred %d nreduce %d%s", k->nred, k->nreduce,
+                  k->final_per_point ? " per-point epilogue"
+                                     : " per-outer epilogue");
     if (k->kind == ST_K_VIEW)
         sb_printf(&b, " stmt %d", k->stmt);
     if (k->src_stmt >= 0)
@@ -258,8 +268,10 @@ char *st_kernel_print(const st_kernel *k)
     for (int i = 0; i < k->nnodes; i++)
         print_node(&b, k, i);
     if (k->kind == ST_K_REDUCE)
-        sb_printf(&b, "  reduce: %s(n%d) over last %d dims\n",
-                  red_name(k->reduce[0].op), k->reduce[0].src, k->nred);
+        for (int r = 0; r < (k->nreduce < 1 ? 1 : k->nreduce) &&
+                        r < ST_K_MAX_REDUCE; r++)
+            sb_printf(&b, "  reduce%d: %s(n%d) over last %d dims\n", r,
+                      red_name(k->reduce[r].op), k->reduce[r].src, k->nred);
     for (int s = 0; s < k->nstores && s < ST_K_MAX_STORES; s++) {
         if (k->stores[s].indexed)
             sb_printf(&b, "  store buf%d[dim %d = n%d] %s n%d\n",
@@ -385,6 +397,7 @@ uint64_t st_kernel_hash(const st_kernel *k)
             hw(&h, n->i);
             break;
         case ST_KN_REDUCED:
+            hw(&h, n->i);
             break;
         default:
             hw(&h, n->a);
@@ -399,8 +412,15 @@ uint64_t st_kernel_hash(const st_kernel *k)
         }
     }
     if (k->kind == ST_K_REDUCE) {
-        hw(&h, k->reduce[0].op);
-        hw(&h, k->reduce[0].src);
+        int nr = k->nreduce < 1 ? 1 : k->nreduce;
+        if (nr > ST_K_MAX_REDUCE)
+            nr = ST_K_MAX_REDUCE;
+        hw(&h, nr);
+        for (int r = 0; r < nr; r++) {
+            hw(&h, k->reduce[r].op);
+            hw(&h, k->reduce[r].src);
+        }
+        hw(&h, k->final_per_point);
     }
     hw(&h, k->nstores);
     for (int s = 0; s < k->nstores && s < ST_K_MAX_STORES; s++) {

@@ -1,18 +1,20 @@
-/* fusion/lower.c - lowering of a StatementIR graph into a kernel program:
- * decompose (decompose.c), then one kernel per primitive statement in
- * statement order (views become ST_K_VIEW steps; scatter_add takes two: a
- * copy of self, then an indexed accumulating store of src). Buffers name values of the
- * program's graph; the executor binds tensors and computes st_kargs.
- * Owns: st_fuse_lower, st_kprog_free. */
+/* fusion/lower.c - the unfused lowering of a decomposed graph: one kernel
+ * per primitive statement in statement order (views become ST_K_VIEW steps;
+ * scatter_add takes two: a copy of self, then an indexed accumulating store
+ * of src). It is the SYMTRACE_FUSION=0 path, the lowering of statements
+ * fusion (fuse.c) leaves alone, and the source of the node builders fuse.c
+ * reuses. Buffers name values of the program's graph; the executor binds
+ * tensors and computes st_kargs.
+ * Owns: st_fuse_lower_unfused, st_fuse_lower_stmt, st_kprog_free. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "st_kernel.h"
+#include "fuse_internal.h"
 
 /* ---- node construction ---- */
 
-static st_knode node0(st_knode_kind kind, st_dtype dt)
+st_knode st_fuse_node0(st_knode_kind kind, st_dtype dt)
 {
     st_knode n;
     memset(&n, 0, sizeof n);
@@ -22,6 +24,11 @@ static st_knode node0(st_knode_kind kind, st_dtype dt)
     n.buf = -1;
     n.idx_dim = -1;
     return n;
+}
+
+static st_knode node0(st_knode_kind kind, st_dtype dt)
+{
+    return st_fuse_node0(kind, dt);
 }
 
 /* Appends n; -1 (error set) on failure. */
@@ -80,7 +87,7 @@ static int n_cast(st_kernel *k, int a, st_dtype dt)
     return add_node(k, n);
 }
 
-static int add_param(st_kernel *k, int value, st_dtype dt)
+int st_fuse_add_param(st_kernel *k, int value, st_dtype dt)
 {
     if (k->nparams >= ST_K_MAX_PARAMS) {
         st_err(ST_ERR_RUNTIME, "lower: kernel %s has more than %d params",
@@ -91,6 +98,11 @@ static int add_param(st_kernel *k, int value, st_dtype dt)
     k->param_value[p] = value;
     k->param_dtype[p] = dt;
     return p;
+}
+
+static int add_param(st_kernel *k, int value, st_dtype dt)
+{
+    return st_fuse_add_param(k, value, dt);
 }
 
 static int add_buf(st_kernel *k, int value, st_dtype dt, bool is_out,
@@ -152,6 +164,11 @@ static int out_buf(st_kernel *k, const st_graph *g, const st_stmt *s)
     return add_buf(k, s->out[0], vmeta(g, s->out[0])->dtype, true, dm);
 }
 
+int st_fuse_cast(st_kernel *k, int a, st_dtype dt)
+{
+    return n_cast(k, a, dt);
+}
+
 /* ---- elementwise: unary, binary, where, cast, copy ---- */
 
 static bool is_compare(int op)
@@ -194,7 +211,6 @@ static st_status lower_elementwise(st_kernel *k, const st_graph *g,
                                    const st_stmt *s)
 {
     const st_meta *om = vmeta(g, s->out[0]);
-    st_dtype odt = om->dtype;
     k->kind = ST_K_ELEMENTWISE;
     k->rank = om->ndim;
     int ld[ST_MAX_IN];
@@ -206,6 +222,16 @@ static st_status lower_elementwise(st_kernel *k, const st_graph *g,
         return st_err_kind() ? st_err_kind() : ST_ERR_RUNTIME;
     sizes_from(k, ob);
 
+    return add_store(k, ob, st_fuse_ew_node(k, g, s, ld));
+}
+
+int st_fuse_ew_node(st_kernel *k, const st_graph *g, const st_stmt *s,
+                    const int *ld)
+{
+    st_dtype odt = vmeta(g, s->out[0])->dtype;
+    for (int i = 0; i < s->nin; i++)
+        if (ld[i] < 0)
+            return -1;
     const st_op_def *def = st_op(s->op);
     int r = -1;
     if (s->op == ST_OP_COPY) {
@@ -235,10 +261,11 @@ static st_status lower_elementwise(st_kernel *k, const st_graph *g,
         int l1 = n_cast(k, ld[1], cdt);
         r = n_binary(k, s->op, l0, l1, odt);
     } else {
-        return st_err(ST_ERR_RUNTIME, "lower: %s is not elementwise",
-                      def ? def->name : "?");
+        st_err(ST_ERR_RUNTIME, "lower: %s is not elementwise",
+               def ? def->name : "?");
+        return -1;
     }
-    return add_store(k, ob, n_cast(k, r, odt));
+    return n_cast(k, r, odt);
 }
 
 /* ---- creation and random ---- */
@@ -247,13 +274,18 @@ static st_status lower_create(st_kernel *k, const st_graph *g,
                               const st_stmt *s)
 {
     const st_meta *om = vmeta(g, s->out[0]);
-    st_dtype odt = om->dtype;
     k->kind = ST_K_ELEMENTWISE;
     k->rank = om->ndim;
     int ob = out_buf(k, g, s);
     if (ob < 0)
         return st_err_kind() ? st_err_kind() : ST_ERR_RUNTIME;
     sizes_from(k, ob);
+    return add_store(k, ob, st_fuse_create_node(k, g, s));
+}
+
+int st_fuse_create_node(st_kernel *k, const st_graph *g, const st_stmt *s)
+{
+    st_dtype odt = vmeta(g, s->out[0])->dtype;
     int r = -1;
     switch (s->op) {
     case ST_OP_FULL: {
@@ -326,10 +358,11 @@ static st_status lower_create(st_kernel *k, const st_graph *g,
         break;
     }
     default:
-        return st_err(ST_ERR_RUNTIME, "lower: %s is not a creation op",
-                      st_op(s->op)->name);
+        st_err(ST_ERR_RUNTIME, "lower: %s is not a creation op",
+               st_op(s->op)->name);
+        return -1;
     }
-    return add_store(k, ob, r);
+    return r;
 }
 
 /* ---- reductions ---- */
@@ -388,6 +421,27 @@ static st_status lower_reduce(st_kernel *k, const st_graph *g,
     }
 
     st_reduce_op rop;
+    st_dtype sdt, rdt;
+    st_status st = st_fuse_reduce_types(g, s, &rop, &sdt, &rdt);
+    if (st != ST_OK)
+        return st;
+    k->reduce[0].op = rop;
+    k->reduce[0].src = n_cast(k, n_load(k, ib, -1, -1), sdt);
+    if (k->reduce[0].src < 0)
+        return st_err_kind() ? st_err_kind() : ST_ERR_RUNTIME;
+    st_knode rn = node0(ST_KN_REDUCED, rdt);
+    rn.phase = 1;
+    int r = add_node(k, rn);
+    return add_store(k, ob, n_cast(k, r, om->dtype));
+}
+
+st_status st_fuse_reduce_types(const st_graph *g, const st_stmt *s,
+                               st_reduce_op *op, st_dtype *src_dt,
+                               st_dtype *res_dt)
+{
+    const st_meta *im = vmeta(g, s->in[0]);
+    const st_meta *om = vmeta(g, s->out[0]);
+    st_reduce_op rop;
     st_dtype sdt = im->dtype, rdt;
     bool intlike = !st_dtype_is_float(im->dtype);
     switch (s->op) {
@@ -407,14 +461,10 @@ static st_status lower_reduce(st_kernel *k, const st_graph *g,
     else if (rop == ST_RED_MEAN && intlike)
         sdt = st_dtype_is_float(om->dtype) ? om->dtype : ST_INT64;
     rdt = (rop == ST_RED_ARGMAX || rop == ST_RED_ARGMIN) ? ST_INT64 : sdt;
-    k->reduce[0].op = rop;
-    k->reduce[0].src = n_cast(k, n_load(k, ib, -1, -1), sdt);
-    if (k->reduce[0].src < 0)
-        return st_err_kind() ? st_err_kind() : ST_ERR_RUNTIME;
-    st_knode rn = node0(ST_KN_REDUCED, rdt);
-    rn.phase = 1;
-    int r = add_node(k, rn);
-    return add_store(k, ob, n_cast(k, r, om->dtype));
+    *op = rop;
+    *src_dt = sdt;
+    *res_dt = rdt;
+    return ST_OK;
 }
 
 /* ---- matmul ---- */
@@ -635,10 +685,29 @@ void st_kprog_free(st_kprog *p)
     free(p);
 }
 
-st_kprog *st_fuse_lower(const st_graph *g, const st_fuse_options *opt)
+st_status st_fuse_lower_stmt(st_kernel *k, const st_graph *g, int si,
+                             int part)
 {
-    (void)opt; /* fusion is not implemented yet: one kernel per statement */
-    st_graph *dg = st_fuse_decompose(g);
+    const st_stmt *s = &g->stmts[si];
+    snprintf(k->name, sizeof k->name, "k%d%s_%s", si, part ? "b" : "",
+             st_op(s->op)->name);
+    k->src_stmt = si;
+    k->stmt = -1;
+    k->reduce[0].src = -1;
+    k->nred = 0;
+    st_status st = part ? lower_scatter_add(k, g, s) : lower_stmt(k, g, si);
+    if (st != ST_OK && st_err_kind() == ST_OK)
+        st = st_err(ST_ERR_RUNTIME, "lower: statement %d (%s) failed", si,
+                    st_op(s->op)->name);
+    for (int d = k->rank; d < ST_MAX_DIMS; d++) {
+        k->size_buf[d] = -1;
+        k->size_dim[d] = -1;
+    }
+    return st;
+}
+
+st_kprog *st_fuse_lower_unfused(st_graph *dg)
+{
     if (!dg)
         return NULL;
     st_kprog *p = calloc(1, sizeof *p);
@@ -668,24 +737,9 @@ st_kprog *st_fuse_lower(const st_graph *g, const st_fuse_options *opt)
             st_kernel *k = &p->kernels[p->nkernels];
             st_kernel_init(k, ST_K_ELEMENTWISE, 0);
             p->nkernels++; /* counted now so that free clears it on failure */
-            snprintf(k->name, sizeof k->name, "k%d%s_%s", si,
-                     part ? "b" : "", st_op(s->op)->name);
-            k->src_stmt = si;
-            k->stmt = -1;
-            k->reduce[0].src = -1;
-            k->nred = 0;
-            st_status st = part ? lower_scatter_add(k, dg, s)
-                                : lower_stmt(k, dg, si);
-            if (st != ST_OK) {
-                if (st_err_kind() == ST_OK)
-                    st_err(ST_ERR_RUNTIME, "lower: statement %d (%s) failed",
-                           si, st_op(s->op)->name);
+            if (st_fuse_lower_stmt(k, dg, si, part) != ST_OK) {
                 st_kprog_free(p);
                 return NULL;
-            }
-            for (int d = k->rank; d < ST_MAX_DIMS; d++) {
-                k->size_buf[d] = -1;
-                k->size_dim[d] = -1;
             }
         }
     }

@@ -179,6 +179,45 @@ st_graph *st_fuse_decompose(const st_graph *g);
 st_kprog *st_fuse_lower(const st_graph *g, const st_fuse_options *opt);
 void st_kprog_free(st_kprog *p);
 
+/* ---- the memory plan of a scheduled program (fusion/plan.c) ----
+ * A liveness pass over the kernels in order: graph inputs persist, each
+ * value a kernel stores lives from that kernel to its last use (graph
+ * outputs, and values a graph output views, to the end), a value made by a
+ * VIEW step shares its source's storage. Intermediates are packed into one
+ * arena (first fit by decreasing size among buffers whose lifetimes
+ * overlap). Its figures are the memory estimate. */
+typedef struct {
+    int64_t bytes;   /* storage the value needs (0: a view, a const) */
+    int64_t offset;  /* byte offset in the arena, -1 when not in it */
+    int def, last;   /* first and last kernel touching it; -1 for inputs */
+    bool arena;      /* an intermediate packed into the arena */
+    bool input, output;
+    bool copy;       /* a reshape of a non-contiguous view: the runtime
+                        copies it into a buffer of its own */
+} st_plan_value;
+
+typedef struct {
+    int nvalues, nkernels;
+    st_plan_value *values;
+    int64_t *live;          /* per kernel: bytes live while it runs (ideal:
+                               each buffer from its birth to its last use) */
+    int64_t *resident;      /* per kernel: bytes this runtime holds while it
+                               runs: inputs + the arena (held for the whole
+                               run) + the outputs made so far */
+    int64_t input_bytes;    /* graph inputs: persist across the run */
+    int64_t output_bytes;   /* results handed back (allocated on their own) */
+    int64_t arena_bytes;    /* the packed intermediates */
+    int64_t peak_live;      /* max of live[] */
+    int64_t peak_resident;  /* max of resident[]: the estimated peak */
+} st_mem_plan;
+
+/* Plans p for the sizes its graph holds now (after re-inference).
+ * input_strides[k] are the strides of graph input k as it will be bound
+ * (a reshape of a non-contiguous input copies); NULL: all contiguous. */
+st_mem_plan *st_fuse_plan(const st_kprog *p, const int64_t *const *input_strides);
+void st_mem_plan_free(st_mem_plan *m);
+#define ST_PLAN_ALIGN 64
+
 /* Kernel construction helpers (used by lowering and by tests). */
 void st_kernel_init(st_kernel *k, st_kernel_kind kind, int rank);
 void st_kernel_clear(st_kernel *k);        /* frees nodes */

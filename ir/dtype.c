@@ -303,3 +303,55 @@ int64_t st_slice_bounds(int64_t size, int64_t *start, int64_t *stop,
     *stop = b;
     return b > a ? (b - a - 1) / step + 1 : 0; /* no overflow near INT64_MAX */
 }
+
+/* PyTorch's computeStride: strides that view oldshape/oldstride as newshape,
+ * or false when the layout does not allow a view. */
+bool st_view_strides(int od, const int64_t *oldshape, const int64_t *oldstride,
+                     int nd, const int64_t *newshape, int64_t *newstride)
+{
+    if (od == 0) {
+        for (int d = 0; d < nd; d++)
+            newstride[d] = 1;
+        return true;
+    }
+    int64_t numel = 1;
+    for (int d = 0; d < od; d++)
+        numel *= oldshape[d];
+    if (numel == 0) {
+        bool same = od == nd;
+        for (int d = 0; same && d < nd; d++)
+            same = oldshape[d] == newshape[d];
+        if (same) {
+            memcpy(newstride, oldstride, sizeof(int64_t) * (size_t)nd);
+            return true;
+        }
+        for (int d = nd - 1; d >= 0; d--)
+            newstride[d] = d == nd - 1 ? 1
+                                       : (newshape[d + 1] > 1 ? newshape[d + 1] : 1) *
+                                             newstride[d + 1];
+        return true;
+    }
+    int view_d = nd - 1;
+    int64_t chunk_base_stride = oldstride[od - 1];
+    int64_t tensor_numel = 1, view_numel = 1;
+    for (int tensor_d = od - 1; tensor_d >= 0; tensor_d--) {
+        tensor_numel *= oldshape[tensor_d];
+        if (tensor_d == 0 || (oldshape[tensor_d - 1] != 1 &&
+                              oldstride[tensor_d - 1] != tensor_numel * chunk_base_stride)) {
+            while (view_d >= 0 && (view_numel < tensor_numel || newshape[view_d] == 1)) {
+                newstride[view_d] = view_numel * chunk_base_stride;
+                view_numel *= newshape[view_d];
+                view_d--;
+            }
+            if (view_numel != tensor_numel)
+                return false;
+            if (tensor_d > 0) {
+                chunk_base_stride = oldstride[tensor_d - 1];
+                tensor_numel = 1;
+                view_numel = 1;
+            }
+        }
+    }
+    return view_d == -1;
+}
+

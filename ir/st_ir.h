@@ -83,6 +83,11 @@ st_status st_broadcast(const char *op, const st_meta *ops, int n, int *ndim,
  * and returns the number of elements selected. */
 int64_t st_slice_bounds(int64_t size, int64_t *start, int64_t *stop,
                         int64_t step);
+/* PyTorch's computeStride: the strides that view a tensor of oldshape /
+ * oldstride as newshape (same element count), or false when its layout
+ * needs a copy. Shared by runtime views and the memory plan. */
+bool st_view_strides(int od, const int64_t *oldshape, const int64_t *oldstride,
+                     int nd, const int64_t *newshape, int64_t *newstride);
 /* Normalizes dim into [0, ndim) (ndim 0 accepts -1 and 0); sets IndexError. */
 st_status st_wrap_dim(const char *op, int64_t *dim, int ndim);
 
@@ -282,6 +287,32 @@ void st_ir_autodiff_init(void);   /* fills every VJP slot; idempotent */
 /* Sums v down to meta's shape (broadcasting undone: leading dims summed
  * away, size-1 dims summed with keepdim); returns the value id or -1. */
 int st_ir_sum_to(st_graph *g, int v, const st_meta *target);
+
+/* ---- backward graphs (ir/backward.c), AOTAutograd-style. From fwd (its
+ * output 0 is the loss) build *bwd_out computing d(loss)/d(wrt[k]) for
+ * k < nwrt. Inputs of the backward graph: the forward values its rules read
+ * at run time, info->saved[0..nsaved) (forward value ids, ascending), then
+ * the loss gradient at index info->grad_input (== nsaved; the loss's meta:
+ * feed ones for a scalar loss). Outputs: gradient k of wrt[k]'s shape and
+ * dtype, summed over every use; zeros where wrt[k] has no path to the loss
+ * (non-differentiable ops and int/bool values stop paths). Dead code is
+ * removed; a value used only for its shape is not saved. Constants are
+ * baked in. info is an output (overwritten, never freed first: clear it
+ * after use); on error *bwd_out is NULL and info is cleared. */
+typedef struct {
+    int nsaved;
+    int *saved;       /* malloc'd; freed by st_ir_bwd_info_clear */
+    int grad_input;   /* backward input index of the loss gradient */
+    int loss;         /* forward value id of the loss */
+} st_ir_bwd_info;
+st_status st_ir_backward(const st_graph *fwd, const int *wrt, int nwrt,
+                         st_graph **bwd_out, st_ir_bwd_info *info);
+void st_ir_bwd_info_clear(st_ir_bwd_info *info);
+/* A copy of fwd whose outputs are fwd's, then info->saved[k] for each k
+ * (the forward of the pair: run it, keep outputs noutputs.., feed them to
+ * the backward graph). Same inputs and constants in the same order. */
+st_graph *st_ir_forward_saving(const st_graph *fwd,
+                               const st_ir_bwd_info *info);
 
 /* xxHash (XXH3 64) of the graph's structure: ops, attrs, operand wiring,
  * input dtypes and shapes (sizes included when with_sizes). */

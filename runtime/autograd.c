@@ -235,6 +235,9 @@ st_ad_node *st_ad_custom_node(const char *name, st_ad_custom_fn fn, void *ctx,
                               void (*ctx_free)(void *), int nin,
                               st_tensor *const *inputs, int nout,
                               st_tensor *const *outputs) {
+    /* a custom backward cannot be expressed as statements of a trace */
+    st_rt_trace_fail("a custom autograd node (autograd.Function / PyLayer) "
+                     "cannot be traced");
     st_ad_node *n = node_new(nin, nout);
     if (!n) {
         st_err(ST_ERR_MEMORY, "autograd: out of host memory");
@@ -385,8 +388,8 @@ static ventry *vbuild(const vkey *key, uint64_t h, const st_ad_node *n,
         free(e);
         return NULL;
     }
-    st_fuse_options fo = {0};
-    e->prog = st_fuse_lower(live, &fo);
+    /* the process-wide fusion options (SYMTRACE_FUSION, symtrace.config) */
+    e->prog = st_fuse_lower(live, NULL);
     st_ir_graph_free(live);
     if (!e->prog) {
         free(e);
@@ -673,6 +676,7 @@ static st_status engine(st_tensor *const *roots, st_tensor *const *grads, int nr
     if (nroots > 64) return st_err(ST_ERR_VALUE, "backward: at most 64 roots");
     bool was_disabled = grad_disabled;
     grad_disabled = true;
+    st_rt_trace_suspend(); /* backward's own ops are not part of a trace */
     memset(root_g, 0, sizeof root_g);
     for (int k = 0; k < nroots && s == ST_OK; k++) {
         st_tensor *r = roots[k];
@@ -792,6 +796,7 @@ static st_status engine(st_tensor *const *roots, st_tensor *const *grads, int nr
     free(ready.items);
     free(stack.items);
     grad_disabled = was_disabled;
+    st_rt_trace_resume();
     return s;
 }
 

@@ -41,7 +41,15 @@ static struct {
 static st_backend *eager_backend(void) {
     if (!cache.be) {
         st_ir_autodiff_init();
-        cache.be = st_backend_get("interp");
+        /* SYMTRACE_EAGER_BACKEND=interp|llvm; default "llvm" when a
+         * frontend registered it, else the reference "interp" */
+        const char *env = getenv("SYMTRACE_EAGER_BACKEND");
+        if (env && env[0])
+            cache.be = st_backend_get(env);
+        if (!cache.be)
+            cache.be = st_backend_get("llvm");
+        if (!cache.be)
+            cache.be = st_backend_get("interp");
     }
     return cache.be;
 }
@@ -164,8 +172,8 @@ static eentry *build(const ekey *key, uint64_t h, st_op_id op,
     if (si < 0) goto fail_graph;
     int nout = g->stmts[si].nout;
     for (int k = 0; k < nout; k++) st_ir_mark_output(g, outs[k]);
-    st_fuse_options fo = {0};
-    st_kprog *p = st_fuse_lower(g, &fo);
+    /* the process-wide fusion options (SYMTRACE_FUSION, symtrace.config) */
+    st_kprog *p = st_fuse_lower(g, NULL);
     st_ir_graph_free(g);
     if (!p) return NULL;
 
@@ -232,8 +240,23 @@ static bool can_cast(st_dtype from, st_dtype to) {
 
 static const char *dname(st_dtype t) { return st_dtype_name(t); }
 
+static int eager_run(st_op_id op, const st_operand *in, int nin,
+                     const st_attrs *attrs, st_tensor **given, st_tensor **out);
+
+/* The public entry: runs the op (ops it runs inside are not traced) and
+ * notes it on the active trace (runtime/trace.c) once it succeeded. */
 int st_rt_eager(st_op_id op, const st_operand *in, int nin,
                 const st_attrs *attrs, st_tensor **given, st_tensor **out) {
+    if (!st_rt_trace_active()) return eager_run(op, in, nin, attrs, given, out);
+    st_rt_trace_suspend();
+    int n = eager_run(op, in, nin, attrs, given, out);
+    st_rt_trace_resume();
+    if (n > 0) st_rt_trace_note(op, in, nin, attrs, out, n);
+    return n;
+}
+
+static int eager_run(st_op_id op, const st_operand *in, int nin,
+                     const st_attrs *attrs, st_tensor **given, st_tensor **out) {
     if ((unsigned)op >= ST_NOPS)
         return st_err(ST_ERR_VALUE, "eager: unknown op %d", (int)op), -1;
     if (nin < 0 || nin > ST_MAX_IN)

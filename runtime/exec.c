@@ -125,7 +125,8 @@ static st_status bind_inputs(st_kprog *p, st_tensor **vals) {
 }
 
 static st_status exec_impl(st_kprog *p, st_backend *be, void *compiled,
-                           st_tensor **vals);
+                           st_tensor **vals, const st_mem_plan *plan,
+                           int64_t *trace);
 
 /* A program's own steps (views, kernels) are never recorded on the tape:
  * the caller records the op as a whole. */
@@ -133,18 +134,42 @@ st_status st_rt_exec(st_kprog *p, st_backend *be, void *compiled,
                      st_tensor **vals) {
     bool was = st_ad_grad_enabled();
     st_ad_set_grad_enabled(false);
-    st_status s = exec_impl(p, be, compiled, vals);
+    st_rt_trace_suspend(); /* nor traced: a program's steps are its own */
+    st_status s = exec_impl(p, be, compiled, vals, NULL, NULL);
+    st_rt_trace_resume();
+    st_ad_set_grad_enabled(was);
+    return s;
+}
+
+st_status st_rt_exec_planned(st_kprog *p, st_backend *be, void *compiled,
+                             st_tensor **vals, const st_mem_plan *plan,
+                             int64_t *trace) {
+    bool was = st_ad_grad_enabled();
+    st_ad_set_grad_enabled(false);
+    st_rt_trace_suspend();
+    st_status s = exec_impl(p, be, compiled, vals, plan, trace);
+    st_rt_trace_resume();
     st_ad_set_grad_enabled(was);
     return s;
 }
 
 static st_status exec_impl(st_kprog *p, st_backend *be, void *compiled,
-                           st_tensor **vals) {
+                           st_tensor **vals, const st_mem_plan *plan,
+                           int64_t *trace) {
     st_graph *g = p->graph;
     st_status s = bind_inputs(p, vals);
     if (s != ST_OK) return s;
     st_device *dev = st_rt_device(be->device, 0);
     if (!dev) return st_err_kind();
+    if (plan && (plan->nvalues != g->nvalues || plan->nkernels != p->nkernels))
+        return st_err(ST_ERR_RUNTIME, "exec: the memory plan is for another program");
+    st_allocator *al = trace ? st_alloc_for(dev) : NULL;
+    /* one arena for the run's intermediates (the plan placed them) */
+    st_storage *arena = NULL;
+    if (plan && plan->arena_bytes > 0) {
+        arena = st_storage_new(dev, (size_t)plan->arena_bytes);
+        if (!arena) return st_err_kind();
+    }
 
     /* last kernel using each value (views count as users of their input) */
     int lastbuf[256];
@@ -166,6 +191,11 @@ static st_status exec_impl(st_kprog *p, st_backend *be, void *compiled,
         if (k->kind == ST_K_VIEW) {
             const st_stmt *st = &g->stmts[k->stmt];
             st_tensor *src = vals[st->in[0]];
+            if (trace) {
+                st_alloc_stats as;
+                st_alloc_stats_get(al, &as);
+                trace[i] = as.requested_bytes;
+            }
             if (!src) {
                 s = st_err(ST_ERR_RUNTIME, "%s: input is unbound", k->name);
                 break;
@@ -195,11 +225,20 @@ static st_status exec_impl(st_kprog *p, st_backend *be, void *compiled,
                     }
                     continue;
                 }
-                t = st_tensor_empty(dev, m->dtype, m->ndim, m->shape);
+                if (arena && plan->values[kb->value].arena)
+                    t = st_tensor_in_storage(arena, m->dtype, m->ndim, m->shape,
+                                             plan->values[kb->value].offset);
+                else
+                    t = st_tensor_empty(dev, m->dtype, m->ndim, m->shape);
                 if (!t) s = st_err_kind();
                 vals[kb->value] = t;
             }
             if (s != ST_OK) break;
+            if (trace) {
+                st_alloc_stats as;
+                st_alloc_stats_get(al, &as);
+                trace[i] = as.requested_bytes;
+            }
             st_kargs args;
             s = kargs_of(p, k, vals, &args);
             if (s == ST_OK) s = be->launch(be, compiled, i, &args);
@@ -217,5 +256,6 @@ static st_status exec_impl(st_kprog *p, st_backend *be, void *compiled,
         }
     }
     if (last != lastbuf) free(last);
+    if (arena) st_storage_decref(arena); /* freed with its last tensor */
     return s;
 }

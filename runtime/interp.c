@@ -15,8 +15,17 @@
  * - float -> int truncates toward zero; NaN/out of range give INT_MIN
  *   (what x86 gives); to bool is != 0. sign(NaN) = 0 (as ATen).
  * - RAND uniform values are kept below 1 in the node's precision.
- * - In phase 1 of a REDUCE kernel, INDEX -1 / RAND use the linear index of
- *   the output point in the outer (non-reduced) space. */
+ * - REDUCE kernels run their nreduce reductions in sequence per outer
+ *   point, each a pass over the row (blocks of up to BLK points along the
+ *   innermost row dim); the epilogue runs per point of the row once more
+ *   (final_per_point) or per outer point. In a per-outer epilogue, INDEX
+ *   -1 / RAND use the linear index of the output point in the outer
+ *   (non-reduced) space; in the passes and a per-point epilogue, that of
+ *   the point in the whole iteration space.
+ * - MATMUL kernels with stores evaluate their epilogue per output point
+ *   with REDUCED = the product, converted exactly to the node's dtype
+ *   (float accumulation for float16/bfloat16/float32, double for float64,
+ *   int64 for integers). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,9 +42,12 @@ typedef union {
 
 /* Precomputed per kernel by compile(). */
 typedef struct {
-    int *list0, n0;   /* nodes evaluated per point (in order) */
-    int *list1, n1;   /* REDUCE: nodes evaluated per output point */
-    int *reduced, nreduced; /* REDUCE: the REDUCED nodes */
+    /* nodes to evaluate, in order: ELEMENTWISE list[0] per point; REDUCE
+     * list[p] in pass p < nreduce, list[nreduce] the epilogue; MATMUL
+     * list[0] the epilogue (empty without stores) */
+    int *list[ST_K_MAX_REDUCE + 1], n[ST_K_MAX_REDUCE + 1];
+    int *reduced, nreduced; /* REDUCE/MATMUL: the REDUCED nodes */
+    int nreduce;      /* REDUCE: reductions (k->nreduce, at least 1) */
     bool index_dims;  /* an INDEX node reads a dim coordinate (no collapse) */
 } kinfo;
 
@@ -923,7 +935,7 @@ static st_status run_elementwise(const st_kernel *k, const kinfo *ki,
             b.len = (int)(inner - j0 < BLK ? inner - j0 : BLK);
             b.lin0 = o * inner + j0;
             blk_offsets(&b);
-            s = eval_list(&b, ki->list0, ki->n0);
+            s = eval_list(&b, ki->list[0], ki->n[0]);
             if (s != ST_OK)
                 return s;
             s = do_stores(&b);
@@ -1070,12 +1082,34 @@ static const char *red_opname(st_reduce_op op)
     }
 }
 
-/* Reduces over the trailing nr dims of lk (dims ro..ro+nr) for the outer
- * point with coordinates q[0..ro) and outer linear index qlin. */
-static st_status reduce_point(const st_kernel *k, const kinfo *ki,
-                              const st_kargs *lk, int ro, int nr,
-                              const int64_t *q, int64_t qlin, int64_t R,
-                              slot *vals, slot *tmp, acc_t *c)
+/* Fills the REDUCED nodes of reductions < upto with the outer point's
+ * results res[i] (constant over len entries). */
+static void fill_reduced_const(blk *b, const kinfo *ki, int upto,
+                               const slot *res, const bool *resf, int len)
+{
+    const st_kernel *k = b->k;
+    for (int t = 0; t < ki->nreduced; t++) {
+        int ni = ki->reduced[t];
+        int ri = (int)k->nodes[ni].i;
+        if (ri >= upto)
+            continue;
+        slot v;
+        convert(&res[ri], resf[ri] ? ST_FLOAT64 : ST_INT64, &v,
+                k->nodes[ni].dtype, 1, false);
+        slot *out = nv(b, ni);
+        for (int j = 0; j < len; j++)
+            out[j] = v;
+    }
+}
+
+/* One pass over the row of the outer point q (coordinates q[0..ro), outer
+ * linear index qlin): evaluates list over the trailing nr dims of lk in
+ * blocks; accumulates node src into c, or (c NULL) performs the stores. */
+static st_status row_pass(const st_kernel *k, const kinfo *ki, int pass,
+                          const st_kargs *lk, int ro, int nr,
+                          const int64_t *q, int64_t qlin, int64_t R,
+                          slot *vals, slot *tmp, const slot *res,
+                          const bool *resf, acc_t *c)
 {
     int rank = ro + nr;
     blk b = {.k = k, .a = lk, .v = vals, .tmp = tmp, .ndims = rank,
@@ -1085,7 +1119,10 @@ static st_status reduce_point(const st_kernel *k, const kinfo *ki,
         b.p[d] = 0;
     int64_t inner = nr > 0 ? lk->shape[rank - 1] : 1;
     int64_t nouter = R / inner;
-    slot *sv = nv(&b, k->reduce[0].src);
+    fill_reduced_const(&b, ki, pass, res, resf,
+                       (int)(inner < BLK ? inner : BLK));
+    const int *list = ki->list[pass];
+    int nl = ki->n[pass];
     int64_t pos = 0;
     for (int64_t o = 0; o < nouter; o++) {
         for (int64_t j0 = 0; j0 < inner; j0 += BLK) {
@@ -1094,10 +1131,17 @@ static st_status reduce_point(const st_kernel *k, const kinfo *ki,
             b.len = (int)(inner - j0 < BLK ? inner - j0 : BLK);
             b.lin0 = qlin * R + pos;
             blk_offsets(&b);
-            st_status s = eval_list(&b, ki->list0, ki->n0);
+            st_status s = eval_list(&b, list, nl);
             if (s != ST_OK)
                 return s;
-            acc_add(c, k->reduce[0].op, sv, b.len, pos);
+            if (c) {
+                acc_add(c, k->reduce[pass].op,
+                        nv(&b, k->reduce[pass].src), b.len, pos);
+            } else {
+                s = do_stores(&b);
+                if (s != ST_OK)
+                    return s;
+            }
             pos += b.len;
         }
         if (nr > 0)
@@ -1111,6 +1155,10 @@ static st_status reduce_point(const st_kernel *k, const kinfo *ki,
     return ST_OK;
 }
 
+/* REDUCE: for every outer point the reductions run in sequence (pass p
+ * reduces reduce[p].src with the results of reductions < p as constants),
+ * then the epilogue runs per point of the row (final_per_point) or per
+ * outer point (in blocks along the innermost outer dim). */
 static st_status run_reduce(const st_kernel *k, const kinfo *ki,
                             const st_kargs *args, slot *vals, slot *tmp)
 {
@@ -1118,16 +1166,20 @@ static st_status run_reduce(const st_kernel *k, const kinfo *ki,
     st_status s = check_shape(k, args, &empty);
     if (s != ST_OK)
         return s;
+    int nred_ops = ki->nreduce;
     int ro = k->rank - k->nred;
     int64_t R = 1, O = 1;
     for (int d = ro; d < k->rank; d++)
         R *= args->shape[d];
     for (int d = 0; d < ro; d++)
         O *= args->shape[d];
-    st_reduce_op op = k->reduce[0].op;
-    if (R == 0 && op != ST_RED_SUM && op != ST_RED_MEAN && op != ST_RED_PROD)
-        return st_err(ST_ERR_RUNTIME, "%s(): Expected reduction dim to have "
-                      "non-zero size.", red_opname(op));
+    for (int r = 0; r < nred_ops; r++) {
+        st_reduce_op op = k->reduce[r].op;
+        if (R == 0 && O > 0 && op != ST_RED_SUM && op != ST_RED_MEAN &&
+            op != ST_RED_PROD)
+            return st_err(ST_ERR_RUNTIME, "%s(): Expected reduction dim to "
+                          "have non-zero size.", red_opname(op));
+    }
     if (O == 0)
         return ST_OK;
     st_kargs lk = *args;
@@ -1137,8 +1189,9 @@ static st_status run_reduce(const st_kernel *k, const kinfo *ki,
         nro = collapse_range(args, k->nbufs, 0, ro, &lk, 0);
         nr = collapse_range(args, k->nbufs, ro, k->rank, &lk, nro);
     }
-    bool srcf = isf(k->nodes[k->reduce[0].src].dtype);
-    /* Phase 1 blocks along the innermost outer dim. */
+    /* results of the block's outer points: res[r * BLK + j] */
+    slot res[ST_K_MAX_REDUCE * BLK];
+    bool resf[ST_K_MAX_REDUCE * BLK];
     blk b = {.k = k, .a = &lk, .v = vals, .tmp = tmp, .ndims = nro,
              .noff = nro, .vd = nro - 1};
     memset(b.p, 0, sizeof b.p);
@@ -1155,25 +1208,41 @@ static st_status run_reduce(const st_kernel *k, const kinfo *ki,
             for (int j = 0; j < b.len; j++) {
                 if (nro > 0)
                     q[nro - 1] = j0 + j;
-                acc_t c;
-                acc_init(&c, op, srcf);
-                if (R > 0) {
-                    s = reduce_point(k, ki, &lk, nro, nr, q, b.lin0 + j, R,
-                                     vals, tmp, &c);
+                slot pr[ST_K_MAX_REDUCE];
+                bool pf[ST_K_MAX_REDUCE];
+                for (int r = 0; r < nred_ops; r++) {
+                    st_reduce_op op = k->reduce[r].op;
+                    acc_t c;
+                    acc_init(&c, op, isf(k->nodes[k->reduce[r].src].dtype));
+                    if (R > 0) {
+                        s = row_pass(k, ki, r, &lk, nro, nr, q, b.lin0 + j, R,
+                                     vals, tmp, pr, pf, &c);
+                        if (s != ST_OK)
+                            return s;
+                    }
+                    acc_result(&c, op, R, &pr[r], &pf[r]);
+                    res[r * BLK + j] = pr[r];
+                    resf[r * BLK + j] = pf[r];
+                }
+                if (k->final_per_point && R > 0) {
+                    s = row_pass(k, ki, nred_ops, &lk, nro, nr, q,
+                                 b.lin0 + j, R, vals, tmp, pr, pf, NULL);
                     if (s != ST_OK)
                         return s;
                 }
-                slot r;
-                bool rf;
-                acc_result(&c, op, R, &r, &rf);
-                for (int t = 0; t < ki->nreduced; t++) {
-                    int ni = ki->reduced[t];
-                    convert(&r, rf ? ST_FLOAT64 : ST_INT64, &nv(&b, ni)[j],
-                            k->nodes[ni].dtype, 1, false);
-                }
+            }
+            if (k->final_per_point)
+                continue;
+            for (int t = 0; t < ki->nreduced; t++) {
+                int ni = ki->reduced[t];
+                int ri = (int)k->nodes[ni].i;
+                for (int j = 0; j < b.len; j++)
+                    convert(&res[ri * BLK + j],
+                            resf[ri * BLK + j] ? ST_FLOAT64 : ST_INT64,
+                            &nv(&b, ni)[j], k->nodes[ni].dtype, 1, false);
             }
             blk_offsets(&b);
-            s = eval_list(&b, ki->list1, ki->n1);
+            s = eval_list(&b, ki->list[nred_ops], ki->n[nred_ops]);
             if (s != ST_OK)
                 return s;
             s = do_stores(&b);
@@ -1286,7 +1355,41 @@ static void mm_int(const int64_t *restrict A, const int64_t *restrict B,
     }
 }
 
-static st_status run_matmul(const st_kernel *k, const st_kargs *args)
+/* The epilogue of row m of a matmul with stores: REDUCED = the products
+ * row[0..N) (of dtype rdt, converted exactly to each REDUCED node's dtype),
+ * evaluated in blocks along N; p holds the batch coordinates. */
+static st_status mm_epilogue(const st_kernel *k, const kinfo *ki,
+                             const st_kargs *args, slot *vals, slot *tmp,
+                             int64_t *p, int64_t m, int64_t lin_row,
+                             const slot *row, st_dtype rdt, int64_t N)
+{
+    int nb = k->rank - 3;
+    blk b = {.k = k, .a = args, .v = vals, .tmp = tmp, .ndims = k->rank,
+             .noff = nb + 2, .vd = nb + 1};
+    memcpy(b.p, p, sizeof(int64_t) * (size_t)nb);
+    b.p[nb] = m;
+    b.p[nb + 2] = 0;
+    for (int64_t n0 = 0; n0 < N; n0 += BLK) {
+        b.p[nb + 1] = n0;
+        b.len = (int)(N - n0 < BLK ? N - n0 : BLK);
+        b.lin0 = lin_row + n0;
+        for (int t = 0; t < ki->nreduced; t++) {
+            int ni = ki->reduced[t];
+            convert(row + n0, rdt, nv(&b, ni), k->nodes[ni].dtype, b.len,
+                    true);
+        }
+        blk_offsets(&b);
+        st_status s = eval_list(&b, ki->list[0], ki->n[0]);
+        if (s == ST_OK)
+            s = do_stores(&b);
+        if (s != ST_OK)
+            return s;
+    }
+    return ST_OK;
+}
+
+static st_status run_matmul(const st_kernel *k, const kinfo *ki,
+                            const st_kargs *args, slot *vals, slot *tmp)
 {
     bool empty;
     st_status s = check_shape(k, args, &empty);
@@ -1300,8 +1403,9 @@ static st_status run_matmul(const st_kernel *k, const st_kargs *args)
         nbatch *= args->shape[d];
     if (nbatch == 0 || M == 0 || N == 0)
         return ST_OK;
+    bool epi = k->nstores > 0;
     st_dtype ta = k->bufs[0].dtype, tb = k->bufs[1].dtype,
-             tc = k->bufs[2].dtype;
+             tc = epi ? ta : k->bufs[2].dtype;
     acc_kind ak;
     if (!isf(ta) && !isf(tb))
         ak = ACC_INT;
@@ -1324,9 +1428,10 @@ static st_status run_matmul(const st_kernel *k, const st_kargs *args)
                       (long long)K);
     }
     const st_karg_buf *A = &args->bufs[0], *B = &args->bufs[1],
-                      *C = &args->bufs[2];
+                      *C = &args->bufs[epi ? 0 : 2];
     int64_t p[ST_MAX_DIMS] = {0};
-    for (int64_t bi = 0; bi < nbatch; bi++) {
+    st_status st = ST_OK;
+    for (int64_t bi = 0; bi < nbatch && st == ST_OK; bi++) {
         int64_t oa = 0, ob = 0, oc = 0;
         for (int d = 0; d < nb; d++) {
             oa += p[d] * A->strides[d];
@@ -1363,6 +1468,13 @@ static st_status run_matmul(const st_kernel *k, const st_kargs *args)
                     row[n].i = cr[n];
                 rdt = ST_INT64;
             }
+            if (epi) {
+                st = mm_epilogue(k, ki, args, vals, tmp, p, m,
+                                 (bi * M + m) * N, row, rdt, N);
+                if (st != ST_OK)
+                    break;
+                continue;
+            }
             char *crow = cbase + (ptrdiff_t)st_dtype_size(tc) * m *
                                      C->strides[nb];
             for (int64_t n0 = 0; n0 < N; n0 += BLK) {
@@ -1382,7 +1494,7 @@ static st_status run_matmul(const st_kernel *k, const st_kargs *args)
     free(pb);
     free(pc);
     free(row);
-    return ST_OK;
+    return st;
 }
 
 /* ---- compile: validation and evaluation lists ---- */
@@ -1445,18 +1557,21 @@ static st_status validate(const st_kernel *k, int idx)
     if (k->kind == ST_K_MATMUL) {
         if (k->rank < 3)
             BAD("matmul rank %d < 3", k->rank);
-        if (k->nbufs < 3)
-            BAD("matmul needs 3 buffers");
-        return ST_OK;
+        if (k->nbufs < (k->nstores > 0 ? 2 : 3))
+            BAD("matmul needs %d buffers", k->nstores > 0 ? 2 : 3);
     }
     if (k->kind == ST_K_REDUCE) {
         /* nred 0 (a rank-0 input) reduces a single point. */
         if (k->nred < 0 || k->nred > k->rank)
             BAD("nred %d with rank %d", k->nred, k->rank);
-        if ((int)k->reduce[0].op < 0 || k->reduce[0].op > ST_RED_PROD)
-            BAD("bad reduce op %d", (int)k->reduce[0].op);
-        if (k->reduce[0].src < 0 || k->reduce[0].src >= k->nnodes)
-            BAD("bad reduce[0].src %d", k->reduce[0].src);
+        if (k->nreduce < 0 || k->nreduce > ST_K_MAX_REDUCE)
+            BAD("nreduce %d", k->nreduce);
+        for (int r = 0; r < (k->nreduce < 1 ? 1 : k->nreduce); r++) {
+            if ((int)k->reduce[r].op < 0 || k->reduce[r].op > ST_RED_PROD)
+                BAD("bad reduce[%d] op %d", r, (int)k->reduce[r].op);
+            if (k->reduce[r].src < 0 || k->reduce[r].src >= k->nnodes)
+                BAD("bad reduce[%d].src %d", r, k->reduce[r].src);
+        }
     }
     for (int i = 0; i < k->nnodes; i++) {
         const st_knode *n = &k->nodes[i];
@@ -1493,8 +1608,16 @@ static st_status validate(const st_kernel *k, int idx)
                 BAD("node %d: rand kind %lld", i, (long long)n->i);
             break;
         case ST_KN_REDUCED:
-            if (k->kind != ST_K_REDUCE)
-                BAD("node %d: reduced outside a reduce kernel", i);
+            if (k->kind == ST_K_REDUCE) {
+                if (n->i < 0 || n->i >= (k->nreduce < 1 ? 1 : k->nreduce))
+                    BAD("node %d: reduced(%lld) of %d reductions", i,
+                        (long long)n->i, k->nreduce);
+            } else if (k->kind == ST_K_MATMUL) {
+                if (n->i != 0)
+                    BAD("node %d: matmul reduced(%lld)", i, (long long)n->i);
+            } else {
+                BAD("node %d: reduced outside a reduce or matmul kernel", i);
+            }
             break;
         case ST_KN_CONST:
         case ST_KN_WHERE:
@@ -1557,15 +1680,15 @@ static int *needed(const st_kernel *k, const int *roots, int nroots,
 
 static void kinfo_free(kinfo *ki)
 {
-    free(ki->list0);
-    free(ki->list1);
+    for (int p = 0; p <= ST_K_MAX_REDUCE; p++)
+        free(ki->list[p]);
     free(ki->reduced);
 }
 
 static st_status kinfo_build(const st_kernel *k, kinfo *ki)
 {
     memset(ki, 0, sizeof *ki);
-    if (k->kind == ST_K_VIEW || k->kind == ST_K_MATMUL)
+    if (k->kind == ST_K_VIEW)
         return ST_OK;
     int roots[2 * ST_K_MAX_STORES], nroots = 0;
     for (int s = 0; s < k->nstores; s++) {
@@ -1576,36 +1699,53 @@ static st_status kinfo_build(const st_kernel *k, kinfo *ki)
     for (int i = 0; i < k->nnodes; i++)
         if (k->nodes[i].kind == ST_KN_INDEX && k->nodes[i].i >= 0)
             ki->index_dims = true;
-    if (k->kind == ST_K_ELEMENTWISE) {
-        ki->list0 = needed(k, roots, nroots, &ki->n0);
-        if (!ki->list0)
+    if (k->kind == ST_K_ELEMENTWISE || k->kind == ST_K_MATMUL) {
+        ki->list[0] = needed(k, roots, nroots, &ki->n[0]);
+        ki->reduced = malloc(sizeof(int) * ((size_t)k->nnodes + 1));
+        if (!ki->list[0] || !ki->reduced)
             return st_err(ST_ERR_MEMORY, "interp: out of memory");
+        for (int i = 0; i < k->nnodes; i++)
+            if (k->nodes[i].kind == ST_KN_REDUCED)
+                ki->reduced[ki->nreduced++] = i;
         return ST_OK;
     }
-    ki->list0 = needed(k, &k->reduce[0].src, 1, &ki->n0);
-    ki->list1 = needed(k, roots, nroots, &ki->n1);
+    int nr = k->nreduce < 1 ? 1 : k->nreduce;
+    ki->nreduce = nr;
+    for (int p = 0; p < nr; p++) {
+        ki->list[p] = needed(k, &k->reduce[p].src, 1, &ki->n[p]);
+        if (!ki->list[p])
+            return st_err(ST_ERR_MEMORY, "interp: out of memory");
+    }
+    ki->list[nr] = needed(k, roots, nroots, &ki->n[nr]);
     ki->reduced = malloc(sizeof(int) * ((size_t)k->nnodes + 1));
-    if (!ki->list0 || !ki->list1 || !ki->reduced)
+    if (!ki->list[nr] || !ki->reduced)
         return st_err(ST_ERR_MEMORY, "interp: out of memory");
     for (int i = 0; i < k->nnodes; i++)
         if (k->nodes[i].kind == ST_KN_REDUCED)
             ki->reduced[ki->nreduced++] = i;
-    /* The reduced source must not depend on the reduction's result. */
-    char *p1 = calloc((size_t)k->nnodes + 1, 1);
-    if (!p1)
+    /* A reduction's source may use only the results of earlier ones:
+     * dep[i] = 1 + the highest reduction index node i depends on. */
+    int *dep = calloc((size_t)k->nnodes + 1, sizeof *dep);
+    if (!dep)
         return st_err(ST_ERR_MEMORY, "interp: out of memory");
     for (int i = 0; i < k->nnodes; i++) {
         int ops[3];
         int no = node_operands(&k->nodes[i], ops);
-        p1[i] = k->nodes[i].kind == ST_KN_REDUCED;
+        dep[i] = k->nodes[i].kind == ST_KN_REDUCED ? (int)k->nodes[i].i + 1
+                                                    : 0;
         for (int o = 0; o < no; o++)
-            p1[i] |= p1[ops[o]];
+            if (dep[ops[o]] > dep[i])
+                dep[i] = dep[ops[o]];
     }
-    bool bad = p1[k->reduce[0].src];
-    free(p1);
-    if (bad)
-        return st_err(ST_ERR_RUNTIME, "interp: kernel %s: the reduced node "
-                      "n%d depends on the reduction", k->name, k->reduce[0].src);
+    int badp = -1;
+    for (int p = 0; p < nr && badp < 0; p++)
+        if (dep[k->reduce[p].src] > p)
+            badp = p;
+    free(dep);
+    if (badp >= 0)
+        return st_err(ST_ERR_RUNTIME, "interp: kernel %s: the source n%d of "
+                      "reduction %d depends on its own or a later reduction",
+                      k->name, k->reduce[badp].src, badp);
     return ST_OK;
 }
 
@@ -1666,7 +1806,6 @@ static st_status interp_launch(st_backend *be, void *compiled, int index,
     case ST_K_VIEW:
         return ST_OK;
     case ST_K_MATMUL:
-        return run_matmul(k, args);
     case ST_K_ELEMENTWISE:
     case ST_K_REDUCE:
         break;
@@ -1680,6 +1819,8 @@ static st_status interp_launch(st_backend *be, void *compiled, int index,
     slot *tmp = vals + (size_t)BLK * (size_t)k->nnodes;
     st_status s = k->kind == ST_K_ELEMENTWISE
                       ? run_elementwise(k, ki, args, vals, tmp)
+                  : k->kind == ST_K_MATMUL
+                      ? run_matmul(k, ki, args, vals, tmp)
                       : run_reduce(k, ki, args, vals, tmp);
     free(vals);
     return s;

@@ -123,6 +123,10 @@ st_tensor *st_tensor_empty(st_device *dev, st_dtype dt, int ndim,
                            const int64_t *shape);
 st_tensor *st_tensor_view_of(st_tensor *base, int ndim, const int64_t *shape,
                              const int64_t *strides, int64_t offset);
+/* A contiguous tensor of dtype dt placed in storage s at byte offset
+ * byte_off (a multiple of the dtype's size); shares s. */
+st_tensor *st_tensor_in_storage(st_storage *s, st_dtype dt, int ndim,
+                                const int64_t *shape, int64_t byte_off);
 void st_tensor_incref(st_tensor *t);
 void st_tensor_decref(st_tensor *t);
 int64_t st_tensor_numel(const st_tensor *t);
@@ -174,6 +178,30 @@ typedef struct {
 void st_rt_kcache_stats(st_kcache_stats *out);
 void st_rt_kcache_clear(void);
 
+/* ---------------- kernel cache on disk (runtime/kcache.c) ----------------
+ * Compiled kernels (a backend's object code) under a key string (letters,
+ * digits, '-', '_': the hex xxHash of the kernel IR, the target and the
+ * compiler version) in $SYMTRACE_CACHE_DIR (default ~/.cache/symtrace),
+ * file kernels/<key>.bin: a header (magic, format version, payload length,
+ * XXH3-64 of the payload) then the payload, written to a temp file and
+ * renamed. A file failing a check (truncated, corrupted, other version) is
+ * counted in `corrupt`, removed and treated as a miss: never loaded. */
+typedef struct {
+    int64_t hits, misses, stores, corrupt, store_errors;
+} st_kcache_file_stats_t;
+/* On a hit: true, *bytes (malloc'd, caller frees) and *n. A miss sets no
+ * error. */
+bool st_kcache_load(const char *key, void **bytes, size_t *n);
+st_status st_kcache_store(const char *key, const void *bytes, size_t n);
+/* The file of key into buf; false if no cache directory can be named. */
+bool st_kcache_path(const char *key, char *buf, size_t n);
+/* The cache directory in use (thread-local buffer), NULL if none. */
+const char *st_kcache_dir(void);
+/* Overrides SYMTRACE_CACHE_DIR for this process (NULL or "": back to the
+ * environment). */
+void st_kcache_set_dir(const char *dir);
+void st_kcache_file_stats(st_kcache_file_stats_t *out);
+
 /* ---------------- executor ----------------
  * Runs a lowered program: vals[v] holds the tensor of graph value v (inputs
  * set by the caller, and optional preallocated outputs); the rest are
@@ -183,6 +211,15 @@ void st_rt_kcache_clear(void);
  * surviving value (the caller decrefs). */
 st_status st_rt_exec(st_kprog *p, st_backend *be, void *compiled,
                      st_tensor **vals);
+/* The same with a memory plan (made for the graph's current sizes by
+ * st_fuse_plan): intermediates live in one arena allocated for the run.
+ * trace, when not NULL, receives the allocator's live requested bytes (of
+ * the backend's device) before each kernel: the measured column beside the
+ * plan's estimate (block rounding is the allocator's own overhead, in its
+ * allocated_bytes). */
+st_status st_rt_exec_planned(st_kprog *p, st_backend *be, void *compiled,
+                             st_tensor **vals, const st_mem_plan *plan,
+                             int64_t *trace);
 
 /* ---------------- autograd (runtime/autograd.c) ----------------
  * The tape: every eager op run with grad mode on and an input that requires
@@ -238,6 +275,36 @@ typedef struct {
     int64_t nodes_alive, programs, program_hits, program_compiles;
 } st_ad_stats;
 void st_ad_stats_get(st_ad_stats *out);
+
+/* ---------------- trace capture (runtime/trace.c) ----------------
+ * While a trace is active on a thread, every st_rt_eager call and every
+ * view function run at the outermost level (not inside another op, nor
+ * while suspended) also appends its statement to a trace graph: a tensor
+ * first seen as an operand becomes an input (ST_VAL_PARAM for a leaf that
+ * requires grad), Python scalars become constants, an in-place result is a
+ * new value its tensor maps to from then on. Ops run eagerly as usual.
+ * What cannot be expressed (custom autograd nodes, in-place writes into
+ * aliased storage) fails the trace: st_rt_trace_end then returns NULL with
+ * the reason as the error. One trace per thread; no nesting. */
+st_status st_rt_trace_begin(void);
+bool st_rt_trace_active(void);       /* active and not suspended */
+/* Ends the trace: marks outputs[0..nout) as the graph's outputs and
+ * returns the graph (dead statements removed; caller frees) and, through
+ * *inputs (malloc'd array of new references; caller decrefs each and
+ * frees it) and *ninputs, the tensors bound to its inputs, in order. */
+st_graph *st_rt_trace_end(st_tensor *const *outputs, int nout,
+                          st_tensor ***inputs, int *ninputs);
+void st_rt_trace_abort(void);        /* discards an active trace */
+/* The hook: records op(in) -> out[0..nout) (called by st_rt_eager after a
+ * successful op and by runtime/view.c for every view). Never fails: a
+ * problem marks the trace failed; the thread's error state is kept. */
+void st_rt_trace_note(st_op_id op, const st_operand *in, int nin,
+                      const st_attrs *attrs, st_tensor *const *out, int nout);
+void st_rt_trace_fail(const char *reason);
+/* Nested work (an op's own steps, the autograd engine, graph runs) is not
+ * traced: bracket it (counts nest). */
+void st_rt_trace_suspend(void);
+void st_rt_trace_resume(void);
 
 /* ---------------- random ---------------- */
 void st_rt_manual_seed(uint64_t seed);

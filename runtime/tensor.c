@@ -273,3 +273,39 @@ void st_tensor_meta(const st_tensor *t, st_meta *m)
         m->shape[d] = t->shape[d];
     m->kind = ST_META_TENSOR;
 }
+
+st_tensor *st_tensor_in_storage(st_storage *s, st_dtype dt, int ndim,
+                                const int64_t *shape, int64_t byte_off)
+{
+    size_t isz = st_dtype_size(dt);
+    if (!s || isz == 0 || ndim < 0 || ndim > ST_MAX_DIMS || byte_off < 0 ||
+        byte_off % (int64_t)isz) {
+        st_err(ST_ERR_RUNTIME, "tensor_in_storage: bad placement (offset %lld)",
+               (long long)byte_off);
+        return NULL;
+    }
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++)
+        n *= shape[d];
+    if (byte_off + n * (int64_t)isz > (int64_t)s->nbytes) {
+        st_err(ST_ERR_RUNTIME, "tensor_in_storage: %lld bytes at offset %lld exceed the "
+               "storage's %zu", (long long)(n * (int64_t)isz), (long long)byte_off,
+               s->nbytes);
+        return NULL;
+    }
+    st_tensor *t = calloc(1, sizeof *t);
+    if (!t) {
+        st_err(ST_ERR_MEMORY, "out of host memory for a tensor header");
+        return NULL;
+    }
+    t->refcount = 1;
+    t->storage = s;
+    st_storage_incref(s);
+    t->offset = byte_off / (int64_t)isz;
+    t->dtype = dt;
+    t->ndim = ndim;
+    if (ndim)
+        memcpy(t->shape, shape, sizeof(int64_t) * (size_t)ndim);
+    st_contiguous_strides(ndim, t->shape, t->strides);
+    return t;
+}

@@ -46,55 +46,11 @@ static bool check_tensor(const char *op, const st_tensor *t)
 
 /* ---------------- reshape ---------------- */
 
-/* PyTorch's computeStride: strides that view oldshape/oldstride as newshape,
- * or false when the layout does not allow a view. */
+/* PyTorch's computeStride (st_view_strides in ir/) on a tensor. */
 static bool compute_stride(const st_tensor *t, int nd, const int64_t *newshape,
                            int64_t *newstride)
 {
-    int od = t->ndim;
-    const int64_t *oldshape = t->shape, *oldstride = t->strides;
-    if (od == 0) {
-        for (int d = 0; d < nd; d++)
-            newstride[d] = 1;
-        return true;
-    }
-    int64_t numel = st_tensor_numel(t);
-    if (numel == 0) {
-        bool same = od == nd;
-        for (int d = 0; same && d < nd; d++)
-            same = oldshape[d] == newshape[d];
-        if (same) {
-            memcpy(newstride, oldstride, sizeof(int64_t) * (size_t)nd);
-            return true;
-        }
-        for (int d = nd - 1; d >= 0; d--)
-            newstride[d] = d == nd - 1 ? 1
-                                       : (newshape[d + 1] > 1 ? newshape[d + 1] : 1) *
-                                             newstride[d + 1];
-        return true;
-    }
-    int view_d = nd - 1;
-    int64_t chunk_base_stride = oldstride[od - 1];
-    int64_t tensor_numel = 1, view_numel = 1;
-    for (int tensor_d = od - 1; tensor_d >= 0; tensor_d--) {
-        tensor_numel *= oldshape[tensor_d];
-        if (tensor_d == 0 || (oldshape[tensor_d - 1] != 1 &&
-                              oldstride[tensor_d - 1] != tensor_numel * chunk_base_stride)) {
-            while (view_d >= 0 && (view_numel < tensor_numel || newshape[view_d] == 1)) {
-                newstride[view_d] = view_numel * chunk_base_stride;
-                view_numel *= newshape[view_d];
-                view_d--;
-            }
-            if (view_numel != tensor_numel)
-                return false;
-            if (tensor_d > 0) {
-                chunk_base_stride = oldstride[tensor_d - 1];
-                tensor_numel = 1;
-                view_numel = 1;
-            }
-        }
-    }
-    return view_d == -1;
+    return st_view_strides(t->ndim, t->shape, t->strides, nd, newshape, newstride);
 }
 
 /* PyTorch's infer_size: resolves one -1 and checks the element count. */
@@ -419,16 +375,26 @@ static bool recording(const st_tensor *t)
     return t && t->requires_grad && st_ad_grad_enabled();
 }
 
-/* Records r = op(src) and returns r (NULL, releasing r, on failure). */
+/* Whether a view of t must be described as a statement: recorded on the
+ * tape, or noted on an active trace (runtime/trace.c, every view). */
+static bool hooked(const st_tensor *t)
+{
+    return recording(t) || (t && st_rt_trace_active());
+}
+
+/* Records r = op(src) and returns r (NULL, releasing r, on failure); notes
+ * it on the active trace. */
 static st_tensor *recorded(st_tensor *src, st_tensor *r, st_op_id op, const st_attrs *a)
 {
-    if (!r || !recording(src))
+    if (!r)
         return r;
     st_operand in = {.t = src};
-    if (st_ad_record(op, &in, 1, a, &r, 1, false) != ST_OK) {
+    if (recording(src) && st_ad_record(op, &in, 1, a, &r, 1, false) != ST_OK) {
         st_tensor_decref(r);
         return NULL;
     }
+    if (st_rt_trace_active())
+        st_rt_trace_note(op, &in, 1, a, &r, 1);
     return r;
 }
 
@@ -444,7 +410,7 @@ static st_attrs dims_attrs(int n, const int64_t *dims)
 
 st_tensor *st_tensor_reshape(st_tensor *t, int ndim, const int64_t *shape, bool view_only)
 {
-    if (!recording(t))
+    if (!hooked(t))
         return reshape_raw(t, ndim, shape, view_only);
     st_tensor *r = reshape_raw(t, ndim, shape, true);
     st_tensor *src = t;
@@ -472,7 +438,7 @@ st_tensor *st_tensor_reshape(st_tensor *t, int ndim, const int64_t *shape, bool 
 st_tensor *st_tensor_permute(st_tensor *t, const int64_t *perm)
 {
     st_tensor *r = permute_raw(t, perm);
-    if (!r || !recording(t))
+    if (!r || !hooked(t))
         return r;
     st_attrs a = dims_attrs(t->ndim, perm);
     for (int k = 0; k < t->ndim; k++)
@@ -484,7 +450,7 @@ st_tensor *st_tensor_permute(st_tensor *t, const int64_t *perm)
 st_tensor *st_tensor_transpose(st_tensor *t, int64_t d0, int64_t d1)
 {
     st_tensor *r = transpose_raw(t, d0, d1);
-    if (!r || !recording(t))
+    if (!r || !hooked(t))
         return r;
     if (d0 < 0)
         d0 += t->ndim;
@@ -513,7 +479,7 @@ st_tensor *st_tensor_expand(st_tensor *t, int ndim, const int64_t *shape)
 st_tensor *st_tensor_slice(st_tensor *t, int64_t dim, int64_t start, int64_t stop, int64_t step)
 {
     st_tensor *r = slice_raw(t, dim, start, stop, step);
-    if (!r || !recording(t))
+    if (!r || !hooked(t))
         return r;
     if (dim < 0)
         dim += t->ndim;
@@ -530,7 +496,7 @@ st_tensor *st_tensor_slice(st_tensor *t, int64_t dim, int64_t start, int64_t sto
 st_tensor *st_tensor_select(st_tensor *t, int64_t dim, int64_t index)
 {
     st_tensor *r = select_raw(t, dim, index);
-    if (!r || !recording(t))
+    if (!r || !hooked(t))
         return r;
     st_tensor_decref(r);
     if (dim < 0)
@@ -548,7 +514,7 @@ st_tensor *st_tensor_select(st_tensor *t, int64_t dim, int64_t index)
 st_tensor *st_tensor_squeeze(st_tensor *t, int64_t dim)
 {
     st_tensor *r = squeeze_raw(t, dim);
-    if (!r || !recording(t))
+    if (!r || !hooked(t))
         return r;
     st_attrs a;
     memset(&a, 0, sizeof a);
@@ -562,7 +528,7 @@ st_tensor *st_tensor_squeeze(st_tensor *t, int64_t dim)
 st_tensor *st_tensor_unsqueeze(st_tensor *t, int64_t dim)
 {
     st_tensor *r = unsqueeze_raw(t, dim);
-    if (!r || !recording(t))
+    if (!r || !hooked(t))
         return r;
     st_attrs a;
     memset(&a, 0, sizeof a);

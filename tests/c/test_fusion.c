@@ -106,7 +106,10 @@ static st_kprog *lower_checked(const st_graph *g)
         }
         st_ir_graph_free(dg);
     }
-    st_kprog *p = st_fuse_lower(g, NULL);
+    /* the structure checked here is the unfused lowering's (fusion's
+     * own kernels are tested by test_fuse) */
+    st_fuse_options unfused = {0};
+    st_kprog *p = st_fuse_lower(g, &unfused);
     CHECK(p != NULL);
     return p;
 }

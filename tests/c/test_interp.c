@@ -1285,6 +1285,214 @@ static void test_scatter_store(void)
     st_err_clear();
 }
 
+/* ---- multi-reduction row kernels and matmul epilogues ---- */
+
+static int nreducedi(st_kernel *k, int i, st_dtype dt)
+{
+    st_knode n = mk(ST_KN_REDUCED, dt);
+    n.i = i;
+    return st_kernel_node(k, &n);
+}
+
+/* One kernel softmax over rows of [R, C] (C > BLK: several blocks):
+ * max (phase 0), sum of exp(x - max) (phase 1), exp(x - max) / sum per
+ * point (phase 2). */
+static void test_softmax_kernel(void)
+{
+    enum { R = 7, C = 600 };
+    double *x = malloc(sizeof(double) * R * C), *y = malloc(sizeof(double) * R * C);
+    for (int i = 0; i < R * C; i++)
+        x[i] = frand() * 20 - 10;
+    st_kernel k;
+    st_kernel_init(&k, ST_K_REDUCE, 2);
+    k.nred = 1;
+    k.nreduce = 2;
+    k.final_per_point = true;
+    addbuf(&k, ST_FLOAT64, false, 0, 1, -1, -1);
+    addbuf(&k, ST_FLOAT64, true, 0, 1, -1, -1);
+    g_phase = 0;
+    k.reduce[0].op = ST_RED_MAX;
+    k.reduce[0].src = nload(&k, 0, ST_FLOAT64);
+    g_phase = 1;
+    int e1 = nun(&k, ST_OP_EXP, nbin(&k, ST_OP_SUB, nload(&k, 0, ST_FLOAT64),
+                                      nreducedi(&k, 0, ST_FLOAT64), ST_FLOAT64),
+                 ST_FLOAT64);
+    k.reduce[1].op = ST_RED_SUM;
+    k.reduce[1].src = e1;
+    g_phase = 2;
+    int e2 = nun(&k, ST_OP_EXP, nbin(&k, ST_OP_SUB, nload(&k, 0, ST_FLOAT64),
+                                      nreducedi(&k, 0, ST_FLOAT64), ST_FLOAT64),
+                 ST_FLOAT64);
+    store(&k, 1, nbin(&k, ST_OP_DIV, e2, nreducedi(&k, 1, ST_FLOAT64),
+                      ST_FLOAT64));
+    g_phase = 0;
+    st_kargs ar = {0};
+    ar.shape[0] = R;
+    ar.shape[1] = C;
+    set_buf(&ar, 0, x, C, 1, 0, 0);
+    set_buf(&ar, 1, y, C, 1, 0, 0);
+    CHECK(run1(&k, &ar) == ST_OK, "softmax kernel: %s", st_err_msg());
+    int bad = 0;
+    for (int r = 0; r < R; r++) {
+        double m = -INFINITY, s = 0;
+        for (int c = 0; c < C; c++)
+            m = fmax(m, x[r * C + c]);
+        for (int c = 0; c < C; c++)
+            s += exp(x[r * C + c] - m);
+        for (int c = 0; c < C; c++)
+            bad += !close_to(y[r * C + c], exp(x[r * C + c] - m) / s, 1e-12,
+                             1e-15);
+    }
+    CHECK(bad == 0, "softmax kernel: %d mismatches", bad);
+    /* a source that reads its own reduction is rejected */
+    k.reduce[1].src = nbin(&k, ST_OP_ADD, e1, nreducedi(&k, 1, ST_FLOAT64),
+                           ST_FLOAT64);
+    void *h = be->compile(be, &k, 1);
+    CHECK(h == NULL, "reduction depending on itself accepted");
+    if (h)
+        be->release(be, h);
+    st_err_clear();
+    st_kernel_clear(&k);
+    free(x);
+    free(y);
+}
+
+/* layer_norm over the last dim of float32 [R, C] read transposed (stored
+ * [C, R]), weight and bias [C]; also the mean stored per row (a per-outer
+ * value stored from the per-point epilogue). */
+static void test_layer_norm_kernel(void)
+{
+    enum { R = 9, C = 300 };
+    float *x = malloc(sizeof(float) * R * C), *y = malloc(sizeof(float) * R * C);
+    float w[C], bias[C], mu[R];
+    for (int i = 0; i < R * C; i++)
+        x[i] = (float)(frand() * 4 - 2);
+    for (int c = 0; c < C; c++) {
+        w[c] = (float)frand();
+        bias[c] = (float)(frand() - 0.5);
+    }
+    const st_dtype F = ST_FLOAT32;
+    st_kernel k;
+    st_kernel_init(&k, ST_K_REDUCE, 2);
+    k.nred = 1;
+    k.nreduce = 2;
+    k.final_per_point = true;
+    addbuf(&k, F, false, 0, 1, -1, -1);  /* x */
+    addbuf(&k, F, false, -1, 0, -1, -1); /* w */
+    addbuf(&k, F, false, -1, 0, -1, -1); /* b */
+    addbuf(&k, F, true, 0, 1, -1, -1);   /* y */
+    addbuf(&k, F, true, 0, -1, -1, -1);  /* mean, [R] */
+    k.nparams = 1;
+    k.param_dtype[0] = ST_FLOAT64;
+    g_phase = 0;
+    k.reduce[0].op = ST_RED_MEAN;
+    k.reduce[0].src = nload(&k, 0, F);
+    g_phase = 1;
+    int d1 = nbin(&k, ST_OP_SUB, nload(&k, 0, F), nreducedi(&k, 0, F), F);
+    k.reduce[1].op = ST_RED_MEAN;
+    k.reduce[1].src = nbin(&k, ST_OP_MUL, d1, d1, F);
+    g_phase = 2;
+    int m2 = nreducedi(&k, 0, F);
+    int d2 = nbin(&k, ST_OP_SUB, nload(&k, 0, F), m2, F);
+    int rs = nun(&k, ST_OP_RSQRT,
+                 nbin(&k, ST_OP_ADD, nreducedi(&k, 1, F),
+                      ncast(&k, nparam(&k, 0, ST_FLOAT64), F), F), F);
+    int o = nbin(&k, ST_OP_ADD,
+                 nbin(&k, ST_OP_MUL, nbin(&k, ST_OP_MUL, d2, rs, F),
+                      nload(&k, 1, F), F),
+                 nload(&k, 2, F), F);
+    store(&k, 3, o);
+    store(&k, 4, m2);
+    g_phase = 0;
+    st_kargs ar = {0};
+    ar.shape[0] = R;
+    ar.shape[1] = C;
+    ar.params[0].f = 1e-5;
+    set_buf(&ar, 0, x, 1, R, 0, 0); /* transposed */
+    set_buf(&ar, 1, w, 0, 1, 0, 0);
+    set_buf(&ar, 2, bias, 0, 1, 0, 0);
+    set_buf(&ar, 3, y, C, 1, 0, 0);
+    set_buf(&ar, 4, mu, 1, 0, 0, 0);
+    CHECK(run1(&k, &ar) == ST_OK, "layer_norm kernel: %s", st_err_msg());
+    int bad = 0;
+    for (int r = 0; r < R; r++) {
+        double m = 0, v = 0;
+        for (int c = 0; c < C; c++)
+            m += x[c * R + r];
+        m /= C;
+        for (int c = 0; c < C; c++)
+            v += (x[c * R + r] - m) * (x[c * R + r] - m);
+        v /= C;
+        bad += !close_to(mu[r], m, 1e-5, 1e-6);
+        for (int c = 0; c < C; c++) {
+            double want = (x[c * R + r] - m) / sqrt(v + 1e-5) * w[c] + bias[c];
+            bad += !close_to(y[r * C + c], want, 1e-4, 1e-5);
+        }
+    }
+    CHECK(bad == 0, "layer_norm kernel: %d mismatches", bad);
+    st_kernel_clear(&k);
+    free(x);
+    free(y);
+}
+
+/* out = gelu(A @ B + bias) as a matmul epilogue, batched [NB, M, N]. */
+static void test_matmul_epilogue(void)
+{
+    enum { NB = 2, M = 13, N = 300, K = 17 };
+    float *A = malloc(sizeof(float) * NB * M * K);
+    float *B = malloc(sizeof(float) * NB * K * N);
+    float *O = malloc(sizeof(float) * NB * M * N);
+    double *R = malloc(sizeof(double) * NB * M * N);
+    float bias[N];
+    for (int i = 0; i < NB * M * K; i++)
+        A[i] = (float)(frand() * 2 - 1);
+    for (int i = 0; i < NB * K * N; i++)
+        B[i] = (float)(frand() * 2 - 1);
+    for (int n = 0; n < N; n++)
+        bias[n] = (float)(frand() - 0.5);
+    const st_dtype F = ST_FLOAT32;
+    st_kernel k;
+    st_kernel_init(&k, ST_K_MATMUL, 4);
+    addbuf(&k, F, false, 0, 1, -1, 2);
+    addbuf(&k, F, false, 0, -1, 2, 1);
+    addbuf(&k, F, true, 0, 1, 2, -1);
+    addbuf(&k, F, false, -1, -1, 0, -1); /* bias [N] */
+    g_phase = 1;
+    int y = nbin(&k, ST_OP_ADD, nreducedi(&k, 0, F), nload(&k, 3, F), F);
+    int half = nbin(&k, ST_OP_MUL, y, nconstf(&k, 0.5, F), F);
+    int e = nun(&k, ST_OP_ERF, nbin(&k, ST_OP_MUL, y,
+                                    nconstf(&k, M_SQRT1_2, F), F), F);
+    store(&k, 2, nbin(&k, ST_OP_MUL, half,
+                      nbin(&k, ST_OP_ADD, e, nconstf(&k, 1.0, F), F), F));
+    g_phase = 0;
+    st_kargs ar = {0};
+    ar.shape[0] = NB;
+    ar.shape[1] = M;
+    ar.shape[2] = N;
+    ar.shape[3] = K;
+    set_buf(&ar, 0, A, (int64_t)M * K, K, 0, 1);
+    set_buf(&ar, 1, B, (int64_t)K * N, 0, 1, N);
+    set_buf(&ar, 2, O, (int64_t)M * N, N, 1, 0);
+    set_buf(&ar, 3, bias, 0, 0, 1, 0);
+    CHECK(run1(&k, &ar) == ST_OK, "matmul epilogue: %s", st_err_msg());
+    naive_mm(A, B, R, NB, M, N, K, false);
+    int bad = 0;
+    for (int b = 0; b < NB; b++)
+        for (int m = 0; m < M; m++)
+            for (int n = 0; n < N; n++) {
+                int i = (b * M + m) * N + n;
+                double v = R[i] + bias[n];
+                double want = 0.5 * v * (1 + erf(v * M_SQRT1_2));
+                bad += !close_to(O[i], want, 1e-4, 1e-5);
+            }
+    CHECK(bad == 0, "matmul + bias + gelu epilogue: %d mismatches", bad);
+    st_kernel_clear(&k);
+    free(A);
+    free(B);
+    free(O);
+    free(R);
+}
+
 int main(void)
 {
     be = st_backend_get("interp");
@@ -1301,6 +1509,9 @@ int main(void)
     test_reduce_two_dims();
     test_reduce_int_and_empty();
     test_matmul();
+    test_softmax_kernel();
+    test_layer_norm_kernel();
+    test_matmul_epilogue();
     test_gather();
     test_scatter_store();
     test_rand();

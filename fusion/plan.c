@@ -1,0 +1,271 @@
+/* plan.c - the memory plan of a lowered program: which values need storage,
+ * when each is born and dies (liveness over the kernel order), the bytes
+ * live while each kernel runs, and an arena layout packing the
+ * intermediates (first fit by decreasing size, as a graph allocator does:
+ * ggml-alloc plans the same way). The plan's figures are the static memory
+ * estimate that the caching allocator's own statistics confirm. */
+#include <stdlib.h>
+#include <string.h>
+#include "st_kernel.h"
+
+static int64_t round_up(int64_t n, int64_t a) { return (n + a - 1) / a * a; }
+
+/* The strides a view step gives its result (what runtime/view.c does),
+ * from the source's strides; false when a reshape must copy. */
+static bool view_strides(const st_stmt *s, const st_meta *in, const int64_t *is,
+                         const st_meta *out, int64_t *os)
+{
+    const st_attrs *a = &s->attrs;
+    switch (s->op) {
+    case ST_OP_RESHAPE:
+        return st_view_strides(in->ndim, in->shape, is, out->ndim, out->shape, os);
+    case ST_OP_PERMUTE:
+        for (int k = 0; k < out->ndim; k++) {
+            int64_t d = a->dims[k] < 0 ? a->dims[k] + in->ndim : a->dims[k];
+            os[k] = d >= 0 && d < in->ndim ? is[d] : 0;
+        }
+        return true;
+    case ST_OP_EXPAND:
+        for (int k = 0; k < out->ndim; k++) {
+            int d = k - (out->ndim - in->ndim);
+            os[k] = (d >= 0 && in->shape[d] == out->shape[k]) ? is[d] : 0;
+        }
+        return true;
+    case ST_OP_SLICE: {
+        int64_t dim = a->i[0] < 0 ? a->i[0] + in->ndim : a->i[0];
+        for (int k = 0; k < out->ndim; k++)
+            os[k] = k == dim ? is[k] * a->i[3] : is[k];
+        return true;
+    }
+    case ST_OP_SQUEEZE: {
+        bool drop[ST_MAX_DIMS] = {false};
+        for (int d = 0; d < in->ndim; d++)
+            drop[d] = a->ndims == 0 && in->shape[d] == 1;
+        for (int k = 0; k < a->ndims; k++) {
+            int64_t d = a->dims[k] < 0 ? a->dims[k] + in->ndim : a->dims[k];
+            if (d >= 0 && d < in->ndim && in->shape[d] == 1)
+                drop[d] = true;
+        }
+        int j = 0;
+        for (int d = 0; d < in->ndim; d++)
+            if (!drop[d] && j < out->ndim)
+                os[j++] = is[d];
+        return true;
+    }
+    case ST_OP_UNSQUEEZE: {
+        int64_t dim = a->i[0] < 0 ? a->i[0] + in->ndim + 1 : a->i[0];
+        int j = 0;
+        for (int d = 0; d <= in->ndim && j < out->ndim; d++) {
+            if (d == dim)
+                os[j++] = d < in->ndim ? in->shape[d] * is[d] : 1;
+            if (d < in->ndim && j < out->ndim)
+                os[j++] = is[d];
+        }
+        return true;
+    }
+    default:
+        return true;
+    }
+}
+
+static void st_contiguous_strides_of(const st_meta *m, int64_t *st)
+{
+    int64_t acc = 1;
+    for (int d = m->ndim - 1; d >= 0; d--) {
+        st[d] = acc;
+        acc *= m->shape[d] > 1 ? m->shape[d] : 1;
+    }
+}
+
+static int64_t value_bytes(const st_value *v)
+{
+    return st_meta_numel(&v->meta) * (int64_t)st_dtype_size(v->meta.dtype);
+}
+
+typedef struct {
+    int v;
+    int64_t bytes;
+} item;
+
+static int by_size_desc(const void *a, const void *b)
+{
+    const item *x = a, *y = b;
+    if (x->bytes != y->bytes)
+        return x->bytes < y->bytes ? 1 : -1;
+    return x->v - y->v;
+}
+
+st_mem_plan *st_fuse_plan(const st_kprog *p, const int64_t *const *input_strides)
+{
+    const st_graph *g = p->graph;
+    st_mem_plan *m = calloc(1, sizeof *m);
+    if (!m) {
+        st_err(ST_ERR_MEMORY, "plan: out of memory");
+        return NULL;
+    }
+    m->nvalues = g->nvalues;
+    m->nkernels = p->nkernels;
+    m->values = calloc((size_t)(g->nvalues > 0 ? g->nvalues : 1), sizeof *m->values);
+    m->live = calloc((size_t)(p->nkernels > 0 ? p->nkernels : 1), sizeof *m->live);
+    m->resident = calloc((size_t)(p->nkernels > 0 ? p->nkernels : 1), sizeof *m->resident);
+    int *src = malloc(sizeof(int) * (size_t)(g->nvalues > 0 ? g->nvalues : 1));
+    if (!m->values || !m->live || !m->resident || !src) {
+        free(src);
+        st_mem_plan_free(m);
+        st_err(ST_ERR_MEMORY, "plan: out of memory");
+        return NULL;
+    }
+    /* strides of every value as the runtime will see them: inputs and
+     * kernel results contiguous, views derived */
+    int64_t (*strides)[ST_MAX_DIMS] = calloc((size_t)(g->nvalues > 0 ? g->nvalues : 1),
+                                             sizeof *strides);
+    if (!strides) {
+        free(src);
+        st_mem_plan_free(m);
+        st_err(ST_ERR_MEMORY, "plan: out of memory");
+        return NULL;
+    }
+    for (int v = 0; v < g->nvalues; v++) {
+        m->values[v].def = m->values[v].last = -1;
+        m->values[v].offset = -1;
+        src[v] = v; /* the value whose storage v uses */
+        st_contiguous_strides_of(&g->values[v].meta, strides[v]);
+    }
+    for (int k = 0; input_strides && k < g->ninputs; k++)
+        if (input_strides[k])
+            memcpy(strides[g->inputs[k]], input_strides[k],
+                   sizeof(int64_t) * (size_t)g->values[g->inputs[k]].meta.ndim);
+    for (int k = 0; k < g->ninputs; k++) {
+        st_plan_value *pv = &m->values[g->inputs[k]];
+        pv->input = true;
+        pv->bytes = value_bytes(&g->values[g->inputs[k]]);
+        m->input_bytes += pv->bytes;
+    }
+    /* births, uses and view aliases, in kernel order */
+    for (int i = 0; i < p->nkernels; i++) {
+        const st_kernel *k = &p->kernels[i];
+        if (k->kind == ST_K_VIEW) {
+            const st_stmt *s = &g->stmts[k->stmt];
+            int in = s->in[0], out = s->out[0], root = src[in];
+            if (m->values[root].last < i)
+                m->values[root].last = i;
+            if (!view_strides(s, &g->values[in].meta, strides[in], &g->values[out].meta,
+                              strides[out])) {
+                /* st_tensor_reshape copies: a buffer of its own from here */
+                st_plan_value *pv = &m->values[out];
+                pv->copy = true;
+                pv->def = pv->last = i;
+                pv->bytes = value_bytes(&g->values[out]);
+                st_contiguous_strides_of(&g->values[out].meta, strides[out]);
+                continue;
+            }
+            src[out] = root;
+            continue;
+        }
+        for (int b = 0; b < k->nbufs; b++) {
+            int root = src[k->bufs[b].value];
+            st_plan_value *pv = &m->values[root];
+            if (k->bufs[b].is_out && pv->def < 0 && !pv->input) {
+                pv->def = i;
+                pv->bytes = value_bytes(&g->values[root]);
+            }
+            if (pv->last < i)
+                pv->last = i;
+        }
+    }
+    /* graph outputs (and the storage they view) live to the end, apart */
+    for (int k = 0; k < g->noutputs; k++) {
+        st_plan_value *pv = &m->values[src[g->outputs[k]]];
+        if (pv->output || pv->input)
+            continue;
+        pv->output = true;
+        pv->last = p->nkernels;
+        m->output_bytes += pv->bytes;
+    }
+    /* live bytes while each kernel runs */
+    for (int i = 0; i < p->nkernels; i++) {
+        int64_t live = m->input_bytes;
+        for (int v = 0; v < g->nvalues; v++) {
+            const st_plan_value *pv = &m->values[v];
+            if (!pv->input && pv->def >= 0 && pv->def <= i && pv->last >= i)
+                live += pv->bytes;
+        }
+        m->live[i] = live;
+        if (live > m->peak_live)
+            m->peak_live = live;
+    }
+    if (p->nkernels == 0)
+        m->peak_live = m->input_bytes;
+    /* arena: intermediates by decreasing size, each at the lowest offset
+     * free of every placed buffer whose lifetime overlaps */
+    item *items = malloc(sizeof *items * (size_t)(g->nvalues > 0 ? g->nvalues : 1));
+    int *placed = malloc(sizeof(int) * (size_t)(g->nvalues > 0 ? g->nvalues : 1));
+    int n = 0, np = 0;
+    if (!items || !placed) {
+        free(items);
+        free(placed);
+        free(src);
+        free(strides);
+        st_mem_plan_free(m);
+        st_err(ST_ERR_MEMORY, "plan: out of memory");
+        return NULL;
+    }
+    for (int v = 0; v < g->nvalues; v++) {
+        st_plan_value *pv = &m->values[v];
+        if (pv->def >= 0 && !pv->output && !pv->input && !pv->copy && pv->bytes > 0)
+            items[n++] = (item){v, round_up(pv->bytes, ST_PLAN_ALIGN)};
+    }
+    qsort(items, (size_t)n, sizeof *items, by_size_desc);
+    for (int a = 0; a < n; a++) {
+        st_plan_value *pv = &m->values[items[a].v];
+        int64_t off = 0;
+        for (bool moved = true; moved;) {
+            moved = false;
+            for (int q = 0; q < np; q++) {
+                const st_plan_value *o = &m->values[placed[q]];
+                if (o->last < pv->def || pv->last < o->def)
+                    continue; /* lifetimes do not overlap */
+                int64_t oend = o->offset + round_up(o->bytes, ST_PLAN_ALIGN);
+                if (off < oend && o->offset < off + items[a].bytes) {
+                    off = oend;
+                    moved = true;
+                }
+            }
+        }
+        pv->offset = off;
+        pv->arena = true;
+        placed[np++] = items[a].v;
+        if (off + items[a].bytes > m->arena_bytes)
+            m->arena_bytes = off + items[a].bytes;
+    }
+    /* what the runtime holds: the arena all along, outputs from birth */
+    m->peak_resident = m->input_bytes + m->arena_bytes;
+    for (int i = 0; i < p->nkernels; i++) {
+        int64_t r = m->input_bytes + m->arena_bytes;
+        for (int v = 0; v < g->nvalues; v++) {
+            const st_plan_value *pv = &m->values[v];
+            if (pv->output && pv->def >= 0 && pv->def <= i)
+                r += pv->bytes;
+            else if (pv->copy && pv->def <= i && pv->last >= i)
+                r += pv->bytes;
+        }
+        m->resident[i] = r;
+        if (r > m->peak_resident)
+            m->peak_resident = r;
+    }
+    free(items);
+    free(placed);
+    free(src);
+    free(strides);
+    return m;
+}
+
+void st_mem_plan_free(st_mem_plan *m)
+{
+    if (!m)
+        return;
+    free(m->values);
+    free(m->live);
+    free(m->resident);
+    free(m);
+}

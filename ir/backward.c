@@ -1,0 +1,453 @@
+/* ir/backward.c - AOTAutograd-style backward graphs: from a forward graph
+ * and the VJP rules of ir/autodiff.c, build the graph that computes the
+ * gradients of the forward's output 0 (the loss) with respect to chosen
+ * forward values, and decide which forward values it needs at run time
+ * (the "saved" values). Owns st_ir_backward, st_ir_forward_saving and
+ * st_ir_bwd_info_clear.
+ *
+ * How: every forward value a rule touches gets a placeholder in a working
+ * graph (an input carrying the forward meta; forward constants are copied as
+ * constants). The statements on a path from wrt to the loss are visited in
+ * reverse order and their rules appended, gradients of values used several
+ * times summed. The working graph is then compacted: only statements the
+ * gradients depend on are kept, and only placeholders that a kept statement
+ * reads as data become inputs of the backward graph (the saved values). A
+ * placeholder used solely as the shape operand of FULL/RAND* (whose data is
+ * never read) is not saved: that statement gets the static dims instead
+ * (backward graphs are built for the forward's sizes anyway, as the rules'
+ * size-carrying attrs are).
+ *
+ * Backward graph inputs: saved forward values (ascending forward value id),
+ * then the loss gradient, an input of the loss's meta (callers feed ones for
+ * a scalar loss). Outputs: one gradient per wrt entry, of that value's shape
+ * and dtype; zeros (a FULL) where no path reaches the loss. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "st_ir.h"
+
+/* Copies g's statements whose `keep` flag is set (NULL: all) into a new
+ * graph with the same inputs, constants and outputs; map[v] receives the
+ * new id of every value copied (-1 otherwise). */
+static st_graph *replay(const st_graph *g, const bool *keep, int *map)
+{
+    st_graph *ng = st_ir_graph_new();
+    if (!ng)
+        return NULL;
+    for (int v = 0; v < g->nvalues; v++)
+        map[v] = -1;
+    bool ok = true;
+    for (int k = 0; k < g->ninputs && ok; k++) {
+        const st_value *val = &g->values[g->inputs[k]];
+        map[g->inputs[k]] =
+            st_ir_add_input(ng, &val->meta, val->kind == ST_VAL_PARAM);
+        ok = map[g->inputs[k]] >= 0;
+    }
+    for (int v = 0; v < g->nvalues && ok; v++) {
+        const st_value *val = &g->values[v];
+        if (val->kind != ST_VAL_CONST)
+            continue;
+        map[v] = st_ir_add_const(ng, val->meta.dtype, val->fconst,
+                                 val->iconst);
+        ok = map[v] >= 0;
+    }
+    for (int si = 0; si < g->nstmts && ok; si++) {
+        if (keep && !keep[si])
+            continue;
+        const st_stmt *s = &g->stmts[si];
+        int in[ST_MAX_IN], out[ST_MAX_OUT];
+        for (int k = 0; k < s->nin; k++) {
+            in[k] = map[s->in[k]];
+            if (in[k] < 0) {
+                st_err(ST_ERR_RUNTIME, "graph copy: statement %d reads an "
+                       "undefined value", si);
+                ok = false;
+            }
+        }
+        ok = ok && st_ir_add_stmt(ng, s->op, in, s->nin, &s->attrs, out) >= 0;
+        for (int k = 0; ok && k < s->nout; k++)
+            map[s->out[k]] = out[k];
+    }
+    for (int k = 0; k < g->noutputs && ok; k++) {
+        ok = map[g->outputs[k]] >= 0;
+        if (ok)
+            st_ir_mark_output(ng, map[g->outputs[k]]);
+        else
+            st_err(ST_ERR_RUNTIME, "graph copy: output %d is undefined", k);
+    }
+    if (!ok) {
+        st_ir_graph_free(ng);
+        return NULL;
+    }
+    return ng;
+}
+
+void st_ir_bwd_info_clear(st_ir_bwd_info *info)
+{
+    if (!info)
+        return;
+    free(info->saved);
+    memset(info, 0, sizeof *info);
+    info->grad_input = -1;
+    info->loss = -1;
+}
+
+/* Working state of one st_ir_backward call. */
+typedef struct {
+    const st_graph *f;   /* forward */
+    st_graph *w;         /* working graph */
+    int *ph;             /* forward value -> placeholder in w, -1 */
+    int *grad;           /* forward value -> its gradient in w, -1 */
+} bctx;
+
+static int placeholder(bctx *c, int v)
+{
+    if (c->ph[v] >= 0)
+        return c->ph[v];
+    const st_value *val = &c->f->values[v];
+    if (val->kind == ST_VAL_CONST)
+        c->ph[v] = st_ir_add_const(c->w, val->meta.dtype, val->fconst,
+                                   val->iconst);
+    else
+        c->ph[v] = st_ir_add_input(c->w, &val->meta, false);
+    return c->ph[v];
+}
+
+static bool is_like_create(st_op_id op)
+{
+    return op == ST_OP_FULL || op == ST_OP_RAND || op == ST_OP_RANDN ||
+           op == ST_OP_RANDINT;
+}
+
+/* Compacts the working graph into the backward graph (see the top). */
+static st_graph *compact(bctx *c, int seed, st_ir_bwd_info *info)
+{
+    const st_graph *w = c->w;
+    int nv = w->nvalues > 0 ? w->nvalues : 1;
+    int ns = w->nstmts > 0 ? w->nstmts : 1;
+    bool *live = calloc((size_t)nv, sizeof *live);
+    bool *keep = calloc((size_t)ns, sizeof *keep);
+    bool *shape_only = calloc((size_t)ns, sizeof *shape_only);
+    int *map = malloc(sizeof(int) * (size_t)nv);
+    /* which working input is the placeholder of which forward value */
+    int *fwd_of = malloc(sizeof(int) * (size_t)nv);
+    st_graph *b = st_ir_graph_new();
+    bool ok = live && keep && shape_only && map && fwd_of && b;
+    if (!ok) {
+        st_err(ST_ERR_MEMORY, "backward: out of memory");
+        goto done;
+    }
+    for (int v = 0; v < w->nvalues; v++) {
+        map[v] = -1;
+        fwd_of[v] = -1;
+    }
+    for (int v = 0; v < c->f->nvalues; v++)
+        if (c->ph[v] >= 0 && w->values[c->ph[v]].kind == ST_VAL_INPUT)
+            fwd_of[c->ph[v]] = v;
+    for (int k = 0; k < w->noutputs; k++)
+        live[w->outputs[k]] = true;
+    for (int si = w->nstmts - 1; si >= 0; si--) {
+        const st_stmt *s = &w->stmts[si];
+        for (int k = 0; k < s->nout; k++)
+            keep[si] |= live[s->out[k]];
+        if (!keep[si])
+            continue;
+        if (is_like_create(s->op) && s->nin == 1 && fwd_of[s->in[0]] >= 0 &&
+            w->values[s->in[0]].meta.ndim <= ST_MAX_DIMS) {
+            shape_only[si] = true; /* its data is never read */
+            continue;
+        }
+        for (int k = 0; k < s->nin; k++)
+            live[s->in[k]] = true;
+    }
+    /* inputs: the saved forward values in forward order, then the seed */
+    int nsaved = 0;
+    for (int v = 0; v < c->f->nvalues; v++) {
+        int p = c->ph[v];
+        if (p >= 0 && fwd_of[p] == v && live[p])
+            nsaved++;
+    }
+    info->saved = malloc(sizeof(int) * (size_t)(nsaved > 0 ? nsaved : 1));
+    if (!info->saved) {
+        ok = false;
+        st_err(ST_ERR_MEMORY, "backward: out of memory");
+        goto done;
+    }
+    for (int v = 0; v < c->f->nvalues && ok; v++) {
+        int p = c->ph[v];
+        if (p < 0 || fwd_of[p] != v || !live[p])
+            continue;
+        map[p] = st_ir_add_input(b, &w->values[p].meta, false);
+        ok = map[p] >= 0;
+        info->saved[info->nsaved++] = v;
+    }
+    if (ok) {
+        map[seed] = st_ir_add_input(b, &w->values[seed].meta, false);
+        ok = map[seed] >= 0;
+        info->grad_input = info->nsaved;
+    }
+    for (int si = 0; si < w->nstmts && ok; si++) {
+        if (!keep[si])
+            continue;
+        const st_stmt *s = &w->stmts[si];
+        st_attrs a = s->attrs;
+        int in[ST_MAX_IN], out[ST_MAX_OUT], nin = s->nin;
+        if (shape_only[si]) {
+            const st_meta *m = &w->values[s->in[0]].meta;
+            memset(a.dims, 0, sizeof a.dims);
+            for (int d = 0; d < m->ndim; d++)
+                a.dims[d] = m->shape[d];
+            a.ndims = m->ndim;
+            nin = 0;
+        }
+        for (int k = 0; k < nin && ok; k++) {
+            int v = s->in[k];
+            if (map[v] < 0 && w->values[v].kind == ST_VAL_CONST)
+                map[v] = st_ir_add_const(b, w->values[v].meta.dtype,
+                                         w->values[v].fconst,
+                                         w->values[v].iconst);
+            in[k] = map[v];
+            if (in[k] < 0) {
+                if (st_err_kind() == ST_OK)
+                    st_err(ST_ERR_RUNTIME, "backward: statement %d reads an "
+                           "undefined value", si);
+                ok = false;
+            }
+        }
+        ok = ok && st_ir_add_stmt(b, s->op, in, nin, &a, out) >= 0;
+        for (int k = 0; ok && k < s->nout; k++)
+            map[s->out[k]] = out[k];
+    }
+    for (int k = 0; k < w->noutputs && ok; k++) {
+        int v = map[w->outputs[k]];
+        ok = v >= 0;
+        if (ok)
+            st_ir_mark_output(b, v);
+        else
+            st_err(ST_ERR_RUNTIME, "backward: gradient %d is undefined", k);
+    }
+done:
+    free(live);
+    free(keep);
+    free(shape_only);
+    free(map);
+    free(fwd_of);
+    if (!ok) {
+        st_ir_graph_free(b);
+        return NULL;
+    }
+    return b;
+}
+
+/* A FULL of zeros of meta m (static dims, no operand). */
+static int zeros(st_graph *w, const st_meta *m)
+{
+    st_attrs a;
+    memset(&a, 0, sizeof a);
+    for (int d = 0; d < m->ndim; d++)
+        a.dims[d] = m->shape[d];
+    a.ndims = m->ndim;
+    a.dtype = m->dtype;
+    if (!st_dtype_is_float(m->dtype))
+        a.flags = ST_ATTR_INT_VALUE;
+    int out[ST_MAX_OUT];
+    return st_ir_add_stmt(w, ST_OP_FULL, NULL, 0, &a, out) < 0 ? -1 : out[0];
+}
+
+static st_status check_args(const st_graph *fwd, const int *wrt, int nwrt,
+                            st_graph **bwd_out, st_ir_bwd_info *info)
+{
+    if (!fwd || !bwd_out || !info || nwrt < 0 || (nwrt > 0 && !wrt))
+        return st_err(ST_ERR_VALUE, "backward: null argument");
+    if (fwd->noutputs < 1)
+        return st_err(ST_ERR_VALUE, "backward: the forward graph has no "
+                      "output (output 0 is the loss)");
+    int loss = fwd->outputs[0];
+    if (loss < 0 || loss >= fwd->nvalues)
+        return st_err(ST_ERR_VALUE, "backward: output 0 is not a value");
+    if (!st_dtype_is_float(fwd->values[loss].meta.dtype))
+        return st_err(ST_ERR_TYPE, "backward: the loss (output 0) is %s; "
+                      "only floating point outputs have gradients",
+                      st_dtype_name(fwd->values[loss].meta.dtype));
+    for (int k = 0; k < nwrt; k++) {
+        if (wrt[k] < 0 || wrt[k] >= fwd->nvalues)
+            return st_err(ST_ERR_INDEX, "backward: wrt[%d] = %d is not a "
+                          "value of the graph (%d values)", k, wrt[k],
+                          fwd->nvalues);
+        if (fwd->values[wrt[k]].kind == ST_VAL_CONST)
+            return st_err(ST_ERR_VALUE, "backward: wrt[%d] is a constant", k);
+    }
+    for (int si = 0; si < fwd->nstmts; si++) {
+        const st_stmt *s = &fwd->stmts[si];
+        if (s->nin < 0 || s->nin > ST_MAX_IN || s->nout < 1 ||
+            s->nout > ST_MAX_OUT)
+            return st_err(ST_ERR_VALUE, "backward: statement %d is malformed",
+                          si);
+        for (int k = 0; k < s->nin; k++)
+            if (s->in[k] < 0 || s->in[k] >= fwd->nvalues)
+                return st_err(ST_ERR_VALUE, "backward: statement %d reads "
+                              "value %d", si, s->in[k]);
+        for (int k = 0; k < s->nout; k++)
+            if (s->out[k] < 0 || s->out[k] >= fwd->nvalues)
+                return st_err(ST_ERR_VALUE, "backward: statement %d writes "
+                              "value %d", si, s->out[k]);
+    }
+    return ST_OK;
+}
+
+st_status st_ir_backward(const st_graph *fwd, const int *wrt, int nwrt,
+                         st_graph **bwd_out, st_ir_bwd_info *info)
+{
+    if (info) { /* an output: earlier contents are not freed */
+        memset(info, 0, sizeof *info);
+        info->grad_input = info->loss = -1;
+    }
+    if (bwd_out)
+        *bwd_out = NULL;
+    st_status st = check_args(fwd, wrt, nwrt, bwd_out, info);
+    if (st != ST_OK)
+        return st;
+    st_ir_autodiff_init();
+    int n = fwd->nvalues > 0 ? fwd->nvalues : 1;
+    int loss = fwd->outputs[0];
+    bctx c = {fwd, st_ir_graph_new(), malloc(sizeof(int) * (size_t)n),
+              malloc(sizeof(int) * (size_t)n)};
+    bool *from = calloc((size_t)n, sizeof *from); /* reached from wrt */
+    bool *to = calloc((size_t)n, sizeof *to);     /* reaches the loss */
+    st_graph *b = NULL;
+    if (!c.w || !c.ph || !c.grad || !from || !to) {
+        st = st_err(ST_ERR_MEMORY, "backward: out of memory");
+        goto done;
+    }
+    for (int v = 0; v < fwd->nvalues; v++)
+        c.ph[v] = c.grad[v] = -1;
+    for (int k = 0; k < nwrt; k++)
+        from[wrt[k]] = st_dtype_is_float(fwd->values[wrt[k]].meta.dtype);
+    for (int si = 0; si < fwd->nstmts; si++) {
+        const st_stmt *s = &fwd->stmts[si];
+        const st_op_def *def = st_op(s->op);
+        if (!def || !def->vjp)
+            continue; /* not differentiable: the path stops here */
+        bool any = false;
+        for (int k = 0; k < s->nin; k++)
+            any |= from[s->in[k]];
+        if (!any)
+            continue;
+        for (int k = 0; k < s->nout; k++)
+            if (st_dtype_is_float(fwd->values[s->out[k]].meta.dtype))
+                from[s->out[k]] = true;
+    }
+    to[loss] = true;
+    for (int si = fwd->nstmts - 1; si >= 0; si--) {
+        const st_stmt *s = &fwd->stmts[si];
+        bool any = false;
+        for (int k = 0; k < s->nout; k++)
+            any |= to[s->out[k]];
+        if (any)
+            for (int k = 0; k < s->nin; k++)
+                to[s->in[k]] = true;
+    }
+    int seed = st_ir_add_input(c.w, &fwd->values[loss].meta, false);
+    if (seed < 0) {
+        st = st_err_kind();
+        goto done;
+    }
+    if (from[loss])
+        c.grad[loss] = seed;
+    for (int si = fwd->nstmts - 1; si >= 0; si--) {
+        const st_stmt *fs = &fwd->stmts[si];
+        const st_op_def *def = st_op(fs->op);
+        if (!def || !def->vjp || !from[fs->out[0]] || !to[fs->out[0]])
+            continue;
+        int og[ST_MAX_OUT] = {-1, -1, -1}, ig[ST_MAX_IN];
+        bool anyg = false;
+        for (int k = 0; k < fs->nout; k++) {
+            og[k] = c.grad[fs->out[k]];
+            anyg |= og[k] >= 0;
+        }
+        if (!anyg)
+            continue;
+        st_stmt s = *fs;
+        for (int k = 0; k < s.nin; k++)
+            if ((s.in[k] = placeholder(&c, fs->in[k])) < 0)
+                goto fail;
+        for (int k = 0; k < s.nout; k++)
+            if ((s.out[k] = placeholder(&c, fs->out[k])) < 0)
+                goto fail;
+        if (def->vjp(c.w, &s, og, ig) != ST_OK)
+            goto fail;
+        for (int k = 0; k < s.nin; k++) {
+            int v = fs->in[k];
+            if (ig[k] < 0 || !from[v])
+                continue;
+            if (c.grad[v] < 0) {
+                c.grad[v] = ig[k];
+                continue;
+            }
+            int in[2] = {c.grad[v], ig[k]}, out[ST_MAX_OUT];
+            if (st_ir_add_stmt(c.w, ST_OP_ADD, in, 2, NULL, out) < 0)
+                goto fail;
+            c.grad[v] = out[0];
+        }
+    }
+    for (int k = 0; k < nwrt; k++) {
+        int gv = c.grad[wrt[k]];
+        if (gv < 0 && (gv = zeros(c.w, &fwd->values[wrt[k]].meta)) < 0)
+            goto fail;
+        st_ir_mark_output(c.w, gv);
+    }
+    info->loss = loss;
+    b = compact(&c, seed, info);
+    if (!b)
+        goto fail;
+    *bwd_out = b;
+    st = ST_OK;
+    goto done;
+fail:
+    st = st_err_kind() != ST_OK
+             ? st_err_kind()
+             : st_err(ST_ERR_RUNTIME, "backward: building the graph failed");
+    st_ir_bwd_info_clear(info);
+done:
+    st_ir_graph_free(c.w);
+    free(c.ph);
+    free(c.grad);
+    free(from);
+    free(to);
+    return st;
+}
+
+st_graph *st_ir_forward_saving(const st_graph *fwd, const st_ir_bwd_info *info)
+{
+    if (!fwd || !info || info->nsaved < 0 ||
+        (info->nsaved > 0 && !info->saved)) {
+        st_err(ST_ERR_VALUE, "forward_saving: null argument");
+        return NULL;
+    }
+    for (int k = 0; k < info->nsaved; k++)
+        if (info->saved[k] < 0 || info->saved[k] >= fwd->nvalues) {
+            st_err(ST_ERR_INDEX, "forward_saving: saved value %d is not a "
+                   "value of the graph", info->saved[k]);
+            return NULL;
+        }
+    int *map = malloc(sizeof(int) * (size_t)(fwd->nvalues > 0 ? fwd->nvalues
+                                                               : 1));
+    if (!map) {
+        st_err(ST_ERR_MEMORY, "forward_saving: out of memory");
+        return NULL;
+    }
+    st_graph *g = replay(fwd, NULL, map);
+    for (int k = 0; g && k < info->nsaved; k++) {
+        int v = map[info->saved[k]];
+        if (v < 0) {
+            st_err(ST_ERR_RUNTIME, "forward_saving: saved value %d is "
+                   "undefined", info->saved[k]);
+            st_ir_graph_free(g);
+            g = NULL;
+            break;
+        }
+        st_ir_mark_output(g, v);
+    }
+    free(map);
+    return g;
+}

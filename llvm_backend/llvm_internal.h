@@ -1,0 +1,101 @@
+/* llvm_internal.h - what the files of llvm_backend/ share: the calling
+ * convention of generated kernels, the code generator's context, the thread
+ * pool and the matmul driver. Not installed; prefix st_llvm_. */
+#ifndef ST_LLVM_INTERNAL_H
+#define ST_LLVM_INTERNAL_H
+
+#include <llvm-c/Core.h>
+
+#include "st_llvm.h"
+
+/* Filled by a kernel that fails (code != 0). */
+typedef struct {
+    int64_t value, size;
+    int32_t dim, code;
+} st_llvm_err;
+
+enum { ST_LLVM_EOK = 0, ST_LLVM_EINDEX = 1, ST_LLVM_EPOW = 2 };
+
+/* Every generated function: points [lo, hi) of its outer range (linear
+ * points of an ELEMENTWISE kernel or a MATMUL epilogue, outer points of a
+ * REDUCE kernel); extra: the matmul product (contiguous over [batch, M, N],
+ * float, double or int64 as st_llvm_mm_acc says). Returns ST_LLVM_E*. */
+typedef int32_t (*st_llvm_fn)(const st_kargs *a, int64_t lo, int64_t hi,
+                              st_llvm_err *err, const void *extra);
+
+/* ---- codegen (codegen*.c) ---- */
+typedef struct {
+    LLVMContextRef C;
+    LLVMModuleRef M;
+    LLVMBuilderRef B;
+    LLVMTypeRef i1, i8, i16, i32, i64, f32, f64, ptr, void_t;
+    const st_kernel *k;
+    LLVMValueRef fn, args, err, extra;
+    LLVMBasicBlockRef entry;      /* allocas only; branches to the body */
+    /* hoisted launch arguments */
+    LLVMValueRef shape[ST_MAX_DIMS];
+    LLVMValueRef data[ST_K_MAX_BUFS];
+    LLVMValueRef stride[ST_K_MAX_BUFS][ST_MAX_DIMS];
+    LLVMValueRef idx_size[ST_K_MAX_BUFS], idx_stride[ST_K_MAX_BUFS];
+    /* the current point */
+    LLVMValueRef off[ST_K_MAX_BUFS];   /* element offsets (i64) */
+    LLVMValueRef vstride[ST_K_MAX_BUFS]; /* stride along the varying dim */
+    LLVMValueRef coord[ST_MAX_DIMS];   /* NULL: 0 */
+    LLVMValueRef lin;                  /* linear index (RAND, INDEX -1) */
+    LLVMValueRef *vals;                /* memo per node, reset per region */
+    LLVMValueRef reduced[ST_K_MAX_REDUCE];
+    st_dtype reduced_dt[ST_K_MAX_REDUCE];
+    int mm_acc;                        /* MATMUL: accumulation dtype */
+    char errmsg[256];
+} st_llvm_cg;
+
+/* Acc dtype of a matmul kernel: ST_FLOAT32, ST_FLOAT64 or ST_INT64. */
+st_dtype st_llvm_mm_acc(const st_kernel *k);
+/* Emits kernel k as function `name` into cg->M (C, M, types set). */
+st_status st_llvm_emit_kernel(st_llvm_cg *cg, const st_kernel *k,
+                              const char *name);
+/* codegen_expr.c: the per-point semantics. */
+void st_llvm_cg_types(st_llvm_cg *cg);
+LLVMValueRef st_llvm_node(st_llvm_cg *cg, int ni);
+void st_llvm_store(st_llvm_cg *cg, int s);
+/* The store of a MATMUL without stores: product -> bufs[2]. */
+void st_llvm_store_value(st_llvm_cg *cg, int buf, LLVMValueRef v,
+                         st_dtype vdt);
+LLVMValueRef st_llvm_conv(st_llvm_cg *cg, LLVMValueRef v, st_dtype from,
+                          st_dtype to, bool exact);
+LLVMTypeRef st_llvm_mty(st_llvm_cg *cg, st_dtype t);
+LLVMTypeRef st_llvm_vty(st_llvm_cg *cg, st_dtype t);
+LLVMValueRef st_llvm_from_mem(st_llvm_cg *cg, LLVMValueRef m, st_dtype t);
+LLVMValueRef st_llvm_i64c(st_llvm_cg *cg, int64_t v);
+LLVMValueRef st_llvm_as_f(st_llvm_cg *cg, LLVMValueRef v, st_dtype t);
+LLVMValueRef st_llvm_as_i(st_llvm_cg *cg, LLVMValueRef v, st_dtype t);
+/* Loads field at byte offset off of the kargs struct. */
+LLVMValueRef st_llvm_arg_field(st_llvm_cg *cg, size_t off, LLVMTypeRef t);
+/* Returns code from the kernel (in a fresh block) when cond is true. */
+void st_llvm_fail_if(st_llvm_cg *cg, LLVMValueRef cond, int code,
+                     LLVMValueRef value, LLVMValueRef size, int dim);
+
+/* External functions generated code calls, registered with the JIT as
+ * absolute symbols (-fvisibility=hidden: the JIT cannot find ours). */
+typedef struct {
+    const char *name;
+    void *addr;
+} st_llvm_sym;
+const st_llvm_sym *st_llvm_symbols(int *n);
+
+/* ---- thread pool (pool.c) ---- */
+typedef int32_t (*st_llvm_task)(void *ctx, int64_t lo, int64_t hi);
+/* Runs task over [0, total) in chunks of at least grain on the pool
+ * (inline when small or the pool is busy); returns the first nonzero. */
+int32_t st_llvm_pool_run(st_llvm_task task, void *ctx, int64_t total,
+                         int64_t grain, bool *parallel);
+int st_llvm_pool_threads(void);
+
+/* ---- matmul driver (matmul.c) ---- */
+/* Runs a MATMUL kernel: the product (OpenBLAS or C loops), then the
+ * generated epilogue `epi` over [batch, M, N]. */
+int32_t st_llvm_matmul(const st_kernel *k, const st_kargs *a, st_llvm_fn epi,
+                       st_llvm_err *err, bool *parallel);
+bool st_llvm_have_blas(void);
+
+#endif

@@ -1,0 +1,137 @@
+/* pool.c - the CPU thread pool of the LLVM backend: nproc - 1 worker
+ * pthreads (SYMTRACE_NUM_THREADS overrides nproc) created on first use and
+ * kept; a job is a range [0, total) cut into chunks that the workers and
+ * the calling thread take with an atomic counter. One job at a time: a
+ * caller that finds the pool busy (another thread's job) runs its range
+ * inline. Owns: st_llvm_pool_run, st_llvm_pool_threads. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "llvm_internal.h"
+
+static struct {
+    pthread_once_t once;
+    pthread_mutex_t submit;    /* held by the caller of the running job */
+    pthread_mutex_t mu;
+    pthread_cond_t wake, done;
+    int nworkers;
+    uint64_t gen;              /* bumped per job */
+    int active;                /* workers inside the current job */
+    /* the job */
+    st_llvm_task task;
+    void *ctx;
+    int64_t total, chunk, nchunks;
+    atomic_llong next, finished;
+    atomic_int result;
+} P = {.once = PTHREAD_ONCE_INIT, .submit = PTHREAD_MUTEX_INITIALIZER,
+       .mu = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
+       .done = PTHREAD_COND_INITIALIZER};
+
+static void work(void)
+{
+    for (;;) {
+        int64_t c = atomic_fetch_add(&P.next, 1);
+        if (c >= P.nchunks)
+            return;
+        int64_t lo = c * P.chunk, hi = lo + P.chunk;
+        if (hi > P.total)
+            hi = P.total;
+        int32_t r = P.task(P.ctx, lo, hi);
+        if (r != 0) {
+            int z = 0;
+            atomic_compare_exchange_strong(&P.result, &z, r);
+        }
+        atomic_fetch_add(&P.finished, 1);
+    }
+}
+
+static void *worker(void *arg)
+{
+    (void)arg;
+    uint64_t seen = 0;
+    pthread_mutex_lock(&P.mu);
+    for (;;) {
+        while (P.gen == seen)
+            pthread_cond_wait(&P.wake, &P.mu);
+        seen = P.gen;
+        P.active++;
+        pthread_mutex_unlock(&P.mu);
+        work();
+        pthread_mutex_lock(&P.mu);
+        if (--P.active == 0)
+            pthread_cond_broadcast(&P.done);
+    }
+    return NULL;
+}
+
+static void pool_init(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    const char *e = getenv("SYMTRACE_NUM_THREADS");
+    if (e && atoi(e) > 0)
+        n = atoi(e);
+    if (n < 1)
+        n = 1;
+    if (n > 256)
+        n = 256;
+    for (long i = 0; i < n - 1; i++) {
+        pthread_t t;
+        pthread_attr_t at;
+        pthread_attr_init(&at);
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        if (pthread_create(&t, &at, worker, NULL) == 0)
+            P.nworkers++;
+        pthread_attr_destroy(&at);
+    }
+}
+
+int st_llvm_pool_threads(void)
+{
+    pthread_once(&P.once, pool_init);
+    return P.nworkers + 1;
+}
+
+int32_t st_llvm_pool_run(st_llvm_task task, void *ctx, int64_t total,
+                         int64_t grain, bool *parallel)
+{
+    if (parallel)
+        *parallel = false;
+    if (total <= 0)
+        return 0;
+    if (grain < 1)
+        grain = 1;
+    int nt = st_llvm_pool_threads();
+    if (nt <= 1 || total < 2 * grain ||
+        pthread_mutex_trylock(&P.submit) != 0)
+        return task(ctx, 0, total);
+    int64_t nch = total / grain;
+    if (nch > 4 * (int64_t)nt)
+        nch = 4 * (int64_t)nt;
+    int64_t chunk = (total + nch - 1) / nch;
+    pthread_mutex_lock(&P.mu);
+    while (P.active > 0) /* late joiners of the previous job */
+        pthread_cond_wait(&P.done, &P.mu);
+    P.task = task;
+    P.ctx = ctx;
+    P.total = total;
+    P.chunk = chunk;
+    P.nchunks = (total + chunk - 1) / chunk;
+    atomic_store(&P.next, 0);
+    atomic_store(&P.finished, 0);
+    atomic_store(&P.result, 0);
+    P.gen++;
+    pthread_cond_broadcast(&P.wake);
+    pthread_mutex_unlock(&P.mu);
+    work();
+    pthread_mutex_lock(&P.mu);
+    while (P.active > 0 || atomic_load(&P.finished) < P.nchunks)
+        pthread_cond_wait(&P.done, &P.mu);
+    int32_t r = atomic_load(&P.result);
+    pthread_mutex_unlock(&P.mu);
+    pthread_mutex_unlock(&P.submit);
+    if (parallel)
+        *parallel = true;
+    return r;
+}

@@ -1,0 +1,801 @@
+/* test_fuse - tests of fusion (fusion/fuse.c, fusion/config.c): how many
+ * kernels composites and chains become (softmax, log_softmax, layer_norm,
+ * an elementwise chain, linear + gelu, a view between ops), that results
+ * equal the unfused lowering's through the executor and interp under
+ * every combination of the knobs, a random DAG generator (300 graphs of
+ * elementwise, reduction, matmul and view statements with broadcasting),
+ * the options' environment parsing and SYMTRACE_DUMP_DIR. Exits non-zero
+ * naming each failed check. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "st_runtime.h"
+
+static int failures;
+static const char *current = "";
+
+#define CHECK(cond)                                                         \
+    do {                                                                    \
+        if (!(cond)) {                                                      \
+            failures++;                                                     \
+            fprintf(stderr, "FAIL [%s] %s:%d: %s (err: %s)\n", current,     \
+                    __FILE__, __LINE__, #cond, st_err_msg());               \
+        }                                                                   \
+    } while (0)
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static uint64_t rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+static int irand(int n)
+{
+    return (int)(rnd() % (uint64_t)n);
+}
+static double frand(void)
+{
+    return (double)(rnd() >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0;
+}
+
+static st_attrs attrs0(void)
+{
+    st_attrs a;
+    memset(&a, 0, sizeof a);
+    return a;
+}
+
+static int input(st_graph *g, st_dtype dt, int ndim, const int64_t *shape)
+{
+    st_meta m;
+    memset(&m, 0, sizeof m);
+    m.dtype = dt;
+    m.ndim = ndim;
+    for (int d = 0; d < ndim; d++)
+        m.shape[d] = shape[d];
+    return st_ir_add_input(g, &m, false);
+}
+
+static int stmt(st_graph *g, st_op_id op, const int *in, int nin,
+                const st_attrs *a)
+{
+    int outs[ST_MAX_OUT] = {-1, -1, -1};
+    st_attrs z = attrs0();
+    if (st_ir_add_stmt(g, op, in, nin, a ? a : &z, outs) < 0)
+        return -1;
+    return outs[0];
+}
+
+static int un(st_graph *g, st_op_id op, int x)
+{
+    return stmt(g, op, &x, 1, NULL);
+}
+
+static int bin(st_graph *g, st_op_id op, int x, int y)
+{
+    int in[2] = {x, y};
+    return stmt(g, op, in, 2, NULL);
+}
+
+static st_fuse_options opts(int fusion, int red, int mm, int maxops)
+{
+    st_fuse_options o = {fusion, red, mm, maxops};
+    return o;
+}
+
+/* Kernels other than view steps. */
+static int compute_kernels(const st_kprog *p)
+{
+    int n = 0;
+    for (int i = 0; i < p->nkernels; i++)
+        n += p->kernels[i].kind != ST_K_VIEW;
+    return n;
+}
+
+/* A kernel that only moves data: every node a load or a cast, one store. */
+static bool only_copies(const st_kprog *p, const st_kernel *k)
+{
+    if (k->kind != ST_K_ELEMENTWISE)
+        return false;
+    if (k->src_stmt >= 0 && p->graph->stmts[k->src_stmt].op == ST_OP_COPY)
+        return false;
+    for (int i = 0; i < k->nnodes; i++)
+        if ((k->nodes[i].kind != ST_KN_LOAD && k->nodes[i].kind != ST_KN_CAST) ||
+            (k->nodes[i].kind == ST_KN_LOAD && k->nodes[i].idx_dim >= 0))
+            return false; /* computes, or gathers */
+    return true;
+}
+
+/* ---- running graphs ---- */
+
+static st_tensor *tensor_rand(st_dtype dt, int ndim, const int64_t *shape)
+{
+    st_tensor *t = st_tensor_empty(st_rt_cpu(), dt, ndim, shape);
+    if (!t)
+        return NULL;
+    int64_t n = st_tensor_numel(t);
+    char *d = st_tensor_data(t);
+    for (int64_t i = 0; i < n; i++) {
+        double v = frand() * 2;
+        switch (dt) {
+        case ST_FLOAT64: ((double *)d)[i] = v; break;
+        case ST_FLOAT32: ((float *)d)[i] = (float)v; break;
+        case ST_FLOAT16: ((uint16_t *)d)[i] = st_float_to_half((float)v); break;
+        case ST_INT64: ((int64_t *)d)[i] = (int64_t)(fabs(v) * 2); break;
+        default: break;
+        }
+    }
+    return t;
+}
+
+/* Element i (row-major over the shape) of t, through its strides. */
+static double tval(const st_tensor *t, int64_t i)
+{
+    int64_t off = 0;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        int64_t c = i % t->shape[d];
+        i /= t->shape[d];
+        off += c * t->strides[d];
+    }
+    const char *p = (const char *)st_tensor_data(t);
+    switch (t->dtype) {
+    case ST_FLOAT64: return ((const double *)p)[off];
+    case ST_FLOAT32: return ((const float *)p)[off];
+    case ST_FLOAT16: return st_half_to_float(((const uint16_t *)p)[off]);
+    case ST_BFLOAT16: return st_bf16_to_float(((const uint16_t *)p)[off]);
+    case ST_INT64: return (double)((const int64_t *)p)[off];
+    case ST_INT32: return ((const int32_t *)p)[off];
+    case ST_BOOL: return ((const uint8_t *)p)[off];
+    default: return NAN;
+    }
+}
+
+typedef struct {
+    int n;
+    double *v[8];
+    int64_t len[8];
+} results;
+
+static void results_free(results *r)
+{
+    for (int i = 0; i < r->n; i++)
+        free(r->v[i]);
+    r->n = 0;
+}
+
+/* Lowers g with o, runs it on inputs with interp (the generator seeded the
+ * same way), copies every output into r. Returns the kernel program's
+ * compute kernel count (-1 on failure). */
+static int run(const st_graph *g, const st_fuse_options *o, st_tensor **ins,
+               results *r)
+{
+    memset(r, 0, sizeof *r);
+    st_kprog *p = st_fuse_lower(g, o);
+    if (!p)
+        return -1;
+    int nk = compute_kernels(p);
+    st_backend *be = st_interp_backend();
+    void *h = be->compile(be, p->kernels, p->nkernels);
+    st_tensor **vals = calloc((size_t)p->graph->nvalues, sizeof *vals);
+    if (!h || !vals) {
+        nk = -1;
+        goto done;
+    }
+    for (int i = 0; i < p->graph->ninputs; i++) {
+        vals[p->graph->inputs[i]] = ins[i];
+        st_tensor_incref(ins[i]);
+    }
+    st_rt_manual_seed(1234);
+    if (st_rt_exec(p, be, h, vals) != ST_OK) {
+        nk = -1;
+    } else {
+        for (int k = 0; k < p->graph->noutputs && k < 8; k++) {
+            st_tensor *t = vals[p->graph->outputs[k]];
+            int64_t n = t ? st_tensor_numel(t) : 0;
+            r->v[k] = malloc(sizeof(double) * (size_t)(n + 1));
+            r->len[k] = n;
+            for (int64_t i = 0; i < n; i++)
+                r->v[k][i] = tval(t, i);
+            r->n = k + 1;
+        }
+    }
+    for (int v = 0; v < p->graph->nvalues; v++)
+        if (vals[v])
+            st_tensor_decref(vals[v]);
+done:
+    free(vals);
+    if (h)
+        be->release(be, h);
+    st_kprog_free(p);
+    return nk;
+}
+
+/* |a - b| <= tol elementwise (NaNs equal); tol 0 asks for equality. */
+static bool same(const results *a, const results *b, double tol)
+{
+    if (a->n != b->n)
+        return false;
+    for (int k = 0; k < a->n; k++) {
+        if (a->len[k] != b->len[k])
+            return false;
+        for (int64_t i = 0; i < a->len[k]; i++) {
+            double x = a->v[k][i], y = b->v[k][i];
+            if (isnan(x) || isnan(y)) {
+                if (!(isnan(x) && isnan(y)))
+                    return false;
+                continue;
+            }
+            if (x == y)
+                continue;
+            if (!(fabs(x - y) <= tol * (1 + fabs(y))))
+                return false;
+        }
+    }
+    return true;
+}
+
+/* Runs g unfused and under every combination of the knobs; all results
+ * must equal the unfused ones (exactly: fusion keeps the unfused
+ * program's roundings and reduction orders). Returns the fused kernel
+ * count with the default options. */
+static int check_all_knobs(const st_graph *g, st_tensor **ins, double tol)
+{
+    results ref, got;
+    st_fuse_options o0 = opts(0, 1, 1, 0);
+    int nref = run(g, &o0, ins, &ref);
+    CHECK(nref >= 0);
+    int nfused = -1;
+    for (int red = 0; red < 2; red++)
+        for (int mm = 0; mm < 2; mm++)
+            for (int mx = 0; mx < 4; mx++) {
+                st_fuse_options o = opts(1, red, mm, mx);
+                int nk = run(g, &o, ins, &got);
+                CHECK(nk >= 0);
+                if (nk >= 0 && !same(&ref, &got, tol)) {
+                    failures++;
+                    fprintf(stderr, "FAIL [%s] results differ with "
+                            "fuse_reductions=%d fuse_matmul_epilogue=%d "
+                            "max_fused_ops=%d\n", current, red, mm, mx);
+                }
+                if (mx == 1)
+                    CHECK(nk == nref); /* one statement per kernel */
+                if (red && mm && mx == 0)
+                    nfused = nk;
+                results_free(&got);
+            }
+    results_free(&ref);
+    return nfused;
+}
+
+static void free_inputs(st_tensor **ins, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (ins[i])
+            st_tensor_decref(ins[i]);
+}
+
+/* ---- composites ---- */
+
+static int lower_count(const st_graph *g, st_kernel_kind *kind0)
+{
+    st_fuse_options o = opts(1, 1, 1, 0);
+    st_kprog *p = st_fuse_lower(g, &o);
+    CHECK(p != NULL);
+    if (!p)
+        return -1;
+    int n = compute_kernels(p);
+    for (int i = 0; i < p->nkernels; i++) {
+        CHECK(!only_copies(p, &p->kernels[i]));
+        if (p->kernels[i].kind != ST_K_VIEW && kind0) {
+            *kind0 = p->kernels[i].kind;
+            kind0 = NULL;
+        }
+    }
+    st_kprog_free(p);
+    return n;
+}
+
+static void test_softmax(bool log, st_dtype dt)
+{
+    current = log ? "log_softmax" : "softmax";
+    st_graph *g = st_ir_graph_new();
+    int64_t sh[3] = {3, 4, 37};
+    int x = input(g, dt, 3, sh);
+    st_attrs a = attrs0();
+    a.i[0] = -1;
+    int y = stmt(g, log ? ST_OP_LOG_SOFTMAX : ST_OP_SOFTMAX, &x, 1, &a);
+    CHECK(y >= 0);
+    st_ir_mark_output(g, y);
+    st_kernel_kind kk = ST_K_VIEW;
+    CHECK(lower_count(g, &kk) == 1);
+    CHECK(kk == ST_K_REDUCE);
+    st_tensor *ins[1] = {tensor_rand(dt, 3, sh)};
+    CHECK(check_all_knobs(g, ins, 0) == 1);
+    free_inputs(ins, 1);
+    st_ir_graph_free(g);
+}
+
+static void test_softmax_dim0(void)
+{
+    current = "softmax over dim 0";
+    st_graph *g = st_ir_graph_new();
+    int64_t sh[2] = {7, 5};
+    int x = input(g, ST_FLOAT32, 2, sh);
+    st_attrs a = attrs0();
+    a.i[0] = 0;
+    int y = stmt(g, ST_OP_SOFTMAX, &x, 1, &a);
+    st_ir_mark_output(g, y);
+    CHECK(lower_count(g, NULL) == 1);
+    st_tensor *ins[1] = {tensor_rand(ST_FLOAT32, 2, sh)};
+    check_all_knobs(g, ins, 0);
+    free_inputs(ins, 1);
+    st_ir_graph_free(g);
+}
+
+static void test_layer_norm(st_dtype dt, bool affine)
+{
+    current = dt == ST_FLOAT16 ? "layer_norm f16" : "layer_norm";
+    st_graph *g = st_ir_graph_new();
+    int64_t sh[3] = {2, 3, 40}, wsh[1] = {40};
+    int in[3];
+    in[0] = input(g, dt, 3, sh);
+    int nin = 1;
+    st_attrs a = attrs0();
+    a.ndims = 1;
+    a.f[0] = 1e-5;
+    if (affine) {
+        in[1] = input(g, dt, 1, wsh);
+        in[2] = input(g, dt, 1, wsh);
+        nin = 3;
+        a.flags = ST_ATTR_HAS_WEIGHT | ST_ATTR_HAS_BIAS;
+    }
+    int y = stmt(g, ST_OP_LAYER_NORM, in, nin, &a);
+    CHECK(y >= 0);
+    st_ir_mark_output(g, y);
+    st_kernel_kind kk = ST_K_VIEW;
+    CHECK(lower_count(g, &kk) == 1);
+    CHECK(kk == ST_K_REDUCE);
+    st_tensor *ins[3] = {tensor_rand(dt, 3, sh), NULL, NULL};
+    if (affine) {
+        ins[1] = tensor_rand(dt, 1, wsh);
+        ins[2] = tensor_rand(dt, 1, wsh);
+    }
+    CHECK(check_all_knobs(g, ins, 0) == 1);
+    free_inputs(ins, 3);
+    st_ir_graph_free(g);
+}
+
+static void test_cross_entropy(int reduction)
+{
+    current = reduction == 0 ? "cross_entropy none"
+              : reduction == 1 ? "cross_entropy mean" : "cross_entropy sum";
+    st_graph *g = st_ir_graph_new();
+    int64_t sh[2] = {6, 9}, tsh[1] = {6};
+    int in[2] = {input(g, ST_FLOAT32, 2, sh), input(g, ST_INT64, 1, tsh)};
+    st_attrs a = attrs0();
+    a.i[0] = 2; /* ignore_index */
+    a.i[1] = reduction;
+    int y = stmt(g, ST_OP_CROSS_ENTROPY, in, 2, &a);
+    CHECK(y >= 0);
+    st_ir_mark_output(g, y);
+    int n = lower_count(g, NULL);
+    printf("  %s: %d kernels\n", current, n);
+    CHECK(n >= 1 && n <= 4);
+    st_tensor *ins[2] = {tensor_rand(ST_FLOAT32, 2, sh),
+                         tensor_rand(ST_INT64, 1, tsh)};
+    check_all_knobs(g, ins, 0);
+    free_inputs(ins, 2);
+    st_ir_graph_free(g);
+}
+
+static void test_gelu(bool tanh_form)
+{
+    current = tanh_form ? "gelu tanh" : "gelu";
+    st_graph *g = st_ir_graph_new();
+    int64_t sh[2] = {5, 33};
+    int x = input(g, ST_FLOAT32, 2, sh);
+    st_attrs a = attrs0();
+    a.flags = tanh_form ? ST_ATTR_TANH : 0;
+    int y = stmt(g, ST_OP_GELU, &x, 1, &a);
+    st_ir_mark_output(g, y);
+    CHECK(lower_count(g, NULL) == 1);
+    st_tensor *ins[1] = {tensor_rand(ST_FLOAT32, 2, sh)};
+    CHECK(check_all_knobs(g, ins, 0) == 1);
+    free_inputs(ins, 1);
+    st_ir_graph_free(g);
+}
+
+/* exp, mul, add (broadcast), tanh, sub: one kernel. */
+static void test_chain(void)
+{
+    current = "elementwise chain";
+    st_graph *g = st_ir_graph_new();
+    int64_t sh[2] = {6, 300}, bsh[1] = {300};
+    int x = input(g, ST_FLOAT32, 2, sh);
+    int b = input(g, ST_FLOAT32, 1, bsh);
+    int two = st_ir_add_const(g, ST_FLOAT64, 2.0, 2);
+    int v = un(g, ST_OP_EXP, x);
+    v = bin(g, ST_OP_MUL, v, two);
+    v = bin(g, ST_OP_ADD, v, b);
+    v = un(g, ST_OP_TANH, v);
+    v = bin(g, ST_OP_SUB, v, x);
+    st_ir_mark_output(g, v);
+    st_kernel_kind kk = ST_K_VIEW;
+    CHECK(lower_count(g, &kk) == 1);
+    CHECK(kk == ST_K_ELEMENTWISE);
+    st_tensor *ins[2] = {tensor_rand(ST_FLOAT32, 2, sh),
+                         tensor_rand(ST_FLOAT32, 1, bsh)};
+    CHECK(check_all_knobs(g, ins, 0) == 1);
+    free_inputs(ins, 2);
+    st_ir_graph_free(g);
+}
+
+/* linear (x @ w.T + b), gelu, + residual: one matmul kernel. */
+static void test_linear_gelu(st_dtype dt)
+{
+    current = dt == ST_FLOAT16 ? "linear+gelu f16" : "linear+gelu";
+    st_graph *g = st_ir_graph_new();
+    int64_t xs[3] = {2, 5, 16}, ws[2] = {24, 16}, bs[1] = {24},
+            rs[3] = {2, 5, 24};
+    int in[3] = {input(g, dt, 3, xs), input(g, dt, 2, ws),
+                 input(g, dt, 1, bs)};
+    int res = input(g, dt, 3, rs);
+    st_attrs a = attrs0();
+    a.flags = ST_ATTR_HAS_BIAS;
+    int y = stmt(g, ST_OP_LINEAR, in, 3, &a);
+    st_attrs ga = attrs0();
+    y = stmt(g, ST_OP_GELU, &y, 1, &ga);
+    y = bin(g, ST_OP_ADD, y, res);
+    CHECK(y >= 0);
+    st_ir_mark_output(g, y);
+    st_fuse_options o = opts(1, 1, 1, 0);
+    st_kprog *p = st_fuse_lower(g, &o);
+    CHECK(p != NULL);
+    if (p) {
+        CHECK(compute_kernels(p) == 1);
+        for (int i = 0; i < p->nkernels; i++)
+            if (p->kernels[i].kind != ST_K_VIEW) {
+                CHECK(p->kernels[i].kind == ST_K_MATMUL);
+                CHECK(p->kernels[i].nstores == 1);
+            }
+        st_kprog_free(p);
+    }
+    o.fuse_matmul_epilogue = 0;
+    p = st_fuse_lower(g, &o);
+    CHECK(p && compute_kernels(p) == 2); /* matmul, then the epilogue */
+    st_kprog_free(p);
+    st_tensor *ins[4] = {tensor_rand(dt, 3, xs), tensor_rand(dt, 2, ws),
+                         tensor_rand(dt, 1, bs), tensor_rand(dt, 3, rs)};
+    CHECK(check_all_knobs(g, ins, 0) == 1);
+    free_inputs(ins, 4);
+    st_ir_graph_free(g);
+}
+
+/* exp -> permute -> neg, and exp -> unsqueeze -> expand -> mul: a view
+ * step between kernels, never a copy kernel. */
+static void test_view_between(void)
+{
+    current = "view between ops";
+    st_graph *g = st_ir_graph_new();
+    int64_t sh[2] = {4, 7};
+    int x = input(g, ST_FLOAT32, 2, sh);
+    int e = un(g, ST_OP_EXP, x);
+    st_attrs pa = attrs0();
+    pa.dims[0] = 1;
+    pa.dims[1] = 0;
+    pa.ndims = 2;
+    int t = stmt(g, ST_OP_PERMUTE, &e, 1, &pa);
+    int y = un(g, ST_OP_NEG, t);
+    st_attrs ua = attrs0();
+    ua.i[0] = 0;
+    int u = stmt(g, ST_OP_UNSQUEEZE, &e, 1, &ua);
+    int z = bin(g, ST_OP_MUL, u, x);
+    CHECK(y >= 0 && z >= 0);
+    st_ir_mark_output(g, y);
+    st_ir_mark_output(g, z);
+    st_fuse_options o = opts(1, 1, 1, 0);
+    st_kprog *p = st_fuse_lower(g, &o);
+    CHECK(p != NULL);
+    if (p) {
+        int views = 0;
+        for (int i = 0; i < p->nkernels; i++) {
+            CHECK(!only_copies(p, &p->kernels[i]));
+            views += p->kernels[i].kind == ST_K_VIEW;
+        }
+        CHECK(views == 2);
+        CHECK(compute_kernels(p) <= 3);
+        st_kprog_free(p);
+    }
+    st_tensor *ins[1] = {tensor_rand(ST_FLOAT32, 2, sh)};
+    check_all_knobs(g, ins, 0);
+    free_inputs(ins, 1);
+    st_ir_graph_free(g);
+}
+
+/* sum over a middle dim with a prologue and a per-outer epilogue, an
+ * intermediate also read outside (stored), dropout (random). */
+static void test_misc(void)
+{
+    current = "reduce middle + epilogue";
+    st_graph *g = st_ir_graph_new();
+    int64_t sh[3] = {3, 50, 4}, bsh[2] = {3, 4};
+    int x = input(g, ST_FLOAT32, 3, sh);
+    int b = input(g, ST_FLOAT32, 2, bsh);
+    int e = un(g, ST_OP_EXP, x);
+    st_attrs ra = attrs0();
+    ra.dims[0] = 1;
+    ra.ndims = 1;
+    int s = stmt(g, ST_OP_SUM, &e, 1, &ra);
+    int y = bin(g, ST_OP_ADD, un(g, ST_OP_LOG, s), b);
+    st_attrs da = attrs0();
+    da.f[0] = 0.25;
+    int d = stmt(g, ST_OP_DROPOUT, &e, 1, &da);
+    CHECK(y >= 0 && d >= 0);
+    st_ir_mark_output(g, y);
+    st_ir_mark_output(g, d);
+    st_tensor *ins[2] = {tensor_rand(ST_FLOAT32, 3, sh),
+                         tensor_rand(ST_FLOAT32, 2, bsh)};
+    int n = check_all_knobs(g, ins, 0);
+    CHECK(n >= 1 && n <= 3);
+    free_inputs(ins, 2);
+    st_ir_graph_free(g);
+}
+
+/* ---- random DAGs ---- */
+
+static const int64_t sizes[3] = {3, 4, 5};
+
+/* A random shape over sizes with some dims 1 (broadcast partners). */
+static int rand_shape(int64_t *sh)
+{
+    int n = 1 + irand(3);
+    int start = 3 - n;
+    for (int d = 0; d < n; d++)
+        sh[d] = irand(4) == 0 ? 1 : sizes[start + d];
+    return n;
+}
+
+static int pick(const int *pool, int n)
+{
+    return pool[irand(n)];
+}
+
+/* Adds one random statement; returns its value or -1 (nothing added). */
+static int random_stmt(st_graph *g, const int *pool, int np)
+{
+    static const st_op_id unary[] = {ST_OP_TANH, ST_OP_NEG, ST_OP_ABS,
+                                     ST_OP_SIN, ST_OP_SIGMOID, ST_OP_RELU,
+                                     ST_OP_EXP};
+    static const st_op_id binary[] = {ST_OP_ADD, ST_OP_SUB, ST_OP_MUL,
+                                      ST_OP_MAXIMUM};
+    static const st_op_id reds[] = {ST_OP_SUM, ST_OP_MEAN, ST_OP_AMAX};
+    int x = pick(pool, np);
+    const st_meta *m = &g->values[x].meta;
+    int kind = irand(10);
+    st_attrs a = attrs0();
+    int r = -1;
+    if (kind < 3) {
+        r = un(g, unary[irand(7)], x);
+    } else if (kind < 6) {
+        r = bin(g, binary[irand(4)], x, pick(pool, np));
+    } else if (kind < 8) {
+        if (m->ndim == 0)
+            return -1;
+        a.dims[0] = irand(m->ndim);
+        a.ndims = irand(5) == 0 ? 0 : 1;
+        if (a.ndims && m->ndim > 1 && irand(3) == 0) {
+            a.dims[1] = (a.dims[0] + 1) % m->ndim;
+            a.ndims = 2;
+        }
+        a.flags = irand(2) ? ST_ATTR_KEEPDIM : 0;
+        a.dims[0] -= irand(2) ? m->ndim : 0; /* negative dims too */
+        r = stmt(g, reds[irand(3)], &x, 1, &a);
+    } else if (kind < 9) {
+        int y = pick(pool, np);
+        if (m->ndim < 2 || g->values[y].meta.ndim < 2)
+            return -1;
+        r = bin(g, ST_OP_MATMUL, x, y);
+        if (r < 0) { /* make the shapes fit: x @ x^T */
+            st_err_clear();
+            st_attrs pa = attrs0();
+            pa.ndims = m->ndim;
+            for (int d = 0; d < m->ndim; d++)
+                pa.dims[d] = d;
+            pa.dims[m->ndim - 1] = m->ndim - 2;
+            pa.dims[m->ndim - 2] = m->ndim - 1;
+            int t = stmt(g, ST_OP_PERMUTE, &x, 1, &pa);
+            r = t >= 0 ? bin(g, ST_OP_MATMUL, x, t) : -1;
+        }
+    } else {
+        int w = irand(4);
+        if (w == 0 && m->ndim >= 2) {
+            a.ndims = m->ndim;
+            for (int d = 0; d < m->ndim; d++)
+                a.dims[d] = m->ndim - 1 - d;
+            r = stmt(g, ST_OP_PERMUTE, &x, 1, &a);
+        } else if (w == 1 && m->ndim < 3) {
+            a.i[0] = irand(m->ndim + 1);
+            r = stmt(g, ST_OP_UNSQUEEZE, &x, 1, &a);
+        } else if (w == 2) {
+            for (int d = 0; d < m->ndim; d++)
+                if (m->shape[d] == 1) {
+                    a.dims[0] = d;
+                    a.ndims = 1;
+                    r = stmt(g, ST_OP_SQUEEZE, &x, 1, &a);
+                    break;
+                }
+        } else if (m->ndim >= 1) {
+            for (int d = 0; d < m->ndim; d++) {
+                a.dims[d] = m->shape[d] == 1 ? sizes[3 - m->ndim + d] : -1;
+                if (d == 0 && m->ndim < 3 && irand(2)) {
+                    /* also a new leading dim */
+                }
+            }
+            a.ndims = m->ndim;
+            r = stmt(g, ST_OP_EXPAND, &x, 1, &a);
+        }
+    }
+    if (r < 0)
+        st_err_clear();
+    return r;
+}
+
+static void test_random_dags(void)
+{
+    current = "random DAGs";
+    int fused_fewer = 0;
+    for (int it = 0; it < 300; it++) {
+        st_graph *g = st_ir_graph_new();
+        int pool[64], np = 0;
+        st_tensor *ins[4] = {NULL};
+        int nin = 2 + irand(3);
+        for (int i = 0; i < nin; i++) {
+            int64_t sh[3];
+            int n = rand_shape(sh);
+            pool[np++] = input(g, ST_FLOAT64, n, sh);
+            ins[i] = tensor_rand(ST_FLOAT64, n, sh);
+        }
+        int want = 3 + irand(10), made = 0, tries = 0;
+        while (made < want && tries++ < 200 && np < 64) {
+            int v = random_stmt(g, pool, np);
+            if (v >= 0) {
+                pool[np++] = v;
+                made++;
+            }
+        }
+        /* outputs: the last value and a few random ones (forced stores) */
+        st_ir_mark_output(g, pool[np - 1]);
+        for (int k = 0; k < 2; k++)
+            if (irand(2) && np > nin)
+                st_ir_mark_output(g, pool[nin + irand(np - nin)]);
+        results ref, got;
+        st_fuse_options o0 = opts(0, 1, 1, 0);
+        int nref = run(g, &o0, ins, &ref);
+        CHECK(nref >= 0);
+        st_fuse_options o = opts(1, irand(4) != 0, irand(4) != 0,
+                                 irand(3) == 0 ? 1 + irand(3) : 0);
+        int nk = run(g, &o, ins, &got);
+        CHECK(nk >= 0);
+        if (nk >= 0 && nref >= 0 && !same(&ref, &got, 1e-9)) {
+            failures++;
+            char *s = st_ir_print(g);
+            fprintf(stderr, "FAIL [random DAG %d] fused (%d %d %d) differs "
+                    "from unfused:\n%s\n", it, o.fuse_reductions,
+                    o.fuse_matmul_epilogue, o.max_fused_ops, s ? s : "");
+            free(s);
+            st_kprog *p = getenv("TEST_FUSE_VERBOSE") ? st_fuse_lower(g, &o)
+                                                     : NULL;
+            for (int i = 0; p && i < p->nkernels; i++) {
+                char *ks = st_kernel_print(&p->kernels[i]);
+                fprintf(stderr, "%s", ks ? ks : "");
+                free(ks);
+            }
+            st_kprog_free(p);
+        }
+        if (nk >= 0 && nk < nref)
+            fused_fewer++;
+        CHECK(nk <= nref);
+        results_free(&ref);
+        results_free(&got);
+        free_inputs(ins, nin);
+        st_ir_graph_free(g);
+    }
+    printf("  random DAGs: fewer kernels fused in %d of 300\n", fused_fewer);
+    CHECK(fused_fewer > 100);
+}
+
+/* ---- options and dumps ---- */
+
+static void test_config_and_dump(void)
+{
+    current = "config";
+    st_fuse_options *c = st_fuse_config();
+    CHECK(c != NULL);
+    /* set by main before the first use */
+    CHECK(c->fusion == 1 && c->fuse_reductions == 1);
+    CHECK(c->fuse_matmul_epilogue == 0); /* "0" */
+    CHECK(c->max_fused_ops == 0);        /* "bogus": the default */
+    CHECK(st_fuse_config() == c);
+    c->fuse_matmul_epilogue = 1;
+
+    current = "dump dir";
+    char dir[] = "/tmp/st_fuse_dumpXXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    setenv("SYMTRACE_DUMP_DIR", dir, 1);
+    st_graph *g = st_ir_graph_new();
+    int64_t sh[2] = {2, 3};
+    int x = input(g, ST_FLOAT32, 2, sh);
+    st_attrs a = attrs0();
+    a.i[0] = 1;
+    int y = stmt(g, ST_OP_SOFTMAX, &x, 1, &a);
+    st_ir_mark_output(g, y);
+    st_kprog *p = st_fuse_lower(g, NULL);
+    CHECK(p != NULL);
+    unsetenv("SYMTRACE_DUMP_DIR");
+    char path[256], buf[8192];
+    snprintf(path, sizeof path, "%s/SIR_%d.txt", dir, g->id);
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL);
+    if (f) {
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        buf[n] = 0;
+        CHECK(strstr(buf, "softmax(") != NULL && strstr(buf, "amax(") != NULL);
+        fclose(f);
+        unlink(path);
+    }
+    snprintf(path, sizeof path, "%s/SIR_%d.kernels.txt", dir, g->id);
+    f = fopen(path, "r");
+    CHECK(f != NULL);
+    if (f) {
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        buf[n] = 0;
+        CHECK(strstr(buf, "reduce rank 2") != NULL);
+        CHECK(strstr(buf, "nreduce 2") != NULL);
+        fclose(f);
+        unlink(path);
+    }
+    rmdir(dir);
+    st_kprog_free(p);
+    st_ir_graph_free(g);
+}
+
+int main(void)
+{
+    if (getenv("TEST_FUSE_SEED")) /* local fuzzing with other graphs */
+        rng_state = strtoull(getenv("TEST_FUSE_SEED"), NULL, 10) | 1;
+    setenv("SYMTRACE_FUSION", "1", 1);
+    setenv("SYMTRACE_FUSE_MATMUL_EPILOGUE", "0", 1);
+    setenv("SYMTRACE_MAX_FUSED_OPS", "bogus", 1);
+    unsetenv("SYMTRACE_FUSE_REDUCTIONS");
+    test_config_and_dump();
+    test_softmax(false, ST_FLOAT32);
+    test_softmax(true, ST_FLOAT32);
+    test_softmax(false, ST_FLOAT16);
+    test_softmax_dim0();
+    test_layer_norm(ST_FLOAT32, true);
+    test_layer_norm(ST_FLOAT32, false);
+    test_layer_norm(ST_FLOAT16, true);
+    test_cross_entropy(0);
+    test_cross_entropy(1);
+    test_cross_entropy(2);
+    test_gelu(false);
+    test_gelu(true);
+    test_chain();
+    test_linear_gelu(ST_FLOAT32);
+    test_linear_gelu(ST_FLOAT16);
+    test_view_between();
+    test_misc();
+    test_random_dags();
+    if (failures) {
+        fprintf(stderr, "test_fuse: %d check(s) failed\n", failures);
+        return 1;
+    }
+    printf("test_fuse: all checks passed\n");
+    return 0;
+}
