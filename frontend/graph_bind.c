@@ -206,7 +206,7 @@ static PyMethodDef graph_methods[] = {
     {"hash", g_hash, METH_VARARGS, "hash(with_sizes=False): xxHash of the structure"},
     {"meta", g_meta, METH_O, "meta(value_id) -> (shape, dtype)"},
     {"compile", (PyCFunction)(void (*)(void))g_compile, METH_VARARGS | METH_KEYWORDS,
-     "compile(backend='interp') -> CompiledGraph"},
+     "compile(backend='llvm' when built, else 'interp') -> CompiledGraph"},
     {NULL},
 };
 static PyGetSetDef graph_getset[] = {
@@ -250,7 +250,9 @@ static void compiled_dealloc(PyObject *self) {
 
 static PyObject *g_compile(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"backend", NULL};
-    const char *bname = "interp";
+    /* the default CPU backend: llvm when this build has it (interp is the
+     * oracle) */
+    const char *bname = st_backend_get("llvm") ? "llvm" : "interp";
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|s:compile", kwlist, &bname)) return NULL;
     st_graph *g = ((graph_obj *)self)->g;
     if (g->noutputs == 0) {

@@ -100,7 +100,7 @@ def trace_graph(fn, *args, candidates=()):
     return _C.Graph(cap), tuple(inputs)
 
 
-def estimate(graph, *inputs, measured=False, backend="interp"):
+def estimate(graph, *inputs, measured=False, backend=None):
     """estimate(fn_or_graph, *inputs, measured=False) -> MemoryEstimate.
 
     graph is a function (traced on inputs into a graph), a symtrace._C.Graph
@@ -109,7 +109,10 @@ def estimate(graph, *inputs, measured=False, backend="interp"):
     records the allocator before each kernel."""
     if callable(graph) and not isinstance(graph, (_C.Graph, _C.CompiledGraph)):
         graph, inputs = trace_graph(graph, *inputs)
-    cg = graph.compile(backend=backend) if isinstance(graph, _C.Graph) else graph
+    if isinstance(graph, _C.Graph):
+        cg = graph.compile(backend=backend) if backend else graph.compile()
+    else:
+        cg = graph
     plan = cg.plan(*inputs)
     rows = None
     if measured:
