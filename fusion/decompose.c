@@ -22,72 +22,33 @@
 
 /* Emission state: the new graph and the first failure (later emits are
  * no-ops once one failed, so decompositions read as straight-line code). */
-typedef struct {
-    st_graph *g;
-    bool failed;
-} dctx;
+typedef st_ir_builder dctx;
 
 static int emit_n(dctx *c, st_op_id op, const int *in, int nin,
                   const st_attrs *a)
 {
-    if (c->failed)
-        return -1;
-    for (int i = 0; i < nin; i++)
-        if (in[i] < 0) {
-            c->failed = true;
-            return -1;
-        }
-    st_attrs z;
-    if (!a) {
-        memset(&z, 0, sizeof z);
-        a = &z;
-    }
-    int outs[ST_MAX_OUT];
-    if (st_ir_add_stmt(c->g, op, in, nin, a, outs) < 0) {
-        c->failed = true;
-        return -1;
-    }
-    return outs[0];
+    return st_ir_emit(c, op, in, nin, a);
 }
 
 static int emit1(dctx *c, st_op_id op, int x)
 {
-    return emit_n(c, op, &x, 1, NULL);
+    return st_ir_emit(c, op, &x, 1, NULL);
 }
 
 static int emit2(dctx *c, st_op_id op, int x, int y)
 {
     int in[2] = {x, y};
-    return emit_n(c, op, in, 2, NULL);
+    return st_ir_emit(c, op, in, 2, NULL);
 }
 
 static int emit3(dctx *c, st_op_id op, int x, int y, int z)
 {
     int in[3] = {x, y, z};
-    return emit_n(c, op, in, 3, NULL);
+    return st_ir_emit(c, op, in, 3, NULL);
 }
 
-static int fconst(dctx *c, double v)
-{
-    if (c->failed)
-        return -1;
-    /* the integer view, only where the conversion is defined */
-    int64_t iv = (v > -9.2e18 && v < 9.2e18) ? (int64_t)v : 0;
-    int id = st_ir_add_const(c->g, ST_FLOAT64, v, iv);
-    if (id < 0)
-        c->failed = true;
-    return id;
-}
-
-static int iconst(dctx *c, int64_t v)
-{
-    if (c->failed)
-        return -1;
-    int id = st_ir_add_const(c->g, ST_INT64, (double)v, v);
-    if (id < 0)
-        c->failed = true;
-    return id;
-}
+static int fconst(dctx *c, double v) { return st_ir_emit_fconst(c, v); }
+static int iconst(dctx *c, int64_t v) { return st_ir_emit_iconst(c, v); }
 
 static const st_meta *meta_of(dctx *c, int v)
 {

@@ -39,10 +39,7 @@
 /* Emission state: the graph and the first failure (later emits are no-ops
  * once one failed, so rules read as straight-line code). Value ids stay
  * valid across emits; pointers into g do not (arrays grow). */
-typedef struct {
-    st_graph *g;
-    bool failed;
-} ad;
+typedef st_ir_builder ad;
 
 static st_meta M(ad *c, int v)
 {
@@ -63,62 +60,28 @@ static st_attrs A0(void)
 
 static int E(ad *c, st_op_id op, const int *in, int nin, const st_attrs *a)
 {
-    if (c->failed)
-        return -1;
-    for (int i = 0; i < nin; i++)
-        if (in[i] < 0 || in[i] >= c->g->nvalues) {
-            if (st_err_kind() == ST_OK)
-                st_err(ST_ERR_RUNTIME, "autodiff: %s operand %d undefined",
-                       st_op(op)->name, i);
-            c->failed = true;
-            return -1;
-        }
-    st_attrs z = A0();
-    int outs[ST_MAX_OUT];
-    if (st_ir_add_stmt(c->g, op, in, nin, a ? a : &z, outs) < 0) {
-        c->failed = true;
-        return -1;
-    }
-    return outs[0];
+    return st_ir_emit(c, op, in, nin, a);
 }
 
 static int E1(ad *c, st_op_id op, int x)
 {
-    return E(c, op, &x, 1, NULL);
+    return st_ir_emit(c, op, &x, 1, NULL);
 }
 
 static int E2(ad *c, st_op_id op, int x, int y)
 {
     int in[2] = {x, y};
-    return E(c, op, in, 2, NULL);
+    return st_ir_emit(c, op, in, 2, NULL);
 }
 
 static int E3(ad *c, st_op_id op, int x, int y, int z)
 {
     int in[3] = {x, y, z};
-    return E(c, op, in, 3, NULL);
+    return st_ir_emit(c, op, in, 3, NULL);
 }
 
-static int F(ad *c, double v)
-{
-    if (c->failed)
-        return -1;
-    int64_t iv = (v > -9.2e18 && v < 9.2e18) ? (int64_t)v : 0;
-    int id = st_ir_add_const(c->g, ST_FLOAT64, v, iv);
-    if (id < 0)
-        c->failed = true;
-    return id;
-}
-
-static int I(ad *c, int64_t v)
-{
-    if (c->failed)
-        return -1;
-    int id = st_ir_add_const(c->g, ST_INT64, (double)v, v);
-    if (id < 0)
-        c->failed = true;
-    return id;
-}
+static int F(ad *c, double v) { return st_ir_emit_fconst(c, v); }
+static int I(ad *c, int64_t v) { return st_ir_emit_iconst(c, v); }
 
 static int cast(ad *c, int x, st_dtype dt)
 {

@@ -449,3 +449,50 @@ st_graph *st_ir_dce(const st_graph *g)
     }
     return ng;
 }
+
+int st_ir_emit(st_ir_builder *b, st_op_id op, const int *in, int nin,
+               const st_attrs *attrs)
+{
+    if (b->failed)
+        return -1;
+    for (int i = 0; i < nin; i++)
+        if (in[i] < 0 || in[i] >= b->g->nvalues) {
+            if (st_err_kind() == ST_OK)
+                st_err(ST_ERR_RUNTIME, "%s: operand %d is undefined", st_op(op)->name, i);
+            b->failed = true;
+            return -1;
+        }
+    st_attrs zero;
+    if (!attrs) {
+        memset(&zero, 0, sizeof zero);
+        attrs = &zero;
+    }
+    int outs[ST_MAX_OUT];
+    if (st_ir_add_stmt(b->g, op, in, nin, attrs, outs) < 0) {
+        b->failed = true;
+        return -1;
+    }
+    return outs[0];
+}
+
+int st_ir_emit_fconst(st_ir_builder *b, double v)
+{
+    if (b->failed)
+        return -1;
+    /* the integer view, only where the conversion is defined */
+    int64_t iv = (v > -9.2e18 && v < 9.2e18) ? (int64_t)v : 0;
+    int id = st_ir_add_const(b->g, ST_FLOAT64, v, iv);
+    if (id < 0)
+        b->failed = true;
+    return id;
+}
+
+int st_ir_emit_iconst(st_ir_builder *b, int64_t v)
+{
+    if (b->failed)
+        return -1;
+    int id = st_ir_add_const(b->g, ST_INT64, (double)v, v);
+    if (id < 0)
+        b->failed = true;
+    return id;
+}

@@ -268,6 +268,18 @@ st_status st_ir_verify(const st_graph *g);
 /* Re-runs inference of every statement after the inputs' metas changed
  * (new sizes, same ranks/dtypes). */
 st_status st_ir_reinfer(st_graph *g);
+/* A builder with a sticky failure flag, for code that emits many
+ * statements (decompositions, VJP rules): after a failure every call
+ * returns -1 and adds nothing, so the caller checks once at the end. */
+typedef struct {
+    st_graph *g;
+    bool failed;
+} st_ir_builder;
+/* Appends op(in...) (attrs NULL: all zero); returns result 0 or -1. */
+int st_ir_emit(st_ir_builder *b, st_op_id op, const int *in, int nin,
+               const st_attrs *attrs);
+int st_ir_emit_fconst(st_ir_builder *b, double v);  /* a float64 scalar */
+int st_ir_emit_iconst(st_ir_builder *b, int64_t v); /* an int64 scalar */
 /* A copy of g without the statements no output depends on. Inputs keep
  * their order, and every constant is kept, in order (callers bind
  * constants by position). Caller frees. */
