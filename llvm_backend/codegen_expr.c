@@ -5,7 +5,9 @@
  * stores (plain, indexed, accumulating). Mirrors runtime/interp.c exactly:
  * float16/bfloat16/float32 nodes hold float (rounded after every op),
  * float64 double, ints their own width (computed in i64 and wrapped), bool
- * i1. Also the table of external symbols the generated code calls. */
+ * i1; float exp/log/tanh/sigmoid/erf inline from codegen_math.c (double
+ * ones call libm). Also the table of external symbols the generated code
+ * calls. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -435,6 +437,8 @@ static LLVMValueRef emit_unary(st_llvm_cg *cg, const st_knode *n)
     LLVMValueRef x = c32 ? a : st_llvm_as_f(cg, a, adt);
     LLVMTypeRef T = LLVMTypeOf(x);
     LLVMValueRef one = fc(T, 1.0), zero = fc(T, 0.0), r;
+    if ((r = st_llvm_math(cg, n->op, x)))
+        return fin(cg, r, c32, dt);
     switch (n->op) {
     case ST_OP_NEG: r = LLVMBuildFNeg(B, x, ""); break;
     case ST_OP_EXP: r = intr1(cg, "llvm.exp", x); break;

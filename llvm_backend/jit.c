@@ -3,8 +3,10 @@
  * loop and SLP vectorizers -> object file), the kernel cache (in memory by
  * key; on disk through runtime/kcache.c: a hit loads the object without
  * compiling), the ORC LLJIT that links objects (our helpers registered as
- * absolute symbols: the build hides them from dlsym), and launch (argument
- * checks, the split across the thread pool, error codes -> messages).
+ * absolute symbols: the build hides them from dlsym), launch (argument
+ * checks, the split across the thread pool, error codes -> messages), and
+ * with SYMTRACE_DUMP_DIR set the optimized module of each compiled kernel
+ * list as <dir>/<cache key>.ll (also on a cache hit).
  * Owns: st_llvm_backend, st_llvm_stats, st_llvm_cache_clear_memory. */
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Error.h>
@@ -24,7 +26,7 @@
 
 #include "llvm_internal.h"
 
-#define FORMAT_VERSION "st-llvm-obj-1"
+#define FORMAT_VERSION "st-llvm-obj-3"
 
 typedef struct centry {
     char key[48];
@@ -316,8 +318,53 @@ static void fn_name(char *buf, size_t n, const char *key, int i)
 
 /* ---- building an object ---- */
 
-static st_status build_object(const st_kernel *ks, int n, const char *key,
-                              char **bytes, size_t *len)
+/* SYMTRACE_DUMP_DIR, or NULL when unset or empty (read at every call). */
+static const char *dump_dir(void)
+{
+    const char *d = getenv("SYMTRACE_DUMP_DIR");
+    return d && *d ? d : NULL;
+}
+
+static void dump_path(char *buf, size_t n, const char *dir, const char *key)
+{
+    snprintf(buf, n, "%s/%s.ll", dir, key);
+}
+
+/* Writes the optimized module M to $SYMTRACE_DUMP_DIR/<key>.ll, headed by
+ * a comment naming each kernel and its function. Best effort. */
+static void dump_module(LLVMModuleRef M, const st_kernel *ks, int n,
+                        const char *key)
+{
+    const char *dir = dump_dir();
+    if (!dir)
+        return;
+    char path[4200];
+    dump_path(path, sizeof path, dir, key);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return;
+    fprintf(f, "; symtrace llvm module %s (LLVM %s, %s, %s): %d kernels\n",
+            key, st_llvm_version(), J.triple, J.cpu, n);
+    for (int i = 0; i < n; i++) {
+        char name[96];
+        fn_name(name, sizeof name, key, i);
+        if (ks[i].kind == ST_K_VIEW)
+            fprintf(f, "; kernel %d: %s (view: no code)\n", i, ks[i].name);
+        else
+            fprintf(f, "; kernel %d: %s -> @%s\n", i, ks[i].name, name);
+    }
+    char *text = LLVMPrintModuleToString(M);
+    if (text)
+        fputs(text, f);
+    LLVMDisposeMessage(text);
+    fclose(f);
+}
+
+/* Generates the module of kernels ks[0..n) and optimizes it (-O3 with the
+ * vectorizers); *nk = kernels generated. On failure the error is set and
+ * nothing is left to dispose. */
+static st_status gen_module(const st_kernel *ks, int n, const char *key,
+                            LLVMContextRef *Cp, LLVMModuleRef *Mp, int *nkp)
 {
     LLVMContextRef C = LLVMContextCreate();
     LLVMModuleRef M = LLVMModuleCreateWithNameInContext(key, C);
@@ -352,7 +399,6 @@ static st_status build_object(const st_kernel *ks, int n, const char *key,
                    msg ? msg : "?");
     }
     LLVMDisposeMessage(msg);
-    msg = NULL;
     if (s == ST_OK) {
         LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
         LLVMPassBuilderOptionsSetLoopVectorization(po, 1);
@@ -366,11 +412,59 @@ static st_status build_object(const st_kernel *ks, int n, const char *key,
             s = st_err(ST_ERR_RUNTIME, "llvm: %s", b);
         }
     }
-    if (s == ST_OK && getenv("SYMTRACE_LLVM_DUMP"))
+    if (s != ST_OK) {
+        LLVMDisposeModule(M);
+        LLVMContextDispose(C);
+        return s;
+    }
+    *Cp = C;
+    *Mp = M;
+    *nkp = nk;
+    return ST_OK;
+}
+
+/* A compile answered from a cache writes no module: with a dump directory
+ * set, the module is generated again for the dump when its file is not
+ * there yet (each compiled kernel list has its code in the directory). */
+static void dump_cached(const st_kernel *ks, int n, const char *key)
+{
+    const char *dir = dump_dir();
+    if (!dir)
+        return;
+    char path[4200];
+    dump_path(path, sizeof path, dir, key);
+    FILE *f = fopen(path, "r");
+    if (f) {
+        fclose(f);
+        return;
+    }
+    LLVMContextRef C;
+    LLVMModuleRef M;
+    int nk;
+    if (gen_module(ks, n, key, &C, &M, &nk) != ST_OK) {
+        st_err_clear();
+        return;
+    }
+    dump_module(M, ks, n, key);
+    LLVMDisposeModule(M);
+    LLVMContextDispose(C);
+}
+
+static st_status build_object(const st_kernel *ks, int n, const char *key,
+                              char **bytes, size_t *len)
+{
+    LLVMContextRef C;
+    LLVMModuleRef M;
+    int nk = 0;
+    st_status s = gen_module(ks, n, key, &C, &M, &nk);
+    if (s != ST_OK)
+        return s;
+    if (getenv("SYMTRACE_LLVM_DUMP"))
         LLVMDumpModule(M);
+    dump_module(M, ks, n, key);
+    char *msg = NULL;
     LLVMMemoryBufferRef mb = NULL;
-    if (s == ST_OK &&
-        LLVMTargetMachineEmitToMemoryBuffer(J.tm, M, LLVMObjectFile, &msg, &mb)) {
+    if (LLVMTargetMachineEmitToMemoryBuffer(J.tm, M, LLVMObjectFile, &msg, &mb)) {
         s = st_err(ST_ERR_RUNTIME, "llvm: code generation failed: %.400s",
                    msg ? msg : "?");
         LLVMDisposeMessage(msg);
@@ -443,6 +537,7 @@ static centry *get_entry(const st_kernel *ks, int n, const char *key)
         if (strcmp(e->key, key) == 0 && e->n == n) {
             e->refs++;
             atomic_fetch_add(&J.mem_hits, 1);
+            dump_cached(ks, n, key);
             return e;
         }
     centry *e = calloc(1, sizeof *e);
@@ -462,6 +557,7 @@ static centry *get_entry(const st_kernel *ks, int n, const char *key)
         s = load_object(e, ks, n, bytes, len);
         if (s == ST_OK) {
             atomic_fetch_add(&J.disk_hits, 1);
+            dump_cached(ks, n, key);
         } else { /* unusable: rebuild below */
             free(bytes);
             bytes = NULL;

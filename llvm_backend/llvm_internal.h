@@ -57,6 +57,9 @@ st_status st_llvm_emit_kernel(st_llvm_cg *cg, const st_kernel *k,
 /* codegen_expr.c: the per-point semantics. */
 void st_llvm_cg_types(st_llvm_cg *cg);
 LLVMValueRef st_llvm_node(st_llvm_cg *cg, int ni);
+/* codegen_math.c: inline vectorizable exp/log/tanh/sigmoid/erf of a float
+ * value (op an ST_OP_*); NULL for other ops or types (call libm then). */
+LLVMValueRef st_llvm_math(st_llvm_cg *cg, int op, LLVMValueRef x);
 void st_llvm_store(st_llvm_cg *cg, int s);
 /* The store of a MATMUL without stores: product -> bufs[2]. */
 void st_llvm_store_value(st_llvm_cg *cg, int buf, LLVMValueRef v,

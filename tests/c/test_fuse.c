@@ -2,8 +2,8 @@
  * kernels composites and chains become (softmax, log_softmax, layer_norm,
  * an elementwise chain, linear + gelu, a view between ops), that results
  * equal the unfused lowering's through the executor and interp under
- * every combination of the knobs, a random DAG generator (300 graphs of
- * elementwise, reduction, matmul and view statements with broadcasting),
+ * every combination of the knobs, random DAGs (random_graph.h: 300 graphs
+ * of elementwise, reduction, matmul and view statements with broadcasting),
  * the options' environment parsing and SYMTRACE_DUMP_DIR. Exits non-zero
  * naming each failed check. */
 #include <math.h>
@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "random_graph.h"
 #include "st_runtime.h"
 
 static int failures;
@@ -26,62 +27,6 @@ static const char *current = "";
                     __FILE__, __LINE__, #cond, st_err_msg());               \
         }                                                                   \
     } while (0)
-
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static uint64_t rnd(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
-static int irand(int n)
-{
-    return (int)(rnd() % (uint64_t)n);
-}
-static double frand(void)
-{
-    return (double)(rnd() >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0;
-}
-
-static st_attrs attrs0(void)
-{
-    st_attrs a;
-    memset(&a, 0, sizeof a);
-    return a;
-}
-
-static int input(st_graph *g, st_dtype dt, int ndim, const int64_t *shape)
-{
-    st_meta m;
-    memset(&m, 0, sizeof m);
-    m.dtype = dt;
-    m.ndim = ndim;
-    for (int d = 0; d < ndim; d++)
-        m.shape[d] = shape[d];
-    return st_ir_add_input(g, &m, false);
-}
-
-static int stmt(st_graph *g, st_op_id op, const int *in, int nin,
-                const st_attrs *a)
-{
-    int outs[ST_MAX_OUT] = {-1, -1, -1};
-    st_attrs z = attrs0();
-    if (st_ir_add_stmt(g, op, in, nin, a ? a : &z, outs) < 0)
-        return -1;
-    return outs[0];
-}
-
-static int un(st_graph *g, st_op_id op, int x)
-{
-    return stmt(g, op, &x, 1, NULL);
-}
-
-static int bin(st_graph *g, st_op_id op, int x, int y)
-{
-    int in[2] = {x, y};
-    return stmt(g, op, in, 2, NULL);
-}
 
 static st_fuse_options opts(int fusion, int red, int mm, int maxops)
 {
@@ -549,131 +494,14 @@ static void test_misc(void)
 
 /* ---- random DAGs ---- */
 
-static const int64_t sizes[3] = {3, 4, 5};
-
-/* A random shape over sizes with some dims 1 (broadcast partners). */
-static int rand_shape(int64_t *sh)
-{
-    int n = 1 + irand(3);
-    int start = 3 - n;
-    for (int d = 0; d < n; d++)
-        sh[d] = irand(4) == 0 ? 1 : sizes[start + d];
-    return n;
-}
-
-static int pick(const int *pool, int n)
-{
-    return pool[irand(n)];
-}
-
-/* Adds one random statement; returns its value or -1 (nothing added). */
-static int random_stmt(st_graph *g, const int *pool, int np)
-{
-    static const st_op_id unary[] = {ST_OP_TANH, ST_OP_NEG, ST_OP_ABS,
-                                     ST_OP_SIN, ST_OP_SIGMOID, ST_OP_RELU,
-                                     ST_OP_EXP};
-    static const st_op_id binary[] = {ST_OP_ADD, ST_OP_SUB, ST_OP_MUL,
-                                      ST_OP_MAXIMUM};
-    static const st_op_id reds[] = {ST_OP_SUM, ST_OP_MEAN, ST_OP_AMAX};
-    int x = pick(pool, np);
-    const st_meta *m = &g->values[x].meta;
-    int kind = irand(10);
-    st_attrs a = attrs0();
-    int r = -1;
-    if (kind < 3) {
-        r = un(g, unary[irand(7)], x);
-    } else if (kind < 6) {
-        r = bin(g, binary[irand(4)], x, pick(pool, np));
-    } else if (kind < 8) {
-        if (m->ndim == 0)
-            return -1;
-        a.dims[0] = irand(m->ndim);
-        a.ndims = irand(5) == 0 ? 0 : 1;
-        if (a.ndims && m->ndim > 1 && irand(3) == 0) {
-            a.dims[1] = (a.dims[0] + 1) % m->ndim;
-            a.ndims = 2;
-        }
-        a.flags = irand(2) ? ST_ATTR_KEEPDIM : 0;
-        a.dims[0] -= irand(2) ? m->ndim : 0; /* negative dims too */
-        r = stmt(g, reds[irand(3)], &x, 1, &a);
-    } else if (kind < 9) {
-        int y = pick(pool, np);
-        if (m->ndim < 2 || g->values[y].meta.ndim < 2)
-            return -1;
-        r = bin(g, ST_OP_MATMUL, x, y);
-        if (r < 0) { /* make the shapes fit: x @ x^T */
-            st_err_clear();
-            st_attrs pa = attrs0();
-            pa.ndims = m->ndim;
-            for (int d = 0; d < m->ndim; d++)
-                pa.dims[d] = d;
-            pa.dims[m->ndim - 1] = m->ndim - 2;
-            pa.dims[m->ndim - 2] = m->ndim - 1;
-            int t = stmt(g, ST_OP_PERMUTE, &x, 1, &pa);
-            r = t >= 0 ? bin(g, ST_OP_MATMUL, x, t) : -1;
-        }
-    } else {
-        int w = irand(4);
-        if (w == 0 && m->ndim >= 2) {
-            a.ndims = m->ndim;
-            for (int d = 0; d < m->ndim; d++)
-                a.dims[d] = m->ndim - 1 - d;
-            r = stmt(g, ST_OP_PERMUTE, &x, 1, &a);
-        } else if (w == 1 && m->ndim < 3) {
-            a.i[0] = irand(m->ndim + 1);
-            r = stmt(g, ST_OP_UNSQUEEZE, &x, 1, &a);
-        } else if (w == 2) {
-            for (int d = 0; d < m->ndim; d++)
-                if (m->shape[d] == 1) {
-                    a.dims[0] = d;
-                    a.ndims = 1;
-                    r = stmt(g, ST_OP_SQUEEZE, &x, 1, &a);
-                    break;
-                }
-        } else if (m->ndim >= 1) {
-            for (int d = 0; d < m->ndim; d++) {
-                a.dims[d] = m->shape[d] == 1 ? sizes[3 - m->ndim + d] : -1;
-                if (d == 0 && m->ndim < 3 && irand(2)) {
-                    /* also a new leading dim */
-                }
-            }
-            a.ndims = m->ndim;
-            r = stmt(g, ST_OP_EXPAND, &x, 1, &a);
-        }
-    }
-    if (r < 0)
-        st_err_clear();
-    return r;
-}
-
 static void test_random_dags(void)
 {
     current = "random DAGs";
     int fused_fewer = 0;
     for (int it = 0; it < 300; it++) {
         st_graph *g = st_ir_graph_new();
-        int pool[64], np = 0;
         st_tensor *ins[4] = {NULL};
-        int nin = 2 + irand(3);
-        for (int i = 0; i < nin; i++) {
-            int64_t sh[3];
-            int n = rand_shape(sh);
-            pool[np++] = input(g, ST_FLOAT64, n, sh);
-            ins[i] = tensor_rand(ST_FLOAT64, n, sh);
-        }
-        int want = 3 + irand(10), made = 0, tries = 0;
-        while (made < want && tries++ < 200 && np < 64) {
-            int v = random_stmt(g, pool, np);
-            if (v >= 0) {
-                pool[np++] = v;
-                made++;
-            }
-        }
-        /* outputs: the last value and a few random ones (forced stores) */
-        st_ir_mark_output(g, pool[np - 1]);
-        for (int k = 0; k < 2; k++)
-            if (irand(2) && np > nin)
-                st_ir_mark_output(g, pool[nin + irand(np - nin)]);
+        int nin = random_dag(g, NULL, tensor_rand, ins);
         results ref, got;
         st_fuse_options o0 = opts(0, 1, 1, 0);
         int nref = run(g, &o0, ins, &ref);

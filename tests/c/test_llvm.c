@@ -317,6 +317,103 @@ static void test_elementwise_ops(void)
     one_op("big broadcast", ST_OP_SUB, 2, f2, bn, bb, NULL, NULL, NULL);
 }
 
+/* Distance of a from b in units of the float32 ulp at b (denormal ulp
+ * 2^-149); 0 for equal infinities/nans, huge for mismatched ones. */
+static double ulps_f32(float a, float b)
+{
+    if (isnan(a) || isnan(b))
+        return isnan(a) && isnan(b) ? 0 : 1e30;
+    if (isinf(a) || isinf(b))
+        return a == b ? 0 : 1e30;
+    float ab = fabsf(b);
+    double u = ab < 0x1p-126f ? 0x1p-149
+             : (double)nextafterf(ab, INFINITY) - (double)ab;
+    return fabs((double)a - (double)b) / u;
+}
+
+/* The inline float32 exp/log/tanh/sigmoid/erf (codegen_math.c) against
+ * interp (double, rounded once) over a dense sweep: 1M points of
+ * [-100, 100], 1M scattered bit patterns (every binade, both signs) and
+ * the special values; at most 2 ulp. float16/bfloat16 on a smaller sweep
+ * with the usual tolerance. */
+static void test_math_sweep(void)
+{
+    static const int ops[] = {ST_OP_EXP, ST_OP_LOG, ST_OP_TANH,
+                              ST_OP_SIGMOID, ST_OP_ERF};
+    static const float special[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN,
+        88.72f, 88.73f, 89.0f, -87.3f, -103.9f, -104.0f, -110.0f, 9.0f,
+        -9.0f, 9.1f, 3.92f, -3.92f, 4.0f, 0.625f, -0.625f, 1.0f, 2.5f,
+        0x1p-149f, 0x1p-126f, 0x1.fffffep127f, -0x1p-149f, 1e-30f, 1.0e-7f};
+    int nsp = (int)(sizeof special / sizeof special[0]);
+    int64_t n = 2000000 + nsp;
+    st_tensor *x = st_tensor_empty(st_rt_cpu(), ST_FLOAT32, 1, &n);
+    float *xd = st_tensor_data(x);
+    for (int64_t i = 0; i < 1000000; i++)
+        xd[i] = (float)(-100.0 + 200.0 * (double)i / 999999.0);
+    for (int64_t i = 0; i < 1000000; i++) {
+        uint32_t u = (uint32_t)(i * 4294u) ^ (uint32_t)(frand() * 4096);
+        memcpy(&xd[1000000 + i], &u, 4);
+    }
+    for (int i = 0; i < nsp; i++)
+        xd[2000000 + i] = special[i];
+    for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+        for (int d = 0; d < 3; d++) {
+            st_dtype dt = d == 0 ? ST_FLOAT32 : d == 1 ? ST_FLOAT16 : ST_BFLOAT16;
+            int64_t m = d == 0 ? n : 100000;
+            st_graph *g = st_ir_graph_new();
+            int in = in_of(g, dt, 1, &m);
+            st_ir_mark_output(g, op_of(g, ops[o], &in, 1, NULL));
+            st_tensor *xi = x;
+            if (d) {
+                xi = st_tensor_empty(st_rt_cpu(), dt, 1, &m);
+                for (int64_t i = 0; i < m; i++)
+                    set_el(xi, i, xd[i * (n / m)]);
+            }
+            st_tensor *ol[ST_MAX_OUT * 4] = {0}, *oi[ST_MAX_OUT * 4] = {0};
+            st_status sl = run_graph(LB, g, &xi, ol);
+            st_status si = run_graph(IB, g, &xi, oi);
+            CHECK(sl == ST_OK && si == ST_OK, "math sweep %s: status",
+                  st_op(ops[o])->name);
+            if (sl == ST_OK && si == ST_OK) {
+                double worst = 0, tol = tol_for(dt);
+                int64_t wi = 0, bad = 0;
+                for (int64_t i = 0; i < m; i++) {
+                    double a = get_el(ol[0], i), b = get_el(oi[0], i);
+                    if (d == 0) {
+                        double e = ulps_f32((float)a, (float)b);
+                        if (e > worst) {
+                            worst = e;
+                            wi = i;
+                        }
+                    } else if (!close_el(a, b, tol) && bad++ < 3) {
+                        CHECK(0, "math sweep %s(%s) x=%.9g: llvm %.9g interp "
+                              "%.9g", st_op(ops[o])->name, st_dtype_name(dt),
+                              get_el(xi, i), a, b);
+                    }
+                }
+                if (d == 0) {
+                    printf("math sweep %-8s float32: max %.3f ulp (x=%a)\n",
+                           st_op(ops[o])->name, worst, (double)xd[wi]);
+                    CHECK(worst <= 2.0, "math sweep %s: %.3f ulp at x=%a: "
+                          "llvm %a interp %a", st_op(ops[o])->name, worst,
+                          (double)xd[wi], get_el(ol[0], wi),
+                          get_el(oi[0], wi));
+                }
+            }
+            for (int k = 0; k < ST_MAX_OUT * 4; k++) {
+                if (ol[k])
+                    st_tensor_decref(ol[k]);
+                if (oi[k])
+                    st_tensor_decref(oi[k]);
+            }
+            if (d)
+                st_tensor_decref(xi);
+            st_ir_graph_free(g);
+        }
+    }
+    st_tensor_decref(x);
+}
+
 static void test_reductions(void)
 {
     static const int64_t sh[1][4] = {{5, 6, 7}};
@@ -349,6 +446,77 @@ static void test_reductions(void)
     one_op("long sum", ST_OP_SUM, 1, &f, n2, lr, NULL, NULL, &a);
     one_op("many amax", ST_OP_AMAX, 1, &f, n2, mr, NULL, NULL, &a);
     one_op("many argmin", ST_OP_ARGMIN, 1, &f, n2, mr, NULL, NULL, &a);
+}
+
+/* amax/amin of floats (accumulated through llvm.maximum/minimum, vectorized)
+ * and softmax (max, then sum) against the interpreter on rows holding NaN
+ * (first, middle, last: vector body and tail), infinities and zeros, of
+ * lengths around the vector width. The one allowed difference: a row whose
+ * extreme is a zero of both signs gives +0.0 (max) / -0.0 (min) under llvm,
+ * where the interpreter keeps the first zero (both() compares values). */
+static void test_minmax_special(void)
+{
+    static const st_dtype fd[] = {ST_FLOAT32, ST_FLOAT64, ST_FLOAT16, ST_BFLOAT16};
+    static const int64_t lens[] = {1, 3, 8, 17, 64, 100, 1027};
+    enum { NPAT = 9 };
+    for (unsigned d = 0; d < sizeof fd / sizeof fd[0]; d++)
+        for (unsigned li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+            int64_t L = lens[li], sh[2] = {NPAT, L};
+            st_tensor *x = rnd(fd[d], 2, sh, 0, 0);
+            for (int p = 0; p < NPAT; p++)
+                for (int64_t j = 0; j < L; j++) {
+                    int64_t i = p * L + j;
+                    switch (p) {
+                    case 1: if (j == 0) set_el(x, i, NAN); break;
+                    case 2: if (j == L / 2) set_el(x, i, NAN); break;
+                    case 3: if (j == L - 1) set_el(x, i, NAN); break;
+                    case 4: set_el(x, i, -INFINITY); break;
+                    case 5:
+                        if (j == L / 2)
+                            set_el(x, i, INFINITY);
+                        else if (j == L - 1)
+                            set_el(x, i, -INFINITY);
+                        break;
+                    case 6: set_el(x, i, j % 2 ? 0.0 : -0.0); break;
+                    case 7: set_el(x, i, NAN); break;
+                    case 8: set_el(x, i, -1000.0 - (double)j); break;
+                    default: break;
+                    }
+                }
+            st_op_id ops[] = {ST_OP_AMAX, ST_OP_AMIN, ST_OP_SOFTMAX};
+            for (int o = 0; o < 3; o++) {
+                st_graph *g = st_ir_graph_new();
+                int in = in_of(g, fd[d], 2, sh);
+                st_attrs a = A0();
+                if (ops[o] == ST_OP_SOFTMAX) {
+                    a.i[0] = 1;
+                } else {
+                    a.ndims = 1;
+                    a.dims[0] = 1;
+                }
+                int y = op_of(g, ops[o], &in, 1, &a);
+                CHECK(y >= 0, "minmax special: graph");
+                if (y >= 0) {
+                    st_ir_mark_output(g, y);
+                    char name[64];
+                    snprintf(name, sizeof name, "special %s %s len %lld",
+                             st_op(ops[o])->name, st_dtype_name(fd[d]), (long long)L);
+                    both(name, g, &x);
+                    if (ops[o] != ST_OP_SOFTMAX) {
+                        st_tensor *out[ST_MAX_OUT * 4] = {0};
+                        CHECK(run_graph(LB, g, &x, out) == ST_OK && out[0], "%s: run", name);
+                        if (out[0]) {
+                            double z = get_el(out[0], 6);
+                            CHECK(z == 0 && (L == 1 || !signbit(z) == (ops[o] == ST_OP_AMAX)),
+                                  "%s: zeros row gives %g (signbit %d)", name, z, signbit(z) != 0);
+                            st_tensor_decref(out[0]);
+                        }
+                    }
+                }
+                st_ir_graph_free(g);
+            }
+            st_tensor_decref(x);
+        }
 }
 
 static void test_matmul_ops(void)
@@ -920,7 +1088,9 @@ int main(int argc, char **argv)
     LB = st_llvm_backend();
     IB = st_interp_backend();
     test_elementwise_ops();
+    test_math_sweep();
     test_reductions();
+    test_minmax_special();
     test_matmul_ops();
     test_index_ops();
     test_composites();
