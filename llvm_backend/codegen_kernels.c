@@ -6,8 +6,9 @@
  *   the inner loop has a fast path, chosen at run time, where every buffer
  *   moves with stride 1 (or statically 0) so the loop vectorizer can work.
  * - REDUCE: outer points [lo, hi); per point each reduction is a pass over
- *   the row (trailing nred dims) accumulating in double (float sources) or
- *   int64, then the epilogue, per row point or once per outer point.
+ *   the row (trailing nred dims) accumulating in double (float sources;
+ *   max/min in the source's float or double, see fmm) or int64, then the
+ *   epilogue, per row point or once per outer point.
  * Specialized on dtypes, rank and layout flags, never on sizes. */
 #include <math.h>
 #include <stdio.h>
@@ -220,7 +221,33 @@ typedef struct {
     int mode;
     LLVMValueRef acc, arg;
     bool accf;
+    LLVMTypeRef at;   /* type of acc: i64, double, or float (see fmm) */
 } rctx;
+
+/* A MAX/MIN of floats accumulates in the source's value type (float for
+ * float16/bfloat16/float32, double for float64) through llvm.maximum /
+ * llvm.minimum, which the loop vectorizer reduces (no fast-math needed):
+ * exact, since max/min only pick an element. NaN anywhere in the row gives
+ * NaN, as in the interpreter. The one difference from the interpreter's
+ * first-wins compare: llvm.maximum orders -0.0 < +0.0, so a row holding
+ * both zeros (and nothing larger) gives +0.0 for max and -0.0 for min,
+ * where the interpreter keeps whichever zero comes first. */
+static bool fmm(st_reduce_op op, bool accf)
+{
+    return accf && (op == ST_RED_MAX || op == ST_RED_MIN);
+}
+
+static LLVMValueRef fminmax(st_llvm_cg *cg, bool mx, LLVMValueRef a,
+                            LLVMValueRef b)
+{
+    LLVMTypeRef t = LLVMTypeOf(a);
+    const char *nm = mx ? "llvm.maximum" : "llvm.minimum";
+    unsigned id = LLVMLookupIntrinsicID(nm, strlen(nm));
+    LLVMValueRef f = LLVMGetIntrinsicDeclaration(cg->M, id, &t, 1);
+    LLVMTypeRef ft = LLVMIntrinsicGetType(cg->C, id, &t, 1);
+    LLVMValueRef args[2] = {a, b};
+    return LLVMBuildCall2(cg->B, ft, f, args, 2, "");
+}
 
 static void acc_update(st_llvm_cg *cg, rctx *rc, LLVMValueRef pos)
 {
@@ -231,8 +258,9 @@ static void acc_update(st_llvm_cg *cg, rctx *rc, LLVMValueRef pos)
     int src = k->reduce[r].src;
     LLVMValueRef v = st_llvm_node(cg, src);
     st_dtype sdt = k->nodes[src].dtype;
-    LLVMTypeRef at = rc->accf ? cg->f64 : cg->i64;
-    LLVMValueRef x = rc->accf ? st_llvm_as_f(cg, v, sdt) : st_llvm_as_i(cg, v, sdt);
+    LLVMTypeRef at = rc->at;
+    LLVMValueRef x = fmm(op, rc->accf) ? v
+                     : rc->accf ? st_llvm_as_f(cg, v, sdt) : st_llvm_as_i(cg, v, sdt);
     LLVMValueRef acc = LLVMBuildLoad2(B, at, rc->acc, ""), nacc = acc;
     switch (op) {
     case ST_RED_SUM:
@@ -254,14 +282,13 @@ static void acc_update(st_llvm_cg *cg, rctx *rc, LLVMValueRef pos)
         break;
     case ST_RED_MAX:
     case ST_RED_MIN: {
-        LLVMValueRef c;
-        if (rc->accf)
-            c = LLVMBuildOr(B, LLVMBuildFCmp(B, LLVMRealUNO, x, x, ""),
-                            LLVMBuildFCmp(B, op == ST_RED_MAX ? LLVMRealOGT : LLVMRealOLT,
-                                          x, acc, ""), "");
-        else
-            c = LLVMBuildICmp(B, op == ST_RED_MAX ? LLVMIntSGT : LLVMIntSLT, x, acc, "");
-        nacc = LLVMBuildSelect(B, c, x, acc, "");
+        if (rc->accf) {
+            nacc = fminmax(cg, op == ST_RED_MAX, acc, x);
+        } else {
+            LLVMValueRef c = LLVMBuildICmp(B, op == ST_RED_MAX ? LLVMIntSGT : LLVMIntSLT,
+                                           x, acc, "");
+            nacc = LLVMBuildSelect(B, c, x, acc, "");
+        }
         break;
     }
     case ST_RED_ARGMAX:
@@ -377,8 +404,11 @@ static void emit_reduce(st_llvm_cg *cg)
     for (int r = 0; r < nreduce; r++) {
         st_reduce_op op = k->reduce[r].op;
         rc.mode = r;
-        rc.accf = st_dtype_is_float(k->nodes[k->reduce[r].src].dtype);
-        LLVMTypeRef at = rc.accf ? cg->f64 : cg->i64;
+        st_dtype sdt = k->nodes[k->reduce[r].src].dtype;
+        rc.accf = st_dtype_is_float(sdt);
+        LLVMTypeRef at = fmm(op, rc.accf) ? st_llvm_vty(cg, sdt)
+                         : rc.accf ? cg->f64 : cg->i64;
+        rc.at = at;
         rc.acc = entry_alloca(cg, at);
         rc.arg = entry_alloca(cg, cg->i64);
         LLVMValueRef init;
@@ -401,6 +431,8 @@ static void emit_reduce(st_llvm_cg *cg)
             cg->reduced[r] = LLVMBuildFDiv(B, s, LLVMBuildSIToFP(B, rc.R, cg->f64, ""), "");
             cg->reduced_dt[r] = ST_FLOAT64;
         } else {
+            if (at == cg->f32)
+                acc = LLVMBuildFPExt(B, acc, cg->f64, "");
             cg->reduced[r] = acc;
             cg->reduced_dt[r] = rc.accf ? ST_FLOAT64 : ST_INT64;
         }
