@@ -24,7 +24,8 @@ __attribute__((visibility("default"))) PyMODINIT_FUNC PyInit__C(void) {
     if (st_fe_init_dtypes(m) || st_fe_init_tensor(m) || st_fe_init_ops(m) ||
         st_fe_init_convert(m) || st_fe_init_autograd(m) ||
         st_fe_init_graph(m) || st_fe_init_trace(m) ||
-        PyModule_AddFunctions(m, st_fe_convert_methods)) {
+        PyModule_AddFunctions(m, st_fe_convert_methods) ||
+        PyModule_AddFunctions(m, st_fe_cuda_methods)) {
         Py_DECREF(m);
         return NULL;
     }

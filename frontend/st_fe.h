@@ -74,6 +74,7 @@ PyObject *st_fe_item(st_tensor *t);       /* one-element tensors only */
  * __dlpack_device__, from_dlpack, and the buffer protocol on contiguous
  * CPU tensors. */
 extern PyMethodDef st_fe_convert_methods[];        /* module functions */
+extern PyMethodDef st_fe_cuda_methods[];           /* cuda_bind.c: symtrace.cuda */
 extern PyMethodDef st_fe_convert_tensor_methods[]; /* Tensor methods */
 
 /* ---- module set-up pieces (each returns 0 or -1) */

@@ -1,8 +1,9 @@
 /* runtime/device_cpu.c - owns the CPU device (64-byte aligned system
  * allocation through posix_memalign, memcpy copies, no-op synchronize) and
- * the lookup of devices by type and index (st_rt_device). The CUDA device
- * plugs in behind the same st_device interface in a later change. */
+ * the lookup of devices by type and index (st_rt_device). The CUDA devices
+ * (runtime/device_cuda.c) sit behind the same st_device interface. */
 #include "st_runtime.h"
+#include "st_cuda.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -69,10 +70,8 @@ st_device *st_rt_device(st_device_type t, int index)
             return NULL;
         }
         return &cpu_device;
-    case ST_DEV_CUDA:
-        st_err(ST_ERR_RUNTIME,
-               "CUDA is not available: symtrace was built or run without a CUDA device");
-        return NULL;
+    case ST_DEV_CUDA: /* runtime/device_cuda.c: the driver through dlopen */
+        return st_cuda_device(index);
     default:
         st_err(ST_ERR_RUNTIME, "unknown device type %d", (int)t);
         return NULL;

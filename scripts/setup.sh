@@ -4,6 +4,8 @@
 #
 #   Debian packages  installed with apt-get only when dpkg says one is missing
 #   .venv            Python 3.11 + numpy pytest h5py matplotlib tqdm meson ninja torch
+#                    nvidia-cuda-nvrtc (NVRTC 13 as a wheel: the renderer's
+#                    compile checks run without a GPU or a CUDA toolkit)
 #   .venv312         Python 3.12 (pyenv's, or $SYMTRACE_PY312) + numpy pytest meson ninja
 #   build/py311      meson build with the _C extension for .venv's python
 #   build/py312      the same for .venv312 (when a python3.12 exists)
@@ -33,7 +35,8 @@ done
 
 APT_PKGS=(build-essential pkg-config ninja-build libxxhash-dev libopenblas-dev
           llvm-19-dev python3-venv python3-dev)
-REQS_311=(numpy pytest h5py matplotlib tqdm meson ninja torch==2.13.0)
+REQS_311=(numpy pytest h5py matplotlib tqdm meson ninja torch==2.13.0
+          nvidia-cuda-nvrtc==13.5.37)
 REQS_312=(numpy pytest meson ninja)
 
 say() { echo "[setup] $*"; }

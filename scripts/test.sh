@@ -68,6 +68,20 @@ asan_stage() {
 export -f pytest_stage asan_stage
 export ROOT SKIP
 
+# NVRTC for the renderer's compile checks (tests/c/test_nvrtc.c): the lib
+# directory of the nvidia-cuda-nvrtc wheel in .venv (scripts/setup.sh
+# installs it); an explicit SYMTRACE_NVRTC_PATH wins.
+nvrtc_dir() {
+  "$ROOT/.venv/bin/python" - <<'PY' 2>/dev/null
+import glob, os, site
+for sp in site.getsitepackages():
+    for d in sorted(glob.glob(os.path.join(sp, "nvidia", "*", "lib")), reverse=True):
+        if glob.glob(os.path.join(d, "libnvrtc.so*")):
+            print(d)
+            raise SystemExit
+PY
+}
+
 # ---- stage runner
 NAMES=()
 RESULTS=()
@@ -102,6 +116,11 @@ skip_stage() {               # skip_stage NAME WHY
 
 mkdir -p build/logs
 stage setup "$SETUP_TIMEOUT" bash scripts/setup.sh "${SETUP_ARGS[@]}"
+if [ -z "${SYMTRACE_NVRTC_PATH:-}" ]; then
+  SYMTRACE_NVRTC_PATH=$(nvrtc_dir || true)
+  [ -n "$SYMTRACE_NVRTC_PATH" ] && export SYMTRACE_NVRTC_PATH \
+    || echo "[test] no nvidia-cuda-nvrtc wheel in .venv: test_nvrtc will be skipped"
+fi
 stage c-tests "$STAGE_TIMEOUT" meson test -C build/py311 --print-errorlogs
 stage pytest-py311 "$STAGE_TIMEOUT" bash -c 'pytest_stage .venv'
 if [ "$WANT_312" = 0 ]; then

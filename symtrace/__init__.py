@@ -19,6 +19,7 @@ from .autograd import no_grad, enable_grad, set_grad_enabled, is_grad_enabled  #
 from . import nn  # noqa: F401
 from . import optim  # noqa: F401
 from . import config  # noqa: F401
+from . import cuda  # noqa: F401
 
 __version__ = "0.1.0"
 

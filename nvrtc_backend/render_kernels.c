@@ -1,0 +1,673 @@
+/* render_kernels.c - the loop structure of each kernel kind in CUDA C, all
+ * kernels of a graph in one translation unit after the prelude:
+ * - ELEMENTWISE: a grid-stride loop over linear points; when the kernel
+ *   allows it, a 16-byte vector path (each thread VEC consecutive points,
+ *   vector loads/stores) that runs when the launch's flags say every
+ *   buffer is contiguous and aligned or a broadcast scalar (decided on the
+ *   host per launch: st_nvrtc_ew_flags), then the scalar tail.
+ * - REDUCE: rows of the outer space spread over blockIdx.x * blockDim.y +
+ *   threadIdx.y, the threads of a row over threadIdx.x (one warp per row
+ *   for short rows, a whole block for long ones); each reduction a strided
+ *   pass accumulating in double (float sources) or int64, combined with
+ *   warp shuffles and one shared-memory step; then the epilogue per row
+ *   point or once per row.
+ * - MATMUL: a tiled SIMT kernel (64x64 tile, K step 16, shared-memory
+ *   tiles, 4x4 per thread, fused epilogue), and for float16/bfloat16
+ *   operands NAME_mma, a tensor-core kernel built on mma.sync m16n8k16
+ *   (inline PTX). The _mma variant is compile-checked only: it has NOT
+ *   been run on a GPU yet, and st_nvrtc_launch_config never picks it
+ *   unless SYMTRACE_CUDA_MMA=1.
+ * Owns: st_nvrtc_render, st_nvrtc_kernel_name, st_nvrtc_has_mma,
+ * st_nvrtc_vec_width. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "render_internal.h"
+
+#define SB(...) st_nvrtc_sbf(b, __VA_ARGS__)
+#define mty st_nvrtc_mty
+
+void st_nvrtc_kernel_name(const st_kernel *k, int i, char *buf, size_t n)
+{
+    char nm[40];
+    size_t j = 0;
+    for (const char *p = k->name; *p && j < sizeof nm - 1; p++)
+        nm[j++] = ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                   (*p >= '0' && *p <= '9')) ? *p : '_';
+    nm[j] = 0;
+    snprintf(buf, n, "st_k%d_%s", i, nm);
+}
+
+int st_nvrtc_vec_width(const st_kernel *k)
+{
+    if (k->kind != ST_K_ELEMENTWISE || k->rank < 1 || k->nstores < 1)
+        return 1;
+    for (int i = 0; i < k->nnodes; i++)
+        if (k->nodes[i].kind == ST_KN_LOAD && k->nodes[i].idx_dim >= 0)
+            return 1;
+    for (int s = 0; s < k->nstores; s++)
+        if (k->stores[s].indexed || k->stores[s].accumulate)
+            return 1;
+    size_t mn = 8;
+    for (int bi = 0; bi < k->nbufs; bi++) {
+        size_t sz = st_dtype_size(k->bufs[bi].dtype);
+        if (sz < mn)
+            mn = sz;
+    }
+    int v = (int)(16 / mn);
+    return v > 8 ? 8 : v;
+}
+
+bool st_nvrtc_has_mma(const st_kernel *k)
+{
+    if (k->kind != ST_K_MATMUL || k->nbufs < 2 || k->rank < 3)
+        return false;
+    st_dtype ta = k->bufs[0].dtype, tb = k->bufs[1].dtype;
+    if (ta != tb || (ta != ST_FLOAT16 && ta != ST_BFLOAT16))
+        return false;
+    /* the product accumulates in float unless the output is float64 */
+    return !(k->nstores == 0 && k->nbufs > 2 && k->bufs[2].dtype == ST_FLOAT64);
+}
+
+/* ---- shared pieces ---- */
+
+static void pc_init(st_nvrtc_pc *pc, st_nvrtc_sb *b, const st_kernel *k,
+                    unsigned char *done)
+{
+    memset(pc, 0, sizeof *pc);
+    pc->b = b;
+    pc->k = k;
+    pc->done = done;
+}
+
+/* st_i64 c<lo>..c<hi-1> = coordinates of linear index x (row-major) */
+static void coords(st_nvrtc_sb *b, const char *ind, const char *x, int lo,
+                   int hi, const char *tag)
+{
+    if (hi <= lo)
+        return;
+    SB("%sst_i64 r%s = %s;\n", ind, tag, x);
+    for (int d = hi - 1; d > lo; d--)
+        SB("%sconst st_i64 c%d = r%s %% a.shape[%d]; r%s /= a.shape[%d];\n",
+           ind, d, tag, d, tag, d);
+    SB("%sconst st_i64 c%d = r%s;\n", ind, lo, tag);
+}
+
+/* off<b> = base<b> + sum of c<d> * strides over dims [lo, hi) */
+static void offsets(st_nvrtc_pc *pc, const char *ind, const char *base,
+                    int lo, int hi, const char *name)
+{
+    st_nvrtc_sb *b = pc->b;
+    for (int bi = 0; bi < pc->k->nbufs; bi++) {
+        SB("%sconst st_i64 %s%d = %s", ind, name, bi, base ? base : "0");
+        if (base)
+            SB("%d", bi);
+        for (int d = lo; d < hi; d++)
+            SB(" + c%d * a.bufs[%d].strides[%d]", d, bi, d);
+        SB(";\n");
+        snprintf(pc->off[bi], sizeof pc->off[bi], "%s%d", name, bi);
+    }
+}
+
+static void set_coords(st_nvrtc_pc *pc, int lo, int hi)
+{
+    for (int d = lo; d < hi && d < ST_MAX_DIMS; d++)
+        snprintf(pc->coord[d], sizeof pc->coord[d], "c%d", d);
+}
+
+static bool uses_index_dims(const st_kernel *k)
+{
+    for (int i = 0; i < k->nnodes; i++)
+        if (k->nodes[i].kind == ST_KN_INDEX && k->nodes[i].i >= 0)
+            return true;
+    return false;
+}
+
+static void product(st_nvrtc_sb *b, const char *name, int lo, int hi)
+{
+    SB("    const st_i64 %s = (st_i64)1", name);
+    for (int d = lo; d < hi; d++)
+        SB(" * a.shape[%d]", d);
+    SB(";\n");
+}
+
+static void kernel_head(st_nvrtc_sb *b, const char *name, int bound)
+{
+    SB("\nextern \"C\" __global__ void __launch_bounds__(%d)\n"
+       "%s(const st_kargs a, unsigned flags, st_kerr *err)\n{\n", bound, name);
+}
+
+/* ---- ELEMENTWISE ---- */
+
+static void ew_point_stores(st_nvrtc_pc *pc)
+{
+    st_nvrtc_pt_reset(pc);
+    for (int s = 0; s < pc->k->nstores; s++)
+        st_nvrtc_pt_store(pc, s);
+}
+
+static void render_elementwise(st_nvrtc_pc *pc, const char *name)
+{
+    st_nvrtc_sb *b = pc->b;
+    const st_kernel *k = pc->k;
+    int rank = k->rank, vec = st_nvrtc_vec_width(k);
+    kernel_head(b, name, 256);
+    product(b, "total", 0, rank);
+    SB("    const st_i64 step = (st_i64)gridDim.x * blockDim.x;\n"
+       "    st_i64 start = (st_i64)blockIdx.x * blockDim.x + threadIdx.x;\n");
+    if (vec > 1) {
+        bool loaded[ST_K_MAX_BUFS] = {0}, stored[ST_K_MAX_BUFS] = {0};
+        for (int i = 0; i < k->nnodes; i++)
+            if (k->nodes[i].kind == ST_KN_LOAD)
+                loaded[k->nodes[i].buf] = true;
+        for (int s = 0; s < k->nstores; s++)
+            stored[k->stores[s].buf] = true;
+        SB("    if (flags & 1u) { /* every buffer contiguous and aligned, or a scalar */\n"
+           "        const st_i64 nv = total / %d;\n"
+           "        for (st_i64 t = start; t < nv; t += step) {\n"
+           "            const st_i64 p0 = t * %d;\n", vec, vec);
+        for (int bi = 0; bi < k->nbufs; bi++) {
+            if (loaded[bi]) {
+                const char *T = mty(k->bufs[bi].dtype);
+                SB("            %s L%d[%d];\n"
+                   "            if (flags & %uu) {\n"
+                   "#pragma unroll\n"
+                   "                for (int j = 0; j < %d; j++) L%d[j] = ((const %s *)a.bufs[%d].data)[0];\n"
+                   "            } else {\n"
+                   "                st_vload<%s, %d>(L%d, (const %s *)a.bufs[%d].data + p0);\n"
+                   "            }\n",
+                   T, bi, vec, 2u << bi, vec, bi, T, bi, T, vec, bi, T, bi);
+            }
+            if (stored[bi])
+                SB("            %s S%d[%d];\n", mty(k->bufs[bi].dtype), bi, vec);
+        }
+        SB("#pragma unroll\n"
+           "            for (int j = 0; j < %d; j++) {\n"
+           "                const st_i64 lin = p0 + j;\n", vec);
+        pc->vec = true;
+        pc->ind = "                ";
+        pc->ind2 = "                    ";
+        snprintf(pc->lin, sizeof pc->lin, "lin");
+        memset(pc->coord, 0, sizeof pc->coord);
+        if (uses_index_dims(k)) {
+            coords(b, pc->ind, "lin", 0, rank, "v");
+            set_coords(pc, 0, rank);
+        }
+        ew_point_stores(pc);
+        pc->vec = false;
+        SB("            }\n");
+        for (int bi = 0; bi < k->nbufs; bi++)
+            if (stored[bi])
+                SB("            st_vstore<%s, %d>((%s *)a.bufs[%d].data + p0, S%d);\n",
+                   mty(k->bufs[bi].dtype), vec, mty(k->bufs[bi].dtype), bi, bi);
+        SB("        }\n"
+           "        start += nv * %d;\n"
+           "    }\n", vec);
+    }
+    SB("    for (st_i64 lin = start; lin < total; lin += step) {\n");
+    pc->ind = "        ";
+    pc->ind2 = "            ";
+    snprintf(pc->lin, sizeof pc->lin, "lin");
+    memset(pc->coord, 0, sizeof pc->coord);
+    coords(b, pc->ind, "lin", 0, rank, "p");
+    set_coords(pc, 0, rank);
+    offsets(pc, pc->ind, NULL, 0, rank, "o");
+    ew_point_stores(pc);
+    SB("    }\n}\n");
+}
+
+/* ---- REDUCE ---- */
+
+static void acc_decl(st_nvrtc_sb *b, const st_kernel *k, int r, bool accf)
+{
+    st_reduce_op op = k->reduce[r].op;
+    bool mx = op == ST_RED_MAX || op == ST_RED_ARGMAX;
+    bool mn = op == ST_RED_MIN || op == ST_RED_ARGMIN;
+    bool arg = op == ST_RED_ARGMAX || op == ST_RED_ARGMIN;
+    const char *init;
+    if (accf)
+        init = op == ST_RED_PROD ? "1.0" : mx ? "__longlong_as_double(0xfff0000000000000ll)"
+               : mn ? "__longlong_as_double(0x7ff0000000000000ll)" : "0.0";
+    else
+        init = op == ST_RED_PROD ? "1ll" : mx ? "(st_i64)0x8000000000000000ull"
+               : mn ? "(st_i64)0x7fffffffffffffffull" : "0ll";
+    if (arg)
+        SB("        %s acc%d; acc%d.v = %s; acc%d.i = 0;\n", accf ? "st_argd" : "st_argi",
+           r, r, init, r);
+    else
+        SB("        %s acc%d = %s;\n", accf ? "double" : "st_i64", r, init);
+}
+
+static void acc_update(st_nvrtc_pc *pc, int r, bool accf)
+{
+    st_nvrtc_sb *b = pc->b;
+    const st_kernel *k = pc->k;
+    st_reduce_op op = k->reduce[r].op;
+    int src = k->reduce[r].src;
+    st_nvrtc_pt_node(pc, src);
+    char v[24], x[256];
+    snprintf(v, sizeof v, "v%d", src);
+    if (accf)
+        st_nvrtc_conv(x, v, k->nodes[src].dtype, ST_FLOAT64, false);
+    else
+        st_nvrtc_as_i(x, v, k->nodes[src].dtype);
+    const char *I = pc->ind;
+    SB("%sconst %s x_ = %s;\n", I, accf ? "double" : "st_i64", x);
+    switch (op) {
+    case ST_RED_SUM:
+    case ST_RED_MEAN:
+        SB(accf ? "%sacc%d += x_;\n" : "%sacc%d = st_iadd(acc%d, x_);\n", I, r, r);
+        break;
+    case ST_RED_PROD:
+        SB(accf ? "%sacc%d *= x_;\n" : "%sacc%d = st_imul(acc%d, x_);\n", I, r, r);
+        break;
+    case ST_RED_MAX:
+    case ST_RED_MIN: {
+        const char *c = op == ST_RED_MAX ? ">" : "<";
+        if (accf)
+            SB("%sif (x_ != x_ || x_ %s acc%d) acc%d = x_;\n", I, c, r, r);
+        else
+            SB("%sif (x_ %s acc%d) acc%d = x_;\n", I, c, r, r);
+        break;
+    }
+    case ST_RED_ARGMAX:
+    case ST_RED_ARGMIN: {
+        const char *c = op == ST_RED_ARGMAX ? ">" : "<";
+        if (accf)
+            SB("%sif (acc%d.v == acc%d.v && (x_ != x_ || x_ %s acc%d.v)) { acc%d.v = x_; acc%d.i = pos; }\n",
+               I, r, r, c, r, r, r);
+        else
+            SB("%sif (x_ %s acc%d.v) { acc%d.v = x_; acc%d.i = pos; }\n", I, c, r, r, r);
+        break;
+    }
+    }
+}
+
+static const char *combiner(st_reduce_op op, bool accf)
+{
+    switch (op) {
+    case ST_RED_SUM:
+    case ST_RED_MEAN: return accf ? "st_r_sum_d()" : "st_r_sum_i()";
+    case ST_RED_PROD: return accf ? "st_r_prod_d()" : "st_r_prod_i()";
+    case ST_RED_MAX: return accf ? "st_r_max_d()" : "st_r_max_i()";
+    case ST_RED_MIN: return accf ? "st_r_min_d()" : "st_r_min_i()";
+    case ST_RED_ARGMAX: return accf ? "st_r_arg_d<true>()" : "st_r_arg_i<true>()";
+    default: return accf ? "st_r_arg_d<false>()" : "st_r_arg_i<false>()";
+    }
+}
+
+/* the loop over the row of outer point o; body: reduction r or stores */
+static void row_walk(st_nvrtc_pc *pc, int ro, int r, bool accf)
+{
+    st_nvrtc_sb *b = pc->b;
+    const st_kernel *k = pc->k;
+    int rank = k->rank;
+    SB("        for (st_i64 pos = threadIdx.x; pos < R; pos += blockDim.x) {\n");
+    pc->ind = "            ";
+    pc->ind2 = "                ";
+    SB("            const st_i64 lin = o * R + pos;\n");
+    snprintf(pc->lin, sizeof pc->lin, "lin");
+    coords(b, pc->ind, "pos", ro, rank, "q");
+    set_coords(pc, ro, rank);
+    offsets(pc, pc->ind, "ob", ro, rank, "o");
+    st_nvrtc_pt_reset(pc);
+    if (r >= 0) {
+        acc_update(pc, r, accf);
+    } else {
+        for (int s = 0; s < k->nstores; s++)
+            st_nvrtc_pt_store(pc, s);
+    }
+    SB("        }\n");
+}
+
+static void render_reduce(st_nvrtc_pc *pc, const char *name)
+{
+    st_nvrtc_sb *b = pc->b;
+    const st_kernel *k = pc->k;
+    int rank = k->rank, ro = k->rank - k->nred;
+    if (ro < 0 || k->nreduce > ST_K_MAX_REDUCE) {
+        snprintf(pc->err, sizeof pc->err, "bad reduction shape (rank %d, nred %d)",
+                 rank, k->nred);
+        return;
+    }
+    kernel_head(b, name, 1024);
+    SB("    __shared__ __align__(16) unsigned char st_smem[32 * 16];\n");
+    product(b, "nouter", 0, ro);
+    product(b, "R", ro, rank);
+    SB("    for (st_i64 ob_ = (st_i64)blockIdx.x * blockDim.y; ob_ < nouter;\n"
+       "         ob_ += (st_i64)gridDim.x * blockDim.y) {\n"
+       "        const st_i64 o = ob_ + threadIdx.y;\n"
+       "        if (o >= nouter) continue; /* uniform: per warp (warp rows) or block */\n");
+    memset(pc->coord, 0, sizeof pc->coord);
+    coords(b, "        ", "o", 0, ro, "o");
+    set_coords(pc, 0, ro);
+    offsets(pc, "        ", NULL, 0, ro, "ob");
+    int nreduce = k->nreduce < 1 ? 1 : k->nreduce;
+    for (int r = 0; r < nreduce; r++) {
+        st_reduce_op op = k->reduce[r].op;
+        int src = k->reduce[r].src;
+        if (src < 0 || src >= k->nnodes) {
+            snprintf(pc->err, sizeof pc->err, "reduction %d: bad source node %d", r, src);
+            return;
+        }
+        bool accf = st_dtype_is_float(k->nodes[src].dtype);
+        acc_decl(b, k, r, accf);
+        row_walk(pc, ro, r, accf);
+        SB("        acc%d = st_row_reduce(acc%d, %s, st_smem);\n", r, r, combiner(op, accf));
+        if (op == ST_RED_ARGMAX || op == ST_RED_ARGMIN) {
+            SB("        const st_i64 red%d = acc%d.i;\n", r, r);
+            pc->reduced_dt[r] = ST_INT64;
+        } else if (op == ST_RED_MEAN) {
+            SB("        const double red%d = (double)acc%d / (double)R;\n", r, r);
+            pc->reduced_dt[r] = ST_FLOAT64;
+        } else {
+            SB("        const %s red%d = acc%d;\n", accf ? "double" : "st_i64", r, r);
+            pc->reduced_dt[r] = accf ? ST_FLOAT64 : ST_INT64;
+        }
+        snprintf(pc->reduced[r], sizeof pc->reduced[r], "red%d", r);
+    }
+    if (k->final_per_point) {
+        row_walk(pc, ro, -1, false);
+    } else {
+        SB("        if (threadIdx.x == 0) {\n");
+        pc->ind = "            ";
+        pc->ind2 = "                ";
+        for (int d = ro; d < ST_MAX_DIMS; d++)
+            pc->coord[d][0] = 0;
+        for (int bi = 0; bi < k->nbufs; bi++)
+            snprintf(pc->off[bi], sizeof pc->off[bi], "ob%d", bi);
+        snprintf(pc->lin, sizeof pc->lin, "o");
+        st_nvrtc_pt_reset(pc);
+        for (int s = 0; s < k->nstores; s++)
+            st_nvrtc_pt_store(pc, s);
+        SB("        }\n");
+    }
+    SB("    }\n}\n");
+}
+
+/* ---- MATMUL ---- */
+
+/* accumulation type: 0 float, 1 double, 2 int64 (as in llvm_backend) */
+static int mm_acc(const st_kernel *k)
+{
+    st_dtype ta = k->bufs[0].dtype, tb = k->bufs[1].dtype,
+             tc = k->nbufs > 2 ? k->bufs[2].dtype : ST_FLOAT32;
+    if (!st_dtype_is_float(ta) && !st_dtype_is_float(tb))
+        return 2;
+    if (ta == ST_FLOAT64 || tb == ST_FLOAT64 || tc == ST_FLOAT64)
+        return 1;
+    return 0;
+}
+
+static const char *acc_ty[3] = {"float", "double", "st_u64"};
+
+/* memory element m of dtype t -> the accumulation type */
+static void mm_read(char *d, size_t n, const char *m, st_dtype t, int acc)
+{
+    const char *A = acc_ty[acc];
+    if (acc == 2) {
+        if (t == ST_BOOL)
+            snprintf(d, n, "(st_u64)(%s != 0)", m);
+        else
+            snprintf(d, n, "(st_u64)(st_i64)(%s)", m);
+        return;
+    }
+    switch (t) {
+    case ST_FLOAT16: snprintf(d, n, "(%s)st_h2f(%s)", A, m); break;
+    case ST_BFLOAT16: snprintf(d, n, "(%s)st_b2f(%s)", A, m); break;
+    case ST_BOOL: snprintf(d, n, "(%s)(%s != 0)", A, m); break;
+    case ST_INT64: snprintf(d, n, "(%s)(double)(%s)", A, m); break;
+    default: snprintf(d, n, "(%s)(%s)", A, m); break;
+    }
+}
+
+/* the epilogue at (batch z, mm_, nn_) with the product in variable accv */
+static void mm_epilogue(st_nvrtc_pc *pc, int nb, const char *accv, int acc,
+                        const char *ind, const char *ind2)
+{
+    st_nvrtc_sb *b = pc->b;
+    const st_kernel *k = pc->k;
+    pc->ind = ind;
+    pc->ind2 = ind2;
+    for (int bi = 0; bi < k->nbufs; bi++) {
+        SB("%sconst st_i64 o%d = bb%d + mm_ * a.bufs[%d].strides[%d] + nn_ * a.bufs[%d].strides[%d];\n",
+           ind, bi, bi, bi, nb, bi, nb + 1);
+        snprintf(pc->off[bi], sizeof pc->off[bi], "o%d", bi);
+    }
+    SB("%sconst st_i64 lin = (z * M + mm_) * N + nn_;\n", ind);
+    snprintf(pc->lin, sizeof pc->lin, "lin");
+    memset(pc->coord, 0, sizeof pc->coord);
+    set_coords(pc, 0, nb);
+    snprintf(pc->coord[nb], sizeof pc->coord[nb], "mm_");
+    snprintf(pc->coord[nb + 1], sizeof pc->coord[nb + 1], "nn_");
+    if (acc == 2) {
+        SB("%sconst st_i64 prod_ = (st_i64)(%s);\n", ind, accv);
+        snprintf(pc->reduced[0], sizeof pc->reduced[0], "prod_");
+        pc->reduced_dt[0] = ST_INT64;
+    } else {
+        snprintf(pc->reduced[0], sizeof pc->reduced[0], "%s", accv);
+        pc->reduced_dt[0] = acc == 1 ? ST_FLOAT64 : ST_FLOAT32;
+    }
+    st_nvrtc_pt_reset(pc);
+    if (k->nstores == 0) {
+        if (k->nbufs < 3) {
+            snprintf(pc->err, sizeof pc->err, "matmul without stores needs bufs[2]");
+            return;
+        }
+        st_nvrtc_pt_store_value(pc, 2, pc->reduced[0], pc->reduced_dt[0]);
+    } else {
+        for (int s = 0; s < k->nstores; s++)
+            st_nvrtc_pt_store(pc, s);
+    }
+}
+
+/* batch loop head: z over grid.z, coordinates and per-buffer bases */
+static void mm_batch_head(st_nvrtc_pc *pc, int nb)
+{
+    st_nvrtc_sb *b = pc->b;
+    SB("    const st_i64 M = a.shape[%d], N = a.shape[%d], K = a.shape[%d];\n",
+       nb, nb + 1, nb + 2);
+    product(b, "nbatch", 0, nb);
+    SB("    const st_i64 m0 = (st_i64)blockIdx.y * 64, n0 = (st_i64)blockIdx.x * 64;\n"
+       "    const st_i64 sAm = a.bufs[0].strides[%d], sAk = a.bufs[0].strides[%d];\n"
+       "    const st_i64 sBk = a.bufs[1].strides[%d], sBn = a.bufs[1].strides[%d];\n"
+       "    for (st_i64 z = blockIdx.z; z < nbatch; z += gridDim.z) {\n",
+       nb, nb + 2, nb + 2, nb + 1);
+    coords(b, "        ", "z", 0, nb, "z");
+    offsets(pc, "        ", NULL, 0, nb, "bb");
+}
+
+static void render_matmul(st_nvrtc_pc *pc, const char *name)
+{
+    st_nvrtc_sb *b = pc->b;
+    const st_kernel *k = pc->k;
+    int nb = k->rank - 3, acc = mm_acc(k);
+    if (nb < 0 || k->nbufs < 2) {
+        snprintf(pc->err, sizeof pc->err, "matmul of rank %d with %d buffers", k->rank, k->nbufs);
+        return;
+    }
+    const char *A = acc_ty[acc];
+    const char *TA = mty(k->bufs[0].dtype), *TB = mty(k->bufs[1].dtype);
+    char ra[200], rb[200];
+    mm_read(ra, sizeof ra, "pa_[ga]", k->bufs[0].dtype, acc);
+    mm_read(rb, sizeof rb, "pb_[gb]", k->bufs[1].dtype, acc);
+    kernel_head(b, name, 256);
+    SB("    /* SIMT: 64x64 tile, K step 16, 256 threads of 4x4 outputs */\n"
+       "    __shared__ %s As[16][65], Bs[16][65];\n"
+       "    const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;\n"
+       "    const %s *pa_ = (const %s *)a.bufs[0].data;\n"
+       "    const %s *pb_ = (const %s *)a.bufs[1].data;\n",
+       A, TA, TA, TB, TB);
+    mm_batch_head(pc, nb);
+    SB("        %s acc[4][4];\n"
+       "#pragma unroll\n"
+       "        for (int i = 0; i < 4; i++)\n"
+       "#pragma unroll\n"
+       "            for (int j = 0; j < 4; j++) acc[i][j] = 0;\n"
+       "        for (st_i64 k0 = 0; k0 < K; k0 += 16) {\n"
+       "            for (int e = threadIdx.x; e < 16 * 64; e += 256) {\n"
+       "                const int kk = e >> 6, mn = e & 63;\n"
+       "                const st_i64 gm = m0 + mn, gn = n0 + mn, gk = k0 + kk;\n"
+       "                const st_i64 ga = bb0 + gm * sAm + gk * sAk, gb = bb1 + gk * sBk + gn * sBn;\n"
+       "                As[kk][mn] = (gm < M && gk < K) ? %s : (%s)0;\n"
+       "                Bs[kk][mn] = (gn < N && gk < K) ? %s : (%s)0;\n"
+       "            }\n"
+       "            __syncthreads();\n"
+       "#pragma unroll\n"
+       "            for (int kk = 0; kk < 16; kk++) {\n"
+       "                %s ar[4], br[4];\n"
+       "#pragma unroll\n"
+       "                for (int i = 0; i < 4; i++) { ar[i] = As[kk][ty + 16 * i]; br[i] = Bs[kk][tx + 16 * i]; }\n"
+       "#pragma unroll\n"
+       "                for (int i = 0; i < 4; i++)\n"
+       "#pragma unroll\n"
+       "                    for (int j = 0; j < 4; j++) acc[i][j] += ar[i] * br[j];\n"
+       "            }\n"
+       "            __syncthreads();\n"
+       "        }\n"
+       "#pragma unroll\n"
+       "        for (int i = 0; i < 4; i++)\n"
+       "#pragma unroll\n"
+       "            for (int j = 0; j < 4; j++) {\n"
+       "                const st_i64 mm_ = m0 + ty + 16 * i, nn_ = n0 + tx + 16 * j;\n"
+       "                if (mm_ >= M || nn_ >= N) continue;\n"
+       "                const %s accv = acc[i][j];\n",
+       A, ra, A, rb, A, A, A);
+    mm_epilogue(pc, nb, "accv", acc, "                ", "                    ");
+    SB("            }\n    }\n}\n");
+}
+
+/* NOT YET RUN ON A GPU: compile-checked only (see the file comment). */
+static void render_matmul_mma(st_nvrtc_pc *pc, const char *name)
+{
+    st_nvrtc_sb *b = pc->b;
+    const st_kernel *k = pc->k;
+    int nb = k->rank - 3;
+    bool bf = k->bufs[0].dtype == ST_BFLOAT16;
+    char mname[128];
+    snprintf(mname, sizeof mname, "%s_mma", name);
+    kernel_head(b, mname, 128);
+    SB("    /* tensor cores (NOT YET RUN on a GPU: compile-checked only):\n"
+       "     * 64x64 tile, K step 16, 4 warps of 32x32, each 2x4 mma.sync\n"
+       "     * m16n8k16 (%s in, float accumulate); A tile row-major\n"
+       "     * [m][k], B tile as [n][k] (the col operand) */\n"
+       "    __shared__ __align__(16) st_u16 As[64][24], Bs[64][24];\n"
+       "    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
+       "    const int wm = (warp >> 1) * 32, wn = (warp & 1) * 32;\n"
+       "    const int g = lane >> 2, t4 = lane & 3;\n"
+       "    const st_u16 *pa_ = (const st_u16 *)a.bufs[0].data;\n"
+       "    const st_u16 *pb_ = (const st_u16 *)a.bufs[1].data;\n",
+       bf ? "bfloat16" : "float16");
+    mm_batch_head(pc, nb);
+    SB("        float c[2][4][4];\n"
+       "#pragma unroll\n"
+       "        for (int i = 0; i < 2; i++)\n"
+       "#pragma unroll\n"
+       "            for (int j = 0; j < 4; j++)\n"
+       "#pragma unroll\n"
+       "                for (int e = 0; e < 4; e++) c[i][j][e] = 0.0f;\n"
+       "        for (st_i64 k0 = 0; k0 < K; k0 += 16) {\n"
+       "            for (int e = threadIdx.x; e < 64 * 16; e += 128) {\n"
+       "                const int row = e >> 4, kk = e & 15;\n"
+       "                const st_i64 gm = m0 + row, gn = n0 + row, gk = k0 + kk;\n"
+       "                As[row][kk] = (gm < M && gk < K) ? pa_[bb0 + gm * sAm + gk * sAk] : (st_u16)0;\n"
+       "                Bs[row][kk] = (gn < N && gk < K) ? pb_[bb1 + gk * sBk + gn * sBn] : (st_u16)0;\n"
+       "            }\n"
+       "            __syncthreads();\n"
+       "            st_u32 af[2][4], bfr[4][2];\n"
+       "#pragma unroll\n"
+       "            for (int i = 0; i < 2; i++) {\n"
+       "                const int r0 = wm + 16 * i + g;\n"
+       "                af[i][0] = *(const st_u32 *)&As[r0][2 * t4];\n"
+       "                af[i][1] = *(const st_u32 *)&As[r0 + 8][2 * t4];\n"
+       "                af[i][2] = *(const st_u32 *)&As[r0][2 * t4 + 8];\n"
+       "                af[i][3] = *(const st_u32 *)&As[r0 + 8][2 * t4 + 8];\n"
+       "            }\n"
+       "#pragma unroll\n"
+       "            for (int j = 0; j < 4; j++) {\n"
+       "                const int n = wn + 8 * j + g;\n"
+       "                bfr[j][0] = *(const st_u32 *)&Bs[n][2 * t4];\n"
+       "                bfr[j][1] = *(const st_u32 *)&Bs[n][2 * t4 + 8];\n"
+       "            }\n"
+       "#pragma unroll\n"
+       "            for (int i = 0; i < 2; i++)\n"
+       "#pragma unroll\n"
+       "                for (int j = 0; j < 4; j++) %s(c[i][j], af[i], bfr[j]);\n"
+       "            __syncthreads();\n"
+       "        }\n"
+       "#pragma unroll\n"
+       "        for (int i = 0; i < 2; i++)\n"
+       "#pragma unroll\n"
+       "            for (int j = 0; j < 4; j++)\n"
+       "#pragma unroll\n"
+       "                for (int e = 0; e < 4; e++) {\n"
+       "                    const st_i64 mm_ = m0 + wm + 16 * i + g + (e >= 2 ? 8 : 0);\n"
+       "                    const st_i64 nn_ = n0 + wn + 8 * j + 2 * t4 + (e & 1);\n"
+       "                    if (mm_ >= M || nn_ >= N) continue;\n"
+       "                    const float accv = c[i][j][e];\n",
+       bf ? "st_mma_bf16" : "st_mma_f16");
+    mm_epilogue(pc, nb, "accv", 0, "                    ", "                        ");
+    SB("                }\n    }\n}\n");
+}
+
+/* ---- the translation unit ---- */
+
+char *st_nvrtc_render(const st_kernel *ks, int n)
+{
+    st_nvrtc_sb sb = {0};
+    st_nvrtc_sb *b = &sb;
+    SB("/* generated by symtrace (nvrtc_backend): %d kernel(s) */\n", n);
+    st_nvrtc_prelude(b);
+    for (int i = 0; i < n; i++) {
+        const st_kernel *k = &ks[i];
+        if (k->kind == ST_K_VIEW)
+            continue;
+        if (k->nbufs > ST_K_MAX_BUFS || k->nstores > ST_K_MAX_STORES ||
+            k->rank < 0 || k->rank > ST_MAX_DIMS) {
+            free(sb.s);
+            st_err(ST_ERR_RUNTIME, "nvrtc: kernel %s: bad shape (rank %d, %d buffers)",
+                   k->name, k->rank, k->nbufs);
+            return NULL;
+        }
+        unsigned char *done = calloc((size_t)k->nnodes + 1, 1);
+        if (!done) {
+            free(sb.s);
+            st_err(ST_ERR_MEMORY, "nvrtc: out of memory");
+            return NULL;
+        }
+        st_nvrtc_pc pc;
+        pc_init(&pc, b, k, done);
+        char name[96];
+        st_nvrtc_kernel_name(k, i, name, sizeof name);
+        SB("\n/* ---- %s ---- */", k->name);
+        switch (k->kind) {
+        case ST_K_ELEMENTWISE:
+            render_elementwise(&pc, name);
+            break;
+        case ST_K_REDUCE:
+            render_reduce(&pc, name);
+            break;
+        case ST_K_MATMUL:
+            render_matmul(&pc, name);
+            if (!pc.err[0] && st_nvrtc_has_mma(k))
+                render_matmul_mma(&pc, name);
+            break;
+        default:
+            snprintf(pc.err, sizeof pc.err, "bad kernel kind %d", (int)k->kind);
+            break;
+        }
+        free(done);
+        if (pc.err[0]) {
+            free(sb.s);
+            st_err(ST_ERR_RUNTIME, "nvrtc: kernel %s: %s", k->name, pc.err);
+            return NULL;
+        }
+    }
+    if (sb.oom || !sb.s) {
+        free(sb.s);
+        st_err(ST_ERR_MEMORY, "nvrtc: out of memory rendering %d kernels", n);
+        return NULL;
+    }
+    return sb.s;
+}
