@@ -438,3 +438,132 @@ uint64_t st_kernel_hash(const st_kernel *k)
     hw(&h, k->uses_rng);
     return XXH3_64bits_digest(&h.st);
 }
+
+/* ---- structural verification (shared by every backend's compile) ---- */
+
+static bool dtype_ok(st_dtype t)
+{
+    return (int)t >= 0 && t < ST_NDTYPES;
+}
+
+st_status st_kernel_verify(const st_kernel *k, int idx, const char *who)
+{
+#define BAD(...)                                                            \
+    do {                                                                    \
+        char m_[200];                                                       \
+        snprintf(m_, sizeof m_, __VA_ARGS__);                               \
+        return st_err(ST_ERR_RUNTIME, "%s: kernel %d (%s): %s", who, idx,    \
+                      k->name, m_);                                         \
+    } while (0)
+    if (k->rank < 0 || k->rank > ST_MAX_DIMS)
+        BAD("rank %d out of range", k->rank);
+    if (k->nbufs < 0 || k->nbufs > ST_K_MAX_BUFS)
+        BAD("%d buffers", k->nbufs);
+    if (k->nparams < 0 || k->nparams > ST_K_MAX_PARAMS)
+        BAD("%d params", k->nparams);
+    if (k->nstores < 0 || k->nstores > ST_K_MAX_STORES)
+        BAD("%d stores", k->nstores);
+    if (k->nnodes < 0 || (k->nnodes > 0 && !k->nodes))
+        BAD("no nodes");
+    for (int i = 0; i < k->nbufs; i++)
+        if (!dtype_ok(k->bufs[i].dtype))
+            BAD("buffer %d has a bad dtype", i);
+    for (int i = 0; i < k->nparams; i++)
+        if (!dtype_ok(k->param_dtype[i]))
+            BAD("param %d has a bad dtype", i);
+    if (k->kind == ST_K_MATMUL) {
+        if (k->rank < 3)
+            BAD("matmul rank %d < 3", k->rank);
+        if (k->nbufs < 3 && k->nstores == 0)
+            BAD("matmul needs 3 buffers");
+        if (k->nbufs < 2)
+            BAD("matmul needs 2 operands");
+    } else if (k->kind == ST_K_REDUCE) {
+        if (k->nred < 0 || k->nred > k->rank)
+            BAD("nred %d with rank %d", k->nred, k->rank);
+        int nr = k->nreduce < 1 ? 1 : k->nreduce;
+        if (k->nreduce < 0 || nr > ST_K_MAX_REDUCE)
+            BAD("%d reductions", k->nreduce);
+        for (int r = 0; r < nr; r++) {
+            if ((int)k->reduce[r].op < 0 || k->reduce[r].op > ST_RED_PROD)
+                BAD("bad reduce op %d", (int)k->reduce[r].op);
+            if (k->reduce[r].src < 0 || k->reduce[r].src >= k->nnodes)
+                BAD("bad reduce[%d].src %d", r, k->reduce[r].src);
+        }
+    } else if (k->kind != ST_K_ELEMENTWISE) {
+        BAD("bad kind %d", (int)k->kind);
+    }
+    for (int i = 0; i < k->nnodes; i++) {
+        const st_knode *n = &k->nodes[i];
+        if (!dtype_ok(n->dtype))
+            BAD("node %d has a bad dtype", i);
+        int ops[3], no = 0;
+        switch (n->kind) {
+        case ST_KN_LOAD:
+            if (n->buf < 0 || n->buf >= k->nbufs)
+                BAD("node %d loads buffer %d", i, n->buf);
+            if (n->idx_dim >= 0)
+                ops[no++] = n->a;
+            break;
+        case ST_KN_PARAM:
+            if (n->buf < 0 || n->buf >= k->nparams)
+                BAD("node %d reads param %d", i, n->buf);
+            break;
+        case ST_KN_UNARY:
+            if (!(n->op >= ST_OP_NEG && n->op <= ST_OP_CAST))
+                BAD("node %d: op %d is not unary", i, n->op);
+            ops[no++] = n->a;
+            break;
+        case ST_KN_CAST:
+            ops[no++] = n->a;
+            break;
+        case ST_KN_BINARY:
+            if (!(n->op >= ST_OP_ADD && n->op <= ST_OP_REMAINDER))
+                BAD("node %d: op %d is not binary", i, n->op);
+            ops[no++] = n->a;
+            ops[no++] = n->b;
+            break;
+        case ST_KN_WHERE:
+            ops[no++] = n->a;
+            ops[no++] = n->b;
+            ops[no++] = n->c;
+            break;
+        case ST_KN_INDEX:
+            if (n->i < -1 || n->i >= k->rank)
+                BAD("node %d: index dim %lld", i, (long long)n->i);
+            break;
+        case ST_KN_RAND:
+            if (n->i != 0 && n->i != 1)
+                BAD("node %d: rand kind %lld", i, (long long)n->i);
+            break;
+        case ST_KN_REDUCED:
+            if (k->kind == ST_K_ELEMENTWISE)
+                BAD("node %d: reduced outside a reduce/matmul kernel", i);
+            if (k->kind == ST_K_REDUCE &&
+                (n->i < 0 || n->i >= (k->nreduce < 1 ? 1 : k->nreduce)))
+                BAD("node %d: reduced(%lld) of %d reductions", i, (long long)n->i,
+                    k->nreduce);
+            if (k->kind == ST_K_MATMUL && n->i != 0)
+                BAD("node %d: matmul reduced(%lld)", i, (long long)n->i);
+            break;
+        case ST_KN_CONST:
+            break;
+        default:
+            BAD("node %d: bad kind %d", i, (int)n->kind);
+        }
+        for (int o = 0; o < no; o++)
+            if (ops[o] < 0 || ops[o] >= i)
+                BAD("node %d: operand %d is not an earlier node", i, ops[o]);
+    }
+    for (int s = 0; s < k->nstores; s++) {
+        if (k->stores[s].buf < 0 || k->stores[s].buf >= k->nbufs)
+            BAD("store %d to buffer %d", s, k->stores[s].buf);
+        if (k->stores[s].node < 0 || k->stores[s].node >= k->nnodes)
+            BAD("store %d of node %d", s, k->stores[s].node);
+        if (k->stores[s].indexed &&
+            (k->stores[s].idx_node < 0 || k->stores[s].idx_node >= k->nnodes))
+            BAD("store %d indexed by node %d", s, k->stores[s].idx_node);
+    }
+    return ST_OK;
+#undef BAD
+}

@@ -224,6 +224,11 @@ void st_kernel_clear(st_kernel *k);        /* frees nodes */
 int st_kernel_node(st_kernel *k, const st_knode *n); /* appends; returns index */
 int st_kernel_add_buf(st_kernel *k, int value, st_dtype dt, bool is_out,
                       const int *dimmap);
+/* Checks a kernel's structure (counts, dtypes, node operands defined
+ * before use, reductions and phases consistent), so a malformed kernel
+ * is an error at compile time, never a crash; `who` prefixes the message
+ * ("interp", "llvm"). Every backend's compile calls it. */
+st_status st_kernel_verify(const st_kernel *k, int idx, const char *who);
 /* Readable dump of a kernel (malloc'd; caller frees). */
 char *st_kernel_print(const st_kernel *k);
 /* xxHash of the kernel's structure (what a compiled kernel depends on). */
