@@ -248,11 +248,34 @@ static int eager_run(st_op_id op, const st_operand *in, int nin,
 int st_rt_eager(st_op_id op, const st_operand *in, int nin,
                 const st_attrs *attrs, st_tensor **given, st_tensor **out) {
     if (!st_rt_trace_active()) return eager_run(op, in, nin, attrs, given, out);
+    for (int k = 0; given && k < ST_MAX_OUT; k++) /* runtime/trace.c */
+        if (given[k]) st_rt_trace_will_write(given[k]);
     st_rt_trace_suspend();
     int n = eager_run(op, in, nin, attrs, given, out);
     st_rt_trace_resume();
     if (n > 0) st_rt_trace_note(op, in, nin, attrs, out, n);
     return n;
+}
+
+/* The op's own inference on this call's operands. A cached program may be
+ * decomposed (linear -> transpose + matmul): re-inferring only that would
+ * report a bad call in the words of the decomposed op. */
+static st_status check_operands(st_op_id op, const st_operand *in, int nin,
+                                const st_attrs *attrs) {
+    st_meta m[ST_MAX_IN], out[ST_MAX_OUT];
+    int nout = 0;
+    for (int k = 0; k < nin; k++) {
+        if (in[k].t) {
+            st_tensor_meta(in[k].t, &m[k]);
+        } else {
+            memset(&m[k], 0, sizeof m[k]);
+            m[k].kind = ST_META_SCALAR;
+            m[k].dtype = in[k].sdtype;
+        }
+    }
+    st_attrs zero;
+    memset(&zero, 0, sizeof zero);
+    return st_infer(op, m, nin, attrs ? attrs : &zero, out, &nout);
 }
 
 static int eager_run(st_op_id op, const st_operand *in, int nin,
@@ -352,6 +375,10 @@ static int eager_run(st_op_id op, const st_operand *in, int nin,
     eentry *e = lookup(&key, h);
     if (e) {
         cache.stats.hits++;
+        if (check_operands(op, in, nin, attrs) != ST_OK) {
+            pthread_mutex_unlock(&cache.mu);
+            goto fail_clones;
+        }
     } else {
         cache.stats.misses++;
         st_attrs zero;
