@@ -242,6 +242,15 @@ static PyObject *tolist_rec(const st_tensor *t, const host_view *hv,
     return l;
 }
 
+/* A read of tensor data into Python while a trace is active makes the
+ * traced graph depend on data it cannot state: fail the trace (the read
+ * itself still happens, eagerly). */
+static void data_read(const char *what)
+{
+    if (st_rt_trace_active())
+        st_rt_trace_fail(what);
+}
+
 PyObject *st_fe_tolist(st_tensor *t)
 {
     host_view hv;
@@ -843,6 +852,7 @@ static PyObject *t_dlpack(PyObject *self, PyObject *args, PyObject *kw)
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|O$OOO:__dlpack__", kwlist,
                                      &stream, &maxv, &dldev, &copy))
         return NULL;
+    data_read("data-dependent: Tensor.__dlpack__()");
     st_tensor *t = st_fe_unwrap(self);
     st_device *dev = st_tensor_device(t);
     int devtype = (dev && dev->type == ST_DEV_CUDA) ? kDLCUDA : kDLCPU;
@@ -1148,6 +1158,7 @@ static PyObject *t_numpy(PyObject *self, PyObject *args, PyObject *kw)
     int force = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|$p:numpy", kwlist, &force))
         return NULL;
+    data_read("data-dependent: Tensor.numpy()");
     return numpy_impl(self, force);
 }
 
@@ -1217,6 +1228,7 @@ static PyObject *t_array(PyObject *self, PyObject *args, PyObject *kw)
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO:__array__", kwlist,
                                      &dtype, &copy))
         return NULL;
+    data_read("data-dependent: Tensor.__array__()");
     PyObject *arr = numpy_impl(self, 0);
     if (!arr || (dtype == Py_None && copy != Py_True))
         return arr;
@@ -1245,11 +1257,13 @@ static PyObject *t_array(PyObject *self, PyObject *args, PyObject *kw)
 
 static PyObject *t_tolist(PyObject *self, PyObject *unused)
 {
+    data_read("data-dependent: Tensor.tolist()");
     return st_fe_tolist(st_fe_unwrap(self));
 }
 
 static PyObject *t_item(PyObject *self, PyObject *unused)
 {
+    data_read("data-dependent: Tensor.item()");
     return st_fe_item(st_fe_unwrap(self));
 }
 

@@ -148,7 +148,9 @@ static PyObject *f_empty(PyObject *m, PyObject *args) {
         }
     st_device *dev = parse_device(devo);
     if (!dev) return NULL;
-    return st_fe_wrap(st_tensor_empty(dev, dt, nd, shape));
+    st_tensor *t = st_tensor_empty(dev, dt, nd, shape);
+    if (t && st_rt_trace_active()) st_rt_trace_fresh(t); /* runtime/trace.c */
+    return st_fe_wrap(t);
 }
 
 static PyObject *f_manual_seed(PyObject *m, PyObject *o) {

@@ -317,9 +317,20 @@ static PyObject *scalar_of(PyObject *self, int kind) {
     Py_DECREF(v);
     return r;
 }
-static PyObject *nb_float(PyObject *a) { return scalar_of(a, 0); }
-static PyObject *nb_int(PyObject *a) { return scalar_of(a, 1); }
+/* Data reads into Python fail an active trace (the read still happens). */
+static void data_read(const char *what) {
+    if (st_rt_trace_active()) st_rt_trace_fail(what);
+}
+static PyObject *nb_float(PyObject *a) {
+    data_read("data-dependent: float(tensor)");
+    return scalar_of(a, 0);
+}
+static PyObject *nb_int(PyObject *a) {
+    data_read("data-dependent: int(tensor)");
+    return scalar_of(a, 1);
+}
 static int nb_bool(PyObject *a) {
+    data_read("data-dependent: bool(tensor)");
     PyObject *r = scalar_of(a, 2);
     if (!r) return -1;
     int b = (r == Py_True);
@@ -328,6 +339,7 @@ static int nb_bool(PyObject *a) {
 }
 static PyObject *nb_index(PyObject *a) {
     st_tensor *t = st_fe_unwrap(a);
+    data_read("data-dependent: Tensor.__index__()");
     if (st_dtype_is_float(t->dtype)) {
         PyErr_SetString(PyExc_TypeError,
                         "only integer tensors of a single element can be "
@@ -616,8 +628,10 @@ static PyObject *m_clone(PyObject *self, PyObject *a) {
 }
 static PyObject *m_detach(PyObject *self, PyObject *a) {
     st_tensor *t = st_fe_unwrap(self);
-    return st_fe_wrap(st_tensor_view_of(t, t->ndim, t->shape, t->strides,
-                                        t->offset));
+    st_tensor *r = st_tensor_view_of(t, t->ndim, t->shape, t->strides, t->offset);
+    /* traced as an identity under a stop-gradient (runtime/trace.c) */
+    if (r && st_rt_trace_active()) st_rt_trace_detach(t, r);
+    return st_fe_wrap(r);
 }
 static PyObject *m_bump_version(PyObject *self, PyObject *a) {
     st_fe_unwrap(self)->storage->version++;

@@ -3,7 +3,8 @@
  * gradients of the forward's output 0 (the loss) with respect to chosen
  * forward values, and decide which forward values it needs at run time
  * (the "saved" values). Owns st_ir_backward, st_ir_forward_saving and
- * st_ir_bwd_info_clear.
+ * st_ir_bwd_info_clear; st_ir_backward_multi differentiates several
+ * outputs at once (one gradient input per output).
  *
  * How: every forward value a rule touches gets a placeholder in a working
  * graph (an input carrying the forward meta; forward constants are copied as
@@ -20,7 +21,15 @@
  * Backward graph inputs: saved forward values (ascending forward value id),
  * then the loss gradient, an input of the loss's meta (callers feed ones for
  * a scalar loss). Outputs: one gradient per wrt entry, of that value's shape
- * and dtype; zeros (a FULL) where no path reaches the loss. */
+ * and dtype; zeros (a FULL) where no path reaches the loss.
+ *
+ * Regions (st_ir_region, the graph's custom-gradient table): statements of
+ * a region get no VJP of their own. A stop-gradient region (no bwd) cuts
+ * every path through it; when the reverse sweep reaches a PyLayer region,
+ * its traced backward graph is inlined, fed the gradients of the region's
+ * outputs (zeros where none arrived) and placeholders of the forward
+ * values it reads (saved like any other), and its outputs are added to the
+ * gradients of the region's inputs. Owns the region table functions. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -120,7 +129,8 @@ static bool is_like_create(st_op_id op)
 }
 
 /* Compacts the working graph into the backward graph (see the top). */
-static st_graph *compact(bctx *c, int seed, st_ir_bwd_info *info)
+static st_graph *compact(bctx *c, const int *seeds, int nseeds,
+                         st_ir_bwd_info *info)
 {
     const st_graph *w = c->w;
     int nv = w->nvalues > 0 ? w->nvalues : 1;
@@ -181,10 +191,11 @@ static st_graph *compact(bctx *c, int seed, st_ir_bwd_info *info)
         ok = map[p] >= 0;
         info->saved[info->nsaved++] = v;
     }
-    if (ok) {
-        map[seed] = st_ir_add_input(b, &w->values[seed].meta, false);
-        ok = map[seed] >= 0;
-        info->grad_input = info->nsaved;
+    info->grad_input = info->nsaved;
+    for (int k = 0; k < nseeds && ok; k++) {
+        int sd = seeds[k];
+        map[sd] = st_ir_add_input(b, &w->values[sd].meta, false);
+        ok = map[sd] >= 0;
     }
     for (int si = 0; si < w->nstmts && ok; si++) {
         if (!keep[si])
@@ -259,16 +270,6 @@ static st_status check_args(const st_graph *fwd, const int *wrt, int nwrt,
 {
     if (!fwd || !bwd_out || !info || nwrt < 0 || (nwrt > 0 && !wrt))
         return st_err(ST_ERR_VALUE, "backward: null argument");
-    if (fwd->noutputs < 1)
-        return st_err(ST_ERR_VALUE, "backward: the forward graph has no "
-                      "output (output 0 is the loss)");
-    int loss = fwd->outputs[0];
-    if (loss < 0 || loss >= fwd->nvalues)
-        return st_err(ST_ERR_VALUE, "backward: output 0 is not a value");
-    if (!st_dtype_is_float(fwd->values[loss].meta.dtype))
-        return st_err(ST_ERR_TYPE, "backward: the loss (output 0) is %s; "
-                      "only floating point outputs have gradients",
-                      st_dtype_name(fwd->values[loss].meta.dtype));
     for (int k = 0; k < nwrt; k++) {
         if (wrt[k] < 0 || wrt[k] >= fwd->nvalues)
             return st_err(ST_ERR_INDEX, "backward: wrt[%d] = %d is not a "
@@ -295,36 +296,122 @@ static st_status check_args(const st_graph *fwd, const int *wrt, int nwrt,
     return ST_OK;
 }
 
-st_status st_ir_backward(const st_graph *fwd, const int *wrt, int nwrt,
-                         st_graph **bwd_out, st_ir_bwd_info *info)
+/* ---------------- regions ---------------- */
+static void region_free(st_ir_region *r)
 {
-    if (info) { /* an output: earlier contents are not freed */
-        memset(info, 0, sizeof *info);
-        info->grad_input = info->loss = -1;
+    free(r->in);
+    free(r->out);
+    free(r->read);
+    st_ir_graph_free(r->bwd);
+    memset(r, 0, sizeof *r);
+}
+
+void st_ir_regions_clear(st_graph *g)
+{
+    if (!g)
+        return;
+    for (int k = 0; k < g->nregions; k++)
+        region_free(&g->regions[k]);
+    free(g->regions);
+    g->regions = NULL;
+    g->nregions = g->cap_regions = 0;
+}
+
+static int *dup_ints(const int *a, int n, bool *ok)
+{
+    if (n <= 0)
+        return NULL;
+    int *r = malloc(sizeof(int) * (size_t)n);
+    if (!r)
+        *ok = false;
+    else
+        memcpy(r, a, sizeof(int) * (size_t)n);
+    return r;
+}
+
+int st_ir_add_region(st_graph *g, const st_ir_region *r)
+{
+    if (!g || !r || r->first < 0 || r->end < r->first || r->nin < 0 ||
+        r->nout < 0 || r->nread < 0) {
+        if (r)
+            st_ir_graph_free(r->bwd);
+        st_err(ST_ERR_VALUE, "add_region: bad region");
+        return -1;
     }
-    if (bwd_out)
-        *bwd_out = NULL;
-    st_status st = check_args(fwd, wrt, nwrt, bwd_out, info);
-    if (st != ST_OK)
-        return st;
-    st_ir_autodiff_init();
-    int n = fwd->nvalues > 0 ? fwd->nvalues : 1;
-    int loss = fwd->outputs[0];
-    bctx c = {fwd, st_ir_graph_new(), malloc(sizeof(int) * (size_t)n),
-              malloc(sizeof(int) * (size_t)n)};
-    bool *from = calloc((size_t)n, sizeof *from); /* reached from wrt */
-    bool *to = calloc((size_t)n, sizeof *to);     /* reaches the loss */
-    st_graph *b = NULL;
-    if (!c.w || !c.ph || !c.grad || !from || !to) {
-        st = st_err(ST_ERR_MEMORY, "backward: out of memory");
-        goto done;
+    if (r->bwd && (r->bwd->ninputs != r->nout + r->nread ||
+                   r->bwd->noutputs != r->nin)) {
+        st_ir_graph_free(r->bwd);
+        st_err(ST_ERR_VALUE, "add_region: the backward graph takes %d inputs "
+               "and gives %d outputs, the region needs %d and %d",
+               r->bwd->ninputs, r->bwd->noutputs, r->nout + r->nread, r->nin);
+        return -1;
     }
-    for (int v = 0; v < fwd->nvalues; v++)
-        c.ph[v] = c.grad[v] = -1;
-    for (int k = 0; k < nwrt; k++)
-        from[wrt[k]] = st_dtype_is_float(fwd->values[wrt[k]].meta.dtype);
-    for (int si = 0; si < fwd->nstmts; si++) {
-        const st_stmt *s = &fwd->stmts[si];
+    if (g->nregions == g->cap_regions) {
+        int nc = g->cap_regions ? g->cap_regions * 2 : 8;
+        st_ir_region *nr = realloc(g->regions, sizeof *nr * (size_t)nc);
+        if (!nr) {
+            st_ir_graph_free(r->bwd);
+            st_err(ST_ERR_MEMORY, "add_region: out of memory");
+            return -1;
+        }
+        g->regions = nr;
+        g->cap_regions = nc;
+    }
+    st_ir_region c = *r;
+    bool ok = true;
+    c.in = dup_ints(r->in, r->nin, &ok);
+    c.out = dup_ints(r->out, r->nout, &ok);
+    c.read = dup_ints(r->read, r->nread, &ok);
+    if (!ok) {
+        region_free(&c);
+        st_err(ST_ERR_MEMORY, "add_region: out of memory");
+        return -1;
+    }
+    g->regions[g->nregions] = c;
+    return g->nregions++;
+}
+
+/* region_of[si]: the region statement si belongs to, or -1 (NULL when the
+ * graph has none; *oom on failure). */
+static int *region_map(const st_graph *g, bool *oom)
+{
+    *oom = false;
+    if (!g->nregions)
+        return NULL;
+    int *m = malloc(sizeof(int) * (size_t)(g->nstmts > 0 ? g->nstmts : 1));
+    if (!m) {
+        *oom = true;
+        return NULL;
+    }
+    for (int si = 0; si < g->nstmts; si++)
+        m[si] = -1;
+    for (int k = 0; k < g->nregions; k++)
+        for (int si = g->regions[k].first;
+             si < g->regions[k].end && si < g->nstmts; si++)
+            m[si] = k;
+    return m;
+}
+
+/* Forward reachability from the flags already set in from[] (see
+ * st_ir_grad_reach). */
+static void reach(const st_graph *g, const int *rmap, bool *from)
+{
+    for (int si = 0; si < g->nstmts; si++) {
+        const st_stmt *s = &g->stmts[si];
+        int r = rmap ? rmap[si] : -1;
+        if (r >= 0) {
+            const st_ir_region *rg = &g->regions[r];
+            if (si != rg->first || !rg->bwd)
+                continue;
+            bool any = false;
+            for (int k = 0; k < rg->nin; k++)
+                any |= from[rg->in[k]];
+            for (int k = 0; any && k < rg->nout; k++)
+                if (rg->out[k] >= 0 &&
+                    st_dtype_is_float(g->values[rg->out[k]].meta.dtype))
+                    from[rg->out[k]] = true;
+            continue;
+        }
         const st_op_def *def = st_op(s->op);
         if (!def || !def->vjp)
             continue; /* not differentiable: the path stops here */
@@ -334,10 +421,127 @@ st_status st_ir_backward(const st_graph *fwd, const int *wrt, int nwrt,
         if (!any)
             continue;
         for (int k = 0; k < s->nout; k++)
-            if (st_dtype_is_float(fwd->values[s->out[k]].meta.dtype))
+            if (st_dtype_is_float(g->values[s->out[k]].meta.dtype))
                 from[s->out[k]] = true;
     }
-    to[loss] = true;
+}
+
+bool *st_ir_grad_reach(const st_graph *g, const int *wrt, int nwrt)
+{
+    bool oom;
+    int *rmap = region_map(g, &oom);
+    bool *from = oom ? NULL : calloc((size_t)(g->nvalues > 0 ? g->nvalues : 1),
+                                     sizeof *from);
+    if (from) {
+        st_ir_autodiff_init();
+        for (int k = 0; k < nwrt; k++)
+            if (wrt[k] >= 0 && wrt[k] < g->nvalues)
+                from[wrt[k]] = st_dtype_is_float(g->values[wrt[k]].meta.dtype);
+        reach(g, rmap, from);
+    }
+    free(rmap);
+    return from;
+}
+
+/* Adds gradient ig to value v's (summing uses). */
+static bool add_grad(bctx *c, int v, int ig)
+{
+    if (c->grad[v] < 0) {
+        c->grad[v] = ig;
+        return true;
+    }
+    int in[2] = {c->grad[v], ig}, out[ST_MAX_OUT];
+    if (st_ir_add_stmt(c->w, ST_OP_ADD, in, 2, NULL, out) < 0)
+        return false;
+    c->grad[v] = out[0];
+    return true;
+}
+
+/* Inlines region rg's backward graph: gradients of its outputs (zeros
+ * where none) and placeholders of the values it reads in, gradients of
+ * its inputs out. */
+static bool inline_region(bctx *c, const st_ir_region *rg, const bool *from)
+{
+    const st_graph *b = rg->bwd;
+    bool anyg = false;
+    for (int k = 0; k < rg->nout; k++)
+        anyg |= rg->out[k] >= 0 && c->grad[rg->out[k]] >= 0;
+    if (!anyg)
+        return true;
+    int *map = malloc(sizeof(int) * (size_t)(b->nvalues > 0 ? b->nvalues : 1));
+    if (!map) {
+        st_err(ST_ERR_MEMORY, "backward: out of memory");
+        return false;
+    }
+    bool ok = true;
+    for (int v = 0; v < b->nvalues; v++)
+        map[v] = -1;
+    for (int k = 0; k < rg->nout && ok; k++) {
+        int o = rg->out[k], gv = o >= 0 ? c->grad[o] : -1;
+        if (gv < 0)
+            gv = zeros(c->w, &b->values[b->inputs[k]].meta);
+        map[b->inputs[k]] = gv;
+        ok = gv >= 0;
+    }
+    for (int k = 0; k < rg->nread && ok; k++) {
+        map[b->inputs[rg->nout + k]] = placeholder(c, rg->read[k]);
+        ok = map[b->inputs[rg->nout + k]] >= 0;
+    }
+    for (int v = 0; v < b->nvalues && ok; v++)
+        if (b->values[v].kind == ST_VAL_CONST) {
+            map[v] = st_ir_add_const(c->w, b->values[v].meta.dtype,
+                                     b->values[v].fconst, b->values[v].iconst);
+            ok = map[v] >= 0;
+        }
+    for (int si = 0; si < b->nstmts && ok; si++) {
+        const st_stmt *s = &b->stmts[si];
+        int in[ST_MAX_IN], out[ST_MAX_OUT];
+        for (int k = 0; k < s->nin && ok; k++)
+            ok = (in[k] = map[s->in[k]]) >= 0;
+        ok = ok && st_ir_add_stmt(c->w, s->op, in, s->nin, &s->attrs, out) >= 0;
+        for (int k = 0; ok && k < s->nout; k++)
+            map[s->out[k]] = out[k];
+    }
+    for (int k = 0; k < rg->nin && ok; k++) {
+        int gv = map[b->outputs[k]], v = rg->in[k];
+        ok = gv >= 0;
+        if (ok && from[v])
+            ok = add_grad(c, v, gv);
+    }
+    if (!ok && st_err_kind() == ST_OK)
+        st_err(ST_ERR_RUNTIME, "backward: inlining a custom-gradient region "
+               "failed");
+    free(map);
+    return ok;
+}
+
+/* The common builder: gradients of sum_k <outs[k], seed_k> w.r.t. wrt. */
+static st_status build(const st_graph *fwd, const int *wrt, int nwrt,
+                       const int *outs, int nouts, st_graph **bwd_out,
+                       st_ir_bwd_info *info)
+{
+    st_ir_autodiff_init();
+    st_status st;
+    int n = fwd->nvalues > 0 ? fwd->nvalues : 1;
+    bctx c = {fwd, st_ir_graph_new(), malloc(sizeof(int) * (size_t)n),
+              malloc(sizeof(int) * (size_t)n)};
+    bool *from = calloc((size_t)n, sizeof *from); /* reached from wrt */
+    bool *to = calloc((size_t)n, sizeof *to);     /* reaches an output */
+    int *seeds = malloc(sizeof(int) * (size_t)(nouts > 0 ? nouts : 1));
+    bool oom;
+    int *rmap = region_map(fwd, &oom);
+    st_graph *b = NULL;
+    if (!c.w || !c.ph || !c.grad || !from || !to || !seeds || oom) {
+        st = st_err(ST_ERR_MEMORY, "backward: out of memory");
+        goto done;
+    }
+    for (int v = 0; v < fwd->nvalues; v++)
+        c.ph[v] = c.grad[v] = -1;
+    for (int k = 0; k < nwrt; k++)
+        from[wrt[k]] = st_dtype_is_float(fwd->values[wrt[k]].meta.dtype);
+    reach(fwd, rmap, from);
+    for (int k = 0; k < nouts; k++)
+        to[outs[k]] = true;
     for (int si = fwd->nstmts - 1; si >= 0; si--) {
         const st_stmt *s = &fwd->stmts[si];
         bool any = false;
@@ -346,17 +550,42 @@ st_status st_ir_backward(const st_graph *fwd, const int *wrt, int nwrt,
         if (any)
             for (int k = 0; k < s->nin; k++)
                 to[s->in[k]] = true;
+        const st_ir_region *rg = rmap && rmap[si] >= 0 ? &fwd->regions[rmap[si]]
+                                                       : NULL;
+        if (!rg || si != rg->first || !rg->bwd)
+            continue;
+        any = false;
+        for (int k = 0; k < rg->nout; k++)
+            any |= rg->out[k] >= 0 && to[rg->out[k]];
+        for (int k = 0; any && k < rg->nin; k++)
+            to[rg->in[k]] = true;
     }
-    int seed = st_ir_add_input(c.w, &fwd->values[loss].meta, false);
-    if (seed < 0) {
-        st = st_err_kind();
-        goto done;
+    for (int k = 0; k < nouts; k++) {
+        int o = outs[k];
+        seeds[k] = st_ir_add_input(c.w, &fwd->values[o].meta, false);
+        if (seeds[k] < 0)
+            goto fail;
+        if (!from[o])
+            continue;
+        if (c.grad[o] < 0) {
+            c.grad[o] = seeds[k];
+            continue;
+        }
+        int in[2] = {c.grad[o], seeds[k]}, out[ST_MAX_OUT];
+        if (st_ir_add_stmt(c.w, ST_OP_ADD, in, 2, NULL, out) < 0)
+            goto fail;
+        c.grad[o] = out[0];
     }
-    if (from[loss])
-        c.grad[loss] = seed;
     for (int si = fwd->nstmts - 1; si >= 0; si--) {
         const st_stmt *fs = &fwd->stmts[si];
         const st_op_def *def = st_op(fs->op);
+        if (rmap && rmap[si] >= 0) {
+            /* a region: its statements have no VJP of their own */
+            const st_ir_region *rg = &fwd->regions[rmap[si]];
+            if (si == rg->first && rg->bwd && !inline_region(&c, rg, from))
+                goto fail;
+            continue;
+        }
         if (!def || !def->vjp || !from[fs->out[0]] || !to[fs->out[0]])
             continue;
         int og[ST_MAX_OUT] = {-1, -1, -1}, ig[ST_MAX_IN];
@@ -380,14 +609,8 @@ st_status st_ir_backward(const st_graph *fwd, const int *wrt, int nwrt,
             int v = fs->in[k];
             if (ig[k] < 0 || !from[v])
                 continue;
-            if (c.grad[v] < 0) {
-                c.grad[v] = ig[k];
-                continue;
-            }
-            int in[2] = {c.grad[v], ig[k]}, out[ST_MAX_OUT];
-            if (st_ir_add_stmt(c.w, ST_OP_ADD, in, 2, NULL, out) < 0)
+            if (!add_grad(&c, v, ig[k]))
                 goto fail;
-            c.grad[v] = out[0];
         }
     }
     for (int k = 0; k < nwrt; k++) {
@@ -396,8 +619,8 @@ st_status st_ir_backward(const st_graph *fwd, const int *wrt, int nwrt,
             goto fail;
         st_ir_mark_output(c.w, gv);
     }
-    info->loss = loss;
-    b = compact(&c, seed, info);
+    info->loss = nouts > 0 ? outs[0] : -1;
+    b = compact(&c, seeds, nouts, info);
     if (!b)
         goto fail;
     *bwd_out = b;
@@ -414,7 +637,61 @@ done:
     free(c.grad);
     free(from);
     free(to);
+    free(seeds);
+    free(rmap);
     return st;
+}
+
+static void info_reset(st_graph **bwd_out, st_ir_bwd_info *info)
+{
+    if (info) { /* an output: earlier contents are not freed */
+        memset(info, 0, sizeof *info);
+        info->grad_input = info->loss = -1;
+    }
+    if (bwd_out)
+        *bwd_out = NULL;
+}
+
+st_status st_ir_backward(const st_graph *fwd, const int *wrt, int nwrt,
+                         st_graph **bwd_out, st_ir_bwd_info *info)
+{
+    info_reset(bwd_out, info);
+    st_status st = check_args(fwd, wrt, nwrt, bwd_out, info);
+    if (st != ST_OK)
+        return st;
+    if (fwd->noutputs < 1)
+        return st_err(ST_ERR_VALUE, "backward: the forward graph has no "
+                      "output (output 0 is the loss)");
+    int loss = fwd->outputs[0];
+    if (loss < 0 || loss >= fwd->nvalues)
+        return st_err(ST_ERR_VALUE, "backward: output 0 is not a value");
+    if (!st_dtype_is_float(fwd->values[loss].meta.dtype))
+        return st_err(ST_ERR_TYPE, "backward: the loss (output 0) is %s; "
+                      "only floating point outputs have gradients",
+                      st_dtype_name(fwd->values[loss].meta.dtype));
+    return build(fwd, wrt, nwrt, &loss, 1, bwd_out, info);
+}
+
+st_status st_ir_backward_multi(const st_graph *fwd, const int *wrt, int nwrt,
+                               const int *outs, int nouts,
+                               st_graph **bwd_out, st_ir_bwd_info *info)
+{
+    info_reset(bwd_out, info);
+    if (nouts < 0 || (nouts > 0 && !outs))
+        return st_err(ST_ERR_VALUE, "backward: null argument");
+    for (int k = 0; k < nouts; k++) {
+        if (!fwd || outs[k] < 0 || outs[k] >= fwd->nvalues)
+            return st_err(ST_ERR_INDEX, "backward: outs[%d] is not a value "
+                          "of the graph", k);
+        if (!st_dtype_is_float(fwd->values[outs[k]].meta.dtype))
+            return st_err(ST_ERR_TYPE, "backward: outs[%d] is %s; only "
+                          "floating point outputs have gradients", k,
+                          st_dtype_name(fwd->values[outs[k]].meta.dtype));
+    }
+    st_status st = check_args(fwd, wrt, nwrt, bwd_out, info);
+    if (st != ST_OK)
+        return st;
+    return build(fwd, wrt, nwrt, outs, nouts, bwd_out, info);
 }
 
 st_graph *st_ir_forward_saving(const st_graph *fwd, const st_ir_bwd_info *info)

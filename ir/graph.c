@@ -23,6 +23,7 @@ void st_ir_graph_free(st_graph *g)
 {
     if (!g)
         return;
+    st_ir_regions_clear(g); /* ir/backward.c */
     free(g->values);
     free(g->stmts);
     free(g->inputs);

@@ -244,6 +244,23 @@ typedef struct st_stmt {
     st_attrs attrs;
 } st_stmt;
 
+/* A custom-gradient region (ir/backward.c): forward statements
+ * [first, end) whose gradient is not given by their VJP rules. With bwd
+ * NULL no gradient flows back through them (a stop-gradient: ops traced
+ * under no_grad). Otherwise bwd gives it (a PyLayer's traced backward):
+ * bwd's inputs are the gradients of out[0..nout) (their metas), then the
+ * forward values read[0..nread); its outputs are the gradients of
+ * in[0..nin) (their metas). out[k] may be -1 (dead). Copies of a graph
+ * (st_ir_dce, replays, decompositions) drop regions: the trace keeps them
+ * through its own dead-code pass, and backward graphs are built from the
+ * graph that holds them. */
+typedef struct st_ir_region {
+    int first, end;
+    int nin, nout, nread;
+    int *in, *out, *read;         /* malloc'd, owned */
+    struct st_graph *bwd;         /* owned; NULL: stop-gradient */
+} st_ir_region;
+
 typedef struct st_graph {
     int id;                       /* N in SIR_N */
     st_value *values; int nvalues, cap_values;
@@ -251,6 +268,7 @@ typedef struct st_graph {
     int *inputs; int ninputs, cap_inputs;
     int *outputs; int noutputs, cap_outputs;
     int next_var, next_param;
+    st_ir_region *regions; int nregions, cap_regions; /* owned */
 } st_graph;
 
 st_graph *st_ir_graph_new(void);
@@ -320,11 +338,29 @@ typedef struct {
 st_status st_ir_backward(const st_graph *fwd, const int *wrt, int nwrt,
                          st_graph **bwd_out, st_ir_bwd_info *info);
 void st_ir_bwd_info_clear(st_ir_bwd_info *info);
+/* The same for several outputs at once: the gradients of
+ * sum_k <outs[k], g_k> (outs: forward value ids, float, repeats allowed).
+ * Backward inputs: the saved values, then one gradient g_k per outs[k] at
+ * index info->grad_input + k (of outs[k]'s meta; feed zeros for an output
+ * that got no gradient). info->loss is outs[0]. */
+st_status st_ir_backward_multi(const st_graph *fwd, const int *wrt, int nwrt,
+                               const int *outs, int nouts,
+                               st_graph **bwd_out, st_ir_bwd_info *info);
 /* A copy of fwd whose outputs are fwd's, then info->saved[k] for each k
  * (the forward of the pair: run it, keep outputs noutputs.., feed them to
  * the backward graph). Same inputs and constants in the same order. */
 st_graph *st_ir_forward_saving(const st_graph *fwd,
                                const st_ir_bwd_info *info);
+
+/* Appends a region (copies the in/out/read arrays, takes bwd; bwd is
+ * freed on failure too). Returns its index or -1 with the error set. */
+int st_ir_add_region(st_graph *g, const st_ir_region *r);
+/* Frees g's regions (st_ir_graph_free calls it). */
+void st_ir_regions_clear(st_graph *g);
+/* Which values of g depend on wrt (value ids) through differentiable
+ * statements and regions (what gets a gradient): malloc'd flags per value,
+ * NULL on out of memory. */
+bool *st_ir_grad_reach(const st_graph *g, const int *wrt, int nwrt);
 
 /* xxHash (XXH3 64) of the graph's structure: ops, attrs, operand wiring,
  * input dtypes and shapes (sizes included when with_sizes). */

@@ -255,7 +255,7 @@ st_ad_node *st_ad_custom_node(const char *name, st_ad_custom_fn fn, void *ctx,
         return NULL;
     }
     for (int k = 0; k < nin; k++) {
-        if (inputs[k]) st_tensor_meta(inputs[k], &n->in_meta[k < ST_MAX_IN ? k : 0]);
+        if (inputs[k] && k < ST_MAX_IN) st_tensor_meta(inputs[k], &n->in_meta[k]);
         set_edge(n, k, inputs[k]);
     }
     for (int k = 0; k < nout; k++) {
@@ -656,7 +656,7 @@ static st_status run_node(st_ad_node *n, st_tensor **gin) {
         st_status s = n->fn(n->ctx, n->nout, n->gbuf, n->nin, gin);
         if (s != ST_OK) return s;
         for (int k = 0; k < n->nin; k++)
-            if (gin[k] && (n->next_node[k] || n->next_leaf[k]) &&
+            if (gin[k] && (n->next_node[k] || n->next_leaf[k]) && k < ST_MAX_IN &&
                 check_grad(n->name, gin[k], &n->in_meta[k < ST_MAX_IN ? k : 0]) != ST_OK)
                 return st_err_kind();
         return ST_OK;

@@ -97,3 +97,19 @@ void st_rt_rng_reserve(uint64_t n, uint64_t *seed, uint64_t *offset)
     rng_offset += n;
     pthread_mutex_unlock(&rng_lock);
 }
+
+void st_rt_rng_get_state(uint64_t *seed, uint64_t *offset)
+{
+    pthread_mutex_lock(&rng_lock);
+    *seed = rng_seed;
+    *offset = rng_offset;
+    pthread_mutex_unlock(&rng_lock);
+}
+
+void st_rt_rng_set_state(uint64_t seed, uint64_t offset)
+{
+    pthread_mutex_lock(&rng_lock);
+    rng_seed = seed;
+    rng_offset = offset;
+    pthread_mutex_unlock(&rng_lock);
+}

@@ -284,8 +284,11 @@ void st_ad_stats_get(st_ad_stats *out);
  * requires grad), Python scalars become constants, an in-place result is a
  * new value its tensor maps to from then on. Ops run eagerly as usual.
  * What cannot be expressed (custom autograd nodes, in-place writes into
- * aliased storage) fails the trace: st_rt_trace_end then returns NULL with
- * the reason as the error. One trace per thread; no nesting. */
+ * storage aliased outside the trace's views, data reads into Python) fails
+ * the trace: st_rt_trace_end
+ * then returns NULL with the reason as the error (and restores inputs as
+ * st_rt_trace_abort does). Ops under no_grad become stop-gradient regions
+ * of the graph. One trace per thread; no nesting. */
 st_status st_rt_trace_begin(void);
 bool st_rt_trace_active(void);       /* active and not suspended */
 /* Ends the trace: marks outputs[0..nout) as the graph's outputs and
@@ -295,6 +298,48 @@ bool st_rt_trace_active(void);       /* active and not suspended */
 st_graph *st_rt_trace_end(st_tensor *const *outputs, int nout,
                           st_tensor ***inputs, int *ninputs);
 void st_rt_trace_abort(void);        /* discards an active trace */
+/* Like st_rt_trace_end, and also reports the graph inputs that traced ops
+ * mutated in place: for each, one extra graph output (after the nout
+ * requested ones, in order) holds its final value, and (*wb_in)[k] is the
+ * input index it belongs to (malloc'd; caller frees; *nwb the count). */
+st_graph *st_rt_trace_end2(st_tensor *const *outputs, int nout,
+                           st_tensor ***inputs, int *ninputs,
+                           int **wb_in, int *nwb);
+/* Has the active trace failed? Then *reason (if not NULL) points at the
+ * first reason (valid until the trace ends). */
+bool st_rt_trace_failed(const char **reason);
+/* st_rt_trace_abort also restores inputs that traced ops mutated in place
+ * (a copy is taken before the first in-place write into a tensor the trace
+ * did not create), so an aborted translation leaves no trace of itself. */
+/* Called by st_rt_eager before it writes into a given tensor while a
+ * trace is active: copies the tensor's storage (once) when the trace did
+ * not create it, for st_rt_trace_abort to restore, and makes the tensor
+ * an input (so end2 reports its new value). */
+void st_rt_trace_will_write(st_tensor *t);
+/* A tensor allocated uninitialized while tracing (_C.empty): traced as
+ * zeros made by the graph (any content is a valid value of empty), so
+ * code that fills it (cat) does not make it a graph input. */
+void st_rt_trace_fresh(st_tensor *t);
+/* Tensor.detach() while tracing: out (an alias of src) is traced as an
+ * identity (a same-shape reshape) in a stop-gradient region. */
+void st_rt_trace_detach(st_tensor *src, st_tensor *out);
+/* PyLayer inside a trace (frontend/pylayer_trace.c): a custom-gradient
+ * region (st_ir_region). region_begin: the statements traced from now on
+ * are the PyLayer's forward. region_backward: the forward ran; ins (its
+ * tensor arguments) and outs (its results, computed by traced ops) are the
+ * region's inputs and outputs; from now on traced ops build the region's
+ * backward graph instead, whose first inputs are gouts[0..nout) (fresh
+ * tensors standing for the outputs' gradients); tensors it reads that the
+ * forward trace knows become its further inputs. region_end: the backward
+ * ran; gins[k] is the gradient of ins[k] (NULL: zeros); registers the
+ * region and resumes the main trace. Errors fail the trace too; after an
+ * error, region_cancel(reason) closes whatever is open. */
+st_status st_rt_trace_region_begin(void);
+st_status st_rt_trace_region_backward(st_tensor *const *ins, int nin,
+                                      st_tensor *const *outs, int nout,
+                                      st_tensor *const *gouts);
+st_status st_rt_trace_region_end(st_tensor *const *gins, int nin);
+void st_rt_trace_region_cancel(const char *reason);
 /* The hook: records op(in) -> out[0..nout) (called by st_rt_eager after a
  * successful op and by runtime/view.c for every view). Never fails: a
  * problem marks the trace failed; the thread's error state is kept. */
@@ -311,5 +356,44 @@ void st_rt_manual_seed(uint64_t seed);
 uint64_t st_rt_initial_seed(void);
 /* Reserves n counters of the global generator: returns (seed, offset). */
 void st_rt_rng_reserve(uint64_t n, uint64_t *seed, uint64_t *offset);
+/* The global generator's state, to put back after a discarded translation. */
+void st_rt_rng_get_state(uint64_t *seed, uint64_t *offset);
+void st_rt_rng_set_state(uint64_t seed, uint64_t offset);
+
+
+/* ---------------- compiled functions (runtime/cfn.c) ----------------
+ * What a compiled frame runs: a forward graph lowered and compiled once by
+ * a backend ("llvm", "interp", "nvrtc", or "eager": the graph's statements
+ * run one by one through st_rt_eager, for debugging the frontend), plus,
+ * when some inputs require grad, the backward graph of every differentiable
+ * output (AOTAutograd-style: st_ir_backward, only what backward reads is
+ * saved), compiled by the same backend. Each run with grad mode on and an
+ * input that requires grad attaches one custom tape node to the outputs;
+ * its backward runs the compiled backward graph. Inputs that the traced
+ * code mutated in place get their new value copied back after each run
+ * (the trace reports them, see st_rt_trace_end2). */
+typedef struct st_rt_cfn st_rt_cfn;
+typedef struct {
+    const char *backend;
+    /* per input: build gradients for it (it required grad at trace time) */
+    const bool *input_requires_grad;
+    /* pairs (graph output index -> input index) to copy back after a run;
+     * those outputs are internal (not among the user-visible outputs,
+     * which are the first nvisible ones) */
+    const int *writeback_out, *writeback_in;
+    int nwriteback;
+    int nvisible;
+} st_rt_cfn_opts;
+/* Takes ownership of g (freed on failure too). NULL + error on failure. */
+st_rt_cfn *st_rt_cfn_new(st_graph *g, const st_rt_cfn_opts *o);
+/* inputs[0..ninputs) -> outputs[0..nvisible) as new references. */
+st_status st_rt_cfn_run(st_rt_cfn *f, st_tensor *const *inputs,
+                        st_tensor **outputs);
+void st_rt_cfn_free(st_rt_cfn *f);
+int st_rt_cfn_num_inputs(const st_rt_cfn *f);
+int st_rt_cfn_num_outputs(const st_rt_cfn *f);   /* visible ones */
+int st_rt_cfn_num_kernels(const st_rt_cfn *f, bool backward);
+bool st_rt_cfn_has_backward(const st_rt_cfn *f);
+const st_graph *st_rt_cfn_graph(const st_rt_cfn *f, bool backward);
 
 #endif

@@ -2,20 +2,40 @@
  * every eager op (st_rt_eager) and every view function (runtime/view.c)
  * that runs at the outermost level appends its statement to a trace graph,
  * as a by-product of running normally. Owns st_rt_trace_* (begin, end,
- * abort, note, fail, suspend/resume).
+ * end2, abort, note, fail, failed, will_write, suspend/resume, and the
+ * PyLayer region capture).
  *
  * Mapping: a hash map from st_tensor* to the value id that tensor holds now
  * (holding a reference, so no pointer is reused while tracing). A tensor
  * first seen as an operand becomes a graph input (a param when it is a leaf
  * that requires grad); Python scalars become constants. An in-place result
  * (a given tensor) is a new value the tensor maps to from then on (SSA).
- * In-place writes into a tensor whose storage other traced tensors share
- * (views, bases) cannot be expressed and fail the trace, as do custom
- * autograd nodes (PyLayer) and ops run under no_grad on tensors that
- * require grad (a stop-gradient the IR cannot state); a failed trace
- * keeps running eagerly and st_rt_trace_end reports the first reason. Nested runs (ops inside an
- * eager op, programs run by the autograd engine) are not traced: callers
- * bracket them with st_rt_trace_suspend/resume.
+ * An in-place write into a view (or into a base that has views) is written
+ * through: the base's new value is stated with primitives (see "writes
+ * through views") and the other views are derived again; an alias the
+ * trace did not make (detach, two inputs sharing storage) fails the trace,
+ * as do custom autograd nodes made outside a PyLayer capture; a failed
+ * trace keeps running eagerly and st_rt_trace_end reports the first
+ * reason. Tensors allocated uninitialized while tracing (_C.empty) are
+ * zeros made by the graph (st_rt_trace_fresh). Nested runs (ops
+ * inside an eager op, programs run by the autograd engine) are not traced:
+ * callers bracket them with st_rt_trace_suspend/resume.
+ *
+ * In-place writes into tensors the trace did not create (st_rt_eager calls
+ * st_rt_trace_will_write before writing into a given tensor): the storage
+ * is copied first (once), so st_rt_trace_abort, or an end that fails, can
+ * put it back; the tensor becomes an input if it was not one, and
+ * st_rt_trace_end2 reports the inputs whose value changed.
+ *
+ * Ops run under no_grad are marked as stop-gradient regions of the graph
+ * (st_ir_region without bwd): the backward graph sends no gradient through
+ * them, as eager autograd records nothing for them. A PyLayer inside a
+ * translation (frontend/pylayer_trace.c) is a region with a backward:
+ * st_rt_trace_region_begin, the forward runs (traced into the graph),
+ * st_rt_trace_region_backward switches to a sub-trace whose inputs are the
+ * output gradients and then the values the backward reads, the backward
+ * runs, st_rt_trace_region_end registers the region. The final dead-code
+ * pass keeps regions (remapped) and the values their backward reads.
  *
  * Eager dropout is traced as mul(x, dropout(full(1, like x))), as the tape
  * records it, so the backward graph sees a differentiable statement. */
@@ -29,9 +49,19 @@
 typedef struct {
     st_tensor *t;   /* owned reference; NULL = empty slot */
     int value;
+    bool created;   /* a fresh result of a traced op (its storage is ours) */
+    /* a traced view: t = vop(vsrc) (vsrc is in the map, so alive) */
+    st_tensor *vsrc;
+    st_op_id vop;
+    st_attrs vattrs;
+    int64_t seq;    /* insertion order */
 } tslot;
 
 typedef struct {
+    st_storage *orig, *copy;   /* owned references */
+} backup;
+
+typedef struct trace_state {
     st_graph *g;
     tslot *slots;
     size_t cap, n;
@@ -39,6 +69,16 @@ typedef struct {
     int ninputs, cap_inputs;
     bool failed;
     char reason[256];
+    backup *bk;           /* storages copied before an in-place write */
+    int nbk, cap_bk;
+    /* PyLayer capture: in_region while its forward or backward runs (no
+     * stop-gradient marking then); rg_* describe the region being built */
+    bool in_region;
+    int rg_first, rg_end, rg_nin, rg_nout;
+    int *rg_in, *rg_out;
+    struct trace_state *parent;   /* a sub-trace (a PyLayer backward) */
+    struct trace_state *sub;
+    int64_t nseq;
 } trace_state;
 
 static _Thread_local trace_state *cur;
@@ -79,7 +119,7 @@ static void failf(trace_state *s, const char *fmt, ...)
 }
 
 /* Maps t to value v (inserting t with a reference, or updating it). */
-static bool map_set(trace_state *s, st_tensor *t, int v)
+static bool map_set(trace_state *s, st_tensor *t, int v, bool created)
 {
     tslot *e = find(s, t);
     if (e) {
@@ -111,6 +151,9 @@ static bool map_set(trace_state *s, st_tensor *t, int v)
     st_tensor_incref(t);
     s->slots[j].t = t;
     s->slots[j].value = v;
+    s->slots[j].created = created;
+    s->slots[j].vsrc = NULL;
+    s->slots[j].seq = s->nseq++;
     s->n++;
     return true;
 }
@@ -140,25 +183,52 @@ static int value_of(trace_state *s, st_tensor *t)
         st_err_clear();
         return -1;
     }
-    if (!map_set(s, t, v))
+    if (!map_set(s, t, v, false))
         return -1;
     st_tensor_incref(t);
     s->inputs[s->ninputs++] = t;
     return v;
 }
 
+/* Frees s and its open sub-traces; backups are dropped (see restore). */
 static void state_free(trace_state *s)
 {
-    if (!s)
-        return;
-    for (size_t i = 0; i < s->cap; i++)
-        st_tensor_decref(s->slots[i].t);
-    free(s->slots);
-    for (int k = 0; k < s->ninputs; k++)
-        st_tensor_decref(s->inputs[k]);
-    free(s->inputs);
-    st_ir_graph_free(s->g);
-    free(s);
+    while (s) {
+        trace_state *next = s->sub;
+        for (size_t i = 0; i < s->cap; i++)
+            st_tensor_decref(s->slots[i].t);
+        free(s->slots);
+        for (int k = 0; k < s->ninputs; k++)
+            st_tensor_decref(s->inputs[k]);
+        free(s->inputs);
+        for (int k = 0; k < s->nbk; k++) {
+            st_storage_decref(s->bk[k].orig);
+            st_storage_decref(s->bk[k].copy);
+        }
+        free(s->bk);
+        free(s->rg_in);
+        free(s->rg_out);
+        st_ir_graph_free(s->g);
+        free(s);
+        s = next;
+    }
+}
+
+/* Puts back the storages copied before in-place writes. */
+static void restore(trace_state *s)
+{
+    for (int k = 0; k < s->nbk; k++) {
+        st_storage *o = s->bk[k].orig, *c = s->bk[k].copy;
+        if (o->device->copy(o->device, o->data, c->data, o->nbytes) == ST_OK)
+            o->version++;
+    }
+}
+
+static trace_state *root_of(trace_state *s)
+{
+    while (s && s->parent)
+        s = s->parent;
+    return s;
 }
 
 st_status st_rt_trace_begin(void)
@@ -193,17 +263,86 @@ void st_rt_trace_resume(void)
         suspended--;
 }
 
+/* Nested work (suspended) is not part of the trace: nothing to fail. */
 void st_rt_trace_fail(const char *reason)
 {
-    if (cur)
-        failf(cur, "%s", reason ? reason : "unknown reason");
+    trace_state *r = root_of(cur);
+    if (r && !suspended)
+        failf(r, "%s", reason ? reason : "unknown reason");
 }
 
 void st_rt_trace_abort(void)
 {
-    state_free(cur);
+    trace_state *r = root_of(cur);
+    if (r) {
+        bool was = st_ad_grad_enabled();
+        st_ad_set_grad_enabled(false);
+        restore(r);
+        st_ad_set_grad_enabled(was);
+    }
+    state_free(r);
     cur = NULL;
     suspended = 0;
+}
+
+/* Does a tensor created by a traced op of s own this storage? */
+static bool created_storage(trace_state *s, const st_storage *st)
+{
+    for (size_t i = 0; i < s->cap; i++)
+        if (s->slots[i].t && s->slots[i].created &&
+            s->slots[i].t->storage == st)
+            return true;
+    return false;
+}
+
+void st_rt_trace_will_write(st_tensor *t)
+{
+    trace_state *s = cur;
+    if (!s || suspended || !t || !t->storage)
+        return;
+    tslot *e = find(s, t);
+    if ((e && e->created) || created_storage(s, t->storage))
+        return;
+    if (s->parent) {
+        failf(s, "a PyLayer backward writes in place into a tensor it did "
+              "not create");
+        failf(root_of(s), "%s", s->reason);
+    }
+    trace_state *r = root_of(s);
+    bool have = false;
+    for (int k = 0; k < r->nbk && !have; k++)
+        have = r->bk[k].orig == t->storage;
+    if (!have) {
+        st_storage *o = t->storage;
+        if (r->nbk == r->cap_bk) {
+            int nc = r->cap_bk ? r->cap_bk * 2 : 8;
+            backup *nb = realloc(r->bk, sizeof *nb * (size_t)nc);
+            if (!nb) {
+                failf(r, "out of host memory");
+                return;
+            }
+            r->bk = nb;
+            r->cap_bk = nc;
+        }
+        st_status es = st_err_kind();
+        st_storage *c = st_storage_new(o->device, o->nbytes);
+        if (!c || o->device->copy(o->device, c->data, o->data, o->nbytes)
+                      != ST_OK) {
+            failf(r, "cannot copy a tensor before an in-place write, so an "
+                  "aborted trace could not restore it");
+            st_storage_decref(c);
+            if (es == ST_OK)
+                st_err_clear();
+            return;
+        }
+        st_storage_incref(o);
+        r->bk[r->nbk].orig = o;
+        r->bk[r->nbk++].copy = c;
+    }
+    /* an external tensor written in place is an input of the graph (its
+     * value before the write), so end2 reports its new value */
+    if (!s->failed && !find(s, t))
+        value_of(s, t);
 }
 
 /* True when another traced tensor shares t's storage (a view or base). */
@@ -233,6 +372,239 @@ static int emit(trace_state *s, st_op_id op, const int *in, int nin,
     return outs[0];
 }
 
+/* ---- writes through views ----
+ * An in-place write into a view changes its base (and every other view of
+ * that storage). The base's new value is stated with primitives: for a
+ * slice, where(in_slice_mask, scatter_add(zeros, index, new_view), base);
+ * for reshape/squeeze/unsqueeze, a reshape back; for permute, the inverse
+ * permute. Then every other traced view of the storage is derived again
+ * from its source's new value (in creation order). What has no known path
+ * to the base (an alias from elsewhere, expand) fails the trace. */
+static int emit1(trace_state *s, st_op_id op, int a, int b, int c, int n,
+                 const st_attrs *at)
+{
+    int in[3] = {a, b, c}, outs[ST_MAX_OUT];
+    return emit(s, op, in, n, at, outs);
+}
+
+/* arange(start, step, n) as int64 shaped [1.., n at dim d, ..1] (rank nd). */
+static int arange_along(trace_state *s, int64_t start, int64_t step, int64_t n,
+                        int d, int nd)
+{
+    st_attrs a;
+    memset(&a, 0, sizeof a);
+    a.f[0] = (double)start;
+    a.f[1] = (double)step;
+    a.dims[0] = n;
+    a.ndims = 1;
+    a.dtype = ST_INT64;
+    int r = emit(s, ST_OP_ARANGE, NULL, 0, &a, (int[ST_MAX_OUT]){0});
+    if (r < 0)
+        return -1;
+    st_attrs rs;
+    memset(&rs, 0, sizeof rs);
+    rs.ndims = nd;
+    for (int k = 0; k < nd; k++)
+        rs.dims[k] = k == d ? n : 1;
+    return emit1(s, ST_OP_RESHAPE, r, 0, 0, 1, &rs);
+}
+
+/* The new value of src when its view e (e->vop of src) now holds value nv. */
+static int inverse_view(trace_state *s, const tslot *e, int nv)
+{
+    const st_tensor *src = e->vsrc;
+    int sv = find(s, src) ? find(s, src)->value : -1;
+    if (sv < 0)
+        return -1;
+    /* copies: emitting statements may move the value array */
+    const st_meta smv = s->g->values[sv].meta, *sm = &smv;
+    switch (e->vop) {
+    case ST_OP_RESHAPE:
+    case ST_OP_SQUEEZE:
+    case ST_OP_UNSQUEEZE: {
+        st_attrs a;
+        memset(&a, 0, sizeof a);
+        a.ndims = sm->ndim;
+        for (int d = 0; d < sm->ndim; d++)
+            a.dims[d] = sm->shape[d];
+        return emit1(s, ST_OP_RESHAPE, nv, 0, 0, 1, &a);
+    }
+    case ST_OP_PERMUTE: {
+        st_attrs a;
+        memset(&a, 0, sizeof a);
+        a.ndims = e->vattrs.ndims;
+        for (int d = 0; d < a.ndims; d++)
+            a.dims[e->vattrs.dims[d]] = d;
+        return emit1(s, ST_OP_PERMUTE, nv, 0, 0, 1, &a);
+    }
+    case ST_OP_SLICE: {
+        int d = (int)e->vattrs.i[0], nd = sm->ndim;
+        int64_t start = e->vattrs.i[1], stop = e->vattrs.i[2],
+                step = e->vattrs.i[3];
+        const st_meta vmv = s->g->values[nv].meta, *vm = &vmv;
+        if (d < 0 || d >= nd || step <= 0 || vm->ndim != nd)
+            return -1;
+        int64_t n = vm->shape[d];
+        /* index: the source positions along d, expanded to the view */
+        int ix = arange_along(s, start, step, n, d, nd);
+        st_attrs ea;
+        memset(&ea, 0, sizeof ea);
+        ea.ndims = nd;
+        for (int k = 0; k < nd; k++)
+            ea.dims[k] = vm->shape[k];
+        ix = ix < 0 ? -1 : emit1(s, ST_OP_EXPAND, ix, 0, 0, 1, &ea);
+        st_attrs za;
+        memset(&za, 0, sizeof za);
+        za.dtype = sm->dtype;
+        if (!st_dtype_is_float(sm->dtype))
+            za.flags = ST_ATTR_INT_VALUE;
+        int z = ix < 0 ? -1 : emit1(s, ST_OP_FULL, sv, 0, 0, 1, &za);
+        st_attrs sa;
+        memset(&sa, 0, sizeof sa);
+        sa.i[0] = d;
+        int sc = z < 0 ? -1 : emit1(s, ST_OP_SCATTER_ADD, z, ix, nv, 3, &sa);
+        /* mask: start <= p < stop and (p - start) % step == 0 */
+        int p = sc < 0 ? -1 : arange_along(s, 0, 1, sm->shape[d], d, nd);
+        int c0 = p < 0 ? -1 : st_ir_add_const(s->g, ST_INT64, (double)start, start);
+        int c1 = c0 < 0 ? -1 : st_ir_add_const(s->g, ST_INT64, (double)(start + (n - 1) * step),
+                                               start + (n - 1) * step);
+        int m0 = c1 < 0 ? -1 : emit1(s, ST_OP_GE, p, c0, 0, 2, NULL);
+        int m1 = m0 < 0 ? -1 : emit1(s, ST_OP_LE, p, c1, 0, 2, NULL);
+        int m = m1 < 0 ? -1 : emit1(s, ST_OP_LOGICAL_AND, m0, m1, 0, 2, NULL);
+        if (m >= 0 && step > 1) {
+            int cs = st_ir_add_const(s->g, ST_INT64, (double)step, step);
+            int df = cs < 0 ? -1 : emit1(s, ST_OP_SUB, p, c0, 0, 2, NULL);
+            int rm = df < 0 ? -1 : emit1(s, ST_OP_REMAINDER, df, cs, 0, 2, NULL);
+            int zc = rm < 0 ? -1 : st_ir_add_const(s->g, ST_INT64, 0, 0);
+            int ok = zc < 0 ? -1 : emit1(s, ST_OP_EQ, rm, zc, 0, 2, NULL);
+            m = ok < 0 ? -1 : emit1(s, ST_OP_LOGICAL_AND, m, ok, 0, 2, NULL);
+        }
+        (void)stop;
+        if (n == 0)
+            return sv; /* an empty slice writes nothing */
+        return m < 0 ? -1 : emit1(s, ST_OP_WHERE, m, sc, sv, 3, NULL);
+    }
+    default:
+        return -1;
+    }
+}
+
+static bool write_through(trace_state *s, st_tensor *t)
+{
+    /* up the chain: each source gets its new value */
+    st_tensor *cur = t, *chain[64];
+    int nchain = 0;
+    tslot *e = find(s, cur);
+    while (e && e->vsrc) {
+        if (nchain == 64) {
+            failf(s, "a write through more than 64 nested views");
+            return false;
+        }
+        chain[nchain++] = cur;
+        int nv = inverse_view(s, e, e->value);
+        if (nv < 0) {
+            failf(s, "%s: an in-place write through this view into its base "
+                  "cannot be traced", st_op(e->vop)->name);
+            return false;
+        }
+        cur = e->vsrc;
+        if (!map_set(s, cur, nv, false))
+            return false;
+        e = find(s, cur);
+    }
+    /* cur is the base: re-derive every other view of its storage */
+    const st_storage *stg = cur->storage;
+    for (;;) {
+        tslot *next = NULL;
+        for (size_t i = 0; i < s->cap; i++) {
+            tslot *o = &s->slots[i];
+            if (!o->t || o->t == cur || o->t->storage != stg || o->seq < 0)
+                continue;
+            bool on_chain = false;
+            for (int k = 0; k < nchain; k++)
+                on_chain |= chain[k] == o->t;
+            if (on_chain)
+                continue;
+            if (!next || o->seq < next->seq)
+                next = o;
+        }
+        if (!next)
+            break;
+        if (!next->vsrc) {
+            failf(s, "an in-place write into a tensor whose storage another "
+                  "traced tensor shares without a traced view between them "
+                  "cannot be traced");
+            return false;
+        }
+        tslot *src = find(s, next->vsrc);
+        int in = src ? src->value : -1, outs[ST_MAX_OUT];
+        int v = in < 0 ? -1 : emit(s, next->vop, &in, 1, &next->vattrs, outs);
+        if (v < 0)
+            return false;
+        next->value = v;
+        next->seq = -1 - next->seq; /* done (restored below) */
+    }
+    for (size_t i = 0; i < s->cap; i++)
+        if (s->slots[i].t && s->slots[i].seq < 0)
+            s->slots[i].seq = -1 - s->slots[i].seq;
+    if (cur->is_view && cur != t) {
+        /* the base itself is a view from outside the trace: fine only if
+         * nothing else shares it, which the loop above checked */
+    }
+    return true;
+}
+
+static void mark_nograd(trace_state *s, int first, int end)
+{
+    st_graph *g = s->g;
+    st_ir_region *last = g->nregions ? &g->regions[g->nregions - 1] : NULL;
+    if (last && !last->bwd && last->end == first) {
+        last->end = end;
+        return;
+    }
+    st_ir_region r;
+    memset(&r, 0, sizeof r);
+    r.first = first;
+    r.end = end;
+    if (st_ir_add_region(g, &r) < 0) {
+        failf(s, "%s", st_err_msg());
+        st_err_clear();
+    }
+}
+
+/* A leaf that requires grad, written in place under no_grad, stays the
+ * same leaf (eager: later uses still send it gradients). Its new value v
+ * becomes v + (x - stop_gradient(x)), x its graph input: exactly v, with
+ * the gradient of x. */
+static void keep_leaf_grad(trace_state *s, st_tensor *t)
+{
+    if (!t->requires_grad || t->grad_fn || !st_dtype_is_float(t->dtype))
+        return;
+    int x = -1;
+    for (int k = 0; k < s->ninputs && x < 0; k++)
+        if (s->inputs[k] == t)
+            x = s->g->inputs[k];
+    tslot *e = find(s, t);
+    if (x < 0 || !e || e->value == x)
+        return;
+    int v = e->value, first = s->g->nstmts, outs[ST_MAX_OUT];
+    st_attrs a;
+    memset(&a, 0, sizeof a);
+    a.ndims = t->ndim;
+    for (int d = 0; d < t->ndim; d++)
+        a.dims[d] = t->shape[d];
+    int sg = emit(s, ST_OP_RESHAPE, &x, 1, &a, outs);
+    if (sg < 0)
+        return;
+    mark_nograd(s, first, s->g->nstmts);
+    int zi[2] = {x, sg};
+    int z = emit(s, ST_OP_SUB, zi, 2, NULL, outs);
+    int ai[2] = {v, z};
+    int r = z < 0 ? -1 : emit(s, ST_OP_ADD, ai, 2, NULL, outs);
+    if (r >= 0)
+        e->value = r;
+}
+
 void st_rt_trace_note(st_op_id op, const st_operand *in, int nin,
                       const st_attrs *attrs, st_tensor *const *out, int nout)
 {
@@ -249,17 +621,6 @@ void st_rt_trace_note(st_op_id op, const st_operand *in, int nin,
         failf(s, "a malformed op was noted");
         goto restore;
     }
-    /* under no_grad an op cuts the gradient of an operand that requires
-     * it; the graph has no stop-gradient statement to say so */
-    if (!st_ad_grad_enabled() && st_op(op)->vjp)
-        for (int k = 0; k < nin; k++)
-            if (in[k].t && in[k].t->requires_grad &&
-                st_dtype_is_float(in[k].t->dtype)) {
-                failf(s, "%s: an op under no_grad on a tensor that requires "
-                      "grad (a stop-gradient) cannot be traced",
-                      st_op(op)->name);
-                goto restore;
-            }
     int ids[ST_MAX_IN], outs[ST_MAX_OUT];
     for (int k = 0; k < nin; k++) {
         if (in[k].t) {
@@ -272,15 +633,20 @@ void st_rt_trace_note(st_op_id op, const st_operand *in, int nin,
         if (ids[k] < 0)
             goto restore;
     }
+    bool found[ST_MAX_OUT] = {false, false, false};
+    bool through[ST_MAX_OUT] = {false, false, false};
+    int first_stmt = s->g->nstmts;
     for (int k = 0; k < nout; k++) {
         if (!out[k]) {
             failf(s, "%s: a result is missing", st_op(op)->name);
             goto restore;
         }
-        if (find(s, out[k]) && aliased(s, out[k])) {
-            failf(s, "%s: an in-place write into a tensor that shares its "
-                  "storage with other traced tensors (a view or its base) "
-                  "cannot be traced", st_op(op)->name);
+        found[k] = find(s, out[k]) != NULL;
+        /* a write into a view or a base with views: written through */
+        through[k] = found[k] && aliased(s, out[k]);
+        if (through[k] && st_op(op)->kind == ST_OPK_VIEW) {
+            failf(s, "%s: a view op wrote into a traced tensor",
+                  st_op(op)->name);
             goto restore;
         }
     }
@@ -328,8 +694,25 @@ void st_rt_trace_note(st_op_id op, const st_operand *in, int nin,
             if ((v = emit(s, ST_OP_CAST, &v, 1, &ca, co)) < 0)
                 goto restore;
         }
-        if (!map_set(s, t, v))
+        if (!map_set(s, t, v, !found[k] && st_op(op)->kind != ST_OPK_VIEW))
             goto restore;
+        if (!found[k] && st_op(op)->kind == ST_OPK_VIEW && nin == 1 &&
+            in[0].t && attrs) {
+            tslot *e = find(s, t);
+            e->vsrc = in[0].t;
+            e->vop = op;
+            e->vattrs = *attrs;
+        }
+        if (through[k] && !write_through(s, t))
+            goto restore;
+    }
+    /* under no_grad: a stop-gradient region (extending the previous one
+     * when it ends here) */
+    if (!st_ad_grad_enabled() && !s->in_region && s->g->nstmts > first_stmt) {
+        mark_nograd(s, first_stmt, s->g->nstmts);
+        for (int k = 0; k < nout; k++)
+            if (found[k])
+                keep_leaf_grad(s, out[k]);
     }
 restore:
     if (saved_kind != ST_OK)
@@ -338,25 +721,154 @@ restore:
         st_err_clear();
 }
 
-st_graph *st_rt_trace_end(st_tensor *const *outputs, int nout,
-                          st_tensor ***inputs, int *ninputs)
+/* Dead-code removal that keeps regions: a copy of g without statements no
+ * output depends on, a region's inputs and read values kept alive while
+ * one of its outputs is; inputs and constants kept in order (as
+ * st_ir_dce). Regions are remapped (stop-gradient ranges that lost every
+ * statement and PyLayer regions with no live output are dropped). */
+static st_graph *dce(st_graph *g)
+{
+    int n = g->nvalues > 0 ? g->nvalues : 1;
+    int ns = g->nstmts > 0 ? g->nstmts : 1;
+    bool *live = calloc((size_t)n, sizeof *live);
+    bool *keep = calloc((size_t)ns, sizeof *keep);
+    bool *rlive = calloc((size_t)(g->nregions > 0 ? g->nregions : 1),
+                         sizeof *rlive);
+    int *map = malloc(sizeof(int) * (size_t)n);
+    int *smap = malloc(sizeof(int) * (size_t)(ns + 1));
+    st_graph *ng = st_ir_graph_new();
+    bool ok = live && keep && rlive && map && smap && ng;
+    if (!ok) {
+        st_err(ST_ERR_MEMORY, "trace: out of host memory");
+        goto done;
+    }
+    for (int k = 0; k < g->noutputs; k++)
+        live[g->outputs[k]] = true;
+    for (int si = g->nstmts - 1; si >= 0; si--) {
+        /* a PyLayer region ending here: live if an output is */
+        for (int r = 0; r < g->nregions; r++) {
+            st_ir_region *rg = &g->regions[r];
+            if (!rg->bwd || rg->end - 1 != si)
+                continue;
+            for (int k = 0; k < rg->nout; k++)
+                rlive[r] |= rg->out[k] >= 0 && live[rg->out[k]];
+            for (int k = 0; rlive[r] && k < rg->nin; k++)
+                live[rg->in[k]] = true;
+            for (int k = 0; rlive[r] && k < rg->nread; k++)
+                live[rg->read[k]] = true;
+        }
+        const st_stmt *st = &g->stmts[si];
+        for (int k = 0; k < st->nout; k++)
+            keep[si] |= live[st->out[k]];
+        for (int k = 0; keep[si] && k < st->nin; k++)
+            live[st->in[k]] = true;
+    }
+    for (int v = 0; v < g->nvalues; v++)
+        map[v] = -1;
+    for (int k = 0; k < g->ninputs && ok; k++) {
+        const st_value *val = &g->values[g->inputs[k]];
+        map[g->inputs[k]] = st_ir_add_input(ng, &val->meta,
+                                            val->kind == ST_VAL_PARAM);
+        ok = map[g->inputs[k]] >= 0;
+    }
+    for (int v = 0; v < g->nvalues && ok; v++) {
+        const st_value *val = &g->values[v];
+        if (val->kind == ST_VAL_CONST) {
+            map[v] = st_ir_add_const(ng, val->meta.dtype, val->fconst,
+                                     val->iconst);
+            ok = map[v] >= 0;
+        }
+    }
+    for (int si = 0; si < g->nstmts && ok; si++) {
+        smap[si] = ng->nstmts;
+        if (!keep[si])
+            continue;
+        const st_stmt *st = &g->stmts[si];
+        int in[ST_MAX_IN], out[ST_MAX_OUT];
+        for (int k = 0; k < st->nin; k++)
+            in[k] = map[st->in[k]];
+        ok = st_ir_add_stmt(ng, st->op, in, st->nin, &st->attrs, out) >= 0;
+        for (int k = 0; ok && k < st->nout; k++)
+            map[st->out[k]] = out[k];
+    }
+    smap[g->nstmts] = ng->nstmts;
+    for (int k = 0; k < g->noutputs && ok; k++)
+        st_ir_mark_output(ng, map[g->outputs[k]]);
+    for (int r = 0; r < g->nregions && ok; r++) {
+        st_ir_region *rg = &g->regions[r];
+        st_ir_region nr = *rg;
+        nr.first = smap[rg->first < g->nstmts ? rg->first : g->nstmts];
+        nr.end = smap[rg->end < g->nstmts ? rg->end : g->nstmts];
+        if (nr.end <= nr.first || (rg->bwd && !rlive[r]))
+            continue;
+        int buf[3][64];
+        int *in = rg->nin <= 64 ? buf[0] : malloc(sizeof(int) * (size_t)rg->nin);
+        int *out = rg->nout <= 64 ? buf[1] : malloc(sizeof(int) * (size_t)rg->nout);
+        int *rd = rg->nread <= 64 ? buf[2] : malloc(sizeof(int) * (size_t)rg->nread);
+        ok = in && out && rd;
+        for (int k = 0; ok && k < rg->nin; k++)
+            ok = (in[k] = map[rg->in[k]]) >= 0;
+        for (int k = 0; ok && k < rg->nout; k++)
+            out[k] = rg->out[k] >= 0 ? map[rg->out[k]] : -1;
+        for (int k = 0; ok && k < rg->nread; k++)
+            ok = (rd[k] = map[rg->read[k]]) >= 0;
+        nr.in = in;
+        nr.out = out;
+        nr.read = rd;
+        rg->bwd = NULL; /* moves to the new graph */
+        if (ok)
+            ok = st_ir_add_region(ng, &nr) >= 0;
+        else
+            st_ir_graph_free(nr.bwd);
+        if (in != buf[0])
+            free(in);
+        if (out != buf[1])
+            free(out);
+        if (rd != buf[2])
+            free(rd);
+        if (!ok && st_err_kind() == ST_OK)
+            st_err(ST_ERR_RUNTIME, "trace: a region lost a value it needs");
+    }
+done:
+    free(live);
+    free(keep);
+    free(rlive);
+    free(map);
+    free(smap);
+    if (!ok) {
+        st_ir_graph_free(ng);
+        return NULL;
+    }
+    return ng;
+}
+
+/* Ends the trace (see st_rt_trace_end2); wb_in NULL: no writeback report. */
+static st_graph *end_impl(st_tensor *const *outputs, int nout,
+                          st_tensor ***inputs, int *ninputs, int **wb_in,
+                          int *nwb)
 {
     if (inputs)
         *inputs = NULL;
     if (ninputs)
         *ninputs = 0;
-    trace_state *s = cur;
+    if (wb_in)
+        *wb_in = NULL;
+    if (nwb)
+        *nwb = 0;
+    trace_state *s = root_of(cur);
     if (!s) {
         st_err(ST_ERR_RUNTIME, "trace_end: no trace is active");
         return NULL;
     }
-    cur = NULL;
-    suspended = 0;
-    if (!inputs || !ninputs || nout < 0 || (nout > 0 && !outputs)) {
-        state_free(s);
+    if (s->sub)
+        failf(s, "a PyLayer capture was left open");
+    if (!inputs || !ninputs || nout < 0 || (nout > 0 && !outputs) ||
+        (wb_in && !nwb)) {
+        st_rt_trace_abort();
         st_err(ST_ERR_VALUE, "trace_end: null argument");
         return NULL;
     }
+    cur = s;
     int *ids = malloc(sizeof(int) * (size_t)(nout > 0 ? nout : 1));
     if (!ids)
         failf(s, "out of host memory");
@@ -367,17 +879,46 @@ st_graph *st_rt_trace_end(st_tensor *const *outputs, int nout,
         }
         ids[k] = value_of(s, outputs[k]);
     }
+    int *wb = NULL, *wv = NULL, nw = 0;
+    if (wb_in && !s->failed) {
+        int m = s->ninputs > 0 ? s->ninputs : 1;
+        wb = malloc(sizeof(int) * (size_t)m);
+        wv = malloc(sizeof(int) * (size_t)m);
+        if (!wb || !wv)
+            failf(s, "out of host memory");
+        for (int k = 0; wb && wv && k < s->ninputs; k++) {
+            tslot *e = find(s, s->inputs[k]);
+            if (e && e->value != s->g->inputs[k]) {
+                wv[nw] = e->value;
+                wb[nw++] = k;
+            }
+        }
+    }
     if (s->failed) {
-        st_err(ST_ERR_RUNTIME, "trace failed: %s", s->reason);
+        /* the translation is discarded: put inputs back as on abort */
+        char reason[sizeof s->reason];
+        snprintf(reason, sizeof reason, "%s", s->reason);
         free(ids);
-        state_free(s);
+        free(wb);
+        free(wv);
+        st_rt_trace_abort();
+        st_err(ST_ERR_RUNTIME, "trace failed: %s", reason);
         return NULL;
     }
+    cur = NULL;
+    suspended = 0;
+    /* the requested outputs first, then the written-back values */
     for (int k = 0; k < nout; k++)
         st_ir_mark_output(s->g, ids[k]);
+    for (int k = 0; k < nw; k++)
+        st_ir_mark_output(s->g, wv[k]);
     free(ids);
-    st_graph *g = st_ir_dce(s->g);
+    free(wv);
+    st_graph *g = dce(s->g);
     if (!g) {
+        if (st_err_kind() == ST_OK)
+            st_err(ST_ERR_MEMORY, "trace_end: out of host memory");
+        free(wb);
         state_free(s);
         return NULL;
     }
@@ -385,6 +926,256 @@ st_graph *st_rt_trace_end(st_tensor *const *outputs, int nout,
     *ninputs = s->ninputs;
     s->inputs = NULL;
     s->ninputs = 0;
-    state_free(s);
+    if (wb_in) {
+        *wb_in = wb;
+        *nwb = nw;
+    }
+    state_free(s); /* drops the backups: the writes stand */
     return g;
+}
+
+st_graph *st_rt_trace_end(st_tensor *const *outputs, int nout,
+                          st_tensor ***inputs, int *ninputs)
+{
+    return end_impl(outputs, nout, inputs, ninputs, NULL, NULL);
+}
+
+st_graph *st_rt_trace_end2(st_tensor *const *outputs, int nout,
+                           st_tensor ***inputs, int *ninputs,
+                           int **wb_in, int *nwb)
+{
+    if (!wb_in || !nwb) {
+        st_rt_trace_abort();
+        st_err(ST_ERR_VALUE, "trace_end2: null argument");
+        return NULL;
+    }
+    return end_impl(outputs, nout, inputs, ninputs, wb_in, nwb);
+}
+
+bool st_rt_trace_failed(const char **reason)
+{
+    trace_state *r = root_of(cur);
+    if (!r || !r->failed)
+        return false;
+    if (reason)
+        *reason = r->reason;
+    return true;
+}
+
+void st_rt_trace_detach(st_tensor *src, st_tensor *out)
+{
+    trace_state *s = cur;
+    if (!s || suspended || s->failed || !src || !out)
+        return;
+    int v = value_of(s, src);
+    if (v < 0)
+        return;
+    st_attrs a;
+    memset(&a, 0, sizeof a);
+    a.ndims = src->ndim;
+    for (int d = 0; d < src->ndim; d++)
+        a.dims[d] = src->shape[d];
+    int first = s->g->nstmts, outs[ST_MAX_OUT];
+    int r = emit(s, ST_OP_RESHAPE, &v, 1, &a, outs);
+    if (r < 0 || !map_set(s, out, r, false))
+        return;
+    if (!s->in_region)
+        mark_nograd(s, first, s->g->nstmts);
+}
+
+void st_rt_trace_fresh(st_tensor *t)
+{
+    trace_state *s = cur;
+    if (!s || suspended || s->failed || !t || find(s, t))
+        return;
+    st_attrs a;
+    memset(&a, 0, sizeof a);
+    a.ndims = t->ndim;
+    for (int d = 0; d < t->ndim; d++)
+        a.dims[d] = t->shape[d];
+    a.dtype = t->dtype;
+    if (!st_dtype_is_float(t->dtype))
+        a.flags = ST_ATTR_INT_VALUE;
+    int outs[ST_MAX_OUT];
+    int v = emit(s, ST_OP_FULL, NULL, 0, &a, outs);
+    if (v >= 0)
+        map_set(s, t, v, true);
+}
+
+/* ---------------- PyLayer regions ---------------- */
+static st_status region_fail(trace_state *s, const char *what)
+{
+    trace_state *r = root_of(s);
+    failf(r, "PyLayer: %s", what);
+    return st_err(ST_ERR_RUNTIME, "PyLayer: %s", what);
+}
+
+st_status st_rt_trace_region_begin(void)
+{
+    trace_state *s = cur;
+    if (!s)
+        return st_err(ST_ERR_RUNTIME, "region_begin: no trace is active");
+    if (s->in_region || s->parent)
+        return region_fail(s, "a PyLayer applied inside a PyLayer being "
+                           "captured cannot be traced");
+    s->in_region = true;
+    s->rg_first = s->g->nstmts;
+    return ST_OK;
+}
+
+void st_rt_trace_region_cancel(const char *reason)
+{
+    trace_state *r = root_of(cur);
+    if (!r)
+        return;
+    failf(r, "PyLayer: %s", reason ? reason : "capture cancelled");
+    state_free(r->sub);
+    r->sub = NULL;
+    r->in_region = false;
+    cur = r;
+}
+
+st_status st_rt_trace_region_backward(st_tensor *const *ins, int nin,
+                                      st_tensor *const *outs, int nout,
+                                      st_tensor *const *gouts)
+{
+    trace_state *s = cur;
+    if (!s || s->parent || !s->in_region || nin < 0 || nout < 0)
+        return st_err(ST_ERR_RUNTIME, "region_backward: no PyLayer forward "
+                      "is being captured");
+    if (s->failed)
+        return st_err(ST_ERR_RUNTIME, "trace failed: %s", s->reason);
+    s->rg_end = s->g->nstmts;
+    free(s->rg_in);
+    free(s->rg_out);
+    s->rg_in = malloc(sizeof(int) * (size_t)(nin > 0 ? nin : 1));
+    s->rg_out = malloc(sizeof(int) * (size_t)(nout > 0 ? nout : 1));
+    trace_state *sub = calloc(1, sizeof *sub);
+    if (!s->rg_in || !s->rg_out || !sub || !(sub->g = st_ir_graph_new())) {
+        state_free(sub);
+        return region_fail(s, "out of host memory");
+    }
+    s->rg_nin = nin;
+    s->rg_nout = nout;
+    for (int k = 0; k < nin; k++)
+        if ((s->rg_in[k] = value_of(s, ins[k])) < 0) {
+            state_free(sub);
+            return region_fail(s, "an input is not traceable");
+        }
+    for (int k = 0; k < nout; k++) {
+        tslot *e = find(s, outs[k]);
+        int v = e ? e->value : -1;
+        int p = v >= 0 ? s->g->values[v].producer : -1;
+        if (p < s->rg_first || p >= s->rg_end) {
+            state_free(sub);
+            return region_fail(s, "forward returned a tensor it did not "
+                               "compute (an input as is, or a constant)");
+        }
+        s->rg_out[k] = v;
+    }
+    sub->parent = s;
+    sub->in_region = true;
+    for (int k = 0; k < nout; k++)
+        if (value_of(sub, gouts[k]) != sub->g->inputs[k]) {
+            state_free(sub);
+            return region_fail(s, "the output gradients must be fresh "
+                               "tensors");
+        }
+    s->sub = sub;
+    cur = sub;
+    return ST_OK;
+}
+
+st_status st_rt_trace_region_end(st_tensor *const *gins, int nin)
+{
+    trace_state *sub = cur;
+    trace_state *s = sub ? sub->parent : NULL;
+    if (!s || s->sub != sub)
+        return st_err(ST_ERR_RUNTIME, "region_end: no PyLayer backward is "
+                      "being captured");
+    st_status st = ST_OK;
+    if (nin != s->rg_nin) {
+        st = region_fail(sub, "backward returned the wrong number of "
+                         "gradients");
+        goto out;
+    }
+    if (sub->failed) {
+        failf(s, "%s", sub->reason);
+        st = st_err(ST_ERR_RUNTIME, "trace failed: %s", sub->reason);
+        goto out;
+    }
+    for (int k = 0; k < nin; k++) {
+        const st_meta *m = &s->g->values[s->rg_in[k]].meta;
+        int v;
+        if (!gins[k]) { /* None: zeros */
+            st_attrs a;
+            memset(&a, 0, sizeof a);
+            for (int d = 0; d < m->ndim; d++)
+                a.dims[d] = m->shape[d];
+            a.ndims = m->ndim;
+            a.dtype = m->dtype;
+            if (!st_dtype_is_float(m->dtype))
+                a.flags = ST_ATTR_INT_VALUE;
+            int o[ST_MAX_OUT];
+            v = emit(sub, ST_OP_FULL, NULL, 0, &a, o);
+        } else {
+            v = value_of(sub, gins[k]);
+        }
+        if (v < 0 || sub->failed) {
+            st = region_fail(sub, sub->failed ? sub->reason
+                                              : "a gradient is not traceable");
+            goto out;
+        }
+        const st_meta *gm = &sub->g->values[v].meta;
+        if (gm->ndim != m->ndim || gm->dtype != m->dtype ||
+            memcmp(gm->shape, m->shape, sizeof(int64_t) * (size_t)m->ndim)) {
+            char a[96], b[96], msg[256];
+            snprintf(msg, sizeof msg, "backward returned a gradient of %s%s "
+                     "for an input of %s%s", st_dtype_name(gm->dtype),
+                     st_shape_str(gm->shape, gm->ndim, a, sizeof a),
+                     st_dtype_name(m->dtype),
+                     st_shape_str(m->shape, m->ndim, b, sizeof b));
+            st = region_fail(sub, msg);
+            goto out;
+        }
+        st_ir_mark_output(sub->g, v);
+    }
+    /* the values the backward reads: its inputs after the gradients */
+    int nread = sub->ninputs - s->rg_nout;
+    int *rd = malloc(sizeof(int) * (size_t)(nread > 0 ? nread : 1));
+    st_graph *bwd = rd ? st_ir_dce(sub->g) : NULL;
+    if (!bwd) {
+        free(rd);
+        st = region_fail(sub, "out of host memory");
+        goto out;
+    }
+    for (int k = 0; k < nread; k++) {
+        st_tensor *t = sub->inputs[s->rg_nout + k];
+        rd[k] = value_of(s, t);
+        if (rd[k] < 0) {
+            free(rd);
+            st_ir_graph_free(bwd);
+            st = region_fail(sub, "backward reads a tensor that cannot be "
+                             "traced");
+            goto out;
+        }
+    }
+    st_ir_region r = {
+        .first = s->rg_first, .end = s->rg_end,
+        .nin = s->rg_nin, .nout = s->rg_nout, .nread = nread,
+        .in = s->rg_in, .out = s->rg_out, .read = rd, .bwd = bwd,
+    };
+    if (s->rg_end <= s->rg_first) {
+        st_ir_graph_free(bwd);
+        st = region_fail(sub, "forward traced no statement");
+    } else if (st_ir_add_region(s->g, &r) < 0) {
+        st = region_fail(sub, st_err_msg());
+    }
+    free(rd);
+out:
+    state_free(sub);
+    s->sub = NULL;
+    s->in_region = false;
+    cur = s;
+    return st;
 }

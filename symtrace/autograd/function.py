@@ -69,6 +69,10 @@ class Function:
 
     @classmethod
     def apply(cls, *args):
+        if _C._trace_active() and is_grad_enabled():
+            # being traced: captured as a region whose gradient is this
+            # backward (frontend/pylayer_trace.c)
+            return _C._trace_pylayer(cls, *args)
         ctx = FunctionCtx()
         is_t = [isinstance(a, _C.TensorBase) for a in args]
         ctx.needs_input_grad = tuple(t and a.requires_grad for t, a in zip(is_t, args))

@@ -1,0 +1,810 @@
+/* runtime/cfn.c - compiled functions (st_rt_cfn_*): what a compiled frame
+ * runs. A forward graph lowered by fusion/ and compiled once by a backend,
+ * run with its memory plan; with inputs that require grad, also the
+ * AOTAutograd pair (a forward that outputs the saved values, and the
+ * backward graph of every differentiable output, st_ir_backward_multi)
+ * (both compiled on first use) and, per run in grad mode, one custom
+ * tape node, "CompiledFunctionBackward", whose backward runs the compiled
+ * backward graph on the saved tensors. Backend "eager" runs the graph's statements one by one through
+ * st_rt_eager instead (the tape then records them as usual). After each
+ * run the inputs the traced code mutated get their new values copied in. */
+#include "st_runtime.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* One lowered and compiled program with the plan for contiguous inputs. */
+typedef struct {
+    st_kprog *p;
+    void *compiled;
+    st_mem_plan *plan;   /* for contiguous inputs; NULL until first used */
+} prog;
+
+struct st_rt_cfn {
+    int64_t refcount;          /* the owner's, plus one per live tape node */
+    st_graph *g;               /* the forward graph (owned) */
+    st_backend *be;            /* NULL for "eager" */
+    prog fwd;                  /* plain forward */
+    int nvisible;
+    int nwb, *wb_out, *wb_in;
+    /* autograd */
+    bool has_bwd;
+    int nwrt, *wrt;            /* input indices differentiated to */
+    int ndiff, *diff;          /* visible output indices with gradients */
+    st_ir_bwd_info info;
+    st_graph *bwd_g, *fsave_g;   /* lowered and compiled on first use */
+    prog fsave, bwd;
+};
+
+static void prog_clear(st_backend *be, prog *p)
+{
+    if (p->compiled && be)
+        be->release(be, p->compiled);
+    st_kprog_free(p->p);
+    st_mem_plan_free(p->plan);
+    memset(p, 0, sizeof *p);
+}
+
+static st_status prog_build(st_backend *be, const st_graph *g, prog *p);
+
+/* The saving forward and the backward are compiled when first needed (a
+ * compiled function that only ever runs under no_grad compiles neither). */
+static st_status ensure(st_backend *be, const st_graph *g, prog *p)
+{
+    return p->compiled ? ST_OK : prog_build(be, g, p);
+}
+
+static st_status prog_build(st_backend *be, const st_graph *g, prog *p)
+{
+    memset(p, 0, sizeof *p);
+    p->p = st_fuse_lower(g, NULL);
+    if (!p->p)
+        return st_err_kind() ? st_err_kind()
+                             : st_err(ST_ERR_RUNTIME, "cfn: lowering failed");
+    p->compiled = be->compile(be, p->p->kernels, p->p->nkernels);
+    if (!p->compiled) {
+        st_status s = st_err_kind() ? st_err_kind()
+                                    : st_err(ST_ERR_RUNTIME,
+                                             "cfn: compiling failed");
+        prog_clear(be, p);
+        return s;
+    }
+    return ST_OK;
+}
+
+/* Runs p on in[0..ninputs) (metas already checked); out[k] receives output
+ * k of the program's graph (new references, n = its noutputs). */
+static st_status prog_run(st_backend *be, prog *p, st_tensor *const *in,
+                          st_tensor **out)
+{
+    const st_graph *g = p->p->graph;
+    st_tensor **vals = calloc((size_t)(g->nvalues > 0 ? g->nvalues : 1),
+                              sizeof *vals);
+    if (!vals)
+        return st_err(ST_ERR_MEMORY, "cfn: out of host memory");
+    bool contig = true;
+    for (int k = 0; k < g->ninputs; k++) {
+        st_tensor_incref(in[k]);
+        vals[g->inputs[k]] = in[k];
+        contig &= st_tensor_is_contiguous(in[k]);
+    }
+    st_mem_plan *own = NULL, *plan;
+    if (contig) {
+        if (!p->plan)
+            p->plan = st_fuse_plan(p->p, NULL);
+        plan = p->plan;
+    } else {
+        const int64_t **strides = malloc(sizeof *strides *
+                                         (size_t)(g->ninputs ? g->ninputs : 1));
+        if (strides) {
+            for (int k = 0; k < g->ninputs; k++)
+                strides[k] = in[k]->strides;
+            own = st_fuse_plan(p->p, strides);
+            free(strides);
+        }
+        plan = own;
+    }
+    st_status s = plan ? st_rt_exec_planned(p->p, be, p->compiled, vals, plan,
+                                            NULL)
+                       : (st_err_kind() ? st_err_kind()
+                                        : st_err(ST_ERR_MEMORY,
+                                                 "cfn: no memory plan"));
+    if (s == ST_OK)
+        for (int k = 0; k < g->noutputs; k++) {
+            out[k] = vals[g->outputs[k]];
+            if (!out[k]) {
+                s = st_err(ST_ERR_RUNTIME, "cfn: output %d was not computed",
+                           k);
+                for (int j = 0; j < k; j++)
+                    st_tensor_decref(out[j]);
+                break;
+            }
+            st_tensor_incref(out[k]);
+        }
+    for (int v = 0; v < g->nvalues; v++)
+        st_tensor_decref(vals[v]);
+    free(vals);
+    st_mem_plan_free(own);
+    return s;
+}
+
+/* ---------------- the "eager" backend ----------------
+ * Statements run one by one through st_rt_eager, recorded on the tape as
+ * usual; statements of a stop-gradient region run with grad mode off; a
+ * PyLayer region's statements run with grad mode off too and its outputs
+ * get a custom node running the region's backward graph (eagerly). */
+typedef struct {
+    st_rt_cfn *f;               /* a reference: keeps the region alive */
+    const st_ir_region *rg;
+    st_tensor **read;           /* nread detached aliases */
+    st_meta *out_meta;          /* nout */
+} rctx;
+
+static st_status eager_run_graph(const st_graph *g, st_tensor *const *in,
+                                 st_tensor **out, st_rt_cfn *owner);
+
+static void rctx_free(void *p)
+{
+    rctx *c = p;
+    for (int k = 0; c->read && k < c->rg->nread; k++)
+        st_tensor_decref(c->read[k]);
+    free(c->read);
+    free(c->out_meta);
+    st_rt_cfn_free(c->f);
+    free(c);
+}
+
+static st_tensor *zeros_of(const st_meta *m);
+
+static st_status region_backward(void *ctx, int nout, st_tensor *const *gout,
+                                 int nin, st_tensor **gin)
+{
+    rctx *c = ctx;
+    const st_ir_region *rg = c->rg;
+    int n = rg->nout + rg->nread;
+    st_tensor **in = calloc((size_t)(n ? n : 1), sizeof *in);
+    st_status s = in ? ST_OK : st_err(ST_ERR_MEMORY, "cfn: out of host memory");
+    for (int k = 0; k < nin; k++)
+        gin[k] = NULL;
+    for (int k = 0; s == ST_OK && k < rg->nout && k < nout; k++) {
+        in[k] = gout[k];
+        if (in[k])
+            st_tensor_incref(in[k]);
+        else if (!(in[k] = zeros_of(&c->out_meta[k])))
+            s = st_err_kind();
+    }
+    for (int k = 0; s == ST_OK && k < rg->nread; k++) {
+        in[rg->nout + k] = c->read[k];
+        st_tensor_incref(in[rg->nout + k]);
+    }
+    if (s == ST_OK)
+        s = eager_run_graph(rg->bwd, in, gin, NULL);
+    for (int k = 0; in && k < n; k++)
+        st_tensor_decref(in[k]);
+    free(in);
+    return s;
+}
+
+/* After a PyLayer region's statements ran: its custom node. */
+static st_status region_node(st_rt_cfn *owner, const st_graph *g,
+                             const st_ir_region *rg, st_tensor **vals)
+{
+    bool any = false;
+    for (int k = 0; k < rg->nin; k++)
+        any |= vals[rg->in[k]] && vals[rg->in[k]]->requires_grad;
+    if (!any || !st_ad_grad_enabled() || !owner)
+        return ST_OK;
+    rctx *c = calloc(1, sizeof *c);
+    st_tensor **ins = calloc((size_t)(rg->nin ? rg->nin : 1), sizeof *ins);
+    st_tensor **outs = calloc((size_t)(rg->nout ? rg->nout : 1), sizeof *outs);
+    if (c) {
+        c->rg = rg;
+        c->read = calloc((size_t)(rg->nread ? rg->nread : 1), sizeof *c->read);
+        c->out_meta = calloc((size_t)(rg->nout ? rg->nout : 1),
+                             sizeof *c->out_meta);
+    }
+    st_status s = ST_OK;
+    if (!c || !ins || !outs || !c->read || !c->out_meta) {
+        s = st_err(ST_ERR_MEMORY, "cfn: out of host memory");
+        goto fail;
+    }
+    for (int k = 0; k < rg->nread; k++) {
+        st_tensor *t = vals[rg->read[k]];
+        if (!t || !(c->read[k] = st_tensor_view_of(t, t->ndim, t->shape,
+                                                   t->strides, t->offset))) {
+            s = t ? st_err_kind() : st_err(ST_ERR_RUNTIME, "cfn: a value the "
+                                           "PyLayer backward reads is gone");
+            goto fail;
+        }
+    }
+    for (int k = 0; k < rg->nin; k++)
+        ins[k] = vals[rg->in[k]];
+    for (int k = 0; k < rg->nout; k++) {
+        int v = rg->out[k];
+        c->out_meta[k] = g->values[v >= 0 ? v : 0].meta;
+        outs[k] = v >= 0 && st_dtype_is_float(g->values[v].meta.dtype)
+                      ? vals[v] : NULL;
+    }
+    __atomic_add_fetch(&owner->refcount, 1, __ATOMIC_RELAXED);
+    c->f = owner;
+    st_ad_node *n = st_ad_custom_node("PyLayerRegionBackward", region_backward,
+                                      c, rctx_free, rg->nin, ins, rg->nout,
+                                      outs);
+    free(ins);
+    free(outs);
+    if (!n) {
+        rctx_free(c);
+        return st_err_kind();
+    }
+    st_ad_node_decref(n);
+    return ST_OK;
+fail:
+    if (c) {
+        c->f = NULL;
+        for (int k = 0; c->read && k < rg->nread; k++)
+            st_tensor_decref(c->read[k]);
+        free(c->read);
+        free(c->out_meta);
+        free(c);
+    }
+    free(ins);
+    free(outs);
+    return s;
+}
+
+/* owner NULL: no tape nodes for regions (a region's own backward graph). */
+static st_status eager_run_graph(const st_graph *g, st_tensor *const *in,
+                                 st_tensor **out, st_rt_cfn *owner)
+{
+    st_tensor **vals = calloc((size_t)(g->nvalues > 0 ? g->nvalues : 1),
+                              sizeof *vals);
+    int *rmap = g->nregions ? malloc(sizeof(int) * (size_t)(g->nstmts ? g->nstmts : 1))
+                            : NULL;
+    if (!vals || (g->nregions && !rmap)) {
+        free(vals);
+        free(rmap);
+        return st_err(ST_ERR_MEMORY, "cfn: out of host memory");
+    }
+    for (int si = 0; rmap && si < g->nstmts; si++)
+        rmap[si] = -1;
+    for (int r = 0; r < g->nregions; r++)
+        for (int si = g->regions[r].first; si < g->regions[r].end && si < g->nstmts; si++)
+            rmap[si] = r;
+    bool grad = st_ad_grad_enabled();
+    st_status s = ST_OK;
+    for (int k = 0; k < g->ninputs; k++) {
+        st_tensor_incref(in[k]);
+        vals[g->inputs[k]] = in[k];
+    }
+    for (int si = 0; si < g->nstmts && s == ST_OK; si++) {
+        const st_stmt *st = &g->stmts[si];
+        int r = rmap ? rmap[si] : -1;
+        st_ad_set_grad_enabled(grad && r < 0);
+        st_tensor *res[ST_MAX_OUT] = {NULL, NULL, NULL};
+        if (st_op(st->op)->kind == ST_OPK_VIEW) {
+            res[0] = st_tensor_apply_view(vals[st->in[0]], st->op, &st->attrs);
+            if (!res[0])
+                s = st_err_kind();
+        } else {
+            st_operand ops[ST_MAX_IN];
+            memset(ops, 0, sizeof ops);
+            for (int k = 0; k < st->nin; k++) {
+                const st_value *v = &g->values[st->in[k]];
+                if (v->kind == ST_VAL_CONST) {
+                    ops[k].sdtype = v->meta.dtype;
+                    ops[k].f = v->fconst;
+                    ops[k].i = v->iconst;
+                } else {
+                    ops[k].t = vals[st->in[k]];
+                }
+            }
+            int n = st_rt_eager(st->op, ops, st->nin, &st->attrs, NULL, res);
+            if (n < 0)
+                s = st_err_kind();
+            else if (n != st->nout) {
+                for (int k = 0; k < n; k++)
+                    st_tensor_decref(res[k]);
+                s = st_err(ST_ERR_RUNTIME, "cfn: %s gave %d results, the "
+                           "graph expects %d", st_op(st->op)->name, n,
+                           st->nout);
+            }
+        }
+        if (s == ST_OK)
+            for (int k = 0; k < st->nout; k++)
+                vals[st->out[k]] = res[k];
+        st_ad_set_grad_enabled(grad);
+        if (s == ST_OK && r >= 0 && g->regions[r].bwd &&
+            si == g->regions[r].end - 1)
+            s = region_node(owner, g, &g->regions[r], vals);
+    }
+    st_ad_set_grad_enabled(grad);
+    for (int k = 0; k < g->noutputs && s == ST_OK; k++) {
+        out[k] = vals[g->outputs[k]];
+        if (!out[k]) {
+            s = st_err(ST_ERR_RUNTIME, "cfn: output %d was not computed", k);
+            for (int j = 0; j < k; j++)
+                st_tensor_decref(out[j]);
+            break;
+        }
+        st_tensor_incref(out[k]);
+    }
+    for (int v = 0; v < g->nvalues; v++)
+        st_tensor_decref(vals[v]);
+    free(vals);
+    free(rmap);
+    return s;
+}
+
+/* ---------------- construction ---------------- */
+
+static st_status build_backward(st_rt_cfn *f, const bool *rg)
+{
+    const st_graph *g = f->g;
+    f->wrt = malloc(sizeof(int) * (size_t)(g->ninputs ? g->ninputs : 1));
+    f->diff = malloc(sizeof(int) * (size_t)(f->nvisible ? f->nvisible : 1));
+    int *wrt_v = malloc(sizeof(int) * (size_t)(g->ninputs ? g->ninputs : 1));
+    int *outs_v = malloc(sizeof(int) * (size_t)(f->nvisible ? f->nvisible
+                                                            : 1));
+    bool *from = NULL;
+    st_status s = ST_OK;
+    if (!f->wrt || !f->diff || !wrt_v || !outs_v) {
+        s = st_err(ST_ERR_MEMORY, "cfn: out of host memory");
+        goto done;
+    }
+    for (int k = 0; k < g->ninputs; k++)
+        if (rg[k] && st_dtype_is_float(g->values[g->inputs[k]].meta.dtype)) {
+            wrt_v[f->nwrt] = g->inputs[k];
+            f->wrt[f->nwrt++] = k;
+        }
+    if (!f->nwrt)
+        goto done;
+    from = st_ir_grad_reach(g, wrt_v, f->nwrt);
+    if (!from) {
+        s = st_err(ST_ERR_MEMORY, "cfn: out of host memory");
+        goto done;
+    }
+    for (int k = 0; k < f->nvisible; k++) {
+        int v = g->outputs[k];
+        if (!from[v] || !st_dtype_is_float(g->values[v].meta.dtype))
+            continue;
+        outs_v[f->ndiff] = v;
+        f->diff[f->ndiff++] = k;
+    }
+    if (!f->ndiff)
+        goto done;
+    s = st_ir_backward_multi(g, wrt_v, f->nwrt, outs_v, f->ndiff, &f->bwd_g,
+                             &f->info);
+    if (s != ST_OK)
+        goto done;
+    st_graph *fs = st_ir_forward_saving(g, &f->info);
+    if (!fs) {
+        s = st_err_kind();
+        goto done;
+    }
+    f->fsave_g = fs;
+    f->has_bwd = true;
+done:
+    free(wrt_v);
+    free(outs_v);
+    free(from);
+    return s;
+}
+
+st_rt_cfn *st_rt_cfn_new(st_graph *g, const st_rt_cfn_opts *o)
+{
+    if (!g) {
+        st_err(ST_ERR_VALUE, "cfn: no graph");
+        return NULL;
+    }
+    st_rt_cfn *f = calloc(1, sizeof *f);
+    if (!f) {
+        st_ir_graph_free(g);
+        st_err(ST_ERR_MEMORY, "cfn: out of host memory");
+        return NULL;
+    }
+    f->g = g;
+    st_ir_bwd_info_clear(&f->info);
+    const char *bname = o && o->backend ? o->backend : "interp";
+    f->refcount = 1;
+    /* nvisible 0 without writebacks: every output is visible */
+    f->nvisible = o && (o->nvisible > 0 || o->nwriteback > 0) ? o->nvisible
+                                                              : g->noutputs;
+    if (f->nvisible < 0 || f->nvisible > g->noutputs) {
+        st_err(ST_ERR_VALUE, "cfn: %d visible outputs, the graph has %d",
+               f->nvisible, g->noutputs);
+        goto fail;
+    }
+    if (strcmp(bname, "eager") != 0) {
+        f->be = st_backend_get(bname);
+        if (!f->be) {
+            st_err(ST_ERR_VALUE, "cfn: no backend named '%s' in this build",
+                   bname);
+            goto fail;
+        }
+    }
+    if (st_ir_verify(g) != ST_OK)
+        goto fail;
+    if (o && o->nwriteback > 0) {
+        f->nwb = o->nwriteback;
+        f->wb_out = malloc(sizeof(int) * (size_t)f->nwb);
+        f->wb_in = malloc(sizeof(int) * (size_t)f->nwb);
+        if (!f->wb_out || !f->wb_in) {
+            st_err(ST_ERR_MEMORY, "cfn: out of host memory");
+            goto fail;
+        }
+        for (int k = 0; k < f->nwb; k++) {
+            int a = o->writeback_out[k], b = o->writeback_in[k];
+            if (a < 0 || a >= g->noutputs || b < 0 || b >= g->ninputs) {
+                st_err(ST_ERR_INDEX, "cfn: writeback pair %d (output %d -> "
+                       "input %d) is out of range", k, a, b);
+                goto fail;
+            }
+            f->wb_out[k] = a;
+            f->wb_in[k] = b;
+        }
+    }
+    if (f->be && prog_build(f->be, g, &f->fwd) != ST_OK)
+        goto fail;
+    if (o && o->input_requires_grad && f->be &&
+        build_backward(f, o->input_requires_grad) != ST_OK)
+        goto fail;
+    return f;
+fail:
+    st_rt_cfn_free(f);
+    return NULL;
+}
+
+/* Freed when the owner and every tape node made by its runs let go. */
+void st_rt_cfn_free(st_rt_cfn *f)
+{
+    if (!f || __atomic_sub_fetch(&f->refcount, 1, __ATOMIC_ACQ_REL) > 0)
+        return;
+    prog_clear(f->be, &f->fwd);
+    prog_clear(f->be, &f->fsave);
+    prog_clear(f->be, &f->bwd);
+    st_ir_graph_free(f->bwd_g);
+    st_ir_graph_free(f->fsave_g);
+    st_ir_bwd_info_clear(&f->info);
+    st_ir_graph_free(f->g);
+    free(f->wb_out);
+    free(f->wb_in);
+    free(f->wrt);
+    free(f->diff);
+    free(f);
+}
+
+/* ---------------- the tape node ---------------- */
+typedef struct {
+    st_rt_cfn *f;              /* a reference (st_rt_cfn_free drops it) */
+    st_tensor **saved;         /* info.nsaved detached aliases */
+    uint32_t *saved_ver;       /* their storage versions after the run */
+    st_meta *out_meta;         /* ndiff metas of the differentiable outputs */
+    int *grad_slot;            /* per node input: index into f->wrt */
+} bctx;
+
+static void bctx_free(void *p)
+{
+    bctx *c = p;
+    if (!c)
+        return;
+    for (int k = 0; c->saved && k < c->f->info.nsaved; k++)
+        st_tensor_decref(c->saved[k]);
+    free(c->saved);
+    free(c->saved_ver);
+    free(c->out_meta);
+    free(c->grad_slot);
+    st_rt_cfn_free(c->f);
+    free(c);
+}
+
+static st_tensor *zeros_of(const st_meta *m)
+{
+    st_attrs a;
+    memset(&a, 0, sizeof a);
+    for (int d = 0; d < m->ndim; d++)
+        a.dims[d] = m->shape[d];
+    a.ndims = m->ndim;
+    a.dtype = m->dtype;
+    st_tensor *r = NULL;
+    return st_rt_eager(ST_OP_FULL, NULL, 0, &a, NULL, &r) == 1 ? r : NULL;
+}
+
+static st_status node_backward(void *ctx, int nout, st_tensor *const *gout,
+                               int nin, st_tensor **gin)
+{
+    bctx *c = ctx;
+    st_rt_cfn *f = c->f;
+    for (int k = 0; k < nin; k++)
+        gin[k] = NULL;
+    if (ensure(f->be, f->bwd_g, &f->bwd) != ST_OK)
+        return st_err_kind();
+    const st_graph *bg = f->bwd.p->graph;
+    int nsaved = f->info.nsaved;
+    st_tensor **in = calloc((size_t)(bg->ninputs ? bg->ninputs : 1),
+                            sizeof *in);
+    st_tensor **res = calloc((size_t)(bg->noutputs ? bg->noutputs : 1),
+                             sizeof *res);
+    st_status s = ST_OK;
+    for (int k = 0; k < nin; k++)
+        gin[k] = NULL;
+    if (!in || !res || nout != f->ndiff ||
+        bg->ninputs != nsaved + f->ndiff) {
+        s = in && res ? st_err(ST_ERR_RUNTIME, "%s: bad gradient count",
+                               "CompiledFunctionBackward")
+                      : st_err(ST_ERR_MEMORY, "cfn: out of host memory");
+        goto done;
+    }
+    for (int k = 0; k < nsaved; k++)
+        if (c->saved[k]->storage->version != c->saved_ver[k]) {
+            char a[96];
+            const st_tensor *t = c->saved[k];
+            s = st_err(ST_ERR_RUNTIME, "one of the variables needed for "
+                       "gradient computation has been modified by an inplace "
+                       "operation: [%s %s] is at version %u; expected version "
+                       "%u instead (CompiledFunctionBackward)",
+                       st_dtype_name(t->dtype),
+                       st_shape_str(t->shape, t->ndim, a, sizeof a),
+                       (unsigned)t->storage->version, (unsigned)c->saved_ver[k]);
+            goto done;
+        }
+    for (int k = 0; k < nsaved; k++) {
+        in[k] = c->saved[k];
+        st_tensor_incref(in[k]);
+    }
+    for (int k = 0; k < f->ndiff && s == ST_OK; k++) {
+        const st_meta *m = &c->out_meta[k];
+        st_tensor *gk = gout[k];
+        if (gk) {
+            if (gk->dtype != m->dtype || gk->ndim != m->ndim ||
+                memcmp(gk->shape, m->shape, sizeof(int64_t) * (size_t)m->ndim)) {
+                char a[96], b[96];
+                s = st_err(ST_ERR_RUNTIME, "CompiledFunctionBackward: the "
+                           "gradient of output %d is %s%s, expected %s%s",
+                           f->diff[k], st_dtype_name(gk->dtype),
+                           st_shape_str(gk->shape, gk->ndim, a, sizeof a),
+                           st_dtype_name(m->dtype),
+                           st_shape_str(m->shape, m->ndim, b, sizeof b));
+                break;
+            }
+            st_tensor_incref(gk);
+        } else if (!(gk = zeros_of(m))) {
+            s = st_err_kind();
+            break;
+        }
+        in[nsaved + k] = gk;
+    }
+    if (s == ST_OK)
+        s = prog_run(f->be, &f->bwd, in, res);
+    if (s == ST_OK)
+        for (int k = 0; k < nin; k++) {
+            gin[k] = res[c->grad_slot[k]];
+            res[c->grad_slot[k]] = NULL;
+        }
+    if (s == ST_OK)
+        for (int k = 0; k < bg->noutputs; k++)
+            st_tensor_decref(res[k]);
+done:
+    for (int k = 0; in && k < bg->ninputs; k++)
+        st_tensor_decref(in[k]);
+    free(in);
+    free(res);
+    return s;
+}
+
+/* ---------------- running ---------------- */
+static st_status check_inputs(const st_rt_cfn *f, st_tensor *const *inputs)
+{
+    const st_graph *g = f->g;
+    for (int k = 0; k < g->ninputs; k++) {
+        const st_tensor *t = inputs[k];
+        const st_meta *m = &g->values[g->inputs[k]].meta;
+        char a[128], b[128], nb[32];
+        if (!t)
+            return st_err(ST_ERR_VALUE, "compiled function: input %d (%s) is "
+                          "missing", k, st_ir_value_name(g, g->inputs[k], nb,
+                                                         sizeof nb));
+        if (t->dtype != m->dtype || t->ndim != m->ndim ||
+            memcmp(t->shape, m->shape, sizeof(int64_t) * (size_t)m->ndim))
+            return st_err(ST_ERR_VALUE, "compiled function: input %d (%s) "
+                          "must be %s%s, got %s%s", k,
+                          st_ir_value_name(g, g->inputs[k], nb, sizeof nb),
+                          st_dtype_name(m->dtype),
+                          st_shape_str(m->shape, m->ndim, a, sizeof a),
+                          st_dtype_name(t->dtype),
+                          st_shape_str(t->shape, t->ndim, b, sizeof b));
+        if (f->be && st_tensor_device(t)->type != f->be->device)
+            return st_err(ST_ERR_VALUE, "compiled function: input %d (%s) is "
+                          "on %s, the graph was compiled for another device",
+                          k, st_ir_value_name(g, g->inputs[k], nb, sizeof nb),
+                          st_tensor_device(t)->name);
+    }
+    return ST_OK;
+}
+
+static st_status writeback(st_rt_cfn *f, st_tensor *const *inputs,
+                           st_tensor **outs)
+{
+    bool was = st_ad_grad_enabled();
+    st_ad_set_grad_enabled(false);
+    st_status s = ST_OK;
+    for (int k = 0; k < f->nwb && s == ST_OK; k++) {
+        st_tensor *dst = inputs[f->wb_in[k]], *src = outs[f->wb_out[k]];
+        if (dst == src)
+            continue;
+        st_operand op = {.t = src};
+        st_tensor *given[ST_MAX_OUT] = {dst, NULL, NULL}, *r = NULL;
+        if (st_rt_eager(ST_OP_COPY, &op, 1, NULL, given, &r) < 0)
+            s = st_err_kind();
+        else
+            st_tensor_decref(r);
+    }
+    st_ad_set_grad_enabled(was);
+    return s;
+}
+
+/* Attaches the tape node to the differentiable outputs of this run. */
+static st_status attach_node(st_rt_cfn *f, st_tensor *const *inputs,
+                             st_tensor **outs, st_tensor **saved)
+{
+    bctx *c = calloc(1, sizeof *c);
+    int nin = 0;
+    st_tensor **nin_t = malloc(sizeof *nin_t * (size_t)f->nwrt);
+    st_tensor **nout_t = calloc((size_t)f->ndiff, sizeof *nout_t);
+    if (c) {
+        __atomic_add_fetch(&f->refcount, 1, __ATOMIC_RELAXED);
+        c->f = f;
+        c->saved = saved;
+        c->saved_ver = malloc(sizeof(uint32_t) *
+                              (size_t)(f->info.nsaved ? f->info.nsaved : 1));
+        for (int k = 0; c->saved_ver && k < f->info.nsaved; k++)
+            c->saved_ver[k] = saved[k]->storage->version;
+        c->out_meta = malloc(sizeof *c->out_meta * (size_t)f->ndiff);
+        c->grad_slot = malloc(sizeof(int) * (size_t)f->nwrt);
+    }
+    if (!c || !c->saved_ver || !c->out_meta || !c->grad_slot || !nin_t ||
+        !nout_t) {
+        if (c)
+            bctx_free(c);
+        else if (saved) {
+            for (int k = 0; k < f->info.nsaved; k++)
+                st_tensor_decref(saved[k]);
+            free(saved);
+        }
+        free(nin_t);
+        free(nout_t);
+        return st_err(ST_ERR_MEMORY, "cfn: out of host memory");
+    }
+    for (int k = 0; k < f->nwrt; k++) {
+        st_tensor *t = inputs[f->wrt[k]];
+        if (!t->requires_grad)
+            continue;
+        c->grad_slot[nin] = k;
+        nin_t[nin++] = t;
+    }
+    for (int k = 0; k < f->ndiff; k++) {
+        st_tensor *t = outs[f->diff[k]];
+        st_tensor_meta(t, &c->out_meta[k]);
+        bool is_input = false;
+        for (int j = 0; j < f->g->ninputs; j++)
+            is_input |= inputs[j] == t;
+        /* an input returned as is keeps its own history */
+        nout_t[k] = is_input ? NULL : t;
+    }
+    st_ad_node *n = st_ad_custom_node("CompiledFunctionBackward",
+                                      node_backward, c, bctx_free, nin, nin_t,
+                                      f->ndiff, nout_t);
+    free(nin_t);
+    free(nout_t);
+    if (!n) {
+        bctx_free(c);
+        return st_err_kind();
+    }
+    st_ad_node_decref(n);
+    return ST_OK;
+}
+
+st_status st_rt_cfn_run(st_rt_cfn *f, st_tensor *const *inputs,
+                        st_tensor **outputs)
+{
+    if (!f || (f->g->ninputs > 0 && !inputs) || (f->nvisible > 0 && !outputs))
+        return st_err(ST_ERR_VALUE, "cfn_run: null argument");
+    st_status s = check_inputs(f, inputs);
+    if (s != ST_OK)
+        return s;
+    if (st_rt_trace_active())
+        st_rt_trace_fail("a compiled function ran inside a trace");
+    bool grad = st_ad_grad_enabled();
+    bool want = false;
+    for (int k = 0; f->has_bwd && grad && k < f->nwrt; k++)
+        want |= inputs[f->wrt[k]]->requires_grad;
+    int nall = f->g->noutputs + (want ? f->info.nsaved : 0);
+    st_tensor **outs = calloc((size_t)(nall ? nall : 1), sizeof *outs);
+    if (!outs)
+        return st_err(ST_ERR_MEMORY, "cfn: out of host memory");
+    st_rt_trace_suspend();
+    if (!f->be) {
+        s = eager_run_graph(f->g, inputs, outs, f);
+    } else {
+        /* the programs' own steps are not recorded; the node is */
+        st_ad_set_grad_enabled(false);
+        s = want ? ensure(f->be, f->fsave_g, &f->fsave) : ST_OK;
+        if (s == ST_OK)
+            s = prog_run(f->be, want ? &f->fsave : &f->fwd, inputs, outs);
+        st_ad_set_grad_enabled(grad);
+    }
+    st_tensor **saved = NULL;
+    if (s == ST_OK && want) {
+        /* detached aliases: the node must not hold its own outputs (a
+         * cycle through grad_fn) */
+        int ns = f->info.nsaved, base = f->g->noutputs;
+        saved = calloc((size_t)(ns ? ns : 1), sizeof *saved);
+        if (!saved)
+            s = st_err(ST_ERR_MEMORY, "cfn: out of host memory");
+        for (int k = 0; s == ST_OK && k < ns; k++) {
+            st_tensor *t = outs[base + k];
+            saved[k] = st_tensor_view_of(t, t->ndim, t->shape, t->strides,
+                                         t->offset);
+            if (!saved[k])
+                s = st_err_kind();
+        }
+        if (s != ST_OK && saved) {
+            for (int k = 0; k < ns; k++)
+                st_tensor_decref(saved[k]);
+            free(saved);
+            saved = NULL;
+        }
+    }
+    /* the node records the saved values' versions before the writeback:
+     * an input saved for backward and then written back makes backward
+     * fail, as eager autograd does for a saved tensor modified in place */
+    if (s == ST_OK && want)
+        s = attach_node(f, inputs, outs, saved);
+    if (s == ST_OK)
+        s = writeback(f, inputs, outs);
+    st_rt_trace_resume();
+    if (s == ST_OK)
+        for (int k = 0; k < f->nvisible; k++) {
+            outputs[k] = outs[k];
+            outs[k] = NULL;
+        }
+    for (int k = 0; k < nall; k++)
+        st_tensor_decref(outs[k]);
+    free(outs);
+    return s;
+}
+
+/* ---------------- queries ---------------- */
+int st_rt_cfn_num_inputs(const st_rt_cfn *f)
+{
+    return f ? f->g->ninputs : 0;
+}
+
+int st_rt_cfn_num_outputs(const st_rt_cfn *f)
+{
+    return f ? f->nvisible : 0;
+}
+
+int st_rt_cfn_num_kernels(const st_rt_cfn *f, bool backward)
+{
+    if (!f)
+        return 0;
+    if (!f->be)
+        return backward ? 0 : f->g->nstmts;
+    if (backward)
+        /* compiles it if not yet (a cache, hence the cast) */
+        return f->has_bwd && ensure(f->be, f->bwd_g, (prog *)&f->bwd) == ST_OK
+                   ? f->bwd.p->nkernels : 0;
+    return f->fwd.p->nkernels;
+}
+
+bool st_rt_cfn_has_backward(const st_rt_cfn *f)
+{
+    return f && f->has_bwd;
+}
+
+const st_graph *st_rt_cfn_graph(const st_rt_cfn *f, bool backward)
+{
+    if (!f)
+        return NULL;
+    return backward ? f->bwd_g : f->g;
+}
