@@ -4,6 +4,7 @@
  * nn.Parameter) and custom nodes whose backward is a Python callable
  * (autograd.Function / PyLayer). */
 #include "st_fe.h"
+#include "st_fe_tr.h"
 
 /* ---------------- Node: what tensor.grad_fn returns ---------------- */
 typedef struct {
@@ -124,6 +125,7 @@ static int set_requires_grad(PyObject *self, PyObject *v, void *c) {
                      "(got %s)", st_dtype_name(t->dtype));
         return -1;
     }
+    if (t->requires_grad != (bool)b) st_fe_meta_epoch++;   /* compiled guards */
     t->requires_grad = b;
     return 0;
 }

@@ -11,6 +11,10 @@ from ..parameter import Parameter, _no_grad
 
 __all__ = ["Module"]
 
+# Compiled frames skip their guards on a Module's registered children until
+# a Module changes: every attribute set/delete and registration bumps this.
+_bump_epoch = _C._fe_bump_module_epoch
+
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
     __slots__ = ()
@@ -97,6 +101,7 @@ class Module:
     def register_buffer(self, name, tensor, persistent=True):
         """Adds a buffer (state that is not a parameter); persistent=False keeps
         it out of state_dict."""
+        _bump_epoch()
         self._check_name(name, "buffer")
         if hasattr(self, name) and name not in self._buffers:
             raise KeyError(f"attribute '{name}' already exists")
@@ -110,6 +115,7 @@ class Module:
             self._non_persistent_buffers_set.add(name)
 
     def register_parameter(self, name, param):
+        _bump_epoch()
         self._check_name(name, "parameter")
         if hasattr(self, name) and name not in self._parameters:
             raise KeyError(f"attribute '{name}' already exists")
@@ -127,6 +133,7 @@ class Module:
     def add_module(self, name, module):
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        _bump_epoch()
         self._check_name(name, "module")
         if hasattr(self, name) and name not in self._modules:
             raise KeyError(f"attribute '{name}' already exists")
@@ -162,6 +169,8 @@ class Module:
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __setattr__(self, name, value):
+        _bump_epoch()
+
         def remove_from(*dicts_or_sets):
             for d in dicts_or_sets:
                 if name in d:
@@ -204,6 +213,7 @@ class Module:
                     object.__setattr__(self, name, value)
 
     def __delattr__(self, name):
+        _bump_epoch()
         if name in self._parameters:
             del self._parameters[name]
         elif name in self._buffers:
@@ -221,6 +231,7 @@ class Module:
         return sorted(set(keys))
 
     def __setstate__(self, state):
+        _bump_epoch()
         self.__dict__.update(state)
 
     def __deepcopy__(self, memo):
@@ -325,6 +336,7 @@ class Module:
         """Replaces every parameter by Parameter(fn(p)) and every buffer by fn(b)
         (grads converted too), recursively; a parameter or buffer shared by
         several modules stays shared."""
+        _bump_epoch()
         memo = {} if _memo is None else _memo
         for m in self.children():
             m._apply(fn, memo)

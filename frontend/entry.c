@@ -1,0 +1,185 @@
+/* frontend/entry.c - compiled entries: return templates (build, free),
+ * running a hit from C (gather the graph inputs by source, run the compiled
+ * function, wrap its outputs, build the return value) and freeing entries. */
+#include "st_fe_hook.h"
+
+#include <stdlib.h>
+
+void st_fe_tmpl_free(st_fe_tmpl *t)
+{
+    if (!t) return;
+    for (int i = 0; i < t->n; i++) st_fe_tmpl_free(t->items[i]);
+    free(t->items);
+    Py_XDECREF(t->obj);
+    free(t);
+}
+
+PyObject *st_fe_tmpl_build(const st_fe_tmpl *t, PyObject *const *outs,
+                           const st_fe_frame *f, PyObject **memo)
+{
+    switch (t->kind) {
+    case ST_T_CONST: return Py_NewRef(t->obj);
+    case ST_T_OUTPUT:
+        if (!outs || !outs[t->index]) {
+            PyErr_SetString(PyExc_SystemError, "return template names a missing graph output");
+            return NULL;
+        }
+        return Py_NewRef(outs[t->index]);
+    case ST_T_SOURCE: {
+        PyObject *v = st_fe_src_eval(t->src, f, memo);
+        if (!v && !PyErr_Occurred())
+            PyErr_SetString(PyExc_SystemError, "return template's source is missing");
+        return v;
+    }
+    case ST_T_TUPLE: case ST_T_LIST: {
+        PyObject *c = t->kind == ST_T_LIST ? PyList_New(t->n) : PyTuple_New(t->n);
+        if (!c) return NULL;
+        for (int i = 0; i < t->n; i++) {
+            PyObject *v = st_fe_tmpl_build(t->items[i], outs, f, memo);
+            if (!v) { Py_DECREF(c); return NULL; }
+            if (t->kind == ST_T_LIST) PyList_SET_ITEM(c, i, v);
+            else PyTuple_SET_ITEM(c, i, v);
+        }
+        if (t->kind == ST_T_TUPLE && t->obj && t->obj != (PyObject *)&PyTuple_Type) {
+            /* a namedtuple: tuple.__new__(cls, items), as its _make does,
+             * without running its Python __new__ */
+            PyObject *r = NULL, *a = PyTuple_Pack(1, c);
+            if (a && PyType_Check(t->obj) && PyType_IsSubtype((PyTypeObject *)t->obj, &PyTuple_Type))
+                r = PyTuple_Type.tp_new((PyTypeObject *)t->obj, a, NULL);
+            else if (a)
+                r = PyObject_Call(t->obj, c, NULL);
+            Py_XDECREF(a);
+            Py_DECREF(c);
+            return r;
+        }
+        return c;
+    }
+    case ST_T_DICT: {
+        PyObject *d = PyDict_New();
+        if (!d) return NULL;
+        for (int i = 0; i < t->n; i++) {
+            PyObject *v = st_fe_tmpl_build(t->items[i], outs, f, memo);
+            int r = v ? PyDict_SetItem(d, PyTuple_GET_ITEM(t->obj, i), v) : -1;
+            Py_XDECREF(v);
+            if (r < 0) { Py_DECREF(d); return NULL; }
+        }
+        return d;
+    }
+    }
+    PyErr_SetString(PyExc_SystemError, "bad return template kind");
+    return NULL;
+}
+
+#define SMALL 64
+
+PyObject *st_fe_entry_run(st_fe_entry *e, const st_fe_frame *f, PyObject **memo)
+{
+    return st_fe_entry_run_pre(e, f, memo, NULL);
+}
+
+PyObject *st_fe_entry_run_pre(st_fe_entry *e, const st_fe_frame *f, PyObject **memo,
+                              st_tensor *const *pre)
+{
+    st_tensor *ins_s[SMALL], **ins = ins_s;
+    PyObject *ins_obj_s[SMALL], **ins_obj = ins_obj_s;
+    st_tensor *outs_s[SMALL], **outs = outs_s;
+    PyObject *pouts_s[SMALL], **pouts = pouts_s;
+    PyObject *res = NULL;
+    int nin = e->ninputs, nout = e->noutputs, got = 0, nown = 0, nwrapped = 0;
+    if (nin > SMALL) {
+        ins = malloc((size_t)nin * sizeof *ins);
+        ins_obj = malloc((size_t)nin * sizeof *ins_obj);
+    }
+    if (nout > SMALL) {
+        outs = malloc((size_t)nout * sizeof *outs);
+        pouts = malloc((size_t)nout * sizeof *pouts);
+    }
+    if (!ins || !ins_obj || !outs || !pouts) { PyErr_NoMemory(); goto done; }
+    /* inputs are borrowed from the memo (which holds them until the caller
+     * clears it) or from the entry's constants; without a memo, owned */
+    for (; got < nin; got++) {
+        if (pre && pre[got]) {
+            ins[got] = pre[got];
+            continue;
+        }
+        st_fe_src *s = e->input_src[got];
+        PyObject *v;
+        if (s) {
+            v = memo ? memo[s->id] : NULL;
+            if (!v) {
+                v = st_fe_src_eval(s, f, memo);
+                if (!v) {
+                    if (!PyErr_Occurred())
+                        PyErr_SetString(PyExc_RuntimeError, "compiled entry: a graph input is missing");
+                    goto done;
+                }
+                if (memo) Py_DECREF(v);          /* the memo keeps its own reference */
+                else ins_obj[nown++] = v;
+            }
+        } else {
+            v = e->input_const ? e->input_const[got] : NULL;
+        }
+        if (!v || !st_fe_is_tensor(v)) {
+            PyErr_SetString(PyExc_RuntimeError, "compiled entry: a graph input is not a Tensor");
+            goto done;
+        }
+        ins[got] = st_fe_unwrap(v);
+    }
+    if (nout > 0) {
+        if (!e->cfn) {
+            PyErr_SetString(PyExc_SystemError, "compiled entry has outputs but no graph");
+            goto done;
+        }
+        uint64_t t0 = st_fe_timing ? st_fe_now_ns() : 0;
+        st_status rc = st_rt_cfn_run((st_rt_cfn *)e->cfn, ins, outs);
+        if (st_fe_timing) st_fe_timing_ns[1] += st_fe_now_ns() - t0;
+        if (rc != ST_OK) {
+            st_fe_raise();
+            goto done;
+        }
+        for (; nwrapped < nout; nwrapped++) {
+            pouts[nwrapped] = st_fe_wrap(outs[nwrapped]);   /* steals */
+            if (!pouts[nwrapped]) {
+                for (int k = nwrapped + 1; k < nout; k++) st_tensor_decref(outs[k]);
+                goto done;
+            }
+        }
+    } else if (e->cfn) {
+        /* a graph with no visible outputs (in-place updates only) */
+        if (st_rt_cfn_run((st_rt_cfn *)e->cfn, ins, outs) != ST_OK) {
+            st_fe_raise();
+            goto done;
+        }
+    }
+    e->hits++;
+    res = st_fe_tmpl_build(e->ret, pouts, f, memo);
+done:
+    for (int k = 0; k < nown; k++) Py_DECREF(ins_obj[k]);
+    for (int k = 0; k < nwrapped; k++) Py_DECREF(pouts[k]);
+    if (ins != ins_s) free(ins);
+    if (ins_obj != ins_obj_s) free(ins_obj);
+    if (outs != outs_s) free(outs);
+    if (pouts != pouts_s) free(pouts);
+    return res;
+}
+
+void st_fe_entry_free(st_fe_entry *e)
+{
+    if (!e) return;
+    if (e->cfn) st_rt_cfn_free((st_rt_cfn *)e->cfn);
+    for (int k = 0; e->input_const && k < e->ninputs; k++) Py_XDECREF(e->input_const[k]);
+    free(e->input_const);
+    free(e->input_src);
+    st_fe_tmpl_free(e->ret);
+    Py_XDECREF(e->graph_str);
+    st_fe_guardset_clear(&e->guards);
+    st_fe_srctab_clear(&e->srcs);
+    free(e);
+}
+
+void st_fe_break_clear(st_fe_break *b)
+{
+    b->reason[0] = 0;
+    Py_CLEAR(b->filename);
+    b->lineno = 0;
+}

@@ -1,0 +1,586 @@
+/* frontend/guards.c - sources (where a frame's value was read: interned per
+ * table, printed TorchDynamo-style, evaluated on a frame with a memo) and
+ * guards (the checks on those sources that decide whether a compiled entry
+ * may run: default guard per value, the fast check, the description, and
+ * which sources are static - read from an identity-guarded Module through
+ * what only changes with a module epoch bump - so that their guards are
+ * skipped while the epochs hold). */
+#include "st_fe_hook.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+uint64_t st_fe_module_epoch, st_fe_meta_epoch;
+PyObject *st_fe_module_class, *st_fe_device_class;
+
+int st_fe_is_module(PyObject *o)
+{
+    if (!st_fe_module_class) return 0;
+    return PyObject_TypeCheck(o, (PyTypeObject *)st_fe_module_class);
+}
+
+/* ---------------- source tables ---------------- */
+void st_fe_srctab_init(st_fe_srctab *t) { t->v = NULL; t->n = t->cap = 0; }
+
+void st_fe_srctab_clear(st_fe_srctab *t)
+{
+    for (int i = 0; i < t->n; i++) {
+        Py_XDECREF(t->v[i]->name);
+        Py_XDECREF(t->v[i]->key);
+        free(t->v[i]);
+    }
+    free(t->v);
+    st_fe_srctab_init(t);
+}
+
+/* Keys compare by type and value (1 equal, 0 not, -1 error). */
+static int same_obj(PyObject *a, PyObject *b)
+{
+    if (a == b) return 1;
+    if (!a || !b || Py_TYPE(a) != Py_TYPE(b)) return 0;
+    return PyObject_RichCompareBool(a, b, Py_EQ);
+}
+
+static st_fe_src *intern(st_fe_srctab *t, st_fe_src_kind kind, int index,
+                         PyObject *name, PyObject *key, st_fe_src *base)
+{
+    for (int i = 0; i < t->n; i++) {
+        st_fe_src *s = t->v[i];
+        if (s->kind != kind || s->index != index || s->base != base) continue;
+        int r = same_obj(s->name, name);
+        if (r < 0) return NULL;
+        if (!r) continue;
+        r = same_obj(s->key, key);
+        if (r < 0) return NULL;
+        if (r) return s;
+    }
+    if (t->n == t->cap) {
+        int cap = t->cap ? 2 * t->cap : 16;
+        st_fe_src **v = realloc(t->v, (size_t)cap * sizeof *v);
+        if (!v) { PyErr_NoMemory(); return NULL; }
+        t->v = v;
+        t->cap = cap;
+    }
+    st_fe_src *s = calloc(1, sizeof *s);
+    if (!s) { PyErr_NoMemory(); return NULL; }
+    s->kind = kind;
+    s->index = index;
+    s->name = Py_XNewRef(name);
+    s->key = Py_XNewRef(key);
+    s->base = base;
+    s->id = t->n;
+    /* A first guess (what the guards say is decided by
+     * st_fe_guards_partition once the entry's guards are known): a
+     * registered child of a Module (the Module holds an ID guard, the
+     * default for Modules) changes only through Module.__setattr__,
+     * __delattr__ and register_* (module epoch); so do the attributes of a
+     * child Module. */
+    if (kind == ST_SRC_MODPART)
+        s->is_static = true;
+    else if (kind == ST_SRC_ATTR && base->is_static && base->kind == ST_SRC_MODPART &&
+             PyUnicode_Check(base->key) &&
+             PyUnicode_CompareWithASCIIString(base->key, "_modules") == 0)
+        s->is_static = true;
+    t->v[t->n++] = s;
+    return s;
+}
+
+st_fe_src *st_fe_src_local(st_fe_srctab *t, int index, PyObject *name)
+{ return intern(t, ST_SRC_LOCAL, index, name, NULL, NULL); }
+st_fe_src *st_fe_src_global(st_fe_srctab *t, PyObject *name)
+{ return intern(t, ST_SRC_GLOBAL, 0, name, NULL, NULL); }
+st_fe_src *st_fe_src_builtin(st_fe_srctab *t, PyObject *name)
+{ return intern(t, ST_SRC_BUILTIN, 0, name, NULL, NULL); }
+st_fe_src *st_fe_src_closure(st_fe_srctab *t, int index, PyObject *name)
+{ return intern(t, ST_SRC_CLOSURE, index, name, NULL, NULL); }
+st_fe_src *st_fe_src_attr(st_fe_srctab *t, st_fe_src *base, PyObject *name)
+{ return intern(t, ST_SRC_ATTR, 0, name, NULL, base); }
+st_fe_src *st_fe_src_modpart(st_fe_srctab *t, st_fe_src *base, PyObject *part,
+                             PyObject *name)
+{ return intern(t, ST_SRC_MODPART, 0, name, part, base); }
+st_fe_src *st_fe_src_item(st_fe_srctab *t, st_fe_src *base, PyObject *key)
+{ return intern(t, ST_SRC_ITEM, 0, NULL, key, base); }
+
+PyObject *st_fe_src_repr(const st_fe_src *s)
+{
+    PyObject *b = NULL, *r = NULL;
+    if (s->base && !(b = st_fe_src_repr(s->base))) return NULL;
+    switch (s->kind) {
+    case ST_SRC_LOCAL:   r = PyUnicode_FromFormat("L[%R]", s->name); break;
+    case ST_SRC_GLOBAL:  r = PyUnicode_FromFormat("G[%R]", s->name); break;
+    case ST_SRC_BUILTIN: r = PyUnicode_FromFormat("G['__builtins__'][%R]", s->name); break;
+    case ST_SRC_CLOSURE: r = PyUnicode_FromFormat("L[%R].cell_contents", s->name); break;
+    case ST_SRC_ATTR:    r = PyUnicode_FromFormat("%U.%U", b, s->name); break;
+    case ST_SRC_MODPART: r = PyUnicode_FromFormat("%U.%U[%R]", b, s->key, s->name); break;
+    case ST_SRC_ITEM:    r = PyUnicode_FromFormat("%U[%R]", b, s->key); break;
+    default: PyErr_SetString(PyExc_SystemError, "bad source kind");
+    }
+    Py_XDECREF(b);
+    return r;
+}
+
+/* ---------------- evaluation ---------------- */
+/* A missing lookup: clear the lookup error, return NULL with none set. */
+static PyObject *missing(void)
+{
+    if (PyErr_ExceptionMatches(PyExc_AttributeError) ||
+        PyErr_ExceptionMatches(PyExc_KeyError) ||
+        PyErr_ExceptionMatches(PyExc_IndexError))
+        PyErr_Clear();
+    return NULL;
+}
+
+static PyObject *dict_get(PyObject *d, PyObject *k)
+{
+    if (!d || !PyDict_Check(d)) return NULL;
+    return Py_XNewRef(PyDict_GetItemWithError(d, k));
+}
+
+static PyObject *attr_get(PyObject *o, PyObject *name)
+{
+    PyTypeObject *tp = Py_TYPE(o);
+    PyObject *v;
+    if (tp->tp_getattro == PyObject_GenericGetAttr || st_fe_is_module(o))
+        v = PyObject_GenericGetAttr(o, name);   /* no user __getattr__ */
+    else
+        v = PyObject_GetAttr(o, name);
+    return v ? v : missing();
+}
+
+static PyObject *modpart_get(PyObject *o, PyObject *part, PyObject *name)
+{
+    PyObject **dp = _PyObject_GetDictPtr(o);
+    if (!dp || !*dp) return NULL;
+    PyObject *pd = PyDict_GetItemWithError(*dp, part);
+    if (!pd) return NULL;
+    return dict_get(pd, name);
+}
+
+static PyObject *item_get(PyObject *o, PyObject *key)
+{
+    if ((PyTuple_CheckExact(o) || PyList_CheckExact(o)) && PyLong_CheckExact(key)) {
+        Py_ssize_t i = PyLong_AsSsize_t(key), n = Py_SIZE(o);
+        if (i == -1 && PyErr_Occurred()) return NULL;
+        if (i < 0) i += n;
+        if (i < 0 || i >= n) return NULL;
+        return Py_NewRef(PyTuple_CheckExact(o) ? PyTuple_GET_ITEM(o, i) : PyList_GET_ITEM(o, i));
+    }
+    if (PyDict_Check(o)) return dict_get(o, key);
+    PyObject *v = PyObject_GetItem(o, key);
+    return v ? v : missing();
+}
+
+PyObject *st_fe_src_eval(const st_fe_src *s, const st_fe_frame *f, PyObject **memo)
+{
+    if (memo && memo[s->id]) return Py_NewRef(memo[s->id]);
+    PyObject *v = NULL, *b = NULL;
+    if (s->base && !(b = st_fe_src_eval(s->base, f, memo))) return NULL;
+    switch (s->kind) {
+    case ST_SRC_LOCAL:
+        if (s->index >= 0 && s->index < f->nlocals) v = Py_XNewRef(f->locals[s->index]);
+        break;
+    case ST_SRC_GLOBAL:  v = dict_get(f->globals, s->name); break;
+    case ST_SRC_BUILTIN: v = dict_get(f->builtins, s->name); break;
+    case ST_SRC_CLOSURE:
+        if (f->closure && PyTuple_Check(f->closure) && s->index >= 0 &&
+            s->index < PyTuple_GET_SIZE(f->closure)) {
+            PyObject *c = PyTuple_GET_ITEM(f->closure, s->index);
+            if (PyCell_Check(c)) v = Py_XNewRef(PyCell_GET(c));
+        }
+        break;
+    case ST_SRC_ATTR:    v = attr_get(b, s->name); break;
+    case ST_SRC_MODPART: v = modpart_get(b, s->key, s->name); break;
+    case ST_SRC_ITEM:    v = item_get(b, s->key); break;
+    default: PyErr_SetString(PyExc_SystemError, "bad source kind");
+    }
+    Py_XDECREF(b);
+    if (v && memo) memo[s->id] = Py_NewRef(v);
+    return v;
+}
+
+void st_fe_memo_clear(PyObject **memo, int n)
+{
+    for (int i = 0; i < n; i++) Py_CLEAR(memo[i]);
+}
+
+/* ---------------- guard sets ---------------- */
+void st_fe_guardset_init(st_fe_guardset *gs)
+{
+    memset(gs, 0, sizeof *gs);
+    gs->grad_mode = st_ad_grad_enabled();
+    gs->module_epoch = st_fe_module_epoch;
+    gs->meta_epoch = st_fe_meta_epoch;
+}
+
+void st_fe_guardset_clear(st_fe_guardset *gs)
+{
+    for (int i = 0; i < gs->n; i++) {
+        Py_XDECREF(gs->v[i].obj);
+        Py_XDECREF(gs->v[i].keys);
+    }
+    free(gs->v);
+    gs->v = NULL;
+    gs->n = gs->cap = 0;
+}
+
+static st_fe_guard *push(st_fe_guardset *gs, st_fe_guard_kind kind, st_fe_src *s)
+{
+    if (gs->n == gs->cap) {
+        int cap = gs->cap ? 2 * gs->cap : 16;
+        st_fe_guard *v = realloc(gs->v, (size_t)cap * sizeof *v);
+        if (!v) { PyErr_NoMemory(); return NULL; }
+        gs->v = v;
+        gs->cap = cap;
+    }
+    st_fe_guard *g = &gs->v[gs->n++];
+    memset(g, 0, sizeof *g);
+    g->kind = kind;
+    g->src = s;
+    return g;
+}
+
+static const st_fe_guard *find(const st_fe_guardset *gs, const st_fe_src *s, int kind)
+{
+    for (int i = 0; i < gs->n; i++)
+        if (gs->v[i].src == s && (kind < 0 || (int)gs->v[i].kind == kind)) return &gs->v[i];
+    return NULL;
+}
+
+int st_fe_guard_add(st_fe_guardset *gs, st_fe_guard_kind kind, st_fe_src *s, PyObject *obj)
+{
+    if (kind != ST_G_TYPE && kind != ST_G_ID && kind != ST_G_EQ && kind != ST_G_ABSENT) {
+        PyErr_SetString(PyExc_SystemError, "st_fe_guard_add: TYPE, ID, EQ or ABSENT only");
+        return -1;
+    }
+    if (find(gs, s, (int)kind)) return 0;
+    st_fe_guard *g = push(gs, kind, s);
+    if (!g) return -1;
+    g->obj = Py_XNewRef(obj);
+    return 0;
+}
+
+/* Constants compared by value: immutable scalars and tuples of them. */
+static int is_eq_const(PyObject *v, int depth)
+{
+    if (v == Py_None || v == Py_Ellipsis || PyBool_Check(v) || PyLong_CheckExact(v) ||
+        PyFloat_CheckExact(v) || PyUnicode_CheckExact(v) || PyBytes_CheckExact(v) ||
+        PyComplex_CheckExact(v) || PySlice_Check(v))
+        return 1;
+    if (Py_TYPE(v) == Py_TYPE(st_fe_dtype_obj(ST_FLOAT32))) return 1;
+    if (st_fe_device_class && Py_TYPE(v) == (PyTypeObject *)st_fe_device_class) return 1;
+    if (PyTuple_CheckExact(v) && depth < 4) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(v); i++)
+            if (!is_eq_const(PyTuple_GET_ITEM(v, i), depth + 1)) return 0;
+        return 1;
+    }
+    return 0;
+}
+
+static int is_id_value(PyObject *v)
+{
+    if (PyCFunction_Check(v)) {          /* a module's function, not a bound builtin method */
+        PyObject *self = PyCFunction_GET_SELF(v);
+        return !self || PyModule_Check(self);
+    }
+    return st_fe_is_module(v) || PyFunction_Check(v) || PyType_Check(v) || PyModule_Check(v) ||
+           PyCode_Check(v) || Py_IS_TYPE(v, &PyMethodDescr_Type) ||
+           Py_IS_TYPE(v, &PyWrapperDescr_Type);
+}
+
+/* Bound methods are made on each read: equal when they bind the same
+ * object to the same function (method.__eq__). */
+static int is_bound_method(PyObject *v)
+{
+    return PyMethod_Check(v) || (PyCFunction_Check(v) && !is_id_value(v));
+}
+
+int st_fe_guard_value(st_fe_guardset *gs, st_fe_src *s, PyObject *v)
+{
+    if (find(gs, s, -1)) return 0;
+    if (st_fe_is_tensor(v)) {
+        st_fe_guard *g = push(gs, ST_G_TENSOR, s);
+        if (!g) return -1;
+        const st_tensor *t = st_fe_unwrap(v);
+        const st_device *d = st_tensor_device(t);
+        g->obj = Py_NewRef((PyObject *)Py_TYPE(v));
+        g->dtype = (int)t->dtype;
+        g->ndim = t->ndim;
+        for (int i = 0; i < t->ndim; i++) {
+            g->shape[i] = t->shape[i];
+            g->strides[i] = t->strides[i];
+        }
+        g->device_type = (int)d->type;
+        g->device_index = d->index;
+        g->requires_grad = t->requires_grad;
+        return 0;
+    }
+    if (is_eq_const(v, 0) || is_bound_method(v)) return st_fe_guard_add(gs, ST_G_EQ, s, v);
+    if (is_id_value(v)) return st_fe_guard_add(gs, ST_G_ID, s, v);
+    if (PyTuple_Check(v) || PyList_Check(v)) {
+        Py_ssize_t n = PyObject_Length(v);
+        if (n < 0) return -1;
+        st_fe_guard *g = push(gs, ST_G_LEN, s);
+        if (!g) return -1;
+        g->obj = Py_NewRef((PyObject *)Py_TYPE(v));
+        g->len = n;
+        return 0;
+    }
+    if (PyDict_Check(v)) {
+        PyObject *keys = PyDict_Keys(v), *kt = keys ? PyList_AsTuple(keys) : NULL;
+        Py_XDECREF(keys);
+        if (!kt) return -1;
+        st_fe_guard *g = push(gs, ST_G_DICT_KEYS, s);
+        if (!g) { Py_DECREF(kt); return -1; }
+        g->obj = Py_NewRef((PyObject *)Py_TYPE(v));
+        g->keys = kt;
+        return 0;
+    }
+    return st_fe_guard_add(gs, ST_G_TYPE, s, (PyObject *)Py_TYPE(v));
+}
+
+/* ---------------- the check ---------------- */
+/* Constant equality for EQ guards: same type, and floats (and complex)
+ * bit for bit, so -0.0 is not 0.0 and a NaN matches itself; tuples item
+ * by item. 1/0/-1. */
+static int const_eq(PyObject *a, PyObject *b)
+{
+    if (a == b) return 1;
+    if (Py_TYPE(a) != Py_TYPE(b)) return 0;
+    if (PyFloat_CheckExact(a)) {
+        double x = PyFloat_AS_DOUBLE(a), y = PyFloat_AS_DOUBLE(b);
+        return memcmp(&x, &y, sizeof x) == 0;
+    }
+    if (PyComplex_CheckExact(a)) {
+        Py_complex x = PyComplex_AsCComplex(a), y = PyComplex_AsCComplex(b);
+        return memcmp(&x.real, &y.real, sizeof x.real) == 0 &&
+               memcmp(&x.imag, &y.imag, sizeof x.imag) == 0;
+    }
+    if (PyTuple_CheckExact(a)) {
+        Py_ssize_t n = PyTuple_GET_SIZE(a);
+        if (PyTuple_GET_SIZE(b) != n) return 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int r = const_eq(PyTuple_GET_ITEM(a, i), PyTuple_GET_ITEM(b, i));
+            if (r <= 0) return r;
+        }
+        return 1;
+    }
+    return PyObject_RichCompareBool(a, b, Py_EQ);
+}
+
+/* One guard on its value v (NULL: the source found nothing). 1/0/-1. */
+static int check_one(const st_fe_guard *g, PyObject *v)
+{
+    if (g->kind == ST_G_ABSENT) return v == NULL;
+    if (!v) return 0;
+    switch (g->kind) {
+    case ST_G_TYPE: return (PyObject *)Py_TYPE(v) == g->obj;
+    case ST_G_ID:   return v == g->obj;
+    case ST_G_EQ:
+        return const_eq(v, g->obj);
+    case ST_G_TENSOR: {
+        if ((PyObject *)Py_TYPE(v) != g->obj) return 0;
+        const st_tensor *t = st_fe_unwrap(v);
+        if ((int)t->dtype != g->dtype || t->ndim != g->ndim ||
+            t->requires_grad != g->requires_grad)
+            return 0;
+        for (int i = 0; i < t->ndim; i++)
+            if (t->shape[i] != g->shape[i] || t->strides[i] != g->strides[i]) return 0;
+        const st_device *d = st_tensor_device(t);
+        return (int)d->type == g->device_type && d->index == g->device_index;
+    }
+    case ST_G_LEN:
+        if ((PyObject *)Py_TYPE(v) != g->obj) return 0;
+        return Py_SIZE(v) == g->len;
+    case ST_G_DICT_KEYS: {
+        if ((PyObject *)Py_TYPE(v) != g->obj) return 0;
+        Py_ssize_t n = PyTuple_GET_SIZE(g->keys), pos = 0, i = 0;
+        if (PyDict_GET_SIZE(v) != n) return 0;
+        PyObject *k, *val;
+        while (PyDict_Next(v, &pos, &k, &val)) {
+            PyObject *want = PyTuple_GET_ITEM(g->keys, i++);
+            if (k == want) continue;
+            int r = same_obj(k, want);
+            if (r <= 0) return r;
+        }
+        return 1;
+    }
+    default: return 0;
+    }
+}
+
+/* Guards [0, hi) are checked; static ones only when check_static. */
+static int check_range(st_fe_guardset *gs, const st_fe_frame *f, PyObject **memo,
+                       const st_fe_guard **failed, int hi, bool check_static)
+{
+    if (st_ad_grad_enabled() != gs->grad_mode) {
+        if (failed) *failed = NULL;
+        return 0;
+    }
+    for (int i = 0; i < hi; i++) {
+        const st_fe_guard *g = &gs->v[i];
+        if (!check_static && g->src->is_static) continue;
+        PyObject *v = st_fe_src_eval(g->src, f, memo);
+        if (!v && PyErr_Occurred()) return -1;
+        int r = check_one(g, v);
+        Py_XDECREF(v);
+        if (r <= 0) {
+            if (failed) *failed = g;
+            return r;
+        }
+    }
+    if (check_static) {
+        gs->module_epoch = st_fe_module_epoch;
+        gs->meta_epoch = st_fe_meta_epoch;
+    }
+    return 1;
+}
+
+static bool epochs_held(const st_fe_guardset *gs)
+{
+    return gs->module_epoch == st_fe_module_epoch && gs->meta_epoch == st_fe_meta_epoch;
+}
+
+int st_fe_guards_check(st_fe_guardset *gs, const st_fe_frame *f, PyObject **memo,
+                       const st_fe_guard **failed)
+{
+    bool full = !epochs_held(gs);
+    return check_range(gs, f, memo, failed, gs->n, full);
+}
+
+static bool is_part_name(PyObject *name)
+{
+    return name && PyUnicode_Check(name) &&
+           (PyUnicode_CompareWithASCIIString(name, "_modules") == 0 ||
+            PyUnicode_CompareWithASCIIString(name, "_parameters") == 0 ||
+            PyUnicode_CompareWithASCIIString(name, "_buffers") == 0);
+}
+
+/* Is name in the instance __dict__ of o (not a class attribute)? */
+static bool in_instance_dict(PyObject *o, PyObject *name)
+{
+    PyObject **dp = _PyObject_GetDictPtr(o);
+    if (!dp || !*dp || !name) return false;
+    PyObject *v = PyDict_GetItemWithError(*dp, name);
+    if (!v) PyErr_Clear();
+    return v != NULL;
+}
+
+int st_fe_guards_partition(st_fe_guardset *gs, st_fe_srctab *t)
+{
+    /* fixed[id]: the symtrace Module an ID guard fixes the source to;
+     * eqc[id]: the source has an EQ guard (an immutable constant) */
+    PyObject **fixed = calloc((size_t)t->n + 1, sizeof *fixed);
+    bool *eqc = calloc((size_t)t->n + 1, sizeof *eqc);
+    st_fe_guard *tmp = malloc((size_t)(gs->n ? gs->n : 1) * sizeof *tmp);
+    if (!fixed || !eqc || !tmp) { free(fixed); free(eqc); free(tmp); return -1; }
+    for (int i = 0; i < gs->n; i++) {
+        const st_fe_guard *g = &gs->v[i];
+        if (g->kind == ST_G_ID && st_fe_is_module(g->obj)) fixed[g->src->id] = g->obj;
+        if (g->kind == ST_G_EQ) eqc[g->src->id] = true;
+    }
+    /* Static: read from a Module fixed by identity, through what only
+     * Module.__setattr__/__delattr__/register_* change (module epoch): its
+     * instance attributes (not class attributes: setting those bumps no
+     * epoch), its part dicts (base.__dict__[part][name], base._modules[name])
+     * and the items of static immutable constants. Bases come first (ids). */
+    for (int i = 0; i < t->n; i++) {
+        st_fe_src *s = t->v[i], *b = s->base;
+        bool st = false;
+        if (b) {
+            PyObject *m = fixed[b->id];
+            if (s->kind == ST_SRC_MODPART) st = m != NULL;
+            else if (s->kind == ST_SRC_ATTR) st = m && in_instance_dict(m, s->name);
+            else if (s->kind == ST_SRC_ITEM)
+                st = b->is_static && ((b->kind == ST_SRC_ATTR && is_part_name(b->name)) || eqc[b->id]);
+        }
+        s->is_static = st;
+    }
+    free(fixed);
+    free(eqc);
+    int k = 0;
+    for (int i = 0; i < gs->n; i++)
+        if (!gs->v[i].src->is_static) k++;
+    int a = 0, b = k;
+    for (int i = 0; i < gs->n; i++)
+        tmp[gs->v[i].src->is_static ? b++ : a++] = gs->v[i];
+    memcpy(gs->v, tmp, (size_t)gs->n * sizeof *tmp);
+    free(tmp);
+    return k;
+}
+
+int st_fe_guards_check_front(st_fe_guardset *gs, const st_fe_frame *f, PyObject **memo,
+                             const st_fe_guard **failed, int nfront)
+{
+    if (epochs_held(gs)) return check_range(gs, f, memo, failed, nfront, false);
+    return check_range(gs, f, memo, failed, gs->n, true);
+}
+
+/* ---------------- description ---------------- */
+static PyObject *describe_one(const st_fe_guard *g)
+{
+    PyObject *src = st_fe_src_repr(g->src), *r = NULL;
+    if (!src) return NULL;
+    switch (g->kind) {
+    case ST_G_TYPE:
+        r = PyUnicode_FromFormat("TYPE_MATCH: type(%U) is %s", src, ((PyTypeObject *)g->obj)->tp_name);
+        break;
+    case ST_G_ID:
+        if (PyType_Check(g->obj))
+            r = PyUnicode_FromFormat("ID_MATCH: %U is <class '%s'>", src, ((PyTypeObject *)g->obj)->tp_name);
+        else
+            r = PyUnicode_FromFormat("ID_MATCH: %U is <%s object at %p>", src, Py_TYPE(g->obj)->tp_name, g->obj);
+        break;
+    case ST_G_EQ:
+        r = PyUnicode_FromFormat("EQUALS_MATCH: %U == %R", src, g->obj);
+        break;
+    case ST_G_TENSOR: {
+        char buf[512];
+        int k = snprintf(buf, sizeof buf, "%s [", st_dtype_name((st_dtype)g->dtype));
+        for (int i = 0; i < g->ndim && k < 400; i++)
+            k += snprintf(buf + k, sizeof buf - (size_t)k, "%s%lld", i ? ", " : "", (long long)g->shape[i]);
+        k += snprintf(buf + k, sizeof buf - (size_t)k, "] stride=[");
+        for (int i = 0; i < g->ndim && k < 480; i++)
+            k += snprintf(buf + k, sizeof buf - (size_t)k, "%s%lld", i ? ", " : "", (long long)g->strides[i]);
+        const st_device *d = st_rt_device((st_device_type)g->device_type, g->device_index);
+        snprintf(buf + k, sizeof buf - (size_t)k, "] %s requires_grad=%s",
+                 d ? d->name : "?", g->requires_grad ? "True" : "False");
+        r = PyUnicode_FromFormat("TENSOR_MATCH: %U %s", src, buf);
+        break;
+    }
+    case ST_G_LEN:
+        r = PyUnicode_FromFormat("LENGTH_CHECK: type(%U) is %s and len(%U) == %zd", src,
+                                 ((PyTypeObject *)g->obj)->tp_name, src, g->len);
+        break;
+    case ST_G_DICT_KEYS: {
+        PyObject *l = PySequence_List(g->keys);
+        if (l) r = PyUnicode_FromFormat("DICT_KEYS: list(%U.keys()) == %R", src, l);
+        Py_XDECREF(l);
+        break;
+    }
+    case ST_G_ABSENT:
+        r = PyUnicode_FromFormat("ABSENT: %U is not set", src);
+        break;
+    }
+    Py_DECREF(src);
+    return r;
+}
+
+PyObject *st_fe_guards_describe(const st_fe_guardset *gs)
+{
+    PyObject *l = PyList_New(0), *s;
+    if (!l) return NULL;
+    s = PyUnicode_FromFormat("GRAD_MODE: is_grad_enabled() == %s", gs->grad_mode ? "True" : "False");
+    if (!s || PyList_Append(l, s) < 0) goto fail;
+    Py_DECREF(s);
+    for (int i = 0; i < gs->n; i++) {
+        s = describe_one(&gs->v[i]);
+        if (!s || PyList_Append(l, s) < 0) goto fail;
+        Py_DECREF(s);
+    }
+    return l;
+fail:
+    Py_XDECREF(s);
+    Py_DECREF(l);
+    return NULL;
+}

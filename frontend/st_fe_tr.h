@@ -1,0 +1,258 @@
+/* st_fe_tr.h - the bytecode frontend's shared internal contract (frontend/
+ * only; see DESIGN.md "Frontend"): the frame view, sources (where a value
+ * was read), guards (checks on sources), translator variables, return
+ * templates and compiled entries.
+ *
+ * How translation works (the "concrete" symbolic executor). The translator
+ * runs the frame's bytecode itself, instruction by instruction, on the
+ * frame's real arguments. Every stack slot is a Variable: the real Python
+ * value plus where it came from (its Source, or none when it was computed).
+ * Tensor ops (symtrace API functions, Tensor methods and operators) are
+ * really executed, eagerly, while the runtime's trace capture
+ * (runtime/trace.c) records them into a StatementIR graph; a real tensor
+ * maps to its IR value through the tracer. Python-level computation on
+ * guarded values is really executed too (its result is a constant of the
+ * guards). User functions and Module.__call__/forward are inlined (a new
+ * translator frame) so that every read they make gets a Source and a guard.
+ * What may not be executed for real (calls of unknown C functions, stores
+ * into objects that existed before the frame, jumps on tensor values, data
+ * reads such as .item()) stops the translation with a reason: a graph
+ * break. The value returned by the frame during translation is the first
+ * call's result.
+ *
+ * Owners: sources and guards - guards.c; the translator - translator.c and
+ * tr_calls.c; entries, templates, the hook and the per-code cache -
+ * eval_frame.c and entry.c; CPython internals - pyinternals.h. */
+#ifndef ST_FE_TR_H
+#define ST_FE_TR_H
+
+#include "st_fe.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* ---------------- the frame view ----------------
+ * What a frame holds before its first instruction runs, independent of
+ * CPython's frame layout (eval_frame.c fills it from _PyInterpreterFrame;
+ * tests fill it from a function and its arguments). */
+typedef struct {
+    PyCodeObject *code;          /* borrowed */
+    PyObject *func;              /* the function object (borrowed, may be NULL) */
+    PyObject *const *locals;     /* co_nlocalsplus slots: arguments filled, rest NULL */
+    int nlocals;
+    PyObject *globals, *builtins;/* borrowed dicts */
+    PyObject *closure;           /* the function's closure tuple (borrowed) or NULL */
+} st_fe_frame;
+
+/* ---------------- sources ----------------
+ * Interned per source table: structurally equal sources are one object, so
+ * guards and input lookups dedupe by pointer. A source table belongs to one
+ * translation and then to the entry made from it. */
+typedef enum {
+    ST_SRC_LOCAL,     /* frame->locals[index] (an argument); name = the local's name */
+    ST_SRC_GLOBAL,    /* frame->globals[name] */
+    ST_SRC_BUILTIN,   /* frame->builtins[name] */
+    ST_SRC_CLOSURE,   /* cell contents of frame->closure[index]; name = the free var */
+    ST_SRC_ATTR,      /* base.name, read as the translator read it: instance
+                         __dict__ first, then the type (no user __getattr__) */
+    ST_SRC_MODPART,   /* a symtrace Module's registered child:
+                         base.__dict__[part][name], part "_parameters",
+                         "_buffers" or "_modules" (key holds the part str) */
+    ST_SRC_ITEM,      /* base[key]: key a constant (int index, str, or other
+                         hashable constant) of a tuple, list or dict */
+    ST_SRC__COUNT
+} st_fe_src_kind;
+
+typedef struct st_fe_src {
+    st_fe_src_kind kind;
+    int index;               /* LOCAL, CLOSURE */
+    PyObject *name;          /* owned str: LOCAL/CLOSURE (for messages), GLOBAL, BUILTIN, ATTR, MODPART */
+    PyObject *key;           /* owned: ITEM's key; MODPART's part name */
+    struct st_fe_src *base;  /* ATTR, MODPART, ITEM */
+    int id;                  /* dense index in its table (memo slot) */
+    /* Static: a chain of MODPART/ATTR reads below an identity-guarded
+     * symtrace Module. Its value cannot change unless a Module attribute is
+     * set or deleted or a tensor's metadata changes, which bump the epochs
+     * (st_fe_module_epoch, st_fe_meta_epoch); guards on static sources are
+     * checked only when an epoch moved. */
+    bool is_static;
+} st_fe_src;
+
+typedef struct {
+    st_fe_src **v;           /* owned sources, v[k]->id == k */
+    int n, cap;
+} st_fe_srctab;
+
+void st_fe_srctab_init(st_fe_srctab *t);
+void st_fe_srctab_clear(st_fe_srctab *t);     /* frees every source */
+/* Interning constructors: return the table's source (NULL + MemoryError). */
+st_fe_src *st_fe_src_local(st_fe_srctab *t, int index, PyObject *name);
+st_fe_src *st_fe_src_global(st_fe_srctab *t, PyObject *name);
+st_fe_src *st_fe_src_builtin(st_fe_srctab *t, PyObject *name);
+st_fe_src *st_fe_src_closure(st_fe_srctab *t, int index, PyObject *name);
+st_fe_src *st_fe_src_attr(st_fe_srctab *t, st_fe_src *base, PyObject *name);
+st_fe_src *st_fe_src_modpart(st_fe_srctab *t, st_fe_src *base,
+                             PyObject *part, PyObject *name);
+st_fe_src *st_fe_src_item(st_fe_srctab *t, st_fe_src *base, PyObject *key);
+/* "L['x']", "G['F'].linear", "L['self']._modules['layers']._modules['0']",
+ * TorchDynamo's spelling; returns a new str. */
+PyObject *st_fe_src_repr(const st_fe_src *s);
+/* Evaluates s on a frame: new reference, or NULL. memo[s->id] caches
+ * (borrowed from the memo's own reference; the caller decrefs memo slots
+ * with st_fe_memo_clear). A missing name/attr/key returns NULL with no
+ * exception set (a guard then fails); other errors set one. */
+PyObject *st_fe_src_eval(const st_fe_src *s, const st_fe_frame *f, PyObject **memo);
+void st_fe_memo_clear(PyObject **memo, int n);
+
+/* ---------------- guards ---------------- */
+typedef enum {
+    ST_G_TYPE,        /* type(v) is obj */
+    ST_G_ID,          /* v is obj (obj held strongly, so its id stays unique) */
+    ST_G_EQ,          /* type(v) is type(obj) and v == obj (int, float, str,
+                         bool, None, bytes, dtype, device, tuples of those) */
+    ST_G_TENSOR,      /* a Tensor with this dtype, device, shape, strides,
+                         requires_grad (and is_leaf-ness not needed) */
+    ST_G_LEN,         /* type(v) is obj and len(v) == len (tuple, list, dict) */
+    ST_G_DICT_KEYS,   /* type(v) is obj (dict/OrderedDict) and tuple(v.keys()) == keys */
+    ST_G_ABSENT,      /* evaluating the source finds nothing (an attribute
+                         that hasattr() found missing, a global not yet set) */
+} st_fe_guard_kind;
+
+typedef struct {
+    st_fe_guard_kind kind;
+    st_fe_src *src;
+    PyObject *obj;           /* owned: type, identity or constant */
+    PyObject *keys;          /* owned tuple: DICT_KEYS */
+    Py_ssize_t len;          /* LEN */
+    /* TENSOR */
+    int dtype, ndim;
+    int64_t shape[ST_MAX_DIMS], strides[ST_MAX_DIMS];
+    int device_type, device_index;
+    bool requires_grad;
+} st_fe_guard;
+
+typedef struct {
+    st_fe_guard *v;
+    int n, cap;
+    bool grad_mode;          /* global: is_grad_enabled() at translation */
+    /* the epochs at translation (or at the last full check that passed) */
+    uint64_t module_epoch, meta_epoch;
+} st_fe_guardset;
+
+/* Bumped by symtrace.nn.Module.__setattr__/__delattr__ (through
+ * _C._fe_bump_module_epoch) and by anything that changes a tensor's
+ * metadata in place (requires_grad_, resize, set_). */
+extern uint64_t st_fe_module_epoch, st_fe_meta_epoch;
+
+void st_fe_guardset_init(st_fe_guardset *gs);
+void st_fe_guardset_clear(st_fe_guardset *gs);
+/* The default guard for a value read from s, added once per source:
+ * Tensor -> TENSOR; int/float/bool/str/None/bytes/dtype/device/slice and
+ * tuples of those -> EQ; symtrace Module, function, builtin, class, Python
+ * module, code -> ID; tuple/list/dict -> LEN or DICT_KEYS (their items are
+ * guarded when read, through ITEM sources); anything else -> TYPE.
+ * 0 or -1 with an exception. */
+int st_fe_guard_value(st_fe_guardset *gs, st_fe_src *s, PyObject *value);
+int st_fe_guard_add(st_fe_guardset *gs, st_fe_guard_kind kind, st_fe_src *s,
+                    PyObject *obj);                  /* TYPE, ID, EQ, ABSENT */
+/* 1 pass, 0 fail (*failed, if not NULL, gets the failing guard), -1 error. */
+int st_fe_guards_check(st_fe_guardset *gs, const st_fe_frame *f,
+                       PyObject **memo, const st_fe_guard **failed);
+/* One line per guard, e.g. "TENSOR_MATCH: L['x'] float32 [4, 8] cpu
+ * requires_grad=False", as a list of str. */
+PyObject *st_fe_guards_describe(const st_fe_guardset *gs);
+
+/* ---------------- return templates ----------------
+ * How an entry builds its return value on a hit. */
+typedef enum {
+    ST_T_CONST,       /* obj (immutable constant) */
+    ST_T_OUTPUT,      /* graph output index */
+    ST_T_SOURCE,      /* the value of src (an input returned as is) */
+    ST_T_TUPLE, ST_T_LIST, ST_T_DICT,   /* fresh container of items (DICT: keys) */
+} st_fe_tmpl_kind;
+
+typedef struct st_fe_tmpl {
+    st_fe_tmpl_kind kind;
+    PyObject *obj;           /* CONST value; DICT: tuple of keys; TUPLE: the
+                                tuple type to rebuild (namedtuples) */
+    int index;               /* OUTPUT */
+    st_fe_src *src;          /* SOURCE */
+    struct st_fe_tmpl **items;
+    int n;
+} st_fe_tmpl;
+
+void st_fe_tmpl_free(st_fe_tmpl *t);
+/* Builds the value; outs are the graph outputs (borrowed). */
+PyObject *st_fe_tmpl_build(const st_fe_tmpl *t, PyObject *const *outs,
+                           const st_fe_frame *f, PyObject **memo);
+
+/* ---------------- options and breaks ---------------- */
+typedef struct {
+    const char *backend;     /* "llvm", "nvrtc", "interp", "eager" */
+    bool fullgraph;          /* a break raises (also SYMTRACE_STRICT=1) */
+    bool dynamic;            /* issue 7; false for now */
+    int log_level;           /* SYMTRACE_LOG */
+} st_fe_options;
+
+/* Why a translation stopped, and where (the user's file and line). */
+typedef struct {
+    char reason[512];
+    PyObject *filename;      /* owned str or NULL */
+    int lineno;
+} st_fe_break;
+
+void st_fe_break_clear(st_fe_break *b);
+
+/* ---------------- compiled entries ---------------- */
+typedef struct st_fe_entry {
+    struct st_fe_entry *next;
+    st_fe_srctab srcs;
+    st_fe_guardset guards;
+    void *cfn;               /* st_rt_cfn*: the compiled graph (runtime) */
+    int ninputs;
+    st_fe_src **input_src;   /* per graph input: its source, or NULL when
+                                input_const[k] is captured (a tensor made
+                                during translation without a source) */
+    PyObject **input_const;  /* owned or NULL */
+    int noutputs;
+    st_fe_tmpl *ret;
+    PyObject *graph_str;     /* the StatementIR as SOT prints it (owned str) */
+    int nops;                /* statements in the graph */
+    uint64_t hits;
+} st_fe_entry;
+
+void st_fe_entry_free(st_fe_entry *e);
+
+/* ---------------- the translator (translator.c) ----------------
+ * Translates one frame with the real arguments of f. On success returns
+ * the new entry (guards, graph compiled through the runtime with
+ * opts->backend, input sources, return template) and sets *result to the
+ * frame's return value computed while translating (new reference). On a
+ * graph break returns NULL with brk filled and no exception set; state
+ * touched by the translation is rolled back (inputs mutated in place are
+ * restored, the random generator is reset), so the caller may run the
+ * frame as plain Python. With opts->fullgraph a break is raised instead
+ * (RuntimeError naming reason, file and line; returns NULL with the
+ * exception set and brk filled). Other errors: NULL with an exception set
+ * and brk->reason empty. */
+st_fe_entry *st_fe_translate(const st_fe_frame *f, const st_fe_options *opts,
+                             PyObject **result, st_fe_break *brk);
+
+
+/* ---------------- running entries (entry.c) ---------------- */
+/* Runs a hit: gathers the graph inputs by their sources (memo shared with
+ * the guard check that just passed), runs e->cfn (absent when the frame
+ * made no graph), builds the return value from e->ret. New reference, or
+ * NULL with an exception. */
+PyObject *st_fe_entry_run(st_fe_entry *e, const st_fe_frame *f, PyObject **memo);
+
+/* ---------------- PyLayer inside a translation (pylayer_trace.c) -------
+ * Called by the translator for `Cls.apply(*args, **kwargs)` where Cls is a
+ * symtrace.autograd.Function subclass, while the trace is active: runs
+ * Cls.forward into the trace as a region whose gradient is Cls.backward,
+ * itself traced into the region's custom VJP, and returns the forward's
+ * result (real tensors, as apply would). NULL with an exception, or with
+ * the trace marked failed (st_rt_trace_failed) when it cannot. */
+PyObject *st_fe_trace_pylayer(PyObject *cls, PyObject *args, PyObject *kwargs);
+
+#endif

@@ -1,0 +1,242 @@
+/* frontend/tr_attrs.c - attribute loads in the translator: tensors (real),
+ * Python modules and symtrace Modules (ATTR/MODPART sources), user
+ * objects (instance dict, then the MRO, data descriptors first; a
+ * property's Python getter is inlined), super(), and hasattr. */
+#include "tr_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------- attributes ---------------- */
+static int attr_sourced(tr_state *s, tr_var *obj, PyObject *name, PyObject *v,
+                        tr_var *out)
+{
+    st_fe_src *base = obj->src ? obj->src : tr_lookup_src(s, obj->v);
+    if (!base || PyMethod_Check(v)) {
+        tr_make_value(s, out, v);
+        return 0;
+    }
+    st_fe_src *as = st_fe_src_attr(&s->srcs, base, name);
+    if (!as) {
+        Py_DECREF(v);
+        return tr_break_exc(s, "source");
+    }
+    return tr_make_sourced(s, out, v, as);
+}
+
+static int call_fget(tr_state *s, PyObject *descr, tr_var *obj, tr_var *out)
+{
+    PyObject *fget = PyObject_GetAttrString(descr, "fget");
+    if (!fget)
+        return tr_break_exc(s, "property");
+    int rc;
+    if (PyFunction_Check(fget)) {
+        rc = tr_inline(s, fget, obj, 1, NULL, out);
+    } else {
+        PyObject *r = PyObject_CallOneArg(fget, obj->v);
+        rc = r ? 0 : tr_break_exc(s, "property");
+        if (r)
+            tr_make_value(s, out, r);
+    }
+    Py_DECREF(fget);
+    return rc;
+}
+
+static int super_attr(tr_state *s, tr_var *obj, PyObject *name, tr_var *out)
+{
+    PyObject *cls = PyTuple_GET_ITEM(obj->v, 0), *self = PyTuple_GET_ITEM(obj->v, 1);
+    PyTypeObject *t = PyType_Check(self) ? (PyTypeObject *)self : Py_TYPE(self);
+    PyObject *d = tr_mro_lookup(t, name, cls);
+    if (!d)
+        return tr_break(s, "super() has no attribute '%s'", PyUnicode_AsUTF8(name));
+    PyObject *r;
+    if (PyFunction_Check(d))
+        r = PyMethod_New(d, self);
+    else if (Py_TYPE(d)->tp_descr_get)
+        r = Py_TYPE(d)->tp_descr_get(d, self, (PyObject *)t);
+    else
+        r = Py_NewRef(d);
+    if (!r)
+        return tr_break_exc(s, "super attribute");
+    tr_make_value(s, out, r);
+    return 0;
+}
+
+static int module_attr(tr_state *s, tr_var *obj, PyObject *name, tr_var *out, bool *found)
+{
+    PyObject *d = PyObject_GenericGetDict(obj->v, NULL);
+    *found = false;
+    if (!d)
+        return tr_break_exc(s, "module attribute");
+    PyObject *v = PyDict_GetItemWithError(d, name);
+    int rc = 0;
+    if (v) {
+        *found = true;
+        rc = attr_sourced(s, obj, name, Py_NewRef(v), out);
+    } else {
+        static const char *parts[] = {"_parameters", "_buffers", "_modules"};
+        for (int i = 0; i < 3 && !*found; i++) {
+            PyObject *pd = PyDict_GetItemString(d, parts[i]);
+            PyObject *pv = pd && PyDict_Check(pd) ? PyDict_GetItemWithError(pd, name) : NULL;
+            if (pv) {
+                *found = true;
+                st_fe_src *base = obj->src ? obj->src : tr_lookup_src(s, obj->v);
+                rc = tr_modpart_var(s, base, parts[i], name, pv, out);
+            }
+        }
+    }
+    Py_DECREF(d);
+    return rc;
+}
+
+/* A method found on the class of a sourced object: the function gets the
+ * source type(obj).name (ID-guarded), so that the globals it reads have
+ * sources too (fn.__globals__[...]). */
+static int method_source(tr_state *s, tr_var *obj, PyObject *name, PyObject *fn)
+{
+    st_fe_src *base = obj->src ? obj->src : tr_lookup_src(s, obj->v);
+    if (!base || tr_lookup_src(s, fn) ||
+        PyFunction_GET_GLOBALS(fn) == s->f->globals || tr_fn_origin(fn) != 0)
+        return 0;
+    PyObject *cn = PyUnicode_FromString("__class__");
+    st_fe_src *cs = cn ? st_fe_src_attr(&s->srcs, base, cn) : NULL;
+    st_fe_src *fs = cs ? st_fe_src_attr(&s->srcs, cs, name) : NULL;
+    Py_XDECREF(cn);
+    tr_var tmp;
+    if (!fs)
+        return tr_break_exc(s, "source");
+    if (tr_make_sourced(s, &tmp, Py_NewRef(fn), fs) < 0)
+        return -1;
+    tr_var_clear(&tmp);
+    return 0;
+}
+
+int tr_getattr(tr_state *s, tr_var *obj, PyObject *name, tr_var *out)
+{
+    PyObject *o = obj->v;
+    memset(out, 0, sizeof *out);
+    const char *nm = PyUnicode_AsUTF8(name);
+    if (obj->aux == TR_AUX_SUPER)
+        return super_attr(s, obj, name, out);
+    if (obj->aux == TR_AUX_ITER)
+        return tr_break(s, "attribute '%s' of an iterator", nm);
+    if (!o)
+        return tr_break(s, "attribute of NULL");
+    if (st_fe_is_tensor(o)) {
+        PyObject *v = PyObject_GetAttr(o, name);
+        if (!v)
+            return tr_break_exc(s, "tensor attribute");
+        if (st_rt_trace_failed(NULL)) {
+            const char *why = NULL;
+            st_rt_trace_failed(&why);
+            Py_DECREF(v);
+            return tr_break(s, "%s", why ? why : "trace failed");
+        }
+        if (!strcmp(nm, "grad") && st_fe_is_tensor(v))
+            return attr_sourced(s, obj, name, v, out);
+        if (st_fe_is_tensor(v)) {
+            memset(out, 0, sizeof *out);
+            out->v = v;     /* a traced view: no source */
+            return 0;
+        }
+        tr_make_value(s, out, v);
+        return 0;
+    }
+    if (PyModule_Check(o)) {
+        PyObject *v = PyObject_GetAttr(o, name);
+        if (!v)
+            return tr_break_exc(s, "module attribute");
+        return attr_sourced(s, obj, name, v, out);
+    }
+    PyTypeObject *t = Py_TYPE(o);
+    bool is_mod = tr_is_symtrace_module(o);
+    if (PyType_Check(o) || (tr_safe_type(o) && !is_mod)) {
+        PyObject *v = PyObject_GetAttr(o, name);
+        if (!v)
+            return tr_break_exc(s, "attribute");
+        if (PyType_Check(o))
+            return attr_sourced(s, obj, name, v, out);
+        tr_make_value(s, out, v);
+        return 0;
+    }
+    if (t->tp_getattro != PyObject_GenericGetAttr && !is_mod)
+        return tr_break(s, "attribute '%s' of a %s (custom __getattribute__)", nm, t->tp_name);
+    PyObject *descr = tr_mro_lookup(t, name, NULL);
+    if (descr && Py_TYPE(descr)->tp_descr_set) {
+        if (PyObject_TypeCheck(descr, &PyProperty_Type))
+            return call_fget(s, descr, obj, out);
+        PyObject *v = PyObject_GetAttr(o, name);
+        if (!v)
+            return tr_break_exc(s, "attribute");
+        return attr_sourced(s, obj, name, v, out);
+    }
+    if (is_mod) {
+        bool found;
+        if (module_attr(s, obj, name, out, &found) < 0)
+            return -1;
+        if (found)
+            return 0;
+    } else {
+        PyObject **dp = _PyObject_GetDictPtr(o);
+        PyObject *v = dp && *dp ? PyDict_GetItemWithError(*dp, name) : NULL;
+        if (v)
+            return attr_sourced(s, obj, name, Py_NewRef(v), out);
+        if (PyErr_Occurred())
+            return tr_break_exc(s, "attribute");
+    }
+    if (descr) {
+        PyObject *v;
+        if (PyFunction_Check(descr) && method_source(s, obj, name, descr) < 0)
+            return -1;
+        if (PyFunction_Check(descr))
+            v = PyMethod_New(descr, o);
+        else if (Py_TYPE(descr)->tp_descr_get)
+            v = Py_TYPE(descr)->tp_descr_get(descr, o, (PyObject *)t);
+        else
+            v = Py_NewRef(descr);
+        if (!v)
+            return tr_break_exc(s, "attribute");
+        if (PyMethod_Check(v) || PyCFunction_Check(v))
+            tr_make_value(s, out, v);
+        else
+            return attr_sourced(s, obj, name, v, out);
+        return 0;
+    }
+    if (!is_mod) {
+        PyObject *ga = PyUnicode_FromString("__getattr__");
+        bool has = ga && tr_mro_lookup(t, ga, NULL);
+        Py_XDECREF(ga);
+        if (has)
+            return tr_break(s, "attribute '%s' of a %s (custom __getattr__)", nm, t->tp_name);
+    }
+    return tr_break(s, "'%s' object has no attribute '%s'", t->tp_name, nm);
+}
+
+int tr_hasattr(tr_state *s, tr_var *obj, PyObject *name)
+{
+    PyObject *o = obj->v;
+    if (!o || obj->aux == TR_AUX_ITER || obj->aux == TR_AUX_SUPER)
+        return tr_break(s, "hasattr on an iterator");
+    PyTypeObject *t = Py_TYPE(o);
+    bool ok = st_fe_is_tensor(o) || PyModule_Check(o) || tr_safe_type(o) ||
+              tr_is_symtrace_module(o) || t->tp_getattro == PyObject_GenericGetAttr;
+    if (!ok)
+        return tr_break(s, "hasattr on a %s (custom __getattribute__)", t->tp_name);
+    int r = PyObject_HasAttr(o, name);
+    if (r) {
+        tr_var tmp;
+        if (tr_getattr(s, obj, name, &tmp) < 0)
+            return -1;
+        tr_var_clear(&tmp);
+        return 1;
+    }
+    st_fe_src *base = obj->src ? obj->src : tr_lookup_src(s, o);
+    if (base) {
+        st_fe_src *as = st_fe_src_attr(&s->srcs, base, name);
+        if (!as || st_fe_guard_add(&s->guards, ST_G_ABSENT, as, NULL) < 0)
+            return tr_break_exc(s, "guard");
+    }
+    return 0;
+}
+

@@ -1,0 +1,787 @@
+/* frontend/tr_calls.c - what the translator does for a call: inline
+ * (user code, symtrace.nn modules), a real call (symtrace API, Tensor
+ * methods, pure builtins), a builtin it models (getattr, iter, zip,
+ * enumerate, map, min/max/sorted with key=, super), or a graph break. */
+#include "tr_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------- calls ---------------- */
+int tr_check_trace(tr_state *s)
+{
+    const char *why = NULL;
+    if (st_rt_trace_failed(&why))
+        return tr_break(s, "%s", why ? why : "trace failed");
+    return 0;
+}
+
+/* A real call on real values; the result keeps an argument's var when it
+ * is that argument (in-place methods return self). */
+static int real_call(tr_state *s, PyObject *fn, tr_var *args, int nargs,
+                     PyObject *kwnames, tr_var *out)
+{
+    char buf[200];
+    PyObject *small[16], **vals = small;
+    if (nargs > 16) {
+        vals = malloc(sizeof(PyObject *) * (size_t)nargs);
+        if (!vals)
+            return tr_break(s, "out of memory");
+    }
+    int rc = 0;
+    for (int i = 0; i < nargs; i++) {
+        if (args[i].aux == TR_AUX_ITER || args[i].aux == TR_AUX_SUPER) {
+            rc = tr_break(s, "an iterator passed to %s", tr_qualname(fn, buf, sizeof buf));
+            break;
+        }
+        vals[i] = args[i].v;
+    }
+    PyObject *r = NULL;
+    if (!rc) {
+        Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+        r = PyObject_Vectorcall(fn, vals, (size_t)(nargs - nkw), kwnames);
+        if (!r) {
+            char what[240];
+            snprintf(what, sizeof what, "call to %s", tr_qualname(fn, buf, sizeof buf));
+            rc = tr_break_exc(s, what);
+        } else if (tr_check_trace(s) < 0) {
+            Py_DECREF(r);
+            rc = -1;
+        }
+    }
+    if (vals != small)
+        free(vals);
+    if (rc < 0)
+        return -1;
+    for (int i = 0; i < nargs; i++)
+        if (args[i].v == r && !PyLong_Check(r) && r != Py_None && !PyBool_Check(r)) {
+            Py_DECREF(r);
+            tr_var_copy(out, &args[i]);
+            return 0;
+        }
+    tr_make_value(s, out, r);
+    return 0;
+}
+
+static int unsupported(tr_state *s, PyObject *fn)
+{
+    char buf[200];
+    return tr_break(s, "call to %s is not supported", tr_qualname(fn, buf, sizeof buf));
+}
+
+bool tr_name_in(const char *nm, const char *const *list)
+{
+    for (; *list; list++)
+        if (!strcmp(nm, *list))
+            return true;
+    return false;
+}
+
+static const char *const tensor_deny[] = {"backward", "register_hook", "retain_grad",
+                                           "item", "tolist", "numpy", NULL};
+
+/* change a tensor's autograd state or metadata: only on fresh tensors */
+static const char *const tensor_meta_mut[] = {"requires_grad_", "detach_", "resize_",
+                                               "resize_as_", "set_", "share_memory_", NULL};
+
+static int check_symtrace_fn(tr_state *s, PyObject *fn, tr_var *args, int nargs)
+{
+    char buf[200];
+    const char *q = tr_qualname(fn, buf, sizeof buf);
+    const char *last = strrchr(q, '.');
+    last = last ? last + 1 : q;
+    if (tr_module_starts(fn, "symtrace.optim") || tr_module_starts(fn, "symtrace.memory") ||
+        tr_module_starts(fn, "symtrace.cuda") ||
+        !strcmp(last, "manual_seed") || !strcmp(last, "seed"))
+        return tr_break(s, "call to %s is not supported", q);
+    if (tr_module_starts(fn, "symtrace.autograd") &&
+        (!strcmp(q, "backward") || !strcmp(q, "grad")))
+        return tr_break(s, "call to symtrace.autograd.%s is not supported", q);
+    if (!strncmp(q, "Tensor.", 7) && tr_name_in(last, tensor_deny))
+        return tr_break(s, "call to Tensor.%s is not supported", last);
+    if (!strncmp(q, "Tensor.", 7) && tr_name_in(last, tensor_meta_mut) && nargs > 0 &&
+        !tr_is_fresh(s, args[0].v))
+        return tr_break(s, "side effect: %s on a tensor from outside the "
+                        "frame (not supported yet)", last);
+    return 0;
+}
+
+static int call_pylayer(tr_state *s, PyObject *cls, tr_var *args, int nargs,
+                        PyObject *kwnames, tr_var *out)
+{
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    PyObject *a = PyTuple_New(nargs - nkw), *kw = nkw ? PyDict_New() : NULL;
+    if (!a || (nkw && !kw)) {
+        Py_XDECREF(a);
+        Py_XDECREF(kw);
+        return tr_break_exc(s, "PyLayer");
+    }
+    for (int i = 0; i < nargs - nkw; i++)
+        PyTuple_SET_ITEM(a, i, Py_NewRef(args[i].v));
+    for (Py_ssize_t j = 0; j < nkw; j++)
+        PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, j), args[nargs - nkw + j].v);
+    PyObject *r = st_fe_trace_pylayer(cls, a, kw);
+    Py_DECREF(a);
+    Py_XDECREF(kw);
+    if (!r)
+        return tr_break_exc(s, "PyLayer");
+    if (tr_check_trace(s) < 0) {
+        Py_DECREF(r);
+        return -1;
+    }
+    tr_make_value(s, out, r);
+    return 0;
+}
+
+/* Calls with self prepended. */
+static int call_with_self(tr_state *s, PyObject *fn, PyObject *self, tr_var *args,
+                          int nargs, PyObject *kwnames, tr_var *out)
+{
+    tr_var *all = calloc((size_t)nargs + 1, sizeof(tr_var));
+    if (!all)
+        return tr_break(s, "out of memory");
+    tr_make_value(s, &all[0], Py_NewRef(self));
+    for (int i = 0; i < nargs; i++)
+        tr_var_copy(&all[i + 1], &args[i]);
+    tr_var fv = {0};
+    fv.v = Py_NewRef(fn);
+    int rc = tr_call(s, &fv, all, nargs + 1, kwnames, out);
+    tr_var_clear(&fv);
+    for (int i = 0; i <= nargs; i++)
+        tr_var_clear(&all[i]);
+    free(all);
+    return rc;
+}
+
+static int build_from_items(tr_state *s, tr_var *arg, int kind, tr_var *out)
+{
+    tr_var *items;
+    int n;
+    if (tr_unroll(s, arg, &items, &n) < 0)
+        return -1;
+    PyObject *r = kind == 0 ? PyList_New(0) : kind == 1 ? PyList_New(0) :
+                  kind == 2 ? PySet_New(NULL) : PyDict_New();
+    int rc = r ? 0 : -1;
+    for (int i = 0; rc == 0 && i < n; i++) {
+        if (kind <= 1)
+            rc = PyList_Append(r, items[i].v);
+        else if (kind == 2)
+            rc = PySet_Add(r, items[i].v);
+        else if (PyTuple_Check(items[i].v) && PyTuple_GET_SIZE(items[i].v) == 2)
+            rc = PyDict_SetItem(r, PyTuple_GET_ITEM(items[i].v, 0), PyTuple_GET_ITEM(items[i].v, 1));
+        else {
+            PyErr_SetString(PyExc_TypeError, "dict() of non-pairs");
+            rc = -1;
+        }
+    }
+    for (int i = 0; i < n; i++)
+        tr_var_clear(&items[i]);
+    free(items);
+    if (rc < 0) {
+        Py_XDECREF(r);
+        return tr_break_exc(s, "container construction");
+    }
+    if (kind == 1) {
+        PyObject *t = PyList_AsTuple(r);
+        Py_DECREF(r);
+        if (!t)
+            return tr_break_exc(s, "tuple()");
+        tr_make_value(s, out, t);
+        return 0;
+    }
+    tr_mark_fresh(s, r);
+    memset(out, 0, sizeof *out);
+    out->v = r;
+    return 0;
+}
+
+static int call_builtin_type(tr_state *s, PyObject *fn, tr_var *args, int nargs,
+                             PyObject *kwnames, tr_var *out, bool *handled)
+{
+    *handled = true;
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    int npos = nargs - (int)nkw;
+    PyTypeObject *t = (PyTypeObject *)fn;
+    if (t == &PySuper_Type) {
+        tr_var sv = {0};
+        if (npos == 2) {
+            sv.v = PyTuple_Pack(2, args[0].v, args[1].v);
+        } else if (npos == 0) {
+            tr_frame *fr = s->top;
+            PyCodeObject *co = fr->code;
+            PyObject *self = NULL, *cls = NULL;
+            if (co->co_argcount > 0 && fr->locals[0].v) {
+                self = fr->locals[0].v;
+                if (PyCell_Check(self))
+                    self = PyCell_GET(self);
+            }
+            for (int i = 0; i < fr->nlocals; i++)
+                if (!PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(co->co_localsplusnames, i),
+                                                      "__class__") &&
+                    fr->locals[i].v && PyCell_Check(fr->locals[i].v))
+                    cls = PyCell_GET(fr->locals[i].v);
+            if (!self || !cls)
+                return tr_break(s, "super(): no arguments");
+            sv.v = PyTuple_Pack(2, cls, self);
+        } else {
+            return tr_break(s, "super() with %d arguments", npos);
+        }
+        if (!sv.v)
+            return tr_break_exc(s, "super");
+        sv.aux = TR_AUX_SUPER;
+        *out = sv;
+        return 0;
+    }
+    if (nkw == 0 && npos == 1 && (t == &PyBool_Type || t == &PyLong_Type || t == &PyFloat_Type ||
+                                  t == &PyComplex_Type) && st_fe_is_tensor(args[0].v))
+        return tr_break(s, "data-dependent: %s() of a tensor", t->tp_name);
+    if (nkw == 0 && npos == 1 && (t == &PyList_Type || t == &PyTuple_Type || t == &PySet_Type ||
+                                  t == &PyDict_Type) &&
+        (args[0].it || args[0].aux != TR_AUX_NONE || !tr_safe_type(args[0].v) ||
+         args[0].src)) {
+        int kind = t == &PyList_Type ? 0 : t == &PyTuple_Type ? 1 : t == &PySet_Type ? 2 : 3;
+        if (kind == 3 && PyDict_Check(args[0].v) && !args[0].it) {
+            /* dict(d): copy, items stay as read */
+        } else
+            return build_from_items(s, &args[0], kind, out);
+    }
+    if ((t == &PyMap_Type || t == &PyFilter_Type) && nkw == 0 && npos >= 2 &&
+        (t == &PyMap_Type || npos == 2)) {
+        /* map(fn, *its) / filter(fn, it): fn is called (inlined or real)
+         * per element, eagerly */
+        int nseq = npos - 1, m = -1, rc = 0;
+        tr_var **lists = calloc((size_t)nseq, sizeof(tr_var *));
+        int *lens = calloc((size_t)nseq, sizeof(int));
+        if (!lists || !lens)
+            rc = tr_break(s, "out of memory");
+        for (int i = 0; rc == 0 && i < nseq; i++) {
+            rc = tr_unroll(s, &args[i + 1], &lists[i], &lens[i]);
+            if (rc == 0 && (m < 0 || lens[i] < m))
+                m = lens[i];
+        }
+        tr_vlist l = {0};
+        tr_var *cargs = calloc((size_t)nseq + 1, sizeof(tr_var));
+        if (!cargs && rc == 0)
+            rc = tr_break(s, "out of memory");
+        for (int j = 0; rc == 0 && j < m; j++) {
+            for (int i = 0; i < nseq; i++)
+                cargs[i] = lists[i][j];
+            tr_var r;
+            if (t == &PyFilter_Type && args[0].v == Py_None)
+                tr_var_copy(&r, &cargs[0]);
+            else if ((rc = tr_call(s, &args[0], cargs, nseq, NULL, &r)) < 0)
+                break;
+            if (t == &PyMap_Type) {
+                rc = tr_vl_push(s, &l, &r);
+                continue;
+            }
+            int keep = 0;
+            if (st_fe_is_tensor(r.v))
+                rc = tr_break(s, "data-dependent: filter() on a tensor");
+            else if (!tr_safe_type(r.v))
+                rc = tr_break(s, "filter() predicate returned a %s", tr_type_name(r.v));
+            else if ((keep = PyObject_IsTrue(r.v)) < 0)
+                rc = tr_break_exc(s, "filter()");
+            tr_var_clear(&r);
+            if (rc == 0 && keep) {
+                tr_var c;
+                tr_var_copy(&c, &cargs[0]);
+                rc = tr_vl_push(s, &l, &c);
+            }
+        }
+        free(cargs);
+        for (int i = 0; lists && i < nseq; i++) {
+            for (int j = 0; j < lens[i]; j++)
+                tr_var_clear(&lists[i][j]);
+            free(lists[i]);
+        }
+        free(lists);
+        free(lens);
+        if (rc < 0) {
+            tr_vl_free(&l);
+            return -1;
+        }
+        return tr_iter_from(s, l.v, l.n, out);
+    }
+    if (t == &PyEnum_Type || t == &PyZip_Type || t == &PyReversed_Type) {
+        if (nkw && t != &PyEnum_Type)
+            return tr_break(s, "%s() with keywords", t->tp_name);
+        int nseq = t == &PyZip_Type ? npos : 1;
+        if (npos < 1 && t != &PyZip_Type)
+            return tr_break(s, "%s() without arguments", t->tp_name);
+        long start = 0;
+        if (t == &PyEnum_Type && nargs > 1) {
+            start = PyLong_AsLong(args[1].v);
+            if (start == -1 && PyErr_Occurred())
+                return tr_break_exc(s, "enumerate");
+        }
+        tr_var **lists = calloc((size_t)nseq + 1, sizeof(tr_var *));
+        int *lens = calloc((size_t)nseq + 1, sizeof(int));
+        int rc = lists && lens ? 0 : tr_break(s, "out of memory"), m = -1;
+        for (int i = 0; rc == 0 && i < nseq; i++) {
+            rc = tr_unroll(s, &args[i], &lists[i], &lens[i]);
+            if (m < 0 || lens[i] < m)
+                m = lens[i];
+        }
+        if (m < 0)
+            m = 0;
+        tr_vlist l = {0};
+        for (int j = 0; rc == 0 && j < m; j++) {
+            tr_var v;
+            if (t == &PyReversed_Type) {
+                tr_var_copy(&v, &lists[0][lens[0] - 1 - j]);
+            } else if (t == &PyEnum_Type) {
+                PyObject *i = PyLong_FromLong(start + j);
+                PyObject *tp = i ? PyTuple_Pack(2, i, lists[0][j].v) : NULL;
+                Py_XDECREF(i);
+                if (!tp) {
+                    rc = tr_break_exc(s, "enumerate");
+                    break;
+                }
+                tr_make_value(s, &v, tp);
+            } else {
+                PyObject *tp = PyTuple_New(nseq);
+                if (!tp) {
+                    rc = tr_break_exc(s, "zip");
+                    break;
+                }
+                for (int i = 0; i < nseq; i++)
+                    PyTuple_SET_ITEM(tp, i, Py_NewRef(lists[i][j].v));
+                tr_make_value(s, &v, tp);
+            }
+            rc = tr_vl_push(s, &l, &v);
+        }
+        for (int i = 0; lists && i < nseq; i++) {
+            for (int j = 0; j < lens[i]; j++)
+                tr_var_clear(&lists[i][j]);
+            free(lists[i]);
+        }
+        free(lists);
+        free(lens);
+        if (rc < 0) {
+            tr_vl_free(&l);
+            return -1;
+        }
+        return tr_iter_from(s, l.v, l.n, out);
+    }
+    static PyTypeObject *pure[] = {&PyLong_Type, &PyFloat_Type, &PyBool_Type, &PyUnicode_Type,
+        &PyTuple_Type, &PyList_Type, &PyDict_Type, &PySet_Type, &PyFrozenSet_Type,
+        &PySlice_Type, &PyRange_Type, &PyComplex_Type, &PyBytes_Type, NULL};
+    for (int i = 0; pure[i]; i++)
+        if (t == pure[i]) {
+            for (int k = 0; k < nargs; k++)
+                if (!tr_safe_type(args[k].v) || args[k].it)
+                    return tr_break(s, "%s() of a %s", t->tp_name, tr_type_name(args[k].v));
+            return real_call(s, fn, args, nargs, kwnames, out);
+        }
+    if (t == &PyType_Type && nargs == 1) {
+        tr_make_value(s, out, Py_NewRef((PyObject *)Py_TYPE(args[0].v)));
+        return 0;
+    }
+    *handled = false;
+    return 0;
+}
+
+/* min/max/sorted with key=: the key function is called (inlined) per
+ * item; the real builtin then orders the indices by the keys. */
+static int call_with_key(tr_state *s, PyObject *fn, const char *nm, tr_var *args,
+                         int nargs, PyObject *kwnames, tr_var *out)
+{
+    Py_ssize_t nkw = PyTuple_GET_SIZE(kwnames);
+    int npos = nargs - (int)nkw;
+    tr_var *key = NULL, *dflt = NULL, *rev = NULL;
+    for (Py_ssize_t j = 0; j < nkw; j++) {
+        const char *k = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, j));
+        tr_var *v = &args[npos + j];
+        if (k && !strcmp(k, "key"))
+            key = v;
+        else if (k && !strcmp(k, "default") && strcmp(nm, "sorted"))
+            dflt = v;
+        else if (k && !strcmp(k, "reverse") && !strcmp(nm, "sorted"))
+            rev = v;
+        else
+            return tr_break(s, "%s() with keyword '%s'", nm, k ? k : "?");
+    }
+    if (npos < 1 || (npos > 1 && !strcmp(nm, "sorted")) || (npos > 1 && dflt))
+        return tr_break(s, "%s() with %d arguments", nm, npos);
+    if (rev && !tr_safe_type(rev->v))
+        return tr_break(s, "sorted(reverse=%s)", tr_type_name(rev->v));
+    tr_var *items = NULL;
+    int n = 0, rc = 0;
+    bool own = npos == 1;
+    if (own) {
+        if (tr_unroll(s, &args[0], &items, &n) < 0)
+            return -1;
+    } else {
+        items = args;
+        n = npos;
+    }
+    PyObject *keys = PyList_New(0), *idx = NULL;
+    for (int i = 0; rc == 0 && keys && i < n; i++) {
+        tr_var k;
+        if (!key || key->v == Py_None) {
+            tr_var_copy(&k, &items[i]);
+        } else if (tr_call(s, key, &items[i], 1, NULL, &k) < 0) {
+            rc = -1;
+            break;
+        }
+        if (st_fe_is_tensor(k.v) || !tr_safe_type(k.v))
+            rc = tr_break(s, "%s() key of type %s (data-dependent or user-defined order)",
+                          nm, tr_type_name(k.v));
+        else if (PyList_Append(keys, k.v) < 0)
+            rc = tr_break_exc(s, nm);
+        tr_var_clear(&k);
+    }
+    if (!keys && rc == 0)
+        rc = tr_break_exc(s, nm);
+    if (rc == 0 && n == 0 && strcmp(nm, "sorted")) {
+        if (dflt)
+            tr_var_copy(out, dflt);
+        else
+            rc = tr_break(s, "%s() of an empty sequence", nm);
+    } else if (rc == 0) {
+        PyObject *getter = PyObject_GetAttrString(keys, "__getitem__");
+        PyObject *rng = PyObject_CallFunction((PyObject *)&PyRange_Type, "i", n);
+        PyObject *kw = getter ? Py_BuildValue("{sO}", "key", getter) : NULL;
+        if (kw && rev && PyDict_SetItemString(kw, "reverse", rev->v) < 0)
+            Py_CLEAR(kw);
+        PyObject *a = rng ? PyTuple_Pack(1, rng) : NULL;
+        idx = a && kw ? PyObject_Call(fn, a, kw) : NULL;
+        Py_XDECREF(getter);
+        Py_XDECREF(rng);
+        Py_XDECREF(kw);
+        Py_XDECREF(a);
+        if (!idx) {
+            rc = tr_break_exc(s, nm);
+        } else if (!strcmp(nm, "sorted")) {
+            PyObject *l = PyList_New(n);
+            for (int i = 0; l && i < n; i++)
+                PyList_SET_ITEM(l, i, Py_NewRef(items[PyLong_AsLong(PyList_GET_ITEM(idx, i))].v));
+            if (!l || tr_mark_fresh(s, l) < 0) {
+                Py_XDECREF(l);
+                rc = tr_break_exc(s, nm);
+            } else {
+                memset(out, 0, sizeof *out);
+                out->v = l;
+            }
+        } else {
+            tr_var_copy(out, &items[PyLong_AsLong(idx)]);
+        }
+    }
+    Py_XDECREF(idx);
+    Py_XDECREF(keys);
+    if (own) {
+        for (int i = 0; i < n; i++)
+            tr_var_clear(&items[i]);
+        free(items);
+    }
+    return rc;
+}
+
+static int call_builtin_fn(tr_state *s, PyObject *fn, const char *nm, tr_var *args,
+                           int nargs, PyObject *kwnames, tr_var *out)
+{
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    int npos = nargs - (int)nkw;
+    if (!strcmp(nm, "getattr") && nkw == 0 && (npos == 2 || npos == 3) &&
+        PyUnicode_Check(args[1].v)) {
+        if (npos == 3) {
+            int h = tr_hasattr(s, &args[0], args[1].v);
+            if (h < 0)
+                return -1;
+            if (!h) {
+                tr_var_copy(out, &args[2]);
+                return 0;
+            }
+        }
+        return tr_getattr(s, &args[0], args[1].v, out);
+    }
+    if (!strcmp(nm, "hasattr") && nargs == 2 && nkw == 0 && PyUnicode_Check(args[1].v)) {
+        int h = tr_hasattr(s, &args[0], args[1].v);
+        if (h < 0)
+            return -1;
+        tr_make_value(s, out, PyBool_FromLong(h));
+        return 0;
+    }
+    if (!strcmp(nm, "iter") && nargs == 1)
+        return tr_iter_of(s, &args[0], out);
+    if (!strcmp(nm, "next") && nkw == 0 && (npos == 1 || npos == 2)) {
+        tr_iter *it = args[0].it;
+        if (!it)
+            return tr_break(s, "next() of a %s", tr_type_name(args[0].v));
+        if (it->pos < it->n) {
+            tr_var_copy(out, &it->items[it->pos++]);
+            return 0;
+        }
+        if (npos == 2) {
+            tr_var_copy(out, &args[1]);
+            return 0;
+        }
+        return tr_break(s, "StopIteration from next()");
+    }
+    if (!strcmp(nm, "len") && nargs == 1 &&
+        (tr_is_kind(args[0].v, tr_refs.modlist_cls) || tr_is_kind(args[0].v, tr_refs.seq_cls) ||
+         tr_is_kind(args[0].v, tr_refs.moddict_cls))) {
+        PyObject *md = tr_guarded_modules(s, &args[0]);
+        if (!md)
+            return -1;
+        tr_make_value(s, out, PyLong_FromSsize_t(PyDict_GET_SIZE(md)));
+        Py_DECREF(md);
+        return 0;
+    }
+    if ((!strcmp(nm, "min") || !strcmp(nm, "max") || !strcmp(nm, "sorted")) && nkw > 0)
+        return call_with_key(s, fn, nm, args, nargs, kwnames, out);
+    static const char *const pure[] = {"len", "isinstance", "issubclass", "callable", "min",
+        "max", "abs", "sum", "any", "all", "round", "divmod", "pow", "sorted", "repr",
+        "format", "hash", "id", "chr", "ord", NULL};
+    if (!tr_name_in(nm, pure))
+        return unsupported(s, fn);
+    /* iterators and views become lists; other arguments must be safe */
+    tr_var *conv = calloc((size_t)nargs + 1, sizeof(tr_var));
+    if (!conv)
+        return tr_break(s, "out of memory");
+    int rc = 0;
+    for (int i = 0; i < nargs && rc == 0; i++) {
+        if (args[i].it || (args[i].aux >= TR_AUX_KEYS && args[i].aux <= TR_AUX_ITEMS))
+            rc = build_from_items(s, &args[i], 0, &conv[i]);
+        else if (!tr_safe_type(args[i].v) && !(i == 0 && (!strcmp(nm, "isinstance") ||
+                                                          !strcmp(nm, "callable") ||
+                                                          !strcmp(nm, "id"))))
+            rc = tr_break(s, "%s() of a %s is not supported", nm, tr_type_name(args[i].v));
+        else if (!strcmp(nm, "len") && tr_is_symtrace_module(args[i].v))
+            rc = tr_break(s, "len() of a module");
+        else
+            tr_var_copy(&conv[i], &args[i]);
+    }
+    if (rc == 0)
+        rc = real_call(s, fn, conv, nargs, kwnames, out);
+    for (int i = 0; i < nargs; i++)
+        tr_var_clear(&conv[i]);
+    free(conv);
+    return rc;
+}
+
+static const char *const ro_methods[] = {"copy", "index", "count", "get", "keys", "values",
+    "items", "__contains__", "__getitem__", "__len__", "issubset", "issuperset",
+    "union", "intersection", "difference", "symmetric_difference", "isdisjoint", NULL};
+
+static int call_cmethod(tr_state *s, PyObject *fn, tr_var *args, int nargs,
+                        PyObject *kwnames, tr_var *out)
+{
+    PyObject *self = PyCFunction_GET_SELF(fn);
+    const char *nm = ((PyCFunctionObject *)fn)->m_ml->ml_name;
+    if (!self || PyModule_Check(self)) {
+        if (self == tr_refs.c_module) {
+            /* _C's private functions drive the runtime (trace, autograd,
+             * caches): only these few are plain reads or scoped modes */
+            static const char *const private_ok[] = {"_is_grad_enabled",
+                "_set_grad_enabled", "_make_subclass", "_cuda_is_available",
+                "_cuda_device_count", "_cuda_device_name", NULL};
+            if (!strcmp(nm, "manual_seed") || (nm[0] == '_' && !tr_name_in(nm, private_ok)))
+                return unsupported(s, fn);
+            return real_call(s, fn, args, nargs, kwnames, out);
+        }
+        if (self == tr_refs.builtins_mod)
+            return call_builtin_fn(s, fn, nm, args, nargs, kwnames, out);
+        if (self == tr_refs.math_mod || self == tr_refs.operator_mod || self == tr_refs.op_mod2) {
+            for (int i = 0; i < nargs; i++)
+                if (!tr_safe_type(args[i].v))
+                    return tr_break(s, "%s() of a %s", nm, tr_type_name(args[i].v));
+            return real_call(s, fn, args, nargs, kwnames, out);
+        }
+        return unsupported(s, fn);
+    }
+    if (st_fe_is_tensor(self)) {
+        if (tr_name_in(nm, tensor_deny))
+            return tr_break(s, "call to Tensor.%s is not supported", nm);
+        if (tr_name_in(nm, tensor_meta_mut) && !tr_is_fresh(s, self))
+            return tr_break(s, "side effect: %s on a tensor from outside "
+                            "the frame (not supported yet)", nm);
+        return real_call(s, fn, args, nargs, kwnames, out);
+    }
+    if (PyList_Check(self) || PyDict_Check(self) || PyAnySet_CheckExact(self)) {
+        if (!tr_safe_type(self))
+            return unsupported(s, fn);
+        if (!tr_name_in(nm, ro_methods) && !tr_is_fresh(s, self))
+            return tr_break(s, "side effect: %s.%s on an object from outside the frame "
+                            "(not supported yet)", Py_TYPE(self)->tp_name, nm);
+        st_fe_src *src = tr_lookup_src(s, self);
+        if (PyDict_Check(self) && nargs == 0 &&
+            (!strcmp(nm, "keys") || !strcmp(nm, "values") || !strcmp(nm, "items"))) {
+            int rc = real_call(s, fn, args, nargs, kwnames, out);
+            if (rc == 0 && out->v) {
+                out->aux = !strcmp(nm, "keys") ? TR_AUX_KEYS :
+                           !strcmp(nm, "values") ? TR_AUX_VALUES : TR_AUX_ITEMS;
+                out->src = src;
+            }
+            return rc;
+        }
+        if (PyDict_Check(self) && !strcmp(nm, "get") && src && nargs >= 1 &&
+            tr_const_key(args[0].v)) {
+            PyObject *v = PyDict_GetItemWithError(self, args[0].v);
+            if (v)
+                return tr_item_var(s, src, args[0].v, v, out);
+        }
+        for (int i = 0; i < nargs; i++)
+            if (args[i].it)
+                return tr_break(s, "an iterator passed to %s", nm);
+        return real_call(s, fn, args, nargs, kwnames, out);
+    }
+    if (PyUnicode_Check(self) || PyBytes_Check(self) || PyTuple_Check(self) ||
+        PyLong_Check(self) || PyFloat_Check(self) || PyFrozenSet_CheckExact(self) ||
+        PyType_Check(self) || (PyObject *)Py_TYPE(self) == tr_refs.dtype_cls) {
+        if (PyType_Check(self) && !tr_safe_type(self))
+            return unsupported(s, fn);
+        for (int i = 0; i < nargs; i++)   /* str.format etc. may call dunders */
+            if (!tr_safe_type(args[i].v) || args[i].it)
+                return tr_break(s, "%s.%s() of a %s is not supported",
+                                Py_TYPE(self)->tp_name, nm, tr_type_name(args[i].v));
+        if (PyType_Check(self) && strcmp(nm, "fromkeys") && strcmp(nm, "__new__")) {
+            /* classmethods of builtin types other than these are not known */
+            if (!(self == (PyObject *)&PyDict_Type || self == (PyObject *)&PyUnicode_Type ||
+                  self == (PyObject *)&PyFloat_Type || self == (PyObject *)&PyLong_Type ||
+                  self == (PyObject *)&PyBytes_Type))
+                return unsupported(s, fn);
+        }
+        return real_call(s, fn, args, nargs, kwnames, out);
+    }
+    return unsupported(s, fn);
+}
+
+int tr_call(tr_state *s, tr_var *fnv, tr_var *args, int nargs,
+            PyObject *kwnames, tr_var *out)
+{
+    PyObject *fn = fnv->v;
+    memset(out, 0, sizeof *out);
+    if (!fn || fnv->it || fnv->aux == TR_AUX_SUPER)
+        return tr_break(s, "call of a non-callable value");
+    if (PyMethod_Check(fn)) {
+        PyObject *self = PyMethod_GET_SELF(fn), *func = PyMethod_GET_FUNCTION(fn);
+        if (PyType_Check(self) && PyType_IsSubtype((PyTypeObject *)self,
+                                                   (PyTypeObject *)tr_refs.function_cls) &&
+            PyFunction_Check(func) &&
+            !PyUnicode_CompareWithASCIIString(((PyFunctionObject *)func)->func_name, "apply"))
+            return call_pylayer(s, self, args, nargs, kwnames, out);
+        return call_with_self(s, func, self, args, nargs, kwnames, out);
+    }
+    if (PyFunction_Check(fn)) {
+        int org = tr_fn_origin(fn);
+        if (org == 1 && PyObject_HasAttrString(fn, "__wrapped__")) {
+            /* a symtrace decorator's wrapper (no_grad()(fn)): inline it so
+             * that the user function it wraps is translated too */
+            return tr_inline(s, fn, args, nargs, kwnames, out);
+        }
+        if (org == 1) {
+            if (check_symtrace_fn(s, fn, args, nargs) < 0)
+                return -1;
+            return real_call(s, fn, args, nargs, kwnames, out);
+        }
+        return tr_inline(s, fn, args, nargs, kwnames, out);
+    }
+    if (PyCFunction_Check(fn))
+        return call_cmethod(s, fn, args, nargs, kwnames, out);
+    const char *tn = Py_TYPE(fn)->tp_name;
+    if (!strcmp(tn, "method_descriptor") || !strcmp(tn, "wrapper_descriptor") ||
+        !strcmp(tn, "method-wrapper") || !strcmp(tn, "classmethod_descriptor")) {
+        PyObject *oc = PyObject_GetAttrString(fn, !strcmp(tn, "method-wrapper") ? "__self__"
+                                                                                : "__objclass__");
+        PyObject *nmo = PyObject_GetAttrString(fn, "__name__");
+        const char *nm = nmo ? PyUnicode_AsUTF8(nmo) : "";
+        int rc;
+        PyErr_Clear();
+        bool tensor = oc && ((PyType_Check(oc) &&
+                              PyType_IsSubtype((PyTypeObject *)oc, &st_fe_TensorBase)) ||
+                             st_fe_is_tensor(oc));
+        if (tensor) {
+            if (nm && tr_name_in(nm, tensor_deny))
+                rc = tr_break(s, "call to Tensor.%s is not supported", nm);
+            else
+                rc = real_call(s, fn, args, nargs, kwnames, out);
+        } else if (oc == (PyObject *)&PyBaseObject_Type && nm &&
+                   !strcmp(nm, "__setattr__") && nargs == 3 && tr_is_fresh(s, args[0].v)) {
+            rc = real_call(s, fn, args, nargs, kwnames, out);
+        } else if (oc == (PyObject *)&PyBaseObject_Type && nm && !strcmp(nm, "__init__") &&
+                   nargs == 1) {
+            rc = real_call(s, fn, args, nargs, kwnames, out);
+        } else if (oc && PyType_Check(oc) && nargs >= 1 && tr_safe_type(args[0].v) &&
+                   (oc == (PyObject *)&PyUnicode_Type || oc == (PyObject *)&PyTuple_Type ||
+                    oc == (PyObject *)&PyLong_Type || oc == (PyObject *)&PyFloat_Type ||
+                    ((oc == (PyObject *)&PyList_Type || oc == (PyObject *)&PyDict_Type) &&
+                     nm && (tr_name_in(nm, ro_methods) || tr_is_fresh(s, args[0].v))))) {
+            rc = real_call(s, fn, args, nargs, kwnames, out);
+        } else {
+            rc = unsupported(s, fn);
+        }
+        Py_XDECREF(oc);
+        Py_XDECREF(nmo);
+        return rc;
+    }
+    if (PyType_Check(fn)) {
+        PyTypeObject *t = (PyTypeObject *)fn;
+        if (!(t->tp_flags & Py_TPFLAGS_HEAPTYPE)) {
+            bool handled;
+            int rc = call_builtin_type(s, fn, args, nargs, kwnames, out, &handled);
+            if (handled)
+                return rc;
+            return unsupported(s, fn);
+        }
+        if (PyType_IsSubtype(t, (PyTypeObject *)tr_refs.function_cls))
+            return tr_break(s, "calling an autograd.Function class (use .apply)");
+        if (PyTuple_Check(fn) || (PyType_IsSubtype(t, &PyTuple_Type) &&
+                                  PyObject_HasAttrString(fn, "_fields")))
+            return real_call(s, fn, args, nargs, kwnames, out);
+        if (tr_module_starts(fn, "symtrace") && !tr_module_starts(fn, "symtrace.nn") &&
+            !tr_module_starts(fn, "symtrace.optim"))
+            return real_call(s, fn, args, nargs, kwnames, out);
+        if (Py_TYPE(fn) != &PyType_Type || t->tp_new != PyBaseObject_Type.tp_new)
+            return tr_break(s, "constructing a %s (custom __new__ or metaclass) is not "
+                            "supported", t->tp_name);
+        PyObject *empty = PyTuple_New(0);
+        PyObject *obj = empty ? t->tp_new(t, empty, NULL) : NULL;
+        Py_XDECREF(empty);
+        if (!obj || tr_mark_fresh(s, obj) < 0) {
+            Py_XDECREF(obj);
+            return tr_break_exc(s, "object construction");
+        }
+        PyObject *initn = PyUnicode_FromString("__init__");
+        PyObject *init = initn ? tr_mro_lookup(t, initn, NULL) : NULL;
+        Py_XDECREF(initn);
+        int rc = 0;
+        if (init && PyFunction_Check(init)) {
+            tr_var r;
+            rc = call_with_self(s, init, obj, args, nargs, kwnames, &r);
+            if (rc == 0 && r.v != Py_None)
+                rc = tr_break(s, "__init__ returned a %s", tr_type_name(r.v));
+            if (rc == 0)
+                tr_var_clear(&r);
+        } else if (nargs > 0) {
+            rc = tr_break(s, "%s() takes no arguments", t->tp_name);
+        }
+        if (rc < 0) {
+            Py_DECREF(obj);
+            return -1;
+        }
+        out->v = obj;
+        return 0;
+    }
+    /* a callable object: inline type(o).__call__ when it is Python */
+    PyObject *calln = PyUnicode_FromString("__call__");
+    PyObject *call = calln ? tr_mro_lookup(Py_TYPE(fn), calln, NULL) : NULL;
+    Py_XDECREF(calln);
+    if (call && PyFunction_Check(call)) {
+        tr_var *all = calloc((size_t)nargs + 1, sizeof(tr_var));
+        if (!all)
+            return tr_break(s, "out of memory");
+        tr_var_copy(&all[0], fnv);
+        for (int i = 0; i < nargs; i++)
+            tr_var_copy(&all[i + 1], &args[i]);
+        int rc = tr_inline(s, call, all, nargs + 1, kwnames, out);
+        for (int i = 0; i <= nargs; i++)
+            tr_var_clear(&all[i]);
+        free(all);
+        return rc;
+    }
+    return unsupported(s, fn);
+}
+

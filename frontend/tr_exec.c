@@ -1,0 +1,1297 @@
+/* frontend/tr_exec.c - the translator's stack machine: decodes CPython
+ * 3.11/3.12 bytecode (opcode numbers and inline caches read from the
+ * opcode module) and runs one frame's instructions on real values. */
+#include "tr_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------- opcodes (numbers read from the opcode module) -------- */
+#define TR_OPS(X) \
+    X(NOP) X(RESUME) X(CACHE) X(POP_TOP) X(PUSH_NULL) X(END_FOR) X(COPY) X(SWAP) \
+    X(UNARY_NEGATIVE) X(UNARY_NOT) X(UNARY_INVERT) X(UNARY_POSITIVE) \
+    X(BINARY_OP) X(BINARY_SUBSCR) X(STORE_SUBSCR) X(DELETE_SUBSCR) \
+    X(BINARY_SLICE) X(STORE_SLICE) X(COMPARE_OP) X(IS_OP) X(CONTAINS_OP) \
+    X(LOAD_CONST) X(RETURN_VALUE) X(RETURN_CONST) X(LOAD_FAST) X(LOAD_FAST_CHECK) \
+    X(LOAD_FAST_AND_CLEAR) X(STORE_FAST) X(DELETE_FAST) X(LOAD_GLOBAL) \
+    X(STORE_GLOBAL) X(DELETE_GLOBAL) X(LOAD_ATTR) X(LOAD_METHOD) X(LOAD_SUPER_ATTR) \
+    X(STORE_ATTR) X(DELETE_ATTR) X(LOAD_DEREF) X(STORE_DEREF) X(DELETE_DEREF) \
+    X(LOAD_CLOSURE) X(MAKE_CELL) X(COPY_FREE_VARS) X(BUILD_TUPLE) X(BUILD_LIST) \
+    X(BUILD_SET) X(BUILD_MAP) X(BUILD_CONST_KEY_MAP) X(BUILD_STRING) X(BUILD_SLICE) \
+    X(LIST_APPEND) X(SET_ADD) X(MAP_ADD) X(LIST_EXTEND) X(SET_UPDATE) X(DICT_UPDATE) \
+    X(DICT_MERGE) X(LIST_TO_TUPLE) X(UNPACK_SEQUENCE) X(UNPACK_EX) X(GET_ITER) \
+    X(FOR_ITER) X(JUMP_FORWARD) X(JUMP_BACKWARD) X(JUMP_BACKWARD_NO_INTERRUPT) \
+    X(POP_JUMP_IF_FALSE) X(POP_JUMP_IF_TRUE) X(POP_JUMP_IF_NONE) X(POP_JUMP_IF_NOT_NONE) \
+    X(POP_JUMP_FORWARD_IF_FALSE) X(POP_JUMP_FORWARD_IF_TRUE) X(POP_JUMP_FORWARD_IF_NONE) \
+    X(POP_JUMP_FORWARD_IF_NOT_NONE) X(POP_JUMP_BACKWARD_IF_FALSE) X(POP_JUMP_BACKWARD_IF_TRUE) \
+    X(POP_JUMP_BACKWARD_IF_NONE) X(POP_JUMP_BACKWARD_IF_NOT_NONE) X(JUMP_IF_FALSE_OR_POP) \
+    X(JUMP_IF_TRUE_OR_POP) X(PRECALL) X(KW_NAMES) X(CALL) X(CALL_FUNCTION_EX) \
+    X(MAKE_FUNCTION) X(FORMAT_VALUE) X(BEFORE_WITH) X(IMPORT_NAME) X(IMPORT_FROM) \
+    X(CALL_INTRINSIC_1) X(EXTENDED_ARG) X(GET_LEN) X(RETURN_GENERATOR) X(YIELD_VALUE) \
+    X(LOAD_ASSERTION_ERROR) X(RAISE_VARARGS) X(RERAISE) X(LOAD_BUILD_CLASS)
+
+enum {
+#define X(n) OP_##n,
+    TR_OPS(X)
+#undef X
+    OP__COUNT
+};
+static const char *op_names[] = {
+#define X(n) #n,
+    TR_OPS(X)
+#undef X
+};
+static int op_of[256];          /* real opcode -> OP_* or -1 */
+static int cache_of[256];       /* inline cache code units */
+static PyObject *real_opname;   /* opcode.opname list */
+static int nb_of[64];           /* BINARY_OP arg -> 0..12 (base op), +100 inplace */
+static int n_nb;
+static int intr_list_to_tuple = -1, intr_unary_positive = -1;
+
+static int tr_init_done;
+
+int tr_exec_init(void)
+{
+    if (tr_init_done)
+        return 0;
+    PyObject *m = PyImport_ImportModule("opcode");
+    if (!m)
+        return -1;
+    PyObject *opmap = PyObject_GetAttrString(m, "opmap");
+    PyObject *caches = PyObject_GetAttrString(m, "_inline_cache_entries");
+    PyObject *nbops = PyObject_GetAttrString(m, "_nb_ops");
+    real_opname = PyObject_GetAttrString(m, "opname");
+    int rc = -1;
+    if (!opmap || !caches || !nbops || !real_opname)
+        goto out;
+    for (int i = 0; i < 256; i++) {
+        op_of[i] = -1;
+        cache_of[i] = 0;
+    }
+    for (int k = 0; k < OP__COUNT; k++) {
+        PyObject *v = PyDict_GetItemString(opmap, op_names[k]);
+        if (v) {
+            long n = PyLong_AsLong(v);
+            if (n >= 0 && n < 256)
+                op_of[n] = k;
+        }
+    }
+    for (int i = 0; i < 256 && i < PyObject_Length(caches); i++) {
+        PyObject *v = PySequence_GetItem(caches, i);
+        if (!v)
+            goto out;
+        cache_of[i] = (int)PyLong_AsLong(v);
+        Py_DECREF(v);
+    }
+    static const char *base[] = {"NB_ADD", "NB_AND", "NB_FLOOR_DIVIDE",
+        "NB_LSHIFT", "NB_MATRIX_MULTIPLY", "NB_MULTIPLY", "NB_REMAINDER",
+        "NB_OR", "NB_POWER", "NB_RSHIFT", "NB_SUBTRACT", "NB_TRUE_DIVIDE",
+        "NB_XOR"};
+    n_nb = (int)PyObject_Length(nbops);
+    for (int i = 0; i < n_nb && i < 64; i++) {
+        PyObject *t = PySequence_GetItem(nbops, i);
+        if (!t)
+            goto out;
+        const char *nm = PyUnicode_AsUTF8(PyTuple_GET_ITEM(t, 0));
+        nb_of[i] = -1;
+        for (int b = 0; b < 13 && nm; b++) {
+            if (!strcmp(nm, base[b]))
+                nb_of[i] = b;
+            else if (!strncmp(nm, "NB_INPLACE_", 11) && !strcmp(nm + 11, base[b] + 3))
+                nb_of[i] = 100 + b;
+        }
+        Py_DECREF(t);
+    }
+    PyObject *intr = PyObject_GetAttrString(m, "_intrinsic_1_descs");
+    if (intr) {
+        Py_ssize_t n = PyObject_Length(intr);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *t = PySequence_GetItem(intr, i);
+            const char *nm = t ? PyUnicode_AsUTF8(t) : NULL;
+            if (nm && !strcmp(nm, "INTRINSIC_LIST_TO_TUPLE"))
+                intr_list_to_tuple = (int)i;
+            if (nm && !strcmp(nm, "INTRINSIC_UNARY_POSITIVE"))
+                intr_unary_positive = (int)i;
+            Py_XDECREF(t);
+        }
+        Py_DECREF(intr);
+    }
+    PyErr_Clear();
+    if (tr_calls_init())
+        goto out;
+    tr_init_done = 1;
+    rc = 0;
+out:
+    Py_XDECREF(opmap);
+    Py_XDECREF(caches);
+    Py_XDECREF(nbops);
+    Py_DECREF(m);
+    return rc;
+}
+
+/* ---------------- the stack ---------------- */
+#define PUSHV(fr, var) ((fr)->stack[(fr)->sp++] = (var))
+#define TOP(fr, k) (&(fr)->stack[(fr)->sp - (k)])   /* k = 1: top */
+
+static int push(tr_state *s, tr_frame *fr, tr_var *v)
+{
+    if (fr->sp >= fr->cap) {
+        tr_var_clear(v);
+        return tr_break(s, "stack overflow in the translator");
+    }
+    fr->stack[fr->sp++] = *v;
+    return 0;
+}
+
+static int push_value(tr_state *s, tr_frame *fr, PyObject *v)
+{
+    if (!v)
+        return tr_break_exc(s, "an operation");
+    tr_var var;
+    tr_make_value(s, &var, v);
+    return push(s, fr, &var);
+}
+
+static void pop_n(tr_frame *fr, int n)
+{
+    for (int i = 0; i < n; i++)
+        tr_var_clear(&fr->stack[--fr->sp]);
+}
+
+static tr_var pop(tr_frame *fr)
+{
+    return fr->stack[--fr->sp];
+}
+
+/* ---------------- helpers for opcodes ---------------- */
+static int truth(tr_state *s, tr_var *v, int *out)
+{
+    PyObject *o = v->v;
+    if (!o)
+        return tr_break(s, "truth value of NULL");
+    if (st_fe_is_tensor(o))
+        return tr_break(s, "data-dependent jump on a tensor");
+    if (!tr_safe_type(o)) {
+        PyTypeObject *t = Py_TYPE(o);
+        bool has = (t->tp_as_number && t->tp_as_number->nb_bool) ||
+                   (t->tp_as_mapping && t->tp_as_mapping->mp_length) ||
+                   (t->tp_as_sequence && t->tp_as_sequence->sq_length);
+        if (has)
+            return tr_break(s, "truth value of a %s (user-defined __bool__/__len__)",
+                            t->tp_name);
+        *out = 1;
+        return 0;
+    }
+    int r = PyObject_IsTrue(o);
+    if (r < 0)
+        return tr_break_exc(s, "bool()");
+    *out = r;
+    return 0;
+}
+
+static int check_operands(tr_state *s, tr_var *a, tr_var *b, const char *what)
+{
+    if (!tr_safe_type(a->v) || (b && !tr_safe_type(b->v)))
+        return tr_break(s, "%s on %s%s%s is not supported", what,
+                        tr_type_name(a->v), b ? " and " : "",
+                        b ? tr_type_name(b->v) : "");
+    return 0;
+}
+
+static PyObject *binop(int b, PyObject *x, PyObject *y, bool inplace)
+{
+    switch (b) {
+    case 0: return inplace ? PyNumber_InPlaceAdd(x, y) : PyNumber_Add(x, y);
+    case 1: return inplace ? PyNumber_InPlaceAnd(x, y) : PyNumber_And(x, y);
+    case 2: return inplace ? PyNumber_InPlaceFloorDivide(x, y) : PyNumber_FloorDivide(x, y);
+    case 3: return inplace ? PyNumber_InPlaceLshift(x, y) : PyNumber_Lshift(x, y);
+    case 4: return inplace ? PyNumber_InPlaceMatrixMultiply(x, y) : PyNumber_MatrixMultiply(x, y);
+    case 5: return inplace ? PyNumber_InPlaceMultiply(x, y) : PyNumber_Multiply(x, y);
+    case 6: return inplace ? PyNumber_InPlaceRemainder(x, y) : PyNumber_Remainder(x, y);
+    case 7: return inplace ? PyNumber_InPlaceOr(x, y) : PyNumber_Or(x, y);
+    case 8: return inplace ? PyNumber_InPlacePower(x, y, Py_None) : PyNumber_Power(x, y, Py_None);
+    case 9: return inplace ? PyNumber_InPlaceRshift(x, y) : PyNumber_Rshift(x, y);
+    case 10: return inplace ? PyNumber_InPlaceSubtract(x, y) : PyNumber_Subtract(x, y);
+    case 11: return inplace ? PyNumber_InPlaceTrueDivide(x, y) : PyNumber_TrueDivide(x, y);
+    case 12: return inplace ? PyNumber_InPlaceXor(x, y) : PyNumber_Xor(x, y);
+    }
+    PyErr_SetString(PyExc_SystemError, "bad binary op");
+    return NULL;
+}
+
+static bool is_mutable_container(PyObject *o)
+{
+    return PyList_Check(o) || PyDict_Check(o) || PyAnySet_CheckExact(o) ||
+           PyByteArray_Check(o);
+}
+
+/* A mutation of o is allowed: tensors (traced, written back), fresh objects. */
+static int check_mutation(tr_state *s, PyObject *o, const char *what)
+{
+    if (st_fe_is_tensor(o) || tr_is_fresh(s, o))
+        return 0;
+    return tr_break(s, "side effect: %s on a %s from outside the frame "
+                    "(not supported yet)", what, tr_type_name(o));
+}
+
+static void log_stack(tr_state *s, tr_frame *fr, int op, int arg)
+{
+    PyObject *nm = PySequence_GetItem(real_opname, op);
+    fprintf(stderr, "[symtrace] %*s%s:%d %s %d  stack:", fr->depth * 2, "",
+            PyUnicode_AsUTF8(fr->code->co_name),
+            PyCode_Addr2Line(fr->code, fr->lasti * 2),
+            nm ? PyUnicode_AsUTF8(nm) : "?", arg);
+    Py_XDECREF(nm);
+    for (int i = 0; i < fr->sp; i++) {
+        tr_var *v = &fr->stack[i];
+        PyObject *r = NULL;
+        /* never run user __repr__ or read tensor data while tracing */
+        if (v->it)
+            r = PyUnicode_FromFormat("iterator %d/%d", v->it->pos, v->it->n);
+        else if (v->v && st_fe_is_tensor(v->v)) {
+            st_tensor *t = st_fe_unwrap(v->v);
+            PyObject *shape = st_fe_shape_tuple(t->shape, t->ndim);
+            r = shape ? PyUnicode_FromFormat("%s%R", st_dtype_name(t->dtype), shape) : NULL;
+            Py_XDECREF(shape);
+        } else if (v->v && (v->v == Py_None || PyLong_CheckExact(v->v) || PyFloat_CheckExact(v->v) ||
+                            PyBool_Check(v->v) || PyUnicode_CheckExact(v->v)))
+            r = PyObject_Repr(v->v);
+        else if (v->v)
+            r = PyUnicode_FromFormat("%p", (void *)v->v);
+        const char *rs = r ? PyUnicode_AsUTF8(r) : "NULL";
+        if (!rs)
+            rs = "?";
+        PyObject *sr = v->src ? st_fe_src_repr(v->src) : NULL;
+        fprintf(stderr, " [%s %.40s%s%s]", tr_type_name(v->v), rs,
+                sr ? " @" : "", sr ? PyUnicode_AsUTF8(sr) : "");
+        Py_XDECREF(r);
+        Py_XDECREF(sr);
+    }
+    PyErr_Clear();
+    fprintf(stderr, "\n");
+    (void)s;
+}
+
+/* ---------------- the interpreter loop ---------------- */
+static int do_call(tr_state *s, tr_frame *fr, int nargs, PyObject *kwnames)
+{
+    /* [NULL|meth, callable|self, args...] */
+    tr_var *base = TOP(fr, nargs + 2);
+    tr_var out;
+    int rc;
+    if (base[0].v)
+        rc = tr_call(s, &base[0], &base[1], nargs + 1, kwnames, &out);
+    else
+        rc = tr_call(s, &base[1], &base[2], nargs, kwnames, &out);
+    pop_n(fr, nargs + 2);
+    if (rc < 0)
+        return -1;
+    return push(s, fr, &out);
+}
+
+static int do_call_ex(tr_state *s, tr_frame *fr, int has_kw)
+{
+    tr_var kw = {0};
+    if (has_kw)
+        kw = pop(fr);
+    tr_var args = pop(fr);
+    tr_var fn = pop(fr);
+    pop_n(fr, 1);                   /* the NULL below */
+    int rc = -1;
+    tr_var *items = NULL;
+    int n = 0;
+    PyObject *kwnames = NULL;
+    tr_var out = {0};
+    if (tr_unroll(s, &args, &items, &n) < 0)
+        goto done;
+    if (kw.v) {
+        if (!PyDict_Check(kw.v)) {
+            tr_break(s, "**kwargs of type %s", tr_type_name(kw.v));
+            goto done;
+        }
+        Py_ssize_t nk = PyDict_GET_SIZE(kw.v);
+        kwnames = PyTuple_New(nk);
+        tr_var *all = realloc(items, sizeof(tr_var) * (size_t)(n + nk + 1));
+        if (!kwnames || !all) {
+            tr_break(s, "out of memory");
+            goto done;
+        }
+        items = all;
+        Py_ssize_t pos = 0, k = 0;
+        PyObject *key, *val;
+        while (PyDict_Next(kw.v, &pos, &key, &val)) {
+            if (!PyUnicode_Check(key)) {
+                tr_break(s, "keywords must be strings");
+                goto done;
+            }
+            PyTuple_SET_ITEM(kwnames, k, Py_NewRef(key));
+            if (kw.src) {
+                st_fe_src *is = st_fe_src_item(&s->srcs, kw.src, key);
+                if (!is || tr_make_sourced(s, &items[n + k], Py_NewRef(val), is) < 0) {
+                    n += (int)k;
+                    goto done;
+                }
+            } else {
+                tr_make_value(s, &items[n + k], Py_NewRef(val));
+            }
+            k++;
+        }
+        n += (int)nk;
+    }
+    rc = tr_call(s, &fn, items, n, kwnames && PyTuple_GET_SIZE(kwnames) ? kwnames : NULL, &out);
+done:
+    for (int i = 0; i < n; i++)
+        tr_var_clear(&items[i]);
+    free(items);
+    Py_XDECREF(kwnames);
+    tr_var_clear(&kw);
+    tr_var_clear(&args);
+    tr_var_clear(&fn);
+    if (rc < 0)
+        return -1;
+    return push(s, fr, &out);
+}
+
+static int do_make_function(tr_state *s, tr_frame *fr, int flags)
+{
+    tr_var code = pop(fr);
+    tr_var closure = {0}, annot = {0}, kwdefs = {0}, defs = {0};
+    if (flags & 0x08) closure = pop(fr);
+    if (flags & 0x04) annot = pop(fr);
+    if (flags & 0x02) kwdefs = pop(fr);
+    if (flags & 0x01) defs = pop(fr);
+    int rc = -1;
+    PyObject *fn = NULL;
+    if (!code.v || !PyCode_Check(code.v)) {
+        tr_break(s, "MAKE_FUNCTION without a code object");
+        goto done;
+    }
+    fn = PyFunction_NewWithQualName(code.v, fr->globals,
+                                    ((PyCodeObject *)code.v)->co_qualname);
+    if (!fn)
+        goto err;
+    if (closure.v && PyFunction_SetClosure(fn, closure.v) < 0)
+        goto err;
+    if (defs.v && PyFunction_SetDefaults(fn, defs.v) < 0)
+        goto err;
+    if (kwdefs.v && PyFunction_SetKwDefaults(fn, kwdefs.v) < 0)
+        goto err;
+    if (annot.v && PyFunction_SetAnnotations(fn, annot.v) < 0)
+        goto err;
+    if (tr_mark_fresh(s, fn) < 0)
+        goto err;
+    tr_var out = {0};
+    out.v = fn;
+    fn = NULL;
+    rc = push(s, fr, &out);
+    goto done;
+err:
+    tr_break_exc(s, "MAKE_FUNCTION");
+done:
+    Py_XDECREF(fn);
+    tr_var_clear(&code);
+    tr_var_clear(&closure);
+    tr_var_clear(&annot);
+    tr_var_clear(&kwdefs);
+    tr_var_clear(&defs);
+    return rc;
+}
+
+static int load_global(tr_state *s, tr_frame *fr, PyObject *name, tr_var *out)
+{
+    PyObject *v = PyDict_GetItemWithError(fr->globals, name);
+    st_fe_src *src = NULL;
+    if (v) {
+        if (fr->same_globals)
+            src = st_fe_src_global(&s->srcs, name);
+        else if (fr->globals_src && !(src = st_fe_src_item(&s->srcs, fr->globals_src, name)))
+            return tr_break_exc(s, "source");
+    } else {
+        if (PyErr_Occurred())
+            return tr_break_exc(s, "LOAD_GLOBAL");
+        v = PyDict_GetItemWithError(fr->builtins, name);
+        if (!v) {
+            if (PyErr_Occurred())
+                return tr_break_exc(s, "LOAD_GLOBAL");
+            return tr_break(s, "name '%s' is not defined", PyUnicode_AsUTF8(name));
+        }
+        if (fr->same_globals) {
+            /* the global must stay absent for the builtin to be found */
+            st_fe_src *g = st_fe_src_global(&s->srcs, name);
+            if (!g || st_fe_guard_add(&s->guards, ST_G_ABSENT, g, NULL) < 0)
+                return tr_break_exc(s, "guard");
+            src = st_fe_src_builtin(&s->srcs, name);
+        } else if (fr->globals_src) {
+            st_fe_src *g = st_fe_src_item(&s->srcs, fr->globals_src, name);
+            if (!g || st_fe_guard_add(&s->guards, ST_G_ABSENT, g, NULL) < 0)
+                return tr_break_exc(s, "guard");
+        }
+    }
+    if (fr->same_globals && !src)
+        return tr_break_exc(s, "source");
+    if (src)
+        return tr_make_sourced(s, out, Py_NewRef(v), src);
+    tr_make_value(s, out, Py_NewRef(v));
+    return 0;
+}
+
+static int unpack(tr_state *s, tr_frame *fr, int before, int after, bool ex)
+{
+    tr_var seq = pop(fr);
+    tr_var *items = NULL;
+    int n = 0, rc = -1;
+    if (tr_unroll(s, &seq, &items, &n) < 0)
+        goto done;
+    if ((!ex && n != before) || (ex && n < before + after)) {
+        tr_break(s, "cannot unpack %d values into %d", n, before + after);
+        goto done;
+    }
+    if (fr->sp + before + after + 1 > fr->cap) {
+        tr_break(s, "stack overflow in the translator");
+        goto done;
+    }
+    /* push in reverse: the first item ends on top */
+    for (int i = n - 1; i >= n - after; i--) {
+        PUSHV(fr, items[i]);
+        items[i].v = NULL;
+        items[i].it = NULL;
+    }
+    if (ex) {
+        PyObject *l = PyList_New(0);
+        if (!l || tr_mark_fresh(s, l) < 0) {
+            Py_XDECREF(l);
+            tr_break_exc(s, "UNPACK_EX");
+            goto done;
+        }
+        for (int i = before; i < n - after; i++)
+            if (PyList_Append(l, items[i].v) < 0) {
+                Py_DECREF(l);
+                tr_break_exc(s, "UNPACK_EX");
+                goto done;
+            }
+        tr_var lv = {0};
+        lv.v = l;
+        PUSHV(fr, lv);
+    }
+    for (int i = before - 1; i >= 0; i--) {
+        PUSHV(fr, items[i]);
+        items[i].v = NULL;
+        items[i].it = NULL;
+    }
+    rc = 0;
+done:
+    for (int i = 0; i < n; i++)
+        tr_var_clear(&items[i]);
+    free(items);
+    tr_var_clear(&seq);
+    return rc;
+}
+
+static PyObject *build_seq(tr_frame *fr, int n, bool list)
+{
+    PyObject *t = list ? PyList_New(n) : PyTuple_New(n);
+    if (!t)
+        return NULL;
+    for (int i = 0; i < n; i++) {
+        PyObject *v = Py_NewRef(TOP(fr, n - i)->v);
+        if (list)
+            PyList_SET_ITEM(t, i, v);
+        else
+            PyTuple_SET_ITEM(t, i, v);
+    }
+    return t;
+}
+
+static int push_fresh(tr_state *s, tr_frame *fr, PyObject *o)
+{
+    if (!o)
+        return tr_break_exc(s, "an operation");
+    if (tr_mark_fresh(s, o) < 0) {
+        Py_DECREF(o);
+        return tr_break_exc(s, "an operation");
+    }
+    tr_var v = {0};
+    v.v = o;
+    return push(s, fr, &v);
+}
+
+static int cmp_of(int arg)
+{
+#if ST_PY312
+    return arg >> 4;
+#else
+    return arg;
+#endif
+}
+
+static int is_import_ok(PyObject *name)
+{
+    PyObject *mods = PyImport_GetModuleDict();
+    return PyDict_GetItemWithError(mods, name) != NULL;
+}
+
+/* Executes one frame until it returns (*ret) or breaks (-1). */
+int tr_run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
+{
+    PyObject *consts = fr->code->co_consts, *names = fr->code->co_names;
+    int arg = 0;
+    for (;;) {
+        if (fr->pc < 0 || fr->pc >= fr->ncode)
+            return tr_break(s, "ran off the end of the bytecode");
+        if (++s->steps > TR_MAX_STEPS)
+            return tr_break(s, "too long: more than %d instructions", TR_MAX_STEPS);
+        int start = fr->pc;
+        int raw = fr->bc[2 * fr->pc];
+        int oparg = fr->bc[2 * fr->pc + 1];
+        fr->pc++;
+        int op = op_of[raw];
+        if (op == OP_EXTENDED_ARG) {
+            arg = (arg | oparg) << 8;
+            continue;
+        }
+        arg |= oparg;
+        oparg = arg;
+        arg = 0;
+        fr->lasti = start;
+        fr->pc += cache_of[raw];
+        int next = fr->pc;
+        if (s->opts->log_level >= 3)
+            log_stack(s, fr, raw, oparg);
+        /* an unrolled iterator has no real object: it may not escape */
+        int escapes = 0;
+        switch (op) {
+        case OP_STORE_ATTR: case OP_MAP_ADD: escapes = 2; break;
+        case OP_STORE_DEREF: case OP_LIST_APPEND: case OP_SET_ADD: escapes = 1; break;
+        case OP_STORE_SUBSCR: escapes = 3; break;
+        case OP_BUILD_TUPLE: case OP_BUILD_LIST: case OP_BUILD_SET: escapes = oparg; break;
+        case OP_BUILD_MAP: escapes = 2 * oparg; break;
+        case OP_BUILD_CONST_KEY_MAP: escapes = oparg + 1; break;
+        }
+        for (int k = 1; k <= escapes && k <= fr->sp; k++)
+            if (TOP(fr, k)->it)
+                return tr_break(s, "an iterator stored in a container or attribute "
+                                "(not supported)");
+        switch (op) {
+        case OP_NOP: case OP_RESUME: case OP_CACHE: case OP_PRECALL:
+            break;
+        case OP_POP_TOP:
+            pop_n(fr, 1);
+            break;
+        case OP_END_FOR:
+            pop_n(fr, 2);
+            break;
+        case OP_PUSH_NULL: {
+            tr_var v = {0};
+            if (push(s, fr, &v)) return -1;
+            break;
+        }
+        case OP_COPY: {
+            tr_var v;
+            tr_var_copy(&v, TOP(fr, oparg));
+            if (push(s, fr, &v)) return -1;
+            break;
+        }
+        case OP_SWAP: {
+            tr_var t = *TOP(fr, 1);
+            *TOP(fr, 1) = *TOP(fr, oparg);
+            *TOP(fr, oparg) = t;
+            break;
+        }
+        case OP_KW_NAMES:
+            fr->kwnames = PyTuple_GET_ITEM(consts, oparg);
+            break;
+        case OP_LOAD_CONST: {
+            tr_var v = {0};
+            v.v = Py_NewRef(PyTuple_GET_ITEM(consts, oparg));
+            if (push(s, fr, &v)) return -1;
+            break;
+        }
+        case OP_RETURN_VALUE: case OP_RETURN_CONST: {
+            if (op == OP_RETURN_VALUE) {
+                *ret = pop(fr);
+            } else {
+                memset(ret, 0, sizeof *ret);
+                ret->v = Py_NewRef(PyTuple_GET_ITEM(consts, oparg));
+            }
+            if (fr->is_genexpr) {
+                /* the generator is done: an iterator over what it yielded */
+                tr_var_clear(ret);
+                tr_var *items = fr->yielded;
+                int n = fr->nyielded;
+                fr->yielded = NULL;
+                fr->nyielded = fr->capyielded = 0;
+                return tr_iter_from(s, items, n, ret);
+            }
+            return 0;
+        }
+        case OP_RETURN_GENERATOR: {
+            if (!fr->is_genexpr)
+                return tr_break(s, "generators are not supported");
+            tr_var v = {0};
+            v.v = Py_NewRef(Py_None);   /* what the first resume sends */
+            if (push(s, fr, &v)) return -1;
+            break;
+        }
+        case OP_YIELD_VALUE: {
+            if (!fr->is_genexpr)
+                return tr_break(s, "yield is not supported");
+            if (fr->nyielded == fr->capyielded) {
+                int nc = fr->capyielded ? 2 * fr->capyielded : 8;
+                tr_var *n = realloc(fr->yielded, sizeof(tr_var) * (size_t)nc);
+                if (!n) return tr_break(s, "out of memory");
+                fr->yielded = n;
+                fr->capyielded = nc;
+            }
+            fr->yielded[fr->nyielded++] = pop(fr);
+            tr_var v = {0};
+            v.v = Py_NewRef(Py_None);   /* the value sent back */
+            if (push(s, fr, &v)) return -1;
+            break;
+        }
+        case OP_LOAD_FAST: case OP_LOAD_FAST_CHECK: {
+            tr_var *l = &fr->locals[oparg];
+            if (!l->v && l->aux != TR_AUX_ITER)
+                return tr_break(s, "local variable '%s' referenced before assignment",
+                                PyUnicode_AsUTF8(tr_local_name(fr->code, oparg)));
+            tr_var v;
+            tr_var_copy(&v, l);
+            if (push(s, fr, &v)) return -1;
+            break;
+        }
+        case OP_LOAD_FAST_AND_CLEAR: {
+            tr_var v = fr->locals[oparg];
+            memset(&fr->locals[oparg], 0, sizeof(tr_var));
+            if (push(s, fr, &v)) return -1;
+            break;
+        }
+        case OP_STORE_FAST: {
+            tr_var_clear(&fr->locals[oparg]);
+            fr->locals[oparg] = pop(fr);
+            break;
+        }
+        case OP_DELETE_FAST:
+            tr_var_clear(&fr->locals[oparg]);
+            break;
+        case OP_LOAD_GLOBAL: {
+            PyObject *name = PyTuple_GET_ITEM(names, oparg >> 1);
+            tr_var v;
+            if (oparg & 1) {
+                tr_var nul = {0};
+                if (push(s, fr, &nul)) return -1;
+            }
+            if (load_global(s, fr, name, &v) < 0) return -1;
+            if (push(s, fr, &v)) return -1;
+            break;
+        }
+        case OP_STORE_GLOBAL: case OP_DELETE_GLOBAL:
+            return tr_break(s, "side effect: store to global '%s' (not supported yet)",
+                            PyUnicode_AsUTF8(PyTuple_GET_ITEM(names, oparg)));
+        case OP_LOAD_ATTR: case OP_LOAD_METHOD: {
+            int ni = oparg, meth = (op == OP_LOAD_METHOD);
+#if ST_PY312
+            ni = oparg >> 1;
+            meth = oparg & 1;
+#endif
+            tr_var obj = pop(fr), out;
+            int rc = tr_getattr(s, &obj, PyTuple_GET_ITEM(names, ni), &out);
+            tr_var_clear(&obj);
+            if (rc < 0) return -1;
+            if (meth) {
+                tr_var nul = {0};
+                if (push(s, fr, &nul)) { tr_var_clear(&out); return -1; }
+            }
+            if (push(s, fr, &out)) return -1;
+            break;
+        }
+        case OP_LOAD_SUPER_ATTR: {
+            tr_var self = pop(fr), cls = pop(fr), sup = pop(fr);
+            int rc = -1;
+            tr_var out = {0};
+            if (sup.v != (PyObject *)&PySuper_Type) {
+                tr_break(s, "super is not the builtin super");
+            } else {
+                tr_var sv = {0};
+                sv.v = PyTuple_Pack(2, cls.v, self.v);
+                sv.aux = TR_AUX_SUPER;
+                if (sv.v)
+                    rc = tr_getattr(s, &sv, PyTuple_GET_ITEM(names, oparg >> 2), &out);
+                else
+                    tr_break_exc(s, "super");
+                tr_var_clear(&sv);
+            }
+            tr_var_clear(&self);
+            tr_var_clear(&cls);
+            tr_var_clear(&sup);
+            if (rc < 0) return -1;
+            if (oparg & 1) {
+                tr_var nul = {0};
+                if (push(s, fr, &nul)) { tr_var_clear(&out); return -1; }
+            }
+            if (push(s, fr, &out)) return -1;
+            break;
+        }
+        case OP_STORE_ATTR: {
+            tr_var obj = pop(fr), val = pop(fr);
+            PyObject *name = PyTuple_GET_ITEM(names, oparg);
+            int rc = 0;
+            if (st_fe_is_tensor(obj.v) && !tr_is_fresh(s, obj.v))
+                rc = tr_break(s, "side effect: store to tensor attribute '%s' "
+                              "(not supported yet)", PyUnicode_AsUTF8(name));
+            else if (!st_fe_is_tensor(obj.v) && !tr_is_fresh(s, obj.v))
+                rc = check_mutation(s, obj.v, "attribute store");
+            else if (!st_fe_is_tensor(obj.v) && !tr_safe_type(obj.v) &&
+                     Py_TYPE(obj.v)->tp_setattro != PyObject_GenericSetAttr)
+                rc = tr_break(s, "attribute store on a %s with __setattr__",
+                              tr_type_name(obj.v));
+            else if (PyObject_SetAttr(obj.v, name, val.v) < 0)
+                rc = tr_break_exc(s, "attribute store");
+            tr_var_clear(&obj);
+            tr_var_clear(&val);
+            if (rc < 0) return -1;
+            break;
+        }
+        case OP_DELETE_ATTR:
+            return tr_break(s, "side effect: attribute delete (not supported yet)");
+        case OP_MAKE_CELL: {
+            tr_var *l = &fr->locals[oparg];
+            PyObject *cell = PyCell_New(l->v);
+            if (!cell || tr_mark_fresh(s, cell) < 0) {
+                Py_XDECREF(cell);
+                return tr_break_exc(s, "MAKE_CELL");
+            }
+            Py_XSETREF(l->v, cell);   /* l->src now names the contents */
+            break;
+        }
+        case OP_COPY_FREE_VARS: {
+            PyObject *clo = fr->func ? PyFunction_GetClosure(fr->func) : s->f->closure;
+            if (!clo || PyTuple_GET_SIZE(clo) < oparg)
+                return tr_break(s, "COPY_FREE_VARS without a closure");
+            int off = fr->code->co_nlocalsplus - oparg;
+            for (int i = 0; i < oparg; i++) {
+                tr_var *l = &fr->locals[off + i];
+                tr_var_clear(l);
+                l->v = Py_NewRef(PyTuple_GET_ITEM(clo, i));
+                PyObject *key = tr_id_key(l->v);
+                if (!key) return tr_break_exc(s, "COPY_FREE_VARS");
+                if (!fr->parent && fr->func == s->f->func) {
+                    l->src = st_fe_src_closure(&s->srcs, i, tr_local_name(fr->code, off + i));
+                    PyObject *e = l->src ? Py_BuildValue("(Oi)", l->v, l->src->id) : NULL;
+                    if (!e || PyDict_SetItem(s->cellmap, key, e) < 0) {
+                        Py_XDECREF(e);
+                        Py_DECREF(key);
+                        return tr_break_exc(s, "source");
+                    }
+                    Py_DECREF(e);
+                } else {
+                    PyObject *e = PyDict_GetItem(s->cellmap, key);
+                    st_fe_src *fs = fr->func && !tr_is_fresh(s, fr->func)
+                                    ? tr_lookup_src(s, fr->func) : NULL;
+                    if (e) {
+                        l->src = s->srcs.v[PyLong_AsLong(PyTuple_GET_ITEM(e, 1))];
+                    } else if (fs) {
+                        /* fn.__closure__[i].cell_contents */
+                        PyObject *cn = PyUnicode_FromString("__closure__");
+                        PyObject *cc = PyUnicode_FromString("cell_contents");
+                        PyObject *ik = PyLong_FromLong(i);
+                        st_fe_src *a = cn ? st_fe_src_attr(&s->srcs, fs, cn) : NULL;
+                        st_fe_src *it = a && ik ? st_fe_src_item(&s->srcs, a, ik) : NULL;
+                        l->src = it && cc ? st_fe_src_attr(&s->srcs, it, cc) : NULL;
+                        Py_XDECREF(cn);
+                        Py_XDECREF(cc);
+                        Py_XDECREF(ik);
+                        if (!l->src) {
+                            Py_DECREF(key);
+                            return tr_break_exc(s, "source");
+                        }
+                    }
+                }
+                Py_DECREF(key);
+            }
+            break;
+        }
+        case OP_LOAD_CLOSURE: {
+            tr_var v = {0};
+            v.v = Py_XNewRef(fr->locals[oparg].v);
+            if (push(s, fr, &v)) return -1;
+            break;
+        }
+        case OP_LOAD_DEREF: {
+            tr_var *l = &fr->locals[oparg];
+            PyObject *c = l->v && PyCell_Check(l->v) ? PyCell_GET(l->v) : NULL;
+            if (!c)
+                return tr_break(s, "free variable '%s' referenced before assignment",
+                                PyUnicode_AsUTF8(tr_local_name(fr->code, oparg)));
+            tr_var v;
+            if (l->src && !tr_is_fresh(s, l->v)) {
+                if (tr_make_sourced(s, &v, Py_NewRef(c), l->src) < 0) return -1;
+            } else if (l->src) {
+                /* a fresh cell made from an argument: contents unchanged? */
+                tr_make_value(s, &v, Py_NewRef(c));
+            } else {
+                tr_make_value(s, &v, Py_NewRef(c));
+            }
+            if (push(s, fr, &v)) return -1;
+            break;
+        }
+        case OP_STORE_DEREF: {
+            tr_var *l = &fr->locals[oparg];
+            tr_var val = pop(fr);
+            if (!l->v || !PyCell_Check(l->v) || !tr_is_fresh(s, l->v)) {
+                tr_var_clear(&val);
+                return tr_break(s, "side effect: store to a closure variable "
+                                "of an outer function (not supported yet)");
+            }
+            PyCell_Set(l->v, val.v);
+            l->src = NULL;
+            PyObject *key = tr_id_key(l->v);
+            if (key && PyDict_GetItem(s->cellmap, key))
+                PyDict_DelItem(s->cellmap, key);
+            Py_XDECREF(key);
+            tr_var_clear(&val);
+            break;
+        }
+        case OP_DELETE_DEREF:
+            return tr_break(s, "unsupported instruction DELETE_DEREF");
+        case OP_BUILD_TUPLE: case OP_BUILD_LIST: {
+            PyObject *t = build_seq(fr, oparg, op == OP_BUILD_LIST);
+            pop_n(fr, t ? oparg : 0);
+            if (op == OP_BUILD_LIST) {
+                if (push_fresh(s, fr, t)) return -1;
+            } else if (push_value(s, fr, t)) return -1;
+            break;
+        }
+        case OP_BUILD_SET: {
+            PyObject *st = PySet_New(NULL);
+            for (int i = 0; st && i < oparg; i++)
+                if (PySet_Add(st, TOP(fr, oparg - i)->v) < 0)
+                    Py_CLEAR(st);
+            pop_n(fr, oparg);
+            if (push_fresh(s, fr, st)) return -1;
+            break;
+        }
+        case OP_BUILD_MAP: {
+            PyObject *d = PyDict_New();
+            for (int i = 0; d && i < oparg; i++)
+                if (PyDict_SetItem(d, TOP(fr, 2 * (oparg - i))->v,
+                                   TOP(fr, 2 * (oparg - i) - 1)->v) < 0)
+                    Py_CLEAR(d);
+            pop_n(fr, 2 * oparg);
+            if (push_fresh(s, fr, d)) return -1;
+            break;
+        }
+        case OP_BUILD_CONST_KEY_MAP: {
+            PyObject *keys = TOP(fr, 1)->v;
+            PyObject *d = PyDict_New();
+            for (int i = 0; d && i < oparg; i++)
+                if (PyDict_SetItem(d, PyTuple_GET_ITEM(keys, i),
+                                   TOP(fr, oparg + 1 - i)->v) < 0)
+                    Py_CLEAR(d);
+            pop_n(fr, oparg + 1);
+            if (push_fresh(s, fr, d)) return -1;
+            break;
+        }
+        case OP_BUILD_STRING: {
+            PyObject *t = build_seq(fr, oparg, false), *r = NULL;
+            if (t) {
+                PyObject *empty = PyUnicode_New(0, 0);
+                if (empty)
+                    r = PyUnicode_Join(empty, t);
+                Py_XDECREF(empty);
+                Py_DECREF(t);
+            }
+            pop_n(fr, oparg);
+            if (push_value(s, fr, r)) return -1;
+            break;
+        }
+        case OP_BUILD_SLICE: {
+            PyObject *r = oparg == 3 ?
+                PySlice_New(TOP(fr, 3)->v, TOP(fr, 2)->v, TOP(fr, 1)->v) :
+                PySlice_New(TOP(fr, 2)->v, TOP(fr, 1)->v, NULL);
+            pop_n(fr, oparg);
+            if (push_value(s, fr, r)) return -1;
+            break;
+        }
+        case OP_FORMAT_VALUE: {
+            int have_spec = (oparg & 4) != 0;
+            tr_var spec = {0};
+            if (have_spec)
+                spec = pop(fr);
+            tr_var v = pop(fr);
+            PyObject *x = NULL, *r = NULL;
+            int rc = check_operands(s, &v, NULL, "formatting");
+            if (rc == 0) {
+                int conv = oparg & 3;
+                x = conv == 1 ? PyObject_Str(v.v) : conv == 2 ? PyObject_Repr(v.v) :
+                    conv == 3 ? PyObject_ASCII(v.v) : Py_NewRef(v.v);
+                if (x)
+                    r = PyObject_Format(x, spec.v);
+                Py_XDECREF(x);
+                rc = push_value(s, fr, r);
+            }
+            tr_var_clear(&v);
+            tr_var_clear(&spec);
+            if (rc < 0) return -1;
+            break;
+        }
+        case OP_LIST_APPEND: case OP_SET_ADD: {
+            PyObject *c = TOP(fr, oparg + 1)->v;
+            tr_var v = pop(fr);
+            int r = op == OP_LIST_APPEND ? PyList_Append(c, v.v) : PySet_Add(c, v.v);
+            tr_var_clear(&v);
+            if (r < 0) return tr_break_exc(s, "append");
+            break;
+        }
+        case OP_MAP_ADD: {
+            tr_var val = pop(fr), key = pop(fr);
+            int r = PyDict_SetItem(TOP(fr, oparg)->v, key.v, val.v);
+            tr_var_clear(&val);
+            tr_var_clear(&key);
+            if (r < 0) return tr_break_exc(s, "MAP_ADD");
+            break;
+        }
+        case OP_LIST_EXTEND: case OP_SET_UPDATE: {
+            tr_var it = pop(fr);
+            tr_var *items = NULL;
+            int n = 0, r = 0;
+            PyObject *c = TOP(fr, oparg)->v;
+            if (tr_unroll(s, &it, &items, &n) < 0)
+                r = -1;
+            for (int i = 0; r == 0 && i < n; i++)
+                if ((op == OP_LIST_EXTEND ? PyList_Append(c, items[i].v)
+                                          : PySet_Add(c, items[i].v)) < 0)
+                    r = tr_break_exc(s, "extend");
+            for (int i = 0; i < n; i++)
+                tr_var_clear(&items[i]);
+            free(items);
+            tr_var_clear(&it);
+            if (r < 0) return -1;
+            break;
+        }
+        case OP_DICT_UPDATE: case OP_DICT_MERGE: {
+            tr_var d = pop(fr);
+            int r = 0;
+            if (!PyDict_Check(d.v))
+                r = tr_break(s, "** of a %s", tr_type_name(d.v));
+            else if (PyDict_Update(TOP(fr, oparg)->v, d.v) < 0)
+                r = tr_break_exc(s, "dict update");
+            tr_var_clear(&d);
+            if (r < 0) return -1;
+            break;
+        }
+        case OP_LIST_TO_TUPLE: {
+            tr_var l = pop(fr);
+            PyObject *t = PyList_AsTuple(l.v);
+            tr_var_clear(&l);
+            if (push_value(s, fr, t)) return -1;
+            break;
+        }
+        case OP_CALL_INTRINSIC_1: {
+            tr_var v = pop(fr);
+            PyObject *r = NULL;
+            int rc = 0;
+            if (oparg == intr_list_to_tuple && v.v && PyList_Check(v.v))
+                r = PyList_AsTuple(v.v);
+            else if (oparg == intr_unary_positive && !(rc = check_operands(s, &v, NULL, "unary +")))
+                r = PyNumber_Positive(v.v);
+            else if (!rc)
+                rc = tr_break(s, "unsupported intrinsic %d", oparg);
+            tr_var_clear(&v);
+            if (rc < 0 || push_value(s, fr, r)) return -1;
+            break;
+        }
+        case OP_UNPACK_SEQUENCE:
+            if (unpack(s, fr, oparg, 0, false) < 0) return -1;
+            break;
+        case OP_UNPACK_EX:
+            if (unpack(s, fr, oparg & 0xff, oparg >> 8, true) < 0) return -1;
+            break;
+        case OP_UNARY_NEGATIVE: case OP_UNARY_INVERT: case OP_UNARY_POSITIVE: {
+            tr_var v = pop(fr);
+            PyObject *r = NULL;
+            int rc = check_operands(s, &v, NULL, "a unary operator");
+            if (!rc)
+                r = op == OP_UNARY_NEGATIVE ? PyNumber_Negative(v.v) :
+                    op == OP_UNARY_INVERT ? PyNumber_Invert(v.v) : PyNumber_Positive(v.v);
+            tr_var_clear(&v);
+            if (rc < 0 || push_value(s, fr, r)) return -1;
+            break;
+        }
+        case OP_UNARY_NOT: {
+            tr_var v = pop(fr);
+            int t = 0, rc = truth(s, &v, &t);
+            tr_var_clear(&v);
+            if (rc < 0 || push_value(s, fr, PyBool_FromLong(!t))) return -1;
+            break;
+        }
+        case OP_BINARY_OP: {
+            tr_var b = pop(fr), a = pop(fr);
+            int k = oparg < n_nb ? nb_of[oparg] : -1, rc = 0;
+            PyObject *r = NULL;
+            bool inplace = k >= 100;
+            if (k < 0)
+                rc = tr_break(s, "unknown binary op %d", oparg);
+            else
+                rc = check_operands(s, &a, &b, "a binary operator");
+            if (!rc && inplace && is_mutable_container(a.v))
+                rc = check_mutation(s, a.v, "in-place operator");
+            if (!rc)
+                r = binop(k % 100, a.v, b.v, inplace);
+            if (!rc) {
+                if (!r)
+                    rc = tr_break_exc(s, "a binary operator");
+                else if (st_rt_trace_failed(NULL)) {
+                    const char *why = NULL;
+                    st_rt_trace_failed(&why);
+                    Py_DECREF(r);
+                    rc = tr_break(s, "%s", why ? why : "trace failed");
+                } else if (r == a.v) {
+                    tr_var o;
+                    tr_var_copy(&o, &a);
+                    Py_DECREF(r);
+                    rc = push(s, fr, &o);
+                } else
+                    rc = push_value(s, fr, r);
+            }
+            tr_var_clear(&a);
+            tr_var_clear(&b);
+            if (rc < 0) return -1;
+            break;
+        }
+        case OP_COMPARE_OP: {
+            tr_var b = pop(fr), a = pop(fr);
+            int rc = check_operands(s, &a, &b, "a comparison");
+            PyObject *r = NULL;
+            if (!rc)
+                r = PyObject_RichCompare(a.v, b.v, cmp_of(oparg));
+            tr_var_clear(&a);
+            tr_var_clear(&b);
+            if (rc < 0 || push_value(s, fr, r)) return -1;
+            break;
+        }
+        case OP_IS_OP: {
+            tr_var b = pop(fr), a = pop(fr);
+            int r = (a.v == b.v) ^ (oparg & 1);
+            tr_var_clear(&a);
+            tr_var_clear(&b);
+            if (push_value(s, fr, PyBool_FromLong(r))) return -1;
+            break;
+        }
+        case OP_CONTAINS_OP: {
+            tr_var b = pop(fr), a = pop(fr);
+            int rc = check_operands(s, &b, NULL, "'in'"), r = 0;
+            if (!rc && st_fe_is_tensor(b.v))
+                rc = tr_break(s, "'in' on a tensor (data-dependent)");
+            if (!rc && !tr_safe_type(a.v) && !PyDict_Check(b.v) && !PyAnySet_Check(b.v))
+                rc = tr_break(s, "'in' with a %s (its __eq__ may run)", tr_type_name(a.v));
+            if (!rc) {
+                r = PySequence_Contains(b.v, a.v);
+                const char *why = NULL;
+                if (r < 0)
+                    rc = tr_break_exc(s, "'in'");
+                else if (st_rt_trace_failed(&why))
+                    rc = tr_break(s, "%s", why ? why : "trace failed");
+            }
+            tr_var_clear(&a);
+            tr_var_clear(&b);
+            if (rc < 0 || push_value(s, fr, PyBool_FromLong(r ^ (oparg & 1)))) return -1;
+            break;
+        }
+        case OP_BINARY_SUBSCR: {
+            tr_var k = pop(fr), o = pop(fr), out;
+            int rc = tr_subscr(s, &o, &k, &out);
+            tr_var_clear(&k);
+            tr_var_clear(&o);
+            if (rc < 0 || push(s, fr, &out)) return -1;
+            break;
+        }
+        case OP_BINARY_SLICE: {
+            tr_var e = pop(fr), b = pop(fr), o = pop(fr), out;
+            tr_var k = {0};
+            k.v = PySlice_New(b.v, e.v, NULL);
+            int rc = k.v ? tr_subscr(s, &o, &k, &out) : tr_break_exc(s, "slice");
+            tr_var_clear(&k);
+            tr_var_clear(&e);
+            tr_var_clear(&b);
+            tr_var_clear(&o);
+            if (rc < 0 || push(s, fr, &out)) return -1;
+            break;
+        }
+        case OP_STORE_SUBSCR: case OP_STORE_SLICE: case OP_DELETE_SUBSCR: {
+            tr_var k, o, v = {0};
+            if (op == OP_STORE_SLICE) {
+                tr_var e = pop(fr), b = pop(fr);
+                memset(&k, 0, sizeof k);
+                k.v = PySlice_New(b.v, e.v, NULL);
+                tr_var_clear(&e);
+                tr_var_clear(&b);
+                o = pop(fr);
+            } else {
+                k = pop(fr);
+                o = pop(fr);
+            }
+            if (op != OP_DELETE_SUBSCR)
+                v = pop(fr);
+            int rc = k.v ? check_mutation(s, o.v, "item store") : tr_break_exc(s, "slice");
+            if (!rc && !st_fe_is_tensor(o.v) && !tr_safe_type(o.v))
+                rc = tr_break(s, "item store on a %s", tr_type_name(o.v));
+            if (!rc && st_fe_is_tensor(o.v) && tr_has_tensor(k.v))
+                rc = tr_break(s, "data-dependent: indexing with a tensor reads its values");
+            if (!rc && (op == OP_DELETE_SUBSCR ? PyObject_DelItem(o.v, k.v)
+                                               : PyObject_SetItem(o.v, k.v, v.v)) < 0)
+                rc = tr_break_exc(s, "item store");
+            if (!rc && st_rt_trace_failed(NULL)) {
+                const char *why = NULL;
+                st_rt_trace_failed(&why);
+                rc = tr_break(s, "%s", why ? why : "trace failed");
+            }
+            tr_var_clear(&k);
+            tr_var_clear(&o);
+            tr_var_clear(&v);
+            if (rc < 0) return -1;
+            break;
+        }
+        case OP_GET_ITER: {
+            tr_var o = pop(fr), out;
+            int rc = tr_iter_of(s, &o, &out);
+            tr_var_clear(&o);
+            if (rc < 0 || push(s, fr, &out)) return -1;
+            break;
+        }
+        case OP_FOR_ITER: {
+            tr_var *itv = TOP(fr, 1);
+            if (!itv->it)
+                return tr_break(s, "FOR_ITER over a %s", tr_type_name(itv->v));
+            tr_iter *it = itv->it;
+            if (it->pos < it->n) {
+                tr_var v;
+                tr_var_copy(&v, &it->items[it->pos++]);
+                if (push(s, fr, &v)) return -1;
+            } else {
+#if ST_PY312
+                tr_var dummy = {0};
+                if (push(s, fr, &dummy)) return -1;
+                fr->pc = next + oparg;   /* the END_FOR pops both */
+#else
+                pop_n(fr, 1);
+                fr->pc = next + oparg;
+#endif
+            }
+            break;
+        }
+        case OP_JUMP_FORWARD:
+            fr->pc = next + oparg;
+            break;
+        case OP_JUMP_BACKWARD: case OP_JUMP_BACKWARD_NO_INTERRUPT:
+            fr->pc = next - oparg;
+            break;
+        case OP_POP_JUMP_IF_FALSE: case OP_POP_JUMP_IF_TRUE:
+        case OP_POP_JUMP_FORWARD_IF_FALSE: case OP_POP_JUMP_FORWARD_IF_TRUE:
+        case OP_POP_JUMP_BACKWARD_IF_FALSE: case OP_POP_JUMP_BACKWARD_IF_TRUE: {
+            tr_var v = pop(fr);
+            int t = 0, rc = truth(s, &v, &t);
+            tr_var_clear(&v);
+            if (rc < 0) return -1;
+            bool want = op == OP_POP_JUMP_IF_TRUE || op == OP_POP_JUMP_FORWARD_IF_TRUE ||
+                        op == OP_POP_JUMP_BACKWARD_IF_TRUE;
+            bool back = op == OP_POP_JUMP_BACKWARD_IF_FALSE || op == OP_POP_JUMP_BACKWARD_IF_TRUE;
+            if ((t != 0) == want)
+                fr->pc = back ? next - oparg : next + oparg;
+            break;
+        }
+        case OP_POP_JUMP_IF_NONE: case OP_POP_JUMP_IF_NOT_NONE:
+        case OP_POP_JUMP_FORWARD_IF_NONE: case OP_POP_JUMP_FORWARD_IF_NOT_NONE:
+        case OP_POP_JUMP_BACKWARD_IF_NONE: case OP_POP_JUMP_BACKWARD_IF_NOT_NONE: {
+            tr_var v = pop(fr);
+            bool isnone = v.v == Py_None;
+            tr_var_clear(&v);
+            bool want = op == OP_POP_JUMP_IF_NONE || op == OP_POP_JUMP_FORWARD_IF_NONE ||
+                        op == OP_POP_JUMP_BACKWARD_IF_NONE;
+            bool back = op == OP_POP_JUMP_BACKWARD_IF_NONE || op == OP_POP_JUMP_BACKWARD_IF_NOT_NONE;
+            if (isnone == want)
+                fr->pc = back ? next - oparg : next + oparg;
+            break;
+        }
+        case OP_JUMP_IF_FALSE_OR_POP: case OP_JUMP_IF_TRUE_OR_POP: {
+            int t = 0;
+            if (truth(s, TOP(fr, 1), &t) < 0) return -1;
+            if ((t != 0) == (op == OP_JUMP_IF_TRUE_OR_POP))
+                fr->pc = next + oparg;
+            else
+                pop_n(fr, 1);
+            break;
+        }
+        case OP_CALL: {
+            PyObject *kw = fr->kwnames;
+            fr->kwnames = NULL;
+            if (do_call(s, fr, oparg, kw) < 0) return -1;
+            break;
+        }
+        case OP_CALL_FUNCTION_EX:
+            if (do_call_ex(s, fr, oparg & 1) < 0) return -1;
+            break;
+        case OP_MAKE_FUNCTION:
+            if (do_make_function(s, fr, oparg) < 0) return -1;
+            break;
+        case OP_BEFORE_WITH: {
+            tr_var m = pop(fr);
+            if (!tr_is_grad_ctx(m.v)) {
+                int rc = tr_break(s, "with on a %s is not supported", tr_type_name(m.v));
+                tr_var_clear(&m);
+                return rc;
+            }
+            PyObject *ex = PyObject_GetAttrString(m.v, "__exit__");
+            PyObject *en = ex ? PyObject_CallMethod(m.v, "__enter__", NULL) : NULL;
+            tr_var_clear(&m);
+            if (!en) {
+                Py_XDECREF(ex);
+                return tr_break_exc(s, "with");
+            }
+            if (push_value(s, fr, ex) || push_value(s, fr, en)) return -1;
+            break;
+        }
+        case OP_IMPORT_NAME: {
+            PyObject *name = PyTuple_GET_ITEM(names, oparg);
+            tr_var fl = pop(fr), lvl = pop(fr);
+            int ok = lvl.v && PyLong_Check(lvl.v) && PyLong_AsLong(lvl.v) == 0 &&
+                     is_import_ok(name);
+            PyObject *r = NULL;
+            if (ok)
+                r = PyImport_ImportModuleLevelObject(name, fr->globals, NULL, fl.v, 0);
+            tr_var_clear(&fl);
+            tr_var_clear(&lvl);
+            if (!ok)
+                return tr_break(s, "import of '%s' (not already imported)",
+                                PyUnicode_AsUTF8(name));
+            if (push_value(s, fr, r)) return -1;
+            break;
+        }
+        case OP_IMPORT_FROM: {
+            tr_var out;
+            if (tr_getattr(s, TOP(fr, 1), PyTuple_GET_ITEM(names, oparg), &out) < 0)
+                return -1;
+            if (push(s, fr, &out)) return -1;
+            break;
+        }
+        case OP_GET_LEN: {
+            Py_ssize_t n = PyObject_Length(TOP(fr, 1)->v);
+            if (n < 0) return tr_break_exc(s, "len");
+            if (push_value(s, fr, PyLong_FromSsize_t(n))) return -1;
+            break;
+        }
+        case OP_LOAD_ASSERTION_ERROR:
+            return tr_break(s, "assertion failed (exceptions are not supported)");
+        case OP_RAISE_VARARGS: case OP_RERAISE:
+            return tr_break(s, "raise (exceptions are not supported)");
+        case OP_LOAD_BUILD_CLASS:
+            return tr_break(s, "class definition inside a compiled function is not supported");
+        default: {
+            PyObject *nm = PySequence_GetItem(real_opname, raw);
+            tr_break(s, "unsupported instruction %s", nm ? PyUnicode_AsUTF8(nm) : "?");
+            Py_XDECREF(nm);
+            return -1;
+        }
+        }
+    }
+}
+

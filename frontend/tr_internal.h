@@ -1,0 +1,175 @@
+/* tr_internal.h - private to the bytecode translator: variables,
+ * translator frames, the translation state, and what each of its files
+ * offers the others (translator.c: frames, inlining, entries; tr_vars.c:
+ * variables, sources, fresh objects, breaks; tr_exec.c: the stack machine;
+ * tr_classify.c: symtrace's objects, MRO lookup, argument binding;
+ * tr_iter.c: iteration and subscripts; tr_attrs.c: attributes; tr_calls.c:
+ * calls; tr_debug.c: test bindings). See st_fe_tr.h's top comment for how
+ * translation works. */
+#ifndef ST_TR_INTERNAL_H
+#define ST_TR_INTERNAL_H
+
+#include "st_fe_tr.h"
+#include "pyversion.h"
+
+#include <stdbool.h>
+
+/* A stack or local slot: the real value (owned; NULL for the PUSH_NULL
+ * marker / an unbound local) and where it was read from (NULL: computed).
+ * it: an unrolled iterator (owned). */
+typedef struct tr_iter tr_iter;
+typedef struct {
+    PyObject *v;
+    st_fe_src *src;
+    tr_iter *it;
+    int aux;             /* TR_AUX_*: what a special value stands for */
+} tr_var;
+
+enum {
+    TR_AUX_NONE,
+    TR_AUX_KEYS, TR_AUX_VALUES, TR_AUX_ITEMS,   /* a sourced dict's view; src = the dict's */
+    TR_AUX_SUPER,        /* v = (cls, self) tuple of a zero/two-arg super() */
+    TR_AUX_ITER,         /* it != NULL: an unrolled iterator */
+    TR_AUX_GRADCTX,      /* v = a grad-mode context manager entered by BEFORE_WITH */
+};
+
+struct tr_iter {
+    int refs;
+    int n, pos;
+    tr_var *items;
+};
+
+/* One frame being executed (the root, or an inlined call). */
+typedef struct tr_frame {
+    struct tr_frame *parent;
+    PyCodeObject *code;      /* owned */
+    PyObject *codebytes;     /* owned bytes (PyCode_GetCode) */
+    const uint8_t *bc;       /* 2-byte code units */
+    int ncode;               /* code units */
+    PyObject *func;          /* owned or NULL */
+    PyObject *globals, *builtins;   /* owned */
+    bool same_globals;       /* globals is the root frame's: GLOBAL sources apply */
+    st_fe_src *globals_src;  /* else: a source of the globals dict (fn.__globals__), or NULL */
+    tr_var *locals;          /* co_nlocalsplus */
+    int nlocals;
+    tr_var *stack;
+    int sp, cap;
+    int pc, lasti;           /* code unit index of next / current instruction */
+    PyObject *kwnames;       /* 3.11 KW_NAMES (borrowed from co_consts) */
+    int depth;
+    bool is_genexpr;         /* a generator (function or expression) run eagerly: */
+    tr_var *yielded;         /* the values it yielded */
+    int nyielded, capyielded;
+} tr_frame;
+
+typedef struct {
+    const st_fe_frame *f;
+    const st_fe_options *opts;
+    st_fe_srctab srcs;
+    st_fe_guardset guards;
+    PyObject *srcmap;        /* id(st_tensor* or object) -> (obj, src id) */
+    PyObject *fresh;         /* id -> obj: objects made during translation */
+    PyObject *cellmap;       /* id(cell) -> (cell, src id of its contents) */
+    tr_frame *top;           /* innermost frame */
+    long steps;
+    bool broke;
+    bool fatal;              /* KeyboardInterrupt/MemoryError: an error, not a break */
+    st_fe_break *brk;
+    PyObject *retval;        /* root frame's return value (owned) */
+    int exposed, expose_depth;   /* items of sourced containers read at once */
+} tr_state;
+
+#define TR_MAX_STEPS 200000
+#define TR_MAX_DEPTH 48
+#define TR_MAX_EXPOSED 4096
+
+/* ---- tr_vars.c, translator.c */
+/* Records a break (first one wins) with the innermost frame's file and
+ * line; clears any pending Python exception. Returns -1. */
+int tr_break(tr_state *s, const char *fmt, ...);
+/* Break with the pending exception's text as the reason. */
+int tr_break_exc(tr_state *s, const char *what);
+/* A value read from src: guards it once and remembers src for tensors and
+ * identity objects. Steals v. */
+int tr_make_sourced(tr_state *s, tr_var *out, PyObject *v, st_fe_src *src);
+/* A computed value (steals v): recovers the source of a known object. */
+void tr_make_value(tr_state *s, tr_var *out, PyObject *v);
+void tr_var_clear(tr_var *v);
+void tr_var_copy(tr_var *dst, const tr_var *src);
+st_fe_src *tr_lookup_src(tr_state *s, PyObject *o);
+bool tr_is_fresh(tr_state *s, PyObject *o);
+int tr_mark_fresh(tr_state *s, PyObject *o);
+/* Runs code in a new frame (inlined call): binds fn's arguments, runs to
+ * its return. out receives the return value. */
+int tr_inline(tr_state *s, PyObject *fn, tr_var *args, int nargs,
+              PyObject *kwnames, tr_var *out);
+const char *tr_type_name(PyObject *o);
+
+static inline PyObject *tr_local_name(PyCodeObject *co, int i)   /* borrowed */
+{
+    return PyTuple_GET_ITEM(co->co_localsplusnames, i);
+}
+
+/* ---- tr_vars.c (also: tr_break.., tr_make_*, tr_var_*, fresh, sources) */
+PyObject *tr_id_key(const void *p);          /* PyLong of an address */
+const void *tr_map_key(PyObject *o);         /* st_tensor* for tensors, else o */
+bool tr_is_plain_const(PyObject *o);         /* never keyed by identity */
+
+/* ---- tr_exec.c */
+int tr_exec_init(void);                      /* opcode tables; also tr_calls_init */
+int tr_run_frame(tr_state *s, tr_frame *fr, tr_var *ret);
+
+/* ---- tr_classify.c: symtrace's objects, looked up once */
+struct tr_refs {
+    PyObject *pkg_dir, *mod_dir;             /* ".../symtrace/", ".../symtrace/nn/modules/" */
+    PyObject *c_module, *builtins_mod, *math_mod, *operator_mod, *op_mod2;
+    PyObject *nn_module_cls, *function_cls, *gradmode_cls, *dtype_cls, *device_cls;
+    PyObject *modlist_cls, *seq_cls, *moddict_cls;
+};
+extern struct tr_refs tr_refs;
+int tr_calls_init(void);
+int tr_fn_origin(PyObject *fn);              /* 0 user, 1 symtrace (real), 2 nn/modules (inline) */
+const char *tr_qualname(PyObject *o, char *buf, size_t n);
+bool tr_module_starts(PyObject *o, const char *prefix);   /* o.__module__ */
+PyObject *tr_mro_lookup(PyTypeObject *t, PyObject *name, PyObject *after);  /* borrowed */
+int tr_is_kind(PyObject *o, PyObject *cls);
+
+/* ---- tr_iter.c */
+typedef struct {
+    tr_var *v;
+    int n, cap;
+} tr_vlist;
+int tr_vl_push(tr_state *s, tr_vlist *l, tr_var *v);       /* steals v */
+void tr_vl_free(tr_vlist *l);
+int tr_item_var(tr_state *s, st_fe_src *src, PyObject *key, PyObject *val, tr_var *out);
+int tr_modpart_var(tr_state *s, st_fe_src *src, const char *part, PyObject *key,
+                   PyObject *val, tr_var *out);
+PyObject *tr_guarded_modules(tr_state *s, tr_var *obj);   /* a container's _modules */
+bool tr_const_key(PyObject *k);
+
+/* ---- tr_calls.c, tr_attrs.c, tr_iter.c */
+/* fn(args..., kw) where kwnames names the trailing kwnames-many args. */
+int tr_call(tr_state *s, tr_var *fn, tr_var *args, int nargs,
+            PyObject *kwnames, tr_var *out);
+int tr_getattr(tr_state *s, tr_var *obj, PyObject *name, tr_var *out);
+/* hasattr: 1/0 (with ABSENT guard), -1 break */
+int tr_hasattr(tr_state *s, tr_var *obj, PyObject *name);
+int tr_subscr(tr_state *s, tr_var *obj, tr_var *key, tr_var *out);
+/* GET_ITER: an unrolled iterator var */
+int tr_iter_of(tr_state *s, tr_var *obj, tr_var *out);
+/* An unrolled iterator over items (takes the malloc'd array) */
+int tr_iter_from(tr_state *s, tr_var *items, int n, tr_var *out);
+/* Items of an iterable as vars (n, *items malloc'd) */
+int tr_unroll(tr_state *s, tr_var *obj, tr_var **items, int *n);
+void tr_iter_decref(tr_iter *it);
+bool tr_safe_type(PyObject *o);          /* operators may run for real */
+bool tr_is_symtrace_module(PyObject *o); /* a symtrace.nn.Module instance */
+bool tr_is_const_value(PyObject *o);     /* returned as an ST_T_CONST */
+bool tr_has_tensor(PyObject *key);       /* a tensor index (reads data) */
+bool tr_is_grad_ctx(PyObject *o);
+/* Builds a real function's frame locals from args (CPython's binding):
+ * locals[co_nlocalsplus] must be zeroed. 0 or -1 with a Python exception. */
+int tr_bind_args(PyObject *fn, PyObject *const *args, Py_ssize_t nargs,
+                 PyObject *kwnames, PyObject **locals, int nlocals);
+
+#endif

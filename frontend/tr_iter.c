@@ -1,0 +1,417 @@
+/* frontend/tr_iter.c - iteration and subscripts in the translator:
+ * unrolled iterators over tuples, lists, dicts and their views, ranges
+ * and symtrace module containers (items keep ITEM/MODPART sources), and
+ * what x[k] does (tensor: traced; sourced container: ITEM source). */
+#include "tr_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------- iterators ---------------- */
+void tr_iter_decref(tr_iter *it)
+{
+    if (!it || --it->refs > 0)
+        return;
+    for (int i = 0; i < it->n; i++)
+        tr_var_clear(&it->items[i]);
+    free(it->items);
+    free(it);
+}
+
+int tr_vl_push(tr_state *s, tr_vlist *l, tr_var *v)
+{
+    if (l->n == l->cap) {
+        int nc = l->cap ? 2 * l->cap : 8;
+        tr_var *n = realloc(l->v, sizeof(tr_var) * (size_t)nc);
+        if (!n) {
+            tr_var_clear(v);
+            return tr_break(s, "out of memory");
+        }
+        l->v = n;
+        l->cap = nc;
+    }
+    l->v[l->n++] = *v;
+    return 0;
+}
+
+void tr_vl_free(tr_vlist *l)
+{
+    for (int i = 0; i < l->n; i++)
+        tr_var_clear(&l->v[i]);
+    free(l->v);
+    l->v = NULL;
+    l->n = 0;
+}
+
+/* An item read from a sourced container: ITEM(src, key). */
+int tr_item_var(tr_state *s, st_fe_src *src, PyObject *key, PyObject *val,
+                    tr_var *out)
+{
+    if (!src) {
+        tr_make_value(s, out, Py_NewRef(val));
+        return 0;
+    }
+    st_fe_src *is = st_fe_src_item(&s->srcs, src, key);
+    if (!is)
+        return tr_break_exc(s, "source");
+    return tr_make_sourced(s, out, Py_NewRef(val), is);
+}
+
+int tr_modpart_var(tr_state *s, st_fe_src *src, const char *part,
+                       PyObject *key, PyObject *val, tr_var *out)
+{
+    if (!src) {
+        tr_make_value(s, out, Py_NewRef(val));
+        return 0;
+    }
+    PyObject *p = PyUnicode_FromString(part);
+    st_fe_src *ms = p ? st_fe_src_modpart(&s->srcs, src, p, key) : NULL;
+    Py_XDECREF(p);
+    if (!ms)
+        return tr_break_exc(s, "source");
+    return tr_make_sourced(s, out, Py_NewRef(val), ms);
+}
+
+static PyObject *modules_dict(PyObject *m)
+{
+    PyObject *d = PyObject_GenericGetDict(m, NULL);
+    if (!d)
+        return NULL;
+    PyObject *md = PyDict_GetItemString(d, "_modules");
+    Py_XINCREF(md);
+    Py_DECREF(d);
+    if (!md && !PyErr_Occurred())
+        PyErr_SetString(PyExc_AttributeError, "_modules");
+    return md;
+}
+
+PyObject *tr_guarded_modules(tr_state *s, tr_var *obj)
+{
+    PyObject *md = modules_dict(obj->v);
+    if (!md) {
+        tr_break_exc(s, "module container");
+        return NULL;
+    }
+    st_fe_src *base = obj->src ? obj->src : tr_lookup_src(s, obj->v);
+    if (base) {
+        PyObject *nm = PyUnicode_FromString("_modules");
+        st_fe_src *ms = nm ? st_fe_src_attr(&s->srcs, base, nm) : NULL;
+        Py_XDECREF(nm);
+        tr_var tmp;
+        if (!ms) {
+            Py_DECREF(md);
+            tr_break_exc(s, "source");
+            return NULL;
+        }
+        if (tr_make_sourced(s, &tmp, Py_NewRef(md), ms) < 0) {
+            Py_DECREF(md);
+            return NULL;
+        }
+        tr_var_clear(&tmp);
+    }
+    return md;
+}
+
+int tr_is_kind(PyObject *o, PyObject *cls)
+{
+    return PyObject_TypeCheck(o, (PyTypeObject *)cls);
+}
+
+int tr_unroll(tr_state *s, tr_var *obj, tr_var **items, int *n)
+{
+    tr_vlist l = {0};
+    PyObject *o = obj->v;
+    *items = NULL;
+    *n = 0;
+    if (obj->it) {
+        tr_iter *it = obj->it;
+        for (; it->pos < it->n; it->pos++) {
+            tr_var v;
+            tr_var_copy(&v, &it->items[it->pos]);
+            if (tr_vl_push(s, &l, &v) < 0)
+                goto fail;
+        }
+    } else if (obj->aux == TR_AUX_KEYS || obj->aux == TR_AUX_VALUES || obj->aux == TR_AUX_ITEMS) {
+        PyObject *mp = PyObject_GetAttrString(o, "mapping");
+        PyObject *its = mp ? PyObject_CallMethod(mp, "items", NULL) : NULL;
+        PyObject *seq = its ? PySequence_List(its) : NULL;
+        Py_XDECREF(mp);
+        Py_XDECREF(its);
+        if (!seq) {
+            tr_break_exc(s, "dict view");
+            goto fail;
+        }
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(seq); i++) {
+            PyObject *kv = PyList_GET_ITEM(seq, i);
+            PyObject *k = PyTuple_GET_ITEM(kv, 0), *v = PyTuple_GET_ITEM(kv, 1);
+            tr_var var;
+            if (obj->aux == TR_AUX_KEYS) {
+                tr_make_value(s, &var, Py_NewRef(k));
+            } else {
+                if (tr_item_var(s, obj->src, k, v, &var) < 0) {
+                    Py_DECREF(seq);
+                    goto fail;
+                }
+                if (obj->aux == TR_AUX_ITEMS) {
+                    PyObject *t = PyTuple_Pack(2, k, v);
+                    tr_var_clear(&var);
+                    if (!t) {
+                        Py_DECREF(seq);
+                        tr_break_exc(s, "items");
+                        goto fail;
+                    }
+                    tr_make_value(s, &var, t);
+                }
+            }
+            if (tr_vl_push(s, &l, &var) < 0) {
+                Py_DECREF(seq);
+                goto fail;
+            }
+        }
+        Py_DECREF(seq);
+    } else if (o && (PyTuple_Check(o) || PyList_Check(o)) && tr_safe_type(o)) {
+        PyObject *t = PySequence_Tuple(o);
+        if (!t) {
+            tr_break_exc(s, "iteration");
+            goto fail;
+        }
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(t); i++) {
+            tr_var var;
+            PyObject *k = PyLong_FromSsize_t(i);
+            int rc = k ? tr_item_var(s, obj->src, k, PyTuple_GET_ITEM(t, i), &var)
+                       : tr_break_exc(s, "iteration");
+            Py_XDECREF(k);
+            if (rc < 0 || tr_vl_push(s, &l, &var) < 0) {
+                Py_DECREF(t);
+                goto fail;
+            }
+        }
+        Py_DECREF(t);
+    } else if (o && (tr_is_kind(o, tr_refs.modlist_cls) || tr_is_kind(o, tr_refs.seq_cls) || tr_is_kind(o, tr_refs.moddict_cls))) {
+        PyObject *md = tr_guarded_modules(s, obj);
+        if (!md)
+            goto fail;
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        bool keys = tr_is_kind(o, tr_refs.moddict_cls);
+        while (PyDict_Next(md, &pos, &k, &v)) {
+            tr_var var;
+            int rc = 0;
+            if (keys)
+                tr_make_value(s, &var, Py_NewRef(k));
+            else
+                rc = tr_modpart_var(s, obj->src, "_modules", k, v, &var);
+            if (rc < 0 || tr_vl_push(s, &l, &var) < 0) {
+                Py_DECREF(md);
+                goto fail;
+            }
+        }
+        Py_DECREF(md);
+    } else if (o && st_fe_is_tensor(o)) {
+        tr_break(s, "iteration over a tensor is not supported");
+        goto fail;
+    } else if (o && tr_safe_type(o) && !PyType_Check(o)) {
+        /* dicts (keys, guarded by DICT_KEYS), sets, ranges, strings, views */
+        PyObject *it = PyObject_GetIter(o), *v;
+        if (!it) {
+            tr_break_exc(s, "iteration");
+            goto fail;
+        }
+        while ((v = PyIter_Next(it))) {
+            tr_var var;
+            tr_make_value(s, &var, v);
+            if (tr_vl_push(s, &l, &var) < 0) {
+                Py_DECREF(it);
+                goto fail;
+            }
+        }
+        Py_DECREF(it);
+        if (PyErr_Occurred()) {
+            tr_break_exc(s, "iteration");
+            goto fail;
+        }
+    } else {
+        tr_break(s, "iteration over a %s is not supported", tr_type_name(o));
+        goto fail;
+    }
+    *items = l.v;
+    *n = l.n;
+    return 0;
+fail:
+    tr_vl_free(&l);
+    return -1;
+}
+
+int tr_iter_from(tr_state *s, tr_var *items, int n, tr_var *out)
+{
+    tr_iter *it = calloc(1, sizeof *it);
+    if (!it) {
+        for (int i = 0; i < n; i++)
+            tr_var_clear(&items[i]);
+        free(items);
+        return tr_break(s, "out of memory");
+    }
+    it->refs = 1;
+    it->items = items;
+    it->n = n;
+    static PyObject *marker;   /* what an unrolled iterator's v holds */
+    if (!marker)
+        marker = PyObject_CallNoArgs((PyObject *)&PyBaseObject_Type);
+    memset(out, 0, sizeof *out);
+    out->v = Py_NewRef(marker ? marker : Py_None);
+    out->it = it;
+    out->aux = TR_AUX_ITER;
+    return 0;
+}
+
+int tr_iter_of(tr_state *s, tr_var *obj, tr_var *out)
+{
+    if (obj->it) {
+        tr_var_copy(out, obj);
+        return 0;
+    }
+    tr_var *items;
+    int n;
+    if (tr_unroll(s, obj, &items, &n) < 0)
+        return -1;
+    return tr_iter_from(s, items, n, out);
+}
+
+/* ---------------- subscripts ---------------- */
+static bool has_tensor(PyObject *k, int depth)
+{
+    if (st_fe_is_tensor(k))
+        return true;
+    if (depth > 16)    /* deeper (or self-containing) keys: treated as data */
+        return true;
+    if (PyTuple_Check(k) || PyList_Check(k))
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(k); i++)
+            if (has_tensor(PySequence_Fast_GET_ITEM(k, i), depth + 1))
+                return true;
+    return false;
+}
+
+bool tr_has_tensor(PyObject *k)
+{
+    return has_tensor(k, 0);
+}
+
+bool tr_const_key(PyObject *k)
+{
+    return PyLong_CheckExact(k) || PyUnicode_CheckExact(k) || PyBool_Check(k) ||
+           k == Py_None || PyFloat_CheckExact(k) ||
+           (PyTuple_CheckExact(k) && tr_safe_type(k));
+}
+
+int tr_subscr(tr_state *s, tr_var *obj, tr_var *key, tr_var *out)
+{
+    PyObject *o = obj->v, *k = key->v;
+    memset(out, 0, sizeof *out);
+    if (!o || !k || obj->aux == TR_AUX_ITER || key->aux == TR_AUX_ITER)
+        return tr_break(s, "subscript of an iterator");
+    if (st_fe_is_tensor(o)) {
+        if (!st_fe_is_tensor(k) && !tr_safe_type(k))
+            return tr_break(s, "tensor index of type %s", tr_type_name(k));
+        if (tr_has_tensor(k))
+            return tr_break(s, "data-dependent: indexing with a tensor reads its values");
+        PyObject *r = PyObject_GetItem(o, k);
+        if (!r)
+            return tr_break_exc(s, "tensor indexing");
+        if (st_rt_trace_failed(NULL)) {
+            const char *why = NULL;
+            st_rt_trace_failed(&why);
+            Py_DECREF(r);
+            return tr_break(s, "%s", why ? why : "trace failed");
+        }
+        out->v = r;
+        return 0;
+    }
+    if (tr_is_kind(o, tr_refs.modlist_cls) || tr_is_kind(o, tr_refs.seq_cls) || tr_is_kind(o, tr_refs.moddict_cls)) {
+        PyObject *md = tr_guarded_modules(s, obj);
+        if (!md)
+            return -1;
+        PyObject *sk = NULL;
+        if (PyLong_Check(k)) {
+            Py_ssize_t i = PyLong_AsSsize_t(k), n = PyDict_GET_SIZE(md);
+            if (i < 0)
+                i += n;
+            if (i < 0 || i >= n) {
+                Py_DECREF(md);
+                return tr_break(s, "index %zd out of range", i);
+            }
+            Py_ssize_t pos = 0, j = 0;
+            PyObject *kk, *vv;
+            while (PyDict_Next(md, &pos, &kk, &vv))
+                if (j++ == i) {
+                    sk = Py_NewRef(kk);
+                    break;
+                }
+        } else if (PyUnicode_Check(k)) {
+            sk = Py_NewRef(k);
+        }
+        PyObject *v = sk ? PyDict_GetItemWithError(md, sk) : NULL;
+        int rc;
+        if (!v)
+            rc = tr_break(s, "indexing a %s with a %s", tr_type_name(o), tr_type_name(k));
+        else
+            rc = tr_modpart_var(s, obj->src ? obj->src : tr_lookup_src(s, o), "_modules", sk, v, out);
+        Py_XDECREF(sk);
+        Py_DECREF(md);
+        return rc;
+    }
+    if (!tr_safe_type(o) || (!tr_safe_type(k) && !PyDict_Check(o)))
+        return tr_break(s, "subscript of a %s with a %s is not supported",
+                        tr_type_name(o), tr_type_name(k));
+    PyObject *r = PyObject_GetItem(o, k);
+    if (!r)
+        return tr_break_exc(s, "subscript");
+    st_fe_src *base = obj->src;
+    if (base && (PyTuple_Check(o) || PyList_Check(o) || PyDict_Check(o))) {
+        if (tr_const_key(k)) {
+            PyObject *kk = k;
+            if (PyLong_CheckExact(k) && !PyDict_Check(o)) {
+                Py_ssize_t i = PyLong_AsSsize_t(k);
+                if (i < 0)
+                    i += PyObject_Length(o);
+                kk = PyLong_FromSsize_t(i);
+            } else
+                Py_INCREF(kk);
+            int rc = kk ? tr_item_var(s, base, kk, r, out) : tr_break_exc(s, "subscript");
+            Py_XDECREF(kk);
+            Py_DECREF(r);
+            return rc;
+        }
+        if (PySlice_Check(k) && !PyDict_Check(o)) {
+            /* a slice of a sourced sequence: a fresh one of sourced items */
+            Py_ssize_t start, stop, step, n = PyObject_Length(o);
+            if (PySlice_Unpack(k, &start, &stop, &step) < 0) {
+                Py_DECREF(r);
+                return tr_break_exc(s, "slice");
+            }
+            Py_ssize_t cnt = PySlice_AdjustIndices(n, &start, &stop, step);
+            for (Py_ssize_t j = 0; j < cnt; j++) {
+                Py_ssize_t i = start + j * step;
+                PyObject *ki = PyLong_FromSsize_t(i);
+                PyObject *item = PySequence_GetItem(o, i);
+                tr_var tmp;
+                int rc = ki && item ? tr_item_var(s, base, ki, item, &tmp) : tr_break_exc(s, "slice");
+                Py_XDECREF(ki);
+                Py_XDECREF(item);
+                if (rc < 0) {
+                    Py_DECREF(r);
+                    return -1;
+                }
+                tr_var_clear(&tmp);
+            }
+            tr_make_value(s, out, r);
+            return 0;
+        }
+        Py_DECREF(r);
+        return tr_break(s, "subscript of a sourced %s with a %s", tr_type_name(o),
+                        tr_type_name(k));
+    }
+    tr_make_value(s, out, r);
+    return 0;
+}
+

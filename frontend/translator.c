@@ -1,0 +1,531 @@
+/* frontend/translator.c - the bytecode translator (st_fe_translate):
+ * translator frames, inlining a call into a new frame, and turning a
+ * finished translation into an entry (graph, inputs, return template).
+ * The stack machine is tr_exec.c; variables and breaks tr_vars.c; calls
+ * tr_calls.c; attributes tr_attrs.c; iteration and subscripts tr_iter.c. */
+#include "tr_internal.h"
+#include "st_ir.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------- frames ---------------- */
+static void frame_free(tr_frame *fr)
+{
+    if (!fr)
+        return;
+    for (int i = 0; i < fr->nlocals; i++)
+        tr_var_clear(&fr->locals[i]);
+    for (int i = 0; i < fr->sp; i++)
+        tr_var_clear(&fr->stack[i]);
+    for (int i = 0; i < fr->nyielded; i++)
+        tr_var_clear(&fr->yielded[i]);
+    free(fr->yielded);
+    free(fr->locals);
+    free(fr->stack);
+    Py_XDECREF(fr->code);
+    Py_XDECREF(fr->codebytes);
+    Py_XDECREF(fr->func);
+    Py_XDECREF(fr->globals);
+    Py_XDECREF(fr->builtins);
+    free(fr);
+}
+
+static tr_frame *frame_new(tr_state *s, PyCodeObject *code, PyObject *func,
+                           PyObject *globals, PyObject *builtins)
+{
+    tr_frame *fr = calloc(1, sizeof *fr);
+    if (!fr) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    fr->code = (PyCodeObject *)Py_NewRef(code);
+    fr->func = Py_XNewRef(func);
+    fr->globals = Py_NewRef(globals);
+    fr->builtins = Py_NewRef(builtins);
+    fr->same_globals = (globals == s->f->globals);
+    fr->codebytes = PyCode_GetCode(code);
+    if (!fr->codebytes) {
+        frame_free(fr);
+        return NULL;
+    }
+    fr->bc = (const uint8_t *)PyBytes_AS_STRING(fr->codebytes);
+    fr->ncode = (int)(PyBytes_GET_SIZE(fr->codebytes) / 2);
+    fr->nlocals = code->co_nlocalsplus;
+    fr->cap = code->co_stacksize + 4;
+    fr->locals = calloc((size_t)fr->nlocals + 1, sizeof(tr_var));
+    fr->stack = calloc((size_t)fr->cap, sizeof(tr_var));
+    if (!fr->locals || !fr->stack) {
+        frame_free(fr);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    return fr;
+}
+
+
+/* ---------------- inlining ---------------- */
+int tr_inline(tr_state *s, PyObject *fn, tr_var *args, int nargs,
+              PyObject *kwnames, tr_var *out)
+{
+    PyCodeObject *co = (PyCodeObject *)PyFunction_GET_CODE(fn);
+    int depth = s->top ? s->top->depth + 1 : 0;
+    if (depth > TR_MAX_DEPTH)
+        return tr_break(s, "inlining too deep (more than %d calls)", TR_MAX_DEPTH);
+    /* A generator runs eagerly, to its end, when called: what it yields
+     * becomes an unrolled iterator. Without side effects on outside objects
+     * (those break) that is what a consumer would see; an endless one hits
+     * the instruction cap. */
+    bool genexpr = (co->co_flags & CO_GENERATOR) &&
+                   !(co->co_flags & (CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE));
+    if (!genexpr && (co->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR |
+                                     CO_ITERABLE_COROUTINE)))
+        return tr_break(s, "call to generator/coroutine %s is not supported",
+                        PyUnicode_AsUTF8(co->co_qualname));
+    PyObject *builtins = PyDict_GetItemString(PyFunction_GET_GLOBALS(fn), "__builtins__");
+    if (builtins && PyModule_Check(builtins))
+        builtins = PyModule_GetDict(builtins);
+    if (!builtins || !PyDict_Check(builtins))
+        builtins = s->f->builtins;
+    tr_frame *fr = frame_new(s, co, fn, PyFunction_GET_GLOBALS(fn), builtins);
+    if (!fr)
+        return tr_break_exc(s, "inline");
+    fr->depth = depth;
+    fr->is_genexpr = genexpr;
+    if (!fr->same_globals) {
+        /* globals of another module: through a source of the function
+         * (fn.__globals__), or of an enclosing frame with these globals */
+        st_fe_src *fs = tr_is_fresh(s, fn) ? NULL : tr_lookup_src(s, fn);
+        if (fs) {
+            PyObject *gn = PyUnicode_FromString("__globals__");
+            fr->globals_src = gn ? st_fe_src_attr(&s->srcs, fs, gn) : NULL;
+            Py_XDECREF(gn);
+            if (!fr->globals_src) {
+                frame_free(fr);
+                return tr_break_exc(s, "source");
+            }
+        } else {
+            for (tr_frame *p = s->top; p; p = p->parent)
+                if (p->globals == fr->globals) {
+                    fr->same_globals = p->same_globals;
+                    fr->globals_src = p->globals_src;
+                    break;
+                }
+        }
+    }
+    /* bind: real binding on values gives the slot values; sources follow
+     * the argument each slot came from */
+    PyObject **vals = calloc((size_t)nargs + 1, sizeof(PyObject *));
+    PyObject **slots = calloc((size_t)fr->nlocals + 1, sizeof(PyObject *));
+    int rc = -1;
+    if (!vals || !slots) {
+        tr_break(s, "out of memory");
+        goto done;
+    }
+    for (int i = 0; i < nargs; i++)
+        vals[i] = args[i].v;
+    int npos = nargs - (kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0);
+    if (tr_bind_args(fn, vals, npos, kwnames, slots, fr->nlocals) < 0) {
+        tr_break_exc(s, "argument binding");
+        goto done;
+    }
+    int argc = co->co_argcount;
+    int total = argc + co->co_kwonlyargcount;
+    for (int k = 0; k < nargs; k++) {
+        /* which slot takes argument k (-1: *args / **kwargs) */
+        int slot = -1;
+        if (k < npos)
+            slot = k < argc ? k : -1;
+        else
+            for (int i = co->co_posonlyargcount; i < total; i++)
+                if (PyUnicode_Compare(tr_local_name(co, i),
+                                      PyTuple_GET_ITEM(kwnames, k - npos)) == 0) {
+                    slot = i;
+                    break;
+                }
+        if (slot < 0 && args[k].it) {
+            tr_break(s, "an iterator passed through *args/**kwargs (not supported)");
+            goto done;
+        }
+    }
+    for (int i = 0; i < fr->nlocals; i++) {
+        if (!slots[i])
+            continue;
+        tr_var *l = &fr->locals[i];
+        int from = -1;
+        if (i < argc && i < npos)
+            from = i;
+        for (int k = npos; from < 0 && i < total && k < nargs; k++)
+            if (PyUnicode_Compare(tr_local_name(co, i), PyTuple_GET_ITEM(kwnames, k - npos)) == 0)
+                from = k;
+        if (from >= 0) {
+            tr_var_copy(l, &args[from]);
+            Py_DECREF(slots[i]);
+        } else {
+            tr_make_value(s, l, slots[i]);
+            if (PyTuple_Check(slots[i]) || PyDict_Check(slots[i]))
+                tr_mark_fresh(s, slots[i]);
+        }
+        slots[i] = NULL;
+    }
+    fr->parent = s->top;
+    s->top = fr;
+    rc = tr_run_frame(s, fr, out);
+    s->top = fr->parent;
+done:
+    if (slots)
+        for (int i = 0; i < fr->nlocals; i++)
+            Py_XDECREF(slots[i]);
+    free(slots);
+    free(vals);
+    frame_free(fr);
+    return rc;
+}
+
+/* ---------------- finishing ---------------- */
+typedef struct {
+    st_tensor **outs;
+    int nout, cap;
+} outlist;
+
+static int tmpl_of(tr_state *s, PyObject *v, outlist *ol, st_fe_tmpl **out, int depth)
+{
+    st_fe_tmpl *t = calloc(1, sizeof *t);
+    if (!t) {
+        PyErr_NoMemory();
+        return tr_break_exc(s, "return");
+    }
+    *out = t;
+    if (st_fe_is_tensor(v)) {
+        st_fe_src *src = tr_lookup_src(s, v);
+        if (src) {
+            t->kind = ST_T_SOURCE;
+            t->src = src;
+            return 0;
+        }
+        if (ol->nout == ol->cap) {
+            int nc = ol->cap ? 2 * ol->cap : 8;
+            st_tensor **n = realloc(ol->outs, sizeof(st_tensor *) * (size_t)nc);
+            if (!n)
+                return tr_break(s, "out of memory");
+            ol->outs = n;
+            ol->cap = nc;
+        }
+        t->kind = ST_T_OUTPUT;
+        t->index = ol->nout;
+        ol->outs[ol->nout++] = st_fe_unwrap(v);
+        return 0;
+    }
+    if (tr_is_const_value(v)) {
+        t->kind = ST_T_CONST;
+        t->obj = Py_NewRef(v);
+        return 0;
+    }
+    PyObject *items = NULL;
+    if (depth > 32)
+        return tr_break(s, "returns a structure nested too deep (or containing itself)");
+    if (PyTuple_Check(v)) {
+        t->kind = ST_T_TUPLE;
+        t->obj = Py_NewRef((PyObject *)Py_TYPE(v));
+        items = Py_NewRef(v);
+    } else if (PyList_CheckExact(v)) {
+        t->kind = ST_T_LIST;
+        items = PyList_AsTuple(v);
+    } else if (PyDict_CheckExact(v)) {
+        t->kind = ST_T_DICT;
+        t->obj = PyTuple_New(PyDict_GET_SIZE(v));
+        items = PyTuple_New(PyDict_GET_SIZE(v));
+        Py_ssize_t pos = 0, k = 0;
+        PyObject *key, *val;
+        while (t->obj && items && PyDict_Next(v, &pos, &key, &val)) {
+            PyTuple_SET_ITEM(t->obj, k, Py_NewRef(key));
+            PyTuple_SET_ITEM(items, k, Py_NewRef(val));
+            k++;
+        }
+    } else {
+        return tr_break(s, "returns a %s", tr_type_name(v));
+    }
+    if (!items || (t->kind == ST_T_DICT && !t->obj))
+        return tr_break_exc(s, "return");
+    int n = (int)PyTuple_GET_SIZE(items);
+    t->items = calloc((size_t)n + 1, sizeof(st_fe_tmpl *));
+    if (!t->items) {
+        Py_DECREF(items);
+        return tr_break(s, "out of memory");
+    }
+    t->n = n;
+    for (int i = 0; i < n; i++)
+        if (tmpl_of(s, PyTuple_GET_ITEM(items, i), ol, &t->items[i], depth + 1) < 0) {
+            Py_DECREF(items);
+            return -1;
+        }
+    Py_DECREF(items);
+    return 0;
+}
+
+/* A graph output that is just a graph input (a captured tensor returned
+ * as is) is returned from its source or as the constant, not computed. */
+static int outputs_from_inputs(st_fe_tmpl *t, const st_graph *g, st_fe_entry *e)
+{
+    if (t->kind == ST_T_OUTPUT) {
+        int vid = g->outputs[t->index];
+        for (int j = 0; j < g->ninputs && j < e->ninputs; j++) {
+            if (g->inputs[j] != vid)
+                continue;
+            if (e->input_src[j]) {
+                t->kind = ST_T_SOURCE;
+                t->src = e->input_src[j];
+            } else {
+                t->kind = ST_T_CONST;
+                t->obj = Py_NewRef(e->input_const[j]);
+            }
+            break;
+        }
+    }
+    int n = 0;
+    for (int i = 0; i < t->n; i++)
+        n += outputs_from_inputs(t->items[i], g, e);
+    return n + (t->kind == ST_T_OUTPUT);
+}
+
+static st_fe_entry *finish(tr_state *s)
+{
+    st_fe_entry *e = calloc(1, sizeof *e);
+    outlist ol = {0};
+    st_tensor **ins = NULL;
+    int nin = 0, *wb_in = NULL, nwb = 0;
+    int *wb_out = NULL;
+    bool *rg = NULL;
+    if (!e) {
+        tr_break(s, "out of memory");
+        return NULL;
+    }
+    if (tmpl_of(s, s->retval, &ol, &e->ret, 0) < 0)
+        goto fail;
+    st_graph *g = st_rt_trace_end2(ol.outs, ol.nout, &ins, &nin, &wb_in, &nwb);
+    if (!g) {
+        tr_break(s, "trace failed: %s", st_err_msg());
+        goto fail_ended;
+    }
+    e->nops = g->nstmts;
+    char *txt = st_ir_print(g);
+    e->graph_str = PyUnicode_FromString(txt ? txt : "");
+    free(txt);
+    if (!e->graph_str) {
+        st_ir_graph_free(g);
+        tr_break_exc(s, "graph print");
+        goto fail_ended;
+    }
+    e->ninputs = nin;
+    e->noutputs = ol.nout;
+    e->input_src = calloc((size_t)nin + 1, sizeof(st_fe_src *));
+    e->input_const = calloc((size_t)nin + 1, sizeof(PyObject *));
+    rg = calloc((size_t)nin + 1, sizeof(bool));
+    wb_out = calloc((size_t)nwb + 1, sizeof(int));
+    if (!e->input_src || !e->input_const || !rg || !wb_out) {
+        st_ir_graph_free(g);
+        tr_break(s, "out of memory");
+        goto fail_ended;
+    }
+    bool gm = st_ad_grad_enabled();
+    for (int k = 0; k < nin; k++) {
+        PyObject *key = tr_id_key(ins[k]);
+        PyObject *m = key ? PyDict_GetItem(s->srcmap, key) : NULL;
+        Py_XDECREF(key);
+        if (m) {
+            long id = PyLong_AsLong(PyTuple_GET_ITEM(m, 1));
+            e->input_src[k] = s->srcs.v[id];
+        } else {
+            st_tensor_incref(ins[k]);
+            e->input_const[k] = st_fe_wrap(ins[k]);
+            if (!e->input_const[k]) {
+                st_ir_graph_free(g);
+                tr_break_exc(s, "constant");
+                goto fail_ended;
+            }
+        }
+        rg[k] = gm && ins[k]->requires_grad;
+    }
+    for (int k = 0; k < nwb; k++)
+        wb_out[k] = ol.nout + k;
+    int computed = outputs_from_inputs(e->ret, g, e);
+    if (g->nstmts > 0 || nwb > 0 || computed > 0) {
+        st_rt_cfn_opts o = {
+            .backend = s->opts->backend ? s->opts->backend : "interp",
+            .input_requires_grad = rg, .writeback_out = wb_out,
+            .writeback_in = wb_in, .nwriteback = nwb, .nvisible = ol.nout,
+        };
+        e->cfn = st_rt_cfn_new(g, &o);
+        if (!e->cfn) {
+            tr_break(s, "compiling the graph failed: %s", st_err_msg());
+            goto fail_ended;
+        }
+    } else {
+        st_ir_graph_free(g);
+    }
+    for (int k = 0; k < nin; k++)
+        st_tensor_decref(ins[k]);
+    free(ins);
+    free(wb_in);
+    free(wb_out);
+    free(rg);
+    free(ol.outs);
+    return e;
+fail:
+    st_rt_trace_abort();
+fail_ended:
+    for (int k = 0; k < nin; k++)
+        st_tensor_decref(ins[k]);
+    free(ins);
+    free(wb_in);
+    free(wb_out);
+    free(rg);
+    free(ol.outs);
+    e->srcs.v = NULL;
+    e->srcs.n = 0;
+    st_fe_entry_free(e);
+    return NULL;
+}
+
+/* ---------------- st_fe_translate ---------------- */
+st_fe_entry *st_fe_translate(const st_fe_frame *f, const st_fe_options *opts,
+                             PyObject **result, st_fe_break *brk)
+{
+    *result = NULL;
+    brk->reason[0] = 0;
+    Py_CLEAR(brk->filename);
+    brk->lineno = 0;
+    if (tr_exec_init() < 0)
+        return NULL;
+    tr_state st;
+    memset(&st, 0, sizeof st);
+    tr_state *s = &st;
+    s->f = f;
+    s->opts = opts;
+    s->brk = brk;
+    st_fe_srctab_init(&s->srcs);
+    st_fe_guardset_init(&s->guards);
+    s->srcmap = PyDict_New();
+    s->fresh = PyDict_New();
+    s->cellmap = PyDict_New();
+    uint64_t seed = 0, off = 0;
+    st_rt_rng_get_state(&seed, &off);
+    bool grad = st_ad_grad_enabled();
+    s->guards.grad_mode = grad;
+    s->guards.module_epoch = st_fe_module_epoch;
+    s->guards.meta_epoch = st_fe_meta_epoch;
+    st_fe_entry *e = NULL;
+    tr_frame *fr = NULL;
+    bool tracing = false;
+    if (!s->srcmap || !s->fresh || !s->cellmap)
+        goto error;
+    if (st_rt_trace_begin() != ST_OK) {
+        st_fe_raise();
+        goto error;
+    }
+    tracing = true;
+    fr = frame_new(s, f->code, f->func, f->globals, f->builtins);
+    if (!fr)
+        goto error;
+    s->top = fr;
+    {
+        int nargs = f->code->co_argcount + f->code->co_kwonlyargcount +
+                    !!(f->code->co_flags & CO_VARARGS) + !!(f->code->co_flags & CO_VARKEYWORDS);
+        for (int i = 0; i < f->nlocals && i < fr->nlocals; i++) {
+            if (!f->locals[i])
+                continue;
+            if (i < nargs) {
+                st_fe_src *src = st_fe_src_local(&s->srcs, i, tr_local_name(f->code, i));
+                if (!src)
+                    goto error;
+                if (tr_make_sourced(s, &fr->locals[i], Py_NewRef(f->locals[i]), src) < 0)
+                    goto broke;
+            } else {
+                tr_make_value(s, &fr->locals[i], Py_NewRef(f->locals[i]));
+            }
+        }
+    }
+    if (f->code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)) {
+        tr_break(s, "generators and coroutines are not supported");
+        goto broke;
+    }
+    tr_var ret = {0};
+    if (tr_run_frame(s, fr, &ret) < 0)
+        goto broke;
+    if (ret.it || ret.aux == TR_AUX_SUPER) {
+        tr_var_clear(&ret);
+        tr_break(s, "returns an iterator");
+        goto broke;
+    }
+    if (st_ad_grad_enabled() != grad) {
+        /* set_grad_enabled(m) as a call: global state an entry cannot replay */
+        tr_var_clear(&ret);
+        tr_break(s, "side effect: the frame changes the grad mode (not supported yet)");
+        goto broke;
+    }
+    s->retval = ret.v;
+    ret.v = NULL;
+    tr_var_clear(&ret);
+    e = finish(s);
+    tracing = false;
+    if (!e)
+        goto broke_ended;
+    /* the entry owns the sources and guards from here */
+    e->srcs = s->srcs;
+    e->guards = s->guards;
+    st_fe_srctab_init(&s->srcs);
+    st_fe_guardset_init(&s->guards);
+    if (opts->log_level >= 2) {
+        fprintf(stderr, "[symtrace] translated %s (%s:%d)\n%s\n",
+                PyUnicode_AsUTF8(f->code->co_qualname),
+                PyUnicode_AsUTF8(f->code->co_filename), f->code->co_firstlineno,
+                e->graph_str ? PyUnicode_AsUTF8(e->graph_str) : "");
+        PyObject *d = st_fe_guards_describe(&e->guards);
+        Py_ssize_t n = d ? PyList_GET_SIZE(d) : 0;
+        for (Py_ssize_t i = 0; i < n; i++)
+            fprintf(stderr, "[symtrace]   guard %s\n", PyUnicode_AsUTF8(PyList_GET_ITEM(d, i)));
+        Py_XDECREF(d);
+        PyErr_Clear();
+    }
+    *result = s->retval;
+    s->retval = NULL;
+    goto cleanup;
+broke:
+    if (tracing)
+        st_rt_trace_abort();
+broke_ended:
+    tracing = false;
+    st_rt_rng_set_state(seed, off);
+    st_ad_set_grad_enabled(grad);
+    if (!s->broke || s->fatal)
+        goto error;
+    if (opts->log_level >= 1)
+        fprintf(stderr, "[symtrace] graph break in %s:%d: %s\n",
+                brk->filename ? PyUnicode_AsUTF8(brk->filename) : "?",
+                brk->lineno, brk->reason);
+    if (opts->fullgraph)
+        PyErr_Format(PyExc_RuntimeError, "symtrace: graph break in %U:%d: %s",
+                     brk->filename ? brk->filename : Py_None, brk->lineno, brk->reason);
+    goto cleanup;
+error:
+    if (tracing)
+        st_rt_trace_abort();
+    st_rt_rng_set_state(seed, off);
+    st_ad_set_grad_enabled(grad);
+    brk->reason[0] = 0;
+    if (!PyErr_Occurred())
+        PyErr_SetString(PyExc_RuntimeError, "symtrace: translation failed");
+cleanup:
+    frame_free(fr);
+    s->top = NULL;
+    Py_XDECREF(s->retval);
+    /* drop references to fresh objects and the map before the sources go */
+    Py_XDECREF(s->srcmap);
+    Py_XDECREF(s->fresh);
+    Py_XDECREF(s->cellmap);
+    st_fe_guardset_clear(&s->guards);
+    st_fe_srctab_clear(&s->srcs);
+    return e;
+}
+

@@ -1,0 +1,231 @@
+"""symtrace.compile, symtrace.explain, symtrace.reset: the Python face of the
+bytecode frontend (DESIGN.md "Frontend"). A compiled function runs with the
+PEP 523 frame hook active on its thread: each Python frame it calls is
+translated into a StatementIR graph guarded on its inputs, and later calls
+whose guards pass run the compiled graph from C. What cannot be captured
+runs as plain Python (a graph break), never as an error unless
+fullgraph=True or SYMTRACE_STRICT=1.
+
+    model = symtrace.compile(model)            # a Module: OptimizedModule
+    @symtrace.compile(backend="interp")
+    def f(x, y): return (x @ y).relu()
+    print(symtrace.explain(f, x, y))
+"""
+import os
+import sysconfig
+import warnings
+
+from . import _C
+from ._tensor import device as _device
+from .nn.modules.module import Module
+
+__all__ = ["compile", "explain", "reset", "OptimizedModule", "ExplainOutput"]
+
+_BACKENDS = ("llvm", "nvrtc", "interp", "eager")
+_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+def _install():
+    pkg = os.path.dirname(os.path.abspath(__file__))
+    rules = []
+    for root in {pkg, os.path.realpath(pkg)}:
+        rules += [(root + os.sep, True),
+                  (os.path.join(root, "nn") + os.sep, False),   # layers may be compiled
+                  (os.path.join(root, "nn", "modules", "module.py"), True)]
+    rules.append(("<frozen ", True))            # frozen standard modules (os, posixpath, ...)
+    paths = sysconfig.get_paths()
+    for key in ("stdlib", "platstdlib"):
+        p = paths.get(key)
+        if p:
+            for q in {os.path.abspath(p), os.path.realpath(p)}:
+                rules.append((q + os.sep, True))
+    _C._fe_set_skip_rules(rules)
+    _C._fe_set_classes(Module, _device)
+
+
+_install()
+_warned_unsupported = False
+
+
+def _default_backend():
+    from . import cuda
+    if cuda.is_available():
+        return "nvrtc"
+    return "llvm" if _C._fe_backend_available("llvm") else "interp"
+
+
+def _resolve_backend(backend):
+    if backend is None:
+        return _default_backend()
+    if not isinstance(backend, str) or backend not in _BACKENDS:
+        raise ValueError(f"symtrace.compile: unknown backend {backend!r} "
+                         f"(choices: {', '.join(_BACKENDS)})")
+    if not _C._fe_backend_available(backend):
+        raise ValueError(f"symtrace.compile: backend {backend!r} is not in this build "
+                         f"(choices: {', '.join(b for b in _BACKENDS if _C._fe_backend_available(b))})")
+    return backend
+
+
+def _eager(fn):
+    import functools
+
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        return fn(*args, **kwargs)
+    return run
+
+
+def _compile_callable(fn, backend, fullgraph, dynamic):
+    global _warned_unsupported
+    if not _C._fe_supported():
+        if not _warned_unsupported:
+            _warned_unsupported = True
+            warnings.warn("symtrace.compile: this Python version has no frame hook support "
+                          "(CPython 3.11 and 3.12 only); functions run eagerly", RuntimeWarning,
+                          stacklevel=3)
+        return _eager(fn)
+    return _C._fe_compiled(fn, backend, bool(fullgraph), bool(dynamic))
+
+
+class OptimizedModule(Module):
+    """A Module run under symtrace.compile. It shares the original module's
+    attributes (the same __dict__: parameters, buffers, submodules, training
+    flag), so parameters(), state_dict(), train()/eval() and attribute
+    changes are the original's; `_orig_mod` is the original."""
+    __slots__ = ("_orig_mod", "_st_call", "_st_opts")
+
+    def __init__(self, mod, backend, fullgraph=False, dynamic=False):
+        object.__setattr__(self, "_orig_mod", mod)
+        object.__setattr__(self, "__dict__", mod.__dict__)
+        object.__setattr__(self, "_st_opts", (backend, fullgraph, dynamic))
+        object.__setattr__(self, "_st_call", _compile_callable(mod.__call__, backend, fullgraph, dynamic))
+
+    def __deepcopy__(self, memo):
+        import copy
+        return OptimizedModule(copy.deepcopy(self._orig_mod, memo), *self._st_opts)
+
+    def __call__(self, *args, **kwargs):
+        return self._st_call(*args, **kwargs)
+
+    def forward(self, *args, **kwargs):
+        return self._orig_mod.forward(*args, **kwargs)
+
+    def __getattr__(self, name):
+        try:
+            return Module.__getattr__(self, name)
+        except AttributeError:
+            return getattr(self._orig_mod, name)
+
+    def __dir__(self):
+        return sorted(set(Module.__dir__(self)) | set(dir(self._orig_mod)))
+
+    def __repr__(self):
+        inner = repr(self._orig_mod).replace("\n", "\n  ")
+        return f"OptimizedModule(\n  (_orig_mod): {inner}\n)"
+
+    def __reduce__(self):
+        raise TypeError("an OptimizedModule cannot be pickled; pickle its _orig_mod")
+
+
+def compile(model=None, *, backend=None, fullgraph=False, dynamic=False, mode=None):
+    """compile(model, backend=None, fullgraph=False, dynamic=False, mode=None)
+
+    Returns model compiled: a function becomes a callable that captures the
+    frames it runs into graphs; a Module becomes an OptimizedModule. Used as
+    a decorator with or without arguments. backend: "llvm", "nvrtc",
+    "interp" or "eager" (default: "nvrtc" with a GPU, else "llvm", else
+    "interp"). fullgraph=True raises on a graph break."""
+    if mode not in _MODES:
+        raise ValueError(f"symtrace.compile: unknown mode {mode!r} "
+                         f"(choices: {', '.join(str(m) for m in _MODES)})")
+    be = _resolve_backend(backend)
+    dyn = bool(dynamic) if dynamic is not None else False
+
+    def wrap(m):
+        if isinstance(m, OptimizedModule):
+            m = m._orig_mod
+        elif isinstance(m, _C.CompiledFunction):
+            m = m.__wrapped__
+        if isinstance(m, Module):
+            return OptimizedModule(m, be, fullgraph, dyn)
+        if not callable(m):
+            raise TypeError(f"symtrace.compile expects a function or a Module, got {type(m).__name__}")
+        return _compile_callable(m, be, fullgraph, dyn)
+
+    if model is None:
+        return wrap
+    return wrap(model)
+
+
+def reset():
+    """Drops every compiled entry and every 'run as plain Python' mark."""
+    _C._fe_reset()
+
+
+class BreakReason:
+    """Why a frame was not captured (or captured only in part), and where."""
+    __slots__ = ("reason", "filename", "lineno", "code")
+
+    def __init__(self, reason, filename, lineno, code=None):
+        self.reason, self.filename, self.lineno, self.code = reason, filename, lineno, code
+
+    def __repr__(self):
+        return f"BreakReason(reason={self.reason!r}, filename={self.filename!r}, lineno={self.lineno})"
+
+
+class ExplainOutput:
+    """What symtrace.explain found: graphs, breaks, ops and guards (TorchDynamo's
+    ExplainOutput)."""
+
+    def __init__(self, records, out):
+        graphs = [r for r in records if r["kind"] == "graph"]
+        breaks = [r for r in records if r["kind"] == "break"]
+        self.graphs = [r["graph"] for r in graphs]
+        self.graph_count = len(graphs)
+        self.graph_break_count = len(breaks)
+        self.break_reasons = [BreakReason(r["reason"], r["filename"], r["lineno"], r["code"])
+                              for r in breaks]
+        self.ops_per_graph = [r["nops"] for r in graphs]
+        self.op_count = sum(self.ops_per_graph)
+        self.guards = [g for r in graphs for g in (r["guards"] or [])]
+        self.out = out
+        self.records = records
+
+    def __str__(self):
+        lines = [f"Graph Count: {self.graph_count}",
+                 f"Graph Break Count: {self.graph_break_count}",
+                 f"Op Count: {self.op_count}",
+                 "Break Reasons:"]
+        for i, b in enumerate(self.break_reasons, 1):
+            lines += [f"  Break Reason {i}:", f"    Reason: {b.reason}",
+                      f"    User Stack: {b.filename}:{b.lineno} in {b.code}"]
+        lines.append("Ops per Graph:")
+        for i, (n, g) in enumerate(zip(self.ops_per_graph, self.graphs), 1):
+            lines.append(f"  Ops {i}: {n}")
+            if g:
+                lines += ["    " + s for s in str(g).splitlines()]
+        lines.append("Out Guards:")
+        for i, g in enumerate(self.guards, 1):
+            lines.append(f"  Guard {i}: {g}")
+        return "\n".join(lines) + "\n"
+
+    __repr__ = __str__
+
+
+def explain(fn, *args, **kwargs):
+    """explain(fn, *args, **kwargs) -> ExplainOutput: resets the caches, runs fn
+    compiled on the arguments and reports the graphs, graph breaks (with
+    reasons and locations), ops per graph and guards."""
+    if isinstance(fn, OptimizedModule):
+        fn = fn._orig_mod
+    elif isinstance(fn, _C.CompiledFunction):
+        fn = fn.__wrapped__
+
+    reset()
+    compiled = compile(fn)
+    _C._fe_explain_begin()
+    try:
+        out = compiled(*args, **kwargs)
+    finally:
+        records = _C._fe_explain_end()
+    return ExplainOutput(records, out)
