@@ -492,7 +492,7 @@ static int try_entries(code_extra *x, const st_fe_frame *f, const st_fe_options 
         if (!n->smemo && ns > 0) n->smemo = calloc((size_t)ns, sizeof *n->smemo);
         bool warm = !n->py_ret && n->s_valid && n->dyn_ids && n->s_mod == st_fe_module_epoch &&
                     n->s_meta == st_fe_meta_epoch && e->guards.module_epoch == n->s_mod &&
-                    e->guards.meta_epoch == n->s_meta;
+                    e->guards.meta_epoch == n->s_meta && st_fe_guards_static_held(&e->guards);
         if (warm) memcpy(memo, n->smemo, (size_t)ns * sizeof *memo);   /* borrowed */
         else if (memo == memo_s) memset(memo, 0, (size_t)ns * sizeof *memo);
         n->busy++;

@@ -6,6 +6,7 @@
  * what only changes with a module epoch bump - so that their guards are
  * skipped while the epochs hold). */
 #include "st_fe_hook.h"
+#include "pyinternals.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -213,6 +214,82 @@ void st_fe_guardset_init(st_fe_guardset *gs)
     gs->meta_epoch = st_fe_meta_epoch;
 }
 
+/* ---------------- watched dicts (see st_fe_guardset.wd) ---------------- */
+static void unwatch(st_fe_guardset *gs)
+{
+    for (int i = 0; i < gs->nwd; i++)
+        Py_DECREF(gs->wd[i]);
+    free(gs->wd);
+    free(gs->wver);
+    gs->wd = NULL;
+    gs->wver = NULL;
+    gs->nwd = 0;
+    gs->wd_valid = false;
+}
+
+static int watch_one(st_fe_guardset *gs, PyObject *d, int *cap)
+{
+    if (!d || !PyDict_Check(d))
+        return 0;
+    for (int i = 0; i < gs->nwd; i++)
+        if (gs->wd[i] == d)
+            return 0;
+    if (gs->nwd == *cap) {
+        int nc = *cap ? *cap * 2 : 16;
+        PyObject **nd = realloc(gs->wd, (size_t)nc * sizeof *nd);
+        if (!nd) return -1;
+        gs->wd = nd;
+        uint64_t *nv = realloc(gs->wver, (size_t)nc * sizeof *nv);
+        if (!nv) return -1;
+        gs->wver = nv;
+        *cap = nc;
+    }
+    gs->wd[gs->nwd] = Py_NewRef(d);
+    gs->wver[gs->nwd++] = st_py_dict_version(d);
+    return 0;
+}
+
+/* After a full check passed: the dicts every static source was read from
+ * (memo holds the sources' values), with their stamps. On failure nothing
+ * is recorded (wd_valid false: the next check is a full one again). */
+static void watch(st_fe_guardset *gs, PyObject **memo)
+{
+    unwatch(gs);
+    int cap = 0;
+    for (int i = 0; i < gs->n; i++) {
+        const st_fe_src *s = gs->v[i].src;
+        for (; s && s->is_static; s = s->base) {
+            if (!s->base)
+                continue;
+            PyObject *b = memo[s->base->id];
+            if (!b) { unwatch(gs); return; }
+            if (s->kind == ST_SRC_ITEM) {          /* an item of a part dict */
+                if (watch_one(gs, b, &cap) < 0) { unwatch(gs); return; }
+                continue;
+            }
+            PyObject **dp = _PyObject_GetDictPtr(b);
+            PyObject *d = dp ? *dp : NULL;
+            if (watch_one(gs, d, &cap) < 0) { unwatch(gs); return; }
+            if (s->kind == ST_SRC_MODPART && d) {
+                PyObject *part = PyDict_GetItemWithError(d, s->key);
+                if (!part && PyErr_Occurred()) { PyErr_Clear(); unwatch(gs); return; }
+                if (watch_one(gs, part, &cap) < 0) { unwatch(gs); return; }
+            }
+        }
+    }
+    gs->wd_valid = true;
+}
+
+bool st_fe_guards_static_held(const st_fe_guardset *gs)
+{
+    if (!gs->wd_valid)
+        return false;
+    for (int i = 0; i < gs->nwd; i++)
+        if (st_py_dict_version(gs->wd[i]) != gs->wver[i])
+            return false;
+    return true;
+}
+
 void st_fe_guardset_clear(st_fe_guardset *gs)
 {
     for (int i = 0; i < gs->n; i++) {
@@ -222,6 +299,7 @@ void st_fe_guardset_clear(st_fe_guardset *gs)
     free(gs->v);
     gs->v = NULL;
     gs->n = gs->cap = 0;
+    unwatch(gs);
 }
 
 static st_fe_guard *push(st_fe_guardset *gs, st_fe_guard_kind kind, st_fe_src *s)
@@ -432,13 +510,15 @@ static int check_range(st_fe_guardset *gs, const st_fe_frame *f, PyObject **memo
     if (check_static) {
         gs->module_epoch = st_fe_module_epoch;
         gs->meta_epoch = st_fe_meta_epoch;
+        watch(gs, memo);
     }
     return 1;
 }
 
 static bool epochs_held(const st_fe_guardset *gs)
 {
-    return gs->module_epoch == st_fe_module_epoch && gs->meta_epoch == st_fe_meta_epoch;
+    return gs->module_epoch == st_fe_module_epoch && gs->meta_epoch == st_fe_meta_epoch &&
+           st_fe_guards_static_held(gs);
 }
 
 int st_fe_guards_check(st_fe_guardset *gs, const st_fe_frame *f, PyObject **memo,
@@ -479,6 +559,17 @@ int st_fe_guards_partition(st_fe_guardset *gs, st_fe_srctab *t)
         if (g->kind == ST_G_ID && st_fe_is_module(g->obj)) fixed[g->src->id] = g->obj;
         if (g->kind == ST_G_EQ) eqc[g->src->id] = true;
     }
+    /* mut[id]: the value is a mutable container or object (LEN, DICT_KEYS
+     * or TYPE guard) whose contents can change without any dict stamp
+     * moving (net.lst.append(3)): never static, unless it is a Module's
+     * part dict (_parameters/_buffers/_modules), which is watched itself */
+    bool *mut = calloc((size_t)t->n + 1, sizeof *mut);
+    if (!mut) { free(fixed); free(eqc); free(tmp); return -1; }
+    for (int i = 0; i < gs->n; i++) {
+        const st_fe_guard *g = &gs->v[i];
+        if (g->kind == ST_G_LEN || g->kind == ST_G_DICT_KEYS || g->kind == ST_G_TYPE)
+            mut[g->src->id] = !(g->src->kind == ST_SRC_ATTR && is_part_name(g->src->name));
+    }
     /* Static: read from a Module fixed by identity, through what only
      * Module.__setattr__/__delattr__/register_* change (module epoch): its
      * instance attributes (not class attributes: setting those bumps no
@@ -494,10 +585,11 @@ int st_fe_guards_partition(st_fe_guardset *gs, st_fe_srctab *t)
             else if (s->kind == ST_SRC_ITEM)
                 st = b->is_static && ((b->kind == ST_SRC_ATTR && is_part_name(b->name)) || eqc[b->id]);
         }
-        s->is_static = st;
+        s->is_static = st && !mut[s->id];
     }
     free(fixed);
     free(eqc);
+    free(mut);
     int k = 0;
     for (int i = 0; i < gs->n; i++)
         if (!gs->v[i].src->is_static) k++;

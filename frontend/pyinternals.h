@@ -130,5 +130,24 @@ static inline st_py_iframe *st_py_iframe_of(struct _PyInterpreterFrame *f)
 static inline PyObject *ST_DEFAULT_EVAL(PyThreadState *ts, st_py_iframe *fr, int throwflag)
 { return _PyEval_EvalFrameDefault(ts, (struct _PyInterpreterFrame *)(void *)fr, throwflag); }
 
+
+/* Include/cpython/dictobject.h (3.11, 3.12): PyDictObject.ma_version_tag,
+ * a globally increasing stamp written on every mutation of the dict
+ * (Objects/dictobject.c: insertdict, delitem_common, ... set it from
+ * DICT_NEXT_VERSION / _PyDict_NotifyEvent). 3.12 marks the field
+ * deprecated (its low bits hold watcher flags; the stamp still changes on
+ * every mutation), hence the pragma. */
+static inline uint64_t st_py_dict_version(PyObject *d)
+{
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    return ((PyDictObject *)d)->ma_version_tag;
+#pragma GCC diagnostic pop
+}
+
 #endif /* ST_FE_SUPPORTED */
+#if !ST_FE_SUPPORTED
+/* The hook is off on other versions; guards are never checked there. */
+static inline uint64_t st_py_dict_version(PyObject *d) { (void)d; return 0; }
+#endif
 #endif

@@ -22,6 +22,9 @@ int st_fe_is_module(PyObject *o);
  * then checks only those while the epochs hold (st_fe_guards_check's
  * semantics otherwise). */
 int st_fe_guards_partition(st_fe_guardset *gs, st_fe_srctab *t);
+/* The dicts static sources were read from are unchanged since the last
+ * full check (none recorded yet: false). */
+bool st_fe_guards_static_held(const st_fe_guardset *gs);
 int st_fe_guards_check_front(st_fe_guardset *gs, const st_fe_frame *f, PyObject **memo,
                              const st_fe_guard **failed, int nfront);
 

@@ -137,6 +137,15 @@ typedef struct {
     bool grad_mode;          /* global: is_grad_enabled() at translation */
     /* the epochs at translation (or at the last full check that passed) */
     uint64_t module_epoch, meta_epoch;
+    /* The dicts static sources were read from (Modules' __dict__ and part
+     * dicts), each with its version stamp at the last full check: any
+     * write into them, even one that bypasses Module.__setattr__
+     * (m.__dict__[k] = v, m._parameters[k] = p), changes a stamp and makes
+     * the next check a full one. Owned references. */
+    PyObject **wd;
+    uint64_t *wver;
+    int nwd;
+    bool wd_valid;           /* recorded since the last full check */
 } st_fe_guardset;
 
 /* Bumped by symtrace.nn.Module.__setattr__/__delattr__ (through

@@ -823,15 +823,31 @@ def test_inlined_callee_closure_rebound():
 # test name -> the bug (strict xfail: when fixed, the test XPASSes and fails
 # until its line here is removed).
 FAILING_KNOWN = {
-    "test_parameter_replaced_through_parameters_dict":
-        "guards on parameters below an identity-guarded Module are 'static' (checked only when "
-        "an epoch moved), but writing module._parameters[...] / _modules[...] directly (as "
-        "torch's weight-norm/parametrize/prune utilities do) bumps no epoch: the hit then fails "
-        "with 'compiled function: input 1 (param_0) must be float32[4, 8], got float32[6, 8]' "
-        "instead of recompiling",
-    "test_attribute_written_through_dict":
-        "m.__dict__['scale'] = 5.0 (or object.__setattr__) bypasses Module.__setattr__, so no "
-        "epoch moves and the static guard on self.scale is not checked: a stale result",
 }
 for _name, _why in FAILING_KNOWN.items():
     globals()[_name] = pytest.mark.xfail(strict=True, reason=_why)(globals()[_name])
+
+
+def test_module_list_attribute_appended_in_place():
+    # a plain list held by a Module, mutated in place between calls: no
+    # attribute is set, so no epoch or dict stamp moves; its LEN guard must
+    # still be checked on every call (never skipped as 'static')
+    class Scaled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scales = [1.0, 2.0]
+
+        def forward(self, x):
+            for s in self.scales:
+                x = x * s
+            return x
+
+    m = Scaled()
+    cm = symtrace.compile(m, backend="interp")
+    x = symtrace.randn(3)
+    for _ in range(2):
+        assert np.allclose(cm(x).numpy(), m(x).numpy())
+    m.scales.append(3.0)
+    assert np.allclose(cm(x).numpy(), (x * 6.0).numpy())
+    m.scales[0] = 10.0
+    assert np.allclose(cm(x).numpy(), (x * 60.0).numpy())

@@ -211,11 +211,15 @@ def test_static_guards_skipped_until_an_epoch_moves():
     w = p.src("modpart", lin, "_parameters", "weight")
     p.guard(w, fx, (net,))
     assert p.check(fx, (net,)) is True
-    # a change behind the Module's back (no __setattr__): skipped while the epochs hold
+    # a change behind the Module's back (no __setattr__, no epoch): the
+    # _parameters dict's version stamp moved, so the static guards are checked
+    old_w = net.lin.weight
     net.lin.__dict__["_parameters"]["weight"] = nn.Parameter(st.randn(5, 5))
-    assert p.check(fx, (net,)) is True
+    assert p.check(fx, (net,)) == "L['x']._modules['lin']._parameters['weight']"
     _C._fe_bump_module_epoch()
     assert p.check(fx, (net,)) == "L['x']._modules['lin']._parameters['weight']"
+    net.lin.__dict__["_parameters"]["weight"] = old_w
+    assert p.check(fx, (net,)) is True
     net.lin.weight = nn.Parameter(st.randn(3, 3))       # through __setattr__: bumps the epoch
     assert p.check(fx, (net,)) is True
     e0 = _C._fe_epochs()
@@ -360,19 +364,23 @@ def test_static_sources_decided_by_the_guards():
     assert static == {
         "L['x']": False, "L['y']": False, "L['x']._modules": True, "L['x']._modules['lin']": True,
         "L['x']._modules['lin']._parameters['weight']": True, "L['x'].scale": True,
-        "L['x']._modules['lin'].training": True, "L['x'].lst": True, "L['x'].lst[0]": False,
+        "L['x']._modules['lin'].training": True, "L['x'].lst": False, "L['x'].lst[0]": False,
         "L['y'].v": False, "L['y']._modules['q']": False}
-    # always checked: x, y, lst[0], y.v
-    assert nfront == 4
+    # always checked: x, y, lst (a mutable list: append moves no stamp), lst[0], y.v
+    assert nfront == 5
     front = p.describe()[1:1 + nfront]                 # reordered: always-checked guards first
-    assert [d.split(": ")[1].split(" ")[0] for d in front] == ["L['x']", "type(L['y'])", "L['x'].lst[0]",
-                                                                "L['y'].v"]
+    assert [d.split(": ")[1].split(" ")[0] for d in front] == ["L['x']", "type(L['y'])", "type(L['x'].lst)",
+                                                                "L['x'].lst[0]", "L['y'].v"]
     assert p.check_front(fx, args, nfront) is True
-    net.lst.append(3)                                  # not static: still seen
+    net.lst.append(3)                                  # not static: seen
+    assert p.check_front(fx, args, nfront) == "L['x'].lst"
+    net.lst.pop()
     net.lst[0] = 9
     assert p.check_front(fx, args, nfront) == "L['x'].lst[0]"
     net.lst[0] = 1
-    object.__setattr__(net, "scale", 5.0)              # behind the Module's back: skipped
+    object.__setattr__(net, "scale", 5.0)              # behind the Module's back: the
+    assert p.check_front(fx, args, nfront) == "L['x'].scale"   # __dict__ stamp moved: seen
+    net.scale = 2.0
     assert p.check_front(fx, args, nfront) is True
     net.scale = 5.0                                    # through __setattr__: seen
     assert p.check_front(fx, args, nfront) == "L['x'].scale"
