@@ -277,6 +277,17 @@ static int sum_to(ad *c, int v, const st_meta *t)
     return r;
 }
 
+void st_ir_zeros_attrs(const st_meta *m, st_attrs *a)
+{
+    memset(a, 0, sizeof *a);
+    for (int d = 0; d < m->ndim; d++)
+        a->dims[d] = m->shape[d];
+    a->ndims = m->ndim;
+    a->dtype = m->dtype;
+    if (!st_dtype_is_float(m->dtype))
+        a->flags = ST_ATTR_INT_VALUE;
+}
+
 int st_ir_sum_to(st_graph *g, int v, const st_meta *target)
 {
     if (!g || !target || v < 0 || v >= g->nvalues) {

@@ -254,13 +254,7 @@ done:
 static int zeros(st_graph *w, const st_meta *m)
 {
     st_attrs a;
-    memset(&a, 0, sizeof a);
-    for (int d = 0; d < m->ndim; d++)
-        a.dims[d] = m->shape[d];
-    a.ndims = m->ndim;
-    a.dtype = m->dtype;
-    if (!st_dtype_is_float(m->dtype))
-        a.flags = ST_ATTR_INT_VALUE;
+    st_ir_zeros_attrs(m, &a);
     int out[ST_MAX_OUT];
     return st_ir_add_stmt(w, ST_OP_FULL, NULL, 0, &a, out) < 0 ? -1 : out[0];
 }

@@ -317,6 +317,9 @@ void st_ir_autodiff_init(void);   /* fills every VJP slot; idempotent */
 /* Sums v down to meta's shape (broadcasting undone: leading dims summed
  * away, size-1 dims summed with keepdim); returns the value id or -1. */
 int st_ir_sum_to(st_graph *g, int v, const st_meta *target);
+/* The attrs of a FULL statement making zeros of meta m (static dims; an
+ * integer fill for non-float dtypes). */
+void st_ir_zeros_attrs(const st_meta *m, st_attrs *a);
 
 /* ---- backward graphs (ir/backward.c), AOTAutograd-style. From fwd (its
  * output 0 is the loss) build *bwd_out computing d(loss)/d(wrt[k]) for

@@ -36,6 +36,30 @@ struct st_rt_cfn {
     prog fsave, bwd;
 };
 
+/* out[k] = a new reference to graph output k (all or none). */
+static st_status take_outputs(const st_graph *g, st_tensor **vals,
+                              st_tensor **out)
+{
+    for (int k = 0; k < g->noutputs; k++) {
+        out[k] = vals[g->outputs[k]];
+        if (!out[k]) {
+            for (int j = 0; j < k; j++)
+                st_tensor_decref(out[j]);
+            return st_err(ST_ERR_RUNTIME, "cfn: output %d was not computed", k);
+        }
+        st_tensor_incref(out[k]);
+    }
+    return ST_OK;
+}
+
+/* Drops the run's references to every value, then the array. */
+static void release_values(const st_graph *g, st_tensor **vals)
+{
+    for (int v = 0; v < g->nvalues; v++)
+        st_tensor_decref(vals[v]);
+    free(vals);
+}
+
 static void prog_clear(st_backend *be, prog *p)
 {
     if (p->compiled && be)
@@ -110,20 +134,8 @@ static st_status prog_run(st_backend *be, prog *p, st_tensor *const *in,
                                         : st_err(ST_ERR_MEMORY,
                                                  "cfn: no memory plan"));
     if (s == ST_OK)
-        for (int k = 0; k < g->noutputs; k++) {
-            out[k] = vals[g->outputs[k]];
-            if (!out[k]) {
-                s = st_err(ST_ERR_RUNTIME, "cfn: output %d was not computed",
-                           k);
-                for (int j = 0; j < k; j++)
-                    st_tensor_decref(out[j]);
-                break;
-            }
-            st_tensor_incref(out[k]);
-        }
-    for (int v = 0; v < g->nvalues; v++)
-        st_tensor_decref(vals[v]);
-    free(vals);
+        s = take_outputs(g, vals, out);
+    release_values(g, vals);
     st_mem_plan_free(own);
     return s;
 }
@@ -318,19 +330,9 @@ static st_status eager_run_graph(const st_graph *g, st_tensor *const *in,
             s = region_node(owner, g, &g->regions[r], vals);
     }
     st_ad_set_grad_enabled(grad);
-    for (int k = 0; k < g->noutputs && s == ST_OK; k++) {
-        out[k] = vals[g->outputs[k]];
-        if (!out[k]) {
-            s = st_err(ST_ERR_RUNTIME, "cfn: output %d was not computed", k);
-            for (int j = 0; j < k; j++)
-                st_tensor_decref(out[j]);
-            break;
-        }
-        st_tensor_incref(out[k]);
-    }
-    for (int v = 0; v < g->nvalues; v++)
-        st_tensor_decref(vals[v]);
-    free(vals);
+    if (s == ST_OK)
+        s = take_outputs(g, vals, out);
+    release_values(g, vals);
     free(rmap);
     return s;
 }
@@ -500,11 +502,7 @@ static void bctx_free(void *p)
 static st_tensor *zeros_of(const st_meta *m)
 {
     st_attrs a;
-    memset(&a, 0, sizeof a);
-    for (int d = 0; d < m->ndim; d++)
-        a.dims[d] = m->shape[d];
-    a.ndims = m->ndim;
-    a.dtype = m->dtype;
+    st_ir_zeros_attrs(m, &a);
     st_tensor *r = NULL;
     return st_rt_eager(ST_OP_FULL, NULL, 0, &a, NULL, &r) == 1 ? r : NULL;
 }

@@ -1109,13 +1109,7 @@ st_status st_rt_trace_region_end(st_tensor *const *gins, int nin)
         int v;
         if (!gins[k]) { /* None: zeros */
             st_attrs a;
-            memset(&a, 0, sizeof a);
-            for (int d = 0; d < m->ndim; d++)
-                a.dims[d] = m->shape[d];
-            a.ndims = m->ndim;
-            a.dtype = m->dtype;
-            if (!st_dtype_is_float(m->dtype))
-                a.flags = ST_ATTR_INT_VALUE;
+            st_ir_zeros_attrs(m, &a);
             int o[ST_MAX_OUT];
             v = emit(sub, ST_OP_FULL, NULL, 0, &a, o);
         } else {
