@@ -1216,6 +1216,13 @@ st_kprog *st_fuse_lower(const st_graph *g, const st_fuse_options *opt)
     st_graph *dg = st_fuse_decompose(g);
     if (!dg)
         return NULL;
+    if (opt->fusion) {
+        st_graph *fg = st_fuse_fold_views(dg);
+        if (fg) {
+            st_ir_graph_free(dg);
+            dg = fg;
+        }
+    }
     st_kprog *p = opt->fusion ? lower_fused(dg, opt)
                               : st_fuse_lower_unfused(dg);
     if (p)

@@ -36,6 +36,11 @@ st_status st_fuse_reduce_types(const st_graph *g, const st_stmt *s,
                                st_reduce_op *op, st_dtype *src_dt,
                                st_dtype *res_dt);
 
+/* The decomposed graph g with views between elementwise statements
+ * folded (viewfold.c): a new graph, or NULL when nothing changes (g is
+ * then to be used as it is). Never fails. */
+st_graph *st_fuse_fold_views(const st_graph *g);
+
 /* SYMTRACE_DUMP_DIR, or NULL when unset or empty (read at every call). */
 const char *st_fuse_dump_dir(void);
 

@@ -102,7 +102,10 @@ typedef struct {
      * result). Stores name epilogue nodes only. A node used by two passes
      * is duplicated, one copy per phase (loads are re-read: a row is in
      * cache). Softmax is one kernel: max (phase 0), sum of exp(x - max)
-     * (phase 1), exp(x - max) / sum per point (phase 2).
+     * (phase 1), exp(x - max) / sum per point (phase 2); a backend may
+     * compute a duplicated node once (llvm stores exp(x - max) into the
+     * output in phase 1 and reads it back in phase 2) and may sum floats
+     * in another order (within float tolerance of the interpreter).
      * MATMUL: phase-1 nodes form an epilogue evaluated per output point
      * [batch..., m, n] with REDUCED = the product (accumulated in float
      * for float16/bfloat16/float32, double for float64); LOADs there map

@@ -1,6 +1,6 @@
 /* codegen_expr.c - the per-point semantics of the kernel IR in LLVM IR:
- * value types and dtype conversions (float16 through helper calls,
- * bfloat16 by bit manipulation), every node kind (loads with bounds checks,
+ * value types and dtype conversions (float16 and bfloat16 inline, so
+ * their loops vectorize; see half_bits_to_f), every node kind (loads with bounds checks,
  * params, constants, unary/binary/where/cast, INDEX, RAND, REDUCED) and the
  * stores (plain, indexed, accumulating). Mirrors runtime/interp.c exactly:
  * float16/bfloat16/float32 nodes hold float (rounded after every op),
@@ -194,15 +194,39 @@ void st_llvm_fail_if(st_llvm_cg *cg, LLVMValueRef cond, int code,
 
 /* ---- float16 / bfloat16 ---- */
 
+/* float16 -> float without a call, so loops vectorize: the exponent and
+ * mantissa moved into float position and scaled by 2^112 (exact, also
+ * for subnormal halves, which come out normal), infinities and NaNs
+ * given the float exponent, then the sign. Integer and float ops only:
+ * InstCombine does not see an fpext of half here, which it would narrow
+ * the float ops on into half ops (x86 scalarizes half compares).
+ * (st_llvm_h2f stays registered for caches of older objects.)
+ * float -> float16: with F16C the IR's fptrunc to half (round to nearest
+ * even, NaN quieted with its top payload kept: st_float_to_half's
+ * result), which vectorizes (vcvtps2ph); else a call to st_llvm_f2h. */
 static LLVMValueRef half_bits_to_f(st_llvm_cg *cg, LLVMValueRef h16)
 {
-    LLVMValueRef a = LLVMBuildZExt(cg->B, h16, cg->i32, "");
-    LLVMTypeRef pt = cg->i32;
-    return ext_call(cg, "st_llvm_h2f", cg->f32, &pt, 1, &a);
+    LLVMBuilderRef B = cg->B;
+    LLVMValueRef u = LLVMBuildZExt(B, h16, cg->i32, "");
+    LLVMValueRef sign = LLVMBuildShl(B, LLVMBuildAnd(B, u, i32c(cg, 0x8000u), ""),
+                                     i32c(cg, 16), "");
+    LLVMValueRef em = LLVMBuildAnd(B, u, i32c(cg, 0x7fffu), "");
+    LLVMValueRef m = LLVMBuildShl(B, em, i32c(cg, 13), "");
+    LLVMValueRef f = LLVMBuildFMul(B, LLVMBuildBitCast(B, m, cg->f32, ""),
+                                   fc(cg->f32, 0x1p112), "");
+    LLVMValueRef special = LLVMBuildOr(B, m, i32c(cg, 0x7f800000u), "");
+    LLVMValueRef bits = LLVMBuildSelect(B,
+        LLVMBuildICmp(B, LLVMIntUGE, em, i32c(cg, 0x7c00u), ""),
+        special, LLVMBuildBitCast(B, f, cg->i32, ""), "");
+    return LLVMBuildBitCast(B, LLVMBuildOr(B, bits, sign, ""), cg->f32, "");
 }
 
 static LLVMValueRef f_to_half_bits(st_llvm_cg *cg, LLVMValueRef f)
 {
+    if (cg->f16c) {
+        LLVMValueRef h = LLVMBuildFPTrunc(cg->B, f, LLVMHalfTypeInContext(cg->C), "");
+        return LLVMBuildBitCast(cg->B, h, cg->i16, "");
+    }
     LLVMTypeRef pt = cg->f32;
     LLVMValueRef r = ext_call(cg, "st_llvm_f2h", cg->i32, &pt, 1, &f);
     return LLVMBuildTrunc(cg->B, r, cg->i16, "");

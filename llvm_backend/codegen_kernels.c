@@ -6,9 +6,13 @@
  *   the inner loop has a fast path, chosen at run time, where every buffer
  *   moves with stride 1 (or statically 0) so the loop vectorizer can work.
  * - REDUCE: outer points [lo, hi); per point each reduction is a pass over
- *   the row (trailing nred dims) accumulating in double (float sources;
- *   max/min in the source's float or double, see fmm) or int64, then the
- *   epilogue, per row point or once per outer point.
+ *   the row (trailing nred dims) accumulating in double (float64 sources;
+ *   sums of float32/float16/bfloat16 in float vector lanes per chunk of
+ *   the row, the chunks in double, see chunked; max/min in the source's
+ *   float or double, see fmm) or int64, then the epilogue, per row point
+ *   or once per outer point. A softmax-like kernel stashes its costly
+ *   per-point value (exp(x - max)) in the output during the last pass and
+ *   the epilogue reads it back instead of computing it again (find_stash).
  * Specialized on dtypes, rank and layout flags, never on sizes. */
 #include <math.h>
 #include <stdio.h>
@@ -212,8 +216,20 @@ static void emit_pointwise(st_llvm_cg *cg, int rank, bool mm)
 
 /* ---- REDUCE ---- */
 
+/* The stash of a softmax-like row kernel (chosen by find_stash): the last
+ * reduction pass stores node `src` (e.g. exp(x - max)) into out buffer
+ * `buf` at every row point, and the per-point epilogue reads it back as
+ * the value of node `dup` (its duplicate there) instead of computing it
+ * again. Exact: dup has the buffer's dtype, so storing rounds nothing. */
+typedef struct {
+    bool on;
+    int src, dup, buf;
+} stash_t;
+
 typedef struct {
     int rank, ro;
+    stash_t stash;
+    int pass;         /* reduction pass being emitted; nreduce: epilogue */
     LLVMValueRef o, R, rinner, nq, fast;
     LLVMValueRef obase[ST_K_MAX_BUFS];
     LLVMValueRef outer_coord[ST_MAX_DIMS];
@@ -222,7 +238,26 @@ typedef struct {
     LLVMValueRef acc, arg;
     bool accf;
     LLVMTypeRef at;   /* type of acc: i64, double, or float (see fmm) */
+    /* chunked float sum (see chunked): facc, a float, sums CHUNK points of
+     * the row in vector lanes; each chunk's sum is added to acc (double) */
+    bool chunk;
+    LLVMValueRef facc;
 } rctx;
+
+/* A SUM/MEAN of float16/bfloat16/float32 values accumulates in float
+ * (vector lanes, reassociated: a tree of partial sums) over chunks of at
+ * most CHUNK points of the row, and the chunks' sums in double: the speed
+ * of float lanes, with an error bounded by the chunk length (about
+ * CHUNK / lanes + log2(lanes) roundings of float, relative to the sum of
+ * magnitudes), whatever the row length. The interpreter sums in double;
+ * the two agree to float32 tolerance. */
+#define CHUNK 512
+
+static bool chunked(st_reduce_op op, st_dtype sdt)
+{
+    return (op == ST_RED_SUM || op == ST_RED_MEAN) &&
+           (sdt == ST_FLOAT32 || sdt == ST_FLOAT16 || sdt == ST_BFLOAT16);
+}
 
 /* A MAX/MIN of floats accumulates in the source's value type (float for
  * float16/bfloat16/float32, double for float64) through llvm.maximum /
@@ -265,6 +300,13 @@ static void acc_update(st_llvm_cg *cg, rctx *rc, LLVMValueRef pos)
     switch (op) {
     case ST_RED_SUM:
     case ST_RED_MEAN:
+        if (rc->chunk) {
+            LLVMValueRef fa = LLVMBuildLoad2(B, cg->f32, rc->facc, "");
+            LLVMValueRef fs = LLVMBuildFAdd(B, fa, v, "");
+            LLVMSetFastMathFlags(fs, LLVMFastMathAllowReassoc);
+            LLVMBuildStore(B, fs, rc->facc);
+            return;
+        }
         if (rc->accf) {
             nacc = LLVMBuildFAdd(B, acc, x, "");
             LLVMSetFastMathFlags(nacc, LLVMFastMathAllowReassoc);
@@ -314,9 +356,20 @@ static void row_point(st_llvm_cg *cg, rctx *rc, LLVMValueRef pos)
 {
     reset_memo(cg);
     cg->lin = LLVMBuildAdd(cg->B, LLVMBuildMul(cg->B, rc->o, rc->R, ""), pos, "");
+    const stash_t *sh = &rc->stash;
     if (rc->mode >= 0) {
         acc_update(cg, rc, pos);
+        if (sh->on && rc->pass == cg->k->nreduce - 1)
+            st_llvm_store_value(cg, sh->buf, st_llvm_node(cg, sh->src),
+                                cg->k->nodes[sh->src].dtype);
     } else {
+        if (sh->on) {
+            st_dtype bdt = cg->k->bufs[sh->buf].dtype;
+            LLVMTypeRef mt = st_llvm_mty(cg, bdt);
+            LLVMValueRef p = LLVMBuildGEP2(cg->B, mt, cg->data[sh->buf],
+                                           &cg->off[sh->buf], 1, "");
+            cg->vals[sh->dup] = st_llvm_from_mem(cg, LLVMBuildLoad2(cg->B, mt, p, ""), bdt);
+        }
         for (int s = 0; s < cg->k->nstores; s++)
             st_llvm_store(cg, s);
     }
@@ -332,7 +385,15 @@ static void row_walk(st_llvm_cg *cg, rctx *rc)
     if (rank == ro) { /* a 0-d row: the single point */
         for (int b = 0; b < k->nbufs; b++)
             cg->off[b] = rc->obase[b];
+        if (rc->chunk)
+            LLVMBuildStore(B, LLVMConstReal(cg->f32, 0.0), rc->facc);
         row_point(cg, rc, I64(0));
+        if (rc->chunk) {
+            LLVMValueRef fa = LLVMBuildLoad2(B, cg->f32, rc->facc, "");
+            LLVMValueRef a = LLVMBuildLoad2(B, cg->f64, rc->acc, "");
+            LLVMBuildStore(B, LLVMBuildFAdd(B, a, LLVMBuildFPExt(B, fa, cg->f64, ""), ""),
+                           rc->acc);
+        }
         return;
     }
     loop_t Q;
@@ -349,8 +410,27 @@ static void row_walk(st_llvm_cg *cg, rctx *rc)
     LLVMBuildCondBr(B, rc->fast, fb, sb);
     for (int pass = 0; pass < 2; pass++) {
         LLVMPositionBuilderAtEnd(B, pass == 0 ? fb : sb);
-        loop_t L;
-        LLVMValueRef j = loop_begin(cg, &L, I64(0), rc->rinner);
+        loop_t L, Ch = {0};
+        LLVMValueRef j0 = I64(0), jend = rc->rinner;
+        if (rc->chunk) { /* for (j0 = 0; j0 < rinner; j0 += CHUNK) */
+            Ch.var = entry_alloca(cg, cg->i64);
+            LLVMBuildStore(B, I64(0), Ch.var);
+            Ch.cond = bb(cg, "chunk");
+            LLVMBasicBlockRef cbody = bb(cg, "cbody");
+            Ch.exit = bb(cg, "cdone");
+            LLVMBuildBr(B, Ch.cond);
+            LLVMPositionBuilderAtEnd(B, Ch.cond);
+            Ch.i = LLVMBuildLoad2(B, cg->i64, Ch.var, "j0");
+            LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, Ch.i, rc->rinner, ""),
+                            cbody, Ch.exit);
+            LLVMPositionBuilderAtEnd(B, cbody);
+            j0 = Ch.i;
+            LLVMValueRef e = LLVMBuildNSWAdd(B, j0, I64(CHUNK), "");
+            jend = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, e, rc->rinner, ""),
+                                   e, rc->rinner, "");
+            LLVMBuildStore(B, LLVMConstReal(cg->f32, 0.0), rc->facc);
+        }
+        LLVMValueRef j = loop_begin(cg, &L, j0, jend);
         memcpy(cg->coord, rowcoord, sizeof rowcoord);
         for (int b = 0; b < k->nbufs; b++) {
             if (pass == 0)
@@ -363,10 +443,154 @@ static void row_walk(st_llvm_cg *cg, rctx *rc)
         cg->coord[in] = j;
         row_point(cg, rc, LLVMBuildNSWAdd(B, qbase, j, ""));
         loop_end(cg, &L);
+        if (rc->chunk) {
+            LLVMValueRef fa = LLVMBuildLoad2(B, cg->f32, rc->facc, "");
+            LLVMValueRef a = LLVMBuildLoad2(B, cg->f64, rc->acc, "");
+            LLVMBuildStore(B, LLVMBuildFAdd(B, a, LLVMBuildFPExt(B, fa, cg->f64, ""), ""),
+                           rc->acc);
+            LLVMBuildStore(B, jend, Ch.var);
+            LLVMBuildBr(B, Ch.cond);
+            LLVMPositionBuilderAtEnd(B, Ch.exit);
+        }
         LLVMBuildBr(B, join);
     }
     LLVMPositionBuilderAtEnd(B, join);
     loop_end(cg, &Q);
+}
+
+/* ---- the stash ---- */
+
+static bool same_scalar(const st_knode *x, const st_knode *y)
+{
+    return x->kind == y->kind && x->dtype == y->dtype && x->op == y->op &&
+           x->buf == y->buf && x->idx_dim == y->idx_dim && x->i == y->i &&
+           memcmp(&x->f, &y->f, sizeof x->f) == 0;
+}
+
+/* cls[i]: the first node structurally equal to node i, phases aside
+ * (same fields, operands of the same classes). */
+static void classes(const st_kernel *k, int *cls)
+{
+    for (int i = 0; i < k->nnodes; i++) {
+        const st_knode *x = &k->nodes[i];
+        cls[i] = i;
+        for (int j = 0; j < i; j++) {
+            const st_knode *y = &k->nodes[j];
+            if (cls[j] == j && same_scalar(x, y) &&
+                (x->a < 0 ? y->a < 0 : y->a >= 0 && cls[x->a] == cls[y->a]) &&
+                (x->b < 0 ? y->b < 0 : y->b >= 0 && cls[x->b] == cls[y->b]) &&
+                (x->c < 0 ? y->c < 0 : y->c >= 0 && cls[x->c] == cls[y->c])) {
+                cls[i] = j;
+                break;
+            }
+        }
+    }
+}
+
+static bool costly(const st_knode *n)
+{
+    if (n->kind == ST_KN_BINARY)
+        return n->op == ST_OP_POW;
+    if (n->kind != ST_KN_UNARY)
+        return false;
+    switch (n->op) {
+    case ST_OP_EXP: case ST_OP_LOG: case ST_OP_TANH: case ST_OP_SIGMOID:
+    case ST_OP_ERF: case ST_OP_SIN: case ST_OP_COS:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* mark[i] = 1 for the epilogue nodes the stores use, not looking through
+ * node `cut` (-1: none); returns whether one of them is a LOAD. */
+static bool live_epilogue(const st_kernel *k, int cut, char *mark)
+{
+    memset(mark, 0, (size_t)k->nnodes);
+    for (int s = 0; s < k->nstores; s++) {
+        mark[k->stores[s].node] = 1;
+        if (k->stores[s].indexed)
+            mark[k->stores[s].idx_node] = 1;
+    }
+    bool load = false;
+    for (int i = k->nnodes - 1; i >= 0; i--) {
+        if (!mark[i] || i == cut)
+            continue;
+        const st_knode *n = &k->nodes[i];
+        load |= n->kind == ST_KN_LOAD;
+        if (n->a >= 0) mark[n->a] = 1;
+        if (n->b >= 0) mark[n->b] = 1;
+        if (n->c >= 0) mark[n->c] = 1;
+    }
+    return load;
+}
+
+/* Picks the stash of a REDUCE kernel with a per-point epilogue: the latest
+ * epilogue node `dup` that repeats a node `src` of the last reduction
+ * pass, holds a costly op (exp, log, ...) and has the dtype of an output
+ * written once at every point with a plain store. Taken only when the
+ * epilogue then loads nothing (so an output sharing memory with an input,
+ * as an in-place eager op may bind, is never read after the stash wrote
+ * it). */
+static stash_t find_stash(const st_kernel *k)
+{
+    stash_t st = {false, -1, -1, -1};
+    if (k->kind != ST_K_REDUCE || !k->final_per_point || k->nreduce < 1 ||
+        k->nnodes < 2)
+        return st;
+    int n = k->nnodes, last = k->nreduce - 1;
+    int *cls = malloc(sizeof(int) * (size_t)n);
+    char *mark = malloc((size_t)n), *cost = malloc((size_t)n);
+    if (!cls || !mark || !cost)
+        goto out;
+    classes(k, cls);
+    live_epilogue(k, -1, mark);
+    for (int i = 0; i < n; i++) {
+        const st_knode *x = &k->nodes[i];
+        cost[i] = costly(x) || (x->a >= 0 && cost[x->a]) ||
+                  (x->b >= 0 && cost[x->b]) || (x->c >= 0 && cost[x->c]);
+    }
+    for (int e = n - 1; e >= 0 && !st.on; e--) {
+        const st_knode *x = &k->nodes[e];
+        if (x->phase != k->nreduce || !mark[e] || !cost[e] ||
+            !st_dtype_is_float(x->dtype))
+            continue;
+        int src = -1;
+        for (int j = 0; j < n && src < 0; j++)
+            if (k->nodes[j].phase == last && cls[j] == cls[e])
+                src = j;
+        if (src < 0)
+            continue;
+        for (int b = 0; b < k->nbufs && !st.on; b++) {
+            const st_kbuf *kb = &k->bufs[b];
+            if (!kb->is_out || kb->dtype != x->dtype)
+                continue;
+            bool ok = true;
+            for (int d = 0; d < k->rank; d++)
+                ok &= kb->dimmap[d] >= 0;
+            int nst = 0;
+            for (int s = 0; s < k->nstores; s++)
+                if (k->stores[s].buf == b) {
+                    nst++;
+                    ok &= !k->stores[s].indexed && !k->stores[s].accumulate;
+                }
+            for (int i = 0; i < n; i++)
+                ok &= !(k->nodes[i].kind == ST_KN_LOAD && k->nodes[i].buf == b);
+            if (ok && nst == 1) {
+                st.on = true;
+                st.src = src;
+                st.dup = e;
+                st.buf = b;
+            }
+        }
+    }
+    if (st.on && live_epilogue(k, st.dup, mark))
+        st.on = false;
+out:
+    free(cls);
+    free(mark);
+    free(cost);
+    return st;
 }
 
 static void emit_reduce(st_llvm_cg *cg)
@@ -378,6 +602,8 @@ static void emit_reduce(st_llvm_cg *cg)
     memset(&rc, 0, sizeof rc);
     rc.rank = k->rank;
     rc.ro = k->rank - k->nred;
+    rc.stash = find_stash(k);
+    rc.facc = entry_alloca(cg, cg->f32);
     hoist(cg, rc.rank);
     rc.R = I64(1);
     for (int d = rc.ro; d < rc.rank; d++)
@@ -404,8 +630,10 @@ static void emit_reduce(st_llvm_cg *cg)
     for (int r = 0; r < nreduce; r++) {
         st_reduce_op op = k->reduce[r].op;
         rc.mode = r;
+        rc.pass = r;
         st_dtype sdt = k->nodes[k->reduce[r].src].dtype;
         rc.accf = st_dtype_is_float(sdt);
+        rc.chunk = chunked(op, sdt);
         LLVMTypeRef at = fmm(op, rc.accf) ? st_llvm_vty(cg, sdt)
                          : rc.accf ? cg->f64 : cg->i64;
         rc.at = at;
@@ -438,6 +666,8 @@ static void emit_reduce(st_llvm_cg *cg)
         }
     }
     rc.mode = -1;
+    rc.pass = k->nreduce;
+    rc.chunk = false;
     if (k->final_per_point) {
         row_walk(cg, &rc);
     } else {

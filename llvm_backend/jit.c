@@ -26,7 +26,7 @@
 
 #include "llvm_internal.h"
 
-#define FORMAT_VERSION "st-llvm-obj-3"
+#define FORMAT_VERSION "st-llvm-obj-4"
 
 typedef struct centry {
     char key[48];
@@ -258,6 +258,7 @@ static st_status gen_module(const st_kernel *ks, int n, const char *key,
     cg.C = C;
     cg.M = M;
     cg.B = LLVMCreateBuilderInContext(C);
+    cg.f16c = J.features && strstr(J.features, "+f16c") != NULL;
     st_llvm_cg_types(&cg);
     st_status s = ST_OK;
     int nk = 0;

@@ -46,6 +46,9 @@ typedef struct {
     LLVMValueRef reduced[ST_K_MAX_REDUCE];
     st_dtype reduced_dt[ST_K_MAX_REDUCE];
     int mm_acc;                        /* MATMUL: accumulation dtype */
+    bool f16c;   /* host converts float to float16 in hardware (x86
+                    F16C): an fptrunc to half, which vectorizes, instead
+                    of a call to st_llvm_f2h */
     char errmsg[256];
 } st_llvm_cg;
 

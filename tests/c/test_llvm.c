@@ -768,6 +768,23 @@ static void test_multi_reduce(void)
         }
     }
     CHECK(maxerr < 1e-5, "softmax kernel: rel err %g", maxerr);
+    /* in place (output bound to the input's memory, as an eager in-place
+     * op may): the row kernel stashes exp(x - max) in the output during
+     * the sum pass, after reading x at that point only */
+    float *xin = malloc(sizeof(float) * R * C);
+    memcpy(xin, x, sizeof(float) * R * C);
+    a.bufs[0].data = (char *)xin;
+    a.bufs[1].data = (char *)xin;
+    CHECK(run_k(&k, &a) == ST_OK, "softmax kernel in place");
+    /* (not bitwise: with the buffers overlapping, the vectorizer's
+     * run-time alias check takes the scalar loop, which sums in another
+     * order) */
+    double ipe = 0;
+    for (int i = 0; i < R * C; i++)
+        ipe = fmax(ipe, fabs(xin[i] - out[i]) / (1e-30 + fabs(out[i])));
+    CHECK(ipe < 1e-5, "softmax kernel in place: rel err %g vs out of place", ipe);
+    free(xin);
+    a.bufs[0].data = (char *)x;
     st_kernel_clear(&k);
 
     /* mean / rstd, once per row */
@@ -821,6 +838,151 @@ static void test_multi_reduce(void)
     st_kernel_clear(&k);
     free(x);
     free(out);
+}
+
+/* Row kernels against the interpreter where the LLVM code differs most
+ * from it: rows longer than a float sum's chunk (partial chunks, several
+ * chunks, many rows), softmax whose exp the sum pass stashes in the output
+ * (with epilogues that scale it, or load an input, which turns the stash
+ * off), a reduced dim that is not the last (strided rows), every float
+ * dtype. */
+static void test_row_kernels(void)
+{
+    static const int64_t shs[4][4] = {{7, 1300}, {3, 513, 4}, {2, 1}, {5, 2048}};
+    static const int nds[4] = {2, 3, 2, 2};
+    static const st_dtype fdt[4] = {ST_FLOAT32, ST_FLOAT64, ST_FLOAT16, ST_BFLOAT16};
+    int before = checks;
+    for (int sv = 0; sv < 4; sv++)
+        for (int d = 0; d < 4; d++)
+            for (int v = 0; v < 5; v++) {
+                st_graph *g = st_ir_graph_new();
+                int x = in_of(g, fdt[d], nds[sv], shs[sv]);
+                st_attrs a = A0();
+                a.i[0] = sv == 1 ? 1 : -1;
+                int y;
+                const char *what;
+                if (v < 3) {
+                    y = op_of(g, ST_OP_SOFTMAX, &x, 1, &a);
+                    what = "softmax";
+                    if (v == 1) { /* softmax * 2: stash, epilogue scales */
+                        int two = st_ir_add_const(g, fdt[d], 2.0, 0);
+                        int in2[2] = {y, two};
+                        y = op_of(g, ST_OP_MUL, in2, 2, NULL);
+                        what = "softmax*2";
+                    } else if (v == 2) { /* softmax + x: no stash */
+                        int in2[2] = {y, x};
+                        y = op_of(g, ST_OP_ADD, in2, 2, NULL);
+                        what = "softmax+x";
+                    }
+                } else if (v == 3) {
+                    y = op_of(g, ST_OP_LOG_SOFTMAX, &x, 1, &a);
+                    what = "log_softmax";
+                } else {
+                    a = A0();
+                    a.ndims = 1;
+                    a.dims[0] = sv == 1 ? 1 : nds[sv] - 1;
+                    y = op_of(g, ST_OP_MEAN, &x, 1, &a);
+                    what = "mean";
+                }
+                CHECK(y >= 0, "row kernels: graph %s: %s", what, st_err_msg());
+                if (y >= 0) {
+                    st_ir_mark_output(g, y);
+                    st_tensor *t = rnd(fdt[d], nds[sv], shs[sv], 0, 0);
+                    char nm[96];
+                    snprintf(nm, sizeof nm, "row %s %s shape %d", what,
+                             st_dtype_name(fdt[d]), sv);
+                    both(nm, g, &t);
+                    st_tensor_decref(t);
+                }
+                st_err_clear();
+                st_ir_graph_free(g);
+            }
+    printf("row kernels: %d checks\n", checks - before);
+}
+
+/* float16 <-> float32 through llvm (the F16C instructions where the host
+ * has them) and through the interpreter, bit for bit: every float16, and
+ * float32 values on a sweep of the bit patterns plus every midpoint
+ * between neighbouring float16 values (ties round to even). NaNs must
+ * stay NaNs of the same sign. */
+static void half_cast(st_dtype from, st_dtype to, st_tensor *x, const char *what)
+{
+    st_graph *g = st_ir_graph_new();
+    int xi = in_of(g, from, 1, x->shape);
+    st_attrs a = A0();
+    a.dtype = to;
+    int y = op_of(g, ST_OP_CAST, &xi, 1, &a);
+    /* and through a fused elementwise chain: -(-x) */
+    int n1 = op_of(g, ST_OP_NEG, &xi, 1, NULL);
+    int n2 = op_of(g, ST_OP_NEG, &n1, 1, NULL);
+    int y2 = op_of(g, ST_OP_CAST, &n2, 1, &a);
+    st_ir_mark_output(g, y);
+    st_ir_mark_output(g, y2);
+    st_tensor *ol[2] = {0}, *oi[2] = {0};
+    CHECK(run_graph(IB, g, &x, oi) == ST_OK && run_graph(LB, g, &x, ol) == ST_OK,
+          "%s: run: %s", what, st_err_msg());
+    int64_t n = x->shape[0];
+    for (int o = 0; o < 2; o++) {
+        if (!ol[o] || !oi[o])
+            continue;
+        int bad = 0;
+        for (int64_t i = 0; i < n && bad < 3; i++) {
+            uint32_t bl, bi;
+            bool nl, ni;
+            if (to == ST_FLOAT16) {
+                bl = ((const uint16_t *)st_tensor_data(ol[o]))[i];
+                bi = ((const uint16_t *)st_tensor_data(oi[o]))[i];
+                nl = (bl & 0x7fff) > 0x7c00;
+                ni = (bi & 0x7fff) > 0x7c00;
+            } else {
+                bl = ((const uint32_t *)st_tensor_data(ol[o]))[i];
+                bi = ((const uint32_t *)st_tensor_data(oi[o]))[i];
+                nl = (bl & 0x7fffffffu) > 0x7f800000u;
+                ni = (bi & 0x7fffffffu) > 0x7f800000u;
+            }
+            bool ok = nl || ni ? nl && ni && (bl >> (to == ST_FLOAT16 ? 15 : 31)) ==
+                                              (bi >> (to == ST_FLOAT16 ? 15 : 31))
+                               : bl == bi;
+            if (!ok) {
+                bad++;
+                CHECK(0, "%s (output %d): element %lld: llvm %#x, interp %#x", what,
+                      o, (long long)i, bl, bi);
+            }
+        }
+        checks++;
+        st_tensor_decref(ol[o]);
+        st_tensor_decref(oi[o]);
+    }
+    st_ir_graph_free(g);
+}
+
+static void test_half_conversions(void)
+{
+    int64_t n = 65536;
+    st_tensor *h = st_tensor_empty(st_rt_cpu(), ST_FLOAT16, 1, &n);
+    uint16_t *hp = st_tensor_data(h);
+    for (int64_t i = 0; i < n; i++)
+        hp[i] = (uint16_t)i;
+    half_cast(ST_FLOAT16, ST_FLOAT32, h, "every float16 -> float32");
+    st_tensor_decref(h);
+    int64_t m = (int64_t)(0x100000000ull / 4099) + 2 * 65536;
+    st_tensor *f = st_tensor_empty(st_rt_cpu(), ST_FLOAT32, 1, &m);
+    uint32_t *fp = st_tensor_data(f);
+    int64_t k = 0;
+    for (uint64_t b = 0; b < 0x100000000ull && k < m; b += 4099)
+        fp[k++] = (uint32_t)b;
+    for (uint32_t i = 0; i < 65536 && k + 1 < m; i++) {
+        /* the midpoint above float16 i (and its negative) */
+        float lo = st_half_to_float((uint16_t)i), hi = st_half_to_float((uint16_t)(i + 1));
+        float mid = (float)(((double)lo + (double)hi) / 2);
+        memcpy(&fp[k++], &mid, 4);
+        mid = -mid;
+        memcpy(&fp[k++], &mid, 4);
+    }
+    while (k < m)
+        fp[k++] = 0;
+    half_cast(ST_FLOAT32, ST_FLOAT16, f, "float32 sweep -> float16");
+    st_tensor_decref(f);
 }
 
 /* matmul + bias + relu as one kernel; B transposed through its strides;
@@ -1095,6 +1257,8 @@ int main(int argc, char **argv)
     test_index_ops();
     test_composites();
     test_multi_reduce();
+    test_row_kernels();
+    test_half_conversions();
     test_matmul_epilogue();
     test_overhead();
     test_disk_cache(argv[0]);
