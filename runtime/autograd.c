@@ -411,7 +411,7 @@ static ventry *vbuild(const vkey *key, uint64_t h, const st_ad_node *n,
     }
     e->out_value = pg->inputs[ti++];
     e->gout_value = pg->inputs[ti++];
-    e->be = st_backend_get("interp");
+    e->be = st_rt_eager_backend();   /* as eager ops: llvm when built */
     e->compiled = e->be->compile(e->be, e->prog->kernels, e->prog->nkernels);
     if (!e->compiled) {
         ventry_free(e);

@@ -90,6 +90,8 @@ static int dropout_recorded(const st_operand *in, const st_attrs *attrs,
     return n;
 }
 
+st_backend *st_rt_eager_backend(void) { return eager_backend(); }
+
 st_status st_rt_set_eager_backend(const char *name) {
     st_backend *be = st_backend_get(name);
     if (!be) return st_err(ST_ERR_VALUE, "no backend named '%s'", name);

@@ -170,8 +170,10 @@ typedef struct {
  * is cast to its dtype). Returns the result count, or -1 with the error set. */
 int st_rt_eager(st_op_id op, const st_operand *in, int nin,
                 const st_attrs *attrs, st_tensor **given, st_tensor **out);
-/* Backend used by eager ops (default "interp"). */
+/* Backend used by eager ops (SYMTRACE_EAGER_BACKEND; default "llvm" when
+ * registered, else "interp"), and by the tape's backward programs. */
 st_status st_rt_set_eager_backend(const char *name);
+st_backend *st_rt_eager_backend(void);
 typedef struct {
     int64_t hits, misses, compiles, entries;
 } st_kcache_stats;
