@@ -70,6 +70,64 @@ PyObject *st_fe_tmpl_build(const st_fe_tmpl *t, PyObject *const *outs,
     return NULL;
 }
 
+/* ---------------- side effects ---------------- */
+int st_fe_effects_replay(const st_fe_effect *fx, int n, PyObject *const *outs,
+                         const st_fe_frame *f, PyObject **memo)
+{
+    PyObject *tg_s[16], **tg = tg_s;
+    int rc = -1, got = 0;
+    if (n > 16 && !(tg = calloc((size_t)n, sizeof *tg))) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    /* targets first: the objects as they were when the frame began */
+    for (; got < n; got++) {
+        tg[got] = NULL;
+        if (fx[got].kind == ST_FX_GLOBAL)
+            continue;
+        tg[got] = st_fe_src_eval(fx[got].target, f, memo);
+        if (!tg[got]) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_RuntimeError, "compiled entry: a side effect's target is missing");
+            goto done;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        PyObject *v = st_fe_tmpl_build(fx[i].val, outs, f, memo), *t = tg[i];
+        int r = -1;
+        if (!v)
+            goto done;
+        switch (fx[i].kind) {
+        case ST_FX_SETATTR: r = PyObject_SetAttr(t, fx[i].name, v); break;
+        case ST_FX_GLOBAL: r = PyDict_SetItem(f->globals, fx[i].name, v); break;
+        case ST_FX_LIST:
+            if (PyList_Check(t) && PyList_Check(v))
+                r = PyList_SetSlice(t, 0, PY_SSIZE_T_MAX, v);
+            else
+                PyErr_SetString(PyExc_SystemError, "side effect: list target is not a list");
+            break;
+        case ST_FX_DICT:
+            if (PyDict_Check(t) && PyDict_Check(v)) {
+                PyDict_Clear(t);
+                r = PyDict_Update(t, v);
+            } else {
+                PyErr_SetString(PyExc_SystemError, "side effect: dict target is not a dict");
+            }
+            break;
+        }
+        Py_DECREF(v);
+        if (r < 0)
+            goto done;
+    }
+    rc = 0;
+done:
+    for (int i = 0; i < got; i++)
+        Py_XDECREF(tg[i]);
+    if (tg != tg_s)
+        free(tg);
+    return rc;
+}
+
 #define SMALL 64
 
 PyObject *st_fe_entry_run(st_fe_entry *e, const st_fe_frame *f, PyObject **memo)
@@ -152,6 +210,8 @@ PyObject *st_fe_entry_run_pre(st_fe_entry *e, const st_fe_frame *f, PyObject **m
         }
     }
     e->hits++;
+    if (e->neffects > 0 && st_fe_effects_replay(e->effects, e->neffects, pouts, f, memo) < 0)
+        goto done;
     res = st_fe_tmpl_build(e->ret, pouts, f, memo);
 done:
     for (int k = 0; k < nown; k++) Py_DECREF(ins_obj[k]);
@@ -171,6 +231,11 @@ void st_fe_entry_free(st_fe_entry *e)
     free(e->input_const);
     free(e->input_src);
     st_fe_tmpl_free(e->ret);
+    for (int k = 0; k < e->neffects; k++) {
+        st_fe_tmpl_free(e->effects[k].val);
+        Py_XDECREF(e->effects[k].name);
+    }
+    free(e->effects);
     Py_XDECREF(e->graph_str);
     st_fe_guardset_clear(&e->guards);
     st_fe_srctab_clear(&e->srcs);

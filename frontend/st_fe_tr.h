@@ -14,14 +14,18 @@
  * guarded values is really executed too (its result is a constant of the
  * guards). User functions and Module.__call__/forward are inlined (a new
  * translator frame) so that every read they make gets a Source and a guard.
- * What may not be executed for real (calls of unknown C functions, stores
- * into objects that existed before the frame, jumps on tensor values, data
- * reads such as .item()) stops the translation with a reason: a graph
- * break. The value returned by the frame during translation is the first
- * call's result.
+ * What may not be executed for real (calls of unknown C functions, jumps
+ * on tensor values, data reads such as .item()) stops the translation with
+ * a reason: a graph break. Stores into objects that existed before the
+ * frame (attributes, globals, outside lists and dicts) are not performed
+ * either: they are recorded (tr_effects.c), later reads in the frame see
+ * them, and the entry replays them after its graph on every call (see
+ * "side effects" below); the translation applies them once at its end.
+ * The value returned by the frame during translation is the first call's
+ * result.
  *
  * Owners: sources and guards - guards.c; the translator - translator.c and
- * tr_calls.c; entries, templates, the hook and the per-code cache -
+ * tr_*.c (side effects: tr_effects.c); entries, templates, the hook and the per-code cache -
  * eval_frame.c and entry.c; CPython internals - pyinternals.h. */
 #ifndef ST_FE_TR_H
 #define ST_FE_TR_H
@@ -195,6 +199,30 @@ void st_fe_tmpl_free(st_fe_tmpl *t);
 PyObject *st_fe_tmpl_build(const st_fe_tmpl *t, PyObject *const *outs,
                            const st_fe_frame *f, PyObject **memo);
 
+/* ---------------- side effects ----------------
+ * Mutations of objects that existed before the frame, recorded during
+ * translation (which does not perform them) and replayed by the entry
+ * after its graph ran, in program order. Targets are evaluated on the
+ * frame before any effect is applied (the entry-time objects). */
+typedef enum {
+    ST_FX_SETATTR,    /* setattr(target, name, value) */
+    ST_FX_GLOBAL,     /* frame globals[name] = value */
+    ST_FX_LIST,       /* target[:] = value: a list's contents at the frame's end */
+    ST_FX_DICT,       /* target.clear(); target.update(value): likewise a dict's */
+} st_fe_fx_kind;
+
+typedef struct {
+    st_fe_fx_kind kind;
+    st_fe_src *target;       /* NULL for GLOBAL */
+    PyObject *name;          /* owned str: SETATTR, GLOBAL */
+    st_fe_tmpl *val;
+} st_fe_effect;
+
+/* Applies fx[0..n) (outs: graph outputs, borrowed). 0, or -1 with an
+ * exception (effects before the failing one stay applied, as in eager). */
+int st_fe_effects_replay(const st_fe_effect *fx, int n, PyObject *const *outs,
+                         const st_fe_frame *f, PyObject **memo);
+
 /* ---------------- options and breaks ---------------- */
 typedef struct {
     const char *backend;     /* "llvm", "nvrtc", "interp", "eager" */
@@ -228,6 +256,8 @@ typedef struct st_fe_entry {
     PyObject *graph_str;     /* the StatementIR as SOT prints it (owned str) */
     int nops;                /* statements in the graph */
     uint64_t hits;
+    st_fe_effect *effects;   /* replayed after the graph, in order (owned) */
+    int neffects;
 } st_fe_entry;
 
 void st_fe_entry_free(st_fe_entry *e);
@@ -251,7 +281,7 @@ st_fe_entry *st_fe_translate(const st_fe_frame *f, const st_fe_options *opts,
 /* ---------------- running entries (entry.c) ---------------- */
 /* Runs a hit: gathers the graph inputs by their sources (memo shared with
  * the guard check that just passed), runs e->cfn (absent when the frame
- * made no graph), builds the return value from e->ret. New reference, or
+ * made no graph), replays e->effects, builds the return value from e->ret. New reference, or
  * NULL with an exception. */
 PyObject *st_fe_entry_run(st_fe_entry *e, const st_fe_frame *f, PyObject **memo);
 

@@ -123,6 +123,11 @@ int tr_getattr(tr_state *s, tr_var *obj, PyObject *name, tr_var *out)
         return tr_break(s, "attribute '%s' of an iterator", nm);
     if (!o)
         return tr_break(s, "attribute of NULL");
+    if (!st_fe_is_tensor(o)) {
+        int w = tr_fx_load_attr(s, o, name, out);   /* written in this frame */
+        if (w != 0)
+            return w < 0 ? -1 : 0;
+    }
     if (st_fe_is_tensor(o)) {
         PyObject *v = PyObject_GetAttr(o, name);
         if (!v)
@@ -223,6 +228,13 @@ int tr_hasattr(tr_state *s, tr_var *obj, PyObject *name)
               tr_is_symtrace_module(o) || t->tp_getattro == PyObject_GenericGetAttr;
     if (!ok)
         return tr_break(s, "hasattr on a %s (custom __getattribute__)", t->tp_name);
+    tr_var w;
+    int wr = tr_fx_load_attr(s, o, name, &w);       /* written in this frame */
+    if (wr != 0) {
+        if (wr > 0)
+            tr_var_clear(&w);
+        return wr;
+    }
     int r = PyObject_HasAttr(o, name);
     if (r) {
         tr_var tmp;

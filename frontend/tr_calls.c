@@ -603,9 +603,26 @@ static int call_cmethod(tr_state *s, PyObject *fn, tr_var *args, int nargs,
     if (PyList_Check(self) || PyDict_Check(self) || PyAnySet_CheckExact(self)) {
         if (!tr_safe_type(self))
             return unsupported(s, fn);
-        if (!tr_name_in(nm, ro_methods) && !tr_is_fresh(s, self))
-            return tr_break(s, "side effect: %s.%s on an object from outside the frame "
-                            "(not supported yet)", Py_TYPE(self)->tp_name, nm);
+        if (!tr_name_in(nm, ro_methods) && !tr_is_fresh(s, self)) {
+            /* a list/dict from outside: the call goes to its shadow */
+            char what[128];
+            snprintf(what, sizeof what, "%s.%s", Py_TYPE(self)->tp_name, nm);
+            tr_var sv = {0};
+            sv.v = Py_NewRef(self);
+            if (tr_fx_redirect(s, &sv, what) < 0) {
+                tr_var_clear(&sv);
+                return -1;
+            }
+            PyObject *m = PyObject_GetAttrString(sv.v, nm);
+            tr_var_clear(&sv);
+            if (!m)
+                return tr_break_exc(s, what);
+            int rc = PyCFunction_Check(m) && tr_is_fresh(s, PyCFunction_GET_SELF(m))
+                     ? call_cmethod(s, m, args, nargs, kwnames, out)
+                     : tr_break(s, "side effect: %s (not supported)", what);
+            Py_DECREF(m);
+            return rc;
+        }
         st_fe_src *src = tr_lookup_src(s, self);
         if (PyDict_Check(self) && nargs == 0 &&
             (!strcmp(nm, "keys") || !strcmp(nm, "values") || !strcmp(nm, "items"))) {

@@ -226,14 +226,9 @@ static bool is_mutable_container(PyObject *o)
            PyByteArray_Check(o);
 }
 
-/* A mutation of o is allowed: tensors (traced, written back), fresh objects. */
-static int check_mutation(tr_state *s, PyObject *o, const char *what)
-{
-    if (st_fe_is_tensor(o) || tr_is_fresh(s, o))
-        return 0;
-    return tr_break(s, "side effect: %s on a %s from outside the frame "
-                    "(not supported yet)", what, tr_type_name(o));
-}
+/* Mutations of objects from outside the frame: tr_fx_redirect
+ * (tr_effects.c) lets tensors and fresh objects be, shadows lists and
+ * dicts, and breaks on the rest. */
 
 static void log_stack(tr_state *s, tr_frame *fr, int op, int arg)
 {
@@ -400,6 +395,9 @@ done:
 
 static int load_global(tr_state *s, tr_frame *fr, PyObject *name, tr_var *out)
 {
+    int w = tr_fx_load_global(s, fr, name, out);   /* written in this frame */
+    if (w != 0)
+        return w < 0 ? -1 : 0;
     PyObject *v = PyDict_GetItemWithError(fr->globals, name);
     st_fe_src *src = NULL;
     if (v) {
@@ -684,8 +682,15 @@ int tr_run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
             if (push(s, fr, &v)) return -1;
             break;
         }
-        case OP_STORE_GLOBAL: case OP_DELETE_GLOBAL:
-            return tr_break(s, "side effect: store to global '%s' (not supported yet)",
+        case OP_STORE_GLOBAL: {
+            tr_var val = pop(fr);
+            int rc = tr_fx_store_global(s, fr, PyTuple_GET_ITEM(names, oparg), &val);
+            tr_var_clear(&val);
+            if (rc < 0) return -1;
+            break;
+        }
+        case OP_DELETE_GLOBAL:
+            return tr_break(s, "side effect: delete of global '%s' (not supported yet)",
                             PyUnicode_AsUTF8(PyTuple_GET_ITEM(names, oparg)));
         case OP_LOAD_ATTR: case OP_LOAD_METHOD: {
             int ni = oparg, meth = (op == OP_LOAD_METHOD);
@@ -739,7 +744,7 @@ int tr_run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
                 rc = tr_break(s, "side effect: store to tensor attribute '%s' "
                               "(not supported yet)", PyUnicode_AsUTF8(name));
             else if (!st_fe_is_tensor(obj.v) && !tr_is_fresh(s, obj.v))
-                rc = check_mutation(s, obj.v, "attribute store");
+                rc = tr_fx_store_attr(s, &obj, name, &val);
             else if (!st_fe_is_tensor(obj.v) && !tr_safe_type(obj.v) &&
                      Py_TYPE(obj.v)->tp_setattro != PyObject_GenericSetAttr)
                 rc = tr_break(s, "attribute store on a %s with __setattr__",
@@ -1034,7 +1039,7 @@ int tr_run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
             else
                 rc = check_operands(s, &a, &b, "a binary operator");
             if (!rc && inplace && is_mutable_container(a.v))
-                rc = check_mutation(s, a.v, "in-place operator");
+                rc = tr_fx_redirect(s, &a, "in-place operator");
             if (!rc)
                 r = binop(k % 100, a.v, b.v, inplace);
             if (!rc) {
@@ -1132,7 +1137,7 @@ int tr_run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
             }
             if (op != OP_DELETE_SUBSCR)
                 v = pop(fr);
-            int rc = k.v ? check_mutation(s, o.v, "item store") : tr_break_exc(s, "slice");
+            int rc = k.v ? tr_fx_redirect(s, &o, "item store") : tr_break_exc(s, "slice");
             if (!rc && !st_fe_is_tensor(o.v) && !tr_safe_type(o.v))
                 rc = tr_break(s, "item store on a %s", tr_type_name(o.v));
             if (!rc && st_fe_is_tensor(o.v) && tr_has_tensor(k.v))

@@ -77,7 +77,24 @@ typedef struct {
     st_fe_break *brk;
     PyObject *retval;        /* root frame's return value (owned) */
     int exposed, expose_depth;   /* items of sourced containers read at once */
+    /* side effects on outside objects (tr_effects.c) */
+    PyObject *fx_attr;       /* (id(obj), name) -> (obj, value): attribute overlay */
+    PyObject *fx_glob;       /* (id(globals dict), name) -> value: globals and
+                                Python module attributes overlay */
+    PyObject *fx_shadow;     /* id(original) -> (original, shadow) */
+    PyObject *fx_orig;       /* id(shadow) -> (original, src id) */
+    struct tr_fx *fx;        /* the log, in program order */
+    int nfx, capfx;
+    const char *tmpl_what;   /* templating context for break messages */
 } tr_state;
+
+/* One recorded side effect: obj is the target (SETATTR) or the original
+ * container (LIST/DICT); val the value or the shadow (all owned). */
+typedef struct tr_fx {
+    st_fe_fx_kind kind;
+    st_fe_src *target;
+    PyObject *obj, *name, *val;
+} tr_fx;
 
 #define TR_MAX_STEPS 200000
 #define TR_MAX_DEPTH 48
@@ -114,6 +131,24 @@ static inline PyObject *tr_local_name(PyCodeObject *co, int i)   /* borrowed */
 PyObject *tr_id_key(const void *p);          /* PyLong of an address */
 const void *tr_map_key(PyObject *o);         /* st_tensor* for tensors, else o */
 bool tr_is_plain_const(PyObject *o);         /* never keyed by identity */
+
+/* ---- tr_effects.c: side effects on objects from outside the frame */
+/* STORE_ATTR on a non-fresh object: recorded, seen by later reads. */
+int tr_fx_store_attr(tr_state *s, tr_var *obj, PyObject *name, tr_var *val);
+/* 1: obj.name was written in this frame (out = the value), 0: not. */
+int tr_fx_load_attr(tr_state *s, PyObject *obj, PyObject *name, tr_var *out);
+int tr_fx_store_global(tr_state *s, tr_frame *fr, PyObject *name, tr_var *val);
+int tr_fx_load_global(tr_state *s, tr_frame *fr, PyObject *name, tr_var *out);
+/* Before mutating v->v: tensors and fresh objects stay; a list or dict
+ * from outside is replaced (in v and in every frame) by its shadow, a
+ * fresh copy whose final contents are replayed; anything else breaks. */
+int tr_fx_redirect(tr_state *s, tr_var *v, const char *what);
+PyObject *tr_fx_substitute(tr_state *s, PyObject *o);   /* borrowed shadow or NULL */
+st_fe_src *tr_fx_shadow_src(tr_state *s, PyObject *o);  /* o a shadow: its original's source */
+/* Performs the log for real (the translation's own call); 0 or -1 + exception. */
+int tr_fx_apply(tr_state *s);
+PyObject *tr_fx_unshadow(tr_state *s, PyObject *v, int depth);   /* new ref */
+void tr_fx_clear(tr_state *s);
 
 /* ---- tr_exec.c */
 int tr_exec_init(void);                      /* opcode tables; also tr_calls_init */

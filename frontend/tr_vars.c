@@ -162,9 +162,10 @@ int tr_make_sourced(tr_state *s, tr_var *out, PyObject *v, st_fe_src *src)
             return tr_break_exc(s, "map");
         PyObject *known = PyDict_GetItem(s->srcmap, k);
         if (known && PyLong_AsLong(PyTuple_GET_ITEM(known, 1)) != src->id &&
-            st_fe_is_tensor(v)) {
+            (st_fe_is_tensor(v) || PyList_CheckExact(v) || PyDict_CheckExact(v))) {
             /* one tensor through two sources (f(x, x), tied weights): the
-             * graph reads it once, so both sources must stay this object */
+             * graph reads it once, so both sources must stay this object;
+             * likewise a list/dict (its mutations are replayed once) */
             st_fe_src *old = s->srcs.v[PyLong_AsLong(PyTuple_GET_ITEM(known, 1))];
             if (st_fe_guard_add(&s->guards, ST_G_ID, old, PyTuple_GET_ITEM(known, 0)) < 0 ||
                 st_fe_guard_add(&s->guards, ST_G_ID, src, v) < 0) {
@@ -183,6 +184,13 @@ int tr_make_sourced(tr_state *s, tr_var *out, PyObject *v, st_fe_src *src)
         }
         Py_DECREF(k);
     }
+    PyObject *sh = tr_fx_substitute(s, v);
+    if (sh) {
+        /* a list/dict mutated in this frame: its shadow stands for it */
+        Py_SETREF(out->v, Py_NewRef(sh));
+        out->src = NULL;
+        return 0;
+    }
     if (++s->expose_depth <= 8 && expose_items(s, v, src) < 0) {
         s->expose_depth--;
         return -1;
@@ -194,6 +202,9 @@ int tr_make_sourced(tr_state *s, tr_var *out, PyObject *v, st_fe_src *src)
 void tr_make_value(tr_state *s, tr_var *out, PyObject *v)
 {
     memset(out, 0, sizeof *out);
+    PyObject *sh = tr_fx_substitute(s, v);
+    if (sh)
+        Py_SETREF(v, Py_NewRef(sh));   /* a list/dict mutated in this frame */
     out->v = v;
     if (!v)
         return;

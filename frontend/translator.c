@@ -197,6 +197,13 @@ static int tmpl_of(tr_state *s, PyObject *v, outlist *ol, st_fe_tmpl **out, int 
         return tr_break_exc(s, "return");
     }
     *out = t;
+    st_fe_src *shsrc = tr_fx_shadow_src(s, v);
+    if (shsrc) {
+        /* a list/dict from outside mutated in this frame: the original */
+        t->kind = ST_T_SOURCE;
+        t->src = shsrc;
+        return 0;
+    }
     if (st_fe_is_tensor(v)) {
         st_fe_src *src = tr_lookup_src(s, v);
         if (src) {
@@ -211,6 +218,18 @@ static int tmpl_of(tr_state *s, PyObject *v, outlist *ol, st_fe_tmpl **out, int 
                 return tr_break(s, "out of memory");
             ol->outs = n;
             ol->cap = nc;
+        }
+        if (s->tmpl_what) {
+            /* a side effect's value is replayed as the graph's output: a
+             * tensor of a subclass (a Parameter made in the frame) is not */
+            st_tensor *raw = st_fe_unwrap(v);
+            st_tensor_incref(raw);
+            PyObject *probe = st_fe_wrap(raw);
+            bool same = probe && Py_TYPE(probe) == Py_TYPE(v);
+            Py_XDECREF(probe);
+            if (!same)
+                return tr_break(s, "%s a new %s (a tensor subclass; not supported)",
+                                s->tmpl_what, tr_type_name(v));
         }
         t->kind = ST_T_OUTPUT;
         t->index = ol->nout;
@@ -243,8 +262,14 @@ static int tmpl_of(tr_state *s, PyObject *v, outlist *ol, st_fe_tmpl **out, int 
             PyTuple_SET_ITEM(items, k, Py_NewRef(val));
             k++;
         }
+    } else if (s->tmpl_what && tr_lookup_src(s, v)) {
+        /* a side effect's value read from the frame (a module, a function) */
+        t->kind = ST_T_SOURCE;
+        t->src = tr_lookup_src(s, v);
+        return 0;
     } else {
-        return tr_break(s, "returns a %s", tr_type_name(v));
+        return tr_break(s, "%s a %s", s->tmpl_what ? s->tmpl_what : "returns",
+                        tr_type_name(v));
     }
     if (!items || (t->kind == ST_T_DICT && !t->obj))
         return tr_break_exc(s, "return");
@@ -289,6 +314,37 @@ static int outputs_from_inputs(st_fe_tmpl *t, const st_graph *g, st_fe_entry *e)
     return n + (t->kind == ST_T_OUTPUT);
 }
 
+/* The side-effect log as the entry's records: each value a template
+ * (tensors made by the graph become graph outputs). */
+static int effects_of(tr_state *s, st_fe_entry *e, outlist *ol)
+{
+    if (s->nfx == 0)
+        return 0;
+    e->effects = calloc((size_t)s->nfx, sizeof(st_fe_effect));
+    if (!e->effects)
+        return tr_break(s, "out of memory");
+    s->tmpl_what = "side effect: stores";
+    int rc = 0;
+    for (int i = 0; i < s->nfx && rc == 0; i++) {
+        tr_fx *r = &s->fx[i];
+        st_fe_effect *x = &e->effects[e->neffects++];
+        x->kind = r->kind;
+        x->target = r->target;
+        x->name = Py_XNewRef(r->name);
+        if (r->kind == ST_FX_LIST || r->kind == ST_FX_DICT) {
+            /* the shadow's final contents, as a plain container */
+            PyObject *c = r->kind == ST_FX_LIST ? PyList_GetSlice(r->val, 0, PY_SSIZE_T_MAX)
+                                                : PyDict_Copy(r->val);
+            rc = c ? tmpl_of(s, c, ol, &x->val, 0) : tr_break_exc(s, "side effect");
+            Py_XDECREF(c);
+        } else {
+            rc = tmpl_of(s, r->val, ol, &x->val, 0);
+        }
+    }
+    s->tmpl_what = NULL;
+    return rc;
+}
+
 static st_fe_entry *finish(tr_state *s)
 {
     st_fe_entry *e = calloc(1, sizeof *e);
@@ -302,6 +358,8 @@ static st_fe_entry *finish(tr_state *s)
         return NULL;
     }
     if (tmpl_of(s, s->retval, &ol, &e->ret, 0) < 0)
+        goto fail;
+    if (effects_of(s, e, &ol) < 0)
         goto fail;
     st_graph *g = st_rt_trace_end2(ol.outs, ol.nout, &ins, &nin, &wb_in, &nwb);
     if (!g) {
@@ -350,6 +408,8 @@ static st_fe_entry *finish(tr_state *s)
     for (int k = 0; k < nwb; k++)
         wb_out[k] = ol.nout + k;
     int computed = outputs_from_inputs(e->ret, g, e);
+    for (int k = 0; k < e->neffects; k++)
+        computed += outputs_from_inputs(e->effects[k].val, g, e);
     if (g->nstmts > 0 || nwb > 0 || computed > 0) {
         st_rt_cfn_opts o = {
             .backend = s->opts->backend ? s->opts->backend : "interp",
@@ -471,6 +531,17 @@ st_fe_entry *st_fe_translate(const st_fe_frame *f, const st_fe_options *opts,
     tracing = false;
     if (!e)
         goto broke_ended;
+    if (s->nfx > 0) {
+        /* this call's side effects, performed once, in order; the result
+         * names the originals of shadowed lists/dicts */
+        PyObject *r = tr_fx_apply(s) == 0 ? tr_fx_unshadow(s, s->retval, 0) : NULL;
+        if (!r) {
+            st_fe_entry_free(e);
+            e = NULL;
+            goto error;
+        }
+        Py_SETREF(s->retval, r);
+    }
     /* the entry owns the sources and guards from here */
     e->srcs = s->srcs;
     e->guards = s->guards;
@@ -481,6 +552,17 @@ st_fe_entry *st_fe_translate(const st_fe_frame *f, const st_fe_options *opts,
                 PyUnicode_AsUTF8(f->code->co_qualname),
                 PyUnicode_AsUTF8(f->code->co_filename), f->code->co_firstlineno,
                 e->graph_str ? PyUnicode_AsUTF8(e->graph_str) : "");
+        for (int k = 0; k < e->neffects; k++) {
+            static const char *const kn[] = {"setattr", "global store", "list contents",
+                                             "dict contents"};
+            PyObject *tr = e->effects[k].target ? st_fe_src_repr(e->effects[k].target) : NULL;
+            fprintf(stderr, "[symtrace]   side effect %d: %s %s%s%s\n", k + 1,
+                    kn[e->effects[k].kind], tr ? PyUnicode_AsUTF8(tr) : "G",
+                    e->effects[k].name ? "." : "",
+                    e->effects[k].name ? PyUnicode_AsUTF8(e->effects[k].name) : "");
+            Py_XDECREF(tr);
+            PyErr_Clear();
+        }
         PyObject *d = st_fe_guards_describe(&e->guards);
         Py_ssize_t n = d ? PyList_GET_SIZE(d) : 0;
         for (Py_ssize_t i = 0; i < n; i++)
@@ -520,6 +602,7 @@ cleanup:
     frame_free(fr);
     s->top = NULL;
     Py_XDECREF(s->retval);
+    tr_fx_clear(s);
     /* drop references to fresh objects and the map before the sources go */
     Py_XDECREF(s->srcmap);
     Py_XDECREF(s->fresh);

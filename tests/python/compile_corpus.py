@@ -11,7 +11,8 @@ reason must match, case-insensitive), break_line (the line of this file
 where the break happens: the line marked `# BREAK:<case name>`), llvm
 (in the small llvm subset that SYMTRACE_CORPUS_LLVM=subset runs; by
 default every case runs on llvm), reset (a function run before each call,
-for cases with side effects on outside objects).
+for cases with side effects on outside objects: those are captured, the
+effects recorded and replayed on every call, issue 7).
 
 No torch here: the corpus runs under Python 3.12 too (.venv312 has no
 torch). Every function is ordinary Python against symtrace's API.
@@ -1699,11 +1700,16 @@ def break_if_on_tensor(x):
     return x - 1
 
 
-@case("breaks", X(), brk=r"side|store|mutat|append|effect", reset=_side_reset)
-def break_side_effect_list(x):
+# side effects on outside objects are recorded and replayed (issue 7):
+# captured whole; the reset before each call keeps the guards stable, so
+# the second call replays the effects from the cache entry
+@case("side_effects", X(), reset=_side_reset)
+def side_effect_list_append(x):
     y = x * 2
-    _SIDE.append(len(_SIDE))  # BREAK:break_side_effect_list
-    return y, len(_SIDE)
+    del _SIDE[:]          # the result does not depend on earlier calls
+    _SIDE.append(len(_SIDE))
+    _SIDE.append(y)
+    return y, len(_SIDE), _SIDE[0], list(_SIDE)
 
 
 class _Counter:
@@ -1718,10 +1724,75 @@ def _counter_reset():
     _COUNTER.n = 0
 
 
-@case("breaks", X(), brk=r"side|store|mutat|attr|effect", reset=_counter_reset)
-def break_side_effect_attr(x):
-    _COUNTER.n = _COUNTER.n + 1  # BREAK:break_side_effect_attr
-    return x * _COUNTER.n
+@case("side_effects", X(), reset=_counter_reset)
+def side_effect_attr(x):
+    start = _COUNTER.n
+    _COUNTER.n = _COUNTER.n + 1
+    _COUNTER.t = x * (_COUNTER.n - start)
+    return _COUNTER.t + 1, _COUNTER.n - start
+
+
+_SE_DICT = {"keep": 1}
+
+
+def _se_dict_reset():
+    _SE_DICT.clear()
+    _SE_DICT["keep"] = 1
+
+
+@case("side_effects", X(), reset=_se_dict_reset)
+def side_effect_dict_store(x):
+    for k in [k for k in _SE_DICT if k != "keep"]:
+        del _SE_DICT[k]     # the result does not depend on earlier calls
+    _SE_DICT["y"] = x.relu()
+    _SE_DICT["n"] = len(_SE_DICT)
+    return _SE_DICT["y"] * _SE_DICT["n"], dict(_SE_DICT), "y" in _SE_DICT
+
+
+_SE_G = 0
+
+
+def _se_g_reset():
+    global _SE_G
+    _SE_G = 0
+
+
+@case("side_effects", X(), reset=_se_g_reset)
+def side_effect_global_store(x):
+    global _SE_G
+    start = _SE_G
+    _SE_G = _SE_G + 1
+    return x * (_SE_G - start), _SE_G - start
+
+
+class _SideRecorder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 4)
+
+    def forward(self, x):
+        self.last_in = x
+        self.last_out = self.lin(x).relu()
+        self.last_out = self.last_out * 2     # program order: the second write wins
+        return self.last_out + 1, self.last_in is x
+
+
+add_case("side_effects", "side_effect_module_attrs", _SideRecorder(), X())
+
+
+_BAG = (frozenset([_Counter()]),)
+
+
+def _bag_reset():
+    for c in _BAG[0]:
+        c.n = 0
+
+
+@case("breaks", X(), brk=r"side effect.*no source", reset=_bag_reset)
+def break_side_effect_no_source(x):
+    for c in _BAG[0]:
+        c.n = c.n + 1  # BREAK:break_side_effect_no_source
+    return x * 2
 
 
 @case("breaks", X(), brk=r"tolist|data|numpy")

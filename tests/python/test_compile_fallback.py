@@ -80,12 +80,22 @@ _LOG = []
 
 def with_side_effect(x):
     y = _pre(x)
-    _LOG.append(y.shape)  # MARK-side
+    _LOG.append(y.shape)
     return _post(y)
 
 
+_SEEN = set()
+
+
+def with_set_side_effect(x):
+    y = _pre(x)
+    _SEEN.add(y.shape)  # MARK-side
+    return _post(y)
+
+
+# (a list append is recorded and replayed since issue 7; a set's is not)
 BREAKING = [(with_print, "MARK-print", "print"), (with_item, "MARK-item", "item"),
-            (with_tensor_if, "MARK-if", None), (with_side_effect, "MARK-side", None)]
+            (with_tensor_if, "MARK-if", None), (with_set_side_effect, "MARK-side", "side effect")]
 
 
 @pytest.mark.parametrize("fn,marker,word", BREAKING, ids=[b[0].__name__ for b in BREAKING])
@@ -122,6 +132,18 @@ def test_side_effect_happens_every_call():
     for _ in range(3):
         cf(T(4, 8))
     assert _LOG == [(4, 8)] * 3
+    # captured whole (issue 7): the append is recorded and replayed
+    e = symtrace.explain(with_side_effect, T(4, 8))
+    assert _field(e, "graph_break_count") == 0, [str(b) for b in _field(e, "break_reasons")]
+    assert _LOG == [(4, 8)] * 4
+
+
+def test_set_side_effect_happens_every_call():
+    _SEEN.clear()
+    cf = symtrace.compile(with_set_side_effect, backend="interp")
+    for shape in ((4, 8), (2, 3), (4, 8)):
+        cf(T(*shape))
+    assert _SEEN == {(4, 8), (2, 3)}
 
 
 def test_print_happens_every_call():

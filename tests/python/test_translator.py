@@ -296,26 +296,44 @@ def test_break_if_on_tensor():
     assert r["filename"] == f.__code__.co_filename
 
 
-def test_break_side_effects():
+def test_side_effects_recorded_and_replayed():
+    """Mutations of outside lists and dicts are recorded (issue 7): the
+    translation applies them once at its end, the entry on each run."""
     store = []
     g = {"n": 0}
 
     def f(x):
-        store.append(x)
-        return x
+        store.append(x * 2)
+        return len(store)
 
     def h(x, d):
         d["k"] = x
-        return x
+        return d["n"] + 1
 
     def ok(x):
         mine = []
         mine.append(x)
         return mine[0] + 1
-    brk(f, T(3), reason="side effect")
-    brk(h, T(3), g, reason="side effect", line=lineof(h, 'd["k"] = x'))
+
+    def bad(x, s):
+        s.add(1)
+        return x
+    x = T(3)
+    r = tr(f, x)
+    assert r["ok"] and r["result"] == 1 and len(store) == 1, r["reason"]
+    close(store[0], x * 2)
+    passed, _ = _C._fe_entry_call(r["entry"], f, (T(3, seed=1),))
+    assert not passed and len(store) == 1          # len(store) is guarded
+    store.clear()
+    passed, val = _C._fe_entry_call(r["entry"], f, (T(3, seed=1),))
+    assert passed and val == 1 and len(store) == 1
+    close(store[0], T(3, seed=1) * 2)
+    r = tr(h, x, g)
+    assert r["ok"] and r["result"] == 1 and list(g) == ["n", "k"] and g["k"] is x, r["reason"]
     check(ok, T(3))
-    assert store == [] and g == {"n": 0}
+    s = set()
+    brk(bad, T(3), s, reason="side effect", line=lineof(bad, "s.add(1)"))
+    assert s == set()
 
 
 def test_break_global_store_and_raise():
@@ -326,7 +344,15 @@ def test_break_global_store_and_raise():
 
     def g(x):
         raise ValueError
-    brk(f, T(3), reason="store to global")
+
+    def d(x):
+        global _GLOBAL_X
+        del _GLOBAL_X
+        return x
+    x = T(3)
+    r = tr(f, x)        # recorded and applied (issue 7)
+    assert r["ok"] and r["result"] is x and globals()["_GLOBAL_X"] is x, r["reason"]
+    brk(d, T(3), reason="delete of global")
     brk(g, T(3), reason="raise", line=lineof(g, "raise ValueError"))
 
     ns = {}   # compiled apart: pytest rewrites asserts in this file
@@ -483,9 +509,20 @@ def test_user_object_store_on_fresh_and_external():
 
     def g(x, b):
         b.v = x
+        return b.v + 1
+
+    class Slots:
+        __slots__ = ("v",)
+
+    def h(x, b):
+        b.v = x
         return x
     check(f, T(3))
-    brk(g, T(3), Box(), reason="side effect", line=lineof(g, "b.v = x"))
+    box, x = Box(), T(3)
+    r = tr(g, x, box)   # recorded, applied once at the end (issue 7)
+    assert r["ok"] and box.v is x, r["reason"]
+    close(r["result"], x + 1)
+    brk(h, T(3), Slots(), reason="side effect", line=lineof(h, "b.v = x"))
 
 
 def test_break_reasons_misc():

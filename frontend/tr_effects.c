@@ -1,0 +1,393 @@
+/* frontend/tr_effects.c - side effects on objects that existed before the
+ * frame: attribute stores, global stores, and mutations of outside lists
+ * and dicts. The translation never performs them: attribute and global
+ * stores go to overlays that later reads consult; a list or dict is
+ * replaced on its first mutation by a shadow (a fresh copy, mutated for
+ * real). Each becomes a record in a log, in program order, which the
+ * entry replays after its graph (a list/dict record writes the shadow's
+ * final contents into the original). The translation's own call applies
+ * the log once at its end (tr_fx_apply). */
+#include "tr_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static bool in_generator(tr_state *s)
+{
+    for (tr_frame *fr = s->top; fr; fr = fr->parent)
+        if (fr->is_genexpr)
+            return true;
+    return false;
+}
+
+static int fx_push(tr_state *s, st_fe_fx_kind kind, st_fe_src *target, PyObject *obj,
+                   PyObject *name, PyObject *val)
+{
+    if (s->nfx == s->capfx) {
+        int nc = s->capfx ? 2 * s->capfx : 8;
+        tr_fx *n = realloc(s->fx, sizeof(tr_fx) * (size_t)nc);
+        if (!n)
+            return tr_break(s, "out of memory");
+        s->fx = n;
+        s->capfx = nc;
+    }
+    tr_fx *r = &s->fx[s->nfx++];
+    r->kind = kind;
+    r->target = target;
+    r->obj = Py_XNewRef(obj);
+    r->name = Py_XNewRef(name);
+    r->val = Py_XNewRef(val);
+    return 0;
+}
+
+static int ensure(tr_state *s, PyObject **d)
+{
+    if (!*d && !(*d = PyDict_New()))
+        return tr_break_exc(s, "side effect");
+    return 0;
+}
+
+static int check_value(tr_state *s, tr_var *val, const char *what)
+{
+    if (!val->v || val->it || val->aux != TR_AUX_NONE)
+        return tr_break(s, "side effect: %s stores an iterator or special value "
+                        "(not supported)", what);
+    return 0;
+}
+
+/* ---------------- attributes ---------------- */
+static PyObject *attr_key(PyObject *obj, PyObject *name)
+{
+    PyObject *id = tr_id_key(obj);
+    PyObject *k = id ? PyTuple_Pack(2, id, name) : NULL;
+    Py_XDECREF(id);
+    return k;
+}
+
+/* Globals are keyed by their dict: a store to a Python module's attribute
+ * and a global store in that module's functions are one overlay. */
+static int glob_set(tr_state *s, PyObject *dict, PyObject *name, PyObject *v)
+{
+    if (ensure(s, &s->fx_glob) < 0)
+        return -1;
+    PyObject *k = attr_key(dict, name);
+    int rc = k ? PyDict_SetItem(s->fx_glob, k, v) : -1;
+    Py_XDECREF(k);
+    return rc < 0 ? tr_break_exc(s, "side effect") : 0;
+}
+
+static int glob_get(tr_state *s, PyObject *dict, PyObject *name, tr_var *out)
+{
+    if (!s->fx_glob)
+        return 0;
+    PyObject *k = attr_key(dict, name);
+    if (!k)
+        return tr_break_exc(s, "side effect");
+    PyObject *v = PyDict_GetItem(s->fx_glob, k);
+    Py_DECREF(k);
+    if (!v)
+        return 0;
+    tr_make_value(s, out, Py_NewRef(v));
+    return 1;
+}
+
+int tr_fx_store_attr(tr_state *s, tr_var *obj, PyObject *name, tr_var *val)
+{
+    PyObject *o = obj->v;
+    const char *nm = PyUnicode_AsUTF8(name);
+    if (in_generator(s))
+        return tr_break(s, "side effect: attribute store inside a generator (not supported)");
+    if (check_value(s, val, "attribute store") < 0)
+        return -1;
+    st_fe_src *src = tr_lookup_src(s, o);
+    if (!src)
+        src = obj->src;
+    if (!src)
+        return tr_break(s, "side effect: attribute store '%s' on a %s from outside the "
+                        "frame that has no source (cannot be replayed)", nm, tr_type_name(o));
+    PyTypeObject *t = Py_TYPE(o);
+    bool is_mod = tr_is_symtrace_module(o);
+    if (!is_mod && !PyModule_Check(o) && t->tp_setattro != PyObject_GenericSetAttr)
+        return tr_break(s, "side effect: attribute store on a %s with __setattr__ "
+                        "(not supported)", t->tp_name);
+    PyObject *descr = PyModule_Check(o) ? NULL : tr_mro_lookup(t, name, NULL);
+    if (descr && Py_TYPE(descr)->tp_descr_set)
+        return tr_break(s, "side effect: attribute store '%s' through a descriptor of %s "
+                        "(not supported)", nm, t->tp_name);
+    if (is_mod && (nm[0] == '_' && (!strcmp(nm, "_parameters") || !strcmp(nm, "_buffers") ||
+                                    !strcmp(nm, "_modules") || !strcmp(nm, "training"))))
+        return tr_break(s, "side effect: store to Module.%s (not supported)", nm);
+    if (PyModule_Check(o)) {
+        PyObject *d = PyModule_GetDict(o);
+        if (!d || glob_set(s, d, name, val->v) < 0)
+            return d ? -1 : tr_break_exc(s, "side effect");
+        return fx_push(s, ST_FX_SETATTR, src, o, name, val->v);
+    }
+    if (ensure(s, &s->fx_attr) < 0)
+        return -1;
+    PyObject *k = attr_key(o, name);
+    PyObject *e = k ? PyTuple_Pack(2, o, val->v) : NULL;
+    int rc = e ? PyDict_SetItem(s->fx_attr, k, e) : -1;
+    Py_XDECREF(k);
+    Py_XDECREF(e);
+    if (rc < 0)
+        return tr_break_exc(s, "side effect");
+    return fx_push(s, ST_FX_SETATTR, src, o, name, val->v);
+}
+
+int tr_fx_load_attr(tr_state *s, PyObject *obj, PyObject *name, tr_var *out)
+{
+    if (obj && PyModule_Check(obj)) {
+        PyObject *d = PyModule_GetDict(obj);
+        return d ? glob_get(s, d, name, out) : 0;
+    }
+    if (!s->fx_attr || !obj)
+        return 0;
+    PyObject *k = attr_key(obj, name);
+    if (!k)
+        return tr_break_exc(s, "side effect");
+    PyObject *e = PyDict_GetItem(s->fx_attr, k);
+    Py_DECREF(k);
+    if (!e) {
+        /* the dicts the stores would have gone to are stale while the
+         * stores are pending */
+        const char *nm = PyUnicode_AsUTF8(name);
+        if (nm && (!strcmp(nm, "__dict__") || !strcmp(nm, "_parameters") ||
+                   !strcmp(nm, "_buffers") || !strcmp(nm, "_modules"))) {
+            PyObject *key, *val;
+            Py_ssize_t pos = 0;
+            while (PyDict_Next(s->fx_attr, &pos, &key, &val))
+                if (PyTuple_GET_ITEM(val, 0) == obj)
+                    return tr_break(s, "side effect: reads %s of a %s after an attribute "
+                                    "store in the frame (not supported)", nm, tr_type_name(obj));
+        }
+        return 0;
+    }
+    tr_make_value(s, out, Py_NewRef(PyTuple_GET_ITEM(e, 1)));
+    return 1;
+}
+
+/* ---------------- globals ---------------- */
+int tr_fx_store_global(tr_state *s, tr_frame *fr, PyObject *name, tr_var *val)
+{
+    if (fr->globals != s->f->globals)
+        return tr_break(s, "side effect: store to global '%s' of another module "
+                        "(not supported)", PyUnicode_AsUTF8(name));
+    if (in_generator(s))
+        return tr_break(s, "side effect: global store inside a generator (not supported)");
+    if (check_value(s, val, "global store") < 0 || glob_set(s, fr->globals, name, val->v) < 0)
+        return -1;
+    return fx_push(s, ST_FX_GLOBAL, NULL, NULL, name, val->v);
+}
+
+int tr_fx_load_global(tr_state *s, tr_frame *fr, PyObject *name, tr_var *out)
+{
+    return glob_get(s, fr->globals, name, out);
+}
+
+/* ---------------- shadows of lists and dicts ---------------- */
+PyObject *tr_fx_substitute(tr_state *s, PyObject *o)
+{
+    if (!s->fx_shadow || !o || tr_is_plain_const(o) || st_fe_is_tensor(o))
+        return NULL;
+    PyObject *k = tr_id_key(o);
+    PyObject *e = k ? PyDict_GetItem(s->fx_shadow, k) : NULL;
+    Py_XDECREF(k);
+    PyErr_Clear();
+    return e ? PyTuple_GET_ITEM(e, 1) : NULL;
+}
+
+static PyObject *orig_entry(tr_state *s, PyObject *o)
+{
+    if (!s->fx_orig || !o || !(PyList_CheckExact(o) || PyDict_CheckExact(o)))
+        return NULL;
+    PyObject *k = tr_id_key(o);
+    PyObject *e = k ? PyDict_GetItem(s->fx_orig, k) : NULL;
+    Py_XDECREF(k);
+    PyErr_Clear();
+    return e;
+}
+
+st_fe_src *tr_fx_shadow_src(tr_state *s, PyObject *o)
+{
+    PyObject *e = orig_entry(s, o);
+    if (!e)
+        return NULL;
+    long id = PyLong_AsLong(PyTuple_GET_ITEM(e, 1));
+    return (id >= 0 && id < s->srcs.n) ? s->srcs.v[id] : NULL;
+}
+
+/* every slot (and unrolled iterator's item) holding o now holds sh */
+static void replace_in(tr_var *v, int n, PyObject *o, PyObject *sh, int depth)
+{
+    for (int i = 0; i < n; i++) {
+        if (v[i].it && depth < 8)
+            replace_in(v[i].it->items, v[i].it->n, o, sh, depth + 1);
+        if (v[i].v == o && !v[i].it && v[i].aux == TR_AUX_NONE) {
+            Py_SETREF(v[i].v, Py_NewRef(sh));
+            v[i].src = NULL;
+        }
+    }
+}
+
+static bool is_attr_dict_src(const st_fe_src *src)
+{
+    if (src->kind == ST_SRC_MODPART)
+        return true;
+    if (src->kind != ST_SRC_ATTR)
+        return false;
+    const char *nm = PyUnicode_AsUTF8(src->name);
+    return nm && (!strcmp(nm, "__dict__") || !strcmp(nm, "_parameters") ||
+                  !strcmp(nm, "_buffers") || !strcmp(nm, "_modules") ||
+                  !strcmp(nm, "__globals__"));
+}
+
+int tr_fx_redirect(tr_state *s, tr_var *v, const char *what)
+{
+    PyObject *o = v->v;
+    if (!o || st_fe_is_tensor(o) || tr_is_fresh(s, o))
+        return 0;
+    if (!PyList_CheckExact(o) && !PyDict_CheckExact(o))
+        return tr_break(s, "side effect: %s on a %s from outside the frame "
+                        "(not supported)", what, tr_type_name(o));
+    if (in_generator(s))
+        return tr_break(s, "side effect: %s inside a generator (not supported)", what);
+    PyObject *sh = tr_fx_substitute(s, o);
+    if (!sh) {
+        st_fe_src *src = tr_lookup_src(s, o);
+        if (!src)
+            return tr_break(s, "side effect: %s on a %s from outside the frame that has "
+                            "no source (cannot be replayed)", what, tr_type_name(o));
+        if (is_attr_dict_src(src))
+            return tr_break(s, "side effect: %s on an attribute dict (not supported)", what);
+        if (ensure(s, &s->fx_shadow) < 0 || ensure(s, &s->fx_orig) < 0)
+            return -1;
+        sh = PyList_CheckExact(o) ? PyList_GetSlice(o, 0, PY_SSIZE_T_MAX) : PyDict_Copy(o);
+        PyObject *ko = tr_id_key(o), *ks = tr_id_key(sh);
+        PyObject *eo = sh ? PyTuple_Pack(2, o, sh) : NULL;
+        PyObject *es = sh ? Py_BuildValue("(Oi)", o, src->id) : NULL;
+        int rc = (ko && ks && eo && es && PyDict_SetItem(s->fx_shadow, ko, eo) == 0 &&
+                  PyDict_SetItem(s->fx_orig, ks, es) == 0 && tr_mark_fresh(s, sh) == 0) ? 0 : -1;
+        Py_XDECREF(ko);
+        Py_XDECREF(ks);
+        Py_XDECREF(eo);
+        Py_XDECREF(es);
+        if (rc == 0)
+            rc = fx_push(s, PyList_CheckExact(o) ? ST_FX_LIST : ST_FX_DICT, src, o, NULL, sh);
+        else
+            rc = tr_break_exc(s, "side effect");
+        Py_XDECREF(sh);   /* the maps hold it */
+        if (rc < 0)
+            return -1;
+        sh = tr_fx_substitute(s, o);
+        for (tr_frame *fr = s->top; fr; fr = fr->parent) {
+            replace_in(fr->locals, fr->nlocals, o, sh, 0);
+            replace_in(fr->stack, fr->sp, o, sh, 0);
+            replace_in(fr->yielded, fr->nyielded, o, sh, 0);
+        }
+    }
+    Py_SETREF(v->v, Py_NewRef(sh));
+    v->src = NULL;
+    return 0;
+}
+
+/* ---------------- applying the log (the translation's call) ---------------- */
+PyObject *tr_fx_unshadow(tr_state *s, PyObject *v, int depth)
+{
+    PyObject *e = orig_entry(s, v);
+    if (e)
+        return Py_NewRef(PyTuple_GET_ITEM(e, 0));
+    if (!s->fx_orig || depth > 32 ||
+        !(PyTuple_CheckExact(v) || PyList_CheckExact(v) || PyDict_CheckExact(v)))
+        return Py_NewRef(v);
+    if (PyDict_CheckExact(v)) {
+        PyObject *d = PyDict_New(), *key, *val;
+        Py_ssize_t pos = 0;
+        bool changed = false;
+        while (d && PyDict_Next(v, &pos, &key, &val)) {
+            PyObject *u = tr_fx_unshadow(s, val, depth + 1);
+            changed |= (u != val);
+            if (!u || PyDict_SetItem(d, key, u) < 0)
+                Py_CLEAR(d);
+            Py_XDECREF(u);
+            if (!d)
+                return NULL;
+        }
+        if (d && !changed)
+            Py_SETREF(d, Py_NewRef(v));
+        return d;
+    }
+    PyObject *items = PySequence_Tuple(v);
+    if (!items)
+        return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(items);
+    PyObject *c = PyList_CheckExact(v) ? PyList_New(n) : PyTuple_New(n);
+    bool changed = false;
+    for (Py_ssize_t i = 0; c && i < n; i++) {
+        PyObject *it = PyTuple_GET_ITEM(items, i), *u = tr_fx_unshadow(s, it, depth + 1);
+        if (!u) {
+            Py_CLEAR(c);
+            break;
+        }
+        changed |= (u != it);
+        if (PyList_CheckExact(v)) PyList_SET_ITEM(c, i, u);
+        else PyTuple_SET_ITEM(c, i, u);
+    }
+    Py_DECREF(items);
+    if (c && !changed)
+        Py_SETREF(c, Py_NewRef(v));
+    return c;
+}
+
+/* the shadow's contents with shadows inside replaced: a plain list/dict */
+static PyObject *contents_of(tr_state *s, PyObject *sh)
+{
+    PyObject *copy = PyList_CheckExact(sh) ? PyList_GetSlice(sh, 0, PY_SSIZE_T_MAX)
+                                           : PyDict_Copy(sh);
+    if (!copy)
+        return NULL;
+    PyObject *u = tr_fx_unshadow(s, copy, 0);
+    Py_DECREF(copy);
+    return u;
+}
+
+int tr_fx_apply(tr_state *s)
+{
+    for (int i = 0; i < s->nfx; i++) {
+        tr_fx *r = &s->fx[i];
+        PyObject *v = (r->kind == ST_FX_LIST || r->kind == ST_FX_DICT)
+                      ? contents_of(s, r->val) : tr_fx_unshadow(s, r->val, 0);
+        int rc = -1;
+        if (!v)
+            return -1;
+        switch (r->kind) {
+        case ST_FX_SETATTR: rc = PyObject_SetAttr(r->obj, r->name, v); break;
+        case ST_FX_GLOBAL: rc = PyDict_SetItem(s->f->globals, r->name, v); break;
+        case ST_FX_LIST: rc = PyList_SetSlice(r->obj, 0, PY_SSIZE_T_MAX, v); break;
+        case ST_FX_DICT:
+            PyDict_Clear(r->obj);
+            rc = PyDict_Update(r->obj, v);
+            break;
+        }
+        Py_DECREF(v);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
+void tr_fx_clear(tr_state *s)
+{
+    for (int i = 0; i < s->nfx; i++) {
+        Py_XDECREF(s->fx[i].obj);
+        Py_XDECREF(s->fx[i].name);
+        Py_XDECREF(s->fx[i].val);
+    }
+    free(s->fx);
+    s->fx = NULL;
+    s->nfx = s->capfx = 0;
+    Py_CLEAR(s->fx_attr);
+    Py_CLEAR(s->fx_glob);
+    Py_CLEAR(s->fx_shadow);
+    Py_CLEAR(s->fx_orig);
+}
