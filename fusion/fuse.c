@@ -1225,6 +1225,10 @@ st_kprog *st_fuse_lower(const st_graph *g, const st_fuse_options *opt)
     }
     st_kprog *p = opt->fusion ? lower_fused(dg, opt)
                               : st_fuse_lower_unfused(dg);
+    if (p && st_fuse_unravel_reshapes(p) != ST_OK) {
+        st_kprog_free(p);
+        return NULL;
+    }
     if (p)
         dump(g, p);
     return p;

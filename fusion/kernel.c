@@ -263,7 +263,10 @@ char *st_kernel_print(const st_kernel *k)
                   kb->is_out ? "out" : "in", dt_name(kb->dtype), kb->value);
         for (int d = 0; d < k->rank && d < ST_MAX_DIMS; d++)
             sb_printf(&b, "%s%d", d ? ", " : "", kb->dimmap[d]);
-        sb_printf(&b, "]%s\n", kb->contiguous ? " contiguous" : " strided");
+        sb_printf(&b, "]%s", kb->contiguous ? " contiguous" : " strided");
+        if (kb->unravel > 0)
+            sb_printf(&b, " unravel %d (as value %d)", kb->unravel, kb->view_value);
+        sb_printf(&b, "\n");
     }
     for (int i = 0; i < k->nnodes; i++)
         print_node(&b, k, i);
@@ -353,6 +356,7 @@ uint64_t st_kernel_hash(const st_kernel *k)
         for (int d = 0; d < rank; d++)
             hw(&h, b->dimmap[d]);
         hw(&h, b->contiguous);
+        hw(&h, b->unravel);
     }
     hw(&h, k->nnodes);
     for (int i = 0; i < k->nnodes; i++) {
@@ -465,9 +469,24 @@ st_status st_kernel_verify(const st_kernel *k, int idx, const char *who)
         BAD("%d stores", k->nstores);
     if (k->nnodes < 0 || (k->nnodes > 0 && !k->nodes))
         BAD("no nodes");
-    for (int i = 0; i < k->nbufs; i++)
+    for (int i = 0; i < k->nbufs; i++) {
         if (!dtype_ok(k->bufs[i].dtype))
             BAD("buffer %d has a bad dtype", i);
+        int u = k->bufs[i].unravel;
+        if (u < 0 || u > ST_MAX_DIMS)
+            BAD("buffer %d unravels %d dims", i, u);
+        if (u > 0 && (k->bufs[i].is_out ||
+                      (k->kind != ST_K_ELEMENTWISE && k->kind != ST_K_REDUCE)))
+            BAD("buffer %d: an unravel load must be an input of an "
+                "elementwise or reduce kernel", i);
+        for (int n = 0; u > 0 && n < k->nnodes; n++)
+            if (k->nodes[n].kind == ST_KN_LOAD && k->nodes[n].buf == i &&
+                k->nodes[n].idx_dim >= 0)
+                BAD("buffer %d: an unravel load cannot be indexed", i);
+        for (int q = 0; u > 0 && q < k->nstores && q < ST_K_MAX_STORES; q++)
+            if (k->stores[q].buf == i)
+                BAD("buffer %d: an unravel buffer cannot be stored to", i);
+    }
     for (int i = 0; i < k->nparams; i++)
         if (!dtype_ok(k->param_dtype[i]))
             BAD("param %d has a bad dtype", i);

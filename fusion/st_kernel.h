@@ -66,6 +66,20 @@ typedef struct {
      * size broadcasts (the runtime gives it stride 0). */
     int dimmap[ST_MAX_DIMS];
     bool contiguous;  /* layout the kernel was specialized for */
+    /* unravel > 0: an unravel load (a reshape of a strided view read
+     * without a copy). The buffer is bound to `value`, the reshape's
+     * source (a strided tensor of rank unravel); the kernel reads the
+     * reshape's result, graph value view_value, which has no tensor of
+     * its own. dimmap maps iteration dims to dims of view_value, and the
+     * launch strides[] are view_value's contiguous strides (so the offset
+     * of a point is its linear index in view_value, broadcast dims 0);
+     * the load address is that linear index unraveled with div/mod over
+     * ushape[] (innermost dim last) and dotted with ustrides[], the
+     * source's sizes and strides (st_kernel_unravel_args). Loads only:
+     * never an output, never indexed (gather/scatter), never operand A or
+     * B of a matmul. 0: a plain strided buffer (view_value unused). */
+    int unravel;
+    int view_value;
 } st_kbuf;
 
 enum {
@@ -141,6 +155,8 @@ typedef struct {
     char *data;                     /* first element (storage offset applied) */
     int64_t strides[ST_MAX_DIMS];   /* per iteration dim, in elements */
     int64_t idx_size, idx_stride;   /* indexed LOAD: size/stride of idx_dim */
+    /* unravel load: the source's sizes and strides (st_kbuf.unravel) */
+    int64_t ushape[ST_MAX_DIMS], ustrides[ST_MAX_DIMS];
 } st_karg_buf;
 
 typedef union { double f; int64_t i; } st_kparam;
@@ -227,6 +243,31 @@ void st_kernel_clear(st_kernel *k);        /* frees nodes */
 int st_kernel_node(st_kernel *k, const st_knode *n); /* appends; returns index */
 int st_kernel_add_buf(st_kernel *k, int value, st_dtype dt, bool is_out,
                       const int *dimmap);
+/* Launch arguments of unravel buffer kb (kb->unravel > 0) of a kernel of
+ * rank `rank`: strides[] from view (the meta of kb->view_value, as it is
+ * for this call), ushape/ustrides from the source tensor (src_ndim ==
+ * kb->unravel dims). */
+void st_kernel_unravel_args(const st_kbuf *kb, int rank, const st_meta *view,
+                            const int64_t *src_shape, const int64_t *src_strides,
+                            st_karg_buf *ab);
+/* Offset of linear index lin of an unravel buffer (ndim source dims). */
+static inline int64_t st_kernel_unravel_off(int64_t lin, int ndim,
+                                            const int64_t *ushape,
+                                            const int64_t *ustrides)
+{
+    int64_t off = 0;
+    for (int j = ndim - 1; j >= 0; j--) {
+        int64_t s = ushape[j] > 0 ? ushape[j] : 1;
+        off += (lin % s) * ustrides[j];
+        lin /= s;
+    }
+    return off;
+}
+/* Reshapes of non-contiguous views become unravel loads (unravel.c): in
+ * every kernel but views, a load of the result of such a reshape reads
+ * its source directly; a view step left with no reader is dropped. Runs
+ * on every lowered program (fused or not). */
+st_status st_fuse_unravel_reshapes(st_kprog *p);
 /* Checks a kernel's structure (counts, dtypes, node operands defined
  * before use, reductions and phases consistent), so a malformed kernel
  * is an error at compile time, never a crash; `who` prefixes the message

@@ -4,7 +4,8 @@
  * run before grouping when fusion is on; the result computes the same
  * values with the same ops (bit for bit), only where views sit changes:
  *
- *  - push: a view V (permute, expand, slice, unsqueeze, squeeze) of
+ *  - push: a view V (permute, expand, slice, unsqueeze, squeeze, and a
+ *    reshape that is not pulled, see below) of
  *    u = ew(a, b, ...), u read by V only,
  *    becomes ew(V'(a), V'(b), ...): the view moves onto the operands
  *    (each first unsqueezed to u's rank, and V adapted to a broadcast
@@ -13,6 +14,10 @@
  *    views must end on inputs or views' results, where they are strides
  *    of the kernel's loads (never on a result fusion would keep in a
  *    register: the push would then split a group, not join one).
+ *    A reshape moves only onto operands of u's very shape, and only
+ *    through statements with one operand that is not 0-d (so it holds
+ *    at any sizes); a reshape that then lands on a strided view is an
+ *    unravel load (unravel.c), one on an input a free view.
  *  - pull: a reshape of an elementwise result that an elementwise
  *    statement reads with scalar other operands, y = ew(reshape(u), s),
  *    becomes reshape(ew(u, s)): computed in u's space (joining u's group),
@@ -60,7 +65,8 @@ typedef struct {
 static bool is_ew(const st_stmt *s)
 {
     st_op_kind k = st_op(s->op)->kind;
-    return (k == ST_OPK_UNARY || k == ST_OPK_BINARY || k == ST_OPK_TERNARY) &&
+    return (k == ST_OPK_UNARY || k == ST_OPK_BINARY || k == ST_OPK_TERNARY ||
+            k == ST_OPK_COPY) &&
            s->nout == 1;
 }
 
@@ -96,7 +102,15 @@ static bool infer1(st_op_id op, const st_meta *in, const st_attrs *a,
 static bool pushable_op(st_op_id op)
 {
     return op == ST_OP_PERMUTE || op == ST_OP_EXPAND || op == ST_OP_SLICE ||
-           op == ST_OP_UNSQUEEZE || op == ST_OP_SQUEEZE;
+           op == ST_OP_UNSQUEEZE || op == ST_OP_SQUEEZE || op == ST_OP_RESHAPE;
+}
+
+static bool has_reshape(const chain_t *ch)
+{
+    for (int i = 0; i < ch->n; i++)
+        if (ch->v[i].op == ST_OP_RESHAPE)
+            return true;
+    return false;
 }
 
 /* The chain to apply to operand of meta am so that, broadcast, it gives
@@ -125,6 +139,12 @@ static bool adapt(const chain_t *ch, const st_meta *am, const st_meta *um,
         case ST_OP_PERMUTE:
         case ST_OP_UNSQUEEZE:
         case ST_OP_EXPAND:
+            break;
+        case ST_OP_RESHAPE:
+            /* only an operand of u's very shape reshapes as u does */
+            if (ca.ndim != cu.ndim ||
+                memcmp(ca.shape, cu.shape, sizeof(int64_t) * (size_t)cu.ndim))
+                return false;
             break;
         case ST_OP_SLICE: {
             int64_t d = w.a.i[0];
@@ -218,6 +238,7 @@ static bool compose(const vctx *c, int a, const chain_t *ch, chain_t *out)
 }
 
 static bool plan_operand(vctx *c, const chain_t *sub, int a, bool mark);
+static bool pullable(vctx *c, int v);
 
 /* Whether chain ch pushes into elementwise statement s: every operand has
  * an adapted chain and ends on leaves (recursively through deferrable
@@ -226,6 +247,17 @@ static bool plan_push(vctx *c, const chain_t *ch, const st_stmt *s, bool mark)
 {
     const st_graph *g = c->g;
     const st_meta *um = &g->values[s->out[0]].meta;
+    if (has_reshape(ch)) {
+        /* a reshape moves only through a statement with one operand that
+         * is not 0-d: u then has that operand's shape at any sizes (with
+         * two, one could broadcast in a later call, and its reshape would
+         * no longer hold) */
+        int n = 0;
+        for (int i = 0; i < s->nin; i++)
+            n += g->values[s->in[i]].meta.ndim != 0;
+        if (n > 1)
+            return false;
+    }
     for (int i = 0; i < s->nin; i++) {
         int a = s->in[i];
         chain_t sub;
@@ -515,6 +547,10 @@ st_graph *st_fuse_fold_views(const st_graph *g)
         const st_stmt *s = &g->stmts[si];
         if (st_op(s->op)->kind != ST_OPK_VIEW || !pushable_op(s->op) ||
             s->nout != 1 || c.deferred[s->out[0]])
+            continue;
+        /* a reshape read only with scalars is pulled instead (no index
+         * arithmetic at all) */
+        if (s->op == ST_OP_RESHAPE && pullable(&c, s->out[0]))
             continue;
         int u = s->in[0];
         chain_t ch = {1, {{s->op, s->attrs}}};

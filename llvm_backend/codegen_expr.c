@@ -386,7 +386,18 @@ static LLVMValueRef emit_load(st_llvm_cg *cg, const st_knode *n)
     int b = n->buf;
     st_dtype bdt = k->bufs[b].dtype;
     LLVMValueRef off = cg->off[b];
-    if (n->idx_dim >= 0) {
+    if (k->bufs[b].unravel > 0 && !cg->uplain) {
+        /* off is the linear index in the reshaped value: unravel it over
+         * the source's sizes, dot with its strides */
+        LLVMValueRef q = off, o = st_llvm_i64c(cg, 0);
+        for (int j = k->bufs[b].unravel - 1; j >= 0; j--) {
+            LLVMValueRef c = j > 0 ? LLVMBuildURem(cg->B, q, cg->ushape[b][j], "") : q;
+            o = LLVMBuildAdd(cg->B, o, LLVMBuildMul(cg->B, c, cg->ustride[b][j], ""), "");
+            if (j > 0)
+                q = LLVMBuildUDiv(cg->B, q, cg->ushape[b][j], "");
+        }
+        off = o;
+    } else if (n->idx_dim >= 0) {
         LLVMValueRef x = st_llvm_as_i(cg, st_llvm_node(cg, n->a),
                                       k->nodes[n->a].dtype);
         LLVMValueRef bad = LLVMBuildOr(cg->B,

@@ -5,6 +5,9 @@
  *   product read from `extra`): linear points [lo, hi) walked row by row;
  *   the inner loop has a fast path, chosen at run time, where every buffer
  *   moves with stride 1 (or statically 0) so the loop vectorizer can work.
+ *   With unravel loads (st_kbuf.unravel) a row is cut into segments that
+ *   stay within a run of each source's innermost dim (emit_segments):
+ *   one div/mod walk per segment, not per point.
  * - REDUCE: outer points [lo, hi); per point each reduction is a pass over
  *   the row (trailing nred dims) accumulating in double (float64 sources;
  *   sums of float32/float16/bfloat16 in float vector lanes per chunk of
@@ -87,6 +90,12 @@ static void hoist(st_llvm_cg *cg, int rank)
                                                  8 * (size_t)d, cg->i64);
         cg->idx_size[b] = st_llvm_arg_field(cg, bo + offsetof(st_karg_buf, idx_size), cg->i64);
         cg->idx_stride[b] = st_llvm_arg_field(cg, bo + offsetof(st_karg_buf, idx_stride), cg->i64);
+        for (int j = 0; j < k->bufs[b].unravel && j < ST_MAX_DIMS; j++) {
+            cg->ushape[b][j] = st_llvm_arg_field(cg, bo + offsetof(st_karg_buf, ushape) +
+                                                 8 * (size_t)j, cg->i64);
+            cg->ustride[b][j] = st_llvm_arg_field(cg, bo + offsetof(st_karg_buf, ustrides) +
+                                                  8 * (size_t)j, cg->i64);
+        }
     }
 }
 
@@ -124,6 +133,104 @@ static LLVMValueRef fast_test(st_llvm_cg *cg, int d)
 }
 
 /* ---- ELEMENTWISE and MATMUL epilogue ---- */
+
+static bool has_unravel(const st_kernel *k)
+{
+    for (int b = 0; b < k->nbufs; b++)
+        if (k->bufs[b].unravel > 0)
+            return true;
+    return false;
+}
+
+/* Source offset of linear index q of unravel buffer b (the full div/mod
+ * walk over its source's dims). */
+static LLVMValueRef unravel_at(st_llvm_cg *cg, int b, LLVMValueRef q)
+{
+    LLVMValueRef o = I64(0);
+    for (int j = cg->k->bufs[b].unravel - 1; j >= 0; j--) {
+        LLVMValueRef c = j > 0 ? LLVMBuildURem(cg->B, q, cg->ushape[b][j], "") : q;
+        o = LLVMBuildAdd(cg->B, o, LLVMBuildMul(cg->B, c, cg->ustride[b][j], ""), "");
+        if (j > 0)
+            q = LLVMBuildUDiv(cg->B, q, cg->ushape[b][j], "");
+    }
+    return o;
+}
+
+/* Run-time test of the segmented path: along the row, every unravel
+ * buffer's linear index moves by 1 or stays (stride 0). */
+static LLVMValueRef segment_test(st_llvm_cg *cg, int in)
+{
+    LLVMValueRef t = LLVMConstInt(cg->i1, 1, 0);
+    for (int b = 0; b < cg->k->nbufs; b++) {
+        if (cg->k->bufs[b].unravel <= 0)
+            continue;
+        LLVMValueRef s = cg->stride[b][in];
+        t = LLVMBuildAnd(cg->B, t, LLVMBuildOr(cg->B,
+                LLVMBuildICmp(cg->B, LLVMIntEQ, s, I64(0), ""),
+                LLVMBuildICmp(cg->B, LLVMIntEQ, s, I64(1), ""), ""), "");
+    }
+    return t;
+}
+
+/* A row [j0, j0 + cnt) of a kernel with unravel loads (segment_test
+ * true), cut into segments inside which each unravel buffer of stride 1
+ * stays within one run of its source's innermost dim: its offset is then
+ * the segment start's, unraveled once, plus the position times the
+ * innermost source stride (a plain strided access the loop vectorizer
+ * can work on); one of stride 0 is unraveled once per segment. */
+static void point_body(st_llvm_cg *cg, bool mm);
+static void emit_segments(st_llvm_cg *cg, int rank, const LLVMValueRef *base,
+                          LLVMValueRef j0, LLVMValueRef cnt, LLVMValueRef pv,
+                          const LLVMValueRef *outer_coord, bool mm)
+{
+    const st_kernel *k = cg->k;
+    LLVMBuilderRef B = cg->B;
+    int in = rank - 1;
+    LLVMValueRef svar = entry_alloca(cg, cg->i64);
+    LLVMBuildStore(B, I64(0), svar);
+    LLVMBasicBlockRef cond = bb(cg, "segs"), body = bb(cg, "seg"), done = bb(cg, "segs_done");
+    LLVMBuildBr(B, cond);
+    LLVMPositionBuilderAtEnd(B, cond);
+    LLVMValueRef s0 = LLVMBuildLoad2(B, cg->i64, svar, "s");
+    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, s0, cnt, ""), body, done);
+    LLVMPositionBuilderAtEnd(B, body);
+    LLVMValueRef seg = LLVMBuildSub(B, cnt, s0, "");
+    LLVMValueRef segoff[ST_K_MAX_BUFS] = {0};
+    for (int b = 0; b < k->nbufs; b++) {
+        int n = k->bufs[b].unravel;
+        if (n <= 0)
+            continue;
+        LLVMValueRef st = cg->stride[b][in];
+        LLVMValueRef L = LLVMBuildAdd(B, base[b], LLVMBuildMul(B, s0, st, ""), "");
+        LLVMValueRef last = cg->ushape[b][n - 1];
+        LLVMValueRef rem = LLVMBuildSub(B, last, LLVMBuildURem(B, L, last, ""), "");
+        LLVMValueRef lim = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntEQ, st, I64(1), ""),
+                                        LLVMBuildICmp(B, LLVMIntSLT, rem, seg, ""), "");
+        seg = LLVMBuildSelect(B, lim, rem, seg, "");
+        segoff[b] = unravel_at(cg, b, L);
+    }
+    loop_t Lp;
+    LLVMValueRef jj = loop_begin(cg, &Lp, I64(0), seg);
+    LLVMValueRef j = LLVMBuildNSWAdd(B, s0, jj, "");
+    memcpy(cg->coord, outer_coord, sizeof(LLVMValueRef) * ST_MAX_DIMS);
+    for (int b = 0; b < k->nbufs; b++) {
+        int n = k->bufs[b].unravel;
+        if (n > 0) /* stride 1: along the innermost source dim; 0: fixed */
+            cg->off[b] = LLVMBuildAdd(B, segoff[b], LLVMBuildMul(B,
+                LLVMBuildMul(B, jj, cg->stride[b][in], ""), cg->ustride[b][n - 1], ""), "");
+        else
+            cg->off[b] = LLVMBuildAdd(B, base[b], LLVMBuildMul(B, j, cg->stride[b][in], ""), "");
+    }
+    cg->coord[in] = LLVMBuildNSWAdd(B, j0, j, "");
+    cg->lin = LLVMBuildNSWAdd(B, pv, j, "");
+    cg->uplain = true;
+    point_body(cg, mm);
+    cg->uplain = false;
+    loop_end(cg, &Lp);
+    LLVMBuildStore(B, LLVMBuildNSWAdd(B, s0, seg, ""), svar);
+    LLVMBuildBr(B, cond);
+    LLVMPositionBuilderAtEnd(B, done);
+}
 
 static void point_body(st_llvm_cg *cg, bool mm)
 {
@@ -184,6 +291,16 @@ static void emit_pointwise(st_llvm_cg *cg, int rank, bool mm)
     LLVMValueRef outer_coord[ST_MAX_DIMS];
     memcpy(outer_coord, cg->coord, sizeof outer_coord);
     LLVMBasicBlockRef fb = bb(cg, "fast"), sb = bb(cg, "strided"), join = bb(cg, "join");
+    if (rank > 0 && has_unravel(k)) {
+        /* unravel loads: segments of the row when their indices move by
+         * 0 or 1 along it, else the paths below (unravel per point) */
+        LLVMBasicBlockRef segb = bb(cg, "segmented"), other = bb(cg, "per_point");
+        LLVMBuildCondBr(B, segment_test(cg, in), segb, other);
+        LLVMPositionBuilderAtEnd(B, segb);
+        emit_segments(cg, rank, base, j0, cnt, pv, outer_coord, mm);
+        LLVMBuildBr(B, join);
+        LLVMPositionBuilderAtEnd(B, other);
+    }
     LLVMBuildCondBr(B, fast, fb, sb);
     for (int pass = 0; pass < 2; pass++) {
         LLVMPositionBuilderAtEnd(B, pass == 0 ? fb : sb);

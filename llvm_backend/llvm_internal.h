@@ -37,6 +37,11 @@ typedef struct {
     LLVMValueRef data[ST_K_MAX_BUFS];
     LLVMValueRef stride[ST_K_MAX_BUFS][ST_MAX_DIMS];
     LLVMValueRef idx_size[ST_K_MAX_BUFS], idx_stride[ST_K_MAX_BUFS];
+    /* unravel buffers: the source's sizes and strides */
+    LLVMValueRef ushape[ST_K_MAX_BUFS][ST_MAX_DIMS];
+    LLVMValueRef ustride[ST_K_MAX_BUFS][ST_MAX_DIMS];
+    bool uplain;  /* off[] of unravel buffers are source offsets already
+                     (a segment of a row, see emit_segments) */
     /* the current point */
     LLVMValueRef off[ST_K_MAX_BUFS];   /* element offsets (i64) */
     LLVMValueRef vstride[ST_K_MAX_BUFS]; /* stride along the varying dim */

@@ -267,6 +267,9 @@ static void emit_load(st_nvrtc_pc *pc, int i)
                      pc->ind, i, i, b, n->idx_dim);
         xs(m, "(k%d ? ((const %s *)a.bufs[%d].data)[%s + x%d * a.bufs[%d].idx_stride] : (%s)0)",
                  i, mty(bdt), b, pc->off[b], i, b, mty(bdt));
+    } else if (k->bufs[b].unravel > 0) {
+        xs(m, "((const %s *)a.bufs[%d].data)[st_unravel(%s, a.bufs[%d], %d)]", mty(bdt), b,
+           pc->off[b], b, k->bufs[b].unravel);
     } else if (pc->vec) {
         xs(m, "L%d[j]", b);
     } else {

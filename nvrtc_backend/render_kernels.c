@@ -49,6 +49,9 @@ int st_nvrtc_vec_width(const st_kernel *k)
     for (int s = 0; s < k->nstores; s++)
         if (k->stores[s].indexed || k->stores[s].accumulate)
             return 1;
+    for (int bi = 0; bi < k->nbufs; bi++)
+        if (k->bufs[bi].unravel > 0) /* gathered element by element */
+            return 1;
     size_t mn = 8;
     for (int bi = 0; bi < k->nbufs; bi++) {
         size_t sz = st_dtype_size(k->bufs[bi].dtype);

@@ -14,7 +14,13 @@ static st_status kargs_of(const st_kprog *p, const st_kernel *k,
     const st_graph *g = p->graph;
     memset(a, 0, sizeof *a);
     for (int d = 0; d < k->rank; d++) {
-        const st_tensor *t = vals[k->bufs[k->size_buf[d]].value];
+        const st_kbuf *sb = &k->bufs[k->size_buf[d]];
+        if (sb->unravel > 0) { /* sized as the reshape it reads */
+            const st_meta *vm = &g->values[sb->view_value].meta;
+            a->shape[d] = vm->ndim ? vm->shape[k->size_dim[d]] : 1;
+            continue;
+        }
+        const st_tensor *t = vals[sb->value];
         a->shape[d] = t->ndim ? t->shape[k->size_dim[d]] : 1;
     }
     for (int b = 0; b < k->nbufs; b++) {
@@ -24,6 +30,14 @@ static st_status kargs_of(const st_kprog *p, const st_kernel *k,
                               k->name, b);
         st_karg_buf *ab = &a->bufs[b];
         ab->data = (char *)st_tensor_data(t);
+        if (kb->unravel > 0) {
+            if (t->ndim != kb->unravel)
+                return st_err(ST_ERR_RUNTIME, "%s: buffer %d has rank %d, "
+                              "not %d", k->name, b, t->ndim, kb->unravel);
+            st_kernel_unravel_args(kb, k->rank, &g->values[kb->view_value].meta,
+                                   t->shape, t->strides, ab);
+            continue;
+        }
         for (int d = 0; d < k->rank; d++) {
             int td = kb->dimmap[d];
             ab->strides[d] =

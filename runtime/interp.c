@@ -364,7 +364,21 @@ static st_status eval_load(blk *b, int ni)
     slot *out = nv(b, ni);
     const char *base = ab->data + (ptrdiff_t)isz * b->boff[n->buf];
     int64_t st = b->vstr[n->buf];
-    if (n->idx_dim < 0) {
+    if (kb->unravel > 0) {
+        /* an unravel load: boff/vstr give the linear index in the
+         * reshaped value; unravel it over the source */
+        const char *data = ab->data;
+        for (int j = 0; j < b->len; j++) {
+            int64_t off = st_kernel_unravel_off(b->boff[n->buf] + j * st,
+                                                kb->unravel, ab->ushape,
+                                                ab->ustrides);
+            const char *p = data + (ptrdiff_t)isz * off;
+            if (isf(kb->dtype))
+                out[j].f = read_f(p, kb->dtype);
+            else
+                out[j].i = read_i(p, kb->dtype);
+        }
+    } else if (n->idx_dim < 0) {
         load_strided(base, st, kb->dtype, b->len, out);
     } else {
         const slot *idx = as_i(b, n->a, b->tmp);

@@ -593,6 +593,80 @@ static void test_config_and_dump(void)
     st_ir_graph_free(g);
 }
 
+/* a reshape of a permuted view (x.permute(2, 0, 1).reshape(20, 3)), negated
+ * and multiplied by y: no reshape step and one kernel that loads x through
+ * an unravel map; values as computed by hand under every knob; the kernel
+ * verifier refuses an unravel buffer that is stored to */
+static void test_unravel_reshape(void)
+{
+    current = "unravel reshape";
+    st_graph *g = st_ir_graph_new();
+    int64_t sx[3] = {3, 4, 5}, sy[2] = {20, 3};
+    int x = input(g, ST_FLOAT32, 3, sx), y = input(g, ST_FLOAT32, 2, sy);
+    st_attrs pa = attrs0();
+    pa.ndims = 3;
+    pa.dims[0] = 2;
+    pa.dims[1] = 0;
+    pa.dims[2] = 1;
+    int t = stmt(g, ST_OP_PERMUTE, &x, 1, &pa);
+    st_attrs ra = attrs0();
+    ra.ndims = 2;
+    ra.dims[0] = 20;
+    ra.dims[1] = 3;
+    int r = stmt(g, ST_OP_RESHAPE, &t, 1, &ra);
+    int z = bin(g, ST_OP_MUL, un(g, ST_OP_NEG, r), y);
+    CHECK(z >= 0);
+    st_ir_mark_output(g, z);
+    st_fuse_options o = opts(1, 1, 1, 0);
+    st_kprog *p = st_fuse_lower(g, &o);
+    CHECK(p != NULL);
+    if (p) {
+        int steps = 0, unravel = 0;
+        for (int i = 0; i < p->nkernels; i++) {
+            const st_kernel *k = &p->kernels[i];
+            if (k->kind == ST_K_VIEW)
+                steps += p->graph->stmts[k->stmt].op == ST_OP_RESHAPE;
+            for (int b = 0; b < k->nbufs; b++)
+                unravel += k->bufs[b].unravel == 3;
+        }
+        CHECK(steps == 0 && unravel == 1);
+        CHECK(compute_kernels(p) == 1);
+        for (int i = 0; i < p->nkernels; i++) {
+            st_kernel *k = &p->kernels[i];
+            if (k->kind == ST_K_VIEW)
+                continue;
+            CHECK(st_kernel_verify(k, i, "test") == ST_OK);
+            for (int b = 0; b < k->nbufs; b++)
+                if (k->bufs[b].is_out) {
+                    k->bufs[b].unravel = 2; /* a stored unravel buffer */
+                    CHECK(st_kernel_verify(k, i, "test") != ST_OK);
+                    st_err_clear();
+                    k->bufs[b].unravel = 0;
+                }
+        }
+        st_kprog_free(p);
+    }
+    st_tensor *ins[2] = {tensor_rand(ST_FLOAT32, 3, sx), tensor_rand(ST_FLOAT32, 2, sy)};
+    const float *xd = st_tensor_data(ins[0]), *yd = st_tensor_data(ins[1]);
+    double want[60];
+    for (int i = 0; i < 60; i++) { /* i: linear index into [5, 3, 4] */
+        int a = i / 12, b = (i / 4) % 3, c = i % 4;
+        want[i] = -(double)xd[(b * 4 + c) * 5 + a] * yd[i];
+    }
+    for (int f = 0; f < 2; f++) {
+        results got;
+        st_fuse_options of = opts(f, 1, 1, 0);
+        CHECK(run(g, &of, ins, &got) >= 0);
+        CHECK(got.n == 1 && got.len[0] == 60);
+        for (int i = 0; got.n == 1 && i < 60 && i < got.len[0]; i++)
+            CHECK(fabs(got.v[0][i] - want[i]) < 1e-6);
+        results_free(&got);
+    }
+    check_all_knobs(g, ins, 0);
+    free_inputs(ins, 2);
+    st_ir_graph_free(g);
+}
+
 int main(void)
 {
     if (getenv("TEST_FUSE_SEED")) /* local fuzzing with other graphs */
@@ -618,6 +692,7 @@ int main(void)
     test_linear_gelu(ST_FLOAT32);
     test_linear_gelu(ST_FLOAT16);
     test_view_between();
+    test_unravel_reshape();
     test_misc();
     test_random_dags();
     if (failures) {

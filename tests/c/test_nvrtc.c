@@ -50,7 +50,7 @@ typedef struct {
     int nkernels;
     /* features seen (to be sure the group exercises them) */
     int multi_reduce, per_row_epi, per_point_epi, mm_epi, mma, rand,
-        indexed_load, indexed_store, accumulate, vec;
+        indexed_load, indexed_store, accumulate, vec, unravel;
 } group;
 
 static void note_features(group *gr, const st_kernel *k)
@@ -75,6 +75,9 @@ static void note_features(group *gr, const st_kernel *k)
         if (k->nodes[i].kind == ST_KN_LOAD && k->nodes[i].idx_dim >= 0)
             gr->indexed_load++;
     }
+    for (int b = 0; b < k->nbufs; b++)
+        if (k->bufs[b].unravel > 0)
+            gr->unravel++;
     for (int s = 0; s < k->nstores; s++) {
         if (k->stores[s].indexed)
             gr->indexed_store++;
@@ -548,6 +551,35 @@ static void creation(group *gr)
     add_prog(gr, g, false, "permute exp copy");
     add_prog(gr, g, true, "permute exp copy");
     st_ir_graph_free(g);
+    /* reshapes of a permuted view (unravel loads): into an add, into a
+     * softmax (a row kernel), and as the result itself */
+    for (int use = 0; use < 3; use++) {
+        g = st_ir_graph_new();
+        x = in_of(g, ST_FLOAT32, 3, sx);
+        xt = op_of(g, ST_OP_PERMUTE, &x, 1, &p);
+        st_attrs r = A0();
+        r.ndims = 2;
+        r.dims[0] = 12;
+        r.dims[1] = 10;
+        int xr = op_of(g, ST_OP_RESHAPE, &xt, 1, &r);
+        int64_t sy[2] = {12, 10};
+        int out = xr;
+        if (use == 0) {
+            int ab[2] = {xr, in_of(g, ST_FLOAT32, 2, sy)};
+            out = op_of(g, ST_OP_ADD, ab, 2, NULL);
+        } else if (use == 1) {
+            st_attrs sm = A0();
+            sm.i[0] = 1;
+            out = op_of(g, ST_OP_SOFTMAX, &xr, 1, &sm);
+        }
+        st_ir_mark_output(g, out >= 0 ? out : xr);
+        st_err_clear();
+        static const char *nm[3] = {"permute reshape add", "permute reshape softmax",
+                                    "permute reshape"};
+        add_prog(gr, g, false, nm[use]);
+        add_prog(gr, g, true, nm[use]);
+        st_ir_graph_free(g);
+    }
 }
 
 /* a chain of elementwise ops over broadcast inputs: one fused kernel */
@@ -812,6 +844,7 @@ int main(void)
         total.mma += gr.mma;
         total.rand += gr.rand;
         total.indexed_load += gr.indexed_load;
+        total.unravel += gr.unravel;
         total.indexed_store += gr.indexed_store;
         total.accumulate += gr.accumulate;
         total.vec += gr.vec;
@@ -827,6 +860,7 @@ int main(void)
     CHECK(total.mm_epi > 0, "a matmul with a fused epilogue");
     CHECK(total.mma > 0, "a float16/bfloat16 matmul with the tensor-core variant");
     CHECK(total.rand > 0, "RAND nodes");
+    CHECK(total.unravel >= 6, "unravel loads rendered (%d)", total.unravel);
     CHECK(total.indexed_load > 0 && total.indexed_store > 0 && total.accumulate > 0,
           "indexed loads/stores and accumulation (%d, %d, %d)", total.indexed_load,
           total.indexed_store, total.accumulate);

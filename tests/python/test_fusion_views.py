@@ -173,6 +173,134 @@ def ref_shared_and_view_outputs(x):
     return a.T, a + 1, np.maximum(a.T, 0)
 
 
+# ---- reshapes of non-contiguous views (fusion/unravel.c): no copy step;
+#      every load of the reshape reads its source through an unravel map ----
+
+def T_reshape_add(dt):
+    # x.T.reshape(48) + y
+    g = _C.Graph()
+    x = g.input((8, 6), dt)
+    y = g.input((48,), dt)
+    t = op(g, _C.OP_PERMUTE, [x], A(dims=(1, 0)))
+    r = op(g, _C.OP_RESHAPE, [t], A(dims=(48,)))
+    g.output(op(g, _C.OP_ADD, [r, y]))
+    return g
+
+
+def ref_T_reshape_add(x, y):
+    return x.T.reshape(48) + y
+
+
+def attn_out(dt):
+    # (a.permute(0, 2, 1, 3).reshape(2, 4, 15) * w + res).relu(): attention's
+    # heads merged before the output projection
+    g = _C.Graph()
+    a = g.input((2, 3, 4, 5), dt)
+    w = g.input((15,), dt)
+    res = g.input((2, 4, 15), dt)
+    t = op(g, _C.OP_PERMUTE, [a], A(dims=(0, 2, 1, 3)))
+    r = op(g, _C.OP_RESHAPE, [t], A(dims=(2, 4, 15)))
+    m = op(g, _C.OP_ADD, [op(g, _C.OP_MUL, [r, w]), res])
+    g.output(op(g, _C.OP_RELU, [m]))
+    return g
+
+
+def ref_attn_out(a, w, res):
+    return np.maximum(a.transpose(0, 2, 1, 3).reshape(2, 4, 15) * w + res, 0)
+
+
+def T_reshape_output(dt):
+    # x.T.reshape(6, 8) is the result: written by one generated kernel
+    g = _C.Graph()
+    x = g.input((8, 6), dt)
+    t = op(g, _C.OP_PERMUTE, [x], A(dims=(1, 0)))
+    g.output(op(g, _C.OP_RESHAPE, [t], A(dims=(6, 8))))
+    return g
+
+
+def ref_T_reshape_output(x):
+    return x.T.reshape(6, 8)
+
+
+def slice_reshape_softmax(dt):
+    # softmax(x[:, 1:8:2].reshape(4, 6)): a row kernel reads through the map
+    g = _C.Graph()
+    x = g.input((6, 10), dt)
+    s = op(g, _C.OP_SLICE, [x], A(ints=(1, 1, 8, 2)))
+    r = op(g, _C.OP_RESHAPE, [s], A(dims=(4, 6)))
+    g.output(op(g, _C.OP_SOFTMAX, [r], A(ints=(-1,))))
+    return g
+
+
+def ref_slice_reshape_softmax(x):
+    return np_softmax(x[:, 1:8:2].reshape(4, 6))
+
+
+def expand_reshape_chain(dt):
+    # b.expand(4, 6).reshape(24).reshape(3, 8) * 2 - y: a chain of reshapes
+    # unravels to its first source
+    g = _C.Graph()
+    b = g.input((1, 6), dt)
+    y = g.input((3, 8), dt)
+    e = op(g, _C.OP_EXPAND, [b], A(dims=(4, 6)))
+    r1 = op(g, _C.OP_RESHAPE, [e], A(dims=(24,)))
+    r2 = op(g, _C.OP_RESHAPE, [r1], A(dims=(3, 8)))
+    g.output(op(g, _C.OP_SUB, [op(g, _C.OP_MUL, [r2, g.const(2.0)]), y]))
+    return g
+
+
+def ref_expand_reshape_chain(b, y):
+    return np.broadcast_to(b, (4, 6)).reshape(3, 8) * 2 - y
+
+
+def T_reshape_column(dt):
+    # x.T.reshape(24, 1) * y with y [24, 5]: the unravel load is broadcast
+    # along the row (its index moves by 0 there)
+    g = _C.Graph()
+    x = g.input((4, 6), dt)
+    y = g.input((24, 5), dt)
+    t = op(g, _C.OP_PERMUTE, [x], A(dims=(1, 0)))
+    r = op(g, _C.OP_RESHAPE, [t], A(dims=(24, 1)))
+    g.output(op(g, _C.OP_MUL, [r, y]))
+    return g
+
+
+def ref_T_reshape_column(x, y):
+    return x.T.reshape(24, 1) * y
+
+
+def mid_T_reshape_add(dt):
+    # exp((x * 2).T.reshape(48) + y): the permute and the reshape move onto
+    # x (an unravel load); y, a tensor operand, keeps the group going
+    g = _C.Graph()
+    x = g.input((8, 6), dt)
+    y = g.input((48,), dt)
+    a = op(g, _C.OP_MUL, [x, g.const(2.0)])
+    t = op(g, _C.OP_PERMUTE, [a], A(dims=(1, 0)))
+    r = op(g, _C.OP_RESHAPE, [t], A(dims=(48,)))
+    g.output(op(g, _C.OP_EXP, [op(g, _C.OP_ADD, [r, y])]))
+    return g
+
+
+def ref_mid_T_reshape_add(x, y):
+    return np.exp((x * 2).T.reshape(48) + y)
+
+
+def mid_reshape_add(dt):
+    # ((x * 2).reshape(48) + y).relu(): the reshape moves onto x (a view)
+    g = _C.Graph()
+    x = g.input((8, 6), dt)
+    y = g.input((48,), dt)
+    a = op(g, _C.OP_MUL, [x, g.const(2.0)])
+    r = op(g, _C.OP_RESHAPE, [a], A(dims=(48,)))
+    g.output(op(g, _C.OP_RELU, [op(g, _C.OP_ADD, [r, y])]))
+    return g
+
+
+def ref_mid_reshape_add(x, y):
+    return np.maximum((x * 2).reshape(48) + y, 0)
+
+
 CASES = [
     (chain_T_reshape, [(8, 6)], ref_chain_T_reshape, 1),
     (mid_permute, [(5, 7), (7, 5)], ref_mid_permute, 1),
@@ -186,7 +314,18 @@ CASES = [
     (softmax_T_intermediate, [(9, 5)], ref_softmax_T_intermediate, 1),
     (reshape_pull_chain, [(2, 12)], ref_reshape_pull_chain, 1),
     (shared_and_view_outputs, [(3, 4)], ref_shared_and_view_outputs, None),
+    (mid_reshape_add, [(8, 6), (48,)], ref_mid_reshape_add, 1),
 ]
+UNRAVEL_CASES = [
+    (T_reshape_add, [(8, 6), (48,)], ref_T_reshape_add, 1),
+    (attn_out, [(2, 3, 4, 5), (15,), (2, 4, 15)], ref_attn_out, 1),
+    (T_reshape_output, [(8, 6)], ref_T_reshape_output, 1),
+    (slice_reshape_softmax, [(6, 10)], ref_slice_reshape_softmax, 1),
+    (expand_reshape_chain, [(1, 6), (3, 8)], ref_expand_reshape_chain, 1),
+    (mid_T_reshape_add, [(8, 6), (48,)], ref_mid_T_reshape_add, 1),
+    (T_reshape_column, [(4, 6), (24, 5)], ref_T_reshape_column, 1),
+]
+CASES = CASES + UNRAVEL_CASES
 IDS = [c[0].__name__ for c in CASES]
 
 
@@ -234,7 +373,7 @@ def test_views_same_under_every_setting(case, backend):
     assert counts[0] <= counts[1]
 
 
-@pytest.mark.parametrize("case", CASES[:5], ids=IDS[:5])
+@pytest.mark.parametrize("case", CASES[:5] + UNRAVEL_CASES, ids=IDS[:5] + [c[0].__name__ for c in UNRAVEL_CASES])
 def test_views_float16_bit_for_bit(case):
     builder, shapes, _, _ = case
     _, ins = inputs(shapes, dt=st.float16, seed=2)
@@ -278,3 +417,130 @@ def test_compiled_graph_rerun_with_flipped_broadcast():
     ref = np.maximum((x.numpy() * 2 + 1) * y.numpy(), 0)
     assert out.shape == (4, 4)
     np.testing.assert_allclose(out.numpy(), ref, rtol=1e-6)
+
+
+def view_steps(cg):
+    """Names of the program's view steps (runtime steps that run no code)."""
+    names = []
+    for line in cg.kernel_ir().splitlines():
+        if line.startswith("kernel ") and ": view " in line:
+            names.append(line.split()[1].rstrip(":"))
+    return names
+
+
+@pytest.mark.parametrize("case", UNRAVEL_CASES, ids=[c[0].__name__ for c in UNRAVEL_CASES])
+@pytest.mark.parametrize("opts", SETTINGS, ids=[str(o) for o in SETTINGS])
+def test_reshape_of_strided_view_never_copies(case, opts):
+    # under every setting: no reshape is left as a view step (which would
+    # copy the strided value in the runtime), the kernels load through an
+    # unravel map, and the values are numpy's on llvm and interp
+    builder, shapes, ref, want = case
+    arrs, ins = inputs(shapes, seed=3)
+    exp = ref(*arrs)
+    for backend in ("llvm", "interp"):
+        with st.config.options(**opts):
+            cg = builder(F32).compile(backend=backend)
+            (o,) = cg.run(*ins)
+        assert not [n for n in view_steps(cg) if "reshape" in n], cg.kernel_ir()
+        assert "unravel" in cg.kernel_ir()
+        assert set(cg.kernel_kinds) <= {"view", "elementwise", "reduce"}
+        if opts == dict(fusion=1):
+            assert cg.num_kernels == want, cg.kernel_ir()
+        np.testing.assert_allclose(o.numpy(), exp, rtol=1e-5, atol=1e-6)
+
+
+def test_unravel_load_rerun_with_other_sizes():
+    # the unravel map's sizes and strides arrive at launch: one compiled
+    # graph (reshape to -1) serves other sizes
+    g = _C.Graph()
+    a = g.input((2, 3, 4, 5), F32)
+    y = g.input((2, 4, 15), F32)
+    t = op(g, _C.OP_PERMUTE, [a], A(dims=(0, 2, 1, 3)))
+    r = op(g, _C.OP_RESHAPE, [t], A(dims=(2, 4, -1)))
+    g.output(op(g, _C.OP_MUL, [r, y]))
+    for backend in ("llvm", "interp"):
+        cg = g.compile(backend=backend)
+        assert cg.num_kernels == 1
+        for h, d in ((3, 5), (2, 7), (5, 3)):
+            (xa, xy), ins = inputs([(2, h, 4, d), (2, 4, h * d)], seed=h * d)
+            (o,) = cg.run(*ins)
+            np.testing.assert_allclose(o.numpy(),
+                                       xa.transpose(0, 2, 1, 3).reshape(2, 4, -1) * xy,
+                                       rtol=1e-6)
+
+
+def test_unravel_load_of_non_contiguous_input_view():
+    # the source view of a non-contiguous input: strides compose
+    g = _C.Graph()
+    x = g.input((6, 8), F32)
+    t = op(g, _C.OP_PERMUTE, [x], A(dims=(1, 0)))
+    r = op(g, _C.OP_RESHAPE, [t], A(dims=(48,)))
+    g.output(op(g, _C.OP_EXP, [r]))
+    base = np.random.default_rng(7).uniform(-1, 1, (8, 6)).astype(np.float32)
+    xt = st.tensor(base).permute(1, 0)  # [6, 8], strided
+    for backend in ("llvm", "interp"):
+        (o,) = g.compile(backend=backend).run(xt)
+        np.testing.assert_allclose(o.numpy(), np.exp(base.T.T.reshape(48)), rtol=1e-6)
+
+
+def test_reshape_not_moved_through_two_tensor_operands():
+    # (x * z).reshape(16) + y: the reshape stays (z may broadcast in a
+    # later call, where reshape(z) would not hold): the compiled graph runs
+    # with z [4, 4] and then z [4, 1]
+    g = _C.Graph()
+    x = g.input((4, 4), F32)
+    z = g.input((4, 4), F32)
+    y = g.input((16,), F32)
+    r = op(g, _C.OP_RESHAPE, [op(g, _C.OP_MUL, [x, z])], A(dims=(16,)))
+    g.output(op(g, _C.OP_ADD, [r, y]))
+    for backend in ("llvm", "interp"):
+        cg = g.compile(backend=backend)
+        for zs in ((4, 4), (4, 1)):
+            arrs, ins = inputs([(4, 4), zs, (16,)], seed=11)
+            (o,) = cg.run(*ins)
+            np.testing.assert_allclose(o.numpy(), (arrs[0] * arrs[1]).reshape(16) + arrs[2],
+                                       rtol=1e-6)
+
+
+def test_moved_reshape_rerun_with_other_sizes():
+    # ((x * 2).reshape(-1) + y) keeps holding when x's sizes change
+    g = _C.Graph()
+    x = g.input((8, 6), F32)
+    y = g.input((48,), F32)
+    r = op(g, _C.OP_RESHAPE, [op(g, _C.OP_MUL, [x, g.const(2.0)])], A(dims=(-1,)))
+    g.output(op(g, _C.OP_ADD, [r, y]))
+    for backend in ("llvm", "interp"):
+        cg = g.compile(backend=backend)
+        assert cg.num_kernels == 1
+        for m, n in ((8, 6), (3, 5), (6, 8)):
+            arrs, ins = inputs([(m, n), (m * n,)], seed=m)
+            (o,) = cg.run(*ins)
+            np.testing.assert_allclose(o.numpy(), (arrs[0] * 2).reshape(-1) + arrs[1],
+                                       rtol=1e-6)
+
+
+@pytest.mark.parametrize("backend", ["llvm", "interp"])
+def test_traced_heads_merge_is_one_kernel(backend):
+    # what eager tracing records for attention's heads merge: a reshape of
+    # a non-contiguous view as copy + reshape; the copy moves past the
+    # reshape, which reads the permuted input through an unravel map
+    def merge(a, r):
+        b, h, s, d = a.shape
+        return (a.permute(0, 2, 1, 3).reshape(b, s, h * d) + r).relu()
+
+    a, r = st.randn(2, 3, 4, 5), st.randn(2, 4, 15)
+    g, _ = st.memory.trace_graph(merge, a, r)
+    for opts in SETTINGS:
+        with st.config.options(**opts):
+            cg = g.compile(backend=backend)
+            (o,) = cg.run(a, r)
+        if opts == dict(fusion=1):
+            assert cg.num_kernels == 1, cg.kernel_ir()
+            assert "unravel" in cg.kernel_ir()
+        ref = np.maximum(a.numpy().transpose(0, 2, 1, 3).reshape(2, 4, 15) + r.numpy(), 0)
+        np.testing.assert_allclose(o.numpy(), ref, rtol=1e-6)
+    g, _ = st.memory.trace_graph(lambda a: a.permute(0, 2, 1, 3).reshape(2, 4, 15), a)
+    cg = g.compile(backend=backend)
+    (o,) = cg.run(a)
+    assert cg.num_kernels == 1 and not [n for n in view_steps(cg) if "reshape" in n]
+    np.testing.assert_array_equal(o.numpy(), a.numpy().transpose(0, 2, 1, 3).reshape(2, 4, 15))
