@@ -196,6 +196,25 @@ static int build_from_items(tr_state *s, tr_var *arg, int kind, tr_var *out)
     return 0;
 }
 
+/* Frees the unrolled sequences lists[0..nseq) (lens[i] items each) and
+ * makes the iterator over l, or, when rc < 0, frees l too. */
+static int finish_unrolled(tr_state *s, tr_var **lists, int *lens, int nseq,
+                           tr_vlist *l, int rc, tr_var *out)
+{
+    for (int i = 0; lists && i < nseq; i++) {
+        for (int j = 0; j < lens[i]; j++)
+            tr_var_clear(&lists[i][j]);
+        free(lists[i]);
+    }
+    free(lists);
+    free(lens);
+    if (rc < 0) {
+        tr_vl_free(l);
+        return -1;
+    }
+    return tr_iter_from(s, l->v, l->n, out);
+}
+
 static int call_builtin_type(tr_state *s, PyObject *fn, tr_var *args, int nargs,
                              PyObject *kwnames, tr_var *out, bool *handled)
 {
@@ -291,18 +310,7 @@ static int call_builtin_type(tr_state *s, PyObject *fn, tr_var *args, int nargs,
             }
         }
         free(cargs);
-        for (int i = 0; lists && i < nseq; i++) {
-            for (int j = 0; j < lens[i]; j++)
-                tr_var_clear(&lists[i][j]);
-            free(lists[i]);
-        }
-        free(lists);
-        free(lens);
-        if (rc < 0) {
-            tr_vl_free(&l);
-            return -1;
-        }
-        return tr_iter_from(s, l.v, l.n, out);
+        return finish_unrolled(s, lists, lens, nseq, &l, rc, out);
     }
     if (t == &PyEnum_Type || t == &PyZip_Type || t == &PyReversed_Type) {
         if (nkw && t != &PyEnum_Type)
@@ -352,18 +360,7 @@ static int call_builtin_type(tr_state *s, PyObject *fn, tr_var *args, int nargs,
             }
             rc = tr_vl_push(s, &l, &v);
         }
-        for (int i = 0; lists && i < nseq; i++) {
-            for (int j = 0; j < lens[i]; j++)
-                tr_var_clear(&lists[i][j]);
-            free(lists[i]);
-        }
-        free(lists);
-        free(lens);
-        if (rc < 0) {
-            tr_vl_free(&l);
-            return -1;
-        }
-        return tr_iter_from(s, l.v, l.n, out);
+        return finish_unrolled(s, lists, lens, nseq, &l, rc, out);
     }
     static PyTypeObject *pure[] = {&PyLong_Type, &PyFloat_Type, &PyBool_Type, &PyUnicode_Type,
         &PyTuple_Type, &PyList_Type, &PyDict_Type, &PySet_Type, &PyFrozenSet_Type,

@@ -424,6 +424,15 @@ static st_fe_entry *finish(tr_state *s)
     } else {
         st_ir_graph_free(g);
     }
+    goto done;
+fail:
+    st_rt_trace_abort();
+fail_ended:
+    e->srcs.v = NULL;
+    e->srcs.n = 0;
+    st_fe_entry_free(e);
+    e = NULL;
+done:
     for (int k = 0; k < nin; k++)
         st_tensor_decref(ins[k]);
     free(ins);
@@ -432,20 +441,6 @@ static st_fe_entry *finish(tr_state *s)
     free(rg);
     free(ol.outs);
     return e;
-fail:
-    st_rt_trace_abort();
-fail_ended:
-    for (int k = 0; k < nin; k++)
-        st_tensor_decref(ins[k]);
-    free(ins);
-    free(wb_in);
-    free(wb_out);
-    free(rg);
-    free(ol.outs);
-    e->srcs.v = NULL;
-    e->srcs.n = 0;
-    st_fe_entry_free(e);
-    return NULL;
 }
 
 /* ---------------- st_fe_translate ---------------- */
