@@ -438,7 +438,7 @@ static PyObject *probe_check_front(PyObject *self, PyObject *args)
     if (probe_frame(fn, fargs, &f, &l) < 0) return NULL;
     PyObject **memo = calloc((size_t)p->srcs.n + 1, sizeof *memo);
     const st_fe_guard *failed = NULL;
-    int r = memo ? st_fe_guards_check_front(&p->gs, &f, memo, &failed, nfront) : (PyErr_NoMemory(), -1);
+    int r = memo ? st_fe_guards_check_front(&p->gs, &f, memo, &failed, nfront, -1) : (PyErr_NoMemory(), -1);
     if (memo) st_fe_memo_clear(memo, p->srcs.n);
     free(memo);
     free(l);

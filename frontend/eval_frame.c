@@ -490,13 +490,13 @@ static int try_entries(code_extra *x, const st_fe_frame *f, const st_fe_options 
         PyObject **memo = ns <= MEMO_SMALL ? memo_s : calloc((size_t)ns, sizeof *memo);
         if (!memo) { PyErr_NoMemory(); return -1; }
         if (!n->smemo && ns > 0) n->smemo = calloc((size_t)ns, sizeof *n->smemo);
-        bool warm = !n->py_ret && n->s_valid && n->dyn_ids && n->s_mod == st_fe_module_epoch &&
-                    n->s_meta == st_fe_meta_epoch && e->guards.module_epoch == n->s_mod &&
-                    e->guards.meta_epoch == n->s_meta && st_fe_guards_static_held(&e->guards);
+        bool held = st_fe_guards_held(&e->guards);
+        bool warm = held && !n->py_ret && n->s_valid && n->dyn_ids &&
+                    n->s_mod == st_fe_module_epoch && n->s_meta == st_fe_meta_epoch;
         if (warm) memcpy(memo, n->smemo, (size_t)ns * sizeof *memo);   /* borrowed */
         else if (memo == memo_s) memset(memo, 0, (size_t)ns * sizeof *memo);
         n->busy++;
-        int r = st_fe_guards_check_front(&e->guards, f, memo, NULL, n->nfront);
+        int r = st_fe_guards_check_front(&e->guards, f, memo, NULL, n->nfront, held);
         if (r == 1 && !alias_ok(n, f, memo, warm)) r = 0;
         uint64_t mod = st_fe_module_epoch, meta = st_fe_meta_epoch;
         if (r == 1) *res = st_fe_entry_run_pre(e, f, memo, warm ? n->sins : NULL);

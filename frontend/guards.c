@@ -280,7 +280,9 @@ static void watch(st_fe_guardset *gs, PyObject **memo)
     gs->wd_valid = true;
 }
 
-bool st_fe_guards_static_held(const st_fe_guardset *gs)
+/* The dicts static sources were read from are unchanged since the last
+ * full check (none recorded yet: false). */
+static bool static_held(const st_fe_guardset *gs)
 {
     if (!gs->wd_valid)
         return false;
@@ -518,7 +520,7 @@ static int check_range(st_fe_guardset *gs, const st_fe_frame *f, PyObject **memo
 static bool epochs_held(const st_fe_guardset *gs)
 {
     return gs->module_epoch == st_fe_module_epoch && gs->meta_epoch == st_fe_meta_epoch &&
-           st_fe_guards_static_held(gs);
+           static_held(gs);
 }
 
 int st_fe_guards_check(st_fe_guardset *gs, const st_fe_frame *f, PyObject **memo,
@@ -601,10 +603,13 @@ int st_fe_guards_partition(st_fe_guardset *gs, st_fe_srctab *t)
     return k;
 }
 
+bool st_fe_guards_held(const st_fe_guardset *gs) { return epochs_held(gs); }
+
 int st_fe_guards_check_front(st_fe_guardset *gs, const st_fe_frame *f, PyObject **memo,
-                             const st_fe_guard **failed, int nfront)
+                             const st_fe_guard **failed, int nfront, int held)
 {
-    if (epochs_held(gs)) return check_range(gs, f, memo, failed, nfront, false);
+    if (held < 0) held = epochs_held(gs);
+    if (held) return check_range(gs, f, memo, failed, nfront, false);
     return check_range(gs, f, memo, failed, gs->n, true);
 }
 

@@ -22,11 +22,13 @@ int st_fe_is_module(PyObject *o);
  * then checks only those while the epochs hold (st_fe_guards_check's
  * semantics otherwise). */
 int st_fe_guards_partition(st_fe_guardset *gs, st_fe_srctab *t);
-/* The dicts static sources were read from are unchanged since the last
- * full check (none recorded yet: false). */
-bool st_fe_guards_static_held(const st_fe_guardset *gs);
+/* Static guards may be skipped: both epochs and every dict stamp are as at
+ * the last full check. */
+bool st_fe_guards_held(const st_fe_guardset *gs);
+/* held: st_fe_guards_held(gs) when the caller already knows it, -1 to let
+ * the check find out (one dict-stamp scan per hit, not two). */
 int st_fe_guards_check_front(st_fe_guardset *gs, const st_fe_frame *f, PyObject **memo,
-                             const st_fe_guard **failed, int nfront);
+                             const st_fe_guard **failed, int nfront, int held);
 
 /* ---- running a hit with inputs known in advance (entry.c): pre[k], when
  * not NULL, is graph input k (borrowed; the caller keeps its Python object

@@ -259,9 +259,10 @@ int st_rt_eager(st_op_id op, const st_operand *in, int nin,
     return n;
 }
 
-/* The op's own inference on this call's operands. A cached program may be
- * decomposed (linear -> transpose + matmul): re-inferring only that would
- * report a bad call in the words of the decomposed op. */
+/* The op's own inference on this call's operands, run when a cached
+ * program failed: it may be decomposed (linear -> transpose + matmul), and
+ * its re-inference would report a bad call in the words of the decomposed
+ * op. Sets the op's own error when the operands are bad. */
 static st_status check_operands(st_op_id op, const st_operand *in, int nin,
                                 const st_attrs *attrs) {
     st_meta m[ST_MAX_IN], out[ST_MAX_OUT];
@@ -377,10 +378,6 @@ static int eager_run(st_op_id op, const st_operand *in, int nin,
     eentry *e = lookup(&key, h);
     if (e) {
         cache.stats.hits++;
-        if (check_operands(op, in, nin, attrs) != ST_OK) {
-            pthread_mutex_unlock(&cache.mu);
-            goto fail_clones;
-        }
     } else {
         cache.stats.misses++;
         st_attrs zero;
@@ -435,7 +432,12 @@ static int eager_run(st_op_id op, const st_operand *in, int nin,
             }
         }
     }
-    if (st_rt_exec(p, e->be, e->compiled, vals) != ST_OK) goto fail;
+    if (st_rt_exec(p, e->be, e->compiled, vals) != ST_OK) {
+        /* a cached program is re-inferred in its lowered form; say a bad
+         * call in the words of the op itself (only on this error path) */
+        check_operands(op, in, nin, attrs);
+        goto fail;
+    }
     for (int k = 0; k < nout; k++) {
         int v = pg->outputs[k];
         out[k] = vals[v];
