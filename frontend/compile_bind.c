@@ -12,7 +12,7 @@
 #include <string.h>
 #include <structmember.h>
 
-static int log_level, strict;
+static int log_level, strict, partial = 1;
 
 /* ---------------- the compiled callable ---------------- */
 typedef struct {
@@ -29,7 +29,8 @@ static PyObject *compiled_vc(PyObject *self, PyObject *const *args, size_t nargs
 {
     compiled_obj *c = (compiled_obj *)self;
     st_fe_options o = {.backend = c->backend, .fullgraph = c->fullgraph || strict,
-                       .dynamic = c->dynamic, .log_level = log_level};
+                       .dynamic = c->dynamic, .log_level = log_level,
+                       .no_partial = !partial};
     st_fe_hook_enter(&o);
     PyObject *r = PyObject_Vectorcall(c->fn, args, nargsf, kwnames);
     st_fe_hook_exit();
@@ -235,10 +236,11 @@ static PyObject *f_config(PyObject *m, PyObject *args)
     PyObject *val = NULL;
     if (!PyArg_ParseTuple(args, "|sO:_fe_config", &name, &val)) return NULL;
     if (!name)
-        return Py_BuildValue("{s:i,s:i,s:i}", "log", log_level, "strict", strict,
-                             "cache_limit", st_fe_hook_get_cache_limit());
+        return Py_BuildValue("{s:i,s:i,s:i,s:i}", "log", log_level, "strict", strict,
+                             "cache_limit", st_fe_hook_get_cache_limit(), "partial", partial);
     int which = !strcmp(name, "log") ? 0 : !strcmp(name, "strict") ? 1 :
-                !strcmp(name, "cache_limit") ? 2 : !strcmp(name, "timing") ? 3 : -1;
+                !strcmp(name, "cache_limit") ? 2 : !strcmp(name, "timing") ? 3 :
+                !strcmp(name, "partial") ? 4 : -1;
     if (which < 0) return PyErr_Format(PyExc_AttributeError, "no frontend option '%s'", name);
     if (val) {
         long v = PyLong_AsLong(val);
@@ -247,11 +249,13 @@ static PyObject *f_config(PyObject *m, PyObject *args)
         if (which == 0) log_level = (int)v;
         else if (which == 1) strict = v != 0;
         else if (which == 2) st_fe_hook_set_cache_limit((int)v);
+        else if (which == 4) partial = v != 0;
         else st_fe_timing = v != 0;
         Py_RETURN_NONE;
     }
     return PyLong_FromLong(which == 0 ? log_level : which == 1 ? strict :
-                           which == 2 ? st_fe_hook_get_cache_limit() : st_fe_timing);
+                           which == 2 ? st_fe_hook_get_cache_limit() : which == 4 ? partial :
+                           st_fe_timing);
 }
 
 /* ---------------- _fe_GuardProbe: sources and guards from Python ----------
@@ -516,6 +520,7 @@ static int env_int(const char *name, int dflt)
 int st_fe_init_compile(PyObject *m)
 {
     log_level = env_int("SYMTRACE_LOG", 0);
+    partial = env_int("SYMTRACE_PARTIAL", 1) != 0;
     strict = env_int("SYMTRACE_STRICT", 0) != 0;
     st_fe_hook_set_cache_limit(env_int("SYMTRACE_CACHE_LIMIT", 64));
     if (st_fe_hook_init(NULL) < 0) return -1;

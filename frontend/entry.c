@@ -65,6 +65,14 @@ PyObject *st_fe_tmpl_build(const st_fe_tmpl *t, PyObject *const *outs,
         }
         return d;
     }
+    case ST_T_METHOD: {
+        PyObject *self = st_fe_tmpl_build(t->items[0], outs, f, memo);
+        if (!self) return NULL;
+        PyObject *r = PyUnicode_Check(t->obj) ? PyObject_GetAttr(self, t->obj)
+                                              : PyMethod_New(t->obj, self);
+        Py_DECREF(self);
+        return r;
+    }
     }
     PyErr_SetString(PyExc_SystemError, "bad return template kind");
     return NULL;
@@ -237,6 +245,7 @@ void st_fe_entry_free(st_fe_entry *e)
     }
     free(e->effects);
     Py_XDECREF(e->graph_str);
+    Py_XDECREF(e->brk_fn);
     st_fe_guardset_clear(&e->guards);
     st_fe_srctab_clear(&e->srcs);
     free(e);

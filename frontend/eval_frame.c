@@ -16,6 +16,8 @@
 static int cache_limit = 64;
 static struct {
     uint64_t translations, hits, misses, breaks, fallbacks, frames;
+    uint64_t resumes;          /* partial graphs made (entries that resume after a break) */
+    uint64_t graphs;           /* entries with a compiled graph */
 } stats;
 /* which files' code always runs as plain Python: a list of (path prefix,
  * skip) tuples (symtrace's own files and the standard library; symtrace.nn's
@@ -70,6 +72,7 @@ static bool tmpl_runs_python(const st_fe_tmpl *t)
 {
     if (!t) return false;
     if (t->kind == ST_T_TUPLE && t->obj && t->obj != (PyObject *)&PyTuple_Type) return true;
+    if (t->kind == ST_T_METHOD) return true;   /* getattr may run a descriptor */
     for (int i = 0; i < t->n; i++)
         if (tmpl_runs_python(t->items[i])) return true;
     return false;
@@ -239,8 +242,15 @@ void st_fe_hook_reset(void)
         Py_CLEAR(x->reason);
     }
     free_nodes(all);
+    st_fe_resume_reset();
     memset(&stats, 0, sizeof stats);
     memset(st_fe_timing_ns, 0, sizeof st_fe_timing_ns);
+}
+
+void st_fe_hook_mark_skip(PyCodeObject *co)
+{
+    code_extra *x = get_extra(co);
+    if (x) x->skip = true;
 }
 
 /* ---------------- logging and explain ---------------- */
@@ -480,7 +490,7 @@ static bool alias_ok(cnode *n, const st_fe_frame *f, PyObject **memo, bool warm)
  * read by a guard, another thread, symtrace.reset) may neither free it nor
  * replace the smemo values it borrows. */
 static int try_entries(code_extra *x, const st_fe_frame *f, const st_fe_options *o,
-                       PyObject **res)
+                       PyObject **res, PyObject **brk)
 {
     PyObject *memo_s[MEMO_SMALL];
     for (cnode *n = x->entries; n; n = n->next) {
@@ -499,7 +509,10 @@ static int try_entries(code_extra *x, const st_fe_frame *f, const st_fe_options 
         int r = st_fe_guards_check_front(&e->guards, f, memo, NULL, n->nfront, held);
         if (r == 1 && !alias_ok(n, f, memo, warm)) r = 0;
         uint64_t mod = st_fe_module_epoch, meta = st_fe_meta_epoch;
-        if (r == 1) *res = st_fe_entry_run_pre(e, f, memo, warm ? n->sins : NULL);
+        if (r == 1) {
+            *res = st_fe_entry_run_pre(e, f, memo, warm ? n->sins : NULL);
+            *brk = Py_XNewRef(e->brk_fn);
+        }
         n->busy--;
         memo_release(n, memo, warm, r == 1, mod, meta);
         if (memo != memo_s) free(memo);
@@ -551,10 +564,27 @@ static PyObject *translate(PyThreadState *ts, st_py_iframe *fr, code_extra *x,
         x->entries = n;
         x->n++;
         stats.translations++;
-        record("graph", co, NULL, NULL, 0, e);
+        if (e->cfn) stats.graphs++;
+        /* "entry": guards without a graph (nothing computed) */
+        record(e->cfn ? "graph" : "entry", co, NULL, NULL, 0, e);
         /* the translator logs the graph and its guards (SYMTRACE_LOG >= 2) */
+        if (!e->brk_fn) {
+            st_fe_break_clear(&brk);
+            return done(ts, fr, result);
+        }
+        /* a partial graph: the break function performs the breaking
+         * instruction and continues in a resume function (translated in
+         * turn when it runs); result holds its arguments */
+        stats.breaks++;
+        stats.resumes++;
+        record("break", co, brk.reason, brk.filename, brk.lineno, NULL);
         st_fe_break_clear(&brk);
-        return done(ts, fr, result);
+        PyObject *fn = Py_NewRef(e->brk_fn);
+        done(ts, fr, NULL);
+        PyObject *r = PyObject_Call(fn, result, NULL);
+        Py_DECREF(fn);
+        Py_DECREF(result);
+        return r;
     }
     Py_CLEAR(result);
     if (PyErr_Occurred()) {
@@ -604,15 +634,22 @@ static PyObject *hook(PyThreadState *ts, struct _PyInterpreterFrame *pf, int thr
         .nlocals = co->co_nlocalsplus, .globals = fr->f_globals,
         .builtins = fr->f_builtins, .closure = PyFunction_GET_CLOSURE(func),
     };
-    PyObject *res = NULL;
+    PyObject *res = NULL, *brk = NULL;
     uint64_t t0 = st_fe_timing ? st_fe_now_ns() : 0;
     tls.suspended++;              /* Python run by guards (properties, __eq__) runs plain */
-    int r = try_entries(x, &f, o, &res);
+    int r = try_entries(x, &f, o, &res, &brk);
     tls.suspended--;
     if (r < 0) return done(ts, fr, NULL);
     if (r == 1) {
         stats.hits++;
         res = done(ts, fr, res);
+        if (brk) {
+            /* a partial graph: continue after the break (res: the arguments) */
+            PyObject *r2 = res ? PyObject_Call(brk, res, NULL) : NULL;
+            Py_XDECREF(res);
+            Py_DECREF(brk);
+            res = r2;
+        }
         if (st_fe_timing) {
             st_fe_timing_ns[0] += st_fe_now_ns() - t0;
             st_fe_timing_ns[2]++;
@@ -659,7 +696,9 @@ PyObject *st_fe_hook_stats(void)
         Py_XDECREF(v);
         if (rc < 0) { Py_DECREF(per); return NULL; }
     }
-    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:(KKK),s:N}", "translations",
+    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:(KKK),s:N}", "resumes",
+                         (unsigned long long)stats.resumes, "graphs",
+                         (unsigned long long)stats.graphs, "translations",
                          (unsigned long long)stats.translations, "hits",
                          (unsigned long long)stats.hits, "misses", (unsigned long long)stats.misses,
                          "breaks", (unsigned long long)stats.breaks, "fallbacks",
@@ -701,12 +740,14 @@ int st_fe_hook_supported(void) { return 0; }
 int st_fe_hook_enter(const st_fe_options *o) { (void)o; return 0; }
 void st_fe_hook_exit(void) {}
 void st_fe_hook_reset(void) { memset(&stats, 0, sizeof stats); }
+void st_fe_hook_mark_skip(PyCodeObject *co) { (void)co; }
 void st_fe_hook_explain_begin(void) {}
 PyObject *st_fe_hook_explain_end(void) { return PyList_New(0); }
 PyObject *st_fe_hook_stats(void)
 {
     (void)skip_rules;
-    return Py_BuildValue("{s:i,s:i,s:i,s:i,s:i,s:i,s:{}}", "translations", 0, "hits", 0,
+    return Py_BuildValue("{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:{}}", "resumes", 0, "graphs", 0,
+                         "translations", 0, "hits", 0,
                          "misses", 0, "breaks", 0, "fallbacks", 0, "frames", 0, "codes");
 }
 int st_fe_hook_init(PyObject *rules) { (void)rules; return 0; }

@@ -182,6 +182,8 @@ typedef enum {
     ST_T_OUTPUT,      /* graph output index */
     ST_T_SOURCE,      /* the value of src (an input returned as is) */
     ST_T_TUPLE, ST_T_LIST, ST_T_DICT,   /* fresh container of items (DICT: keys) */
+    ST_T_METHOD,      /* a bound method of items[0]: obj is the function
+                         (a Python method) or the name (a builtin's) */
 } st_fe_tmpl_kind;
 
 typedef struct st_fe_tmpl {
@@ -228,6 +230,8 @@ typedef struct {
     const char *backend;     /* "llvm", "nvrtc", "interp", "eager" */
     bool fullgraph;          /* a break raises (also SYMTRACE_STRICT=1) */
     bool dynamic;            /* issue 7; false for now */
+    bool no_partial;         /* a break makes the whole frame plain Python
+                                (no partial graph; the translator's own tests) */
     int log_level;           /* SYMTRACE_LOG */
 } st_fe_options;
 
@@ -258,6 +262,10 @@ typedef struct st_fe_entry {
     uint64_t hits;
     st_fe_effect *effects;   /* replayed after the graph, in order (owned) */
     int neffects;
+    /* A partial graph (resume.c): ret builds the arguments of brk_fn, the
+     * break function that performs the breaking instruction and continues
+     * in a resume function; the frame's result is its result. */
+    PyObject *brk_fn;        /* owned or NULL */
 } st_fe_entry;
 
 void st_fe_entry_free(st_fe_entry *e);
@@ -277,6 +285,38 @@ void st_fe_entry_free(st_fe_entry *e);
 st_fe_entry *st_fe_translate(const st_fe_frame *f, const st_fe_options *opts,
                              PyObject **result, st_fe_break *brk);
 
+
+/* ---------------- partial graphs (resume.c) ----------------
+ * Where a root frame that broke at code unit `at` can resume, and the
+ * code that does it (see resume.c's top comment). */
+enum { ST_BRK_SIMPLE, ST_BRK_JUMP, ST_BRK_END };
+typedef struct {
+    int start, end;          /* code units of the breaking group [start, end):
+                                [KW_NAMES] [PRECALL] CALL, or one instruction */
+    int kind;                /* ST_BRK_*: one exit, two (a conditional jump:
+                                [0] falls through, [1] jumps), none (return, raise) */
+    int npop;                /* stack items the group consumes */
+    int nres[2];             /* items it leaves at exit k */
+    int exit[2];             /* code unit where exit k continues */
+    int line;                /* the breaking statement's line */
+    int nlocals;             /* co_nlocals */
+    uint8_t *live;           /* per local: live at an exit (owned) */
+} st_fe_brkpt;
+/* 0: bp filled; 1: cannot resume there (why says why; no exception);
+ * -1: error (exception set). */
+int st_fe_resume_plan(PyCodeObject *co, int at, st_fe_brkpt *bp, char *why, size_t nwhy);
+void st_fe_brkpt_clear(st_fe_brkpt *bp);
+/* The break function for bp with nstack items on the stack at bp->start
+ * (null[k]: slot k is a NULL marker) and lstate[i] per local: 0 dead
+ * (passed on as None), 1 live (an argument), 2 live but unbound. Its
+ * arguments: the consumed non-NULL stack items, the non-NULL items below
+ * them, the live locals, in order. Cached per (code, start, shapes); new
+ * reference or NULL with an exception. closure: the frame's function's
+ * (the resume functions share its cells; with free variables only). */
+PyObject *st_fe_break_function(PyCodeObject *co, PyObject *globals, PyObject *closure,
+                               const st_fe_brkpt *bp, int nstack, const bool *null,
+                               const uint8_t *lstate);
+void st_fe_resume_reset(void);
 
 /* ---------------- running entries (entry.c) ---------------- */
 /* Runs a hit: gathers the graph inputs by their sources (memo shared with

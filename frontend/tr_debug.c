@@ -105,12 +105,13 @@ static int set_item(PyObject *d, const char *k, PyObject *v)
 static PyObject *fe_translate(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
-    static char *kwlist[] = {"fn", "args", "kwargs", "backend", "log_level", "fullgraph", NULL};
+    static char *kwlist[] = {"fn", "args", "kwargs", "backend", "log_level", "fullgraph",
+                             "partial", NULL};
     PyObject *fn, *fargs = NULL, *fkw = NULL;
     const char *backend = "interp";
-    int log_level = 0, fullgraph = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OOsip", kwlist, &fn, &fargs, &fkw,
-                                     &backend, &log_level, &fullgraph))
+    int log_level = 0, fullgraph = 0, partial = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OOsipp", kwlist, &fn, &fargs, &fkw,
+                                     &backend, &log_level, &fullgraph, &partial))
         return NULL;
     PyObject *empty = NULL;
     if (!fargs)
@@ -121,7 +122,8 @@ static PyObject *fe_translate(PyObject *self, PyObject *args, PyObject *kw)
     if (brc < 0)
         return NULL;
     st_fe_options opts = {.backend = backend, .fullgraph = fullgraph != 0,
-                          .dynamic = false, .log_level = log_level};
+                          .dynamic = false, .log_level = log_level,
+                          .no_partial = !partial};
     st_fe_break brk;
     memset(&brk, 0, sizeof brk);
     PyObject *result = NULL;
@@ -133,10 +135,20 @@ static PyObject *fe_translate(PyObject *self, PyObject *args, PyObject *kw)
             PyErr_SetString(PyExc_RuntimeError, "translation failed");
         return NULL;
     }
+    if (e && e->brk_fn && result) {
+        /* a partial graph: the rest of the frame runs (plain: no hook here) */
+        Py_SETREF(result, PyObject_Call(e->brk_fn, result, NULL));
+        if (!result) {
+            st_fe_entry_free(e);
+            st_fe_break_clear(&brk);
+            return NULL;
+        }
+    }
     PyObject *d = PyDict_New();
     if (!d)
         goto fail;
     if (set_item(d, "ok", PyBool_FromLong(e != NULL)) ||
+        set_item(d, "partial", PyBool_FromLong(e && e->brk_fn)) ||
         set_item(d, "result", Py_NewRef(result ? result : Py_None)) ||
         set_item(d, "reason", PyUnicode_FromString(brk.reason)) ||
         set_item(d, "filename", Py_NewRef(brk.filename ? brk.filename : Py_None)) ||
@@ -236,7 +248,7 @@ out:
 static PyMethodDef tr_debug_methods[] = {
     {"_fe_translate", (PyCFunction)(void (*)(void))fe_translate, METH_VARARGS | METH_KEYWORDS,
      "_fe_translate(fn, args=(), kwargs=None, backend='interp', log_level=0, "
-     "fullgraph=False) -> dict"},
+     "fullgraph=False, partial=False) -> dict (partial: keep the graph before a break)"},
     {"_fe_entry_call", (PyCFunction)(void (*)(void))fe_entry_call, METH_VARARGS | METH_KEYWORDS,
      "_fe_entry_call(entry, fn, args=(), kwargs=None) -> (passed, value)"},
     {NULL, NULL, 0, NULL},

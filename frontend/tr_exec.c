@@ -130,6 +130,23 @@ out:
     return rc;
 }
 
+/* For resume.c: the real opcode of a name (-1: not in this version) and
+ * the inline cache units that follow an opcode. */
+int tr_opnum(const char *name)
+{
+    if (tr_exec_init() < 0)
+        return -1;
+    for (int raw = 0; raw < 256; raw++)
+        if (op_of[raw] >= 0 && !strcmp(op_names[op_of[raw]], name))
+            return raw;
+    return -1;
+}
+
+int tr_op_caches(int raw)
+{
+    return cache_of[raw & 255];
+}
+
 /* ---------------- the stack ---------------- */
 #define PUSHV(fr, var) ((fr)->stack[(fr)->sp++] = (var))
 #define TOP(fr, k) (&(fr)->stack[(fr)->sp - (k)])   /* k = 1: top */
@@ -534,7 +551,12 @@ int tr_run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
 {
     PyObject *consts = fr->code->co_consts, *names = fr->code->co_names;
     int arg = 0;
+    bool ext = false;
     for (;;) {
+        if (!ext && fr->depth == 0 && fr->pc == s->stop_at) {
+            s->stopped = true;       /* a partial graph ends here (translator.c) */
+            return -2;
+        }
         if (fr->pc < 0 || fr->pc >= fr->ncode)
             return tr_break(s, "ran off the end of the bytecode");
         if (++s->steps > TR_MAX_STEPS)
@@ -546,8 +568,10 @@ int tr_run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
         int op = op_of[raw];
         if (op == OP_EXTENDED_ARG) {
             arg = (arg | oparg) << 8;
+            ext = true;
             continue;
         }
+        ext = false;
         arg |= oparg;
         oparg = arg;
         arg = 0;

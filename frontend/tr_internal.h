@@ -86,6 +86,14 @@ typedef struct {
     struct tr_fx *fx;        /* the log, in program order */
     int nfx, capfx;
     const char *tmpl_what;   /* templating context for break messages */
+    /* partial graphs */
+    int stop_at;             /* root frame: stop before this code unit (-1: run to the end) */
+    bool stopped;            /* ... and did */
+    int root_at;             /* root frame's instruction when the break happened (-1) */
+    int brk_depth;           /* inlining depth of the frame that broke */
+    bool no_resume;          /* the break leaves state a partial graph cannot replay */
+    bool tmpl_live;          /* templating the live values at a break */
+    PyObject *live_seen;     /* ids of mutable containers templated there */
 } tr_state;
 
 /* One recorded side effect: obj is the target (SETATTR) or the original
@@ -153,6 +161,8 @@ void tr_fx_clear(tr_state *s);
 /* ---- tr_exec.c */
 int tr_exec_init(void);                      /* opcode tables; also tr_calls_init */
 int tr_run_frame(tr_state *s, tr_frame *fr, tr_var *ret);
+int tr_opnum(const char *name);              /* real opcode, -1 if absent */
+int tr_op_caches(int raw);                   /* inline cache units after it */
 
 /* ---- tr_classify.c: symtrace's objects, looked up once */
 struct tr_refs {

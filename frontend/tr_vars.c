@@ -233,6 +233,10 @@ int tr_break(tr_state *s, const char *fmt, ...)
     if (fr) {
         Py_XSETREF(s->brk->filename, Py_NewRef(fr->code->co_filename));
         s->brk->lineno = PyCode_Addr2Line(fr->code, fr->lasti * 2);
+        s->brk_depth = fr->depth;
+        while (fr->parent)
+            fr = fr->parent;
+        s->root_at = fr->lasti;   /* where the root frame breaks (the call, when inlined) */
     }
     return -1;
 }

@@ -204,6 +204,27 @@ static int tmpl_of(tr_state *s, PyObject *v, outlist *ol, st_fe_tmpl **out, int 
         t->src = shsrc;
         return 0;
     }
+    if (s->tmpl_live && !st_fe_is_tensor(v) && !tr_is_plain_const(v)) {
+        /* a live value at a break keeps its identity: an object read from
+         * the frame is passed as that object */
+        st_fe_src *src = tr_lookup_src(s, v);
+        if (src) {
+            t->kind = ST_T_SOURCE;
+            t->src = src;
+            return 0;
+        }
+        if (PyList_Check(v) || PyDict_Check(v)) {
+            PyObject *k = tr_id_key(v);
+            int seen = k ? PyDict_Contains(s->live_seen, k) : -1;
+            if (seen == 0 && PyDict_SetItem(s->live_seen, k, Py_None) < 0)
+                seen = -1;
+            Py_XDECREF(k);
+            if (seen != 0)
+                return seen < 0 ? tr_break_exc(s, "live values")
+                                : tr_break(s, "a %s made in the frame is live at the graph "
+                                           "break in two places (aliasing)", tr_type_name(v));
+        }
+    }
     if (st_fe_is_tensor(v)) {
         st_fe_src *src = tr_lookup_src(s, v);
         if (src) {
@@ -232,8 +253,14 @@ static int tmpl_of(tr_state *s, PyObject *v, outlist *ol, st_fe_tmpl **out, int 
                                 s->tmpl_what, tr_type_name(v));
         }
         t->kind = ST_T_OUTPUT;
+        st_tensor *raw = st_fe_unwrap(v);
+        for (int k = 0; k < ol->nout; k++)
+            if (ol->outs[k] == raw) {      /* one tensor, one output: identity kept */
+                t->index = k;
+                return 0;
+            }
         t->index = ol->nout;
-        ol->outs[ol->nout++] = st_fe_unwrap(v);
+        ol->outs[ol->nout++] = raw;
         return 0;
     }
     if (tr_is_const_value(v)) {
@@ -266,6 +293,33 @@ static int tmpl_of(tr_state *s, PyObject *v, outlist *ol, st_fe_tmpl **out, int 
         /* a side effect's value read from the frame (a module, a function) */
         t->kind = ST_T_SOURCE;
         t->src = tr_lookup_src(s, v);
+        return 0;
+    } else if (s->tmpl_live && (PyMethod_Check(v) ||
+                                (PyCFunction_Check(v) && PyCFunction_GET_SELF(v) &&
+                                 !PyModule_Check(PyCFunction_GET_SELF(v))))) {
+        /* a bound method on the stack (x.item, self.helper): rebuilt from
+         * its object on every call */
+        bool py = PyMethod_Check(v);
+        PyObject *fn = py ? PyMethod_GET_FUNCTION(v) : NULL;
+        if (py && tr_is_fresh(s, fn))
+            return tr_break(s, "a method of a function made in the frame is live at the break");
+        t->kind = ST_T_METHOD;
+        t->obj = py ? Py_NewRef(fn)
+                    : PyUnicode_FromString(((PyCFunctionObject *)v)->m_ml->ml_name);
+        t->items = calloc(2, sizeof(st_fe_tmpl *));
+        if (!t->obj || !t->items)
+            return tr_break_exc(s, "method");
+        t->n = 1;
+        return tmpl_of(s, py ? PyMethod_GET_SELF(v) : PyCFunction_GET_SELF(v), ol,
+                       &t->items[0], depth + 1);
+    } else if (s->tmpl_live && !tr_is_fresh(s, v) &&
+               (PyFunction_Check(v) || PyCFunction_Check(v) || PyType_Check(v) ||
+                PyModule_Check(v) || Py_IS_TYPE(v, &PyMethodDescr_Type) ||
+                Py_IS_TYPE(v, &PyWrapperDescr_Type))) {
+        /* a function or class found through guarded objects (a method of
+         * a guarded type, a builtin): the same object on every call */
+        t->kind = ST_T_CONST;
+        t->obj = Py_NewRef(v);
         return 0;
     } else {
         return tr_break(s, "%s a %s", s->tmpl_what ? s->tmpl_what : "returns",
@@ -443,9 +497,83 @@ done:
     return e;
 }
 
+/* ---------------- partial graphs ---------------- */
+/* The values a partial graph hands to its break function, read from the
+ * root frame stopped before the breaking group: the consumed stack items,
+ * the items below them, the live locals (see st_fe_break_function). */
+static int live_values(tr_state *s, tr_frame *fr, const st_fe_brkpt *bp,
+                       PyObject **tuple, PyObject **fn)
+{
+    int nstack = fr->sp, nloc = bp->nlocals, rc = -1;
+    if (nstack < bp->npop)
+        return tr_break(s, "the stack holds fewer values than the breaking instruction takes");
+    bool *null = calloc((size_t)nstack + 1, sizeof(bool));
+    uint8_t *lstate = calloc((size_t)nloc + 1, 1);
+    PyObject *vals = PyList_New(0);
+    if (!null || !lstate || !vals) {
+        tr_break(s, "out of memory");
+        goto out;
+    }
+    int below = nstack - bp->npop;
+    for (int pass = 0; pass < 2; pass++)
+        for (int k = pass ? 0 : below; k < (pass ? below : nstack); k++) {
+            tr_var *v = &fr->stack[k];
+            if (v->it || v->aux != TR_AUX_NONE) {
+                tr_break(s, "an iterator or context manager is on the stack at the graph break");
+                goto out;
+            }
+            if (!v->v)
+                null[k] = true;
+            else if (PyList_Append(vals, v->v) < 0) {
+                tr_break_exc(s, "live values");
+                goto out;
+            }
+        }
+    for (int i = 0; i < nloc && i < fr->nlocals; i++) {
+        if (!bp->live[i])
+            continue;
+        tr_var *l = &fr->locals[i];
+        if (l->it || l->aux != TR_AUX_NONE) {
+            tr_break(s, "local '%s' holds an iterator or context manager at the graph break",
+                     PyUnicode_AsUTF8(tr_local_name(fr->code, i)));
+            goto out;
+        }
+        lstate[i] = l->v ? 1 : 2;
+        if (l->v && PyList_Append(vals, l->v) < 0) {
+            tr_break_exc(s, "live values");
+            goto out;
+        }
+    }
+    *fn = st_fe_break_function(fr->code, fr->globals, s->f->closure, bp, nstack, null, lstate);
+    if (!*fn) {
+        tr_break_exc(s, "making the resume functions");
+        goto out;
+    }
+    *tuple = PyList_AsTuple(vals);
+    if (!*tuple) {
+        Py_CLEAR(*fn);
+        tr_break_exc(s, "live values");
+        goto out;
+    }
+    rc = 0;
+out:
+    free(null);
+    free(lstate);
+    Py_XDECREF(vals);
+    return rc;
+}
+
+typedef struct {
+    int root_at, depth;
+    bool resumable;          /* broke, not fatally, at a known root instruction */
+} tr_outcome;
+
 /* ---------------- st_fe_translate ---------------- */
-st_fe_entry *st_fe_translate(const st_fe_frame *f, const st_fe_options *opts,
-                             PyObject **result, st_fe_break *brk)
+/* One translation; bp: stop before bp->start in the root frame and make a
+ * partial graph (result: the break function's arguments). */
+static st_fe_entry *translate_once(const st_fe_frame *f, const st_fe_options *opts,
+                                   PyObject **result, st_fe_break *brk,
+                                   const st_fe_brkpt *bp, tr_outcome *oc)
 {
     *result = NULL;
     brk->reason[0] = 0;
@@ -459,11 +587,17 @@ st_fe_entry *st_fe_translate(const st_fe_frame *f, const st_fe_options *opts,
     s->f = f;
     s->opts = opts;
     s->brk = brk;
+    s->stop_at = bp ? bp->start : -1;
+    s->root_at = -1;
+    oc->root_at = -1;
+    oc->depth = 0;
+    oc->resumable = false;
     st_fe_srctab_init(&s->srcs);
     st_fe_guardset_init(&s->guards);
     s->srcmap = PyDict_New();
     s->fresh = PyDict_New();
     s->cellmap = PyDict_New();
+    s->live_seen = PyDict_New();
     uint64_t seed = 0, off = 0;
     st_rt_rng_get_state(&seed, &off);
     bool grad = st_ad_grad_enabled();
@@ -473,7 +607,7 @@ st_fe_entry *st_fe_translate(const st_fe_frame *f, const st_fe_options *opts,
     st_fe_entry *e = NULL;
     tr_frame *fr = NULL;
     bool tracing = false;
-    if (!s->srcmap || !s->fresh || !s->cellmap)
+    if (!s->srcmap || !s->fresh || !s->cellmap || !s->live_seen)
         goto error;
     if (st_rt_trace_begin() != ST_OK) {
         st_fe_raise();
@@ -506,7 +640,33 @@ st_fe_entry *st_fe_translate(const st_fe_frame *f, const st_fe_options *opts,
         goto broke;
     }
     tr_var ret = {0};
-    if (tr_run_frame(s, fr, &ret) < 0)
+    int run = tr_run_frame(s, fr, &ret);
+    PyObject *brk_fn = NULL;
+    if (run == -2 && bp && s->stopped) {
+        /* stopped before the breaking instruction: the graph so far, and
+         * what the break function needs */
+        if (st_ad_grad_enabled() != grad) {
+            tr_break(s, "the grad mode changed before the break (not supported)");
+            goto broke;
+        }
+        PyObject *live = NULL;
+        if (live_values(s, fr, bp, &live, &brk_fn) < 0)
+            goto broke;
+        s->retval = live;
+        s->tmpl_live = true;
+        s->tmpl_what = "at the graph break, a live value is";
+        e = finish(s);
+        s->tmpl_live = false;
+        s->tmpl_what = NULL;
+        tracing = false;
+        if (!e) {
+            Py_DECREF(brk_fn);
+            goto broke_ended;
+        }
+        e->brk_fn = brk_fn;
+        goto finished;
+    }
+    if (run < 0)
         goto broke;
     if (ret.it || ret.aux == TR_AUX_SUPER) {
         tr_var_clear(&ret);
@@ -517,6 +677,7 @@ st_fe_entry *st_fe_translate(const st_fe_frame *f, const st_fe_options *opts,
         /* set_grad_enabled(m) as a call: global state an entry cannot replay */
         tr_var_clear(&ret);
         tr_break(s, "side effect: the frame changes the grad mode (not supported yet)");
+        s->no_resume = true;
         goto broke;
     }
     s->retval = ret.v;
@@ -526,6 +687,7 @@ st_fe_entry *st_fe_translate(const st_fe_frame *f, const st_fe_options *opts,
     tracing = false;
     if (!e)
         goto broke_ended;
+finished:
     if (s->nfx > 0) {
         /* this call's side effects, performed once, in order; the result
          * names the originals of shadowed lists/dicts */
@@ -577,6 +739,12 @@ broke_ended:
     st_ad_set_grad_enabled(grad);
     if (!s->broke || s->fatal)
         goto error;
+    oc->root_at = s->root_at;
+    oc->depth = s->brk_depth;
+    oc->resumable = !bp && !s->no_resume && !opts->fullgraph && !opts->no_partial &&
+                    s->root_at >= 0;
+    if (bp || oc->resumable)
+        goto cleanup;     /* st_fe_translate reports it, after trying a partial graph */
     if (opts->log_level >= 1)
         fprintf(stderr, "[symtrace] graph break in %s:%d: %s\n",
                 brk->filename ? PyUnicode_AsUTF8(brk->filename) : "?",
@@ -602,8 +770,69 @@ cleanup:
     Py_XDECREF(s->srcmap);
     Py_XDECREF(s->fresh);
     Py_XDECREF(s->cellmap);
+    Py_XDECREF(s->live_seen);
     st_fe_guardset_clear(&s->guards);
     st_fe_srctab_clear(&s->srcs);
+    return e;
+}
+
+static void log_break(const st_fe_options *opts, const st_fe_break *brk)
+{
+    if (opts->log_level >= 1)
+        fprintf(stderr, "[symtrace] graph break in %s:%d: %s\n",
+                brk->filename ? PyUnicode_AsUTF8(brk->filename) : "?", brk->lineno, brk->reason);
+}
+
+st_fe_entry *st_fe_translate(const st_fe_frame *f, const st_fe_options *opts,
+                             PyObject **result, st_fe_break *brk)
+{
+    tr_outcome oc;
+    st_fe_entry *e = translate_once(f, opts, result, brk, NULL, &oc);
+    if (e || !oc.resumable || PyErr_Occurred())
+        return e;
+    /* a graph break: keep the graph before it when the frame can resume
+     * after the breaking instruction (TorchDynamo's partial graphs) */
+    st_fe_brkpt bp;
+    char why[256];
+    int pr = st_fe_resume_plan(f->code, oc.root_at, &bp, why, sizeof why);
+    if (pr != 0) {
+        if (pr < 0) {
+            snprintf(why, sizeof why, "resume plan failed");
+            PyErr_Clear();
+        }
+        size_t n = strlen(brk->reason);
+        snprintf(brk->reason + n, sizeof brk->reason - n, " [no partial graph: %s]", why);
+        st_fe_brkpt_clear(&bp);
+        log_break(opts, brk);
+        return NULL;
+    }
+    st_fe_break b2 = {.reason = "", .filename = NULL, .lineno = 0};
+    tr_outcome oc2;
+    e = translate_once(f, opts, result, &b2, &bp, &oc2);
+    if (!e) {
+        if (PyErr_Occurred())
+            PyErr_Clear();      /* the frame runs as plain Python instead */
+        size_t n = strlen(brk->reason);
+        snprintf(brk->reason + n, sizeof brk->reason - n, " [no partial graph: %s]",
+                 b2.reason[0] ? b2.reason : "translation failed");
+        log_break(opts, brk);
+    } else {
+        /* reported where the frame broke: the root frame's breaking line */
+        if (oc.depth > 0 || (brk->filename && PyUnicode_Compare(brk->filename, f->code->co_filename))) {
+            size_t n = strlen(brk->reason);
+            snprintf(brk->reason + n, sizeof brk->reason - n, " (in a call at %s:%d; the call "
+                     "runs as its own frame)", brk->filename ? PyUnicode_AsUTF8(brk->filename) : "?",
+                     brk->lineno);
+        }
+        Py_XSETREF(brk->filename, Py_NewRef(f->code->co_filename));
+        brk->lineno = bp.line;
+        if (opts->log_level >= 1)
+            fprintf(stderr, "[symtrace] graph break in %s:%d: %s; the graph before it is "
+                    "kept, the rest resumes after it\n", PyUnicode_AsUTF8(brk->filename),
+                    brk->lineno, brk->reason);
+    }
+    st_fe_break_clear(&b2);
+    st_fe_brkpt_clear(&bp);
     return e;
 }
 

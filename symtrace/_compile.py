@@ -187,7 +187,8 @@ class ExplainOutput:
                               for r in breaks]
         self.ops_per_graph = [r["nops"] for r in graphs]
         self.op_count = sum(self.ops_per_graph)
-        self.guards = [g for r in graphs for g in (r["guards"] or [])]
+        self.guards = [g for r in records if r["kind"] in ("graph", "entry")
+                       for g in (r["guards"] or [])]
         self.out = out
         self.records = records
 

@@ -12,6 +12,8 @@ and of the frontend's knobs (symtrace.compile):
     symtrace.config.log = 1             # SYMTRACE_LOG: 1 breaks, 2 + graphs and guards
     symtrace.config.strict = 1          # SYMTRACE_STRICT: a graph break raises
     symtrace.config.cache_limit = 8     # SYMTRACE_CACHE_LIMIT: entries per code object
+    symtrace.config.partial = 0         # SYMTRACE_PARTIAL=0: a graph break makes the whole
+                                        # frame plain Python (no partial graph, no resume)
 """
 import sys
 import types
@@ -19,8 +21,9 @@ import types
 from . import _C
 
 _KNOBS = ("fusion", "fuse_reductions", "fuse_matmul_epilogue", "max_fused_ops")
-# frontend knobs: SYMTRACE_LOG (0..3), SYMTRACE_STRICT (0/1), SYMTRACE_CACHE_LIMIT
-_FE_KNOBS = ("log", "strict", "cache_limit")
+# frontend knobs: SYMTRACE_LOG (0..3), SYMTRACE_STRICT (0/1), SYMTRACE_CACHE_LIMIT,
+# SYMTRACE_PARTIAL (0/1)
+_FE_KNOBS = ("log", "strict", "cache_limit", "partial")
 
 
 class _Config(types.ModuleType):

@@ -49,14 +49,21 @@ _EXC = ("an exception raised and caught inside the frame (try: int('not a number
         "ValueError) breaks: 'call to int raised an error: ' (also: the message is empty, "
         "the ValueError's text is lost)")
 FAILING_KNOWN = {
-    "run:tensor_index_by_tensor": _INDEX,
     "explain:tensor_index_by_tensor": _INDEX,
-    "run:parameters_list_comprehension": _PARAMS,
+    "fullgraph:tensor_index_by_tensor": _INDEX,   # runs (a partial graph), but breaks
+    # 3.12 inlines the comprehension: the frame breaks at the parameters() call
+    # (before the loop) and keeps a partial graph; 3.11 calls a <listcomp> frame
+    "run:parameters_list_comprehension@3.11": _PARAMS,
+    "fullgraph:parameters_list_comprehension": _PARAMS,
     "explain:parameters_list_comprehension": _PARAMS,
     "run:sequential_slice": _SEQSLICE,
+    # its gradients are right and the frame keeps a partial graph (the slice
+    # runs in Python); only the run test's "no retranslation" fails: every
+    # call makes a new Sequential, so the resume function is translated anew
+    "grads:sequential_slice": None,
     "explain:sequential_slice": _SEQSLICE,
-    "run:functools_partial_call": _PARTIAL,
     "explain:functools_partial_call": _PARTIAL,
+    "fullgraph:functools_partial_call": _PARTIAL,
     "run:exception_caught_inside": _EXC,
     "explain:exception_caught_inside": _EXC,
 }

@@ -49,6 +49,13 @@ def breaks(x):
     return affine(x, x) + v
 
 
+def breaks_in_loop(x):
+    v = 0.0
+    for _ in range(2):
+        v += x.sum().item()     # a break inside a loop: the frame runs plain
+    return affine(x, x) + v
+
+
 def gen(x):
     yield x + 1
 
@@ -85,13 +92,28 @@ def test_hits_run_from_cache():
     assert stats()["hits"] == 5
 
 
-def test_break_runs_plain_and_callees_are_captured():
+def test_break_keeps_the_graph_before_it_and_resumes():
     x = st.randn(4)
     cb = st.compile(breaks, backend="interp")
     for _ in range(3):
         assert close(cb(x), breaks(x))
     b = code_stats(breaks)
-    assert b["plain"] and "item" in b["reason"]
+    assert not b["plain"] and b["entries"] == 1
+    resumes = [k for k in stats()["codes"] if "__resume_at_" in k]
+    assert len(resumes) == 1 and stats()["codes"][resumes[0]]["entries"] == 1
+    assert code_stats(affine) is None           # inlined into the resume function's graph
+    s = stats()
+    assert s["breaks"] == 1 and s["resumes"] == 1 and s["fallbacks"] == 0
+    assert s["translations"] == 2 and s["hits"] == 4   # 2 calls x (frame + resume)
+
+
+def test_break_in_loop_runs_plain_and_callees_are_captured():
+    x = st.randn(4)
+    cb = st.compile(breaks_in_loop, backend="interp")
+    for _ in range(3):
+        assert close(cb(x), breaks_in_loop(x))
+    b = code_stats(breaks_in_loop)
+    assert b["plain"] and "item" in b["reason"] and "loop" in b["reason"]
     assert code_stats(affine)["entries"] == 1   # the callee, captured on its own
     s = stats()
     assert s["breaks"] == 1 and s["fallbacks"] == 2 and s["hits"] >= 2
@@ -196,7 +218,9 @@ def test_threads_do_not_capture_each_other():
     assert close(out["r"], affine(x, x))
     assert close(r, x - 3)
     assert code_stats(other_thread_fn) is None
-    assert code_stats(affine)["entries"] == 1
+    # waits breaks at the event calls; affine is captured after them (in the
+    # resume function's graph)
+    assert any("waits.__resume_at_" in k for k in stats()["codes"]), stats()["codes"]
 
 
 def test_compiled_calls_in_two_threads():
@@ -246,9 +270,9 @@ def test_log_level_1_reports_breaks(capfd):
 
 def test_reset_drops_entries_and_plain_marks():
     x = st.randn(4)
-    cb = st.compile(breaks, backend="interp")
+    cb = st.compile(breaks_in_loop, backend="interp")
     cb(x)
-    assert code_stats(breaks)["plain"]
+    assert code_stats(breaks_in_loop)["plain"]
     st.reset()
     assert stats()["codes"] == {} and stats()["translations"] == 0
     cb(x)
