@@ -245,7 +245,41 @@ out:
     return r;
 }
 
+/* _fe_resume_plan(code, offset) -> dict or str: where a root frame that
+ * breaks at byte offset `offset` resumes (resume.c), or why it cannot. */
+static PyObject *fe_resume_plan(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *co;
+    int off;
+    if (!PyArg_ParseTuple(args, "O!i", &PyCode_Type, &co, &off))
+        return NULL;
+    st_fe_brkpt bp;
+    char why[256];
+    int r = st_fe_resume_plan((PyCodeObject *)co, off / 2, &bp, why, sizeof why);
+    if (r < 0)
+        return NULL;
+    if (r > 0)
+        return PyUnicode_FromString(why);
+    static const char *const kinds[] = {"simple", "jump", "end"};
+    PyObject *live = PyList_New(0);
+    PyObject *names = PyObject_GetAttrString(co, "co_varnames");
+    for (int i = 0; live && names && i < bp.nlocals; i++)
+        if (bp.live[i] && PyList_Append(live, PyTuple_GET_ITEM(names, i)) < 0)
+            Py_CLEAR(live);
+    Py_XDECREF(names);
+    PyObject *d = live ? Py_BuildValue("{s:i,s:i,s:s,s:i,s:(ii),s:(ii),s:i,s:N}", "start", 2 * bp.start,
+                                       "end", 2 * bp.end, "kind", kinds[bp.kind], "npop", bp.npop,
+                                       "nres", bp.nres[0], bp.nres[1], "exits", 2 * bp.exit[0],
+                                       2 * bp.exit[1], "line", bp.line, "live", live)
+                       : NULL;
+    st_fe_brkpt_clear(&bp);
+    return d;
+}
+
 static PyMethodDef tr_debug_methods[] = {
+    {"_fe_resume_plan", fe_resume_plan, METH_VARARGS,
+     "_fe_resume_plan(code, offset) -> dict (where a break at offset resumes) or str (why not)"},
     {"_fe_translate", (PyCFunction)(void (*)(void))fe_translate, METH_VARARGS | METH_KEYWORDS,
      "_fe_translate(fn, args=(), kwargs=None, backend='interp', log_level=0, "
      "fullgraph=False, partial=False) -> dict (partial: keep the graph before a break)"},
