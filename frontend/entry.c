@@ -191,13 +191,16 @@ PyObject *st_fe_entry_run_pre(st_fe_entry *e, const st_fe_frame *f, PyObject **m
         }
         ins[got] = st_fe_unwrap(v);
     }
+    void *cfn = e->dyn ? st_fe_dyn_cfn(e, f, memo) : e->cfn;
+    if (e->dyn && !cfn)
+        goto done;
     if (nout > 0) {
-        if (!e->cfn) {
+        if (!cfn) {
             PyErr_SetString(PyExc_SystemError, "compiled entry has outputs but no graph");
             goto done;
         }
         uint64_t t0 = st_fe_timing ? st_fe_now_ns() : 0;
-        st_status rc = st_rt_cfn_run((st_rt_cfn *)e->cfn, ins, outs);
+        st_status rc = st_rt_cfn_run((st_rt_cfn *)cfn, ins, outs);
         if (st_fe_timing) st_fe_timing_ns[1] += st_fe_now_ns() - t0;
         if (rc != ST_OK) {
             st_fe_raise();
@@ -210,9 +213,9 @@ PyObject *st_fe_entry_run_pre(st_fe_entry *e, const st_fe_frame *f, PyObject **m
                 goto done;
             }
         }
-    } else if (e->cfn) {
+    } else if (cfn) {
         /* a graph with no visible outputs (in-place updates only) */
-        if (st_rt_cfn_run((st_rt_cfn *)e->cfn, ins, outs) != ST_OK) {
+        if (st_rt_cfn_run((st_rt_cfn *)cfn, ins, outs) != ST_OK) {
             st_fe_raise();
             goto done;
         }
@@ -246,6 +249,7 @@ void st_fe_entry_free(st_fe_entry *e)
     free(e->effects);
     Py_XDECREF(e->graph_str);
     Py_XDECREF(e->brk_fn);
+    st_fe_dyn_free(e->dyn);
     st_fe_guardset_clear(&e->guards);
     st_fe_srctab_clear(&e->srcs);
     free(e);

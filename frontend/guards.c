@@ -302,6 +302,8 @@ void st_fe_guardset_clear(st_fe_guardset *gs)
     gs->v = NULL;
     gs->n = gs->cap = 0;
     unwatch(gs);
+    st_fe_symtab_free(gs->sym);
+    gs->sym = NULL;
 }
 
 static st_fe_guard *push(st_fe_guardset *gs, st_fe_guard_kind kind, st_fe_src *s)
@@ -323,7 +325,8 @@ static st_fe_guard *push(st_fe_guardset *gs, st_fe_guard_kind kind, st_fe_src *s
 static const st_fe_guard *find(const st_fe_guardset *gs, const st_fe_src *s, int kind)
 {
     for (int i = 0; i < gs->n; i++)
-        if (gs->v[i].src == s && (kind < 0 || (int)gs->v[i].kind == kind)) return &gs->v[i];
+        if (gs->v[i].src == s && (kind < 0 ? gs->v[i].kind != ST_G_SYM
+                                           : (int)gs->v[i].kind == kind)) return &gs->v[i];
     return NULL;
 }
 
@@ -464,8 +467,22 @@ static int check_one(const st_fe_guard *g, PyObject *v)
         if ((int)t->dtype != g->dtype || t->ndim != g->ndim ||
             t->requires_grad != g->requires_grad)
             return 0;
-        for (int i = 0; i < t->ndim; i++)
-            if (t->shape[i] != g->shape[i] || t->strides[i] != g->strides[i]) return 0;
+        if (g->dyn) {
+            /* symbolic dims: any size >= 2, contiguous */
+            int64_t st = 1;
+            for (int i = t->ndim - 1; i >= 0; i--) {
+                if ((g->dyn >> i) & 1u) {
+                    if (t->shape[i] < 2) return 0;
+                } else if (t->shape[i] != g->shape[i]) {
+                    return 0;
+                }
+                if (t->shape[i] != 1 && t->strides[i] != st) return 0;
+                st *= t->shape[i];
+            }
+        } else {
+            for (int i = 0; i < t->ndim; i++)
+                if (t->shape[i] != g->shape[i] || t->strides[i] != g->strides[i]) return 0;
+        }
         const st_device *d = st_tensor_device(t);
         return (int)d->type == g->device_type && d->index == g->device_index;
     }
@@ -500,6 +517,14 @@ static int check_range(st_fe_guardset *gs, const st_fe_frame *f, PyObject **memo
     for (int i = 0; i < hi; i++) {
         const st_fe_guard *g = &gs->v[i];
         if (!check_static && g->src->is_static) continue;
+        if (g->kind == ST_G_SYM) {
+            int r = st_fe_sym_guard_check(gs, g, f, memo);
+            if (r <= 0) {
+                if (failed) *failed = g;
+                return r;
+            }
+            continue;
+        }
         PyObject *v = st_fe_src_eval(g->src, f, memo);
         if (!v && PyErr_Occurred()) return -1;
         int r = check_one(g, v);
@@ -634,13 +659,22 @@ static PyObject *describe_one(const st_fe_guard *g)
     case ST_G_TENSOR: {
         char buf[512];
         int k = snprintf(buf, sizeof buf, "%s [", st_dtype_name((st_dtype)g->dtype));
-        for (int i = 0; i < g->ndim && k < 400; i++)
-            k += snprintf(buf + k, sizeof buf - (size_t)k, "%s%lld", i ? ", " : "", (long long)g->shape[i]);
-        k += snprintf(buf + k, sizeof buf - (size_t)k, "] stride=[");
-        for (int i = 0; i < g->ndim && k < 480; i++)
-            k += snprintf(buf + k, sizeof buf - (size_t)k, "%s%lld", i ? ", " : "", (long long)g->strides[i]);
+        for (int i = 0; i < g->ndim && k < 400; i++) {
+            if ((g->dyn >> i) & 1u)
+                k += snprintf(buf + k, sizeof buf - (size_t)k, "%s*", i ? ", " : "");
+            else
+                k += snprintf(buf + k, sizeof buf - (size_t)k, "%s%lld", i ? ", " : "", (long long)g->shape[i]);
+        }
+        if (g->dyn) {
+            k += snprintf(buf + k, sizeof buf - (size_t)k, "] contiguous (* any size >= 2)");
+        } else {
+            k += snprintf(buf + k, sizeof buf - (size_t)k, "] stride=[");
+            for (int i = 0; i < g->ndim && k < 480; i++)
+                k += snprintf(buf + k, sizeof buf - (size_t)k, "%s%lld", i ? ", " : "", (long long)g->strides[i]);
+            k += snprintf(buf + k, sizeof buf - (size_t)k, "]");
+        }
         const st_device *d = st_rt_device((st_device_type)g->device_type, g->device_index);
-        snprintf(buf + k, sizeof buf - (size_t)k, "] %s requires_grad=%s",
+        snprintf(buf + k, sizeof buf - (size_t)k, " %s requires_grad=%s",
                  d ? d->name : "?", g->requires_grad ? "True" : "False");
         r = PyUnicode_FromFormat("TENSOR_MATCH: %U %s", src, buf);
         break;
@@ -658,6 +692,8 @@ static PyObject *describe_one(const st_fe_guard *g)
     case ST_G_ABSENT:
         r = PyUnicode_FromFormat("ABSENT: %U is not set", src);
         break;
+    case ST_G_SYM:
+        break;
     }
     Py_DECREF(src);
     return r;
@@ -671,7 +707,8 @@ PyObject *st_fe_guards_describe(const st_fe_guardset *gs)
     if (!s || PyList_Append(l, s) < 0) goto fail;
     Py_DECREF(s);
     for (int i = 0; i < gs->n; i++) {
-        s = describe_one(&gs->v[i]);
+        s = gs->v[i].kind == ST_G_SYM ? st_fe_sym_guard_describe(gs, &gs->v[i])
+                                      : describe_one(&gs->v[i]);
         if (!s || PyList_Append(l, s) < 0) goto fail;
         Py_DECREF(s);
     }

@@ -15,6 +15,7 @@ static struct PyModuleDef st_module = {
 
 PyMODINIT_FUNC PyInit__C(void);
 int st_fe_init_tr_debug(PyObject *m);   /* tr_debug.c */
+int st_fe_init_dynamic(PyObject *m);    /* tr_dynamic.c */
 int st_fe_init_cfn(PyObject *m); /* frontend/cfn_bind.c */
 
 __attribute__((visibility("default"))) PyMODINIT_FUNC PyInit__C(void) {
@@ -26,7 +27,7 @@ __attribute__((visibility("default"))) PyMODINIT_FUNC PyInit__C(void) {
 #endif
     if (st_fe_init_dtypes(m) || st_fe_init_tensor(m) || st_fe_init_ops(m) ||
         st_fe_init_convert(m) || st_fe_init_autograd(m) ||
-        st_fe_init_graph(m) || st_fe_init_trace(m) || st_fe_init_tr_debug(m) || st_fe_init_compile(m) || st_fe_init_cfn(m) ||
+        st_fe_init_graph(m) || st_fe_init_trace(m) || st_fe_init_tr_debug(m) || st_fe_init_dynamic(m) || st_fe_init_compile(m) || st_fe_init_cfn(m) ||
         PyModule_AddFunctions(m, st_fe_convert_methods) ||
         PyModule_AddFunctions(m, st_fe_cuda_methods)) {
         Py_DECREF(m);

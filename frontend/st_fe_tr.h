@@ -120,6 +120,8 @@ typedef enum {
     ST_G_DICT_KEYS,   /* type(v) is obj (dict/OrderedDict) and tuple(v.keys()) == keys */
     ST_G_ABSENT,      /* evaluating the source finds nothing (an attribute
                          that hasattr() found missing, a global not yet set) */
+    ST_G_SYM,         /* dynamic shapes: (sx_a OP sx_b) == want, expressions
+                         over tensor sizes (src: a tensor they read) */
 } st_fe_guard_kind;
 
 typedef struct {
@@ -133,6 +135,11 @@ typedef struct {
     int64_t shape[ST_MAX_DIMS], strides[ST_MAX_DIMS];
     int device_type, device_index;
     bool requires_grad;
+    uint32_t dyn;            /* TENSOR: dims that are symbols (checked >= 2,
+                                strides: contiguous) */
+    /* SYM */
+    int sx_a, sx_b, sx_op;   /* expressions in gs->sym; op: ST_SXC_* */
+    bool want;
 } st_fe_guard;
 
 typedef struct {
@@ -150,6 +157,7 @@ typedef struct {
     uint64_t *wver;
     int nwd;
     bool wd_valid;           /* recorded since the last full check */
+    struct st_fe_symtab *sym;   /* dynamic shapes: symbols and expressions (owned) */
 } st_fe_guardset;
 
 /* Bumped by symtrace.nn.Module.__setattr__/__delattr__ (through
@@ -174,6 +182,40 @@ int st_fe_guards_check(st_fe_guardset *gs, const st_fe_frame *f,
 /* One line per guard, e.g. "TENSOR_MATCH: L['x'] float32 [4, 8] cpu
  * requires_grad=False", as a list of str. */
 PyObject *st_fe_guards_describe(const st_fe_guardset *gs);
+
+/* ---------------- dynamic shapes (tr_dynamic.c) ----------------
+ * With symtrace.compile(dynamic=True) the sizes of tensors read from the
+ * frame's arguments are symbols: sym k is size dim[k] of the tensor at
+ * src[k]. Expressions over them (sizes read in Python, arithmetic on them,
+ * reshape targets) live in a table of nodes. */
+enum { ST_SX_CONST, ST_SX_SYM, ST_SX_ADD, ST_SX_SUB, ST_SX_MUL, ST_SX_FLOORDIV,
+       ST_SX_MOD, ST_SX_NEG };
+enum { ST_SXC_LT, ST_SXC_LE, ST_SXC_EQ, ST_SXC_NE, ST_SXC_GT, ST_SXC_GE };
+typedef struct {
+    int op, a, b;
+    int64_t c;               /* CONST: the value; SYM: the symbol */
+} st_fe_sx;
+typedef struct st_fe_symtab {
+    st_fe_sx *x;
+    int nx, capx;
+    st_fe_src **src;         /* borrowed from the entry's source table */
+    int *dim;
+    int64_t *val;            /* at translation */
+    int nsym, capsym;
+} st_fe_symtab;
+void st_fe_symtab_free(st_fe_symtab *t);
+/* Python semantics (floor division); -1 when it divides by zero. */
+int st_fe_sx_eval(const st_fe_symtab *t, int e, const int64_t *sym, int64_t *out);
+/* The symbols' values on a frame (sources through memo): 1, 0 (a source
+ * is not a tensor of enough dims), -1 error. */
+int st_fe_sym_values(const st_fe_symtab *t, const st_fe_frame *f, PyObject **memo,
+                     int64_t *vals);
+int st_fe_sym_guard_check(const st_fe_guardset *gs, const st_fe_guard *g,
+                          const st_fe_frame *f, PyObject **memo);
+PyObject *st_fe_sym_guard_describe(const st_fe_guardset *gs, const st_fe_guard *g);
+/* The symbolic int type (symtrace/_symint.py's SymInt), set at import. */
+extern PyObject *st_fe_symint_cls;
+extern uint64_t st_fe_dyn_instances;     /* instances compiled for new sizes */
 
 /* ---------------- return templates ----------------
  * How an entry builds its return value on a hit. */
@@ -266,6 +308,10 @@ typedef struct st_fe_entry {
      * break function that performs the breaking instruction and continues
      * in a resume function; the frame's result is its result. */
     PyObject *brk_fn;        /* owned or NULL */
+    /* Dynamic shapes: the graph as a template over symbols; cfn is its
+     * instance at the translation's sizes, others are made on demand
+     * (tr_dynamic.c). NULL for a static entry. */
+    struct st_fe_dyn *dyn;
 } st_fe_entry;
 
 void st_fe_entry_free(st_fe_entry *e);
@@ -317,6 +363,11 @@ PyObject *st_fe_break_function(PyCodeObject *co, PyObject *globals, PyObject *cl
                                const st_fe_brkpt *bp, int nstack, const bool *null,
                                const uint8_t *lstate);
 void st_fe_resume_reset(void);
+
+/* The compiled graph for the frame's sizes (a dynamic entry's instance,
+ * made when new; borrowed), or NULL with an exception. */
+void *st_fe_dyn_cfn(st_fe_entry *e, const st_fe_frame *f, PyObject **memo);
+void st_fe_dyn_free(struct st_fe_dyn *d);
 
 /* ---------------- running entries (entry.c) ---------------- */
 /* Runs a hit: gathers the graph inputs by their sources (memo shared with

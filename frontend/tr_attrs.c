@@ -140,6 +140,8 @@ int tr_getattr(tr_state *s, tr_var *obj, PyObject *name, tr_var *out)
         }
         if (!strcmp(nm, "grad") && st_fe_is_tensor(v))
             return attr_sourced(s, obj, name, v, out);
+        if (s->dyn && !strcmp(nm, "shape") && !(v = tr_dyn_wrap_size(s, o, v, 0, 0)))
+            return tr_break_exc(s, "dynamic shapes");
         if (st_fe_is_tensor(v)) {
             memset(out, 0, sizeof *out);
             out->v = v;     /* a traced view: no source */

@@ -38,10 +38,23 @@ static int real_call(tr_state *s, PyObject *fn, tr_var *args, int nargs,
         vals[i] = args[i].v;
     }
     PyObject *r = NULL;
+    tr_dyncall dc = {0};
+    if (!rc && s->dyn) {
+        /* dynamic shapes: sizes passed on are guarded, except shape
+         * arguments of view/reshape/expand and creation functions */
+        rc = tr_dyn_before_call(s, fn, args, nargs, kwnames, &dc);
+        for (int i = 0; !rc && i < nargs; i++)
+            vals[i] = args[i].v;
+    }
     if (!rc) {
         Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
         r = PyObject_Vectorcall(fn, vals, (size_t)(nargs - nkw), kwnames);
-        if (!r) {
+        if (s->dyn && r && !(r = tr_dyn_after_call(s, &dc, r)))
+            rc = tr_break_exc(s, "dynamic shapes");
+        Py_CLEAR(dc.shape);
+        if (rc) {
+            /* after_call failed */
+        } else if (!r) {
             char what[240];
             snprintf(what, sizeof what, "call to %s", tr_qualname(fn, buf, sizeof buf));
             rc = tr_break_exc(s, what);

@@ -68,6 +68,8 @@ bool tr_safe_type(PyObject *o)
         return false;
     if (st_fe_is_tensor(o) || o == Py_None || o == Py_Ellipsis || o == Py_NotImplemented)
         return true;
+    if (tr_is_symint(o))
+        return true;
     PyTypeObject *t = Py_TYPE(o);
     if (PyLong_CheckExact(o) || PyFloat_CheckExact(o) || PyBool_Check(o) ||
         PyComplex_CheckExact(o) || PyUnicode_CheckExact(o) || PyBytes_CheckExact(o) ||

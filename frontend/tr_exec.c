@@ -209,6 +209,16 @@ static int truth(tr_state *s, tr_var *v, int *out)
 
 static int check_operands(tr_state *s, tr_var *a, tr_var *b, const char *what)
 {
+    if (s->dyn) {
+        /* a size meets something else than an int: its value is guarded */
+        bool fmt = !b && !strcmp(what, "formatting");
+        bool ia = a->v && PyLong_Check(a->v) && !PyBool_Check(a->v);
+        bool ib = b && b->v && PyLong_Check(b->v) && !PyBool_Check(b->v);
+        if (tr_is_symint(a->v) && (fmt || (b && !ib)) && tr_dyn_plain_var(s, a) < 0)
+            return -1;
+        if (b && tr_is_symint(b->v) && !ia && tr_dyn_plain_var(s, b) < 0)
+            return -1;
+    }
     if (!tr_safe_type(a->v) || (b && !tr_safe_type(b->v)))
         return tr_break(s, "%s on %s%s%s is not supported", what,
                         tr_type_name(a->v), b ? " and " : "",

@@ -62,6 +62,7 @@ typedef struct tr_frame {
     int nyielded, capyielded;
 } tr_frame;
 
+struct tr_dyn;
 typedef struct {
     const st_fe_frame *f;
     const st_fe_options *opts;
@@ -94,6 +95,7 @@ typedef struct {
     bool no_resume;          /* the break leaves state a partial graph cannot replay */
     bool tmpl_live;          /* templating the live values at a break */
     PyObject *live_seen;     /* ids of mutable containers templated there */
+    struct tr_dyn *dyn;      /* dynamic shapes (tr_dynamic.c), or NULL */
 } tr_state;
 
 /* One recorded side effect: obj is the target (SETATTR) or the original
@@ -216,5 +218,39 @@ bool tr_is_grad_ctx(PyObject *o);
  * locals[co_nlocalsplus] must be zeroed. 0 or -1 with a Python exception. */
 int tr_bind_args(PyObject *fn, PyObject *const *args, Py_ssize_t nargs,
                  PyObject *kwnames, PyObject **locals, int nlocals);
+
+/* ---- tr_dynamic.c: dynamic shapes (see its top comment) */
+typedef struct {
+    int kind, n0, dim;
+    PyObject *tensor;        /* borrowed */
+    PyObject *shape;         /* owned */
+} tr_dyncall;
+typedef struct {
+    int dim, start, stop;    /* expression ids */
+    int64_t vstart, vstop;
+} tr_want_slice;
+typedef struct {
+    int n0, n;
+    tr_want_slice w[ST_MAX_DIMS];
+} tr_dynsub;
+int tr_dyn_begin(tr_state *s);
+void tr_dyn_end(tr_state *s);
+bool tr_dyn_failed(tr_state *s, const char **why);
+PyObject *tr_dyn_plain(tr_state *s, PyObject *o, int depth);   /* new ref */
+int tr_dyn_plain_var(tr_state *s, tr_var *v);
+int tr_dyn_source(tr_state *s, PyObject *v, st_fe_src *src);
+PyObject *tr_dyn_wrap_size(tr_state *s, PyObject *tensor, PyObject *r, int what, int dim);
+int tr_dyn_before_call(tr_state *s, PyObject *fn, tr_var *args, int nargs,
+                       PyObject *kwnames, tr_dyncall *dc);
+PyObject *tr_dyn_after_call(tr_state *s, tr_dyncall *dc, PyObject *r);
+int tr_dyn_before_subscr(tr_state *s, PyObject *tensor, PyObject *key, tr_dynsub *ds);
+int tr_dyn_after_subscr(tr_state *s, tr_dynsub *ds);
+int tr_dyn_finish(tr_state *s, st_fe_entry *e, const st_graph *g, st_tensor *const *ins, int nin,
+                  const int *smap, int nsmap, const st_rt_cfn_opts *o);
+void tr_dyn_adopt(st_fe_entry *e, void *cfn);
+static inline bool tr_is_symint(PyObject *o)
+{
+    return o && st_fe_symint_cls && Py_TYPE(o) == (PyTypeObject *)st_fe_symint_cls;
+}
 
 #endif

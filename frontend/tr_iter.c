@@ -315,7 +315,14 @@ int tr_subscr(tr_state *s, tr_var *obj, tr_var *key, tr_var *out)
             return tr_break(s, "tensor index of type %s", tr_type_name(k));
         if (tr_has_tensor(k))
             return tr_break(s, "data-dependent: indexing with a tensor reads its values");
+        tr_dynsub ds;
+        if (s->dyn && tr_dyn_before_subscr(s, o, k, &ds) < 0)
+            return -1;
         PyObject *r = PyObject_GetItem(o, k);
+        if (r && s->dyn && tr_dyn_after_subscr(s, &ds) < 0) {
+            Py_DECREF(r);
+            return -1;
+        }
         if (!r)
             return tr_break_exc(s, "tensor indexing");
         if (st_rt_trace_failed(NULL)) {
@@ -327,6 +334,9 @@ int tr_subscr(tr_state *s, tr_var *obj, tr_var *key, tr_var *out)
         out->v = r;
         return 0;
     }
+    if (s->dyn && tr_dyn_plain_var(s, key) < 0)   /* a size as an index: its value */
+        return -1;
+    k = key->v;
     if (tr_is_kind(o, tr_refs.modlist_cls) || tr_is_kind(o, tr_refs.seq_cls) || tr_is_kind(o, tr_refs.moddict_cls)) {
         PyObject *md = tr_guarded_modules(s, obj);
         if (!md)

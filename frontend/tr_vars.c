@@ -156,6 +156,8 @@ int tr_make_sourced(tr_state *s, tr_var *out, PyObject *v, st_fe_src *src)
         return 0;
     if (st_fe_guard_value(&s->guards, src, v) < 0)
         return tr_break_exc(s, "guard");
+    if (s->dyn && st_fe_is_tensor(v) && tr_dyn_source(s, v, src) < 0)
+        return -1;
     if (!tr_is_plain_const(v)) {
         PyObject *k = tr_id_key(tr_map_key(v));
         if (!k)

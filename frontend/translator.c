@@ -197,6 +197,12 @@ static int tmpl_of(tr_state *s, PyObject *v, outlist *ol, st_fe_tmpl **out, int 
         return tr_break_exc(s, "return");
     }
     *out = t;
+    if (tr_is_symint(v)) {
+        /* a size: its value, guarded */
+        t->kind = ST_T_CONST;
+        t->obj = tr_dyn_plain(s, v, 0);
+        return t->obj ? 0 : tr_break_exc(s, "dynamic shapes");
+    }
     st_fe_src *shsrc = tr_fx_shadow_src(s, v);
     if (shsrc) {
         /* a list/dict from outside mutated in this frame: the original */
@@ -407,6 +413,7 @@ static st_fe_entry *finish(tr_state *s)
     int nin = 0, *wb_in = NULL, nwb = 0;
     int *wb_out = NULL;
     bool *rg = NULL;
+    int *smap = NULL, nsmap = 0;
     if (!e) {
         tr_break(s, "out of memory");
         return NULL;
@@ -415,7 +422,8 @@ static st_fe_entry *finish(tr_state *s)
         goto fail;
     if (effects_of(s, e, &ol) < 0)
         goto fail;
-    st_graph *g = st_rt_trace_end2(ol.outs, ol.nout, &ins, &nin, &wb_in, &nwb);
+    st_graph *g = s->dyn ? st_rt_trace_end3(ol.outs, ol.nout, &ins, &nin, &wb_in, &nwb, &smap, &nsmap)
+                         : st_rt_trace_end2(ol.outs, ol.nout, &ins, &nin, &wb_in, &nwb);
     if (!g) {
         tr_break(s, "trace failed: %s", st_err_msg());
         goto fail_ended;
@@ -470,11 +478,17 @@ static st_fe_entry *finish(tr_state *s)
             .input_requires_grad = rg, .writeback_out = wb_out,
             .writeback_in = wb_in, .nwriteback = nwb, .nvisible = ol.nout,
         };
+        if (s->dyn && tr_dyn_finish(s, e, g, ins, nin, smap, nsmap, &o) < 0) {
+            st_ir_graph_free(g);
+            goto fail_ended;
+        }
         e->cfn = st_rt_cfn_new(g, &o);
         if (!e->cfn) {
             tr_break(s, "compiling the graph failed: %s", st_err_msg());
             goto fail_ended;
         }
+        if (e->dyn)
+            tr_dyn_adopt(e, e->cfn);
     } else {
         st_ir_graph_free(g);
     }
@@ -494,6 +508,7 @@ done:
     free(wb_out);
     free(rg);
     free(ol.outs);
+    free(smap);
     return e;
 }
 
@@ -566,6 +581,7 @@ out:
 typedef struct {
     int root_at, depth;
     bool resumable;          /* broke, not fatally, at a known root instruction */
+    bool dyn_retry;          /* dynamic shapes could not express the frame */
 } tr_outcome;
 
 /* ---------------- st_fe_translate ---------------- */
@@ -592,6 +608,7 @@ static st_fe_entry *translate_once(const st_fe_frame *f, const st_fe_options *op
     oc->root_at = -1;
     oc->depth = 0;
     oc->resumable = false;
+    oc->dyn_retry = false;
     st_fe_srctab_init(&s->srcs);
     st_fe_guardset_init(&s->guards);
     s->srcmap = PyDict_New();
@@ -614,6 +631,11 @@ static st_fe_entry *translate_once(const st_fe_frame *f, const st_fe_options *op
         goto error;
     }
     tracing = true;
+    if (opts->dynamic && tr_dyn_begin(s) < 0) {
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        goto error;
+    }
     fr = frame_new(s, f->code, f->func, f->globals, f->builtins);
     if (!fr)
         goto error;
@@ -699,6 +721,16 @@ finished:
         }
         Py_SETREF(s->retval, r);
     }
+    if (s->dyn) {
+        /* the first call's values: plain ints, not the translation's SymInts */
+        PyObject *p = tr_dyn_plain(s, s->retval, 0);
+        if (!p) {
+            st_fe_entry_free(e);
+            e = NULL;
+            goto error;
+        }
+        Py_SETREF(s->retval, p);
+    }
     /* the entry owns the sources and guards from here */
     e->srcs = s->srcs;
     e->guards = s->guards;
@@ -741,9 +773,10 @@ broke_ended:
         goto error;
     oc->root_at = s->root_at;
     oc->depth = s->brk_depth;
+    oc->dyn_retry = s->dyn && !strncmp(brk->reason, "dynamic shapes", 14);
     oc->resumable = !bp && !s->no_resume && !opts->fullgraph && !opts->no_partial &&
-                    s->root_at >= 0;
-    if (bp || oc->resumable)
+                    s->root_at >= 0 && !oc->dyn_retry;
+    if (bp || oc->resumable || oc->dyn_retry)
         goto cleanup;     /* st_fe_translate reports it, after trying a partial graph */
     if (opts->log_level >= 1)
         fprintf(stderr, "[symtrace] graph break in %s:%d: %s\n",
@@ -771,6 +804,7 @@ cleanup:
     Py_XDECREF(s->fresh);
     Py_XDECREF(s->cellmap);
     Py_XDECREF(s->live_seen);
+    tr_dyn_end(s);
     st_fe_guardset_clear(&s->guards);
     st_fe_srctab_clear(&s->srcs);
     return e;
@@ -788,6 +822,17 @@ st_fe_entry *st_fe_translate(const st_fe_frame *f, const st_fe_options *opts,
 {
     tr_outcome oc;
     st_fe_entry *e = translate_once(f, opts, result, brk, NULL, &oc);
+    if (!e && oc.dyn_retry && !PyErr_Occurred()) {
+        /* what dynamic shapes could not express: translated with static
+         * shapes instead (exact sizes guarded) */
+        if (opts->log_level >= 1)
+            fprintf(stderr, "[symtrace] %s: %s; translating with static shapes\n",
+                    PyUnicode_AsUTF8(f->code->co_qualname), brk->reason);
+        st_fe_options o2 = *opts;
+        o2.dynamic = false;
+        st_fe_break_clear(brk);
+        return st_fe_translate(f, &o2, result, brk);
+    }
     if (e || !oc.resumable || PyErr_Occurred())
         return e;
     /* a graph break: keep the graph before it when the frame can resume

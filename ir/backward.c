@@ -722,3 +722,57 @@ st_graph *st_ir_forward_saving(const st_graph *fwd, const st_ir_bwd_info *info)
     free(map);
     return g;
 }
+
+/* ---------------- copies ---------------- */
+st_graph *st_ir_graph_clone(const st_graph *g)
+{
+    if (!g) {
+        st_err(ST_ERR_VALUE, "graph_clone: null graph");
+        return NULL;
+    }
+    st_graph *c = st_ir_graph_new();
+    if (!c)
+        return NULL;
+    int id = c->id;
+    *c = *g;
+    c->id = id;
+    c->values = NULL;
+    c->stmts = NULL;
+    c->inputs = NULL;
+    c->outputs = NULL;
+    c->regions = NULL;
+    c->nregions = c->cap_regions = 0;
+    bool ok = true;
+#define DUP(field, n, cap)                                                        \
+    do {                                                                          \
+        c->cap = g->n;                                                            \
+        if (ok && g->n > 0) {                                                     \
+            c->field = malloc(sizeof *g->field * (size_t)g->n);                   \
+            if (c->field)                                                         \
+                memcpy(c->field, g->field, sizeof *g->field * (size_t)g->n);      \
+            else                                                                  \
+                ok = false;                                                       \
+        }                                                                         \
+    } while (0)
+    DUP(values, nvalues, cap_values);
+    DUP(stmts, nstmts, cap_stmts);
+    DUP(inputs, ninputs, cap_inputs);
+    DUP(outputs, noutputs, cap_outputs);
+#undef DUP
+    for (int k = 0; ok && k < g->nregions; k++) {
+        st_ir_region r = g->regions[k];
+        r.bwd = NULL;
+        if (g->regions[k].bwd && !(r.bwd = st_ir_graph_clone(g->regions[k].bwd))) {
+            ok = false;
+            break;
+        }
+        ok = st_ir_add_region(c, &r) >= 0;   /* copies in/out/read */
+    }
+    if (!ok) {
+        st_ir_graph_free(c);
+        if (st_err_kind() == ST_OK)
+            st_err(ST_ERR_MEMORY, "graph_clone: out of memory");
+        return NULL;
+    }
+    return c;
+}

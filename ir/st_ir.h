@@ -273,6 +273,8 @@ typedef struct st_graph {
 
 st_graph *st_ir_graph_new(void);
 void st_ir_graph_free(st_graph *g);
+/* A deep copy (regions and their backward graphs included) with a new id. */
+st_graph *st_ir_graph_clone(const st_graph *g);
 int st_ir_add_input(st_graph *g, const st_meta *m, bool is_param);
 int st_ir_add_const(st_graph *g, st_dtype dtype, double f, int64_t i);
 /* Appends a statement: infers its outputs, adds their values. Returns the

@@ -307,6 +307,20 @@ void st_rt_trace_abort(void);        /* discards an active trace */
 st_graph *st_rt_trace_end2(st_tensor *const *outputs, int nout,
                            st_tensor ***inputs, int *ninputs,
                            int **wb_in, int *nwb);
+/* Like st_rt_trace_end2, and also gives the final dead-code pass's map
+ * of statements: (*stmt_map)[k] (k < *nstmt_map, the statements traced)
+ * is statement k's index in the returned graph, -1 if it was dropped
+ * (malloc'd; caller frees). */
+st_graph *st_rt_trace_end3(st_tensor *const *outputs, int nout,
+                           st_tensor ***inputs, int *ninputs,
+                           int **wb_in, int *nwb, int **stmt_map, int *nstmt_map);
+/* Dynamic shapes (frontend/tr_dynamic.c) look at the trace while it runs:
+ * its graph so far (borrowed; NULL when none is active or a PyLayer's
+ * backward is being traced), the value a tensor maps to (-1: none), and
+ * the tensors bound to the graph's inputs so far (borrowed, *n of them). */
+st_graph *st_rt_trace_graph(void);
+int st_rt_trace_find(const st_tensor *t);
+st_tensor *const *st_rt_trace_inputs(int *n);
 /* Has the active trace failed? Then *reason (if not NULL) points at the
  * first reason (valid until the trace ends). */
 bool st_rt_trace_failed(const char **reason);

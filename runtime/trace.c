@@ -726,7 +726,7 @@ restore:
  * one of its outputs is; inputs and constants kept in order (as
  * st_ir_dce). Regions are remapped (stop-gradient ranges that lost every
  * statement and PyLayer regions with no live output are dropped). */
-static st_graph *dce(st_graph *g)
+static st_graph *dce(st_graph *g, int *stmt_map)
 {
     int n = g->nvalues > 0 ? g->nvalues : 1;
     int ns = g->nstmts > 0 ? g->nstmts : 1;
@@ -792,6 +792,8 @@ static st_graph *dce(st_graph *g)
             map[st->out[k]] = out[k];
     }
     smap[g->nstmts] = ng->nstmts;
+    for (int si = 0; stmt_map && si < g->nstmts; si++)
+        stmt_map[si] = keep[si] ? smap[si] : -1;
     for (int k = 0; k < g->noutputs && ok; k++)
         st_ir_mark_output(ng, map[g->outputs[k]]);
     for (int r = 0; r < g->nregions && ok; r++) {
@@ -845,8 +847,12 @@ done:
 /* Ends the trace (see st_rt_trace_end2); wb_in NULL: no writeback report. */
 static st_graph *end_impl(st_tensor *const *outputs, int nout,
                           st_tensor ***inputs, int *ninputs, int **wb_in,
-                          int *nwb)
+                          int *nwb, int **stmt_map, int *nstmt_map)
 {
+    if (stmt_map)
+        *stmt_map = NULL;
+    if (nstmt_map)
+        *nstmt_map = 0;
     if (inputs)
         *inputs = NULL;
     if (ninputs)
@@ -914,7 +920,21 @@ static st_graph *end_impl(st_tensor *const *outputs, int nout,
         st_ir_mark_output(s->g, wv[k]);
     free(ids);
     free(wv);
-    st_graph *g = dce(s->g);
+    int *sm = NULL;
+    if (stmt_map && !(sm = malloc(sizeof(int) * (size_t)(s->g->nstmts + 1)))) {
+        free(wb);
+        state_free(s);
+        st_err(ST_ERR_MEMORY, "trace_end: out of host memory");
+        return NULL;
+    }
+    int nsm = s->g->nstmts;
+    st_graph *g = dce(s->g, sm);
+    if (!g)
+        free(sm);
+    else if (stmt_map) {
+        *stmt_map = sm;
+        *nstmt_map = nsm;
+    }
     if (!g) {
         if (st_err_kind() == ST_OK)
             st_err(ST_ERR_MEMORY, "trace_end: out of host memory");
@@ -937,7 +957,7 @@ static st_graph *end_impl(st_tensor *const *outputs, int nout,
 st_graph *st_rt_trace_end(st_tensor *const *outputs, int nout,
                           st_tensor ***inputs, int *ninputs)
 {
-    return end_impl(outputs, nout, inputs, ninputs, NULL, NULL);
+    return end_impl(outputs, nout, inputs, ninputs, NULL, NULL, NULL, NULL);
 }
 
 st_graph *st_rt_trace_end2(st_tensor *const *outputs, int nout,
@@ -949,7 +969,41 @@ st_graph *st_rt_trace_end2(st_tensor *const *outputs, int nout,
         st_err(ST_ERR_VALUE, "trace_end2: null argument");
         return NULL;
     }
-    return end_impl(outputs, nout, inputs, ninputs, wb_in, nwb);
+    return end_impl(outputs, nout, inputs, ninputs, wb_in, nwb, NULL, NULL);
+}
+
+st_graph *st_rt_trace_end3(st_tensor *const *outputs, int nout,
+                           st_tensor ***inputs, int *ninputs,
+                           int **wb_in, int *nwb, int **stmt_map, int *nstmt_map)
+{
+    if (!wb_in || !nwb || !stmt_map || !nstmt_map) {
+        st_rt_trace_abort();
+        st_err(ST_ERR_VALUE, "trace_end3: null argument");
+        return NULL;
+    }
+    return end_impl(outputs, nout, inputs, ninputs, wb_in, nwb, stmt_map, nstmt_map);
+}
+
+st_graph *st_rt_trace_graph(void)
+{
+    trace_state *r = root_of(cur);
+    return r && r == cur ? r->g : NULL;
+}
+
+int st_rt_trace_find(const st_tensor *t)
+{
+    trace_state *r = root_of(cur);
+    if (!r || r != cur || !t)
+        return -1;
+    tslot *e = find(r, t);
+    return e ? e->value : -1;
+}
+
+st_tensor *const *st_rt_trace_inputs(int *n)
+{
+    trace_state *r = root_of(cur);
+    *n = r ? r->ninputs : 0;
+    return r ? r->inputs : NULL;
 }
 
 bool st_rt_trace_failed(const char **reason)

@@ -41,6 +41,8 @@ def _install():
                 rules.append((q + os.sep, True))
     _C._fe_set_skip_rules(rules)
     _C._fe_set_classes(Module, _device)
+    from ._symint import SymInt
+    _C._fe_set_symint(SymInt)
 
 
 _install()
@@ -127,19 +129,25 @@ class OptimizedModule(Module):
         raise TypeError("an OptimizedModule cannot be pickled; pickle its _orig_mod")
 
 
-def compile(model=None, *, backend=None, fullgraph=False, dynamic=False, mode=None):
-    """compile(model, backend=None, fullgraph=False, dynamic=False, mode=None)
+def compile(model=None, *, backend=None, fullgraph=False, dynamic=None, mode=None):
+    """compile(model, backend=None, fullgraph=False, dynamic=None, mode=None)
 
     Returns model compiled: a function becomes a callable that captures the
     frames it runs into graphs; a Module becomes an OptimizedModule. Used as
     a decorator with or without arguments. backend: "llvm", "nvrtc",
     "interp" or "eager" (default: "nvrtc" with a GPU, else "llvm", else
-    "interp"). fullgraph=True raises on a graph break."""
+    "interp"). fullgraph=True raises on a graph break. dynamic=True (or
+    SYMTRACE_DYNAMIC=1 when dynamic is None): the sizes of tensor arguments
+    are symbols, one graph serves every batch size and sequence length
+    (guards keep ranks, dtypes, devices and the size relations the code
+    relied on); frames it cannot express run with static shapes."""
     if mode not in _MODES:
         raise ValueError(f"symtrace.compile: unknown mode {mode!r} "
                          f"(choices: {', '.join(str(m) for m in _MODES)})")
     be = _resolve_backend(backend)
-    dyn = bool(dynamic) if dynamic is not None else False
+    if dynamic is None:
+        dynamic = os.environ.get("SYMTRACE_DYNAMIC", "0") not in ("", "0")
+    dyn = bool(dynamic)
 
     def wrap(m):
         if isinstance(m, OptimizedModule):

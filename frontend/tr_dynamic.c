@@ -1,0 +1,1498 @@
+/* frontend/tr_dynamic.c - dynamic shapes (symtrace.compile(dynamic=True),
+ * SYMTRACE_DYNAMIC=1): one translated graph for every size of the frame's
+ * tensor arguments.
+ *
+ * Symbols. A tensor read from the frame's arguments (a source chain of
+ * locals and container items, not a Module's attribute) gets a symbol per
+ * dim of size >= 2 (sizes 0 and 1 stay constants, as TorchDynamo's 0/1
+ * specialization); its guard then checks rank, dtype, device, the constant
+ * dims, contiguity and sizes >= 2 instead of the exact shape.
+ * Sizes read in Python. x.shape, x.size(), x.size(d), x.numel() and len(x)
+ * give SymInts (symtrace/_symint.py): ints with the real value whose
+ * expression over the symbols the translator keeps. The dims of a tensor
+ * computed by the graph are found by probing: the graph so far is
+ * re-inferred (st_ir_reinfer) with the symbols set to two sets of distinct
+ * primes, and each dim is matched to c * s_i * s_j ... or s_i + c.
+ * Arithmetic (+ - * // % unary -) keeps expressions; a comparison adds a
+ * guard on the relation (ST_G_SYM); any other use, and every call the
+ * translator does not follow, specializes: the value becomes a guarded
+ * constant.
+ * Reshape targets and creation sizes. A SymInt passed to view, reshape,
+ * expand, zeros/ones/full/empty/rand/randn or as a slice bound of a tensor
+ * subscript makes that attribute of the recorded statement an expression
+ * (the statement is found among those the call recorded by op and values).
+ * The entry keeps the graph as a template with those expressions; a call
+ * with other sizes instantiates it (clone, substitute, re-infer) and
+ * compiles that instance, whose kernels come from the kernel cache
+ * (kernels are specialized on dtype, rank and layout, never on sizes).
+ * Before an entry is made the template is instantiated at both probe
+ * points: a size-dependent attribute the translator could not explain
+ * (a slice bound on a symbolic dim, a reshape target computed inside a
+ * library function) fails there, and the frame is translated again
+ * without dynamic shapes. */
+#include "tr_internal.h"
+#include "st_ir.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+PyObject *st_fe_symint_cls;
+uint64_t st_fe_dyn_instances;
+static _Thread_local tr_state *cur;   /* the translation SymInts report to */
+
+#define NPROBE 2
+#define MAXSYM 64
+static int64_t primes[NPROBE][MAXSYM];
+
+typedef struct {
+    int stmt, slot, expr;        /* slot < ST_MAX_DIMS: dims[slot]; 100 + j: i[j] */
+} symattr;
+
+struct tr_dyn {
+    PyObject *tsyms;             /* id(st_tensor) -> tuple of expr ids per dim */
+    PyObject *symints;           /* id(SymInt) -> (SymInt, expr id) */
+    PyObject *srcmask;           /* src id -> dyn mask of its TENSOR guard */
+    symattr *attr;
+    int nattr, capattr;
+    bool failed;
+    char why[256];
+};
+
+struct st_fe_dyn {
+    st_graph *tmpl;              /* at the translation's sizes */
+    symattr *attr;               /* statement indices of tmpl */
+    int nattr;
+    int nin;
+    int *in_expr;                /* per graph input, per dim: expr or -1 */
+    /* compile options (owned copies) */
+    const char *backend;
+    bool *rg;
+    int *wb_out, *wb_in, nwb, nvisible;
+    /* instances by symbol values */
+    int nsym, n;
+    struct { int64_t *key; void *cfn; uint64_t used; } inst[16];
+    uint64_t clock;
+};
+
+/* ---------------- expressions ---------------- */
+static int sx_new(st_fe_symtab *t, int op, int a, int b, int64_t c)
+{
+    if (t->nx == t->capx) {
+        int nc = t->capx ? 2 * t->capx : 64;
+        st_fe_sx *n = realloc(t->x, sizeof *n * (size_t)nc);
+        if (!n)
+            return -1;
+        t->x = n;
+        t->capx = nc;
+    }
+    t->x[t->nx] = (st_fe_sx){op, a, b, c};
+    return t->nx++;
+}
+
+static bool sx_is_const(const st_fe_symtab *t, int e)
+{
+    return e >= 0 && t->x[e].op == ST_SX_CONST;
+}
+
+static int64_t floordiv(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    if ((a % b != 0) && ((a < 0) != (b < 0)))
+        q--;
+    return q;
+}
+
+int st_fe_sx_eval(const st_fe_symtab *t, int e, const int64_t *sym, int64_t *out)
+{
+    const st_fe_sx *x = &t->x[e];
+    int64_t a = 0, b = 0;
+    switch (x->op) {
+    case ST_SX_CONST: *out = x->c; return 0;
+    case ST_SX_SYM: *out = sym[x->c]; return 0;
+    default: break;
+    }
+    if (st_fe_sx_eval(t, x->a, sym, &a) < 0)
+        return -1;
+    if (x->op != ST_SX_NEG && st_fe_sx_eval(t, x->b, sym, &b) < 0)
+        return -1;
+    switch (x->op) {
+    case ST_SX_ADD: *out = a + b; return 0;
+    case ST_SX_SUB: *out = a - b; return 0;
+    case ST_SX_MUL: *out = a * b; return 0;
+    case ST_SX_NEG: *out = -a; return 0;
+    case ST_SX_FLOORDIV:
+        if (!b) return -1;
+        *out = floordiv(a, b);
+        return 0;
+    case ST_SX_MOD:
+        if (!b) return -1;
+        *out = a - floordiv(a, b) * b;
+        return 0;
+    }
+    return -1;
+}
+
+static int sx_first_sym(const st_fe_symtab *t, int e)
+{
+    if (e < 0)
+        return -1;
+    const st_fe_sx *x = &t->x[e];
+    if (x->op == ST_SX_SYM)
+        return (int)x->c;
+    if (x->op == ST_SX_CONST)
+        return -1;
+    int k = sx_first_sym(t, x->a);
+    return k >= 0 || x->op == ST_SX_NEG ? k : sx_first_sym(t, x->b);
+}
+
+static void sx_str(const st_fe_symtab *t, int e, char *buf, size_t n)
+{
+    const st_fe_sx *x = &t->x[e];
+    static const char *const ops[] = {"", "", "+", "-", "*", "//", "%", "-"};
+    char a[100], b[100];
+    switch (x->op) {
+    case ST_SX_CONST: snprintf(buf, n, "%lld", (long long)x->c); return;
+    case ST_SX_SYM: snprintf(buf, n, "s%lld", (long long)x->c); return;
+    case ST_SX_NEG: sx_str(t, x->a, a, sizeof a); snprintf(buf, n, "-(%s)", a); return;
+    }
+    sx_str(t, x->a, a, sizeof a);
+    sx_str(t, x->b, b, sizeof b);
+    snprintf(buf, n, "(%s%s%s)", a, ops[x->op], b);
+}
+
+void st_fe_symtab_free(st_fe_symtab *t)
+{
+    if (!t)
+        return;
+    free(t->x);
+    free(t->src);
+    free(t->dim);
+    free(t->val);
+    free(t);
+}
+
+int st_fe_sym_values(const st_fe_symtab *t, const st_fe_frame *f, PyObject **memo,
+                     int64_t *vals)
+{
+    for (int k = 0; k < t->nsym; k++) {
+        PyObject *v = st_fe_src_eval(t->src[k], f, memo);
+        if (!v)
+            return PyErr_Occurred() ? -1 : 0;
+        int ok = st_fe_is_tensor(v) && st_fe_unwrap(v)->ndim > t->dim[k];
+        if (ok)
+            vals[k] = st_fe_unwrap(v)->shape[t->dim[k]];
+        Py_DECREF(v);
+        if (!ok)
+            return 0;
+    }
+    return 1;
+}
+
+static bool cmp(int op, int64_t a, int64_t b)
+{
+    switch (op) {
+    case ST_SXC_LT: return a < b;
+    case ST_SXC_LE: return a <= b;
+    case ST_SXC_EQ: return a == b;
+    case ST_SXC_NE: return a != b;
+    case ST_SXC_GT: return a > b;
+    default: return a >= b;
+    }
+}
+
+int st_fe_sym_guard_check(const st_fe_guardset *gs, const st_fe_guard *g,
+                          const st_fe_frame *f, PyObject **memo)
+{
+    const st_fe_symtab *t = gs->sym;
+    if (!t)
+        return 0;
+    int64_t small[MAXSYM], a, b;
+    int r = st_fe_sym_values(t, f, memo, small);
+    if (r <= 0)
+        return r;
+    if (st_fe_sx_eval(t, g->sx_a, small, &a) < 0 || st_fe_sx_eval(t, g->sx_b, small, &b) < 0)
+        return 0;
+    return cmp(g->sx_op, a, b) == g->want;
+}
+
+PyObject *st_fe_sym_guard_describe(const st_fe_guardset *gs, const st_fe_guard *g)
+{
+    static const char *const ops[] = {"<", "<=", "==", "!=", ">", ">="};
+    char a[256], b[256];
+    sx_str(gs->sym, g->sx_a, a, sizeof a);
+    sx_str(gs->sym, g->sx_b, b, sizeof b);
+    PyObject *names = PyUnicode_FromString("");
+    for (int k = 0; names && k < gs->sym->nsym; k++) {
+        char pat[16];
+        snprintf(pat, sizeof pat, "s%d", k);
+        if (!strstr(a, pat) && !strstr(b, pat))
+            continue;
+        PyObject *r = st_fe_src_repr(gs->sym->src[k]);
+        PyObject *n = r ? PyUnicode_FromFormat("%U%s%s=%U.size(%d)", names,
+                                               PyUnicode_GET_LENGTH(names) ? ", " : "",
+                                               pat, r, gs->sym->dim[k]) : NULL;
+        Py_XDECREF(r);
+        Py_SETREF(names, n);
+    }
+    if (!names)
+        return NULL;
+    PyObject *s = PyUnicode_FromFormat("SYMBOLIC_SHAPE: (%s %s %s) is %s  [%U]", a, ops[g->sx_op], b,
+                                       g->want ? "True" : "False", names);
+    Py_DECREF(names);
+    return s;
+}
+
+/* ---------------- translation state ---------------- */
+static st_fe_symtab *tab(tr_state *s) { return s->guards.sym; }
+
+int tr_dyn_begin(tr_state *s)
+{
+    if (!primes[0][0]) {
+        for (int p = 0; p < NPROBE; p++) {
+            int64_t c = p ? 2003 : 1009;
+            for (int k = 0; k < MAXSYM; c++) {
+                bool pr = true;
+                for (int64_t d = 2; d * d <= c && pr; d++)
+                    pr = c % d != 0;
+                if (pr)
+                    primes[p][k++] = c;
+            }
+        }
+    }
+    s->dyn = calloc(1, sizeof *s->dyn);
+    s->guards.sym = calloc(1, sizeof(st_fe_symtab));
+    if (!s->dyn || !s->guards.sym)
+        return -1;
+    s->dyn->tsyms = PyDict_New();
+    s->dyn->symints = PyDict_New();
+    s->dyn->srcmask = PyDict_New();
+    if (!s->dyn->tsyms || !s->dyn->symints || !s->dyn->srcmask)
+        return -1;
+    cur = s;
+    return 0;
+}
+
+void tr_dyn_end(tr_state *s)
+{
+    if (cur == s)
+        cur = NULL;
+    if (!s->dyn)
+        return;
+    Py_XDECREF(s->dyn->tsyms);
+    Py_XDECREF(s->dyn->symints);
+    Py_XDECREF(s->dyn->srcmask);
+    free(s->dyn->attr);
+    free(s->dyn);
+    s->dyn = NULL;
+}
+
+bool tr_dyn_failed(tr_state *s, const char **why)
+{
+    if (!s->dyn || !s->dyn->failed)
+        return false;
+    *why = s->dyn->why;
+    return true;
+}
+
+static void dyn_fail(tr_state *s, const char *fmt, const char *arg)
+{
+    if (s->dyn->failed)
+        return;
+    s->dyn->failed = true;
+    snprintf(s->dyn->why, sizeof s->dyn->why, fmt, arg ? arg : "");
+}
+
+static int expr_of(tr_state *s, PyObject *o)
+{
+    if (!s || !s->dyn || !o)
+        return -1;
+    if (st_fe_symint_cls && Py_TYPE(o) == (PyTypeObject *)st_fe_symint_cls) {
+        PyObject *k = tr_id_key(o);
+        PyObject *e = k ? PyDict_GetItem(s->dyn->symints, k) : NULL;
+        Py_XDECREF(k);
+        if (e)
+            return (int)PyLong_AsLong(PyTuple_GET_ITEM(e, 1));
+    }
+    if (PyLong_Check(o) && !PyBool_Check(o)) {
+        int ov = 0;
+        long long v = PyLong_AsLongLongAndOverflow(o, &ov);
+        if (ov)
+            return -1;
+        return sx_new(tab(s), ST_SX_CONST, -1, -1, v);
+    }
+    return -1;
+}
+
+/* A SymInt of value v standing for e (a plain int for a constant). */
+static PyObject *make_symint(tr_state *s, int64_t v, int e)
+{
+    if (e < 0 || sx_is_const(tab(s), e) || !st_fe_symint_cls)
+        return PyLong_FromLongLong(v);
+    PyObject *pv = PyLong_FromLongLong(v);
+    PyObject *o = pv ? PyObject_CallOneArg(st_fe_symint_cls, pv) : NULL;
+    Py_XDECREF(pv);
+    if (!o)
+        return NULL;
+    PyObject *k = tr_id_key(o);
+    PyObject *val = Py_BuildValue("(Oi)", o, e);
+    if (!k || !val || PyDict_SetItem(s->dyn->symints, k, val) < 0) {
+        Py_XDECREF(k);
+        Py_XDECREF(val);
+        Py_DECREF(o);
+        return NULL;
+    }
+    Py_DECREF(k);
+    Py_DECREF(val);
+    return o;
+}
+
+static int add_rel(tr_state *s, int a, int b, int op, bool want)
+{
+    st_fe_symtab *t = tab(s);
+    int k = sx_first_sym(t, a);
+    if (k < 0)
+        k = sx_first_sym(t, b);
+    if (k < 0)
+        return 0;              /* constants: nothing to guard */
+    for (int i = 0; i < s->guards.n; i++) {
+        const st_fe_guard *g = &s->guards.v[i];
+        if (g->kind == ST_G_SYM && g->sx_a == a && g->sx_b == b && g->sx_op == op)
+            return 0;
+    }
+    if (s->guards.n == s->guards.cap) {
+        int nc = s->guards.cap ? 2 * s->guards.cap : 16;
+        st_fe_guard *n = realloc(s->guards.v, sizeof *n * (size_t)nc);
+        if (!n) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        s->guards.v = n;
+        s->guards.cap = nc;
+    }
+    st_fe_guard *g = &s->guards.v[s->guards.n++];
+    memset(g, 0, sizeof *g);
+    g->kind = ST_G_SYM;
+    g->src = t->src[k];
+    g->sx_a = a;
+    g->sx_b = b;
+    g->sx_op = op;
+    g->want = want;
+    return 0;
+}
+
+/* The plain int of a SymInt, its value guarded. New reference. */
+static PyObject *specialize(tr_state *s, PyObject *o)
+{
+    int e = expr_of(s, o);
+    int ov = 0;
+    long long v = PyLong_AsLongLongAndOverflow(o, &ov);
+    if (e >= 0 && !sx_is_const(tab(s), e)) {
+        int c = sx_new(tab(s), ST_SX_CONST, -1, -1, v);
+        if (c < 0 || add_rel(s, e, c, ST_SXC_EQ, true) < 0)
+            return NULL;
+    }
+    return PyLong_FromLongLong(v);
+}
+
+/* ---------------- SymInt's operations (_C._sym_*) ---------------- */
+static PyObject *sym_op(PyObject *m, PyObject *args)
+{
+    (void)m;
+    int op;
+    PyObject *a, *b;
+    if (!PyArg_ParseTuple(args, "iOO", &op, &a, &b))
+        return NULL;
+    tr_state *s = cur;
+    if (!PyLong_Check(a) || !PyLong_Check(b) || PyBool_Check(a) || PyBool_Check(b)) {
+        /* an int op with a float or another type: as the int's value */
+        PyObject *pa = PyLong_Check(a) ? (s ? specialize(s, a) : PyNumber_Long(a)) : Py_NewRef(a);
+        PyObject *pb = PyLong_Check(b) ? (s ? specialize(s, b) : PyNumber_Long(b)) : Py_NewRef(b);
+        PyObject *r = NULL;
+        if (pa && pb) {
+            switch (op) {
+            case 0: r = PyNumber_Add(pa, pb); break;
+            case 1: r = PyNumber_Subtract(pa, pb); break;
+            case 2: r = PyNumber_Multiply(pa, pb); break;
+            case 3: r = PyNumber_FloorDivide(pa, pb); break;
+            case 4: r = PyNumber_Remainder(pa, pb); break;
+            default: r = PyNumber_Negative(pa); break;
+            }
+        }
+        Py_XDECREF(pa);
+        Py_XDECREF(pb);
+        return r;
+    }
+    int ov = 0;
+    long long x = PyLong_AsLongLongAndOverflow(a, &ov), y = ov ? 0 : PyLong_AsLongLongAndOverflow(b, &ov);
+    if (ov) {
+        PyErr_SetString(PyExc_OverflowError, "symbolic size out of range");
+        return NULL;
+    }
+    static const int sxop[] = {ST_SX_ADD, ST_SX_SUB, ST_SX_MUL, ST_SX_FLOORDIV, ST_SX_MOD, ST_SX_NEG};
+    if (op < 0 || op > 5) {
+        PyErr_SetString(PyExc_ValueError, "bad symbolic op");
+        return NULL;
+    }
+    if ((op == 3 || op == 4) && y == 0) {
+        PyErr_SetString(PyExc_ZeroDivisionError, "integer division or modulo by zero");
+        return NULL;
+    }
+    int64_t v = op == 0 ? x + y : op == 1 ? x - y : op == 2 ? x * y :
+                op == 3 ? floordiv(x, y) : op == 4 ? x - floordiv(x, y) * y : -x;
+    if (!s || !s->dyn)
+        return PyLong_FromLongLong(v);
+    int ea = expr_of(s, a), eb = op == 5 ? -1 : expr_of(s, b);
+    if (ea < 0 || (op != 5 && eb < 0))
+        return PyLong_FromLongLong(v);
+    if (sx_is_const(tab(s), ea) && (op == 5 || sx_is_const(tab(s), eb)))
+        return PyLong_FromLongLong(v);
+    int e = sx_new(tab(s), sxop[op], ea, eb, 0);
+    if (e < 0)
+        return PyErr_NoMemory();
+    return make_symint(s, v, e);
+}
+
+static PyObject *sym_cmp(PyObject *m, PyObject *args)
+{
+    (void)m;
+    int op;
+    PyObject *a, *b;
+    if (!PyArg_ParseTuple(args, "iOO", &op, &a, &b))
+        return NULL;
+    tr_state *s = cur;
+    static const int pyop[] = {Py_LT, Py_LE, Py_EQ, Py_NE, Py_GT, Py_GE};
+    if (op < 0 || op > 5) {
+        PyErr_SetString(PyExc_ValueError, "bad symbolic comparison");
+        return NULL;
+    }
+    if (!PyLong_Check(b) || PyBool_Check(b)) {
+        PyObject *pa = s ? specialize(s, a) : PyNumber_Long(a);
+        PyObject *r = pa ? PyObject_RichCompare(pa, b, pyop[op]) : NULL;
+        Py_XDECREF(pa);
+        return r;
+    }
+    int ov = 0;
+    long long x = PyLong_AsLongLongAndOverflow(a, &ov), y = ov ? 0 : PyLong_AsLongLongAndOverflow(b, &ov);
+    if (ov) {
+        PyErr_SetString(PyExc_OverflowError, "symbolic size out of range");
+        return NULL;
+    }
+    bool r = cmp(op, x, y);
+    if (s && s->dyn) {
+        int ea = expr_of(s, a), eb = expr_of(s, b);
+        if (ea >= 0 && eb >= 0 && add_rel(s, ea, eb, op, r) < 0)
+            return NULL;
+    }
+    return PyBool_FromLong(r);
+}
+
+static PyObject *sym_spec(PyObject *m, PyObject *o)
+{
+    (void)m;
+    if (!PyLong_Check(o)) {
+        PyErr_SetString(PyExc_TypeError, "_sym_spec takes an int");
+        return NULL;
+    }
+    if (cur && cur->dyn)
+        return specialize(cur, o);
+    int ov = 0;
+    long long v = PyLong_AsLongLongAndOverflow(o, &ov);
+    return PyLong_FromLongLong(v);
+}
+
+static PyObject *set_symint(PyObject *m, PyObject *cls)
+{
+    (void)m;
+    if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &PyLong_Type)) {
+        PyErr_SetString(PyExc_TypeError, "_fe_set_symint takes an int subclass");
+        return NULL;
+    }
+    Py_XSETREF(st_fe_symint_cls, Py_NewRef(cls));
+    Py_RETURN_NONE;
+}
+
+/* Every SymInt in o (tuples, lists, dicts, slices, deep) specialized: a
+ * new reference (o itself when it holds none). */
+PyObject *tr_dyn_plain(tr_state *s, PyObject *o, int depth)
+{
+    if (!s->dyn || !o || !st_fe_symint_cls)
+        return Py_XNewRef(o);
+    if (Py_TYPE(o) == (PyTypeObject *)st_fe_symint_cls)
+        return specialize(s, o);
+    if (depth > 8)
+        return Py_NewRef(o);
+    if (PySlice_Check(o)) {
+        PySliceObject *sl = (PySliceObject *)o;
+        PyObject *a = tr_dyn_plain(s, sl->start, depth + 1), *b = tr_dyn_plain(s, sl->stop, depth + 1),
+                 *c = tr_dyn_plain(s, sl->step, depth + 1);
+        PyObject *r = a && b && c ? PySlice_New(a, b, c) : NULL;
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        Py_XDECREF(c);
+        return r;
+    }
+    if (PyTuple_CheckExact(o) || PyList_CheckExact(o)) {
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+        bool any = false;
+        PyObject *items = PyList_New(n);
+        if (!items)
+            return NULL;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *it = PySequence_Fast_GET_ITEM(o, i);
+            PyObject *p = tr_dyn_plain(s, it, depth + 1);
+            if (!p) {
+                Py_DECREF(items);
+                return NULL;
+            }
+            any |= p != it;
+            PyList_SET_ITEM(items, i, p);
+        }
+        if (!any || PyList_CheckExact(o)) {
+            /* a list keeps its identity; its items are replaced in place */
+            if (any)
+                for (Py_ssize_t i = 0; i < n; i++)
+                    PyList_SetItem(o, i, Py_NewRef(PyList_GET_ITEM(items, i)));
+            Py_DECREF(items);
+            return Py_NewRef(o);
+        }
+        PyObject *t = PyList_AsTuple(items);
+        Py_DECREF(items);
+        return t;
+    }
+    if (PyDict_CheckExact(o)) {
+        PyObject *k, *v;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(o, &pos, &k, &v)) {
+            if (Py_TYPE(v) != (PyTypeObject *)st_fe_symint_cls && !PyTuple_Check(v) &&
+                !PyList_Check(v))
+                continue;
+            PyObject *p = tr_dyn_plain(s, v, depth + 1);
+            if (!p || PyDict_SetItem(o, k, p) < 0) {
+                Py_XDECREF(p);
+                return NULL;
+            }
+            Py_DECREF(p);
+            pos = 0;   /* restart: the dict may have been resized (it was not) */
+            if (depth > 6)
+                break;
+        }
+        return Py_NewRef(o);
+    }
+    return Py_NewRef(o);
+}
+
+int tr_dyn_plain_var(tr_state *s, tr_var *v)
+{
+    if (!s->dyn || !v->v)
+        return 0;
+    PyObject *p = tr_dyn_plain(s, v->v, 0);
+    if (!p)
+        return tr_break_exc(s, "dynamic shapes");
+    Py_SETREF(v->v, p);
+    return 0;
+}
+
+/* ---------------- symbols of tensors ---------------- */
+static bool dyn_source(const st_fe_src *src)
+{
+    for (; src; src = src->base)
+        if (src->kind == ST_SRC_LOCAL)
+            return true;
+        else if (src->kind != ST_SRC_ITEM)
+            return false;
+    return false;
+}
+
+int tr_dyn_source(tr_state *s, PyObject *v, st_fe_src *src)
+{
+    if (!s->dyn || !st_fe_is_tensor(v) || !dyn_source(src))
+        return 0;
+    st_tensor *t = st_fe_unwrap(v);
+    PyObject *k = tr_id_key(t);
+    if (!k)
+        return tr_break_exc(s, "dynamic shapes");
+    if (PyDict_Contains(s->dyn->tsyms, k)) {
+        Py_DECREF(k);
+        return 0;
+    }
+    st_fe_symtab *tb = tab(s);
+    int64_t st = 1;
+    bool contig = true;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        if (t->shape[d] != 1 && t->strides[d] != st)
+            contig = false;
+        st *= t->shape[d];
+    }
+    PyObject *ex = PyTuple_New(t->ndim);
+    uint32_t mask = 0;
+    for (int d = 0; ex && d < t->ndim; d++) {
+        int e;
+        if (contig && t->shape[d] >= 2 && tb->nsym < MAXSYM) {
+            if (tb->nsym == tb->capsym) {
+                int nc = tb->capsym ? 2 * tb->capsym : 16;
+                st_fe_src **ns = realloc(tb->src, sizeof *ns * (size_t)nc);
+                if (ns) tb->src = ns;
+                int *nd = realloc(tb->dim, sizeof *nd * (size_t)nc);
+                if (nd) tb->dim = nd;
+                int64_t *nv = realloc(tb->val, sizeof *nv * (size_t)nc);
+                if (nv) tb->val = nv;
+                if (!ns || !nd || !nv) {
+                    Py_DECREF(ex);
+                    Py_DECREF(k);
+                    return tr_break(s, "out of memory");
+                }
+                tb->capsym = nc;
+            }
+            /* duck sizing: a size equal to an earlier symbol's is that
+             * symbol, guarded equal (TorchDynamo's default) */
+            int same = -1;
+            for (int k2 = 0; k2 < tb->nsym && same < 0; k2++)
+                if (tb->val[k2] == t->shape[d])
+                    same = k2;
+            tb->src[tb->nsym] = src;
+            tb->dim[tb->nsym] = d;
+            tb->val[tb->nsym] = t->shape[d];
+            int mine = sx_new(tb, ST_SX_SYM, -1, -1, tb->nsym++);
+            e = mine;
+            if (same >= 0) {
+                int x = -1;
+                for (int i = 0; i < tb->nx && x < 0; i++)
+                    if (tb->x[i].op == ST_SX_SYM && tb->x[i].c == same)
+                        x = i;
+                if (x < 0 || add_rel(s, mine, x, ST_SXC_EQ, true) < 0) {
+                    Py_DECREF(ex);
+                    Py_DECREF(k);
+                    return tr_break(s, "out of memory");
+                }
+                e = x;
+            }
+            mask |= 1u << d;
+        } else {
+            e = sx_new(tb, ST_SX_CONST, -1, -1, t->shape[d]);
+        }
+        PyTuple_SET_ITEM(ex, d, PyLong_FromLong(e));
+    }
+    PyObject *sk = PyLong_FromLong(src->id), *mk = PyLong_FromUnsignedLong(mask);
+    int rc = ex && sk && mk && PyDict_SetItem(s->dyn->tsyms, k, ex) == 0 &&
+             (!mask || PyDict_SetItem(s->dyn->srcmask, sk, mk) == 0) ? 0 : -1;
+    Py_XDECREF(ex);
+    Py_XDECREF(sk);
+    Py_XDECREF(mk);
+    Py_DECREF(k);
+    return rc < 0 ? tr_break_exc(s, "dynamic shapes") : 0;
+}
+
+/* Input metas at symbol values sym (exprs of the tensors the trace bound
+ * to g's inputs) and the recorded attributes substituted; reinfer. The
+ * caller restores (save/restore below). */
+typedef struct {
+    st_meta *metas;
+    st_attrs *attrs;             /* per d->attr entry: its statement's attrs */
+} saved;
+
+static int apply_at(tr_state *s, st_graph *g, st_tensor *const *ins, int nin,
+                    const int64_t *sym)
+{
+    st_fe_symtab *tb = tab(s);
+    for (int k = 0; k < nin && k < g->ninputs; k++) {
+        PyObject *key = tr_id_key(ins[k]);
+        PyObject *ex = key ? PyDict_GetItem(s->dyn->tsyms, key) : NULL;
+        Py_XDECREF(key);
+        if (!ex)
+            continue;
+        st_meta *m = &g->values[g->inputs[k]].meta;
+        for (int d = 0; d < m->ndim && d < PyTuple_GET_SIZE(ex); d++)
+            if (st_fe_sx_eval(tb, (int)PyLong_AsLong(PyTuple_GET_ITEM(ex, d)), sym, &m->shape[d]) < 0)
+                return -1;
+    }
+    for (int i = 0; i < s->dyn->nattr; i++) {
+        symattr *a = &s->dyn->attr[i];
+        int64_t v;
+        if (a->stmt >= g->nstmts || st_fe_sx_eval(tb, a->expr, sym, &v) < 0)
+            return -1;
+        st_attrs *at = &g->stmts[a->stmt].attrs;
+        if (a->slot < 100) at->dims[a->slot] = v;
+        else at->i[a->slot - 100] = v;
+    }
+    return st_ir_reinfer(g) == ST_OK ? 0 : -1;
+}
+
+/* The dims of traced value v at the probe points: out[p][d]. 0 ok, -1 the
+ * graph does not re-infer there (reason in s->dyn). */
+static int probe(tr_state *s, int v, int64_t out[NPROBE][ST_MAX_DIMS], int *ndim)
+{
+    st_graph *g = st_rt_trace_graph();
+    if (!g || v < 0 || v >= g->nvalues)
+        return -1;
+    int nin = 0;
+    st_tensor *const *ins = st_rt_trace_inputs(&nin);
+    st_meta *metas = malloc(sizeof *metas * (size_t)(g->nvalues + 1));
+    st_attrs *attrs = malloc(sizeof *attrs * (size_t)(s->dyn->nattr + 1));
+    if (!metas || !attrs) {
+        free(metas);
+        free(attrs);
+        return -1;
+    }
+    for (int i = 0; i < g->nvalues; i++)
+        metas[i] = g->values[i].meta;
+    for (int i = 0; i < s->dyn->nattr; i++)
+        attrs[i] = g->stmts[s->dyn->attr[i].stmt].attrs;
+    int rc = 0;
+    for (int p = 0; p < NPROBE && rc == 0; p++) {
+        if (apply_at(s, g, ins, nin, primes[p]) < 0) {
+            dyn_fail(s, "the graph does not hold at other sizes: %s", st_err_msg());
+            st_err_clear();
+            rc = -1;
+        } else {
+            *ndim = g->values[v].meta.ndim;
+            memcpy(out[p], g->values[v].meta.shape, sizeof(int64_t) * ST_MAX_DIMS);
+        }
+        for (int i = 0; i < g->nvalues; i++)
+            g->values[i].meta = metas[i];
+        for (int i = 0; i < s->dyn->nattr; i++)
+            g->stmts[s->dyn->attr[i].stmt].attrs = attrs[i];
+    }
+    free(metas);
+    free(attrs);
+    return rc;
+}
+
+/* An expression with value r0 at the translation's sizes and r[p] at the
+ * probe points: c * s_i * s_j * ..., or s_i + c. -1 when neither. */
+static int recover(tr_state *s, int64_t r0, const int64_t *r)
+{
+    st_fe_symtab *tb = tab(s);
+    if (r[0] == r0 && r[1] == r0)
+        return sx_new(tb, ST_SX_CONST, -1, -1, r0);
+    int e[MAXSYM] = {0};
+    int64_t c = r[0];
+    for (int k = 0; k < tb->nsym && c != 0; k++)
+        while (c % primes[0][k] == 0 && e[k] < 4) {
+            c /= primes[0][k];
+            e[k]++;
+        }
+    if (c != 0) {
+        int64_t v1 = c, v0 = c;
+        for (int k = 0; k < tb->nsym; k++)
+            for (int j = 0; j < e[k]; j++) {
+                v1 *= primes[1][k];
+                v0 *= tb->val[k];
+            }
+        if (v1 == r[1] && v0 == r0) {
+            int x = -1;
+            for (int k = 0; k < tb->nsym; k++)
+                for (int j = 0; j < e[k]; j++) {
+                    int sy = -1;
+                    for (int i = 0; i < tb->nx; i++)
+                        if (tb->x[i].op == ST_SX_SYM && tb->x[i].c == k) { sy = i; break; }
+                    if (sy < 0) sy = sx_new(tb, ST_SX_SYM, -1, -1, k);
+                    x = x < 0 ? sy : sx_new(tb, ST_SX_MUL, x, sy, 0);
+                }
+            if (c != 1 && x >= 0)
+                x = sx_new(tb, ST_SX_MUL, sx_new(tb, ST_SX_CONST, -1, -1, c), x, 0);
+            if (x >= 0)
+                return x;
+        }
+    }
+    for (int k = 0; k < tb->nsym; k++) {
+        int64_t cc = r[0] - primes[0][k];
+        if (r[1] - primes[1][k] == cc && r0 - tb->val[k] == cc) {
+            int sy = sx_new(tb, ST_SX_SYM, -1, -1, k);
+            return cc ? sx_new(tb, ST_SX_ADD, sy, sx_new(tb, ST_SX_CONST, -1, -1, cc), 0) : sy;
+        }
+    }
+    return -1;
+}
+
+/* The dims of t as a tuple of expression ids (borrowed from tsyms). */
+static PyObject *dims_of(tr_state *s, st_tensor *t)
+{
+    PyObject *k = tr_id_key(t);
+    if (!k)
+        return NULL;
+    PyObject *ex = PyDict_GetItem(s->dyn->tsyms, k);
+    if (ex) {
+        Py_DECREF(k);
+        return ex;
+    }
+    int v = st_rt_trace_find(t);
+    int64_t pr[NPROBE][ST_MAX_DIMS];
+    int nd = 0;
+    bool probed = v >= 0 && tab(s)->nsym > 0 && probe(s, v, pr, &nd) == 0 && nd == t->ndim;
+    ex = PyTuple_New(t->ndim);
+    for (int d = 0; ex && d < t->ndim; d++) {
+        int e = -1;
+        if (probed) {
+            int64_t r[NPROBE] = {pr[0][d], pr[1][d]};
+            e = recover(s, t->shape[d], r);
+            if (e < 0) {
+                char b[64];
+                snprintf(b, sizeof b, "%lld", (long long)t->shape[d]);
+                dyn_fail(s, "a size (%s) that is not a product of input sizes", b);
+            }
+        }
+        if (e < 0)
+            e = sx_new(tab(s), ST_SX_CONST, -1, -1, t->shape[d]);
+        PyTuple_SET_ITEM(ex, d, PyLong_FromLong(e));
+    }
+    if (!ex || PyDict_SetItem(s->dyn->tsyms, k, ex) < 0) {
+        Py_XDECREF(ex);
+        Py_DECREF(k);
+        return NULL;
+    }
+    Py_DECREF(k);
+    Py_DECREF(ex);
+    return ex;
+}
+
+static int dim_expr(tr_state *s, st_tensor *t, int d)
+{
+    PyObject *ex = dims_of(s, t);
+    if (!ex || d < 0 || d >= PyTuple_GET_SIZE(ex))
+        return -1;
+    return (int)PyLong_AsLong(PyTuple_GET_ITEM(ex, d));
+}
+
+/* ---------------- sizes read in Python ---------------- */
+/* what: 0 a shape tuple, 1 size(dim) (dim given), 2 numel. Steals r. */
+PyObject *tr_dyn_wrap_size(tr_state *s, PyObject *tensor, PyObject *r, int what, int dim)
+{
+    if (!s->dyn || !r || !st_fe_is_tensor(tensor))
+        return r;
+    st_tensor *t = st_fe_unwrap(tensor);
+    if (what == 0 && PyTuple_Check(r) && PyTuple_GET_SIZE(r) == t->ndim) {
+        PyObject *ex = dims_of(s, t);
+        if (!ex)
+            goto fail;
+        PyObject *n = PyTuple_New(t->ndim);
+        for (int d = 0; n && d < t->ndim; d++) {
+            PyObject *it = make_symint(s, t->shape[d], (int)PyLong_AsLong(PyTuple_GET_ITEM(ex, d)));
+            if (!it)
+                Py_CLEAR(n);
+            else
+                PyTuple_SET_ITEM(n, d, it);
+        }
+        if (!n)
+            goto fail;
+        Py_DECREF(r);
+        return n;
+    }
+    if (what == 1 && PyLong_Check(r)) {
+        if (dim < 0)
+            dim += t->ndim;
+        int e = dim_expr(s, t, dim);
+        if (e < 0)
+            return r;
+        PyObject *n = make_symint(s, PyLong_AsLongLong(r), e);
+        if (!n)
+            goto fail;
+        Py_DECREF(r);
+        return n;
+    }
+    if (what == 2 && PyLong_Check(r)) {
+        PyObject *ex = dims_of(s, t);
+        if (!ex)
+            goto fail;
+        int e = -1;
+        for (int d = 0; d < t->ndim; d++) {
+            int x = (int)PyLong_AsLong(PyTuple_GET_ITEM(ex, d));
+            e = e < 0 ? x : sx_new(tab(s), ST_SX_MUL, e, x, 0);
+        }
+        PyObject *n = e >= 0 ? make_symint(s, PyLong_AsLongLong(r), e) : Py_NewRef(r);
+        if (!n)
+            goto fail;
+        Py_DECREF(r);
+        return n;
+    }
+    return r;
+fail:
+    Py_DECREF(r);
+    return NULL;
+}
+
+/* ---------------- calls ---------------- */
+static PyObject *symtrace_fn(const char *name)
+{
+    PyObject *m = PyImport_AddModule("symtrace");   /* borrowed */
+    PyObject *f = m ? PyObject_GetAttrString(m, name) : NULL;
+    if (!f)
+        PyErr_Clear();
+    Py_XDECREF(f);                                   /* the module keeps it */
+    return f;
+}
+
+static int push_attr(tr_state *s, int stmt, int slot, int expr)
+{
+    struct tr_dyn *d = s->dyn;
+    if (d->nattr == d->capattr) {
+        int nc = d->capattr ? 2 * d->capattr : 32;
+        symattr *n = realloc(d->attr, sizeof *n * (size_t)nc);
+        if (!n)
+            return -1;
+        d->attr = n;
+        d->capattr = nc;
+    }
+    d->attr[d->nattr++] = (symattr){stmt, slot, expr};
+    return 0;
+}
+
+/* Which call this is: 1 a shape-taking one (items: its shape arguments),
+ * 2 size(), 3 numel(), 4 len(tensor), 0 any other. */
+static int classify(PyObject *fn, tr_var *args, int nargs, PyObject *kwnames,
+                    PyObject **tensor, PyObject **shape, int *keep_lo, int *keep_hi)
+{
+    *tensor = NULL;
+    *shape = NULL;
+    *keep_lo = *keep_hi = 0;
+    int npos = nargs - (kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0);
+    if (PyCFunction_Check(fn)) {
+        PyObject *self = PyCFunction_GET_SELF(fn);
+        const char *nm = ((PyCFunctionObject *)fn)->m_ml->ml_name;
+        if (self && st_fe_is_tensor(self)) {
+            *tensor = self;
+            if (!strcmp(nm, "size") && npos <= 1 && !kwnames) return 2;
+            if (!strcmp(nm, "numel") && npos == 0) return 3;
+            if ((!strcmp(nm, "view") || !strcmp(nm, "reshape") || !strcmp(nm, "expand")) &&
+                !kwnames && npos >= 1) {
+                *keep_hi = npos;
+                *shape = npos == 1 && (PyTuple_Check(args[0].v) || PyList_Check(args[0].v))
+                         ? Py_NewRef(args[0].v) : NULL;
+                if (!*shape) {
+                    *shape = PyTuple_New(npos);
+                    for (int i = 0; *shape && i < npos; i++)
+                        PyTuple_SET_ITEM(*shape, i, Py_NewRef(args[i].v));
+                }
+                return 1;
+            }
+        }
+        if (!self || PyModule_Check(self)) {
+            if (!strcmp(nm, "len") && npos == 1 && st_fe_is_tensor(args[0].v)) {
+                *tensor = args[0].v;
+                return 4;
+            }
+        }
+        return 0;
+    }
+    if (PyFunction_Check(fn)) {
+        static const char *const creators[] = {"zeros", "ones", "empty", "rand", "randn", NULL};
+        for (int i = 0; creators[i]; i++)
+            if (fn == symtrace_fn(creators[i])) {
+                *shape = npos == 1 && (PyTuple_Check(args[0].v) || PyList_Check(args[0].v))
+                         ? Py_NewRef(args[0].v) : NULL;
+                if (!*shape) {
+                    *shape = PyTuple_New(npos);
+                    for (int k = 0; *shape && k < npos; k++)
+                        PyTuple_SET_ITEM(*shape, k, Py_NewRef(args[k].v));
+                }
+                *keep_hi = npos;
+                return 1;
+            }
+        if (fn == symtrace_fn("full") && npos >= 1) {
+            *shape = Py_NewRef(args[0].v);
+            *keep_hi = 1;
+            return 1;
+        }
+        if (fn == symtrace_fn("reshape") && npos == 2) {
+            *shape = Py_NewRef(args[1].v);
+            *keep_lo = 1;
+            *keep_hi = 2;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int tr_dyn_before_call(tr_state *s, PyObject *fn, tr_var *args, int nargs,
+                       PyObject *kwnames, tr_dyncall *dc)
+{
+    memset(dc, 0, sizeof *dc);
+    if (!s->dyn)
+        return 0;
+    int lo, hi;
+    dc->kind = classify(fn, args, nargs, kwnames, &dc->tensor, &dc->shape, &lo, &hi);
+    if (dc->kind == 1 && !dc->shape)
+        return tr_break_exc(s, "dynamic shapes");
+    st_graph *g = st_rt_trace_graph();
+    dc->n0 = g ? g->nstmts : 0;
+    /* everything but a shape argument is specialized */
+    for (int i = 0; i < nargs; i++) {
+        if (dc->kind == 1 && i >= lo && i < hi)
+            continue;
+        if (tr_dyn_plain_var(s, &args[i]) < 0)
+            return -1;
+    }
+    if (dc->kind == 2 && nargs == 1) {
+        int ov = 0;
+        dc->dim = (int)PyLong_AsLongAndOverflow(args[0].v, &ov);
+    }
+    return 0;
+}
+
+/* After a shape-taking call: the statement that holds its shape gets the
+ * SymInts' expressions; none found: they are specialized. r: the result
+ * (steals; returns the value to use). */
+PyObject *tr_dyn_after_call(tr_state *s, tr_dyncall *dc, PyObject *r)
+{
+    if (!s->dyn || !r) {
+        Py_CLEAR(dc->shape);
+        return r;
+    }
+    if (dc->kind == 2)
+        return tr_dyn_wrap_size(s, dc->tensor, r, PyTuple_Check(r) ? 0 : 1, dc->dim);
+    if (dc->kind == 3)
+        return tr_dyn_wrap_size(s, dc->tensor, r, 2, 0);
+    if (dc->kind == 4)
+        return tr_dyn_wrap_size(s, dc->tensor, r, 1, 0);
+    if (dc->kind != 1)
+        return r;
+    PyObject *seq = PySequence_Fast(dc->shape, "shape");
+    Py_CLEAR(dc->shape);
+    if (!seq) {
+        PyErr_Clear();
+        return r;
+    }
+    int n = (int)PySequence_Fast_GET_SIZE(seq);
+    int ex[ST_MAX_DIMS];
+    int64_t val[ST_MAX_DIMS];
+    bool any = false, ok = n <= ST_MAX_DIMS;
+    for (int k = 0; ok && k < n; k++) {
+        PyObject *it = PySequence_Fast_GET_ITEM(seq, k);
+        ex[k] = -1;
+        if (!PyLong_Check(it)) {
+            ok = false;
+            break;
+        }
+        val[k] = PyLong_AsLongLong(it);
+        if (Py_TYPE(it) == (PyTypeObject *)st_fe_symint_cls) {
+            ex[k] = expr_of(s, it);
+            any |= ex[k] >= 0;
+        } else if (val[k] == -1) {
+            /* the runtime records the size it inferred: -1 again, so that
+             * an instance infers it for its sizes */
+            ex[k] = sx_new(tab(s), ST_SX_CONST, -1, -1, -1);
+        }
+    }
+    if (!any) {
+        Py_DECREF(seq);
+        return r;
+    }
+    st_graph *g = st_rt_trace_graph();
+    int found = -1;
+    for (int si = dc->n0; ok && g && si < g->nstmts && found < 0; si++) {
+        const st_stmt *st = &g->stmts[si];
+        if (!(st->op == ST_OP_RESHAPE || st->op == ST_OP_EXPAND || st->op == ST_OP_FULL ||
+              st->op == ST_OP_RAND || st->op == ST_OP_RANDN) || st->attrs.ndims != n ||
+            (st->op == ST_OP_FULL && st->nin > 0))
+            continue;
+        bool m = true;
+        for (int k = 0; k < n && m; k++)
+            m = st->attrs.dims[k] == val[k] || val[k] == -1;
+        if (m)
+            found = si;
+    }
+    for (int k = 0; k < n; k++) {
+        if (ex[k] < 0 || (found < 0 && val[k] == -1))
+            continue;
+        if (found >= 0) {
+            if (push_attr(s, found, k, ex[k]) < 0) {
+                Py_DECREF(seq);
+                Py_DECREF(r);
+                return PyErr_NoMemory();
+            }
+        } else {
+            PyObject *p = specialize(s, PySequence_Fast_GET_ITEM(seq, k));
+            if (!p) {
+                Py_DECREF(seq);
+                Py_DECREF(r);
+                return NULL;
+            }
+            Py_DECREF(p);
+        }
+    }
+    Py_DECREF(seq);
+    return r;
+}
+
+/* ---------------- subscripts ---------------- */
+/* The slice bounds a basic index (ints, slices with step 1, None, ...)
+ * records on tensor t, as expressions, with guards that pin Python's
+ * clamping. Then, after the subscript, the recorded slices get them. */
+
+static int clampex(tr_state *s, PyObject *o, int size, int64_t sv, bool is_start, int64_t *v)
+{
+    st_fe_symtab *tb = tab(s);
+    if (o == Py_None || !o) {
+        *v = is_start ? 0 : sv;
+        return is_start ? sx_new(tb, ST_SX_CONST, -1, -1, 0) : size;
+    }
+    int e = expr_of(s, o);
+    if (e < 0)
+        return -1;
+    int64_t raw = PyLong_AsLongLong(o);
+    int zero = sx_new(tb, ST_SX_CONST, -1, -1, 0);
+    if (raw < 0) {
+        int adj = sx_new(tb, ST_SX_ADD, size, e, 0);
+        if (sv + raw < 0) {
+            if (add_rel(s, adj, zero, ST_SXC_LT, true) < 0) return -1;
+            *v = 0;
+            return zero;
+        }
+        if (add_rel(s, adj, zero, ST_SXC_GE, true) < 0) return -1;
+        if (!sx_is_const(tb, e) && add_rel(s, e, zero, ST_SXC_LT, true) < 0) return -1;
+        *v = sv + raw;
+        return adj;
+    }
+    if (!sx_is_const(tb, e) && add_rel(s, e, zero, ST_SXC_GE, true) < 0)
+        return -1;
+    if (raw > sv) {
+        if (add_rel(s, e, size, ST_SXC_GT, true) < 0) return -1;
+        *v = sv;
+        return size;
+    }
+    if (add_rel(s, e, size, ST_SXC_LE, true) < 0) return -1;
+    *v = raw;
+    return e;
+}
+
+int tr_dyn_before_subscr(tr_state *s, PyObject *tensor, PyObject *key, tr_dynsub *ds)
+{
+    memset(ds, 0, sizeof *ds);
+    if (!s->dyn)
+        return 0;
+    st_graph *g = st_rt_trace_graph();
+    ds->n0 = g ? g->nstmts : 0;
+    st_tensor *t = st_fe_unwrap(tensor);
+    PyObject *items = PyTuple_Check(key) ? Py_NewRef(key) : PyTuple_Pack(1, key);
+    if (!items)
+        return tr_break_exc(s, "dynamic shapes");
+    Py_ssize_t n = PyTuple_GET_SIZE(items);
+    int consuming = 0, ell = 0;
+    bool basic = true;
+    for (Py_ssize_t i = 0; i < n && basic; i++) {
+        PyObject *it = PyTuple_GET_ITEM(items, i);
+        if (it == Py_Ellipsis) ell++;
+        else if (it == Py_None) continue;
+        else if ((PyLong_Check(it) && !PyBool_Check(it)) || PySlice_Check(it)) consuming++;
+        else basic = false;
+    }
+    if (!basic || ell > 1 || consuming > t->ndim || n > ST_MAX_DIMS * 2) {
+        Py_DECREF(items);
+        return 0;             /* not analyzed: slices on symbolic dims fail the check */
+    }
+    int sd = 0, d = 0;
+    for (Py_ssize_t i = 0; i < n && ds->n < ST_MAX_DIMS; i++) {
+        PyObject *it = PyTuple_GET_ITEM(items, i);
+        if (it == Py_None) { d++; continue; }
+        if (it == Py_Ellipsis) {
+            int skip = t->ndim - consuming;
+            sd += skip;
+            d += skip;
+            continue;
+        }
+        int size = dim_expr(s, t, sd);
+        if (size < 0) {
+            Py_DECREF(items);
+            return tr_break_exc(s, "dynamic shapes");
+        }
+        int64_t sv = t->shape[sd];
+        tr_want_slice *w = &ds->w[ds->n];
+        if (PyLong_Check(it)) {
+            int64_t raw = PyLong_AsLongLong(it);
+            int e = expr_of(s, it);
+            if (raw < 0) {
+                w->start = sx_new(tab(s), ST_SX_ADD, size, e, 0);
+                w->vstart = sv + raw;
+            } else {
+                w->start = e;
+                w->vstart = raw;
+                if (add_rel(s, size, e, ST_SXC_GT, true) < 0) {
+                    Py_DECREF(items);
+                    return -1;
+                }
+            }
+            w->stop = sx_new(tab(s), ST_SX_ADD, w->start, sx_new(tab(s), ST_SX_CONST, -1, -1, 1), 0);
+            w->vstop = w->vstart + 1;
+            w->dim = d;
+            ds->n++;
+            sd++;
+            continue;
+        }
+        PySliceObject *sl = (PySliceObject *)it;
+        if (sl->step != Py_None && !(PyLong_Check(sl->step) && PyLong_AsLongLong(sl->step) == 1)) {
+            sd++;
+            d++;
+            continue;          /* not analyzed */
+        }
+        w->start = clampex(s, sl->start, size, sv, true, &w->vstart);
+        w->stop = clampex(s, sl->stop, size, sv, false, &w->vstop);
+        if (w->start < 0 || w->stop < 0) {
+            Py_DECREF(items);
+            return PyErr_Occurred() ? tr_break_exc(s, "dynamic shapes") : 0;
+        }
+        if (w->vstop < w->vstart) {
+            if (add_rel(s, w->stop, w->start, ST_SXC_LT, true) < 0) {
+                Py_DECREF(items);
+                return -1;
+            }
+            w->stop = w->start;
+            w->vstop = w->vstart;
+        } else if (add_rel(s, w->stop, w->start, ST_SXC_GE, true) < 0) {
+            Py_DECREF(items);
+            return -1;
+        }
+        w->dim = d;
+        ds->n++;
+        sd++;
+        d++;
+    }
+    Py_DECREF(items);
+    return 0;
+}
+
+int tr_dyn_after_subscr(tr_state *s, tr_dynsub *ds)
+{
+    if (!s->dyn || ds->n == 0)
+        return 0;
+    st_graph *g = st_rt_trace_graph();
+    int k = 0;
+    for (int si = ds->n0; g && si < g->nstmts && k < ds->n; si++) {
+        const st_stmt *st = &g->stmts[si];
+        if (st->op != ST_OP_SLICE)
+            continue;
+        while (k < ds->n && !(st->attrs.i[0] == ds->w[k].dim && st->attrs.i[1] == ds->w[k].vstart &&
+                              st->attrs.i[2] == ds->w[k].vstop))
+            k++;           /* a component with no statement (a full slice) */
+        if (k == ds->n)
+            break;
+        if (push_attr(s, si, 101, ds->w[k].start) < 0 || push_attr(s, si, 102, ds->w[k].stop) < 0)
+            return tr_break(s, "out of memory");
+        k++;
+    }
+    return 0;
+}
+
+/* ---------------- the entry's template ---------------- */
+static bool has_attr(const symattr *a, int n, int stmt, int slot)
+{
+    for (int i = 0; i < n; i++)
+        if (a[i].stmt == stmt && a[i].slot == slot)
+            return true;
+    return false;
+}
+
+static int inst_apply(const st_fe_symtab *tb, st_graph *g, const symattr *attr, int nattr,
+                      const int *in_expr, int nin, const int64_t *sym)
+{
+    for (int k = 0; k < nin && k < g->ninputs; k++) {
+        st_meta *m = &g->values[g->inputs[k]].meta;
+        for (int d = 0; d < m->ndim; d++) {
+            int e = in_expr[k * ST_MAX_DIMS + d];
+            if (e >= 0 && st_fe_sx_eval(tb, e, sym, &m->shape[d]) < 0)
+                return -1;
+        }
+    }
+    for (int i = 0; i < nattr; i++) {
+        int64_t v;
+        if (st_fe_sx_eval(tb, attr[i].expr, sym, &v) < 0)
+            return -1;
+        st_attrs *at = &g->stmts[attr[i].stmt].attrs;
+        if (attr[i].slot < 100) at->dims[attr[i].slot] = v;
+        else at->i[attr[i].slot - 100] = v;
+    }
+    return 0;
+}
+
+int tr_dyn_finish(tr_state *s, st_fe_entry *e, const st_graph *g, st_tensor *const *ins, int nin,
+                  const int *smap, int nsmap, const st_rt_cfn_opts *o)
+{
+    struct tr_dyn *d = s->dyn;
+    st_fe_symtab *tb = tab(s);
+    if (!d || tb->nsym == 0)
+        return 0;              /* nothing symbolic: a static entry */
+    if (d->failed)
+        return tr_break(s, "dynamic shapes: %s", d->why);
+    for (int r = 0; r < g->nregions; r++)
+        if (g->regions[r].bwd)
+            return tr_break(s, "dynamic shapes: a PyLayer's traced backward is not symbolic");
+    struct st_fe_dyn *dy = calloc(1, sizeof *dy);
+    if (!dy)
+        return tr_break(s, "out of memory");
+    e->dyn = dy;
+    dy->nsym = tb->nsym;
+    dy->attr = malloc(sizeof *dy->attr * (size_t)(d->nattr + 1));
+    dy->in_expr = malloc(sizeof(int) * (size_t)(nin + 1) * ST_MAX_DIMS);
+    dy->rg = malloc(sizeof(bool) * (size_t)(nin + 1));
+    dy->wb_out = malloc(sizeof(int) * (size_t)(o->nwriteback + 1));
+    dy->wb_in = malloc(sizeof(int) * (size_t)(o->nwriteback + 1));
+    dy->tmpl = st_ir_graph_clone(g);
+    if (!dy->attr || !dy->in_expr || !dy->rg || !dy->wb_out || !dy->wb_in || !dy->tmpl)
+        return tr_break(s, "out of memory");
+    for (int i = 0; i < d->nattr; i++) {
+        int ns = d->attr[i].stmt < nsmap ? smap[d->attr[i].stmt] : -1;
+        if (ns >= 0)
+            dy->attr[dy->nattr++] = (symattr){ns, d->attr[i].slot, d->attr[i].expr};
+    }
+    dy->nin = nin;
+    for (int k = 0; k < nin; k++) {
+        PyObject *key = tr_id_key(ins[k]);
+        PyObject *ex = key ? PyDict_GetItem(d->tsyms, key) : NULL;
+        Py_XDECREF(key);
+        for (int dd = 0; dd < ST_MAX_DIMS; dd++)
+            dy->in_expr[k * ST_MAX_DIMS + dd] =
+                ex && dd < PyTuple_GET_SIZE(ex) ? (int)PyLong_AsLong(PyTuple_GET_ITEM(ex, dd)) : -1;
+        dy->rg[k] = o->input_requires_grad ? o->input_requires_grad[k] : false;
+    }
+    dy->inst[0].key = malloc(sizeof(int64_t) * (size_t)(tb->nsym + 1));
+    if (!dy->inst[0].key)
+        return tr_break(s, "out of memory");
+    for (int k = 0; k < tb->nsym; k++)
+        dy->inst[0].key[k] = tb->val[k];
+    dy->backend = o->backend;
+    dy->nwb = o->nwriteback;
+    dy->nvisible = o->nvisible;
+    for (int k = 0; k < o->nwriteback; k++) {
+        dy->wb_out[k] = o->writeback_out[k];
+        dy->wb_in[k] = o->writeback_in[k];
+    }
+    /* the template must hold at other sizes: instantiate at the probes */
+    for (int p = 0; p < NPROBE; p++) {
+        st_graph *c = st_ir_graph_clone(g);
+        if (!c)
+            return tr_break(s, "out of memory");
+        int rc = inst_apply(tb, c, dy->attr, dy->nattr, dy->in_expr, nin, primes[p]);
+        if (rc == 0 && st_ir_reinfer(c) != ST_OK)
+            rc = -1;
+        /* a slice on a symbolic dim must have its bounds explained */
+        for (int si = 0; rc == 0 && si < c->nstmts; si++) {
+            const st_stmt *st = &c->stmts[si];
+            if (st->op != ST_OP_SLICE || (has_attr(dy->attr, dy->nattr, si, 101) &&
+                                          has_attr(dy->attr, dy->nattr, si, 102)))
+                continue;
+            int dim = (int)st->attrs.i[0];
+            if (c->values[st->in[0]].meta.shape[dim] != g->values[st->in[0]].meta.shape[dim]) {
+                st_err(ST_ERR_RUNTIME, "a slice of a symbolic dim whose bounds were computed "
+                       "where the translator could not see them");
+                rc = -1;
+            }
+        }
+        st_ir_graph_free(c);
+        if (rc < 0) {
+            char why[300];
+            snprintf(why, sizeof why, "%s", st_err_msg());
+            st_err_clear();
+            return tr_break(s, "dynamic shapes: the graph does not hold at other sizes (%s)", why);
+        }
+    }
+    /* the guards of the symbols' tensors check ranks, not sizes */
+    for (int i = 0; i < s->guards.n; i++) {
+        st_fe_guard *gd = &s->guards.v[i];
+        if (gd->kind != ST_G_TENSOR)
+            continue;
+        PyObject *sk = PyLong_FromLong(gd->src->id);
+        PyObject *m = sk ? PyDict_GetItem(d->srcmask, sk) : NULL;
+        Py_XDECREF(sk);
+        if (m)
+            gd->dyn = (uint32_t)PyLong_AsUnsignedLong(m);
+    }
+    return 0;
+}
+
+void tr_dyn_adopt(st_fe_entry *e, void *cfn)
+{
+    struct st_fe_dyn *dy = e->dyn;
+    dy->inst[0].cfn = cfn;
+    dy->inst[0].used = ++dy->clock;
+    dy->n = 1;
+}
+
+void st_fe_dyn_free(struct st_fe_dyn *dy)
+{
+    if (!dy)
+        return;
+    if (dy->n == 0)
+        free(dy->inst[0].key);
+    for (int i = 0; i < dy->n; i++) {
+        free(dy->inst[i].key);
+        if (i > 0 && dy->inst[i].cfn)      /* inst[0] is the entry's own cfn */
+            st_rt_cfn_free((st_rt_cfn *)dy->inst[i].cfn);
+    }
+    st_ir_graph_free(dy->tmpl);
+    free(dy->attr);
+    free(dy->in_expr);
+    free(dy->rg);
+    free(dy->wb_out);
+    free(dy->wb_in);
+    free(dy);
+}
+
+void *st_fe_dyn_cfn(st_fe_entry *e, const st_fe_frame *f, PyObject **memo)
+{
+    struct st_fe_dyn *dy = e->dyn;
+    const st_fe_symtab *tb = e->guards.sym;
+    int64_t vals[MAXSYM];
+    int r = st_fe_sym_values(tb, f, memo, vals);
+    if (r <= 0) {
+        if (r == 0)
+            PyErr_SetString(PyExc_RuntimeError, "compiled entry: a size symbol's tensor is missing");
+        return NULL;
+    }
+    for (int i = 0; i < dy->n; i++)
+        if (!memcmp(dy->inst[i].key, vals, sizeof(int64_t) * (size_t)dy->nsym)) {
+            dy->inst[i].used = ++dy->clock;
+            return dy->inst[i].cfn;
+        }
+    /* a new instance: the template at these sizes, compiled (the kernels
+     * come from the kernel cache) */
+    st_graph *g = st_ir_graph_clone(dy->tmpl);
+    if (!g || inst_apply(tb, g, dy->attr, dy->nattr, dy->in_expr, dy->nin, vals) < 0 ||
+        st_ir_reinfer(g) != ST_OK) {
+        st_ir_graph_free(g);
+        st_fe_raise();
+        return NULL;
+    }
+    st_rt_cfn_opts o = {.backend = dy->backend, .input_requires_grad = dy->rg,
+                        .writeback_out = dy->wb_out, .writeback_in = dy->wb_in,
+                        .nwriteback = dy->nwb, .nvisible = dy->nvisible};
+    st_rt_cfn *c = st_rt_cfn_new(g, &o);
+    if (!c) {
+        st_fe_raise();
+        return NULL;
+    }
+    int slot = dy->n;
+    if (slot == 16) {            /* evict the least recently used (never inst[0]) */
+        slot = 1;
+        for (int i = 2; i < dy->n; i++)
+            if (dy->inst[i].used < dy->inst[slot].used)
+                slot = i;
+        st_rt_cfn_free((st_rt_cfn *)dy->inst[slot].cfn);
+    } else {
+        dy->inst[slot].key = malloc(sizeof(int64_t) * (size_t)(dy->nsym + 1));
+        if (!dy->inst[slot].key) {
+            st_rt_cfn_free(c);
+            PyErr_NoMemory();
+            return NULL;
+        }
+        dy->n++;
+    }
+    memcpy(dy->inst[slot].key, vals, sizeof(int64_t) * (size_t)dy->nsym);
+    dy->inst[slot].cfn = c;
+    dy->inst[slot].used = ++dy->clock;
+    st_fe_dyn_instances++;
+    return c;
+}
+
+/* ---------------- module functions ---------------- */
+static PyMethodDef dyn_methods[] = {
+    {"_fe_set_symint", set_symint, METH_O, "registers symtrace._symint.SymInt"},
+    {"_sym_op", sym_op, METH_VARARGS, "SymInt arithmetic (op, a, b)"},
+    {"_sym_cmp", sym_cmp, METH_VARARGS, "SymInt comparison (op, a, b): a guard"},
+    {"_sym_spec", sym_spec, METH_O, "a SymInt's value, guarded"},
+    {NULL, NULL, 0, NULL},
+};
+
+int st_fe_init_dynamic(PyObject *m);
+int st_fe_init_dynamic(PyObject *m)
+{
+    return PyModule_AddFunctions(m, dyn_methods);
+}
