@@ -946,6 +946,11 @@ static int classify(PyObject *fn, tr_var *args, int nargs, PyObject *kwnames,
     *shape = NULL;
     *keep_lo = *keep_hi = 0;
     int npos = nargs - (kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0);
+    if ((fn == (PyObject *)&PyTuple_Type || fn == (PyObject *)&PyList_Type) && nargs == 1 &&
+        (PyTuple_Check(args[0].v) || PyList_Check(args[0].v))) {
+        *keep_hi = 1;            /* tuple(x.shape): the sizes stay symbolic */
+        return 5;
+    }
     if (PyCFunction_Check(fn)) {
         PyObject *self = PyCFunction_GET_SELF(fn);
         const char *nm = ((PyCFunctionObject *)fn)->m_ml->ml_name;
@@ -1011,6 +1016,10 @@ int tr_dyn_before_call(tr_state *s, PyObject *fn, tr_var *args, int nargs,
         return 0;
     int lo, hi;
     dc->kind = classify(fn, args, nargs, kwnames, &dc->tensor, &dc->shape, &lo, &hi);
+    if (dc->kind == 5) {
+        dc->kind = 0;
+        return 0;
+    }
     if (dc->kind == 1 && !dc->shape)
         return tr_break_exc(s, "dynamic shapes");
     st_graph *g = st_rt_trace_graph();

@@ -274,6 +274,21 @@ def test_size_readers_and_shape_arguments():
     assert stats()["translations"] == 3
 
 
+def test_shape_tuples_stay_symbolic():
+    def f(x):
+        lead = tuple(x.shape)[:-2]
+        return x.reshape(*lead, -1).sum(-1), list(x.shape)[0] // 2
+    c = st.compile(f, backend=BACKEND, dynamic=True)
+    for shape in [(4, 5, 3), (5, 7, 6), (4, 3, 8), (7, 3, 8)]:
+        x = st.randn(*shape)
+        got, want = c(x), f(x)
+        close(got[0], want[0])
+        assert got[1] == want[1] and type(got[1]) is int
+    # the returned int is a constant of the guards (shape[0] // 2 == 2 for
+    # the first three), the graph itself symbolic
+    assert stats()["translations"] == 2
+
+
 def test_slices_with_negative_and_open_bounds():
     def f(x):
         return x[:, 1:-1] * 2, x[:, -1], x[..., :3], x[None, :, 2:]
