@@ -309,3 +309,38 @@ def test_generic_instructions_break_and_resume():
         c = st.compile(fn, backend="interp")
         for _ in range(2):
             same(c(*args), fn(*args))
+
+
+# ---------------------------------------------------------------- leaks
+def _rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096
+
+
+def test_no_leak_over_10000_partial_graph_calls():
+    # each call: the prefix graph from C, the break function, the resume
+    # function's graph (its own hit); nothing accumulates
+    import gc
+
+    def f(x, k):
+        y = x * k + 1
+        n = len(str(y.shape))            # plain Python
+        v = y.sum().item()               # the break
+        return (y.relu() * 2, v > -1e30, n)
+    c = st.compile(f, backend="interp")
+    x = T(1.0, 2.0, 3.0)
+    for _ in range(20):
+        c(x, 2)
+    gc.collect()
+    n0, mem0, rss0 = len(gc.get_objects()), st.memory.memory_allocated(), _rss()
+    rc = sys.getrefcount(x), sys.getrefcount(f)
+    h0 = _C._fe_stats()["hits"]
+    for _ in range(10000):
+        c(x, 2)
+    gc.collect()
+    assert _C._fe_stats()["hits"] - h0 == 20000     # the frame's and the resume's
+    assert len(gc.get_objects()) - n0 <= 10
+    assert st.memory.memory_allocated() == mem0
+    assert (sys.getrefcount(x), sys.getrefcount(f)) == rc
+    assert _rss() - rss0 < 1 << 20
+    assert sys._getframe(0).f_code.co_name == "test_no_leak_over_10000_partial_graph_calls"
