@@ -582,6 +582,30 @@ PyObject *tr_dyn_plain(tr_state *s, PyObject *o, int depth)
     return Py_NewRef(o);
 }
 
+/* SymInts in o (tuples and lists, one level) as their values, without a
+ * guard: for shape arguments whose expressions are attached afterwards
+ * (or guarded then). New reference. */
+static PyObject *values_of(PyObject *o)
+{
+    if (tr_is_symint(o))
+        return PyLong_FromLongLong(PyLong_AsLongLong(o));
+    if (PyTuple_Check(o) || PyList_Check(o)) {
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+        PyObject *r = PyTuple_Check(o) ? PyTuple_New(n) : PyList_New(n);
+        for (Py_ssize_t i = 0; r && i < n; i++) {
+            PyObject *it = values_of(PySequence_Fast_GET_ITEM(o, i));
+            if (!it) {
+                Py_CLEAR(r);
+                break;
+            }
+            if (PyTuple_Check(r)) PyTuple_SET_ITEM(r, i, it);
+            else PyList_SET_ITEM(r, i, it);
+        }
+        return r;
+    }
+    return Py_NewRef(o);
+}
+
 int tr_dyn_plain_var(tr_state *s, tr_var *v)
 {
     if (!s->dyn || !v->v)
@@ -1004,6 +1028,18 @@ static int classify(PyObject *fn, tr_var *args, int nargs, PyObject *kwnames,
             *keep_hi = 2;
             return 1;
         }
+        if (fn == symtrace_fn("arange") && npos >= 1 && npos <= 3) {
+            /* arange(end) / arange(start, end[, 1]): n = end - start */
+            PyObject *st0 = npos == 1 ? NULL : args[0].v, *en = npos == 1 ? args[0].v : args[1].v;
+            PyObject *sp = npos == 3 ? args[2].v : NULL;
+            bool ok = PyLong_Check(en) && (!st0 || PyLong_Check(st0)) &&
+                      (!sp || (PyLong_Check(sp) && !tr_is_symint(sp) && PyLong_AsLongLong(sp) == 1));
+            if (!ok)
+                return 0;
+            *shape = PyTuple_Pack(2, st0 ? st0 : Py_False, en);   /* False: start 0 */
+            *keep_hi = npos;
+            return 6;
+        }
     }
     return 0;
 }
@@ -1020,14 +1056,20 @@ int tr_dyn_before_call(tr_state *s, PyObject *fn, tr_var *args, int nargs,
         dc->kind = 0;
         return 0;
     }
-    if (dc->kind == 1 && !dc->shape)
+    if ((dc->kind == 1 || dc->kind == 6) && !dc->shape)
         return tr_break_exc(s, "dynamic shapes");
     st_graph *g = st_rt_trace_graph();
     dc->n0 = g ? g->nstmts : 0;
-    /* everything but a shape argument is specialized */
+    /* everything but a shape argument is specialized; shape arguments go
+     * in as their values (their expressions are attached afterwards) */
     for (int i = 0; i < nargs; i++) {
-        if (dc->kind == 1 && i >= lo && i < hi)
+        if ((dc->kind == 1 || dc->kind == 6) && i >= lo && i < hi) {
+            PyObject *v = values_of(args[i].v);
+            if (!v)
+                return tr_break_exc(s, "dynamic shapes");
+            Py_SETREF(args[i].v, v);
             continue;
+        }
         if (tr_dyn_plain_var(s, &args[i]) < 0)
             return -1;
     }
@@ -1053,6 +1095,38 @@ PyObject *tr_dyn_after_call(tr_state *s, tr_dyncall *dc, PyObject *r)
         return tr_dyn_wrap_size(s, dc->tensor, r, 2, 0);
     if (dc->kind == 4)
         return tr_dyn_wrap_size(s, dc->tensor, r, 1, 0);
+    if (dc->kind == 6) {
+        /* arange: the ARANGE statement of n = end - start elements */
+        PyObject *a = PyTuple_GET_ITEM(dc->shape, 0), *b = PyTuple_GET_ITEM(dc->shape, 1);
+        int ea = a == Py_False ? sx_new(tab(s), ST_SX_CONST, -1, -1, 0) : expr_of(s, a);
+        int eb = expr_of(s, b);
+        int64_t va = a == Py_False ? 0 : PyLong_AsLongLong(a), vb = PyLong_AsLongLong(b);
+        int found = -1;
+        st_graph *g = st_rt_trace_graph();
+        for (int si = dc->n0; g && si < g->nstmts && found < 0; si++)
+            if (g->stmts[si].op == ST_OP_ARANGE && g->stmts[si].attrs.ndims == 1 &&
+                g->stmts[si].attrs.dims[0] == (vb > va ? vb - va : 0))
+                found = si;
+        bool sym = (ea >= 0 && !sx_is_const(tab(s), ea)) || (eb >= 0 && !sx_is_const(tab(s), eb));
+        int rc = 0;
+        if (sym && found >= 0 && vb > va && ea >= 0 && eb >= 0 && !tr_is_symint(a)) {
+            /* the start stays a constant of the statement (a float attribute) */
+            int n = sx_new(tab(s), ST_SX_SUB, eb, ea, 0);
+            rc = n < 0 || add_rel(s, eb, ea, ST_SXC_GT, true) < 0 || push_attr(s, found, 0, n) < 0;
+        } else if (sym) {
+            PyObject *p = tr_is_symint(a) ? specialize(s, a) : NULL;
+            PyObject *q = tr_is_symint(b) ? specialize(s, b) : NULL;
+            rc = (tr_is_symint(a) && !p) || (tr_is_symint(b) && !q);
+            Py_XDECREF(p);
+            Py_XDECREF(q);
+        }
+        Py_CLEAR(dc->shape);
+        if (rc) {
+            Py_DECREF(r);
+            return PyErr_Occurred() ? NULL : PyErr_NoMemory();
+        }
+        return r;
+    }
     if (dc->kind != 1)
         return r;
     PyObject *seq = PySequence_Fast(dc->shape, "shape");

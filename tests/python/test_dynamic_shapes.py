@@ -289,6 +289,20 @@ def test_shape_tuples_stay_symbolic():
     assert stats()["translations"] == 2
 
 
+def test_positions_from_arange():
+    emb = nn.Embedding(64, 8)
+
+    def f(ids):
+        pos = st.arange(ids.shape[1]).unsqueeze(0).expand(ids.shape[0], -1)
+        tail = st.arange(2, ids.shape[1])
+        return emb(pos) * 2, tail + ids.shape[1] * 0
+    c = st.compile(f, backend=BACKEND, dynamic=True)
+    for b, s in [(2, 5), (3, 9), (4, 3)]:
+        ids = st.zeros(b, s, dtype=st.int64)
+        close(c(ids), f(ids))
+    assert stats()["translations"] == 1
+
+
 def test_slices_with_negative_and_open_bounds():
     def f(x):
         return x[:, 1:-1] * 2, x[:, -1], x[..., :3], x[None, :, 2:]
