@@ -215,6 +215,7 @@ int st_fe_sym_guard_check(const st_fe_guardset *gs, const st_fe_guard *g,
 PyObject *st_fe_sym_guard_describe(const st_fe_guardset *gs, const st_fe_guard *g);
 /* The symbolic int type (symtrace/_symint.py's SymInt), set at import. */
 extern PyObject *st_fe_symint_cls;
+extern PyObject *st_fe_lazy_cls[2];      /* LazyInt, LazyFloat */
 extern uint64_t st_fe_dyn_instances;     /* instances compiled for new sizes */
 
 /* ---------------- return templates ----------------

@@ -123,6 +123,12 @@ int tr_getattr(tr_state *s, tr_var *obj, PyObject *name, tr_var *out)
         return tr_break(s, "attribute '%s' of an iterator", nm);
     if (!o)
         return tr_break(s, "attribute of NULL");
+    if (tr_is_lazy(o)) {
+        /* an attribute of a lazy number argument reads its value */
+        if (tr_lazy_plain_var(s, obj) < 0)
+            return -1;
+        o = obj->v;
+    }
     if (!st_fe_is_tensor(o)) {
         int w = tr_fx_load_attr(s, o, name, out);   /* written in this frame */
         if (w != 0)

@@ -68,7 +68,7 @@ bool tr_safe_type(PyObject *o)
         return false;
     if (st_fe_is_tensor(o) || o == Py_None || o == Py_Ellipsis || o == Py_NotImplemented)
         return true;
-    if (tr_is_symint(o))
+    if (tr_is_symint(o) || tr_is_lazy(o))
         return true;
     PyTypeObject *t = Py_TYPE(o);
     if (PyLong_CheckExact(o) || PyFloat_CheckExact(o) || PyBool_Check(o) ||

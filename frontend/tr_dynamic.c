@@ -38,6 +38,7 @@
 #include <string.h>
 
 PyObject *st_fe_symint_cls;
+PyObject *st_fe_lazy_cls[2];      /* LazyInt, LazyFloat */
 uint64_t st_fe_dyn_instances;
 static _Thread_local tr_state *cur;   /* the translation SymInts report to */
 
@@ -269,14 +270,23 @@ int tr_dyn_begin(tr_state *s)
     s->dyn->srcmask = PyDict_New();
     if (!s->dyn->tsyms || !s->dyn->symints || !s->dyn->srcmask)
         return -1;
-    cur = s;
     return 0;
+}
+
+void tr_dyn_enter(tr_state *s, tr_state **prev)
+{
+    *prev = cur;
+    cur = s;
+}
+
+void tr_dyn_leave(tr_state *prev)
+{
+    cur = prev;
 }
 
 void tr_dyn_end(tr_state *s)
 {
-    if (cur == s)
-        cur = NULL;
+    Py_CLEAR(s->lazies);
     if (!s->dyn)
         return;
     Py_XDECREF(s->dyn->tsyms);
@@ -395,6 +405,129 @@ static PyObject *specialize(tr_state *s, PyObject *o)
     return PyLong_FromLongLong(v);
 }
 
+/* ---------------- lazy number arguments ---------------- */
+bool tr_is_lazy(PyObject *o)
+{
+    return o && ((st_fe_lazy_cls[0] && Py_TYPE(o) == (PyTypeObject *)st_fe_lazy_cls[0]) ||
+                 (st_fe_lazy_cls[1] && Py_TYPE(o) == (PyTypeObject *)st_fe_lazy_cls[1]));
+}
+
+static PyObject *lazy_value(PyObject *o)
+{
+    return PyFloat_Check(o) ? PyFloat_FromDouble(PyFloat_AS_DOUBLE(o))
+                            : PyLong_FromLongLong(PyLong_AsLongLong(o));
+}
+
+PyObject *tr_lazy_make(tr_state *s, PyObject *v, st_fe_src *src)
+{
+    bool fl = PyFloat_CheckExact(v);
+    PyObject *cls = st_fe_lazy_cls[fl ? 1 : 0];
+    if (!cls || !(fl || (PyLong_CheckExact(v) && !PyBool_Check(v))))
+        return NULL;
+    if (!fl) {
+        int ov = 0;
+        (void)PyLong_AsLongLongAndOverflow(v, &ov);
+        if (ov)
+            return NULL;
+    }
+    if (!s->lazies && !(s->lazies = PyDict_New()))
+        return NULL;
+    PyObject *o = PyObject_CallOneArg(cls, v);
+    PyObject *k = o ? tr_id_key(o) : NULL;
+    PyObject *e = k ? Py_BuildValue("(Oi)", o, src->id) : NULL;
+    if (!e || PyDict_SetItem(s->lazies, k, e) < 0) {
+        Py_XDECREF(o);
+        o = NULL;
+    }
+    Py_XDECREF(k);
+    Py_XDECREF(e);
+    if (!o)
+        PyErr_Clear();
+    return o;
+}
+
+st_fe_src *tr_lazy_src(tr_state *s, PyObject *o)
+{
+    if (!s->lazies || !tr_is_lazy(o))
+        return NULL;
+    PyObject *k = tr_id_key(o);
+    PyObject *e = k ? PyDict_GetItem(s->lazies, k) : NULL;
+    Py_XDECREF(k);
+    if (!e)
+        return NULL;
+    long id = PyLong_AsLong(PyTuple_GET_ITEM(e, 1));
+    return id >= 0 && id < s->srcs.n ? s->srcs.v[id] : NULL;
+}
+
+/* Its value, guarded on its source from now on. New reference. */
+static PyObject *lazy_spec(tr_state *s, PyObject *o)
+{
+    PyObject *v = lazy_value(o);
+    st_fe_src *src = s ? tr_lazy_src(s, o) : NULL;
+    if (v && src && st_fe_guard_value(&s->guards, src, v) < 0)
+        Py_CLEAR(v);
+    return v;
+}
+
+static PyObject *py_lazy_spec(PyObject *m, PyObject *o)
+{
+    (void)m;
+    if (!PyLong_Check(o) && !PyFloat_Check(o)) {
+        PyErr_SetString(PyExc_TypeError, "_lazy_spec takes a number");
+        return NULL;
+    }
+    return lazy_spec(cur, o);
+}
+
+/* The values of lazy arguments and SymInts in o, no guard: what the
+ * first call hands back to Python. New reference. */
+PyObject *tr_plain_values(PyObject *o, int depth)
+{
+    if (tr_is_lazy(o) || tr_is_symint(o))
+        return lazy_value(o);
+    if (depth > 8 || !o)
+        return Py_XNewRef(o);
+    if (PyTuple_CheckExact(o)) {
+        Py_ssize_t n = PyTuple_GET_SIZE(o);
+        PyObject *t = PyTuple_New(n);
+        for (Py_ssize_t i = 0; t && i < n; i++) {
+            PyObject *it = tr_plain_values(PyTuple_GET_ITEM(o, i), depth + 1);
+            if (!it)
+                Py_CLEAR(t);
+            else
+                PyTuple_SET_ITEM(t, i, it);
+        }
+        return t;
+    }
+    if (PyList_CheckExact(o)) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(o); i++) {
+            PyObject *it = PyList_GET_ITEM(o, i);
+            if (tr_is_lazy(it) || tr_is_symint(it) || PyTuple_CheckExact(it) || PyList_CheckExact(it)) {
+                PyObject *p = tr_plain_values(it, depth + 1);
+                if (!p)
+                    return NULL;
+                PyList_SetItem(o, i, p);
+            }
+        }
+        return Py_NewRef(o);
+    }
+    if (PyDict_CheckExact(o)) {
+        PyObject *k, *v;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(o, &pos, &k, &v))
+            if (tr_is_lazy(v) || tr_is_symint(v)) {
+                PyObject *p = lazy_value(v);
+                if (!p || PyDict_SetItem(o, k, p) < 0) {
+                    Py_XDECREF(p);
+                    return NULL;
+                }
+                Py_DECREF(p);
+            }
+        return Py_NewRef(o);
+    }
+    return Py_NewRef(o);
+}
+
 /* ---------------- SymInt's operations (_C._sym_*) ---------------- */
 static PyObject *sym_op(PyObject *m, PyObject *args)
 {
@@ -501,31 +634,58 @@ static PyObject *sym_spec(PyObject *m, PyObject *o)
     return PyLong_FromLongLong(v);
 }
 
-static PyObject *set_symint(PyObject *m, PyObject *cls)
+static PyObject *set_symint(PyObject *m, PyObject *args)
 {
     (void)m;
-    if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &PyLong_Type)) {
-        PyErr_SetString(PyExc_TypeError, "_fe_set_symint takes an int subclass");
+    PyObject *cls, *li, *lf;
+    if (!PyArg_ParseTuple(args, "O!O!O!", &PyType_Type, &cls, &PyType_Type, &li, &PyType_Type, &lf))
+        return NULL;
+    if (!PyType_IsSubtype((PyTypeObject *)cls, &PyLong_Type) ||
+        !PyType_IsSubtype((PyTypeObject *)li, &PyLong_Type) ||
+        !PyType_IsSubtype((PyTypeObject *)lf, &PyFloat_Type)) {
+        PyErr_SetString(PyExc_TypeError, "_fe_set_symint(SymInt, LazyInt, LazyFloat)");
         return NULL;
     }
     Py_XSETREF(st_fe_symint_cls, Py_NewRef(cls));
+    Py_XSETREF(st_fe_lazy_cls[0], Py_NewRef(li));
+    Py_XSETREF(st_fe_lazy_cls[1], Py_NewRef(lf));
     Py_RETURN_NONE;
 }
 
 /* Every SymInt in o (tuples, lists, dicts, slices, deep) specialized: a
  * new reference (o itself when it holds none). */
+static PyObject *plain_impl(tr_state *s, PyObject *o, int depth, bool syms);
+
 PyObject *tr_dyn_plain(tr_state *s, PyObject *o, int depth)
 {
-    if (!s->dyn || !o || !st_fe_symint_cls)
+    return plain_impl(s, o, depth, true);
+}
+
+int tr_lazy_plain_var(tr_state *s, tr_var *v)
+{
+    if (!s->lazies || !v->v)
+        return 0;
+    PyObject *p = plain_impl(s, v->v, 0, false);
+    if (!p)
+        return tr_break_exc(s, "lazy argument");
+    Py_SETREF(v->v, p);
+    return 0;
+}
+
+static PyObject *plain_impl(tr_state *s, PyObject *o, int depth, bool syms)
+{
+    if ((!s->dyn && !s->lazies) || !o)
         return Py_XNewRef(o);
-    if (Py_TYPE(o) == (PyTypeObject *)st_fe_symint_cls)
-        return specialize(s, o);
+    if (tr_is_lazy(o))
+        return lazy_spec(s, o);
+    if (tr_is_symint(o))
+        return !syms ? Py_NewRef(o) : s->dyn ? specialize(s, o) : lazy_value(o);
     if (depth > 8)
         return Py_NewRef(o);
     if (PySlice_Check(o)) {
         PySliceObject *sl = (PySliceObject *)o;
-        PyObject *a = tr_dyn_plain(s, sl->start, depth + 1), *b = tr_dyn_plain(s, sl->stop, depth + 1),
-                 *c = tr_dyn_plain(s, sl->step, depth + 1);
+        PyObject *a = plain_impl(s, sl->start, depth + 1, syms), *b = plain_impl(s, sl->stop, depth + 1, syms),
+                 *c = plain_impl(s, sl->step, depth + 1, syms);
         PyObject *r = a && b && c ? PySlice_New(a, b, c) : NULL;
         Py_XDECREF(a);
         Py_XDECREF(b);
@@ -540,7 +700,7 @@ PyObject *tr_dyn_plain(tr_state *s, PyObject *o, int depth)
             return NULL;
         for (Py_ssize_t i = 0; i < n; i++) {
             PyObject *it = PySequence_Fast_GET_ITEM(o, i);
-            PyObject *p = tr_dyn_plain(s, it, depth + 1);
+            PyObject *p = plain_impl(s, it, depth + 1, syms);
             if (!p) {
                 Py_DECREF(items);
                 return NULL;
@@ -564,10 +724,9 @@ PyObject *tr_dyn_plain(tr_state *s, PyObject *o, int depth)
         PyObject *k, *v;
         Py_ssize_t pos = 0;
         while (PyDict_Next(o, &pos, &k, &v)) {
-            if (Py_TYPE(v) != (PyTypeObject *)st_fe_symint_cls && !PyTuple_Check(v) &&
-                !PyList_Check(v))
+            if (!tr_is_symint(v) && !tr_is_lazy(v) && !PyTuple_Check(v) && !PyList_Check(v))
                 continue;
-            PyObject *p = tr_dyn_plain(s, v, depth + 1);
+            PyObject *p = plain_impl(s, v, depth + 1, syms);
             if (!p || PyDict_SetItem(o, k, p) < 0) {
                 Py_XDECREF(p);
                 return NULL;
@@ -585,15 +744,17 @@ PyObject *tr_dyn_plain(tr_state *s, PyObject *o, int depth)
 /* SymInts in o (tuples and lists, one level) as their values, without a
  * guard: for shape arguments whose expressions are attached afterwards
  * (or guarded then). New reference. */
-static PyObject *values_of(PyObject *o)
+static PyObject *values_of(tr_state *s, PyObject *o)
 {
+    if (tr_is_lazy(o))
+        return lazy_spec(s, o);
     if (tr_is_symint(o))
         return PyLong_FromLongLong(PyLong_AsLongLong(o));
     if (PyTuple_Check(o) || PyList_Check(o)) {
         Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
         PyObject *r = PyTuple_Check(o) ? PyTuple_New(n) : PyList_New(n);
         for (Py_ssize_t i = 0; r && i < n; i++) {
-            PyObject *it = values_of(PySequence_Fast_GET_ITEM(o, i));
+            PyObject *it = values_of(s, PySequence_Fast_GET_ITEM(o, i));
             if (!it) {
                 Py_CLEAR(r);
                 break;
@@ -608,7 +769,7 @@ static PyObject *values_of(PyObject *o)
 
 int tr_dyn_plain_var(tr_state *s, tr_var *v)
 {
-    if (!s->dyn || !v->v)
+    if ((!s->dyn && !s->lazies) || !v->v)
         return 0;
     PyObject *p = tr_dyn_plain(s, v->v, 0);
     if (!p)
@@ -1064,7 +1225,7 @@ int tr_dyn_before_call(tr_state *s, PyObject *fn, tr_var *args, int nargs,
      * in as their values (their expressions are attached afterwards) */
     for (int i = 0; i < nargs; i++) {
         if ((dc->kind == 1 || dc->kind == 6) && i >= lo && i < hi) {
-            PyObject *v = values_of(args[i].v);
+            PyObject *v = values_of(s, args[i].v);
             if (!v)
                 return tr_break_exc(s, "dynamic shapes");
             Py_SETREF(args[i].v, v);
@@ -1567,7 +1728,8 @@ void *st_fe_dyn_cfn(st_fe_entry *e, const st_fe_frame *f, PyObject **memo)
 
 /* ---------------- module functions ---------------- */
 static PyMethodDef dyn_methods[] = {
-    {"_fe_set_symint", set_symint, METH_O, "registers symtrace._symint.SymInt"},
+    {"_fe_set_symint", set_symint, METH_VARARGS, "registers symtrace._symint's classes"},
+    {"_lazy_spec", py_lazy_spec, METH_O, "a lazy argument's value, guarded"},
     {"_sym_op", sym_op, METH_VARARGS, "SymInt arithmetic (op, a, b)"},
     {"_sym_cmp", sym_cmp, METH_VARARGS, "SymInt comparison (op, a, b): a guard"},
     {"_sym_spec", sym_spec, METH_O, "a SymInt's value, guarded"},

@@ -358,6 +358,8 @@ int tr_fx_apply(tr_state *s)
         PyObject *v = (r->kind == ST_FX_LIST || r->kind == ST_FX_DICT)
                       ? contents_of(s, r->val) : tr_fx_unshadow(s, r->val, 0);
         int rc = -1;
+        if (v)   /* plain numbers, not the translation's lazy ones */
+            Py_SETREF(v, tr_plain_values(v, 0));
         if (!v)
             return -1;
         switch (r->kind) {

@@ -209,6 +209,11 @@ static int truth(tr_state *s, tr_var *v, int *out)
 
 static int check_operands(tr_state *s, tr_var *a, tr_var *b, const char *what)
 {
+    /* a lazy number argument used: its value is guarded */
+    if (tr_is_lazy(a->v) && tr_lazy_plain_var(s, a) < 0)
+        return -1;
+    if (b && tr_is_lazy(b->v) && tr_lazy_plain_var(s, b) < 0)
+        return -1;
     if (s->dyn) {
         /* a size meets something else than an int: its value is guarded */
         bool fmt = !b && !strcmp(what, "formatting");

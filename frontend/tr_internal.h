@@ -96,6 +96,7 @@ typedef struct {
     bool tmpl_live;          /* templating the live values at a break */
     PyObject *live_seen;     /* ids of mutable containers templated there */
     struct tr_dyn *dyn;      /* dynamic shapes (tr_dynamic.c), or NULL */
+    PyObject *lazies;        /* id(LazyInt/LazyFloat) -> (obj, src id) (tr_dynamic.c) */
 } tr_state;
 
 /* One recorded side effect: obj is the target (SETATTR) or the original
@@ -234,6 +235,16 @@ typedef struct {
     tr_want_slice w[ST_MAX_DIMS];
 } tr_dynsub;
 int tr_dyn_begin(tr_state *s);
+/* The translation SymInts and lazy arguments report to (thread-local). */
+void tr_dyn_enter(tr_state *s, tr_state **prev);
+void tr_dyn_leave(tr_state *prev);
+/* A number argument of the root frame as a lazy one (guarded only when
+ * used): new reference, or NULL (no exception) to take it as it is. */
+PyObject *tr_lazy_make(tr_state *s, PyObject *v, st_fe_src *src);
+bool tr_is_lazy(PyObject *o);
+st_fe_src *tr_lazy_src(tr_state *s, PyObject *o);
+PyObject *tr_plain_values(PyObject *o, int depth);   /* new ref, no guards */
+int tr_lazy_plain_var(tr_state *s, tr_var *v);       /* lazies only, guarded */
 void tr_dyn_end(tr_state *s);
 bool tr_dyn_failed(tr_state *s, const char **why);
 PyObject *tr_dyn_plain(tr_state *s, PyObject *o, int depth);   /* new ref */

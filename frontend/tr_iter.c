@@ -310,6 +310,9 @@ int tr_subscr(tr_state *s, tr_var *obj, tr_var *key, tr_var *out)
     memset(out, 0, sizeof *out);
     if (!o || !k || obj->aux == TR_AUX_ITER || key->aux == TR_AUX_ITER)
         return tr_break(s, "subscript of an iterator");
+    if (s->lazies && tr_lazy_plain_var(s, key) < 0)
+        return -1;
+    k = key->v;
     if (st_fe_is_tensor(o)) {
         if (!st_fe_is_tensor(k) && !tr_safe_type(k))
             return tr_break(s, "tensor index of type %s", tr_type_name(k));

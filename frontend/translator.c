@@ -197,6 +197,13 @@ static int tmpl_of(tr_state *s, PyObject *v, outlist *ol, st_fe_tmpl **out, int 
         return tr_break_exc(s, "return");
     }
     *out = t;
+    st_fe_src *lzsrc = tr_lazy_src(s, v);
+    if (lzsrc) {
+        /* a number argument passed on as it is: read from the frame */
+        t->kind = ST_T_SOURCE;
+        t->src = lzsrc;
+        return 0;
+    }
     if (tr_is_symint(v)) {
         /* a size: its value, guarded */
         t->kind = ST_T_CONST;
@@ -631,6 +638,8 @@ static st_fe_entry *translate_once(const st_fe_frame *f, const st_fe_options *op
         goto error;
     }
     tracing = true;
+    tr_state *prevcur = NULL;
+    tr_dyn_enter(s, &prevcur);
     if (opts->dynamic && tr_dyn_begin(s) < 0) {
         if (!PyErr_Occurred())
             PyErr_NoMemory();
@@ -650,6 +659,13 @@ static st_fe_entry *translate_once(const st_fe_frame *f, const st_fe_options *op
                 st_fe_src *src = st_fe_src_local(&s->srcs, i, tr_local_name(f->code, i));
                 if (!src)
                     goto error;
+                PyObject *lz = tr_lazy_make(s, f->locals[i], src);
+                if (lz) {
+                    /* a number: guarded only if its value is used */
+                    fr->locals[i].v = lz;
+                    fr->locals[i].src = src;
+                    continue;
+                }
                 if (tr_make_sourced(s, &fr->locals[i], Py_NewRef(f->locals[i]), src) < 0)
                     goto broke;
             } else {
@@ -721,9 +737,10 @@ finished:
         }
         Py_SETREF(s->retval, r);
     }
-    if (s->dyn) {
-        /* the first call's values: plain ints, not the translation's SymInts */
-        PyObject *p = tr_dyn_plain(s, s->retval, 0);
+    {
+        /* the first call's values: plain numbers, not the translation's
+         * SymInts and lazy arguments */
+        PyObject *p = tr_plain_values(s->retval, 0);
         if (!p) {
             st_fe_entry_free(e);
             e = NULL;
@@ -804,6 +821,7 @@ cleanup:
     Py_XDECREF(s->fresh);
     Py_XDECREF(s->cellmap);
     Py_XDECREF(s->live_seen);
+    tr_dyn_leave(prevcur);
     tr_dyn_end(s);
     st_fe_guardset_clear(&s->guards);
     st_fe_srctab_clear(&s->srcs);

@@ -41,8 +41,8 @@ def _install():
                 rules.append((q + os.sep, True))
     _C._fe_set_skip_rules(rules)
     _C._fe_set_classes(Module, _device)
-    from ._symint import SymInt
-    _C._fe_set_symint(SymInt)
+    from ._symint import LazyFloat, LazyInt, SymInt
+    _C._fe_set_symint(SymInt, LazyInt, LazyFloat)
 
 
 _install()

@@ -67,3 +67,72 @@ class SymInt(int):
     def __str__(self): return str(_spec(self))
     def __format__(self, spec): return format(_spec(self), spec)
     def __reduce__(self): return (int, (_spec(self),))
+
+
+def _lz(x):
+    return _C._lazy_spec(x)
+
+
+class _LazyScalar:
+    """Shared by LazyInt and LazyFloat: a number argument of a frame being
+    translated, guarded only when its value is used. Passed on, stored or
+    returned as it is, it is read from the frame again on every call (no
+    guard on its value); any operation specializes it: its value becomes a
+    guarded constant, as every number argument was before."""
+    __slots__ = ()
+
+    def __add__(self, o): return _lz(self) + o
+    def __radd__(self, o): return o + _lz(self)
+    def __sub__(self, o): return _lz(self) - o
+    def __rsub__(self, o): return o - _lz(self)
+    def __mul__(self, o): return _lz(self) * o
+    def __rmul__(self, o): return o * _lz(self)
+    def __truediv__(self, o): return _lz(self) / o
+    def __rtruediv__(self, o): return o / _lz(self)
+    def __floordiv__(self, o): return _lz(self) // o
+    def __rfloordiv__(self, o): return o // _lz(self)
+    def __mod__(self, o): return _lz(self) % o
+    def __rmod__(self, o): return o % _lz(self)
+    def __divmod__(self, o): return divmod(_lz(self), o)
+    def __rdivmod__(self, o): return divmod(o, _lz(self))
+    def __pow__(self, o, m=None): return pow(_lz(self), o, m) if m is not None else _lz(self) ** o
+    def __rpow__(self, o): return o ** _lz(self)
+    def __neg__(self): return -_lz(self)
+    def __pos__(self): return +_lz(self)
+    def __abs__(self): return abs(_lz(self))
+    def __lt__(self, o): return _lz(self) < o
+    def __le__(self, o): return _lz(self) <= o
+    def __eq__(self, o): return _lz(self) == o
+    def __ne__(self, o): return _lz(self) != o
+    def __gt__(self, o): return _lz(self) > o
+    def __ge__(self, o): return _lz(self) >= o
+    def __bool__(self): return bool(_lz(self))
+    def __hash__(self): return hash(_lz(self))
+    def __int__(self): return int(_lz(self))
+    def __float__(self): return float(_lz(self))
+    def __round__(self, n=None): return round(_lz(self), n)
+    def __repr__(self): return repr(_lz(self))
+    def __str__(self): return str(_lz(self))
+    def __format__(self, spec): return format(_lz(self), spec)
+
+
+class LazyInt(_LazyScalar, int):
+    __slots__ = ()
+
+    def __index__(self): return _lz(self)
+    def __invert__(self): return ~_lz(self)
+    def __lshift__(self, o): return _lz(self) << o
+    def __rshift__(self, o): return _lz(self) >> o
+    def __and__(self, o): return _lz(self) & o
+    def __rand__(self, o): return o & _lz(self)
+    def __or__(self, o): return _lz(self) | o
+    def __ror__(self, o): return o | _lz(self)
+    def __xor__(self, o): return _lz(self) ^ o
+    def __rxor__(self, o): return o ^ _lz(self)
+    def __reduce__(self): return (int, (_lz(self),))
+
+
+class LazyFloat(_LazyScalar, float):
+    __slots__ = ()
+
+    def __reduce__(self): return (float, (_lz(self),))
