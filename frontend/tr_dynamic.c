@@ -51,6 +51,8 @@ typedef struct {
 } symattr;
 
 struct tr_dyn {
+    bool pinned[MAXSYM];         /* symbols guarded to their value (a graph
+                                    that does not hold otherwise) */
     PyObject *tsyms;             /* id(st_tensor) -> tuple of expr ids per dim */
     PyObject *symints;           /* id(SymInt) -> (SymInt, expr id) */
     PyObject *srcmask;           /* src id -> dyn mask of its TENSOR guard */
@@ -903,6 +905,52 @@ static int apply_at(tr_state *s, st_graph *g, st_tensor *const *ins, int nin,
     return st_ir_reinfer(g) == ST_OK ? 0 : -1;
 }
 
+/* Symbol values at probe point p: primes, or the value of a pinned one. */
+static void probe_vals(tr_state *s, int p, int64_t *out)
+{
+    st_fe_symtab *tb = tab(s);
+    for (int k = 0; k < tb->nsym; k++)
+        out[k] = s->dyn->pinned[k] ? tb->val[k] : primes[p][k];
+}
+
+/* The graph did not hold at the probes: pin the symbols whose value is a
+ * size of a tensor without symbols (a weight's: x @ w with x's last dim a
+ * symbol), guarding them equal to it, as TorchDynamo's shape checks would.
+ * Returns how many it pinned. */
+static int pin_candidates(tr_state *s, st_tensor *const *ins, int nin)
+{
+    st_fe_symtab *tb = tab(s);
+    int n = 0;
+    for (int k = 0; k < tb->nsym; k++) {
+        if (s->dyn->pinned[k])
+            continue;
+        bool hit = false;
+        for (int i = 0; i < nin && !hit; i++) {
+            PyObject *key = tr_id_key(ins[i]);
+            bool symbolic = key && PyDict_Contains(s->dyn->tsyms, key) == 1;
+            Py_XDECREF(key);
+            if (symbolic)
+                continue;
+            for (int d = 0; d < ins[i]->ndim && !hit; d++)
+                hit = ins[i]->shape[d] == tb->val[k];
+        }
+        if (!hit)
+            continue;
+        int sy = -1;
+        for (int i = 0; i < tb->nx && sy < 0; i++)
+            if (tb->x[i].op == ST_SX_SYM && tb->x[i].c == k)
+                sy = i;
+        int c = sx_new(tb, ST_SX_CONST, -1, -1, tb->val[k]);
+        if (sy < 0 || c < 0 || add_rel(s, sy, c, ST_SXC_EQ, true) < 0) {
+            PyErr_Clear();
+            continue;
+        }
+        s->dyn->pinned[k] = true;
+        n++;
+    }
+    return n;
+}
+
 /* The dims of traced value v at the probe points: out[p][d]. 0 ok, -1 the
  * graph does not re-infer there (reason in s->dyn). */
 static int probe(tr_state *s, int v, int64_t out[NPROBE][ST_MAX_DIMS], int *ndim)
@@ -924,11 +972,19 @@ static int probe(tr_state *s, int v, int64_t out[NPROBE][ST_MAX_DIMS], int *ndim
     for (int i = 0; i < s->dyn->nattr; i++)
         attrs[i] = g->stmts[s->dyn->attr[i].stmt].attrs;
     int rc = 0;
+    bool retried = false;
     for (int p = 0; p < NPROBE && rc == 0; p++) {
-        if (apply_at(s, g, ins, nin, primes[p]) < 0) {
-            dyn_fail(s, "the graph does not hold at other sizes: %s", st_err_msg());
+        int64_t pv[MAXSYM];
+        probe_vals(s, p, pv);
+        if (apply_at(s, g, ins, nin, pv) < 0) {
             st_err_clear();
-            rc = -1;
+            if (!retried && pin_candidates(s, ins, nin) > 0) {
+                retried = true;
+                p = -1;          /* again, from the first probe */
+            } else {
+                dyn_fail(s, "the graph does not hold at other sizes%s", "");
+                rc = -1;
+            }
         } else {
             *ndim = g->values[v].meta.ndim;
             memcpy(out[p], g->values[v].meta.shape, sizeof(int64_t) * ST_MAX_DIMS);
@@ -953,7 +1009,7 @@ static int recover(tr_state *s, int64_t r0, const int64_t *r)
     int e[MAXSYM] = {0};
     int64_t c = r[0];
     for (int k = 0; k < tb->nsym && c != 0; k++)
-        while (c % primes[0][k] == 0 && e[k] < 4) {
+        while (!s->dyn->pinned[k] && c % primes[0][k] == 0 && e[k] < 4) {
             c /= primes[0][k];
             e[k]++;
         }
@@ -981,6 +1037,8 @@ static int recover(tr_state *s, int64_t r0, const int64_t *r)
         }
     }
     for (int k = 0; k < tb->nsym; k++) {
+        if (s->dyn->pinned[k])
+            continue;
         int64_t cc = r[0] - primes[0][k];
         if (r[1] - primes[1][k] == cc && r0 - tb->val[k] == cc) {
             int sy = sx_new(tb, ST_SX_SYM, -1, -1, k);
@@ -1516,6 +1574,79 @@ int tr_dyn_after_subscr(tr_state *s, tr_dynsub *ds)
     return 0;
 }
 
+static bool has_attr(const symattr *a, int n, int stmt, int slot);
+
+/* ---------------- validation ---------------- */
+/* Before the trace ends (so that a failure still restores inputs written
+ * in place): the graph so far must re-infer at both probe points, and a
+ * slice of a symbolic dim must have its bounds explained. -1: a break
+ * ("dynamic shapes: ...") for a static translation. */
+int tr_dyn_validate(tr_state *s)
+{
+    struct tr_dyn *d = s->dyn;
+    if (!d || tab(s)->nsym == 0)
+        return 0;
+    if (d->failed)
+        return tr_break(s, "dynamic shapes: %s", d->why);
+    st_graph *g = st_rt_trace_graph();
+    if (!g)
+        return tr_break(s, "dynamic shapes: no trace");
+    for (int r = 0; r < g->nregions; r++)
+        if (g->regions[r].bwd)
+            return tr_break(s, "dynamic shapes: a PyLayer's traced backward is not symbolic");
+    int nin = 0;
+    st_tensor *const *ins = st_rt_trace_inputs(&nin);
+    st_meta *metas = malloc(sizeof *metas * (size_t)(g->nvalues + 1));
+    st_attrs *attrs = malloc(sizeof *attrs * (size_t)(d->nattr + 1));
+    if (!metas || !attrs) {
+        free(metas);
+        free(attrs);
+        return tr_break(s, "out of memory");
+    }
+    for (int i = 0; i < g->nvalues; i++)
+        metas[i] = g->values[i].meta;
+    for (int i = 0; i < d->nattr; i++)
+        attrs[i] = g->stmts[d->attr[i].stmt].attrs;
+    char why[300] = "";
+    int rounds = 0;
+    for (int p = 0; p < NPROBE && !why[0]; p++) {
+        int64_t pv[MAXSYM];
+        probe_vals(s, p, pv);
+        if (apply_at(s, g, ins, nin, pv) < 0) {
+            snprintf(why, sizeof why, "%s", st_err_msg());
+            st_err_clear();
+            if (rounds++ < 3 && pin_candidates(s, ins, nin) > 0) {
+                why[0] = 0;
+                for (int i = 0; i < g->nvalues; i++)
+                    g->values[i].meta = metas[i];
+                for (int i = 0; i < d->nattr; i++)
+                    g->stmts[d->attr[i].stmt].attrs = attrs[i];
+                p = -1;
+                continue;
+            }
+        }
+        for (int si = 0; !why[0] && si < g->nstmts; si++) {
+            const st_stmt *st = &g->stmts[si];
+            if (st->op != ST_OP_SLICE || (has_attr(d->attr, d->nattr, si, 101) &&
+                                          has_attr(d->attr, d->nattr, si, 102)))
+                continue;
+            int dim = (int)st->attrs.i[0];
+            if (g->values[st->in[0]].meta.shape[dim] != metas[st->in[0]].shape[dim])
+                snprintf(why, sizeof why, "a slice of a symbolic dim whose bounds were computed "
+                         "where the translator could not see them");
+        }
+        for (int i = 0; i < g->nvalues; i++)
+            g->values[i].meta = metas[i];
+        for (int i = 0; i < d->nattr; i++)
+            g->stmts[d->attr[i].stmt].attrs = attrs[i];
+    }
+    free(metas);
+    free(attrs);
+    if (why[0])
+        return tr_break(s, "dynamic shapes: the graph does not hold at other sizes (%s)", why);
+    return 0;
+}
+
 /* ---------------- the entry's template ---------------- */
 static bool has_attr(const symattr *a, int n, int stmt, int slot)
 {
@@ -1554,11 +1685,6 @@ int tr_dyn_finish(tr_state *s, st_fe_entry *e, const st_graph *g, st_tensor *con
     st_fe_symtab *tb = tab(s);
     if (!d || tb->nsym == 0)
         return 0;              /* nothing symbolic: a static entry */
-    if (d->failed)
-        return tr_break(s, "dynamic shapes: %s", d->why);
-    for (int r = 0; r < g->nregions; r++)
-        if (g->regions[r].bwd)
-            return tr_break(s, "dynamic shapes: a PyLayer's traced backward is not symbolic");
     struct st_fe_dyn *dy = calloc(1, sizeof *dy);
     if (!dy)
         return tr_break(s, "out of memory");
@@ -1598,35 +1724,6 @@ int tr_dyn_finish(tr_state *s, st_fe_entry *e, const st_graph *g, st_tensor *con
     for (int k = 0; k < o->nwriteback; k++) {
         dy->wb_out[k] = o->writeback_out[k];
         dy->wb_in[k] = o->writeback_in[k];
-    }
-    /* the template must hold at other sizes: instantiate at the probes */
-    for (int p = 0; p < NPROBE; p++) {
-        st_graph *c = st_ir_graph_clone(g);
-        if (!c)
-            return tr_break(s, "out of memory");
-        int rc = inst_apply(tb, c, dy->attr, dy->nattr, dy->in_expr, nin, primes[p]);
-        if (rc == 0 && st_ir_reinfer(c) != ST_OK)
-            rc = -1;
-        /* a slice on a symbolic dim must have its bounds explained */
-        for (int si = 0; rc == 0 && si < c->nstmts; si++) {
-            const st_stmt *st = &c->stmts[si];
-            if (st->op != ST_OP_SLICE || (has_attr(dy->attr, dy->nattr, si, 101) &&
-                                          has_attr(dy->attr, dy->nattr, si, 102)))
-                continue;
-            int dim = (int)st->attrs.i[0];
-            if (c->values[st->in[0]].meta.shape[dim] != g->values[st->in[0]].meta.shape[dim]) {
-                st_err(ST_ERR_RUNTIME, "a slice of a symbolic dim whose bounds were computed "
-                       "where the translator could not see them");
-                rc = -1;
-            }
-        }
-        st_ir_graph_free(c);
-        if (rc < 0) {
-            char why[300];
-            snprintf(why, sizeof why, "%s", st_err_msg());
-            st_err_clear();
-            return tr_break(s, "dynamic shapes: the graph does not hold at other sizes (%s)", why);
-        }
     }
     /* the guards of the symbols' tensors check ranks, not sizes */
     for (int i = 0; i < s->guards.n; i++) {

@@ -429,6 +429,8 @@ static st_fe_entry *finish(tr_state *s)
         goto fail;
     if (effects_of(s, e, &ol) < 0)
         goto fail;
+    if (s->dyn && tr_dyn_validate(s) < 0)
+        goto fail;      /* the trace is aborted: inputs written in place are restored */
     st_graph *g = s->dyn ? st_rt_trace_end3(ol.outs, ol.nout, &ins, &nin, &wb_in, &nwb, &smap, &nsmap)
                          : st_rt_trace_end2(ol.outs, ol.nout, &ins, &nin, &wb_in, &nwb);
     if (!g) {
@@ -872,6 +874,13 @@ st_fe_entry *st_fe_translate(const st_fe_frame *f, const st_fe_options *opts,
     st_fe_break b2 = {.reason = "", .filename = NULL, .lineno = 0};
     tr_outcome oc2;
     e = translate_once(f, opts, result, &b2, &bp, &oc2);
+    if (!e && oc2.dyn_retry && !PyErr_Occurred()) {
+        /* the partial graph with static shapes instead */
+        st_fe_options o2 = *opts;
+        o2.dynamic = false;
+        st_fe_break_clear(&b2);
+        e = translate_once(f, &o2, result, &b2, &bp, &oc2);
+    }
     if (!e) {
         if (PyErr_Occurred())
             PyErr_Clear();      /* the frame runs as plain Python instead */

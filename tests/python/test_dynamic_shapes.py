@@ -354,3 +354,29 @@ def test_env_switch_in_a_subprocess():
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                        timeout=120)
     assert r.stdout.strip().splitlines()[-1] == "4"
+
+
+# ---------------------------------------------------------------- the compile corpus, dynamic
+import compile_corpus as CC  # noqa: E402
+
+
+def _quiet_call(fn, *a, **kw):
+    import contextlib
+    import io
+    with contextlib.redirect_stdout(io.StringIO()):
+        return fn(*a, **kw)
+
+
+@pytest.mark.parametrize("case", CC.CASES, ids=[c.name for c in CC.CASES])
+def test_compile_corpus_under_dynamic_shapes(case):
+    """Every corpus function (263: ops, views, containers, closures, loops,
+    modules, breaks...) compiled with dynamic=True equals eager on three
+    calls; what dynamic shapes cannot express falls back to static."""
+    cf = st.compile(case.fn, backend="interp", dynamic=True)
+    for seed in (0, 0, 1):
+        want = _quiet_call(CC.call, case, case.make_args(seed))
+        a = case.make_args(seed)
+        if case.reset is not None:
+            case.reset()
+        got = _quiet_call(cf, *a.args, **a.kwargs)
+        CC.assert_same(got, want, f"seed {seed}")
