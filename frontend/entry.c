@@ -65,6 +65,16 @@ PyObject *st_fe_tmpl_build(const st_fe_tmpl *t, PyObject *const *outs,
         }
         return d;
     }
+    case ST_T_SYM: {
+        int64_t vals[64], v;
+        int r = t->sym && t->sym->nsym <= 64 ? st_fe_sym_values(t->sym, f, memo, vals) : 0;
+        if (r < 0) return NULL;
+        if (r == 0 || st_fe_sx_eval(t->sym, t->index, vals, &v) < 0) {
+            PyErr_SetString(PyExc_RuntimeError, "compiled entry: a symbolic value cannot be evaluated");
+            return NULL;
+        }
+        return PyLong_FromLongLong(v);
+    }
     case ST_T_METHOD: {
         PyObject *self = st_fe_tmpl_build(t->items[0], outs, f, memo);
         if (!self) return NULL;

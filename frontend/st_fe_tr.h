@@ -199,7 +199,8 @@ typedef struct st_fe_symtab {
     st_fe_sx *x;
     int nx, capx;
     st_fe_src **src;         /* borrowed from the entry's source table */
-    int *dim;
+    int *dim;                /* the size dim; -1: the int value at src (an
+                                attribute or global read as a number) */
     int64_t *val;            /* at translation */
     int nsym, capsym;
 } st_fe_symtab;
@@ -227,6 +228,8 @@ typedef enum {
     ST_T_TUPLE, ST_T_LIST, ST_T_DICT,   /* fresh container of items (DICT: keys) */
     ST_T_METHOD,      /* a bound method of items[0]: obj is the function
                          (a Python method) or the name (a builtin's) */
+    ST_T_SYM,         /* an int: expression index over sym's symbols (sizes
+                         and int attributes read on the frame) */
 } st_fe_tmpl_kind;
 
 typedef struct st_fe_tmpl {
@@ -237,6 +240,7 @@ typedef struct st_fe_tmpl {
     st_fe_src *src;          /* SOURCE */
     struct st_fe_tmpl **items;
     int n;
+    const struct st_fe_symtab *sym;   /* SYM: the entry's (borrowed) */
 } st_fe_tmpl;
 
 void st_fe_tmpl_free(st_fe_tmpl *t);

@@ -123,9 +123,9 @@ int tr_getattr(tr_state *s, tr_var *obj, PyObject *name, tr_var *out)
         return tr_break(s, "attribute '%s' of an iterator", nm);
     if (!o)
         return tr_break(s, "attribute of NULL");
-    if (tr_is_lazy(o)) {
-        /* an attribute of a lazy number argument reads its value */
-        if (tr_lazy_plain_var(s, obj) < 0)
+    if (tr_is_lazy(o) || tr_is_symint(o)) {
+        /* an attribute of a lazy or symbolic number reads its value */
+        if ((tr_is_lazy(o) ? tr_lazy_plain_var(s, obj) : tr_dyn_plain_var(s, obj)) < 0)
             return -1;
         o = obj->v;
     }

@@ -391,7 +391,11 @@ static int call_builtin_type(tr_state *s, PyObject *fn, tr_var *args, int nargs,
             return real_call(s, fn, args, nargs, kwnames, out);
         }
     if (t == &PyType_Type && nargs == 1) {
-        tr_make_value(s, out, Py_NewRef((PyObject *)Py_TYPE(args[0].v)));
+        PyObject *a = args[0].v;
+        PyTypeObject *ty = Py_TYPE(a);
+        if (tr_is_symint(a) || tr_is_lazy(a))   /* as the number they stand for */
+            ty = PyFloat_Check(a) ? &PyFloat_Type : &PyLong_Type;
+        tr_make_value(s, out, Py_NewRef((PyObject *)ty));
         return 0;
     }
     *handled = false;

@@ -51,6 +51,7 @@ typedef struct {
 } symattr;
 
 struct tr_dyn {
+    bool shapes;                 /* dynamic shapes on (else: int attributes only) */
     bool pinned[MAXSYM];         /* symbols guarded to their value (a graph
                                     that does not hold otherwise) */
     PyObject *tsyms;             /* id(st_tensor) -> tuple of expr ids per dim */
@@ -182,9 +183,18 @@ int st_fe_sym_values(const st_fe_symtab *t, const st_fe_frame *f, PyObject **mem
         PyObject *v = st_fe_src_eval(t->src[k], f, memo);
         if (!v)
             return PyErr_Occurred() ? -1 : 0;
-        int ok = st_fe_is_tensor(v) && st_fe_unwrap(v)->ndim > t->dim[k];
-        if (ok)
-            vals[k] = st_fe_unwrap(v)->shape[t->dim[k]];
+        int ok;
+        if (t->dim[k] < 0) {
+            int ov = 0;
+            ok = PyLong_CheckExact(v) && !PyBool_Check(v);
+            if (ok)
+                vals[k] = PyLong_AsLongLongAndOverflow(v, &ov);
+            ok = ok && !ov;
+        } else {
+            ok = st_fe_is_tensor(v) && st_fe_unwrap(v)->ndim > t->dim[k];
+            if (ok)
+                vals[k] = st_fe_unwrap(v)->shape[t->dim[k]];
+        }
         Py_DECREF(v);
         if (!ok)
             return 0;
@@ -232,9 +242,10 @@ PyObject *st_fe_sym_guard_describe(const st_fe_guardset *gs, const st_fe_guard *
         if (!strstr(a, pat) && !strstr(b, pat))
             continue;
         PyObject *r = st_fe_src_repr(gs->sym->src[k]);
-        PyObject *n = r ? PyUnicode_FromFormat("%U%s%s=%U.size(%d)", names,
-                                               PyUnicode_GET_LENGTH(names) ? ", " : "",
-                                               pat, r, gs->sym->dim[k]) : NULL;
+        PyObject *n = !r ? NULL : gs->sym->dim[k] < 0
+            ? PyUnicode_FromFormat("%U%s%s=%U", names, PyUnicode_GET_LENGTH(names) ? ", " : "", pat, r)
+            : PyUnicode_FromFormat("%U%s%s=%U.size(%d)", names,
+                                   PyUnicode_GET_LENGTH(names) ? ", " : "", pat, r, gs->sym->dim[k]);
         Py_XDECREF(r);
         Py_SETREF(names, n);
     }
@@ -249,7 +260,7 @@ PyObject *st_fe_sym_guard_describe(const st_fe_guardset *gs, const st_fe_guard *
 /* ---------------- translation state ---------------- */
 static st_fe_symtab *tab(tr_state *s) { return s->guards.sym; }
 
-int tr_dyn_begin(tr_state *s)
+int tr_dyn_begin(tr_state *s, bool shapes)
 {
     if (!primes[0][0]) {
         for (int p = 0; p < NPROBE; p++) {
@@ -272,7 +283,13 @@ int tr_dyn_begin(tr_state *s)
     s->dyn->srcmask = PyDict_New();
     if (!s->dyn->tsyms || !s->dyn->symints || !s->dyn->srcmask)
         return -1;
+    s->dyn->shapes = shapes;
     return 0;
+}
+
+bool tr_dyn_shapes(tr_state *s)
+{
+    return s->dyn && s->dyn->shapes;
 }
 
 void tr_dyn_enter(tr_state *s, tr_state **prev)
@@ -334,6 +351,11 @@ static int expr_of(tr_state *s, PyObject *o)
         return sx_new(tab(s), ST_SX_CONST, -1, -1, v);
     }
     return -1;
+}
+
+int tr_dyn_expr(tr_state *s, PyObject *o)
+{
+    return tr_is_symint(o) ? expr_of(s, o) : -1;
 }
 
 /* A SymInt of value v standing for e (a plain int for a constant). */
@@ -780,6 +802,85 @@ int tr_dyn_plain_var(tr_state *s, tr_var *v)
     return 0;
 }
 
+/* ---------------- symbols ---------------- */
+static int new_symbol(tr_state *s, st_fe_src *src, int dim, int64_t val)
+{
+    st_fe_symtab *tb = tab(s);
+    if (tb->nsym >= MAXSYM)
+        return -1;
+    if (tb->nsym == tb->capsym) {
+        int nc = tb->capsym ? 2 * tb->capsym : 16;
+        st_fe_src **ns = realloc(tb->src, sizeof *ns * (size_t)nc);
+        if (ns) tb->src = ns;
+        int *nd = realloc(tb->dim, sizeof *nd * (size_t)nc);
+        if (nd) tb->dim = nd;
+        int64_t *nv = realloc(tb->val, sizeof *nv * (size_t)nc);
+        if (nv) tb->val = nv;
+        if (!ns || !nd || !nv)
+            return -1;
+        tb->capsym = nc;
+    }
+    tb->src[tb->nsym] = src;
+    tb->dim[tb->nsym] = dim;
+    tb->val[tb->nsym] = val;
+    return tb->nsym++;
+}
+
+/* An int read from an attribute or a global: a symbol of its value, so
+ * that arithmetic on it (self.step += 1) and storing or returning the
+ * result stay expressions read on every call, and only uses of the value
+ * guard it. 1 made (out set, v stolen), 0 not (v untouched), -1 break. */
+int tr_value_symbol(tr_state *s, tr_var *out, PyObject *v, st_fe_src *src)
+{
+    if (!s->dyn || !st_fe_symint_cls || !PyLong_CheckExact(v) || PyBool_Check(v) ||
+        !(src->kind == ST_SRC_ATTR || src->kind == ST_SRC_GLOBAL))
+        return 0;
+    int ov = 0;
+    long long x = PyLong_AsLongLongAndOverflow(v, &ov);
+    if (ov)
+        return 0;
+    int k = new_symbol(s, src, -1, x);
+    if (k < 0)
+        return 0;
+    s->dyn->pinned[k] = true;     /* a constant for probing sizes */
+    int e = sx_new(tab(s), ST_SX_SYM, -1, -1, k);
+    PyObject *o = e >= 0 ? make_symint(s, x, e) : NULL;
+    if (!o)
+        return tr_break_exc(s, "symbolic int");
+    memset(out, 0, sizeof *out);
+    out->v = o;
+    out->src = src;
+    Py_DECREF(v);
+    return 1;
+}
+
+/* e with its value symbols replaced by their values, each guarded: what a
+ * size expression may hold (a statement attribute is a function of sizes
+ * only). */
+static int fold_values(tr_state *s, int e)
+{
+    st_fe_symtab *tb = tab(s);
+    if (e < 0)
+        return e;
+    st_fe_sx x = tb->x[e];
+    if (x.op == ST_SX_CONST)
+        return e;
+    if (x.op == ST_SX_SYM) {
+        if (tb->dim[x.c] >= 0)
+            return e;
+        int c = sx_new(tb, ST_SX_CONST, -1, -1, tb->val[x.c]);
+        if (c < 0 || add_rel(s, e, c, ST_SXC_EQ, true) < 0)
+            return -1;
+        return c;
+    }
+    int a = fold_values(s, x.a), b = x.op == ST_SX_NEG ? -1 : fold_values(s, x.b);
+    if (a < 0 || (x.op != ST_SX_NEG && b < 0))
+        return -1;
+    if (a == x.a && b == x.b)
+        return e;
+    return sx_new(tb, x.op, a, b, 0);
+}
+
 /* ---------------- symbols of tensors ---------------- */
 static bool dyn_source(const st_fe_src *src)
 {
@@ -793,7 +894,7 @@ static bool dyn_source(const st_fe_src *src)
 
 int tr_dyn_source(tr_state *s, PyObject *v, st_fe_src *src)
 {
-    if (!s->dyn || !st_fe_is_tensor(v) || !dyn_source(src))
+    if (!s->dyn || !s->dyn->shapes || !st_fe_is_tensor(v) || !dyn_source(src))
         return 0;
     st_tensor *t = st_fe_unwrap(v);
     PyObject *k = tr_id_key(t);
@@ -816,31 +917,19 @@ int tr_dyn_source(tr_state *s, PyObject *v, st_fe_src *src)
     for (int d = 0; ex && d < t->ndim; d++) {
         int e;
         if (contig && t->shape[d] >= 2 && tb->nsym < MAXSYM) {
-            if (tb->nsym == tb->capsym) {
-                int nc = tb->capsym ? 2 * tb->capsym : 16;
-                st_fe_src **ns = realloc(tb->src, sizeof *ns * (size_t)nc);
-                if (ns) tb->src = ns;
-                int *nd = realloc(tb->dim, sizeof *nd * (size_t)nc);
-                if (nd) tb->dim = nd;
-                int64_t *nv = realloc(tb->val, sizeof *nv * (size_t)nc);
-                if (nv) tb->val = nv;
-                if (!ns || !nd || !nv) {
-                    Py_DECREF(ex);
-                    Py_DECREF(k);
-                    return tr_break(s, "out of memory");
-                }
-                tb->capsym = nc;
-            }
             /* duck sizing: a size equal to an earlier symbol's is that
              * symbol, guarded equal (TorchDynamo's default) */
             int same = -1;
             for (int k2 = 0; k2 < tb->nsym && same < 0; k2++)
-                if (tb->val[k2] == t->shape[d])
+                if (tb->dim[k2] >= 0 && tb->val[k2] == t->shape[d])
                     same = k2;
-            tb->src[tb->nsym] = src;
-            tb->dim[tb->nsym] = d;
-            tb->val[tb->nsym] = t->shape[d];
-            int mine = sx_new(tb, ST_SX_SYM, -1, -1, tb->nsym++);
+            int kk = new_symbol(s, src, d, t->shape[d]);
+            if (kk < 0) {
+                Py_DECREF(ex);
+                Py_DECREF(k);
+                return tr_break(s, "out of memory");
+            }
+            int mine = sx_new(tb, ST_SX_SYM, -1, -1, kk);
             e = mine;
             if (same >= 0) {
                 int x = -1;
@@ -1101,7 +1190,7 @@ static int dim_expr(tr_state *s, st_tensor *t, int d)
 /* what: 0 a shape tuple, 1 size(dim) (dim given), 2 numel. Steals r. */
 PyObject *tr_dyn_wrap_size(tr_state *s, PyObject *tensor, PyObject *r, int what, int dim)
 {
-    if (!s->dyn || !r || !st_fe_is_tensor(tensor))
+    if (!s->dyn || !s->dyn->shapes || !r || !st_fe_is_tensor(tensor))
         return r;
     st_tensor *t = st_fe_unwrap(tensor);
     if (what == 0 && PyTuple_Check(r) && PyTuple_GET_SIZE(r) == t->ndim) {
@@ -1269,6 +1358,12 @@ int tr_dyn_before_call(tr_state *s, PyObject *fn, tr_var *args, int nargs,
     memset(dc, 0, sizeof *dc);
     if (!s->dyn)
         return 0;
+    if (!s->dyn->shapes) {
+        for (int i = 0; i < nargs; i++)
+            if (tr_dyn_plain_var(s, &args[i]) < 0)
+                return -1;
+        return 0;
+    }
     int lo, hi;
     dc->kind = classify(fn, args, nargs, kwnames, &dc->tensor, &dc->shape, &lo, &hi);
     if (dc->kind == 5) {
@@ -1317,8 +1412,8 @@ PyObject *tr_dyn_after_call(tr_state *s, tr_dyncall *dc, PyObject *r)
     if (dc->kind == 6) {
         /* arange: the ARANGE statement of n = end - start elements */
         PyObject *a = PyTuple_GET_ITEM(dc->shape, 0), *b = PyTuple_GET_ITEM(dc->shape, 1);
-        int ea = a == Py_False ? sx_new(tab(s), ST_SX_CONST, -1, -1, 0) : expr_of(s, a);
-        int eb = expr_of(s, b);
+        int ea = a == Py_False ? sx_new(tab(s), ST_SX_CONST, -1, -1, 0) : fold_values(s, expr_of(s, a));
+        int eb = fold_values(s, expr_of(s, b));
         int64_t va = a == Py_False ? 0 : PyLong_AsLongLong(a), vb = PyLong_AsLongLong(b);
         int found = -1;
         st_graph *g = st_rt_trace_graph();
@@ -1367,7 +1462,7 @@ PyObject *tr_dyn_after_call(tr_state *s, tr_dyncall *dc, PyObject *r)
         }
         val[k] = PyLong_AsLongLong(it);
         if (Py_TYPE(it) == (PyTypeObject *)st_fe_symint_cls) {
-            ex[k] = expr_of(s, it);
+            ex[k] = fold_values(s, expr_of(s, it));
             any |= ex[k] >= 0;
         } else if (val[k] == -1) {
             /* the runtime records the size it inferred: -1 again, so that
@@ -1428,7 +1523,7 @@ static int clampex(tr_state *s, PyObject *o, int size, int64_t sv, bool is_start
         *v = is_start ? 0 : sv;
         return is_start ? sx_new(tb, ST_SX_CONST, -1, -1, 0) : size;
     }
-    int e = expr_of(s, o);
+    int e = fold_values(s, expr_of(s, o));
     if (e < 0)
         return -1;
     int64_t raw = PyLong_AsLongLong(o);
@@ -1460,7 +1555,7 @@ static int clampex(tr_state *s, PyObject *o, int size, int64_t sv, bool is_start
 int tr_dyn_before_subscr(tr_state *s, PyObject *tensor, PyObject *key, tr_dynsub *ds)
 {
     memset(ds, 0, sizeof *ds);
-    if (!s->dyn)
+    if (!s->dyn || !s->dyn->shapes)
         return 0;
     st_graph *g = st_rt_trace_graph();
     ds->n0 = g ? g->nstmts : 0;
@@ -1501,7 +1596,7 @@ int tr_dyn_before_subscr(tr_state *s, PyObject *tensor, PyObject *key, tr_dynsub
         tr_want_slice *w = &ds->w[ds->n];
         if (PyLong_Check(it)) {
             int64_t raw = PyLong_AsLongLong(it);
-            int e = expr_of(s, it);
+            int e = fold_values(s, expr_of(s, it));
             if (raw < 0) {
                 w->start = sx_new(tab(s), ST_SX_ADD, size, e, 0);
                 w->vstart = sv + raw;
@@ -1584,7 +1679,7 @@ static bool has_attr(const symattr *a, int n, int stmt, int slot);
 int tr_dyn_validate(tr_state *s)
 {
     struct tr_dyn *d = s->dyn;
-    if (!d || tab(s)->nsym == 0)
+    if (!d || !d->shapes || tab(s)->nsym == 0)
         return 0;
     if (d->failed)
         return tr_break(s, "dynamic shapes: %s", d->why);
@@ -1683,8 +1778,11 @@ int tr_dyn_finish(tr_state *s, st_fe_entry *e, const st_graph *g, st_tensor *con
 {
     struct tr_dyn *d = s->dyn;
     st_fe_symtab *tb = tab(s);
-    if (!d || tb->nsym == 0)
-        return 0;              /* nothing symbolic: a static entry */
+    bool dims = false;
+    for (int k = 0; k < tb->nsym; k++)
+        dims |= tb->dim[k] >= 0;
+    if (!d || !d->shapes || !dims)
+        return 0;              /* no symbolic size: a static entry */
     struct st_fe_dyn *dy = calloc(1, sizeof *dy);
     if (!dy)
         return tr_break(s, "out of memory");

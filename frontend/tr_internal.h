@@ -234,7 +234,10 @@ typedef struct {
     int n0, n;
     tr_want_slice w[ST_MAX_DIMS];
 } tr_dynsub;
-int tr_dyn_begin(tr_state *s);
+int tr_dyn_begin(tr_state *s, bool shapes);
+bool tr_dyn_shapes(tr_state *s);                     /* dynamic shapes on */
+int tr_dyn_expr(tr_state *s, PyObject *o);           /* a SymInt's expression, -1 */
+int tr_value_symbol(tr_state *s, tr_var *out, PyObject *v, st_fe_src *src);
 /* The translation SymInts and lazy arguments report to (thread-local). */
 void tr_dyn_enter(tr_state *s, tr_state **prev);
 void tr_dyn_leave(tr_state *prev);

@@ -312,6 +312,8 @@ int tr_subscr(tr_state *s, tr_var *obj, tr_var *key, tr_var *out)
         return tr_break(s, "subscript of an iterator");
     if (s->lazies && tr_lazy_plain_var(s, key) < 0)
         return -1;
+    if (!tr_dyn_shapes(s) && tr_dyn_plain_var(s, key) < 0)   /* an int attribute as an index */
+        return -1;
     k = key->v;
     if (st_fe_is_tensor(o)) {
         if (!st_fe_is_tensor(k) && !tr_safe_type(k))

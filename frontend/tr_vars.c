@@ -150,6 +150,11 @@ static int expose_items(tr_state *s, PyObject *v, st_fe_src *src)
 int tr_make_sourced(tr_state *s, tr_var *out, PyObject *v, st_fe_src *src)
 {
     memset(out, 0, sizeof *out);
+    if (src && s->dyn) {
+        int vs = tr_value_symbol(s, out, v, src);
+        if (vs)
+            return vs < 0 ? -1 : 0;
+    }
     out->v = v;
     out->src = src;
     if (!src)

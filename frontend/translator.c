@@ -205,10 +205,17 @@ static int tmpl_of(tr_state *s, PyObject *v, outlist *ol, st_fe_tmpl **out, int 
         return 0;
     }
     if (tr_is_symint(v)) {
-        /* a size: its value, guarded */
-        t->kind = ST_T_CONST;
-        t->obj = tr_dyn_plain(s, v, 0);
-        return t->obj ? 0 : tr_break_exc(s, "dynamic shapes");
+        /* a size or an int attribute's value, or arithmetic on them: the
+         * expression, evaluated on every call */
+        t->kind = ST_T_SYM;
+        t->sym = s->guards.sym;
+        t->index = tr_dyn_expr(s, v);
+        if (t->index < 0) {
+            t->kind = ST_T_CONST;
+            t->obj = tr_dyn_plain(s, v, 0);
+            return t->obj ? 0 : tr_break_exc(s, "symbolic int");
+        }
+        return 0;
     }
     st_fe_src *shsrc = tr_fx_shadow_src(s, v);
     if (shsrc) {
@@ -642,7 +649,7 @@ static st_fe_entry *translate_once(const st_fe_frame *f, const st_fe_options *op
     tracing = true;
     tr_state *prevcur = NULL;
     tr_dyn_enter(s, &prevcur);
-    if (opts->dynamic && tr_dyn_begin(s) < 0) {
+    if (tr_dyn_begin(s, opts->dynamic) < 0) {
         if (!PyErr_Occurred())
             PyErr_NoMemory();
         goto error;

@@ -137,3 +137,69 @@ def test_bools_and_big_ints_stay_guarded_values():
     for flag, big in [(True, 1 << 70), (False, 1 << 70), (True, 1 << 71)]:
         same(c(x, flag, big), f(x, flag, big))
     assert translations() == 3
+
+
+# ---------------------------------------------------------------- int attributes and globals
+class Counter(st.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = st.nn.Linear(4, 4)
+        self.step = 0
+        self.heads = 2
+
+    def forward(self, x):
+        self.step += 1                                  # read, add, store: an expression
+        y = self.lin(x).view(x.shape[0], self.heads, -1)   # heads as a size: guarded
+        if self.step % 3 == 0:                          # a relation: guarded
+            y = y * 2
+        return y.sum(-1), self.step
+
+
+def test_counter_attribute_does_not_recompile():
+    m = Counter()
+    ref = Counter()
+    ref.load_state_dict(m.state_dict())
+    c = st.compile(m, backend="interp")
+    x = st.randn(3, 4)
+    for _ in range(30):
+        got, want = c(x), ref(x)
+        same(got, want)
+    assert m.step == 30 and type(m.step) is int
+    # one entry per outcome of step % 3 == 0, none per step value
+    assert translations() == 2
+    e = st.explain(Counter(), x)
+    assert any("SYMBOLIC_SHAPE" in g and "L['self'].step" in g for g in e.guards), e.guards
+    assert any("SYMBOLIC_SHAPE" in g and "L['self'].heads" in g and "== 2" in g for g in e.guards)
+
+
+def test_changed_int_attribute_used_as_a_size_retranslates():
+    m = Counter()
+    c = st.compile(m, backend="interp")
+    x = st.randn(3, 4)
+    c(x)
+    m.heads = 4
+    ref = Counter()
+    ref.load_state_dict(m.state_dict())
+    ref.heads, ref.step = 4, m.step
+    same(c(x), ref(x))
+    assert translations() == 2
+
+
+_GLOBAL_CALLS = 0
+
+
+def _count_calls(x):
+    global _GLOBAL_CALLS
+    _GLOBAL_CALLS = _GLOBAL_CALLS + 1
+    return x * 2, _GLOBAL_CALLS
+
+
+def test_global_counter_does_not_recompile():
+    global _GLOBAL_CALLS
+    _GLOBAL_CALLS = 0
+    c = st.compile(_count_calls, backend="interp")
+    x = st.randn(2)
+    for i in range(1, 21):
+        got = c(x)
+        assert got[1] == i and type(got[1]) is int
+    assert _GLOBAL_CALLS == 20 and translations() == 1
