@@ -325,7 +325,7 @@ static st_fe_guard *push(st_fe_guardset *gs, st_fe_guard_kind kind, st_fe_src *s
 static const st_fe_guard *find(const st_fe_guardset *gs, const st_fe_src *s, int kind)
 {
     for (int i = 0; i < gs->n; i++)
-        if (gs->v[i].src == s && (kind < 0 ? gs->v[i].kind != ST_G_SYM
+        if (gs->v[i].src == s && (kind < 0 ? gs->v[i].kind != ST_G_SYM && gs->v[i].kind != ST_G_ALIAS
                                            : (int)gs->v[i].kind == kind)) return &gs->v[i];
     return NULL;
 }
@@ -376,6 +376,16 @@ static int is_id_value(PyObject *v)
 static int is_bound_method(PyObject *v)
 {
     return PyMethod_Check(v) || (PyCFunction_Check(v) && !is_id_value(v));
+}
+
+int st_fe_guard_alias(st_fe_guardset *gs, st_fe_src *s, st_fe_src *s2)
+{
+    for (int i = 0; i < gs->n; i++)
+        if (gs->v[i].kind == ST_G_ALIAS && gs->v[i].src == s && gs->v[i].src2 == s2) return 0;
+    st_fe_guard *g = push(gs, ST_G_ALIAS, s);
+    if (!g) return -1;
+    g->src2 = s2;
+    return 0;
 }
 
 int st_fe_guard_value(st_fe_guardset *gs, st_fe_src *s, PyObject *v)
@@ -516,7 +526,22 @@ static int check_range(st_fe_guardset *gs, const st_fe_frame *f, PyObject **memo
     }
     for (int i = 0; i < hi; i++) {
         const st_fe_guard *g = &gs->v[i];
-        if (!check_static && g->src->is_static) continue;
+        if (!check_static && g->src->is_static &&
+            !(g->kind == ST_G_ALIAS && !g->src2->is_static)) continue;
+        if (g->kind == ST_G_ALIAS) {
+            PyObject *a = st_fe_src_eval(g->src, f, memo);
+            if (!a && PyErr_Occurred()) return -1;
+            PyObject *b = st_fe_src_eval(g->src2, f, memo);
+            if (!b && PyErr_Occurred()) { Py_XDECREF(a); return -1; }
+            int same = a && a == b;
+            Py_XDECREF(a);
+            Py_XDECREF(b);
+            if (!same) {
+                if (failed) *failed = g;
+                return 0;
+            }
+            continue;
+        }
         if (g->kind == ST_G_SYM) {
             int r = st_fe_sym_guard_check(gs, g, f, memo);
             if (r <= 0) {
@@ -573,6 +598,11 @@ static bool in_instance_dict(PyObject *o, PyObject *name)
     return v != NULL;
 }
 
+static bool guard_static(const st_fe_guard *g)
+{
+    return g->src->is_static && !(g->kind == ST_G_ALIAS && !g->src2->is_static);
+}
+
 int st_fe_guards_partition(st_fe_guardset *gs, st_fe_srctab *t)
 {
     /* fixed[id]: the symtrace Module an ID guard fixes the source to;
@@ -619,10 +649,10 @@ int st_fe_guards_partition(st_fe_guardset *gs, st_fe_srctab *t)
     free(mut);
     int k = 0;
     for (int i = 0; i < gs->n; i++)
-        if (!gs->v[i].src->is_static) k++;
+        if (!guard_static(&gs->v[i])) k++;
     int a = 0, b = k;
     for (int i = 0; i < gs->n; i++)
-        tmp[gs->v[i].src->is_static ? b++ : a++] = gs->v[i];
+        tmp[guard_static(&gs->v[i]) ? b++ : a++] = gs->v[i];
     memcpy(gs->v, tmp, (size_t)gs->n * sizeof *tmp);
     free(tmp);
     return k;
@@ -692,6 +722,12 @@ static PyObject *describe_one(const st_fe_guard *g)
     case ST_G_ABSENT:
         r = PyUnicode_FromFormat("ABSENT: %U is not set", src);
         break;
+    case ST_G_ALIAS: {
+        PyObject *s2 = st_fe_src_repr(g->src2);
+        if (s2) r = PyUnicode_FromFormat("ALIAS: %U is %U", src, s2);
+        Py_XDECREF(s2);
+        break;
+    }
     case ST_G_SYM:
         break;
     }

@@ -120,6 +120,8 @@ typedef enum {
     ST_G_DICT_KEYS,   /* type(v) is obj (dict/OrderedDict) and tuple(v.keys()) == keys */
     ST_G_ABSENT,      /* evaluating the source finds nothing (an attribute
                          that hasattr() found missing, a global not yet set) */
+    ST_G_ALIAS,       /* v is the value of src2 (one object read through two
+                         sources: f(x, x), tied weights) */
     ST_G_SYM,         /* dynamic shapes: (sx_a OP sx_b) == want, expressions
                          over tensor sizes (src: a tensor they read) */
 } st_fe_guard_kind;
@@ -135,6 +137,7 @@ typedef struct {
     int64_t shape[ST_MAX_DIMS], strides[ST_MAX_DIMS];
     int device_type, device_index;
     bool requires_grad;
+    st_fe_src *src2;         /* ALIAS */
     uint32_t dyn;            /* TENSOR: dims that are symbols (checked >= 2,
                                 strides: contiguous) */
     /* SYM */
@@ -176,6 +179,7 @@ void st_fe_guardset_clear(st_fe_guardset *gs);
 int st_fe_guard_value(st_fe_guardset *gs, st_fe_src *s, PyObject *value);
 int st_fe_guard_add(st_fe_guardset *gs, st_fe_guard_kind kind, st_fe_src *s,
                     PyObject *obj);                  /* TYPE, ID, EQ, ABSENT */
+int st_fe_guard_alias(st_fe_guardset *gs, st_fe_src *s, st_fe_src *s2);
 /* 1 pass, 0 fail (*failed, if not NULL, gets the failing guard), -1 error. */
 int st_fe_guards_check(st_fe_guardset *gs, const st_fe_frame *f,
                        PyObject **memo, const st_fe_guard **failed);

@@ -212,6 +212,8 @@ static int check_operands(tr_state *s, tr_var *a, tr_var *b, const char *what)
     /* a lazy number argument used: its value is guarded */
     if (tr_is_lazy(a->v) && tr_lazy_plain_var(s, a) < 0)
         return -1;
+    if (!b && st_fe_is_tensor(a->v) && !strcmp(what, "formatting"))
+        return tr_break(s, "formatting a tensor reads its data");
     if (b && tr_is_lazy(b->v) && tr_lazy_plain_var(s, b) < 0)
         return -1;
     if (s->dyn) {
@@ -1077,6 +1079,10 @@ int tr_run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
                 rc = tr_break(s, "unknown binary op %d", oparg);
             else
                 rc = check_operands(s, &a, &b, "a binary operator");
+            if (!rc && k % 100 == 6 && PyUnicode_Check(a.v) &&
+                (st_fe_is_tensor(b.v) || (PyTuple_Check(b.v) && tr_has_tensor(b.v)) ||
+                 (PyDict_Check(b.v) && PyDict_Size(b.v) > 0)))
+                rc = tr_break(s, "formatting a tensor reads its data ('%%' on a str)");
             if (!rc && inplace && is_mutable_container(a.v))
                 rc = tr_fx_redirect(s, &a, "in-place operator");
             if (!rc)

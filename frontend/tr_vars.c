@@ -174,8 +174,7 @@ int tr_make_sourced(tr_state *s, tr_var *out, PyObject *v, st_fe_src *src)
              * graph reads it once, so both sources must stay this object;
              * likewise a list/dict (its mutations are replayed once) */
             st_fe_src *old = s->srcs.v[PyLong_AsLong(PyTuple_GET_ITEM(known, 1))];
-            if (st_fe_guard_add(&s->guards, ST_G_ID, old, PyTuple_GET_ITEM(known, 0)) < 0 ||
-                st_fe_guard_add(&s->guards, ST_G_ID, src, v) < 0) {
+            if (st_fe_guard_alias(&s->guards, src, old) < 0) {
                 Py_DECREF(k);
                 return tr_break_exc(s, "guard");
             }

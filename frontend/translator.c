@@ -546,6 +546,29 @@ static int live_values(tr_state *s, tr_frame *fr, const st_fe_brkpt *bp,
         goto out;
     }
     int below = nstack - bp->npop;
+    for (int k = below; k < nstack && bp->kind == ST_BRK_SIMPLE; k++) {
+        /* calls that read the calling frame itself cannot run in a break
+         * function's frame: locals(), and vars()/dir()/super() without
+         * arguments, eval/exec without their namespaces */
+        PyObject *o = fr->stack[k].v;
+        int nargs = bp->npop - 2;
+        const char *nm = NULL;
+        if (o && PyCFunction_Check(o) && PyCFunction_GET_SELF(o) && PyModule_Check(PyCFunction_GET_SELF(o))) {
+            const char *mn = PyModule_GetName(PyCFunction_GET_SELF(o));
+            if (mn && !strcmp(mn, "builtins"))
+                nm = ((PyCFunctionObject *)o)->m_ml->ml_name;
+            PyErr_Clear();
+        }
+        bool frame_reader = (o == (PyObject *)&PySuper_Type && nargs == 0) ||
+                            (nm && (!strcmp(nm, "locals") ||
+                                    ((!strcmp(nm, "vars") || !strcmp(nm, "dir")) && nargs == 0) ||
+                                    ((!strcmp(nm, "eval") || !strcmp(nm, "exec")) && nargs < 2)));
+        if (frame_reader) {
+            tr_break(s, "the breaking call reads the frame itself (locals(), vars(), dir(), "
+                     "eval/exec without namespaces, super())");
+            goto out;
+        }
+    }
     for (int pass = 0; pass < 2; pass++)
         for (int k = pass ? 0 : below; k < (pass ? below : nstack); k++) {
             tr_var *v = &fr->stack[k];
@@ -592,6 +615,45 @@ out:
     free(lstate);
     Py_XDECREF(vals);
     return rc;
+}
+
+/* An argument that is a method bound to a tensor (a resume function's
+ * stack item: (x * 2).add on the stack while y.sum().item() broke): its
+ * tensor is read through L['a'].__self__ (a graph input, guarded as a
+ * tensor) and the method by its name (a builtin's) or function (a Python
+ * method's), not by the bound method's identity, which is new each call.
+ * 1 done (out set), 0 not such an argument, -1 break. */
+static int bound_method_arg(tr_state *s, tr_var *out, PyObject *v, st_fe_src *src)
+{
+    bool py = PyMethod_Check(v);
+    PyObject *self = py ? PyMethod_GET_SELF(v)
+                        : (PyCFunction_Check(v) ? PyCFunction_GET_SELF(v) : NULL);
+    if (!self || !st_fe_is_tensor(self))
+        return 0;
+    PyObject *sn = PyUnicode_FromString("__self__");
+    PyObject *mn = PyUnicode_FromString(py ? "__func__" : "__name__");
+    st_fe_src *ss = sn ? st_fe_src_attr(&s->srcs, src, sn) : NULL;
+    st_fe_src *ms = mn ? st_fe_src_attr(&s->srcs, src, mn) : NULL;
+    Py_XDECREF(sn);
+    Py_XDECREF(mn);
+    if (!ss || !ms)
+        return tr_break_exc(s, "source");
+    PyObject *which = py ? Py_NewRef(PyMethod_GET_FUNCTION(v))
+                         : PyUnicode_FromString(((PyCFunctionObject *)v)->m_ml->ml_name);
+    int rc = which ? st_fe_guard_add(&s->guards, ST_G_TYPE, src, (PyObject *)Py_TYPE(v)) : -1;
+    if (rc == 0)
+        rc = st_fe_guard_add(&s->guards, py ? ST_G_ID : ST_G_EQ, ms, which);
+    Py_XDECREF(which);
+    if (rc < 0)
+        return tr_break_exc(s, "guard");
+    tr_var tv;
+    if (tr_make_sourced(s, &tv, Py_NewRef(self), ss) < 0)
+        return -1;
+    tr_var_clear(&tv);
+    memset(out, 0, sizeof *out);
+    out->v = Py_NewRef(v);
+    out->src = src;
+    return 1;
 }
 
 typedef struct {
@@ -675,6 +737,11 @@ static st_fe_entry *translate_once(const st_fe_frame *f, const st_fe_options *op
                     fr->locals[i].src = src;
                     continue;
                 }
+                int bm = bound_method_arg(s, &fr->locals[i], f->locals[i], src);
+                if (bm < 0)
+                    goto broke;
+                if (bm)
+                    continue;
                 if (tr_make_sourced(s, &fr->locals[i], Py_NewRef(f->locals[i]), src) < 0)
                     goto broke;
             } else {
@@ -837,6 +904,22 @@ cleanup:
     return e;
 }
 
+/* A break inside an inlined call is reported where the frame itself
+ * broke, the call's line, with the callee's location in the reason. */
+static void at_root(st_fe_break *brk, const st_fe_frame *f, const tr_outcome *oc)
+{
+    if (oc->root_at < 0)
+        return;
+    if (oc->depth > 0 || (brk->filename && PyUnicode_Compare(brk->filename, f->code->co_filename))) {
+        size_t n = strlen(brk->reason);
+        snprintf(brk->reason + n, sizeof brk->reason - n, " (in a call at %s:%d)",
+                 brk->filename ? PyUnicode_AsUTF8(brk->filename) : "?", brk->lineno);
+        PyErr_Clear();
+    }
+    Py_XSETREF(brk->filename, Py_NewRef(f->code->co_filename));
+    brk->lineno = PyCode_Addr2Line(f->code, oc->root_at * 2);
+}
+
 static void log_break(const st_fe_options *opts, const st_fe_break *brk)
 {
     if (opts->log_level >= 1)
@@ -872,6 +955,7 @@ st_fe_entry *st_fe_translate(const st_fe_frame *f, const st_fe_options *opts,
             snprintf(why, sizeof why, "resume plan failed");
             PyErr_Clear();
         }
+        at_root(brk, f, &oc);
         size_t n = strlen(brk->reason);
         snprintf(brk->reason + n, sizeof brk->reason - n, " [no partial graph: %s]", why);
         st_fe_brkpt_clear(&bp);
@@ -891,19 +975,18 @@ st_fe_entry *st_fe_translate(const st_fe_frame *f, const st_fe_options *opts,
     if (!e) {
         if (PyErr_Occurred())
             PyErr_Clear();      /* the frame runs as plain Python instead */
+        at_root(brk, f, &oc);
         size_t n = strlen(brk->reason);
         snprintf(brk->reason + n, sizeof brk->reason - n, " [no partial graph: %s]",
                  b2.reason[0] ? b2.reason : "translation failed");
         log_break(opts, brk);
     } else {
         /* reported where the frame broke: the root frame's breaking line */
-        if (oc.depth > 0 || (brk->filename && PyUnicode_Compare(brk->filename, f->code->co_filename))) {
+        at_root(brk, f, &oc);
+        if (oc.depth > 0) {
             size_t n = strlen(brk->reason);
-            snprintf(brk->reason + n, sizeof brk->reason - n, " (in a call at %s:%d; the call "
-                     "runs as its own frame)", brk->filename ? PyUnicode_AsUTF8(brk->filename) : "?",
-                     brk->lineno);
+            snprintf(brk->reason + n, sizeof brk->reason - n, "; the call runs as its own frame");
         }
-        Py_XSETREF(brk->filename, Py_NewRef(f->code->co_filename));
         brk->lineno = bp.line;
         if (opts->log_level >= 1)
             fprintf(stderr, "[symtrace] graph break in %s:%d: %s; the graph before it is "
