@@ -136,10 +136,16 @@ int tr_opnum(const char *name)
 {
     if (tr_exec_init() < 0)
         return -1;
-    for (int raw = 0; raw < 256; raw++)
-        if (op_of[raw] >= 0 && !strcmp(op_names[op_of[raw]], name))
-            return raw;
-    return -1;
+    static PyObject *opmap;
+    if (!opmap) {
+        PyObject *m = PyImport_ImportModule("opcode");
+        opmap = m ? PyObject_GetAttrString(m, "opmap") : NULL;
+        Py_XDECREF(m);
+        if (!opmap)
+            return -1;
+    }
+    PyObject *v = PyDict_GetItemString(opmap, name);   /* any opcode of this version */
+    return v ? (int)PyLong_AsLong(v) : -1;
 }
 
 int tr_op_caches(int raw)
