@@ -553,6 +553,18 @@ PyObject *tr_plain_values(PyObject *o, int depth)
 }
 
 /* ---------------- SymInt's operations (_C._sym_*) ---------------- */
+static int two_ints(PyObject *a, PyObject *b, long long *x, long long *y)
+{
+    int ov = 0;
+    *x = PyLong_AsLongLongAndOverflow(a, &ov);
+    *y = ov ? 0 : PyLong_AsLongLongAndOverflow(b, &ov);
+    if (ov) {
+        PyErr_SetString(PyExc_OverflowError, "symbolic size out of range");
+        return -1;
+    }
+    return 0;
+}
+
 static PyObject *sym_op(PyObject *m, PyObject *args)
 {
     (void)m;
@@ -580,12 +592,9 @@ static PyObject *sym_op(PyObject *m, PyObject *args)
         Py_XDECREF(pb);
         return r;
     }
-    int ov = 0;
-    long long x = PyLong_AsLongLongAndOverflow(a, &ov), y = ov ? 0 : PyLong_AsLongLongAndOverflow(b, &ov);
-    if (ov) {
-        PyErr_SetString(PyExc_OverflowError, "symbolic size out of range");
+    long long x, y;
+    if (two_ints(a, b, &x, &y) < 0)
         return NULL;
-    }
     static const int sxop[] = {ST_SX_ADD, ST_SX_SUB, ST_SX_MUL, ST_SX_FLOORDIV, ST_SX_MOD, ST_SX_NEG};
     if (op < 0 || op > 5) {
         PyErr_SetString(PyExc_ValueError, "bad symbolic op");
@@ -629,12 +638,9 @@ static PyObject *sym_cmp(PyObject *m, PyObject *args)
         Py_XDECREF(pa);
         return r;
     }
-    int ov = 0;
-    long long x = PyLong_AsLongLongAndOverflow(a, &ov), y = ov ? 0 : PyLong_AsLongLongAndOverflow(b, &ov);
-    if (ov) {
-        PyErr_SetString(PyExc_OverflowError, "symbolic size out of range");
+    long long x, y;
+    if (two_ints(a, b, &x, &y) < 0)
         return NULL;
-    }
     bool r = cmp(op, x, y);
     if (s && s->dyn) {
         int ea = expr_of(s, a), eb = expr_of(s, b);
