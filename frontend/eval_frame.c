@@ -243,6 +243,7 @@ void st_fe_hook_reset(void)
     }
     free_nodes(all);
     st_fe_resume_reset();
+    st_fe_dyn_instances = 0;
     memset(&stats, 0, sizeof stats);
     memset(st_fe_timing_ns, 0, sizeof st_fe_timing_ns);
 }
@@ -696,7 +697,8 @@ PyObject *st_fe_hook_stats(void)
         Py_XDECREF(v);
         if (rc < 0) { Py_DECREF(per); return NULL; }
     }
-    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:(KKK),s:N}", "resumes",
+    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:(KKK),s:N}", "instances",
+                         (unsigned long long)st_fe_dyn_instances, "resumes",
                          (unsigned long long)stats.resumes, "graphs",
                          (unsigned long long)stats.graphs, "translations",
                          (unsigned long long)stats.translations, "hits",
@@ -746,7 +748,8 @@ PyObject *st_fe_hook_explain_end(void) { return PyList_New(0); }
 PyObject *st_fe_hook_stats(void)
 {
     (void)skip_rules;
-    return Py_BuildValue("{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:{}}", "resumes", 0, "graphs", 0,
+    return Py_BuildValue("{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:{}}", "instances", 0, "resumes", 0,
+                         "graphs", 0,
                          "translations", 0, "hits", 0,
                          "misses", 0, "breaks", 0, "fallbacks", 0, "frames", 0, "codes");
 }

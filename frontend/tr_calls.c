@@ -39,14 +39,10 @@ static int real_call(tr_state *s, PyObject *fn, tr_var *args, int nargs,
     }
     PyObject *r = NULL;
     tr_dyncall dc = {0};
-    for (int i = 0; !rc && !s->dyn && s->lazies && i < nargs; i++) {
-        /* lazy number arguments passed to code not followed: guarded */
-        rc = tr_lazy_plain_var(s, &args[i]);
-        vals[i] = args[i].v;
-    }
     if (!rc && s->dyn) {
-        /* dynamic shapes: sizes passed on are guarded, except shape
-         * arguments of view/reshape/expand and creation functions */
+        /* symbolic and lazy numbers passed on are guarded, except, with
+         * dynamic shapes, shape arguments of view/reshape/expand and
+         * creation functions */
         rc = tr_dyn_before_call(s, fn, args, nargs, kwnames, &dc);
         for (int i = 0; !rc && i < nargs; i++)
             vals[i] = args[i].v;

@@ -316,14 +316,6 @@ void tr_dyn_end(tr_state *s)
     s->dyn = NULL;
 }
 
-bool tr_dyn_failed(tr_state *s, const char **why)
-{
-    if (!s->dyn || !s->dyn->failed)
-        return false;
-    *why = s->dyn->why;
-    return true;
-}
-
 static void dyn_fail(tr_state *s, const char *fmt, const char *arg)
 {
     if (s->dyn->failed)
@@ -965,13 +957,45 @@ int tr_dyn_source(tr_state *s, PyObject *v, st_fe_src *src)
     return rc < 0 ? tr_break_exc(s, "dynamic shapes") : 0;
 }
 
-/* Input metas at symbol values sym (exprs of the tensors the trace bound
- * to g's inputs) and the recorded attributes substituted; reinfer. The
- * caller restores (save/restore below). */
+/* What apply_at changes in the live trace graph, kept to be put back. */
 typedef struct {
     st_meta *metas;
     st_attrs *attrs;             /* per d->attr entry: its statement's attrs */
 } saved;
+
+static int save_graph(tr_state *s, const st_graph *g, saved *sv)
+{
+    sv->metas = malloc(sizeof *sv->metas * (size_t)(g->nvalues + 1));
+    sv->attrs = malloc(sizeof *sv->attrs * (size_t)(s->dyn->nattr + 1));
+    if (!sv->metas || !sv->attrs) {
+        free(sv->metas);
+        free(sv->attrs);
+        return -1;
+    }
+    for (int i = 0; i < g->nvalues; i++)
+        sv->metas[i] = g->values[i].meta;
+    for (int i = 0; i < s->dyn->nattr; i++)
+        sv->attrs[i] = g->stmts[s->dyn->attr[i].stmt].attrs;
+    return 0;
+}
+
+static void restore_graph(tr_state *s, st_graph *g, const saved *sv)
+{
+    for (int i = 0; i < g->nvalues; i++)
+        g->values[i].meta = sv->metas[i];
+    for (int i = 0; i < s->dyn->nattr; i++)
+        g->stmts[s->dyn->attr[i].stmt].attrs = sv->attrs[i];
+}
+
+static void saved_free(saved *sv)
+{
+    free(sv->metas);
+    free(sv->attrs);
+}
+
+/* Input metas at symbol values sym (exprs of the tensors the trace bound
+ * to g's inputs) and the recorded attributes substituted; reinfer. The
+ * caller restores (save_graph / restore_graph). */
 
 static int apply_at(tr_state *s, st_graph *g, st_tensor *const *ins, int nin,
                     const int64_t *sym)
@@ -1055,17 +1079,9 @@ static int probe(tr_state *s, int v, int64_t out[NPROBE][ST_MAX_DIMS], int *ndim
         return -1;
     int nin = 0;
     st_tensor *const *ins = st_rt_trace_inputs(&nin);
-    st_meta *metas = malloc(sizeof *metas * (size_t)(g->nvalues + 1));
-    st_attrs *attrs = malloc(sizeof *attrs * (size_t)(s->dyn->nattr + 1));
-    if (!metas || !attrs) {
-        free(metas);
-        free(attrs);
+    saved sv;
+    if (save_graph(s, g, &sv) < 0)
         return -1;
-    }
-    for (int i = 0; i < g->nvalues; i++)
-        metas[i] = g->values[i].meta;
-    for (int i = 0; i < s->dyn->nattr; i++)
-        attrs[i] = g->stmts[s->dyn->attr[i].stmt].attrs;
     int rc = 0;
     bool retried = false;
     for (int p = 0; p < NPROBE && rc == 0; p++) {
@@ -1084,13 +1100,9 @@ static int probe(tr_state *s, int v, int64_t out[NPROBE][ST_MAX_DIMS], int *ndim
             *ndim = g->values[v].meta.ndim;
             memcpy(out[p], g->values[v].meta.shape, sizeof(int64_t) * ST_MAX_DIMS);
         }
-        for (int i = 0; i < g->nvalues; i++)
-            g->values[i].meta = metas[i];
-        for (int i = 0; i < s->dyn->nattr; i++)
-            g->stmts[s->dyn->attr[i].stmt].attrs = attrs[i];
+        restore_graph(s, g, &sv);
     }
-    free(metas);
-    free(attrs);
+    saved_free(&sv);
     return rc;
 }
 
@@ -1697,17 +1709,9 @@ int tr_dyn_validate(tr_state *s)
             return tr_break(s, "dynamic shapes: a PyLayer's traced backward is not symbolic");
     int nin = 0;
     st_tensor *const *ins = st_rt_trace_inputs(&nin);
-    st_meta *metas = malloc(sizeof *metas * (size_t)(g->nvalues + 1));
-    st_attrs *attrs = malloc(sizeof *attrs * (size_t)(d->nattr + 1));
-    if (!metas || !attrs) {
-        free(metas);
-        free(attrs);
+    saved sv;
+    if (save_graph(s, g, &sv) < 0)
         return tr_break(s, "out of memory");
-    }
-    for (int i = 0; i < g->nvalues; i++)
-        metas[i] = g->values[i].meta;
-    for (int i = 0; i < d->nattr; i++)
-        attrs[i] = g->stmts[d->attr[i].stmt].attrs;
     char why[300] = "";
     int rounds = 0;
     for (int p = 0; p < NPROBE && !why[0]; p++) {
@@ -1718,11 +1722,8 @@ int tr_dyn_validate(tr_state *s)
             st_err_clear();
             if (rounds++ < 3 && pin_candidates(s, ins, nin) > 0) {
                 why[0] = 0;
-                for (int i = 0; i < g->nvalues; i++)
-                    g->values[i].meta = metas[i];
-                for (int i = 0; i < d->nattr; i++)
-                    g->stmts[d->attr[i].stmt].attrs = attrs[i];
-                p = -1;
+                restore_graph(s, g, &sv);
+                p = -1;          /* again, from the first probe */
                 continue;
             }
         }
@@ -1732,17 +1733,13 @@ int tr_dyn_validate(tr_state *s)
                                           has_attr(d->attr, d->nattr, si, 102)))
                 continue;
             int dim = (int)st->attrs.i[0];
-            if (g->values[st->in[0]].meta.shape[dim] != metas[st->in[0]].shape[dim])
+            if (g->values[st->in[0]].meta.shape[dim] != sv.metas[st->in[0]].shape[dim])
                 snprintf(why, sizeof why, "a slice of a symbolic dim whose bounds were computed "
                          "where the translator could not see them");
         }
-        for (int i = 0; i < g->nvalues; i++)
-            g->values[i].meta = metas[i];
-        for (int i = 0; i < d->nattr; i++)
-            g->stmts[d->attr[i].stmt].attrs = attrs[i];
+        restore_graph(s, g, &sv);
     }
-    free(metas);
-    free(attrs);
+    saved_free(&sv);
     if (why[0])
         return tr_break(s, "dynamic shapes: the graph does not hold at other sizes (%s)", why);
     return 0;

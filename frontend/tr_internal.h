@@ -249,7 +249,6 @@ st_fe_src *tr_lazy_src(tr_state *s, PyObject *o);
 PyObject *tr_plain_values(PyObject *o, int depth);   /* new ref, no guards */
 int tr_lazy_plain_var(tr_state *s, tr_var *v);       /* lazies only, guarded */
 void tr_dyn_end(tr_state *s);
-bool tr_dyn_failed(tr_state *s, const char **why);
 PyObject *tr_dyn_plain(tr_state *s, PyObject *o, int depth);   /* new ref */
 int tr_dyn_plain_var(tr_state *s, tr_var *v);
 int tr_dyn_source(tr_state *s, PyObject *v, st_fe_src *src);

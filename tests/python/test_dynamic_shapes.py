@@ -139,6 +139,7 @@ def test_twenty_shapes_one_translation_no_new_kernels(kind):
             k0 = _C.kcache_stats()["compiles"]
     s_ = stats()
     assert s_["translations"] == 1 and s_["breaks"] == 0 and s_["hits"] == 19, s_
+    assert s_["instances"] == 19, s_            # the template instantiated per new size
     # kernels take sizes as arguments: no kernel compiled for a new shape
     assert _C.kcache_stats()["compiles"] == k0
     e = s_["codes"]
