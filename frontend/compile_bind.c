@@ -491,6 +491,43 @@ static PyTypeObject probe_type = {
     .tp_methods = probe_methods,
 };
 
+/* _rt_profile(enable=None) -> rows [(kernel, kind, points, calls, ns)], most
+ * time first; with an argument, also turns the kernel profiler on or off. */
+static PyObject *f_rt_profile(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *on = Py_None;
+    if (!PyArg_ParseTuple(args, "|O:_rt_profile", &on)) return NULL;
+    if (on != Py_None) {
+        int v = PyObject_IsTrue(on);
+        if (v < 0) return NULL;
+        st_rt_profile_enable(v);
+    }
+    int n = st_rt_profile_get(NULL, 0);
+    st_rt_profile_row *rows = n ? PyMem_Malloc(sizeof *rows * (size_t)n) : NULL;
+    if (n && !rows) return PyErr_NoMemory();
+    n = n ? st_rt_profile_get(rows, n) : 0;
+    static const char *kinds[] = {"elementwise", "reduce", "matmul", "view"};
+    PyObject *out = PyList_New(0);
+    for (int i = 0; out && i < n; i++) {
+        const char *kd = rows[i].kind >= 0 && rows[i].kind < 4 ? kinds[rows[i].kind] : "other";
+        PyObject *r = Py_BuildValue("(ssLLL)", rows[i].name, kd, (long long)rows[i].points,
+                                    (long long)rows[i].calls, (long long)rows[i].ns);
+        if (!r || PyList_Append(out, r)) Py_CLEAR(out);
+        Py_XDECREF(r);
+    }
+    PyMem_Free(rows);
+    return out;
+}
+
+static PyObject *f_rt_profile_reset(PyObject *self, PyObject *a)
+{
+    (void)self;
+    (void)a;
+    st_rt_profile_reset();
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef compile_methods[] = {
     {"_fe_compiled", f_compiled, METH_VARARGS, "_fe_compiled(fn, backend, fullgraph, dynamic)"},
     {"_fe_reset", f_reset, METH_NOARGS, "drop every compiled entry and plain mark"},
@@ -500,6 +537,8 @@ static PyMethodDef compile_methods[] = {
     {"_fe_supported", f_supported, METH_NOARGS, "is the frame hook available"},
     {"_fe_backend_available", f_backend_available, METH_O, "is this backend in the build"},
     {"_fe_stats", f_stats, METH_NOARGS, NULL},
+    {"_rt_profile", f_rt_profile, METH_VARARGS, "_rt_profile(enable=None) -> kernel rows"},
+    {"_rt_profile_reset", f_rt_profile_reset, METH_NOARGS, "clear the kernel profile"},
     {"_fe_explain_begin", f_explain_begin, METH_NOARGS, NULL},
     {"_fe_explain_end", f_explain_end, METH_NOARGS, NULL},
     {"_fe_set_classes", f_set_classes, METH_VARARGS, "_fe_set_classes(Module, device)"},

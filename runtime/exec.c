@@ -255,7 +255,16 @@ static st_status exec_impl(st_kprog *p, st_backend *be, void *compiled,
             }
             st_kargs args;
             s = kargs_of(p, k, vals, &args);
-            if (s == ST_OK) s = be->launch(be, compiled, i, &args);
+            if (s == ST_OK) {
+                int64_t t0 = st_rt_profile_on() ? st_rt_profile_now() : 0;
+                s = be->launch(be, compiled, i, &args);
+                if (t0) {
+                    int64_t pts = 1;
+                    for (int d = 0; d < k->rank; d++) pts *= args.shape[d];
+                    st_rt_profile_add(p, i, k->name, k->kind, pts,
+                                      st_rt_profile_now() - t0);
+                }
+            }
             for (int b = 0; b < k->nbufs; b++)
                 if (k->bufs[b].is_out && vals[k->bufs[b].value])
                     vals[k->bufs[b].value]->storage->version++;

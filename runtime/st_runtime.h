@@ -367,6 +367,22 @@ void st_rt_trace_fail(const char *reason);
 void st_rt_trace_suspend(void);
 void st_rt_trace_resume(void);
 
+/* ---------------- the kernel profiler (profile.c): SYMTRACE_PROFILE=1 ---------------- */
+typedef struct {
+    char name[48];
+    int kind;          /* st_kernel_kind */
+    int64_t points;    /* iteration size of the launch */
+    int64_t calls, ns;
+} st_rt_profile_row;
+bool st_rt_profile_on(void);
+void st_rt_profile_enable(bool on);
+int64_t st_rt_profile_now(void);
+void st_rt_profile_add(const void *prog, int kernel, const char *name,
+                       int kind, int64_t points, int64_t ns);
+/* rows, most time first, up to cap; returns how many there are */
+int st_rt_profile_get(st_rt_profile_row *out, int cap);
+void st_rt_profile_reset(void);
+
 /* ---------------- random ---------------- */
 void st_rt_manual_seed(uint64_t seed);
 uint64_t st_rt_initial_seed(void);

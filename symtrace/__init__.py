@@ -20,6 +20,7 @@ from . import nn  # noqa: F401
 from . import optim  # noqa: F401
 from . import config  # noqa: F401
 from . import cuda  # noqa: F401
+from . import profiler  # noqa: F401
 from ._compile import compile, explain, reset  # noqa: F401,E402  (shadows builtin compile on purpose)
 
 __version__ = "0.1.0"
