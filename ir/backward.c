@@ -437,11 +437,55 @@ bool *st_ir_grad_reach(const st_graph *g, const int *wrt, int nwrt)
     return from;
 }
 
-/* Adds gradient ig to value v's (summing uses). */
+/* If value x is scatter_add(zeros, idx, src) (as the VJPs of embedding,
+ * gather and index_select make it), its statement; else NULL. */
+static const st_stmt *zero_scatter(const st_graph *w, int x)
+{
+    const st_value *xv = &w->values[x];
+    if (xv->kind != ST_VAL_STMT || xv->producer < 0)
+        return NULL;
+    const st_stmt *s = &w->stmts[xv->producer];
+    if (s->op != ST_OP_SCATTER_ADD || s->nin != 3)
+        return NULL;
+    const st_value *zv = &w->values[s->in[0]];
+    if (zv->kind != ST_VAL_STMT || zv->producer < 0)
+        return NULL;
+    const st_stmt *z = &w->stmts[zv->producer];
+    if (z->op != ST_OP_FULL || z->attrs.f[0] != 0.0 ||
+        (z->attrs.flags & ST_ATTR_INT_VALUE))
+        return NULL;
+    return s;
+}
+
+static bool same_meta(const st_meta *a, const st_meta *b)
+{
+    return a->ndim == b->ndim && a->dtype == b->dtype &&
+           memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim) == 0;
+}
+
+/* Adds gradient ig to value v's (summing uses). A sum with a scatter into
+ * zeros (a tied embedding's two gradients) scatters into the other term
+ * instead: no zero fill, no dense add (the zeros and the first scatter
+ * become dead and compact() drops them). */
 static bool add_grad(bctx *c, int v, int ig)
 {
     if (c->grad[v] < 0) {
         c->grad[v] = ig;
+        return true;
+    }
+    int dense = c->grad[v], sv = ig;
+    const st_stmt *sc = zero_scatter(c->w, sv);
+    if (!sc) {
+        dense = ig;
+        sv = c->grad[v];
+        sc = zero_scatter(c->w, sv);
+    }
+    if (sc && same_meta(&c->w->values[dense].meta, &c->w->values[sv].meta)) {
+        int in[3] = {dense, sc->in[1], sc->in[2]}, out[ST_MAX_OUT];
+        st_attrs a = sc->attrs;
+        if (st_ir_add_stmt(c->w, ST_OP_SCATTER_ADD, in, 3, &a, out) < 0)
+            return false;
+        c->grad[v] = out[0];
         return true;
     }
     int in[2] = {c->grad[v], ig}, out[ST_MAX_OUT];

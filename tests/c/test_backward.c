@@ -588,6 +588,51 @@ static void test_trace_vs_tape(void)
         st_tensor_decref(all[k]);
 }
 
+/* A tied embedding (BERT's word embeddings, also the MLM decoder): the
+ * weight's two gradients are summed by scattering the embedding's rows into
+ * the decoder's dense gradient: no zero fill, no dense add in the graph. */
+static void test_tied_embedding(void)
+{
+    current = "tied_embedding";
+    st_graph *g = st_ir_graph_new();
+    st_meta mw = meta(ST_FLOAT64, 2, 6, 4, 0), mi = meta(ST_INT64, 1, 5, 0, 0);
+    int w = st_ir_add_input(g, &mw, true), idx = st_ir_add_input(g, &mi, false);
+    st_attrs ea = A();
+    ea.i[0] = -1;
+    int e = S(g, ST_OP_EMBEDDING, w, idx, &ea);
+    st_attrs ta = A();
+    ta.ndims = 2;
+    ta.dims[0] = 1;
+    ta.dims[1] = 0;
+    int z = S(g, ST_OP_MATMUL, e, S(g, ST_OP_PERMUTE, w, -1, &ta), NULL);
+    int loss = S(g, ST_OP_SUM, S(g, ST_OP_MUL, z, z, NULL), -1, NULL);
+    st_ir_mark_output(g, loss);
+    st_graph *bwd = NULL;
+    st_ir_bwd_info info;
+    memset(&info, 0, sizeof info);
+    CHECK(st_ir_backward(g, &w, 1, &bwd, &info) == ST_OK && bwd);
+    if (bwd) {
+        int full = 0, scat = 0, adds_w = 0;
+        for (int i = 0; i < bwd->nstmts; i++) {
+            const st_stmt *s = &bwd->stmts[i];
+            full += s->op == ST_OP_FULL;
+            scat += s->op == ST_OP_SCATTER_ADD;
+            adds_w += s->op == ST_OP_ADD &&
+                      bwd->values[s->out[0]].meta.ndim == 2 &&
+                      bwd->values[s->out[0]].meta.shape[0] == 6;
+        }
+        CHECK(full == 0 && scat == 1 && adds_w == 0);
+        st_ir_graph_free(bwd);
+        st_ir_bwd_info_clear(&info);
+    }
+    st_tensor *in[2] = {rand_input(&mw, 0), rand_input(&mi, 6)};
+    ((int64_t *)st_tensor_data(in[1]))[3] = ((int64_t *)st_tensor_data(in[1]))[1];
+    int wrt[1] = {0};
+    check_case(current, g, in, wrt, 1, -1); /* finite differences, repeated row */
+    free_inputs(in, 2);
+    st_ir_graph_free(g);
+}
+
 int main(void)
 {
     st_ir_autodiff_init();
@@ -598,6 +643,7 @@ int main(void)
     test_nothing_saved();
     test_bad_input();
     test_trace_vs_tape();
+    test_tied_embedding();
     if (failures) {
         fprintf(stderr, "%d failure(s)\n", failures);
         return 1;
