@@ -7,6 +7,7 @@
  * epilogue function reads (st_kernel.h: REDUCED = the product). Owns:
  * st_llvm_matmul, st_llvm_have_blas. */
 #include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,22 +87,24 @@ static void pack(const char *base, st_dtype t, int64_t rows, int64_t cols,
     }
 }
 
-/* C loops (no BLAS, or integers): C[MxN] = A[MxK] B[KxN], contiguous. */
+/* C loops (no BLAS, or integers): C[MxN] = A[MxK] B[KxN], row-major with
+ * leading dimensions lda, ldb, ldc. */
 #define MM_LOOP(T, UT)                                                      \
     for (int64_t m = 0; m < M; m++) {                                       \
-        UT *restrict c = (UT *)((T *)C + m * N);                            \
+        UT *restrict c = (UT *)((T *)C + m * ldc);                          \
         for (int64_t n = 0; n < N; n++)                                     \
             c[n] = 0;                                                       \
         for (int64_t kk = 0; kk < K; kk++) {                                \
-            UT av = (UT)((const T *)A)[m * K + kk];                         \
-            const T *restrict bb = (const T *)B + kk * N;                   \
+            UT av = (UT)((const T *)A)[m * lda + kk];                       \
+            const T *restrict bb = (const T *)B + kk * ldb;                 \
             for (int64_t n = 0; n < N; n++)                                 \
                 c[n] += av * (UT)bb[n];                                     \
         }                                                                   \
     }
 
-static void mm_loops(st_dtype acc, const void *A, const void *B, void *C,
-                     int64_t M, int64_t N, int64_t K)
+static void mm_loops_ld(st_dtype acc, const void *A, int64_t lda,
+                        const void *B, int64_t ldb, void *C, int64_t ldc,
+                        int64_t M, int64_t N, int64_t K)
 {
     if (acc == ST_FLOAT32) {
         MM_LOOP(float, float)
@@ -148,6 +151,167 @@ static void gemm(st_dtype acc, bool ta, bool tb, int64_t M, int64_t N,
 }
 #endif
 
+/* ---- the product's scratch buffer ----
+ * One buffer is kept between calls (grown as needed) so that a matmul with
+ * an epilogue does not map and fault in fresh pages every launch; a caller
+ * that finds it taken (another thread's matmul) allocates its own. */
+static pthread_mutex_t scratch_mu = PTHREAD_MUTEX_INITIALIZER;
+static void *scratch_buf;
+static size_t scratch_len;
+
+static void *scratch_take(size_t n, size_t *got)
+{
+    void *p = NULL;
+    size_t len = 0;
+    pthread_mutex_lock(&scratch_mu);
+    p = scratch_buf;
+    len = scratch_len;
+    scratch_buf = NULL;
+    scratch_len = 0;
+    pthread_mutex_unlock(&scratch_mu);
+    if (p && len >= n) {
+        *got = len;
+        return p;
+    }
+    free(p);
+    *got = n;
+    return malloc(n ? n : 1);
+}
+
+static void scratch_give(void *p, size_t len)
+{
+    pthread_mutex_lock(&scratch_mu);
+    if (!scratch_buf || scratch_len < len) {
+        void *old = scratch_buf;
+        scratch_buf = p;
+        scratch_len = len;
+        p = old;
+    }
+    pthread_mutex_unlock(&scratch_mu);
+    free(p);
+}
+
+/* ---- the parallel driver ----
+ * OpenBLAS runs single-threaded (its own threads would spin beside the
+ * pool's on the same cores); the pool parallelizes instead: over the
+ * batch, else over row blocks of M (each task then runs the epilogue of
+ * its rows while they are in cache), else over column blocks of N. */
+typedef struct {
+    const st_kernel *k;
+    const st_kargs *a;
+    st_llvm_fn epi;
+    st_llvm_err *err;
+    st_dtype acc;
+    int nb;
+    int64_t M, N, K;
+    bool blas, a_ok, b_ok, direct, tra, trb, split_n, epi_in_task;
+    int64_t lda, ldb, ldc;
+    char *prod;           /* [batch, M, N] product when !direct */
+    const char *pa, *pb;  /* packed operands of a single product, or NULL */
+} mm_ctx;
+
+/* C[m0:m1, n0:n1] of batch bi. */
+static int32_t mm_block(mm_ctx *c, int64_t bi, int64_t m0, int64_t m1,
+                        int64_t n0, int64_t n1)
+{
+    const st_kernel *k = c->k;
+    const st_kargs *a = c->a;
+    int nb = c->nb;
+    const st_karg_buf *A = &a->bufs[0], *B = &a->bufs[1], *C = &a->bufs[2];
+    st_dtype ta = k->bufs[0].dtype, tb = k->bufs[1].dtype, tc = k->bufs[2].dtype;
+    size_t sa = st_dtype_size(ta), sb = st_dtype_size(tb), sc = st_dtype_size(tc);
+    size_t esz = c->acc == ST_FLOAT32 ? 4 : 8;
+    int64_t M = c->M, N = c->N, K = c->K;
+    int64_t oa = 0, ob = 0, oc = 0, q = bi;
+    for (int d = nb - 1; d >= 0; d--) {
+        int64_t pd = q % a->shape[d];
+        q /= a->shape[d];
+        oa += pd * A->strides[d];
+        ob += pd * B->strides[d];
+        oc += pd * C->strides[d];
+    }
+    const char *ab = A->data + (ptrdiff_t)sa * oa;
+    const char *bbp = B->data + (ptrdiff_t)sb * ob;
+    char *pa = NULL, *pb = NULL;
+    const void *opa = ab, *opb = bbp;
+    bool xa = c->tra, xb = c->trb;
+    int64_t la = c->lda, lb = c->ldb;
+    if (!c->a_ok && K > 0) {
+        if (c->pa) {
+            opa = c->pa;
+        } else {
+            if (!(pa = malloc(esz * (size_t)(M * K))))
+                return -1;
+            pack(ab, ta, M, K, A->strides[nb], A->strides[nb + 2], c->acc, pa);
+            opa = pa;
+        }
+        xa = false;
+        la = K;
+    }
+    if (!c->b_ok && K > 0) {
+        if (c->pb) {
+            opb = c->pb;
+        } else {
+            if (!(pb = malloc(esz * (size_t)(K * N)))) {
+                free(pa);
+                return -1;
+            }
+            pack(bbp, tb, K, N, B->strides[nb + 2], B->strides[nb + 1], c->acc, pb);
+            opb = pb;
+        }
+        xb = false;
+        lb = N;
+    }
+    /* the block's operands: rows m0.. of A, columns n0.. of B */
+    size_t ea = c->a_ok ? sa : esz, eb = c->b_ok ? sb : esz;
+    opa = (const char *)opa + (ptrdiff_t)ea * (xa ? m0 : m0 * la);
+    opb = (const char *)opb + (ptrdiff_t)eb * (xb ? n0 * lb : n0);
+    int64_t ldo = c->direct ? c->ldc : N;
+    char *out = c->direct ? (char *)C->data + (ptrdiff_t)sc * oc
+                          : c->prod + esz * (size_t)(bi * M * N);
+    out += (ptrdiff_t)(c->direct ? sc : esz) * (m0 * ldo + n0);
+    if (K > 0) {
+#ifdef ST_HAVE_OPENBLAS
+        if (c->blas)
+            gemm(c->acc, xa, xb, m1 - m0, n1 - n0, K, opa, la, opb, lb, out, ldo);
+        else
+#endif
+        {
+            /* C loops on contiguous operands (packed when not BLAS) */
+            mm_loops_ld(c->acc, opa, la, opb, lb, out, ldo, m1 - m0, n1 - n0, K);
+        }
+    } else if (!c->direct) {
+        for (int64_t m = m0; m < m1; m++)
+            memset(c->prod + esz * (size_t)((bi * M + m) * N + n0), 0,
+                   esz * (size_t)(n1 - n0));
+    }
+    free(pa);
+    free(pb);
+    if (c->epi_in_task) {
+        int64_t lo = (bi * M + m0) * N, hi = (bi * M + m1) * N;
+        return c->epi(a, lo, hi, c->err, c->prod);
+    }
+    return 0;
+}
+
+static int32_t batch_task(void *ctx, int64_t lo, int64_t hi)
+{
+    mm_ctx *c = ctx;
+    for (int64_t bi = lo; bi < hi; bi++) {
+        int32_t r = mm_block(c, bi, 0, c->M, 0, c->N);
+        if (r)
+            return r;
+    }
+    return 0;
+}
+
+static int32_t rows_task(void *ctx, int64_t lo, int64_t hi)
+{
+    mm_ctx *c = ctx;
+    return c->split_n ? mm_block(c, 0, 0, c->M, lo, hi)
+                      : mm_block(c, 0, lo, hi, 0, c->N);
+}
+
 typedef struct {
     st_llvm_fn epi;
     const st_kargs *a;
@@ -169,9 +333,20 @@ static bool has_scatter(const st_kernel *k)
     return false;
 }
 
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+
+static void blas_init(void)
+{
+#ifdef ST_HAVE_OPENBLAS
+    openblas_set_num_threads(1);
+#endif
+}
+
 int32_t st_llvm_matmul(const st_kernel *k, const st_kargs *a, st_llvm_fn epi,
                        st_llvm_err *err, bool *parallel)
 {
+    if (parallel)
+        *parallel = false;
     int nb = k->rank - 3;
     int64_t M = a->shape[nb], N = a->shape[nb + 1], K = a->shape[nb + 2];
     int64_t nbatch = 1;
@@ -179,89 +354,90 @@ int32_t st_llvm_matmul(const st_kernel *k, const st_kargs *a, st_llvm_fn epi,
         nbatch *= a->shape[d];
     if (nbatch == 0 || M == 0 || N == 0)
         return 0;
-    st_dtype acc = st_llvm_mm_acc(k);
+    pthread_once(&blas_once, blas_init);
+    mm_ctx c;
+    memset(&c, 0, sizeof c);
+    c.k = k;
+    c.a = a;
+    c.epi = epi;
+    c.err = err;
+    c.nb = nb;
+    c.M = M;
+    c.N = N;
+    c.K = K;
+    c.acc = st_llvm_mm_acc(k);
     st_dtype ta = k->bufs[0].dtype, tb = k->bufs[1].dtype, tc = k->bufs[2].dtype;
     const st_karg_buf *A = &a->bufs[0], *B = &a->bufs[1], *C = &a->bufs[2];
-    size_t sa = st_dtype_size(ta), sb = st_dtype_size(tb), sc = st_dtype_size(tc);
-    bool blas = st_llvm_have_blas() && acc != ST_INT64 && K > 0;
-    bool tra = false, trb = false, trc = false;
-    int64_t lda = 0, ldb = 0, ldc = 0;
-    bool a_ok = blas && ta == acc &&
-                blas_layout(M, K, A->strides[nb], A->strides[nb + 2], &tra, &lda);
-    bool b_ok = blas && tb == acc &&
-                blas_layout(K, N, B->strides[nb + 2], B->strides[nb + 1], &trb, &ldb);
-    bool direct = a_ok && b_ok && k->nstores == 0 && tc == acc &&
-                  blas_layout(M, N, C->strides[nb], C->strides[nb + 1], &trc, &ldc) &&
-                  !trc;
-    size_t esz = acc == ST_FLOAT32 ? 4 : 8;
-    char *prod = NULL, *pa = NULL, *pb = NULL;
-    if (!direct) {
-        prod = malloc(esz * (size_t)(nbatch * M * N));
-        if (!prod)
-            goto oom;
-        if (K == 0)
-            memset(prod, 0, esz * (size_t)(nbatch * M * N));
+    c.blas = st_llvm_have_blas() && c.acc != ST_INT64 && K > 0;
+    c.a_ok = c.blas && ta == c.acc &&
+             blas_layout(M, K, A->strides[nb], A->strides[nb + 2], &c.tra, &c.lda);
+    c.b_ok = c.blas && tb == c.acc &&
+             blas_layout(K, N, B->strides[nb + 2], B->strides[nb + 1], &c.trb, &c.ldb);
+    bool trc = false;
+    c.direct = c.a_ok && c.b_ok && k->nstores == 0 && tc == c.acc &&
+               blas_layout(M, N, C->strides[nb], C->strides[nb + 1], &trc, &c.ldc) &&
+               !trc;
+    if (!c.blas) { /* C loops want contiguous operands */
+        c.a_ok = c.b_ok = false;
+        c.tra = c.trb = false;
     }
-    if (!a_ok && K > 0 && !(pa = malloc(esz * (size_t)(M * K))))
+    size_t esz = c.acc == ST_FLOAT32 ? 4 : 8;
+    size_t plen = 0;
+    char *pa = NULL, *pb = NULL;
+    if (!c.direct && !(c.prod = scratch_take(esz * (size_t)(nbatch * M * N), &plen)))
         goto oom;
-    if (!b_ok && K > 0 && !(pb = malloc(esz * (size_t)(K * N))))
-        goto oom;
-    int64_t p[ST_MAX_DIMS] = {0};
-    for (int64_t bi = 0; bi < nbatch && K > 0; bi++) {
-        int64_t oa = 0, ob = 0, oc = 0;
-        for (int d = 0; d < nb; d++) {
-            oa += p[d] * A->strides[d];
-            ob += p[d] * B->strides[d];
-            oc += p[d] * C->strides[d];
+    bool serial_epi = has_scatter(k);
+    int nt = st_llvm_pool_threads();
+    double work = (double)nbatch * (double)M * (double)N * (double)(K > 0 ? K : 1);
+    int32_t r = 0;
+    bool par = false;
+    if (nbatch > 1) {
+        c.epi_in_task = !c.direct && !serial_epi;
+        r = st_llvm_pool_run(batch_task, &c, nbatch,
+                             work < 262144.0 ? nbatch : 1, &par);
+    } else {
+        /* a single product: pack a strided operand once, then blocks */
+        if (!c.a_ok && K > 0) {
+            if (!(pa = malloc(esz * (size_t)(M * K))))
+                goto oom;
+            pack(A->data, ta, M, K, A->strides[nb], A->strides[nb + 2], c.acc, pa);
+            c.pa = pa;
         }
-        const char *ab = A->data + (ptrdiff_t)sa * oa;
-        const char *bbp = B->data + (ptrdiff_t)sb * ob;
-        const void *opa = ab, *opb = bbp;
-        bool xa = tra, xb = trb;
-        int64_t la = lda, lb = ldb;
-        if (!a_ok) {
-            pack(ab, ta, M, K, A->strides[nb], A->strides[nb + 2], acc, pa);
-            opa = pa;
-            xa = false;
-            la = K;
+        if (!c.b_ok && K > 0) {
+            if (!(pb = malloc(esz * (size_t)(K * N))))
+                goto oom;
+            pack(B->data, tb, K, N, B->strides[nb + 2], B->strides[nb + 1], c.acc, pb);
+            c.pb = pb;
         }
-        if (!b_ok) {
-            pack(bbp, tb, K, N, B->strides[nb + 2], B->strides[nb + 1], acc, pb);
-            opb = pb;
-            xb = false;
-            lb = N;
-        }
-        void *out = direct ? (void *)(C->data + (ptrdiff_t)sc * oc)
-                           : (void *)(prod + esz * (size_t)(bi * M * N));
-#ifdef ST_HAVE_OPENBLAS
-        if (blas)
-            gemm(acc, xa, xb, M, N, K, opa, la, opb, lb, out,
-                 direct ? ldc : N);
-        else
-#endif
-            mm_loops(acc, opa, opb, out, M, N, K);
-        (void)xa;
-        (void)xb;
-        (void)la;
-        (void)lb;
-        for (int d = nb - 1; d >= 0; d--) {
-            if (++p[d] < a->shape[d])
-                break;
-            p[d] = 0;
-        }
+        c.split_n = N > M;
+        c.epi_in_task = !c.direct && !serial_epi && !c.split_n;
+        int64_t dim = c.split_n ? N : M;
+        int64_t grain = dim / (nt > 0 ? nt : 1);
+        if (work < 262144.0 || grain < 16)
+            grain = dim;
+        r = st_llvm_pool_run(rows_task, &c, dim, grain, &par);
     }
+    if (parallel)
+        *parallel = par;
     free(pa);
     free(pb);
-    if (direct)
-        return 0;
-    epi_ctx ec = {epi, a, prod, err};
-    int64_t total = nbatch * M * N;
-    int32_t r = st_llvm_pool_run(epi_task, &ec, total,
-                                 has_scatter(k) ? total : 32768, parallel);
-    free(prod);
+    if (r == 0 && !c.direct && !c.epi_in_task) {
+        epi_ctx ec = {epi, a, c.prod, err};
+        int64_t total = nbatch * M * N;
+        bool p2 = false;
+        r = st_llvm_pool_run(epi_task, &ec, total, serial_epi ? total : 32768, &p2);
+        if (parallel)
+            *parallel = *parallel || p2;
+    }
+    if (c.prod)
+        scratch_give(c.prod, plen);
+    if (r < 0 && st_err_kind() == ST_OK)
+        st_err(ST_ERR_MEMORY, "llvm: out of memory in matmul %lldx%lldx%lld",
+               (long long)M, (long long)N, (long long)K);
     return r;
 oom:
-    free(prod);
+    if (c.prod)
+        scratch_give(c.prod, plen);
     free(pa);
     free(pb);
     st_err(ST_ERR_MEMORY, "llvm: out of memory in matmul %lldx%lldx%lld",
