@@ -1,7 +1,8 @@
 /* codegen_expr.c - the per-point semantics of the kernel IR in LLVM IR:
  * value types and dtype conversions (float16 and bfloat16 inline, so
  * their loops vectorize; see half_bits_to_f), every node kind (loads with bounds checks,
- * params, constants, unary/binary/where/cast, INDEX, RAND, REDUCED) and the
+ * params, constants, unary/binary/where/cast, INDEX, RAND (uniform: an
+ * inline Philox4x32-10, so dropout loops vectorize), REDUCED) and the
  * stores (plain, indexed, accumulating). Mirrors runtime/interp.c exactly:
  * float16/bfloat16/float32 nodes hold float (rounded after every op),
  * float64 double, ints their own width (computed in i64 and wrapped), bool
@@ -661,18 +662,86 @@ static LLVMValueRef emit_binary(st_llvm_cg *cg, const st_knode *n)
     return st_llvm_conv(cg, r, ST_INT64, dt, false);
 }
 
+/* ---- RAND: Philox4x32-10 inline (runtime/random.c bit for bit) ----
+ * Inline i32 ops instead of a call to st_rand_uniform, so that the loop
+ * vectorizer widens kernels with dropout; the 32x32 -> 64 products are
+ * zext i64 muls (vpmuludq on AVX2). */
+
+/* hi and lo 32 bits of the 64-bit product a * m */
+static void mulhilo(st_llvm_cg *cg, LLVMValueRef a, uint32_t m,
+                    LLVMValueRef *hi, LLVMValueRef *lo)
+{
+    LLVMBuilderRef B = cg->B;
+    LLVMValueRef p = LLVMBuildNUWMul(B, LLVMBuildZExt(B, a, cg->i64, ""),
+                                     st_llvm_i64c(cg, m), "");
+    *hi = LLVMBuildTrunc(B, LLVMBuildLShr(B, p, st_llvm_i64c(cg, 32), ""),
+                         cg->i32, "");
+    *lo = LLVMBuildTrunc(B, p, cg->i32, "");
+}
+
+/* st_philox(seed, ctr) into o[4] (i32 values) */
+static void philox(st_llvm_cg *cg, LLVMValueRef seed, LLVMValueRef ctr,
+                   LLVMValueRef o[4])
+{
+    LLVMBuilderRef B = cg->B;
+    LLVMValueRef s32 = st_llvm_i64c(cg, 32), z = LLVMConstInt(cg->i32, 0, 0);
+    LLVMValueRef c0 = LLVMBuildTrunc(B, ctr, cg->i32, "");
+    LLVMValueRef c1 = LLVMBuildTrunc(B, LLVMBuildLShr(B, ctr, s32, ""), cg->i32, "");
+    LLVMValueRef c2 = z, c3 = z;
+    LLVMValueRef k0 = LLVMBuildTrunc(B, seed, cg->i32, "");
+    LLVMValueRef k1 = LLVMBuildTrunc(B, LLVMBuildLShr(B, seed, s32, ""), cg->i32, "");
+    for (int r = 0; r < 10; r++) {
+        if (r > 0) {
+            k0 = LLVMBuildAdd(B, k0, LLVMConstInt(cg->i32, 0x9E3779B9u, 0), "");
+            k1 = LLVMBuildAdd(B, k1, LLVMConstInt(cg->i32, 0xBB67AE85u, 0), "");
+        }
+        LLVMValueRef hi0, lo0, hi1, lo1;
+        mulhilo(cg, c0, 0xD2511F53u, &hi0, &lo0);
+        mulhilo(cg, c2, 0xCD9E8D57u, &hi1, &lo1);
+        c0 = LLVMBuildXor(B, LLVMBuildXor(B, hi1, c1, ""), k0, "");
+        c1 = lo1;
+        c2 = LLVMBuildXor(B, LLVMBuildXor(B, hi0, c3, ""), k1, "");
+        c3 = lo0;
+    }
+    o[0] = c0;
+    o[1] = c1;
+    o[2] = c2;
+    o[3] = c3;
+}
+
+/* u53(lo, hi) = ((hi:lo) >> 11) * 2^-53 as a * 2^-27 + b * 2^-53 with
+ * a = hi >> 5 (27 bits) and b the next 26 bits: both exact i32 -> double
+ * conversions (vcvtdq2pd; AVX2 has no i64 -> double), and the sum, a
+ * 53-bit integer times 2^-53, is exact. */
+static LLVMValueRef u53(st_llvm_cg *cg, LLVMValueRef lo, LLVMValueRef hi)
+{
+    LLVMBuilderRef B = cg->B;
+    LLVMValueRef a = LLVMBuildLShr(B, hi, LLVMConstInt(cg->i32, 5, 0), "");
+    LLVMValueRef b = LLVMBuildOr(B,
+        LLVMBuildLShr(B, lo, LLVMConstInt(cg->i32, 11, 0), ""),
+        LLVMBuildShl(B, LLVMBuildAnd(B, hi, LLVMConstInt(cg->i32, 31, 0), ""),
+                     LLVMConstInt(cg->i32, 21, 0), ""), "");
+    LLVMValueRef da = LLVMBuildFMul(B, LLVMBuildSIToFP(B, a, cg->f64, ""),
+                                    fc(cg->f64, 0x1p-27), "");
+    LLVMValueRef db = LLVMBuildFMul(B, LLVMBuildSIToFP(B, b, cg->f64, ""),
+                                    fc(cg->f64, 0x1p-53), "");
+    return LLVMBuildFAdd(B, da, db, "");
+}
+
 static LLVMValueRef emit_rand(st_llvm_cg *cg, const st_knode *n)
 {
     LLVMValueRef seed = st_llvm_arg_field(cg, offsetof(st_kargs, rng_seed), cg->i64);
     LLVMValueRef off = st_llvm_arg_field(cg, offsetof(st_kargs, rng_offset), cg->i64);
     off = LLVMBuildAdd(cg->B, off, cg->lin, "");
-    LLVMTypeRef pt[2] = {cg->i64, cg->i64};
-    LLVMValueRef av[2] = {seed, off};
-    if (n->i == 1) {
+    if (n->i == 1) { /* normal: Box-Muller in libm, init only */
+        LLVMTypeRef pt[2] = {cg->i64, cg->i64};
+        LLVMValueRef av[2] = {seed, off};
         LLVMValueRef u = ext_call(cg, "st_rand_normal", cg->f64, pt, 2, av);
         return fin(cg, u, false, n->dtype);
     }
-    LLVMValueRef u = ext_call(cg, "st_rand_uniform", cg->f64, pt, 2, av);
+    LLVMValueRef o[4];
+    philox(cg, seed, off, o);
+    LLVMValueRef u = u53(cg, o[0], o[1]);
     if (n->dtype != ST_FLOAT64) {
         double top = 1.0;
         switch (n->dtype) {

@@ -26,7 +26,7 @@
 
 #include "llvm_internal.h"
 
-#define FORMAT_VERSION "st-llvm-obj-5"
+#define FORMAT_VERSION "st-llvm-obj-6"
 
 typedef struct centry {
     char key[48];

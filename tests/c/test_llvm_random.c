@@ -10,7 +10,10 @@
  * order). A mismatch prints the seed, the graph (st_ir_print) and its
  * kernels. Also SYMTRACE_DUMP_DIR: lowering writes the StatementIR and the
  * kernel IR, the LLVM backend the generated module (.ll), on a compile and
- * on a cache hit.
+ * on a cache hit. And hand-built RAND kernels (uniform in every float
+ * dtype, the dropout pattern) at chosen generator states (large seeds,
+ * offsets wrapping 32 and 64 bits): llvm's inline Philox bit for bit
+ * against interp and st_rand_uniform (test_rand_kernels).
  * The kernel cache is a fresh temporary directory (unless
  * SYMTRACE_CACHE_DIR is set): every run exercises the code generator, not
  * objects a previous build left, and ~/.cache is not filled.
@@ -698,6 +701,163 @@ static void test_dump_dir(void)
     CHECK(getenv("SYMTRACE_DUMP_DIR") == NULL, "dump dir unset");
 }
 
+/* ---- RAND kernels: inline Philox vs interp and st_rand_uniform ----
+ * Hand-built kernels (rand alone in every float dtype; the dropout
+ * pattern where(rand >= p, x * s, 0)) launched straight with chosen
+ * generator states: seeds with both halves set, offsets whose low 32 bits
+ * wrap inside the launch, the 64-bit wrap; contiguous (vectorized) and
+ * transposed (strided path) outputs, sizes with a vector tail, big enough
+ * for the thread pool to split. llvm must equal interp bit for bit. */
+static st_knode rk_node(st_knode_kind kind, st_dtype dt)
+{
+    st_knode n;
+    memset(&n, 0, sizeof n);
+    n.kind = kind;
+    n.dtype = dt;
+    n.a = n.b = n.c = -1;
+    n.buf = -1;
+    n.idx_dim = -1;
+    return n;
+}
+
+static int rk_add(st_kernel *k, st_knode n) { return st_kernel_node(k, &n); }
+
+static int rk_bin(st_kernel *k, int op, st_dtype dt, int a, int b)
+{
+    st_knode n = rk_node(ST_KN_BINARY, dt);
+    n.op = op;
+    n.a = a;
+    n.b = b;
+    return rk_add(k, n);
+}
+
+static int rk_const(st_kernel *k, st_dtype dt, double v)
+{
+    st_knode n = rk_node(ST_KN_CONST, dt);
+    n.f = v;
+    return rk_add(k, n);
+}
+
+/* kind 0: y = rand (dtype dt); kind 1: y = where(rand >= 0.1, x * 1.25, 0) */
+static void rand_kernel(st_kernel *k, int kind, st_dtype dt)
+{
+    int dm[ST_MAX_DIMS] = {0, 1, -1, -1, -1, -1, -1, -1};
+    st_kernel_init(k, ST_K_ELEMENTWISE, 2);
+    k->uses_rng = true;
+    int yb = st_kernel_add_buf(k, 0, dt, true, dm), y;
+    int r = rk_add(k, rk_node(ST_KN_RAND, dt));
+    if (kind == 0) {
+        y = r;
+    } else {
+        int xb = st_kernel_add_buf(k, 1, dt, false, dm);
+        st_knode ld = rk_node(ST_KN_LOAD, dt);
+        ld.buf = xb;
+        int x = rk_add(k, ld);
+        int keep = rk_bin(k, ST_OP_GE, ST_BOOL, r, rk_const(k, dt, 0.1));
+        int xs = rk_bin(k, ST_OP_MUL, dt, x, rk_const(k, dt, 1.25));
+        st_knode w = rk_node(ST_KN_WHERE, dt);
+        w.a = keep;
+        w.b = xs;
+        w.c = rk_const(k, dt, 0.0);
+        y = rk_add(k, w);
+    }
+    k->stores[0].buf = yb;
+    k->stores[0].node = y;
+    k->nstores = 1;
+    snprintf(k->name, sizeof k->name, "rand%d_%s", kind, st_dtype_name(dt));
+}
+
+static void test_rand_kernels(void)
+{
+    static const st_dtype dts[4] = {ST_FLOAT64, ST_FLOAT32, ST_FLOAT16, ST_BFLOAT16};
+    static const uint64_t seeds[] = {0, 1, 1234, 0xFFFFFFFFull, 0x100000000ull,
+        0x9E3779B97F4A7C15ull, 0xFFFFFFFFFFFFFFFFull, 67280421310721ull};
+    static const uint64_t offs[] = {0, 7, 0xFFFFFFFFull - 100, 0x1FFFFFFF0ull,
+        0xFFFFFFFFFFFFFFFFull - 50, 0x8000000000000000ull - 3, 123456789012345ull};
+    static const int64_t sizes[3][2] = {{1, 1}, {3, 67}, {301, 1001}};
+    int checks = 0, before = failures;
+    size_t cap = 301 * 1001;
+    char *xs = malloc(cap * 8), *yl = malloc(cap * 8), *yi = malloc(cap * 8);
+    for (int kind = 0; kind < 2; kind++)
+        for (int d = 0; d < 4; d++) {
+            st_dtype dt = dts[d];
+            size_t es = st_dtype_size(dt);
+            st_kernel k;
+            rand_kernel(&k, kind, dt);
+            void *hl = LB->compile(LB, &k, 1), *hi = IB->compile(IB, &k, 1);
+            CHECK(hl && hi, "rand kernel %s: compile", k.name);
+            for (int sz = 0; hl && hi && sz < 3; sz++)
+                for (int tr = 0; tr < 2; tr++)
+                    for (size_t si = 0; si < sizeof seeds / sizeof seeds[0]; si++)
+                        for (size_t oi = 0; oi < sizeof offs / sizeof offs[0]; oi++) {
+                            if (sz == 2 && (si % 3 != 0 || oi % 2 != 0))
+                                continue; /* the big size on a subset */
+                            int64_t R = sizes[sz][0], C = sizes[sz][1], n = R * C;
+                            for (int64_t i = 0; i < n; i++) { /* finite, |x| < 2 */
+                                uint64_t h = splitmix((uint64_t)i);
+                                double v = (double)(h >> 11) * 0x1p-51 - 2;
+                                if (dt == ST_FLOAT64)
+                                    ((double *)xs)[i] = v;
+                                else if (dt == ST_FLOAT32)
+                                    ((float *)xs)[i] = (float)v;
+                                else
+                                    ((uint16_t *)xs)[i] = (uint16_t)(h & 0xBFFF);
+                            }
+                            st_kargs a;
+                            memset(&a, 0, sizeof a);
+                            a.shape[0] = R;
+                            a.shape[1] = C;
+                            for (int b = 0; b < 2; b++) {
+                                a.bufs[b].strides[0] = tr ? 1 : C;
+                                a.bufs[b].strides[1] = tr ? R : 1;
+                            }
+                            a.bufs[1].data = xs;
+                            a.rng_seed = seeds[si];
+                            a.rng_offset = offs[oi];
+                            memset(yl, 0x5a, (size_t)n * es);
+                            memset(yi, 0xa5, (size_t)n * es);
+                            a.bufs[0].data = yl;
+                            st_status s1 = LB->launch(LB, hl, 0, &a);
+                            a.bufs[0].data = yi;
+                            st_status s2 = IB->launch(IB, hi, 0, &a);
+                            checks++;
+                            CHECK(s1 == ST_OK && s2 == ST_OK, "rand launch %s", k.name);
+                            if (memcmp(yl, yi, (size_t)n * es) != 0) {
+                                int64_t i = 0;
+                                while (memcmp(yl + i * es, yi + i * es, es) == 0)
+                                    i++;
+                                CHECK(false, "%s [%lld,%lld]%s seed %llu offset %llu: "
+                                      "element %lld differs from interp", k.name,
+                                      (long long)R, (long long)C, tr ? " transposed" : "",
+                                      (unsigned long long)seeds[si],
+                                      (unsigned long long)offs[oi], (long long)i);
+                            }
+                            if (kind == 0 && dt == ST_FLOAT64 && !tr)
+                                for (int64_t i = 0; i < n; i++) {
+                                    double u = st_rand_uniform(seeds[si], offs[oi] + (uint64_t)i);
+                                    if (memcmp(&u, yl + i * 8, 8) != 0) {
+                                        CHECK(false, "rand float64 seed %llu offset %llu: "
+                                              "element %lld is %.17g, st_rand_uniform %.17g",
+                                              (unsigned long long)seeds[si],
+                                              (unsigned long long)offs[oi], (long long)i,
+                                              ((double *)yl)[i], u);
+                                        break;
+                                    }
+                                }
+                        }
+            if (hl)
+                LB->release(LB, hl);
+            if (hi)
+                IB->release(IB, hi);
+            st_kernel_clear(&k);
+        }
+    free(xs);
+    free(yl);
+    free(yi);
+    printf("rand kernels: %d launches compared, %d failure(s)\n", checks,
+           failures - before);
+}
+
 static int env_int(const char *name, int def)
 {
     const char *e = getenv(name);
@@ -774,6 +934,7 @@ int main(void)
     }
     double t1 = now_s();
     test_dump_dir();
+    test_rand_kernels();
 
     st_llvm_stats_t s0, s1;
     st_llvm_stats(&s0);
