@@ -138,16 +138,16 @@ static bool blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs,
 #ifdef ST_HAVE_OPENBLAS
 static void gemm(st_dtype acc, bool ta, bool tb, int64_t M, int64_t N,
                  int64_t K, const void *A, int64_t lda, const void *B,
-                 int64_t ldb, void *C, int64_t ldc)
+                 int64_t ldb, void *C, int64_t ldc, bool beta1)
 {
     enum CBLAS_TRANSPOSE xa = ta ? CblasTrans : CblasNoTrans;
     enum CBLAS_TRANSPOSE xb = tb ? CblasTrans : CblasNoTrans;
     if (acc == ST_FLOAT32)
         cblas_sgemm(CblasRowMajor, xa, xb, (int)M, (int)N, (int)K, 1.0f, A,
-                    (int)lda, B, (int)ldb, 0.0f, C, (int)ldc);
+                    (int)lda, B, (int)ldb, beta1 ? 1.0f : 0.0f, C, (int)ldc);
     else
         cblas_dgemm(CblasRowMajor, xa, xb, (int)M, (int)N, (int)K, 1.0, A,
-                    (int)lda, B, (int)ldb, 0.0, C, (int)ldc);
+                    (int)lda, B, (int)ldb, beta1 ? 1.0 : 0.0, C, (int)ldc);
 }
 #endif
 
@@ -205,10 +205,97 @@ typedef struct {
     int nb;
     int64_t M, N, K;
     bool blas, a_ok, b_ok, direct, tra, trb, split_n, epi_in_task;
+    int addx;             /* >= 0: C = X + A B by a gemm with beta 1 (X: buffer addx) */
+    int cbuf;             /* the buffer the gemm writes when direct: 2, or the
+                             add-epilogue's output */
     int64_t lda, ldb, ldc;
     char *prod;           /* [batch, M, N] product when !direct */
     const char *pa, *pb;  /* packed operands of a single product, or NULL */
 } mm_ctx;
+
+/* The add-epilogue (see addx): the X operand's buffer index, or -1. The
+ * kernel's one store must be add(load X, product) in the accumulation
+ * type, X a plain strided load. */
+static int add_epilogue(const st_kernel *k, st_dtype acc)
+{
+    if (k->nstores != 1 || k->stores[0].indexed || k->stores[0].accumulate)
+        return -1;
+    const st_knode *s = &k->nodes[k->stores[0].node];
+    if (s->kind != ST_KN_BINARY || s->op != ST_OP_ADD || s->dtype != acc)
+        return -1;
+    const st_knode *x = &k->nodes[s->a], *y = &k->nodes[s->b];
+    if (x->kind == ST_KN_REDUCED) {
+        const st_knode *t = x;
+        x = y;
+        y = t;
+    }
+    if (y->kind != ST_KN_REDUCED || x->kind != ST_KN_LOAD || x->idx_dim >= 0 ||
+        x->dtype != acc || k->bufs[x->buf].dtype != acc ||
+        k->bufs[k->stores[0].buf].dtype != acc || k->bufs[x->buf].is_out)
+        return -1;
+    return x->buf;
+}
+
+/* element offset of X for batch bi */
+static int64_t oxb(const mm_ctx *c, int64_t bi)
+{
+    const st_karg_buf *X = &c->a->bufs[c->addx];
+    int64_t o = 0;
+    for (int d = c->nb - 1; d >= 0; d--) {
+        o += (bi % c->a->shape[d]) * X->strides[d];
+        bi /= c->a->shape[d];
+    }
+    return o;
+}
+
+/* out[m0:m1, n0:n1] (leading dim ldo, already at (m0, n0)) = X's block */
+static void fill_x(const mm_ctx *c, int64_t ox, int64_t m0, int64_t m1,
+                   int64_t n0, int64_t n1, char *out, int64_t ldo)
+{
+    const st_karg_buf *X = &c->a->bufs[c->addx];
+    int64_t rs = X->strides[c->nb], cs = X->strides[c->nb + 1];
+    size_t esz = c->acc == ST_FLOAT32 ? 4 : 8;
+    for (int64_t m = m0; m < m1; m++) {
+        const char *src = X->data + (ptrdiff_t)esz * (ox + m * rs + n0 * cs);
+        char *dst = out + (ptrdiff_t)esz * ((m - m0) * ldo);
+        int64_t n = n1 - n0;
+        if (src == dst)
+            continue;
+        if (cs == 1) {
+            memmove(dst, src, esz * (size_t)n);
+        } else if (esz == 4) {
+            for (int64_t j = 0; j < n; j++)
+                ((float *)dst)[j] = *(const float *)(src + 4 * (ptrdiff_t)(j * cs));
+        } else {
+            for (int64_t j = 0; j < n; j++)
+                ((double *)dst)[j] = *(const double *)(src + 8 * (ptrdiff_t)(j * cs));
+        }
+    }
+}
+
+/* Do X's and C's memory overlap (other than as the very same layout)? */
+static bool x_overlaps_c(const st_kargs *a, int nb, int rank, int xb,
+                         int cb, size_t esz)
+{
+    const st_karg_buf *X = &a->bufs[xb], *C = &a->bufs[cb];
+    int64_t xlo = 0, xhi = 0, clo = 0, chi = 0;
+    bool same = X->data == C->data;
+    for (int d = 0; d < rank; d++) {
+        if (d == nb + 2)
+            continue; /* K: neither moves */
+        int64_t e = a->shape[d] - 1;
+        int64_t xs = X->strides[d] * e, cs = C->strides[d] * e;
+        if (xs < 0) xlo += xs; else xhi += xs;
+        if (cs < 0) clo += cs; else chi += cs;
+        same &= X->strides[d] == C->strides[d];
+    }
+    if (same)
+        return false;
+    ptrdiff_t e = (ptrdiff_t)esz;
+    const char *x0 = X->data + e * xlo, *x1 = X->data + e * (xhi + 1);
+    const char *c0 = C->data + e * clo, *c1 = C->data + e * (chi + 1);
+    return x0 < c1 && c0 < x1;
+}
 
 /* C[m0:m1, n0:n1] of batch bi. */
 static int32_t mm_block(mm_ctx *c, int64_t bi, int64_t m0, int64_t m1,
@@ -217,8 +304,8 @@ static int32_t mm_block(mm_ctx *c, int64_t bi, int64_t m0, int64_t m1,
     const st_kernel *k = c->k;
     const st_kargs *a = c->a;
     int nb = c->nb;
-    const st_karg_buf *A = &a->bufs[0], *B = &a->bufs[1], *C = &a->bufs[2];
-    st_dtype ta = k->bufs[0].dtype, tb = k->bufs[1].dtype, tc = k->bufs[2].dtype;
+    const st_karg_buf *A = &a->bufs[0], *B = &a->bufs[1], *C = &a->bufs[c->cbuf];
+    st_dtype ta = k->bufs[0].dtype, tb = k->bufs[1].dtype, tc = k->bufs[c->cbuf].dtype;
     size_t sa = st_dtype_size(ta), sb = st_dtype_size(tb), sc = st_dtype_size(tc);
     size_t esz = c->acc == ST_FLOAT32 ? 4 : 8;
     int64_t M = c->M, N = c->N, K = c->K;
@@ -270,10 +357,13 @@ static int32_t mm_block(mm_ctx *c, int64_t bi, int64_t m0, int64_t m1,
     char *out = c->direct ? (char *)C->data + (ptrdiff_t)sc * oc
                           : c->prod + esz * (size_t)(bi * M * N);
     out += (ptrdiff_t)(c->direct ? sc : esz) * (m0 * ldo + n0);
+    if (c->addx >= 0)
+        fill_x(c, oxb(c, bi), m0, m1, n0, n1, out, ldo);
     if (K > 0) {
 #ifdef ST_HAVE_OPENBLAS
         if (c->blas)
-            gemm(c->acc, xa, xb, m1 - m0, n1 - n0, K, opa, la, opb, lb, out, ldo);
+            gemm(c->acc, xa, xb, m1 - m0, n1 - n0, K, opa, la, opb, lb, out, ldo,
+                 c->addx >= 0);
         else
 #endif
         {
@@ -377,6 +467,19 @@ int32_t st_llvm_matmul(const st_kernel *k, const st_kargs *a, st_llvm_fn epi,
     c.direct = c.a_ok && c.b_ok && k->nstores == 0 && tc == c.acc &&
                blas_layout(M, N, C->strides[nb], C->strides[nb + 1], &trc, &c.ldc) &&
                !trc;
+    c.addx = -1;
+    c.cbuf = 2;
+    int xb = c.direct || !c.a_ok || !c.b_ok || K <= 0 ? -1 : add_epilogue(k, c.acc);
+    int ob = xb >= 0 ? k->stores[0].buf : -1;
+    if (xb >= 0 && k->bufs[ob].dtype == c.acc &&
+        blas_layout(M, N, a->bufs[ob].strides[nb], a->bufs[ob].strides[nb + 1], &trc, &c.ldc) &&
+        !trc) {
+        if (!x_overlaps_c(a, nb, k->rank, xb, ob, c.acc == ST_FLOAT32 ? 4 : 8)) {
+            c.addx = xb;
+            c.cbuf = ob;
+            c.direct = true;
+        }
+    }
     if (!c.blas) { /* C loops want contiguous operands */
         c.a_ok = c.b_ok = false;
         c.tra = c.trb = false;
