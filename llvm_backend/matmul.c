@@ -211,6 +211,8 @@ typedef struct {
     int64_t lda, ldb, ldc;
     char *prod;           /* [batch, M, N] product when !direct */
     const char *pa, *pb;  /* packed operands of a single product, or NULL */
+    int nparts;           /* K split: partial products, one a task */
+    char *parts;          /* [nparts, M, N] */
 } mm_ctx;
 
 /* The add-epilogue (see addx): the X operand's buffer index, or -1. The
@@ -402,6 +404,69 @@ static int32_t rows_task(void *ctx, int64_t lo, int64_t hi)
                       : mm_block(c, 0, lo, hi, 0, c->N);
 }
 
+/* K split (a long reduction, a small output: the MLM decoder's input
+ * gradient): task i multiplies the i-th K range into partial product i;
+ * splitting M or N instead would have every task pack all of the long
+ * operand. */
+static int32_t kpart_task(void *ctx, int64_t lo, int64_t hi)
+{
+#ifdef ST_HAVE_OPENBLAS
+    mm_ctx *c = ctx;
+    const st_kargs *a = c->a;
+    size_t esz = c->acc == ST_FLOAT32 ? 4 : 8;
+    size_t sa = st_dtype_size(c->k->bufs[0].dtype), sb = st_dtype_size(c->k->bufs[1].dtype);
+    for (int64_t i = lo; i < hi; i++) {
+        int64_t k0 = c->K * i / c->nparts, k1 = c->K * (i + 1) / c->nparts;
+        const char *pa = c->pa ? c->pa : a->bufs[0].data;
+        const char *pb = c->pb ? c->pb : a->bufs[1].data;
+        bool xa = c->pa ? false : c->tra, xb = c->pb ? false : c->trb;
+        int64_t la = c->pa ? c->K : c->lda, lb = c->pb ? c->N : c->ldb;
+        size_t ea = c->pa ? esz : sa, eb = c->pb ? esz : sb;
+        pa += (ptrdiff_t)ea * (xa ? k0 * la : k0);
+        pb += (ptrdiff_t)eb * (xb ? k0 : k0 * lb);
+        char *out = c->parts + esz * (size_t)(i * c->M * c->N);
+        if (k1 > k0)
+            gemm(c->acc, xa, xb, c->M, c->N, k1 - k0, pa, la, pb, lb, out, c->N, false);
+        else
+            memset(out, 0, esz * (size_t)(c->M * c->N));
+    }
+    return 0;
+#else
+    (void)ctx;
+    (void)lo;
+    (void)hi;
+    return -1;
+#endif
+}
+
+/* the partial products summed into the product buffer or, direct, C */
+static void kpart_sum(mm_ctx *c)
+{
+    int64_t M = c->M, N = c->N;
+    const st_karg_buf *C = &c->a->bufs[2];
+    for (int64_t m = 0; m < M; m++) {
+        if (c->acc == ST_FLOAT32) {
+            float *d = c->direct ? (float *)C->data + m * c->ldc : (float *)c->prod + m * N;
+            const float *p = (const float *)c->parts + m * N;
+            for (int64_t n = 0; n < N; n++) {
+                float v = p[n];
+                for (int i = 1; i < c->nparts; i++)
+                    v += p[(size_t)i * M * N + n];
+                d[n] = v;
+            }
+        } else {
+            double *d = c->direct ? (double *)C->data + m * c->ldc : (double *)c->prod + m * N;
+            const double *p = (const double *)c->parts + m * N;
+            for (int64_t n = 0; n < N; n++) {
+                double v = p[n];
+                for (int i = 1; i < c->nparts; i++)
+                    v += p[(size_t)i * M * N + n];
+                d[n] = v;
+            }
+        }
+    }
+}
+
 typedef struct {
     st_llvm_fn epi;
     const st_kargs *a;
@@ -512,14 +577,33 @@ int32_t st_llvm_matmul(const st_kernel *k, const st_kargs *a, st_llvm_fn epi,
             pack(B->data, tb, K, N, B->strides[nb + 2], B->strides[nb + 1], c.acc, pb);
             c.pb = pb;
         }
+        int64_t mn = M > N ? M : N;
+        if (c.blas && c.addx < 0 && nt > 1 && work >= 262144.0 && K >= 2048 &&
+            K >= 16 * mn && M * N <= (1 << 20)) {
+            c.nparts = nt;
+            c.parts = malloc(esz * (size_t)(nt * M * N));
+            if (!c.parts)
+                goto oom;
+            r = st_llvm_pool_run(kpart_task, &c, nt, 1, &par);
+            if (r == 0)
+                kpart_sum(&c);
+            free(c.parts);
+            c.parts = NULL;
+            goto blocks_done;
+        }
         c.split_n = N > M;
         c.epi_in_task = !c.direct && !serial_epi && !c.split_n;
         int64_t dim = c.split_n ? N : M;
+        /* two blocks a thread when they stay >= 64 wide: a thread that
+         * the OS delays (a loaded machine) then holds up less of the work */
         int64_t grain = dim / (nt > 0 ? nt : 1);
+        if (grain >= 128)
+            grain /= 2;
         if (work < 262144.0 || grain < 16)
             grain = dim;
         r = st_llvm_pool_run(rows_task, &c, dim, grain, &par);
     }
+blocks_done:
     if (parallel)
         *parallel = par;
     free(pa);

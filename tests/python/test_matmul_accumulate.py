@@ -106,3 +106,33 @@ def test_the_add_epilogue_cases_were_fused():
     # the full-X, bias and row cases above make matmul_add kernels (the path
     # under test); runs after them in file order
     assert _run.fused >= 20
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("layout", ["plain", "a_t", "b_t", "strided_a", "epilogue"])
+def test_long_k_split(dtype, layout):
+    # K >> M, N: the K range is split across threads, partial products summed
+    M, K, N = 24, 9000, 40
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((M, K)).astype(dtype)
+    b = rng.standard_normal((K, N)).astype(dtype)
+    if layout == "plain":
+        got = _run(lambda a, b: a @ b, a, b)
+        ref = a @ b
+    elif layout == "a_t":
+        at = np.ascontiguousarray(a.T)
+        got = _run(lambda at, b: at.t() @ b, at, b)
+        ref = a @ b
+    elif layout == "b_t":
+        bt = np.ascontiguousarray(b.T)
+        got = _run(lambda a, bt: a @ bt.t(), a, bt)
+        ref = a @ b
+    elif layout == "strided_a":
+        a2 = rng.standard_normal((M, 2 * K)).astype(dtype)
+        got = _run(lambda a2, b: a2[:, ::2] @ b, a2, b)
+        ref = a2[:, ::2] @ b
+    else:
+        got = _run(lambda a, b: (a @ b).relu() * 2.0, a, b)
+        ref = np.maximum(a @ b, 0) * 2.0
+    tol = 2e-3 if dtype == np.float32 else 1e-9
+    np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * np.sqrt(K))
