@@ -3,7 +3,10 @@
  * _C.CompiledGraph (lowered by fusion/, compiled by a chosen backend, run
  * with its memory plan; the plan's per-kernel estimate beside the
  * allocator's measured bytes). The path the frontend's compiled frames
- * take, usable on its own. */
+ * take, usable on its own. run() may write results into given tensors
+ * (out=, also into an input when that is safe: see check_alias) and take
+ * this run's values of the graph's constants (consts=, kernel params, so
+ * the kernels are not rebuilt: symtrace/optim/_fused.py's update). */
 #include "st_fe.h"
 
 /* ---------------- Graph ---------------- */
@@ -238,15 +241,22 @@ typedef struct {
     st_backend *be;
     void *compiled;
     PyObject *graph;    /* the source Graph (kept for printing) */
+    /* cmap[v]: the program graph's value of source constant v, else -1
+     * (decomposition and view folding copy the constants first, in order) */
+    int *cmap;
+    int ncmap;
 } compiled_obj;
 
 static void compiled_dealloc(PyObject *self) {
     compiled_obj *o = (compiled_obj *)self;
     if (o->compiled) o->be->release(o->be, o->compiled);
     st_kprog_free(o->prog);
+    PyMem_Free(o->cmap);
     Py_XDECREF(o->graph);
     Py_TYPE(self)->tp_free(self);
 }
+
+static int map_consts(compiled_obj *o, const st_graph *g);
 
 static PyObject *g_compile(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"backend", NULL};
@@ -269,6 +279,8 @@ static PyObject *g_compile(PyObject *self, PyObject *args, PyObject *kw) {
     if (!o) return NULL;
     o->prog = NULL;
     o->compiled = NULL;
+    o->cmap = NULL;
+    o->ncmap = 0;
     o->be = be;
     o->graph = self;
     Py_INCREF(self);
@@ -282,16 +294,66 @@ static PyObject *g_compile(PyObject *self, PyObject *args, PyObject *kw) {
         Py_DECREF(o);
         return st_fe_raise();
     }
+    if (map_consts(o, g)) {
+        Py_DECREF(o);
+        return NULL;
+    }
     return (PyObject *)o;
 }
 
-/* Binds the inputs' metas and re-infers: what a plan or a run needs. */
+/* The k-th constant of the source graph is the k-th of the program graph
+ * (fusion/decompose.c and viewfold.c copy them first, in order). */
+static int map_consts(compiled_obj *o, const st_graph *g) {
+    const st_graph *pg = o->prog->graph;
+    o->cmap = PyMem_Malloc(sizeof(int) * (size_t)(g->nvalues ? g->nvalues : 1));
+    if (!o->cmap) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    o->ncmap = g->nvalues;
+    for (int v = 0; v < g->nvalues; v++) o->cmap[v] = -1;
+    int pv = 0;
+    for (int v = 0; v < g->nvalues; v++) {
+        if (g->values[v].kind != ST_VAL_CONST) continue;
+        while (pv < pg->nvalues && pg->values[pv].kind != ST_VAL_CONST) pv++;
+        if (pv >= pg->nvalues) break;
+        if (pg->values[pv].meta.dtype == g->values[v].meta.dtype) o->cmap[v] = pv;
+        pv++;
+    }
+    return 0;
+}
+
+/* Binds the inputs' metas and re-infers: what a plan or a run needs. All
+ * inputs are checked before a meta changes; a failed re-inference leaves
+ * the metas poisoned (the next call infers again), as runtime/exec.c does. */
 static int bind(compiled_obj *o, PyObject *args, st_tensor ***vals_out) {
     st_graph *g = o->prog->graph;
     if (PyTuple_GET_SIZE(args) != g->ninputs) {
         PyErr_Format(PyExc_TypeError, "the graph takes %d inputs, %zd given", g->ninputs,
                      PyTuple_GET_SIZE(args));
         return -1;
+    }
+    for (int k = 0; k < g->ninputs; k++) {
+        PyObject *a = PyTuple_GET_ITEM(args, k);
+        if (!st_fe_is_tensor(a)) {
+            PyErr_Format(PyExc_TypeError, "input %d must be a Tensor, got %s", k,
+                         Py_TYPE(a)->tp_name);
+            return -1;
+        }
+        st_tensor *t = st_fe_unwrap(a);
+        const st_meta *m = &g->values[g->inputs[k]].meta;
+        if (st_tensor_device(t)->type != o->be->device) {
+            PyErr_Format(PyExc_ValueError, "input %d is on %s, the graph was compiled for "
+                         "backend %s", k, st_tensor_device(t)->name, o->be->name);
+            return -1;
+        }
+        if (t->dtype != m->dtype || t->ndim != m->ndim) {
+            char a1[128], a2[128];
+            PyErr_Format(PyExc_TypeError, "input %d: the graph expects %s%s, got %s%s", k,
+                         st_dtype_name(m->dtype), st_shape_str(m->shape, m->ndim, a1, sizeof a1),
+                         st_dtype_name(t->dtype), st_shape_str(t->shape, t->ndim, a2, sizeof a2));
+            return -1;
+        }
     }
     st_tensor **vals = PyMem_Calloc((size_t)g->nvalues, sizeof *vals);
     if (!vals) {
@@ -300,23 +362,8 @@ static int bind(compiled_obj *o, PyObject *args, st_tensor ***vals_out) {
     }
     bool changed = false;
     for (int k = 0; k < g->ninputs; k++) {
-        PyObject *a = PyTuple_GET_ITEM(args, k);
-        if (!st_fe_is_tensor(a)) {
-            PyErr_Format(PyExc_TypeError, "input %d must be a Tensor, got %s", k,
-                         Py_TYPE(a)->tp_name);
-            PyMem_Free(vals);
-            return -1;
-        }
-        st_tensor *t = st_fe_unwrap(a);
+        st_tensor *t = st_fe_unwrap(PyTuple_GET_ITEM(args, k));
         st_meta *m = &g->values[g->inputs[k]].meta;
-        if (t->dtype != m->dtype || t->ndim != m->ndim) {
-            char a1[128], a2[128];
-            PyErr_Format(PyExc_TypeError, "input %d: the graph expects %s%s, got %s%s", k,
-                         st_dtype_name(m->dtype), st_shape_str(m->shape, m->ndim, a1, sizeof a1),
-                         st_dtype_name(t->dtype), st_shape_str(t->shape, t->ndim, a2, sizeof a2));
-            PyMem_Free(vals);
-            return -1;
-        }
         if (memcmp(m->shape, t->shape, sizeof(int64_t) * (size_t)t->ndim)) {
             memcpy(m->shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
             changed = true;
@@ -325,6 +372,10 @@ static int bind(compiled_obj *o, PyObject *args, st_tensor ***vals_out) {
         vals[g->inputs[k]] = t;
     }
     if (changed && st_ir_reinfer(g) != ST_OK) {
+        for (int k = 0; k < g->ninputs; k++) {
+            st_meta *m = &g->values[g->inputs[k]].meta;
+            for (int d = 0; d < m->ndim; d++) m->shape[d] = -1;
+        }
         for (int v = 0; v < g->nvalues; v++) st_tensor_decref(vals[v]);
         PyMem_Free(vals);
         st_fe_raise();
@@ -348,26 +399,274 @@ static const char *kname(const st_kernel *k, const st_graph *g) {
     return k->kind == ST_K_VIEW ? st_op(g->stmts[k->stmt].op)->name : k->name;
 }
 
-/* run(*tensors, trace=False) -> outputs tuple, or (outputs, rows) with
- * rows = [(kernel, estimated_bytes, measured_bytes)] when trace. */
+/* ---- run(out=...): results written into given tensors ---- */
+
+/* The kernel that stores graph value v (its buffer in *buf), or -1: an
+ * input, a constant or the result of a view step. */
+static int writer_of(const st_kprog *p, int v, int *buf) {
+    for (int i = 0; i < p->nkernels; i++) {
+        const st_kernel *k = &p->kernels[i];
+        if (k->kind == ST_K_VIEW) continue;
+        for (int b = 0; b < k->nbufs; b++)
+            if (k->bufs[b].is_out && k->bufs[b].value == v) {
+                *buf = b;
+                return i;
+            }
+    }
+    return -1;
+}
+
+static bool same_layout(const st_tensor *a, const st_tensor *b) {
+    return a->storage == b->storage && a->offset == b->offset && a->ndim == b->ndim &&
+           !memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim) &&
+           !memcmp(a->strides, b->strides, sizeof(int64_t) * (size_t)a->ndim);
+}
+
+/* out[k] (stored by kernel w, buffer wb) is input j's storage. Safe when it
+ * is the same contiguous tensor, kernel w reads input j (or any view of
+ * it) only at the point it writes (an elementwise load of input j itself
+ * with the store's dimmap: every point is read before it is written), and
+ * no kernel after w reads it. */
+static int check_alias(const st_kprog *p, int k, int w, int wb, int j, const st_tensor *o,
+                       const st_tensor *in, bool *al) {
+    const st_graph *g = p->graph;
+    if (!same_layout(o, in) || !st_tensor_is_contiguous(o)) {
+        PyErr_Format(PyExc_ValueError,
+                     "run: out[%d] shares storage with input %d but is not the same "
+                     "contiguous tensor (same offset, shape and strides)", k, j);
+        return -1;
+    }
+    int jv = g->inputs[j];
+    for (int v = 0; v < g->nvalues; v++) al[v] = v == jv;
+    const st_kernel *wk = &p->kernels[w];
+    for (int i = 0; i < p->nkernels; i++) {
+        const st_kernel *ki = &p->kernels[i];
+        if (ki->kind == ST_K_VIEW) { /* a view of the input aliases it too */
+            const st_stmt *s = &g->stmts[ki->stmt];
+            if (al[s->in[0]]) al[s->out[0]] = true;
+            continue;
+        }
+        for (int b = 0; b < ki->nbufs; b++) {
+            const st_kbuf *kb = &ki->bufs[b];
+            if (kb->is_out || !al[kb->value] || i < w) continue;
+            if (i > w) {
+                PyErr_Format(PyExc_ValueError,
+                             "run: out[%d] aliases input %d, which kernel %s reads after "
+                             "kernel %s has overwritten it", k, j, ki->name, wk->name);
+                return -1;
+            }
+            bool same = wk->kind == ST_K_ELEMENTWISE && kb->value == jv && kb->unravel == 0 &&
+                        !memcmp(kb->dimmap, wk->bufs[wb].dimmap, sizeof(int) * (size_t)wk->rank);
+            for (int n = 0; same && n < wk->nnodes; n++)
+                same = !(wk->nodes[n].kind == ST_KN_LOAD && wk->nodes[n].buf == b &&
+                         wk->nodes[n].idx_dim >= 0);
+            for (int q = 0; same && q < wk->nstores; q++)
+                same = !(wk->stores[q].buf == wb && wk->stores[q].indexed);
+            if (!same) {
+                PyErr_Format(PyExc_ValueError,
+                             "run: out[%d] aliases input %d, which kernel %s reads at other "
+                             "points than the one it writes (not an elementwise read of "
+                             "the same layout)", k, j, wk->name);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Checks out= and binds the given tensors (new references) into vals. */
+static int bind_out(compiled_obj *o, PyObject *outo, st_tensor **vals, PyObject **given) {
+    const st_kprog *p = o->prog;
+    const st_graph *g = p->graph;
+    PyObject *seq = PySequence_Fast(outo, "run: out= must be a sequence of Tensors or None");
+    if (!seq) return -1;
+    int rc = -1;
+    bool *al = NULL;
+    if (PySequence_Fast_GET_SIZE(seq) != g->noutputs) {
+        PyErr_Format(PyExc_ValueError, "run: out= has %zd entries, the graph has %d outputs",
+                     PySequence_Fast_GET_SIZE(seq), g->noutputs);
+        goto done;
+    }
+    st_device *dev = st_rt_device(o->be->device, 0);
+    al = PyMem_Malloc((size_t)(g->nvalues ? g->nvalues : 1));
+    if (!al || !dev) {
+        if (!al) PyErr_NoMemory();
+        else st_fe_raise();
+        goto done;
+    }
+    for (int k = 0; k < g->noutputs; k++) {
+        PyObject *a = PySequence_Fast_GET_ITEM(seq, k);
+        if (a == Py_None) continue;
+        if (!st_fe_is_tensor(a)) {
+            PyErr_Format(PyExc_TypeError, "run: out[%d] must be a Tensor or None, got %s", k,
+                         Py_TYPE(a)->tp_name);
+            goto done;
+        }
+        st_tensor *t = st_fe_unwrap(a);
+        int v = g->outputs[k];
+        const st_meta *m = &g->values[v].meta;
+        if (t->dtype != m->dtype) {
+            PyErr_Format(PyExc_TypeError, "run: out[%d] is %s, the graph's output %d is %s", k,
+                         st_dtype_name(t->dtype), k, st_dtype_name(m->dtype));
+            goto done;
+        }
+        if (t->ndim != m->ndim || memcmp(t->shape, m->shape, sizeof(int64_t) * (size_t)m->ndim)) {
+            char a1[128], a2[128];
+            PyErr_Format(PyExc_ValueError, "run: out[%d] has shape %s, the graph's output %d "
+                         "has shape %s", k, st_shape_str(t->shape, t->ndim, a1, sizeof a1), k,
+                         st_shape_str(m->shape, m->ndim, a2, sizeof a2));
+            goto done;
+        }
+        if (st_tensor_device(t) != dev) {
+            PyErr_Format(PyExc_ValueError, "run: out[%d] is on %s, the graph runs on %s "
+                         "(backend %s)", k, st_tensor_device(t)->name, dev->name, o->be->name);
+            goto done;
+        }
+        if (t->requires_grad && st_ad_grad_enabled()) {
+            /* a run records no autograd history (as a leaf's in-place op
+             * in eager, refused) */
+            PyErr_Format(PyExc_RuntimeError, "run: out[%d] requires grad and a run records no "
+                         "autograd history; write into it under no_grad", k);
+            goto done;
+        }
+        int wb = -1, w = writer_of(p, v, &wb);
+        if (w < 0) {
+            PyErr_Format(PyExc_ValueError, "run: the graph's output %d is not computed by a "
+                         "kernel (an input, a constant or a view), so it cannot be written "
+                         "into out[%d]", k, k);
+            goto done;
+        }
+        for (int j = 0; j < k; j++) {
+            if (!given[j]) continue;
+            if (g->outputs[j] == v || st_fe_unwrap(given[j])->storage == t->storage) {
+                PyErr_Format(PyExc_ValueError, "run: out[%d] and out[%d] %s", j, k,
+                             g->outputs[j] == v ? "are the same graph output"
+                                                : "share storage");
+                goto done;
+            }
+        }
+        for (int j = 0; j < g->ninputs; j++) {
+            const st_tensor *in = vals[g->inputs[j]];
+            if (in && in->storage == t->storage && check_alias(p, k, w, wb, j, t, in, al))
+                goto done;
+        }
+        given[k] = a;
+    }
+    for (int k = 0; k < g->noutputs; k++) {
+        if (!given[k]) continue;
+        st_tensor *t = st_fe_unwrap(given[k]);
+        st_tensor_incref(t);
+        vals[g->outputs[k]] = t;
+    }
+    rc = 0;
+done:
+    PyMem_Free(al);
+    Py_DECREF(seq);
+    if (rc)
+        for (int k = 0; k < g->noutputs; k++) given[k] = NULL;
+    return rc;
+}
+
+/* consts={source constant id: number}: this run's values (restored after). */
+typedef struct { int v; double f; int64_t i; } const_save;
+
+static int bind_consts(compiled_obj *o, PyObject *co, const_save **saved, int *nsaved) {
+    if (!PyDict_Check(co)) {
+        PyErr_SetString(PyExc_TypeError, "run: consts= must be a dict {constant id: number}");
+        return -1;
+    }
+    st_graph *pg = o->prog->graph;
+    Py_ssize_t n = PyDict_Size(co), pos = 0;
+    const_save *sv = PyMem_Malloc(sizeof *sv * (size_t)(n ? n : 1));
+    if (!sv) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    PyObject *key, *val;
+    int ns = 0;
+    while (PyDict_Next(co, &pos, &key, &val)) {
+        long v = PyLong_AsLong(key);
+        if (v == -1 && PyErr_Occurred()) break;
+        if (v < 0 || v >= o->ncmap || o->cmap[v] < 0) {
+            PyErr_Format(PyExc_ValueError, "run: consts: value %ld is not a constant of the "
+                         "graph", v);
+            break;
+        }
+        st_operand op;
+        if (st_fe_operand(val, &op, "run: consts") ) break;
+        if (op.t) {
+            PyErr_Format(PyExc_TypeError, "run: consts: constant %ld takes a Python number", v);
+            break;
+        }
+        st_value *pv = &pg->values[o->cmap[v]];
+        sv[ns].v = o->cmap[v];
+        sv[ns].f = pv->fconst;
+        sv[ns].i = pv->iconst;
+        ns++;
+        pv->fconst = op.sdtype == ST_FLOAT64 ? op.f : (double)op.i;
+        pv->iconst = op.sdtype == ST_FLOAT64 ? (int64_t)op.f : op.i;
+    }
+    *saved = sv;
+    *nsaved = ns;
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+static void restore_consts(compiled_obj *o, const_save *sv, int ns) {
+    st_graph *pg = o->prog->graph;
+    for (int k = ns - 1; k >= 0; k--) {
+        pg->values[sv[k].v].fconst = sv[k].f;
+        pg->values[sv[k].v].iconst = sv[k].i;
+    }
+    PyMem_Free(sv);
+}
+
+/* run(*tensors, out=None, consts=None, trace=False) -> outputs tuple, or
+ * (outputs, rows) with rows = [(kernel, estimated_bytes, measured_bytes)]
+ * when trace. out: one entry per output, a Tensor to write that output
+ * into (returned as itself) or None. consts: {constant id: number}. */
 static PyObject *c_run(PyObject *self, PyObject *args, PyObject *kw) {
     compiled_obj *o = (compiled_obj *)self;
     int want_trace = 0;
+    PyObject *outo = NULL, *co = NULL;
     if (kw) {
         PyObject *tr = PyDict_GetItemString(kw, "trace");
-        if (tr) want_trace = PyObject_IsTrue(tr);
-        if (PyDict_Size(kw) > (tr ? 1 : 0)) {
-            PyErr_SetString(PyExc_TypeError, "run() takes only the keyword trace");
+        if (tr && (want_trace = PyObject_IsTrue(tr)) < 0) return NULL;
+        outo = PyDict_GetItemString(kw, "out");
+        co = PyDict_GetItemString(kw, "consts");
+        if (PyDict_Size(kw) > !!tr + !!outo + !!co) {
+            PyErr_SetString(PyExc_TypeError, "run() takes only the keywords out, consts and trace");
             return NULL;
         }
+        if (outo == Py_None) outo = NULL;
+        if (co == Py_None) co = NULL;
     }
     st_graph *g = o->prog->graph;
     st_tensor **vals;
     if (bind(o, args, &vals)) return NULL;
-    st_mem_plan *plan = plan_for(o, vals);
-    int64_t *trace = want_trace ? PyMem_Calloc((size_t)(o->prog->nkernels + 1), sizeof *trace) : NULL;
+    PyObject *given_stack[16] = {NULL}, **given = given_stack;
+    const_save *saved = NULL;
+    int nsaved = 0;
+    st_mem_plan *plan = NULL;
+    int64_t *trace = NULL;
     PyObject *res = NULL;
     st_alloc_stats before;
+    if (g->noutputs > 16 && !(given = PyMem_Calloc((size_t)g->noutputs, sizeof *given))) {
+        PyErr_NoMemory();
+        given = given_stack;
+        goto done;
+    }
+    if (outo && bind_out(o, outo, vals, given)) goto done;
+    if (co && bind_consts(o, co, &saved, &nsaved)) goto done;
+    if (st_rt_trace_active()) {
+        /* the run is not traced: an active trace (a frame being translated)
+         * fails, and the tensors written are backed up so that an aborted
+         * trace puts them back */
+        for (int k = 0; k < g->noutputs; k++)
+            if (given[k]) st_rt_trace_will_write(st_fe_unwrap(given[k]));
+        st_rt_trace_fail("a CompiledGraph ran inside a trace");
+    }
+    plan = plan_for(o, vals);
+    trace = want_trace ? PyMem_Calloc((size_t)(o->prog->nkernels + 1), sizeof *trace) : NULL;
     st_alloc_stats_get(st_alloc_for(st_rt_device(o->be->device, 0)), &before);
     if (!plan || (want_trace && !trace)) {
         if (plan) PyErr_NoMemory();
@@ -380,6 +679,11 @@ static PyObject *c_run(PyObject *self, PyObject *args, PyObject *kw) {
     }
     res = PyTuple_New(g->noutputs);
     for (int k = 0; res && k < g->noutputs; k++) {
+        if (given[k]) {
+            Py_INCREF(given[k]);
+            PyTuple_SET_ITEM(res, k, given[k]);
+            continue;
+        }
         st_tensor *t = vals[g->outputs[k]];
         st_tensor_incref(t);
         PyObject *w = st_fe_wrap(t);
@@ -403,6 +707,8 @@ static PyObject *c_run(PyObject *self, PyObject *args, PyObject *kw) {
         res = pair;
     }
 done:
+    if (saved) restore_consts(o, saved, nsaved);
+    if (given != given_stack) PyMem_Free(given);
     for (int v = 0; v < g->nvalues; v++) st_tensor_decref(vals[v]);
     PyMem_Free(vals);
     PyMem_Free(trace);
@@ -489,7 +795,9 @@ static PyObject *c_backend(PyObject *self, void *c) {
 
 static PyMethodDef compiled_methods[] = {
     {"run", (PyCFunction)(void (*)(void))c_run, METH_VARARGS | METH_KEYWORDS,
-     "run(*inputs, trace=False) -> outputs (and the per-kernel memory rows)"},
+     "run(*inputs, out=None, consts=None, trace=False) -> outputs (and the "
+     "per-kernel memory rows); out: a Tensor (or None) per output to write it "
+     "into; consts: {constant id: number} for this run"},
     {"plan", c_plan, METH_VARARGS, "plan(*inputs) -> the memory estimate"},
     {"kernel_ir", c_kernel_ir, METH_NOARGS, "the kernels in kernel IR, as text"},
     {NULL},

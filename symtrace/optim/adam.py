@@ -1,6 +1,12 @@
-"""Adam and AdamW (torch.optim.Adam / AdamW, the single-tensor update)."""
+"""Adam and AdamW (torch.optim.Adam / AdamW, the single-tensor update).
+A parameter whose tensors allow it (symtrace/optim/_fused.py: dense,
+contiguous, one float dtype and device) is updated by one fused kernel,
+unless fused=False; else op by op."""
+import struct
+
 from .. import _ops
 from ..nn.parameter import _no_grad
+from . import _fused
 from .optimizer import Optimizer, _enable_grad
 
 __all__ = ["Adam", "AdamW"]
@@ -49,6 +55,21 @@ class Adam(Optimizer):
                 state["max_exp_avg_sq"] = _ops.zeros(p.shape, dtype=p.dtype)
         return state
 
+    def _next_step(self, p, step_t):
+        """Increments state["step"] (a 0-d float32 tensor, as torch keeps it)
+        and returns its new value, read back with .item() only when the
+        tensor is not the one this optimizer last wrote (a loaded state) or
+        was written since (its version counter moved)."""
+        mirror = self.__dict__.setdefault("_step_mirror", {})
+        m = mirror.get(p)
+        step_t.add_(1)
+        if m is not None and m[0] is step_t and m[1] + 1 == step_t._version:
+            step = struct.unpack("f", struct.pack("f", m[2] + 1))[0]
+        else:
+            step = step_t.item()
+        mirror[p] = (step_t, step_t._version, step)
+        return step
+
     def step(self, closure=None):
         loss = None
         if closure is not None:
@@ -61,36 +82,59 @@ class Adam(Optimizer):
                 eps, weight_decay = group["eps"], group["weight_decay"]
                 amsgrad, maximize = group["amsgrad"], group["maximize"]
                 decoupled = group.get("decoupled_weight_decay", self._decoupled)
+                fused = group.get("fused")
+                if group.get("differentiable"):
+                    fused = False
+                scalars = {}   # step value -> the fused update's constants
                 for p in group["params"]:
                     if p.grad is None:
                         continue
-                    grad = p.grad if not maximize else -p.grad
                     state = self._init_state(p, amsgrad)
-                    exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-                    step_t = state["step"]
-                    step_t.add_(1)
-                    if weight_decay != 0:
-                        if decoupled:
-                            p.mul_(1 - lr * weight_decay)
-                        else:
-                            grad = grad.add(p, alpha=weight_decay)
-                    # exp_avg.lerp_(grad, 1 - beta1); exp_avg_sq.mul_(b2).addcmul_(g, g, value=1 - b2)
-                    exp_avg.add_((grad - exp_avg).mul_(1 - beta1))
-                    exp_avg_sq.mul_(beta2).add_(grad.mul(1 - beta2).mul_(grad))
-                    step = step_t.item()
-                    bias_correction1 = 1 - beta1 ** step
-                    bias_correction2 = 1 - beta2 ** step
-                    step_size = lr / bias_correction1
-                    bias_correction2_sqrt = bias_correction2 ** 0.5
-                    if amsgrad:
-                        mx = state["max_exp_avg_sq"]
-                        mx.copy_(_ops.maximum(mx, exp_avg_sq))
-                        denom = mx.sqrt().div_(bias_correction2_sqrt).add_(eps)
-                    else:
-                        denom = exp_avg_sq.sqrt().div_(bias_correction2_sqrt).add_(eps)
-                    # p.addcdiv_(exp_avg, denom, value=-step_size)
-                    p.add_(exp_avg.mul(-step_size).div_(denom))
+                    step = self._next_step(p, state["step"])
+                    if fused is not False:
+                        ts = (p, p.grad, state["exp_avg"], state["exp_avg_sq"])
+                        if amsgrad:
+                            ts += (state["max_exp_avg_sq"],)
+                        if _fused.supported(ts):
+                            sc = scalars.get(step)
+                            if sc is None:
+                                sc = scalars[step] = _fused.Scalars(lr, beta1, beta2, eps, weight_decay,
+                                                                    decoupled, step)
+                            _fused.adam_update(ts, sc, amsgrad, maximize)
+                            continue
+                        if fused:
+                            raise RuntimeError("Adam(fused=True): the parameter, its gradient and state "
+                                               "must be dense, contiguous, of one floating dtype "
+                                               "(float32, float64, float16, bfloat16) on one device")
+                    self._update_op_by_op(p, state, step, lr, beta1, beta2, eps, weight_decay,
+                                          amsgrad, maximize, decoupled)
         return loss
+
+    @staticmethod
+    def _update_op_by_op(p, state, step, lr, beta1, beta2, eps, weight_decay, amsgrad, maximize,
+                         decoupled):
+        grad = p.grad if not maximize else -p.grad
+        exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+        if weight_decay != 0:
+            if decoupled:
+                p.mul_(1 - lr * weight_decay)
+            else:
+                grad = grad.add(p, alpha=weight_decay)
+        # exp_avg.lerp_(grad, 1 - beta1); exp_avg_sq.mul_(b2).addcmul_(g, g, value=1 - b2)
+        exp_avg.add_((grad - exp_avg).mul_(1 - beta1))
+        exp_avg_sq.mul_(beta2).add_(grad.mul(1 - beta2).mul_(grad))
+        bias_correction1 = 1 - beta1 ** step
+        bias_correction2 = 1 - beta2 ** step
+        step_size = lr / bias_correction1
+        bias_correction2_sqrt = bias_correction2 ** 0.5
+        if amsgrad:
+            mx = state["max_exp_avg_sq"]
+            mx.copy_(_ops.maximum(mx, exp_avg_sq))
+            denom = mx.sqrt().div_(bias_correction2_sqrt).add_(eps)
+        else:
+            denom = exp_avg_sq.sqrt().div_(bias_correction2_sqrt).add_(eps)
+        # p.addcdiv_(exp_avg, denom, value=-step_size)
+        p.add_(exp_avg.mul(-step_size).div_(denom))
 
 
 class AdamW(Adam):
