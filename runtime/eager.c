@@ -281,6 +281,35 @@ static st_status check_operands(st_op_id op, const st_operand *in, int nin,
     return st_infer(op, m, nin, attrs ? attrs : &zero, out, &nout);
 }
 
+/* Elements [lo, hi] a tensor's view reaches in its storage. */
+static void elem_range(const st_tensor *t, int64_t *lo, int64_t *hi) {
+    *lo = *hi = t->offset;
+    for (int d = 0; d < t->ndim; d++) {
+        if (t->shape[d] <= 0) { *hi = *lo - 1; return; }
+        int64_t e = t->strides[d] * (t->shape[d] - 1);
+        if (e < 0) *lo += e; else *hi += e;
+    }
+}
+
+/* An in-place / out= result that shares memory with an operand other than
+ * as the very same view (x.add_(x) is fine; y[1:].add_(y[:-1]) is not):
+ * kernels read and write in any order, so PyTorch's error. */
+static bool partial_overlap(const st_tensor *o, const st_tensor *x) {
+    if (!o || !x || o->storage != x->storage) return false;
+    int64_t olo, ohi, xlo, xhi;
+    elem_range(o, &olo, &ohi);
+    elem_range(x, &xlo, &xhi);
+    if (olo > ohi || xlo > xhi || ohi < xlo || xhi < olo) return false;
+    if (o->offset == x->offset && o->ndim == x->ndim) {
+        bool same = true;
+        for (int d = 0; d < o->ndim && same; d++)
+            same = o->shape[d] == x->shape[d] &&
+                   (o->strides[d] == x->strides[d] || o->shape[d] == 1);
+        if (same) return false;
+    }
+    return true;
+}
+
 static int eager_run(st_op_id op, const st_operand *in, int nin,
                      const st_attrs *attrs, st_tensor **given, st_tensor **out) {
     if ((unsigned)op >= ST_NOPS)
@@ -294,6 +323,14 @@ static int eager_run(st_op_id op, const st_operand *in, int nin,
     if (rec && op == ST_OP_DROPOUT) return dropout_recorded(in, attrs, given, out);
     st_operand inb[ST_MAX_IN];
     st_tensor *clones[ST_MAX_IN] = {NULL};
+    for (int k = 0; given && k < ST_MAX_OUT; k++)
+        for (int j = 0; given[k] && j < nin; j++)
+            if (partial_overlap(given[k], in[j].t))
+                return st_err(ST_ERR_RUNTIME, "%s: unsupported operation: some "
+                              "elements of the input tensor and the written-to "
+                              "tensor refer to a single memory location. Please "
+                              "clone() the tensor before performing the operation.",
+                              st_op(op)->name), -1;
     if (given && st_ad_grad_enabled()) {
         for (int k = 0; k < ST_MAX_OUT; k++) {
             if (!given[k] || !given[k]->requires_grad) continue;
