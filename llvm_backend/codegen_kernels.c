@@ -8,7 +8,9 @@
  *   With unravel loads (st_kbuf.unravel) a row is cut into segments that
  *   stay within a run of each source's innermost dim (emit_segments):
  *   one div/mod walk per segment, not per point.
- * - REDUCE: outer points [lo, hi); per point each reduction is a pass over
+ * - REDUCE: a SUM/MEAN whose rows run along large strides may take the
+ *   column path (codegen_colreduce.c), chosen at run time. Otherwise:
+ *   outer points [lo, hi); per point each reduction is a pass over
  *   the row (trailing nred dims) accumulating in double (float64 sources;
  *   sums of float32/float16/bfloat16 in float vector lanes per chunk of
  *   the row, the chunks in double, see chunked; max/min in the source's
@@ -23,15 +25,11 @@
 #include <string.h>
 
 #include "llvm_internal.h"
+#include <llvm-c/DebugInfo.h>
 
 #define I64(v) st_llvm_i64c(cg, (v))
 
-typedef struct {
-    LLVMValueRef var, i;
-    LLVMBasicBlockRef cond, exit;
-} loop_t;
-
-static LLVMValueRef entry_alloca(st_llvm_cg *cg, LLVMTypeRef t)
+LLVMValueRef st_llvm_entry_alloca(st_llvm_cg *cg, LLVMTypeRef t)
 {
     LLVMBuilderRef ab = LLVMCreateBuilderInContext(cg->C);
     LLVMPositionBuilderAtEnd(ab, cg->entry);
@@ -40,20 +38,20 @@ static LLVMValueRef entry_alloca(st_llvm_cg *cg, LLVMTypeRef t)
     return v;
 }
 
-static LLVMBasicBlockRef bb(st_llvm_cg *cg, const char *name)
+LLVMBasicBlockRef st_llvm_bb(st_llvm_cg *cg, const char *name)
 {
     return LLVMAppendBasicBlockInContext(cg->C, cg->fn, name);
 }
 
 /* for (i = start; i < end; i++): returns i, builder in the body */
-static LLVMValueRef loop_begin(st_llvm_cg *cg, loop_t *L, LLVMValueRef start,
-                               LLVMValueRef end)
+LLVMValueRef st_llvm_loop_begin(st_llvm_cg *cg, st_llvm_loop *L,
+                                LLVMValueRef start, LLVMValueRef end)
 {
-    L->var = entry_alloca(cg, cg->i64);
+    L->var = st_llvm_entry_alloca(cg, cg->i64);
     LLVMBuildStore(cg->B, start, L->var);
-    L->cond = bb(cg, "loop");
-    LLVMBasicBlockRef body = bb(cg, "body");
-    L->exit = bb(cg, "done");
+    L->cond = st_llvm_bb(cg, "loop");
+    LLVMBasicBlockRef body = st_llvm_bb(cg, "body");
+    L->exit = st_llvm_bb(cg, "done");
     LLVMBuildBr(cg->B, L->cond);
     LLVMPositionBuilderAtEnd(cg->B, L->cond);
     L->i = LLVMBuildLoad2(cg->B, cg->i64, L->var, "i");
@@ -63,20 +61,20 @@ static LLVMValueRef loop_begin(st_llvm_cg *cg, loop_t *L, LLVMValueRef start,
     return L->i;
 }
 
-static void loop_end(st_llvm_cg *cg, loop_t *L)
+void st_llvm_loop_end(st_llvm_cg *cg, st_llvm_loop *L)
 {
     LLVMBuildStore(cg->B, LLVMBuildNSWAdd(cg->B, L->i, I64(1), ""), L->var);
     LLVMBuildBr(cg->B, L->cond);
     LLVMPositionBuilderAtEnd(cg->B, L->exit);
 }
 
-static void reset_memo(st_llvm_cg *cg)
+void st_llvm_reset_memo(st_llvm_cg *cg)
 {
     memset(cg->vals, 0, sizeof(LLVMValueRef) * (size_t)(cg->k->nnodes + 1));
 }
 
 /* Loads sizes, data pointers and strides of dims [0, rank). */
-static void hoist(st_llvm_cg *cg, int rank)
+void st_llvm_hoist(st_llvm_cg *cg, int rank)
 {
     const st_kernel *k = cg->k;
     for (int d = 0; d < rank; d++)
@@ -100,7 +98,7 @@ static void hoist(st_llvm_cg *cg, int rank)
 }
 
 /* Coordinates of dims [lo, hi) from linear index x (row-major). */
-static void coords_of(st_llvm_cg *cg, LLVMValueRef x, int lo, int hi)
+void st_llvm_coords_of(st_llvm_cg *cg, LLVMValueRef x, int lo, int hi)
 {
     LLVMValueRef r = x;
     for (int d = hi - 1; d > lo; d--) {
@@ -144,7 +142,7 @@ static bool has_unravel(const st_kernel *k)
 
 /* Source offset of linear index q of unravel buffer b (the full div/mod
  * walk over its source's dims). */
-static LLVMValueRef unravel_at(st_llvm_cg *cg, int b, LLVMValueRef q)
+LLVMValueRef st_llvm_unravel_at(st_llvm_cg *cg, int b, LLVMValueRef q)
 {
     LLVMValueRef o = I64(0);
     for (int j = cg->k->bufs[b].unravel - 1; j >= 0; j--) {
@@ -186,9 +184,10 @@ static void emit_segments(st_llvm_cg *cg, int rank, const LLVMValueRef *base,
     const st_kernel *k = cg->k;
     LLVMBuilderRef B = cg->B;
     int in = rank - 1;
-    LLVMValueRef svar = entry_alloca(cg, cg->i64);
+    LLVMValueRef svar = st_llvm_entry_alloca(cg, cg->i64);
     LLVMBuildStore(B, I64(0), svar);
-    LLVMBasicBlockRef cond = bb(cg, "segs"), body = bb(cg, "seg"), done = bb(cg, "segs_done");
+    LLVMBasicBlockRef cond = st_llvm_bb(cg, "segs"), body = st_llvm_bb(cg, "seg"),
+                      done = st_llvm_bb(cg, "segs_done");
     LLVMBuildBr(B, cond);
     LLVMPositionBuilderAtEnd(B, cond);
     LLVMValueRef s0 = LLVMBuildLoad2(B, cg->i64, svar, "s");
@@ -207,10 +206,10 @@ static void emit_segments(st_llvm_cg *cg, int rank, const LLVMValueRef *base,
         LLVMValueRef lim = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntEQ, st, I64(1), ""),
                                         LLVMBuildICmp(B, LLVMIntSLT, rem, seg, ""), "");
         seg = LLVMBuildSelect(B, lim, rem, seg, "");
-        segoff[b] = unravel_at(cg, b, L);
+        segoff[b] = st_llvm_unravel_at(cg, b, L);
     }
-    loop_t Lp;
-    LLVMValueRef jj = loop_begin(cg, &Lp, I64(0), seg);
+    st_llvm_loop Lp;
+    LLVMValueRef jj = st_llvm_loop_begin(cg, &Lp, I64(0), seg);
     LLVMValueRef j = LLVMBuildNSWAdd(B, s0, jj, "");
     memcpy(cg->coord, outer_coord, sizeof(LLVMValueRef) * ST_MAX_DIMS);
     for (int b = 0; b < k->nbufs; b++) {
@@ -226,7 +225,7 @@ static void emit_segments(st_llvm_cg *cg, int rank, const LLVMValueRef *base,
     cg->uplain = true;
     point_body(cg, mm);
     cg->uplain = false;
-    loop_end(cg, &Lp);
+    st_llvm_loop_end(cg, &Lp);
     LLVMBuildStore(B, LLVMBuildNSWAdd(B, s0, seg, ""), svar);
     LLVMBuildBr(B, cond);
     LLVMPositionBuilderAtEnd(B, done);
@@ -235,7 +234,7 @@ static void emit_segments(st_llvm_cg *cg, int rank, const LLVMValueRef *base,
 static void point_body(st_llvm_cg *cg, bool mm)
 {
     const st_kernel *k = cg->k;
-    reset_memo(cg);
+    st_llvm_reset_memo(cg);
     if (mm) {
         st_dtype adt = (st_dtype)cg->mm_acc;
         LLVMTypeRef t = st_llvm_vty(cg, adt);
@@ -249,22 +248,73 @@ static void point_body(st_llvm_cg *cg, bool mm)
         st_llvm_store(cg, s);
 }
 
+/* The unit-stride loop of an elementwise kernel is annotated parallel
+ * (llvm.loop.parallel_accesses over an access group holding every load
+ * and store of a buffer): each iteration reads and writes its own point,
+ * so the vectorizer needs no runtime overlap checks between buffers, which
+ * fail (and run the scalar loop) when an output is an input written in
+ * place at the same point (an optimizer update, eager x.add_(y)). Not
+ * for scatter (indexed) or accumulating stores. */
+static bool parallel_loop_ok(const st_kernel *k)
+{
+    if (k->kind != ST_K_ELEMENTWISE)
+        return false;
+    for (int s = 0; s < k->nstores; s++)
+        if (k->stores[s].indexed || k->stores[s].accumulate)
+            return false;
+    return true;
+}
+
+static bool is_buffer_access(st_llvm_cg *cg, LLVMValueRef ins)
+{
+    LLVMOpcode op = LLVMGetInstructionOpcode(ins);
+    if (op != LLVMLoad && op != LLVMStore)
+        return false;
+    LLVMValueRef ptr = LLVMGetOperand(ins, op == LLVMLoad ? 0 : 1);
+    if (!LLVMIsAGetElementPtrInst(ptr))
+        return false;
+    LLVMValueRef base = LLVMGetOperand(ptr, 0);
+    for (int b = 0; b < cg->k->nbufs; b++)
+        if (cg->data[b] == base)
+            return true;
+    return false;
+}
+
+static void mark_parallel(st_llvm_cg *cg, LLVMValueRef latch_br)
+{
+    LLVMContextRef C = cg->C;
+    LLVMMetadataRef group = LLVMMDNodeInContext2(C, NULL, 0);
+    LLVMValueRef gv = LLVMMetadataAsValue(C, group);
+    unsigned ag = LLVMGetMDKindIDInContext(C, "llvm.access.group", 17);
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(cg->fn); bb; bb = LLVMGetNextBasicBlock(bb))
+        for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i))
+            if (is_buffer_access(cg, i))
+                LLVMSetMetadata(i, ag, gv);
+    LLVMMetadataRef tmp = LLVMTemporaryMDNode(C, NULL, 0);
+    LLVMMetadataRef pa[2] = {LLVMMDStringInContext2(C, "llvm.loop.parallel_accesses", 27), group};
+    LLVMMetadataRef ops[2] = {tmp, LLVMMDNodeInContext2(C, pa, 2)};
+    LLVMMetadataRef id = LLVMMDNodeInContext2(C, ops, 2);
+    LLVMMetadataReplaceAllUsesWith(tmp, id); /* self-referential: distinct */
+    LLVMSetMetadata(latch_br, LLVMGetMDKindIDInContext(C, "llvm.loop", 9),
+                    LLVMMetadataAsValue(C, id));
+}
+
 static void emit_pointwise(st_llvm_cg *cg, int rank, bool mm)
 {
     const st_kernel *k = cg->k;
     LLVMBuilderRef B = cg->B;
     LLVMValueRef lo = LLVMGetParam(cg->fn, 1), hi = LLVMGetParam(cg->fn, 2);
-    hoist(cg, rank);
+    st_llvm_hoist(cg, rank);
     int in = rank - 1;
     LLVMValueRef inner = rank > 0 ? cg->shape[in] : I64(1);
     LLVMValueRef fast = rank > 0 ? fast_test(cg, in) : LLVMConstInt(cg->i1, 1, 0);
-    loop_t rows;
+    st_llvm_loop rows;
     /* the row loop steps by cnt: a manual loop on p */
-    LLVMValueRef pvar = entry_alloca(cg, cg->i64);
+    LLVMValueRef pvar = st_llvm_entry_alloca(cg, cg->i64);
     LLVMBuildStore(B, lo, pvar);
-    rows.cond = bb(cg, "rows");
-    LLVMBasicBlockRef rbody = bb(cg, "row");
-    rows.exit = bb(cg, "end");
+    rows.cond = st_llvm_bb(cg, "rows");
+    LLVMBasicBlockRef rbody = st_llvm_bb(cg, "row");
+    rows.exit = st_llvm_bb(cg, "end");
     LLVMBuildBr(B, rows.cond);
     LLVMPositionBuilderAtEnd(B, rows.cond);
     LLVMValueRef pv = LLVMBuildLoad2(B, cg->i64, pvar, "p");
@@ -283,18 +333,20 @@ static void emit_pointwise(st_llvm_cg *cg, int rank, bool mm)
                                        left, rest, "cnt");
     for (int d = 0; d < ST_MAX_DIMS; d++)
         cg->coord[d] = NULL;
-    coords_of(cg, row, 0, rank - 1);
+    st_llvm_coords_of(cg, row, 0, rank - 1);
     LLVMValueRef base[ST_K_MAX_BUFS];
     for (int b = 0; b < k->nbufs; b++)
         base[b] = rank > 0 ? LLVMBuildMul(B, j0, cg->stride[b][in], "") : I64(0);
     add_offsets(cg, base, 0, rank - 1);
     LLVMValueRef outer_coord[ST_MAX_DIMS];
     memcpy(outer_coord, cg->coord, sizeof outer_coord);
-    LLVMBasicBlockRef fb = bb(cg, "fast"), sb = bb(cg, "strided"), join = bb(cg, "join");
+    LLVMBasicBlockRef fb = st_llvm_bb(cg, "fast"), sb = st_llvm_bb(cg, "strided"),
+                      join = st_llvm_bb(cg, "join");
     if (rank > 0 && has_unravel(k)) {
         /* unravel loads: segments of the row when their indices move by
          * 0 or 1 along it, else the paths below (unravel per point) */
-        LLVMBasicBlockRef segb = bb(cg, "segmented"), other = bb(cg, "per_point");
+        LLVMBasicBlockRef segb = st_llvm_bb(cg, "segmented"),
+                          other = st_llvm_bb(cg, "per_point");
         LLVMBuildCondBr(B, segment_test(cg, in), segb, other);
         LLVMPositionBuilderAtEnd(B, segb);
         emit_segments(cg, rank, base, j0, cnt, pv, outer_coord, mm);
@@ -302,10 +354,11 @@ static void emit_pointwise(st_llvm_cg *cg, int rank, bool mm)
         LLVMPositionBuilderAtEnd(B, other);
     }
     LLVMBuildCondBr(B, fast, fb, sb);
+    LLVMValueRef par_latch = NULL;
     for (int pass = 0; pass < 2; pass++) {
         LLVMPositionBuilderAtEnd(B, pass == 0 ? fb : sb);
-        loop_t L;
-        LLVMValueRef j = loop_begin(cg, &L, I64(0), cnt);
+        st_llvm_loop L;
+        LLVMValueRef j = st_llvm_loop_begin(cg, &L, I64(0), cnt);
         memcpy(cg->coord, outer_coord, sizeof outer_coord);
         for (int b = 0; b < k->nbufs; b++) {
             if (rank == 0)
@@ -321,7 +374,10 @@ static void emit_pointwise(st_llvm_cg *cg, int rank, bool mm)
             cg->coord[in] = LLVMBuildNSWAdd(B, j0, j, "");
         cg->lin = LLVMBuildNSWAdd(B, pv, j, "");
         point_body(cg, mm);
-        loop_end(cg, &L);
+        LLVMBasicBlockRef latch = LLVMGetInsertBlock(B);
+        st_llvm_loop_end(cg, &L);
+        if (pass == 0 && rank > 0 && !mm && parallel_loop_ok(k))
+            par_latch = LLVMGetBasicBlockTerminator(latch);
         LLVMBuildBr(B, join);
     }
     LLVMPositionBuilderAtEnd(B, join);
@@ -329,6 +385,8 @@ static void emit_pointwise(st_llvm_cg *cg, int rank, bool mm)
     LLVMBuildBr(B, rows.cond);
     LLVMPositionBuilderAtEnd(B, rows.exit);
     LLVMBuildRet(B, LLVMConstInt(cg->i32, 0, 0));
+    if (par_latch)
+        mark_parallel(cg, par_latch);
 }
 
 /* ---- REDUCE ---- */
@@ -471,7 +529,7 @@ static void acc_update(st_llvm_cg *cg, rctx *rc, LLVMValueRef pos)
 
 static void row_point(st_llvm_cg *cg, rctx *rc, LLVMValueRef pos)
 {
-    reset_memo(cg);
+    st_llvm_reset_memo(cg);
     cg->lin = LLVMBuildAdd(cg->B, LLVMBuildMul(cg->B, rc->o, rc->R, ""), pos, "");
     const stash_t *sh = &rc->stash;
     if (rc->mode >= 0) {
@@ -513,28 +571,29 @@ static void row_walk(st_llvm_cg *cg, rctx *rc)
         }
         return;
     }
-    loop_t Q;
-    LLVMValueRef q = loop_begin(cg, &Q, I64(0), rc->nq);
+    st_llvm_loop Q;
+    LLVMValueRef q = st_llvm_loop_begin(cg, &Q, I64(0), rc->nq);
     memcpy(cg->coord, rc->outer_coord, sizeof rc->outer_coord);
-    coords_of(cg, q, ro, in);
+    st_llvm_coords_of(cg, q, ro, in);
     LLVMValueRef rbase[ST_K_MAX_BUFS];
     memcpy(rbase, rc->obase, sizeof rbase);
     add_offsets(cg, rbase, ro, in);
     LLVMValueRef qbase = LLVMBuildMul(B, q, rc->rinner, "");
     LLVMValueRef rowcoord[ST_MAX_DIMS];
     memcpy(rowcoord, cg->coord, sizeof rowcoord);
-    LLVMBasicBlockRef fb = bb(cg, "rfast"), sb = bb(cg, "rstrided"), join = bb(cg, "rjoin");
+    LLVMBasicBlockRef fb = st_llvm_bb(cg, "rfast"), sb = st_llvm_bb(cg, "rstrided"),
+                      join = st_llvm_bb(cg, "rjoin");
     LLVMBuildCondBr(B, rc->fast, fb, sb);
     for (int pass = 0; pass < 2; pass++) {
         LLVMPositionBuilderAtEnd(B, pass == 0 ? fb : sb);
-        loop_t L, Ch = {0};
+        st_llvm_loop L, Ch = {0};
         LLVMValueRef j0 = I64(0), jend = rc->rinner;
         if (rc->chunk) { /* for (j0 = 0; j0 < rinner; j0 += CHUNK) */
-            Ch.var = entry_alloca(cg, cg->i64);
+            Ch.var = st_llvm_entry_alloca(cg, cg->i64);
             LLVMBuildStore(B, I64(0), Ch.var);
-            Ch.cond = bb(cg, "chunk");
-            LLVMBasicBlockRef cbody = bb(cg, "cbody");
-            Ch.exit = bb(cg, "cdone");
+            Ch.cond = st_llvm_bb(cg, "chunk");
+            LLVMBasicBlockRef cbody = st_llvm_bb(cg, "cbody");
+            Ch.exit = st_llvm_bb(cg, "cdone");
             LLVMBuildBr(B, Ch.cond);
             LLVMPositionBuilderAtEnd(B, Ch.cond);
             Ch.i = LLVMBuildLoad2(B, cg->i64, Ch.var, "j0");
@@ -547,7 +606,7 @@ static void row_walk(st_llvm_cg *cg, rctx *rc)
                                    e, rc->rinner, "");
             LLVMBuildStore(B, LLVMConstReal(cg->f32, 0.0), rc->facc);
         }
-        LLVMValueRef j = loop_begin(cg, &L, j0, jend);
+        LLVMValueRef j = st_llvm_loop_begin(cg, &L, j0, jend);
         memcpy(cg->coord, rowcoord, sizeof rowcoord);
         for (int b = 0; b < k->nbufs; b++) {
             if (pass == 0)
@@ -559,7 +618,7 @@ static void row_walk(st_llvm_cg *cg, rctx *rc)
         }
         cg->coord[in] = j;
         row_point(cg, rc, LLVMBuildNSWAdd(B, qbase, j, ""));
-        loop_end(cg, &L);
+        st_llvm_loop_end(cg, &L);
         if (rc->chunk) {
             LLVMValueRef fa = LLVMBuildLoad2(B, cg->f32, rc->facc, "");
             LLVMValueRef a = LLVMBuildLoad2(B, cg->f64, rc->acc, "");
@@ -572,7 +631,7 @@ static void row_walk(st_llvm_cg *cg, rctx *rc)
         LLVMBuildBr(B, join);
     }
     LLVMPositionBuilderAtEnd(B, join);
-    loop_end(cg, &Q);
+    st_llvm_loop_end(cg, &Q);
 }
 
 /* ---- the stash ---- */
@@ -586,7 +645,7 @@ static bool same_scalar(const st_knode *x, const st_knode *y)
 
 /* cls[i]: the first node structurally equal to node i, phases aside
  * (same fields, operands of the same classes). */
-static void classes(const st_kernel *k, int *cls)
+void st_llvm_classes(const st_kernel *k, int *cls)
 {
     for (int i = 0; i < k->nnodes; i++) {
         const st_knode *x = &k->nodes[i];
@@ -660,7 +719,7 @@ static stash_t find_stash(const st_kernel *k)
     char *mark = malloc((size_t)n), *cost = malloc((size_t)n);
     if (!cls || !mark || !cost)
         goto out;
-    classes(k, cls);
+    st_llvm_classes(k, cls);
     live_epilogue(k, -1, mark);
     for (int i = 0; i < n; i++) {
         const st_knode *x = &k->nodes[i];
@@ -720,8 +779,9 @@ static void emit_reduce(st_llvm_cg *cg)
     rc.rank = k->rank;
     rc.ro = k->rank - k->nred;
     rc.stash = find_stash(k);
-    rc.facc = entry_alloca(cg, cg->f32);
-    hoist(cg, rc.rank);
+    rc.facc = st_llvm_entry_alloca(cg, cg->f32);
+    st_llvm_hoist(cg, rc.rank);
+    st_llvm_emit_colreduce(cg); /* when eligible: the column path first */
     rc.R = I64(1);
     for (int d = rc.ro; d < rc.rank; d++)
         rc.R = LLVMBuildMul(B, rc.R, cg->shape[d], "");
@@ -733,11 +793,11 @@ static void emit_reduce(st_llvm_cg *cg)
         rc.fast = fast_test(cg, rc.rank - 1);
     }
     int nreduce = k->nreduce < 1 ? 1 : k->nreduce;
-    loop_t O;
-    rc.o = loop_begin(cg, &O, lo, hi);
+    st_llvm_loop O;
+    rc.o = st_llvm_loop_begin(cg, &O, lo, hi);
     for (int d = 0; d < ST_MAX_DIMS; d++)
         cg->coord[d] = NULL;
-    coords_of(cg, rc.o, 0, rc.ro);
+    st_llvm_coords_of(cg, rc.o, 0, rc.ro);
     memcpy(rc.outer_coord, cg->coord, sizeof rc.outer_coord);
     for (int b = 0; b < k->nbufs; b++)
         rc.obase[b] = I64(0);
@@ -754,8 +814,8 @@ static void emit_reduce(st_llvm_cg *cg)
         LLVMTypeRef at = fmm(op, rc.accf) ? st_llvm_vty(cg, sdt)
                          : rc.accf ? cg->f64 : cg->i64;
         rc.at = at;
-        rc.acc = entry_alloca(cg, at);
-        rc.arg = entry_alloca(cg, cg->i64);
+        rc.acc = st_llvm_entry_alloca(cg, at);
+        rc.arg = st_llvm_entry_alloca(cg, cg->i64);
         LLVMValueRef init;
         bool mx = op == ST_RED_MAX || op == ST_RED_ARGMAX;
         bool mn = op == ST_RED_MIN || op == ST_RED_ARGMIN;
@@ -788,7 +848,7 @@ static void emit_reduce(st_llvm_cg *cg)
     if (k->final_per_point) {
         row_walk(cg, &rc);
     } else {
-        reset_memo(cg);
+        st_llvm_reset_memo(cg);
         memcpy(cg->coord, rc.outer_coord, sizeof rc.outer_coord);
         for (int d = rc.ro; d < ST_MAX_DIMS; d++)
             cg->coord[d] = NULL;
@@ -798,7 +858,7 @@ static void emit_reduce(st_llvm_cg *cg)
         for (int s = 0; s < k->nstores; s++)
             st_llvm_store(cg, s);
     }
-    loop_end(cg, &O);
+    st_llvm_loop_end(cg, &O);
     LLVMBuildRet(B, LLVMConstInt(cg->i32, 0, 0));
 }
 
@@ -844,8 +904,8 @@ st_status st_llvm_emit_kernel(st_llvm_cg *cg, const st_kernel *k,
     cg->vals = calloc((size_t)k->nnodes + 1, sizeof *cg->vals);
     if (!cg->vals)
         return st_err(ST_ERR_MEMORY, "llvm: out of memory");
-    cg->entry = bb(cg, "entry");
-    LLVMBasicBlockRef start = bb(cg, "start");
+    cg->entry = st_llvm_bb(cg, "entry");
+    LLVMBasicBlockRef start = st_llvm_bb(cg, "start");
     LLVMPositionBuilderAtEnd(cg->B, start);
     memset(cg->reduced, 0, sizeof cg->reduced);
     switch (k->kind) {

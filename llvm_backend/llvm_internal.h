@@ -62,6 +62,34 @@ st_dtype st_llvm_mm_acc(const st_kernel *k);
 /* Emits kernel k as function `name` into cg->M (C, M, types set). */
 st_status st_llvm_emit_kernel(st_llvm_cg *cg, const st_kernel *k,
                               const char *name);
+/* codegen_kernels.c: loop helpers shared with codegen_colreduce.c. */
+typedef struct {
+    LLVMValueRef var, i;
+    LLVMBasicBlockRef cond, exit;
+} st_llvm_loop;
+/* An alloca in the entry block. */
+LLVMValueRef st_llvm_entry_alloca(st_llvm_cg *cg, LLVMTypeRef t);
+LLVMBasicBlockRef st_llvm_bb(st_llvm_cg *cg, const char *name);
+/* for (i = start; i < end; i++): returns i, builder in the body; end
+ * closes the body and leaves the builder after the loop. */
+LLVMValueRef st_llvm_loop_begin(st_llvm_cg *cg, st_llvm_loop *L,
+                                LLVMValueRef start, LLVMValueRef end);
+void st_llvm_loop_end(st_llvm_cg *cg, st_llvm_loop *L);
+void st_llvm_reset_memo(st_llvm_cg *cg);
+/* Loads sizes, data pointers and strides of dims [0, rank). */
+void st_llvm_hoist(st_llvm_cg *cg, int rank);
+/* cg->coord[lo..hi) from the row-major linear index x over those dims. */
+void st_llvm_coords_of(st_llvm_cg *cg, LLVMValueRef x, int lo, int hi);
+/* Source offset of linear index q of unravel buffer b (div/mod walk). */
+LLVMValueRef st_llvm_unravel_at(st_llvm_cg *cg, int b, LLVMValueRef q);
+/* cls[i]: the first node structurally equal to node i, phases aside. */
+void st_llvm_classes(const st_kernel *k, int *cls);
+/* codegen_colreduce.c: column mode of an eligible REDUCE kernel (a SUM or
+ * MEAN whose rows run along large strides). Called by the REDUCE emitter
+ * after st_llvm_hoist: emits the run-time choice and the column loops
+ * (which return), leaves the builder where the row path goes and returns
+ * true; returns false, emitting nothing, for a kernel not eligible. */
+bool st_llvm_emit_colreduce(st_llvm_cg *cg);
 /* codegen_expr.c: the per-point semantics. */
 void st_llvm_cg_types(st_llvm_cg *cg);
 LLVMValueRef st_llvm_node(st_llvm_cg *cg, int ni);
