@@ -334,8 +334,8 @@ static double ulps_f32(float a, float b)
 /* The inline float32 exp/log/tanh/sigmoid/erf (codegen_math.c) against
  * interp (double, rounded once) over a dense sweep: 1M points of
  * [-100, 100], 1M scattered bit patterns (every binade, both signs) and
- * the special values; at most 2 ulp. float16/bfloat16 on a smaller sweep
- * with the usual tolerance. */
+ * the special values; at most 2 ulp, the same sign (-0.0 stays -0.0).
+ * float16/bfloat16 on a smaller sweep with the usual tolerance. */
 static void test_math_sweep(void)
 {
     static const int ops[] = {ST_OP_EXP, ST_OP_LOG, ST_OP_TANH,
@@ -381,6 +381,11 @@ static void test_math_sweep(void)
                     double a = get_el(ol[0], i), b = get_el(oi[0], i);
                     if (d == 0) {
                         double e = ulps_f32((float)a, (float)b);
+                        if (!isnan(a) && !isnan(b) &&
+                            signbit(a) != signbit(b) && bad++ < 3)
+                            CHECK(0, "math sweep %s x=%a: sign of %a vs "
+                                  "interp %a", st_op(ops[o])->name,
+                                  (double)xd[i], a, b);
                         if (e > worst) {
                             worst = e;
                             wi = i;
