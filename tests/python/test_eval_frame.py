@@ -93,7 +93,11 @@ def test_hits_run_from_cache():
 
 
 def test_break_keeps_the_graph_before_it_and_resumes():
-    x = st.randn(4)
+    # exact sums: the value read at the break is the same bits eagerly (the
+    # first call) and compiled, so the resume function is translated once
+    # (a last-bit difference retranslates it: a known limit, xfailed in
+    # test_compile_breaks)
+    x = st.tensor([0.5, -1.25, 2.0, 3.75])
     cb = st.compile(breaks, backend="interp")
     for _ in range(3):
         assert close(cb(x), breaks(x))
