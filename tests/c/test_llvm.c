@@ -524,6 +524,60 @@ static void test_minmax_special(void)
         }
 }
 
+/* The matmul driver's paths (llvm_backend/matmul.c) against interp: a
+ * long-K product split across the pool (partial products summed), and an
+ * epilogue that only adds a tensor (gemm with beta 1 into the output
+ * prefilled with it): full, bias-broadcast and batched X, plain and with
+ * transposed operands. */
+static void test_matmul_paths(void)
+{
+    for (int d = 0; d < 2; d++) {
+        st_dtype dt = d ? ST_FLOAT64 : ST_FLOAT32;
+        /* long K: [8, 8192] x [8192, 8] (and A transposed) */
+        for (int ta = 0; ta < 2; ta++) {
+            st_graph *g = st_ir_graph_new();
+            int64_t sa[2] = {ta ? 8192 : 8, ta ? 8 : 8192}, sb[2] = {8192, 8};
+            int x = in_of(g, dt, 2, sa), y = in_of(g, dt, 2, sb);
+            if (ta) {
+                st_attrs p = A0();
+                p.ndims = 2;
+                p.dims[0] = 1;
+                p.dims[1] = 0;
+                x = op_of(g, ST_OP_PERMUTE, &x, 1, &p);
+            }
+            int ab[2] = {x, y};
+            st_ir_mark_output(g, op_of(g, ST_OP_MATMUL, ab, 2, NULL));
+            st_tensor *ts[2] = {rnd(dt, 2, sa, 0, 0), rnd(dt, 2, sb, 0, 0)};
+            both(ta ? "matmul long K transposed" : "matmul long K", g, ts);
+            st_tensor_decref(ts[0]);
+            st_tensor_decref(ts[1]);
+            st_ir_graph_free(g);
+        }
+        /* add epilogues: X of the output's shape, a bias row, batched */
+        static const int64_t xs[3][3] = {{40, 50}, {50}, {3, 40, 50}};
+        static const int xn[3] = {2, 1, 3};
+        for (int c = 0; c < 3; c++) {
+            st_graph *g = st_ir_graph_new();
+            int64_t sa[3] = {3, 40, 30}, sb[3] = {3, 30, 50};
+            int nd = c == 2 ? 3 : 2;
+            const int64_t *pa = nd == 3 ? sa : sa + 1, *pb = nd == 3 ? sb : sb + 1;
+            int x = in_of(g, dt, nd, pa), y = in_of(g, dt, nd, pb);
+            int z = in_of(g, dt, xn[c], xs[c]);
+            int ab[2] = {x, y};
+            int mm = op_of(g, ST_OP_MATMUL, ab, 2, NULL);
+            int ad[2] = {c == 1 ? z : mm, c == 1 ? mm : z};
+            st_ir_mark_output(g, op_of(g, ST_OP_ADD, ad, 2, NULL));
+            st_tensor *ts[3] = {rnd(dt, nd, pa, 0, 0), rnd(dt, nd, pb, 0, 0),
+                                rnd(dt, xn[c], xs[c], 0, 0)};
+            both(c == 0 ? "matmul add full" : c == 1 ? "matmul add bias"
+                                                     : "matmul add batched", g, ts);
+            for (int i = 0; i < 3; i++)
+                st_tensor_decref(ts[i]);
+            st_ir_graph_free(g);
+        }
+    }
+}
+
 static void test_matmul_ops(void)
 {
     static const int64_t s1[2][4] = {{5, 7}, {7, 3}};
@@ -1353,6 +1407,7 @@ int main(int argc, char **argv)
     test_reductions();
     test_minmax_special();
     test_matmul_ops();
+    test_matmul_paths();
     test_index_ops();
     test_composites();
     test_multi_reduce();
