@@ -312,15 +312,8 @@ static void segments(st_llvm_cg *cg, const col_t *c, const LLVMValueRef *rbase,
     const st_kernel *k = cg->k;
     LLVMBuilderRef B = cg->B;
     int w = c->ro - 1;
-    LLVMValueRef svar = st_llvm_entry_alloca(cg, cg->i64);
-    LLVMBuildStore(B, I64(0), svar);
-    LLVMBasicBlockRef cond = st_llvm_bb(cg, "csegs"), body = st_llvm_bb(cg, "cseg"),
-                      done = st_llvm_bb(cg, "csegs_done");
-    LLVMBuildBr(B, cond);
-    LLVMPositionBuilderAtEnd(B, cond);
-    LLVMValueRef s0 = LLVMBuildLoad2(B, cg->i64, svar, "s");
-    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, s0, nb, ""), body, done);
-    LLVMPositionBuilderAtEnd(B, body);
+    st_llvm_loop S; /* for (s0 = 0; s0 < nb; s0 += seg) */
+    LLVMValueRef s0 = st_llvm_loop_begin(cg, &S, I64(0), nb);
     LLVMValueRef seg = LLVMBuildSub(B, nb, s0, "");
     LLVMValueRef segoff[ST_K_MAX_BUFS] = {0};
     for (int b = 0; b < k->nbufs; b++) {
@@ -337,9 +330,7 @@ static void segments(st_llvm_cg *cg, const col_t *c, const LLVMValueRef *rbase,
         segoff[b] = st_llvm_unravel_at(cg, b, L);
     }
     points(cg, c, rbase, rc, ow, lbase, R, s0, seg, 0, segoff);
-    LLVMBuildStore(B, LLVMBuildNSWAdd(B, s0, seg, ""), svar);
-    LLVMBuildBr(B, cond);
-    LLVMPositionBuilderAtEnd(B, done);
+    st_llvm_loop_next(cg, &S, LLVMBuildNSWAdd(B, s0, seg, ""));
 }
 
 /* The row points [j0, jend) of the block at outer offsets obase, outer
@@ -458,15 +449,10 @@ static void emit(st_llvm_cg *cg, col_t *c)
     c->facc = st_llvm_entry_alloca(cg, c->fat);
     c->dacc = st_llvm_entry_alloca(cg, c->dat);
     /* for (o = lo; o < hi; o += nb): one block */
-    LLVMValueRef ovar = st_llvm_entry_alloca(cg, cg->i64);
-    LLVMBuildStore(B, lo, ovar);
-    LLVMBasicBlockRef cond = st_llvm_bb(cg, "colblocks"), body = st_llvm_bb(cg, "colblock"),
-                      done = st_llvm_bb(cg, "cend");
-    LLVMBuildBr(B, cond);
-    LLVMPositionBuilderAtEnd(B, cond);
-    LLVMValueRef o = LLVMBuildLoad2(B, cg->i64, ovar, "o");
-    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, o, hi, ""), body, done);
-    LLVMPositionBuilderAtEnd(B, body);
+    st_llvm_loop Ob;
+    LLVMValueRef o = st_llvm_loop_begin(cg, &Ob, lo, hi);
+    /* named: the dumped IR shows (and tests find) the column path by it */
+    LLVMSetValueName2(LLVMBasicBlockAsValue(Ob.cond), "colblocks", 9);
     for (int d = 0; d < ST_MAX_DIMS; d++)
         cg->coord[d] = NULL;
     st_llvm_coords_of(cg, o, 0, ro);
@@ -483,15 +469,8 @@ static void emit(st_llvm_cg *cg, col_t *c)
     }
     zero(cg, c->dat, cg->f64, c->dacc, nb);
     /* for (j0 = 0; j0 < R; j0 = jend): a chunk of rows */
-    LLVMValueRef jvar = st_llvm_entry_alloca(cg, cg->i64);
-    LLVMBuildStore(B, I64(0), jvar);
-    LLVMBasicBlockRef ccond = st_llvm_bb(cg, "cchunks"), cbody = st_llvm_bb(cg, "cchunk"),
-                      cdone = st_llvm_bb(cg, "cchunks_done");
-    LLVMBuildBr(B, ccond);
-    LLVMPositionBuilderAtEnd(B, ccond);
-    LLVMValueRef j0 = LLVMBuildLoad2(B, cg->i64, jvar, "j0");
-    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, j0, R, ""), cbody, cdone);
-    LLVMPositionBuilderAtEnd(B, cbody);
+    st_llvm_loop Jc;
+    LLVMValueRef j0 = st_llvm_loop_begin(cg, &Jc, I64(0), R);
     LLVMValueRef jend = R;
     if (c->chunk) {
         jend = min64(cg, LLVMBuildNSWAdd(B, j0, I64(CCHUNK), ""), R);
@@ -507,13 +486,9 @@ static void emit(st_llvm_cg *cg, col_t *c)
                                         LLVMBuildFPExt(B, f, cg->f64, ""), ""), pd);
         st_llvm_loop_end(cg, &L);
     }
-    LLVMBuildStore(B, jend, jvar);
-    LLVMBuildBr(B, ccond);
-    LLVMPositionBuilderAtEnd(B, cdone);
+    st_llvm_loop_next(cg, &Jc, jend);
     epilogue(cg, c, obase, oc, o, nb, R);
-    LLVMBuildStore(B, LLVMBuildNSWAdd(B, o, nb, ""), ovar);
-    LLVMBuildBr(B, cond);
-    LLVMPositionBuilderAtEnd(B, done);
+    st_llvm_loop_next(cg, &Ob, LLVMBuildNSWAdd(B, o, nb, ""));
     LLVMBuildRet(B, LLVMConstInt(cg->i32, 0, 0));
     LLVMPositionBuilderAtEnd(B, rowb);
 }

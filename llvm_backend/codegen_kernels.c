@@ -61,11 +61,17 @@ LLVMValueRef st_llvm_loop_begin(st_llvm_cg *cg, st_llvm_loop *L,
     return L->i;
 }
 
-void st_llvm_loop_end(st_llvm_cg *cg, st_llvm_loop *L)
+/* closes the body with i = next (a loop of computed steps) */
+void st_llvm_loop_next(st_llvm_cg *cg, st_llvm_loop *L, LLVMValueRef next)
 {
-    LLVMBuildStore(cg->B, LLVMBuildNSWAdd(cg->B, L->i, I64(1), ""), L->var);
+    LLVMBuildStore(cg->B, next, L->var);
     LLVMBuildBr(cg->B, L->cond);
     LLVMPositionBuilderAtEnd(cg->B, L->exit);
+}
+
+void st_llvm_loop_end(st_llvm_cg *cg, st_llvm_loop *L)
+{
+    st_llvm_loop_next(cg, L, LLVMBuildNSWAdd(cg->B, L->i, I64(1), ""));
 }
 
 void st_llvm_reset_memo(st_llvm_cg *cg)
@@ -184,15 +190,8 @@ static void emit_segments(st_llvm_cg *cg, int rank, const LLVMValueRef *base,
     const st_kernel *k = cg->k;
     LLVMBuilderRef B = cg->B;
     int in = rank - 1;
-    LLVMValueRef svar = st_llvm_entry_alloca(cg, cg->i64);
-    LLVMBuildStore(B, I64(0), svar);
-    LLVMBasicBlockRef cond = st_llvm_bb(cg, "segs"), body = st_llvm_bb(cg, "seg"),
-                      done = st_llvm_bb(cg, "segs_done");
-    LLVMBuildBr(B, cond);
-    LLVMPositionBuilderAtEnd(B, cond);
-    LLVMValueRef s0 = LLVMBuildLoad2(B, cg->i64, svar, "s");
-    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, s0, cnt, ""), body, done);
-    LLVMPositionBuilderAtEnd(B, body);
+    st_llvm_loop S; /* for (s0 = 0; s0 < cnt; s0 += seg) */
+    LLVMValueRef s0 = st_llvm_loop_begin(cg, &S, I64(0), cnt);
     LLVMValueRef seg = LLVMBuildSub(B, cnt, s0, "");
     LLVMValueRef segoff[ST_K_MAX_BUFS] = {0};
     for (int b = 0; b < k->nbufs; b++) {
@@ -226,9 +225,7 @@ static void emit_segments(st_llvm_cg *cg, int rank, const LLVMValueRef *base,
     point_body(cg, mm);
     cg->uplain = false;
     st_llvm_loop_end(cg, &Lp);
-    LLVMBuildStore(B, LLVMBuildNSWAdd(B, s0, seg, ""), svar);
-    LLVMBuildBr(B, cond);
-    LLVMPositionBuilderAtEnd(B, done);
+    st_llvm_loop_next(cg, &S, LLVMBuildNSWAdd(B, s0, seg, ""));
 }
 
 static void point_body(st_llvm_cg *cg, bool mm)
@@ -308,18 +305,8 @@ static void emit_pointwise(st_llvm_cg *cg, int rank, bool mm)
     int in = rank - 1;
     LLVMValueRef inner = rank > 0 ? cg->shape[in] : I64(1);
     LLVMValueRef fast = rank > 0 ? fast_test(cg, in) : LLVMConstInt(cg->i1, 1, 0);
-    st_llvm_loop rows;
-    /* the row loop steps by cnt: a manual loop on p */
-    LLVMValueRef pvar = st_llvm_entry_alloca(cg, cg->i64);
-    LLVMBuildStore(B, lo, pvar);
-    rows.cond = st_llvm_bb(cg, "rows");
-    LLVMBasicBlockRef rbody = st_llvm_bb(cg, "row");
-    rows.exit = st_llvm_bb(cg, "end");
-    LLVMBuildBr(B, rows.cond);
-    LLVMPositionBuilderAtEnd(B, rows.cond);
-    LLVMValueRef pv = LLVMBuildLoad2(B, cg->i64, pvar, "p");
-    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, pv, hi, ""), rbody, rows.exit);
-    LLVMPositionBuilderAtEnd(B, rbody);
+    st_llvm_loop rows; /* for (pv = lo; pv < hi; pv += cnt) */
+    LLVMValueRef pv = st_llvm_loop_begin(cg, &rows, lo, hi);
     LLVMValueRef row, j0;
     if (rank <= 1) {
         row = I64(0);
@@ -381,9 +368,7 @@ static void emit_pointwise(st_llvm_cg *cg, int rank, bool mm)
         LLVMBuildBr(B, join);
     }
     LLVMPositionBuilderAtEnd(B, join);
-    LLVMBuildStore(B, LLVMBuildNSWAdd(B, pv, cnt, ""), pvar);
-    LLVMBuildBr(B, rows.cond);
-    LLVMPositionBuilderAtEnd(B, rows.exit);
+    st_llvm_loop_next(cg, &rows, LLVMBuildNSWAdd(B, pv, cnt, ""));
     LLVMBuildRet(B, LLVMConstInt(cg->i32, 0, 0));
     if (par_latch)
         mark_parallel(cg, par_latch);
@@ -589,18 +574,7 @@ static void row_walk(st_llvm_cg *cg, rctx *rc)
         st_llvm_loop L, Ch = {0};
         LLVMValueRef j0 = I64(0), jend = rc->rinner;
         if (rc->chunk) { /* for (j0 = 0; j0 < rinner; j0 += CHUNK) */
-            Ch.var = st_llvm_entry_alloca(cg, cg->i64);
-            LLVMBuildStore(B, I64(0), Ch.var);
-            Ch.cond = st_llvm_bb(cg, "chunk");
-            LLVMBasicBlockRef cbody = st_llvm_bb(cg, "cbody");
-            Ch.exit = st_llvm_bb(cg, "cdone");
-            LLVMBuildBr(B, Ch.cond);
-            LLVMPositionBuilderAtEnd(B, Ch.cond);
-            Ch.i = LLVMBuildLoad2(B, cg->i64, Ch.var, "j0");
-            LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, Ch.i, rc->rinner, ""),
-                            cbody, Ch.exit);
-            LLVMPositionBuilderAtEnd(B, cbody);
-            j0 = Ch.i;
+            j0 = st_llvm_loop_begin(cg, &Ch, I64(0), rc->rinner);
             LLVMValueRef e = LLVMBuildNSWAdd(B, j0, I64(CHUNK), "");
             jend = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, e, rc->rinner, ""),
                                    e, rc->rinner, "");
@@ -624,9 +598,7 @@ static void row_walk(st_llvm_cg *cg, rctx *rc)
             LLVMValueRef a = LLVMBuildLoad2(B, cg->f64, rc->acc, "");
             LLVMBuildStore(B, LLVMBuildFAdd(B, a, LLVMBuildFPExt(B, fa, cg->f64, ""), ""),
                            rc->acc);
-            LLVMBuildStore(B, jend, Ch.var);
-            LLVMBuildBr(B, Ch.cond);
-            LLVMPositionBuilderAtEnd(B, Ch.exit);
+            st_llvm_loop_next(cg, &Ch, jend);
         }
         LLVMBuildBr(B, join);
     }

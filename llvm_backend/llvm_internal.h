@@ -75,6 +75,8 @@ LLVMBasicBlockRef st_llvm_bb(st_llvm_cg *cg, const char *name);
 LLVMValueRef st_llvm_loop_begin(st_llvm_cg *cg, st_llvm_loop *L,
                                 LLVMValueRef start, LLVMValueRef end);
 void st_llvm_loop_end(st_llvm_cg *cg, st_llvm_loop *L);
+/* closes the body with i = next instead of i + 1 */
+void st_llvm_loop_next(st_llvm_cg *cg, st_llvm_loop *L, LLVMValueRef next);
 void st_llvm_reset_memo(st_llvm_cg *cg);
 /* Loads sizes, data pointers and strides of dims [0, rank). */
 void st_llvm_hoist(st_llvm_cg *cg, int rank);
