@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fuse_internal.h" /* st_fuse_node0: a fresh kernel node */
 #include "random_graph.h"
 #include "st_llvm.h"
 
@@ -708,23 +709,11 @@ static void test_dump_dir(void)
  * wrap inside the launch, the 64-bit wrap; contiguous (vectorized) and
  * transposed (strided path) outputs, sizes with a vector tail, big enough
  * for the thread pool to split. llvm must equal interp bit for bit. */
-static st_knode rk_node(st_knode_kind kind, st_dtype dt)
-{
-    st_knode n;
-    memset(&n, 0, sizeof n);
-    n.kind = kind;
-    n.dtype = dt;
-    n.a = n.b = n.c = -1;
-    n.buf = -1;
-    n.idx_dim = -1;
-    return n;
-}
-
 static int rk_add(st_kernel *k, st_knode n) { return st_kernel_node(k, &n); }
 
 static int rk_bin(st_kernel *k, int op, st_dtype dt, int a, int b)
 {
-    st_knode n = rk_node(ST_KN_BINARY, dt);
+    st_knode n = st_fuse_node0(ST_KN_BINARY, dt);
     n.op = op;
     n.a = a;
     n.b = b;
@@ -733,7 +722,7 @@ static int rk_bin(st_kernel *k, int op, st_dtype dt, int a, int b)
 
 static int rk_const(st_kernel *k, st_dtype dt, double v)
 {
-    st_knode n = rk_node(ST_KN_CONST, dt);
+    st_knode n = st_fuse_node0(ST_KN_CONST, dt);
     n.f = v;
     return rk_add(k, n);
 }
@@ -745,17 +734,17 @@ static void rand_kernel(st_kernel *k, int kind, st_dtype dt)
     st_kernel_init(k, ST_K_ELEMENTWISE, 2);
     k->uses_rng = true;
     int yb = st_kernel_add_buf(k, 0, dt, true, dm), y;
-    int r = rk_add(k, rk_node(ST_KN_RAND, dt));
+    int r = rk_add(k, st_fuse_node0(ST_KN_RAND, dt));
     if (kind == 0) {
         y = r;
     } else {
         int xb = st_kernel_add_buf(k, 1, dt, false, dm);
-        st_knode ld = rk_node(ST_KN_LOAD, dt);
+        st_knode ld = st_fuse_node0(ST_KN_LOAD, dt);
         ld.buf = xb;
         int x = rk_add(k, ld);
         int keep = rk_bin(k, ST_OP_GE, ST_BOOL, r, rk_const(k, dt, 0.1));
         int xs = rk_bin(k, ST_OP_MUL, dt, x, rk_const(k, dt, 1.25));
-        st_knode w = rk_node(ST_KN_WHERE, dt);
+        st_knode w = st_fuse_node0(ST_KN_WHERE, dt);
         w.a = keep;
         w.b = xs;
         w.c = rk_const(k, dt, 0.0);
