@@ -457,12 +457,6 @@ static const st_stmt *zero_scatter(const st_graph *w, int x)
     return s;
 }
 
-static bool same_meta(const st_meta *a, const st_meta *b)
-{
-    return a->ndim == b->ndim && a->dtype == b->dtype &&
-           memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim) == 0;
-}
-
 /* Adds gradient ig to value v's (summing uses). A sum with a scatter into
  * zeros (a tied embedding's two gradients) scatters into the other term
  * instead: no zero fill, no dense add (the zeros and the first scatter
@@ -480,7 +474,7 @@ static bool add_grad(bctx *c, int v, int ig)
         sv = c->grad[v];
         sc = zero_scatter(c->w, sv);
     }
-    if (sc && same_meta(&c->w->values[dense].meta, &c->w->values[sv].meta)) {
+    if (sc && st_meta_eq(&c->w->values[dense].meta, &c->w->values[sv].meta)) {
         int in[3] = {dense, sc->in[1], sc->in[2]}, out[ST_MAX_OUT];
         st_attrs a = sc->attrs;
         if (st_ir_add_stmt(c->w, ST_OP_SCATTER_ADD, in, 3, &a, out) < 0)

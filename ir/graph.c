@@ -230,7 +230,7 @@ void st_ir_mark_output(st_graph *g, int value)
     g->outputs[g->noutputs++] = value;
 }
 
-static bool meta_eq(const st_meta *a, const st_meta *b)
+bool st_meta_eq(const st_meta *a, const st_meta *b)
 {
     if (a->dtype != b->dtype || a->ndim != b->ndim || a->kind != b->kind)
         return false;
@@ -329,7 +329,7 @@ st_status st_ir_verify(const st_graph *g)
                           "infers %d results, has %d", g->id, si, def->name,
                           nout, s->nout);
         for (int k = 0; k < nout; k++) {
-            if (!meta_eq(&outs[k], &g->values[s->out[k]].meta)) {
+            if (!st_meta_eq(&outs[k], &g->values[s->out[k]].meta)) {
                 char a[128], b[128];
                 const st_meta *m = &g->values[s->out[k]].meta;
                 return st_err(ST_ERR_VALUE, "verify: SIR_%d: statement %d (%s) "

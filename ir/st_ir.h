@@ -68,6 +68,8 @@ typedef struct {
 } st_meta;
 
 int64_t st_meta_numel(const st_meta *m);
+/* same kind, dtype and shape */
+bool st_meta_eq(const st_meta *a, const st_meta *b);
 /* Formats "[2, 3]" into buf; returns buf. */
 char *st_shape_str(const int64_t *shape, int ndim, char *buf, size_t n);
 /* Result dtype of operands following PyTorch's result_type: dimensioned
