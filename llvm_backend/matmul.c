@@ -238,18 +238,6 @@ static int add_epilogue(const st_kernel *k, st_dtype acc)
     return x->buf;
 }
 
-/* element offset of X for batch bi */
-static int64_t oxb(const mm_ctx *c, int64_t bi)
-{
-    const st_karg_buf *X = &c->a->bufs[c->addx];
-    int64_t o = 0;
-    for (int d = c->nb - 1; d >= 0; d--) {
-        o += (bi % c->a->shape[d]) * X->strides[d];
-        bi /= c->a->shape[d];
-    }
-    return o;
-}
-
 /* out[m0:m1, n0:n1] (leading dim ldo, already at (m0, n0)) = X's block */
 static void fill_x(const mm_ctx *c, int64_t ox, int64_t m0, int64_t m1,
                    int64_t n0, int64_t n1, char *out, int64_t ldo)
@@ -311,13 +299,15 @@ static int32_t mm_block(mm_ctx *c, int64_t bi, int64_t m0, int64_t m1,
     size_t sa = st_dtype_size(ta), sb = st_dtype_size(tb), sc = st_dtype_size(tc);
     size_t esz = c->acc == ST_FLOAT32 ? 4 : 8;
     int64_t M = c->M, N = c->N, K = c->K;
-    int64_t oa = 0, ob = 0, oc = 0, q = bi;
+    int64_t oa = 0, ob = 0, oc = 0, ox = 0, q = bi;
     for (int d = nb - 1; d >= 0; d--) {
         int64_t pd = q % a->shape[d];
         q /= a->shape[d];
         oa += pd * A->strides[d];
         ob += pd * B->strides[d];
         oc += pd * C->strides[d];
+        if (c->addx >= 0)
+            ox += pd * a->bufs[c->addx].strides[d];
     }
     const char *ab = A->data + (ptrdiff_t)sa * oa;
     const char *bbp = B->data + (ptrdiff_t)sb * ob;
@@ -360,7 +350,7 @@ static int32_t mm_block(mm_ctx *c, int64_t bi, int64_t m0, int64_t m1,
                           : c->prod + esz * (size_t)(bi * M * N);
     out += (ptrdiff_t)(c->direct ? sc : esz) * (m0 * ldo + n0);
     if (c->addx >= 0)
-        fill_x(c, oxb(c, bi), m0, m1, n0, n1, out, ldo);
+        fill_x(c, ox, m0, m1, n0, n1, out, ldo);
     if (K > 0) {
 #ifdef ST_HAVE_OPENBLAS
         if (c->blas)
