@@ -49,6 +49,23 @@ static PyObject *c_nvrtc_status(PyObject *self, PyObject *noargs) {
     return Py_BuildValue("(Oss)", Py_True, st_nvrtc_version(), st_nvrtc_library());
 }
 
+static PyObject *c_cublas_set_path(PyObject *self, PyObject *args) {
+    const char *p = NULL;
+    if (!PyArg_ParseTuple(args, "z", &p)) return NULL;
+    st_nvrtc_set_cublas_search_path(p);
+    Py_RETURN_NONE;
+}
+
+/* (True, "/path/libcublas.so.13") or (False, "why not") */
+static PyObject *c_cublas_status(PyObject *self, PyObject *noargs) {
+    if (!st_nvrtc_cublas_available()) {
+        PyObject *r = Py_BuildValue("(Os)", Py_False, st_err_msg());
+        st_err_clear();
+        return r;
+    }
+    return Py_BuildValue("(Os)", Py_True, st_nvrtc_cublas_library());
+}
+
 static PyObject *c_nvrtc_register(PyObject *self, PyObject *noargs) {
     if (st_nvrtc_register() != ST_OK) return st_fe_raise();
     Py_RETURN_NONE;
@@ -61,6 +78,8 @@ PyMethodDef st_fe_cuda_methods[] = {
     {"_cuda_device_name", c_device_name, METH_VARARGS, "the name of a GPU"},
     {"_nvrtc_set_search_path", c_nvrtc_set_path, METH_VARARGS, "directories holding libnvrtc"},
     {"_nvrtc_status", c_nvrtc_status, METH_NOARGS, "whether NVRTC loads"},
+    {"_cublas_set_search_path", c_cublas_set_path, METH_VARARGS, "directories holding libcublas"},
+    {"_cublas_status", c_cublas_status, METH_NOARGS, "whether cuBLAS loads"},
     {"_nvrtc_register", c_nvrtc_register, METH_NOARGS, "register the nvrtc backend"},
     {NULL, NULL, 0, NULL},
 };

@@ -1,12 +1,19 @@
-/* backend.c - the "nvrtc" st_backend: compile = render every kernel of a
- * graph into one translation unit, NVRTC it for the device's sm_XX, load
- * the cubin with cuModuleLoadData and look the functions up; launch =
+/* backend.c - the "nvrtc" st_backend: compile = a module per distinct
+ * kernel for the device's sm_XX (modcache.c: rendered alone, compiled by
+ * NVRTC in parallel or read from the disk cache, kept for the process)
+ * and its functions looked up; launch =
  * st_nvrtc_launch_config + cuLaunchKernel on the device's stream with the
- * st_kargs struct by value, then (for now) a synchronize and a read of the
- * kernel's error record, so that an index out of bounds is reported as on
- * the CPU. Kernels run on cuda:0 for now. NOTE: this file has NOT run on a
- * GPU yet: it is compiled and linked, and st_nvrtc_register() refuses to
- * register without a CUDA device. Owns: st_nvrtc_backend, st_nvrtc_register. */
+ * st_kargs struct by value. Launches are asynchronous: every kernel writes
+ * a device-side error (index out of bounds, ...) into one record per
+ * device, which the device's sync_check hook reads at the next
+ * synchronization (a copy to the host, symtrace.cuda.synchronize()), as
+ * PyTorch reports a device-side assert; SYMTRACE_CUDA_SYNC=1 synchronizes
+ * after every launch instead (the error then names its kernel). Kernels
+ * run on cuda:0 for now. A MATMUL goes to cuBLAS when st_nvrtc_gemm_plan
+ * allows (cublas.c; the product straight into the output, or into the
+ * device's scratch product and then NAME_epi runs the epilogue), else to
+ * the NVRTC kernel. Owns: st_nvrtc_backend, st_nvrtc_register. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,11 +23,10 @@
 
 typedef struct {
     st_device *dev;
-    st_cu_module mod;
-    st_cu_ptr err;                /* a device st_nvrtc_kerr */
     int n;
     const st_kernel *ks;
     st_cu_function *fn, *fn_mma;  /* per kernel; NULL for VIEW kernels */
+    st_cu_function *fn_epi;       /* MATMUL: NAME_epi (st_nvrtc_has_epi) */
 } compiled;
 
 static void release(st_backend *be, void *h)
@@ -29,16 +35,66 @@ static void release(st_backend *be, void *h)
     compiled *c = h;
     if (!c)
         return;
-    const st_cuda_api *api = st_cuda_api_get();
-    if (api && c->dev && st_cuda_make_current(c->dev) == ST_OK) {
-        if (c->err)
-            api->MemFree(c->err);
-        if (c->mod)
-            api->ModuleUnload(c->mod);
-    }
-    free(c->fn);
+    free(c->fn);   /* the modules stay in modcache.c's table */
     free(c->fn_mma);
+    free(c->fn_epi);
     free(c);
+}
+
+/* ---- the device's error record (kernels run on cuda:0 only) ---- */
+static st_cu_ptr kerr_dev;          /* a device st_nvrtc_kerr */
+static const char *kerr_kernel;     /* the kernel launched last (SYMTRACE_CUDA_SYNC) */
+
+static st_status kerr_read(st_device *d)
+{
+    (void)d;
+    const st_cuda_api *api = st_cuda_api_get();
+    if (!api || !kerr_dev)
+        return ST_OK;
+    st_nvrtc_kerr e;
+    st_status s = st_cuda_check(api->Memcpy((st_cu_ptr)(uintptr_t)&e, kerr_dev, sizeof e),
+                                "cuMemcpy");
+    if (s != ST_OK || e.code == 0)
+        return s;
+    api->MemsetD8(kerr_dev, 0, sizeof e);
+    if (e.code == ST_NVRTC_EINDEX)
+        return st_err(ST_ERR_INDEX, "index %lld is out of bounds for dimension %d with size %lld",
+                      (long long)e.value, e.dim, (long long)e.size);
+    if (e.code == ST_NVRTC_EPOW)
+        return st_err(ST_ERR_RUNTIME, "Integers to negative integer powers are not allowed.");
+    return st_err(ST_ERR_RUNTIME, "nvrtc: kernel %s failed (code %d)",
+                  kerr_kernel ? kerr_kernel : "(unknown)", e.code);
+}
+
+static st_status kerr_init(st_device *dev)
+{
+    if (kerr_dev)
+        return ST_OK;
+    const st_cuda_api *api = st_cuda_api_get();
+    if (!api)
+        return st_err_kind();
+    st_cu_ptr p = 0;
+    st_status s = st_cuda_check(api->MemAlloc(&p, sizeof(st_nvrtc_kerr)), "cuMemAlloc");
+    if (s == ST_OK)
+        s = st_cuda_check(api->MemsetD8(p, 0, sizeof(st_nvrtc_kerr)), "cuMemsetD8");
+    if (s != ST_OK) {
+        if (p)
+            api->MemFree(p);
+        return s;
+    }
+    kerr_dev = p;
+    st_cuda_dev_of(dev)->sync_check = kerr_read;
+    return ST_OK;
+}
+
+static bool sync_each_launch(void)
+{
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("SYMTRACE_CUDA_SYNC");
+        v = e && e[0] == '1';
+    }
+    return v == 1;
 }
 
 static void *compile(st_backend *be, const st_kernel *ks, int n)
@@ -60,44 +116,94 @@ static void *compile(st_backend *be, const st_kernel *ks, int n)
     c->ks = ks;
     c->fn = calloc((size_t)n + 1, sizeof *c->fn);
     c->fn_mma = calloc((size_t)n + 1, sizeof *c->fn_mma);
-    char *src = c->fn && c->fn_mma ? st_nvrtc_render(ks, n) : NULL;
-    if (!src) {
-        if (!c->fn || !c->fn_mma)
-            st_err(ST_ERR_MEMORY, "nvrtc: out of memory");
+    c->fn_epi = calloc((size_t)n + 1, sizeof *c->fn_epi);
+    st_cu_module *mods = calloc((size_t)n + 1, sizeof *mods);
+    if (!c->fn || !c->fn_mma || !c->fn_epi || !mods) {
+        free(mods);
+        st_err(ST_ERR_MEMORY, "nvrtc: out of memory");
         release(be, c);
         return NULL;
     }
     char arch[16];
     snprintf(arch, sizeof arch, "sm_%d", g->cc);
-    st_nvrtc_output out;
-    st_status s = st_nvrtc_compile(src, "symtrace_graph.cu", arch, false, &out);
-    free(src);
+    /* a module per distinct kernel (modcache.c), its kernel named as
+     * kernel 0 of its own translation unit */
+    st_status s = st_nvrtc_modules(ks, n, arch, mods);
     if (s == ST_OK)
-        s = st_cuda_check(api->ModuleLoadData(&c->mod, out.image), "cuModuleLoadData");
-    st_nvrtc_output_free(&out);
-    if (s == ST_OK)
-        s = st_cuda_check(api->MemAlloc(&c->err, sizeof(st_nvrtc_kerr)), "cuMemAlloc");
-    if (s == ST_OK)
-        s = st_cuda_check(api->MemsetD8(c->err, 0, sizeof(st_nvrtc_kerr)), "cuMemsetD8");
+        s = kerr_init(dev);
     for (int i = 0; s == ST_OK && i < n; i++) {
         if (ks[i].kind == ST_K_VIEW)
             continue;
         char name[128];
-        st_nvrtc_kernel_name(&ks[i], i, name, sizeof name);
-        s = st_cuda_check(api->ModuleGetFunction(&c->fn[i], c->mod, name),
+        st_nvrtc_kernel_name(&ks[i], 0, name, sizeof name);
+        s = st_cuda_check(api->ModuleGetFunction(&c->fn[i], mods[i], name),
                           "cuModuleGetFunction");
         if (s == ST_OK && st_nvrtc_has_mma(&ks[i])) {
             char mn[160];
             snprintf(mn, sizeof mn, "%s_mma", name);
-            s = st_cuda_check(api->ModuleGetFunction(&c->fn_mma[i], c->mod, mn),
+            s = st_cuda_check(api->ModuleGetFunction(&c->fn_mma[i], mods[i], mn),
+                              "cuModuleGetFunction");
+        }
+        if (s == ST_OK && ks[i].kind == ST_K_MATMUL && st_nvrtc_has_epi(&ks[i])) {
+            char en[160];
+            snprintf(en, sizeof en, "%s_epi", name);
+            s = st_cuda_check(api->ModuleGetFunction(&c->fn_epi[i], mods[i], en),
                               "cuModuleGetFunction");
         }
     }
+    free(mods);
     if (s != ST_OK) {
         release(be, c);
         return NULL;
     }
     return c;
+}
+
+/* cuBLAS for matmuls unless SYMTRACE_CUBLAS=0 or it cannot be loaded
+ * (then every matmul runs the NVRTC kernel) */
+static bool use_cublas(void)
+{
+    static int v = -1;
+    if (v < 0) {
+        v = st_nvrtc_cublas_available();
+        if (!v)
+            st_err_clear();
+    }
+    return v == 1;
+}
+
+static pthread_mutex_t gemm_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* SYMTRACE_CUBLAS_LOG=1: every matmul launch says where it went (stderr) */
+static bool log_gemm(void)
+{
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("SYMTRACE_CUBLAS_LOG");
+        v = e && e[0] == '1';
+    }
+    return v == 1;
+}
+
+/* the product by cuBLAS, then (scratch) the epilogue kernel NAME_epi */
+static st_status gemm_launch(compiled *c, int index, const st_kargs *args,
+                             const st_nvrtc_gemm *plan, st_cuda_dev *g)
+{
+    const st_cuda_api *api = st_cuda_api_get();
+    st_cu_ptr prod = 0;
+    st_status s = st_nvrtc_cublas_gemm(c->dev, plan, args, &prod);
+    if (s != ST_OK || plan->direct)
+        return s;
+    st_nvrtc_launch L = st_nvrtc_epi_launch_config(&c->ks[index], args, g->sm_count);
+    if (L.empty)
+        return ST_OK;
+    unsigned flags = 0;
+    st_cu_ptr err = kerr_dev;
+    void *params[4] = {(void *)args, &flags, &err, &prod};
+    return st_cuda_check(api->LaunchKernel(c->fn_epi[index], L.grid[0], L.grid[1], L.grid[2],
+                                           L.block[0], L.block[1], L.block[2], 0, g->stream,
+                                           params, NULL),
+                         "cuLaunchKernel (matmul epilogue)");
 }
 
 static st_status launch(st_backend *be, void *h, int index, const st_kargs *args)
@@ -117,35 +223,47 @@ static st_status launch(st_backend *be, void *h, int index, const st_kargs *args
     if (s != ST_OK)
         return s;
     st_cuda_dev *g = st_cuda_dev_of(c->dev);
+    if (k->kind == ST_K_MATMUL && c->fn_epi[index] && use_cublas()) {
+        st_nvrtc_gemm plan;
+        st_nvrtc_gemm_plan(k, args, &plan);
+        if (plan.empty)
+            return ST_OK;
+        if (log_gemm())
+            fprintf(stderr, "symtrace cublas: %s: %s%s (m %d n %d k %d, batch %d, %lld call%s, "
+                    "op %c%c)\n", k->name, plan.ok ? "cuBLAS " : "NVRTC kernel: ",
+                    plan.ok ? (plan.direct ? "into the output" : "into scratch + _epi") : plan.why,
+                    plan.m, plan.n, plan.k, plan.batch, (long long)plan.calls,
+                    plan.calls == 1 ? "" : "s", plan.transa ? 'T' : 'N', plan.transb ? 'T' : 'N');
+        if (plan.ok) {
+            /* one scratch product per device: a gemm and its epilogue
+             * are queued together */
+            pthread_mutex_lock(&gemm_mu);
+            s = gemm_launch(c, index, args, &plan, g);
+            pthread_mutex_unlock(&gemm_mu);
+            if (s != ST_OK || !sync_each_launch())
+                return s;
+            kerr_kernel = k->name;
+            s = st_cuda_stream_sync(c->dev);
+            kerr_kernel = NULL;
+            return s;
+        }
+    }
     st_nvrtc_launch L = st_nvrtc_launch_config(k, args, g->sm_count, g->cc);
     if (L.empty)
         return ST_OK;
     st_cu_function f = L.mma && c->fn_mma[index] ? c->fn_mma[index] : c->fn[index];
     unsigned flags = L.flags;
-    st_cu_ptr err = c->err;
+    st_cu_ptr err = kerr_dev;
     void *params[3] = {(void *)args, &flags, &err};
     s = st_cuda_check(api->LaunchKernel(f, L.grid[0], L.grid[1], L.grid[2], L.block[0],
                                         L.block[1], L.block[2], 0, g->stream, params, NULL),
                       "cuLaunchKernel");
-    if (s != ST_OK)
+    if (s != ST_OK || !sync_each_launch())
         return s;
-    /* TODO: check the error record once per graph, not per kernel */
-    s = st_cuda_check(api->StreamSynchronize(g->stream), "cuStreamSynchronize");
-    if (s != ST_OK)
-        return s;
-    st_nvrtc_kerr e;
-    s = st_cuda_check(api->Memcpy((st_cu_ptr)(uintptr_t)&e, c->err, sizeof e), "cuMemcpy");
-    if (s != ST_OK)
-        return s;
-    if (e.code == 0)
-        return ST_OK;
-    api->MemsetD8(c->err, 0, sizeof e);
-    if (e.code == ST_NVRTC_EINDEX)
-        return st_err(ST_ERR_INDEX, "index %lld is out of bounds for dimension %d with size %lld",
-                      (long long)e.value, e.dim, (long long)e.size);
-    if (e.code == ST_NVRTC_EPOW)
-        return st_err(ST_ERR_RUNTIME, "Integers to negative integer powers are not allowed.");
-    return st_err(ST_ERR_RUNTIME, "nvrtc: kernel %s failed (code %d)", k->name, e.code);
+    kerr_kernel = k->name;
+    s = st_cuda_stream_sync(c->dev);
+    kerr_kernel = NULL;
+    return s;
 }
 
 static const char *cache_tag(st_backend *be)

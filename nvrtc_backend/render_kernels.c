@@ -16,7 +16,9 @@
  *   operands NAME_mma, a tensor-core kernel built on mma.sync m16n8k16
  *   (inline PTX). The _mma variant is compile-checked only: it has NOT
  *   been run on a GPU yet, and st_nvrtc_launch_config never picks it
- *   unless SYMTRACE_CUDA_MMA=1.
+ *   unless SYMTRACE_CUDA_MMA=1. A MATMUL whose operands cuBLAS takes
+ *   also gets NAME_epi: its epilogue alone, over the product cuBLAS wrote
+ *   into a scratch buffer (st_nvrtc_gemm_plan decides per launch).
  * Owns: st_nvrtc_render, st_nvrtc_kernel_name, st_nvrtc_has_mma,
  * st_nvrtc_vec_width. */
 #include <stdio.h>
@@ -541,6 +543,32 @@ static void render_matmul(st_nvrtc_pc *pc, const char *name)
     SB("            }\n    }\n}\n");
 }
 
+/* NAME_epi: the epilogue over a scratch product (cuBLAS computed it): a
+ * grid-stride loop over the batch x M x N points, the product read from
+ * prod_ (contiguous [batch..., M, N], float or double) */
+static void render_matmul_epi(st_nvrtc_pc *pc, const char *name)
+{
+    st_nvrtc_sb *b = pc->b;
+    const st_kernel *k = pc->k;
+    int nb = k->rank - 3, acc = mm_acc(k);
+    const char *A = acc_ty[acc];
+    SB("\nextern \"C\" __global__ void __launch_bounds__(256)\n"
+       "%s_epi(const st_kargs a, unsigned flags, st_kerr *err, const %s *prod_)\n{\n",
+       name, A);
+    SB("    const st_i64 M = a.shape[%d], N = a.shape[%d];\n", nb, nb + 1);
+    product(b, "nbatch", 0, nb);
+    SB("    const st_i64 total = nbatch * M * N;\n"
+       "    const st_i64 step = (st_i64)gridDim.x * blockDim.x;\n"
+       "    for (st_i64 t_ = (st_i64)blockIdx.x * blockDim.x + threadIdx.x; t_ < total; t_ += step) {\n"
+       "        const st_i64 nn_ = t_ %% N, q_ = t_ / N;\n"
+       "        const st_i64 mm_ = q_ %% M, z = q_ / M;\n");
+    coords(b, "        ", "z", 0, nb, "z");
+    offsets(pc, "        ", NULL, 0, nb, "bb");
+    SB("        const %s accv = prod_[t_];\n", A);
+    mm_epilogue(pc, nb, "accv", acc, "        ", "            ");
+    SB("    }\n}\n");
+}
+
 /* NOT YET RUN ON A GPU: compile-checked only (see the file comment). */
 static void render_matmul_mma(st_nvrtc_pc *pc, const char *name)
 {
@@ -655,6 +683,8 @@ char *st_nvrtc_render(const st_kernel *ks, int n)
             render_matmul(&pc, name);
             if (!pc.err[0] && st_nvrtc_has_mma(k))
                 render_matmul_mma(&pc, name);
+            if (!pc.err[0] && st_nvrtc_has_epi(k))
+                render_matmul_epi(&pc, name);
             break;
         default:
             snprintf(pc.err, sizeof pc.err, "bad kernel kind %d", (int)k->kind);

@@ -59,6 +59,73 @@ unsigned st_nvrtc_ew_flags(const st_kernel *k, const st_kargs *a);
 st_nvrtc_launch st_nvrtc_launch_config(const st_kernel *k, const st_kargs *a,
                                        int sm_count, int cc);
 
+/* ---- cuBLAS for MATMUL kernels (gemm_plan.c: host decision; cublas.c) ----
+ * A MATMUL launch goes to cuBLAS (cublasGemmStridedBatchedEx, loaded with
+ * dlopen) when st_nvrtc_gemm_plan says it can: float32 x float32 (true
+ * float32, no TF32), float64 x float64, float16/bfloat16 pairs (float32
+ * compute); each operand's matrix with one unit stride; the batch dims
+ * collapsing to one stride per operand, outer non-collapsible batch dims
+ * looped with one call each. The product goes straight into the output
+ * (direct: no epilogue but the plain store of the product, output dtype
+ * the product's, a row stride for ldc) or into a contiguous scratch
+ * [batch..., M, N] product of the accumulation type (float, or double for
+ * float64) that NAME_epi, the epilogue kernel, reads. */
+#define ST_NVRTC_GEMM_MAX_CALLS 256
+typedef struct {
+    bool ok;               /* cuBLAS can run this launch */
+    const char *why;       /* when !ok: the reason (a static string) */
+    bool empty;            /* nothing to do (zero-size output) */
+    st_dtype ab_dtype;     /* operand dtype (A and B alike) */
+    st_dtype c_dtype;      /* dtype cuBLAS writes: the output's when direct,
+                              else the accumulation type (float32/float64) */
+    bool f64;              /* compute in float64 (else float32) */
+    bool direct;           /* C is output buffer out_buf; else the scratch */
+    int out_buf;           /* direct: the buffer written */
+    /* cuBLAS column-major call: C' (m x n) = op(A') op(B'), where A' is our
+     * B and B' our A (row-major C = A B is column-major C^T = B^T A^T) */
+    bool transa, transb;   /* op(A'), op(B'): true = CUBLAS_OP_T */
+    int m, n, k;           /* m = N, n = M, k = K */
+    int lda, ldb, ldc;     /* of A' (our B), B' (our A), C */
+    int batch;             /* batchCount of each call */
+    int64_t stride_a, stride_b, stride_c;  /* of A' (our B), B' (our A), C */
+    /* calls = product of outer_shape: the element offsets of call i come
+     * from st_nvrtc_gemm_offsets */
+    int nouter;
+    int64_t outer_shape[ST_MAX_DIMS];
+    int64_t outer_stride[3][ST_MAX_DIMS];  /* our A, our B, C */
+    int64_t calls;
+    int64_t scratch_bytes; /* !direct: bytes of the scratch product */
+} st_nvrtc_gemm;
+
+/* Decides whether cuBLAS can run MATMUL kernel k with arguments a and how
+ * (pure host code; plan->ok false with plan->why when it cannot: then the
+ * NVRTC kernel runs). */
+void st_nvrtc_gemm_plan(const st_kernel *k, const st_kargs *a, st_nvrtc_gemm *plan);
+/* Element offsets of call i (0 <= i < plan->calls) into our A, our B and
+ * C (the output buffer when direct, else the scratch product). */
+void st_nvrtc_gemm_offsets(const st_nvrtc_gemm *plan, int64_t i, int64_t off[3]);
+/* Whether MATMUL kernel k gets NAME_epi (its epilogue over a scratch
+ * product): when its operands are a pair cuBLAS may take. NAME_epi has
+ * the signature of every kernel plus `const void *prod`: the contiguous
+ * [batch..., M, N] product in float (double when the product is float64). */
+bool st_nvrtc_has_epi(const st_kernel *k);
+/* Grid and block of NAME_epi of kernel k (a grid-stride loop over the
+ * batch x M x N points). */
+st_nvrtc_launch st_nvrtc_epi_launch_config(const st_kernel *k, const st_kargs *a,
+                                           int sm_count);
+
+/* cuBLAS (cublas.c), loaded with dlopen: $SYMTRACE_CUBLAS_PATH (a file or
+ * directory, ':'-separated), then the directories set here (the Python
+ * layer passes the pip wheels' nvidia/.../lib holding libcublas), then the
+ * loader (libcublas.so.13, .12, libcublas.so), then /usr/local/cuda/lib64.
+ * SYMTRACE_CUBLAS=0 disables it (every matmul runs the NVRTC kernel). */
+void st_nvrtc_set_cublas_search_path(const char *paths);
+/* Loads cuBLAS once; false with the error set (naming what was tried, or
+ * that SYMTRACE_CUBLAS=0). */
+bool st_nvrtc_cublas_available(void);
+/* The path of the loaded library, or NULL. */
+const char *st_nvrtc_cublas_library(void);
+
 /* ---- NVRTC (nvrtc.c) ---- */
 /* Extra directories to look for libnvrtc in (the Python layer passes the
  * pip wheel's nvidia/cu13/lib); ':'-separated; NULL clears. Before these:

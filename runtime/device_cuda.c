@@ -8,7 +8,7 @@
  * have NOT run on a GPU yet (the machines this was written on had none).
  * Owns: st_cuda_api_get, st_cuda_is_available, st_cuda_device_count,
  * st_cuda_device, st_cuda_dev_of, st_cuda_make_current,
- * st_cuda_synchronize, st_cuda_check. */
+ * st_cuda_synchronize, st_cuda_stream_sync, st_cuda_check. */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -173,19 +173,30 @@ static st_status cuda_copy(st_device *d, void *dst, const void *src, size_t n)
     if (s != ST_OK)
         return s;
     /* kernels run on the device's stream; a copy sees their results */
-    st_cuda_dev *g = d->impl;
-    s = st_cuda_check(api.StreamSynchronize(g->stream), "cuStreamSynchronize");
+    s = st_cuda_stream_sync(d);
     if (s != ST_OK)
         return s;
     return st_cuda_check(api.Memcpy((st_cu_ptr)(uintptr_t)dst,
                                     (st_cu_ptr)(uintptr_t)src, n), "cuMemcpy");
 }
 
-static void cuda_synchronize(st_device *d)
+st_status st_cuda_stream_sync(st_device *d)
 {
     st_cuda_dev *g = st_cuda_dev_of(d);
-    if (g && st_cuda_make_current(d) == ST_OK)
-        api.StreamSynchronize(g->stream);
+    if (!g)
+        return st_err(ST_ERR_RUNTIME, "not a CUDA device");
+    st_status s = st_cuda_make_current(d);
+    if (s == ST_OK)
+        s = st_cuda_check(api.StreamSynchronize(g->stream), "cuStreamSynchronize");
+    if (s == ST_OK && g->sync_check)
+        s = g->sync_check(d);
+    return s;
+}
+
+static void cuda_synchronize(st_device *d)
+{
+    if (st_cuda_dev_of(d))
+        st_cuda_stream_sync(d);
 }
 
 static st_device *make_device(int index)
@@ -275,10 +286,7 @@ st_status st_cuda_synchronize(int index)
         st_device *d = st_cuda_device(index);
         if (!d)
             return st_err_kind();
-        st_cuda_dev *g = d->impl;
-        st_status s = st_cuda_make_current(d);
-        return s != ST_OK ? s
-               : st_cuda_check(api.StreamSynchronize(g->stream), "cuStreamSynchronize");
+        return st_cuda_stream_sync(d);
     }
     for (int i = 0; i < ST_CUDA_MAX_DEVICES; i++) {
         pthread_mutex_lock(&dev_lock);

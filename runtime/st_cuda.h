@@ -75,6 +75,12 @@ typedef struct {
     st_cu_stream stream;     /* where kernels and copies go */
     int sm_count, cc;        /* cc: 10 * major + minor, e.g. 90 */
     char name[128];
+    /* Kernels run asynchronously: a backend that records device-side
+     * errors (an index out of bounds) sets this hook, which reads and
+     * clears its record after every synchronization of the stream (a copy
+     * to the host, synchronize()); its error is the copy's, as PyTorch
+     * reports a device-side assert at the next synchronizing call. */
+    st_status (*sync_check)(st_device *d);
 } st_cuda_dev;
 
 /* The driver (loaded and cuInit'ed once); NULL with the error set. */
@@ -92,6 +98,8 @@ st_cuda_dev *st_cuda_dev_of(st_device *d);
 st_status st_cuda_make_current(st_device *d);
 /* Waits for all work on GPU index (-1: every GPU made so far). */
 st_status st_cuda_synchronize(int index);
+/* Synchronizes d's stream, then runs its sync_check hook. */
+st_status st_cuda_stream_sync(st_device *d);
 /* ST_OK, or an error "CUDA error in <what>: <driver's message>". */
 st_status st_cuda_check(st_cu_result r, const char *what);
 

@@ -35,6 +35,28 @@ def nvrtc_library_dirs():
 _C._nvrtc_set_search_path(":".join(nvrtc_library_dirs()) or None)
 
 
+def _cublas_library_dirs():
+    # the lib directories of pip wheels holding libcublas (nvidia-cublas,
+    # torch's nvidia/cu13/lib), newest CUDA first; matmuls on the GPU go
+    # to cuBLAS when it loads (SYMTRACE_CUBLAS=0: never)
+    dirs = []
+    for p in _sys.path:
+        if not p or not _os.path.isdir(_os.path.join(p, "nvidia")):
+            continue
+        for d in sorted(_glob.glob(_os.path.join(p, "nvidia", "*", "lib")), reverse=True):
+            if _glob.glob(_os.path.join(d, "libcublas.so*")) and d not in dirs:
+                dirs.append(d)
+    return dirs
+
+
+_C._cublas_set_search_path(":".join(_cublas_library_dirs()) or None)
+
+
+def cublas_status():
+    """(True, library) when cuBLAS loads for GPU matmuls, else (False, reason)."""
+    return _C._cublas_status()
+
+
 def is_available():
     """True when a CUDA driver is loaded and sees at least one GPU."""
     return bool(_C._cuda_is_available())

@@ -50,7 +50,7 @@ typedef struct {
     int nkernels;
     /* features seen (to be sure the group exercises them) */
     int multi_reduce, per_row_epi, per_point_epi, mm_epi, mma, rand,
-        indexed_load, indexed_store, accumulate, vec, unravel;
+        indexed_load, indexed_store, accumulate, vec, unravel, epi_kernels;
 } group;
 
 static void note_features(group *gr, const st_kernel *k)
@@ -65,6 +65,15 @@ static void note_features(group *gr, const st_kernel *k)
     }
     if (k->kind == ST_K_MATMUL && k->nstores > 0)
         gr->mm_epi++;
+    if (k->kind == ST_K_MATMUL && st_nvrtc_has_epi(k)) {
+        gr->epi_kernels++;
+        /* NAME_epi is in the rendered source exactly when has_epi */
+        char *src = st_nvrtc_render(k, 1), name[128];
+        st_nvrtc_kernel_name(k, 0, name, sizeof name);
+        strcat(name, "_epi(");
+        CHECK(src && strstr(src, name), "%s rendered", name);
+        free(src);
+    }
     if (st_nvrtc_has_mma(k))
         gr->mma++;
     if (st_nvrtc_vec_width(k) > 1)
@@ -396,6 +405,33 @@ static void matmuls(group *gr)
             add_prog(gr, g, false, nm);
             st_ir_graph_free(g);
         }
+    /* attention scores: batched q @ k^T, scaled, plus a broadcast mask
+     * (the epilogue fused; NAME_epi renders it over a scratch product) */
+    for (int d = 0; d < 3; d++) {
+        st_graph *g = st_ir_graph_new();
+        int64_t sq[4] = {2, 4, 8, 16}, ss[1] = {1}, sm[4] = {2, 1, 1, 8};
+        int q = in_of(g, fd[d], 4, sq), kk = in_of(g, fd[d], 4, sq);
+        int sc = in_of(g, fd[d], 1, ss), mask = in_of(g, fd[d], 4, sm);
+        st_attrs p = A0();
+        p.ndims = 4;
+        p.dims[0] = 0;
+        p.dims[1] = 1;
+        p.dims[2] = 3;
+        p.dims[3] = 2;
+        int kt = op_of(g, ST_OP_PERMUTE, &kk, 1, &p);
+        int qk[2] = {q, kt};
+        int y = op_of(g, ST_OP_MATMUL, qk, 2, NULL);
+        int ys[2] = {y, sc};
+        y = op_of(g, ST_OP_MUL, ys, 2, NULL);
+        int ym[2] = {y, mask};
+        y = op_of(g, ST_OP_ADD, ym, 2, NULL);
+        CHECK(y >= 0, "build attention graph");
+        st_ir_mark_output(g, y);
+        char nm[64];
+        snprintf(nm, sizeof nm, "attention scores(%s)", st_dtype_name(fd[d]));
+        add_prog(gr, g, true, nm);
+        st_ir_graph_free(g);
+    }
     /* transposed operands (views inside the graph) */
     for (int d = 0; d < 3; d++) {
         st_graph *g = st_ir_graph_new();
@@ -841,6 +877,7 @@ int main(void)
         total.per_row_epi += gr.per_row_epi;
         total.per_point_epi += gr.per_point_epi;
         total.mm_epi += gr.mm_epi;
+        total.epi_kernels += gr.epi_kernels;
         total.mma += gr.mma;
         total.rand += gr.rand;
         total.indexed_load += gr.indexed_load;
@@ -858,6 +895,8 @@ int main(void)
     CHECK(total.per_row_epi > 0 && total.per_point_epi > 0, "both epilogue forms (%d, %d)",
           total.per_row_epi, total.per_point_epi);
     CHECK(total.mm_epi > 0, "a matmul with a fused epilogue");
+    CHECK(total.epi_kernels > 0, "matmuls with the epilogue kernel NAME_epi (%d)",
+          total.epi_kernels);
     CHECK(total.mma > 0, "a float16/bfloat16 matmul with the tensor-core variant");
     CHECK(total.rand > 0, "RAND nodes");
     CHECK(total.unravel >= 6, "unravel loads rendered (%d)", total.unravel);

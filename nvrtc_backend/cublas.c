@@ -1,0 +1,343 @@
+/* cublas.c - cuBLAS for the MATMUL kernels of the nvrtc backend, loaded
+ * with dlopen at run time (never linked): the library search
+ * ($SYMTRACE_CUBLAS_PATH, the directories the Python layer found, the
+ * loader's search, /usr/local/cuda/lib64; SYMTRACE_CUBLAS=0 turns it off),
+ * one handle per device bound to the device's stream (default math: float32
+ * products are true float32, never TF32), one growable scratch product per
+ * device, and the calls of a st_nvrtc_gemm plan through
+ * cublasGemmStridedBatchedEx. Owns: st_nvrtc_set_cublas_search_path,
+ * st_nvrtc_cublas_available, st_nvrtc_cublas_library, st_nvrtc_cublas_gemm. */
+#include <dlfcn.h>
+#include <glob.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "nvrtc_internal.h"
+
+/* the subset of cublas_api.h / library_types.h we use */
+typedef int st_cublas_status;
+typedef struct st_cublas_ctx_s *st_cublas_handle;
+enum {
+    ST_CUBLAS_OP_N = 0, ST_CUBLAS_OP_T = 1,
+    ST_CUBLAS_DEFAULT_MATH = 0,
+    CUDA_R_32F_ = 0, CUDA_R_64F_ = 1, CUDA_R_16F_ = 2, CUDA_R_16BF_ = 14,
+    ST_CUBLAS_COMPUTE_32F = 68, ST_CUBLAS_COMPUTE_64F = 70,
+    ST_CUBLAS_GEMM_DEFAULT = -1,
+};
+
+#if defined(ST_HAVE_CUDA) && defined(__has_include)
+#if __has_include(<library_types.h>)
+#include <library_types.h>
+_Static_assert((int)CUDA_R_32F_ == (int)CUDA_R_32F, "CUDA_R_32F");
+_Static_assert((int)CUDA_R_64F_ == (int)CUDA_R_64F, "CUDA_R_64F");
+_Static_assert((int)CUDA_R_16F_ == (int)CUDA_R_16F, "CUDA_R_16F");
+_Static_assert((int)CUDA_R_16BF_ == (int)CUDA_R_16BF, "CUDA_R_16BF");
+#endif
+#if __has_include(<cublas_api.h>)
+#include <cublas_api.h>
+_Static_assert((int)ST_CUBLAS_OP_N == (int)CUBLAS_OP_N, "CUBLAS_OP_N");
+_Static_assert((int)ST_CUBLAS_OP_T == (int)CUBLAS_OP_T, "CUBLAS_OP_T");
+_Static_assert((int)ST_CUBLAS_DEFAULT_MATH == (int)CUBLAS_DEFAULT_MATH, "CUBLAS_DEFAULT_MATH");
+_Static_assert((int)ST_CUBLAS_COMPUTE_32F == (int)CUBLAS_COMPUTE_32F, "CUBLAS_COMPUTE_32F");
+_Static_assert((int)ST_CUBLAS_COMPUTE_64F == (int)CUBLAS_COMPUTE_64F, "CUBLAS_COMPUTE_64F");
+_Static_assert((int)ST_CUBLAS_GEMM_DEFAULT == (int)CUBLAS_GEMM_DEFAULT, "CUBLAS_GEMM_DEFAULT");
+#endif
+#endif
+
+static struct {
+    void *lib;
+    char path[1024];
+    st_cublas_status (*Create)(st_cublas_handle *);
+    st_cublas_status (*SetStream)(st_cublas_handle, st_cu_stream);
+    st_cublas_status (*SetMathMode)(st_cublas_handle, int);
+    st_cublas_status (*GemmStridedBatchedEx)(
+        st_cublas_handle, int transa, int transb, int m, int n, int k, const void *alpha,
+        const void *A, int Atype, int lda, long long strideA, const void *B, int Btype,
+        int ldb, long long strideB, const void *beta, void *C, int Ctype, int ldc,
+        long long strideC, int batchCount, int computeType, int algo);
+    const char *(*GetStatusString)(st_cublas_status); /* optional */
+} B;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static char *search_path;
+static char tried[2048];
+static bool disabled;
+
+void st_nvrtc_set_cublas_search_path(const char *paths)
+{
+    pthread_mutex_lock(&lock);
+    free(search_path);
+    search_path = paths && *paths ? strdup(paths) : NULL;
+    pthread_mutex_unlock(&lock);
+}
+
+static void note(const char *what)
+{
+    size_t n = strlen(tried);
+    if (n + strlen(what) + 3 < sizeof tried)
+        snprintf(tried + n, sizeof tried - n, "%s%s", n ? ", " : "", what);
+}
+
+/* libcublas needs libcublasLt from its own directory: loaded first, by
+ * path, so a directory off the loader's path works too */
+static void preload_lt(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return;
+    char pat[1200];
+    snprintf(pat, sizeof pat, "%.*s/libcublasLt.so*", (int)(slash - path), path);
+    glob_t gl;
+    if (glob(pat, 0, NULL, &gl) != 0)
+        return;
+    /* the longest name first: libcublasLt.so.13.x.y before the symlinks */
+    for (size_t i = gl.gl_pathc; i > 0; i--)
+        if (dlopen(gl.gl_pathv[i - 1], RTLD_NOW | RTLD_GLOBAL)) /* kept for the process */
+            break;
+    globfree(&gl);
+}
+
+static bool try_open(const char *path)
+{
+    preload_lt(path);
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        char msg[1300];
+        const char *e = dlerror();
+        snprintf(msg, sizeof msg, "%s (%.200s)", path, e ? e : "dlopen failed");
+        note(msg);
+        return false;
+    }
+#define SYM(f, name)                                                        \
+    do {                                                                    \
+        *(void **)&B.f = dlsym(h, name);                                    \
+        if (!B.f) {                                                         \
+            char msg[1100];                                                 \
+            snprintf(msg, sizeof msg, "%s (no %s)", path, name);            \
+            note(msg);                                                      \
+            dlclose(h);                                                     \
+            return false;                                                   \
+        }                                                                   \
+    } while (0)
+    SYM(Create, "cublasCreate_v2");
+    SYM(SetStream, "cublasSetStream_v2");
+    SYM(SetMathMode, "cublasSetMathMode");
+    SYM(GemmStridedBatchedEx, "cublasGemmStridedBatchedEx");
+#undef SYM
+    *(void **)&B.GetStatusString = dlsym(h, "cublasGetStatusString");
+    B.lib = h;
+    snprintf(B.path, sizeof B.path, "%s", path);
+    return true;
+}
+
+static const char *const sonames[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
+
+static bool try_entry(const char *e)
+{
+    struct stat st;
+    if (!*e || stat(e, &st) != 0) {
+        if (*e)
+            note(e);
+        return false;
+    }
+    if (S_ISREG(st.st_mode))
+        return try_open(e);
+    for (size_t i = 0; i < sizeof sonames / sizeof sonames[0]; i++) {
+        char p[1200];
+        snprintf(p, sizeof p, "%s/%s", e, sonames[i]);
+        if (access(p, R_OK) == 0 && try_open(p))
+            return true;
+    }
+    char msg[1100];
+    snprintf(msg, sizeof msg, "%s/ (no libcublas)", e);
+    note(msg);
+    return false;
+}
+
+static bool try_list(const char *list)
+{
+    if (!list)
+        return false;
+    char *dup = strdup(list), *save = NULL;
+    if (!dup)
+        return false;
+    bool ok = false;
+    for (char *t = strtok_r(dup, ":", &save); t && !ok; t = strtok_r(NULL, ":", &save))
+        ok = try_entry(t);
+    free(dup);
+    return ok;
+}
+
+static bool load_locked(void)
+{
+    if (B.lib)
+        return true;
+    const char *env = getenv("SYMTRACE_CUBLAS");
+    disabled = env && env[0] == '0';
+    if (disabled)
+        return false;
+    tried[0] = 0;
+    if (try_list(getenv("SYMTRACE_CUBLAS_PATH")) || try_list(search_path))
+        return true;
+    for (size_t i = 0; i < sizeof sonames / sizeof sonames[0]; i++)
+        if (try_open(sonames[i]))
+            return true;
+    return try_list("/usr/local/cuda/lib64:/usr/local/cuda/lib");
+}
+
+bool st_nvrtc_cublas_available(void)
+{
+    pthread_mutex_lock(&lock);
+    bool ok = load_locked();
+    pthread_mutex_unlock(&lock);
+    if (!ok) {
+        if (disabled)
+            st_err(ST_ERR_RUNTIME, "cuBLAS is disabled (SYMTRACE_CUBLAS=0)");
+        else
+            st_err(ST_ERR_RUNTIME,
+                   "cuBLAS is not available: could not load libcublas (tried: %s). "
+                   "Install the nvidia-cublas wheel or set SYMTRACE_CUBLAS_PATH", tried);
+    }
+    return ok;
+}
+
+const char *st_nvrtc_cublas_library(void)
+{
+    return B.lib ? B.path : NULL;
+}
+
+static st_status check(st_cublas_status r, const char *what)
+{
+    if (r == 0)
+        return ST_OK;
+    const char *msg = B.GetStatusString ? B.GetStatusString(r) : NULL;
+    return st_err(ST_ERR_RUNTIME, "cuBLAS error in %s: %s (status %d)", what,
+                  msg ? msg : "unknown", r);
+}
+
+/* ---- per device: the handle and the scratch product ---- */
+#define MAX_DEV 64
+static struct {
+    st_cublas_handle h;
+    st_cu_ptr scratch;
+    size_t scratch_len;
+} per_dev[MAX_DEV];
+
+static st_status handle_of(st_device *dev, st_cublas_handle *out)
+{
+    st_cuda_dev *g = st_cuda_dev_of(dev);
+    if (!g || g->index < 0 || g->index >= MAX_DEV)
+        return st_err(ST_ERR_RUNTIME, "cuBLAS: not a CUDA device (or index over %d)", MAX_DEV);
+    if (per_dev[g->index].h) {
+        *out = per_dev[g->index].h;
+        return ST_OK;
+    }
+    st_cublas_handle h = NULL;
+    st_status s = check(B.Create(&h), "cublasCreate_v2");
+    if (s == ST_OK)
+        s = check(B.SetStream(h, g->stream), "cublasSetStream_v2");
+    if (s == ST_OK)
+        s = check(B.SetMathMode(h, ST_CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+    if (s != ST_OK)
+        return s; /* a handle made before a failure is kept out of use (leaked once) */
+    per_dev[g->index].h = h;
+    *out = h;
+    return ST_OK;
+}
+
+/* The device's scratch, at least n bytes. Growing frees the old one only
+ * after the stream is drained (queued kernels may still read it). */
+static st_status scratch_of(st_device *dev, size_t n, st_cu_ptr *out)
+{
+    st_cuda_dev *g = st_cuda_dev_of(dev);
+    const st_cuda_api *api = st_cuda_api_get();
+    if (!api)
+        return st_err_kind();
+    if (per_dev[g->index].scratch && per_dev[g->index].scratch_len >= n) {
+        *out = per_dev[g->index].scratch;
+        return ST_OK;
+    }
+    size_t len = per_dev[g->index].scratch_len * 3 / 2;
+    if (len < n)
+        len = n;
+    len = (len + 0xfffff) & ~(size_t)0xfffff; /* whole MiB */
+    if (per_dev[g->index].scratch) {
+        st_status s = st_cuda_check(api->StreamSynchronize(g->stream), "cuStreamSynchronize");
+        if (s != ST_OK)
+            return s;
+        api->MemFree(per_dev[g->index].scratch);
+        per_dev[g->index].scratch = 0;
+        per_dev[g->index].scratch_len = 0;
+    }
+    st_cu_ptr p = 0;
+    st_status s = st_cuda_check(api->MemAlloc(&p, len), "cuMemAlloc (matmul scratch)");
+    if (s != ST_OK)
+        return s;
+    per_dev[g->index].scratch = p;
+    per_dev[g->index].scratch_len = len;
+    *out = p;
+    return ST_OK;
+}
+
+static int cuda_type(st_dtype t)
+{
+    switch (t) {
+    case ST_FLOAT64: return CUDA_R_64F_;
+    case ST_FLOAT16: return CUDA_R_16F_;
+    case ST_BFLOAT16: return CUDA_R_16BF_;
+    default: return CUDA_R_32F_;
+    }
+}
+
+st_status st_nvrtc_cublas_gemm(st_device *dev, const st_nvrtc_gemm *p, const st_kargs *a,
+                               st_cu_ptr *prod)
+{
+    *prod = 0;
+    if (!p->ok)
+        return st_err(ST_ERR_RUNTIME, "cuBLAS: no plan (%s)", p->why ? p->why : "?");
+    if (!st_nvrtc_cublas_available())
+        return st_err_kind();
+    st_cublas_handle h = NULL;
+    st_status s = handle_of(dev, &h);
+    if (s != ST_OK)
+        return s;
+    char *c0;
+    if (p->direct) {
+        c0 = a->bufs[p->out_buf].data;
+    } else {
+        st_cu_ptr sp = 0;
+        if ((s = scratch_of(dev, (size_t)p->scratch_bytes, &sp)) != ST_OK)
+            return s;
+        *prod = sp;
+        c0 = (char *)(uintptr_t)sp;
+    }
+    size_t ea = st_dtype_size(p->ab_dtype), ec = st_dtype_size(p->c_dtype);
+    int tab = cuda_type(p->ab_dtype), tc = cuda_type(p->c_dtype);
+    int ct = p->f64 ? ST_CUBLAS_COMPUTE_64F : ST_CUBLAS_COMPUTE_32F;
+    float one_f = 1.0f, zero_f = 0.0f;
+    double one_d = 1.0, zero_d = 0.0;
+    const void *alpha = p->f64 ? (const void *)&one_d : (const void *)&one_f;
+    const void *beta = p->f64 ? (const void *)&zero_d : (const void *)&zero_f;
+    for (int64_t i = 0; i < p->calls; i++) {
+        int64_t off[3];
+        st_nvrtc_gemm_offsets(p, i, off);
+        /* cuBLAS's A is our B, its B our A */
+        const char *pa = a->bufs[1].data + (ptrdiff_t)(off[1] * (int64_t)ea);
+        const char *pb = a->bufs[0].data + (ptrdiff_t)(off[0] * (int64_t)ea);
+        char *pc = c0 + (ptrdiff_t)(off[2] * (int64_t)ec);
+        s = check(B.GemmStridedBatchedEx(h, p->transa ? ST_CUBLAS_OP_T : ST_CUBLAS_OP_N,
+                                         p->transb ? ST_CUBLAS_OP_T : ST_CUBLAS_OP_N, p->m, p->n,
+                                         p->k, alpha, pa, tab, p->lda, (long long)p->stride_a,
+                                         pb, tab, p->ldb, (long long)p->stride_b, beta, pc, tc,
+                                         p->ldc, (long long)p->stride_c, p->batch, ct,
+                                         ST_CUBLAS_GEMM_DEFAULT),
+                  "cublasGemmStridedBatchedEx");
+        if (s != ST_OK)
+            return s;
+    }
+    return ST_OK;
+}
