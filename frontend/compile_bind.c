@@ -7,6 +7,8 @@
 #include "st_fe_hook.h"
 #include "pyversion.h"
 #include "st_backend.h"
+#include "st_cuda.h"
+#include "st_nvrtc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -188,6 +190,10 @@ static PyObject *f_backend_available(PyObject *m, PyObject *name)
     const char *s = PyUnicode_AsUTF8(name);
     if (!s) return NULL;
     if (!strcmp(s, "eager")) Py_RETURN_TRUE;
+    /* nvrtc registers itself on first use, where a GPU and NVRTC are there */
+    if (!strcmp(s, "nvrtc") && !st_backend_get(s) && st_cuda_is_available() &&
+        st_nvrtc_register() != ST_OK)
+        st_err_clear();
     return PyBool_FromLong(st_backend_get(s) != NULL);
 }
 

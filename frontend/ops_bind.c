@@ -3,6 +3,7 @@
  * tensor allocation, the random seed, allocator statistics and the kernel
  * cache. Op ids are exported as _C.OP_<NAME>. */
 #include "st_fe.h"
+#include "st_nvrtc.h"
 
 static st_device *parse_device(PyObject *o) {
     if (!o || o == Py_None) return st_rt_cpu();
@@ -16,6 +17,8 @@ static st_device *parse_device(PyObject *o) {
     } else if (!strncmp(c, "cuda", 4)) {
         int idx = c[4] == ':' ? atoi(c + 5) : 0;
         d = st_rt_device(ST_DEV_CUDA, idx);
+        /* its kernels come from the nvrtc backend */
+        if (d && st_nvrtc_register() != ST_OK) d = NULL;
         if (!d) st_fe_raise();
     } else {
         PyErr_Format(PyExc_RuntimeError,
@@ -68,8 +71,10 @@ int st_fe_parse_attrs(PyObject *o, st_attrs *a) {
 /* _C.op(op_id, operands, attrs=None, out=None) */
 static PyObject *f_op(PyObject *m, PyObject *args) {
     int opid;
-    PyObject *ins, *ao = Py_None, *outo = Py_None;
-    if (!PyArg_ParseTuple(args, "iO|OO:op", &opid, &ins, &ao, &outo)) return NULL;
+    PyObject *ins, *ao = Py_None, *outo = Py_None, *devo = Py_None;
+    if (!PyArg_ParseTuple(args, "iO|OOO:op", &opid, &ins, &ao, &outo, &devo)) return NULL;
+    st_device *fdev = NULL;     /* where a factory op's result goes */
+    if (devo != Py_None && !(fdev = parse_device(devo))) return NULL;
     if (opid < 0 || opid >= ST_NOPS) {
         PyErr_Format(PyExc_ValueError, "unknown op id %d", opid);
         return NULL;
@@ -106,7 +111,9 @@ static PyObject *f_op(PyObject *m, PyObject *args) {
         has_given = true;
     }
     st_tensor *out[ST_MAX_OUT];
+    st_device *prev = st_rt_set_factory_device(fdev);
     int n = st_rt_eager(opid, in, (int)nin, &at, has_given ? given : NULL, out);
+    st_rt_set_factory_device(prev);
     Py_DECREF(seq);
     if (n < 0) return st_fe_raise();
     if (n == 1) return st_fe_wrap(out[0]);
@@ -125,6 +132,30 @@ static PyObject *f_op(PyObject *m, PyObject *args) {
         PyTuple_SET_ITEM(t, k, w);
     }
     return t;
+}
+
+/* _C._to_device(t, device): a contiguous copy of t on device (t itself
+ * when it is there and contiguous); no autograd (symtrace/_tensor.py
+ * wraps it in an autograd.Function) */
+static PyObject *f_to_device(PyObject *m, PyObject *args) {
+    PyObject *to, *devo;
+    if (!PyArg_ParseTuple(args, "OO:_to_device", &to, &devo)) return NULL;
+    if (!st_fe_is_tensor(to)) {
+        PyErr_SetString(PyExc_TypeError, "_to_device: expected a Tensor");
+        return NULL;
+    }
+    st_device *d = parse_device(devo);
+    if (!d) return NULL;
+    st_tensor *t = st_fe_unwrap(to);
+    if (st_tensor_device(t) == d) {
+        Py_INCREF(to);
+        return to;
+    }
+    /* a graph runs on one device: a copy between devices ends the trace
+     * (the translator breaks the graph there) */
+    if (st_rt_trace_active()) st_rt_trace_fail("a copy between devices (Tensor.to)");
+    st_tensor *r = st_rt_to_device(t, d);
+    return r ? st_fe_wrap(r) : st_fe_raise();
 }
 
 /* _C.empty(shape, dtype, device=None) */
@@ -284,7 +315,8 @@ static PyObject *f_tensor(PyObject *m, PyObject *args) {
 static PyMethodDef ops_methods[] = {
     {"tensor", f_tensor, METH_VARARGS, "tensor(data, dtype=None)"},
     {"result_type", f_result_type, METH_VARARGS, "result_type(a, b)"},
-    {"op", f_op, METH_VARARGS, "op(op_id, operands, attrs=None, out=None)"},
+    {"op", f_op, METH_VARARGS, "op(op_id, operands, attrs=None, out=None, device=None)"},
+    {"_to_device", f_to_device, METH_VARARGS, "_to_device(t, device): a copy of t on device"},
     {"empty", f_empty, METH_VARARGS, "empty(shape, dtype, device=None)"},
     {"manual_seed", f_manual_seed, METH_O, "seed the global generator"},
     {"initial_seed", f_initial_seed, METH_NOARGS, "the current seed"},

@@ -388,6 +388,32 @@ static int outputs_from_inputs(st_fe_tmpl *t, const st_graph *g, st_fe_entry *e)
     return n + (t->kind == ST_T_OUTPUT);
 }
 
+/* The backend of a graph: the requested one where its kernels can read the
+ * inputs, else the one of the inputs' device (a compile for the GPU keeps
+ * CPU code on the CPU backend, and the reverse); NULL when tensors of
+ * several dimensions sit on different devices (0-d CPU tensors may join a
+ * GPU graph, as in eager). */
+static const char *graph_backend(const char *req, st_tensor **ins, int nin)
+{
+    bool cuda = false, cpu = false;
+    for (int k = 0; k < nin; k++) {
+        const st_device *d = st_tensor_device(ins[k]);
+        if (d->type == ST_DEV_CPU)
+            cpu |= ins[k]->ndim > 0;
+        else
+            cuda = true;
+    }
+    if (cuda && cpu)
+        return NULL;
+    if (!strcmp(req, "eager"))
+        return req;
+    if (cuda)
+        return "nvrtc";
+    if (!strcmp(req, "nvrtc"))
+        return st_backend_get("llvm") ? "llvm" : "interp";
+    return req;
+}
+
 /* The side-effect log as the entry's records: each value a template
  * (tensors made by the graph become graph outputs). */
 static int effects_of(tr_state *s, st_fe_entry *e, outlist *ol)
@@ -489,8 +515,15 @@ static st_fe_entry *finish(tr_state *s)
     for (int k = 0; k < e->neffects; k++)
         computed += outputs_from_inputs(e->effects[k].val, g, e);
     if (g->nstmts > 0 || nwb > 0 || computed > 0) {
+        const char *bname = graph_backend(s->opts->backend ? s->opts->backend : "interp",
+                                          ins, nin);
+        if (!bname) {
+            st_ir_graph_free(g);
+            tr_break(s, "the graph's inputs are on more than one device");
+            goto fail_ended;
+        }
         st_rt_cfn_opts o = {
-            .backend = s->opts->backend ? s->opts->backend : "interp",
+            .backend = bname,
             .input_requires_grad = rg, .writeback_out = wb_out,
             .writeback_in = wb_in, .nwriteback = nwb, .nvisible = ol.nout,
         };

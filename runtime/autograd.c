@@ -273,7 +273,7 @@ typedef struct {
         int8_t scalar, dtype, ndim, saved;
         int64_t shape[ST_MAX_DIMS];
     } in[ST_MAX_IN];
-    int8_t out_dtype, out_ndim, out_saved, gout_dtype;
+    int8_t out_dtype, out_ndim, out_saved, gout_dtype, device;
     int64_t out_shape[ST_MAX_DIMS];
     st_attrs attrs;
 } vkey;
@@ -411,7 +411,11 @@ static ventry *vbuild(const vkey *key, uint64_t h, const st_ad_node *n,
     }
     e->out_value = pg->inputs[ti++];
     e->gout_value = pg->inputs[ti++];
-    e->be = st_rt_eager_backend();   /* as eager ops: llvm when built */
+    e->be = st_rt_backend_for((st_device_type)key->device); /* as eager ops */
+    if (!e->be) {
+        ventry_free(e);
+        return NULL;
+    }
     e->compiled = e->be->compile(e->be, e->prog->kernels, e->prog->nkernels);
     if (!e->compiled) {
         ventry_free(e);
@@ -460,6 +464,7 @@ static st_status apply_op(st_ad_node *n, st_tensor *gout, st_tensor **gin) {
     key.out_ndim = (int8_t)n->out_meta.ndim;
     key.out_saved = n->saved_out != NULL;
     key.gout_dtype = (int8_t)gout->dtype;
+    key.device = (int8_t)st_tensor_device(gout)->type;
     memcpy(key.out_shape, n->out_meta.shape, sizeof key.out_shape);
     key.attrs = n->attrs;
     uint64_t h = XXH3_64bits(&key, sizeof key);

@@ -108,9 +108,28 @@ static st_status prog_run(st_backend *be, prog *p, st_tensor *const *in,
         return st_err(ST_ERR_MEMORY, "cfn: out of host memory");
     bool contig = true;
     for (int k = 0; k < g->ninputs; k++) {
-        st_tensor_incref(in[k]);
-        vals[g->inputs[k]] = in[k];
-        contig &= st_tensor_is_contiguous(in[k]);
+        st_tensor *t = in[k];
+        st_device *d = st_tensor_device(t);
+        if (d->type != be->device) {
+            /* a 0-d CPU tensor joins a GPU graph (as in eager); other
+             * inputs must be where the backend's kernels run */
+            st_device *bd = st_rt_device(be->device, 0);
+            t = bd && d->type == ST_DEV_CPU && t->ndim == 0 ? st_rt_to_device(t, bd)
+                                                            : NULL;
+            if (!t) {
+                for (int j = 0; j < k; j++)
+                    st_tensor_decref(vals[g->inputs[j]]);
+                free(vals);
+                return st_err_kind() ? st_err_kind()
+                     : st_err(ST_ERR_RUNTIME, "compiled graph (backend %s): input %d "
+                              "is on %s; expected all tensors to be on the "
+                              "backend's device", be->name, k, d->name);
+            }
+        } else {
+            st_tensor_incref(t);
+        }
+        vals[g->inputs[k]] = t;
+        contig &= st_tensor_is_contiguous(t);
     }
     st_mem_plan *own = NULL, *plan;
     if (contig) {

@@ -92,6 +92,52 @@ static int dropout_recorded(const st_operand *in, const st_attrs *attrs,
 
 st_backend *st_rt_eager_backend(void) { return eager_backend(); }
 
+st_backend *st_rt_backend_for(st_device_type t) {
+    if (t == ST_DEV_CPU) {
+        st_backend *be = eager_backend();
+        if (!be) st_err(ST_ERR_RUNTIME, "no CPU backend is registered");
+        return be;
+    }
+    st_backend *be = st_backend_get("nvrtc");
+    if (!be || be->device != t)
+        st_err(ST_ERR_RUNTIME, "CUDA tensors need the nvrtc backend, which is not "
+               "registered (NVRTC or the CUDA driver could not be loaded)");
+    return be && be->device == t ? be : NULL;
+}
+
+static _Thread_local st_device *factory_dev;
+
+st_device *st_rt_set_factory_device(st_device *d) {
+    st_device *old = factory_dev;
+    factory_dev = d;
+    return old;
+}
+
+st_tensor *st_rt_to_device(st_tensor *t, st_device *dev) {
+    st_device *src = st_tensor_device(t);
+    if (src == dev && st_tensor_is_contiguous(t)) {
+        st_tensor_incref(t);
+        return t;
+    }
+    st_tensor *c = st_tensor_contiguous(t);  /* on t's device */
+    if (!c || src == dev) return c;
+    st_tensor *o = st_tensor_empty(dev, t->dtype, t->ndim, t->shape);
+    if (!o) {
+        st_tensor_decref(c);
+        return NULL;
+    }
+    size_t n = (size_t)st_tensor_numel(t) * st_dtype_size(t->dtype);
+    /* a non-CPU side does the copy (the driver reaches host memory) */
+    st_device *by = dev->type != ST_DEV_CPU ? dev : src;
+    st_status s = n ? by->copy(by, st_tensor_data(o), st_tensor_data(c), n) : ST_OK;
+    st_tensor_decref(c);
+    if (s != ST_OK) {
+        st_tensor_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
 st_status st_rt_set_eager_backend(const char *name) {
     st_backend *be = st_backend_get(name);
     if (!be) return st_err(ST_ERR_VALUE, "no backend named '%s'", name);
@@ -244,6 +290,9 @@ static const char *dname(st_dtype t) { return st_dtype_name(t); }
 
 static int eager_run(st_op_id op, const st_operand *in, int nin,
                      const st_attrs *attrs, st_tensor **given, st_tensor **out);
+static int eager_on(st_op_id op, const st_operand *in, int nin,
+                    const st_attrs *attrs, st_tensor **given, st_tensor **out,
+                    st_backend *be);
 
 /* The public entry: runs the op (ops it runs inside are not traced) and
  * notes it on the active trace (runtime/trace.c) once it succeeded. */
@@ -317,7 +366,59 @@ static int eager_run(st_op_id op, const st_operand *in, int nin,
     if (nin < 0 || nin > ST_MAX_IN)
         return st_err(ST_ERR_VALUE, "%s: too many operands (%d)",
                       st_op(op)->name, nin), -1;
-    st_backend *be = eager_backend();
+    /* the device: the tensor operands' (all on one; a 0-d CPU tensor
+     * joins a GPU op as PyTorch allows, copied over), else the given
+     * result's, else the factory device */
+    st_device *dev = NULL;
+    for (int k = 0; k < nin; k++) {
+        if (!in[k].t) continue;
+        st_device *d = st_tensor_device(in[k].t);
+        if (!dev || (dev->type == ST_DEV_CPU && d->type != ST_DEV_CPU)) dev = d;
+    }
+    st_operand moved[ST_MAX_IN];
+    st_tensor *movedt[ST_MAX_IN] = {NULL};
+    for (int k = 0; dev && k < nin; k++) {
+        if (!in[k].t) continue;
+        st_device *d = st_tensor_device(in[k].t);
+        if (d == dev) continue;
+        if (d->type != ST_DEV_CPU || in[k].t->ndim != 0) {
+            for (int j = 0; j < nin; j++) st_tensor_decref(movedt[j]);
+            return st_err(ST_ERR_RUNTIME,
+                          "%s: Expected all tensors to be on the same device, but "
+                          "found at least two devices, %s and %s! (operand %d is on %s)",
+                          st_op(op)->name, dev->name, d->name, k, d->name), -1;
+        }
+        if (in != moved) memcpy(moved, in, sizeof *in * (size_t)nin);
+        movedt[k] = st_rt_to_device(in[k].t, dev);
+        if (!movedt[k]) {
+            for (int j = 0; j < nin; j++) st_tensor_decref(movedt[j]);
+            return -1;
+        }
+        moved[k].t = movedt[k];
+        in = moved;
+    }
+    if (!dev && given)
+        for (int k = 0; k < ST_MAX_OUT && !dev; k++)
+            if (given[k]) dev = st_tensor_device(given[k]);
+    if (!dev) dev = factory_dev ? factory_dev : st_rt_cpu();
+    for (int k = 0; given && k < ST_MAX_OUT; k++)
+        if (given[k] && st_tensor_device(given[k]) != dev) {
+            for (int j = 0; j < nin; j++) st_tensor_decref(movedt[j]);
+            return st_err(ST_ERR_RUNTIME,
+                          "%s: Expected all tensors to be on the same device, but "
+                          "found at least two devices, %s and %s! (the result "
+                          "tensor is on %s)", st_op(op)->name, dev->name,
+                          st_tensor_device(given[k])->name,
+                          st_tensor_device(given[k])->name), -1;
+        }
+    int n = eager_on(op, in, nin, attrs, given, out, st_rt_backend_for(dev->type));
+    for (int j = 0; j < nin; j++) st_tensor_decref(movedt[j]);
+    return n;
+}
+
+static int eager_on(st_op_id op, const st_operand *in, int nin,
+                    const st_attrs *attrs, st_tensor **given, st_tensor **out,
+                    st_backend *be) {
     if (!be) return -1;
     bool rec = records(op, in, nin);
     if (rec && op == ST_OP_DROPOUT) return dropout_recorded(in, attrs, given, out);

@@ -174,6 +174,17 @@ int st_rt_eager(st_op_id op, const st_operand *in, int nin,
  * registered, else "interp"), and by the tape's backward programs. */
 st_status st_rt_set_eager_backend(const char *name);
 st_backend *st_rt_eager_backend(void);
+/* The backend that runs eager ops and backward programs on tensors of
+ * device type t: the eager backend for the CPU, "nvrtc" for CUDA; NULL
+ * with the error set when none is registered for t. */
+st_backend *st_rt_backend_for(st_device_type t);
+/* The device of the results of an op without tensor operands (full,
+ * arange, rand, ...): the frontend sets it around such a call (NULL: the
+ * CPU); thread-local. Returns the previous one. */
+st_device *st_rt_set_factory_device(st_device *d);
+/* A contiguous copy of t on dev (t itself, with a new reference, when it
+ * is already there and contiguous); NULL with the error set. */
+st_tensor *st_rt_to_device(st_tensor *t, st_device *dev);
 typedef struct {
     int64_t hits, misses, compiles, entries;
 } st_kcache_stats;

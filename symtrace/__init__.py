@@ -29,9 +29,9 @@ __version__ = "0.1.0"
 def tensor(data, dtype=None, device=None, requires_grad=False):
     """tensor(data, dtype=None): a new tensor holding a copy of data (lists, numbers,
     buffer-protocol objects such as numpy arrays, or tensors)."""
-    if device is not None and str(device) != "cpu":
-        _ops._device_check(device)
     t = _C.tensor(data, dtype)
+    if device is not None and str(device) != "cpu":
+        t = _ops.to_device(t, device)
     if requires_grad:
         t.requires_grad_(True)
     return t

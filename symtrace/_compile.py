@@ -62,6 +62,10 @@ def _resolve_backend(backend):
     if not isinstance(backend, str) or backend not in _BACKENDS:
         raise ValueError(f"symtrace.compile: unknown backend {backend!r} "
                          f"(choices: {', '.join(_BACKENDS)})")
+    if backend == "nvrtc" and not _C._fe_backend_available(backend):
+        from . import cuda
+        if cuda.is_available():
+            _C._nvrtc_register()   # raises NVRTC's own error when it cannot load
     if not _C._fe_backend_available(backend):
         raise ValueError(f"symtrace.compile: backend {backend!r} is not in this build "
                          f"(choices: {', '.join(b for b in _BACKENDS if _C._fe_backend_available(b))})")

@@ -536,6 +536,47 @@ def _device_check(device):
         _C.empty((0,), float32, str(device))  # raises the device's error
 
 
+def _dev(device):
+    """The device argument of a factory op for _C.op: None (the CPU) or its string."""
+    if device is None:
+        return None
+    if isinstance(device, int):
+        return f"cuda:{device}"
+    s = str(device)
+    return None if s == "cpu" else s
+
+
+class _ToDevice:
+    """Tensor.to(device) under autograd: the gradient goes back to the source device."""
+    _fn = None
+
+    @classmethod
+    def get(cls):
+        if cls._fn is None:
+            from .autograd.function import Function
+
+            class ToDevice(Function):
+                @staticmethod
+                def forward(ctx, x, dev):
+                    ctx.src = x._device_str
+                    return _C._to_device(x, dev)
+
+                @staticmethod
+                def backward(ctx, g):
+                    return _C._to_device(g, ctx.src), None
+            cls._fn = ToDevice
+        return cls._fn
+
+
+def to_device(x, device):
+    """A copy of x on device (x itself when it is already there); differentiable."""
+    _check_tensor(x, "to")
+    dev = str(device) if not isinstance(device, int) else f"cuda:{device}"
+    if x.requires_grad and _C._is_grad_enabled():
+        return _ToDevice.get().apply(x, dev)
+    return _C._to_device(x, dev)
+
+
 def _rg(t, requires_grad):
     """Marks a freshly created leaf (creation ops' requires_grad=...)."""
     if requires_grad:
@@ -551,14 +592,14 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
 def _full(size, fill_value, *, dtype=None, device=None):
     size = _shape_args((size,) if isinstance(size, int) else tuple(size), "full")
     _check_sizes(size, "full")
-    _device_check(device)
     if _is_tensor(fill_value):
         fill_value = fill_value.item()
     if dtype is None:
         dtype = _scalar_dtype(fill_value)
     if isinstance(fill_value, (bool, int)) and not dtype.is_floating_point:
-        return _op(_C.OP_FULL, (), _attrs(ints=(int(fill_value),), dims=size, flags=INT_VALUE, dtype=dtype))
-    return _op(_C.OP_FULL, (), _attrs(floats=(float(fill_value),), dims=size, dtype=dtype))
+        return _op(_C.OP_FULL, (), _attrs(ints=(int(fill_value),), dims=size, flags=INT_VALUE, dtype=dtype),
+                   None, _dev(device))
+    return _op(_C.OP_FULL, (), _attrs(floats=(float(fill_value),), dims=size, dtype=dtype), None, _dev(device))
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):
@@ -574,29 +615,31 @@ def ones(*size, dtype=None, device=None, requires_grad=False):
 def empty(*size, dtype=None, device=None, requires_grad=False):
     shape = _shape_args(size, "empty")
     _check_sizes(shape, "empty")
-    return _rg(_C.empty(shape, dtype or float32, None if device is None else str(device)), requires_grad)
+    return _rg(_C.empty(shape, dtype or float32, _dev(device)), requires_grad)
 
 
-def _like(fn, input, dtype, *args, **kw):
+def _like(fn, input, dtype, device, *args, **kw):
     _check_tensor(input, fn.__name__)
-    return fn(input.shape, *args, dtype=dtype or input.dtype, **kw)
+    return fn(input.shape, *args, dtype=dtype or input.dtype,
+              device=input.device if device is None else device, **kw)
 
 
 def zeros_like(input, *, dtype=None, device=None):
-    return _like(zeros, input, dtype)
+    return _like(zeros, input, dtype, device)
 
 
 def ones_like(input, *, dtype=None, device=None):
-    return _like(ones, input, dtype)
+    return _like(ones, input, dtype, device)
 
 
 def empty_like(input, *, dtype=None, device=None):
-    return _like(empty, input, dtype)
+    return _like(empty, input, dtype, device)
 
 
 def full_like(input, fill_value, *, dtype=None, device=None):
     _check_tensor(input, "full_like")
-    return full(input.shape, fill_value, dtype=dtype or input.dtype)
+    return full(input.shape, fill_value, dtype=dtype or input.dtype,
+                device=input.device if device is None else device)
 
 
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
@@ -613,8 +656,8 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     n = builtins.max(0, math.ceil((end - start) / step))
     if dtype is None:
         dtype = int64 if all(isinstance(v, int) for v in vals) else float32
-    return _rg(_op(_C.OP_ARANGE, (), _attrs(floats=(float(start), float(step)), dims=(n,), dtype=dtype)),
-               requires_grad)
+    return _rg(_op(_C.OP_ARANGE, (), _attrs(floats=(float(start), float(step)), dims=(n,), dtype=dtype),
+                   None, _dev(device)), requires_grad)
 
 
 def _rand_dtype(dtype, fn):
@@ -628,14 +671,16 @@ def rand(*size, dtype=None, device=None, generator=None, requires_grad=False):
     shape = _shape_args(size, "rand")
     _check_sizes(shape, "rand")
     return _rg(_op(_C.OP_RAND, (), _attrs(floats=(0.0, 1.0), dims=shape,
-                                          dtype=_rand_dtype(dtype, "rand"))), requires_grad)
+                                          dtype=_rand_dtype(dtype, "rand")), None, _dev(device)),
+               requires_grad)
 
 
 def randn(*size, dtype=None, device=None, generator=None, requires_grad=False):
     shape = _shape_args(size, "randn")
     _check_sizes(shape, "randn")
     return _rg(_op(_C.OP_RANDN, (), _attrs(floats=(0.0, 1.0), dims=shape,
-                                          dtype=_rand_dtype(dtype, "randn"))), requires_grad)
+                                          dtype=_rand_dtype(dtype, "randn")), None, _dev(device)),
+               requires_grad)
 
 
 def randint(low, high=None, size=None, *, dtype=None, device=None, generator=None):
@@ -650,22 +695,23 @@ def randint(low, high=None, size=None, *, dtype=None, device=None, generator=Non
     _check_sizes(shape, "randint")
     if high <= low:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
-    return _op(_C.OP_RANDINT, (), _attrs(ints=(int(low), int(high)), dims=shape, dtype=dtype or int64))
+    return _op(_C.OP_RANDINT, (), _attrs(ints=(int(low), int(high)), dims=shape, dtype=dtype or int64),
+               None, _dev(device))
 
 
-def rand_like(input, *, dtype=None):
+def rand_like(input, *, dtype=None, device=None):
     _check_tensor(input, "rand_like")
-    return rand(input.shape, dtype=dtype or input.dtype)
+    return rand(input.shape, dtype=dtype or input.dtype, device=device or input.device)
 
 
-def randn_like(input, *, dtype=None):
+def randn_like(input, *, dtype=None, device=None):
     _check_tensor(input, "randn_like")
-    return randn(input.shape, dtype=dtype or input.dtype)
+    return randn(input.shape, dtype=dtype or input.dtype, device=device or input.device)
 
 
-def randint_like(input, low, high=None, *, dtype=None):
+def randint_like(input, low, high=None, *, dtype=None, device=None):
     _check_tensor(input, "randint_like")
-    return randint(low, high, input.shape, dtype=dtype or input.dtype)
+    return randint(low, high, input.shape, dtype=dtype or input.dtype, device=device or input.device)
 
 
 def manual_seed(seed):

@@ -135,10 +135,10 @@ class Tensor(_C.TensorBase):
             else:
                 raise TypeError(f"to() received an invalid argument of type {type(a).__name__}")
         r = self
-        if dev is not None and device(dev) != self.device:
-            _ops._device_check(dev)
         if dt is not None:
             r = _ops.to_dtype(r, dt)
+        if dev is not None and device(dev) != self.device:
+            r = _ops.to_device(r, dev)
         if kwargs.get("copy") and r is self:
             r = self.clone()
         return r
@@ -156,11 +156,12 @@ class Tensor(_C.TensorBase):
     def long(self): return _ops.to_dtype(self, int64)
     def int(self): return _ops.to_dtype(self, int32)
     def bool(self): return _ops.to_dtype(self, bool_)
-    def cpu(self): return self
+    def cpu(self):
+        return self if self.device.type == "cpu" else _ops.to_device(self, "cpu")
 
     def cuda(self, device=None):
-        _ops._device_check("cuda" if device is None else device)
-        return self
+        dev = "cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else device)
+        return self if self.device == dev else _ops.to_device(self, dev)
 
     def is_floating_point(self):
         return self.dtype.is_floating_point
@@ -175,10 +176,17 @@ class Tensor(_C.TensorBase):
         if self.dim() > 2:
             raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.dim()}D")
         return self.T
-    def new_zeros(self, *size, dtype=None): return _ops.zeros(*size, dtype=dtype or self.dtype)
-    def new_ones(self, *size, dtype=None): return _ops.ones(*size, dtype=dtype or self.dtype)
-    def new_full(self, size, fill_value, dtype=None): return _ops.full(size, fill_value, dtype=dtype or self.dtype)
-    def new_empty(self, *size, dtype=None): return _ops.empty(*size, dtype=dtype or self.dtype)
+    def new_zeros(self, *size, dtype=None, device=None):
+        return _ops.zeros(*size, dtype=dtype or self.dtype, device=device or self.device)
+
+    def new_ones(self, *size, dtype=None, device=None):
+        return _ops.ones(*size, dtype=dtype or self.dtype, device=device or self.device)
+
+    def new_full(self, size, fill_value, dtype=None, device=None):
+        return _ops.full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device)
+
+    def new_empty(self, *size, dtype=None, device=None):
+        return _ops.empty(*size, dtype=dtype or self.dtype, device=device or self.device)
     def new_tensor(self, data, dtype=None): return _C.tensor(data, dtype or self.dtype)
 
     # ---- ops as methods ----
@@ -269,7 +277,8 @@ class Tensor(_C.TensorBase):
                 raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor "
                                    f"with {value.dim()} dimensions.")
             value = value.item()
-        return self._inplace(_C.OP_COPY, (_ops.full((), value, dtype=self.dtype).expand(self.shape),))
+        return self._inplace(_C.OP_COPY, (_ops.full((), value, dtype=self.dtype,
+                                                    device=self.device).expand(self.shape),))
 
     def zero_(self): return self.fill_(0)
 

@@ -112,17 +112,17 @@ def _canonical_mask(mask, mask_name, other_type, other_name, target_type, check_
         return None
     _check_tensor(mask, mask_name, mask_name)
     if mask.dtype is _ops.bool_:
-        return _ops.zeros(mask.shape, dtype=target_type).masked_fill(mask, float("-inf"))
+        return _ops.zeros(mask.shape, dtype=target_type, device=mask.device).masked_fill(mask, float("-inf"))
     if not mask.dtype.is_floating_point:
         raise AssertionError(f"only bool and floating types of {mask_name} are supported")
     return mask
 
 
-def _causal_mask(L, S, dtype):
+def _causal_mask(L, S, dtype, device=None):
     """[L, S] additive mask: -inf above the diagonal."""
-    i = _ops.arange(L).reshape(L, 1)
-    j = _ops.arange(S).reshape(1, S)
-    return _ops.zeros((L, S), dtype=dtype).masked_fill(j > i, float("-inf"))
+    i = _ops.arange(L, device=device).reshape(L, 1)
+    j = _ops.arange(S, device=device).reshape(1, S)
+    return _ops.zeros((L, S), dtype=dtype, device=device).masked_fill(j > i, float("-inf"))
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
@@ -138,7 +138,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         if attn_mask is not None:
             raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
                                "when is_causal=True")
-        scores = scores + _causal_mask(L, S, scores.dtype)
+        scores = scores + _causal_mask(L, S, scores.dtype, scores.device)
     if attn_mask is not None:
         if attn_mask.dtype is _ops.bool_:
             scores = scores.masked_fill(attn_mask.logical_not(), float("-inf"))

@@ -49,10 +49,10 @@ class Adam(Optimizer):
         state = self.state[p]
         if len(state) == 0:
             state["step"] = _ops.zeros((), dtype=_ops.float32)
-            state["exp_avg"] = _ops.zeros(p.shape, dtype=p.dtype)
-            state["exp_avg_sq"] = _ops.zeros(p.shape, dtype=p.dtype)
+            state["exp_avg"] = _ops.zeros(p.shape, dtype=p.dtype, device=p.device)
+            state["exp_avg_sq"] = _ops.zeros(p.shape, dtype=p.dtype, device=p.device)
             if amsgrad:
-                state["max_exp_avg_sq"] = _ops.zeros(p.shape, dtype=p.dtype)
+                state["max_exp_avg_sq"] = _ops.zeros(p.shape, dtype=p.dtype, device=p.device)
         return state
 
     def _next_step(self, p, step_t):

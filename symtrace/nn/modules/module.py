@@ -367,25 +367,27 @@ class Module:
         return self
 
     def to(self, *args, **kwargs):
-        """to(dtype) / to(device) / to(tensor): floating parameters and buffers are
-        cast to dtype (integer ones are left alone)."""
+        """to(dtype) / to(device) / to(tensor): parameters and buffers are moved to
+        device; floating ones are cast to dtype (integer ones keep theirs)."""
         dt = kwargs.get("dtype")
         dev = kwargs.get("device")
         for a in args:
             if isinstance(a, _dtype_type):
                 dt = a
             elif _is_tensor(a):
-                dt = a.dtype
+                dt, dev = a.dtype, a.device
             elif a is not None:
                 dev = a
-        if dev is not None and str(dev) != "cpu":
-            from ... import _ops
-            _ops._device_check(dev)
         if dt is not None and not dt.is_floating_point:
             raise TypeError(f"nn.Module.to only accepts floating point dtypes, but got desired dtype={dt}")
-        if dt is None:
+        if dt is None and dev is None:
             return self
-        return self._apply(lambda t: t.to(dt) if t.dtype.is_floating_point else t)
+
+        def conv(t):
+            if dt is not None and t.dtype.is_floating_point:
+                t = t.to(dt)
+            return t if dev is None else t.to(dev)
+        return self._apply(conv)
 
     def float(self):
         return self._apply(lambda t: t.to(float32) if t.dtype.is_floating_point else t)
@@ -400,12 +402,10 @@ class Module:
         return self._apply(lambda t: t.to(bfloat16) if t.dtype.is_floating_point else t)
 
     def cpu(self):
-        return self
+        return self._apply(lambda t: t.cpu())
 
     def cuda(self, device=None):
-        from ... import _ops
-        _ops._device_check("cuda" if device is None else device)
-        return self
+        return self._apply(lambda t: t.cuda(device))
 
     def type(self, dst_type):
         return self._apply(lambda t: t.to(dst_type))

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# For a lent GPU machine (README: "On a GPU"): builds symtrace for its
+# python3 (no LLVM there: the CPU side uses the interp backend), then runs
+# what is asked: `tests` (tests/python/test_gpu.py, test_cuda.py), `bench ARGS...` (the
+# BERT benchmark with ARGS), or a Python command `py ARGS...`. Several
+# steps may follow one another: `tests bench --config tiny --steps 5 --`.
+# Logs go to $OUT (the device tool's folder) or bench/out.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+out=${OUT:-bench/out}
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1
+py=${PYTHON:-python3}
+log() { echo "== $(date +%T) $*"; }
+
+build() {
+    log "build with $($py -V 2>&1) at $(command -v $py)"
+    nvidia-smi -L 2>&1 | head -2
+    local inc
+    inc=$($py -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
+    if [ ! -f "$inc/Python.h" ] && [ -d .device/pyinc/python3.12 ]; then
+        log "no Python.h in $inc: using the carried 3.12 headers"
+        mkdir -p "$inc" && cp -r .device/pyinc/python3.12/. "$inc/"
+    fi
+    if [ ! -f build/gpu/build.ninja ]; then
+        meson setup build/gpu -Dwerror=false -Dllvm=disabled -Dpython_exe="$py" >"$out/setup.log" 2>&1 \
+            || { tail -30 "$out/setup.log"; return 1; }
+    fi
+    ninja -C build/gpu >"$out/build.log" 2>&1 || { tail -40 "$out/build.log"; return 1; }
+    local so
+    so=$(cd build/gpu && ls _C.cpython-*.so | head -1)
+    rm -f symtrace/_C.cpython-*.so
+    ln -s "../build/gpu/$so" "symtrace/$so"
+    $py -c 'import symtrace as st; print("cuda", st.cuda.is_available(), st.cuda.get_device_name(), st.cuda.nvrtc_status())'
+}
+
+build || exit 1
+while [ $# -gt 0 ]; do
+    step=$1; shift
+    case $step in
+    tests)
+        log "GPU tests"
+        timeout ${TEST_TIMEOUT:-300} $py -m pytest -q tests/python/test_gpu.py tests/python/test_cuda.py \
+            -p no:cacheprovider --timeout 120 -rf 2>&1 | tee "$out/tests.log" | tail -60
+        ;;
+    bench|py)
+        args=()
+        while [ $# -gt 0 ] && [ "$1" != "--" ]; do args+=("$1"); shift; done
+        [ $# -gt 0 ] && shift
+        if [ "$step" = bench ]; then
+            log "bench ${args[*]}"
+            timeout ${BENCH_TIMEOUT:-300} $py -m bench.bert_pretrain "${args[@]}" 2>&1 | tee -a "$out/bench.log" | tail -40
+        else
+            log "py ${args[*]}"
+            timeout ${BENCH_TIMEOUT:-300} $py "${args[@]}" 2>&1 | tail -60
+        fi
+        ;;
+    *) echo "unknown step $step"; exit 2 ;;
+    esac
+done

@@ -1,0 +1,291 @@
+"""symtrace on a CUDA GPU: eager ops, autograd, compiled graphs (nvrtc), the
+optimizer and the BERT step, each checked against the same computation on
+the CPU. Skipped where no GPU is present (CI has none); run on a lent GPU
+machine (README: tests on a GPU)."""
+import numpy as np
+import pytest
+
+import symtrace as st
+import symtrace.nn as nn
+import symtrace.nn.functional as F
+
+pytestmark = pytest.mark.skipif(not st.cuda.is_available(), reason="no CUDA GPU")
+CPU_BACKEND = "llvm" if st._C._fe_backend_available("llvm") else "interp"
+
+
+def cpu(x):
+    return x.detach().cpu().numpy()
+
+
+def close(a, b, rtol=1e-5, atol=1e-6):
+    a = cpu(a) if hasattr(a, "cpu") else np.asarray(a)
+    b = cpu(b) if hasattr(b, "cpu") else np.asarray(b)
+    assert a.shape == b.shape, (a.shape, b.shape)
+    np.testing.assert_allclose(a, b, rtol=rtol, atol=atol)
+
+
+def rnd(*shape, seed=0, dtype=np.float32):
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+# ---------------- devices and copies ----------------
+
+def test_factories_on_cuda():
+    for t in (st.zeros(3, 4, device="cuda"), st.ones(5, device="cuda:0"),
+              st.full((2, 2), 7.0, device=st.device("cuda")), st.arange(10, device="cuda"),
+              st.rand(8, device="cuda"), st.randn(8, device="cuda"), st.empty(3, device="cuda"),
+              st.randint(0, 5, (6,), device="cuda")):
+        assert t.is_cuda and t.device == "cuda:0"
+    assert st.zeros(3, 4, device="cuda").cpu().tolist() == [[0.0] * 4] * 3
+    assert st.arange(10, device="cuda").tolist() == list(range(10))
+    assert st.full((2, 2), 7.0, device="cuda").sum().item() == 28.0
+    r = st.rand(10000, device="cuda").cpu().numpy()
+    assert 0.0 <= r.min() and r.max() < 1.0 and abs(r.mean() - 0.5) < 0.02
+
+
+def test_to_and_back_exact():
+    a = rnd(17, 33)
+    x = st.tensor(a)
+    g = x.to("cuda")
+    assert g.is_cuda and not x.is_cuda
+    np.testing.assert_array_equal(g.cpu().numpy(), a)
+    with pytest.raises(TypeError, match="cpu"):            # as PyTorch: no implicit copy
+        g.numpy()
+    # a non-contiguous source
+    np.testing.assert_array_equal(x.t().cuda().cpu().numpy(), a.T)
+    np.testing.assert_array_equal(x[::2, 1::3].cuda().cpu().numpy(), a[::2, 1::3])
+    assert st.tensor([1.0, 2.0], device="cuda").is_cuda
+    assert g.to("cuda") is g
+    assert "tensor(" in repr(g)
+    assert g[3, 4].item() == pytest.approx(float(a[3, 4]))
+
+
+def test_like_keeps_device():
+    g = st.randn(4, 5, device="cuda")
+    for t in (st.zeros_like(g), st.ones_like(g), st.empty_like(g), st.full_like(g, 2.0),
+              st.rand_like(g), st.randn_like(g)):
+        assert t.is_cuda and tuple(t.shape) == (4, 5)
+
+
+def test_mixed_devices_raise():
+    g = st.ones(3, device="cuda")
+    c = st.ones(3)
+    with pytest.raises(RuntimeError, match="same device"):
+        g + c
+    with pytest.raises(RuntimeError, match="same device"):
+        st.matmul(st.ones(3, 3), st.ones(3, 3, device="cuda"))
+    # a 0-d CPU tensor joins a GPU op, as in PyTorch
+    r = g * st.tensor(2.5)
+    assert r.is_cuda and r.cpu().tolist() == [2.5, 2.5, 2.5]
+
+
+def test_index_error_surfaces():
+    w = st.randn(10, 4, device="cuda")
+    idx = st.tensor([1, 2, 12], device="cuda")
+    with pytest.raises((IndexError, RuntimeError), match="out of bounds"):
+        F.embedding(idx, w).cpu()
+    # the device stays usable afterwards
+    assert F.embedding(st.tensor([1, 2], device="cuda"), w).cpu().shape == (2, 4)
+
+
+# ---------------- eager ops against the CPU ----------------
+
+EW = [
+    ("add", lambda x, y: x + y), ("mul", lambda x, y: x * y), ("div", lambda x, y: x / (y.abs() + 1)),
+    ("sub_bcast", lambda x, y: x - y[:1]), ("exp", lambda x, y: st.exp(x)),
+    ("tanh", lambda x, y: st.tanh(x)), ("gelu", lambda x, y: F.gelu(x)),
+    ("relu", lambda x, y: F.relu(x)), ("where", lambda x, y: st.where(x > y, x, y)),
+    ("pow", lambda x, y: x ** 2), ("sqrt", lambda x, y: st.sqrt(x.abs())),
+    ("erf", lambda x, y: st.erf(x)), ("sigmoid", lambda x, y: st.sigmoid(x)),
+    ("cast", lambda x, y: (x * 10).to(st.int64).to(st.float32)),
+]
+
+
+@pytest.mark.parametrize("name,fn", EW, ids=[n for n, _ in EW])
+def test_elementwise(name, fn):
+    a, b = rnd(64, 129, seed=1), rnd(64, 129, seed=2)
+    want = fn(st.tensor(a), st.tensor(b))
+    got = fn(st.tensor(a).cuda(), st.tensor(b).cuda())
+    assert got.is_cuda
+    close(got, want, rtol=2e-6, atol=1e-6)
+
+
+RED = [
+    ("sum", lambda x: x.sum()), ("sum1", lambda x: x.sum(1)), ("sum0", lambda x: x.sum(0)),
+    ("mean", lambda x: x.mean(-1)), ("amax", lambda x: x.amax(1)),
+    ("softmax", lambda x: F.softmax(x, -1)), ("log_softmax", lambda x: F.log_softmax(x, -1)),
+    ("layer_norm", lambda x: F.layer_norm(x, (x.shape[-1],))),
+    ("var", lambda x: ((x - x.mean(1, keepdim=True)) ** 2).mean(1)), ("argmax", lambda x: x.argmax(1).to(st.float32)),
+]
+
+
+@pytest.mark.parametrize("name,fn", RED, ids=[n for n, _ in RED])
+@pytest.mark.parametrize("cols", [7, 256, 3000, 40000])
+def test_reductions(name, fn, cols):
+    a = rnd(33, cols, seed=cols)
+    close(fn(st.tensor(a).cuda()), fn(st.tensor(a)), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [((5, 7), (7, 3)), ((64, 128), (128, 96)), ((130, 70), (70, 260)),
+                                   ((4, 33, 65), (4, 65, 17)), ((3, 2, 16, 64), (3, 2, 64, 16))])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_matmul(shape, dtype):
+    a, b = rnd(*shape[0], seed=3, dtype=dtype), rnd(*shape[1], seed=4, dtype=dtype)
+    want = a @ b
+    got = st.matmul(st.tensor(a).cuda(), st.tensor(b).cuda())
+    close(got, want, rtol=1e-4 if dtype == np.float32 else 1e-10, atol=1e-4 if dtype == np.float32 else 1e-10)
+
+
+def test_matmul_layouts():
+    a, b = rnd(48, 80, seed=5), rnd(96, 80, seed=6)
+    A, B = st.tensor(a).cuda(), st.tensor(b).cuda()
+    close(st.matmul(A, B.t()), a @ b.T, rtol=1e-4, atol=1e-4)
+    close(st.matmul(B.t().t(), A.t()), b @ a.T, rtol=1e-4, atol=1e-4)
+    close(st.matmul(A.t().contiguous().t(), B.t()), a @ b.T, rtol=1e-4, atol=1e-4)
+    # broadcast batch: one B for every batch
+    x = rnd(6, 20, 80, seed=7)
+    close(st.matmul(st.tensor(x).cuda(), B.t()), x @ b.T, rtol=1e-4, atol=1e-4)
+    # linear with bias (an epilogue)
+    bias = rnd(96, seed=8)
+    close(F.linear(A, B, st.tensor(bias).cuda()), a @ b.T + bias, rtol=1e-4, atol=1e-4)
+    close(F.gelu(F.linear(A, B, st.tensor(bias).cuda())),
+          F.gelu(F.linear(st.tensor(a), st.tensor(b), st.tensor(bias))), rtol=1e-4, atol=1e-4)
+
+
+def test_indexing_ops():
+    w = rnd(50, 16, seed=9)
+    idx = np.array([[1, 4, 4, 49], [0, 2, 3, 1]])
+    W, I = st.tensor(w).cuda(), st.tensor(idx).cuda()
+    close(F.embedding(I, W), w[idx])
+    close(W.index_select(0, I.reshape(-1)), w[idx.reshape(-1)])
+    close(W[I[0]], w[idx[0]])
+    close(W[2:10:3, 1:], w[2:10:3, 1:])
+
+
+# ---------------- autograd ----------------
+
+def _mlp_grads(device):
+    st.manual_seed(0)
+    lin1, lin2 = nn.Linear(32, 64), nn.Linear(64, 10)
+    m = nn.Sequential(lin1, nn.GELU(), nn.LayerNorm(64), lin2)
+    m.to(device)
+    x = st.tensor(rnd(16, 32, seed=10)).to(device)
+    y = st.tensor(np.arange(16) % 10).to(device)
+    loss = F.cross_entropy(m(x), y)
+    loss.backward()
+    return loss, [p.grad for p in m.parameters()], m
+
+
+def test_backward_matches_cpu():
+    lc, gc, _ = _mlp_grads("cpu")
+    lg, gg, m = _mlp_grads("cuda")
+    assert all(p.is_cuda and p.grad.is_cuda for p in m.parameters())
+    close(lg, lc, rtol=1e-5)
+    for a, b in zip(gg, gc):
+        close(a, b, rtol=1e-4, atol=1e-6)
+
+
+def test_to_device_is_differentiable():
+    x = st.tensor(rnd(4, 5, seed=11), requires_grad=True)
+    y = (x.cuda() * 3).sum()
+    y.backward()
+    assert not x.grad.is_cuda
+    close(x.grad, np.full((4, 5), 3.0, np.float32))
+
+
+def test_dropout_mask_reused_in_backward():
+    x = st.ones(1000, 100, device="cuda", requires_grad=True)
+    y = F.dropout(x, 0.3, training=True)
+    kept = cpu(y) != 0
+    assert 0.65 < kept.mean() < 0.75
+    y.sum().backward()
+    np.testing.assert_array_equal(cpu(x.grad) != 0, kept)
+
+
+# ---------------- compiled graphs ----------------
+
+def test_compiled_matches_eager_and_uses_nvrtc():
+    def f(x, w, b):
+        return F.softmax(F.gelu(F.linear(x, w, b)) * 0.5, -1).sum(0)
+
+    xs = [st.tensor(rnd(8, 32, seed=s)).cuda() for s in range(3)]
+    w, b = st.tensor(rnd(24, 32, seed=20)).cuda(), st.tensor(rnd(24, seed=21)).cuda()
+    cf = st.compile(f, backend="nvrtc")
+    for x in xs:
+        close(cf(x, w, b), f(x, w, b), rtol=1e-5, atol=1e-6)
+    r = cf(xs[0], w, b)
+    assert r.is_cuda
+    # CPU inputs under a GPU compile run on the CPU backend, with the same results
+    xc, wc, bc = xs[0].cpu(), w.cpu(), b.cpu()
+    close(cf(xc, wc, bc), f(xc, wc, bc), rtol=1e-5, atol=1e-6)
+    close(cf(xc, wc, bc), cf(xc, wc, bc))
+    assert not cf(xc, wc, bc).is_cuda
+
+
+def test_compiled_training_step_matches_cpu():
+    def run(device):
+        st.manual_seed(1)
+        m = nn.Sequential(nn.Linear(32, 64), nn.Tanh(), nn.Linear(64, 4)).to(device)
+        opt = st.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.01)
+
+        def step(x, y):
+            loss = F.cross_entropy(m(x), y)
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            return loss
+
+        cs = st.compile(step, backend="nvrtc" if device == "cuda" else CPU_BACKEND)
+        losses = []
+        y = st.tensor(np.arange(16) % 4).to(device)
+        for i in range(8):   # two batches in turn: the loss on each must fall
+            x = st.tensor(rnd(16, 32, seed=100 + i % 2)).to(device)
+            losses.append(float(cs(x, y)))
+        return losses, [cpu(p) for p in m.parameters()]
+
+    lc, pc = run("cpu")
+    lg, pg = run("cuda")
+    np.testing.assert_allclose(lg, lc, rtol=1e-5)
+    for a, b in zip(pg, pc):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+    assert lg[-2] < lg[0] and lg[-1] < lg[1]
+
+
+def test_memory_stats_on_cuda():
+    st.cuda.synchronize()
+    before = st.memory.memory_allocated("cuda")
+    x = st.empty(1 << 20, device="cuda")
+    assert st.memory.memory_allocated("cuda") >= before + 4 * (1 << 20)
+    del x
+    assert st.memory.max_memory_allocated("cuda") >= before + 4 * (1 << 20)
+
+
+# ---------------- the BERT step ----------------
+
+def test_bert_tiny_compiled_cuda_matches_cpu():
+    from bench.bert_pretrain.model import build_model, no_decay
+    from bench.bert_pretrain import data as D
+
+    recs = D.synthetic_records(16, 32, 1000, seed=0)
+    batches = list(D.batches(recs, 4, 4))
+
+    def run(device, backend):
+        model = build_model("tiny", dropout=0.0, seed=0, vocab_size=1000).to(device)
+        params = list(model.named_parameters())
+        opt = st.optim.AdamW([{"params": [p for n, p in params if not no_decay(n)], "weight_decay": 0.01},
+                              {"params": [p for n, p in params if no_decay(n)], "weight_decay": 0.0}],
+                             lr=1e-3, eps=1e-6)
+
+        def step(*ins):
+            loss = model(*ins)
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            return loss
+
+        cs = st.compile(step, backend=backend)
+        return [float(cs(*[t.to(device) for t in D.to_symtrace(b)])) for _, _, b in batches]
+
+    lc = run("cpu", CPU_BACKEND)
+    lg = run("cuda", "nvrtc")
+    np.testing.assert_allclose(lg, lc, rtol=1e-4)
