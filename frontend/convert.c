@@ -4,6 +4,8 @@
  * Tensor.tolist()/item(); DLPack import (from_dlpack) and export
  * (__dlpack__, __dlpack_device__); numpy()/__array__ built on DLPack. */
 #include "st_fe.h"
+#include "st_cuda.h"
+#include "st_nvrtc.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -826,7 +828,15 @@ static void dl_export_deleter(DLManagedTensor *self)
 {
     if (!self)
         return;
-    st_tensor_decref((st_tensor *)self->manager_ctx);
+    st_tensor *t = self->manager_ctx;
+    /* the consumer may still have kernels reading the memory on its own
+     * stream: let them finish before the caching allocator can hand the
+     * block to one of ours */
+    const st_cuda_api *api = st_tensor_device(t)->type == ST_DEV_CUDA
+                                 ? st_cuda_api_get() : NULL;
+    if (api && st_cuda_make_current(st_tensor_device(t)) == ST_OK)
+        api->CtxSynchronize();
+    st_tensor_decref(t);
     free(self);
 }
 
@@ -887,6 +897,14 @@ static PyObject *t_dlpack(PyObject *self, PyObject *args, PyObject *kw)
         }
         st_tensor_decref(src);
         src = c;
+    }
+    /* our kernels (the copy too) run on our own stream: the consumer's
+     * stream may read only after they finished (the stream argument is
+     * not used to order the two streams; a synchronization is always
+     * right) */
+    if (devtype == kDLCUDA && st_cuda_synchronize(dev->index) != ST_OK) {
+        st_tensor_decref(src);
+        return st_fe_raise();
     }
     dl_export *e = calloc(1, sizeof *e);
     if (!e) {
@@ -961,9 +979,22 @@ static st_tensor *tensor_on_storage(st_storage *s, st_dtype dt, int ndim,
     return t;
 }
 
+/* GPU idx for imported memory (its kernels come from the nvrtc backend);
+ * NULL with the Python error set */
+static st_device *dl_cuda_device(int idx)
+{
+    st_device *d = st_rt_device(ST_DEV_CUDA, idx);
+    if (d && st_nvrtc_register() != ST_OK)
+        d = NULL;
+    if (!d)
+        st_fe_raise();
+    return d;
+}
+
 static PyObject *fe_from_dlpack(PyObject *mod, PyObject *obj)
 {
-    PyObject *cap;
+    PyObject *cap = NULL;
+    bool ordered = false;   /* the producer ordered its work before our stream */
     if (PyCapsule_CheckExact(obj)) {
         cap = Py_NewRef(obj);
     } else {
@@ -985,20 +1016,42 @@ static PyObject *fe_from_dlpack(PyObject *mod, PyObject *obj)
                 return NULL;
             }
             Py_DECREF(dv);
-            if (dtp != kDLCPU && dtp != kDLCUDAHost) {
+            if (dtp != kDLCPU && dtp != kDLCUDAHost && dtp != kDLCUDA) {
                 Py_DECREF(meth);
                 PyErr_Format(PyExc_RuntimeError,
-                             "from_dlpack: only CPU memory can be imported "
-                             "(got DLPack device type %d, id %d)", dtp, did);
+                             "from_dlpack: only CPU and CUDA memory can be "
+                             "imported (got DLPack device type %d, id %d)", dtp, did);
                 return NULL;
+            }
+            if (dtp == kDLCUDA) {
+                /* the producer orders its pending work before our stream
+                 * (the DLPack stream protocol) */
+                st_device *gd = dl_cuda_device(did);
+                if (!gd) {
+                    Py_DECREF(meth);
+                    return NULL;
+                }
+                PyObject *kw = Py_BuildValue("{s:K}", "stream", (unsigned long long)(uintptr_t)
+                                             st_cuda_dev_of(gd)->stream);
+                PyObject *noargs = PyTuple_New(0);
+                cap = kw && noargs ? PyObject_Call(meth, noargs, kw) : NULL;
+                Py_XDECREF(kw);
+                Py_XDECREF(noargs);
+                Py_DECREF(meth);
+                if (!cap)
+                    return NULL;
+                meth = NULL;
+                ordered = true;
             }
         } else {
             PyErr_Clear();
         }
-        cap = PyObject_CallNoArgs(meth);
-        Py_DECREF(meth);
-        if (!cap)
-            return NULL;
+        if (meth) {
+            cap = PyObject_CallNoArgs(meth);
+            Py_DECREF(meth);
+            if (!cap)
+                return NULL;
+        }
     }
     if (!PyCapsule_IsValid(cap, "dltensor")) {
         if (PyCapsule_CheckExact(cap) &&
@@ -1020,11 +1073,20 @@ static PyObject *fe_from_dlpack(PyObject *mod, PyObject *obj)
     }
     DLTensor *d = &mt->dl_tensor;
     st_dtype dt;
-    if (d->device.device_type != kDLCPU &&
-        d->device.device_type != kDLCUDAHost) {
+    st_device *on = st_rt_cpu();
+    if (d->device.device_type == kDLCUDA) {
+        if (!(on = dl_cuda_device(d->device.device_id)))
+            goto fail;
+        /* a bare capsule names no stream to order: wait for all work */
+        if (!ordered && st_cuda_synchronize(-1) != ST_OK) {
+            st_fe_raise();
+            goto fail;
+        }
+    } else if (d->device.device_type != kDLCPU &&
+               d->device.device_type != kDLCUDAHost) {
         PyErr_Format(PyExc_RuntimeError,
-                     "from_dlpack: only CPU memory can be imported (got "
-                     "DLPack device type %d)", (int)d->device.device_type);
+                     "from_dlpack: only CPU and CUDA memory can be imported "
+                     "(got DLPack device type %d)", (int)d->device.device_type);
         goto fail;
     }
     if (d->ndim < 0 || d->ndim > ST_MAX_DIMS) {
@@ -1069,8 +1131,7 @@ static PyObject *fe_from_dlpack(PyObject *mod, PyObject *obj)
     size_t isz = st_dtype_size(dt);
     char *base = (char *)d->data + d->byte_offset + lo * (int64_t)isz;
     size_t nbytes = numel > 0 ? (size_t)(hi - lo + 1) * isz : 0;
-    st_storage *s = st_storage_external(st_rt_cpu(), base, nbytes,
-                                        dl_import_free, mt);
+    st_storage *s = st_storage_external(on, base, nbytes, dl_import_free, mt);
     if (!s) {
         st_fe_raise();
         goto fail;
