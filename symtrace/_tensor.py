@@ -286,6 +286,8 @@ class Tensor(_C.TensorBase):
         """copy_(src): writes src (broadcast, cast to self's dtype) into self."""
         if not isinstance(src, _C.TensorBase):
             raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
+        if src._device_str != self._device_str:   # across devices, as torch's copy_
+            src = _ops.to_device(src, self._device_str)
         if src.shape != self.shape:
             src = src.expand(self.shape)
         return self._inplace(_C.OP_COPY, (src,))

@@ -17,7 +17,8 @@ from . import _C
 from ._dtype import float32 as _float32
 
 __all__ = ["is_available", "device_count", "synchronize", "get_device_name",
-           "current_device", "nvrtc_status", "nvrtc_library_dirs"]
+           "current_device", "nvrtc_status", "memory_allocated", "max_memory_allocated",
+           "memory_reserved", "max_memory_reserved", "reset_peak_memory_stats", "empty_cache", "nvrtc_library_dirs"]
 
 
 def nvrtc_library_dirs():
@@ -101,6 +102,43 @@ def current_device():
 def get_device_name(device=None):
     _require()
     return _C._cuda_device_name(_index(device))
+
+
+def _dev(device):
+    return f"cuda:{_index(device)}"
+
+
+def memory_allocated(device=None):
+    """Bytes of tensors alive on the GPU (torch.cuda.memory_allocated)."""
+    from . import memory
+    return memory.memory_allocated(_dev(device))
+
+
+def max_memory_allocated(device=None):
+    from . import memory
+    return memory.max_memory_allocated(_dev(device))
+
+
+def memory_reserved(device=None):
+    from . import memory
+    return memory.memory_reserved(_dev(device))
+
+
+def max_memory_reserved(device=None):
+    from . import memory
+    return memory.max_memory_reserved(_dev(device))
+
+
+def reset_peak_memory_stats(device=None):
+    from . import memory
+    memory.reset_peak_stats(_dev(device))
+
+
+def empty_cache():
+    """Returns the GPU's fully free cached segments to the driver (no-op without a GPU)."""
+    if is_available():
+        from . import memory
+        memory.empty_cache("cuda")
 
 
 def nvrtc_status():

@@ -81,6 +81,24 @@ def test_asking_for_a_gpu_without_one_raises(how):
 
 
 @no_gpu
+def test_cuda_memory_functions_without_gpu():
+    with pytest.raises(RuntimeError, match="CUDA"):
+        st.cuda.memory_allocated()
+    with pytest.raises(RuntimeError, match="CUDA"):
+        st.cuda.max_memory_allocated()
+    st.cuda.empty_cache()          # nothing to return: no error, as torch
+
+
+def test_copy_on_cpu_keeps_working():
+    a = st.randn(3, 4)
+    b = st.zeros(3, 4, dtype=st.float64)
+    b.copy_(a)
+    np.testing.assert_allclose(b.numpy(), a.numpy().astype(np.float64))
+    b.copy_(st.tensor(2.0))
+    assert b.numpy().tolist() == [[2.0] * 4] * 3
+
+
+@no_gpu
 def test_compile_for_nvrtc_without_gpu_says_so():
     with pytest.raises(ValueError, match="nvrtc"):
         st.compile(lambda a: a + 1, backend="nvrtc")
