@@ -70,40 +70,56 @@ static int direct_buf(const st_kernel *k)
     return k->stores[0].buf;
 }
 
-/* Collapses the batch dims: the innermost non-unit dims that share one
- * stride per operand form the batched call, the others are looped. st[]:
- * the strides of our A, our B and C per dim. */
+/* Collapses the batch dims: the run of adjacent non-unit dims that share
+ * one stride per operand and holds the most batches forms the batched
+ * call, the other dims are looped (attention's [batch, heads] over
+ * permuted views does not collapse: 12 calls of 32 products, not 32 of
+ * 12). st[]: the strides of our A, our B and C per dim. */
 static bool collapse(st_nvrtc_gemm *p, const st_kargs *a, int nb,
                      const int64_t st[3][ST_MAX_DIMS])
 {
-    int64_t batch = 1, s[3] = {0, 0, 0};
-    int d = nb - 1;
-    for (; d >= 0; d--) {
-        int64_t n = a->shape[d];
-        if (n == 1)
+    int64_t best = 1, bs[3] = {0, 0, 0};
+    int blo = nb, bhi = -1;   /* the chosen run [blo, bhi] */
+    for (int hi = nb - 1; hi >= 0; hi--) {
+        if (a->shape[hi] == 1)
             continue;
-        if (batch == 1) {
-            for (int o = 0; o < 3; o++)
-                s[o] = st[o][d];
-        } else {
-            bool ok = true;
-            for (int o = 0; o < 3; o++)
-                ok = ok && st[o][d] == s[o] * batch;
-            if (!ok)
+        int64_t batch = 1, s[3] = {0, 0, 0};
+        int lo = hi;
+        for (int d = hi; d >= 0; d--) {
+            int64_t n = a->shape[d];
+            if (n == 1)
+                continue;
+            if (batch == 1) {
+                for (int o = 0; o < 3; o++)
+                    s[o] = st[o][d];
+            } else {
+                bool ok = true;
+                for (int o = 0; o < 3; o++)
+                    ok = ok && st[o][d] == s[o] * batch;
+                if (!ok)
+                    break;
+            }
+            if (batch > INT_MAX / n)
                 break;
+            batch *= n;
+            lo = d;
         }
-        if (batch > INT_MAX / n)
-            break;
-        batch *= n;
+        if (batch > best) {   /* ties keep the innermost run */
+            best = batch;
+            blo = lo;
+            bhi = hi;
+            for (int o = 0; o < 3; o++)
+                bs[o] = s[o];
+        }
     }
-    p->batch = (int)batch;
-    p->stride_b = s[0];   /* our A is cuBLAS's B */
-    p->stride_a = s[1];
-    p->stride_c = s[2];
+    p->batch = (int)best;
+    p->stride_b = bs[0];   /* our A is cuBLAS's B */
+    p->stride_a = bs[1];
+    p->stride_c = bs[2];
     p->nouter = 0;
     p->calls = 1;
-    for (int e = 0; e <= d; e++) {
-        if (a->shape[e] == 1)
+    for (int e = 0; e < nb; e++) {
+        if (a->shape[e] == 1 || (e >= blo && e <= bhi))
             continue;
         int j = p->nouter++;
         p->outer_shape[j] = a->shape[e];

@@ -304,6 +304,21 @@ static void cases(void)
               (long long)p.calls, p.batch, p.n);
         finish(c);
     }
+    {   /* attention: Q K^T over [B, H] of views permuted from [B, S, H, D]:
+         * B and H never collapse; the larger (B) is the batch */
+        int64_t bt[2] = {4, 3};
+        case_init(c, 2, ST_FLOAT32, ST_FLOAT32, ST_FLOAT32, bt, 5, 5, 2);
+        int pa[4] = {0, 2, 1, 4}, pb[4] = {0, 3, 1, 4}, pc[4] = {0, 1, 2, 3};
+        layout(c, 0, pa, 4);
+        layout(c, 1, pb, 4);
+        layout(c, 2, pc, 4);
+        check_case("attention scores", c, true, 1);
+        st_nvrtc_gemm p;
+        st_nvrtc_gemm_plan(&c->k, &c->a, &p);
+        CHECK(p.calls == 3 && p.batch == 4, "attention: %lld calls x %d", (long long)p.calls,
+              p.batch);
+        finish(c);
+    }
     {   /* A broadcast along the outer batch dim only: not collapsible */
         int64_t bt[2] = {2, 3};
         case_init(c, 2, ST_FLOAT32, ST_FLOAT32, ST_FLOAT32, bt, 5, 3, 7);
@@ -462,8 +477,21 @@ static void cases(void)
         layout(c, 0, pa, 4);
         layout(c, 1, pb, 4);
         layout(c, 2, pc, 4);
+        /* the larger dim is the batch: 2 calls of 300 products */
+        check_case("300 x 2 non-collapsible", c, true, -1);
         st_nvrtc_gemm_plan(&c->k, &c->a, &p);
-        CHECK(!p.ok, "300 looped calls fall back");
+        CHECK(p.ok && p.calls == 2 && p.batch == 300, "300 x 2: %lld calls x %d",
+              (long long)p.calls, p.batch);
+        finish(c);
+        /* three dims that never collapse: 400 calls of 20, too many */
+        int64_t bt3[3] = {20, 20, 20};
+        case_init(c, 3, ST_FLOAT32, ST_FLOAT32, ST_FLOAT32, bt3, 2, 2, 2);
+        int qa[5] = {1, 0, 2, 3, 5}, qb[5] = {0, 1, 2, 5, 4}, qc[5] = {0, 1, 2, 3, 4};
+        layout(c, 0, qa, 5);
+        layout(c, 1, qb, 5);
+        layout(c, 2, qc, 5);
+        st_nvrtc_gemm_plan(&c->k, &c->a, &p);
+        CHECK(!p.ok, "400 looped calls fall back");
         finish(c);
     }
 }
