@@ -922,6 +922,22 @@ static st_status find_sizes(kbuild *b, const int *want)
     }
     for (int d = k->rank; d < ST_MAX_DIMS; d++)
         k->size_buf[d] = k->size_dim[d] = -1;
+    /* a loaded dim that is always of size 1 (symbol ONE: unsqueeze,
+     * keepdim) is a static broadcast unless it sizes the kernel: the
+     * backends' unit-stride paths then stay open (the target [N, 1] of a
+     * one-hot kept a [N, C] kernel on its scalar loop, its run-time
+     * stride 0 failing the stride-1 test) */
+    for (int i = 0; i < k->nbufs; i++) {
+        if (k->bufs[i].is_out || k->bufs[i].unravel > 0 ||
+            (k->kind == ST_K_MATMUL && i < 2))   /* a product's A and B keep theirs */
+            continue;
+        for (int it = 0; it < k->rank; it++) {
+            int td = k->bufs[i].dimmap[it];
+            if (td >= 0 && k->size_buf[it] != i &&
+                find(c, SYM(c, k->bufs[i].value)[td]) == ONE)
+                k->bufs[i].dimmap[it] = -1;
+        }
+    }
     return ST_OK;
 }
 
