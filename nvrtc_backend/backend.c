@@ -12,7 +12,12 @@
  * run on cuda:0 for now. A MATMUL goes to cuBLAS when st_nvrtc_gemm_plan
  * allows (cublas.c; the product straight into the output, or into the
  * device's scratch product and then NAME_epi runs the epilogue), else to
- * the NVRTC kernel. Owns: st_nvrtc_backend, st_nvrtc_register. */
+ * the NVRTC kernel. A REDUCE with the column variant NAME_col
+ * (st_nvrtc_col_plan) runs it when st_nvrtc_col_config says the launch
+ * suits it and SYMTRACE_CUDA_COLREDUCE=1 (read at every launch; off by
+ * default until NAME_col has run on a GPU; SYMTRACE_CUDA_COLREDUCE_LOG=1
+ * reports each such launch on stderr). Owns: st_nvrtc_backend,
+ * st_nvrtc_register. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +32,7 @@ typedef struct {
     const st_kernel *ks;
     st_cu_function *fn, *fn_mma;  /* per kernel; NULL for VIEW kernels */
     st_cu_function *fn_epi;       /* MATMUL: NAME_epi (st_nvrtc_has_epi) */
+    st_cu_function *fn_col;       /* REDUCE: NAME_col (st_nvrtc_col_plan) */
 } compiled;
 
 static void release(st_backend *be, void *h)
@@ -38,6 +44,7 @@ static void release(st_backend *be, void *h)
     free(c->fn);   /* the modules stay in modcache.c's table */
     free(c->fn_mma);
     free(c->fn_epi);
+    free(c->fn_col);
     free(c);
 }
 
@@ -117,8 +124,9 @@ static void *compile(st_backend *be, const st_kernel *ks, int n)
     c->fn = calloc((size_t)n + 1, sizeof *c->fn);
     c->fn_mma = calloc((size_t)n + 1, sizeof *c->fn_mma);
     c->fn_epi = calloc((size_t)n + 1, sizeof *c->fn_epi);
+    c->fn_col = calloc((size_t)n + 1, sizeof *c->fn_col);
     st_cu_module *mods = calloc((size_t)n + 1, sizeof *mods);
-    if (!c->fn || !c->fn_mma || !c->fn_epi || !mods) {
+    if (!c->fn || !c->fn_mma || !c->fn_epi || !c->fn_col || !mods) {
         free(mods);
         st_err(ST_ERR_MEMORY, "nvrtc: out of memory");
         release(be, c);
@@ -150,6 +158,14 @@ static void *compile(st_backend *be, const st_kernel *ks, int n)
             s = st_cuda_check(api->ModuleGetFunction(&c->fn_epi[i], mods[i], en),
                               "cuModuleGetFunction");
         }
+        st_nvrtc_col col;
+        st_nvrtc_col_plan(&ks[i], &col);
+        if (s == ST_OK && col.ok) {
+            char cn[160];
+            snprintf(cn, sizeof cn, "%s_col", name);
+            s = st_cuda_check(api->ModuleGetFunction(&c->fn_col[i], mods[i], cn),
+                              "cuModuleGetFunction");
+        }
     }
     free(mods);
     if (s != ST_OK) {
@@ -170,6 +186,66 @@ static bool use_cublas(void)
             st_err_clear();
     }
     return v == 1;
+}
+
+/* SYMTRACE_CUDA_COLREDUCE=1: column reductions may run NAME_col;
+ * SYMTRACE_CUDA_COLREDUCE_LOG=1: each NAME_col launch says so (stderr).
+ * Read at every launch (not cached) so tests can flip them. */
+static bool env_on(const char *name)
+{
+    const char *e = getenv(name);
+    return e && e[0] == '1';
+}
+
+/* The scratch of NAME_col launches whose rows are sliced over blocks
+ * (st_nvrtc_launch.col_scratch; cuda:0 only, as kerr_dev): zeroed when
+ * made, kept zeroed by the kernels (their last block per tile resets its
+ * counter). Growing frees the old one after the stream is drained, and
+ * the new one is zeroed before any kernel can use it. */
+static pthread_mutex_t col_mu = PTHREAD_MUTEX_INITIALIZER;
+static st_cu_ptr col_buf;
+static size_t col_len;
+
+static st_status col_scratch(st_cuda_dev *g, size_t n, st_cu_ptr *out)
+{
+    const st_cuda_api *api = st_cuda_api_get();
+    if (!api)
+        return st_err_kind();
+    pthread_mutex_lock(&col_mu);
+    st_status s = ST_OK;
+    if (!col_buf || col_len < n) {
+        /* st_nvrtc_col_config slices only below two tiles per SM: the
+         * partials then take under 1 KiB per SM, the counters 8 bytes: one
+         * allocation (one synchronization) serves every later launch */
+        size_t len = (size_t)(g->sm_count > 0 ? g->sm_count : 1) * 1040 + 4096;
+        if (len < n)
+            len = n;
+        len = (len + 0xffff) & ~(size_t)0xffff;
+        if (col_buf) {
+            s = st_cuda_check(api->StreamSynchronize(g->stream), "cuStreamSynchronize");
+            if (s == ST_OK) {
+                api->MemFree(col_buf);
+                col_buf = 0;
+                col_len = 0;
+            }
+        }
+        st_cu_ptr p = 0;
+        if (s == ST_OK)
+            s = st_cuda_check(api->MemAlloc(&p, len), "cuMemAlloc (column reduction scratch)");
+        if (s == ST_OK)
+            s = st_cuda_check(api->MemsetD8(p, 0, len), "cuMemsetD8");
+        if (s == ST_OK) /* the memset runs on the legacy stream */
+            s = st_cuda_check(api->CtxSynchronize(), "cuCtxSynchronize");
+        if (s == ST_OK) {
+            col_buf = p;
+            col_len = len;
+        } else if (p) {
+            api->MemFree(p);
+        }
+    }
+    *out = col_buf;
+    pthread_mutex_unlock(&col_mu);
+    return s;
 }
 
 static pthread_mutex_t gemm_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -248,13 +324,25 @@ static st_status launch(st_backend *be, void *h, int index, const st_kargs *args
             return s;
         }
     }
-    st_nvrtc_launch L = st_nvrtc_launch_config(k, args, g->sm_count, g->cc);
+    st_nvrtc_launch L = {.col = false};
+    if (k->kind == ST_K_REDUCE && c->fn_col[index] && env_on("SYMTRACE_CUDA_COLREDUCE")) {
+        L = st_nvrtc_col_config(k, args, g->sm_count);
+        if (L.col && env_on("SYMTRACE_CUDA_COLREDUCE_LOG"))
+            fprintf(stderr, "symtrace colreduce: %s: NAME_col (grid %ux%u, block %ux%u)\n",
+                    k->name, L.grid[0], L.grid[1], L.block[0], L.block[1]);
+    }
+    if (!L.col)
+        L = st_nvrtc_launch_config(k, args, g->sm_count, g->cc);
     if (L.empty)
         return ST_OK;
-    st_cu_function f = L.mma && c->fn_mma[index] ? c->fn_mma[index] : c->fn[index];
+    st_cu_function f = L.col ? c->fn_col[index]
+                       : L.mma && c->fn_mma[index] ? c->fn_mma[index] : c->fn[index];
     unsigned flags = L.flags;
-    st_cu_ptr err = kerr_dev;
-    void *params[3] = {(void *)args, &flags, &err};
+    st_cu_ptr err = kerr_dev, scr = 0;
+    if (L.col && L.col_scratch > 0 &&
+        (s = col_scratch(g, (size_t)L.col_scratch, &scr)) != ST_OK)
+        return s;
+    void *params[4] = {(void *)args, &flags, &err, &scr}; /* NAME_col takes scr */
     s = st_cuda_check(api->LaunchKernel(f, L.grid[0], L.grid[1], L.grid[2], L.block[0],
                                         L.block[1], L.block[2], 0, g->stream, params, NULL),
                       "cuLaunchKernel");

@@ -4,8 +4,9 @@
  * space and 16-byte aligned, or a broadcast scalar) and the grid/block of
  * every kernel kind (rows per warp or per block for reductions; 64x64
  * tiles for matmul; the tensor-core variant only when SYMTRACE_CUDA_MMA=1,
- * because it has not yet run on a GPU). Owns: st_nvrtc_ew_flags,
- * st_nvrtc_launch_config. */
+ * because it has not yet run on a GPU) and whether the column variant of
+ * a reduction suits a launch (st_nvrtc_col_config). Owns:
+ * st_nvrtc_ew_flags, st_nvrtc_launch_config, st_nvrtc_col_config. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +111,80 @@ st_nvrtc_launch st_nvrtc_launch_config(const st_kernel *k, const st_kargs *a,
     default:
         L.empty = true;
         break;
+    }
+    return L;
+}
+
+/* The innermost outer dim's size at least for NAME_col: on shorter runs a
+ * warp's 32 points straddle several outer rows. */
+#define COL_MIN_RUN 4
+/* Rows per row group of a block at least when the rows are sliced over
+ * several blocks (blockIdx.y): each slice's partials cost a round trip
+ * through the scratch. */
+#define COL_SLICE_ROWS 8
+
+static int64_t iabs64(int64_t v)
+{
+    return v < 0 ? -v : v;
+}
+
+st_nvrtc_launch st_nvrtc_col_config(const st_kernel *k, const st_kargs *a,
+                                    int sm_count)
+{
+    st_nvrtc_launch L;
+    memset(&L, 0, sizeof L);
+    for (int i = 0; i < 3; i++)
+        L.grid[i] = L.block[i] = 1;
+    st_nvrtc_col c;
+    st_nvrtc_col_plan(k, &c);
+    if (!c.ok)
+        return L;
+    int ro = k->rank - k->nred, w = ro - 1, in = k->rank - 1;
+    int64_t nouter = prod(a, 0, ro), R = prod(a, ro, k->rank);
+    if (nouter <= 0 || R <= 0 || a->shape[w] < COL_MIN_RUN)
+        return L;
+    /* fast: every buffer touched per row point moves along the innermost
+     * outer dim with stride 0 or 1; rowfast: with stride 1 along the
+     * innermost row dim (which has more than one point) */
+    bool fast = true, rowfast = a->shape[in] != 1;
+    int64_t sw = 0, srow = 0;
+    for (int b = 0; b < k->nbufs; b++) {
+        if (!c.touch[b])
+            continue;
+        int64_t s = a->bufs[b].strides[w], t = a->bufs[b].strides[in];
+        if (k->bufs[b].dimmap[w] >= 0) {
+            fast &= s == 0 || s == 1;
+            sw += iabs64(s);
+        }
+        if (k->bufs[b].dimmap[in] >= 0) {
+            rowfast &= t == 1;
+            srow += iabs64(t);
+        }
+    }
+    if (rowfast || !(fast || sw < srow))
+        return L;
+    L.col = true;
+    L.block[0] = 32;
+    /* row groups: about 4 row points per thread at least, up to 32 groups */
+    unsigned ny = 1;
+    while (ny < 32 && (int64_t)ny * 2 * 4 <= R)
+        ny *= 2;
+    L.block[1] = ny;
+    int64_t ntiles = (nouter + 31) / 32, sms = sm_count > 0 ? sm_count : 1;
+    L.grid[0] = cap_grid(ntiles, sm_count);
+    /* few tiles: the rows cut into slices (blocks along y) until about two
+     * blocks per multiprocessor, each slice COL_SLICE_ROWS rows per row
+     * group at least; the partials go through the scratch */
+    if (ntiles < 2 * sms) {
+        int64_t gy = (2 * sms + ntiles - 1) / ntiles, most = R / ((int64_t)ny * COL_SLICE_ROWS);
+        if (gy > most)
+            gy = most;
+        if (gy > 65535)
+            gy = 65535;
+        if (gy > 1) {
+            L.grid[1] = (unsigned)gy;
+            L.col_scratch = ((ntiles * 4 + 255) & ~(int64_t)255) + gy * nouter * 8;
+        }
     }
     return L;
 }

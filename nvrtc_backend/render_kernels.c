@@ -19,8 +19,12 @@
  *   unless SYMTRACE_CUDA_MMA=1. A MATMUL whose operands cuBLAS takes
  *   also gets NAME_epi: its epilogue alone, over the product cuBLAS wrote
  *   into a scratch buffer (st_nvrtc_gemm_plan decides per launch).
+ * - REDUCE, NAME_col (st_nvrtc_col_plan says which kernels get it): the
+ *   column variant for reductions over dims that are strided in memory
+ *   while the kept dims are contiguous (bias/LayerNorm weight gradients);
+ *   compile-checked only, launched only with SYMTRACE_CUDA_COLREDUCE=1.
  * Owns: st_nvrtc_render, st_nvrtc_kernel_name, st_nvrtc_has_mma,
- * st_nvrtc_vec_width. */
+ * st_nvrtc_vec_width, st_nvrtc_col_plan. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -391,6 +395,228 @@ static void render_reduce(st_nvrtc_pc *pc, const char *name)
     SB("    }\n}\n");
 }
 
+/* ---- REDUCE, the column variant NAME_col (see st_nvrtc_col_plan) ---- */
+
+void st_nvrtc_col_plan(const st_kernel *k, st_nvrtc_col *c)
+{
+    memset(c, 0, sizeof *c);
+    int ro = k->rank - k->nred;
+    if (k->kind != ST_K_REDUCE || k->nreduce != 1 || k->nred < 1 || ro < 1 ||
+        k->rank > ST_MAX_DIMS || k->nbufs > ST_K_MAX_BUFS ||
+        k->nstores > ST_K_MAX_STORES)
+        return;
+    st_reduce_op op = k->reduce[0].op;
+    int src = k->reduce[0].src;
+    if ((op != ST_RED_SUM && op != ST_RED_MEAN && op != ST_RED_MAX &&
+         op != ST_RED_MIN) || src < 0 || src >= k->nnodes)
+        return;
+    /* red[i]: node i depends on the reduction; outer[i]: its value is
+     * constant over the row (no load, coordinate or random number that
+     * moves along a row dim) */
+    char *red = calloc((size_t)k->nnodes + 1, 1), *outer = calloc((size_t)k->nnodes + 1, 1);
+    char *mark = calloc((size_t)k->nnodes + 1, 1);
+    if (!red || !outer || !mark)
+        goto done;
+    for (int i = 0; i < k->nnodes; i++) {
+        const st_knode *n = &k->nodes[i];
+        bool r = n->kind == ST_KN_REDUCED, o = true;
+        if (n->kind == ST_KN_LOAD && n->buf >= 0 && n->buf < k->nbufs)
+            for (int d = ro; d < k->rank; d++)
+                o &= k->bufs[n->buf].dimmap[d] < 0;
+        else if (n->kind == ST_KN_INDEX)
+            o = n->i >= 0 && n->i < ro;
+        else if (n->kind == ST_KN_RAND)
+            o = false;
+        int ops[3] = {n->a, n->b, n->c};
+        for (int j = 0; j < 3; j++)
+            if (ops[j] >= 0 && ops[j] < i) {
+                r |= red[ops[j]];
+                o &= outer[ops[j]];
+            }
+        red[i] = r;
+        outer[i] = o;
+    }
+    mark[src] = 1;
+    for (int s = 0; s < k->nstores; s++) {
+        int bi = k->stores[s].buf, ni = k->stores[s].node;
+        if (k->stores[s].indexed || k->stores[s].accumulate || bi < 0 ||
+            bi >= k->nbufs || ni < 0 || ni >= k->nnodes)
+            goto done;
+        if (!k->final_per_point)
+            continue;
+        bool full = true, rowfree = true;
+        for (int d = 0; d < k->rank; d++) {
+            full &= k->bufs[bi].dimmap[d] >= 0;
+            if (d >= ro)
+                rowfree &= k->bufs[bi].dimmap[d] < 0;
+        }
+        if (full && !red[ni]) {
+            c->point[s] = true;
+            c->touch[bi] = true;
+            mark[ni] = 1;
+        } else if (!rowfree || !outer[ni]) {
+            goto done;
+        }
+    }
+    for (int i = k->nnodes - 1; i >= 0; i--) {
+        const st_knode *n = &k->nodes[i];
+        if (!mark[i])
+            continue;
+        if (n->kind == ST_KN_LOAD && n->buf >= 0 && n->buf < k->nbufs)
+            c->touch[n->buf] = true;
+        int ops[3] = {n->a, n->b, n->c};
+        for (int j = 0; j < 3; j++)
+            if (ops[j] >= 0 && ops[j] < i)
+                mark[ops[j]] = 1;
+    }
+    /* an iteration space in the buffers' own order (a reduction over their
+     * trailing dims) reads rows contiguously: the row path suits it */
+    int in = k->rank - 1;
+    for (int b = 0; b < k->nbufs; b++)
+        for (int d = 0; d < ro && c->touch[b] && k->bufs[b].dimmap[in] >= 0; d++)
+            c->ok |= k->bufs[b].dimmap[d] > k->bufs[b].dimmap[in];
+done:
+    if (!c->ok)
+        memset(c, 0, sizeof *c);
+    free(red);
+    free(outer);
+    free(mark);
+}
+
+/* NAME_col: 32 consecutive outer points per block tile (threadIdx.x), the
+ * row points split over threadIdx.y (stride blockDim.y), accumulators
+ * combined through shared memory in threadIdx.y order, then the epilogue
+ * by the threadIdx.y == 0 threads. With gridDim.y > 1 the rows are cut
+ * into gridDim.y slices, one per blockIdx.y: each block writes its
+ * partials into the scratch scr_ (see st_nvrtc_launch.col_scratch), and
+ * the last block of a tile to finish (a counter per tile, reset by it)
+ * adds the slices in blockIdx.y order (deterministic) and runs the
+ * epilogue. NOT YET RUN ON A GPU (compile-checked; launched only with
+ * SYMTRACE_CUDA_COLREDUCE=1). */
+static void render_reduce_col(st_nvrtc_pc *pc, const char *name, const st_nvrtc_col *c)
+{
+    st_nvrtc_sb *b = pc->b;
+    const st_kernel *k = pc->k;
+    int rank = k->rank, ro = rank - k->nred, src = k->reduce[0].src;
+    st_reduce_op op = k->reduce[0].op;
+    bool accf = st_dtype_is_float(k->nodes[src].dtype);
+    const char *A = accf ? "double" : "st_i64";
+    char cname[128];
+    snprintf(cname, sizeof cname, "%s_col", name);
+    SB("\nextern \"C\" __global__ void __launch_bounds__(1024)\n"
+       "%s(const st_kargs a, unsigned flags, st_kerr *err, void *scr_)\n{\n", cname);
+    SB("    /* column reduction (NOT YET RUN on a GPU: compile-checked only) */\n"
+       "    __shared__ %s st_csm[32][33];\n"
+       "    __shared__ bool st_clast;\n", A);
+    product(b, "nouter", 0, ro);
+    product(b, "R", ro, rank);
+    SB("    /* the row slice of this block; the scratch: a counter per tile,\n"
+       "     * then the partials [gridDim.y][nouter] */\n"
+       "    const st_i64 rchunk_ = (R + gridDim.y - 1) / gridDim.y;\n"
+       "    const st_i64 r0_ = (st_i64)blockIdx.y * rchunk_;\n"
+       "    const st_i64 r1_ = R < r0_ + rchunk_ ? R : r0_ + rchunk_;\n"
+       "    const st_i64 ntiles_ = (nouter + 31) / 32;\n"
+       "    unsigned *cnt_ = (unsigned *)scr_;\n"
+       "    %s *part_ = (%s *)((char *)scr_ + ((ntiles_ * 4 + 255) & ~255ll));\n"
+       "    for (st_i64 ob_ = (st_i64)blockIdx.x * 32; ob_ < nouter; ob_ += (st_i64)gridDim.x * 32) {\n"
+       "        const bool live_ = ob_ + threadIdx.x < nouter;\n"
+       "        const st_i64 o = live_ ? ob_ + threadIdx.x : nouter - 1;\n", A, A);
+    memset(pc->coord, 0, sizeof pc->coord);
+    coords(b, "        ", "o", 0, ro, "o");
+    set_coords(pc, 0, ro);
+    offsets(pc, "        ", NULL, 0, ro, "ob");
+    acc_decl(b, k, 0, accf);
+    SB("        if (live_ && r0_ < r1_) {\n");
+    if (k->nred > 1) { /* row coordinates walked incrementally */
+        SB("            st_i64 rw_ = r0_ + threadIdx.y;\n");
+        for (int d = rank - 1; d > ro; d--)
+            SB("            st_i64 w%d = rw_ %% a.shape[%d]; rw_ /= a.shape[%d];\n", d, d, d);
+        SB("            st_i64 w%d = rw_;\n", ro);
+    } else {
+        SB("#pragma unroll 4\n");
+    }
+    SB("            for (st_i64 pos = r0_ + threadIdx.y; pos < r1_; pos += blockDim.y) {\n");
+    pc->ind = "                ";
+    pc->ind2 = "                    ";
+    SB("                const st_i64 lin = o * R + pos;\n");
+    snprintf(pc->lin, sizeof pc->lin, "lin");
+    for (int d = ro; d < rank; d++) {
+        if (k->nred > 1)
+            snprintf(pc->coord[d], sizeof pc->coord[d], "w%d", d);
+        else
+            snprintf(pc->coord[d], sizeof pc->coord[d], "pos");
+    }
+    for (int bi = 0; bi < k->nbufs; bi++) {
+        SB("                const st_i64 o%d = ob%d", bi, bi);
+        for (int d = ro; d < rank; d++)
+            SB(" + %s * a.bufs[%d].strides[%d]", pc->coord[d], bi, d);
+        SB(";\n");
+        snprintf(pc->off[bi], sizeof pc->off[bi], "o%d", bi);
+    }
+    st_nvrtc_pt_reset(pc);
+    acc_update(pc, 0, accf);
+    for (int s = 0; s < k->nstores; s++)
+        if (c->point[s])
+            st_nvrtc_pt_store(pc, s);
+    if (k->nred > 1) {
+        SB("                w%d += blockDim.y;\n", rank - 1);
+        for (int d = rank - 1; d > ro; d--)
+            SB("                while (w%d >= a.shape[%d]) { w%d -= a.shape[%d]; w%d++; }\n",
+               d, d, d, d, d - 1);
+    }
+    SB("            }\n"
+       "        }\n"
+       "        st_csm[threadIdx.y][threadIdx.x] = acc0;\n"
+       "        __syncthreads();\n"
+       "        if (threadIdx.y == 0 && live_)\n"
+       "            for (unsigned y_ = 1; y_ < blockDim.y; y_++)\n"
+       "                acc0 = %s(acc0, st_csm[y_][threadIdx.x]);\n"
+       "        bool fin_ = true;\n"
+       "        if (gridDim.y > 1) { /* uniform */\n"
+       "            if (threadIdx.y == 0 && live_)\n"
+       "                part_[(st_i64)blockIdx.y * nouter + o] = acc0;\n"
+       "            __threadfence();\n"
+       "            __syncthreads();\n"
+       "            if (threadIdx.x == 0 && threadIdx.y == 0)\n"
+       "                st_clast = atomicAdd(cnt_ + ob_ / 32, 1u) == gridDim.y - 1;\n"
+       "            __syncthreads();\n"
+       "            fin_ = st_clast;\n"
+       "            if (fin_) {\n"
+       "                __threadfence();\n"
+       "                if (threadIdx.y == 0 && live_) {\n"
+       "                    acc0 = __ldcg(part_ + o);\n"
+       "                    for (unsigned y_ = 1; y_ < gridDim.y; y_++)\n"
+       "                        acc0 = %s(acc0, __ldcg(part_ + (st_i64)y_ * nouter + o));\n"
+       "                }\n"
+       "                if (threadIdx.x == 0 && threadIdx.y == 0)\n"
+       "                    cnt_[ob_ / 32] = 0; /* for the next launch */\n"
+       "            }\n"
+       "        }\n"
+       "        if (fin_ && threadIdx.y == 0 && live_) {\n", combiner(op, accf), combiner(op, accf));
+    if (op == ST_RED_MEAN) {
+        SB("            const double red0 = (double)acc0 / (double)R;\n");
+        pc->reduced_dt[0] = ST_FLOAT64;
+    } else {
+        SB("            const %s red0 = acc0;\n", A);
+        pc->reduced_dt[0] = accf ? ST_FLOAT64 : ST_INT64;
+    }
+    snprintf(pc->reduced[0], sizeof pc->reduced[0], "red0");
+    pc->ind = "            ";
+    pc->ind2 = "                ";
+    for (int d = ro; d < ST_MAX_DIMS; d++)
+        pc->coord[d][0] = 0;
+    for (int bi = 0; bi < k->nbufs; bi++)
+        snprintf(pc->off[bi], sizeof pc->off[bi], "ob%d", bi);
+    snprintf(pc->lin, sizeof pc->lin, "o");
+    st_nvrtc_pt_reset(pc);
+    for (int s = 0; s < k->nstores; s++)
+        if (!c->point[s])
+            st_nvrtc_pt_store(pc, s);
+    SB("        }\n"
+       "        __syncthreads(); /* st_csm is reused by the next tile */\n"
+       "    }\n}\n");
+}
+
 /* ---- MATMUL ---- */
 
 /* accumulation type: 0 float, 1 double, 2 int64 (as in llvm_backend) */
@@ -676,9 +902,17 @@ char *st_nvrtc_render(const st_kernel *ks, int n)
         case ST_K_ELEMENTWISE:
             render_elementwise(&pc, name);
             break;
-        case ST_K_REDUCE:
+        case ST_K_REDUCE: {
             render_reduce(&pc, name);
+            st_nvrtc_col col;
+            st_nvrtc_col_plan(k, &col);
+            if (!pc.err[0] && col.ok) {
+                st_nvrtc_pt_reset(&pc);
+                memset(pc.reduced, 0, sizeof pc.reduced);
+                render_reduce_col(&pc, name, &col);
+            }
             break;
+        }
         case ST_K_MATMUL:
             render_matmul(&pc, name);
             if (!pc.err[0] && st_nvrtc_has_mma(k))

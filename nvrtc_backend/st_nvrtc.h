@@ -44,11 +44,45 @@ bool st_nvrtc_has_mma(const st_kernel *k);
  * kernel has no vector path). */
 int st_nvrtc_vec_width(const st_kernel *k);
 
+/* The column variant NAME_col of a REDUCE kernel (render_kernels.c): for
+ * reductions over dims that are not contiguous in memory while the kept
+ * (outer) dims are, as in bias and LayerNorm weight gradients (a sum over
+ * the token dims of [B, S, H]). Threads map to outer points along the
+ * innermost outer dim (blockDim.x == 32 consecutive points, blockDim.y
+ * groups of row points, <= 32), each thread accumulates its row points
+ * (as the row path: double for float sources, int64 otherwise), the
+ * groups are combined in shared memory in a fixed order (deterministic),
+ * then the epilogue per outer point; with few outer points the rows are
+ * sliced over gridDim.y blocks whose partials the last one adds in order
+ * (deterministic too). Its signature adds a fourth parameter, `void *scr`,
+ * the zeroed scratch of st_nvrtc_launch.col_scratch bytes (NULL when 0).
+ * Rendered for kernels with one SUM/MEAN/MAX/MIN reduction (nreduce 1,
+ * no ARGMAX/ARGMIN/PROD) over a permuted iteration space (some input
+ * read with its innermost kept dim after its innermost reduced dim in
+ * memory order) whose stores are plain and, with a per-point epilogue,
+ * either made at every point and independent of the reduction (made in
+ * the accumulation pass by the thread visiting the point) or constant over
+ * the row (made once per outer point). */
+typedef struct {
+    bool ok;                          /* NAME_col is rendered */
+    bool touch[ST_K_MAX_BUFS];        /* read or written per row point */
+    bool point[ST_K_MAX_STORES];      /* made in the accumulation pass */
+} st_nvrtc_col;
+/* Fills c for kernel k (c->ok false: no NAME_col). */
+void st_nvrtc_col_plan(const st_kernel *k, st_nvrtc_col *c);
+
 /* ---- launch decisions (launch.c; plain C, testable without a GPU) ---- */
 typedef struct {
     unsigned grid[3], block[3];
     unsigned flags;
     bool mma;            /* launch NAME_mma instead of NAME */
+    bool col;            /* st_nvrtc_col_config: launch NAME_col */
+    /* NAME_col with grid[1] > 1 (the rows sliced over blocks): the bytes
+     * of zeroed device scratch it needs (a counter per tile of 32 outer
+     * points, 256-byte aligned, then [grid[1]][outer points] partials of 8
+     * bytes); its last block per tile resets the counters, so the scratch
+     * stays zeroed between launches. 0: no scratch (pass NULL). */
+    int64_t col_scratch;
     bool empty;          /* nothing to do (a zero-size iteration space) */
 } st_nvrtc_launch;
 
@@ -58,6 +92,17 @@ unsigned st_nvrtc_ew_flags(const st_kernel *k, const st_kargs *a);
  * multiprocessors and compute capability cc (e.g. 90). */
 st_nvrtc_launch st_nvrtc_launch_config(const st_kernel *k, const st_kargs *a,
                                        int sm_count, int cc);
+/* Whether the column variant NAME_col of REDUCE kernel k suits arguments
+ * a (L.col) and its grid/block: k has it (st_nvrtc_col_plan), the
+ * innermost outer dim has 4 points or more, the buffers read or written
+ * per row point do not all move with stride 1 along the innermost row dim
+ * (or it has size 1), and along the innermost outer dim they move with
+ * stride 0 or 1 (or their strides there add up to less than along the
+ * innermost row dim). Pure: the backend launches NAME_col only when this
+ * says so and SYMTRACE_CUDA_COLREDUCE=1 (NAME_col has not yet run on a
+ * GPU). L.col false: use st_nvrtc_launch_config. */
+st_nvrtc_launch st_nvrtc_col_config(const st_kernel *k, const st_kargs *a,
+                                    int sm_count);
 
 /* ---- cuBLAS for MATMUL kernels (gemm_plan.c: host decision; cublas.c) ----
  * A MATMUL launch goes to cuBLAS (cublasGemmStridedBatchedEx, loaded with

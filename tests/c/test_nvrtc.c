@@ -4,8 +4,11 @@
  * log_softmax, layer_norm, cross_entropy), matmul + bias + gelu with the
  * epilogue fused, scatter_add and hand-built multi-reduction kernels are
  * rendered to CUDA C and compiled with NVRTC for sm_80 and sm_90; all
- * must compile. Also the host-side launch decisions (vector-path flags,
- * grid/block shapes) and the compile-error path (the error names the
+ * must compile; column reductions (bias and LayerNorm weight gradients,
+ * a GELU-backward prologue stored per point) must get the column variant
+ * NAME_col, present in the source exactly when st_nvrtc_col_plan says so.
+ * Also the host-side launch decisions (vector-path flags, grid/block
+ * shapes, when NAME_col suits a launch) and the compile-error path (the error names the
  * file the source was written to). Exits 77 (skipped) when NVRTC cannot
  * be loaded, naming what was tried. */
 #include <pthread.h>
@@ -641,6 +644,152 @@ static void fused_chains(group *gr)
     }
 }
 
+/* ---- the column variant NAME_col of reductions (st_nvrtc_col_plan) ---- */
+
+static int col_kernels; /* REDUCE kernels rendered with NAME_col */
+
+/* Lowers g fused and checks every REDUCE kernel: NAME_col is in its
+ * rendered source exactly when st_nvrtc_col_plan says so; expect: whether
+ * some kernel of the program must get it (and none when false). */
+static void col_prog(group *gr, st_graph *g, const char *label, bool expect)
+{
+    st_fuse_options o = *st_fuse_config();
+    o.fusion = o.fuse_reductions = o.fuse_matmul_epilogue = 1;
+    o.max_fused_ops = 0;
+    st_kprog *p = st_fuse_lower(g, &o);
+    CHECK(p != NULL, "lower %s", label);
+    if (!p)
+        return;
+    int got = 0, points = 0;
+    for (int i = 0; i < p->nkernels; i++) {
+        const st_kernel *k = &p->kernels[i];
+        if (k->kind != ST_K_REDUCE)
+            continue;
+        st_nvrtc_col c;
+        st_nvrtc_col_plan(k, &c);
+        char *src = st_nvrtc_render(k, 1), name[128];
+        st_nvrtc_kernel_name(k, 0, name, sizeof name);
+        strcat(name, "_col(");
+        bool has = src && strstr(src, name);
+        CHECK(src && has == c.ok, "%s: %s rendered %d, planned %d", label, name, has, c.ok);
+        free(src);
+        got += c.ok;
+        for (int s = 0; s < k->nstores; s++)
+            points += c.point[s];
+    }
+    CHECK(expect ? got > 0 : got == 0, "%s: %d kernels with NAME_col (expected %s)", label,
+          got, expect ? "some" : "none");
+    if (strstr(label, "per-point"))
+        CHECK(points > 0, "%s: a store made in the accumulation pass", label);
+    col_kernels += got;
+    st_kprog_free(p);
+    add_prog(gr, g, true, label);
+}
+
+static int red_of(st_graph *g, st_op_id op, int x, int nd, const int *dims)
+{
+    st_attrs a = A0();
+    a.ndims = nd;
+    for (int i = 0; i < nd; i++)
+        a.dims[i] = dims[i];
+    return op_of(g, op, &x, 1, &a);
+}
+
+static void colreduce(group *gr)
+{
+    st_dtype dl[5] = {ST_FLOAT32, ST_FLOAT16, ST_BFLOAT16, ST_FLOAT64, ST_INT32};
+    int d0[1] = {0}, d1[1] = {1}, d01[2] = {0, 1};
+    for (int d = 0; d < 5; d++) {
+        char nm[96];
+        /* bias gradient: sum over dim 0 of [64, 96]; and over the token
+         * dims of [2, 6, 50]; mean, amax, amin over dim 0 */
+        st_op_id ops[4] = {ST_OP_SUM, ST_OP_MEAN, ST_OP_AMAX, ST_OP_AMIN};
+        for (int o = 0; o < 4; o++) {
+            if (ops[o] == ST_OP_MEAN && dl[d] == ST_INT32)
+                continue;
+            st_graph *g = st_ir_graph_new();
+            int64_t sh[2] = {64, 96};
+            int x = in_of(g, dl[d], 2, sh);
+            st_ir_mark_output(g, red_of(g, ops[o], x, 1, d0));
+            snprintf(nm, sizeof nm, "col %s dim0 2d(%s)", st_op(ops[o])->name,
+                     st_dtype_name(dl[d]));
+            col_prog(gr, g, nm, true);
+            st_ir_graph_free(g);
+        }
+        st_graph *g = st_ir_graph_new();
+        int64_t s3[3] = {2, 6, 50};
+        int x = in_of(g, dl[d], 3, s3);
+        st_ir_mark_output(g, red_of(g, ST_OP_SUM, x, 2, d01));
+        snprintf(nm, sizeof nm, "col sum dims01 3d(%s)", st_dtype_name(dl[d]));
+        col_prog(gr, g, nm, true);
+        st_ir_graph_free(g);
+        /* the row path's case: a sum over the contiguous dim, no NAME_col */
+        g = st_ir_graph_new();
+        int64_t sh[2] = {64, 96};
+        x = in_of(g, dl[d], 2, sh);
+        st_ir_mark_output(g, red_of(g, ST_OP_SUM, x, 1, d1));
+        snprintf(nm, sizeof nm, "col sum dim1 (row path)(%s)", st_dtype_name(dl[d]));
+        col_prog(gr, g, nm, false);
+        st_ir_graph_free(g);
+        if (dl[d] == ST_INT32)
+            continue;
+        /* LayerNorm weight and bias gradients: sum over (0, 1) of dy * xhat
+         * and of dy, [2, 6, 50] */
+        g = st_ir_graph_new();
+        int dy = in_of(g, dl[d], 3, s3), xh = in_of(g, dl[d], 3, s3);
+        int pr[2] = {dy, xh};
+        int m = op_of(g, ST_OP_MUL, pr, 2, NULL);
+        st_ir_mark_output(g, red_of(g, ST_OP_SUM, m, 2, d01));
+        st_ir_mark_output(g, red_of(g, ST_OP_SUM, dy, 2, d01));
+        snprintf(nm, sizeof nm, "col layer_norm weight/bias grads(%s)", st_dtype_name(dl[d]));
+        col_prog(gr, g, nm, true);
+        st_ir_graph_free(g);
+        /* a GELU-backward-like prologue, its value stored per point (the
+         * gradient the next matmul reads) and summed over dim 0 (the bias
+         * gradient): g = dy * (erf(x) + x * exp(-(x * x))) */
+        for (int v = 0; v < 2; v++) {
+            g = st_ir_graph_new();
+            int64_t sg[3] = {3, 33, 40};
+            int nd = v ? 3 : 2;
+            int64_t *shp = v ? sg : sh;
+            dy = in_of(g, dl[d], nd, shp);
+            x = in_of(g, dl[d], nd, shp);
+            int e = op_of(g, ST_OP_ERF, &x, 1, NULL);
+            int xx[2] = {x, x};
+            int q = op_of(g, ST_OP_MUL, xx, 2, NULL);
+            q = op_of(g, ST_OP_NEG, &q, 1, NULL);
+            q = op_of(g, ST_OP_EXP, &q, 1, NULL);
+            int xq[2] = {x, q};
+            q = op_of(g, ST_OP_MUL, xq, 2, NULL);
+            int eq[2] = {e, q};
+            q = op_of(g, ST_OP_ADD, eq, 2, NULL);
+            int dq[2] = {dy, q};
+            int gr_ = op_of(g, ST_OP_MUL, dq, 2, NULL);
+            st_ir_mark_output(g, gr_);
+            st_ir_mark_output(g, red_of(g, ST_OP_SUM, gr_, v ? 2 : 1, v ? d01 : d0));
+            snprintf(nm, sizeof nm, "col gelu-backward per-point store + sum %dd(%s)", nd,
+                     st_dtype_name(dl[d]));
+            col_prog(gr, g, nm, true);
+            st_ir_graph_free(g);
+        }
+        /* no NAME_col: softmax over dim 0 (several reductions), argmax */
+        g = st_ir_graph_new();
+        x = in_of(g, dl[d], 2, sh);
+        st_attrs a = A0();
+        a.i[0] = 0;
+        st_ir_mark_output(g, op_of(g, ST_OP_SOFTMAX, &x, 1, &a));
+        snprintf(nm, sizeof nm, "col softmax dim0 (none)(%s)", st_dtype_name(dl[d]));
+        col_prog(gr, g, nm, false);
+        st_ir_graph_free(g);
+        g = st_ir_graph_new();
+        x = in_of(g, dl[d], 2, sh);
+        st_ir_mark_output(g, red_of(g, ST_OP_ARGMAX, x, 1, d0));
+        snprintf(nm, sizeof nm, "col argmax dim0 (none)(%s)", st_dtype_name(dl[d]));
+        col_prog(gr, g, nm, false);
+        st_ir_graph_free(g);
+    }
+}
+
 /* ---- hand-built kernels: several reductions in one row kernel ---- */
 
 static st_knode mk(st_knode_kind kind, st_dtype dt, int phase)
@@ -742,6 +891,180 @@ static void hand_kernels(group *gr)
 
 /* ---- host-side launch decisions ---- */
 
+/* sum over dim 0 of x [M, N] as the fusion lowers it: iteration [N, M]
+ * (dimmap {1, 0}), out[n] = sum; op the reduction; with gstore, also a
+ * per-point store of 2 * x into buffer 2 (final_per_point) */
+static void col_kernel(st_kernel *k, st_reduce_op op, bool permuted, bool gstore)
+{
+    st_kernel_init(k, ST_K_REDUCE, 2);
+    snprintf(k->name, sizeof k->name, "colsum");
+    k->nred = 1;
+    int dx[ST_MAX_DIMS] = {1, 0}, dp[ST_MAX_DIMS] = {0, 1}, dout[ST_MAX_DIMS] = {0, -1};
+    st_kernel_add_buf(k, 0, ST_FLOAT32, false, permuted ? dx : dp);
+    st_kernel_add_buf(k, 1, ST_FLOAT32, true, dout);
+    st_knode n = mk(ST_KN_LOAD, ST_FLOAT32, 0);
+    n.buf = 0;
+    int x = st_kernel_node(k, &n);
+    k->nreduce = 1;
+    k->reduce[0].op = op;
+    k->reduce[0].src = x;
+    n = mk(ST_KN_REDUCED, op == ST_RED_ARGMAX ? ST_INT64 : ST_FLOAT32, 1);
+    n.i = 0;
+    int r = st_kernel_node(k, &n);
+    k->stores[0].buf = 1;
+    k->stores[0].node = r;
+    k->nstores = 1;
+    if (gstore) {
+        st_kernel_add_buf(k, 2, ST_FLOAT32, true, permuted ? dx : dp);
+        n = mk(ST_KN_LOAD, ST_FLOAT32, 1);
+        n.buf = 0;
+        int x1 = st_kernel_node(k, &n);
+        n = mk(ST_KN_BINARY, ST_FLOAT32, 1);
+        n.op = ST_OP_ADD;
+        n.a = n.b = x1;
+        k->stores[1].buf = 2;
+        k->stores[1].node = st_kernel_node(k, &n);
+        k->nstores = 2;
+        k->final_per_point = true;
+    }
+}
+
+/* the column variant's plan and launch decision (st_nvrtc_col_config) */
+static void col_launch_checks(void)
+{
+    st_kernel k;
+    st_nvrtc_col c;
+    st_kargs ka;
+    col_kernel(&k, ST_RED_SUM, true, false);
+    st_nvrtc_col_plan(&k, &c);
+    CHECK(c.ok && c.touch[0] && !c.touch[1] && !c.point[0], "col plan of a column sum");
+    memset(&ka, 0, sizeof ka);
+    /* x [4096, 3072] contiguous: iteration [3072, 4096] */
+    ka.shape[0] = 3072;
+    ka.shape[1] = 4096;
+    ka.bufs[0].strides[0] = 1;
+    ka.bufs[0].strides[1] = 3072;
+    ka.bufs[1].strides[0] = 1;
+    st_nvrtc_launch L = st_nvrtc_col_config(&k, &ka, 132);
+    /* 96 tiles of 32 kept points: the rows sliced over 3 blocks (about two
+     * blocks per SM), partials through the scratch */
+    CHECK(L.col && L.block[0] == 32 && L.block[1] == 32 && L.block[2] == 1 && L.grid[0] == 96 &&
+          L.grid[1] == 3 && L.grid[2] == 1 && !L.empty && L.col_scratch == 512 + 3 * 3072 * 8,
+          "col [4096, 3072]: %d %u x %u grid %u x %u scratch %lld", L.col, L.block[0],
+          L.block[1], L.grid[0], L.grid[1], (long long)L.col_scratch);
+    /* [1024, 768]: 24 tiles; slices of 256 rows at least: 4 */
+    ka.shape[0] = 768;
+    ka.shape[1] = 1024;
+    ka.bufs[0].strides[1] = 768;
+    L = st_nvrtc_col_config(&k, &ka, 132);
+    CHECK(L.col && L.grid[0] == 24 && L.grid[1] == 4 && L.col_scratch == 256 + 4 * 768 * 8,
+          "col [1024, 768]: grid %u x %u scratch %lld", L.grid[0], L.grid[1],
+          (long long)L.col_scratch);
+    /* [4096, 64]: 2 tiles, 16 slices */
+    ka.shape[0] = 64;
+    ka.shape[1] = 4096;
+    ka.bufs[0].strides[1] = 64;
+    L = st_nvrtc_col_config(&k, &ka, 132);
+    CHECK(L.col && L.grid[0] == 2 && L.grid[1] == 16, "col [4096, 64]: grid %u x %u",
+          L.grid[0], L.grid[1]);
+    ka.shape[0] = 3072;
+    ka.shape[1] = 4096;
+    ka.bufs[0].strides[1] = 3072;
+    L = st_nvrtc_launch_config(&k, &ka, 132, 90);
+    CHECK(!L.col && L.block[0] == 256, "the row path's config stays (%u)", L.block[0]);
+    /* a grid-stride loop over tiles past 32 blocks per SM */
+    ka.shape[0] = 200000;
+    ka.bufs[0].strides[1] = 200000;
+    L = st_nvrtc_col_config(&k, &ka, 4);
+    CHECK(L.col && L.grid[0] == 128 && L.grid[1] == 1 && L.col_scratch == 0,
+          "col grid capped: %u x %u", L.grid[0], L.grid[1]);
+    /* the input transposed in memory: its rows are contiguous, row path */
+    ka.shape[0] = 3072;
+    ka.bufs[0].strides[0] = 4096;
+    ka.bufs[0].strides[1] = 1;
+    L = st_nvrtc_col_config(&k, &ka, 132);
+    CHECK(!L.col, "contiguous rows: no col");
+    /* strided along the kept dim but closer than along the row: col */
+    ka.bufs[0].strides[0] = 2;
+    ka.bufs[0].strides[1] = 6144;
+    L = st_nvrtc_col_config(&k, &ka, 132);
+    CHECK(L.col, "kept dim stride 2 < row stride: col");
+    ka.bufs[0].strides[0] = 8192;
+    ka.bufs[0].strides[1] = 2;
+    L = st_nvrtc_col_config(&k, &ka, 132);
+    CHECK(!L.col, "kept dim stride 8192 > row stride 2: no col");
+    /* [33, 7]: 7 kept points, 33 rows: 8 row groups of about 4 */
+    ka.shape[0] = 7;
+    ka.shape[1] = 33;
+    ka.bufs[0].strides[0] = 1;
+    ka.bufs[0].strides[1] = 7;
+    L = st_nvrtc_col_config(&k, &ka, 132);
+    CHECK(L.col && L.block[1] == 8 && L.grid[0] == 1 && L.grid[1] == 1 && L.col_scratch == 0,
+          "col [33, 7]: %d %u %u %u", L.col, L.block[1], L.grid[0], L.grid[1]);
+    /* [1, 5]: one row point per kept point */
+    ka.shape[0] = 5;
+    ka.shape[1] = 1;
+    ka.bufs[0].strides[1] = 5;
+    L = st_nvrtc_col_config(&k, &ka, 132);
+    CHECK(L.col && L.block[1] == 1, "col [1, 5]: %d %u", L.col, L.block[1]);
+    /* [5000, 1] and [33, 3]: too few kept points */
+    ka.shape[0] = 1;
+    ka.shape[1] = 5000;
+    ka.bufs[0].strides[0] = 1;
+    ka.bufs[0].strides[1] = 1;
+    CHECK(!st_nvrtc_col_config(&k, &ka, 132).col, "col [5000, 1]: row path");
+    ka.shape[0] = 3;
+    ka.shape[1] = 33;
+    ka.bufs[0].strides[1] = 3;
+    CHECK(!st_nvrtc_col_config(&k, &ka, 132).col, "col [33, 3]: row path");
+    /* empty: no col (the row path's config says empty or runs the
+     * epilogue over zero-length rows) */
+    ka.shape[0] = 64;
+    ka.shape[1] = 0;
+    CHECK(!st_nvrtc_col_config(&k, &ka, 132).col, "col with empty rows: row path");
+    ka.shape[0] = 0;
+    ka.shape[1] = 64;
+    CHECK(!st_nvrtc_col_config(&k, &ka, 132).col, "col with no kept points: row path");
+    st_kernel_clear(&k);
+
+    /* the reductions that qualify */
+    st_reduce_op ops[5] = {ST_RED_MEAN, ST_RED_MAX, ST_RED_MIN, ST_RED_ARGMAX, ST_RED_PROD};
+    for (int o = 0; o < 5; o++) {
+        col_kernel(&k, ops[o], true, false);
+        st_nvrtc_col_plan(&k, &c);
+        CHECK(c.ok == (o < 3), "col plan of reduction op %d: %d", (int)ops[o], c.ok);
+        st_kernel_clear(&k);
+    }
+    /* not permuted: the row path reads rows contiguously, no NAME_col */
+    col_kernel(&k, ST_RED_SUM, false, false);
+    st_nvrtc_col_plan(&k, &c);
+    CHECK(!c.ok, "no col plan for a reduction over the buffer's trailing dim");
+    ka.shape[0] = 3072;
+    ka.shape[1] = 4096;
+    ka.bufs[0].strides[0] = 1;
+    ka.bufs[0].strides[1] = 3072;
+    CHECK(!st_nvrtc_col_config(&k, &ka, 132).col, "no col config without the plan");
+    st_kernel_clear(&k);
+    /* a per-point store (the GELU backward's gradient) made in the
+     * accumulation pass: its buffer counts for the decision */
+    col_kernel(&k, ST_RED_SUM, true, true);
+    st_nvrtc_col_plan(&k, &c);
+    CHECK(c.ok && c.point[1] && !c.point[0] && c.touch[2] && c.touch[0] && !c.touch[1],
+          "col plan with a per-point store");
+    ka.bufs[2].strides[0] = 1;
+    ka.bufs[2].strides[1] = 3072;
+    CHECK(st_nvrtc_col_config(&k, &ka, 132).col, "col with a per-point store");
+    ka.bufs[2].strides[0] = 4096; /* the stored tensor transposed */
+    ka.bufs[2].strides[1] = 1;
+    CHECK(!st_nvrtc_col_config(&k, &ka, 132).col, "per-point store with contiguous rows");
+    /* a per-point store depending on the sum (softmax-like): no col */
+    k.stores[1].node = 1; /* the REDUCED node */
+    st_nvrtc_col_plan(&k, &c);
+    CHECK(!c.ok, "no col plan when a per-point store needs the sum");
+    st_kernel_clear(&k);
+}
+
+
 static void launch_checks(void)
 {
     st_kernel k;
@@ -809,7 +1132,9 @@ static void launch_checks(void)
     L = st_nvrtc_launch_config(&k, &ka, 132, 90);
     CHECK(L.block[0] == 1024 && L.block[1] == 1 && L.grid[0] == 1000, "long rows %u %u",
           L.block[0], L.grid[0]);
+    CHECK(!L.col, "launch_config never picks NAME_col");
     st_kernel_clear(&k);
+    col_launch_checks();
 }
 
 /* ---- the compile-error path ---- */
@@ -863,9 +1188,9 @@ int main(void)
 
     static group gr;
     void (*builders[])(group *) = {elementwise_ops, reductions, matmuls, index_ops,
-                                   composites, creation, fused_chains};
+                                   composites, creation, fused_chains, colreduce};
     const char *names[] = {"elementwise", "reductions", "matmul", "index",
-                           "composites", "creation", "fused_chains"};
+                           "composites", "creation", "fused_chains", "colreduce"};
     group total;
     memset(&total, 0, sizeof total);
     for (unsigned i = 0; i < sizeof builders / sizeof builders[0]; i++) {
@@ -904,6 +1229,7 @@ int main(void)
           "indexed loads/stores and accumulation (%d, %d, %d)", total.indexed_load,
           total.indexed_store, total.accumulate);
     CHECK(total.vec > 0, "kernels with the vector path");
+    CHECK(col_kernels >= 40, "reductions with the column variant NAME_col (%d)", col_kernels);
     free(seen);
     printf("%d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;

@@ -289,3 +289,165 @@ def test_bert_tiny_compiled_cuda_matches_cpu():
     lc = run("cpu", CPU_BACKEND)
     lg = run("cuda", "nvrtc")
     np.testing.assert_allclose(lg, lc, rtol=1e-4)
+
+
+# ---------------- column reductions (NAME_col, SYMTRACE_CUDA_COLREDUCE) ----------------
+# Reductions over a dim that is strided in memory while the kept dim is
+# contiguous (bias and LayerNorm weight gradients) may run the column
+# variant of the REDUCE kernel, NAME_col, when SYMTRACE_CUDA_COLREDUCE=1
+# (read at every launch). Each test runs with it off and on; with
+# SYMTRACE_CUDA_COLREDUCE_LOG=1 every NAME_col launch writes a line on
+# stderr, so the "1" runs also check that the column path was taken.
+
+COL_LOG = "symtrace colreduce:"
+
+
+@pytest.fixture(params=["0", "1"], ids=["colreduce_off", "colreduce_on"])
+def colreduce(request, monkeypatch):
+    monkeypatch.setenv("SYMTRACE_CUDA_COLREDUCE", request.param)
+    monkeypatch.setenv("SYMTRACE_CUDA_COLREDUCE_LOG", "1")
+    return request.param == "1"
+
+
+def _col_ran(capfd, on, expect=True):
+    err = capfd.readouterr().err
+    assert (COL_LOG in err) == (on and expect), err[-2000:]
+    return err
+
+
+def _sum64(a, dims):
+    return a.astype(np.float64).sum(dims)
+
+
+@pytest.mark.parametrize("shape,dims,col", [((4096, 3072), (0,), True), ((33, 7), (0,), True),
+                                            ((1, 5), (0,), False), ((5000, 1), (0,), False),
+                                            ((8, 128, 768), (0, 1), True),
+                                            ((16, 300, 64), (1,), True), ((4, 2048, 40), (1,), True)],
+                         ids=["4096x3072", "33x7", "1x5", "5000x1", "8x128x768", "16x300x64_dim1",
+                              "4x2048x40_dim1"])
+def test_colreduce_sums(colreduce, capfd, shape, dims, col):
+    a = rnd(*shape, seed=40 + len(shape))
+    x = st.tensor(a).cuda()
+    capfd.readouterr()
+    got = x.sum(dims if len(dims) > 1 else dims[0])
+    close(got, _sum64(a, dims), rtol=1e-5, atol=1e-5)
+    # [1, 5] and [5000, 1]: too few kept points (or a size-1 reduction
+    # that may not be a REDUCE kernel at all): the log is not required
+    err = capfd.readouterr().err
+    if col:
+        assert (COL_LOG in err) == colreduce, err[-2000:]
+    elif not colreduce:
+        assert COL_LOG not in err
+    # deterministic: the same bits again (the sliced rows add in a fixed order)
+    again = x.sum(dims if len(dims) > 1 else dims[0])
+    np.testing.assert_array_equal(cpu(again), cpu(got))
+    # a transposed (non-contiguous) input: the kept dim strided
+    t = st.tensor(np.ascontiguousarray(a.reshape(shape[0], -1).T)).cuda().t()
+    close(t.sum(0), _sum64(a.reshape(shape[0], -1), (0,)), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("rows", [300, 2048])   # 2048: the rows sliced over 8 blocks
+def test_colreduce_mean_amax_int(colreduce, capfd, rows):
+    a = rnd(rows, 200, seed=44)
+    x = st.tensor(a).cuda()
+    capfd.readouterr()
+    close(x.mean(0), a.astype(np.float64).mean(0), rtol=1e-5, atol=1e-6)
+    close(x.amax(0), a.max(0), rtol=0, atol=0)
+    close(x.amin(0), a.min(0), rtol=0, atol=0)
+    _col_ran(capfd, colreduce)
+    i = (a * 100).astype(np.int64)
+    got = st.tensor(i).cuda().sum(0)
+    np.testing.assert_array_equal(cpu(got), i.sum(0))
+    # again: the sliced launches left their counters zeroed
+    np.testing.assert_array_equal(cpu(st.tensor(i).cuda().sum(0)), i.sum(0))
+    close(x.sum(0), _sum64(a, (0,)), rtol=1e-5, atol=1e-5)
+    # float64 input, a second launch over several tiles of kept points
+    d = rnd(70, 1000, seed=45, dtype=np.float64)
+    close(st.tensor(d).cuda().sum(0), d.sum(0), rtol=1e-12, atol=1e-12)
+
+
+def test_colreduce_linear_and_layer_norm_grads(colreduce, capfd):
+    B, S, H, O = 4, 64, 256, 512
+    x_np = rnd(B, S, H, seed=46)
+    g_np = rnd(B, S, O, seed=47)
+    w_np = rnd(O, H, seed=48) * 0.05
+    b_np = rnd(O, seed=49)
+    lw_np, lb_np = 1.0 + 0.1 * rnd(O, seed=50), 0.1 * rnd(O, seed=51)
+
+    def run(device):
+        x = st.tensor(x_np).to(device)
+        g = st.tensor(g_np).to(device)
+        w = st.tensor(w_np).to(device).requires_grad_(True)
+        b = st.tensor(b_np).to(device).requires_grad_(True)
+        lw = st.tensor(lw_np).to(device).requires_grad_(True)
+        lb = st.tensor(lb_np).to(device).requires_grad_(True)
+        h = F.linear(x, w, b)
+        y = F.layer_norm(h, (O,), lw, lb, 1e-5)
+        (y * g).sum().backward()
+        return cpu(h), b.grad, lw.grad, lb.grad
+
+    hc, bc, lwc, lbc = run("cpu")
+    capfd.readouterr()
+    hg, bg, lwg, lbg = run("cuda")
+    _col_ran(capfd, colreduce)
+    # the LayerNorm bias gradient is the sum of g over the tokens, exactly
+    close(lbg, _sum64(g_np, (0, 1)), rtol=1e-5, atol=1e-5)
+    # its weight gradient: the sum of g * xhat, xhat from the GPU's own h
+    h64 = hg.astype(np.float64)
+    mu = h64.mean(-1, keepdims=True)
+    xhat = (h64 - mu) / np.sqrt(((h64 - mu) ** 2).mean(-1, keepdims=True) + 1e-5)
+    close(lwg, (g_np * xhat).sum((0, 1)), rtol=1e-5, atol=1e-4)
+    for a, c in ((bg, bc), (lwg, lwc), (lbg, lbc)):
+        close(a, c, rtol=1e-4, atol=1e-4)
+
+
+def test_colreduce_gelu_backward_bias_grad(colreduce, capfd):
+    # integer-valued x and W/8: the matmul is exact on both devices, so the
+    # bias gradient differs only by the GELU backward's rounding
+    rng = np.random.default_rng(52)
+    x_np = rng.integers(-2, 3, (6, 40, 64)).astype(np.float32)
+    w_np = (rng.integers(-2, 3, (96, 64)) / 8).astype(np.float32)
+    b_np = (rng.integers(-4, 5, 96) / 4).astype(np.float32)
+    g_np = rnd(6, 40, 96, seed=53)
+
+    def run(device):
+        b = st.tensor(b_np).to(device).requires_grad_(True)
+        h = F.linear(st.tensor(x_np).to(device), st.tensor(w_np).to(device), b)
+        (F.gelu(h) * st.tensor(g_np).to(device)).sum().backward()
+        return b.grad
+
+    want = run("cpu")
+    capfd.readouterr()
+    got = run("cuda")
+    _col_ran(capfd, colreduce)
+    close(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_colreduce_compiled_gelu_backward_prologue(colreduce, capfd, monkeypatch):
+    # the GELU backward's gradient stored per point and summed over the
+    # tokens in one kernel (a per-point store inside the column pass)
+    def f(x, dy):
+        cdf = 0.5 * (1.0 + st.erf(x * 0.7071067811865476))
+        pdf = st.exp(-0.5 * x * x) * 0.3989422804014327
+        dx = dy * (cdf + x * pdf)
+        return dx, dx.sum(0)
+
+    x_np, dy_np = rnd(2048, 768, seed=54), rnd(2048, 768, seed=55)
+    cg = st.compile(f, backend="nvrtc")
+    cc = st.compile(f, backend=CPU_BACKEND)
+    dxc, sc = cc(st.tensor(x_np), st.tensor(dy_np))
+    capfd.readouterr()
+    dxg, sg = cg(st.tensor(x_np).cuda(), st.tensor(dy_np).cuda())
+    assert dxg.is_cuda and sg.is_cuda
+    _col_ran(capfd, colreduce)
+    close(dxg, dxc, rtol=1e-5, atol=1e-6)
+    # the column sum of the very values the kernel stored
+    close(sg, _sum64(cpu(dxg), (0,)), rtol=1e-5, atol=1e-5)
+    close(sg, sc, rtol=1e-5, atol=1e-4)
+    # again with the switch flipped (read at launch, not at compile time)
+    capfd.readouterr()
+    monkeypatch.setenv("SYMTRACE_CUDA_COLREDUCE", "0" if colreduce else "1")
+    dx2, s2 = cg(st.tensor(x_np).cuda(), st.tensor(dy_np).cuda())
+    _col_ran(capfd, not colreduce)
+    close(dx2, dxg, rtol=1e-6, atol=1e-7)
+    close(s2, sg, rtol=1e-6, atol=1e-5)
