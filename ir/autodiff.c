@@ -878,13 +878,10 @@ static void r_cross_entropy(ad *c, rule *r)
     }
     int g = up(c, r->og);
     st_dtype dt = M(c, g).dtype;
-    st_attrs sa = A0();
-    sa.i[0] = 1;
-    int xl = up(c, logits);
-    int p = E(c, ST_OP_SOFTMAX, &xl, 1, &sa);
-    int oh = E2(c, ST_OP_EQ, unsq(c, target, 1),
-                unsq(c, arange(c, lm.shape[1], 0.0, 1.0), 0));
-    int d = sub(c, p, cast(c, oh, dt));
+    /* sequenced so that fusion makes one row kernel of it all: the row
+     * weights and the one-hot's operands first, then the softmax, whose
+     * per-point epilogue computes (p - onehot) * w (no [N, C] softmax or
+     * difference is stored) */
     int valid = E2(c, ST_OP_NE, target, I(c, r->s.attrs.i[0]));
     int scale;
     switch (r->s.attrs.i[1]) {
@@ -903,7 +900,16 @@ static void r_cross_entropy(ad *c, rule *r)
         return;
     }
     int wrow = E3(c, ST_OP_WHERE, valid, scale, F(c, 0.0));
-    r->gin[0] = fin(c, mul(c, d, unsq(c, wrow, 1)), logits);
+    int wcol = unsq(c, wrow, 1);
+    int cols = unsq(c, arange(c, lm.shape[1], 0.0, 1.0), 0);
+    int trow = unsq(c, target, 1);
+    st_attrs sa = A0();
+    sa.i[0] = 1;
+    int xl = up(c, logits);
+    int p = E(c, ST_OP_SOFTMAX, &xl, 1, &sa);
+    int oh = E2(c, ST_OP_EQ, trow, cols);
+    int d = sub(c, p, cast(c, oh, dt));
+    r->gin[0] = fin(c, mul(c, d, wcol), logits);
 }
 
 static void r_linear(ad *c, rule *r)
