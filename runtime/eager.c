@@ -388,6 +388,14 @@ static int eager_run(st_op_id op, const st_operand *in, int nin,
                           "found at least two devices, %s and %s! (operand %d is on %s)",
                           st_op(op)->name, dev->name, d->name, k, d->name), -1;
         }
+        if (in[k].t->requires_grad && st_ad_grad_enabled()) {
+            for (int j = 0; j < nin; j++) st_tensor_decref(movedt[j]);
+            return st_err(ST_ERR_RUNTIME,
+                          "%s: operand %d is a 0-d CPU tensor that requires grad "
+                          "and the op runs on %s: its gradient would be lost; "
+                          "move it with .to('%s') first", st_op(op)->name, k,
+                          dev->name, dev->name), -1;
+        }
         if (in != moved) memcpy(moved, in, sizeof *in * (size_t)nin);
         movedt[k] = st_rt_to_device(in[k].t, dev);
         if (!movedt[k]) {

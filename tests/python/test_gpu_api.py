@@ -48,3 +48,15 @@ def test_cuda_memory_functions():
     st.cuda.empty_cache()
     st.cuda.reset_peak_memory_stats()
     assert st.cuda.max_memory_allocated() == st.cuda.memory_allocated()
+
+
+def test_cpu_scalar_requiring_grad_is_not_silently_dropped():
+    g = st.ones(3, device="cuda", requires_grad=True)
+    s = st.tensor(2.0, requires_grad=True)
+    with pytest.raises(RuntimeError, match="gradient would be lost"):
+        g * s
+    with st.no_grad():
+        assert (g * s).cpu().tolist() == [2.0, 2.0, 2.0]
+    r = (g * s.cuda()).sum()          # moved explicitly: both get gradients
+    r.backward()
+    assert s.grad.item() == 3.0 and g.grad.cpu().tolist() == [2.0, 2.0, 2.0]
