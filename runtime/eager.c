@@ -1,9 +1,12 @@
 /* eager.c - eager op dispatch and its kernel cache. An eager op is a
- * one-node StatementIR graph lowered by fusion/ and compiled by the eager
- * backend, like any graph (DESIGN.md: one path from graph to kernels). The
- * compiled program is cached under a key of (op, attrs, operand dtypes,
- * ranks and layouts); sizes and Python scalar values are not in the key:
- * sizes are re-inferred per call, scalars arrive as kernel parameters. */
+ * one-node StatementIR graph lowered by fusion/ and compiled by the
+ * backend of its operands' device (the eager backend for the CPU, nvrtc
+ * for CUDA; a factory op's device is set by the frontend), like any graph
+ * (DESIGN.md: one path from graph to kernels). The compiled program is
+ * cached under a key of (op, attrs, operand dtypes, ranks and layouts,
+ * backend); sizes and Python scalar values are not in the key: sizes are
+ * re-inferred per call, scalars arrive as kernel parameters. Also owns
+ * the copy between devices (st_rt_to_device). */
 #include "st_runtime.h"
 #include <stdlib.h>
 #include <string.h>

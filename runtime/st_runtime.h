@@ -163,7 +163,9 @@ typedef struct {
 } st_operand;
 
 /* Runs op eagerly: a one-node graph lowered through fusion and run by the
- * eager backend, with compiled kernels cached by (op, attrs, dtypes, rank,
+ * backend of its operands' device (st_rt_backend_for: all tensor operands
+ * on one device, a 0-d CPU tensor may join a GPU op; without tensor
+ * operands the factory device), with compiled kernels cached by (op, attrs, dtypes, rank,
  * layout). Results go to out[0..return); given is NULL or an array of
  * ST_MAX_OUT entries, and when given[k] is non-NULL the k-th
  * result is written into that tensor instead (shape must match, the value
