@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # For a lent GPU machine (README: "On a GPU"): builds symtrace for its
 # python3 (no LLVM there: the CPU side uses the interp backend), then runs
-# what is asked: `tests` (tests/python/test_gpu.py, test_cuda.py), `bench ARGS...` (the
-# BERT benchmark with ARGS), or a Python command `py ARGS...`. Several
+# what is asked: `tests` (every GPU test file), `verify` (the tests, then
+# BERT base against PyTorch, then symtrace alone with the opt-in column
+# reductions: the one command a session with a GPU should start with),
+# `bench ARGS...` (the BERT benchmark with ARGS), or a Python command
+# `py ARGS...`. Several
 # steps may follow one another: `tests bench --config tiny --steps 5 --`.
 # Logs go to $OUT (the device tool's folder) or bench/out.
 set -uo pipefail
@@ -40,8 +43,22 @@ while [ $# -gt 0 ]; do
     case $step in
     tests)
         log "GPU tests"
-        timeout ${TEST_TIMEOUT:-300} $py -m pytest -q tests/python/test_gpu.py tests/python/test_cuda.py \
+        timeout ${TEST_TIMEOUT:-300} $py -m pytest -q tests/python/test_gpu.py tests/python/test_gpu_api.py \
+            tests/python/test_gpu_interop.py tests/python/test_cuda.py \
             -p no:cacheprovider --timeout 120 -rf 2>&1 | tee "$out/tests.log" | tail -60
+        ;;
+    verify)
+        export SYMTRACE_CACHE_DIR=${SYMTRACE_CACHE_DIR:-/tmp/symtrace-cache}
+        log "GPU tests"
+        timeout 240 $py -m pytest -q tests/python/test_gpu.py tests/python/test_gpu_api.py \
+            tests/python/test_gpu_interop.py tests/python/test_cuda.py \
+            -p no:cacheprovider --timeout 120 -rf 2>&1 | tee "$out/tests.log" | tail -30
+        log "BERT base against PyTorch"
+        timeout 240 $py -m bench.bert_pretrain --config base --steps 12 --compare torch \
+            --json "$out/base.json" 2>&1 | tee -a "$out/bench.log" | grep -E "^\| (run|symtrace|torch)|parity"
+        log "BERT base, column reductions on"
+        SYMTRACE_CUDA_COLREDUCE=1 timeout 120 $py -m bench.bert_pretrain --config base --steps 12 \
+            --json "$out/base_col.json" 2>&1 | tee -a "$out/bench.log" | grep -E "^\| (run|symtrace)"
         ;;
     bench|py)
         args=()
