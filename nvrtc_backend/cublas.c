@@ -1,20 +1,18 @@
 /* cublas.c - cuBLAS for the MATMUL kernels of the nvrtc backend, loaded
  * with dlopen at run time (never linked): the library search
  * ($SYMTRACE_CUBLAS_PATH, the directories the Python layer found, the
- * loader's search, /usr/local/cuda/lib64; SYMTRACE_CUBLAS=0 turns it off),
+ * loader's search, /usr/local/cuda/lib64: libsearch.c; SYMTRACE_CUBLAS=0
+ * turns it off),
  * one handle per device bound to the device's stream (default math: float32
  * products are true float32, never TF32), one growable scratch product per
  * device, and the calls of a st_nvrtc_gemm plan through
  * cublasGemmStridedBatchedEx. Owns: st_nvrtc_set_cublas_search_path,
  * st_nvrtc_cublas_available, st_nvrtc_cublas_library, st_nvrtc_cublas_gemm. */
 #include <dlfcn.h>
-#include <glob.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "nvrtc_internal.h"
 
@@ -49,8 +47,6 @@ _Static_assert((int)ST_CUBLAS_GEMM_DEFAULT == (int)CUBLAS_GEMM_DEFAULT, "CUBLAS_
 #endif
 
 static struct {
-    void *lib;
-    char path[1024];
     st_cublas_status (*Create)(st_cublas_handle *);
     st_cublas_status (*SetStream)(st_cublas_handle, st_cu_stream);
     st_cublas_status (*SetMathMode)(st_cublas_handle, int);
@@ -62,64 +58,15 @@ static struct {
     const char *(*GetStatusString)(st_cublas_status); /* optional */
 } B;
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static char *search_path;
-static char tried[2048];
-static bool disabled;
-
-void st_nvrtc_set_cublas_search_path(const char *paths)
+static bool bind(st_nvrtc_lib *l, void *h, const char *path)
 {
-    pthread_mutex_lock(&lock);
-    free(search_path);
-    search_path = paths && *paths ? strdup(paths) : NULL;
-    pthread_mutex_unlock(&lock);
-}
-
-static void note(const char *what)
-{
-    size_t n = strlen(tried);
-    if (n + strlen(what) + 3 < sizeof tried)
-        snprintf(tried + n, sizeof tried - n, "%s%s", n ? ", " : "", what);
-}
-
-/* libcublas needs libcublasLt from its own directory: loaded first, by
- * path, so a directory off the loader's path works too */
-static void preload_lt(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    if (!slash)
-        return;
-    char pat[1200];
-    snprintf(pat, sizeof pat, "%.*s/libcublasLt.so*", (int)(slash - path), path);
-    glob_t gl;
-    if (glob(pat, 0, NULL, &gl) != 0)
-        return;
-    /* the longest name first: libcublasLt.so.13.x.y before the symlinks */
-    for (size_t i = gl.gl_pathc; i > 0; i--)
-        if (dlopen(gl.gl_pathv[i - 1], RTLD_NOW | RTLD_GLOBAL)) /* kept for the process */
-            break;
-    globfree(&gl);
-}
-
-static bool try_open(const char *path)
-{
-    preload_lt(path);
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        char msg[1300];
-        const char *e = dlerror();
-        snprintf(msg, sizeof msg, "%s (%.200s)", path, e ? e : "dlopen failed");
-        note(msg);
-        return false;
-    }
 #define SYM(f, name)                                                        \
     do {                                                                    \
         *(void **)&B.f = dlsym(h, name);                                    \
         if (!B.f) {                                                         \
             char msg[1100];                                                 \
             snprintf(msg, sizeof msg, "%s (no %s)", path, name);            \
-            note(msg);                                                      \
-            dlclose(h);                                                     \
+            st_nvrtc_lib_note(l, msg);                                      \
             return false;                                                   \
         }                                                                   \
     } while (0)
@@ -129,85 +76,45 @@ static bool try_open(const char *path)
     SYM(GemmStridedBatchedEx, "cublasGemmStridedBatchedEx");
 #undef SYM
     *(void **)&B.GetStatusString = dlsym(h, "cublasGetStatusString");
-    B.lib = h;
-    snprintf(B.path, sizeof B.path, "%s", path);
     return true;
 }
 
-static const char *const sonames[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
+static const char *const sonames[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so",
+                                      NULL};
 
-static bool try_entry(const char *e)
-{
-    struct stat st;
-    if (!*e || stat(e, &st) != 0) {
-        if (*e)
-            note(e);
-        return false;
-    }
-    if (S_ISREG(st.st_mode))
-        return try_open(e);
-    for (size_t i = 0; i < sizeof sonames / sizeof sonames[0]; i++) {
-        char p[1200];
-        snprintf(p, sizeof p, "%s/%s", e, sonames[i]);
-        if (access(p, R_OK) == 0 && try_open(p))
-            return true;
-    }
-    char msg[1100];
-    snprintf(msg, sizeof msg, "%s/ (no libcublas)", e);
-    note(msg);
-    return false;
-}
+/* libcublas needs libcublasLt from its own directory */
+static st_nvrtc_lib L = {
+    .name = "libcublas", .env = "SYMTRACE_CUBLAS_PATH", .sonames = sonames,
+    .preload = "libcublasLt.so*", .bind = bind, .lock = PTHREAD_MUTEX_INITIALIZER,
+};
+static bool disabled;
 
-static bool try_list(const char *list)
+void st_nvrtc_set_cublas_search_path(const char *paths)
 {
-    if (!list)
-        return false;
-    char *dup = strdup(list), *save = NULL;
-    if (!dup)
-        return false;
-    bool ok = false;
-    for (char *t = strtok_r(dup, ":", &save); t && !ok; t = strtok_r(NULL, ":", &save))
-        ok = try_entry(t);
-    free(dup);
-    return ok;
-}
-
-static bool load_locked(void)
-{
-    if (B.lib)
-        return true;
-    const char *env = getenv("SYMTRACE_CUBLAS");
-    disabled = env && env[0] == '0';
-    if (disabled)
-        return false;
-    tried[0] = 0;
-    if (try_list(getenv("SYMTRACE_CUBLAS_PATH")) || try_list(search_path))
-        return true;
-    for (size_t i = 0; i < sizeof sonames / sizeof sonames[0]; i++)
-        if (try_open(sonames[i]))
-            return true;
-    return try_list("/usr/local/cuda/lib64:/usr/local/cuda/lib");
+    st_nvrtc_lib_set_search_path(&L, paths);
 }
 
 bool st_nvrtc_cublas_available(void)
 {
-    pthread_mutex_lock(&lock);
-    bool ok = load_locked();
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_lock(&L.lock);
+    const char *env = getenv("SYMTRACE_CUBLAS");
+    disabled = env && env[0] == '0';
+    bool ok = !disabled && st_nvrtc_lib_load(&L);
+    pthread_mutex_unlock(&L.lock);
     if (!ok) {
         if (disabled)
             st_err(ST_ERR_RUNTIME, "cuBLAS is disabled (SYMTRACE_CUBLAS=0)");
         else
             st_err(ST_ERR_RUNTIME,
                    "cuBLAS is not available: could not load libcublas (tried: %s). "
-                   "Install the nvidia-cublas wheel or set SYMTRACE_CUBLAS_PATH", tried);
+                   "Install the nvidia-cublas wheel or set SYMTRACE_CUBLAS_PATH", L.tried);
     }
     return ok;
 }
 
 const char *st_nvrtc_cublas_library(void)
 {
-    return B.lib ? B.path : NULL;
+    return L.handle ? L.path : NULL;
 }
 
 static st_status check(st_cublas_status r, const char *what)

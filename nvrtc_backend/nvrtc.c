@@ -1,20 +1,18 @@
 /* nvrtc.c - NVRTC, loaded with dlopen at run time (one build works with or
  * without CUDA): the library search ($SYMTRACE_NVRTC_PATH, the directories
  * the Python layer found, e.g. the pip wheel's nvidia/cu13/lib, then the
- * loader's search and /usr/local/cuda/lib64), and st_nvrtc_compile (CUDA C
+ * loader's search and /usr/local/cuda/lib64: libsearch.c), and st_nvrtc_compile (CUDA C
  * -> cubin or PTX for one architecture; on a compile error the source is
  * written to $SYMTRACE_DUMP_DIR or /tmp and the error names the file).
  * Owns: st_nvrtc_set_search_path, st_nvrtc_available, st_nvrtc_version,
  * st_nvrtc_library, st_nvrtc_compile, st_nvrtc_output_free. */
 #include <dlfcn.h>
 #include <errno.h>
-#include <glob.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "nvrtc_internal.h"
@@ -24,8 +22,6 @@ typedef int nvrtcResult;
 typedef struct _nvrtcProgram *nvrtcProgram;
 
 static struct {
-    void *lib;
-    char path[1024];
     char version[32];
     const char *(*GetErrorString)(nvrtcResult);
     nvrtcResult (*Version)(int *, int *);
@@ -41,60 +37,17 @@ static struct {
     nvrtcResult (*GetProgramLog)(nvrtcProgram, char *);
 } N;
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static char *search_path;       /* set by the Python layer */
-static char tried[2048];        /* what the last failed search tried */
 static atomic_int dump_counter;
 
-void st_nvrtc_set_search_path(const char *paths)
+static bool bind(st_nvrtc_lib *l, void *h, const char *path)
 {
-    pthread_mutex_lock(&lock);
-    free(search_path);
-    search_path = paths && *paths ? strdup(paths) : NULL;
-    pthread_mutex_unlock(&lock);
-}
-
-static void note(const char *what)
-{
-    size_t n = strlen(tried);
-    if (n + strlen(what) + 3 < sizeof tried)
-        snprintf(tried + n, sizeof tried - n, "%s%s", n ? ", " : "", what);
-}
-
-/* NVRTC dlopens libnvrtc-builtins by soname from its own directory; under
- * a sanitizer's dlopen interceptor that lookup loses NVRTC's $ORIGIN, so
- * the builtins next to a library we load by path are loaded first. */
-static void preload_builtins(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    if (!slash)
-        return;
-    char pat[1200];
-    snprintf(pat, sizeof pat, "%.*s/libnvrtc-builtins.so*", (int)(slash - path), path);
-    glob_t gl;
-    if (glob(pat, 0, NULL, &gl) != 0)
-        return;
-    for (size_t i = 0; i < gl.gl_pathc; i++)
-        dlopen(gl.gl_pathv[i], RTLD_NOW | RTLD_GLOBAL); /* kept for the process */
-    globfree(&gl);
-}
-
-static bool try_open(const char *path)
-{
-    preload_builtins(path);
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        note(path);
-        return false;
-    }
 #define SYM(f, name)                                                        \
     do {                                                                    \
         *(void **)&N.f = dlsym(h, name);                                    \
         if (!N.f) {                                                         \
             char msg[300];                                                  \
             snprintf(msg, sizeof msg, "%s (no %s)", path, name);            \
-            note(msg);                                                      \
-            dlclose(h);                                                     \
+            st_nvrtc_lib_note(l, msg);                                      \
             return false;                                                   \
         }                                                                   \
     } while (0)
@@ -112,89 +65,47 @@ static bool try_open(const char *path)
 #undef SYM
     int maj = 0, min = 0;
     if (N.Version(&maj, &min) != 0) {
-        note(path);
-        dlclose(h);
+        st_nvrtc_lib_note(l, path);
         return false;
     }
-    N.lib = h;
     snprintf(N.version, sizeof N.version, "%d.%d", maj, min);
-    snprintf(N.path, sizeof N.path, "%s", path);
     return true;
 }
 
-static const char *const sonames[] = {"libnvrtc.so.13", "libnvrtc.so.12",
-                                      "libnvrtc.so"};
+static const char *const sonames[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so", NULL};
 
-/* entry: a library file, or a directory holding one */
-static bool try_entry(const char *e)
-{
-    struct stat st;
-    if (!*e || stat(e, &st) != 0) {
-        if (*e)
-            note(e);
-        return false;
-    }
-    if (S_ISREG(st.st_mode))
-        return try_open(e);
-    for (size_t i = 0; i < sizeof sonames / sizeof sonames[0]; i++) {
-        char p[1200];
-        snprintf(p, sizeof p, "%s/%s", e, sonames[i]);
-        if (access(p, R_OK) == 0 && try_open(p))
-            return true;
-    }
-    char msg[1100];
-    snprintf(msg, sizeof msg, "%s/ (no libnvrtc)", e);
-    note(msg);
-    return false;
-}
+/* NVRTC dlopens libnvrtc-builtins by soname from its own directory */
+static st_nvrtc_lib L = {
+    .name = "libnvrtc", .env = "SYMTRACE_NVRTC_PATH", .sonames = sonames,
+    .preload = "libnvrtc-builtins.so*", .bind = bind,
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+};
 
-static bool try_list(const char *list)
+void st_nvrtc_set_search_path(const char *paths)
 {
-    if (!list)
-        return false;
-    char *dup = strdup(list), *save = NULL;
-    if (!dup)
-        return false;
-    bool ok = false;
-    for (char *t = strtok_r(dup, ":", &save); t && !ok; t = strtok_r(NULL, ":", &save))
-        ok = try_entry(t);
-    free(dup);
-    return ok;
-}
-
-static bool load_locked(void)
-{
-    if (N.lib)
-        return true;
-    tried[0] = 0;
-    if (try_list(getenv("SYMTRACE_NVRTC_PATH")) || try_list(search_path))
-        return true;
-    for (size_t i = 0; i < sizeof sonames / sizeof sonames[0]; i++)
-        if (try_open(sonames[i]))
-            return true;
-    return try_list("/usr/local/cuda/lib64:/usr/local/cuda/lib");
+    st_nvrtc_lib_set_search_path(&L, paths);
 }
 
 bool st_nvrtc_available(void)
 {
-    pthread_mutex_lock(&lock);
-    bool ok = load_locked();
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_lock(&L.lock);
+    bool ok = st_nvrtc_lib_load(&L);
+    pthread_mutex_unlock(&L.lock);
     if (!ok)
         st_err(ST_ERR_RUNTIME,
                "NVRTC is not available: could not load libnvrtc (tried: %s). Install "
-               "the nvidia-cuda-nvrtc wheel or set SYMTRACE_NVRTC_PATH", tried);
+               "the nvidia-cuda-nvrtc wheel or set SYMTRACE_NVRTC_PATH", L.tried);
     return ok;
 }
 
 const char *st_nvrtc_version(void)
 {
-    return N.lib ? N.version : NULL;
+    return L.handle ? N.version : NULL;
 }
 
 const char *st_nvrtc_library(void)
 {
-    return N.lib ? N.path : NULL;
+    return L.handle ? L.path : NULL;
 }
 
 void st_nvrtc_output_free(st_nvrtc_output *out)

@@ -21,36 +21,28 @@ __all__ = ["is_available", "device_count", "synchronize", "get_device_name",
            "memory_reserved", "max_memory_reserved", "reset_peak_memory_stats", "empty_cache", "nvrtc_library_dirs"]
 
 
-def nvrtc_library_dirs():
-    """The lib directories of installed nvidia-cuda-nvrtc wheels (newest CUDA first)."""
+def _wheel_lib_dirs(pattern):
+    """The nvidia/*/lib directories of installed pip wheels holding a file
+    matching pattern, newest CUDA first."""
     dirs = []
     for p in _sys.path:
         if not p or not _os.path.isdir(_os.path.join(p, "nvidia")):
             continue
         for d in sorted(_glob.glob(_os.path.join(p, "nvidia", "*", "lib")), reverse=True):
-            if _glob.glob(_os.path.join(d, "libnvrtc.so*")) and d not in dirs:
+            if _glob.glob(_os.path.join(d, pattern)) and d not in dirs:
                 dirs.append(d)
     return dirs
+
+
+def nvrtc_library_dirs():
+    """The lib directories of installed nvidia-cuda-nvrtc wheels (newest CUDA first)."""
+    return _wheel_lib_dirs("libnvrtc.so*")
 
 
 _C._nvrtc_set_search_path(":".join(nvrtc_library_dirs()) or None)
-
-
-def _cublas_library_dirs():
-    # the lib directories of pip wheels holding libcublas (nvidia-cublas,
-    # torch's nvidia/cu13/lib), newest CUDA first; matmuls on the GPU go
-    # to cuBLAS when it loads (SYMTRACE_CUBLAS=0: never)
-    dirs = []
-    for p in _sys.path:
-        if not p or not _os.path.isdir(_os.path.join(p, "nvidia")):
-            continue
-        for d in sorted(_glob.glob(_os.path.join(p, "nvidia", "*", "lib")), reverse=True):
-            if _glob.glob(_os.path.join(d, "libcublas.so*")) and d not in dirs:
-                dirs.append(d)
-    return dirs
-
-
-_C._cublas_set_search_path(":".join(_cublas_library_dirs()) or None)
+# matmuls on the GPU go to cuBLAS when it loads (SYMTRACE_CUBLAS=0: never):
+# nvidia-cublas, or torch's nvidia/cu13/lib
+_C._cublas_set_search_path(":".join(_wheel_lib_dirs("libcublas.so*")) or None)
 
 
 def cublas_status():
