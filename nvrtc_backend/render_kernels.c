@@ -330,6 +330,43 @@ static void row_walk(st_nvrtc_pc *pc, int ro, int r, bool accf)
     SB("        }\n");
 }
 
+/* const redR = the reduced value of accR, at indent I (ARGMAX/ARGMIN: the
+ * index; MEAN: over R; else the accumulator) */
+static void reduced_value(st_nvrtc_pc *pc, int r, st_reduce_op op, bool accf, const char *I)
+{
+    st_nvrtc_sb *b = pc->b;
+    if (op == ST_RED_ARGMAX || op == ST_RED_ARGMIN) {
+        SB("%sconst st_i64 red%d = acc%d.i;\n", I, r, r);
+        pc->reduced_dt[r] = ST_INT64;
+    } else if (op == ST_RED_MEAN) {
+        SB("%sconst double red%d = (double)acc%d / (double)R;\n", I, r, r);
+        pc->reduced_dt[r] = ST_FLOAT64;
+    } else {
+        SB("%sconst %s red%d = acc%d;\n", I, accf ? "double" : "st_i64", r, r);
+        pc->reduced_dt[r] = accf ? ST_FLOAT64 : ST_INT64;
+    }
+    snprintf(pc->reduced[r], sizeof pc->reduced[r], "red%d", r);
+}
+
+/* The stores made once per outer point (row coordinates 0, offsets ob<b>,
+ * linear index o), at indents ind/ind2; skip[s]: a store made elsewhere */
+static void outer_stores(st_nvrtc_pc *pc, int ro, const char *ind, const char *ind2,
+                         const bool *skip)
+{
+    const st_kernel *k = pc->k;
+    pc->ind = ind;
+    pc->ind2 = ind2;
+    for (int d = ro; d < ST_MAX_DIMS; d++)
+        pc->coord[d][0] = 0;
+    for (int bi = 0; bi < k->nbufs; bi++)
+        snprintf(pc->off[bi], sizeof pc->off[bi], "ob%d", bi);
+    snprintf(pc->lin, sizeof pc->lin, "o");
+    st_nvrtc_pt_reset(pc);
+    for (int s = 0; s < k->nstores; s++)
+        if (!skip || !skip[s])
+            st_nvrtc_pt_store(pc, s);
+}
+
 static void render_reduce(st_nvrtc_pc *pc, const char *name)
 {
     st_nvrtc_sb *b = pc->b;
@@ -364,32 +401,13 @@ static void render_reduce(st_nvrtc_pc *pc, const char *name)
         acc_decl(b, k, r, accf);
         row_walk(pc, ro, r, accf);
         SB("        acc%d = st_row_reduce(acc%d, %s, st_smem);\n", r, r, combiner(op, accf));
-        if (op == ST_RED_ARGMAX || op == ST_RED_ARGMIN) {
-            SB("        const st_i64 red%d = acc%d.i;\n", r, r);
-            pc->reduced_dt[r] = ST_INT64;
-        } else if (op == ST_RED_MEAN) {
-            SB("        const double red%d = (double)acc%d / (double)R;\n", r, r);
-            pc->reduced_dt[r] = ST_FLOAT64;
-        } else {
-            SB("        const %s red%d = acc%d;\n", accf ? "double" : "st_i64", r, r);
-            pc->reduced_dt[r] = accf ? ST_FLOAT64 : ST_INT64;
-        }
-        snprintf(pc->reduced[r], sizeof pc->reduced[r], "red%d", r);
+        reduced_value(pc, r, op, accf, "        ");
     }
     if (k->final_per_point) {
         row_walk(pc, ro, -1, false);
     } else {
         SB("        if (threadIdx.x == 0) {\n");
-        pc->ind = "            ";
-        pc->ind2 = "                ";
-        for (int d = ro; d < ST_MAX_DIMS; d++)
-            pc->coord[d][0] = 0;
-        for (int bi = 0; bi < k->nbufs; bi++)
-            snprintf(pc->off[bi], sizeof pc->off[bi], "ob%d", bi);
-        snprintf(pc->lin, sizeof pc->lin, "o");
-        st_nvrtc_pt_reset(pc);
-        for (int s = 0; s < k->nstores; s++)
-            st_nvrtc_pt_store(pc, s);
+        outer_stores(pc, ro, "            ", "                ", NULL);
         SB("        }\n");
     }
     SB("    }\n}\n");
@@ -593,25 +611,8 @@ static void render_reduce_col(st_nvrtc_pc *pc, const char *name, const st_nvrtc_
        "            }\n"
        "        }\n"
        "        if (fin_ && threadIdx.y == 0 && live_) {\n", combiner(op, accf), combiner(op, accf));
-    if (op == ST_RED_MEAN) {
-        SB("            const double red0 = (double)acc0 / (double)R;\n");
-        pc->reduced_dt[0] = ST_FLOAT64;
-    } else {
-        SB("            const %s red0 = acc0;\n", A);
-        pc->reduced_dt[0] = accf ? ST_FLOAT64 : ST_INT64;
-    }
-    snprintf(pc->reduced[0], sizeof pc->reduced[0], "red0");
-    pc->ind = "            ";
-    pc->ind2 = "                ";
-    for (int d = ro; d < ST_MAX_DIMS; d++)
-        pc->coord[d][0] = 0;
-    for (int bi = 0; bi < k->nbufs; bi++)
-        snprintf(pc->off[bi], sizeof pc->off[bi], "ob%d", bi);
-    snprintf(pc->lin, sizeof pc->lin, "o");
-    st_nvrtc_pt_reset(pc);
-    for (int s = 0; s < k->nstores; s++)
-        if (!c->point[s])
-            st_nvrtc_pt_store(pc, s);
+    reduced_value(pc, 0, op, accf, "            ");   /* no ARG ops here */
+    outer_stores(pc, ro, "            ", "                ", c->point);
     SB("        }\n"
        "        __syncthreads(); /* st_csm is reused by the next tile */\n"
        "    }\n}\n");
