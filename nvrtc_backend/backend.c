@@ -94,14 +94,21 @@ static st_status kerr_init(st_device *dev)
     return ST_OK;
 }
 
+/* an environment switch NAME=1, read once into *cache (-1: not yet) */
+static bool env_once(const char *name, int *cache)
+{
+    if (*cache < 0) {
+        const char *e = getenv(name);
+        *cache = e && e[0] == '1';
+    }
+    return *cache == 1;
+}
+
+static int sync_flag = -1, gemm_log_flag = -1;
+
 static bool sync_each_launch(void)
 {
-    static int v = -1;
-    if (v < 0) {
-        const char *e = getenv("SYMTRACE_CUDA_SYNC");
-        v = e && e[0] == '1';
-    }
-    return v == 1;
+    return env_once("SYMTRACE_CUDA_SYNC", &sync_flag);
 }
 
 static void *compile(st_backend *be, const st_kernel *ks, int n)
@@ -253,12 +260,7 @@ static pthread_mutex_t gemm_mu = PTHREAD_MUTEX_INITIALIZER;
 /* SYMTRACE_CUBLAS_LOG=1: every matmul launch says where it went (stderr) */
 static bool log_gemm(void)
 {
-    static int v = -1;
-    if (v < 0) {
-        const char *e = getenv("SYMTRACE_CUBLAS_LOG");
-        v = e && e[0] == '1';
-    }
-    return v == 1;
+    return env_once("SYMTRACE_CUBLAS_LOG", &gemm_log_flag);
 }
 
 /* the product by cuBLAS, then (scratch) the epilogue kernel NAME_epi */

@@ -4,9 +4,8 @@
  * one stride per operand, outer ones looped), with which transposes,
  * leading dimensions and batch strides (row-major C = A B handed to the
  * column-major cuBLAS as C^T = B^T A^T), straight into the output or into
- * a scratch product that NAME_epi reads; and the launch of NAME_epi.
- * Owns: st_nvrtc_gemm_plan, st_nvrtc_gemm_offsets, st_nvrtc_has_epi,
- * st_nvrtc_epi_launch_config. */
+ * a scratch product that NAME_epi reads (its launch: launch.c).
+ * Owns: st_nvrtc_gemm_plan, st_nvrtc_gemm_offsets, st_nvrtc_has_epi. */
 #include <limits.h>
 #include <string.h>
 
@@ -258,24 +257,4 @@ void st_nvrtc_gemm_offsets(const st_nvrtc_gemm *p, int64_t i, int64_t off[3])
         for (int o = 0; o < 3; o++)
             off[o] += c * p->outer_stride[o][j];
     }
-}
-
-st_nvrtc_launch st_nvrtc_epi_launch_config(const st_kernel *k, const st_kargs *a,
-                                           int sm_count)
-{
-    st_nvrtc_launch L;
-    memset(&L, 0, sizeof L);
-    for (int i = 0; i < 3; i++)
-        L.grid[i] = L.block[i] = 1;
-    int64_t total = 1;
-    for (int d = 0; d < k->rank - 1; d++)
-        total *= a->shape[d];
-    if (k->rank < 3 || total <= 0) {
-        L.empty = true;
-        return L;
-    }
-    int64_t blocks = (total + 255) / 256, cap = (int64_t)(sm_count > 0 ? sm_count : 1) * 32;
-    L.block[0] = 256;
-    L.grid[0] = (unsigned)(blocks < cap ? blocks : cap);
-    return L;
 }

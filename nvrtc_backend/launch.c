@@ -5,8 +5,9 @@
  * every kernel kind (rows per warp or per block for reductions; 64x64
  * tiles for matmul; the tensor-core variant only when SYMTRACE_CUDA_MMA=1,
  * because it has not yet run on a GPU) and whether the column variant of
- * a reduction suits a launch (st_nvrtc_col_config). Owns:
- * st_nvrtc_ew_flags, st_nvrtc_launch_config, st_nvrtc_col_config. */
+ * a reduction suits a launch (st_nvrtc_col_config), and the launch of a
+ * matmul's epilogue kernel NAME_epi. Owns: st_nvrtc_ew_flags,
+ * st_nvrtc_launch_config, st_nvrtc_col_config, st_nvrtc_epi_launch_config. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,16 @@ static unsigned cap_grid(int64_t blocks, int sm_count)
     return blocks < 1 ? 1u : (unsigned)blocks;
 }
 
+/* nothing launched yet: a 1x1x1 grid of 1x1x1 blocks */
+static st_nvrtc_launch launch0(void)
+{
+    st_nvrtc_launch L;
+    memset(&L, 0, sizeof L);
+    for (int i = 0; i < 3; i++)
+        L.grid[i] = L.block[i] = 1;
+    return L;
+}
+
 static int64_t prod(const st_kargs *a, int lo, int hi)
 {
     int64_t p = 1;
@@ -58,10 +69,7 @@ static int64_t prod(const st_kargs *a, int lo, int hi)
 st_nvrtc_launch st_nvrtc_launch_config(const st_kernel *k, const st_kargs *a,
                                        int sm_count, int cc)
 {
-    st_nvrtc_launch L;
-    memset(&L, 0, sizeof L);
-    for (int i = 0; i < 3; i++)
-        L.grid[i] = L.block[i] = 1;
+    st_nvrtc_launch L = launch0();
     switch (k->kind) {
     case ST_K_ELEMENTWISE: {
         int64_t total = prod(a, 0, k->rank);
@@ -131,10 +139,7 @@ static int64_t iabs64(int64_t v)
 st_nvrtc_launch st_nvrtc_col_config(const st_kernel *k, const st_kargs *a,
                                     int sm_count)
 {
-    st_nvrtc_launch L;
-    memset(&L, 0, sizeof L);
-    for (int i = 0; i < 3; i++)
-        L.grid[i] = L.block[i] = 1;
+    st_nvrtc_launch L = launch0();
     st_nvrtc_col c;
     st_nvrtc_col_plan(k, &c);
     if (!c.ok)
@@ -186,5 +191,21 @@ st_nvrtc_launch st_nvrtc_col_config(const st_kernel *k, const st_kargs *a,
             L.col_scratch = ((ntiles * 4 + 255) & ~(int64_t)255) + gy * nouter * 8;
         }
     }
+    return L;
+}
+
+/* NAME_epi, a MATMUL's epilogue over its [batch..., M, N] points: as an
+ * ELEMENTWISE launch without the vector path */
+st_nvrtc_launch st_nvrtc_epi_launch_config(const st_kernel *k, const st_kargs *a,
+                                           int sm_count)
+{
+    st_nvrtc_launch L = launch0();
+    int64_t total = prod(a, 0, k->rank - 1);
+    if (k->rank < 3 || total <= 0) {
+        L.empty = true;
+        return L;
+    }
+    L.block[0] = 256;
+    L.grid[0] = cap_grid((total + 255) / 256, sm_count);
     return L;
 }
