@@ -284,6 +284,18 @@ static st_status gemm_launch(compiled *c, int index, const st_kargs *args,
                          "cuLaunchKernel (matmul epilogue)");
 }
 
+/* a launch's status s; under SYMTRACE_CUDA_SYNC=1 also its device-side
+ * error, read at once and named after kernel k */
+static st_status after_launch(compiled *c, const st_kernel *k, st_status s)
+{
+    if (s != ST_OK || !sync_each_launch())
+        return s;
+    kerr_kernel = k->name;
+    s = st_cuda_stream_sync(c->dev);
+    kerr_kernel = NULL;
+    return s;
+}
+
 static st_status launch(st_backend *be, void *h, int index, const st_kargs *args)
 {
     (void)be;
@@ -318,12 +330,7 @@ static st_status launch(st_backend *be, void *h, int index, const st_kargs *args
             pthread_mutex_lock(&gemm_mu);
             s = gemm_launch(c, index, args, &plan, g);
             pthread_mutex_unlock(&gemm_mu);
-            if (s != ST_OK || !sync_each_launch())
-                return s;
-            kerr_kernel = k->name;
-            s = st_cuda_stream_sync(c->dev);
-            kerr_kernel = NULL;
-            return s;
+            return after_launch(c, k, s);
         }
     }
     st_nvrtc_launch L = {.col = false};
@@ -348,12 +355,7 @@ static st_status launch(st_backend *be, void *h, int index, const st_kargs *args
     s = st_cuda_check(api->LaunchKernel(f, L.grid[0], L.grid[1], L.grid[2], L.block[0],
                                         L.block[1], L.block[2], 0, g->stream, params, NULL),
                       "cuLaunchKernel");
-    if (s != ST_OK || !sync_each_launch())
-        return s;
-    kerr_kernel = k->name;
-    s = st_cuda_stream_sync(c->dev);
-    kerr_kernel = NULL;
-    return s;
+    return after_launch(c, k, s);
 }
 
 static const char *cache_tag(st_backend *be)
