@@ -95,42 +95,24 @@ static int by_size_desc(const void *a, const void *b)
     return x->v - y->v;
 }
 
-st_mem_plan *st_fuse_plan(const st_kprog *p, const int64_t *const *input_strides)
+/* Births, uses and storage aliases of every value, in kernel order: a
+ * VIEW step's result shares its source's storage (src[v] = the value whose
+ * storage v uses), and so does the result of a kernel marked in place. */
+static void walk(const st_kprog *p, st_mem_plan *m, int *src,
+                 int64_t (*strides)[ST_MAX_DIMS],
+                 const int64_t *const *input_strides)
 {
     const st_graph *g = p->graph;
-    st_mem_plan *m = calloc(1, sizeof *m);
-    if (!m) {
-        st_err(ST_ERR_MEMORY, "plan: out of memory");
-        return NULL;
-    }
-    m->nvalues = g->nvalues;
-    m->nkernels = p->nkernels;
-    m->values = calloc((size_t)(g->nvalues > 0 ? g->nvalues : 1), sizeof *m->values);
-    m->live = calloc((size_t)(p->nkernels > 0 ? p->nkernels : 1), sizeof *m->live);
-    m->resident = calloc((size_t)(p->nkernels > 0 ? p->nkernels : 1), sizeof *m->resident);
-    int *src = malloc(sizeof(int) * (size_t)(g->nvalues > 0 ? g->nvalues : 1));
-    if (!m->values || !m->live || !m->resident || !src) {
-        free(src);
-        st_mem_plan_free(m);
-        st_err(ST_ERR_MEMORY, "plan: out of memory");
-        return NULL;
-    }
-    /* strides of every value as the runtime will see them: inputs and
-     * kernel results contiguous, views derived */
-    int64_t (*strides)[ST_MAX_DIMS] = calloc((size_t)(g->nvalues > 0 ? g->nvalues : 1),
-                                             sizeof *strides);
-    if (!strides) {
-        free(src);
-        st_mem_plan_free(m);
-        st_err(ST_ERR_MEMORY, "plan: out of memory");
-        return NULL;
-    }
+    memset(m->values, 0, sizeof *m->values * (size_t)g->nvalues);
+    m->input_bytes = m->output_bytes = 0;
     for (int v = 0; v < g->nvalues; v++) {
         m->values[v].def = m->values[v].last = -1;
         m->values[v].offset = -1;
-        src[v] = v; /* the value whose storage v uses */
+        src[v] = v;
         st_contiguous_strides_of(&g->values[v].meta, strides[v]);
     }
+    /* strides of every value as the runtime will see them: inputs as
+     * bound, kernel results contiguous, views derived */
     for (int k = 0; input_strides && k < g->ninputs; k++)
         if (input_strides[k])
             memcpy(strides[g->inputs[k]], input_strides[k],
@@ -141,14 +123,17 @@ st_mem_plan *st_fuse_plan(const st_kprog *p, const int64_t *const *input_strides
         pv->bytes = value_bytes(&g->values[g->inputs[k]]);
         m->input_bytes += pv->bytes;
     }
-    /* births, uses and view aliases, in kernel order */
     for (int i = 0; i < p->nkernels; i++) {
         const st_kernel *k = &p->kernels[i];
-        if (k->kind == ST_K_VIEW) {
-            const st_stmt *s = &g->stmts[k->stmt];
+        if (k->kind == ST_K_VIEW || m->inplace[i]) {
+            const st_stmt *s = &g->stmts[k->kind == ST_K_VIEW ? k->stmt : k->src_stmt];
             int in = s->in[0], out = s->out[0], root = src[in];
             if (m->values[root].last < i)
                 m->values[root].last = i;
+            if (m->inplace[i]) {
+                src[out] = root;
+                continue;
+            }
             if (!view_strides(s, &g->values[in].meta, strides[in], &g->values[out].meta,
                               strides[out])) {
                 /* st_tensor_reshape copies: a buffer of its own from here */
@@ -182,6 +167,83 @@ st_mem_plan *st_fuse_plan(const st_kprog *p, const int64_t *const *input_strides
         pv->last = p->nkernels;
         m->output_bytes += pv->bytes;
     }
+}
+
+static bool contiguous_strides(const st_meta *mt, const int64_t *st)
+{
+    int64_t c[ST_MAX_DIMS];
+    st_contiguous_strides_of(mt, c);
+    for (int d = 0; d < mt->ndim; d++)
+        if (mt->shape[d] > 1 && st[d] != c[d])
+            return false;
+    return true;
+}
+
+/* scatter_add lowers to a copy of self, then the indexed accumulation into
+ * the copy (fusion/lower.c). When self is an intermediate whose storage
+ * no kernel reads after the copy, whole, dense and of the result's dtype,
+ * the copy is skipped and the result takes self's storage: the tied word
+ * embedding's gradient (the decoder's [30522, 256] product plus the
+ * embedding's scatter) is then written once instead of copied. */
+static bool scatter_in_place(const st_kprog *p, const st_mem_plan *m,
+                             const int *src, int64_t (*strides)[ST_MAX_DIMS], int i)
+{
+    const st_graph *g = p->graph;
+    const st_kernel *k = &p->kernels[i];
+    if (k->kind != ST_K_ELEMENTWISE || k->src_stmt < 0 || k->nstores != 1 ||
+        k->stores[0].indexed)
+        return false;
+    const st_stmt *s = &g->stmts[k->src_stmt];
+    if (s->op != ST_OP_SCATTER_ADD || s->nin < 3)
+        return false;
+    int b = s->in[0], o = s->out[0], r = src[b];
+    const st_plan_value *rv = &m->values[r];
+    const st_meta *bm = &g->values[b].meta, *om = &g->values[o].meta;
+    if (rv->input || rv->copy || rv->def < 0 || rv->last != i ||
+        g->values[r].kind != ST_VAL_STMT)
+        return false;
+    /* when the storage is handed back (the result is a graph output), it
+     * must not be the base's alone: an output root lives to the end */
+    if (rv->output)
+        return false;
+    return bm->dtype == om->dtype && g->values[r].meta.dtype == bm->dtype &&
+           bm->ndim == om->ndim &&
+           !memcmp(bm->shape, om->shape, sizeof(int64_t) * (size_t)bm->ndim) &&
+           st_meta_numel(bm) == st_meta_numel(&g->values[r].meta) &&
+           contiguous_strides(bm, strides[b]);
+}
+
+st_mem_plan *st_fuse_plan(const st_kprog *p, const int64_t *const *input_strides)
+{
+    const st_graph *g = p->graph;
+    st_mem_plan *m = calloc(1, sizeof *m);
+    if (!m) {
+        st_err(ST_ERR_MEMORY, "plan: out of memory");
+        return NULL;
+    }
+    m->nvalues = g->nvalues;
+    m->nkernels = p->nkernels;
+    m->values = calloc((size_t)(g->nvalues > 0 ? g->nvalues : 1), sizeof *m->values);
+    m->live = calloc((size_t)(p->nkernels > 0 ? p->nkernels : 1), sizeof *m->live);
+    m->resident = calloc((size_t)(p->nkernels > 0 ? p->nkernels : 1), sizeof *m->resident);
+    m->inplace = calloc((size_t)(p->nkernels > 0 ? p->nkernels : 1), sizeof *m->inplace);
+    int *src = malloc(sizeof(int) * (size_t)(g->nvalues > 0 ? g->nvalues : 1));
+    int64_t (*strides)[ST_MAX_DIMS] = calloc((size_t)(g->nvalues > 0 ? g->nvalues : 1),
+                                             sizeof *strides);
+    if (!m->values || !m->live || !m->resident || !m->inplace || !src || !strides) {
+        free(src);
+        free(strides);
+        st_mem_plan_free(m);
+        st_err(ST_ERR_MEMORY, "plan: out of memory");
+        return NULL;
+    }
+    walk(p, m, src, strides, input_strides);
+    bool any = false;
+    for (int i = 0; i < p->nkernels; i++)
+        if (scatter_in_place(p, m, src, strides, i))
+            any = m->inplace[i] = true;
+    if (any)
+        walk(p, m, src, strides, input_strides);
     /* live bytes while each kernel runs */
     for (int i = 0; i < p->nkernels; i++) {
         int64_t live = m->input_bytes;
@@ -267,5 +329,6 @@ void st_mem_plan_free(st_mem_plan *m)
     free(m->values);
     free(m->live);
     free(m->resident);
+    free(m->inplace);
     free(m);
 }

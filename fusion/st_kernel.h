@@ -228,6 +228,9 @@ typedef struct {
     int64_t arena_bytes;    /* the packed intermediates */
     int64_t peak_live;      /* max of live[] */
     int64_t peak_resident;  /* max of resident[]: the estimated peak */
+    bool *inplace;          /* per kernel: a scatter_add's copy of a base no
+                               later kernel reads, skipped (the result takes
+                               the base's storage; plan.c scatter_in_place) */
 } st_mem_plan;
 
 /* Plans p for the sizes its graph holds now (after re-inference).

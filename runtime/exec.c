@@ -167,6 +167,23 @@ st_status st_rt_exec_planned(st_kprog *p, st_backend *be, void *compiled,
     return s;
 }
 
+/* A kernel the plan marked in place (a scatter_add's copy of a base no
+ * later kernel reads): the result takes the base's tensor, when it is
+ * whole and dense as the plan expected; false: run the copy after all. */
+static bool take_base(const st_graph *g, const st_kernel *k, st_tensor **vals) {
+    const st_stmt *st = &g->stmts[k->src_stmt];
+    int b = st->in[0], o = st->out[0];
+    st_tensor *t = vals[b];
+    const st_meta *m = &g->values[o].meta;
+    if (!t || vals[o] || t->refcount != 1 || !st_tensor_is_contiguous(t) ||
+        t->dtype != m->dtype || t->ndim != m->ndim ||
+        memcmp(t->shape, m->shape, sizeof(int64_t) * (size_t)m->ndim))
+        return false;
+    vals[o] = t;
+    vals[b] = NULL;
+    return true;
+}
+
 static st_status exec_impl(st_kprog *p, st_backend *be, void *compiled,
                            st_tensor **vals, const st_mem_plan *plan,
                            int64_t *trace) {
@@ -221,6 +238,13 @@ static st_status exec_impl(st_kprog *p, st_backend *be, void *compiled,
             }
             if (vals[st->out[0]]) st_tensor_decref(vals[st->out[0]]);
             vals[st->out[0]] = o;
+        } else if (plan && plan->inplace[i] && take_base(g, k, vals)) {
+            /* a scatter_add's copy skipped: its result took the base */
+            if (trace) {
+                st_alloc_stats as;
+                st_alloc_stats_get(al, &as);
+                trace[i] = as.requested_bytes;
+            }
         } else {
             for (int b = 0; b < k->nbufs && s == ST_OK; b++) {
                 const st_kbuf *kb = &k->bufs[b];
