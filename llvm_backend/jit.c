@@ -574,6 +574,74 @@ static bool has_scatter(const st_kernel *k)
     return false;
 }
 
+/* A scatter's points collide only along the indexed dims: when every
+ * indexed store indexes a dim before the last and no buffer is read
+ * through an index or an unravel, the last dim's columns split among the
+ * threads (each task: the kernel over all rows of its column range, the
+ * buffers' data moved to the range's first column), where otherwise the
+ * kernel runs serially. */
+typedef struct {
+    task_ctx t;
+    const st_kernel *k;
+    int parts;
+} cols_ctx;
+
+static int32_t cols_task(void *ctx, int64_t lo, int64_t hi)
+{
+    cols_ctx *c = ctx;
+    const st_kernel *k = c->k;
+    int last = k->rank - 1;
+    int64_t C = c->t.a->shape[last];
+    for (int64_t part = lo; part < hi; part++) {
+        int64_t c0 = C * part / c->parts, c1 = C * (part + 1) / c->parts;
+        if (c1 <= c0)
+            continue;
+        st_kargs a = *c->t.a;
+        a.shape[last] = c1 - c0;
+        for (int b = 0; b < k->nbufs; b++)
+            a.bufs[b].data += (ptrdiff_t)(c0 * a.bufs[b].strides[last]) *
+                              (ptrdiff_t)st_dtype_size(k->bufs[b].dtype);
+        int64_t total = 1;
+        for (int d = 0; d < k->rank; d++)
+            total *= a.shape[d];
+        task_ctx t = {.fn = c->t.fn, .a = &a, .mu = PTHREAD_MUTEX_INITIALIZER};
+        int32_t r = run_task(&t, 0, total);
+        if (r) {
+            pthread_mutex_lock(&c->t.mu);
+            if (!c->t.err.code)
+                c->t.err = t.err;
+            pthread_mutex_unlock(&c->t.mu);
+            return r;
+        }
+    }
+    return 0;
+}
+
+static bool scatter_cols_ok(const st_kernel *k, const st_kargs *a, int nt)
+{
+    if (k->kind != ST_K_ELEMENTWISE || k->rank < 2 || k->uses_rng || nt < 2 ||
+        a->shape[k->rank - 1] < 16 * nt)
+        return false;
+    int last = k->rank - 1;
+    for (int s = 0; s < k->nstores; s++) {
+        int b = k->stores[s].buf;
+        /* a store's column must be its own: the last dim maps to a tensor
+         * dim of the destination that is not indexed and not broadcast */
+        if ((k->stores[s].accumulate && !k->stores[s].indexed) ||
+            k->bufs[b].dimmap[last] < 0 ||
+            (k->stores[s].indexed && k->bufs[b].dimmap[last] == k->stores[s].idx_dim) ||
+            a->bufs[b].strides[last] == 0)
+            return false;
+    }
+    for (int b = 0; b < k->nbufs; b++)
+        if (k->bufs[b].unravel > 0)
+            return false;
+    for (int n = 0; n < k->nnodes; n++)
+        if (k->nodes[n].kind == ST_KN_LOAD && k->nodes[n].idx_dim >= 0)
+            return false;
+    return true;
+}
+
 static const char *red_opname(st_reduce_op op)
 {
     switch (op) {
@@ -616,7 +684,14 @@ static st_status llvm_launch(st_backend *be, void *compiled, int index,
             total *= args->shape[d];
         if (total == 0)
             return ST_OK;
-        r = st_llvm_pool_run(run_task, &t, total, serial ? total : 32768, &par);
+        int nt = st_llvm_pool_threads();
+        if (serial && total >= 32768 && scatter_cols_ok(k, args, nt)) {
+            cols_ctx c = {.t = t, .k = k, .parts = nt};
+            r = st_llvm_pool_run(cols_task, &c, nt, 1, &par);
+            t.err = c.t.err;
+        } else {
+            r = st_llvm_pool_run(run_task, &t, total, serial ? total : 32768, &par);
+        }
     } else if (k->kind == ST_K_REDUCE) {
         int ro = k->rank - k->nred;
         int64_t O = 1, R = 1;
