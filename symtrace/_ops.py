@@ -342,6 +342,16 @@ def gather(input, dim, index):
         raise RuntimeError(str(e)) from None
 
 
+def scatter_add(input, dim, index, src):
+    """scatter_add(input, dim, index, src): a copy of input with
+    out[..., index[p], ...] += src[p] along dim, for every point p of index
+    (repeated indices accumulate)."""
+    _check_tensor(input, "scatter_add")
+    _check_tensor(index, "scatter_add", "index")
+    _check_tensor(src, "scatter_add", "src")
+    return _op(_C.OP_SCATTER_ADD, (input, index, src), _attrs(ints=(dim,)))
+
+
 # ---------------- movement ----------------
 def reshape(input, shape):
     _check_tensor(input, "reshape")

@@ -246,6 +246,7 @@ class Tensor(_C.TensorBase):
     def matmul(self, other): return _ops.matmul(self, other)
     def index_select(self, dim, index): return _ops.index_select(self, dim, index)
     def gather(self, dim, index): return _ops.gather(self, dim, index)
+    def scatter_add(self, dim, index, src): return _ops.scatter_add(self, dim, index, src)
 
     # ---- in place: the result is written into self ----
     def _inplace(self, opid, ins, attrs=None):
@@ -294,6 +295,8 @@ class Tensor(_C.TensorBase):
 
     def masked_fill_(self, mask, value): return self._assign(_ops.masked_fill(self, mask, value), "masked_fill_")
     def relu_(self): return self._assign(_ops.relu(self), "relu_")
+    def scatter_add_(self, dim, index, src):
+        return self._assign(_ops.scatter_add(self, dim, index, src), "scatter_add_")
 
 
 _C._set_tensor_class(Tensor)
