@@ -728,34 +728,85 @@ static LLVMValueRef u53(st_llvm_cg *cg, LLVMValueRef lo, LLVMValueRef hi)
     return LLVMBuildFAdd(B, da, db, "");
 }
 
+bool st_llvm_has_rand_f(const st_kernel *k)
+{
+    for (int i = 0; i < k->nnodes; i++)
+        if (k->nodes[i].kind == ST_KN_RAND && k->nodes[i].i != 1 &&
+            k->nodes[i].dtype != ST_FLOAT64)
+            return true;
+    return false;
+}
+
+void st_llvm_rand_fill(st_llvm_cg *cg, LLVMValueRef words, LLVMValueRef b0,
+                       LLVMValueRef nb)
+{
+    LLVMBuilderRef B = cg->B;
+    LLVMValueRef seed = st_llvm_arg_field(cg, offsetof(st_kargs, rng_seed), cg->i64);
+    LLVMValueRef off = st_llvm_arg_field(cg, offsetof(st_kargs, rng_offset), cg->i64);
+    off = LLVMBuildAdd(B, off, b0, "");
+    st_llvm_loop L;
+    LLVMValueRef q = st_llvm_loop_begin(cg, &L, st_llvm_i64c(cg, 0), nb);
+    LLVMValueRef o[4];
+    philox(cg, seed, LLVMBuildAdd(B, off, q, ""), o);
+    LLVMValueRef q4 = LLVMBuildShl(B, q, st_llvm_i64c(cg, 2), "");
+    for (int w = 0; w < 4; w++) {
+        LLVMValueRef ix = LLVMBuildOr(B, q4, st_llvm_i64c(cg, w), "");
+        LLVMBuildStore(B, o[w], LLVMBuildGEP2(B, cg->i32, words, &ix, 1, ""));
+    }
+    st_llvm_loop_end(cg, &L);
+}
+
+/* uniform narrower than float64 (st_rand_uniform_f): the top 24 bits of
+ * word lin & 3 of block offset + lin / 4, from the row's words when the
+ * row filled them, else from a block of this point's own */
+static LLVMValueRef rand_f(st_llvm_cg *cg, LLVMValueRef seed, LLVMValueRef off)
+{
+    LLVMBuilderRef B = cg->B;
+    LLVMValueRef w;
+    if (cg->rwords) {
+        LLVMValueRef ix = LLVMBuildSub(B, cg->lin, cg->rbase, "");
+        w = LLVMBuildLoad2(B, cg->i32, LLVMBuildGEP2(B, cg->i32, cg->rwords, &ix, 1, ""), "");
+    } else {
+        LLVMValueRef o[4];
+        philox(cg, seed, LLVMBuildAdd(B, off, LLVMBuildLShr(B, cg->lin, st_llvm_i64c(cg, 2), ""), ""), o);
+        LLVMValueRef sel = LLVMBuildTrunc(B, LLVMBuildAnd(B, cg->lin, st_llvm_i64c(cg, 3), ""),
+                                          cg->i32, "");
+        w = o[0];
+        for (int k = 1; k < 4; k++)
+            w = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, sel, LLVMConstInt(cg->i32, (unsigned)k, 0), ""),
+                                o[k], w, "");
+    }
+    LLVMValueRef bits = LLVMBuildLShr(B, w, LLVMConstInt(cg->i32, 8, 0), "");
+    /* < 2^24: exact in float, and so is the scaling */
+    return LLVMBuildFMul(B, LLVMBuildSIToFP(B, bits, cg->f32, ""), fc(cg->f32, 0x1p-24), "");
+}
+
 static LLVMValueRef emit_rand(st_llvm_cg *cg, const st_knode *n)
 {
     LLVMValueRef seed = st_llvm_arg_field(cg, offsetof(st_kargs, rng_seed), cg->i64);
     LLVMValueRef off = st_llvm_arg_field(cg, offsetof(st_kargs, rng_offset), cg->i64);
-    off = LLVMBuildAdd(cg->B, off, cg->lin, "");
     if (n->i == 1) { /* normal: Box-Muller in libm, init only */
         LLVMTypeRef pt[2] = {cg->i64, cg->i64};
-        LLVMValueRef av[2] = {seed, off};
+        LLVMValueRef av[2] = {seed, LLVMBuildAdd(cg->B, off, cg->lin, "")};
         LLVMValueRef u = ext_call(cg, "st_rand_normal", cg->f64, pt, 2, av);
         return fin(cg, u, false, n->dtype);
     }
-    LLVMValueRef o[4];
-    philox(cg, seed, off, o);
-    LLVMValueRef u = u53(cg, o[0], o[1]);
-    if (n->dtype != ST_FLOAT64) {
-        double top = 1.0;
-        switch (n->dtype) {
-        case ST_FLOAT32: top = 1.0 - 0x1p-24; break;
-        case ST_FLOAT16: top = 1.0 - 0x1p-11; break;
-        case ST_BFLOAT16: top = 1.0 - 0x1p-8; break;
-        default: break;
-        }
-        LLVMValueRef uf = LLVMBuildFPTrunc(cg->B, u, cg->f32, "");
-        u = LLVMBuildFPExt(cg->B, uf, cg->f64, "");
-        LLVMValueRef t = fc(cg->f64, top);
-        u = LLVMBuildSelect(cg->B, LLVMBuildFCmp(cg->B, LLVMRealOGT, u, t, ""), t, u, "");
+    if (n->dtype == ST_FLOAT64) {
+        LLVMValueRef o[4];
+        philox(cg, seed, LLVMBuildAdd(cg->B, off, cg->lin, ""), o);
+        return u53(cg, o[0], o[1]);
     }
-    return fin(cg, u, false, n->dtype);
+    double top = 1.0;
+    switch (n->dtype) {
+    case ST_FLOAT32: top = 1.0 - 0x1p-24; break;
+    case ST_FLOAT16: top = 1.0 - 0x1p-11; break;
+    case ST_BFLOAT16: top = 1.0 - 0x1p-8; break;
+    default: break;
+    }
+    LLVMValueRef u = rand_f(cg, seed, off);
+    LLVMValueRef t = fc(cg->f32, top);
+    u = LLVMBuildSelect(cg->B, LLVMBuildFCmp(cg->B, LLVMRealOGT, u, t, ""), t, u, "");
+    return fin(cg, u, true, n->dtype);
 }
 
 static LLVMValueRef emit_node(st_llvm_cg *cg, int ni)

@@ -28,6 +28,9 @@
 #include <llvm-c/DebugInfo.h>
 
 #define I64(v) st_llvm_i64c(cg, (v))
+/* Points of an elementwise row whose random words are made at once: the
+ * words (16 KB) stay in L1 until the row's loop reads them. */
+#define RAND_RUN 4096
 
 LLVMValueRef st_llvm_entry_alloca(st_llvm_cg *cg, LLVMTypeRef t)
 {
@@ -274,7 +277,7 @@ static bool is_buffer_access(st_llvm_cg *cg, LLVMValueRef ins)
     for (int b = 0; b < cg->k->nbufs; b++)
         if (cg->data[b] == base)
             return true;
-    return false;
+    return cg->rwords && base == cg->rwords; /* the row's random words */
 }
 
 static void mark_parallel(st_llvm_cg *cg, LLVMValueRef latch_br)
@@ -305,6 +308,9 @@ static void emit_pointwise(st_llvm_cg *cg, int rank, bool mm)
     int in = rank - 1;
     LLVMValueRef inner = rank > 0 ? cg->shape[in] : I64(1);
     LLVMValueRef fast = rank > 0 ? fast_test(cg, in) : LLVMConstInt(cg->i1, 1, 0);
+    LLVMValueRef rwords = NULL;
+    if (!mm && st_llvm_has_rand_f(k))
+        rwords = st_llvm_entry_alloca(cg, LLVMArrayType(cg->i32, RAND_RUN + 8));
     st_llvm_loop rows; /* for (pv = lo; pv < hi; pv += cnt) */
     LLVMValueRef pv = st_llvm_loop_begin(cg, &rows, lo, hi);
     LLVMValueRef row, j0;
@@ -318,6 +324,20 @@ static void emit_pointwise(st_llvm_cg *cg, int rank, bool mm)
     LLVMValueRef left = LLVMBuildSub(B, inner, j0, ""), rest = LLVMBuildSub(B, hi, pv, "");
     LLVMValueRef cnt = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, left, rest, ""),
                                        left, rest, "cnt");
+    if (rwords) {
+        /* at most RAND_RUN points, whose Philox words come first: a
+         * block per four points (st_rand_uniform_f), in a loop of its own
+         * that the vectorizer widens */
+        LLVMValueRef cap = I64(RAND_RUN);
+        cnt = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, cnt, cap, ""), cnt, cap, "");
+        LLVMValueRef b0 = LLVMBuildLShr(B, pv, I64(2), "");
+        LLVMValueRef b1 = LLVMBuildLShr(B, LLVMBuildSub(B, LLVMBuildAdd(B, pv, cnt, ""),
+                                                        I64(1), ""), I64(2), "");
+        st_llvm_rand_fill(cg, rwords, b0,
+                          LLVMBuildAdd(B, LLVMBuildSub(B, b1, b0, ""), I64(1), ""));
+        cg->rwords = rwords;
+        cg->rbase = LLVMBuildShl(B, b0, I64(2), "");
+    }
     for (int d = 0; d < ST_MAX_DIMS; d++)
         cg->coord[d] = NULL;
     st_llvm_coords_of(cg, row, 0, rank - 1);
@@ -372,6 +392,7 @@ static void emit_pointwise(st_llvm_cg *cg, int rank, bool mm)
     LLVMBuildRet(B, LLVMConstInt(cg->i32, 0, 0));
     if (par_latch)
         mark_parallel(cg, par_latch);
+    cg->rwords = cg->rbase = NULL;
 }
 
 /* ---- REDUCE ---- */

@@ -47,6 +47,10 @@ typedef struct {
     LLVMValueRef vstride[ST_K_MAX_BUFS]; /* stride along the varying dim */
     LLVMValueRef coord[ST_MAX_DIMS];   /* NULL: 0 */
     LLVMValueRef lin;                  /* linear index (RAND, INDEX -1) */
+    /* RAND narrower than float64 in an elementwise row: the row's Philox
+     * words (filled before the row, a block per four points) and the
+     * linear index of the first; NULL: each point runs its own block */
+    LLVMValueRef rwords, rbase;
     LLVMValueRef *vals;                /* memo per node, reset per region */
     LLVMValueRef reduced[ST_K_MAX_REDUCE];
     st_dtype reduced_dt[ST_K_MAX_REDUCE];
@@ -57,6 +61,12 @@ typedef struct {
     char errmsg[256];
 } st_llvm_cg;
 
+/* codegen_expr.c: whether k has a RAND narrower than float64 (a uniform
+ * of four points per Philox block); the words of blocks [b0, b0 + nb) of
+ * the launch into words[0 .. 4 nb) (a loop the vectorizer widens). */
+bool st_llvm_has_rand_f(const st_kernel *k);
+void st_llvm_rand_fill(st_llvm_cg *cg, LLVMValueRef words, LLVMValueRef b0,
+                       LLVMValueRef nb);
 /* Acc dtype of a matmul kernel: ST_FLOAT32, ST_FLOAT64 or ST_INT64. */
 st_dtype st_llvm_mm_acc(const st_kernel *k);
 /* Emits kernel k as function `name` into cg->M (C, M, types set). */

@@ -471,7 +471,7 @@ static void emit_rand(st_nvrtc_pc *pc, int i)
         case ST_BFLOAT16: top = "(1.0 - 0x1p-8)"; break;
         default: break;
         }
-        xs(u, "st_rand_uniform_f(a.rng_seed, a.rng_offset + (st_u64)(%s), %s)",
+        xs(u, "st_rand_uniform_f(a.rng_seed, a.rng_offset, (st_u64)(%s), %s)",
                  pc->lin, top);
     }
     fin(o, u, false, n->dtype);

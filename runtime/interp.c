@@ -760,9 +760,12 @@ static st_status eval_node(blk *b, int ni)
             default: break;
             }
             for (int j = 0; j < len; j++) {
-                double u = st_rand_uniform(seed, off + (uint64_t)j);
-                if (n->dtype != ST_FLOAT64) {
-                    u = (double)(float)u;
+                double u;
+                if (n->dtype == ST_FLOAT64) {
+                    u = st_rand_uniform(seed, off + (uint64_t)j);
+                } else {
+                    u = st_rand_uniform_f(seed, b->a->rng_offset,
+                                          (uint64_t)b->lin0 + (uint64_t)j);
                     if (u > top)
                         u = top;
                 }

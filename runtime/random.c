@@ -1,8 +1,8 @@
 /* runtime/random.c - counter-based random numbers shared by every backend
  * (Philox4x32-10, uniform and Box-Muller normal at (seed, offset)) and the
  * global generator (seed plus a running counter offset that launches
- * reserve ranges of). Owns: st_philox, st_rand_uniform, st_rand_normal,
- * st_rt_manual_seed, st_rt_initial_seed, st_rt_rng_reserve. */
+ * reserve ranges of). Owns: st_philox, st_rand_uniform, st_rand_uniform_f,
+ * st_rand_normal, st_rt_manual_seed, st_rt_initial_seed, st_rt_rng_reserve. */
 #include <math.h>
 #include <pthread.h>
 
@@ -54,6 +54,16 @@ double st_rand_uniform(uint64_t seed, uint64_t offset)
     uint32_t o[4];
     st_philox(seed, offset, o);
     return u53(o[0], o[1]);
+}
+
+/* Point i of a launch at offset: word i & 3 of block offset + i / 4, its
+ * top 24 bits. A launch reserves a block per point and uses a quarter of
+ * them, so launches never share a block. */
+double st_rand_uniform_f(uint64_t seed, uint64_t offset, uint64_t i)
+{
+    uint32_t o[4];
+    st_philox(seed, offset + (i >> 2), o);
+    return (double)(o[i & 3] >> 8) * 0x1p-24;
 }
 
 double st_rand_normal(uint64_t seed, uint64_t offset)

@@ -37,6 +37,10 @@ st_backend *st_interp_backend(void);
 void st_philox(uint64_t seed, uint64_t counter, uint32_t out[4]);
 /* Uniform [0, 1) float from the generator at (seed, offset). */
 double st_rand_uniform(uint64_t seed, uint64_t offset);
+/* Uniform [0, 1) of the float dtypes narrower than float64 (24 bits, a
+ * multiple of 2^-24): point i of a launch at offset; four points share a
+ * Philox block, so that vectorized kernels run a quarter of the rounds. */
+double st_rand_uniform_f(uint64_t seed, uint64_t offset, uint64_t i);
 /* Standard normal (Box-Muller on two uniforms of the same counter). */
 double st_rand_normal(uint64_t seed, uint64_t offset);
 

@@ -885,7 +885,7 @@ static void test_rand(void)
         mu += u[i];
         mz += z[i];
         vz += z[i] * z[i];
-        if (u[i] != (float)st_rand_uniform(1234, 77 + (uint64_t)i) ||
+        if (u[i] != (float)st_rand_uniform_f(1234, 77, (uint64_t)i) ||
             z[i] != st_rand_normal(1234, 77 + (uint64_t)i))
             mism++;
     }
@@ -897,7 +897,7 @@ static void test_rand(void)
     CHECK(fabs(mu - 0.5) < 0.01, "rand uniform mean %g", mu);
     CHECK(fabs(mz) < 0.02 && fabs(vz - 1) < 0.03, "randn mean %g var %g", mz,
           vz);
-    CHECK(mism == 0, "rand values follow (seed, offset + linear index): %d",
+    CHECK(mism == 0, "rand values follow (seed, offset, linear index): %d",
           mism);
     CHECK(run1(&k, &ar) == ST_OK, "rand: relaunch");
     memcpy(u2, u, sizeof(float) * N);

@@ -3,7 +3,8 @@
 # for bit (compiled, and eager in a subprocess with
 # SYMTRACE_EAGER_BACKEND=interp), in float32, float64, float16 and bfloat16,
 # for small and 64-bit seeds and consecutive draws (advancing offsets); a
-# numpy Philox as an independent reference for float64 and float32; and the
+# numpy Philox as an independent reference for float64 (a block per point)
+# and float32 (four points per block, 24 bits each); and the
 # dropout kernel's loop is vectorized (SYMTRACE_DUMP_DIR .ll: vector
 # multiplies by the Philox constant, no call to st_rand_uniform). Offsets
 # whose low 32 bits wrap are covered in C (tests/c/test_llvm_random.c,
@@ -39,8 +40,9 @@ W0, W1 = 0x9E3779B9, 0xBB67AE85
 MASK = np.uint64(0xFFFFFFFF)
 
 
-def philox_u53(seed, offset, n):
-    ctr = (np.arange(n, dtype=np.uint64) + np.uint64(offset % 2**64))
+def philox_words(seed, ctr):
+    """The four 32-bit words of Philox4x32-10 blocks at counters ctr (uint64)."""
+    n = len(ctr)
     c0, c1 = ctr & MASK, ctr >> np.uint64(32)
     c2 = np.zeros(n, np.uint64)
     c3 = np.zeros(n, np.uint64)
@@ -51,8 +53,23 @@ def philox_u53(seed, offset, n):
         p0, p1 = M0 * c0, M1 * c2
         c0, c1, c2, c3 = ((p1 >> np.uint64(32)) ^ c1 ^ np.uint64(k0), p1 & MASK,
                           (p0 >> np.uint64(32)) ^ c3 ^ np.uint64(k1), p0 & MASK)
+    return c0, c1, c2, c3
+
+
+def philox_u53(seed, offset, n):
+    """float64: block offset + i, 53 bits of its first two words."""
+    c0, c1, _, _ = philox_words(seed, np.arange(n, dtype=np.uint64) + np.uint64(offset % 2**64))
     b = ((c1 << np.uint64(32)) | c0) >> np.uint64(11)
     return b.astype(np.float64) * 2.0**-53
+
+
+def philox_u24(seed, offset, n):
+    """float32 and narrower: word i % 4 of block offset + i // 4, its top 24
+    bits (four points per block; runtime/random.c st_rand_uniform_f)."""
+    i = np.arange(n, dtype=np.uint64)
+    words = np.stack(philox_words(seed, (i >> np.uint64(2)) + np.uint64(offset % 2**64)))
+    w = words[(i & np.uint64(3)).astype(np.int64), np.arange(n)]
+    return ((w >> np.uint64(8)).astype(np.float64) * 2.0**-24).astype(np.float32)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -65,9 +82,9 @@ def test_eager_rand_matches_numpy_philox(seed):
     np.testing.assert_array_equal(b.view(np.uint64), philox_u53(seed, n, n).view(np.uint64))
     st.manual_seed(seed)
     f = st.rand(n).numpy()
-    ref = philox_u53(seed, 0, n).astype(np.float32)
-    ref = np.minimum(ref, np.float32(1 - 2.0**-24))
-    np.testing.assert_array_equal(f.view(np.uint32), ref.view(np.uint32))
+    g = st.rand(n).numpy()   # the next launch starts n blocks on
+    np.testing.assert_array_equal(f.view(np.uint32), philox_u24(seed, 0, n).view(np.uint32))
+    np.testing.assert_array_equal(g.view(np.uint32), philox_u24(seed, n, n).view(np.uint32))
     assert f.max() < 1
 
 
