@@ -173,24 +173,60 @@ st_status st_fuse_unravel_reshapes(st_kprog *p)
             k->bufs[b].contiguous = false;
         }
     }
+    /* two reshapes still read of one source (the backward graph reshapes
+     * a head-permuted gradient to [B, S, H] and to [B * S, H], both
+     * matmul operands): the first is written by a kernel, the later one
+     * becomes a view of that contiguous result (a reshape of a reshape
+     * keeps the row-major order): one copy, not two */
+    bool *shared = calloc((size_t)(p->nkernels > 0 ? p->nkernels : 1), sizeof *shared);
+    int *first = malloc(sizeof(int) * (size_t)(g->nvalues > 0 ? g->nvalues : 1));
+    if (!shared || !first) {
+        free(shared);
+        free(first);
+        return st_err(ST_ERR_MEMORY, "unravel: out of memory");
+    }
+    for (int v = 0; v < g->nvalues; v++)
+        first[v] = -1;
+    for (int i = 0; i < p->nkernels; i++) {
+        const st_kernel *k = &p->kernels[i];
+        if (k->kind != ST_K_VIEW || g->stmts[k->stmt].op != ST_OP_RESHAPE)
+            continue;
+        st_stmt *s = &p->graph->stmts[k->stmt];
+        int r = s->out[0], src = unravel_source(g, r);
+        if (src < 0 || g->values[r].meta.ndim < 1 || !still_read(p, r))
+            continue;
+        int r1 = first[src];
+        if (r1 < 0) {
+            first[src] = r;
+        } else if (g->values[r1].meta.dtype == g->values[r].meta.dtype &&
+                   st_meta_numel(&g->values[r1].meta) == st_meta_numel(&g->values[r].meta)) {
+            s->in[0] = r1;
+            shared[i] = true;
+        }
+    }
+    free(first);
     /* drop reshape steps nothing reads any more, latest first (a chain's
      * later reshape frees its earlier one) */
     for (int i = p->nkernels - 1; i >= 0; i--) {
         st_kernel *k = &p->kernels[i];
-        if (k->kind != ST_K_VIEW)
+        if (k->kind != ST_K_VIEW || shared[i])
             continue;
         int r = g->stmts[k->stmt].out[0];
         if (g->stmts[k->stmt].op != ST_OP_RESHAPE || unravel_source(g, r) < 0)
             continue;
         if (still_read(p, r)) {
-            if (materialize(g, k->stmt, k) != ST_OK)
+            if (materialize(g, k->stmt, k) != ST_OK) {
+                free(shared);
                 return st_err_kind();
+            }
             continue;
         }
         st_kernel_clear(k);
         memmove(k, k + 1, sizeof *k * (size_t)(p->nkernels - i - 1));
+        memmove(shared + i, shared + i + 1, sizeof *shared * (size_t)(p->nkernels - i - 1));
         p->nkernels--;
     }
+    free(shared);
     return ST_OK;
 }
 
