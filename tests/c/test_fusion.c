@@ -1433,6 +1433,112 @@ out:
  * through the executor: duplicates accumulate, self is not modified, an
  * index smaller than src reads src's leading corner, out-of-bounds indices
  * fail with torch's message. */
+/* A scatter_add into a dying intermediate, run with its memory plan: the
+ * plan marks the copy in place (the result takes the base's storage), the
+ * executor skips it, the values are right; a base read after the scatter,
+ * or a graph input, keeps its copy. */
+static void test_planned_scatter_in_place(bool base_read_after, bool base_is_input)
+{
+    current = "planned scatter_add in place";
+    enum { R = 5, C = 4, N = 6 };
+    int64_t shx[2] = {R, C}, shi[2] = {N, C};
+    st_graph *g = st_ir_graph_new();
+    st_kprog *p = NULL;
+    st_mem_plan *m = NULL;
+    st_backend *be = st_interp_backend();
+    void *h = NULL;
+    st_tensor **vals = NULL, *in[3] = {NULL, NULL, NULL};
+    REQUIRE(g && be);
+    int xv = input(g, ST_FLOAT64, 2, shx);
+    int iv = input(g, ST_INT64, 2, shi);
+    int sv = input(g, ST_FLOAT64, 2, shi);
+    int two = st_ir_add_const(g, ST_FLOAT64, 2.0, 2);
+    int one = st_ir_add_const(g, ST_FLOAT64, 1.0, 1);
+    int bin[2] = {xv, two};
+    int bv = base_is_input ? xv : stmt(g, ST_OP_MUL, bin, 2, NULL);
+    st_attrs a = attrs0();
+    a.i[0] = 0;
+    int ins[3] = {bv, iv, sv};
+    int yv = stmt(g, ST_OP_SCATTER_ADD, ins, 3, &a);
+    int zin[2] = {yv, one};
+    int zv = stmt(g, ST_OP_ADD, zin, 2, NULL);
+    REQUIRE(yv >= 0 && zv >= 0);
+    st_ir_mark_output(g, zv);
+    if (base_read_after) {
+        int win[2] = {bv, two};
+        st_ir_mark_output(g, stmt(g, ST_OP_MUL, win, 2, NULL));
+    }
+    st_fuse_options opt = *st_fuse_config();
+    opt.fusion = 0; /* the copy stays a kernel of its own */
+    p = st_fuse_lower(g, &opt);
+    REQUIRE(p);
+    m = st_fuse_plan(p, NULL);
+    REQUIRE(m);
+    int copy = -1;
+    for (int i = 0; i < p->nkernels; i++)
+        if (p->kernels[i].kind == ST_K_ELEMENTWISE && p->kernels[i].nstores == 1 &&
+            !p->kernels[i].stores[0].indexed &&
+            p->graph->stmts[p->kernels[i].src_stmt].op == ST_OP_SCATTER_ADD)
+            copy = i;
+    REQUIRE(copy >= 0);
+    CHECK(m->inplace[copy] == (!base_read_after && !base_is_input));
+    double x[R * C], src[N * C], idx[N * C];
+    for (int i = 0; i < R * C; i++)
+        x[i] = 0.5 * i - 3;
+    for (int i = 0; i < N * C; i++) {
+        src[i] = 1.0 + i;
+        idx[i] = (double)((i * 7 + i / C) % R); /* repeats */
+    }
+    in[0] = tensor_of(ST_FLOAT64, 2, shx, x);
+    in[1] = tensor_of(ST_INT64, 2, shi, idx);
+    in[2] = tensor_of(ST_FLOAT64, 2, shi, src);
+    REQUIRE(in[0] && in[1] && in[2]);
+    h = be->compile(be, p->kernels, p->nkernels);
+    REQUIRE(h);
+    vals = calloc((size_t)p->graph->nvalues, sizeof *vals);
+    REQUIRE(vals);
+    for (int i = 0; i < 3; i++) {
+        vals[p->graph->inputs[i]] = in[i];
+        st_tensor_incref(in[i]);
+    }
+    CHECK(st_rt_exec_planned(p, be, h, vals, m, NULL) == ST_OK);
+    const st_tensor *z = vals[p->graph->outputs[0]];
+    REQUIRE(z);
+    double want[R * C];
+    for (int i = 0; i < R * C; i++)
+        want[i] = x[i] * (base_is_input ? 1.0 : 2.0);
+    for (int i = 0; i < N * C; i++)
+        want[(int)idx[i] * C + i % C] += src[i];
+    int bad = 0;
+    for (int i = 0; i < R * C; i++)
+        bad += tget(z, i) != want[i] + 1.0;
+    CHECK(bad == 0);
+    if (base_read_after) { /* the base still holds x * 2 */
+        const st_tensor *w = vals[p->graph->outputs[1]];
+        REQUIRE(w);
+        for (int i = 0; i < R * C; i++)
+            bad += tget(w, i) != x[i] * 4.0;
+        CHECK(bad == 0);
+    }
+    for (int i = 0; i < R * C; i++) /* the input untouched */
+        bad += tget(in[0], i) != x[i];
+    CHECK(bad == 0);
+out:
+    if (vals && p)
+        for (int v = 0; v < p->graph->nvalues; v++)
+            if (vals[v])
+                st_tensor_decref(vals[v]);
+    free(vals);
+    for (int i = 0; i < 3; i++)
+        if (in[i])
+            st_tensor_decref(in[i]);
+    if (h)
+        be->release(be, h);
+    st_mem_plan_free(m);
+    st_kprog_free(p);
+    st_ir_graph_free(g);
+}
+
 static void test_e2e_scatter_add(void)
 {
     current = "e2e scatter_add";
@@ -1580,6 +1686,9 @@ int main(void)
     test_e2e_creation();
     test_e2e_layer_norm_f16();
     test_e2e_scatter_add();
+    test_planned_scatter_in_place(false, false);
+    test_planned_scatter_in_place(true, false);
+    test_planned_scatter_in_place(false, true);
 
     if (failures) {
         fprintf(stderr, "test_fusion: %d check(s) failed\n", failures);
