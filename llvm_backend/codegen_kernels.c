@@ -80,6 +80,66 @@ void st_llvm_loop_end(st_llvm_cg *cg, st_llvm_loop *L)
 void st_llvm_reset_memo(st_llvm_cg *cg)
 {
     memset(cg->vals, 0, sizeof(LLVMValueRef) * (size_t)(cg->k->nnodes + 1));
+    if (cg->pre)
+        for (int i = 0; i < cg->k->nnodes; i++)
+            if (cg->pre[i])
+                cg->vals[i] = cg->pre[i];
+}
+
+/* An index the row's points share: a plain load, from a buffer that does
+ * not move along the row (dim in), used as the index of a gather or a
+ * scatter (embedding lookups and their gradients: one token id per row of
+ * the hidden dim). Loaded once before the row's loop: in the loop, LLVM
+ * cannot move it out (a store of the loop might alias it), and its
+ * per-point reload and bounds check keep the loop scalar. */
+static bool used_as_index(const st_kernel *k, int i)
+{
+    for (int j = 0; j < k->nnodes; j++)
+        if (k->nodes[j].kind == ST_KN_LOAD && k->nodes[j].idx_dim >= 0 && k->nodes[j].a == i)
+            return true;
+    for (int s = 0; s < k->nstores; s++)
+        if (k->stores[s].indexed && k->stores[s].idx_node == i)
+            return true;
+    return false;
+}
+
+/* Buffer b only supplies indices: an input read by plain loads whose
+ * values index gathers or scatters and nothing else. In the elementwise
+ * fast path it must not move along the row (stride 0: an index expanded
+ * over the hidden dim), not move by 1 as the other buffers do: a varying
+ * index keeps the loop scalar anyway (a bounds check per point). */
+static bool index_only(const st_kernel *k, int b)
+{
+    if (k->bufs[b].is_out || k->bufs[b].unravel > 0 || k->kind != ST_K_ELEMENTWISE)
+        return false;
+    bool read = false;
+    for (int i = 0; i < k->nnodes; i++) {
+        const st_knode *n = &k->nodes[i];
+        if (n->kind != ST_KN_LOAD || n->buf != b)
+            continue;
+        if (n->idx_dim >= 0 || !used_as_index(k, i))
+            return false;
+        for (int j = 0; j < k->nnodes; j++) { /* the index value only */
+            const st_knode *u = &k->nodes[j];
+            bool as_idx = u->kind == ST_KN_LOAD && u->idx_dim >= 0 && u->a == i;
+            if (!as_idx && (u->a == i || u->b == i || u->c == i))
+                return false;
+        }
+        for (int s = 0; s < k->nstores; s++)
+            if (k->stores[s].node == i)
+                return false;
+        read = true;
+    }
+    return read;
+}
+
+static bool row_index(const st_kernel *k, int i, int in, bool fast)
+{
+    const st_knode *n = &k->nodes[i];
+    if (n->kind != ST_KN_LOAD || n->idx_dim >= 0 || k->bufs[n->buf].unravel > 0 ||
+        k->bufs[n->buf].is_out || !used_as_index(k, i))
+        return false;
+    return k->bufs[n->buf].dimmap[in] < 0 || (fast && index_only(k, n->buf));
 }
 
 /* Loads sizes, data pointers and strides of dims [0, rank). */
@@ -135,7 +195,7 @@ static LLVMValueRef fast_test(st_llvm_cg *cg, int d)
     for (int b = 0; b < cg->k->nbufs; b++)
         if (cg->k->bufs[b].dimmap[d] >= 0)
             t = LLVMBuildAnd(cg->B, t, LLVMBuildICmp(cg->B, LLVMIntEQ,
-                             cg->stride[b][d], I64(1), ""), "");
+                             cg->stride[b][d], I64(index_only(cg->k, b) ? 0 : 1), ""), "");
     return t;
 }
 
@@ -362,8 +422,26 @@ static void emit_pointwise(st_llvm_cg *cg, int rank, bool mm)
     }
     LLVMBuildCondBr(B, fast, fb, sb);
     LLVMValueRef par_latch = NULL;
+    bool any_pre = false;
+    for (int i = 0; rank > 0 && !mm && i < k->nnodes; i++)
+        any_pre |= row_index(k, i, in, true);
+    LLVMValueRef *pre = any_pre ? calloc((size_t)k->nnodes, sizeof *pre) : NULL;
     for (int pass = 0; pass < 2; pass++) {
         LLVMPositionBuilderAtEnd(B, pass == 0 ? fb : sb);
+        if (pre) { /* the row's shared indices, at its first point */
+            cg->pre = NULL;
+            memcpy(cg->coord, outer_coord, sizeof outer_coord);
+            cg->coord[in] = j0;
+            for (int b = 0; b < k->nbufs; b++)
+                cg->off[b] = base[b];
+            cg->lin = pv;
+            st_llvm_reset_memo(cg);
+            memset(pre, 0, sizeof *pre * (size_t)k->nnodes);
+            for (int i = 0; i < k->nnodes; i++)
+                if (row_index(k, i, in, pass == 0))
+                    pre[i] = st_llvm_node(cg, i);
+            cg->pre = pre;
+        }
         st_llvm_loop L;
         LLVMValueRef j = st_llvm_loop_begin(cg, &L, I64(0), cnt);
         memcpy(cg->coord, outer_coord, sizeof outer_coord);
@@ -371,7 +449,7 @@ static void emit_pointwise(st_llvm_cg *cg, int rank, bool mm)
             if (rank == 0)
                 cg->off[b] = base[b];
             else if (pass == 0)
-                cg->off[b] = k->bufs[b].dimmap[in] >= 0
+                cg->off[b] = k->bufs[b].dimmap[in] >= 0 && !index_only(k, b)
                                  ? LLVMBuildNSWAdd(B, base[b], j, "") : base[b];
             else
                 cg->off[b] = LLVMBuildAdd(B, base[b],
@@ -386,7 +464,9 @@ static void emit_pointwise(st_llvm_cg *cg, int rank, bool mm)
         if (pass == 0 && rank > 0 && !mm && parallel_loop_ok(k))
             par_latch = LLVMGetBasicBlockTerminator(latch);
         LLVMBuildBr(B, join);
+        cg->pre = NULL;
     }
+    free(pre);
     LLVMPositionBuilderAtEnd(B, join);
     st_llvm_loop_next(cg, &rows, LLVMBuildNSWAdd(B, pv, cnt, ""));
     LLVMBuildRet(B, LLVMConstInt(cg->i32, 0, 0));

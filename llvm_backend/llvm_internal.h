@@ -52,6 +52,9 @@ typedef struct {
      * linear index of the first; NULL: each point runs its own block */
     LLVMValueRef rwords, rbase;
     LLVMValueRef *vals;                /* memo per node, reset per region */
+    LLVMValueRef *pre;  /* values computed before a row's loop (an index
+                           loaded once per row), kept across memo resets;
+                           NULL: none */
     LLVMValueRef reduced[ST_K_MAX_REDUCE];
     st_dtype reduced_dt[ST_K_MAX_REDUCE];
     int mm_acc;                        /* MATMUL: accumulation dtype */

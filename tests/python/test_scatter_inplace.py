@@ -125,3 +125,26 @@ def test_threaded_scatter_matches_numpy(backend, dim):
 
     cout = st.compile(f, backend=backend)(st.tensor(base), st.tensor(idx), st.tensor(src))
     np.testing.assert_allclose(cout.numpy(), np_scatter_add(base, dim, idx, src), rtol=1e-5, atol=1e-4)
+
+
+def test_row_index_out_of_bounds_raises(backend):
+    # gathers and scatters whose index is shared by a row (loaded once per
+    # row in the llvm backend) still check it: an IndexError, not a crash
+    import symtrace.nn.functional as F
+    w = st.tensor(np.arange(40, dtype=np.float32).reshape(10, 4))
+    ok = st.tensor(np.array([[1, 9], [0, 3]]))
+    bad = st.tensor(np.array([[1, 9], [10, 3]]))
+    emb = st.compile(lambda i, w: F.embedding(i, w) * 2.0, backend=backend)
+    np.testing.assert_array_equal(emb(ok, w).numpy(), w.numpy()[ok.numpy()] * 2)
+    with pytest.raises(IndexError):
+        emb(bad, w)
+    src = st.tensor(np.ones((3, 4), np.float32))
+    sc = st.compile(lambda w, i, s: (w + 0.0).scatter_add(0, i.unsqueeze(1).expand(-1, 4), s),
+                    backend=backend)
+    with pytest.raises(IndexError):
+        sc(w, st.tensor(np.array([0, 10, 2])), src)
+    out = sc(w, st.tensor(np.array([0, 9, 0])), src)
+    want = w.numpy().copy()
+    want[0] += 2
+    want[9] += 1
+    np.testing.assert_array_equal(out.numpy(), want)
