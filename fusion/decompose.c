@@ -196,12 +196,15 @@ static int dec_cross_entropy(dctx *c, const st_stmt *s, const int *in)
     /* log_softmax at the target only: the row's max and log-sum-exp (one
      * row kernel that stores [N, 1] values, not the [N, C] log-softmax),
      * then (x[t] - max) - log(sum), the very operations and order of
-     * log_softmax's value at t */
+     * log_softmax's value at t; or x[t] - lse with the caller's lse */
     int64_t d1 = 1;
-    int m = reduce(c, ST_OP_AMAX, logits, &d1, 1, true);
-    int z = reduce(c, ST_OP_SUM, emit1(c, ST_OP_EXP, emit2(c, ST_OP_SUB, logits, m)),
-                   &d1, 1, true);
-    int lz = emit1(c, ST_OP_LOG, z);
+    int m = -1, lz = -1;
+    if (s->nin < 3) {
+        m = reduce(c, ST_OP_AMAX, logits, &d1, 1, true);
+        int z = reduce(c, ST_OP_SUM, emit1(c, ST_OP_EXP, emit2(c, ST_OP_SUB, logits, m)),
+                       &d1, 1, true);
+        lz = emit1(c, ST_OP_LOG, z);
+    }
     int valid = emit2(c, ST_OP_NE, target, iconst(c, s->attrs.i[0]));
     int safe = emit3(c, ST_OP_WHERE, valid, target, iconst(c, 0));
     st_attrs ga;
@@ -211,10 +214,14 @@ static int dec_cross_entropy(dctx *c, const st_stmt *s, const int *in)
     int64_t one = 1;
     int xt = squeeze(c, emit_n(c, ST_OP_GATHER, gin, 2, &ga), &one, 1);
     /* on [N] values, so that they join the loss's reduction kernel */
-    int ms = squeeze(c, m, &one, 1);
-    int ls = squeeze(c, lz, &one, 1);
-    int d0 = emit2(c, ST_OP_SUB, xt, ms);
-    int picked = emit2(c, ST_OP_SUB, d0, ls);
+    int picked;
+    if (s->nin < 3) {
+        int ms = squeeze(c, m, &one, 1);
+        int ls = squeeze(c, lz, &one, 1);
+        picked = emit2(c, ST_OP_SUB, emit2(c, ST_OP_SUB, xt, ms), ls);
+    } else {
+        picked = emit2(c, ST_OP_SUB, xt, squeeze(c, in[2], &one, 1));
+    }
     /* (operands are sequenced explicitly: the order of statements and
      * constants must not depend on the compiler's argument order) */
     int negp = emit1(c, ST_OP_NEG, picked);

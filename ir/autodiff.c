@@ -878,10 +878,10 @@ static void r_cross_entropy(ad *c, rule *r)
     }
     int g = up(c, r->og);
     st_dtype dt = M(c, g).dtype;
-    /* sequenced so that fusion makes one row kernel of it all: the row
-     * weights and the one-hot's operands first, then the softmax, whose
-     * per-point epilogue computes (p - onehot) * w (no [N, C] softmax or
-     * difference is stored) */
+    /* two-operand form: sequenced so that fusion makes one row kernel of
+     * it all: the row weights and the one-hot's operands first, then the
+     * softmax, whose per-point epilogue computes (p - onehot) * w (no
+     * [N, C] softmax or difference is stored); with lse, see below */
     int valid = E2(c, ST_OP_NE, target, I(c, r->s.attrs.i[0]));
     int scale;
     switch (r->s.attrs.i[1]) {
@@ -901,14 +901,27 @@ static void r_cross_entropy(ad *c, rule *r)
     }
     int wrow = E3(c, ST_OP_WHERE, valid, scale, F(c, 0.0));
     int wcol = unsq(c, wrow, 1);
+    int xl = up(c, logits);
+    if (r->s.nin > 2) {
+        /* with the forward's log-sum-exp (a saved [N, 1]) the softmax is
+         * one exp per point, no row passes: (exp(x - lse) * w, then -w
+         * scattered at the targets (in place: the product dies there; an
+         * ignored row adds 0 at class 0). lse goes through squeeze and
+         * unsqueeze so that its size-1 dim is a static broadcast (the
+         * kernel's vector loop) */
+        int64_t d1 = 1;
+        int lse = unsq(c, sq(c, up(c, r->s.in[2]), &d1, 1), 1);
+        int pw = mul(c, E1(c, ST_OP_EXP, sub(c, xl, lse)), wcol);
+        int tsafe = unsq(c, E3(c, ST_OP_WHERE, valid, target, I(c, 0)), 1);
+        r->gin[0] = fin(c, scatter_add(c, pw, 1, tsafe, neg(c, wcol)), logits);
+        return;
+    }
     int cols = unsq(c, arange(c, lm.shape[1], 0.0, 1.0), 0);
     int trow = unsq(c, target, 1);
     st_attrs sa = A0();
     sa.i[0] = 1;
-    int xl = up(c, logits);
     int p = E(c, ST_OP_SOFTMAX, &xl, 1, &sa);
-    int oh = E2(c, ST_OP_EQ, trow, cols);
-    int d = sub(c, p, cast(c, oh, dt));
+    int d = sub(c, p, cast(c, E2(c, ST_OP_EQ, trow, cols), dt));
     r->gin[0] = fin(c, mul(c, d, wcol), logits);
 }
 
@@ -1053,6 +1066,7 @@ static st_status vjp(st_graph *g, const st_stmt *s, const int *out_grads,
 
 #define B0 (1u << 0)
 #define B1 (1u << 1)
+#define B2 (1u << 2)
 #define BO ST_VJP_SAVES_OUT
 
 static const struct {
@@ -1078,7 +1092,7 @@ static const struct {
     {ST_OP_UNSQUEEZE, 0},
     {ST_OP_SOFTMAX, BO}, {ST_OP_LOG_SOFTMAX, BO},
     {ST_OP_LAYER_NORM, B0 | B1}, {ST_OP_GELU, B0},
-    {ST_OP_CROSS_ENTROPY, B0 | B1}, {ST_OP_LINEAR, B0 | B1},
+    {ST_OP_CROSS_ENTROPY, B0 | B1 | B2}, {ST_OP_LINEAR, B0 | B1},
     {ST_OP_CLAMP, B0}, {ST_OP_MASKED_FILL, B1},
 };
 

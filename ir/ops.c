@@ -949,6 +949,18 @@ static st_status infer_cross_entropy(const ictx *c, st_meta *out)
     for (int d = 0; d < ne; d++)
         if (t->shape[d] != es[d])
             goto bad_shape;
+    if (c->nin == 3) { /* the rows' log-sum-exp, computed by the caller */
+        const st_meta *l = &c->in[2];
+        if (x->ndim != 2 || l->dtype != x->dtype || l->ndim != 2 ||
+            l->shape[0] != x->shape[0] || l->shape[1] != 1) {
+            char s1[128], s2[128];
+            return fail(c, ST_ERR_RUNTIME,
+                        "cross_entropy: the log-sum-exp operand must be [N, 1] "
+                        "of the logits' dtype for logits [N, C], got %s %s for "
+                        "%s", tname(l->dtype), shp(l, s1, sizeof s1),
+                        shp(x, s2, sizeof s2));
+        }
+    }
     if (red == 0)
         set_out(out, x->dtype, ne, es);
     else
@@ -1487,7 +1499,7 @@ static st_op_def op_table[ST_NOPS] = {
     DEF(LOG_SOFTMAX, "log_softmax", ST_OPK_COMPOSITE, 1, 1, pa_dim),
     DEF(LAYER_NORM, "layer_norm", ST_OPK_COMPOSITE, 1, 3, pa_layer_norm),
     DEF(GELU, "gelu", ST_OPK_COMPOSITE, 1, 1, pa_gelu),
-    DEF(CROSS_ENTROPY, "cross_entropy", ST_OPK_COMPOSITE, 2, 2,
+    DEF(CROSS_ENTROPY, "cross_entropy", ST_OPK_COMPOSITE, 2, 3,
         pa_cross_entropy),
     DEF(LINEAR, "linear", ST_OPK_COMPOSITE, 2, 3, pa_none),
     DEF(DROPOUT, "dropout", ST_OPK_COMPOSITE, 1, 1, pa_dropout),

@@ -145,8 +145,11 @@ typedef enum {
     ST_OP_LAYER_NORM,  /* x, [weight, bias]; attrs.ndims = normalized dims
                           count, f[0] = eps; flags: ST_ATTR_HAS_WEIGHT/BIAS */
     ST_OP_GELU,        /* flags ST_ATTR_TANH for the tanh approximation */
-    ST_OP_CROSS_ENTROPY, /* logits [N, C], target [N] int; i[0]=ignore_index,
-                            i[1]=reduction (0 none, 1 mean, 2 sum) */
+    ST_OP_CROSS_ENTROPY, /* logits [N, C], target [N] int, [lse [N, 1]];
+                            i[0]=ignore_index, i[1]=reduction (0 none, 1
+                            mean, 2 sum). lse, when given, is logsumexp of
+                            the logits' rows (the caller's, no gradient
+                            flows into it: the rule's is the whole one) */
     ST_OP_LINEAR,      /* x, w, [b]: x @ w.T + b; flags ST_ATTR_HAS_BIAS */
     ST_OP_DROPOUT,     /* f[0] = p */
     ST_OP_CLAMP,       /* f[0]=min, f[1]=max; flags HAS_MIN/HAS_MAX */

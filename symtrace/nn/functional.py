@@ -81,7 +81,16 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         c = input.shape[1]
         input = input.permute(0, *range(2, input.dim()), 1).reshape(-1, c)
         target = target.reshape(-1)
-    r = _C.op(_C.OP_CROSS_ENTROPY, (input, target), _attrs(ints=(ignore_index, _REDUCTIONS[reduction])))
+    ops = (input, target)
+    if input.dtype in (_C.float32, _C.float64) and input.shape[1] > 0:
+        # the rows' log-sum-exp, given to the op: its gradient is then one
+        # exp per point, fused into the gradient's kernel, instead of a
+        # softmax recomputed over every row (no gradient flows into lse: the
+        # op's rule is the whole derivative)
+        x = input.detach()
+        m = x.amax(1, keepdim=True)
+        ops = (input, target, (x - m).exp().sum(1, keepdim=True).log() + m)
+    r = _C.op(_C.OP_CROSS_ENTROPY, ops, _attrs(ints=(ignore_index, _REDUCTIONS[reduction])))
     if squeeze and reduction == "none":
         r = r.squeeze(0)
     if spatial is not None and reduction == "none":
