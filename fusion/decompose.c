@@ -166,9 +166,12 @@ static int dec_layer_norm(dctx *c, const st_stmt *s, const int *in)
     return cast_to(c, y, xdt);
 }
 
-static int dec_gelu(dctx *c, const st_stmt *s, int x)
+static int dec_gelu(dctx *c, const st_stmt *s, const int *in)
 {
+    int x = in[0];
     int half = emit2(c, ST_OP_MUL, x, fconst(c, 0.5));
+    if (s->nin > 1) /* the caller's erf(x / sqrt(2)) + 1 */
+        return emit2(c, ST_OP_MUL, half, in[1]);
     int t;
     if (s->attrs.flags & ST_ATTR_TANH) {
         int x3 = emit2(c, ST_OP_MUL, emit2(c, ST_OP_MUL, x, x), x);
@@ -354,7 +357,7 @@ static int decompose_stmt(dctx *c, const st_stmt *s, const int *in,
     case ST_OP_LAYER_NORM:
         return dec_layer_norm(c, s, in);
     case ST_OP_GELU:
-        return dec_gelu(c, s, in[0]);
+        return dec_gelu(c, s, in);
     case ST_OP_CROSS_ENTROPY:
         return dec_cross_entropy(c, s, in);
     case ST_OP_LINEAR:

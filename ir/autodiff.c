@@ -852,11 +852,12 @@ static void r_gelu(ad *c, rule *r)
                         dinner);
         dydx = add(c, left, right);
     } else {
-        /* Phi(x) + x phi(x) */
-        int cdf = mul(c, add(c, E1(c, ST_OP_ERF,
-                                   mul(c, x, F(c, 1.0 / sqrt(2.0)))),
-                             F(c, 1.0)),
-                      F(c, 0.5));
+        /* Phi(x) + x phi(x); Phi from the forward's erf(x / sqrt(2)) + 1
+         * when the op was given it (a saved value, no erf here) */
+        int e1 = r->s.nin > 1 ? up(c, r->s.in[1])
+                              : add(c, E1(c, ST_OP_ERF, mul(c, x, F(c, 1.0 / sqrt(2.0)))),
+                                    F(c, 1.0));
+        int cdf = mul(c, e1, F(c, 0.5));
         int pdf = mul(c, E1(c, ST_OP_EXP, mul(c, mul(c, x, x), F(c, -0.5))),
                       F(c, 1.0 / sqrt(2.0 * M_PI)));
         dydx = add(c, cdf, mul(c, x, pdf));
@@ -1091,7 +1092,7 @@ static const struct {
     {ST_OP_EXPAND, 0}, {ST_OP_SLICE, 0}, {ST_OP_SQUEEZE, 0},
     {ST_OP_UNSQUEEZE, 0},
     {ST_OP_SOFTMAX, BO}, {ST_OP_LOG_SOFTMAX, BO},
-    {ST_OP_LAYER_NORM, B0 | B1}, {ST_OP_GELU, B0},
+    {ST_OP_LAYER_NORM, B0 | B1}, {ST_OP_GELU, B0 | B1},
     {ST_OP_CROSS_ENTROPY, B0 | B1 | B2}, {ST_OP_LINEAR, B0 | B1},
     {ST_OP_CLAMP, B0}, {ST_OP_MASKED_FILL, B1},
 };

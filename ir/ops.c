@@ -906,6 +906,19 @@ static st_status infer_gelu(const ictx *c, st_meta *out)
     const st_meta *x = &c->in[0];
     if (!is_fl(x->dtype))
         return not_impl(c, "GeluKernelImpl", x->dtype);
+    if (c->nin == 2) { /* erf(x / sqrt(2)) + 1, computed by the caller */
+        const st_meta *e = &c->in[1];
+        if ((c->a->flags & ST_ATTR_TANH) || e->dtype != x->dtype ||
+            e->ndim != x->ndim ||
+            memcmp(e->shape, x->shape, sizeof(int64_t) * (size_t)x->ndim)) {
+            char s1[128], s2[128];
+            return fail(c, ST_ERR_RUNTIME,
+                        "gelu: the erf operand must be erf(input / sqrt(2)) + 1 "
+                        "of the input's shape and dtype (exact form only), got "
+                        "%s %s for %s", tname(e->dtype), shp(e, s1, sizeof s1),
+                        shp(x, s2, sizeof s2));
+        }
+    }
     set_out(out, x->dtype, x->ndim, x->shape);
     return ST_OK;
 }
@@ -1498,7 +1511,7 @@ static st_op_def op_table[ST_NOPS] = {
     DEF(SOFTMAX, "softmax", ST_OPK_COMPOSITE, 1, 1, pa_dim),
     DEF(LOG_SOFTMAX, "log_softmax", ST_OPK_COMPOSITE, 1, 1, pa_dim),
     DEF(LAYER_NORM, "layer_norm", ST_OPK_COMPOSITE, 1, 3, pa_layer_norm),
-    DEF(GELU, "gelu", ST_OPK_COMPOSITE, 1, 1, pa_gelu),
+    DEF(GELU, "gelu", ST_OPK_COMPOSITE, 1, 2, pa_gelu),
     DEF(CROSS_ENTROPY, "cross_entropy", ST_OPK_COMPOSITE, 2, 3,
         pa_cross_entropy),
     DEF(LINEAR, "linear", ST_OPK_COMPOSITE, 2, 3, pa_none),

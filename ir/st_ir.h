@@ -144,7 +144,11 @@ typedef enum {
     ST_OP_LOG_SOFTMAX, /* attrs.i[0] = dim */
     ST_OP_LAYER_NORM,  /* x, [weight, bias]; attrs.ndims = normalized dims
                           count, f[0] = eps; flags: ST_ATTR_HAS_WEIGHT/BIAS */
-    ST_OP_GELU,        /* flags ST_ATTR_TANH for the tanh approximation */
+    ST_OP_GELU,        /* x, [e1]; flags ST_ATTR_TANH for the tanh
+                          approximation. e1, when given (exact form), is
+                          erf(x / sqrt(2)) + 1 computed by the caller: the
+                          forward stores it, the rule reads it back instead
+                          of another erf (no gradient flows into it) */
     ST_OP_CROSS_ENTROPY, /* logits [N, C], target [N] int, [lse [N, 1]];
                             i[0]=ignore_index, i[1]=reduction (0 none, 1
                             mean, 2 sum). lse, when given, is logsumexp of

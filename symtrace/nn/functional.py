@@ -1,5 +1,6 @@
 """symtrace.nn.functional: PyTorch's functional layer ops."""
 from .. import _C, _ops
+from ..autograd import no_grad as _no_grad
 from .._ops import (relu, softmax, log_softmax, KEEPDIM, HAS_WEIGHT, HAS_BIAS, TANH, _attrs,  # noqa: F401
                     _check_tensor, sigmoid, tanh)
 
@@ -9,6 +10,14 @@ def gelu(input, approximate="none"):
     _check_tensor(input, "gelu")
     if approximate not in ("none", "tanh"):
         raise RuntimeError(f"approximate argument must be either none or tanh, got '{approximate}'")
+    if approximate == "none" and input.requires_grad and input.dtype in (_C.float32, _C.float64):
+        # erf(x / sqrt(2)) + 1, given to the op: the forward stores it (in a
+        # compiled graph, from the epilogue that computes it anyway) and the
+        # gradient reads it back instead of evaluating erf again (no
+        # gradient flows into it: the op's rule is the whole derivative)
+        with _no_grad():
+            e1 = _ops.erf(input * 0.7071067811865476) + 1.0
+        return _C.op(_C.OP_GELU, (input, e1), _attrs())
     return _C.op(_C.OP_GELU, (input,), _attrs(flags=TANH if approximate == "tanh" else 0))
 
 
@@ -87,9 +96,10 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         # exp per point, fused into the gradient's kernel, instead of a
         # softmax recomputed over every row (no gradient flows into lse: the
         # op's rule is the whole derivative)
-        x = input.detach()
-        m = x.amax(1, keepdim=True)
-        ops = (input, target, (x - m).exp().sum(1, keepdim=True).log() + m)
+        with _no_grad():
+            m = input.amax(1, keepdim=True)
+            lse = (input - m).exp().sum(1, keepdim=True).log() + m
+        ops = (input, target, lse)
     r = _C.op(_C.OP_CROSS_ENTROPY, ops, _attrs(ints=(ignore_index, _REDUCTIONS[reduction])))
     if squeeze and reduction == "none":
         r = r.squeeze(0)
