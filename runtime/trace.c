@@ -1024,13 +1024,16 @@ void st_rt_trace_detach(st_tensor *src, st_tensor *out)
     int v = value_of(s, src);
     if (v < 0)
         return;
+    /* an identity permute: a view that names no size, so that a
+     * dynamic-shape trace stays general (a reshape to the concrete shape
+     * made one translation per shape) */
     st_attrs a;
     memset(&a, 0, sizeof a);
     a.ndims = src->ndim;
     for (int d = 0; d < src->ndim; d++)
-        a.dims[d] = src->shape[d];
+        a.dims[d] = d;
     int first = s->g->nstmts, outs[ST_MAX_OUT];
-    int r = emit(s, ST_OP_RESHAPE, &v, 1, &a, outs);
+    int r = emit(s, ST_OP_PERMUTE, &v, 1, &a, outs);
     if (r < 0 || !map_set(s, out, r, false))
         return;
     if (!s->in_region)
