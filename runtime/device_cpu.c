@@ -7,8 +7,28 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define ST_CPU_ALIGN 64
+/* Blocks of at least HUGE_MIN bytes are aligned to 2 MiB and advised as
+ * transparent huge pages (Linux; where THP is "madvise" only such ranges
+ * get them): the big operands of a step (the 31 MB word embedding, its
+ * gradient and Adam state, activations) then take one TLB entry per 2 MiB,
+ * which matters for strided walks (a transposed matmul operand packed
+ * column by column). The caching allocator keeps the blocks, so the first
+ * touch's page clearing is paid once. SYMTRACE_HUGEPAGES=0 turns it off. */
+#define HUGE_ALIGN ((size_t)2 << 20)
+#define HUGE_MIN ((size_t)4 << 20)
+
+static bool huge_pages(void)
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *e = getenv("SYMTRACE_HUGEPAGES");
+        on = !(e && e[0] == '0');
+    }
+    return on;
+}
 
 static void *cpu_raw_alloc(st_device *d, size_t nbytes)
 {
@@ -16,6 +36,14 @@ static void *cpu_raw_alloc(st_device *d, size_t nbytes)
     void *p = NULL;
     if (nbytes == 0)
         nbytes = ST_CPU_ALIGN;
+#ifdef MADV_HUGEPAGE
+    if (nbytes >= HUGE_MIN && huge_pages()) {
+        if (posix_memalign(&p, HUGE_ALIGN, nbytes) != 0)
+            return NULL;
+        (void)madvise(p, nbytes & ~(HUGE_ALIGN - 1), MADV_HUGEPAGE); /* advice only */
+        return p;
+    }
+#endif
     if (posix_memalign(&p, ST_CPU_ALIGN, nbytes) != 0)
         return NULL;
     return p;
