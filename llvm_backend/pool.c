@@ -3,10 +3,12 @@
  * kept; a job is a range [0, total) cut into chunks that the workers and
  * the calling thread take with an atomic counter. One job at a time: a
  * caller that finds the pool busy (another thread's job) runs its range
- * inline. Owns: st_llvm_pool_run, st_llvm_pool_threads. */
+ * inline. Idle workers poll for the next job for a while before they
+ * sleep. Owns: st_llvm_pool_run, st_llvm_pool_threads. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "llvm_internal.h"
@@ -47,12 +49,63 @@ static void work(void)
     }
 }
 
+/* How long a worker polls for the next job before it sleeps: a step's
+ * kernels come one after another (a compiled graph launches hundreds), and
+ * a sleeping worker woke up 10-50 us late to each, leaving the caller to
+ * run a short kernel's chunks alone. SYMTRACE_POOL_SPIN_US overrides (0:
+ * sleep at once). */
+#define SPIN_US 200
+
+static int64_t spin_ns(void)
+{
+    static int64_t ns = -1;
+    if (ns < 0) {
+        const char *e = getenv("SYMTRACE_POOL_SPIN_US");
+        long us = e && *e ? atol(e) : SPIN_US;
+        ns = us > 0 ? (int64_t)us * 1000 : 0;
+    }
+    return ns;
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static inline void relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* Polls P.gen (unlocked) until it moves past seen or the budget is spent. */
+static void poll_for_job(uint64_t seen, int64_t budget)
+{
+    int64_t end = now_ns() + budget;
+    for (unsigned i = 1; __atomic_load_n(&P.gen, __ATOMIC_ACQUIRE) == seen; i++) {
+        relax();
+        if ((i & 63) == 0 && now_ns() >= end)
+            return;
+    }
+}
+
 static void *worker(void *arg)
 {
     (void)arg;
     uint64_t seen = 0;
+    int64_t budget = spin_ns();
     pthread_mutex_lock(&P.mu);
     for (;;) {
+        if (P.gen == seen && budget > 0) {
+            pthread_mutex_unlock(&P.mu);
+            poll_for_job(seen, budget);
+            pthread_mutex_lock(&P.mu);
+        }
         while (P.gen == seen)
             pthread_cond_wait(&P.wake, &P.mu);
         seen = P.gen;
@@ -121,7 +174,7 @@ int32_t st_llvm_pool_run(st_llvm_task task, void *ctx, int64_t total,
     atomic_store(&P.next, 0);
     atomic_store(&P.finished, 0);
     atomic_store(&P.result, 0);
-    P.gen++;
+    __atomic_store_n(&P.gen, P.gen + 1, __ATOMIC_RELEASE); /* polled unlocked */
     pthread_cond_broadcast(&P.wake);
     pthread_mutex_unlock(&P.mu);
     work();
