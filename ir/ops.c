@@ -901,6 +901,17 @@ static st_status infer_layer_norm(const ictx *c, st_meta *out)
     return ST_OK;
 }
 
+/* An optional operand a composite's caller computes (gelu's erf term,
+ * cross_entropy's log-sum-exp) that does not fit: "<what>, got <dtype>
+ * <shape> for <input shape>". */
+static st_status bad_operand(const ictx *c, const char *what, const st_meta *got,
+                             const st_meta *x)
+{
+    char s1[128], s2[128];
+    return fail(c, ST_ERR_RUNTIME, "%s, got %s %s for %s", what, tname(got->dtype),
+                shp(got, s1, sizeof s1), shp(x, s2, sizeof s2));
+}
+
 static st_status infer_gelu(const ictx *c, st_meta *out)
 {
     const st_meta *x = &c->in[0];
@@ -911,12 +922,9 @@ static st_status infer_gelu(const ictx *c, st_meta *out)
         if ((c->a->flags & ST_ATTR_TANH) || e->dtype != x->dtype ||
             e->ndim != x->ndim ||
             memcmp(e->shape, x->shape, sizeof(int64_t) * (size_t)x->ndim)) {
-            char s1[128], s2[128];
-            return fail(c, ST_ERR_RUNTIME,
-                        "gelu: the erf operand must be erf(input / sqrt(2)) + 1 "
-                        "of the input's shape and dtype (exact form only), got "
-                        "%s %s for %s", tname(e->dtype), shp(e, s1, sizeof s1),
-                        shp(x, s2, sizeof s2));
+            return bad_operand(c, "gelu: the erf operand must be erf(input / "
+                               "sqrt(2)) + 1 of the input's shape and dtype "
+                               "(exact form only)", e, x);
         }
     }
     set_out(out, x->dtype, x->ndim, x->shape);
@@ -966,12 +974,9 @@ static st_status infer_cross_entropy(const ictx *c, st_meta *out)
         const st_meta *l = &c->in[2];
         if (x->ndim != 2 || l->dtype != x->dtype || l->ndim != 2 ||
             l->shape[0] != x->shape[0] || l->shape[1] != 1) {
-            char s1[128], s2[128];
-            return fail(c, ST_ERR_RUNTIME,
-                        "cross_entropy: the log-sum-exp operand must be [N, 1] "
-                        "of the logits' dtype for logits [N, C], got %s %s for "
-                        "%s", tname(l->dtype), shp(l, s1, sizeof s1),
-                        shp(x, s2, sizeof s2));
+            return bad_operand(c, "cross_entropy: the log-sum-exp operand must "
+                               "be [N, 1] of the logits' dtype for logits [N, C]",
+                               l, x);
         }
     }
     if (red == 0)

@@ -796,15 +796,8 @@ static LLVMValueRef emit_rand(st_llvm_cg *cg, const st_knode *n)
         philox(cg, seed, LLVMBuildAdd(cg->B, off, cg->lin, ""), o);
         return u53(cg, o[0], o[1]);
     }
-    double top = 1.0;
-    switch (n->dtype) {
-    case ST_FLOAT32: top = 1.0 - 0x1p-24; break;
-    case ST_FLOAT16: top = 1.0 - 0x1p-11; break;
-    case ST_BFLOAT16: top = 1.0 - 0x1p-8; break;
-    default: break;
-    }
     LLVMValueRef u = rand_f(cg, seed, off);
-    LLVMValueRef t = fc(cg->f32, top);
+    LLVMValueRef t = fc(cg->f32, st_rand_top(n->dtype));
     u = LLVMBuildSelect(cg->B, LLVMBuildFCmp(cg->B, LLVMRealOGT, u, t, ""), t, u, "");
     return fin(cg, u, true, n->dtype);
 }

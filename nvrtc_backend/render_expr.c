@@ -464,15 +464,8 @@ static void emit_rand(st_nvrtc_pc *pc, int i)
     } else if (n->dtype == ST_FLOAT64) {
         xs(u, "st_rand_uniform(a.rng_seed, a.rng_offset + (st_u64)(%s))", pc->lin);
     } else {
-        const char *top = "1.0";
-        switch (n->dtype) {
-        case ST_FLOAT32: top = "(1.0 - 0x1p-24)"; break;
-        case ST_FLOAT16: top = "(1.0 - 0x1p-11)"; break;
-        case ST_BFLOAT16: top = "(1.0 - 0x1p-8)"; break;
-        default: break;
-        }
-        xs(u, "st_rand_uniform_f(a.rng_seed, a.rng_offset, (st_u64)(%s), %s)",
-                 pc->lin, top);
+        xs(u, "st_rand_uniform_f(a.rng_seed, a.rng_offset, (st_u64)(%s), %a)",
+                 pc->lin, st_rand_top(n->dtype));
     }
     fin(o, u, false, n->dtype);
     emit(pc, i, o);

@@ -752,13 +752,7 @@ static st_status eval_node(blk *b, int ni)
             for (int j = 0; j < len; j++)
                 out[j].f = st_rand_normal(seed, off + (uint64_t)j);
         } else {
-            double top = 1.0;
-            switch (n->dtype) {
-            case ST_FLOAT32: top = 1.0 - 0x1p-24; break;
-            case ST_FLOAT16: top = 1.0 - 0x1p-11; break;
-            case ST_BFLOAT16: top = 1.0 - 0x1p-8; break;
-            default: break;
-            }
+            double top = st_rand_top(n->dtype);
             for (int j = 0; j < len; j++) {
                 double u;
                 if (n->dtype == ST_FLOAT64) {

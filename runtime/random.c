@@ -2,7 +2,7 @@
  * (Philox4x32-10, uniform and Box-Muller normal at (seed, offset)) and the
  * global generator (seed plus a running counter offset that launches
  * reserve ranges of). Owns: st_philox, st_rand_uniform, st_rand_uniform_f,
- * st_rand_normal, st_rt_manual_seed, st_rt_initial_seed, st_rt_rng_reserve. */
+ * st_rand_top, st_rand_normal, st_rt_manual_seed, st_rt_initial_seed, st_rt_rng_reserve. */
 #include <math.h>
 #include <pthread.h>
 
@@ -54,6 +54,18 @@ double st_rand_uniform(uint64_t seed, uint64_t offset)
     uint32_t o[4];
     st_philox(seed, offset, o);
     return u53(o[0], o[1]);
+}
+
+/* The largest uniform of a float dtype: below 1 by half its ulp at 1
+ * (float32 1 - 2^-24, float16 1 - 2^-11, bfloat16 1 - 2^-8). */
+double st_rand_top(st_dtype dt)
+{
+    switch (dt) {
+    case ST_FLOAT32: return 1.0 - 0x1p-24;
+    case ST_FLOAT16: return 1.0 - 0x1p-11;
+    case ST_BFLOAT16: return 1.0 - 0x1p-8;
+    default: return 1.0;
+    }
 }
 
 /* Point i of a launch at offset: word i & 3 of block offset + i / 4, its

@@ -41,6 +41,8 @@ double st_rand_uniform(uint64_t seed, uint64_t offset);
  * multiple of 2^-24): point i of a launch at offset; four points share a
  * Philox block, so that vectorized kernels run a quarter of the rounds. */
 double st_rand_uniform_f(uint64_t seed, uint64_t offset, uint64_t i);
+/* The largest uniform of dtype dt (its values are clamped to it). */
+double st_rand_top(st_dtype dt);
 /* Standard normal (Box-Muller on two uniforms of the same counter). */
 double st_rand_normal(uint64_t seed, uint64_t offset);
 
