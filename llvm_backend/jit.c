@@ -581,7 +581,7 @@ static bool has_scatter(const st_kernel *k)
  * buffers' data moved to the range's first column), where otherwise the
  * kernel runs serially. */
 typedef struct {
-    task_ctx t;
+    task_ctx *t;       /* the launch's: kernel, arguments, first error */
     const st_kernel *k;
     int parts;
 } cols_ctx;
@@ -591,12 +591,12 @@ static int32_t cols_task(void *ctx, int64_t lo, int64_t hi)
     cols_ctx *c = ctx;
     const st_kernel *k = c->k;
     int last = k->rank - 1;
-    int64_t C = c->t.a->shape[last];
+    int64_t C = c->t->a->shape[last];
     for (int64_t part = lo; part < hi; part++) {
         int64_t c0 = C * part / c->parts, c1 = C * (part + 1) / c->parts;
         if (c1 <= c0)
             continue;
-        st_kargs a = *c->t.a;
+        st_kargs a = *c->t->a;
         a.shape[last] = c1 - c0;
         for (int b = 0; b < k->nbufs; b++)
             a.bufs[b].data += (ptrdiff_t)(c0 * a.bufs[b].strides[last]) *
@@ -604,13 +604,13 @@ static int32_t cols_task(void *ctx, int64_t lo, int64_t hi)
         int64_t total = 1;
         for (int d = 0; d < k->rank; d++)
             total *= a.shape[d];
-        task_ctx t = {.fn = c->t.fn, .a = &a, .mu = PTHREAD_MUTEX_INITIALIZER};
+        task_ctx t = {.fn = c->t->fn, .a = &a, .mu = PTHREAD_MUTEX_INITIALIZER};
         int32_t r = run_task(&t, 0, total);
         if (r) {
-            pthread_mutex_lock(&c->t.mu);
-            if (!c->t.err.code)
-                c->t.err = t.err;
-            pthread_mutex_unlock(&c->t.mu);
+            pthread_mutex_lock(&c->t->mu);
+            if (!c->t->err.code)
+                c->t->err = t.err;
+            pthread_mutex_unlock(&c->t->mu);
             return r;
         }
     }
@@ -686,9 +686,8 @@ static st_status llvm_launch(st_backend *be, void *compiled, int index,
             return ST_OK;
         int nt = st_llvm_pool_threads();
         if (serial && total >= 32768 && scatter_cols_ok(k, args, nt)) {
-            cols_ctx c = {.t = t, .k = k, .parts = nt};
+            cols_ctx c = {.t = &t, .k = k, .parts = nt};
             r = st_llvm_pool_run(cols_task, &c, nt, 1, &par);
-            t.err = c.t.err;
         } else {
             r = st_llvm_pool_run(run_task, &t, total, serial ? total : 32768, &par);
         }
