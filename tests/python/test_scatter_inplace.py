@@ -148,3 +148,12 @@ def test_row_index_out_of_bounds_raises(backend):
     want[0] += 2
     want[9] += 1
     np.testing.assert_array_equal(out.numpy(), want)
+
+
+def test_threaded_scatter_out_of_bounds_raises():
+    # the column-split path (>= 32768 points) reports a bad index too
+    w = st.zeros(100, 512)
+    idx = np.random.default_rng(5).integers(0, 100, 200)
+    idx[150] = 100
+    with pytest.raises(IndexError, match="out of bounds"):
+        w.scatter_add(0, st.tensor(idx).unsqueeze(1).expand(-1, 512), st.ones(200, 512))
