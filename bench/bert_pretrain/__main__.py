@@ -48,6 +48,10 @@ def parse_args(argv):
                    help="fresh on-disk kernel cache (SYMTRACE_CACHE_DIR in a temp dir): compile time from cold")
     p.add_argument("--interleave", action="store_true",
                    help="run one step of each run in turn (fair timing on a shared machine; no RSS figures)")
+    p.add_argument("--interleave-gap-ms", type=float, default=20.0,
+                   help="with --interleave: idle time between two runs' steps (untimed), so that one "
+                        "run's spinning worker threads (PyTorch's OpenMP, symtrace's pool) are asleep "
+                        "before the next run's step starts (default 20)")
     p.add_argument("--json", default=None)
     p.add_argument("--plot", default=None)
     p.add_argument("--quiet", action="store_true", help="no per-step lines")
@@ -401,6 +405,8 @@ def main(argv=None):
                 except StopIteration as stop:
                     results[kind] = stop.value
                     live.remove((kind, g))
+                if args.interleave_gap_ms > 0:
+                    time.sleep(args.interleave_gap_ms / 1e3)
     else:
         for kind, g in gens:
             try:
