@@ -185,6 +185,26 @@ static int dec_gelu(dctx *c, const st_stmt *s, const int *in)
     return emit2(c, ST_OP_MUL, half, emit2(c, ST_OP_ADD, t, fconst(c, 1.0)));
 }
 
+/* logsumexp over the statement's dims: m + log(sum(exp(x - m))), m the
+ * max with infinities replaced by 0 (a row of -inf gives -inf, one +inf
+ * gives +inf, as torch.logsumexp); the dims squeezed unless keepdim. */
+static int dec_logsumexp(dctx *c, const st_stmt *s, int x)
+{
+    int64_t dims[ST_MAX_DIMS];
+    int nd = s->attrs.ndims;
+    for (int i = 0; i < nd; i++)
+        dims[i] = s->attrs.dims[i];
+    int m = reduce(c, ST_OP_AMAX, x, dims, nd, true);
+    int inf = emit2(c, ST_OP_EQ, emit1(c, ST_OP_ABS, m), fconst(c, INFINITY));
+    int m0 = emit3(c, ST_OP_WHERE, inf, fconst(c, 0.0), m);
+    int z = reduce(c, ST_OP_SUM, emit1(c, ST_OP_EXP, emit2(c, ST_OP_SUB, x, m0)),
+                   dims, nd, true);
+    int r = emit2(c, ST_OP_ADD, emit1(c, ST_OP_LOG, z), m0);
+    if (s->attrs.flags & ST_ATTR_KEEPDIM)
+        return r;
+    return squeeze(c, r, dims, nd);
+}
+
 static int dec_cross_entropy(dctx *c, const st_stmt *s, const int *in)
 {
     int logits = in[0], target = in[1];
@@ -360,6 +380,8 @@ static int decompose_stmt(dctx *c, const st_stmt *s, const int *in,
         return dec_gelu(c, s, in);
     case ST_OP_CROSS_ENTROPY:
         return dec_cross_entropy(c, s, in);
+    case ST_OP_LOGSUMEXP:
+        return dec_logsumexp(c, s, in[0]);
     case ST_OP_LINEAR:
         return dec_linear(c, s, in);
     case ST_OP_MATMUL:

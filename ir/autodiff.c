@@ -551,6 +551,11 @@ static void r_reduce(ad *c, rule *r)
         gx = dv(c, mul(c, gk, yk), x);
         break;
     }
+    case ST_OP_LOGSUMEXP: { /* softmax over the dims, times g */
+        int yk = keep_dims(c, &r->s, y, n);
+        gx = mul(c, gk, E1(c, ST_OP_EXP, sub(c, x, yk)));
+        break;
+    }
     default:
         return;
     }
@@ -1029,6 +1034,7 @@ static st_status vjp(st_graph *g, const st_stmt *s, const int *out_grads,
         break;
     case ST_OP_WHERE: r_where(&c, &r); break;
     case ST_OP_SUM: case ST_OP_MEAN: case ST_OP_AMAX: case ST_OP_AMIN:
+    case ST_OP_LOGSUMEXP:
     case ST_OP_PROD:
         r_reduce(&c, &r);
         break;
@@ -1087,7 +1093,7 @@ static const struct {
     {ST_OP_AMIN, B0 | BO}, {ST_OP_PROD, B0 | BO},
     {ST_OP_MATMUL, B0 | B1},
     {ST_OP_GATHER, B1}, {ST_OP_INDEX_SELECT, B1}, {ST_OP_SCATTER_ADD, B1},
-    {ST_OP_EMBEDDING, B1},
+    {ST_OP_EMBEDDING, B1}, {ST_OP_LOGSUMEXP, B0 | BO},
     {ST_OP_COPY, 0}, {ST_OP_RESHAPE, 0}, {ST_OP_PERMUTE, 0},
     {ST_OP_EXPAND, 0}, {ST_OP_SLICE, 0}, {ST_OP_SQUEEZE, 0},
     {ST_OP_UNSQUEEZE, 0},

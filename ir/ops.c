@@ -1210,6 +1210,10 @@ static st_status dispatch(st_op_id op, const st_meta *in, int nin,
         case ST_OP_DROPOUT: s = infer_dropout(&c, out); break;
         case ST_OP_CLAMP: s = infer_clamp(&c, out); break;
         case ST_OP_MASKED_FILL: s = infer_masked_fill(&c, out); break;
+        case ST_OP_LOGSUMEXP:
+            s = is_fl(in[0].dtype) ? infer_reduce(&c, out)
+                                   : not_impl(&c, "logsumexp", in[0].dtype);
+            break;
         default: s = infer_embedding(&c, out); break;
         }
         break;
@@ -1242,7 +1246,7 @@ static st_status dispatch(st_op_id op, const st_meta *in, int nin,
     X(INDEX_SELECT) X(SCATTER_ADD) X(FULL) X(ARANGE) X(RAND) X(RANDN) X(RANDINT) X(COPY)     \
     X(RESHAPE) X(PERMUTE) X(EXPAND) X(SLICE) X(SQUEEZE) X(UNSQUEEZE)          \
     X(SOFTMAX) X(LOG_SOFTMAX) X(LAYER_NORM) X(GELU) X(CROSS_ENTROPY)          \
-    X(LINEAR) X(DROPOUT) X(CLAMP) X(MASKED_FILL) X(EMBEDDING)
+    X(LINEAR) X(DROPOUT) X(CLAMP) X(MASKED_FILL) X(EMBEDDING) X(LOGSUMEXP)
 OP_LIST(INFER_FN)
 
 /* ------------------------------------------------------------------ */
@@ -1524,6 +1528,7 @@ static st_op_def op_table[ST_NOPS] = {
     DEF(CLAMP, "clamp", ST_OPK_COMPOSITE, 1, 1, pa_clamp),
     DEF(MASKED_FILL, "masked_fill", ST_OPK_COMPOSITE, 2, 2, pa_masked_fill),
     DEF(EMBEDDING, "embedding", ST_OPK_COMPOSITE, 2, 2, pa_embedding),
+    DEF(LOGSUMEXP, "logsumexp", ST_OPK_COMPOSITE, 1, 1, pa_reduce),
 };
 
 const st_op_def *st_op(st_op_id id)

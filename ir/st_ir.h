@@ -159,6 +159,10 @@ typedef enum {
     ST_OP_CLAMP,       /* f[0]=min, f[1]=max; flags HAS_MIN/HAS_MAX */
     ST_OP_MASKED_FILL, /* x, mask: where(mask, f[0], x) */
     ST_OP_EMBEDDING,   /* weight, index; i[0] = padding_idx (-1 none) */
+    ST_OP_LOGSUMEXP,   /* x; attrs as a reduction (dims, none: all;
+                          flags KEEPDIM): log(sum(exp(x))), computed as
+                          m + log(sum(exp(x - m))), m the max (0 where
+                          infinite) */
     ST_NOPS
 } st_op_id;
 

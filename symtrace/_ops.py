@@ -250,6 +250,15 @@ def amax(input, dim=(), keepdim=False):
     return _reduce(_C.OP_AMAX, input, None if dim == () else dim, keepdim, "amax")
 
 
+def logsumexp(input, dim, keepdim=False):
+    """logsumexp(input, dim, keepdim=False) = log(sum(exp(input), dim)),
+    computed stably (the max subtracted first), as torch.logsumexp."""
+    _check_tensor(input, "logsumexp")
+    if not input.dtype.is_floating_point:  # torch computes integers in the default float
+        input = to_dtype(input, _C.float32)
+    return _reduce(_C.OP_LOGSUMEXP, input, dim, keepdim, "logsumexp")
+
+
 def amin(input, dim=(), keepdim=False):
     return _reduce(_C.OP_AMIN, input, None if dim == () else dim, keepdim, "amin")
 

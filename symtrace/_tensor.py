@@ -234,6 +234,7 @@ class Tensor(_C.TensorBase):
     def mean(self, dim=None, keepdim=False, *, dtype=None): return _ops.mean(self, dim, keepdim, dtype=dtype)
     def prod(self, dim=None, keepdim=False, *, dtype=None): return _ops.prod(self, dim, keepdim, dtype=dtype)
     def amax(self, dim=(), keepdim=False): return _ops.amax(self, dim, keepdim)
+    def logsumexp(self, dim, keepdim=False): return _ops.logsumexp(self, dim, keepdim)
     def amin(self, dim=(), keepdim=False): return _ops.amin(self, dim, keepdim)
     def argmax(self, dim=None, keepdim=False): return _ops.argmax(self, dim, keepdim)
     def argmin(self, dim=None, keepdim=False): return _ops.argmin(self, dim, keepdim)

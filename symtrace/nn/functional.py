@@ -97,8 +97,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         # softmax recomputed over every row (no gradient flows into lse: the
         # op's rule is the whole derivative)
         with _no_grad():
-            m = input.amax(1, keepdim=True)
-            lse = (input - m).exp().sum(1, keepdim=True).log() + m
+            lse = input.logsumexp(1, keepdim=True)
         ops = (input, target, lse)
     r = _C.op(_C.OP_CROSS_ENTROPY, ops, _attrs(ints=(ignore_index, _REDUCTIONS[reduction])))
     if squeeze and reduction == "none":

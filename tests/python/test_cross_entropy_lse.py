@@ -91,3 +91,44 @@ def test_bad_lse_operand_is_an_error():
         ce_op(x, t, st.zeros(4))
     with pytest.raises(RuntimeError, match="log-sum-exp"):
         ce_op(x, t, st.zeros(4, 1, dtype=st.float64))
+
+
+def np_logsumexp(x, dims, keepdim):
+    m = np.max(x, axis=dims, keepdims=True)
+    m0 = np.where(np.isinf(m), 0.0, m)
+    with np.errstate(divide="ignore"):
+        r = np.log(np.sum(np.exp(x - m0), axis=dims, keepdims=True)) + m0
+    return r if keepdim else np.squeeze(r, axis=dims)
+
+
+@pytest.mark.parametrize("dims,keepdim", [(1, False), (-1, True), ((0, 2), False), ((0, 1, 2), True)])
+@pytest.mark.parametrize("backend", ["eager", "llvm", "interp"])
+def test_logsumexp_values_and_infinities(dims, keepdim, backend):
+    if backend == "llvm" and not _C._fe_backend_available("llvm"):
+        pytest.skip("llvm backend not built")
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((4, 7, 5)) * 20).astype(np.float32)  # exp would overflow unshifted
+    x[1, 2, :] = -np.inf   # a row of -inf: -inf
+    x[2, 3, 1] = np.inf    # one +inf: +inf
+    f = (lambda t: st.logsumexp(t, dims, keepdim))
+    if backend != "eager":
+        f = st.compile(f, backend=backend)
+    got = f(st.tensor(x)).numpy()
+    want = np_logsumexp(x.astype(np.float64), dims, keepdim)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_logsumexp_gradient_is_softmax():
+    rng = np.random.default_rng(4)
+    xv = rng.standard_normal((3, 6))
+    gv = np.array([1.0, -2.0, 0.5])
+    x = st.tensor(xv, requires_grad=True)
+    (x.logsumexp(1) * st.tensor(gv)).sum().backward()
+    sm = np.exp(xv - xv.max(1, keepdims=True))
+    sm /= sm.sum(1, keepdims=True)
+    np.testing.assert_allclose(x.grad.numpy(), sm * gv[:, None], rtol=1e-12, atol=1e-14)
+    # integers are computed in the default float, as torch does
+    r = st.logsumexp(st.tensor(np.array([1, 2, 3])), 0)
+    assert r.dtype == st.float32
+    np.testing.assert_allclose(float(r), np.log(np.exp([1.0, 2.0, 3.0]).sum()), rtol=1e-6)
