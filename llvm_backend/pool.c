@@ -83,15 +83,27 @@ static inline void relax(void)
 #endif
 }
 
-/* Polls P.gen (unlocked) until it moves past seen or the budget is spent. */
-static void poll_for_job(uint64_t seen, int64_t budget)
+/* Polls (unlocked) until done(arg) or the budget is spent; the clock is
+ * read every 64 polls. */
+static void poll(bool (*done)(uint64_t), uint64_t arg, int64_t budget)
 {
     int64_t end = now_ns() + budget;
-    for (unsigned i = 1; __atomic_load_n(&P.gen, __ATOMIC_ACQUIRE) == seen; i++) {
+    for (unsigned i = 1; !done(arg); i++) {
         relax();
         if ((i & 63) == 0 && now_ns() >= end)
             return;
     }
+}
+
+static bool job_after(uint64_t seen)
+{
+    return __atomic_load_n(&P.gen, __ATOMIC_ACQUIRE) != seen;
+}
+
+static bool chunks_done(uint64_t unused)
+{
+    (void)unused;
+    return atomic_load(&P.finished) >= P.nchunks;
 }
 
 static void *worker(void *arg)
@@ -103,7 +115,7 @@ static void *worker(void *arg)
     for (;;) {
         if (P.gen == seen && budget > 0) {
             pthread_mutex_unlock(&P.mu);
-            poll_for_job(seen, budget);
+            poll(job_after, seen, budget);
             pthread_mutex_lock(&P.mu);
         }
         while (P.gen == seen)
@@ -182,15 +194,8 @@ int32_t st_llvm_pool_run(st_llvm_task task, void *ctx, int64_t total,
      * variable costs a wake-up, 10-50 us, on every short kernel), then
      * waited for. Workers still leaving this job (active > 0) are waited
      * for by the next submit, before it resets the job's fields. */
-    int64_t budget = spin_ns();
-    if (budget > 0 && atomic_load(&P.finished) < P.nchunks) {
-        int64_t end = now_ns() + budget;
-        for (unsigned i = 1; atomic_load(&P.finished) < P.nchunks; i++) {
-            relax();
-            if ((i & 63) == 0 && now_ns() >= end)
-                break;
-        }
-    }
+    if (spin_ns() > 0)
+        poll(chunks_done, 0, spin_ns());
     pthread_mutex_lock(&P.mu);
     while (atomic_load(&P.finished) < P.nchunks)
         pthread_cond_wait(&P.done, &P.mu);
