@@ -184,6 +184,14 @@ static bool take_base(const st_graph *g, const st_kernel *k, st_tensor **vals) {
     return true;
 }
 
+/* The allocator's requested bytes before kernel i (a traced run). */
+static void record(int64_t *trace, st_allocator *al, int i) {
+    if (!trace) return;
+    st_alloc_stats as;
+    st_alloc_stats_get(al, &as);
+    trace[i] = as.requested_bytes;
+}
+
 static st_status exec_impl(st_kprog *p, st_backend *be, void *compiled,
                            st_tensor **vals, const st_mem_plan *plan,
                            int64_t *trace) {
@@ -222,11 +230,7 @@ static st_status exec_impl(st_kprog *p, st_backend *be, void *compiled,
         if (k->kind == ST_K_VIEW) {
             const st_stmt *st = &g->stmts[k->stmt];
             st_tensor *src = vals[st->in[0]];
-            if (trace) {
-                st_alloc_stats as;
-                st_alloc_stats_get(al, &as);
-                trace[i] = as.requested_bytes;
-            }
+            record(trace, al, i);
             if (!src) {
                 s = st_err(ST_ERR_RUNTIME, "%s: input is unbound", k->name);
                 break;
@@ -239,12 +243,7 @@ static st_status exec_impl(st_kprog *p, st_backend *be, void *compiled,
             if (vals[st->out[0]]) st_tensor_decref(vals[st->out[0]]);
             vals[st->out[0]] = o;
         } else if (plan && plan->inplace[i] && take_base(g, k, vals)) {
-            /* a scatter_add's copy skipped: its result took the base */
-            if (trace) {
-                st_alloc_stats as;
-                st_alloc_stats_get(al, &as);
-                trace[i] = as.requested_bytes;
-            }
+            record(trace, al, i); /* a scatter_add's copy skipped: its result took the base */
         } else {
             for (int b = 0; b < k->nbufs && s == ST_OK; b++) {
                 const st_kbuf *kb = &k->bufs[b];
@@ -272,11 +271,7 @@ static st_status exec_impl(st_kprog *p, st_backend *be, void *compiled,
                 vals[kb->value] = t;
             }
             if (s != ST_OK) break;
-            if (trace) {
-                st_alloc_stats as;
-                st_alloc_stats_get(al, &as);
-                trace[i] = as.requested_bytes;
-            }
+            record(trace, al, i);
             st_kargs args;
             s = kargs_of(p, k, vals, &args);
             if (s == ST_OK) {
