@@ -478,6 +478,34 @@ static bool has_scatter(const st_kernel *k)
     return false;
 }
 
+/* ---- batch folding ----
+ * A batched product whose B is one matrix for every batch (a Linear
+ * layer's weight applied to [batch, seq, in]) is a single product of
+ * nbatch*M rows when the rows of A (and of whatever the gemm writes) run
+ * on across batches with one stride: row bi*M + m at (bi*M + m) * rs.
+ * One gemm a thread then packs B once, not once a batch, and works on
+ * row blocks of nbatch*M / threads instead of M. */
+static bool rows_run_on(const st_kargs *a, int b, int nb, int64_t M)
+{
+    int64_t want = M * a->bufs[b].strides[nb];
+    for (int d = nb - 1; d >= 0; d--) {
+        if (a->shape[d] == 1)
+            continue;
+        if (a->bufs[b].strides[d] != want)
+            return false;
+        want *= a->shape[d];
+    }
+    return true;
+}
+
+static bool batch_shared(const st_kargs *a, int b, int nb)
+{
+    for (int d = 0; d < nb; d++)
+        if (a->shape[d] != 1 && a->bufs[b].strides[d] != 0)
+            return false;
+    return true;
+}
+
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 
 static void blas_init(void)
@@ -511,6 +539,13 @@ int32_t st_llvm_matmul(const st_kernel *k, const st_kargs *a, st_llvm_fn epi,
     c.N = N;
     c.K = K;
     c.acc = st_llvm_mm_acc(k);
+    int64_t Mb = M; /* rows a batch */
+    bool fold = nbatch > 1 && batch_shared(a, 1, nb) && rows_run_on(a, 0, nb, M);
+    if (fold) {
+        M *= nbatch;
+        c.M = M;
+        nbatch = 1;
+    }
     st_dtype ta = k->bufs[0].dtype, tb = k->bufs[1].dtype, tc = k->bufs[2].dtype;
     const st_karg_buf *A = &a->bufs[0], *B = &a->bufs[1], *C = &a->bufs[2];
     c.blas = st_llvm_have_blas() && c.acc != ST_INT64 && K > 0;
@@ -521,11 +556,13 @@ int32_t st_llvm_matmul(const st_kernel *k, const st_kargs *a, st_llvm_fn epi,
     bool trc = false;
     c.direct = c.a_ok && c.b_ok && k->nstores == 0 && tc == c.acc &&
                blas_layout(M, N, C->strides[nb], C->strides[nb + 1], &trc, &c.ldc) &&
-               !trc;
+               !trc && (!fold || rows_run_on(a, 2, nb, Mb));
     c.addx = -1;
     c.cbuf = 2;
     int xb = c.direct || !c.a_ok || !c.b_ok || K <= 0 ? -1 : add_epilogue(k, c.acc);
     int ob = xb >= 0 ? k->stores[0].buf : -1;
+    if (xb >= 0 && fold && !(rows_run_on(a, xb, nb, Mb) && rows_run_on(a, ob, nb, Mb)))
+        xb = -1;
     if (xb >= 0 && k->bufs[ob].dtype == c.acc &&
         blas_layout(M, N, a->bufs[ob].strides[nb], a->bufs[ob].strides[nb + 1], &trc, &c.ldc) &&
         !trc) {
