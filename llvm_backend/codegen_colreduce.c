@@ -21,7 +21,7 @@
  * Inputs broadcast along the innermost outer dim at run time (stride 0, a
  * size-1 dim) are read from a splat per row (see col_t.bcast); unravel
  * loads are walked in segments (see segments). Owns:
- * st_llvm_emit_colreduce. */
+ * st_llvm_emit_colreduce, st_llvm_has_colreduce. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -493,16 +493,16 @@ static void emit(st_llvm_cg *cg, col_t *c)
     LLVMPositionBuilderAtEnd(B, rowb);
 }
 
-bool st_llvm_emit_colreduce(st_llvm_cg *cg)
+/* plan() with its scratch arrays; emits the path when cg is not NULL */
+static bool plan_and_emit(const st_kernel *k, st_llvm_cg *cg)
 {
-    const st_kernel *k = cg->k;
     size_t n = (size_t)k->nnodes + 1;
     col_t c;
     memset(&c, 0, sizeof c);
     char *red = calloc(n, 1), *outer = calloc(n, 1), *mark = calloc(n, 1);
     c.cls = calloc(n, sizeof(int));
     bool ok = red && outer && mark && c.cls && plan(k, &c, red, outer, mark);
-    if (ok) {
+    if (ok && cg) {
         st_llvm_classes(k, c.cls);
         emit(cg, &c);
     }
@@ -511,4 +511,14 @@ bool st_llvm_emit_colreduce(st_llvm_cg *cg)
     free(mark);
     free(c.cls);
     return ok;
+}
+
+bool st_llvm_emit_colreduce(st_llvm_cg *cg)
+{
+    return plan_and_emit(cg->k, cg);
+}
+
+bool st_llvm_has_colreduce(const st_kernel *k)
+{
+    return plan_and_emit(k, NULL);
 }

@@ -105,6 +105,9 @@ void st_llvm_classes(const st_kernel *k, int *cls);
  * (which return), leaves the builder where the row path goes and returns
  * true; returns false, emitting nothing, for a kernel not eligible. */
 bool st_llvm_emit_colreduce(st_llvm_cg *cg);
+/* Whether kernel k has a column path (what st_llvm_emit_colreduce emits):
+ * the launcher then gives each thread one contiguous outer range. */
+bool st_llvm_has_colreduce(const st_kernel *k);
 /* codegen_expr.c: the per-point semantics. */
 void st_llvm_cg_types(st_llvm_cg *cg);
 LLVMValueRef st_llvm_node(st_llvm_cg *cg, int ni);

@@ -453,6 +453,31 @@ static void test_reductions(void)
     one_op("many argmin", ST_OP_ARGMIN, 1, &f, n2, mr, NULL, NULL, &a);
 }
 
+/* A column sum (over dim 0 of [R, O]: the column path) with an odd outer
+ * size runs on the pool, one outer range a thread (jit.c gives such
+ * kernels grain O / threads; a grain rounded up would leave fewer than two
+ * chunks and run serial), and agrees with the interpreter. */
+static void test_column_chunks(void)
+{
+    static const int64_t shs[3][4] = {{600, 1023}, {30, 20, 1001}, {2000, 3}};
+    int n2[1] = {2}, n3[1] = {3};
+    st_dtype f = ST_FLOAT64; /* double accumulators: interp's sums */
+    for (int i = 0; i < 3; i++) {
+        st_attrs a = A0();
+        a.ndims = i == 1 ? 2 : 1;
+        a.dims[0] = 0;
+        a.dims[1] = 1;
+        st_llvm_stats_t s0, s1;
+        st_llvm_stats(&s0);
+        one_op("column sum", ST_OP_SUM, 1, &f, i == 1 ? n3 : n2, &shs[i], NULL,
+               NULL, &a);
+        st_llvm_stats(&s1);
+        if (s1.threads > 1 && i < 2)
+            CHECK(s1.parallel_launches > s0.parallel_launches,
+                  "column sum %d: ran serial", i);
+    }
+}
+
 /* amax/amin of floats (accumulated through llvm.maximum/minimum, vectorized)
  * and softmax (max, then sum) against the interpreter on rows holding NaN
  * (first, middle, last: vector body and tail), infinities and zeros, of
@@ -1415,6 +1440,7 @@ int main(int argc, char **argv)
     test_half_conversions();
     test_matmul_epilogue();
     test_unravel_views();
+    test_column_chunks(); /* last: draws random inputs */
     test_overhead();
     test_disk_cache(argv[0]);
     printf("%d checks, %d failures\n", checks, failures);
