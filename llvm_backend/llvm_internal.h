@@ -154,5 +154,12 @@ int st_llvm_pool_threads(void);
 int32_t st_llvm_matmul(const st_kernel *k, const st_kargs *a, st_llvm_fn epi,
                        st_llvm_err *err, bool *parallel);
 bool st_llvm_have_blas(void);
+/* sgemm.c: C[M x N] (row stride ldc) = A B (+ C when beta1), A's element
+ * (i, k) at A[i*ars + k*acs], B's (k, j) at B[k*brs + j*bcs]. false (C
+ * untouched) where the CPU lacks AVX2/FMA, SYMTRACE_SGEMM=blas is set or
+ * its buffers could not be allocated: the caller goes to OpenBLAS. */
+bool st_llvm_sgemm(int64_t M, int64_t N, int64_t K, const float *A,
+                   int64_t ars, int64_t acs, const float *B, int64_t brs,
+                   int64_t bcs, float *C, int64_t ldc, bool beta1);
 
 #endif
