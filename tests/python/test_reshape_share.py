@@ -59,3 +59,28 @@ def test_second_reshape_is_a_view(backend):
     # the estimate still matches what the allocator holds
     est = st.memory.estimate(cg, *ins, measured=True)
     assert est.peak_measured > 0 and abs(est.peak_measured - est.peak_estimated) <= 0.02 * est.peak_estimated
+
+
+def test_other_readers_read_the_copy(backend):
+    # the reshape is written for its matmul; the sum over tokens (and an
+    # elementwise reader) then load that copy, not the strided source
+    # through the unravel map
+    g = _C.Graph()
+    x = g.input((2, 4, 16, 8), F32)
+    w = g.input((32, 8), F32)
+    h = op(g, _C.OP_PERMUTE, [x], A(dims=(0, 2, 1, 3)))
+    r = op(g, _C.OP_RESHAPE, [h], A(dims=(2, 16, 32)))
+    g.output(op(g, _C.OP_MATMUL, [r, w]))
+    g.output(op(g, _C.OP_SUM, [r], A(dims=(0, 1))))
+    g.output(op(g, _C.OP_MUL, [r, r]))
+    cg = g.compile(backend=backend)
+    rng = np.random.default_rng(1)
+    xv = rng.standard_normal((2, 4, 16, 8)).astype(np.float32)
+    wv = rng.standard_normal((32, 8)).astype(np.float32)
+    mm, s, sq = cg.run(st.tensor(xv), st.tensor(wv))
+    rv = xv.transpose(0, 2, 1, 3).reshape(2, 16, 32)
+    np.testing.assert_allclose(mm.numpy(), rv @ wv, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(s.numpy(), rv.sum((0, 1)), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(sq.numpy(), rv * rv, rtol=1e-6)
+    ir = cg.kernel_ir()
+    assert ir.count("unravel") == 1, ir   # the copy kernel's own load only
