@@ -246,9 +246,33 @@ static LLVMValueRef segment_test(st_llvm_cg *cg, int in)
  * innermost source stride (a plain strided access the loop vectorizer
  * can work on); one of stride 0 is unraveled once per segment. */
 static void point_body(st_llvm_cg *cg, bool mm);
+static bool index_only(const st_kernel *k, int b);
+static bool parallel_loop_ok(const st_kernel *k);
+
+/* Run-time test of a segment's unit path: every buffer moving along the
+ * row moves by one element (an unravel buffer along its source's
+ * innermost dim, of stride 1), an index-only one not at all. */
+static LLVMValueRef segment_unit(st_llvm_cg *cg, int in)
+{
+    const st_kernel *k = cg->k;
+    LLVMValueRef t = LLVMConstInt(cg->i1, 1, 0);
+    for (int b = 0; b < k->nbufs; b++) {
+        if (k->bufs[b].dimmap[in] < 0)
+            continue;
+        int n = k->bufs[b].unravel;
+        LLVMValueRef st = cg->stride[b][in];
+        if (n > 0)
+            st = LLVMBuildMul(cg->B, st, cg->ustride[b][n - 1], "");
+        t = LLVMBuildAnd(cg->B, t, LLVMBuildICmp(cg->B, LLVMIntEQ, st,
+                         I64(n <= 0 && index_only(k, b) ? 0 : 1), ""), "");
+    }
+    return t;
+}
+
 static void emit_segments(st_llvm_cg *cg, int rank, const LLVMValueRef *base,
                           LLVMValueRef j0, LLVMValueRef cnt, LLVMValueRef pv,
-                          const LLVMValueRef *outer_coord, bool mm)
+                          const LLVMValueRef *outer_coord, bool mm,
+                          LLVMValueRef *unit_latch)
 {
     const st_kernel *k = cg->k;
     LLVMBuilderRef B = cg->B;
@@ -270,24 +294,44 @@ static void emit_segments(st_llvm_cg *cg, int rank, const LLVMValueRef *base,
         seg = LLVMBuildSelect(B, lim, rem, seg, "");
         segoff[b] = st_llvm_unravel_at(cg, b, L);
     }
-    st_llvm_loop Lp;
-    LLVMValueRef jj = st_llvm_loop_begin(cg, &Lp, I64(0), seg);
-    LLVMValueRef j = LLVMBuildNSWAdd(B, s0, jj, "");
-    memcpy(cg->coord, outer_coord, sizeof(LLVMValueRef) * ST_MAX_DIMS);
-    for (int b = 0; b < k->nbufs; b++) {
-        int n = k->bufs[b].unravel;
-        if (n > 0) /* stride 1: along the innermost source dim; 0: fixed */
-            cg->off[b] = LLVMBuildAdd(B, segoff[b], LLVMBuildMul(B,
-                LLVMBuildMul(B, jj, cg->stride[b][in], ""), cg->ustride[b][n - 1], ""), "");
-        else
-            cg->off[b] = LLVMBuildAdd(B, base[b], LLVMBuildMul(B, j, cg->stride[b][in], ""), "");
+    /* pass 0: every offset moves by one (the unit test: a reshape copy of
+     * a head-permuted value, its 64-float runs), constant steps the loop
+     * vectorizer widens; pass 1: the run-time strides (a load whose
+     * stride is a variable becomes eight scalar loads a vector) */
+    LLVMBasicBlockRef ub = st_llvm_bb(cg, "seg_unit"), gb = st_llvm_bb(cg, "seg_strided"),
+                      done = st_llvm_bb(cg, "seg_done");
+    LLVMBuildCondBr(B, segment_unit(cg, in), ub, gb);
+    for (int pass = 0; pass < 2; pass++) {
+        LLVMPositionBuilderAtEnd(B, pass == 0 ? ub : gb);
+        st_llvm_loop Lp;
+        LLVMValueRef jj = st_llvm_loop_begin(cg, &Lp, I64(0), seg);
+        LLVMValueRef j = LLVMBuildNSWAdd(B, s0, jj, "");
+        memcpy(cg->coord, outer_coord, sizeof(LLVMValueRef) * ST_MAX_DIMS);
+        for (int b = 0; b < k->nbufs; b++) {
+            int n = k->bufs[b].unravel;
+            bool moves = k->bufs[b].dimmap[in] >= 0 && (n > 0 || !index_only(k, b));
+            if (pass == 0 && n > 0)
+                cg->off[b] = moves ? LLVMBuildNSWAdd(B, segoff[b], jj, "") : segoff[b];
+            else if (pass == 0)
+                cg->off[b] = moves ? LLVMBuildNSWAdd(B, base[b], j, "") : base[b];
+            else if (n > 0) /* stride 1: along the innermost source dim; 0: fixed */
+                cg->off[b] = LLVMBuildAdd(B, segoff[b], LLVMBuildMul(B,
+                    LLVMBuildMul(B, jj, cg->stride[b][in], ""), cg->ustride[b][n - 1], ""), "");
+            else
+                cg->off[b] = LLVMBuildAdd(B, base[b], LLVMBuildMul(B, j, cg->stride[b][in], ""), "");
+        }
+        cg->coord[in] = LLVMBuildNSWAdd(B, j0, j, "");
+        cg->lin = LLVMBuildNSWAdd(B, pv, j, "");
+        cg->uplain = true;
+        point_body(cg, mm);
+        cg->uplain = false;
+        LLVMBasicBlockRef latch = LLVMGetInsertBlock(B);
+        st_llvm_loop_end(cg, &Lp);
+        if (pass == 0 && unit_latch && !mm && parallel_loop_ok(k))
+            *unit_latch = LLVMGetBasicBlockTerminator(latch);
+        LLVMBuildBr(B, done);
     }
-    cg->coord[in] = LLVMBuildNSWAdd(B, j0, j, "");
-    cg->lin = LLVMBuildNSWAdd(B, pv, j, "");
-    cg->uplain = true;
-    point_body(cg, mm);
-    cg->uplain = false;
-    st_llvm_loop_end(cg, &Lp);
+    LLVMPositionBuilderAtEnd(B, done);
     st_llvm_loop_next(cg, &S, LLVMBuildNSWAdd(B, s0, seg, ""));
 }
 
@@ -340,7 +384,7 @@ static bool is_buffer_access(st_llvm_cg *cg, LLVMValueRef ins)
     return cg->rwords && base == cg->rwords; /* the row's random words */
 }
 
-static void mark_parallel(st_llvm_cg *cg, LLVMValueRef latch_br)
+static void mark_parallel(st_llvm_cg *cg, const LLVMValueRef *latches, int n)
 {
     LLVMContextRef C = cg->C;
     LLVMMetadataRef group = LLVMMDNodeInContext2(C, NULL, 0);
@@ -355,8 +399,16 @@ static void mark_parallel(st_llvm_cg *cg, LLVMValueRef latch_br)
     LLVMMetadataRef ops[2] = {tmp, LLVMMDNodeInContext2(C, pa, 2)};
     LLVMMetadataRef id = LLVMMDNodeInContext2(C, ops, 2);
     LLVMMetadataReplaceAllUsesWith(tmp, id); /* self-referential: distinct */
-    LLVMSetMetadata(latch_br, LLVMGetMDKindIDInContext(C, "llvm.loop", 9),
+    LLVMSetMetadata(latches[0], LLVMGetMDKindIDInContext(C, "llvm.loop", 9),
                     LLVMMetadataAsValue(C, id));
+    for (int i = 1; i < n; i++) { /* a loop id of its own, same group */
+        LLVMMetadataRef t2 = LLVMTemporaryMDNode(C, NULL, 0);
+        LLVMMetadataRef o2[2] = {t2, LLVMMDNodeInContext2(C, pa, 2)};
+        LLVMMetadataRef id2 = LLVMMDNodeInContext2(C, o2, 2);
+        LLVMMetadataReplaceAllUsesWith(t2, id2);
+        LLVMSetMetadata(latches[i], LLVMGetMDKindIDInContext(C, "llvm.loop", 9),
+                        LLVMMetadataAsValue(C, id2));
+    }
 }
 
 static void emit_pointwise(st_llvm_cg *cg, int rank, bool mm)
@@ -409,6 +461,7 @@ static void emit_pointwise(st_llvm_cg *cg, int rank, bool mm)
     memcpy(outer_coord, cg->coord, sizeof outer_coord);
     LLVMBasicBlockRef fb = st_llvm_bb(cg, "fast"), sb = st_llvm_bb(cg, "strided"),
                       join = st_llvm_bb(cg, "join");
+    LLVMValueRef seg_latch = NULL;
     if (rank > 0 && has_unravel(k)) {
         /* unravel loads: segments of the row when their indices move by
          * 0 or 1 along it, else the paths below (unravel per point) */
@@ -416,7 +469,7 @@ static void emit_pointwise(st_llvm_cg *cg, int rank, bool mm)
                           other = st_llvm_bb(cg, "per_point");
         LLVMBuildCondBr(B, segment_test(cg, in), segb, other);
         LLVMPositionBuilderAtEnd(B, segb);
-        emit_segments(cg, rank, base, j0, cnt, pv, outer_coord, mm);
+        emit_segments(cg, rank, base, j0, cnt, pv, outer_coord, mm, &seg_latch);
         LLVMBuildBr(B, join);
         LLVMPositionBuilderAtEnd(B, other);
     }
@@ -470,8 +523,14 @@ static void emit_pointwise(st_llvm_cg *cg, int rank, bool mm)
     LLVMPositionBuilderAtEnd(B, join);
     st_llvm_loop_next(cg, &rows, LLVMBuildNSWAdd(B, pv, cnt, ""));
     LLVMBuildRet(B, LLVMConstInt(cg->i32, 0, 0));
+    LLVMValueRef latches[2];
+    int nl = 0;
     if (par_latch)
-        mark_parallel(cg, par_latch);
+        latches[nl++] = par_latch;
+    if (seg_latch)
+        latches[nl++] = seg_latch;
+    if (nl)
+        mark_parallel(cg, latches, nl);
     cg->rwords = cg->rbase = NULL;
 }
 

@@ -26,7 +26,7 @@
 
 #include "llvm_internal.h"
 
-#define FORMAT_VERSION "st-llvm-obj-12"
+#define FORMAT_VERSION "st-llvm-obj-13"
 
 typedef struct centry {
     char key[48];

@@ -544,3 +544,42 @@ def test_traced_heads_merge_is_one_kernel(backend):
     (o,) = cg.run(a)
     assert cg.num_kernels == 1 and not [n for n in view_steps(cg) if "reshape" in n]
     np.testing.assert_array_equal(o.numpy(), a.numpy().transpose(0, 2, 1, 3).reshape(2, 4, 15))
+
+
+@pytest.mark.parametrize("layout", ["heads", "heads_bcast", "transposed_src"])
+def test_unravel_segments_unit_path(monkeypatch, tmp_path, layout):
+    # a row of an unravel kernel goes in segments along the source's
+    # innermost runs; where every offset moves by one along them (the
+    # heads merge) the segment loop is the unit-stride one the vectorizer
+    # widens (vector loads in the dumped IR; chosen at run time), else the
+    # strided one. Values against numpy, runs of 64 and of 7.
+    import glob
+    rng = np.random.default_rng(11)
+    for d in (64, 7):
+        g = _C.Graph()
+        src = (2, 3, d, 10) if layout == "transposed_src" else (2, 3, 10, d)
+        x = g.input(src, F32)
+        perm = (0, 3, 1, 2) if layout == "transposed_src" else (0, 2, 1, 3)
+        v = op(g, _C.OP_RESHAPE, [op(g, _C.OP_PERMUTE, [x], A(dims=perm))], A(dims=(2, 10, 3 * d)))
+        xv = rng.standard_normal(src).astype(np.float32)
+        ref = xv.transpose(*perm).reshape(2, 10, 3 * d)
+        ins = [st.tensor(xv)]
+        if layout == "heads_bcast":
+            r = g.input((2, 1, 3 * d), F32)
+            rv = rng.standard_normal((2, 1, 3 * d)).astype(np.float32)
+            g.output(op(g, _C.OP_ADD, [v, r]))
+            ins.append(st.tensor(rv))
+            ref = ref + rv
+        else:
+            g.output(op(g, _C.OP_MUL, [v, v]))
+            ref = ref * ref
+        path = tmp_path / f"{layout}{d}"
+        path.mkdir()
+        monkeypatch.setenv("SYMTRACE_DUMP_DIR", str(path))
+        cg = g.compile(backend="llvm")
+        (o,) = cg.run(*ins)
+        monkeypatch.delenv("SYMTRACE_DUMP_DIR")
+        np.testing.assert_allclose(o.numpy(), ref, rtol=1e-6)
+        assert "unravel" in cg.kernel_ir(), cg.kernel_ir()
+        lls = "".join(open(p).read() for p in glob.glob(str(path / "*.ll")))
+        assert "load <8 x float>" in lls
