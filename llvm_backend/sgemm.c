@@ -214,6 +214,11 @@ bool st_llvm_sgemm(int64_t M, int64_t N, int64_t K, const float *A,
     bufs_t *t = cpu_ok ? bufs() : NULL;
     if (!t)
         return false;
+    if (K <= 0) { /* an empty sum: C = 0, or C unchanged */
+        for (int64_t i = 0; i < M && !beta1; i++)
+            memset(C + i * ldc, 0, sizeof(float) * (size_t)(N > 0 ? N : 0));
+        return true;
+    }
     /* A column-major (rows unit-stride) and K long: each kernel call would
      * touch kc lines of A for 6 floats each */
     bool packa = ars == 1 && acs != 1 && K > 128;

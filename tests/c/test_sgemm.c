@@ -3,7 +3,7 @@
  * row-major, transposed, with padded leading dimensions, and with neither
  * stride 1), sizes around the kernel's 6 x 16 block and the KC / NC / MC
  * blocks (edges, one row or column, K past the K block so partial sums are
- * accumulated), beta 0 (C's old contents, NaN here, must not leak) and
+ * accumulated, K = 0), beta 0 (C's old contents, NaN here, must not leak) and
  * beta 1 (added), C rows padded. With --bench, times it against OpenBLAS
  * on the BERT shapes (no pass/fail). Exit 77 (skip) where it declines:
  * no AVX2/FMA or SYMTRACE_SGEMM=blas. */
@@ -48,6 +48,8 @@ static void strides_of(int layout, int64_t rows, int64_t cols, int64_t *rs,
     default: *rs = 2 * cols + 3; *cs = 2; break;
     }
     *len = (rows - 1) * *rs + (cols - 1) * *cs + 1;
+    if (*len < 1)
+        *len = 1; /* an empty operand */
 }
 
 static void one(int64_t M, int64_t N, int64_t K, int la, int lb, bool beta1)
@@ -111,7 +113,7 @@ static void test_layouts(void)
         {1, 1, 1}, {6, 16, 1}, {5, 15, 7}, {7, 17, 9}, {12, 32, 64},
         {13, 33, 65}, {1, 100, 300}, {100, 1, 300}, {37, 45, 256},
         {37, 45, 257}, {97, 20, 600}, {200, 300, 40}, {128, 128, 64},
-        {64, 128, 128}, {20, 530, 33}, {190, 20, 130}};
+        {64, 128, 128}, {20, 530, 33}, {190, 20, 130}, {5, 7, 0}};
     for (unsigned s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
         for (int la = 0; la < 4; la++)
             for (int lb = 0; lb < 4; lb++)
