@@ -27,18 +27,25 @@ def _check(fn, ref, *xs, tol=1e-4):
 
 
 def _rand(rng, *shape, dtype=np.float32):
+    if np.issubdtype(dtype, np.integer):
+        return rng.integers(-5, 6, size=shape).astype(dtype)
     return rng.standard_normal(shape).astype(dtype)
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int64])
 @pytest.mark.parametrize("bshape", [(8,), (2, 3), (4, 1), (1, 5), (1,)])
 @pytest.mark.parametrize("mkn", [(128, 256, 96), (7, 5, 3), (1, 9, 4)])
 def test_shared_weight(dtype, bshape, mkn):
+    # float16 and int64 take the packed paths (not BLAS operands)
     M, K, N = mkn
     rng = np.random.default_rng(M + 10 * K + 100 * N + len(bshape))
     a = _rand(rng, *bshape, M, K, dtype=dtype)
     w = _rand(rng, K, N, dtype=dtype)
-    _check(lambda a, w: a @ w, a @ w, a, w)
+    if dtype == np.float16:
+        ref = (a.astype(np.float32) @ w.astype(np.float32)).astype(np.float16)
+        _check(lambda a, w: a @ w, ref, a, w, tol=2e-2)
+    else:
+        _check(lambda a, w: a @ w, a @ w, a, w)
 
 
 @pytest.mark.parametrize("epi", ["none", "bias", "residual", "gelu", "scale"])
