@@ -27,10 +27,13 @@
  * groups (so the order of creation is an order of execution), the knobs
  * allow it and the shapes fit; else it starts a group. A member value is
  * stored when a statement outside the group reads it, or it is a graph
- * output (or unused). Random and creation statements always start a
- * group (one per kernel: the generator's counters stay those of the
- * unfused program), and such a group never becomes a row kernel (the
- * linear index would change). Intermediate float16/bfloat16 results are
+ * output (or unused). A random or creation statement starts a group,
+ * or joins its operand's group when that one already holds a creation
+ * and, for a random statement, no other random one (one a kernel: the
+ * kernel draws one generator offset for its points, as the unfused
+ * statement did; each member reads its own attrs, st_kernel.param_stmt).
+ * Such a group never becomes a row kernel (the linear index would
+ * change). Intermediate float16/bfloat16 results are
  * rounded to their dtype exactly where the unfused program would store
  * them, so fused and unfused results agree bit for bit.
  * A group whose kernel does not fit the kernel IR's limits (buffers,
@@ -54,6 +57,8 @@ typedef struct {
     int nreduce;
     int red_stmt[ST_K_MAX_REDUCE];
     bool no_red;             /* holds a creation/random statement */
+    bool has_rand;           /* holds a random statement (one a kernel:
+                                the kernel draws one generator offset) */
     int *members;            /* statement indices, in order */
     int nmembers, cap;
     int next[ST_K_MAX_BUFS]; /* distinct external operand values */
@@ -623,6 +628,7 @@ static st_status start_group(fctx *c, gkind kind, int si)
     memcpy(gr->ss, SYM(c, v), sizeof gr->ss);
     st_op_kind ok = st_op(s->op)->kind;
     gr->no_red = ok == ST_OPK_CREATE || ok == ST_OPK_RANDOM;
+    gr->has_rand = ok == ST_OPK_RANDOM;
     set_identity_frame(c, v, gr->n);
     if (!add_member(c, c->ngroups - 1, si))
         return st_err(ST_ERR_MEMORY, "fuse: out of memory");
@@ -648,6 +654,19 @@ static st_status group_stmts(fctx *c)
             continue;
         }
         if (ok == ST_OPK_CREATE || ok == ST_OPK_RANDOM) {
+            /* shaped like its operand: it joins the operand's group when
+             * that group already holds a creation (takes no reduction
+             * anyway) and, for a random one, no other random statement.
+             * A traced dropout, mask = where(rand(ones) >= p, ones * s, 0),
+             * is then one kernel; as a group of its own the rand left the
+             * ones and their scaled copy behind, written out full size */
+            int gx = s->nin >= 1 ? c->gid[s->in[0]] : -1;
+            if (gx >= 0 && c->groups[gx].kind == G_EW && c->groups[gx].no_red &&
+                !(ok == ST_OPK_RANDOM && c->groups[gx].has_rand) &&
+                try_join_ew(c, gx, si, false)) {
+                c->groups[gx].has_rand |= ok == ST_OPK_RANDOM;
+                continue;
+            }
             if (start_group(c, G_EW, si) != ST_OK)
                 return st_err_kind();
             continue;

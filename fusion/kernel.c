@@ -296,6 +296,8 @@ char *st_kernel_print(const st_kernel *k)
         case ST_KPARAM_ATTR_I1: sb_printf(&b, "attrs.i[1]"); break;
         default: sb_printf(&b, "value %d", src); break;
         }
+        if (src < 0 && k->param_stmt[p] != k->src_stmt)
+            sb_printf(&b, " of stmt %d", k->param_stmt[p]);
         sb_printf(&b, "\n");
     }
     if (k->uses_rng)

@@ -97,12 +97,24 @@ int st_fuse_add_param(st_kernel *k, int value, st_dtype dt)
     int p = k->nparams++;
     k->param_value[p] = value;
     k->param_dtype[p] = dt;
+    k->param_stmt[p] = k->src_stmt;
     return p;
 }
 
 static int add_param(st_kernel *k, int value, st_dtype dt)
 {
     return st_fuse_add_param(k, value, dt);
+}
+
+/* A param read from field `which` (ST_KPARAM_ATTR_*) of statement s's
+ * attrs at launch. */
+static int attr_param(st_kernel *k, const st_graph *g, const st_stmt *s,
+                      int which, st_dtype dt)
+{
+    int p = st_fuse_add_param(k, which, dt);
+    if (p >= 0)
+        k->param_stmt[p] = (int)(s - g->stmts);
+    return p;
 }
 
 static int add_buf(st_kernel *k, int value, st_dtype dt, bool is_out,
@@ -291,15 +303,15 @@ int st_fuse_create_node(st_kernel *k, const st_graph *g, const st_stmt *s)
     case ST_OP_FULL: {
         bool iv = (s->attrs.flags & ST_ATTR_INT_VALUE) ||
                   !st_dtype_is_float(odt);
-        int p = iv ? add_param(k, ST_KPARAM_ATTR_I0, ST_INT64)
-                   : add_param(k, ST_KPARAM_ATTR_F0, ST_FLOAT64);
+        int p = iv ? attr_param(k, g, s, ST_KPARAM_ATTR_I0, ST_INT64)
+                   : attr_param(k, g, s, ST_KPARAM_ATTR_F0, ST_FLOAT64);
         if (p >= 0)
             r = n_cast(k, n_param(k, p), odt);
         break;
     }
     case ST_OP_ARANGE: {
-        int ps = add_param(k, ST_KPARAM_ATTR_F0, ST_FLOAT64);
-        int pt = add_param(k, ST_KPARAM_ATTR_F1, ST_FLOAT64);
+        int ps = attr_param(k, g, s, ST_KPARAM_ATTR_F0, ST_FLOAT64);
+        int pt = attr_param(k, g, s, ST_KPARAM_ATTR_F1, ST_FLOAT64);
         if (ps < 0 || pt < 0)
             break;
         int start = n_param(k, ps), step = n_param(k, pt);
@@ -315,8 +327,8 @@ int st_fuse_create_node(st_kernel *k, const st_graph *g, const st_stmt *s)
     case ST_OP_RANDN: {
         k->uses_rng = true;
         st_dtype cdt = odt == ST_FLOAT64 ? ST_FLOAT64 : ST_FLOAT32;
-        int p0 = add_param(k, ST_KPARAM_ATTR_F0, ST_FLOAT64);
-        int p1 = add_param(k, ST_KPARAM_ATTR_F1, ST_FLOAT64);
+        int p0 = attr_param(k, g, s, ST_KPARAM_ATTR_F0, ST_FLOAT64);
+        int p1 = attr_param(k, g, s, ST_KPARAM_ATTR_F1, ST_FLOAT64);
         if (p0 < 0 || p1 < 0)
             break;
         int a = n_cast(k, n_param(k, p0), cdt);
@@ -340,8 +352,8 @@ int st_fuse_create_node(st_kernel *k, const st_graph *g, const st_stmt *s)
     }
     case ST_OP_RANDINT: {
         k->uses_rng = true;
-        int p0 = add_param(k, ST_KPARAM_ATTR_I0, ST_INT64);
-        int p1 = add_param(k, ST_KPARAM_ATTR_I1, ST_INT64);
+        int p0 = attr_param(k, g, s, ST_KPARAM_ATTR_I0, ST_INT64);
+        int p1 = attr_param(k, g, s, ST_KPARAM_ATTR_I1, ST_INT64);
         if (p0 < 0 || p1 < 0)
             break;
         int lo = n_param(k, p0), hi = n_param(k, p1);

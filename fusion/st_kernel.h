@@ -142,9 +142,11 @@ typedef struct {
     /* Where param p comes from: >= 0, a graph value of kind ST_VAL_CONST
      * (its fconst/iconst unless the caller binds another value per call,
      * as eager does for Python scalars); or ST_KPARAM_ATTR_*, a field of
-     * the attrs of statement src_stmt (FULL value, ARANGE start/step,
-     * RAND, RANDN and RANDINT bounds). */
+     * the attrs of statement param_stmt[p] (FULL value, ARANGE start/step,
+     * RAND, RANDN and RANDINT bounds: a creation statement that joined a
+     * group after its first member reads its own attrs). */
     int param_value[ST_K_MAX_PARAMS];
+    int param_stmt[ST_K_MAX_PARAMS];
     int src_stmt;            /* statement of program graph lowered from */
     bool uses_rng;
     int stmt;                /* VIEW: statement index in the program graph */

@@ -78,7 +78,7 @@ static st_status kargs_of(const st_kprog *p, const st_kernel *k,
             f = g->values[src].fconst;
             i = g->values[src].iconst;
         } else {
-            const st_attrs *at = &g->stmts[k->src_stmt].attrs;
+            const st_attrs *at = &g->stmts[k->param_stmt[q]].attrs;
             switch (src) {
             case ST_KPARAM_ATTR_F0: f = at->f[0]; i = (int64_t)f; break;
             case ST_KPARAM_ATTR_F1: f = at->f[1]; i = (int64_t)f; break;
