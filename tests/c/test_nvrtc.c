@@ -642,6 +642,49 @@ static void fused_chains(group *gr)
         add_prog(gr, g, true, "chain+softmax");
         st_ir_graph_free(g);
     }
+    /* a traced dropout, x * where(rand(ones) >= p, ones * s, 0): fused,
+     * the fill, the draw and both products are one kernel whose params
+     * come from two statements' attrs (fusion/fuse.c) */
+    for (int d = 0; d < 2; d++) {
+        st_graph *g = st_ir_graph_new();
+        int64_t sx[3] = {4, 33, 17};
+        int x = in_of(g, dl[d], 3, sx);
+        st_attrs fa = A0();
+        fa.f[0] = 1.0;
+        fa.dtype = dl[d];
+        int ones = op_of(g, ST_OP_FULL, &x, 1, &fa);
+        st_attrs ra = A0();
+        ra.f[0] = 0.0;
+        ra.f[1] = 1.0;
+        ra.dtype = ST_FLOAT32;
+        int r = op_of(g, ST_OP_RAND, &ones, 1, &ra);
+        int rp[2] = {r, st_ir_add_const(g, ST_FLOAT32, 0.1, 0)};
+        int keep = op_of(g, ST_OP_GE, rp, 2, NULL);
+        int os[2] = {ones, st_ir_add_const(g, ST_FLOAT32, 1.0 / 0.9, 0)};
+        int scaled = op_of(g, ST_OP_MUL, os, 2, NULL);
+        int w3[3] = {keep, scaled, st_ir_add_const(g, ST_FLOAT32, 0.0, 0)};
+        int mask = op_of(g, ST_OP_WHERE, w3, 3, NULL);
+        int xm[2] = {x, mask};
+        st_ir_mark_output(g, op_of(g, ST_OP_MUL, xm, 2, NULL));
+        st_ir_mark_output(g, mask);
+        st_fuse_options o = {1, 1, 1, 0};
+        st_kprog *p = st_fuse_lower(g, &o);
+        int nrand = 0, nk = 0;
+        for (int i = 0; p && i < p->nkernels; i++) {
+            const st_kernel *k = &p->kernels[i];
+            if (k->kind == ST_K_VIEW)
+                continue;
+            nk++;
+            for (int n = 0; n < k->nnodes; n++)
+                nrand += k->nodes[n].kind == ST_KN_RAND;
+        }
+        CHECK(p && nk == 1 && nrand == 1, "dropout(%s): %d kernels, %d RAND nodes",
+              st_dtype_name(dl[d]), nk, nrand);
+        if (p)
+            st_kprog_free(p);
+        add_prog(gr, g, true, "dropout");
+        st_ir_graph_free(g);
+    }
 }
 
 /* ---- the column variant NAME_col of reductions (st_nvrtc_col_plan) ---- */
