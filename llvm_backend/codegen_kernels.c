@@ -7,7 +7,8 @@
  *   moves with stride 1 (or statically 0) so the loop vectorizer can work.
  *   With unravel loads (st_kbuf.unravel) a row is cut into segments that
  *   stay within a run of each source's innermost dim (emit_segments):
- *   one div/mod walk per segment, not per point.
+ *   one div/mod walk per segment, not per point, and inside a segment a
+ *   unit-stride loop (chosen at run time) when every offset moves by one.
  * - REDUCE: a SUM/MEAN whose rows run along large strides may take the
  *   column path (codegen_colreduce.c), chosen at run time. Otherwise:
  *   outer points [lo, hi); per point each reduction is a pass over
