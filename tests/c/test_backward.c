@@ -379,6 +379,45 @@ static void test_attention(void)
     st_ir_graph_free(g);
 }
 
+/* q @ k^T (k^T a transpose of the last two dims): k's gradient is the
+ * product G^T q itself, not a transpose of q^T G (which a later reshape
+ * would copy element by element), and it is right (finite differences) */
+static void test_transposed_operand(void)
+{
+    current = "transposed_operand";
+    st_graph *g = st_ir_graph_new();
+    st_meta mq = meta(ST_FLOAT64, 3, 2, 5, 3), mk = meta(ST_FLOAT64, 3, 2, 4, 3),
+            mw = meta(ST_FLOAT64, 3, 2, 5, 4);
+    int q = st_ir_add_input(g, &mq, true), k = st_ir_add_input(g, &mk, true),
+        w = st_ir_add_input(g, &mw, false);
+    st_attrs pa = A();
+    pa.ndims = 3;
+    pa.dims[0] = 0;
+    pa.dims[1] = 2;
+    pa.dims[2] = 1;
+    int kt = S(g, ST_OP_PERMUTE, k, -1, &pa);
+    int sc = S(g, ST_OP_MUL, S(g, ST_OP_MATMUL, q, kt, NULL), w, NULL);
+    st_ir_mark_output(g, S(g, ST_OP_SUM, sc, -1, NULL));
+    st_tensor *in[3];
+    for (int i = 0; i < 3; i++)
+        in[i] = rand_input(&g->values[g->inputs[i]].meta, 0);
+    int wrt[2] = {0, 1};
+    check_case(current, g, in, wrt, 2, -1);
+    int wv[2] = {q, k};
+    st_graph *bwd = NULL;
+    st_ir_bwd_info info;
+    memset(&info, 0, sizeof info);
+    CHECK(st_ir_backward(g, wv, 2, &bwd, &info) == ST_OK);
+    if (bwd) {
+        const st_value *gk = &bwd->values[bwd->outputs[1]];
+        CHECK(gk->kind == ST_VAL_STMT && bwd->stmts[gk->producer].op == ST_OP_MATMUL);
+        st_ir_graph_free(bwd);
+    }
+    st_ir_bwd_info_clear(&info);
+    free_inputs(in, 3);
+    st_ir_graph_free(g);
+}
+
 /* loss = sum(x * (x > 0) + exp(w)) with an unused param u: the comparison
  * stops its path, u gets zeros; saved: exp(w) only... and x */
 static void test_cut_and_unused(void)
@@ -639,6 +678,7 @@ int main(void)
     test_mlp(false);
     test_mlp(true);
     test_attention();
+    test_transposed_operand();
     test_cut_and_unused();
     test_nothing_saved();
     test_bad_input();
