@@ -40,28 +40,24 @@ AVX2 static void kernel(long kc, const float *a, long ars, long acs,
     const float *a0 = a, *a1 = a + (mr > 1) * ars, *a2 = a + (mr > 2) * 2 * ars;
     const float *a3 = a + (mr > 3) * 3 * ars, *a4 = a + (mr > 4) * 4 * ars;
     const float *a5 = a + (mr > 5) * 5 * ars;
+/* row r of the block: c_r0/c_r1 += a_r[k] * (b0, b1) */
+#define ROW(ar, cr0, cr1)                                                   \
+    do {                                                                    \
+        __m256 x = _mm256_broadcast_ss((ar) + o);                           \
+        cr0 = _mm256_fmadd_ps(x, b0, cr0);                                  \
+        cr1 = _mm256_fmadd_ps(x, b1, cr1);                                  \
+    } while (0)
     for (long k = 0; k < kc; k++, b += NR) {
-        __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8), x;
+        __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
         long o = k * acs;
-        x = _mm256_broadcast_ss(a0 + o);
-        c00 = _mm256_fmadd_ps(x, b0, c00);
-        c01 = _mm256_fmadd_ps(x, b1, c01);
-        x = _mm256_broadcast_ss(a1 + o);
-        c10 = _mm256_fmadd_ps(x, b0, c10);
-        c11 = _mm256_fmadd_ps(x, b1, c11);
-        x = _mm256_broadcast_ss(a2 + o);
-        c20 = _mm256_fmadd_ps(x, b0, c20);
-        c21 = _mm256_fmadd_ps(x, b1, c21);
-        x = _mm256_broadcast_ss(a3 + o);
-        c30 = _mm256_fmadd_ps(x, b0, c30);
-        c31 = _mm256_fmadd_ps(x, b1, c31);
-        x = _mm256_broadcast_ss(a4 + o);
-        c40 = _mm256_fmadd_ps(x, b0, c40);
-        c41 = _mm256_fmadd_ps(x, b1, c41);
-        x = _mm256_broadcast_ss(a5 + o);
-        c50 = _mm256_fmadd_ps(x, b0, c50);
-        c51 = _mm256_fmadd_ps(x, b1, c51);
+        ROW(a0, c00, c01);
+        ROW(a1, c10, c11);
+        ROW(a2, c20, c21);
+        ROW(a3, c30, c31);
+        ROW(a4, c40, c41);
+        ROW(a5, c50, c51);
     }
+#undef ROW
     __m256 v[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21},
                        {c30, c31}, {c40, c41}, {c50, c51}};
     for (int r = 0; r < mr; r++) {
@@ -117,25 +113,21 @@ AVX2 static void pack_b(const float *b, long brs, long bcs, long kc, long nc,
     for (long j = 0; j < nc; j += NR, dst += kc * NR) {
         long nr = nc - j < NR ? nc - j : NR;
         const float *s = b + j * bcs;
+        long k = 0; /* rows [0, k) packed by a vector path */
         if (bcs == 1 && nr == NR) {
-            for (long k = 0; k < kc; k++) {
+            for (; k < kc; k++) {
                 _mm256_store_ps(dst + k * NR, _mm256_loadu_ps(s + k * brs));
                 _mm256_store_ps(dst + k * NR + 8, _mm256_loadu_ps(s + k * brs + 8));
             }
         } else if (brs == 1 && nr == NR) { /* B's columns are rows in memory */
-            long k = 0;
             for (; k + 8 <= kc; k += 8) {
                 transpose8(s + k, bcs, dst + k * NR);
                 transpose8(s + 8 * bcs + k, bcs, dst + k * NR + 8);
             }
-            for (; k < kc; k++)
-                for (int q = 0; q < NR; q++)
-                    dst[k * NR + q] = s[q * bcs + k];
-        } else {
-            for (long k = 0; k < kc; k++)
-                for (int q = 0; q < NR; q++)
-                    dst[k * NR + q] = q < nr ? s[q * bcs + k * brs] : 0.0f;
         }
+        for (; k < kc; k++) /* the rest, element by element */
+            for (int q = 0; q < NR; q++)
+                dst[k * NR + q] = q < nr ? s[q * bcs + k * brs] : 0.0f;
     }
 }
 
