@@ -29,7 +29,7 @@ def test_state_dict_between_devices():
     gpu_model.load_state_dict(cpu_model.state_dict())
     assert all(p.is_cuda for p in gpu_model.parameters())
     x = st.randn(3, 4)
-    np.testing.assert_allclose(gpu_model(x.cuda()).cpu().numpy(), cpu_model(x).detach().numpy(),
+    np.testing.assert_allclose(gpu_model(x.cuda()).detach().cpu().numpy(), cpu_model(x).detach().numpy(),
                                rtol=1e-5, atol=1e-6)
     back = nn.Sequential(nn.Linear(4, 8), nn.LayerNorm(8), nn.Linear(8, 2))
     back.load_state_dict(gpu_model.state_dict())

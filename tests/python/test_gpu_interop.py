@@ -17,7 +17,8 @@ def test_symtrace_to_torch_sees_finished_kernels():
     y = st.tanh(x * 3.0) + 1.0            # queued on symtrace's stream
     t = torch.from_dlpack(y)
     assert t.is_cuda and tuple(t.shape) == (1000, 300)
-    np.testing.assert_allclose(t.cpu().numpy(), np.tanh(x.cpu().numpy() * 3.0) + 1.0, rtol=1e-6)
+    np.testing.assert_allclose(t.cpu().numpy(), np.tanh(x.cpu().numpy() * 3.0) + 1.0,
+                               rtol=1e-6, atol=2e-7)  # 1 + tanh: absolute rounding near 0
     t.mul_(0)                             # shared memory
     torch.cuda.synchronize()
     assert float(y.abs().sum()) == 0.0
