@@ -6,9 +6,13 @@
  * one handle per device bound to the device's stream (default math: float32
  * products are true float32, never TF32), one growable scratch product per
  * device, and the calls of a st_nvrtc_gemm plan through
- * cublasGemmStridedBatchedEx. Owns: st_nvrtc_set_cublas_search_path,
+ * cublasGemmStridedBatchedEx; a plan of several calls (batch dims that do
+ * not collapse to one stride, as attention's [batch, heads] over permuted
+ * views) runs as one cublasGemmBatchedEx over pointer arrays copied to
+ * the device on the stream (SYMTRACE_CUBLAS_PTRS=0: one call each). Owns: st_nvrtc_set_cublas_search_path,
  * st_nvrtc_cublas_available, st_nvrtc_cublas_library, st_nvrtc_cublas_gemm. */
 #include <dlfcn.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +59,11 @@ static struct {
         const void *A, int Atype, int lda, long long strideA, const void *B, int Btype,
         int ldb, long long strideB, const void *beta, void *C, int Ctype, int ldc,
         long long strideC, int batchCount, int computeType, int algo);
+    st_cublas_status (*GemmBatchedEx)( /* optional */
+        st_cublas_handle, int transa, int transb, int m, int n, int k, const void *alpha,
+        const void *const A[], int Atype, int lda, const void *const Bm[], int Btype, int ldb,
+        const void *beta, void *const C[], int Ctype, int ldc, int batchCount, int computeType,
+        int algo);
     const char *(*GetStatusString)(st_cublas_status); /* optional */
 } B;
 
@@ -76,6 +85,7 @@ static bool bind(st_nvrtc_lib *l, void *h, const char *path)
     SYM(GemmStridedBatchedEx, "cublasGemmStridedBatchedEx");
 #undef SYM
     *(void **)&B.GetStatusString = dlsym(h, "cublasGetStatusString");
+    *(void **)&B.GemmBatchedEx = dlsym(h, "cublasGemmBatchedEx");
     return true;
 }
 
@@ -126,12 +136,16 @@ static st_status check(st_cublas_status r, const char *what)
                   msg ? msg : "unknown", r);
 }
 
-/* ---- per device: the handle and the scratch product ---- */
+/* ---- per device: the handle, the scratch product, the pointer arrays ---- */
 #define MAX_DEV 64
+typedef struct {
+    st_cu_ptr p;
+    size_t len;
+} dev_buf;
 static struct {
     st_cublas_handle h;
-    st_cu_ptr scratch;
-    size_t scratch_len;
+    dev_buf scratch;   /* products that NAME_epi reads */
+    dev_buf ptrs;      /* cublasGemmBatchedEx's pointer arrays */
 } per_dev[MAX_DEV];
 
 static st_status handle_of(st_device *dev, st_cublas_handle *out)
@@ -156,36 +170,36 @@ static st_status handle_of(st_device *dev, st_cublas_handle *out)
     return ST_OK;
 }
 
-/* The device's scratch, at least n bytes. Growing frees the old one only
- * after the stream is drained (queued kernels may still read it). */
-static st_status scratch_of(st_device *dev, size_t n, st_cu_ptr *out)
+/* Device buffer b of the device, at least n bytes. Growing frees the old
+ * one only after the stream is drained (queued kernels may still read it). */
+static st_status grow(st_device *dev, dev_buf *b, size_t n, const char *what, st_cu_ptr *out)
 {
     st_cuda_dev *g = st_cuda_dev_of(dev);
     const st_cuda_api *api = st_cuda_api_get();
     if (!api)
         return st_err_kind();
-    if (per_dev[g->index].scratch && per_dev[g->index].scratch_len >= n) {
-        *out = per_dev[g->index].scratch;
+    if (b->p && b->len >= n) {
+        *out = b->p;
         return ST_OK;
     }
-    size_t len = per_dev[g->index].scratch_len * 3 / 2;
+    size_t len = b->len * 3 / 2;
     if (len < n)
         len = n;
     len = (len + 0xfffff) & ~(size_t)0xfffff; /* whole MiB */
-    if (per_dev[g->index].scratch) {
+    if (b->p) {
         st_status s = st_cuda_check(api->StreamSynchronize(g->stream), "cuStreamSynchronize");
         if (s != ST_OK)
             return s;
-        api->MemFree(per_dev[g->index].scratch);
-        per_dev[g->index].scratch = 0;
-        per_dev[g->index].scratch_len = 0;
+        api->MemFree(b->p);
+        b->p = 0;
+        b->len = 0;
     }
     st_cu_ptr p = 0;
-    st_status s = st_cuda_check(api->MemAlloc(&p, len), "cuMemAlloc (matmul scratch)");
+    st_status s = st_cuda_check(api->MemAlloc(&p, len), what);
     if (s != ST_OK)
         return s;
-    per_dev[g->index].scratch = p;
-    per_dev[g->index].scratch_len = len;
+    b->p = p;
+    b->len = len;
     *out = p;
     return ST_OK;
 }
@@ -198,6 +212,56 @@ static int cuda_type(st_dtype t)
     case ST_BFLOAT16: return CUDA_R_16BF_;
     default: return CUDA_R_32F_;
     }
+}
+
+/* SYMTRACE_CUBLAS_PTRS=0: a plan of several calls makes them one by one
+ * (read at every launch, so a run can compare both) */
+static bool ptrs_on(void)
+{
+    const char *e = getenv("SYMTRACE_CUBLAS_PTRS");
+    return !(e && e[0] == '0');
+}
+
+/* Every product of plan p in one cublasGemmBatchedEx: the pointer arrays
+ * are made here and copied to the device on the stream (from pageable
+ * memory the copy is staged before cuMemcpyHtoDAsync returns, so the host
+ * array can be reused at once; the device array is overwritten only by a
+ * later copy on the same stream, after this call's product has read it). */
+static st_status batched(st_device *dev, st_cublas_handle h, const st_nvrtc_gemm *p,
+                         const st_kargs *a, char *c0, size_t ea, size_t ec, int tab, int tc,
+                         int ct, const void *alpha, const void *beta)
+{
+    static __thread const void **host;
+    static __thread size_t host_cap;
+    int64_t n = p->calls * p->batch;
+    if (n > INT_MAX)
+        return st_err(ST_ERR_RUNTIME, "cuBLAS: %lld products in one call", (long long)n);
+    size_t bytes = 3 * (size_t)n * sizeof(void *);
+    if (host_cap < (size_t)n * 3) {
+        const void **nh = realloc(host, bytes);
+        if (!nh)
+            return st_err(ST_ERR_MEMORY, "cuBLAS pointer arrays (%zu bytes)", bytes);
+        host = nh;
+        host_cap = (size_t)n * 3;
+    }
+    const void **arr[3] = {host, host + n, host + 2 * n};
+    st_nvrtc_gemm_pointers(p, a->bufs[0].data, a->bufs[1].data, c0, ea, ec, arr);
+    st_cuda_dev *g = st_cuda_dev_of(dev);
+    const st_cuda_api *api = st_cuda_api_get();
+    st_cu_ptr d = 0;
+    st_status s = grow(dev, &per_dev[g->index].ptrs, bytes, "cuMemAlloc (cuBLAS pointer arrays)", &d);
+    if (s != ST_OK)
+        return s;
+    s = st_cuda_check(api->MemcpyHtoDAsync(d, host, bytes, g->stream), "cuMemcpyHtoDAsync");
+    if (s != ST_OK)
+        return s;
+    const void *const *da = (const void *const *)(uintptr_t)d;
+    return check(B.GemmBatchedEx(h, p->transa ? ST_CUBLAS_OP_T : ST_CUBLAS_OP_N,
+                                 p->transb ? ST_CUBLAS_OP_T : ST_CUBLAS_OP_N, p->m, p->n, p->k,
+                                 alpha, da, tab, p->lda, da + n, tab, p->ldb, beta,
+                                 (void *const *)(da + 2 * n), tc, p->ldc, (int)n, ct,
+                                 ST_CUBLAS_GEMM_DEFAULT),
+                 "cublasGemmBatchedEx");
 }
 
 st_status st_nvrtc_cublas_gemm(st_device *dev, const st_nvrtc_gemm *p, const st_kargs *a,
@@ -217,7 +281,8 @@ st_status st_nvrtc_cublas_gemm(st_device *dev, const st_nvrtc_gemm *p, const st_
         c0 = a->bufs[p->out_buf].data;
     } else {
         st_cu_ptr sp = 0;
-        if ((s = scratch_of(dev, (size_t)p->scratch_bytes, &sp)) != ST_OK)
+        if ((s = grow(dev, &per_dev[st_cuda_dev_of(dev)->index].scratch,
+                      (size_t)p->scratch_bytes, "cuMemAlloc (matmul scratch)", &sp)) != ST_OK)
             return s;
         *prod = sp;
         c0 = (char *)(uintptr_t)sp;
@@ -229,6 +294,8 @@ st_status st_nvrtc_cublas_gemm(st_device *dev, const st_nvrtc_gemm *p, const st_
     double one_d = 1.0, zero_d = 0.0;
     const void *alpha = p->f64 ? (const void *)&one_d : (const void *)&one_f;
     const void *beta = p->f64 ? (const void *)&zero_d : (const void *)&zero_f;
+    if (p->calls > 1 && B.GemmBatchedEx && ptrs_on())
+        return batched(dev, h, p, a, c0, ea, ec, tab, tc, ct, alpha, beta);
     for (int64_t i = 0; i < p->calls; i++) {
         int64_t off[3];
         st_nvrtc_gemm_offsets(p, i, off);

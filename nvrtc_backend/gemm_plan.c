@@ -5,8 +5,10 @@
  * leading dimensions and batch strides (row-major C = A B handed to the
  * column-major cuBLAS as C^T = B^T A^T), straight into the output or into
  * a scratch product that NAME_epi reads (its launch: launch.c).
- * Owns: st_nvrtc_gemm_plan, st_nvrtc_gemm_offsets, st_nvrtc_has_epi. */
+ * Owns: st_nvrtc_gemm_plan, st_nvrtc_gemm_offsets, st_nvrtc_gemm_pointers,
+ * st_nvrtc_has_epi. */
 #include <limits.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "st_nvrtc.h"
@@ -256,5 +258,20 @@ void st_nvrtc_gemm_offsets(const st_nvrtc_gemm *p, int64_t i, int64_t off[3])
         i /= p->outer_shape[j];
         for (int o = 0; o < 3; o++)
             off[o] += c * p->outer_stride[o][j];
+    }
+}
+
+void st_nvrtc_gemm_pointers(const st_nvrtc_gemm *p, const char *a, const char *b, char *c,
+                            size_t eab, size_t ec, const void **ptrs[3])
+{
+    int64_t j = 0;
+    for (int64_t i = 0; i < p->calls; i++) {
+        int64_t off[3];
+        st_nvrtc_gemm_offsets(p, i, off);
+        for (int64_t q = 0; q < p->batch; q++, j++) {
+            ptrs[0][j] = b + (ptrdiff_t)((off[1] + q * p->stride_a) * (int64_t)eab);
+            ptrs[1][j] = a + (ptrdiff_t)((off[0] + q * p->stride_b) * (int64_t)eab);
+            ptrs[2][j] = c + (ptrdiff_t)((off[2] + q * p->stride_c) * (int64_t)ec);
+        }
     }
 }

@@ -99,8 +99,7 @@ st_nvrtc_launch st_nvrtc_launch_config(const st_kernel *k, const st_kargs *a,
  * (or it has size 1), and along the innermost outer dim they move with
  * stride 0 or 1 (or their strides there add up to less than along the
  * innermost row dim). Pure: the backend launches NAME_col only when this
- * says so and SYMTRACE_CUDA_COLREDUCE=1 (NAME_col has not yet run on a
- * GPU). L.col false: use st_nvrtc_launch_config. */
+ * says so, unless SYMTRACE_CUDA_COLREDUCE=0. L.col false: use st_nvrtc_launch_config. */
 st_nvrtc_launch st_nvrtc_col_config(const st_kernel *k, const st_kargs *a,
                                     int sm_count);
 
@@ -149,6 +148,12 @@ void st_nvrtc_gemm_plan(const st_kernel *k, const st_kargs *a, st_nvrtc_gemm *pl
 /* Element offsets of call i (0 <= i < plan->calls) into our A, our B and
  * C (the output buffer when direct, else the scratch product). */
 void st_nvrtc_gemm_offsets(const st_nvrtc_gemm *plan, int64_t i, int64_t off[3]);
+/* The calls x batch products of a plan as one pointer-array batched call
+ * (cublasGemmBatchedEx): ptrs[0][j], ptrs[1][j], ptrs[2][j] are cuBLAS's
+ * A (our B), B (our A) and C of product j = call * batch + b, from the
+ * bases a (our A), b (our B) and c with element sizes eab and ec. */
+void st_nvrtc_gemm_pointers(const st_nvrtc_gemm *plan, const char *a, const char *b, char *c,
+                            size_t eab, size_t ec, const void **ptrs[3]);
 /* Whether MATMUL kernel k gets NAME_epi (its epilogue over a scratch
  * product): when its operands are a pair cuBLAS may take. NAME_epi has
  * the signature of every kernel plus `const void *prod`: the contiguous

@@ -61,6 +61,7 @@ static void load_api(void)
     SYM(MemAlloc, "cuMemAlloc_v2");
     SYM(MemFree, "cuMemFree_v2");
     SYM(Memcpy, "cuMemcpy");
+    SYM(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
     SYM(MemsetD8, "cuMemsetD8_v2");
     SYM(ModuleLoadData, "cuModuleLoadData");
     SYM(ModuleUnload, "cuModuleUnload");

@@ -47,6 +47,8 @@ typedef struct {
     st_cu_result (*MemAlloc)(st_cu_ptr *p, size_t n);
     st_cu_result (*MemFree)(st_cu_ptr p);
     st_cu_result (*Memcpy)(st_cu_ptr dst, st_cu_ptr src, size_t n);
+    st_cu_result (*MemcpyHtoDAsync)(st_cu_ptr dst, const void *src, size_t n,
+                                     st_cu_stream s);
     st_cu_result (*MemsetD8)(st_cu_ptr p, unsigned char v, size_t n);
     st_cu_result (*ModuleLoadData)(st_cu_module *m, const void *image);
     st_cu_result (*ModuleUnload)(st_cu_module m);

@@ -147,18 +147,35 @@ static bool bounded(int64_t i)
 }
 
 /* The column-major gemm the plan describes, over the case's memory (or
- * scratch); false on an out-of-bounds read or write. */
-static bool run_plan(const st_nvrtc_gemm *p, mcase *c, double *scratch, int64_t nscratch)
+ * scratch); false on an out-of-bounds read or write. ptrs: the products'
+ * operands come from st_nvrtc_gemm_pointers (the one cublasGemmBatchedEx
+ * call of a plan of several calls), else from the loop of calls. */
+static bool run_plan(const st_nvrtc_gemm *p, mcase *c, double *scratch, int64_t nscratch,
+                     bool ptrs)
 {
     const double *Ap = c->mem[1], *Bp = c->mem[0]; /* cuBLAS A = our B */
     double *Cp = p->direct ? c->mem[p->out_buf] : scratch;
-    int64_t nc = p->direct ? MEMN : nscratch;
+    int64_t nc = p->direct ? MEMN : nscratch, nprod = p->calls * p->batch;
+    const void **arr = NULL, **pa[3] = {NULL, NULL, NULL};
+    if (ptrs) {
+        arr = malloc(sizeof(void *) * 3 * (size_t)nprod);
+        for (int o = 0; o < 3; o++)
+            pa[o] = arr + o * nprod;
+        st_nvrtc_gemm_pointers(p, (const char *)c->mem[0], (const char *)c->mem[1], (char *)Cp,
+                               sizeof(double), sizeof(double), pa);
+    }
     for (int64_t i = 0; i < p->calls; i++) {
         int64_t off[3];
         st_nvrtc_gemm_offsets(p, i, off);
         for (int j = 0; j < p->batch; j++) {
             int64_t oa = off[1] + j * p->stride_a, ob = off[0] + j * p->stride_b,
                     oc = off[2] + j * p->stride_c;
+            if (ptrs) {
+                int64_t x = i * p->batch + j;
+                oa = (const double *)pa[0][x] - Ap;
+                ob = (const double *)pa[1][x] - Bp;
+                oc = (const double *)pa[2][x] - (const double *)Cp;
+            }
             for (int col = 0; col < p->n; col++)
                 for (int row = 0; row < p->m; row++) {
                     double s = 0;
@@ -167,17 +184,22 @@ static bool run_plan(const st_nvrtc_gemm *p, mcase *c, double *scratch, int64_t 
                                                      : row + (int64_t)l * p->lda);
                         int64_t ib = ob + (p->transb ? col + (int64_t)l * p->ldb
                                                      : l + (int64_t)col * p->ldb);
-                        if (!bounded(ia) || !bounded(ib))
+                        if (!bounded(ia) || !bounded(ib)) {
+                            free(arr);
                             return false;
+                        }
                         s += Ap[ia] * Bp[ib];
                     }
                     int64_t ic = oc + row + (int64_t)col * p->ldc;
-                    if (ic < 0 || ic >= nc)
+                    if (ic < 0 || ic >= nc) {
+                        free(arr);
                         return false;
+                    }
                     Cp[ic] = s;
                 }
         }
     }
+    free(arr);
     return true;
 }
 
@@ -205,25 +227,32 @@ static void check_case(const char *label, mcase *c, bool want_ok, int want_direc
         CHECK(p.scratch_bytes == nprod * (int64_t)acc, "%s: scratch bytes %lld", label,
               (long long)p.scratch_bytes);
     double *scratch = malloc(sizeof(double) * (size_t)(nprod + 1));
-    for (int64_t i = 0; i <= nprod; i++)
-        scratch[i] = NAN;
-    bool inb = run_plan(&p, c, scratch, nprod);
-    CHECK(inb, "%s: the plan reads or writes out of bounds", label);
-    int bad = 0;
-    for (int64_t z = 0; z < nbatch && inb; z++)
-        for (int64_t m = 0; m < M; m++)
-            for (int64_t n = 0; n < N; n++) {
-                double want = 0;
-                for (int64_t l = 0; l < K; l++)
-                    want += c->mem[0][at(c, 0, z, nb, m, nb + 2, l)] *
-                            c->mem[1][at(c, 1, z, nb + 2, l, nb + 1, n)];
-                double got = p.direct ? c->mem[p.out_buf][at(c, p.out_buf, z, nb, m, nb + 1, n)]
-                                      : scratch[(z * M + m) * N + n];
-                if (!(got == want) && bad++ < 3)
-                    printf("  %s: [%lld,%lld,%lld] got %g want %g\n", label, (long long)z,
-                           (long long)m, (long long)n, got, want);
-            }
-    CHECK(bad == 0, "%s: %d wrong elements", label, bad);
+    for (int pass = 0; pass < 2; pass++) {   /* the loop of calls, then the pointer arrays */
+        const char *how = pass ? "pointer arrays" : "calls";
+        for (int64_t i = 0; i <= nprod; i++)
+            scratch[i] = NAN;
+        if (p.direct)   /* poison the output between the passes */
+            for (int64_t i = 0; i < MEMN; i++)
+                c->mem[p.out_buf][i] = NAN;
+        bool inb = run_plan(&p, c, scratch, nprod, pass == 1);
+        CHECK(inb, "%s (%s): the plan reads or writes out of bounds", label, how);
+        int bad = 0;
+        for (int64_t z = 0; z < nbatch && inb; z++)
+            for (int64_t m = 0; m < M; m++)
+                for (int64_t n = 0; n < N; n++) {
+                    double want = 0;
+                    for (int64_t l = 0; l < K; l++)
+                        want += c->mem[0][at(c, 0, z, nb, m, nb + 2, l)] *
+                                c->mem[1][at(c, 1, z, nb + 2, l, nb + 1, n)];
+                    double got = p.direct
+                                     ? c->mem[p.out_buf][at(c, p.out_buf, z, nb, m, nb + 1, n)]
+                                     : scratch[(z * M + m) * N + n];
+                    if (!(got == want) && bad++ < 3)
+                        printf("  %s (%s): [%lld,%lld,%lld] got %g want %g\n", label, how,
+                               (long long)z, (long long)m, (long long)n, got, want);
+                }
+        CHECK(bad == 0, "%s (%s): %d wrong elements", label, how, bad);
+    }
     free(scratch);
     printf("  %-34s ok=%d direct=%d transa=%d transb=%d m=%d n=%d k=%d lda=%d ldb=%d ldc=%d "
            "batch=%d calls=%lld\n", label, p.ok, p.direct, p.transa, p.transb, p.m, p.n, p.k,
