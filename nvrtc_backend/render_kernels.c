@@ -22,7 +22,8 @@
  * - REDUCE, NAME_col (st_nvrtc_col_plan says which kernels get it): the
  *   column variant for reductions over dims that are strided in memory
  *   while the kept dims are contiguous (bias/LayerNorm weight gradients);
- *   compile-checked only, launched only with SYMTRACE_CUDA_COLREDUCE=1.
+ *   ran on an H100 (tests/python/test_gpu.py); SYMTRACE_CUDA_COLREDUCE=0
+ *   keeps the row kernel.
  * Owns: st_nvrtc_render, st_nvrtc_kernel_name, st_nvrtc_has_mma,
  * st_nvrtc_vec_width, st_nvrtc_col_plan. */
 #include <stdio.h>
@@ -509,8 +510,7 @@ done:
  * partials into the scratch scr_ (see st_nvrtc_launch.col_scratch), and
  * the last block of a tile to finish (a counter per tile, reset by it)
  * adds the slices in blockIdx.y order (deterministic) and runs the
- * epilogue. NOT YET RUN ON A GPU (compile-checked; launched only with
- * SYMTRACE_CUDA_COLREDUCE=1). */
+ * epilogue. Launched unless SYMTRACE_CUDA_COLREDUCE=0. */
 static void render_reduce_col(st_nvrtc_pc *pc, const char *name, const st_nvrtc_col *c)
 {
     st_nvrtc_sb *b = pc->b;

@@ -294,7 +294,7 @@ def test_bert_tiny_compiled_cuda_matches_cpu():
 # ---------------- column reductions (NAME_col, SYMTRACE_CUDA_COLREDUCE) ----------------
 # Reductions over a dim that is strided in memory while the kept dim is
 # contiguous (bias and LayerNorm weight gradients) may run the column
-# variant of the REDUCE kernel, NAME_col, when SYMTRACE_CUDA_COLREDUCE=1
+# variant of the REDUCE kernel, NAME_col, unless SYMTRACE_CUDA_COLREDUCE=0
 # (read at every launch). Each test runs with it off and on; with
 # SYMTRACE_CUDA_COLREDUCE_LOG=1 every NAME_col launch writes a line on
 # stderr, so the "1" runs also check that the column path was taken.
