@@ -2,10 +2,11 @@
 # For a lent GPU machine (README: "On a GPU"): builds symtrace for its
 # python3 (no LLVM there: the CPU side uses the interp backend), then runs
 # what is asked: `tests` (every GPU test file), `verify` (the tests, then
-# BERT base against PyTorch, then symtrace alone with the opt-in column
-# reductions: the one command a session with a GPU should start with),
-# `bench ARGS...` (the BERT benchmark with ARGS), or a Python command
-# `py ARGS...`. Several
+# BERT base against PyTorch, then the 50-step loss parity with dropout 0:
+# the one command a session with a GPU should start with),
+# `profile` (bench/micro/gpu_step_profile.py: device time per kernel
+# group, symtrace against PyTorch eager and torch.compile), `bench ARGS...`
+# (the BERT benchmark with ARGS), or a Python command `py ARGS...`. Several
 # steps may follow one another: `tests bench --config tiny --steps 5 --`.
 # Logs go to $OUT (the device tool's folder) or bench/out.
 set -uo pipefail
@@ -56,9 +57,16 @@ while [ $# -gt 0 ]; do
         log "BERT base against PyTorch"
         timeout 240 $py -m bench.bert_pretrain --config base --steps 12 --compare torch \
             --json "$out/base.json" 2>&1 | tee -a "$out/bench.log" | grep -E "^\| (run|symtrace|torch)|parity"
-        log "BERT base, column reductions on"
-        SYMTRACE_CUDA_COLREDUCE=1 timeout 120 $py -m bench.bert_pretrain --config base --steps 12 \
-            --json "$out/base_col.json" 2>&1 | tee -a "$out/bench.log" | grep -E "^\| (run|symtrace)"
+        log "BERT base, dropout 0, 50 steps: loss parity with PyTorch eager"
+        timeout 150 $py -m bench.bert_pretrain --config base --steps 50 --dropout 0 --compare torch-eager \
+            --json "$out/base_parity.json" 2>&1 | tee -a "$out/bench.log" | grep -E "^\| (run|symtrace|torch)|parity"
+        ;;
+    profile)
+        export SYMTRACE_CACHE_DIR=${SYMTRACE_CACHE_DIR:-/tmp/symtrace-cache}
+        log "where the BERT base step goes on the device (CUPTI), symtrace and PyTorch"
+        timeout 240 $py -m bench.micro.gpu_step_profile --runs st,torch,compile --config base --steps 10 \
+            2>&1 | grep -v USDT > "$out/profile.txt"
+        grep -E "^##|^   [a-z]" "$out/profile.txt"
         ;;
     bench|py)
         args=()
@@ -69,7 +77,7 @@ while [ $# -gt 0 ]; do
             timeout ${BENCH_TIMEOUT:-300} $py -m bench.bert_pretrain "${args[@]}" 2>&1 | tee -a "$out/bench.log" | tail -40
         else
             log "py ${args[*]}"
-            timeout ${BENCH_TIMEOUT:-300} $py "${args[@]}" 2>&1 | tail -60
+            timeout ${BENCH_TIMEOUT:-300} $py "${args[@]}" 2>&1 | tee -a "$out/py.log" | tail -60
         fi
         ;;
     *) echo "unknown step $step"; exit 2 ;;
