@@ -200,12 +200,13 @@ st_nvrtc_launch st_nvrtc_epi_launch_config(const st_kernel *k, const st_kargs *a
                                            int sm_count)
 {
     st_nvrtc_launch L = launch0();
-    int64_t total = prod(a, 0, k->rank - 1);
-    if (k->rank < 3 || total <= 0) {
+    int64_t rows = prod(a, 0, k->rank - 2), N = k->rank >= 3 ? a->shape[k->rank - 2] : 0;
+    if (k->rank < 3 || rows <= 0 || N <= 0) {
         L.empty = true;
         return L;
     }
-    L.block[0] = 256;
-    L.grid[0] = cap_grid((total + 255) / 256, sm_count);
+    /* a block per row (NAME_epi): threads along N, whole warps */
+    L.block[0] = N >= 256 ? 256 : (unsigned)((N + 31) / 32 * 32);
+    L.grid[0] = cap_grid(rows, sm_count);
     return L;
 }

@@ -771,8 +771,10 @@ static void render_matmul(st_nvrtc_pc *pc, const char *name)
 }
 
 /* NAME_epi: the epilogue over a scratch product (cuBLAS computed it): a
- * grid-stride loop over the batch x M x N points, the product read from
- * prod_ (contiguous [batch..., M, N], float or double) */
+ * block per output row at a time (grid-stride over the batch x M rows; the
+ * row's batch coordinates and bases once per row), its threads along the
+ * row's N points, so no point pays a 64-bit division; the product read
+ * from prod_ (contiguous [batch..., M, N], float or double) */
 static void render_matmul_epi(st_nvrtc_pc *pc, const char *name)
 {
     st_nvrtc_sb *b = pc->b;
@@ -784,16 +786,15 @@ static void render_matmul_epi(st_nvrtc_pc *pc, const char *name)
        name, A);
     SB("    const st_i64 M = a.shape[%d], N = a.shape[%d];\n", nb, nb + 1);
     product(b, "nbatch", 0, nb);
-    SB("    const st_i64 total = nbatch * M * N;\n"
-       "    const st_i64 step = (st_i64)gridDim.x * blockDim.x;\n"
-       "    for (st_i64 t_ = (st_i64)blockIdx.x * blockDim.x + threadIdx.x; t_ < total; t_ += step) {\n"
-       "        const st_i64 nn_ = t_ %% N, q_ = t_ / N;\n"
-       "        const st_i64 mm_ = q_ %% M, z = q_ / M;\n");
+    SB("    const st_i64 rows = nbatch * M;\n"
+       "    for (st_i64 r_ = blockIdx.x; r_ < rows; r_ += gridDim.x) {\n"
+       "        const st_i64 mm_ = r_ %% M, z = r_ / M;\n");
     coords(b, "        ", "z", 0, nb, "z");
     offsets(pc, "        ", NULL, 0, nb, "bb");
-    SB("        const %s accv = prod_[t_];\n", A);
-    mm_epilogue(pc, nb, "accv", acc, "        ", "            ");
-    SB("    }\n}\n");
+    SB("        for (st_i64 nn_ = threadIdx.x; nn_ < N; nn_ += blockDim.x) {\n"
+       "            const %s accv = prod_[r_ * N + nn_];\n", A);
+    mm_epilogue(pc, nb, "accv", acc, "            ", "                ");
+    SB("        }\n    }\n}\n");
 }
 
 /* NOT YET RUN ON A GPU: compile-checked only (see the file comment). */

@@ -535,17 +535,20 @@ static void epi_launch(void)
     a.shape[1] = 5;
     a.shape[2] = 3;
     a.shape[3] = 100000; /* K does not count */
+    /* a block per output row (batch x M of them), threads along N in whole warps */
     st_nvrtc_launch L = st_nvrtc_epi_launch_config(&k, &a, 132);
-    CHECK(!L.empty && L.block[0] == 256 && L.grid[0] == 1 && L.grid[1] == 1,
-          "epi launch of 60 points: %u x %u", L.grid[0], L.block[0]);
+    CHECK(!L.empty && L.block[0] == 32 && L.grid[0] == 20 && L.grid[1] == 1,
+          "epi launch of 20 rows of 3: %u x %u", L.grid[0], L.block[0]);
     a.shape[1] = 512;
     a.shape[2] = 768;
     L = st_nvrtc_epi_launch_config(&k, &a, 132);
-    CHECK(L.grid[0] == 132 * 32, "epi grid capped: %u", L.grid[0]);
-    a.shape[1] = 300;
-    a.shape[2] = 3;
+    CHECK(L.grid[0] == 4 * 512 && L.block[0] == 256, "epi rows of 768: %u x %u", L.grid[0],
+          L.block[0]);
+    a.shape[1] = 5000;
+    a.shape[2] = 100;
     L = st_nvrtc_epi_launch_config(&k, &a, 132);
-    CHECK(L.grid[0] == (4 * 300 * 3 + 255) / 256, "epi grid %u", L.grid[0]);
+    CHECK(L.grid[0] == 132 * 32 && L.block[0] == 128, "epi grid capped: %u x %u", L.grid[0],
+          L.block[0]);
     a.shape[0] = 0;
     L = st_nvrtc_epi_launch_config(&k, &a, 132);
     CHECK(L.empty, "empty epi launch");
