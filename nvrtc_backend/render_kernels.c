@@ -523,7 +523,7 @@ static void render_reduce_col(st_nvrtc_pc *pc, const char *name, const st_nvrtc_
     snprintf(cname, sizeof cname, "%s_col", name);
     SB("\nextern \"C\" __global__ void __launch_bounds__(1024)\n"
        "%s(const st_kargs a, unsigned flags, st_kerr *err, void *scr_)\n{\n", cname);
-    SB("    /* column reduction (NOT YET RUN on a GPU: compile-checked only) */\n"
+    SB("    /* column reduction */\n"
        "    __shared__ %s st_csm[32][33];\n"
        "    __shared__ bool st_clast;\n", A);
     product(b, "nouter", 0, ro);
@@ -545,18 +545,40 @@ static void render_reduce_col(st_nvrtc_pc *pc, const char *name, const st_nvrtc_
     offsets(pc, "        ", NULL, 0, ro, "ob");
     acc_decl(b, k, 0, accf);
     SB("        if (live_ && r0_ < r1_) {\n");
-    if (k->nred > 1) { /* row coordinates walked incrementally */
-        SB("            st_i64 rw_ = r0_ + threadIdx.y;\n");
-        for (int d = rank - 1; d > ro; d--)
-            SB("            st_i64 w%d = rw_ %% a.shape[%d]; rw_ /= a.shape[%d];\n", d, d, d);
-        SB("            st_i64 w%d = rw_;\n", ro);
-    } else {
-        SB("#pragma unroll 4\n");
+    int in = rank - 1;
+    const char *I = "            ";   /* the indent of the point loop's head */
+    if (k->nred > 1) {
+        /* runs along the innermost row dim: the other row coordinates and
+         * the buffers' offsets once per run (one division), then a loop
+         * over the run whose loads do not wait on index arithmetic */
+        SB("            const st_i64 nin_ = a.shape[%d];\n"
+           "            for (st_i64 pos = r0_ + threadIdx.y; pos < r1_;) {\n"
+           "                st_i64 rw_ = pos / nin_;\n"
+           "                const st_i64 base_ = rw_ * nin_;\n"
+           "                const st_i64 end_ = r1_ < base_ + nin_ ? r1_ : base_ + nin_;\n", in);
+        for (int d = in - 1; d > ro; d--)
+            SB("                const st_i64 w%d = rw_ %% a.shape[%d]; rw_ /= a.shape[%d];\n", d, d, d);
+        SB("                const st_i64 w%d = rw_;\n", ro);
+        for (int bi = 0; bi < k->nbufs; bi++) {
+            SB("                const st_i64 q%d = ob%d", bi, bi);
+            for (int d = ro; d < in; d++)
+                SB(" + w%d * a.bufs[%d].strides[%d]", d, bi, d);
+            SB(";\n");
+        }
+        I = "                ";
     }
-    SB("            for (st_i64 pos = r0_ + threadIdx.y; pos < r1_; pos += blockDim.y) {\n");
-    pc->ind = "                ";
-    pc->ind2 = "                    ";
-    SB("                const st_i64 lin = o * R + pos;\n");
+    SB("#pragma unroll 4\n");
+    if (k->nred > 1)
+        SB("%sfor (; pos < end_; pos += blockDim.y) {\n"
+           "%s    const st_i64 w%d = pos - base_;\n", I, I, in);
+    else
+        SB("%sfor (st_i64 pos = r0_ + threadIdx.y; pos < r1_; pos += blockDim.y) {\n", I);
+    char ind[40], ind2[40];
+    snprintf(ind, sizeof ind, "%s    ", I);
+    snprintf(ind2, sizeof ind2, "%s        ", I);
+    pc->ind = ind;
+    pc->ind2 = ind2;
+    SB("%sconst st_i64 lin = o * R + pos;\n", ind);
     snprintf(pc->lin, sizeof pc->lin, "lin");
     for (int d = ro; d < rank; d++) {
         if (k->nred > 1)
@@ -565,10 +587,12 @@ static void render_reduce_col(st_nvrtc_pc *pc, const char *name, const st_nvrtc_
             snprintf(pc->coord[d], sizeof pc->coord[d], "pos");
     }
     for (int bi = 0; bi < k->nbufs; bi++) {
-        SB("                const st_i64 o%d = ob%d", bi, bi);
-        for (int d = ro; d < rank; d++)
-            SB(" + %s * a.bufs[%d].strides[%d]", pc->coord[d], bi, d);
-        SB(";\n");
+        if (k->nred > 1)
+            SB("%sconst st_i64 o%d = q%d + w%d * a.bufs[%d].strides[%d];\n", ind, bi, bi, in, bi,
+               in);
+        else
+            SB("%sconst st_i64 o%d = ob%d + pos * a.bufs[%d].strides[%d];\n", ind, bi, bi, bi,
+               in);
         snprintf(pc->off[bi], sizeof pc->off[bi], "o%d", bi);
     }
     st_nvrtc_pt_reset(pc);
@@ -576,14 +600,10 @@ static void render_reduce_col(st_nvrtc_pc *pc, const char *name, const st_nvrtc_
     for (int s = 0; s < k->nstores; s++)
         if (c->point[s])
             st_nvrtc_pt_store(pc, s);
-    if (k->nred > 1) {
-        SB("                w%d += blockDim.y;\n", rank - 1);
-        for (int d = rank - 1; d > ro; d--)
-            SB("                while (w%d >= a.shape[%d]) { w%d -= a.shape[%d]; w%d++; }\n",
-               d, d, d, d, d - 1);
-    }
-    SB("            }\n"
-       "        }\n"
+    SB("%s}\n", I);
+    if (k->nred > 1)
+        SB("            }\n");
+    SB("        }\n"
        "        st_csm[threadIdx.y][threadIdx.x] = acc0;\n"
        "        __syncthreads();\n"
        "        if (threadIdx.y == 0 && live_)\n"

@@ -322,9 +322,15 @@ def _sum64(a, dims):
 @pytest.mark.parametrize("shape,dims,col", [((4096, 3072), (0,), True), ((33, 7), (0,), True),
                                             ((1, 5), (0,), False), ((5000, 1), (0,), False),
                                             ((8, 128, 768), (0, 1), True),
-                                            ((16, 300, 64), (1,), True), ((4, 2048, 40), (1,), True)],
+                                            ((16, 300, 64), (1,), True), ((4, 2048, 40), (1,), True),
+                                            # several row dims: runs along the innermost row dim
+                                            # (shorter than, longer than, not a multiple of the
+                                            # row groups) cut by the block slices anywhere
+                                            ((5, 33, 40), (0, 1), True), ((7, 3, 96), (0, 1), True),
+                                            ((3, 4, 50, 64), (0, 1, 2), True),
+                                            ((64, 257, 32), (0, 1), True)],
                          ids=["4096x3072", "33x7", "1x5", "5000x1", "8x128x768", "16x300x64_dim1",
-                              "4x2048x40_dim1"])
+                              "4x2048x40_dim1", "5x33x40", "7x3x96", "3x4x50x64", "64x257x32"])
 def test_colreduce_sums(colreduce, capfd, shape, dims, col):
     a = rnd(*shape, seed=40 + len(shape))
     x = st.tensor(a).cuda()
