@@ -18,6 +18,19 @@
  * (backward graphs are built for the forward's sizes anyway, as the rules'
  * size-carrying attrs are).
  *
+ * Rematerialization (as AOTAutograd's partitioner, in its simplest form):
+ * a saved value that only pointwise backward statements read, made by a
+ * pointwise forward statement (unary/binary/ternary, not random) from
+ * values that are saved anyway or again recomputable so (constants too; a
+ * chain of at most REMAT_DEPTH statements, none reading a larger tensor
+ * than it makes), is not saved: its forward statements are replayed in
+ * the backward graph just before its first reader, and fusion folds them
+ * into the pointwise kernels that read them. GELU's erf term (0.5 * (1 + erf(x / sqrt 2)),
+ * read by its VJP beside x, which the VJP saves anyway) is the case in
+ * point: the forward no longer stores a second tensor the size of x.
+ * Values a product or a reduction reads stay saved (recomputing them would
+ * cost a kernel of their own).
+ *
  * Backward graph inputs: saved forward values (ascending forward value id),
  * then the loss gradient, an input of the loss's meta (callers feed ones for
  * a scalar loss). Outputs: one gradient per wrt entry, of that value's shape
@@ -128,6 +141,69 @@ static bool is_like_create(st_op_id op)
            op == ST_OP_RANDINT;
 }
 
+#define REMAT_DEPTH 6
+
+static bool pointwise(st_op_id op)
+{
+    st_op_kind k = st_op(op)->kind;
+    return k == ST_OPK_UNARY || k == ST_OPK_BINARY || k == ST_OPK_TERNARY;
+}
+
+static int64_t numel_of(const st_meta *m)
+{
+    int64_t n = 1;
+    for (int d = 0; d < m->ndim; d++)
+        n *= m->shape[d];
+    return n;
+}
+
+/* Whether forward value v can be computed in the backward graph from
+ * values it has (avail: saved anyway) by pointwise statements only. */
+static bool recomputable(const st_graph *f, int v, const bool *avail, int depth)
+{
+    const st_value *val = &f->values[v];
+    if (val->kind == ST_VAL_CONST)
+        return true;
+    if (avail[v])
+        return true;
+    if (val->kind != ST_VAL_STMT || depth >= REMAT_DEPTH)
+        return false;
+    const st_stmt *s = &f->stmts[val->producer];
+    if (!pointwise(s->op) || s->nout != 1)
+        return false;
+    for (int k = 0; k < s->nin; k++) {
+        const st_value *u = &f->values[s->in[k]];
+        if (u->kind != ST_VAL_CONST && numel_of(&u->meta) > numel_of(&val->meta))
+            return false;
+        if (!recomputable(f, s->in[k], avail, depth + 1))
+            return false;
+    }
+    return true;
+}
+
+/* The backward value of forward value v (saved: its input; else replayed
+ * from its forward statement), memoized in fmap; -1 with the error set. */
+static int replay_value(const st_graph *f, st_graph *b, int v, int *fmap)
+{
+    if (fmap[v] >= 0)
+        return fmap[v];
+    const st_value *val = &f->values[v];
+    if (val->kind == ST_VAL_CONST)
+        return fmap[v] = st_ir_add_const(b, val->meta.dtype, val->fconst, val->iconst);
+    if (val->kind != ST_VAL_STMT) {
+        st_err(ST_ERR_RUNTIME, "backward: value %d is neither saved nor recomputable", v);
+        return -1;
+    }
+    const st_stmt *s = &f->stmts[val->producer];
+    int in[ST_MAX_IN], out[ST_MAX_OUT];
+    for (int k = 0; k < s->nin; k++)
+        if ((in[k] = replay_value(f, b, s->in[k], fmap)) < 0)
+            return -1;
+    if (st_ir_add_stmt(b, s->op, in, s->nin, &s->attrs, out) < 0)
+        return -1;
+    return fmap[v] = out[0];
+}
+
 /* Compacts the working graph into the backward graph (see the top). */
 static st_graph *compact(bctx *c, const int *seeds, int nseeds,
                          st_ir_bwd_info *info)
@@ -141,6 +217,8 @@ static st_graph *compact(bctx *c, const int *seeds, int nseeds,
     int *map = malloc(sizeof(int) * (size_t)nv);
     /* which working input is the placeholder of which forward value */
     int *fwd_of = malloc(sizeof(int) * (size_t)nv);
+    bool *avail = NULL, *remat = NULL;
+    int *fmap = NULL;
     st_graph *b = st_ir_graph_new();
     bool ok = live && keep && shape_only && map && fwd_of && b;
     if (!ok) {
@@ -170,11 +248,49 @@ static st_graph *compact(bctx *c, const int *seeds, int nseeds,
         for (int k = 0; k < s->nin; k++)
             live[s->in[k]] = true;
     }
+    /* rematerialized values (see the top): saved ones that only pointwise
+     * statements read and that pointwise statements make from saved ones */
+    int nf = c->f->nvalues > 0 ? c->f->nvalues : 1;
+    avail = calloc((size_t)nf, sizeof *avail);
+    remat = calloc((size_t)nf, sizeof *remat);
+    fmap = malloc(sizeof(int) * (size_t)nf);
+    bool *only_pw = calloc((size_t)nv, sizeof *only_pw);
+    if (!avail || !remat || !fmap || !only_pw) {
+        free(only_pw);
+        ok = false;
+        st_err(ST_ERR_MEMORY, "backward: out of memory");
+        goto done;
+    }
+    for (int v = 0; v < w->nvalues; v++)
+        only_pw[v] = true;
+    for (int k = 0; k < w->noutputs; k++)
+        only_pw[w->outputs[k]] = false;
+    for (int si = 0; si < w->nstmts; si++) {
+        const st_stmt *s = &w->stmts[si];
+        if (!keep[si] || shape_only[si] || pointwise(s->op))
+            continue;
+        for (int k = 0; k < s->nin; k++)
+            only_pw[s->in[k]] = false;
+    }
+    for (int v = 0; v < c->f->nvalues; v++) {
+        int p = c->ph[v];
+        avail[v] = p >= 0 && fwd_of[p] == v && live[p];
+        fmap[v] = -1;
+    }
+    for (int v = 0; v < c->f->nvalues; v++) {
+        if (!avail[v] || !only_pw[c->ph[v]] || c->f->values[v].kind != ST_VAL_STMT)
+            continue;
+        /* recomputable from the others: v itself not counted as available */
+        avail[v] = false;
+        remat[v] = recomputable(c->f, v, avail, 0);
+        avail[v] = !remat[v];
+    }
+    free(only_pw);
     /* inputs: the saved forward values in forward order, then the seed */
     int nsaved = 0;
     for (int v = 0; v < c->f->nvalues; v++) {
         int p = c->ph[v];
-        if (p >= 0 && fwd_of[p] == v && live[p])
+        if (p >= 0 && fwd_of[p] == v && live[p] && !remat[v])
             nsaved++;
     }
     info->saved = malloc(sizeof(int) * (size_t)(nsaved > 0 ? nsaved : 1));
@@ -185,10 +301,11 @@ static st_graph *compact(bctx *c, const int *seeds, int nseeds,
     }
     for (int v = 0; v < c->f->nvalues && ok; v++) {
         int p = c->ph[v];
-        if (p < 0 || fwd_of[p] != v || !live[p])
+        if (p < 0 || fwd_of[p] != v || !live[p] || remat[v])
             continue;
         map[p] = st_ir_add_input(b, &w->values[p].meta, false);
         ok = map[p] >= 0;
+        fmap[v] = map[p];
         info->saved[info->nsaved++] = v;
     }
     info->grad_input = info->nsaved;
@@ -197,6 +314,7 @@ static st_graph *compact(bctx *c, const int *seeds, int nseeds,
         map[sd] = st_ir_add_input(b, &w->values[sd].meta, false);
         ok = map[sd] >= 0;
     }
+
     for (int si = 0; si < w->nstmts && ok; si++) {
         if (!keep[si])
             continue;
@@ -213,6 +331,10 @@ static st_graph *compact(bctx *c, const int *seeds, int nseeds,
         }
         for (int k = 0; k < nin && ok; k++) {
             int v = s->in[k];
+            /* a rematerialized value: replayed just before its first
+             * reader, so that fusion can fold it into that kernel */
+            if (map[v] < 0 && fwd_of[v] >= 0 && remat[fwd_of[v]])
+                map[v] = replay_value(c->f, b, fwd_of[v], fmap);
             if (map[v] < 0 && w->values[v].kind == ST_VAL_CONST)
                 map[v] = st_ir_add_const(b, w->values[v].meta.dtype,
                                          w->values[v].fconst,
@@ -243,6 +365,9 @@ done:
     free(shape_only);
     free(map);
     free(fwd_of);
+    free(avail);
+    free(remat);
+    free(fmap);
     if (!ok) {
         st_ir_graph_free(b);
         return NULL;

@@ -672,6 +672,45 @@ static void test_tied_embedding(void)
     st_ir_graph_free(g);
 }
 
+/* Rematerialization: loss = sum(x * (1 + erf(x * 0.7071))) (GELU's
+ * shape): the VJPs read x, the erf term t and erf's input u; t and u are
+ * pointwise in x, which is saved anyway, and only pointwise statements
+ * read them: only x is saved, the backward replays u and t. Then a value
+ * a product reads stays saved even when it is pointwise in a saved one:
+ * loss = sum((x * 3) @ W) + sum(x * x) saves x, x * 3 and W. */
+static void test_remat(void)
+{
+    current = "remat_gelu_shape";
+    st_graph *g = st_ir_graph_new();
+    st_meta m = meta(ST_FLOAT64, 2, 3, 4, 0);
+    int x = st_ir_add_input(g, &m, true);
+    int u = S(g, ST_OP_MUL, x, st_ir_add_const(g, ST_FLOAT64, 0.7071067811865476, 0), NULL);
+    int t = S(g, ST_OP_ADD, S(g, ST_OP_ERF, u, -1, NULL), st_ir_add_const(g, ST_FLOAT64, 1.0, 1),
+              NULL);
+    int loss = S(g, ST_OP_SUM, S(g, ST_OP_MUL, x, t, NULL), -1, NULL);
+    st_ir_mark_output(g, loss);
+    st_tensor *in[1] = {rand_input(&m, 0)};
+    int wrt[1] = {0};
+    check_case(current, g, in, wrt, 1, 1);
+    free_inputs(in, 1);
+    st_ir_graph_free(g);
+
+    current = "remat_not_into_a_product";
+    g = st_ir_graph_new();
+    st_meta mw = meta(ST_FLOAT64, 2, 4, 5, 0);
+    x = st_ir_add_input(g, &m, true);
+    int w = st_ir_add_input(g, &mw, true);
+    int a = S(g, ST_OP_MUL, x, st_ir_add_const(g, ST_FLOAT64, 3.0, 3), NULL);
+    int z = S(g, ST_OP_SUM, S(g, ST_OP_MATMUL, a, w, NULL), -1, NULL);
+    loss = S(g, ST_OP_ADD, z, S(g, ST_OP_SUM, S(g, ST_OP_MUL, x, x, NULL), -1, NULL), NULL);
+    st_ir_mark_output(g, loss);
+    st_tensor *in2[2] = {rand_input(&m, 0), rand_input(&mw, 0)};
+    int wrt2[2] = {0, 1};
+    check_case(current, g, in2, wrt2, 2, 3);
+    free_inputs(in2, 2);
+    st_ir_graph_free(g);
+}
+
 int main(void)
 {
     st_ir_autodiff_init();
@@ -681,6 +720,7 @@ int main(void)
     test_transposed_operand();
     test_cut_and_unused();
     test_nothing_saved();
+    test_remat();
     test_bad_input();
     test_trace_vs_tape();
     test_tied_embedding();
