@@ -9,8 +9,10 @@
  * cublasGemmStridedBatchedEx; a plan of several calls (batch dims that do
  * not collapse to one stride, as attention's [batch, heads] over permuted
  * views) runs as one cublasGemmBatchedEx over pointer arrays copied to
- * the device on the stream (SYMTRACE_CUBLAS_PTRS=0: one call each). Owns: st_nvrtc_set_cublas_search_path,
- * st_nvrtc_cublas_available, st_nvrtc_cublas_library, st_nvrtc_cublas_gemm. */
+ * the device on the stream (SYMTRACE_CUBLAS_PTRS=0: one call each).
+ * Callers hold the backend's gemm lock (backend.c). Owns:
+ * st_nvrtc_set_cublas_search_path, st_nvrtc_cublas_available,
+ * st_nvrtc_cublas_library, st_nvrtc_cublas_gemm. */
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
@@ -231,8 +233,8 @@ static st_status batched(st_device *dev, st_cublas_handle h, const st_nvrtc_gemm
                          const st_kargs *a, char *c0, size_t ea, size_t ec, int tab, int tc,
                          int ct, const void *alpha, const void *beta)
 {
-    static __thread const void **host;
-    static __thread size_t host_cap;
+    static const void **host;   /* grown, kept: calls are serialized (gemm lock) */
+    static size_t host_cap;
     int64_t n = p->calls * p->batch;
     if (n > INT_MAX)
         return st_err(ST_ERR_RUNTIME, "cuBLAS: %lld products in one call", (long long)n);
