@@ -25,9 +25,10 @@
  * chain of at most REMAT_DEPTH statements, none reading a larger tensor
  * than it makes), is not saved: its forward statements are replayed in
  * the backward graph just before its first reader, and fusion folds them
- * into the pointwise kernels that read them. GELU's erf term (0.5 * (1 + erf(x / sqrt 2)),
- * read by its VJP beside x, which the VJP saves anyway) is the case in
- * point: the forward no longer stores a second tensor the size of x.
+ * into the pointwise kernels that read them. GELU's erf term
+ * (1 + erf(x / sqrt 2), read by its VJP beside x, which the VJP saves
+ * anyway) is the case in point: the forward no longer stores a second
+ * tensor the size of x.
  * Values a product or a reduction reads stay saved (recomputing them would
  * cost a kernel of their own).
  *
@@ -149,14 +150,6 @@ static bool pointwise(st_op_id op)
     return k == ST_OPK_UNARY || k == ST_OPK_BINARY || k == ST_OPK_TERNARY;
 }
 
-static int64_t numel_of(const st_meta *m)
-{
-    int64_t n = 1;
-    for (int d = 0; d < m->ndim; d++)
-        n *= m->shape[d];
-    return n;
-}
-
 /* Whether forward value v can be computed in the backward graph from
  * values it has (avail: saved anyway) by pointwise statements only. */
 static bool recomputable(const st_graph *f, int v, const bool *avail, int depth)
@@ -173,7 +166,7 @@ static bool recomputable(const st_graph *f, int v, const bool *avail, int depth)
         return false;
     for (int k = 0; k < s->nin; k++) {
         const st_value *u = &f->values[s->in[k]];
-        if (u->kind != ST_VAL_CONST && numel_of(&u->meta) > numel_of(&val->meta))
+        if (u->kind != ST_VAL_CONST && st_meta_numel(&u->meta) > st_meta_numel(&val->meta))
             return false;
         if (!recomputable(f, s->in[k], avail, depth + 1))
             return false;
