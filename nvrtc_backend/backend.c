@@ -15,8 +15,8 @@
  * the NVRTC kernel. A REDUCE with the column variant NAME_col
  * (st_nvrtc_col_plan) runs it when st_nvrtc_col_config says the launch
  * suits it, unless SYMTRACE_CUDA_COLREDUCE=0 (read at every launch;
- * SYMTRACE_CUDA_COLREDUCE_LOG=1 reports each such launch on stderr). Owns: st_nvrtc_backend,
- * st_nvrtc_register. */
+ * SYMTRACE_CUDA_COLREDUCE_LOG=1 reports each such launch on stderr).
+ * Owns: st_nvrtc_backend, st_nvrtc_register. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -199,16 +199,10 @@ static bool use_cublas(void)
  * 83.9 -> 74.6 ms a step); SYMTRACE_CUDA_COLREDUCE_LOG=1: each NAME_col
  * launch says so (stderr). Read at every launch (not cached) so tests can
  * flip them. */
-static bool env_on(const char *name)
+static bool env_is(const char *name, char v)
 {
     const char *e = getenv(name);
-    return e && e[0] == '1';
-}
-
-static bool env_off(const char *name)
-{
-    const char *e = getenv(name);
-    return e && e[0] == '0';
+    return e && e[0] == v;
 }
 
 /* The scratch of NAME_col launches whose rows are sliced over blocks
@@ -341,9 +335,9 @@ static st_status launch(st_backend *be, void *h, int index, const st_kargs *args
         }
     }
     st_nvrtc_launch L = {.col = false};
-    if (k->kind == ST_K_REDUCE && c->fn_col[index] && !env_off("SYMTRACE_CUDA_COLREDUCE")) {
+    if (k->kind == ST_K_REDUCE && c->fn_col[index] && !env_is("SYMTRACE_CUDA_COLREDUCE", '0')) {
         L = st_nvrtc_col_config(k, args, g->sm_count);
-        if (L.col && env_on("SYMTRACE_CUDA_COLREDUCE_LOG"))
+        if (L.col && env_is("SYMTRACE_CUDA_COLREDUCE_LOG", '1'))
             fprintf(stderr, "symtrace colreduce: %s: NAME_col (grid %ux%u, block %ux%u)\n",
                     k->name, L.grid[0], L.grid[1], L.block[0], L.block[1]);
     }

@@ -14,8 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void log_saved(const st_graph *g, const st_ir_bwd_info *info);
-
 /* One lowered and compiled program with the plan for contiguous inputs. */
 typedef struct {
     st_kprog *p;
@@ -361,6 +359,44 @@ static st_status eager_run_graph(const st_graph *g, st_tensor *const *in,
 
 /* ---------------- construction ---------------- */
 
+/* SYMTRACE_SAVED_LOG=1: the values the forward saves for the backward
+ * (stderr) in forward order, with producer, dtype, shape and bytes: what a
+ * compiled training step keeps alive between its forward and backward. */
+static void log_saved(const st_graph *g, const st_ir_bwd_info *info)
+{
+    const char *e = getenv("SYMTRACE_SAVED_LOG");
+    if (!e || e[0] != '1')
+        return;
+    int64_t total = 0;
+    fprintf(stderr, "symtrace saved for backward: %d values\n", info->nsaved);
+    for (int k = 0; k < info->nsaved; k++) {
+        const st_value *v = &g->values[info->saved[k]];
+        if (v->meta.kind == ST_META_SCALAR)
+            continue;
+        int64_t n = st_meta_numel(&v->meta) * (int64_t)st_dtype_size(v->meta.dtype);
+        total += n;
+        char sh[128], nm[64];
+        const char *op = v->producer >= 0 ? st_op(g->stmts[v->producer].op)->name
+                         : v->kind == ST_VAL_PARAM ? "param" : "input";
+        char args[160] = "";
+        if (v->producer >= 0) {
+            const st_stmt *st = &g->stmts[v->producer];
+            size_t used = 0;
+            for (int i = 0; i < st->nin && used + 1 < sizeof args; i++) {
+                char a[64];
+                int w = snprintf(args + used, sizeof args - used, "%s%s", i ? ", " : "",
+                                 st_ir_value_name(g, st->in[i], a, sizeof a));
+                if (w > 0)
+                    used += (size_t)w;
+            }
+        }
+        fprintf(stderr, "  %-10s %-9s %-20s %8.2f MB = %s(%s)\n",
+                st_ir_value_name(g, info->saved[k], nm, sizeof nm), st_dtype_name(v->meta.dtype),
+                st_shape_str(v->meta.shape, v->meta.ndim, sh, sizeof sh), n / 1e6, op, args);
+    }
+    fprintf(stderr, "symtrace saved for backward: %.2f MB in all\n", total / 1e6);
+}
+
 static st_status build_backward(st_rt_cfn *f, const bool *rg)
 {
     const st_graph *g = f->g;
@@ -413,46 +449,6 @@ done:
     free(outs_v);
     free(from);
     return s;
-}
-
-/* SYMTRACE_SAVED_LOG=1: the values the forward saves for the backward
- * (stderr) in forward order, with producer, dtype, shape and bytes: what a
- * compiled training step keeps alive between its forward and backward. */
-static void log_saved(const st_graph *g, const st_ir_bwd_info *info)
-{
-    const char *e = getenv("SYMTRACE_SAVED_LOG");
-    if (!e || e[0] != '1')
-        return;
-    int64_t total = 0;
-    fprintf(stderr, "symtrace saved for backward: %d values\n", info->nsaved);
-    for (int k = 0; k < info->nsaved; k++) {
-        const st_value *v = &g->values[info->saved[k]];
-        if (v->meta.kind == ST_META_SCALAR)
-            continue;
-        int64_t n = st_dtype_size(v->meta.dtype);
-        for (int d = 0; d < v->meta.ndim; d++)
-            n *= v->meta.shape[d];
-        total += n;
-        char sh[128], nm[64];
-        const char *op = v->producer >= 0 ? st_op(g->stmts[v->producer].op)->name
-                         : v->kind == ST_VAL_PARAM ? "param" : "input";
-        char args[160] = "";
-        if (v->producer >= 0) {
-            const st_stmt *st = &g->stmts[v->producer];
-            size_t used = 0;
-            for (int i = 0; i < st->nin && used + 1 < sizeof args; i++) {
-                char a[64];
-                int w = snprintf(args + used, sizeof args - used, "%s%s", i ? ", " : "",
-                                 st_ir_value_name(g, st->in[i], a, sizeof a));
-                if (w > 0)
-                    used += (size_t)w;
-            }
-        }
-        fprintf(stderr, "  %-10s %-9s %-20s %8.2f MB = %s(%s)\n",
-                st_ir_value_name(g, info->saved[k], nm, sizeof nm), st_dtype_name(v->meta.dtype),
-                st_shape_str(v->meta.shape, v->meta.ndim, sh, sizeof sh), n / 1e6, op, args);
-    }
-    fprintf(stderr, "symtrace saved for backward: %.2f MB in all\n", total / 1e6);
 }
 
 st_rt_cfn *st_rt_cfn_new(st_graph *g, const st_rt_cfn_opts *o)
