@@ -1142,6 +1142,22 @@ static const struct {
     {ST_OP_CLAMP, B0}, {ST_OP_MASKED_FILL, B1},
 };
 
+unsigned st_ir_vjp_saves_for(st_op_id op, unsigned needs)
+{
+    const st_op_def *d = st_op(op);
+    unsigned all = d ? d->vjp_saves : 0;
+    switch (op) {
+    case ST_OP_MUL:    /* ga = g b, gb = g a */
+    case ST_OP_MATMUL: /* ga = g b^T, gb = a^T g */
+    case ST_OP_LINEAR: /* gx = g w, gw = g^T x, gbias = sum g */
+        return all & (((needs & B0) ? B1 : 0u) | ((needs & B1) ? B0 : 0u));
+    case ST_OP_DIV:    /* ga = g / b, gb = -g a / b^2 */
+        return all & (((needs & (B0 | B1)) ? B1 : 0u) | ((needs & B1) ? B0 : 0u));
+    default:
+        return all;
+    }
+}
+
 /* Sets the slots of the ops above (the others stay NULL, their default);
  * calling it again rewrites the same values. */
 void st_ir_autodiff_init(void)

@@ -329,6 +329,12 @@ const char *st_ir_value_name(const st_graph *g, int v, char *buf, size_t n);
  * that operand's shape and dtype (-1: no gradient, e.g. an index operand
  * or a non-float one). */
 void st_ir_autodiff_init(void);   /* fills every VJP slot; idempotent */
+/* What op's rule reads at run time when only the gradients of the operands
+ * in `needs` (bit k = operand k) are wanted: vjp_saves narrowed for the
+ * products and the quotient (mul's gradient of a reads only b, as
+ * PyTorch's saves `other` only when `self` requires grad). The eager tape
+ * keeps just these tensors alive. */
+unsigned st_ir_vjp_saves_for(st_op_id op, unsigned needs);
 /* Sums v down to meta's shape (broadcasting undone: leading dims summed
  * away, size-1 dims summed with keepdim); returns the value id or -1. */
 int st_ir_sum_to(st_graph *g, int v, const st_meta *target);

@@ -2,9 +2,11 @@
  *
  * Recording: an eager op run in grad mode with an input that requires grad
  * becomes one node: the op, its attrs, the operands' metas, scalar operand
- * values, detached aliases of exactly the tensors its VJP rule reads
- * (st_op_def.vjp_saves) with their storage versions, and edges to the
- * inputs' nodes or leaves. Custom nodes (PyLayer) carry a callback instead.
+ * values, detached aliases of exactly the tensors its VJP rule reads for
+ * the gradients that will be wanted (st_ir_vjp_saves_for: x * mask with a
+ * mask that takes no gradient keeps the mask, not x) with their storage
+ * versions, and edges to the inputs' nodes or leaves. Custom nodes
+ * (PyLayer) carry a callback instead.
  *
  * Backward: the nodes reachable from the roots are counted for
  * dependencies and run when all their output gradients have arrived. An
@@ -198,6 +200,13 @@ st_status st_ad_record(st_op_id op, const st_operand *in, int nin,
         any |= in[k].t && in[k].t->requires_grad && st_dtype_is_float(in[k].t->dtype);
     const st_op_def *def = st_op(op);
     if (!any || !def->vjp || !st_dtype_is_float(out[0]->dtype)) return ST_OK;
+    /* the gradients the backward will want: those of the operands that
+     * get an edge (set_edge's test); only what their rule reads is kept */
+    unsigned needs = 0;
+    for (int k = 0; k < nin; k++)
+        if (in[k].t && in[k].t->requires_grad && st_dtype_is_float(in[k].t->dtype))
+            needs |= 1u << k;
+    unsigned saves = st_ir_vjp_saves_for(op, needs);
     st_ad_node *n = node_new(nin, 1);
     if (!n) return st_err(ST_ERR_MEMORY, "autograd: out of host memory");
     n->op = op;
@@ -210,7 +219,7 @@ st_status st_ad_record(st_op_id op, const st_operand *in, int nin,
             continue;
         }
         st_tensor_meta(in[k].t, &n->in_meta[k]);
-        if (def->vjp_saves & (1u << k)) {
+        if (saves & (1u << k)) {
             n->saved_in[k] = alias(in[k].t);
             n->saved_in_ver[k] = in[k].t->storage->version;
             if (!n->saved_in[k]) goto oom;
@@ -218,7 +227,7 @@ st_status st_ad_record(st_op_id op, const st_operand *in, int nin,
         set_edge(n, k, in[k].t);
     }
     st_tensor_meta(out[0], &n->out_meta);
-    if (def->vjp_saves & ST_VJP_SAVES_OUT) {
+    if (saves & ST_VJP_SAVES_OUT) {
         n->saved_out = alias(out[0]);
         n->saved_out_ver = out[0]->storage->version;
         if (!n->saved_out) goto oom;

@@ -873,3 +873,47 @@ def test_graph_freed_by_refcount_alone():
     finally:
         if was_enabled:
             gc.enable()
+
+
+# ---------------------------------------------------------------- what the tape keeps
+@pytest.mark.parametrize("op", ["mul", "matmul", "div"])
+def test_product_keeps_only_what_the_wanted_gradient_reads(L, op):
+    """h * m (h @ m, h / m) with m taking no gradient: the tape keeps m, not h,
+    so h may be written in place afterwards (torch saves `self` only when
+    `other` requires grad), while writing m is caught; the gradient is right."""
+    f = {"mul": lambda h, m: h * m, "matmul": lambda h, m: h @ m,
+         "div": lambda h, m: h / m}[op]
+    x = T(L, np.full((4, 4), 2.0), grad=True)
+    m = T(L, np.arange(16.0).reshape(4, 4) + 1)
+    h = x + 1
+    y = f(h, m)
+    h.add_(100.0)            # not saved: allowed
+    y.sum().backward()
+    mn = np.arange(16.0).reshape(4, 4) + 1
+    want = {"mul": mn, "matmul": np.ones((4, 4)) @ mn.T, "div": 1 / mn}[op]
+    np.testing.assert_allclose(N(x.grad), want, rtol=1e-12)
+    h2 = x + 1
+    y2 = f(h2, m)
+    m.mul_(2.0)              # saved: the backward must refuse
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y2.sum().backward()
+
+
+def test_tape_releases_operands_no_gradient_reads():
+    """The memory side of the rule above: an intermediate multiplied by a
+    tensor that takes no gradient (dropout's mask, a frozen weight) is freed
+    as soon as the program drops it."""
+    mem = st.memory.memory_allocated
+    x = st.ones(256, 1024, requires_grad=True)
+    m = st.ones(256, 1024)
+    w = st.ones(1024, 64)
+    base = mem()
+    h = x + 1                # 1 MiB, its node keeps nothing
+    y = h * m
+    z = h @ w
+    del h
+    gc.collect()
+    # y and z stay; h is gone (kept, it would add another MiB)
+    assert mem() - base == y.numel() * 4 + z.numel() * 4, (mem() - base)
+    (y.sum() + z.sum()).backward()
+    np.testing.assert_allclose(x.grad.numpy(), 1.0 + 64.0)
