@@ -657,7 +657,7 @@ static st_status group_stmts(fctx *c)
             /* shaped like its operand: it joins the operand's group when
              * that group already holds a creation (takes no reduction
              * anyway) and, for a random one, no other random statement.
-             * A traced dropout, mask = where(rand(ones) >= p, ones * s, 0),
+             * A dropout of ones, where(rand(ones) >= p, ones * s, 0),
              * is then one kernel; as a group of its own the rand left the
              * ones and their scaled copy behind, written out full size */
             int gx = s->nin >= 1 ? c->gid[s->in[0]] : -1;

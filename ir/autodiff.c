@@ -21,8 +21,9 @@
  *   cross_entropy rules compute in float32 and cast back.
  * - Not differentiable (slot NULL): comparisons, logical ops, floor_divide,
  *   argmax/argmin, creation and random ops, and dropout: the runtime records
- *   eager dropout as mul(x, mask), so a dropout node never needs a VJP (its
- *   random mask cannot be recomputed from x or y when x has exact zeros).
+ *   eager dropout as where(rand(like x) >= p, x * 1/(1-p), 0), so a dropout
+ *   node never needs a VJP (its random mask cannot be recomputed from x or
+ *   y when x has exact zeros).
  * - remainder is differentiable as in PyTorch: d/da = g, d/db =
  *   -g * floor(a / b).
  * - scatter_add: self gets g; src gets gather(g, dim, index), embedded into

@@ -67,30 +67,43 @@ static bool records(st_op_id op, const st_operand *in, int nin) {
     return false;
 }
 
-/* Dropout under autograd: the mask is drawn once (dropout of ones) and the
- * op is recorded as x * mask, so backward reuses the very same mask. */
+/* Dropout under autograd, as torch's native_dropout keeps it: the keep
+ * mask is drawn once as bool (rand(like x) >= p, the draws of the
+ * unrecorded op's decomposition) and the op is recorded as
+ * where(keep, x * 1/(1-p), 0), so backward reuses the very same mask and
+ * the tape holds one byte a point (where's rule reads only the condition;
+ * a scalar product's, nothing). runtime/trace.c traces the same form. */
 static int dropout_recorded(const st_operand *in, const st_attrs *attrs,
                             st_tensor **given, st_tensor **out) {
+    double p = attrs ? attrs->f[0] : 0.5;
     st_operand like = {.t = in[0].t};
-    st_attrs fa;
-    memset(&fa, 0, sizeof fa);
-    fa.f[0] = 1.0;
-    fa.dtype = in[0].t->dtype;
-    st_tensor *ones = NULL, *mask = NULL;
+    st_attrs ra;
+    memset(&ra, 0, sizeof ra);
+    ra.dtype = ST_FLOAT32;
+    ra.f[1] = 1.0;
+    st_tensor *u = NULL, *keep = NULL, *xs = NULL;
     bool was = st_ad_grad_enabled();
     st_ad_set_grad_enabled(false);
-    int n = st_rt_eager(ST_OP_FULL, &like, 1, &fa, NULL, &ones);
+    int n = st_rt_eager(ST_OP_RAND, &like, 1, &ra, NULL, &u);
     if (n == 1) {
-        st_operand o = {.t = ones};
-        n = st_rt_eager(ST_OP_DROPOUT, &o, 1, attrs, NULL, &mask);
+        st_operand gi[2] = {{.t = u}, {.sdtype = ST_FLOAT64, .f = p}};
+        n = st_rt_eager(ST_OP_GE, gi, 2, NULL, NULL, &keep);
     }
     st_ad_set_grad_enabled(was);
-    st_tensor_decref(ones);
-    if (n != 1) return -1;
-    st_operand mi[2] = {in[0], {.t = mask}};
-    n = st_rt_eager(ST_OP_MUL, mi, 2, NULL, given, out);
-    st_tensor_decref(mask);
-    return n;
+    st_tensor_decref(u);
+    if (n == 1) {
+        /* p = 1 keeps nothing: a zero scale, not an infinite one (whose
+         * product with where's zero gradient would be nan) */
+        st_operand mi[2] = {in[0], {.sdtype = ST_FLOAT64, .f = p < 1.0 ? 1.0 / (1.0 - p) : 0.0}};
+        n = st_rt_eager(ST_OP_MUL, mi, 2, NULL, NULL, &xs);
+    }
+    if (n == 1) {
+        st_operand wi[3] = {{.t = keep}, {.t = xs}, {.sdtype = ST_FLOAT64, .f = 0.0}};
+        n = st_rt_eager(ST_OP_WHERE, wi, 3, NULL, given, out);
+    }
+    st_tensor_decref(keep);
+    st_tensor_decref(xs);
+    return n == 1 ? 1 : -1;
 }
 
 st_backend *st_rt_eager_backend(void) { return eager_backend(); }

@@ -685,6 +685,41 @@ static void fused_chains(group *gr)
         add_prog(gr, g, true, "dropout");
         st_ir_graph_free(g);
     }
+    /* dropout as traced (runtime/trace.c emit_dropout): the bool keep
+     * mask is an output beside where(keep, x * s, 0), one kernel */
+    for (int d = 0; d < 2; d++) {
+        st_graph *g = st_ir_graph_new();
+        int64_t sx[3] = {4, 33, 17};
+        int x = in_of(g, dl[d], 3, sx);
+        st_attrs ra = A0();
+        ra.f[1] = 1.0;
+        ra.dtype = ST_FLOAT32;
+        int r = op_of(g, ST_OP_RAND, &x, 1, &ra);
+        int rp[2] = {r, st_ir_add_const(g, ST_FLOAT64, 0.1, 0)};
+        int keep = op_of(g, ST_OP_GE, rp, 2, NULL);
+        int xs_in[2] = {x, st_ir_add_const(g, ST_FLOAT64, 1.0 / 0.9, 0)};
+        int xs = op_of(g, ST_OP_MUL, xs_in, 2, NULL);
+        int w3[3] = {keep, xs, st_ir_add_const(g, ST_FLOAT64, 0.0, 0)};
+        st_ir_mark_output(g, op_of(g, ST_OP_WHERE, w3, 3, NULL));
+        st_ir_mark_output(g, keep);
+        st_fuse_options o = {1, 1, 1, 0};
+        st_kprog *p = st_fuse_lower(g, &o);
+        int nk = 0, nbool = 0;
+        for (int i = 0; p && i < p->nkernels; i++) {
+            const st_kernel *k = &p->kernels[i];
+            if (k->kind == ST_K_VIEW)
+                continue;
+            nk++;
+            for (int b = 0; b < k->nbufs; b++)
+                nbool += k->bufs[b].is_out && k->bufs[b].dtype == ST_BOOL;
+        }
+        CHECK(p && nk == 1 && nbool == 1, "traced dropout(%s): %d kernels, %d bool outputs",
+              st_dtype_name(dl[d]), nk, nbool);
+        if (p)
+            st_kprog_free(p);
+        add_prog(gr, g, true, "traced dropout");
+        st_ir_graph_free(g);
+    }
 }
 
 /* ---- the column variant NAME_col of reductions (st_nvrtc_col_plan) ---- */

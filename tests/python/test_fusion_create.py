@@ -1,8 +1,9 @@
 # Creation and random statements shaped like an operand join that
 # operand's group when it already holds a creation (fusion/fuse.c), so a
-# traced dropout, x * where(rand(ones) >= p, ones * 1/(1-p), 0), is one
-# kernel instead of one writing the ones and their scaled copy full size
-# and another reading them. Each joined statement reads its own attrs (the
+# mask drawn as a dropout of ones, x * where(rand(ones) >= p, ones *
+# 1/(1-p), 0), is one kernel instead of one writing the ones and their
+# scaled copy full size and another reading them; a traced dropout,
+# where(rand(like x) >= p, x * 1/(1-p), 0), is one kernel too. Each joined statement reads its own attrs (the
 # kernel's param_stmt: a FULL's value, RAND's bounds), and the random
 # stream is the unfused program's: same values under every fusion
 # setting, on llvm and interp.
@@ -31,11 +32,14 @@ def run(g, ins, backend, opts, seed=7):
     return [o.numpy() for o in outs], cg
 
 
+@pytest.mark.parametrize("form", ["dropout", "mask_of_ones"])
 @pytest.mark.parametrize("p", [0.1, 0.5])
-def test_traced_dropout_is_one_kernel(backend, p):
+def test_traced_dropout_is_one_kernel(backend, p, form):
     x = st.randn(4, 33, 17)
 
     def f(x):
+        if form == "mask_of_ones":
+            return x * F.dropout(st.ones_like(x), p) * 2.0
         return F.dropout(x, p) * 2.0
 
     g, ins = st.memory.trace_graph(f, x)
