@@ -682,8 +682,26 @@ static st_status run_node(st_ad_node *n, st_tensor **gin) {
     return apply_op(n, n->gbuf[0], gin);
 }
 
+/* The retain_graph flag of the backward running on this thread (false
+ * when none runs): a custom node may then hand its saved tensors over. */
+static _Thread_local bool engine_retains;
+
+bool st_ad_retaining(void) { return engine_retains; }
+
+static st_status engine_run(st_tensor *const *roots, st_tensor *const *grads, int nroots,
+                            bool retain, sink *sk);
+
 static st_status engine(st_tensor *const *roots, st_tensor *const *grads, int nroots,
                         bool retain, sink *sk) {
+    bool outer = engine_retains;
+    engine_retains = retain;
+    st_status s = engine_run(roots, grads, nroots, retain, sk);
+    engine_retains = outer;
+    return s;
+}
+
+static st_status engine_run(st_tensor *const *roots, st_tensor *const *grads, int nroots,
+                            bool retain, sink *sk) {
     st_status s = ST_OK;
     nodelist all = {0}, ready = {0}, stack = {0};
     st_tensor *root_g[64];

@@ -98,15 +98,23 @@ static st_status prog_build(st_backend *be, const st_graph *g, prog *p)
 }
 
 /* Runs p on in[0..ninputs) (metas already checked); out[k] receives output
- * k of the program's graph (new references, n = its noutputs). */
-static st_status prog_run(st_backend *be, prog *p, st_tensor *const *in,
-                          st_tensor **out)
+ * k of the program's graph (new references, n = its noutputs). With
+ * `donate` the run takes over the caller's references in[k] (set to NULL,
+ * whatever happens): the executor drops each input after its last reader,
+ * so what nobody else holds is freed mid-run (see node_backward). */
+static st_status prog_run(st_backend *be, prog *p, st_tensor **in,
+                          st_tensor **out, bool donate)
 {
     const st_graph *g = p->p->graph;
     st_tensor **vals = calloc((size_t)(g->nvalues > 0 ? g->nvalues : 1),
                               sizeof *vals);
-    if (!vals)
+    if (!vals) {
+        for (int k = 0; donate && k < g->ninputs; k++) {
+            st_tensor_decref(in[k]);
+            in[k] = NULL;
+        }
         return st_err(ST_ERR_MEMORY, "cfn: out of host memory");
+    }
     bool contig = true;
     for (int k = 0; k < g->ninputs; k++) {
         st_tensor *t = in[k];
@@ -117,15 +125,25 @@ static st_status prog_run(st_backend *be, prog *p, st_tensor *const *in,
             st_device *bd = st_rt_device(be->device, 0);
             t = bd && d->type == ST_DEV_CPU && t->ndim == 0 ? st_rt_to_device(t, bd)
                                                             : NULL;
+            if (donate) {
+                st_tensor_decref(in[k]);
+                in[k] = NULL;
+            }
             if (!t) {
                 for (int j = 0; j < k; j++)
                     st_tensor_decref(vals[g->inputs[j]]);
+                for (int j = k + 1; donate && j < g->ninputs; j++) {
+                    st_tensor_decref(in[j]);
+                    in[j] = NULL;
+                }
                 free(vals);
                 return st_err_kind() ? st_err_kind()
                      : st_err(ST_ERR_RUNTIME, "compiled graph (backend %s): input %d "
                               "is on %s; expected all tensors to be on the "
                               "backend's device", be->name, k, d->name);
             }
+        } else if (donate) {
+            in[k] = NULL;   /* the reference moves into vals */
         } else {
             st_tensor_incref(t);
         }
@@ -142,7 +160,7 @@ static st_status prog_run(st_backend *be, prog *p, st_tensor *const *in,
                                          (size_t)(g->ninputs ? g->ninputs : 1));
         if (strides) {
             for (int k = 0; k < g->ninputs; k++)
-                strides[k] = in[k]->strides;
+                strides[k] = vals[g->inputs[k]]->strides;
             own = st_fuse_plan(p->p, strides);
             free(strides);
         }
@@ -592,7 +610,12 @@ static st_status node_backward(void *ctx, int nout, st_tensor *const *gout,
         goto done;
     }
     for (int k = 0; k < nsaved; k++)
-        if (c->saved[k]->storage->version != c->saved_ver[k]) {
+        if (!c->saved[k]) {
+            s = st_err(ST_ERR_RUNTIME, "CompiledFunctionBackward: the saved "
+                       "tensors were handed to an earlier backward and freed; "
+                       "use retain_graph=True to backward twice");
+            goto done;
+        } else if (c->saved[k]->storage->version != c->saved_ver[k]) {
             char a[96];
             const st_tensor *t = c->saved[k];
             s = st_err(ST_ERR_RUNTIME, "one of the variables needed for "
@@ -604,9 +627,17 @@ static st_status node_backward(void *ctx, int nout, st_tensor *const *gout,
                        (unsigned)t->storage->version, (unsigned)c->saved_ver[k]);
             goto done;
         }
+    /* without retain_graph the saved tensors are this run's alone: handed
+     * over, each is freed after the backward graph's last reader of it
+     * (as PyTorch frees a node's saved variables when it has run), not
+     * all at the end; a second backward is refused by the engine */
+    bool donate = !st_ad_retaining();
     for (int k = 0; k < nsaved; k++) {
         in[k] = c->saved[k];
-        st_tensor_incref(in[k]);
+        if (donate)
+            c->saved[k] = NULL;
+        else
+            st_tensor_incref(in[k]);
     }
     for (int k = 0; k < f->ndiff && s == ST_OK; k++) {
         const st_meta *m = &c->out_meta[k];
@@ -631,7 +662,7 @@ static st_status node_backward(void *ctx, int nout, st_tensor *const *gout,
         in[nsaved + k] = gk;
     }
     if (s == ST_OK)
-        s = prog_run(f->be, &f->bwd, in, res);
+        s = prog_run(f->be, &f->bwd, in, res, donate);
     if (s == ST_OK)
         for (int k = 0; k < nin; k++) {
             gin[k] = res[c->grad_slot[k]];
@@ -786,7 +817,7 @@ st_status st_rt_cfn_run(st_rt_cfn *f, st_tensor *const *inputs,
         st_ad_set_grad_enabled(false);
         s = want ? ensure(f->be, f->fsave_g, &f->fsave) : ST_OK;
         if (s == ST_OK)
-            s = prog_run(f->be, want ? &f->fsave : &f->fwd, inputs, outs);
+            s = prog_run(f->be, want ? &f->fsave : &f->fwd, (st_tensor **)inputs, outs, false);
         st_ad_set_grad_enabled(grad);
     }
     st_tensor **saved = NULL;

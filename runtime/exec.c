@@ -288,10 +288,12 @@ static st_status exec_impl(st_kprog *p, st_backend *be, void *compiled,
                 if (k->bufs[b].is_out && vals[k->bufs[b].value])
                     vals[k->bufs[b].value]->storage->version++;
         }
-        /* release intermediates whose last use was this kernel */
+        /* release intermediates whose last use was this kernel, and the
+         * run's reference to such inputs (freed here when the caller
+         * donated its own, as a backward that does not retain does) */
         for (int v = 0; v < g->nvalues; v++) {
             if (last[v] != i || !vals[v]) continue;
-            if (g->values[v].kind != ST_VAL_STMT || is_graph_output(g, v))
+            if (g->values[v].kind == ST_VAL_CONST || is_graph_output(g, v))
                 continue;
             st_tensor_decref(vals[v]);
             vals[v] = NULL;

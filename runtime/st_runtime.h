@@ -259,6 +259,10 @@ st_status st_ad_record(st_op_id op, const st_operand *in, int nin,
  * references or NULL. */
 typedef st_status (*st_ad_custom_fn)(void *ctx, int nout, st_tensor *const *gout,
                                      int nin, st_tensor **gin);
+/* Inside a custom node's backward: whether the running backward retains
+ * the graph (retain_graph=True). When it does not, the node runs once and
+ * may release what it saved as it goes. */
+bool st_ad_retaining(void);
 /* Attaches a custom node as grad_fn of outputs[k] (each gets requires_grad,
  * output_nr k; NULL entries are non-differentiable). inputs are the
  * tensors the node differentiates to (NULL for non-tensor arguments);

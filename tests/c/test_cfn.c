@@ -182,7 +182,23 @@ static void test_two_outputs(const char *backend)
     f64(g1)[0] = 0.7;
     st_tensor *roots[2] = {out[0], out[1]}, *gr[2] = {g0, g1};
     st_tensor *wrt[2] = {w, b}, *res[2] = {NULL, NULL};
+    /* retained, the saved tensors serve twice (the same gradients); then
+     * a backward that does not retain hands them over to its program
+     * (node_backward), and one more is refused */
+    st_tensor *keep[2] = {NULL, NULL};
+    CHECK(st_ad_grad(roots, gr, 2, wrt, 2, true, false, keep) == ST_OK);
     CHECK(st_ad_grad(roots, gr, 2, wrt, 2, false, false, res) == ST_OK);
+    for (int which = 0; which < 2 && keep[which] && res[which]; which++)
+        for (int64_t i = 0; i < st_tensor_numel(res[which]); i++)
+            CHECK(f64(keep[which])[i] == f64(res[which])[i]);
+    st_tensor *again[2] = {NULL, NULL};
+    if (compiled) {
+        CHECK(st_ad_grad(roots, gr, 2, wrt, 2, false, false, again) != ST_OK);
+        CHECK(strstr(st_err_msg(), "second time") != NULL);
+        st_err_clear();
+    }
+    for (int k = 0; k < 2; k++)
+        st_tensor_decref(keep[k]);
     double gerr = 0;
     for (int which = 0; which < 2 && res[0] && res[1]; which++) {
         st_tensor *p = wrt[which];
