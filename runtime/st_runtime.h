@@ -107,6 +107,7 @@ typedef struct st_tensor {
     struct st_ad_node *grad_fn;
     int output_nr;
     bool is_view;              /* made by st_tensor_view_of (shares a base) */
+    bool traced;               /* mapped by an active trace (runtime/trace.c) */
     /* back pointer to the Python wrapper (not owned), for identity */
     void *pyobj;
 } st_tensor;
@@ -356,6 +357,9 @@ void st_rt_trace_fresh(st_tensor *t);
 /* Tensor.detach() while tracing: out (an alias of src) is traced as an
  * identity (a same-shape reshape) in a stop-gradient region. */
 void st_rt_trace_detach(st_tensor *src, st_tensor *out);
+/* st_tensor_decref calls this when a traced tensor is left with one
+ * reference (the trace's): the trace may drop it at its next sweep. */
+void st_rt_trace_released(st_tensor *t);
 /* PyLayer inside a trace (frontend/pylayer_trace.c): a custom-gradient
  * region (st_ir_region). region_begin: the statements traced from now on
  * are the PyLayer's forward. region_backward: the forward ran; ins (its

@@ -216,7 +216,10 @@ void st_tensor_decref(st_tensor *t)
 {
     if (!t)
         return;
-    if (__atomic_sub_fetch(&t->refcount, 1, __ATOMIC_ACQ_REL) != 0)
+    int64_t r = __atomic_sub_fetch(&t->refcount, 1, __ATOMIC_ACQ_REL);
+    if (r == 1 && t->traced)
+        st_rt_trace_released(t);
+    if (r != 0)
         return;
     st_storage_decref(t->storage);
     st_tensor *g = t->grad;

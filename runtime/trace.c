@@ -80,6 +80,8 @@ typedef struct trace_state {
     struct trace_state *parent;   /* a sub-trace (a PyLayer backward) */
     struct trace_state *sub;
     int64_t nseq;
+    size_t sweep_at;      /* slots in use when the next sweep runs */
+    size_t cand, cand_bytes;   /* tensors released to the trace alone */
 } trace_state;
 
 static _Thread_local trace_state *cur;
@@ -119,6 +121,81 @@ static void failf(trace_state *s, const char *fmt, ...)
     va_end(ap);
 }
 
+/* Sweeps: a slot nothing can name again is dropped. That is a tensor the
+ * trace alone holds whose storage only such tensors share (a dead base
+ * with its dead views goes as one group; a live view, a saved alias or a
+ * backup keeps the whole storage). Holding them kept every intermediate
+ * of a traced call alive until the trace ended, so a first call (which
+ * runs eagerly while it is traced) peaked far above the compiled runs.
+ * Their graph values stay; only the tensors go. st_tensor_decref reports
+ * each traced tensor left to the trace alone (st_rt_trace_released);
+ * map_set sweeps once 64 MiB or n/64 of them are pending, and every n/2
+ * inserts in any case (a group whose last member went without a report).
+ * A sweep is O(slots), so O(1) amortized an insert. */
+#define SWEEP_BYTES ((size_t)64 << 20)
+
+typedef struct {
+    const st_storage *st;
+    int64_t n;           /* slots of tensors held by the trace alone */
+} stcount;
+
+static stcount *count_of(stcount *tab, size_t cap, const st_storage *st)
+{
+    size_t i = hash_ptr(st) & (cap - 1);
+    while (tab[i].st && tab[i].st != st)
+        i = (i + 1) & (cap - 1);
+    tab[i].st = st;
+    return &tab[i];
+}
+
+static void sweep(trace_state *s)
+{
+    s->cand = 0;
+    s->cand_bytes = 0;
+    if (!s->cap)
+        return;
+    stcount *tab = calloc(s->cap, sizeof *tab);
+    tslot *ns = calloc(s->cap, sizeof *ns);
+    if (!tab || !ns) { /* keep them: only memory is at stake */
+        free(tab);
+        free(ns);
+        return;
+    }
+    for (size_t i = 0; i < s->cap; i++) {
+        const st_tensor *t = s->slots[i].t;
+        if (t && t->refcount == 1 && t->storage)
+            count_of(tab, s->cap, t->storage)->n++;
+    }
+    for (size_t i = 0; i < s->cap; i++) {
+        tslot *e = &s->slots[i];
+        if (!e->t)
+            continue;
+        if (e->t->refcount == 1 && e->t->storage &&
+            count_of(tab, s->cap, e->t->storage)->n == e->t->storage->refcount) {
+            e->t->traced = false;
+            st_tensor_decref(e->t);
+            s->n--;
+            continue;
+        }
+        size_t j = hash_ptr(e->t) & (s->cap - 1);
+        while (ns[j].t)
+            j = (j + 1) & (s->cap - 1);
+        ns[j] = *e;
+    }
+    free(tab);
+    free(s->slots);
+    s->slots = ns;
+}
+
+void st_rt_trace_released(st_tensor *t)
+{
+    trace_state *s = cur;
+    if (!s || !t->storage)
+        return;
+    s->cand++;
+    s->cand_bytes += t->storage->nbytes;
+}
+
 /* Maps t to value v (inserting t with a reference, or updating it). */
 static bool map_set(trace_state *s, st_tensor *t, int v, bool created)
 {
@@ -126,6 +203,11 @@ static bool map_set(trace_state *s, st_tensor *t, int v, bool created)
     if (e) {
         e->value = v;
         return true;
+    }
+    if (s->n >= s->sweep_at ||
+        (s->cand && (s->cand_bytes >= SWEEP_BYTES || s->cand * 64 >= s->n))) {
+        sweep(s);
+        s->sweep_at = s->n + s->n / 2 + 64;
     }
     if ((s->n + 1) * 2 > s->cap) {
         size_t nc = s->cap ? s->cap * 2 : 256;
@@ -150,6 +232,7 @@ static bool map_set(trace_state *s, st_tensor *t, int v, bool created)
     while (s->slots[j].t)
         j = (j + 1) & (s->cap - 1);
     st_tensor_incref(t);
+    t->traced = true;
     s->slots[j].t = t;
     s->slots[j].value = v;
     s->slots[j].created = created;
@@ -196,8 +279,11 @@ static void state_free(trace_state *s)
 {
     while (s) {
         trace_state *next = s->sub;
-        for (size_t i = 0; i < s->cap; i++)
+        for (size_t i = 0; i < s->cap; i++) {
+            if (s->slots[i].t)
+                s->slots[i].t->traced = false;
             st_tensor_decref(s->slots[i].t);
+        }
         free(s->slots);
         for (int k = 0; k < s->ninputs; k++)
             st_tensor_decref(s->inputs[k]);
