@@ -1,8 +1,10 @@
 """Where the compiled BERT step goes: per-phase medians (forward graph,
-backward graph, AdamW, zero_grad) and, with --kernels, every kernel's time
-per step (symtrace.profiler), most time first.
+backward graph, AdamW, zero_grad), with --kernels every kernel's time per
+step (symtrace.profiler), most time first, and with --memory each phase's
+peak and end (the caching allocator's figures, MB) for the first step
+(translated: it runs eagerly under the trace) and the last.
 
-    python -m bench.micro.bert_step_profile [--config mini] [--steps 12] [--kernels] [--top 25]
+    python -m bench.micro.bert_step_profile [--config mini] [--steps 12] [--kernels] [--top 25] [--memory]
 
 The model's forward is compiled (llvm); loss.backward() runs its compiled
 backward graph; opt.step() is the fused AdamW. Steps 1..3 are left out of
@@ -26,6 +28,8 @@ def main(argv=None):
     p.add_argument("--backend", default="llvm")
     p.add_argument("--kernels", action="store_true", help="per-kernel times (symtrace.profiler)")
     p.add_argument("--top", type=int, default=25)
+    p.add_argument("--memory", action="store_true",
+                   help="per-phase peak and end memory of the first and the last step (MB)")
     a = p.parse_args(argv)
     if a.steps < 4:
         p.error("--steps must be at least 4 (steps 1..3 are warm-up)")
@@ -41,26 +45,45 @@ def main(argv=None):
     batches = [D.to_symtrace(b) for (_, _, b) in D.batches(rec, a.batch_size, a.steps)]
     times = {"forward": [], "backward": [], "opt.step": [], "zero_grad": []}
     prof = None
+    mem = {}
+    dev = "cuda" if a.backend == "nvrtc" else "cpu"
+
+    def phase(i, name):
+        # peak since the last call and the bytes alive now, in MB
+        if a.memory and i in (0, len(batches) - 1):
+            mem.setdefault(i, []).append((name, st.memory.max_memory_allocated(dev) / 1e6,
+                                          st.memory.memory_allocated(dev) / 1e6))
+        if a.memory:
+            st.memory.reset_peak_stats(dev)
+
     for i, ins in enumerate(batches):
         if i == 3 and a.kernels:
             prof = st.profiler.profile()
             prof.__enter__()
+        phase(i, "start")
         t0 = time.perf_counter()
         loss = fwd(*ins)
         float(loss)
         t1 = time.perf_counter()
+        phase(i, "forward")
         loss.backward()
         t2 = time.perf_counter()
+        phase(i, "backward")
         opt.step()
         t3 = time.perf_counter()
+        phase(i, "opt.step")
         opt.zero_grad()
         t4 = time.perf_counter()
+        phase(i, "zero_grad")
         if i >= 3:
             for k, v in zip(times, (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
                 times[k].append(v)
     med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
     print(f"{a.config}, batch {a.batch_size}, seq {a.seq_len}, {a.backend}: medians over steps 4..{a.steps}")
     print("  " + ", ".join(f"{k} {v:.1f} ms" for k, v in med.items()) + f"; step {sum(med.values()):.1f} ms")
+    for i, rows in sorted(mem.items()):
+        print(f"memory, step {i + 1}{' (translated)' if i == 0 else ''}: start {rows[0][2]:.1f} MB; "
+              + ", ".join(f"{n} peak {pk:.1f} end {now:.1f}" for n, pk, now in rows[1:]))
     if prof:
         prof.__exit__(None, None, None)
         n = len(batches) - 3
