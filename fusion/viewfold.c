@@ -2,7 +2,9 @@
  * arithmetic, so that fusion's groups go on through them (no kernel ends,
  * and none exists, only to move data). A rewrite of the decomposed graph,
  * run before grouping when fusion is on; the result computes the same
- * values with the same ops (bit for bit), only where views sit changes:
+ * values with the same ops (bit for bit; a swapped product multiplies the
+ * same pairs, which a gemm may sum in another blocking), only where views
+ * sit changes:
  *
  *  - push: a view V (permute, expand, slice, unsqueeze, squeeze, and a
  *    reshape that is not pulled, see below) of
@@ -23,6 +25,13 @@
  *    becomes reshape(ew(u, s)): computed in u's space (joining u's group),
  *    the reshape applied to the stored result (free: a fresh result is
  *    contiguous), pulled on through further such statements.
+ *  - swap: a transpose of the last two dims of a product read only there,
+ *    T(a @ b), becomes T(b) @ T(a): the same sums, written in the layout
+ *    the transpose gives (a contiguous result instead of a strided view,
+ *    which a later reshape, such as attention's heads merge, would copy
+ *    element by element). Operands of the product's rank only (no vector
+ *    operand). The backward of q @ k^T hands k this form (the gradient
+ *    of k^T is q^T G, transposed back).
  *
  * Each rewritten statement must infer the dtype and shape the original
  * had; if anything does not (or fails), the graph is left as it was.
@@ -53,6 +62,7 @@ typedef struct {
     bool *is_out;
     bool *deferred;    /* original ew value computed only through a push */
     bool *hoisted;     /* original view of an input, emitted first */
+    bool *swapped;     /* original product emitted as its transpose's swap */
     int *pend;         /* original value -> new value a pending reshape
                           (of attrs pend_attrs) applies to, or -1 */
     st_attrs *pend_attrs;
@@ -97,6 +107,26 @@ static bool infer1(st_op_id op, const st_meta *in, const st_attrs *a,
     }
     *out = o[0];
     return true;
+}
+
+/* Whether view s transposes the last two dims of a product that only it
+ * reads, both operands of the product's rank (the swap rule). */
+static bool swappable(const vctx *c, const st_stmt *s)
+{
+    const st_graph *g = c->g;
+    if (s->op != ST_OP_PERMUTE || s->nout != 1 || s->nin != 1)
+        return false;
+    int u = s->in[0], n = g->values[u].meta.ndim;
+    const st_attrs *a = &s->attrs;
+    if (n < 2 || a->ndims != n || a->dims[n - 2] != n - 1 || a->dims[n - 1] != n - 2)
+        return false;
+    for (int d = 0; d < n - 2; d++)
+        if (a->dims[d] != d)
+            return false;
+    const st_stmt *p = producer(g, u);
+    return p && p->op == ST_OP_MATMUL && p->nin == 2 && p->nout == 1 &&
+           c->nusers[u] == 1 && !c->is_out[u] &&
+           g->values[p->in[0]].meta.ndim == n && g->values[p->in[1]].meta.ndim == n;
 }
 
 static bool pushable_op(st_op_id op)
@@ -452,9 +482,22 @@ static void rewrite(vctx *c)
     for (int si = 0; si < g->nstmts && !c->failed; si++) {
         const st_stmt *s = &g->stmts[si];
         int v = s->out[0];
-        if (s->nout == 1 && (c->deferred[v] || c->hoisted[v]))
+        if (s->nout == 1 && (c->deferred[v] || c->hoisted[v] || c->swapped[v]))
             continue; /* computed where its view is, or hoisted */
         const st_stmt *p = s->nin > 0 ? producer(g, s->in[0]) : NULL;
+        if (p && c->swapped[s->in[0]]) {
+            /* T(a @ b) = T(b) @ T(a), T this very permute */
+            int in[2], out[ST_MAX_OUT];
+            for (int i = 0; i < 2 && !c->failed; i++) {
+                int x = materialize(c, p->in[1 - i]);
+                c->failed = x < 0 || st_ir_add_stmt(c->ng, ST_OP_PERMUTE, &x, 1, &s->attrs, out) < 0;
+                in[i] = out[0];
+            }
+            c->failed = c->failed || st_ir_add_stmt(c->ng, ST_OP_MATMUL, in, 2, &p->attrs, out) < 0 ||
+                        !meta_eq(&c->ng->values[out[0]].meta, &g->values[v].meta);
+            c->map[v] = c->failed ? -1 : out[0];
+            continue;
+        }
         if (st_op(s->op)->kind == ST_OPK_VIEW && s->nout == 1 && p &&
             c->deferred[s->in[0]]) {
             chain_t ch = {1, {{s->op, s->attrs}}};
@@ -522,12 +565,13 @@ st_graph *st_fuse_fold_views(const st_graph *g)
     c.is_out = calloc((size_t)nv, sizeof(bool));
     c.deferred = calloc((size_t)nv, sizeof(bool));
     c.hoisted = calloc((size_t)nv, sizeof(bool));
+    c.swapped = calloc((size_t)nv, sizeof(bool));
     c.pend = malloc(sizeof(int) * (size_t)nv);
     c.pend_attrs = calloc((size_t)nv, sizeof(st_attrs));
     c.capq = 4 * nv + 16;
     c.leafq = malloc(sizeof(int) * (size_t)c.capq);
     c.ng = st_ir_graph_new();
-    if (!c.map || !c.nusers || !c.is_out || !c.deferred || !c.hoisted || !c.pend ||
+    if (!c.map || !c.nusers || !c.is_out || !c.deferred || !c.hoisted || !c.swapped || !c.pend ||
         !c.pend_attrs || !c.leafq || !c.ng)
         c.failed = true;
     for (int v = 0; v < g->nvalues && !c.failed; v++)
@@ -545,6 +589,10 @@ st_graph *st_fuse_fold_views(const st_graph *g)
      * claimed by an earlier one: each value has one reader) */
     for (int si = g->nstmts - 1; si >= 0 && any && !c.failed; si--) {
         const st_stmt *s = &g->stmts[si];
+        if (swappable(&c, s)) {
+            c.swapped[s->in[0]] = true;
+            continue;
+        }
         if (st_op(s->op)->kind != ST_OPK_VIEW || !pushable_op(s->op) ||
             s->nout != 1 || c.deferred[s->out[0]])
             continue;
@@ -592,6 +640,7 @@ st_graph *st_fuse_fold_views(const st_graph *g)
     free(c.is_out);
     free(c.deferred);
     free(c.hoisted);
+    free(c.swapped);
     free(c.pend);
     free(c.pend_attrs);
     free(c.leafq);

@@ -701,34 +701,6 @@ static void r_copy(ad *c, rule *r)
     r->gin[0] = fin(c, r->og, r->s.in[0]);
 }
 
-/* Whether permutation a of rank n swaps the last two dims only. */
-static bool last2_swap(const st_attrs *a, int n)
-{
-    if (n < 2 || a->ndims != n)
-        return false;
-    for (int d = 0; d < n - 2; d++)
-        if (a->dims[d] != d)
-            return false;
-    return a->dims[n - 2] == n - 1 && a->dims[n - 1] == n - 2;
-}
-
-/* The statement producing v when it is a MATMUL of two operands of v's
- * rank (no vector operand, no batch broadcast to undo), else -1. */
-static int matmul_producer(ad *c, int v)
-{
-    if (c->failed || v < 0 || v >= c->g->nvalues ||
-        c->g->values[v].kind != ST_VAL_STMT)
-        return -1;
-    int si = c->g->values[v].producer;
-    const st_stmt *s = &c->g->stmts[si];
-    if (s->op != ST_OP_MATMUL || s->nin != 2 || s->nout != 1)
-        return -1;
-    int n = M(c, v).ndim;
-    if (M(c, s->in[0]).ndim != n || M(c, s->in[1]).ndim != n)
-        return -1;
-    return si;
-}
-
 static void r_view(ad *c, rule *r)
 {
     int x = r->s.in[0], g = r->og;
@@ -749,16 +721,8 @@ static void r_view(ad *c, rule *r)
             a.dims[p] = d;
         }
         /* the gradient of a transposed matmul operand (k^T in q @ k^T)
-         * arrives as A^T G; transposed back it would be a strided view
-         * that a later reshape (the heads merge) copies element by
-         * element: (A^T G)^T = G^T A is the same product, contiguous in
-         * x's layout (the first product is then unused and dropped) */
-        int mm = last2_swap(&a, xm.ndim) ? matmul_producer(c, g) : -1;
-        if (mm >= 0) {
-            int p = c->g->stmts[mm].in[0], q = c->g->stmts[mm].in[1];
-            gx = E2(c, ST_OP_MATMUL, transpose(c, q), transpose(c, p));
-            break;
-        }
+         * is T(q^T G): fusion's swap rule (fusion/viewfold.c) computes
+         * it as G^T q, contiguous in k's layout */
         gx = E(c, ST_OP_PERMUTE, &g, 1, &a);
         break;
     }

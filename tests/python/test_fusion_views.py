@@ -583,3 +583,55 @@ def test_unravel_segments_unit_path(monkeypatch, tmp_path, layout):
         assert "unravel" in cg.kernel_ir(), cg.kernel_ir()
         lls = "".join(open(p).read() for p in glob.glob(str(path / "*.ll")))
         assert "load <8 x float>" in lls
+
+
+# ---- the swap rule: T(a @ b) = T(b) @ T(a) (fusion/viewfold.c) ----
+
+@pytest.mark.parametrize("backend", ["interp", "llvm"])
+def test_transposed_product_is_the_swapped_product(backend):
+    """A transpose of a product read only there is computed as the swapped
+    product, in the transpose's layout: the reshape after it is then free
+    (one matmul kernel with the * 2 as its epilogue), not a strided copy."""
+    if backend == "llvm" and not _C._fe_backend_available("llvm"):
+        pytest.skip("llvm backend not built")
+    rng = np.random.default_rng(3)
+    an = rng.standard_normal((2, 3, 5, 4)).astype(np.float32)
+    bn = rng.standard_normal((1, 3, 4, 6)).astype(np.float32)   # batch broadcast
+
+    def f(a, b):
+        return (a @ b).transpose(-1, -2).reshape(2, 90) * 2.0
+
+    g, ins = st.memory.trace_graph(f, st.tensor(an), st.tensor(bn))
+    ref = np.swapaxes(an.astype(np.float64) @ bn, -1, -2).reshape(2, 90) * 2
+    for opts in SETTINGS:
+        with st.config.options(**opts):
+            cg = g.compile(backend=backend)
+            out = cg.run(*ins)[0].numpy()
+        np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5, err_msg=str(opts))
+        if opts == dict(fusion=1):
+            kinds = [k.split(":")[1].split()[0] for k in cg.kernel_ir().split("kernel ")[1:]]
+            assert [k for k in kinds if k != "view"] == ["matmul"], cg.kernel_ir()
+
+
+@pytest.mark.parametrize("backend", ["interp", "llvm"])
+def test_product_read_twice_is_not_swapped(backend):
+    """The product is also read as it is: no swap (it would be computed
+    twice); both readers get their values."""
+    if backend == "llvm" and not _C._fe_backend_available("llvm"):
+        pytest.skip("llvm backend not built")
+    rng = np.random.default_rng(4)
+    an = rng.standard_normal((3, 5, 4)).astype(np.float32)
+    bn = rng.standard_normal((3, 4, 6)).astype(np.float32)
+
+    def f(a, b):
+        p = a @ b
+        return p.transpose(-1, -2).reshape(3, 30) + 1.0, p * 3.0
+
+    g, ins = st.memory.trace_graph(f, st.tensor(an), st.tensor(bn))
+    cg = g.compile(backend=backend)
+    o1, o2 = (t.numpy() for t in cg.run(*ins))
+    p = an.astype(np.float64) @ bn
+    np.testing.assert_allclose(o1, np.swapaxes(p, -1, -2).reshape(3, 30) + 1, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(o2, p * 3, rtol=1e-5, atol=1e-5)
+    kinds = [k.split(":")[1].split()[0] for k in cg.kernel_ir().split("kernel ")[1:]]
+    assert kinds.count("matmul") == 1, cg.kernel_ir()
