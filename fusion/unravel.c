@@ -4,10 +4,12 @@
  * every kernel load of such a reshape's result instead reads the source
  * view through an unravel index map (st_kbuf.unravel): the point's linear
  * index in the reshaped shape, unraveled over the source's sizes and
- * dotted with its strides. A reshape step no kernel, view step or graph
- * output reads any more is dropped; one still read (a graph output, a
- * matmul operand) becomes an elementwise kernel that writes it from its
- * source (generated code, not a copy in the runtime).
+ * dotted with its strides. Which reshape results keep a tensor of their
+ * own is decided first (needs_tensor: a graph output, a matmul operand,
+ * a view's source): each becomes an elementwise kernel that writes it
+ * from its source (generated code, not a copy in the runtime) and its
+ * readers read it; only the readers of the others are rebound, and their
+ * reshape steps, unread, are dropped.
  * A chain of reshapes unravels to its first source (a reshape keeps the
  * row-major order of elements). Matmul kernels keep their operands (the
  * product reads A and B by strides).
@@ -82,50 +84,37 @@ static bool rebindable(const st_kernel *k, int b)
     return true;
 }
 
-/* Whether value v is still read after the rebinding: by a kernel's
- * buffer, a view step's statement or as a graph output. */
-static bool still_read(const st_kprog *p, int v)
+/* Which reshape results that unravel must still have a tensor of their
+ * own (keep[r]): a graph output, the input of a view step (other than a
+ * later reshape of the same chain, which unravels from the same source),
+ * or read by a buffer that cannot take an unravel map (a matmul operand,
+ * an indexed load). Every other reader is rebound, so the others end up
+ * unread. Decided before anything is rebound: one pass, no rebinding to
+ * take back. */
+static void needs_tensor(const st_kprog *p, bool *keep)
 {
     const st_graph *g = p->graph;
     for (int i = 0; i < g->noutputs; i++)
-        if (g->outputs[i] == v)
-            return true;
+        keep[g->outputs[i]] |= unravel_source(g, g->outputs[i]) >= 0;
     for (int i = 0; i < p->nkernels; i++) {
         const st_kernel *k = &p->kernels[i];
         if (k->kind == ST_K_VIEW) {
             const st_stmt *s = &g->stmts[k->stmt];
-            for (int j = 0; j < s->nin; j++)
-                if (s->in[j] == v)
-                    return true;
+            bool chain = s->op == ST_OP_RESHAPE && s->nout == 1;
+            for (int j = 0; j < s->nin; j++) {
+                int src = unravel_source(g, s->in[j]);
+                if (src >= 0 && !(chain && unravel_source(g, s->out[0]) == src))
+                    keep[s->in[j]] = true;
+            }
             continue;
         }
-        for (int b = 0; b < k->nbufs; b++)
-            if (k->bufs[b].value == v)
-                return true;
-    }
-    return false;
-}
-
-/* Whether reshape result r has a tensor of its own by the time kernel
- * `before` runs: written by an earlier kernel (its materialized copy) or
- * made by an earlier view step (a reshape of such a copy). */
-static bool has_tensor(const st_kprog *p, int before, int r)
-{
-    const st_graph *g = p->graph;
-    for (int i = 0; i < before; i++) {
-        const st_kernel *k = &p->kernels[i];
-        if (k->kind == ST_K_VIEW) {
-            const st_stmt *s = &g->stmts[k->stmt];
-            for (int o = 0; o < s->nout; o++)
-                if (s->out[o] == r)
-                    return true;
-            continue;
+        for (int b = 0; b < k->nbufs; b++) {
+            int v = k->bufs[b].value;
+            if (!k->bufs[b].is_out && v >= 0 && v < g->nvalues &&
+                unravel_source(g, v) >= 0 && !rebindable(k, b))
+                keep[v] = true;
         }
-        for (int b = 0; b < k->nbufs; b++)
-            if (k->bufs[b].is_out && k->bufs[b].value == r)
-                return true;
     }
-    return false;
 }
 
 /* View step k of reshape statement si, whose result is still needed (a
@@ -179,7 +168,22 @@ static st_status materialize(const st_graph *g, int si, st_kernel *k)
 st_status st_fuse_unravel_reshapes(st_kprog *p)
 {
     const st_graph *g = p->graph;
-    /* rebind loads of every reshape result that unravels */
+    int nv = g->nvalues > 0 ? g->nvalues : 1;
+    bool *keep = calloc((size_t)nv, sizeof *keep);
+    bool *shared = calloc((size_t)(p->nkernels > 0 ? p->nkernels : 1), sizeof *shared);
+    int *first = malloc(sizeof(int) * (size_t)nv);
+    if (!keep || !shared || !first) {
+        free(keep);
+        free(shared);
+        free(first);
+        return st_err(ST_ERR_MEMORY, "unravel: out of memory");
+    }
+    needs_tensor(p, keep);
+    /* loads of a reshape result without a tensor read its source through
+     * the unravel map; those of one with a tensor read the tensor (plain
+     * loads of contiguous memory: the backward's head merge, a [B, S, H]
+     * gradient written for its matmul and summed over tokens for the
+     * bias, took 170 us a step through the map instead of 30) */
     for (int i = 0; i < p->nkernels; i++) {
         st_kernel *k = &p->kernels[i];
         if (k->kind == ST_K_VIEW)
@@ -187,7 +191,7 @@ st_status st_fuse_unravel_reshapes(st_kprog *p)
         for (int b = 0; b < k->nbufs; b++) {
             int r = k->bufs[b].value;
             int src = r >= 0 && r < g->nvalues ? unravel_source(g, r) : -1;
-            if (src < 0 || !rebindable(k, b))
+            if (src < 0 || keep[r] || !rebindable(k, b))
                 continue;
             k->bufs[b].value = src;
             k->bufs[b].view_value = r;
@@ -195,18 +199,11 @@ st_status st_fuse_unravel_reshapes(st_kprog *p)
             k->bufs[b].contiguous = false;
         }
     }
-    /* two reshapes still read of one source (the backward graph reshapes
-     * a head-permuted gradient to [B, S, H] and to [B * S, H], both
-     * matmul operands): the first is written by a kernel, the later one
-     * becomes a view of that contiguous result (a reshape of a reshape
+    /* two reshapes of one source that keep a tensor (the backward graph
+     * reshapes a head-permuted gradient to [B, S, H] and to [B * S, H],
+     * both matmul operands): the first is written by a kernel, the later
+     * one becomes a view of that contiguous result (a reshape of a reshape
      * keeps the row-major order): one copy, not two */
-    bool *shared = calloc((size_t)(p->nkernels > 0 ? p->nkernels : 1), sizeof *shared);
-    int *first = malloc(sizeof(int) * (size_t)(g->nvalues > 0 ? g->nvalues : 1));
-    if (!shared || !first) {
-        free(shared);
-        free(first);
-        return st_err(ST_ERR_MEMORY, "unravel: out of memory");
-    }
     for (int v = 0; v < g->nvalues; v++)
         first[v] = -1;
     for (int i = 0; i < p->nkernels; i++) {
@@ -215,7 +212,7 @@ st_status st_fuse_unravel_reshapes(st_kprog *p)
             continue;
         st_stmt *s = &p->graph->stmts[k->stmt];
         int r = s->out[0], src = unravel_source(g, r);
-        if (src < 0 || g->values[r].meta.ndim < 1 || !still_read(p, r))
+        if (src < 0 || g->values[r].meta.ndim < 1 || !keep[r])
             continue;
         int r1 = first[src];
         if (r1 < 0) {
@@ -226,48 +223,30 @@ st_status st_fuse_unravel_reshapes(st_kprog *p)
             shared[i] = true;
         }
     }
-    free(first);
-    /* drop reshape steps nothing reads any more, latest first (a chain's
-     * later reshape frees its earlier one) */
-    for (int i = p->nkernels - 1; i >= 0; i--) {
-        st_kernel *k = &p->kernels[i];
-        if (k->kind != ST_K_VIEW || shared[i])
-            continue;
-        int r = g->stmts[k->stmt].out[0];
-        if (g->stmts[k->stmt].op != ST_OP_RESHAPE || unravel_source(g, r) < 0)
-            continue;
-        if (still_read(p, r)) {
-            if (materialize(g, k->stmt, k) != ST_OK) {
-                free(shared);
-                return st_err_kind();
-            }
-            continue;
-        }
-        st_kernel_clear(k);
-        memmove(k, k + 1, sizeof *k * (size_t)(p->nkernels - i - 1));
-        memmove(shared + i, shared + i + 1, sizeof *shared * (size_t)(p->nkernels - i - 1));
-        p->nkernels--;
-    }
-    free(shared);
-    /* a reshape result that has a tensor after all (written by its
-     * kernel above, or a view of the one that is) is read from it: plain
-     * loads of contiguous memory where the rebinding left its readers
-     * unraveling the source (the backward's head merge: a [B, S, H]
-     * gradient written for its matmul and summed over tokens for the
-     * bias, through the unravel map at 170 us a step instead of 30) */
+    /* the other reshape steps that unravel: written by a kernel when kept,
+     * else dropped (nothing reads them now) */
+    st_status st = ST_OK;
+    int n = 0;
     for (int i = 0; i < p->nkernels; i++) {
         st_kernel *k = &p->kernels[i];
-        if (k->kind == ST_K_VIEW)
+        int r = k->kind == ST_K_VIEW ? g->stmts[k->stmt].out[0] : -1;
+        bool unravels = r >= 0 && !shared[i] && g->stmts[k->stmt].op == ST_OP_RESHAPE &&
+                        unravel_source(g, r) >= 0;
+        if (unravels && !keep[r]) {
+            st_kernel_clear(k);
             continue;
-        for (int b = 0; b < k->nbufs; b++)
-            if (k->bufs[b].unravel > 0 && !k->bufs[b].is_out &&
-                has_tensor(p, i, k->bufs[b].view_value)) {
-                k->bufs[b].value = k->bufs[b].view_value;
-                k->bufs[b].unravel = 0;
-                k->bufs[b].view_value = 0;
-            }
+        }
+        if (unravels && st == ST_OK)
+            st = materialize(g, k->stmt, k);
+        if (n != i)
+            p->kernels[n] = *k;
+        n++;
     }
-    return ST_OK;
+    p->nkernels = n;
+    free(keep);
+    free(shared);
+    free(first);
+    return st;
 }
 
 void st_kernel_unravel_args(const st_kbuf *kb, int rank, const st_meta *view,
