@@ -202,6 +202,81 @@ def test_dropout_mask_reused_in_backward():
     np.testing.assert_array_equal(cpu(x.grad) != 0, kept)
 
 
+def test_compiled_dropout_saves_bool_mask_on_gpu(capfd, monkeypatch):
+    """The bool keep mask (runtime/trace.c emit_dropout) through nvrtc: the
+    fused kernel writes where(keep, x * s, 0) and keep (a bool output); the
+    compiled backward reads keep; gradients equal eager's from one seed."""
+    monkeypatch.setenv("SYMTRACE_SAVED_LOG", "1")
+    xn, wn, gn = rnd(16, 8, seed=1), rnd(8, 32, seed=2), rnd(16, 32, seed=3)
+
+    def f(x, w, g):
+        return (F.dropout(x @ w, 0.5) * g).sum()
+
+    cf = st.compile(f, backend="nvrtc")
+    x = st.tensor(xn).cuda().requires_grad_(True)
+    w = st.tensor(wn).cuda().requires_grad_(True)
+    g = st.tensor(gn).cuda()
+    capfd.readouterr()
+    st.manual_seed(11)
+    cf(x, w, g).backward()
+    err = capfd.readouterr().err
+    masks = [ln for ln in err.splitlines() if "[16, 32]" in ln and " = " in ln and "input()" not in ln]
+    assert len(masks) == 1 and " bool " in masks[0] and "= ge(" in masks[0], err[-2000:]
+    xe = st.tensor(xn).cuda().requires_grad_(True)
+    we = st.tensor(wn).cuda().requires_grad_(True)
+    st.manual_seed(11)
+    ye = F.dropout(xe @ we, 0.5)
+    (ye * g).sum().backward()
+    keep = cpu(ye) != 0
+    assert 0.35 < keep.mean() < 0.65
+    dz = gn * keep / 0.5
+    close(x.grad, dz @ wn.T, rtol=1e-4, atol=1e-4)
+    close(w.grad, xn.T @ dz, rtol=1e-4, atol=1e-4)
+    close(x.grad, xe.grad, rtol=1e-5, atol=1e-5)
+
+
+def test_compiled_backward_frees_saved_and_first_call_on_gpu():
+    """On the GPU allocator: a compiled backward without retain_graph frees
+    each saved activation after its last reader (runtime/cfn.c donate), and
+    a first (traced) call does not hold every intermediate (the trace's
+    sweep)."""
+    n, layers = 512, 6
+    unit = n * n * 4
+
+    def chain(x, ws):
+        h = x
+        for w in ws:
+            h = (h @ w).tanh()
+        return h.sum()
+
+    def steps(x):
+        for _ in range(40):
+            x = x * 1.0001 + 0.5
+        return x.sum()
+
+    x = st.tensor(rnd(n, n)).cuda()
+    ws = [(st.tensor(rnd(n, n, seed=k)) / 23.0).cuda().requires_grad_(True) for k in range(layers)]
+    cf = st.compile(chain, backend="nvrtc")
+    cf(x, ws).backward()
+    peaks = []
+    for retain in (True, False):
+        for w in ws:
+            w.grad = None
+        y = cf(x, ws)
+        st.memory.reset_peak_stats("cuda")
+        base = st.memory.memory_allocated("cuda")
+        y.backward(retain_graph=retain)
+        peaks.append(st.memory.max_memory_allocated("cuda") - base)
+    assert peaks[0] - peaks[1] >= (layers - 3) * unit, [p / unit for p in peaks]
+    xs = st.tensor(rnd(256 * 1024)).cuda()
+    cs = st.compile(steps, backend="nvrtc")
+    st.memory.reset_peak_stats("cuda")
+    base = st.memory.memory_allocated("cuda")
+    y = cs(xs)
+    assert st.memory.max_memory_allocated("cuda") - base < 8 * 256 * 1024 * 4
+    close(cs(xs), y, rtol=1e-5, atol=1e-3)
+
+
 # ---------------- compiled graphs ----------------
 
 def test_compiled_matches_eager_and_uses_nvrtc():
