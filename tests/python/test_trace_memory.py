@@ -51,3 +51,31 @@ def test_first_call_does_not_hold_intermediates(backend, grad):
         x.grad = None
     y2 = cf(x)            # the compiled run
     np.testing.assert_allclose(y2.item(), y.item(), rtol=1e-5)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_view_outlives_its_dropped_base(backend):
+    """A base only the trace holds, with a live view: the view's storage
+    keeps the base's slot (a sweep drops a storage's tensors together or
+    not at all), so an in-place write into the view after many other
+    intermediates died is still traced through to the values."""
+    def f(x):
+        y = x * 2.0
+        v = y[1:3]
+        y = None
+        for _ in range(STEPS):          # dead intermediates: sweeps run
+            x = x * 1.0001 + 0.5
+        v.add_(1.0)
+        return v.sum() + x.sum()
+
+    xn = np.arange(12.0, dtype=np.float32).reshape(4, 3)
+    cf = st.compile(f, backend=backend)
+    xs = st.tensor(xn)
+    y1 = cf(xs).item()
+    y2 = cf(st.tensor(xn)).item()       # the compiled run
+    xr = xn.astype(np.float64)
+    for _ in range(STEPS):
+        xr = xr * 1.0001 + 0.5
+    want = (xn[1:3] * 2.0 + 1.0).sum() + xr.sum()
+    np.testing.assert_allclose(y1, want, rtol=1e-5)
+    np.testing.assert_allclose(y2, want, rtol=1e-5)
