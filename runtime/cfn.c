@@ -627,18 +627,6 @@ static st_status node_backward(void *ctx, int nout, st_tensor *const *gout,
                        (unsigned)t->storage->version, (unsigned)c->saved_ver[k]);
             goto done;
         }
-    /* without retain_graph the saved tensors are this run's alone: handed
-     * over, each is freed after the backward graph's last reader of it
-     * (as PyTorch frees a node's saved variables when it has run), not
-     * all at the end; a second backward is refused by the engine */
-    bool donate = !st_ad_retaining();
-    for (int k = 0; k < nsaved; k++) {
-        in[k] = c->saved[k];
-        if (donate)
-            c->saved[k] = NULL;
-        else
-            st_tensor_incref(in[k]);
-    }
     for (int k = 0; k < f->ndiff && s == ST_OK; k++) {
         const st_meta *m = &c->out_meta[k];
         st_tensor *gk = gout[k];
@@ -660,6 +648,19 @@ static st_status node_backward(void *ctx, int nout, st_tensor *const *gout,
             break;
         }
         in[nsaved + k] = gk;
+    }
+    /* without retain_graph the saved tensors are this run's alone: handed
+     * over (once the gradients are known good), each is freed after the
+     * backward graph's last reader of it (as PyTorch frees a node's saved
+     * variables when it has run), not all at the end; a second backward
+     * is refused by the engine */
+    bool donate = !st_ad_retaining();
+    for (int k = 0; k < nsaved && s == ST_OK; k++) {
+        in[k] = c->saved[k];
+        if (donate)
+            c->saved[k] = NULL;
+        else
+            st_tensor_incref(in[k]);
     }
     if (s == ST_OK)
         s = prog_run(f->be, &f->bwd, in, res, donate);
