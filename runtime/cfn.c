@@ -818,6 +818,8 @@ st_status st_rt_cfn_run(st_rt_cfn *f, st_tensor *const *inputs,
         st_ad_set_grad_enabled(false);
         s = want ? ensure(f->be, f->fsave_g, &f->fsave) : ST_OK;
         if (s == ST_OK)
+            /* not donated: prog_run only reads in[] (it writes NULLs
+             * into it only when donating) */
             s = prog_run(f->be, want ? &f->fsave : &f->fwd, (st_tensor **)inputs, outs, false);
         st_ad_set_grad_enabled(grad);
     }
