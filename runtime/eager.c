@@ -72,7 +72,8 @@ static bool records(st_op_id op, const st_operand *in, int nin) {
  * unrecorded op's decomposition) and the op is recorded as
  * where(keep, x * 1/(1-p), 0), so backward reuses the very same mask and
  * the tape holds one byte a point (where's rule reads only the condition;
- * a scalar product's, nothing). runtime/trace.c traces the same form. */
+ * a scalar product's, nothing). Under a trace these ops are traced as
+ * they run (st_rt_eager). */
 static int dropout_recorded(const st_operand *in, const st_attrs *attrs,
                             st_tensor **given, st_tensor **out) {
     double p = attrs ? attrs->f[0] : 0.5;
@@ -311,10 +312,14 @@ static int eager_on(st_op_id op, const st_operand *in, int nin,
                     st_backend *be);
 
 /* The public entry: runs the op (ops it runs inside are not traced) and
- * notes it on the active trace (runtime/trace.c) once it succeeded. */
+ * notes it on the active trace (runtime/trace.c) once it succeeded. A
+ * dropout the tape records is the exception: the ops it is recorded as
+ * are traced themselves, so the trace and the tape agree by construction. */
 int st_rt_eager(st_op_id op, const st_operand *in, int nin,
                 const st_attrs *attrs, st_tensor **given, st_tensor **out) {
     if (!st_rt_trace_active()) return eager_run(op, in, nin, attrs, given, out);
+    if (op == ST_OP_DROPOUT && nin == 1 && in[0].t && records(op, in, nin))
+        return dropout_recorded(in, attrs, given, out);
     for (int k = 0; given && k < ST_MAX_OUT; k++) /* runtime/trace.c */
         if (given[k]) st_rt_trace_will_write(given[k]);
     st_rt_trace_suspend();

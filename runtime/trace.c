@@ -37,9 +37,10 @@
  * runs, st_rt_trace_region_end registers the region. The final dead-code
  * pass keeps regions (remapped) and the values their backward reads.
  *
- * Eager dropout is traced as where(rand(like x) >= p, x * 1/(1-p), 0), as
- * the tape records it, so the backward graph sees differentiable
- * statements and saves the bool keep mask. */
+ * A dropout the tape records is traced through the ops it is recorded as
+ * (runtime/eager.c runs them unsuspended: rand, ge, mul, where), so the
+ * backward graph sees differentiable statements and saves the bool keep
+ * mask; one it does not record stays the composite. */
 #include "st_runtime.h"
 
 #include <stdarg.h>
@@ -692,32 +693,6 @@ static void keep_leaf_grad(trace_state *s, st_tensor *t)
         e->value = r;
 }
 
-/* Dropout as the tape records it (runtime/eager.c dropout_recorded):
- * keep = rand(like x) >= p, a bool, and where(keep, x * 1/(1-p), 0); the
- * backward graph then reads the bool mask only. */
-static int emit_dropout(trace_state *s, int x, double p, int *outs)
-{
-    st_attrs ra;
-    memset(&ra, 0, sizeof ra);
-    ra.dtype = ST_FLOAT32;
-    ra.f[1] = 1.0;
-    int u = emit(s, ST_OP_RAND, &x, 1, &ra, outs);
-    int pc = st_ir_add_const(s->g, ST_FLOAT64, p, 0);
-    int sc = st_ir_add_const(s->g, ST_FLOAT64, p < 1.0 ? 1.0 / (1.0 - p) : 0.0, 0);
-    int zc = st_ir_add_const(s->g, ST_FLOAT64, 0.0, 0);
-    if (u < 0 || pc < 0 || sc < 0 || zc < 0) {
-        if (u >= 0)
-            failf(s, "constant: %s", st_err_msg());
-        return -1;
-    }
-    int gi[2] = {u, pc};
-    int keep = emit(s, ST_OP_GE, gi, 2, NULL, outs);
-    int mi[2] = {x, sc};
-    int xs = keep < 0 ? -1 : emit(s, ST_OP_MUL, mi, 2, NULL, outs);
-    int wi[3] = {keep, xs, zc};
-    return xs < 0 ? -1 : emit(s, ST_OP_WHERE, wi, 3, NULL, outs);
-}
-
 void st_rt_trace_note(st_op_id op, const st_operand *in, int nin,
                       const st_attrs *attrs, st_tensor *const *out, int nout)
 {
@@ -764,11 +739,7 @@ void st_rt_trace_note(st_op_id op, const st_operand *in, int nin,
         }
     }
     int r;
-    if (op == ST_OP_DROPOUT && nin == 1 && in[0].t) {
-        r = emit_dropout(s, ids[0], attrs ? attrs->f[0] : 0.5, outs);
-    } else {
-        r = emit(s, op, ids, nin, attrs, outs);
-    }
+    r = emit(s, op, ids, nin, attrs, outs);
     if (r < 0)
         goto restore;
     int nres = s->g->values[r].producer >= 0
