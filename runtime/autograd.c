@@ -195,17 +195,14 @@ st_status st_ad_record(st_op_id op, const st_operand *in, int nin,
     (void)inplace;
     if (grad_disabled || nout != 1) return ST_OK;
     st_ir_autodiff_init(); /* idempotent: the VJP slots, whatever ran first */
-    bool any = false;
-    for (int k = 0; k < nin; k++)
-        any |= in[k].t && in[k].t->requires_grad && st_dtype_is_float(in[k].t->dtype);
-    const st_op_def *def = st_op(op);
-    if (!any || !def->vjp || !st_dtype_is_float(out[0]->dtype)) return ST_OK;
     /* the gradients the backward will want: those of the operands that
      * get an edge (set_edge's test); only what their rule reads is kept */
     unsigned needs = 0;
     for (int k = 0; k < nin; k++)
         if (in[k].t && in[k].t->requires_grad && st_dtype_is_float(in[k].t->dtype))
             needs |= 1u << k;
+    const st_op_def *def = st_op(op);
+    if (!needs || !def->vjp || !st_dtype_is_float(out[0]->dtype)) return ST_OK;
     unsigned saves = st_ir_vjp_saves_for(op, needs);
     st_ad_node *n = node_new(nin, 1);
     if (!n) return st_err(ST_ERR_MEMORY, "autograd: out of host memory");
