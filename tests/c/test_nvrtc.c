@@ -125,6 +125,29 @@ static void add_prog(group *gr, const st_graph *g, bool fused, const char *label
     gr->nkernels += p->nkernels;
 }
 
+/* Lowers g fused; returns its kernels other than views (-1: lowering
+ * failed) and counts their RAND nodes and bool outputs. */
+static int fused_kernels(const st_graph *g, int *nrand, int *nbool)
+{
+    st_fuse_options o = {1, 1, 1, 0};
+    st_kprog *p = st_fuse_lower(g, &o);
+    if (!p)
+        return -1;
+    int nk = 0;
+    for (int i = 0; i < p->nkernels; i++) {
+        const st_kernel *k = &p->kernels[i];
+        if (k->kind == ST_K_VIEW)
+            continue;
+        nk++;
+        for (int n = 0; n < k->nnodes; n++)
+            *nrand += k->nodes[n].kind == ST_KN_RAND;
+        for (int b = 0; b < k->nbufs; b++)
+            *nbool += k->bufs[b].is_out && k->bufs[b].dtype == ST_BOOL;
+    }
+    st_kprog_free(p);
+    return nk;
+}
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -667,21 +690,9 @@ static void fused_chains(group *gr)
         int xm[2] = {x, mask};
         st_ir_mark_output(g, op_of(g, ST_OP_MUL, xm, 2, NULL));
         st_ir_mark_output(g, mask);
-        st_fuse_options o = {1, 1, 1, 0};
-        st_kprog *p = st_fuse_lower(g, &o);
-        int nrand = 0, nk = 0;
-        for (int i = 0; p && i < p->nkernels; i++) {
-            const st_kernel *k = &p->kernels[i];
-            if (k->kind == ST_K_VIEW)
-                continue;
-            nk++;
-            for (int n = 0; n < k->nnodes; n++)
-                nrand += k->nodes[n].kind == ST_KN_RAND;
-        }
-        CHECK(p && nk == 1 && nrand == 1, "dropout(%s): %d kernels, %d RAND nodes",
+        int nrand = 0, nbool = 0, nk = fused_kernels(g, &nrand, &nbool);
+        CHECK(nk == 1 && nrand == 1, "dropout(%s): %d kernels, %d RAND nodes",
               st_dtype_name(dl[d]), nk, nrand);
-        if (p)
-            st_kprog_free(p);
         add_prog(gr, g, true, "dropout");
         st_ir_graph_free(g);
     }
@@ -702,21 +713,9 @@ static void fused_chains(group *gr)
         int w3[3] = {keep, xs, st_ir_add_const(g, ST_FLOAT64, 0.0, 0)};
         st_ir_mark_output(g, op_of(g, ST_OP_WHERE, w3, 3, NULL));
         st_ir_mark_output(g, keep);
-        st_fuse_options o = {1, 1, 1, 0};
-        st_kprog *p = st_fuse_lower(g, &o);
-        int nk = 0, nbool = 0;
-        for (int i = 0; p && i < p->nkernels; i++) {
-            const st_kernel *k = &p->kernels[i];
-            if (k->kind == ST_K_VIEW)
-                continue;
-            nk++;
-            for (int b = 0; b < k->nbufs; b++)
-                nbool += k->bufs[b].is_out && k->bufs[b].dtype == ST_BOOL;
-        }
-        CHECK(p && nk == 1 && nbool == 1, "traced dropout(%s): %d kernels, %d bool outputs",
+        int nrand = 0, nbool = 0, nk = fused_kernels(g, &nrand, &nbool);
+        CHECK(nk == 1 && nbool == 1, "traced dropout(%s): %d kernels, %d bool outputs",
               st_dtype_name(dl[d]), nk, nbool);
-        if (p)
-            st_kprog_free(p);
         add_prog(gr, g, true, "traced dropout");
         st_ir_graph_free(g);
     }
