@@ -149,43 +149,50 @@ static stcount *count_of(stcount *tab, size_t cap, const st_storage *st)
     return &tab[i];
 }
 
-static void sweep(trace_state *s)
+/* Moves the slots into a new table of nc entries; with tab (a sweep's
+ * counts), dead ones are released instead. false: out of memory (s as
+ * it was). */
+static bool rehash(trace_state *s, size_t nc, stcount *tab)
 {
-    s->cand = 0;
-    s->cand_bytes = 0;
-    if (!s->cap)
-        return;
-    stcount *tab = calloc(s->cap, sizeof *tab);
-    tslot *ns = calloc(s->cap, sizeof *ns);
-    if (!tab || !ns) { /* keep them: only memory is at stake */
-        free(tab);
-        free(ns);
-        return;
-    }
-    for (size_t i = 0; i < s->cap; i++) {
-        const st_tensor *t = s->slots[i].t;
-        if (t && t->refcount == 1 && t->storage)
-            count_of(tab, s->cap, t->storage)->n++;
-    }
+    tslot *ns = calloc(nc, sizeof *ns);
+    if (!ns)
+        return false;
     for (size_t i = 0; i < s->cap; i++) {
         tslot *e = &s->slots[i];
         if (!e->t)
             continue;
-        if (e->t->refcount == 1 && e->t->storage &&
+        if (tab && e->t->refcount == 1 && e->t->storage &&
             count_of(tab, s->cap, e->t->storage)->n == e->t->storage->refcount) {
             e->t->traced = false;
             st_tensor_decref(e->t);
             s->n--;
             continue;
         }
-        size_t j = hash_ptr(e->t) & (s->cap - 1);
+        size_t j = hash_ptr(e->t) & (nc - 1);
         while (ns[j].t)
-            j = (j + 1) & (s->cap - 1);
+            j = (j + 1) & (nc - 1);
         ns[j] = *e;
     }
-    free(tab);
     free(s->slots);
     s->slots = ns;
+    s->cap = nc;
+    return true;
+}
+
+static void sweep(trace_state *s)
+{
+    s->cand = 0;
+    s->cand_bytes = 0;
+    stcount *tab = s->cap ? calloc(s->cap, sizeof *tab) : NULL;
+    if (!tab) /* nothing mapped, or no memory: keep them (only memory is at stake) */
+        return;
+    for (size_t i = 0; i < s->cap; i++) {
+        const st_tensor *t = s->slots[i].t;
+        if (t && t->refcount == 1 && t->storage)
+            count_of(tab, s->cap, t->storage)->n++;
+    }
+    rehash(s, s->cap, tab);
+    free(tab);
 }
 
 void st_rt_trace_released(st_tensor *t)
@@ -210,24 +217,9 @@ static bool map_set(trace_state *s, st_tensor *t, int v, bool created)
         sweep(s);
         s->sweep_at = s->n + s->n / 2 + 64;
     }
-    if ((s->n + 1) * 2 > s->cap) {
-        size_t nc = s->cap ? s->cap * 2 : 256;
-        tslot *ns = calloc(nc, sizeof *ns);
-        if (!ns) {
-            failf(s, "out of host memory");
-            return false;
-        }
-        for (size_t i = 0; i < s->cap; i++) {
-            if (!s->slots[i].t)
-                continue;
-            size_t j = hash_ptr(s->slots[i].t) & (nc - 1);
-            while (ns[j].t)
-                j = (j + 1) & (nc - 1);
-            ns[j] = s->slots[i];
-        }
-        free(s->slots);
-        s->slots = ns;
-        s->cap = nc;
+    if ((s->n + 1) * 2 > s->cap && !rehash(s, s->cap ? s->cap * 2 : 256, NULL)) {
+        failf(s, "out of host memory");
+        return false;
     }
     size_t j = hash_ptr(t) & (s->cap - 1);
     while (s->slots[j].t)
