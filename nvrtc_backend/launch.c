@@ -78,7 +78,7 @@ st_nvrtc_launch st_nvrtc_launch_config(const st_kernel *k, const st_kargs *a,
             break;
         }
         L.flags = st_nvrtc_ew_flags(k, a);
-        int64_t per = (L.flags & ST_NVRTC_F_VEC) ? st_nvrtc_vec_width(k) : 1;
+        int64_t per = (L.flags & ST_NVRTC_F_VEC) ? st_nvrtc_vec_width(k) : st_nvrtc_unroll();
         int64_t threads = (total + per - 1) / per;
         L.block[0] = 256;
         L.grid[0] = cap_grid((threads + 255) / 256, sm_count);

@@ -250,6 +250,26 @@ static void emit(st_nvrtc_pc *pc, int i, const char *expr)
                  vty(pc->k->nodes[i].dtype), i, expr);
 }
 
+/* m = the memory read of buffer b at the current point (its offset, or
+ * through the unravel map) */
+static void point_load(char *m, const st_nvrtc_pc *pc, int b)
+{
+    const st_kernel *k = pc->k;
+    st_dtype bdt = k->bufs[b].dtype;
+    if (k->bufs[b].unravel > 0)
+        xs(m, "((const %s *)a.bufs[%d].data)[st_unravel(%s, a.bufs[%d], %d)]", mty(bdt), b,
+           pc->off[b], b, k->bufs[b].unravel);
+    else
+        xs(m, "((const %s *)a.bufs[%d].data)[%s]", mty(bdt), b, pc->off[b]);
+}
+
+void st_nvrtc_pt_preload(st_nvrtc_pc *pc, int b)
+{
+    ex_t m;
+    point_load(m, pc, b);
+    st_nvrtc_sbf(pc->b, "%sL%d[j] = %s;\n", pc->ind, b, m);
+}
+
 static void emit_load(st_nvrtc_pc *pc, int i)
 {
     const st_kernel *k = pc->k;
@@ -267,13 +287,12 @@ static void emit_load(st_nvrtc_pc *pc, int i)
                      pc->ind, i, i, b, n->idx_dim);
         xs(m, "(k%d ? ((const %s *)a.bufs[%d].data)[%s + x%d * a.bufs[%d].idx_stride] : (%s)0)",
                  i, mty(bdt), b, pc->off[b], i, b, mty(bdt));
-    } else if (k->bufs[b].unravel > 0) {
-        xs(m, "((const %s *)a.bufs[%d].data)[st_unravel(%s, a.bufs[%d], %d)]", mty(bdt), b,
-           pc->off[b], b, k->bufs[b].unravel);
-    } else if (pc->vec) {
-        xs(m, "L%d[j]", b);
     } else {
-        xs(m, "((const %s *)a.bufs[%d].data)[%s]", mty(bdt), b, pc->off[b]);
+        pc->loaded |= 1u << b;
+        if (pc->vec || (pc->pre & (1u << b)))
+            xs(m, "L%d[j]", b);
+        else
+            point_load(m, pc, b);
     }
     from_mem(v, m, bdt);
     if (n->dtype != bdt) {

@@ -19,6 +19,10 @@ typedef struct {
     st_dtype reduced_dt[ST_K_MAX_REDUCE];
     /* the vector path: plain loads read L<b>[j], stores write S<b>[j] */
     bool vec;
+    /* buffers (bit b) whose point loads read L<b>[j], loaded ahead by
+     * st_nvrtc_pt_preload; `loaded` collects the buffers a region's point
+     * loads read (gathers through an index excepted) */
+    unsigned pre, loaded;
     unsigned char *done;      /* per node: emitted in the current region */
     const char *ind, *ind2;   /* indentation; ind2 one level deeper */
     char err[256];            /* first rendering error */
@@ -36,6 +40,8 @@ void st_nvrtc_as_i(char *d, const char *v, st_dtype t);
 void st_nvrtc_pt_reset(st_nvrtc_pc *pc);
 /* Emits node i (and what it needs) as `const T v<i> = ...;`. */
 void st_nvrtc_pt_node(st_nvrtc_pc *pc, int i);
+/* Emits `L<b>[j] = <buffer b at the current point>;` (plain or unravel). */
+void st_nvrtc_pt_preload(st_nvrtc_pc *pc, int b);
 /* Emits store s of the kernel at the current point. */
 void st_nvrtc_pt_store(st_nvrtc_pc *pc, int s);
 /* Stores expression v of dtype vdt into buf at the current point. */

@@ -4,11 +4,13 @@
  *   allows it, a 16-byte vector path (each thread VEC consecutive points,
  *   vector loads/stores) that runs when the launch's flags say every
  *   buffer is contiguous and aligned or a broadcast scalar (decided on the
- *   host per launch: st_nvrtc_ew_flags), then the scalar tail.
+ *   host per launch: st_nvrtc_ew_flags), then the scalar path, a few
+ *   points a trip with their loads issued first (walk, below).
  * - REDUCE: rows of the outer space spread over blockIdx.x * blockDim.y +
  *   threadIdx.y, the threads of a row over threadIdx.x (one warp per row
  *   for short rows, a whole block for long ones); each reduction a strided
- *   pass accumulating in double (float sources) or int64, combined with
+ *   pass (walk: a few points a trip, loads first) accumulating in double
+ *   (float sources) or int64, combined with
  *   warp shuffles and one shared-memory step; then the epilogue per row
  *   point or once per row.
  * - MATMUL: a tiled SIMT kernel (64x64 tile, K step 16, shared-memory
@@ -25,7 +27,7 @@
  *   ran on an H100 (tests/python/test_gpu.py); SYMTRACE_CUDA_COLREDUCE=0
  *   keeps the row kernel.
  * Owns: st_nvrtc_render, st_nvrtc_kernel_name, st_nvrtc_has_mma,
- * st_nvrtc_vec_width, st_nvrtc_col_plan. */
+ * st_nvrtc_vec_width, st_nvrtc_unroll, st_nvrtc_col_plan. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,11 +150,132 @@ static void kernel_head(st_nvrtc_sb *b, const char *name, int bound)
        "%s(const st_kargs a, unsigned flags, st_kerr *err)\n{\n", bound, name);
 }
 
+/* ---- a thread's points, st_nvrtc_unroll() a trip, loads first ----
+ * A thread walks points first, first + stride, ... below limit. One point
+ * a trip waits a full memory latency per point: every load feeds the next
+ * statement. So the walk takes st_nvrtc_unroll() points a trip and first
+ * loads, for each of them, every buffer its statements read at the point
+ * (into L<b>[j]), then runs the statements per point in order: the loads
+ * of a trip are in flight together, and each point's statements (and a
+ * reduction's order of accumulation) stay as they were. Loads through an
+ * index (gathers) stay in place: they need the index first. */
+
+typedef struct {
+    const char *var;     /* the point's name: "lin" or "pos" */
+    const char *first, *stride, *limit;
+    int lo, hi;          /* coordinate dims of var */
+    const char *base;    /* offsets from "ob<b>" (row walks), else NULL */
+    bool row_lin;        /* row walks: lin = o * R + pos */
+} st_walk;
+
+typedef void (*st_walk_body)(st_nvrtc_pc *pc, int r, bool accf);
+
+int st_nvrtc_unroll(void)
+{
+    const char *e = getenv("SYMTRACE_CUDA_UNROLL");
+    int v = e && *e ? atoi(e) : 4;
+    return v < 1 ? 1 : v > 8 ? 8 : v;
+}
+
+/* n spaces (n <= 40), a static string */
+static const char *spaces(int n)
+{
+    static const char sp[] = "                                        ";
+    int len = (int)sizeof sp - 1;
+    return sp + len - (n < 0 ? 0 : n > len ? len : n);
+}
+
+static void walk_point(st_nvrtc_pc *pc, const st_walk *w, const char *ind)
+{
+    st_nvrtc_sb *b = pc->b;
+    if (w->row_lin)
+        SB("%sconst st_i64 lin = o * R + pos;\n", ind);
+    snprintf(pc->lin, sizeof pc->lin, "lin");
+    coords(b, ind, w->var, w->lo, w->hi, "q");
+    set_coords(pc, w->lo, w->hi);
+    offsets(pc, ind, w->base, w->lo, w->hi, "o");
+}
+
+/* the buffers body's point loads read (rendered once into a scratch
+ * builder and dropped) */
+static unsigned walk_loads(st_nvrtc_pc *pc, const st_walk *w, st_walk_body body, int r,
+                           bool accf)
+{
+    st_nvrtc_sb scratch = {0}, *keep = pc->b;
+    pc->b = &scratch;
+    pc->ind = pc->ind2 = "";
+    walk_point(pc, w, "");
+    st_nvrtc_pt_reset(pc);
+    pc->loaded = 0;
+    body(pc, r, accf);
+    pc->b = keep;
+    free(scratch.s);
+    return pc->loaded;
+}
+
+/* the walk w at indent n; body emits a point's statements (reduction r or
+ * the stores) at pc->ind */
+static void walk(st_nvrtc_pc *pc, const st_walk *w, int n, st_walk_body body, int r,
+                 bool accf)
+{
+    st_nvrtc_sb *b = pc->b;
+    const st_kernel *k = pc->k;
+    const char *ind = spaces(n), *in1 = spaces(n + 4), *in2 = spaces(n + 8);
+    unsigned pre = walk_loads(pc, w, body, r, accf);
+    int U = st_nvrtc_unroll();
+    if (!pre || U == 1) { /* nothing to load ahead: a point a trip */
+        SB("%sfor (st_i64 %s = %s; %s < %s; %s += %s) {\n", ind, w->var, w->first, w->var,
+           w->limit, w->var, w->stride);
+        pc->ind = in1;
+        pc->ind2 = in2;
+        walk_point(pc, w, in1);
+        st_nvrtc_pt_reset(pc);
+        body(pc, r, accf);
+        SB("%s}\n", ind);
+        return;
+    }
+    SB("%sfor (st_i64 %s0 = %s; %s0 < %s; %s0 += %d * (%s)) {\n", ind, w->var, w->first,
+       w->var, w->limit, w->var, U, w->stride);
+    for (int bi = 0; bi < k->nbufs; bi++)
+        if (pre & (1u << bi))
+            SB("%s%s L%d[%d];\n", in1, mty(k->bufs[bi].dtype), bi, U);
+    for (int phase = 0; phase < 2; phase++) {
+        SB("#pragma unroll\n"
+           "%sfor (int j = 0; j < %d; j++) {\n"
+           "%sconst st_i64 %s = %s0 + j * (%s);\n"
+           "%sif (%s < %s) {\n", in1, U, in2, w->var, w->var, w->stride, in2,
+           w->var, w->limit);
+        pc->ind = spaces(n + 12);
+        pc->ind2 = spaces(n + 16);
+        walk_point(pc, w, pc->ind);
+        if (phase == 0) {
+            for (int bi = 0; bi < k->nbufs; bi++)
+                if (pre & (1u << bi))
+                    st_nvrtc_pt_preload(pc, bi);
+        } else {
+            st_nvrtc_pt_reset(pc);
+            pc->pre = pre;
+            body(pc, r, accf);
+            pc->pre = 0;
+        }
+        SB("%s}\n%s}\n", in2, in1);
+    }
+    SB("%s}\n", ind);
+}
+
 /* ---- ELEMENTWISE ---- */
 
 static void ew_point_stores(st_nvrtc_pc *pc)
 {
     st_nvrtc_pt_reset(pc);
+    for (int s = 0; s < pc->k->nstores; s++)
+        st_nvrtc_pt_store(pc, s);
+}
+
+static void ew_body(st_nvrtc_pc *pc, int r, bool accf)
+{
+    (void)r;
+    (void)accf;
     for (int s = 0; s < pc->k->nstores; s++)
         st_nvrtc_pt_store(pc, s);
 }
@@ -215,16 +338,10 @@ static void render_elementwise(st_nvrtc_pc *pc, const char *name)
            "        start += nv * %d;\n"
            "    }\n", vec);
     }
-    SB("    for (st_i64 lin = start; lin < total; lin += step) {\n");
-    pc->ind = "        ";
-    pc->ind2 = "            ";
-    snprintf(pc->lin, sizeof pc->lin, "lin");
     memset(pc->coord, 0, sizeof pc->coord);
-    coords(b, pc->ind, "lin", 0, rank, "p");
-    set_coords(pc, 0, rank);
-    offsets(pc, pc->ind, NULL, 0, rank, "o");
-    ew_point_stores(pc);
-    SB("    }\n}\n");
+    const st_walk w = {"lin", "start", "step", "total", 0, rank, NULL, false};
+    walk(pc, &w, 4, ew_body, -1, false);
+    SB("}\n");
 }
 
 /* ---- REDUCE ---- */
@@ -307,28 +424,22 @@ static const char *combiner(st_reduce_op op, bool accf)
     }
 }
 
-/* the loop over the row of outer point o; body: reduction r or stores */
-static void row_walk(st_nvrtc_pc *pc, int ro, int r, bool accf)
+static void row_body(st_nvrtc_pc *pc, int r, bool accf)
 {
-    st_nvrtc_sb *b = pc->b;
-    const st_kernel *k = pc->k;
-    int rank = k->rank;
-    SB("        for (st_i64 pos = threadIdx.x; pos < R; pos += blockDim.x) {\n");
-    pc->ind = "            ";
-    pc->ind2 = "                ";
-    SB("            const st_i64 lin = o * R + pos;\n");
-    snprintf(pc->lin, sizeof pc->lin, "lin");
-    coords(b, pc->ind, "pos", ro, rank, "q");
-    set_coords(pc, ro, rank);
-    offsets(pc, pc->ind, "ob", ro, rank, "o");
-    st_nvrtc_pt_reset(pc);
     if (r >= 0) {
         acc_update(pc, r, accf);
     } else {
-        for (int s = 0; s < k->nstores; s++)
+        for (int s = 0; s < pc->k->nstores; s++)
             st_nvrtc_pt_store(pc, s);
     }
-    SB("        }\n");
+}
+
+/* the loop over the row of outer point o; body: reduction r or stores */
+static void row_walk(st_nvrtc_pc *pc, int ro, int r, bool accf)
+{
+    const st_walk w = {"pos", "threadIdx.x", "(st_i64)blockDim.x", "R", ro, pc->k->rank, "ob",
+                       true};
+    walk(pc, &w, 8, row_body, r, accf);
 }
 
 /* const redR = the reduced value of accR, at indent I (ARGMAX/ARGMIN: the

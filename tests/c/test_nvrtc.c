@@ -966,6 +966,147 @@ static void hand_kernels(group *gr)
     st_kernel_clear(&k);
 }
 
+/* ---- a thread's points a trip, loads first (render_kernels.c walk) ---- */
+
+static int count_of(const char *s, const char *pat)
+{
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, pat)) != NULL; p += strlen(pat))
+        n++;
+    return n;
+}
+
+/* out[i] = w[idx[i]] * x[i] over [N]: idx and x are point loads (loaded
+ * ahead), w is gathered through idx (stays after the index) */
+static void gather_kernel(st_kernel *k)
+{
+    st_kernel_init(k, ST_K_ELEMENTWISE, 1);
+    snprintf(k->name, sizeof k->name, "gather_mul");
+    int d0[ST_MAX_DIMS] = {0}, dw[ST_MAX_DIMS] = {-1};
+    st_kernel_add_buf(k, 0, ST_INT64, false, d0);
+    st_kernel_add_buf(k, 1, ST_FLOAT32, false, dw);
+    st_kernel_add_buf(k, 2, ST_FLOAT32, false, d0);
+    st_kernel_add_buf(k, 3, ST_FLOAT32, true, d0);
+    k->bufs[0].unravel = 0;
+    st_knode n = mk(ST_KN_LOAD, ST_INT64, 0);
+    n.buf = 0;
+    int ix = st_kernel_node(k, &n);
+    n = mk(ST_KN_LOAD, ST_FLOAT32, 0);
+    n.buf = 1;
+    n.a = ix;
+    n.idx_dim = 0;
+    int w = st_kernel_node(k, &n);
+    n = mk(ST_KN_LOAD, ST_FLOAT32, 0);
+    n.buf = 2;
+    int x = st_kernel_node(k, &n);
+    n = mk(ST_KN_BINARY, ST_FLOAT32, 0);
+    n.op = ST_OP_MUL;
+    n.a = w;
+    n.b = x;
+    k->stores[0].buf = 3;
+    k->stores[0].node = st_kernel_node(k, &n);
+    k->nstores = 1;
+}
+
+static void walk_checks(void)
+{
+    /* the LayerNorm-shaped row kernel of hand_multi's kind: each of the
+     * four reductions walks the row loading buffer 0 ahead */
+    static st_kernel k;
+    st_kernel_init(&k, ST_K_REDUCE, 2);
+    snprintf(k.name, sizeof k.name, "walk_rows");
+    k.nred = 1;
+    int dm_in[ST_MAX_DIMS] = {0, 1}, dm_out[ST_MAX_DIMS] = {0, 1};
+    st_kernel_add_buf(&k, 0, ST_FLOAT32, false, dm_in);
+    st_kernel_add_buf(&k, 1, ST_FLOAT32, false, dm_in);
+    st_kernel_add_buf(&k, 2, ST_FLOAT32, true, dm_out);
+    st_knode n = mk(ST_KN_LOAD, ST_FLOAT32, 0);
+    n.buf = 0;
+    int x = st_kernel_node(&k, &n);
+    k.reduce[0].op = ST_RED_MEAN;
+    k.reduce[0].src = x;
+    k.nreduce = 1;
+    n = mk(ST_KN_REDUCED, ST_FLOAT32, 1);
+    n.i = 0;
+    int m = st_kernel_node(&k, &n);
+    n = mk(ST_KN_LOAD, ST_FLOAT32, 1);
+    n.buf = 1;
+    int g = st_kernel_node(&k, &n);
+    n = mk(ST_KN_BINARY, ST_FLOAT32, 1);
+    n.op = ST_OP_SUB;
+    n.a = x;
+    n.b = m;
+    int d = st_kernel_node(&k, &n);
+    n = mk(ST_KN_BINARY, ST_FLOAT32, 1);
+    n.op = ST_OP_MUL;
+    n.a = d;
+    n.b = g;
+    k.stores[0].buf = 2;
+    k.stores[0].node = st_kernel_node(&k, &n);
+    k.nstores = 1;
+    k.final_per_point = true;
+    unsetenv("SYMTRACE_CUDA_UNROLL");
+    char *src = st_nvrtc_render(&k, 1);
+    CHECK(src != NULL, "render walk_rows");
+    if (src) {
+        /* two walks (the mean, the per-point stores), 4 points a trip */
+        CHECK(count_of(src, "pos0 += 4 * ((st_i64)blockDim.x)") == 2, "walk_rows: two 4-point walks");
+        /* x loaded ahead in both walks, the weight only in the store walk */
+        CHECK(count_of(src, "L0[j] = ") == 2 && count_of(src, "L1[j] = ") == 1,
+              "walk_rows: loads ahead (%d, %d)", count_of(src, "L0[j] = "),
+              count_of(src, "L1[j] = "));
+        /* the loads of a trip come before the first statement that uses one */
+        const char *pre = strstr(src, "L0[j] = "), *use = strstr(src, "= L0[j];");
+        CHECK(pre && use && pre < use, "walk_rows: preload before use");
+        st_nvrtc_output out;
+        CHECK(st_nvrtc_compile(src, "walk_rows", "sm_90", false, &out) == ST_OK,
+              "compile walk_rows: %s", st_err_msg());
+        st_nvrtc_output_free(&out);
+        free(src);
+    }
+    setenv("SYMTRACE_CUDA_UNROLL", "1", 1);
+    src = st_nvrtc_render(&k, 1);
+    CHECK(src && !strstr(src, "pos0") && !strstr(src, "L0[j]"),
+          "SYMTRACE_CUDA_UNROLL=1: a point a trip");
+    free(src);
+    unsetenv("SYMTRACE_CUDA_UNROLL");
+    st_kernel_clear(&k);
+
+    gather_kernel(&k);
+    src = st_nvrtc_render(&k, 1);
+    CHECK(src != NULL, "render gather_mul");
+    if (src) {
+        /* the index and x ahead; w through the index, after it */
+        CHECK(count_of(src, "L0[j] = ") == 1 && count_of(src, "L2[j] = ") == 1 &&
+                  count_of(src, "L1[j]") == 0 && strstr(src, "idx_stride]") != NULL,
+              "gather_mul: point loads ahead, the gather in place");
+        CHECK(strstr(src, "lin0 += 4 * (step)") != NULL, "gather_mul: a 4-point walk");
+        st_nvrtc_output out;
+        CHECK(st_nvrtc_compile(src, "gather_mul", "sm_90", false, &out) == ST_OK,
+              "compile gather_mul: %s", st_err_msg());
+        st_nvrtc_output_free(&out);
+        free(src);
+    }
+    /* the scalar path's launch gives each thread 4 points (1 with
+     * SYMTRACE_CUDA_UNROLL=1) */
+    static float mem[4][64];
+    st_kargs ka;
+    memset(&ka, 0, sizeof ka);
+    ka.shape[0] = 1 << 21;
+    for (int i = 0; i < 4; i++) {
+        ka.bufs[i].data = (char *)mem[i];
+        ka.bufs[i].strides[0] = 1;
+    }
+    st_nvrtc_launch L = st_nvrtc_launch_config(&k, &ka, 132, 90);
+    CHECK(L.block[0] == 256 && L.grid[0] == (1 << 21) / 4 / 256, "scalar walk launch: grid %u",
+          L.grid[0]);
+    setenv("SYMTRACE_CUDA_UNROLL", "1", 1);
+    L = st_nvrtc_launch_config(&k, &ka, 132, 90);
+    CHECK(L.grid[0] == 132 * 32, "unroll 1: grid capped at %u", L.grid[0]);
+    unsetenv("SYMTRACE_CUDA_UNROLL");
+    st_kernel_clear(&k);
+}
+
 /* ---- host-side launch decisions ---- */
 
 /* sum over dim 0 of x [M, N] as the fusion lowers it: iteration [N, M]
@@ -1261,6 +1402,7 @@ int main(void)
     /* a compile check: the fastest optimization level NVRTC offers */
     setenv("SYMTRACE_NVRTC_FAST_COMPILE", "1", 0);
     launch_checks();
+    walk_checks();
     error_path();
 
     static group gr;
