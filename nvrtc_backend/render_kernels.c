@@ -160,13 +160,20 @@ static void kernel_head(st_nvrtc_sb *b, const char *name, int bound)
  * reduction's order of accumulation) stay as they were. Loads through an
  * index (gathers) stay in place: they need the index first. */
 
-typedef struct {
-    const char *var;     /* the point's name: "lin" or "pos" */
+typedef struct st_walk st_walk;
+/* a point's addressing at ind; mode 0: a point a trip, 1: the loads-ahead
+ * pass of a trip, 2: the statements pass */
+typedef void (*st_walk_point)(st_nvrtc_pc *pc, const st_walk *w, const char *ind, int mode);
+struct st_walk {
+    const char *var;     /* the point's name: "lin", "pos", "nn_" */
     const char *first, *stride, *limit;
-    int lo, hi;          /* coordinate dims of var */
-    const char *base;    /* offsets from "ob<b>" (row walks), else NULL */
-    bool row_lin;        /* row walks: lin = o * R + pos */
-} st_walk;
+    st_walk_point point;
+    int lo, hi;          /* walk_point: coordinate dims of var */
+    const char *base;    /* walk_point: offsets from "ob<b>" (row walks), else NULL */
+    bool row_lin;        /* walk_point: lin = o * R + pos */
+    const char *ahead;   /* extra per-trip array the point fills (NAME_epi's product) */
+    int acc, nb;         /* NAME_epi: product type (mm_acc), batch dims */
+};
 
 typedef void (*st_walk_body)(st_nvrtc_pc *pc, int r, bool accf);
 
@@ -185,8 +192,9 @@ static const char *spaces(int n)
     return sp + len - (n < 0 ? 0 : n > len ? len : n);
 }
 
-static void walk_point(st_nvrtc_pc *pc, const st_walk *w, const char *ind)
+static void walk_point(st_nvrtc_pc *pc, const st_walk *w, const char *ind, int mode)
 {
+    (void)mode;
     st_nvrtc_sb *b = pc->b;
     if (w->row_lin)
         SB("%sconst st_i64 lin = o * R + pos;\n", ind);
@@ -204,7 +212,7 @@ static unsigned walk_loads(st_nvrtc_pc *pc, const st_walk *w, st_walk_body body,
     st_nvrtc_sb scratch = {0}, *keep = pc->b;
     pc->b = &scratch;
     pc->ind = pc->ind2 = "";
-    walk_point(pc, w, "");
+    w->point(pc, w, "", 0);
     st_nvrtc_pt_reset(pc);
     pc->loaded = 0;
     body(pc, r, accf);
@@ -223,12 +231,12 @@ static void walk(st_nvrtc_pc *pc, const st_walk *w, int n, st_walk_body body, in
     const char *ind = spaces(n), *in1 = spaces(n + 4), *in2 = spaces(n + 8);
     unsigned pre = walk_loads(pc, w, body, r, accf);
     int U = st_nvrtc_unroll();
-    if (!pre || U == 1) { /* nothing to load ahead: a point a trip */
+    if ((!pre && !w->ahead) || U == 1) { /* nothing to load ahead: a point a trip */
         SB("%sfor (st_i64 %s = %s; %s < %s; %s += %s) {\n", ind, w->var, w->first, w->var,
            w->limit, w->var, w->stride);
         pc->ind = in1;
         pc->ind2 = in2;
-        walk_point(pc, w, in1);
+        w->point(pc, w, in1, 0);
         st_nvrtc_pt_reset(pc);
         body(pc, r, accf);
         SB("%s}\n", ind);
@@ -239,6 +247,8 @@ static void walk(st_nvrtc_pc *pc, const st_walk *w, int n, st_walk_body body, in
     for (int bi = 0; bi < k->nbufs; bi++)
         if (pre & (1u << bi))
             SB("%s%s L%d[%d];\n", in1, mty(k->bufs[bi].dtype), bi, U);
+    if (w->ahead)
+        SB("%s%s[%d];\n", in1, w->ahead, U);
     for (int phase = 0; phase < 2; phase++) {
         SB("#pragma unroll\n"
            "%sfor (int j = 0; j < %d; j++) {\n"
@@ -247,7 +257,7 @@ static void walk(st_nvrtc_pc *pc, const st_walk *w, int n, st_walk_body body, in
            w->var, w->limit);
         pc->ind = spaces(n + 12);
         pc->ind2 = spaces(n + 16);
-        walk_point(pc, w, pc->ind);
+        w->point(pc, w, pc->ind, phase + 1);
         if (phase == 0) {
             for (int bi = 0; bi < k->nbufs; bi++)
                 if (pre & (1u << bi))
@@ -339,7 +349,8 @@ static void render_elementwise(st_nvrtc_pc *pc, const char *name)
            "    }\n", vec);
     }
     memset(pc->coord, 0, sizeof pc->coord);
-    const st_walk w = {"lin", "start", "step", "total", 0, rank, NULL, false};
+    const st_walk w = {.var = "lin", .first = "start", .stride = "step", .limit = "total",
+                       .point = walk_point, .lo = 0, .hi = rank};
     walk(pc, &w, 4, ew_body, -1, false);
     SB("}\n");
 }
@@ -437,8 +448,9 @@ static void row_body(st_nvrtc_pc *pc, int r, bool accf)
 /* the loop over the row of outer point o; body: reduction r or stores */
 static void row_walk(st_nvrtc_pc *pc, int ro, int r, bool accf)
 {
-    const st_walk w = {"pos", "threadIdx.x", "(st_i64)blockDim.x", "R", ro, pc->k->rank, "ob",
-                       true};
+    const st_walk w = {.var = "pos", .first = "threadIdx.x", .stride = "(st_i64)blockDim.x",
+                       .limit = "R", .point = walk_point, .lo = ro, .hi = pc->k->rank,
+                       .base = "ob", .row_lin = true};
     walk(pc, &w, 8, row_body, r, accf);
 }
 
@@ -786,13 +798,12 @@ static void mm_read(char *d, size_t n, const char *m, st_dtype t, int acc)
 }
 
 /* the epilogue at (batch z, mm_, nn_) with the product in variable accv */
-static void mm_epilogue(st_nvrtc_pc *pc, int nb, const char *accv, int acc,
-                        const char *ind, const char *ind2)
+/* the addressing of product point (mm_, nn_) of batch z: offsets o<b>,
+ * lin, coordinates, the product accv as REDUCED 0 (acc: mm_acc) */
+static void mm_point(st_nvrtc_pc *pc, int nb, const char *accv, int acc, const char *ind)
 {
     st_nvrtc_sb *b = pc->b;
     const st_kernel *k = pc->k;
-    pc->ind = ind;
-    pc->ind2 = ind2;
     for (int bi = 0; bi < k->nbufs; bi++) {
         SB("%sconst st_i64 o%d = bb%d + mm_ * a.bufs[%d].strides[%d] + nn_ * a.bufs[%d].strides[%d];\n",
            ind, bi, bi, bi, nb, bi, nb + 1);
@@ -812,7 +823,14 @@ static void mm_epilogue(st_nvrtc_pc *pc, int nb, const char *accv, int acc,
         snprintf(pc->reduced[0], sizeof pc->reduced[0], "%s", accv);
         pc->reduced_dt[0] = acc == 1 ? ST_FLOAT64 : ST_FLOAT32;
     }
-    st_nvrtc_pt_reset(pc);
+}
+
+/* the epilogue's stores at the current product point */
+static void mm_stores(st_nvrtc_pc *pc, int r, bool accf)
+{
+    (void)r;
+    (void)accf;
+    const st_kernel *k = pc->k;
     if (k->nstores == 0) {
         if (k->nbufs < 3) {
             snprintf(pc->err, sizeof pc->err, "matmul without stores needs bufs[2]");
@@ -823,6 +841,16 @@ static void mm_epilogue(st_nvrtc_pc *pc, int nb, const char *accv, int acc,
         for (int s = 0; s < k->nstores; s++)
             st_nvrtc_pt_store(pc, s);
     }
+}
+
+static void mm_epilogue(st_nvrtc_pc *pc, int nb, const char *accv, int acc,
+                        const char *ind, const char *ind2)
+{
+    pc->ind = ind;
+    pc->ind2 = ind2;
+    mm_point(pc, nb, accv, acc, ind);
+    st_nvrtc_pt_reset(pc);
+    mm_stores(pc, -1, false);
 }
 
 /* batch loop head: z over grid.z, coordinates and per-buffer bases */
@@ -906,6 +934,19 @@ static void render_matmul(st_nvrtc_pc *pc, const char *name)
  * row's batch coordinates and bases once per row), its threads along the
  * row's N points, so no point pays a 64-bit division; the product read
  * from prod_ (contiguous [batch..., M, N], float or double) */
+/* NAME_epi's point: the product read from prod_ (a point a trip), into
+ * P_[j] (loads ahead) or from it (statements) */
+static void epi_point(st_nvrtc_pc *pc, const st_walk *w, const char *ind, int mode)
+{
+    st_nvrtc_sb *b = pc->b;
+    const char *A = acc_ty[w->acc];
+    if (mode == 1)
+        SB("%sP_[j] = prod_[r_ * N + nn_];\n", ind);
+    else
+        SB("%sconst %s accv = %s;\n", ind, A, mode == 2 ? "P_[j]" : "prod_[r_ * N + nn_]");
+    mm_point(pc, w->nb, mode == 1 ? "P_[j]" : "accv", w->acc, ind);
+}
+
 static void render_matmul_epi(st_nvrtc_pc *pc, const char *name)
 {
     st_nvrtc_sb *b = pc->b;
@@ -922,10 +963,12 @@ static void render_matmul_epi(st_nvrtc_pc *pc, const char *name)
        "        const st_i64 mm_ = r_ %% M, z = r_ / M;\n");
     coords(b, "        ", "z", 0, nb, "z");
     offsets(pc, "        ", NULL, 0, nb, "bb");
-    SB("        for (st_i64 nn_ = threadIdx.x; nn_ < N; nn_ += blockDim.x) {\n"
-       "            const %s accv = prod_[r_ * N + nn_];\n", A);
-    mm_epilogue(pc, nb, "accv", acc, "            ", "                ");
-    SB("        }\n    }\n}\n");
+    char ahead[32];
+    snprintf(ahead, sizeof ahead, "%s P_", A);
+    const st_walk w = {.var = "nn_", .first = "threadIdx.x", .stride = "(st_i64)blockDim.x",
+                       .limit = "N", .point = epi_point, .ahead = ahead, .acc = acc, .nb = nb};
+    walk(pc, &w, 8, mm_stores, -1, false);
+    SB("    }\n}\n");
 }
 
 /* NOT YET RUN ON A GPU: compile-checked only (see the file comment). */

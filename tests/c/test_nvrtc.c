@@ -74,7 +74,11 @@ static void note_features(group *gr, const st_kernel *k)
         char *src = st_nvrtc_render(k, 1), name[128];
         st_nvrtc_kernel_name(k, 0, name, sizeof name);
         strcat(name, "_epi(");
-        CHECK(src && strstr(src, name), "%s rendered", name);
+        const char *epi = src ? strstr(src, name) : NULL;
+        CHECK(epi, "%s rendered", name);
+        /* its walk along N reads the product of a trip's points ahead */
+        CHECK(epi && strstr(epi, "P_[j] = prod_[r_ * N + nn_];") &&
+                  strstr(epi, "accv = P_[j];"), "%s: the product loaded ahead", name);
         free(src);
     }
     if (st_nvrtc_has_mma(k))
