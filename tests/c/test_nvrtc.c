@@ -1193,7 +1193,7 @@ static void col_launch_checks(void)
     ka.shape[1] = 4096;
     ka.bufs[0].strides[1] = 3072;
     L = st_nvrtc_launch_config(&k, &ka, 132, 90);
-    CHECK(!L.col && L.block[0] == 256, "the row path's config stays (%u)", L.block[0]);
+    CHECK(!L.col && L.block[0] == 1024, "the row path's config stays (%u)", L.block[0]);
     /* a grid-stride loop over tiles past 32 blocks per SM */
     ka.shape[0] = 200000;
     ka.bufs[0].strides[1] = 200000;
@@ -1354,6 +1354,18 @@ static void launch_checks(void)
     L = st_nvrtc_launch_config(&k, &ka, 132, 90);
     CHECK(L.block[0] == 1024 && L.block[1] == 1 && L.grid[0] == 1000, "long rows %u %u",
           L.block[0], L.grid[0]);
+    /* a LayerNorm row of 768: 192 threads, the row one trip of 4 points */
+    ka.shape[1] = 768;
+    L = st_nvrtc_launch_config(&k, &ka, 132, 90);
+    CHECK(L.block[0] == 192 && L.block[1] == 1, "row of 768: %u threads", L.block[0]);
+    ka.shape[1] = 300;
+    L = st_nvrtc_launch_config(&k, &ka, 132, 90);
+    CHECK(L.block[0] == 96, "row of 300: %u threads", L.block[0]);
+    setenv("SYMTRACE_CUDA_UNROLL", "1", 1);
+    ka.shape[1] = 768;
+    L = st_nvrtc_launch_config(&k, &ka, 132, 90);
+    CHECK(L.block[0] == 128, "unroll 1, row of 768: the earlier 128 threads (%u)", L.block[0]);
+    unsetenv("SYMTRACE_CUDA_UNROLL");
     CHECK(!L.col, "launch_config never picks NAME_col");
     st_kernel_clear(&k);
     col_launch_checks();
