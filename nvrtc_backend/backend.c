@@ -16,7 +16,7 @@
  * (st_nvrtc_col_plan) runs it when st_nvrtc_col_config says the launch
  * suits it, unless SYMTRACE_CUDA_COLREDUCE=0 (read at every launch;
  * SYMTRACE_CUDA_COLREDUCE_LOG=1 reports each such launch on stderr).
- * Owns: st_nvrtc_backend, st_nvrtc_register. */
+ * Owns: st_nvrtc_backend, st_nvrtc_register, st_nvrtc_kerr_status. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +51,19 @@ static void release(st_backend *be, void *h)
 static st_cu_ptr kerr_dev;          /* a device st_nvrtc_kerr */
 static const char *kerr_kernel;     /* the kernel launched last (SYMTRACE_CUDA_SYNC) */
 
+st_status st_nvrtc_kerr_status(const st_nvrtc_kerr *e, const char *kernel)
+{
+    if (e->code == 0)
+        return ST_OK;
+    if (e->code == ST_NVRTC_EINDEX)
+        return st_err(ST_ERR_INDEX, "index %lld is out of bounds for dimension %d with size %lld",
+                      (long long)e->value, e->dim, (long long)e->size);
+    if (e->code == ST_NVRTC_EPOW)
+        return st_err(ST_ERR_RUNTIME, "Integers to negative integer powers are not allowed.");
+    return st_err(ST_ERR_RUNTIME, "nvrtc: kernel %s failed (code %d)",
+                  kernel ? kernel : "(unknown)", e->code);
+}
+
 static st_status kerr_read(st_device *d)
 {
     (void)d;
@@ -63,13 +76,7 @@ static st_status kerr_read(st_device *d)
     if (s != ST_OK || e.code == 0)
         return s;
     api->MemsetD8(kerr_dev, 0, sizeof e);
-    if (e.code == ST_NVRTC_EINDEX)
-        return st_err(ST_ERR_INDEX, "index %lld is out of bounds for dimension %d with size %lld",
-                      (long long)e.value, e.dim, (long long)e.size);
-    if (e.code == ST_NVRTC_EPOW)
-        return st_err(ST_ERR_RUNTIME, "Integers to negative integer powers are not allowed.");
-    return st_err(ST_ERR_RUNTIME, "nvrtc: kernel %s failed (code %d)",
-                  kerr_kernel ? kerr_kernel : "(unknown)", e.code);
+    return st_nvrtc_kerr_status(&e, kerr_kernel);
 }
 
 static st_status kerr_init(st_device *dev)

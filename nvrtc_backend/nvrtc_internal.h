@@ -51,6 +51,12 @@ bool st_nvrtc_lib_load(st_nvrtc_lib *l);
 st_status st_nvrtc_cublas_gemm(st_device *dev, const st_nvrtc_gemm *p,
                                const st_kargs *a, st_cu_ptr *prod);
 
+/* backend.c: the error a kernel's error record e reports (ST_OK when its
+ * code is 0), as the nvrtc backend raises it; kernel names the kernel for
+ * the codes without a message of their own (NULL: unknown). Also the
+ * cudaemu backend's (emu/cudaemu.c). */
+st_status st_nvrtc_kerr_status(const st_nvrtc_kerr *e, const char *kernel);
+
 /* modcache.c: mods[i] = the module holding kernel i of ks[0..n) (as kernel
  * 0 of its own translation unit; NULL for VIEW kernels), loaded from the
  * process's table, the disk cache or NVRTC (in parallel) for arch. */
