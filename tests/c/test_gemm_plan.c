@@ -2,16 +2,17 @@
  * gemm_plan.c), checked without a GPU: for each layout (row-major,
  * transposed operands, batched, broadcast batch, non-collapsible batch
  * dims, padded and transposed outputs, epilogues) the plan's parameters
- * drive a tiny column-major reference gemm that reads memory as cuBLAS
- * would (bounds-checked), and its result must equal a naive row-major
- * product read through the launch strides; layouts and dtypes cuBLAS
- * cannot take must be refused. Also the epilogue kernel's launch shape. */
+ * drive the host gemm the cudaemu backend runs for cuBLAS
+ * (st_cudaemu_gemm: memory read as cuBLAS would, bounds-checked), and its
+ * result must equal a naive row-major product read through the launch
+ * strides; layouts and dtypes cuBLAS cannot take must be refused. Also the
+ * epilogue kernel's launch shape. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "st_nvrtc.h"
+#include "st_cudaemu.h"
 
 static int failures, checks;
 
@@ -141,66 +142,19 @@ static int64_t at(const mcase *c, int b, int64_t z, int dr, int64_t r, int dq, i
     return off + r * c->a.bufs[b].strides[dr] + q * c->a.bufs[b].strides[dq];
 }
 
-static bool bounded(int64_t i)
-{
-    return i >= 0 && i < MEMN;
-}
-
-/* The column-major gemm the plan describes, over the case's memory (or
- * scratch); false on an out-of-bounds read or write. ptrs: the products'
+/* The column-major gemm the plan describes (st_cudaemu_gemm, the host
+ * cuBLAS of the cudaemu backend), over the case's memory (or scratch), all
+ * float64; false on an out-of-bounds read or write. ptrs: the products'
  * operands come from st_nvrtc_gemm_pointers (the one cublasGemmBatchedEx
  * call of a plan of several calls), else from the loop of calls. */
 static bool run_plan(const st_nvrtc_gemm *p, mcase *c, double *scratch, int64_t nscratch,
                      bool ptrs)
 {
-    const double *Ap = c->mem[1], *Bp = c->mem[0]; /* cuBLAS A = our B */
-    double *Cp = p->direct ? c->mem[p->out_buf] : scratch;
-    int64_t nc = p->direct ? MEMN : nscratch, nprod = p->calls * p->batch;
-    const void **arr = NULL, **pa[3] = {NULL, NULL, NULL};
-    if (ptrs) {
-        arr = malloc(sizeof(void *) * 3 * (size_t)nprod);
-        for (int o = 0; o < 3; o++)
-            pa[o] = arr + o * nprod;
-        st_nvrtc_gemm_pointers(p, (const char *)c->mem[0], (const char *)c->mem[1], (char *)Cp,
-                               sizeof(double), sizeof(double), pa);
-    }
-    for (int64_t i = 0; i < p->calls; i++) {
-        int64_t off[3];
-        st_nvrtc_gemm_offsets(p, i, off);
-        for (int j = 0; j < p->batch; j++) {
-            int64_t oa = off[1] + j * p->stride_a, ob = off[0] + j * p->stride_b,
-                    oc = off[2] + j * p->stride_c;
-            if (ptrs) {
-                int64_t x = i * p->batch + j;
-                oa = (const double *)pa[0][x] - Ap;
-                ob = (const double *)pa[1][x] - Bp;
-                oc = (const double *)pa[2][x] - (const double *)Cp;
-            }
-            for (int col = 0; col < p->n; col++)
-                for (int row = 0; row < p->m; row++) {
-                    double s = 0;
-                    for (int l = 0; l < p->k; l++) {
-                        int64_t ia = oa + (p->transa ? l + (int64_t)row * p->lda
-                                                     : row + (int64_t)l * p->lda);
-                        int64_t ib = ob + (p->transb ? col + (int64_t)l * p->ldb
-                                                     : l + (int64_t)col * p->ldb);
-                        if (!bounded(ia) || !bounded(ib)) {
-                            free(arr);
-                            return false;
-                        }
-                        s += Ap[ia] * Bp[ib];
-                    }
-                    int64_t ic = oc + row + (int64_t)col * p->ldc;
-                    if (ic < 0 || ic >= nc) {
-                        free(arr);
-                        return false;
-                    }
-                    Cp[ic] = s;
-                }
-        }
-    }
-    free(arr);
-    return true;
+    st_cudaemu_gemm_io io = {
+        .a = c->mem[0], .b = c->mem[1], .c = p->direct ? c->mem[p->out_buf] : scratch,
+        .ab_dtype = ST_FLOAT64, .c_dtype = ST_FLOAT64,
+        .na = MEMN, .nb = MEMN, .nc = p->direct ? MEMN : nscratch, .ptrs = ptrs};
+    return st_cudaemu_gemm(p, &io);
 }
 
 /* Plans the case, runs the plan, compares with the naive product. */
