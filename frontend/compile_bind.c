@@ -8,6 +8,7 @@
 #include "pyversion.h"
 #include "st_backend.h"
 #include "st_cuda.h"
+#include "st_cudaemu.h"
 #include "st_nvrtc.h"
 
 #include <stdlib.h>
@@ -111,7 +112,7 @@ static PyTypeObject compiled_type = {
     .tp_getset = compiled_getset,
 };
 
-static const char *const backends[] = {"llvm", "nvrtc", "interp", "eager", NULL};
+static const char *const backends[] = {"llvm", "nvrtc", "interp", "eager", "cudaemu", NULL};
 
 /* _fe_compiled(fn, backend, fullgraph, dynamic) */
 static PyObject *f_compiled(PyObject *m, PyObject *args)
@@ -127,7 +128,8 @@ static PyObject *f_compiled(PyObject *m, PyObject *args)
     for (int i = 0; backends[i]; i++)
         if (!strcmp(backends[i], backend)) b = backends[i];
     if (!b)
-        return PyErr_Format(PyExc_ValueError, "unknown backend '%s' (choices: llvm, nvrtc, interp, eager)",
+        return PyErr_Format(PyExc_ValueError,
+                            "unknown backend '%s' (choices: llvm, nvrtc, interp, eager, cudaemu)",
                             backend);
     compiled_obj *c = PyObject_GC_New(compiled_obj, &compiled_type);
     if (!c) return NULL;
@@ -194,7 +196,20 @@ static PyObject *f_backend_available(PyObject *m, PyObject *name)
     if (!strcmp(s, "nvrtc") && !st_backend_get(s) && st_cuda_is_available() &&
         st_nvrtc_register() != ST_OK)
         st_err_clear();
+    /* cudaemu (testing: CUDA C run on the CPU) where a C++ compiler runs */
+    if (!strcmp(s, "cudaemu") && !st_backend_get(s) && st_cudaemu_register() != ST_OK)
+        st_err_clear();
     return PyBool_FromLong(st_backend_get(s) != NULL);
+}
+
+/* _cudaemu_register(): registers "cudaemu", or raises naming what is missing */
+static PyObject *f_cudaemu_register(PyObject *m, PyObject *a)
+{
+    (void)m;
+    (void)a;
+    if (st_cudaemu_register() != ST_OK)
+        return st_fe_raise();
+    Py_RETURN_NONE;
 }
 
 static PyObject *f_stats(PyObject *m, PyObject *a)
@@ -542,6 +557,8 @@ static PyMethodDef compile_methods[] = {
     {"_fe_epochs", f_epochs, METH_NOARGS, "(module_epoch, meta_epoch)"},
     {"_fe_supported", f_supported, METH_NOARGS, "is the frame hook available"},
     {"_fe_backend_available", f_backend_available, METH_O, "is this backend in the build"},
+    {"_cudaemu_register", f_cudaemu_register, METH_NOARGS,
+     "register the cudaemu testing backend (raises when no C++ compiler runs)"},
     {"_fe_stats", f_stats, METH_NOARGS, NULL},
     {"_rt_profile", f_rt_profile, METH_VARARGS, "_rt_profile(enable=None) -> kernel rows"},
     {"_rt_profile_reset", f_rt_profile_reset, METH_NOARGS, "clear the kernel profile"},

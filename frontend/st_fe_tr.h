@@ -278,7 +278,7 @@ int st_fe_effects_replay(const st_fe_effect *fx, int n, PyObject *const *outs,
 
 /* ---------------- options and breaks ---------------- */
 typedef struct {
-    const char *backend;     /* "llvm", "nvrtc", "interp", "eager" */
+    const char *backend;     /* "llvm", "nvrtc", "interp", "eager", "cudaemu" */
     bool fullgraph;          /* a break raises (also SYMTRACE_STRICT=1) */
     bool dynamic;            /* issue 7; false for now */
     bool no_partial;         /* a break makes the whole frame plain Python

@@ -21,7 +21,7 @@ from .nn.modules.module import Module
 
 __all__ = ["compile", "explain", "reset", "OptimizedModule", "ExplainOutput"]
 
-_BACKENDS = ("llvm", "nvrtc", "interp", "eager")
+_BACKENDS = ("llvm", "nvrtc", "interp", "eager", "cudaemu")
 _MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
@@ -66,6 +66,8 @@ def _resolve_backend(backend):
         from . import cuda
         if cuda.is_available():
             _C._nvrtc_register()   # raises NVRTC's own error when it cannot load
+    if backend == "cudaemu" and not _C._fe_backend_available(backend):
+        _C._cudaemu_register()   # raises naming the C++ compiler it could not run
     if not _C._fe_backend_available(backend):
         raise ValueError(f"symtrace.compile: backend {backend!r} is not in this build "
                          f"(choices: {', '.join(b for b in _BACKENDS if _C._fe_backend_available(b))})")
@@ -140,7 +142,8 @@ def compile(model=None, *, backend=None, fullgraph=False, dynamic=None, mode=Non
     frames it runs into graphs; a Module becomes an OptimizedModule. Used as
     a decorator with or without arguments. backend: "llvm", "nvrtc",
     "interp" or "eager" (default: "nvrtc" with a GPU, else "llvm", else
-    "interp"). fullgraph=True raises on a graph break. dynamic=True (or
+    "interp"); "cudaemu" runs the nvrtc backend's CUDA C on the CPU (a
+    testing backend: slow; needs a C++ compiler). fullgraph=True raises on a graph break. dynamic=True (or
     SYMTRACE_DYNAMIC=1 when dynamic is None): the sizes of tensor arguments
     are symbols, one graph serves every batch size and sequence length
     (guards keep ranks, dtypes, devices and the size relations the code
