@@ -10,23 +10,24 @@
  *   __shared__ as static thread_local, ...), threadIdx/blockIdx/blockDim/
  *   gridDim, __syncthreads, warp shuffles, atomics, bit casts, the math
  *   functions the host C library lacks; and the scheduler that runs a grid.
- * Execution model: the threads of a block are cooperative fibers (an
- * x86-64 stack switch of our own; ucontext elsewhere) run by the calling
- * OS thread, each until it returns or waits, in thread order (or reversed:
- * st_cudaemu_launch.reverse); the blocks of the grid run one after another
- * (x fastest, or reversed), so static thread_local "shared memory" is the
- * block's. __syncthreads is a
- * barrier over the block's fibers that have not returned; a warp (32
- * consecutive linear thread ids) synchronizes on its own for a shuffle
- * (a slot per lane, a warp barrier after writing and after reading), so a
- * warp may skip a shuffle another warp makes. When no fiber can run and
- * no barrier can complete the launch fails (a deadlock, named), as do a
- * shuffle reading a lane that is not at the same shuffle and inline PTX
- * (asm volatile, which the host rewrites into ST_EMU_ASM): the scheduler
- * never hangs and never aborts. Fiber stacks come from the host (the
- * launch record), so an object holds no memory between launches and needs
- * no symbol from the host. Prefixes: st_cudaemu_ (ABI), st_emu_ (the
- * rest). Not for production: a testing backend (DESIGN.md). */
+ * Execution model: the threads of a block are cooperative fibers run by
+ * the calling OS thread, each until it returns or waits, in thread order
+ * (or last first: st_cudaemu_launch.reverse); the blocks of the grid run
+ * one after another (x fastest, or last first), so static thread_local
+ * "shared memory" is the block's. Fibers switch by an x86-64 stack switch
+ * of our own; ucontext elsewhere or when ST_CUDAEMU_UCONTEXT is defined
+ * (each of its switches is a system call: the tests run ~10x slower).
+ * __syncthreads is a barrier over the block's fibers that have not
+ * returned; a warp (32 consecutive linear thread ids) synchronizes on its
+ * own for a shuffle (a slot per lane, a warp barrier after writing and
+ * after reading), so a warp may skip a shuffle another warp makes. When no
+ * fiber can run and no barrier can complete the launch fails (a deadlock,
+ * named), as do a shuffle reading a lane that is not at the same shuffle
+ * and inline PTX (asm volatile, which the host rewrites into ST_EMU_ASM):
+ * the scheduler never hangs and never aborts. Fiber stacks come from the
+ * host (the launch record), so an object holds no memory between launches
+ * and needs no symbol from the host. Prefixes: st_cudaemu_ (ABI), st_emu_
+ * (the rest). Not for production: a testing backend (DESIGN.md). */
 #ifndef ST_CUDAEMU_HPP
 #define ST_CUDAEMU_HPP
 
@@ -78,13 +79,21 @@ typedef int (*st_cudaemu_entry_fn)(st_cudaemu_launch *L);
 #error "st_cudaemu.hpp: the emulation part is C++ (ST_CUDAEMU_ABI_ONLY for the ABI alone)"
 #endif
 
+/* the x86-64 stack switch, unless ST_CUDAEMU_UCONTEXT asks for the
+ * portable ucontext one (what other targets use) */
+#if defined(__x86_64__) && !defined(ST_CUDAEMU_UCONTEXT)
+#define ST_EMU_X86_SWITCH 1
+#else
+#define ST_EMU_X86_SWITCH 0
+#endif
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#if !defined(__x86_64__)
+#if !ST_EMU_X86_SWITCH
 #include <ucontext.h>
 #endif
 
@@ -109,7 +118,7 @@ enum { ST_EMU_READY, ST_EMU_BLOCKBAR, ST_EMU_WARPBAR, ST_EMU_DONE };
 
 struct st_emu_fiber {
     void *sp;                  /* saved stack pointer (x86-64) */
-#if !defined(__x86_64__)
+#if !ST_EMU_X86_SWITCH
     ucontext_t uc;
 #endif
     st_emu_u3 tid;
@@ -131,7 +140,7 @@ struct st_emu_block {
     st_emu_warp *warps;
     unsigned n, nwarps, live, blockbar;
     void *sched_sp;
-#if !defined(__x86_64__)
+#if !ST_EMU_X86_SWITCH
     ucontext_t sched_uc;
 #endif
     void (*body)(void *);      /* runs the kernel for the current fiber */
@@ -149,7 +158,7 @@ static thread_local st_emu_block *st_emu_blk;
 #define warpSize 32
 
 /* ---- the stack switch ---- */
-#if defined(__x86_64__)
+#if ST_EMU_X86_SWITCH
 /* st_emu_switch(save, to): saves the callee-saved registers, MXCSR and the
  * x87 control word on the current stack and its pointer into *save, then
  * resumes the stack `to` (a frame this function or st_emu_stack_init
