@@ -192,7 +192,8 @@ static bool write_file(const char *path, const char *bytes, size_t n)
 {
     char tmp[1200];
     static unsigned seq;
-    snprintf(tmp, sizeof tmp, "%s.%d.%u.tmp", path, (int)getpid(), seq++);
+    snprintf(tmp, sizeof tmp, "%s.%d.%u.tmp", path, (int)getpid(),
+             __atomic_fetch_add(&seq, 1u, __ATOMIC_RELAXED));
     FILE *f = fopen(tmp, "wb");
     if (!f)
         return false;
@@ -242,22 +243,22 @@ static void dump_source(const char *source, uint64_t key)
     write_file(path, source, strlen(source));
 }
 
-/* compiles source into so (the lock held: one compile at a time) */
-static st_status build(const char *dir, const char *source, uint64_t key, const char *so)
+/* compiles source into so (without the lock: compiles run in parallel;
+ * names are made unique by the pid and a counter taken under it) */
+static st_status build(const char *dir, const char *source, uint64_t key, const char *so,
+                       unsigned seq)
 {
     char hdr[1200], src[1200], out[1200], log[1200];
     uint64_t hk = XXH64(st_cudaemu_header, st_cudaemu_header_len, 0);
     snprintf(hdr, sizeof hdr, "%s/st_cudaemu-%016llx.hpp", dir, (unsigned long long)hk);
     if (access(hdr, R_OK) != 0 && !write_file(hdr, st_cudaemu_header, st_cudaemu_header_len))
         return st_err(ST_ERR_RUNTIME, "cudaemu: cannot write %s (%s)", hdr, strerror(errno));
-    static unsigned seq;
     snprintf(src, sizeof src, "%s/%016llx.%d.%u.cpp", dir, (unsigned long long)key, (int)getpid(),
              seq);
     snprintf(out, sizeof out, "%s/%016llx.%d.%u.so.tmp", dir, (unsigned long long)key,
              (int)getpid(), seq);
     snprintf(log, sizeof log, "%s/%016llx.%d.%u.log", dir, (unsigned long long)key, (int)getpid(),
              seq);
-    seq++;
     if (!write_file(src, source, strlen(source)))
         return st_err(ST_ERR_RUNTIME, "cudaemu: cannot write %s (%s)", src, strerror(errno));
     char *argv[MAX_WORDS + 16];
@@ -296,60 +297,70 @@ st_status st_cudaemu_load(const char *source, void **handle, st_cudaemu_entry_fn
 {
     *handle = NULL;
     *entry = NULL;
+    static unsigned builds;
     pthread_mutex_lock(&mu);
-    st_status s = ST_OK;
-    if (!probe_locked()) {
-        s = st_err(ST_ERR_RUNTIME, "%s", why);
-        goto out;
-    }
+    bool found = probe_locked();
+    unsigned seq = builds++;
+    pthread_mutex_unlock(&mu);
+    if (!found)
+        return st_err(ST_ERR_RUNTIME, "%s", why);
     uint64_t key = key_of(source);
+    pthread_mutex_lock(&mu);
     for (int i = 0; i < ntable; i++)
         if (table[i].key == key) {
             *handle = table[i].handle;
             *entry = table[i].entry;
-            goto out;
+            pthread_mutex_unlock(&mu);
+            return ST_OK;
         }
+    pthread_mutex_unlock(&mu);
     dump_source(source, key);
     char dir[1100], so[1200];
-    if (!cache_dir(dir, sizeof dir)) {
-        s = st_err_kind();
-        goto out;
-    }
+    if (!cache_dir(dir, sizeof dir))
+        return st_err_kind();
     snprintf(so, sizeof so, "%s/%016llx.so", dir, (unsigned long long)key);
     void *h = NULL;
+    st_status s;
     for (int attempt = 0; attempt < 2 && !h; attempt++) {
-        if (access(so, R_OK) != 0 && (s = build(dir, source, key, so)) != ST_OK)
-            goto out;
+        if (access(so, R_OK) != 0 && (s = build(dir, source, key, so, seq)) != ST_OK)
+            return s;
         h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
         if (!h && attempt == 0)
             unlink(so);   /* a damaged object: build it again */
     }
-    if (!h) {
-        s = st_err(ST_ERR_RUNTIME, "cudaemu: dlopen %s: %s", so, dlerror());
-        goto out;
-    }
+    if (!h)
+        return st_err(ST_ERR_RUNTIME, "cudaemu: dlopen %s: %s", so, dlerror());
     st_cudaemu_entry_fn e;
     *(void **)&e = dlsym(h, ST_CUDAEMU_ENTRY_SYMBOL);
     if (!e) {
         dlclose(h);
-        s = st_err(ST_ERR_RUNTIME, "cudaemu: %s has no %s", so, ST_CUDAEMU_ENTRY_SYMBOL);
-        goto out;
+        return st_err(ST_ERR_RUNTIME, "cudaemu: %s has no %s", so, ST_CUDAEMU_ENTRY_SYMBOL);
     }
-    if (ntable == cap_table) {
-        int nc = cap_table ? cap_table * 2 : 64;
-        loaded *t = realloc(table, sizeof *t * (size_t)nc);
-        if (!t) {
-            dlclose(h);
-            s = st_err(ST_ERR_MEMORY, "cudaemu: out of memory");
-            goto out;
+    /* dlopen of one path twice gives one handle: a racing load of the same
+     * key finds its entry here or adds the same one */
+    pthread_mutex_lock(&mu);
+    s = ST_OK;
+    bool have = false;
+    for (int i = 0; i < ntable && !have; i++)
+        have = table[i].key == key;
+    if (!have) {
+        if (ntable == cap_table) {
+            int nc = cap_table ? cap_table * 2 : 64;
+            loaded *t = realloc(table, sizeof *t * (size_t)nc);
+            if (t) {
+                table = t;
+                cap_table = nc;
+            }
         }
-        table = t;
-        cap_table = nc;
+        if (ntable < cap_table)
+            table[ntable++] = (loaded){key, h, e};
+        else
+            s = st_err(ST_ERR_MEMORY, "cudaemu: out of memory");
     }
-    table[ntable++] = (loaded){key, h, e};
-    *handle = h;
-    *entry = e;
-out:
     pthread_mutex_unlock(&mu);
+    if (s == ST_OK) {
+        *handle = h;
+        *entry = e;
+    }
     return s;
 }
