@@ -35,6 +35,7 @@
  * build), TEST_CUDAEMU_SEED. */
 #include <dlfcn.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1134,24 +1135,138 @@ static void ktable_free(ktable *t)
     memset(t, 0, sizeof *t);
 }
 
-/* launches of a program mapped to the batch's compiled list */
-static void *batch_handle;
+/* launches of a program mapped to the batch's compiled lists: kernels
+ * [0, batch_split) in batch_handle[0], the rest in batch_handle[1] (a
+ * large batch compiles as two objects at once: this machine has 2 cores) */
+static void *batch_handle[2];
+static int batch_split;
 static const int *batch_map;
 
 static st_status batch_launch(st_backend *be, void *h, int index, const st_kargs *a)
 {
     (void)be;
     (void)h;
-    if (batch_map[index] < 0)
+    int u = batch_map[index];
+    if (u < 0)
         return ST_OK;
     if (cur_kernels)
         note_launch(&cur_kernels[index], a);
-    return EB->launch(EB, batch_handle, batch_map[index], a);
+    return u < batch_split ? EB->launch(EB, batch_handle[0], u, a)
+                           : EB->launch(EB, batch_handle[1], u - batch_split, a);
+}
+
+typedef struct {
+    const st_kernel *ks;
+    int n;
+    void *h;
+    char err[400];
+} compile_job;
+
+static void *compile_thread(void *p)
+{
+    compile_job *j = p;
+    j->h = j->n > 0 ? EB->compile(EB, j->ks, j->n) : NULL;
+    snprintf(j->err, sizeof j->err, "%s", j->h || j->n == 0 ? "" : st_err_msg());
+    st_err_clear();
+    return NULL;
 }
 
 static st_backend batch_be = {.name = "cudaemu-batch", .device = ST_DEV_CPU,
                               .launch = batch_launch};
 
+/* A program of a batch: its graph and inputs (the caller's), the
+ * tolerance (as same()); errors_agree: both backends may fail, with the
+ * same status and message (integer powers with negative exponents). */
+typedef struct {
+    char label[200];
+    const st_graph *g;
+    st_tensor **ins;
+    st_kprog *p;
+    double rtol;
+    bool errors_agree;
+    int *map;
+} bprog;
+
+static void report(const bprog *b, const char *what)
+{
+    printf("FAIL %s: %s (err: %s)\n", b->label, what, st_err_msg());
+    char *s = st_ir_print(b->g);
+    printf("%s\n", s ? s : "");
+    free(s);
+    for (int i = 0; b->p && i < b->p->nkernels; i++) {
+        char *ks = st_kernel_print(&b->p->kernels[i]);
+        printf("%s", ks ? ks : "");
+        free(ks);
+    }
+    failures++;
+}
+
+/* Runs the programs of ps[0..n) with interp and with cudaemu, their
+ * distinct kernels compiled as one list; returns how many there were. */
+static int run_batch(bprog *ps, int n)
+{
+    ktable t = {0};
+    for (int j = 0; j < n; j++) {
+        st_kprog *p = ps[j].p;
+        ps[j].map = malloc(sizeof(int) * (size_t)(p->nkernels + 1));
+        for (int i = 0; i < p->nkernels; i++)
+            ps[j].map[i] = p->kernels[i].kind == ST_K_VIEW ? -1 : intern(&t, &p->kernels[i]);
+    }
+    batch_split = t.n >= 64 ? t.n / 2 : t.n;
+    compile_job jobs[2] = {{t.ks, batch_split, NULL, ""},
+                           {t.ks + batch_split, t.n - batch_split, NULL, ""}};
+    pthread_t th;
+    bool threaded = jobs[1].n > 0 && pthread_create(&th, NULL, compile_thread, &jobs[1]) == 0;
+    compile_thread(&jobs[0]);
+    if (threaded)
+        pthread_join(th, NULL);
+    else
+        compile_thread(&jobs[1]);
+    bool ok = jobs[0].h && (jobs[1].n == 0 || jobs[1].h);
+    CHECK(ok, "a batch of %d programs (%s ...): %d kernels compile: %s%s", n,
+          n ? ps[0].label : "", t.n, jobs[0].err, jobs[1].err);
+    batch_handle[0] = jobs[0].h;
+    batch_handle[1] = jobs[1].h;
+    for (int j = 0; j < n && ok; j++) {
+        bprog *b = &ps[j];
+        checks++;
+        results ri, re;
+        void *hi = IB->compile(IB, b->p->kernels, b->p->nkernels);
+        st_status si = hi ? exec_prog(b->p, IB, hi, b->ins, &ri, NULL) : st_err_kind();
+        if (hi)
+            IB->release(IB, hi);
+        char imsg[300];
+        snprintf(imsg, sizeof imsg, "%s", st_err_msg());
+        st_err_clear();
+        batch_map = b->map;
+        st_status se = exec_prog(b->p, &batch_be, NULL, b->ins, &re, NULL);
+        char msg[600];
+        if (si != ST_OK || se != ST_OK) {
+            bool agree = b->errors_agree && si == se && strcmp(imsg, st_err_msg()) == 0;
+            snprintf(msg, sizeof msg, "status interp %d (%s), cudaemu %d", si, imsg, se);
+            if (!agree)
+                report(b, msg);
+        } else if (!same(&re, &ri, b->rtol, msg, sizeof msg)) {
+            report(b, msg);
+        }
+        st_err_clear();
+        results_free(&ri);
+        results_free(&re);
+    }
+    for (int k = 0; k < 2; k++)
+        if (batch_handle[k])
+            EB->release(EB, batch_handle[k]);
+    batch_handle[0] = batch_handle[1] = NULL;
+    for (int j = 0; j < n; j++) {
+        free(ps[j].map);
+        ps[j].map = NULL;
+    }
+    int nk = t.n;
+    ktable_free(&t);
+    return nk;
+}
+
+/* ---- random DAGs ---- */
 typedef struct {
     uint64_t seed;
     st_graph *g;
@@ -1160,7 +1275,6 @@ typedef struct {
     bool any_f32;
     int si[2];
     st_kprog *p[2];
-    int *map[2];
 } rcase;
 
 static st_fuse_options setting(int s)
@@ -1176,22 +1290,13 @@ static st_fuse_options setting(int s)
 static const int64_t size_sets[][3] = {
     {3, 4, 5}, {2, 3, 17}, {4, 2, 9}, {2, 5, 33}, {3, 40, 70}, {2, 9, 300}, {5, 70, 4}};
 
-static void report(const rcase *c, int j, const char *what)
+static void rcase_label(const rcase *c, int j, char *buf, size_t n)
 {
     st_fuse_options o = setting(c->si[j]);
-    printf("FAIL random graph (graph seed %llu; fusion=%d fuse_reductions=%d "
-           "fuse_matmul_epilogue=%d max_fused_ops=%d): %s (err: %s)\n",
-           (unsigned long long)c->seed, o.fusion, o.fuse_reductions, o.fuse_matmul_epilogue,
-           o.max_fused_ops, what, st_err_msg());
-    char *s = st_ir_print(c->g);
-    printf("%s\n", s ? s : "");
-    free(s);
-    for (int i = 0; c->p[j] && i < c->p[j]->nkernels; i++) {
-        char *ks = st_kernel_print(&c->p[j]->kernels[i]);
-        printf("%s", ks ? ks : "");
-        free(ks);
-    }
-    failures++;
+    snprintf(buf, n, "random graph (TEST_CUDAEMU_SEED=%llu, graph seed %llu; fusion=%d "
+             "fuse_reductions=%d fuse_matmul_epilogue=%d max_fused_ops=%d)",
+             (unsigned long long)base_seed, (unsigned long long)c->seed, o.fusion,
+             o.fuse_reductions, o.fuse_matmul_epilogue, o.max_fused_ops);
 }
 
 static void make_rcase(rcase *c, int it)
@@ -1216,7 +1321,9 @@ static void make_rcase(rcase *c, int it)
         st_fuse_options o = setting(c->si[j]);
         c->p[j] = st_fuse_lower(c->g, &o);
         if (!c->p[j]) {
-            report(c, j, "lowering failed");
+            bprog b = {.g = c->g};
+            rcase_label(c, j, b.label, sizeof b.label);
+            report(&b, "lowering failed");
             st_err_clear();
         }
     }
@@ -1224,10 +1331,8 @@ static void make_rcase(rcase *c, int it)
 
 static void free_rcase(rcase *c)
 {
-    for (int j = 0; j < 2; j++) {
+    for (int j = 0; j < 2; j++)
         st_kprog_free(c->p[j]);
-        free(c->map[j]);
-    }
     for (int i = 0; i < c->nin; i++)
         st_tensor_decref(c->ins[i]);
     st_ir_graph_free(c->g);
@@ -1236,58 +1341,207 @@ static void free_rcase(rcase *c)
 static int run_random_batch(int first, int last)
 {
     rcase cs[BATCH];
-    int nc = 0;
-    ktable t = {0};
+    bprog ps[2 * BATCH];
+    int nc = 0, np = 0;
     for (int it = first; it < last; it++) {
         rcase *c = &cs[nc++];
         make_rcase(c, it);
         for (int j = 0; j < 2; j++) {
-            st_kprog *p = c->p[j];
-            if (!p)
-                continue;
-            c->map[j] = malloc(sizeof(int) * (size_t)(p->nkernels + 1));
-            for (int i = 0; i < p->nkernels; i++)
-                c->map[j][i] = p->kernels[i].kind == ST_K_VIEW ? -1 : intern(&t, &p->kernels[i]);
-        }
-    }
-    batch_handle = EB->compile(EB, t.ks, t.n);
-    CHECK(batch_handle != NULL, "random graphs %d..%d: %d kernels compile", first, last - 1, t.n);
-    st_err_clear();
-    for (int ci = 0; ci < nc && batch_handle; ci++)
-        for (int j = 0; j < 2; j++) {
-            rcase *c = &cs[ci];
             if (!c->p[j])
                 continue;
-            checks++;
-            results ri, re;
-            void *hi = IB->compile(IB, c->p[j]->kernels, c->p[j]->nkernels);
-            st_status si = hi ? exec_prog(c->p[j], IB, hi, c->ins, &ri, NULL) : st_err_kind();
-            if (hi)
-                IB->release(IB, hi);
-            char imsg[300];
-            snprintf(imsg, sizeof imsg, "%s", st_err_msg());
-            st_err_clear();
-            batch_map = c->map[j];
-            st_status se = exec_prog(c->p[j], &batch_be, NULL, c->ins, &re, NULL);
-            char msg[400];
-            if (si != ST_OK || se != ST_OK) {
-                snprintf(msg, sizeof msg, "status interp %d (%s), cudaemu %d", si, imsg, se);
-                report(c, j, msg);
-            } else if (!same(&re, &ri, c->any_f32 ? 2e-5 : 1e-9, msg, sizeof msg)) {
-                report(c, j, msg);
-            }
-            st_err_clear();
-            results_free(&ri);
-            results_free(&re);
+            bprog *b = &ps[np++];
+            memset(b, 0, sizeof *b);
+            rcase_label(c, j, b->label, sizeof b->label);
+            b->g = c->g;
+            b->ins = c->ins;
+            b->p = c->p[j];
+            b->rtol = c->any_f32 ? 2e-5 : 1e-9;
         }
-    if (batch_handle)
-        EB->release(EB, batch_handle);
-    batch_handle = NULL;
+    }
+    int nk = run_batch(ps, np);
     for (int ci = 0; ci < nc; ci++)
         free_rcase(&cs[ci]);
-    int n = t.n;
-    ktable_free(&t);
-    return n;
+    return nk;
+}
+
+/* ---- every primitive op, one-op graphs over the dtypes (as test_nvrtc
+ * compiles them), run: casts, mixed promotions, integer division and
+ * powers (a negative exponent: the same error from both), reductions over
+ * every dim choice and 0-d inputs, index_select/embedding/gather with
+ * int32 and int64 indices, scatter_add into every dtype (the emulated
+ * atomics: float16/bfloat16 by 32-bit CAS, bool by OR), matmuls of every
+ * dtype pair the renderer takes. One batch, one object. ---- */
+typedef struct {
+    gcase c[900];
+    bprog b[900];
+    int n;
+} sweep;
+
+static const st_dtype all_dt[] = {ST_FLOAT32, ST_FLOAT64, ST_FLOAT16, ST_BFLOAT16,
+                                  ST_INT32, ST_INT64, ST_BOOL};
+#define NDT 7
+
+/* a one-op graph of op over inputs of dtypes dts, ranks nds, shapes shs;
+ * idx_hi[i] > 0: input i holds indices in [0, idx_hi[i]) */
+static void sweep_op(sweep *sw, const char *name, st_op_id op, int nin, const st_dtype *dts,
+                     const int *nds, const int64_t (*shs)[4], const st_attrs *a,
+                     const int64_t *idx_hi)
+{
+    if (sw->n >= 900)
+        return;
+    gcase *c = &sw->c[sw->n];
+    gc_init(c);
+    int ins[ST_MAX_IN];
+    bool low = false, f32 = false;
+    for (int i = 0; i < nin; i++) {
+        st_dtype d = dts[i];
+        low |= d == ST_FLOAT16 || d == ST_BFLOAT16;
+        f32 |= d == ST_FLOAT32;
+        int fill = d == ST_BOOL ? F_BOOL : st_dtype_is_float(d) ? F_UNIFORM : F_INT;
+        ins[i] = gin(c, d, nds[i], shs[i], fill);
+        if (idx_hi && idx_hi[i] > 0) {
+            st_tensor *t = c->ins[i];
+            for (int64_t j = 0; j < st_tensor_numel(t); j++)
+                put(st_tensor_data(t), d, j, (double)(rnd() % (uint64_t)idx_hi[i]));
+        }
+    }
+    int outs[ST_MAX_OUT] = {-1, -1, -1};
+    st_attrs z = attrs0();
+    int si = st_ir_add_stmt(c->g, op, ins, nin, a ? a : &z, outs);
+    st_kprog *p = NULL;
+    if (si >= 0) {
+        for (int o = 0; o < c->g->stmts[si].nout; o++) {
+            const st_meta *m = &c->g->values[outs[o]].meta;
+            low |= m->dtype == ST_FLOAT16 || m->dtype == ST_BFLOAT16;
+            f32 |= m->dtype == ST_FLOAT32;
+            st_ir_mark_output(c->g, outs[o]);
+        }
+        p = st_fuse_lower(c->g, &fused);
+        CHECK(p != NULL, "%s: lowering", name);
+    }
+    if (!p) { /* not a valid combination */
+        st_err_clear();
+        gc_free(c);
+        return;
+    }
+    bprog *b = &sw->b[sw->n++];
+    memset(b, 0, sizeof *b);
+    snprintf(b->label, sizeof b->label, "%s(%s%s%s%s%s)", name, st_dtype_name(dts[0]),
+             nin > 1 ? ", " : "", nin > 1 ? st_dtype_name(dts[1]) : "", nin > 2 ? ", " : "",
+             nin > 2 ? st_dtype_name(dts[2]) : "");
+    b->g = c->g;
+    b->ins = c->ins;
+    b->p = p;
+    b->rtol = low ? 1e-2 : f32 ? 2e-6 : 1e-12;
+    b->errors_agree = true;
+}
+
+static void test_every_op(void)
+{
+    static sweep sw;
+    sw.n = 0;
+    static const int64_t sh[3][4] = {{4, 37}, {4, 37}, {4, 37}};
+    int nds[3] = {2, 2, 2};
+    for (int op = ST_OP_NEG; op <= ST_OP_SIGN; op++)
+        for (int d = 0; d < NDT; d++)
+            sweep_op(&sw, st_op(op)->name, op, 1, &all_dt[d], nds, sh, NULL, NULL);
+    for (int d = 0; d < NDT; d++)
+        for (int e = 0; e < NDT; e++) {
+            st_attrs a = attrs0();
+            a.dtype = all_dt[e];
+            char nm[40];
+            snprintf(nm, sizeof nm, "cast to %s", st_dtype_name(all_dt[e]));
+            sweep_op(&sw, nm, ST_OP_CAST, 1, &all_dt[d], nds, sh, &a, NULL);
+        }
+    static const int64_t bsh[2][4] = {{3, 1, 33}, {4, 33}};
+    int bnd[2] = {3, 2};
+    for (int op = ST_OP_ADD; op <= ST_OP_REMAINDER; op++) {
+        for (int d = 0; d < NDT; d++) {
+            st_dtype dts[2] = {all_dt[d], all_dt[d]};
+            sweep_op(&sw, st_op(op)->name, op, 2, dts, bnd, bsh, NULL, NULL);
+        }
+        st_dtype mix[3][2] = {{ST_FLOAT32, ST_INT64}, {ST_FLOAT16, ST_FLOAT64},
+                              {ST_INT32, ST_INT64}};
+        for (int m = 0; m < 3; m++)
+            sweep_op(&sw, st_op(op)->name, op, 2, mix[m], bnd, bsh, NULL, NULL);
+    }
+    for (int d = 0; d < NDT; d++) {
+        st_dtype dts[3] = {ST_BOOL, all_dt[d], all_dt[d]};
+        sweep_op(&sw, "where", ST_OP_WHERE, 3, dts, nds, sh, NULL, NULL);
+    }
+    /* reductions: all dims, the last, the first (keepdim), two; a 0-d input */
+    static const int64_t rsh[1][4] = {{5, 6, 7}}, r0[1][4] = {{0}};
+    int rnd_[1] = {3}, rn0[1] = {0};
+    st_op_id rops[] = {ST_OP_SUM, ST_OP_MEAN, ST_OP_AMAX, ST_OP_AMIN,
+                       ST_OP_ARGMAX, ST_OP_ARGMIN, ST_OP_PROD};
+    for (unsigned o = 0; o < sizeof rops / sizeof rops[0]; o++)
+        for (int d = 0; d < NDT; d++) {
+            bool arg = rops[o] == ST_OP_ARGMAX || rops[o] == ST_OP_ARGMIN;
+            for (int v = 0; v < 4; v++) {
+                st_attrs a = attrs0();
+                if (v == 1) { a.ndims = 1; a.dims[0] = 2; }
+                if (v == 2) { a.ndims = 1; a.dims[0] = 0; a.flags = ST_ATTR_KEEPDIM; }
+                if (v == 3) {
+                    if (arg)
+                        continue;
+                    a.ndims = 2; a.dims[0] = 0; a.dims[1] = 2;
+                }
+                sweep_op(&sw, st_op(rops[o])->name, rops[o], 1, &all_dt[d], rnd_, rsh, &a, NULL);
+            }
+            sweep_op(&sw, st_op(rops[o])->name, rops[o], 1, &all_dt[d], rn0, r0, NULL, NULL);
+        }
+    /* indexing */
+    st_dtype vals[3] = {ST_FLOAT32, ST_FLOAT16, ST_INT64}, idx[2] = {ST_INT64, ST_INT32};
+    for (int v = 0; v < 3; v++)
+        for (int x = 0; x < 2; x++) {
+            st_dtype dts[2] = {vals[v], idx[x]};
+            st_attrs a = attrs0();
+            static const int64_t s[2][4] = {{6, 9}, {4}};
+            int nd[2] = {2, 1};
+            int64_t hi_s[2] = {0, 6};
+            sweep_op(&sw, "index_select", ST_OP_INDEX_SELECT, 2, dts, nd, s, &a, hi_s);
+            static const int64_t e[2][4] = {{10, 8}, {3, 5}};
+            int ne[2] = {2, 2};
+            int64_t hi_e[2] = {0, 10};
+            a.i[0] = -1;
+            sweep_op(&sw, "embedding", ST_OP_EMBEDDING, 2, dts, ne, e, &a, hi_e);
+            a.i[0] = 2;
+            sweep_op(&sw, "embedding pad", ST_OP_EMBEDDING, 2, dts, ne, e, &a, hi_e);
+            static const int64_t gs[2][4] = {{5, 7}, {5, 4}};
+            int64_t hi_g[2] = {0, 7};
+            a.i[0] = 1;
+            sweep_op(&sw, "gather", ST_OP_GATHER, 2, dts, ne, gs, &a, hi_g);
+        }
+    for (int d = 0; d < NDT; d++)
+        for (int dim = 0; dim < 2; dim++) {
+            static const int64_t ss[3][4] = {{5, 7}, {5, 4}, {5, 4}};
+            int ns[3] = {2, 2, 2};
+            st_dtype sd[3] = {all_dt[d], ST_INT64, all_dt[d]};
+            int64_t hi[3] = {0, dim ? 7 : 5, 0};
+            st_attrs a = attrs0();
+            a.i[0] = dim;
+            sweep_op(&sw, dim ? "scatter_add dim 1" : "scatter_add dim 0", ST_OP_SCATTER_ADD, 3,
+                     sd, ns, ss, &a, hi);
+        }
+    /* matmuls: 2-D, batched, broadcast batch over the dtype pairs */
+    static const int64_t m1[2][4] = {{5, 7}, {7, 3}}, m2[2][4] = {{2, 5, 7}, {7, 3}},
+                         m3[2][4] = {{2, 1, 64, 48}, {3, 48, 40}};
+    int n1[2] = {2, 2}, n2[2] = {3, 2}, n3[2] = {4, 3};
+    st_dtype mdt[7][2] = {{ST_FLOAT32, ST_FLOAT32}, {ST_FLOAT64, ST_FLOAT64},
+                          {ST_FLOAT16, ST_FLOAT16}, {ST_INT64, ST_INT64},
+                          {ST_BFLOAT16, ST_BFLOAT16}, {ST_INT32, ST_INT32},
+                          {ST_FLOAT16, ST_FLOAT32}};
+    for (int d = 0; d < 7; d++) {
+        sweep_op(&sw, "matmul", ST_OP_MATMUL, 2, mdt[d], n1, m1, NULL, NULL);
+        sweep_op(&sw, "matmul batched", ST_OP_MATMUL, 2, mdt[d], n2, m2, NULL, NULL);
+        sweep_op(&sw, "matmul broadcast", ST_OP_MATMUL, 2, mdt[d], n3, m3, NULL, NULL);
+    }
+    int nk = run_batch(sw.b, sw.n);
+    printf("every op: %d programs, %d distinct kernels\n", sw.n, nk);
+    for (int i = 0; i < sw.n; i++) {
+        st_kprog_free(sw.b[i].p);
+        gc_free(&sw.c[i]);
+    }
 }
 
 static void test_random_graphs(int n)
@@ -1335,6 +1589,9 @@ int main(void)
         test_matmul();
         test_random();
         printf("gather, matmul, random: %.1f s\n", now_s() - t1);
+        t1 = now_s();
+        test_every_op();
+        printf("every op: %.1f s\n", now_s() - t1);
         t1 = now_s();
         test_random_graphs(ng && *ng ? atoi(ng) : SANITIZED ? 20 : 60);
         printf("random graphs: %.1f s\n", now_s() - t1);
