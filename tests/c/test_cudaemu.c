@@ -20,8 +20,13 @@
  *   the scratch + NAME_epi with a bias/GELU epilogue, batched over views)
  *   and through the NVRTC matmul kernel (SYMTRACE_CUBLAS=0, integers),
  *   dropout and the random creation ops;
- * - random DAGs (random_graph.h) under two fusion settings each, the
- *   distinct kernels of a batch of graphs compiled as one list.
+ * - every primitive op as a one-op program over the dtypes (606 programs:
+ *   the cast matrix, promotions, integer division and powers, reductions
+ *   over each dim choice, index ops with int32/int64 indices, scatter_add
+ *   into every dtype through the emulated atomics, matmul dtype pairs);
+ * - random DAGs (random_graph.h) under two fusion settings each.
+ * The distinct kernels of a batch of programs compile as one list (two
+ * objects compiled at once when large).
  * Everything runs twice: in thread order, then with each block's threads
  * and the grid's blocks last first (SYMTRACE_CUDAEMU_REVERSE=1), which
  * exposes a missing barrier that the forward order hides. A launch shim
@@ -29,7 +34,7 @@
  * matmul, vector flags, warp/block rows, unravel loads) and the test
  * checks each group reached the path it is about. Compiled objects are
  * cached on disk ($SYMTRACE_CACHE_DIR/cudaemu, else /tmp), so a second run
- * compiles nothing (about 25 s cold on 2 cores, 2 s warm). Exits 77
+ * compiles nothing (about 40 s cold on 2 cores, 2.5 s warm). Exits 77
  * (skipped) without a C++ compiler.
  * Env: TEST_CUDAEMU_GRAPHS (random graphs, default 60; 20 in a sanitizer
  * build), TEST_CUDAEMU_SEED. */
