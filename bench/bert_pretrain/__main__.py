@@ -31,8 +31,9 @@ def parse_args(argv):
     p.add_argument("--steps", type=int, default=None)
     p.add_argument("--lr", type=float, default=1e-4)
     p.add_argument("--warmup", type=int, default=None, help="warm-up steps of the LR schedule (default steps/10)")
-    p.add_argument("--backend", choices=("eager", "interp", "llvm", "nvrtc"), default=None,
-                   help="eager = symtrace without compile (default: nvrtc with a GPU, else llvm)")
+    p.add_argument("--backend", choices=("eager", "interp", "llvm", "nvrtc", "cudaemu"), default=None,
+                   help="eager = symtrace without compile (default: nvrtc with a GPU, else llvm); "
+                        "cudaemu = the nvrtc backend's CUDA kernels emulated on the CPU (a slow check)")
     p.add_argument("--device", choices=("cpu", "cuda"), default=None)
     p.add_argument("--dropout", type=float, default=0.1)
     p.add_argument("--seed", type=int, default=0)
@@ -76,7 +77,7 @@ def resolve(args):
             why = "--device cuda" if args.device == "cuda" else "--backend nvrtc"
             raise UsageError(f"{why} needs a CUDA GPU, and none is available here "
                              f"(symtrace.cuda.is_available() is False); use --device cpu --backend llvm")
-        if args.backend in ("llvm", "interp"):
+        if args.backend in ("llvm", "interp", "cudaemu"):
             raise UsageError(f"--backend {args.backend} runs on the CPU; use --device cpu or --backend nvrtc")
     if args.backend != "eager" and not st._C._fe_backend_available(args.backend):
         raise UsageError(f"--backend {args.backend} is not in this build")
