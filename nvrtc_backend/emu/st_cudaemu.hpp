@@ -710,7 +710,10 @@ static int st_emu_run(st_cudaemu_launch *L, void (*body)(void *))
 {
     L->msg[0] = 0;
     unsigned long n = (unsigned long)L->block[0] * L->block[1] * L->block[2];
-    if (n == 0 || n > 1024 || L->grid[0] == 0 || L->grid[1] == 0 || L->grid[2] == 0) {
+    /* the device's limits (cuLaunchKernel refuses what exceeds them) */
+    if (n == 0 || n > 1024 || L->block[0] > 1024 || L->block[1] > 1024 || L->block[2] > 64 ||
+        L->grid[0] == 0 || L->grid[1] == 0 || L->grid[2] == 0 || L->grid[0] > 0x7fffffffu ||
+        L->grid[1] > 65535 || L->grid[2] > 65535) {
         snprintf(L->msg, sizeof L->msg, "kernel %s: bad launch: grid %ux%ux%u, block %ux%ux%u",
                  L->name ? L->name : "?", L->grid[0], L->grid[1], L->grid[2], L->block[0],
                  L->block[1], L->block[2]);

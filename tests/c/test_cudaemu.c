@@ -262,6 +262,9 @@ static void test_scheduler(void)
     unsigned b2048[3] = {2048, 1, 1};
     rc = sched_run(entry, so, "rev", ST_CUDAEMU_SIG3, g1, b2048, &a, NULL, &code, msg, sizeof msg);
     CHECK(rc != 0 && strstr(msg, "bad launch"), "a block of 2048 threads is refused: %s", msg);
+    unsigned gy[3] = {1, 65536, 1};
+    rc = sched_run(entry, so, "rev", ST_CUDAEMU_SIG3, gy, b256, &a, NULL, &code, msg, sizeof msg);
+    CHECK(rc != 0 && strstr(msg, "bad launch"), "gridDim.y 65536 is refused: %s", msg);
     /* after the failures the scheduler runs again */
     rc = sched_run(entry, so, "rev", ST_CUDAEMU_SIG3, g3, b256, &a, NULL, &code, msg, sizeof msg);
     CHECK(rc == 0, "a launch after failed ones: %s", msg);
