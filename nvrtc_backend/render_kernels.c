@@ -275,17 +275,15 @@ static void walk(st_nvrtc_pc *pc, const st_walk *w, int n, st_walk_body body, in
 
 /* ---- ELEMENTWISE ---- */
 
-static void ew_point_stores(st_nvrtc_pc *pc)
+/* a walk's body for the kernel's stores at the point (r < 0), or the
+ * update of reduction r's accumulator (acc_update, REDUCE) */
+static void acc_update(st_nvrtc_pc *pc, int r, bool accf);
+static void point_body(st_nvrtc_pc *pc, int r, bool accf)
 {
-    st_nvrtc_pt_reset(pc);
-    for (int s = 0; s < pc->k->nstores; s++)
-        st_nvrtc_pt_store(pc, s);
-}
-
-static void ew_body(st_nvrtc_pc *pc, int r, bool accf)
-{
-    (void)r;
-    (void)accf;
+    if (r >= 0) {
+        acc_update(pc, r, accf);
+        return;
+    }
     for (int s = 0; s < pc->k->nstores; s++)
         st_nvrtc_pt_store(pc, s);
 }
@@ -337,7 +335,8 @@ static void render_elementwise(st_nvrtc_pc *pc, const char *name)
             coords(b, pc->ind, "lin", 0, rank, "v");
             set_coords(pc, 0, rank);
         }
-        ew_point_stores(pc);
+        st_nvrtc_pt_reset(pc);
+        point_body(pc, -1, false);
         pc->vec = false;
         SB("            }\n");
         for (int bi = 0; bi < k->nbufs; bi++)
@@ -351,7 +350,7 @@ static void render_elementwise(st_nvrtc_pc *pc, const char *name)
     memset(pc->coord, 0, sizeof pc->coord);
     const st_walk w = {.var = "lin", .first = "start", .stride = "step", .limit = "total",
                        .point = walk_point, .lo = 0, .hi = rank};
-    walk(pc, &w, 4, ew_body, -1, false);
+    walk(pc, &w, 4, point_body, -1, false);
     SB("}\n");
 }
 
@@ -435,23 +434,13 @@ static const char *combiner(st_reduce_op op, bool accf)
     }
 }
 
-static void row_body(st_nvrtc_pc *pc, int r, bool accf)
-{
-    if (r >= 0) {
-        acc_update(pc, r, accf);
-    } else {
-        for (int s = 0; s < pc->k->nstores; s++)
-            st_nvrtc_pt_store(pc, s);
-    }
-}
-
 /* the loop over the row of outer point o; body: reduction r or stores */
 static void row_walk(st_nvrtc_pc *pc, int ro, int r, bool accf)
 {
     const st_walk w = {.var = "pos", .first = "threadIdx.x", .stride = "(st_i64)blockDim.x",
                        .limit = "R", .point = walk_point, .lo = ro, .hi = pc->k->rank,
                        .base = "ob", .row_lin = true};
-    walk(pc, &w, 8, row_body, r, accf);
+    walk(pc, &w, 8, point_body, r, accf);
 }
 
 /* const redR = the reduced value of accR, at indent I (ARGMAX/ARGMIN: the

@@ -7,7 +7,7 @@
 # `profile` (bench/micro/gpu_step_profile.py: device time per kernel
 # group, symtrace against PyTorch eager and torch.compile), `ab` (BERT base
 # with the generated kernels' walks at a point a trip, SYMTRACE_CUDA_UNROLL=1,
-# against the default, alternating twice), `bench ARGS...`
+# at 2 and at the default 4, alternating twice), `bench ARGS...`
 # (the BERT benchmark with ARGS), or a Python command `py ARGS...`. Several
 # steps may follow one another: `tests bench --config tiny --steps 5 --`.
 # Logs go to $OUT (the device tool's folder) or bench/out.
@@ -65,10 +65,10 @@ while [ $# -gt 0 ]; do
         ;;
     ab)
         # the generated kernels' walks: a point a trip (SYMTRACE_CUDA_UNROLL=1,
-        # the code before 4 points a trip) against the default, alternating
+        # the code before 4 points a trip), 2, and the default 4, alternating
         export SYMTRACE_CACHE_DIR=${SYMTRACE_CACHE_DIR:-/tmp/symtrace-cache}
         for run in 1 2; do
-            for u in 1 4; do
+            for u in 1 2 4; do
                 log "A/B run $run: BERT base, SYMTRACE_CUDA_UNROLL=$u"
                 SYMTRACE_CUDA_UNROLL=$u timeout 200 $py -m bench.bert_pretrain --config base --steps 12 \
                     --json "$out/ab_u${u}_r${run}.json" 2>&1 | tee -a "$out/ab.log" | grep -E "^\| (run|symtrace)"
