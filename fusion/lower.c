@@ -508,18 +508,24 @@ static st_status lower_matmul(st_kernel *k, const st_graph *g,
     bdm[nb + 2] = b - 2;     /* K */
     cdm[nb] = c - 2;
     cdm[nb + 1] = c - 1;
+    /* written permuted (attrs dims, fusion/viewfold.c's perm rule): the
+     * result's dim i holds the product's dim dims[i] */
+    int inv[ST_MAX_DIMS];
+    for (int d = 0; d < c; d++)
+        inv[d] = d;
+    if (s->attrs.ndims == c)
+        for (int i = 0; i < c; i++)
+            inv[s->attrs.dims[i]] = i;
+    for (int j = 0; j < nb + 2; j++)
+        cdm[j] = inv[cdm[j]];
     if (add_buf(k, s->in[0], am->dtype, false, adm) != 0 ||
         add_buf(k, s->in[1], bm->dtype, false, bdm) != 1 ||
         add_buf(k, s->out[0], cm->dtype, true, cdm) != 2)
         return st_err_kind() ? st_err_kind() : ST_ERR_RUNTIME;
-    for (int j = 0; j < nb; j++) {
+    for (int j = 0; j < nb + 2; j++) {
         k->size_buf[j] = 2;
-        k->size_dim[j] = j;
+        k->size_dim[j] = cdm[j];
     }
-    k->size_buf[nb] = 2;
-    k->size_dim[nb] = c - 2;
-    k->size_buf[nb + 1] = 2;
-    k->size_dim[nb + 1] = c - 1;
     k->size_buf[nb + 2] = 0;
     k->size_dim[nb + 2] = a - 1;
     return ST_OK;

@@ -32,6 +32,16 @@
  *    element by element). Operands of the product's rank only (no vector
  *    operand). The backward of q @ k^T hands k this form (the gradient
  *    of k^T is q^T G, transposed back).
+ *  - perm: a permute of a product read only there that keeps the last
+ *    dim last and moves the rows among the batch dims, its result read
+ *    only by reshapes and copies, P(a @ b), becomes one matmul statement
+ *    written in P's layout (attrs dims = P's; the kernel's output strides
+ *    do it): attention's heads merge, [b, h, s, d] -> [b, s, h, d] ->
+ *    [b, s, h*d], then reshapes a contiguous result (a view) instead of
+ *    copying a strided one, and a copy that only made P contiguous (the
+ *    frontend's reshape of a strided tensor) is P itself. Forward (the
+ *    context) and backward (dq, dv; dk through the swap: P(T(a @ b)) is
+ *    T(b) @ T(a) written in P's layout).
  *
  * Each rewritten statement must infer the dtype and shape the original
  * had; if anything does not (or fails), the graph is left as it was.
@@ -62,7 +72,10 @@ typedef struct {
     bool *is_out;
     bool *deferred;    /* original ew value computed only through a push */
     bool *hoisted;     /* original view of an input, emitted first */
-    bool *swapped;     /* original product emitted as its transpose's swap */
+    bool *swapped;     /* original product emitted as its transpose's swap,
+                          or written permuted (see foldable) */
+    bool *reshaped;    /* original value read by reshapes and copies only */
+    bool *permfold;    /* original permute result the perm rule computes */
     int *pend;         /* original value -> new value a pending reshape
                           (of attrs pend_attrs) applies to, or -1 */
     st_attrs *pend_attrs;
@@ -109,24 +122,54 @@ static bool infer1(st_op_id op, const st_meta *in, const st_attrs *a,
     return true;
 }
 
-/* Whether view s transposes the last two dims of a product that only it
- * reads, both operands of the product's rank (the swap rule). */
-static bool swappable(const vctx *c, const st_stmt *s)
+/* Whether permute s transposes the last two dims (and only those). */
+static bool last_two_swapped(const st_attrs *a, int n)
 {
-    const st_graph *g = c->g;
-    if (s->op != ST_OP_PERMUTE || s->nout != 1 || s->nin != 1)
-        return false;
-    int u = s->in[0], n = g->values[u].meta.ndim;
-    const st_attrs *a = &s->attrs;
     if (n < 2 || a->ndims != n || a->dims[n - 2] != n - 1 || a->dims[n - 1] != n - 2)
         return false;
     for (int d = 0; d < n - 2; d++)
         if (a->dims[d] != d)
             return false;
+    return true;
+}
+
+/* Whether permute s folds into the product that only it reads, both
+ * operands of the product's rank: the swap rule (a transpose of the last
+ * two dims), or the product written permuted (the "perm" rule: the last
+ * dim stays last, the rows move among the batch dims, and only reshapes
+ * read the result, which would otherwise copy it: attention's heads
+ * merge, [b, h, s, d] -> [b, s, h, d] -> [b, s, h*d]). */
+/* A product that only value u's reader reads: u = a @ b itself, read
+ * once, operands of u's rank, no output permutation yet. */
+static const st_stmt *sole_product(const vctx *c, int u)
+{
+    const st_graph *g = c->g;
     const st_stmt *p = producer(g, u);
-    return p && p->op == ST_OP_MATMUL && p->nin == 2 && p->nout == 1 &&
-           c->nusers[u] == 1 && !c->is_out[u] &&
-           g->values[p->in[0]].meta.ndim == n && g->values[p->in[1]].meta.ndim == n;
+    int n = g->values[u].meta.ndim;
+    return p && p->op == ST_OP_MATMUL && p->nin == 2 && p->nout == 1 && p->attrs.ndims == 0 &&
+           c->nusers[u] == 1 && !c->is_out[u] && g->values[p->in[0]].meta.ndim == n &&
+           g->values[p->in[1]].meta.ndim == n ? p : NULL;
+}
+
+/* 0: permute s does not fold; 1: into the product u = s->in[0] (swap, or
+ * perm); 2: perm into the swap of the product a transpose u reads
+ * (P(T(a @ b)) = (T(b) @ T(a)) written in P's layout: a backward's dk). */
+static int foldable(const vctx *c, const st_stmt *s)
+{
+    const st_graph *g = c->g;
+    if (s->op != ST_OP_PERMUTE || s->nout != 1 || s->nin != 1)
+        return 0;
+    int u = s->in[0], n = g->values[u].meta.ndim;
+    const st_attrs *a = &s->attrs;
+    bool perm = n >= 3 && a->ndims == n && a->dims[n - 1] == n - 1 && a->dims[n - 2] != n - 2 &&
+                c->reshaped[s->out[0]] && !c->is_out[s->out[0]];
+    for (int d = 0; perm && d < n; d++)
+        perm = a->dims[d] >= 0 && a->dims[d] < n;
+    if (sole_product(c, u))
+        return last_two_swapped(a, n) || perm ? 1 : 0;
+    const st_stmt *t = producer(g, u);
+    return perm && t && t->op == ST_OP_PERMUTE && t->nin == 1 && c->nusers[u] == 1 &&
+           !c->is_out[u] && last_two_swapped(&t->attrs, n) && sole_product(c, t->in[0]) ? 2 : 0;
 }
 
 static bool pushable_op(st_op_id op)
@@ -485,6 +528,34 @@ static void rewrite(vctx *c)
         if (s->nout == 1 && (c->deferred[v] || c->hoisted[v] || c->swapped[v]))
             continue; /* computed where its view is, or hoisted */
         const st_stmt *p = s->nin > 0 ? producer(g, s->in[0]) : NULL;
+        if (p && c->swapped[s->in[0]] && !last_two_swapped(&s->attrs, s->attrs.ndims)) {
+            /* P(a @ b): the product written in P's layout; P(T(a @ b)):
+             * the swapped product T(b) @ T(a) written so */
+            int in[2], out[ST_MAX_OUT];
+            const st_stmt *mm = p->op == ST_OP_PERMUTE ? producer(g, p->in[0]) : p;
+            for (int i = 0; i < 2 && !c->failed; i++) {
+                if (mm != p) {
+                    int x = materialize(c, mm->in[1 - i]);
+                    c->failed = x < 0 ||
+                                st_ir_add_stmt(c->ng, ST_OP_PERMUTE, &x, 1, &p->attrs, out) < 0;
+                    in[i] = c->failed ? -1 : out[0];
+                } else {
+                    in[i] = materialize(c, p->in[i]);
+                    c->failed = in[i] < 0;
+                }
+            }
+            c->failed = c->failed || st_ir_add_stmt(c->ng, ST_OP_MATMUL, in, 2, &s->attrs, out) < 0 ||
+                        !meta_eq(&c->ng->values[out[0]].meta, &g->values[v].meta);
+            c->map[v] = c->failed ? -1 : out[0];
+            c->permfold[v] = true;
+            continue;
+        }
+        if (s->op == ST_OP_COPY && s->nin == 1 && s->nout == 1 && c->permfold[s->in[0]] &&
+            c->nusers[s->in[0]] == 1 && meta_eq(&g->values[s->in[0]].meta, &g->values[v].meta)) {
+            /* the copy that made the permuted product contiguous: it is */
+            c->map[v] = c->map[s->in[0]];
+            continue;
+        }
         if (p && c->swapped[s->in[0]]) {
             /* T(a @ b) = T(b) @ T(a), T this very permute */
             int in[2], out[ST_MAX_OUT];
@@ -566,31 +637,43 @@ st_graph *st_fuse_fold_views(const st_graph *g)
     c.deferred = calloc((size_t)nv, sizeof(bool));
     c.hoisted = calloc((size_t)nv, sizeof(bool));
     c.swapped = calloc((size_t)nv, sizeof(bool));
+    c.reshaped = calloc((size_t)nv, sizeof(bool));
+    c.permfold = calloc((size_t)nv, sizeof(bool));
     c.pend = malloc(sizeof(int) * (size_t)nv);
     c.pend_attrs = calloc((size_t)nv, sizeof(st_attrs));
     c.capq = 4 * nv + 16;
     c.leafq = malloc(sizeof(int) * (size_t)c.capq);
     c.ng = st_ir_graph_new();
-    if (!c.map || !c.nusers || !c.is_out || !c.deferred || !c.hoisted || !c.swapped || !c.pend ||
-        !c.pend_attrs || !c.leafq || !c.ng)
+    if (!c.map || !c.nusers || !c.is_out || !c.deferred || !c.hoisted || !c.swapped ||
+        !c.reshaped || !c.permfold || !c.pend || !c.pend_attrs || !c.leafq || !c.ng)
         c.failed = true;
     for (int v = 0; v < g->nvalues && !c.failed; v++)
         c.map[v] = c.pend[v] = -1;
     bool any = false;
+    bool *other = calloc((size_t)nv, sizeof(bool)); /* read by a non-reshape */
+    c.failed |= !other;
     for (int si = 0; si < g->nstmts && !c.failed; si++) {
         const st_stmt *s = &g->stmts[si];
-        for (int i = 0; i < s->nin; i++)
+        for (int i = 0; i < s->nin; i++) {
             c.nusers[s->in[i]]++;
+            other[s->in[i]] |= s->op != ST_OP_RESHAPE && s->op != ST_OP_COPY;
+        }
         any |= st_op(s->op)->kind == ST_OPK_VIEW;
     }
+    for (int v = 0; v < g->nvalues && !c.failed; v++)
+        c.reshaped[v] = c.nusers[v] > 0 && !other[v];
+    free(other);
     for (int i = 0; i < g->noutputs && !c.failed; i++)
         c.is_out[g->outputs[i]] = true;
     /* plan the pushes, latest view first (a view's input is then not yet
      * claimed by an earlier one: each value has one reader) */
     for (int si = g->nstmts - 1; si >= 0 && any && !c.failed; si--) {
         const st_stmt *s = &g->stmts[si];
-        if (swappable(&c, s)) {
+        int fk = foldable(&c, s);
+        if (fk) {
             c.swapped[s->in[0]] = true;
+            if (fk == 2) /* the transpose's product too */
+                c.swapped[g->stmts[g->values[s->in[0]].producer].in[0]] = true;
             continue;
         }
         if (st_op(s->op)->kind != ST_OPK_VIEW || !pushable_op(s->op) ||
@@ -641,6 +724,8 @@ st_graph *st_fuse_fold_views(const st_graph *g)
     free(c.deferred);
     free(c.hoisted);
     free(c.swapped);
+    free(c.reshaped);
+    free(c.permfold);
     free(c.pend);
     free(c.pend_attrs);
     free(c.leafq);

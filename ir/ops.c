@@ -478,6 +478,25 @@ static st_status infer_matmul(const ictx *c, st_meta *out)
     if (nd > ST_MAX_DIMS)
         return fail(c, ST_ERR_VALUE, "result has more than %d dims",
                     ST_MAX_DIMS);
+    /* attrs dims (internal, fusion/viewfold.c): the product written
+     * permuted, result dim i = product dim dims[i] */
+    if (c->a && c->a->ndims > 0) {
+        const st_attrs *pa = c->a;
+        bool seen[ST_MAX_DIMS] = {false};
+        int64_t ps[ST_MAX_DIMS];
+        if (pa->ndims != nd)
+            return fail(c, ST_ERR_VALUE, "matmul: output permutation of %d dims for a "
+                        "result of %d", pa->ndims, nd);
+        for (int i = 0; i < nd; i++) {
+            int64_t d = pa->dims[i];
+            if (d < 0 || d >= nd || seen[d])
+                return fail(c, ST_ERR_VALUE, "matmul: output permutation is not a "
+                            "permutation of %d dims", nd);
+            seen[d] = true;
+            ps[i] = shape[d];
+        }
+        memcpy(shape, ps, sizeof(int64_t) * (size_t)nd);
+    }
     set_out(out, a->dtype, nd, shape);
     return ST_OK;
 }
@@ -1382,6 +1401,12 @@ static void pa_dims(const st_attrs *a, char *buf, size_t n)
     app(buf, n, "dims=%s", dims_str(a, b, sizeof b));
 }
 
+static void pa_matmul(const st_attrs *a, char *buf, size_t n)
+{
+    if (a->ndims > 0)
+        pa_dims(a, buf, n); /* written permuted (fusion's views folded) */
+}
+
 static void pa_slice(const st_attrs *a, char *buf, size_t n)
 {
     app(buf, n, "dim=%lld, start=%lld, stop=%lld", (long long)a->i[0],
@@ -1501,7 +1526,7 @@ static st_op_def op_table[ST_NOPS] = {
     DEF(ARGMAX, "argmax", ST_OPK_REDUCE, 1, 1, pa_reduce),
     DEF(ARGMIN, "argmin", ST_OPK_REDUCE, 1, 1, pa_reduce),
     DEF(PROD, "prod", ST_OPK_REDUCE, 1, 1, pa_reduce),
-    DEF(MATMUL, "matmul", ST_OPK_MATMUL, 2, 2, pa_none),
+    DEF(MATMUL, "matmul", ST_OPK_MATMUL, 2, 2, pa_matmul),
     DEF(GATHER, "gather", ST_OPK_GATHER, 2, 2, pa_dim),
     DEF(INDEX_SELECT, "index_select", ST_OPK_GATHER, 2, 2, pa_dim),
     DEF(SCATTER_ADD, "scatter_add", ST_OPK_GATHER, 3, 3, pa_dim),

@@ -635,3 +635,128 @@ def test_product_read_twice_is_not_swapped(backend):
     np.testing.assert_allclose(o2, p * 3, rtol=1e-5, atol=1e-5)
     kinds = [k.split(":")[1].split()[0] for k in cg.kernel_ir().split("kernel ")[1:]]
     assert kinds.count("matmul") == 1, cg.kernel_ir()
+
+
+# ---- the perm rule: P(a @ b) written in P's layout (fusion/viewfold.c) ----
+
+def _kinds(cg):
+    return [k.split(":")[1].split()[0] for k in cg.kernel_ir().split("kernel ")[1:]]
+
+
+BACKENDS = ["interp", "llvm", "cudaemu"]
+
+
+def _need(backend):
+    if not _C._fe_backend_available(backend):
+        pytest.skip(f"{backend} backend not available")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_heads_merge_of_a_product_is_written_merged(backend):
+    """Attention's context, (p @ v).permute(0, 2, 1, 3).reshape(b, s, h*d),
+    as eager tracing records it (permute, copy, reshape): the product is
+    written in the merged layout, so neither the copy nor a reshape kernel
+    is left (one matmul kernel, views), under every fusion setting the same
+    values; the output projection reads it as it is."""
+    _need(backend)
+    rng = np.random.default_rng(5)
+    pn = rng.standard_normal((2, 3, 4, 4)).astype(np.float32)
+    vn = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    wn = rng.standard_normal((15, 6)).astype(np.float32)
+
+    def f(p, v, w):
+        ctx = (p @ v).permute(0, 2, 1, 3).reshape(2, 4, 15)
+        return ctx @ w, ctx
+
+    g, ins = st.memory.trace_graph(f, st.tensor(pn), st.tensor(vn), st.tensor(wn))
+    assert "= copy(" in str(g), str(g)   # the frontend's reshape of a strided view
+    ctx = (pn.astype(np.float64) @ vn).transpose(0, 2, 1, 3).reshape(2, 4, 15)
+    for opts in SETTINGS:
+        with st.config.options(**opts):
+            cg = g.compile(backend=backend)
+            o, c = (t.numpy() for t in cg.run(*ins))
+        np.testing.assert_allclose(c, ctx, rtol=1e-5, atol=1e-5, err_msg=str(opts))
+        np.testing.assert_allclose(o, ctx @ wn, rtol=1e-5, atol=1e-5, err_msg=str(opts))
+        if opts == dict(fusion=1):
+            assert [k for k in _kinds(cg) if k != "view"] == ["matmul", "matmul"], cg.kernel_ir()
+            # the first product's output: iteration (b, h, s, d) -> [b, s, h, d]
+            assert "out float32 value 3 dimmap [0, 2, 1, 3, -1]" in cg.kernel_ir(), cg.kernel_ir()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_heads_merge_backward_has_no_copies(backend, monkeypatch, tmp_path):
+    """A compiled self-attention step, forward and backward: q, k, v split
+    from linear outputs and the context merged back. Every heads merge of a
+    product (the context; dq, dv; dk through the swap rule) is written
+    merged: no elementwise kernel is a copy or a reshape. Gradients as
+    eager's."""
+    _need(backend)
+    import symtrace.nn as nn
+    B, h, S, d = 2, 3, 5, 4
+    H = h * d
+
+    class Att(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.q, self.k, self.v, self.o = (nn.Linear(H, H) for _ in range(4))
+
+        def forward(self, x):
+            q, k, v = (m(x).reshape(B, S, h, d).permute(0, 2, 1, 3) for m in (self.q, self.k, self.v))
+            p = (q @ k.transpose(-2, -1)).softmax(-1)
+            return self.o((p @ v).permute(0, 2, 1, 3).reshape(B, S, H))
+
+    st.manual_seed(1)
+    m = Att()
+    x = st.tensor(np.random.default_rng(6).standard_normal((B, S, H)).astype(np.float32))
+    x.requires_grad_()
+    y0 = m(x)
+    y0.sum().backward()
+    g0 = {n: p.grad.numpy().copy() for n, p in m.named_parameters()}
+    gx = x.grad.numpy().copy()
+    f = st.compile(m, backend=backend)
+    before = _C._fe_stats()["translations"]
+    monkeypatch.setenv("SYMTRACE_DUMP_DIR", str(tmp_path))
+    for _ in range(2):   # the first call is traced eagerly; the second runs the kernels
+        m.zero_grad()
+        x.grad = None
+        y = f(x)
+        y.sum().backward()
+    monkeypatch.delenv("SYMTRACE_DUMP_DIR")
+    assert _C._fe_stats()["translations"] > before
+    # the compiled graphs (eager ops of the traced first call lower one
+    # kernel each): no elementwise copy or reshape, four products written
+    # merged (the context; dq, dk, dv)
+    import glob
+    progs = [open(p).read() for p in glob.glob(str(tmp_path / "*.kernels.txt"))]
+    progs = [t for t in progs if t.count("matmul rank") >= 3]
+    assert len(progs) >= 2, [t[:80] for t in progs]
+    text = "".join(progs)
+    bad = [l for l in text.splitlines() if "elementwise" in l and ("copy" in l or "reshape" in l)]
+    assert not bad, bad
+    assert text.count("dimmap [0, 2, 1, 3, -1]") >= 4, text
+    np.testing.assert_allclose(y.detach().numpy(), y0.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(x.grad.numpy(), gx, rtol=1e-4, atol=1e-6)
+    for n, p in m.named_parameters():
+        np.testing.assert_allclose(p.grad.numpy(), g0[n], rtol=1e-4, atol=1e-6, err_msg=n)
+
+
+@pytest.mark.parametrize("backend", ["interp", "llvm"])
+def test_permuted_product_read_elsewhere_is_not_folded(backend):
+    """The permuted product is also read by an elementwise op: no fold
+    (its readers would see the layout change); values as numpy."""
+    _need(backend)
+    rng = np.random.default_rng(7)
+    an = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    bn = rng.standard_normal((2, 3, 5, 2)).astype(np.float32)
+
+    def f(a, b):
+        t = (a @ b).permute(0, 2, 1, 3)
+        return t.reshape(2, 4, 6), t * 2.0
+
+    g, ins = st.memory.trace_graph(f, st.tensor(an), st.tensor(bn))
+    cg = g.compile(backend=backend)
+    o1, o2 = (t.numpy() for t in cg.run(*ins))
+    t = (an.astype(np.float64) @ bn).transpose(0, 2, 1, 3)
+    np.testing.assert_allclose(o1, t.reshape(2, 4, 6), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(o2, t * 2, rtol=1e-5, atol=1e-5)
+    assert "dimmap [0, 2, 1, 3, -1]" not in cg.kernel_ir(), cg.kernel_ir()
