@@ -133,6 +133,36 @@ static bool collapse(st_nvrtc_gemm *p, const st_kargs *a, int nb,
     return true;
 }
 
+/* Whether output C of [batch..., M, N] (unit stride along N, rows ldc
+ * apart) addresses each point once: its dims, by increasing stride, each
+ * step past the span of the smaller ones. */
+static bool disjoint(const st_kargs *a, int nb, const st_karg_buf *C, int64_t ldc)
+{
+    int64_t sz[ST_MAX_DIMS + 2], sd[ST_MAX_DIMS + 2];
+    int n = 0;
+    for (int d = 0; d < nb + 2; d++) {
+        int64_t size = a->shape[d], stride = d < nb ? C->strides[d] : d == nb ? ldc : 1;
+        if (size == 1)
+            continue;
+        if (stride <= 0)
+            return false;
+        int j = n++;
+        for (; j > 0 && sd[j - 1] > stride; j--) {
+            sz[j] = sz[j - 1];
+            sd[j] = sd[j - 1];
+        }
+        sz[j] = size;
+        sd[j] = stride;
+    }
+    int64_t span = 1; /* elements from the first to one past the last */
+    for (int j = 0; j < n; j++) {
+        if (sd[j] < span || sz[j] - 1 > (INT64_MAX - span) / sd[j])
+            return false;
+        span += (sz[j] - 1) * sd[j];
+    }
+    return true;
+}
+
 static void refuse(st_nvrtc_gemm *p, const char *why)
 {
     p->ok = false;
@@ -193,16 +223,10 @@ void st_nvrtc_gemm_plan(const st_kernel *k, const st_kargs *a, st_nvrtc_gemm *p)
         int64_t ldc;
         bool ok = (to == acc || (to == p->ab_dtype && acc == ST_FLOAT32)) &&
                   operand(M, N, C->strides[nb], C->strides[nb + 1], &trc, &ldc) && !trc;
-        /* the output's batches must not overlap: row-major over the batch
-         * dims, each a whole [M x ldc] block apart */
-        int64_t span = (M - 1) * ldc + N, need = span;
-        for (int d = nb - 1; ok && d >= 0; d--) {
-            if (a->shape[d] == 1)
-                continue;
-            ok = C->strides[d] >= need;
-            need = C->strides[d] * a->shape[d];
-            st[2][d] = C->strides[d];
-        }
+        /* no two points of the output may share an element: the batch
+         * dims may sit between the rows (a product written permuted,
+         * [b, s, h, d] for the product [b, h, s, d]) */
+        ok = ok && disjoint(a, nb, C, ldc);
         if (ok) {
             for (int d = 0; d < nb; d++)
                 st[2][d] = C->strides[d];

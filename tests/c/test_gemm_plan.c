@@ -302,6 +302,21 @@ static void cases(void)
               p.batch);
         finish(c);
     }
+    {   /* the context P @ V written in the heads-merge layout: product
+         * [B, H, S, D] stored as [B, S, H, D] (fusion's perm rule): the
+         * heads sit between the rows, direct (each point its own element) */
+        int64_t bt[2] = {4, 3};
+        case_init(c, 2, ST_FLOAT32, ST_FLOAT32, ST_FLOAT32, bt, 5, 2, 5);
+        int pa[4] = {0, 1, 2, 4}, pb[4] = {0, 4, 1, 3}, pc[4] = {0, 2, 1, 3};
+        layout(c, 0, pa, 4);
+        layout(c, 1, pb, 4);
+        layout(c, 2, pc, 4);
+        check_case("context into [B, S, H, D]", c, true, 1);
+        /* a stride that makes two heads share elements: scratch */
+        c->a.bufs[2].strides[1] = 1;
+        check_case("heads overlapping -> scratch", c, true, 0);
+        finish(c);
+    }
     {   /* A broadcast along the outer batch dim only: not collapsible */
         int64_t bt[2] = {2, 3};
         case_init(c, 2, ST_FLOAT32, ST_FLOAT32, ST_FLOAT32, bt, 5, 3, 7);
