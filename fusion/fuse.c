@@ -509,8 +509,11 @@ static bool try_join_ew(fctx *c, int gi, int si, bool sibling)
         set_identity_frame(c, v, on);
         break;
     case G_MM:
+        /* a product written permuted (viewfold's perm rule) has its
+         * result's dims in another order than the kernel's iteration: no
+         * epilogue (its frame would not be the identity) */
         if (sibling || !c->opt->fuse_matmul_epilogue || on != gr->n ||
-            !syms_eq(o, gr->ss, on))
+            !syms_eq(o, gr->ss, on) || g->stmts[gr->members[0]].attrs.ndims > 0)
             return false;
         set_identity_frame(c, v, on);
         break;

@@ -760,3 +760,27 @@ def test_permuted_product_read_elsewhere_is_not_folded(backend):
     np.testing.assert_allclose(o1, t.reshape(2, 4, 6), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(o2, t * 2, rtol=1e-5, atol=1e-5)
     assert "dimmap [0, 2, 1, 3, -1]" not in cg.kernel_ir(), cg.kernel_ir()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_permuted_product_takes_no_epilogue(backend):
+    """(a @ b).permute(0, 2, 1, 3).contiguous() + x: the copy is the
+    product written permuted, and the add that reads it is not fused into
+    the product's kernel as an epilogue (the result's dims are not the
+    kernel's iteration order: fused, it read x at the wrong points)."""
+    _need(backend)
+    rng = np.random.default_rng(9)
+    an = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    bn = rng.standard_normal((2, 3, 5, 6)).astype(np.float32)
+    xn = rng.standard_normal((2, 4, 3, 6)).astype(np.float32)
+
+    def f(a, b, x):
+        return ((a @ b).permute(0, 2, 1, 3).contiguous() + x).relu()
+
+    g, ins = st.memory.trace_graph(f, st.tensor(an), st.tensor(bn), st.tensor(xn))
+    cg = g.compile(backend=backend)
+    (o,) = cg.run(*ins)
+    ref = np.maximum((an.astype(np.float64) @ bn).transpose(0, 2, 1, 3) + xn, 0)
+    np.testing.assert_allclose(o.numpy(), ref, rtol=1e-5, atol=1e-5)
+    assert "dimmap [0, 2, 1, 3, -1]" in cg.kernel_ir(), cg.kernel_ir()
+    assert [k for k in _kinds(cg) if k != "view"] == ["matmul", "elementwise"], cg.kernel_ir()
