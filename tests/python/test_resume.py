@@ -342,5 +342,14 @@ def test_no_leak_over_10000_partial_graph_calls():
     assert len(gc.get_objects()) - n0 <= 10
     assert st.memory.memory_allocated() == mem0
     assert (sys.getrefcount(x), sys.getrefcount(f)) == rc
-    assert _rss() - rss0 < 1 << 20
+    # the resident set: a leak grows it in every round of calls; a
+    # one-time growth (the heap settling, seen once in a full run beside
+    # other heavy processes: 2 MB) only in the first. So the bound is on
+    # the smaller growth of two rounds.
+    rss1 = _rss()
+    for _ in range(10000):
+        c(x, 2)
+    gc.collect()
+    growth = min(rss1 - rss0, _rss() - rss1)
+    assert growth < 1 << 20, (rss1 - rss0, _rss() - rss1)
     assert sys._getframe(0).f_code.co_name == "test_no_leak_over_10000_partial_graph_calls"
