@@ -27,7 +27,7 @@
  *   ran on an H100 (tests/python/test_gpu.py); SYMTRACE_CUDA_COLREDUCE=0
  *   keeps the row kernel.
  * Owns: st_nvrtc_render, st_nvrtc_kernel_name, st_nvrtc_has_mma,
- * st_nvrtc_vec_width, st_nvrtc_unroll, st_nvrtc_col_plan. */
+ * st_nvrtc_vec_width, st_nvrtc_unroll(_reload), st_nvrtc_col_plan. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,11 +177,21 @@ struct st_walk {
 
 typedef void (*st_walk_body)(st_nvrtc_pc *pc, int r, bool accf);
 
-int st_nvrtc_unroll(void)
+static _Atomic int unroll_v; /* 0: not read yet */
+
+int st_nvrtc_unroll_reload(void)
 {
     const char *e = getenv("SYMTRACE_CUDA_UNROLL");
     int v = e && *e ? atoi(e) : 4;
-    return v < 1 ? 1 : v > 8 ? 8 : v;
+    v = v < 1 ? 1 : v > 8 ? 8 : v;
+    unroll_v = v;
+    return v;
+}
+
+int st_nvrtc_unroll(void)
+{
+    int v = unroll_v;
+    return v ? v : st_nvrtc_unroll_reload();
 }
 
 /* n spaces (n <= 40), a static string */

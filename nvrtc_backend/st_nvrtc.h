@@ -46,10 +46,12 @@ int st_nvrtc_vec_width(const st_kernel *k);
 /* Points a thread of an ELEMENTWISE kernel's scalar path and of a REDUCE
  * kernel's row walk takes a trip, every point's loads issued before the
  * first point's statements (the launch gives each thread that many):
- * SYMTRACE_CUDA_UNROLL (1 to 8; 1 is a point a trip), default 4. Read at
- * each call: a launch whose count differs from its kernel's still covers
+ * SYMTRACE_CUDA_UNROLL (1 to 8; 1 is a point a trip), default 4, read on
+ * first use (not on every launch); st_nvrtc_unroll_reload reads it again
+ * (tests). A launch whose count differs from its kernel's still covers
  * every point (the walks are grid-stride and bounded per point). */
 int st_nvrtc_unroll(void);
+int st_nvrtc_unroll_reload(void);
 
 /* The column variant NAME_col of a REDUCE kernel (render_kernels.c): for
  * reductions over dims that are not contiguous in memory while the kept

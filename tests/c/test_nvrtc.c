@@ -1050,6 +1050,7 @@ static void walk_checks(void)
     k.nstores = 1;
     k.final_per_point = true;
     unsetenv("SYMTRACE_CUDA_UNROLL");
+    st_nvrtc_unroll_reload();
     char *src = st_nvrtc_render(&k, 1);
     CHECK(src != NULL, "render walk_rows");
     if (src) {
@@ -1069,11 +1070,13 @@ static void walk_checks(void)
         free(src);
     }
     setenv("SYMTRACE_CUDA_UNROLL", "1", 1);
+    st_nvrtc_unroll_reload();
     src = st_nvrtc_render(&k, 1);
     CHECK(src && !strstr(src, "pos0") && !strstr(src, "L0[j]"),
           "SYMTRACE_CUDA_UNROLL=1: a point a trip");
     free(src);
     unsetenv("SYMTRACE_CUDA_UNROLL");
+    st_nvrtc_unroll_reload();
     st_kernel_clear(&k);
 
     gather_kernel(&k);
@@ -1105,9 +1108,11 @@ static void walk_checks(void)
     CHECK(L.block[0] == 256 && L.grid[0] == (1 << 21) / 4 / 256, "scalar walk launch: grid %u",
           L.grid[0]);
     setenv("SYMTRACE_CUDA_UNROLL", "1", 1);
+    st_nvrtc_unroll_reload();
     L = st_nvrtc_launch_config(&k, &ka, 132, 90);
     CHECK(L.grid[0] == 132 * 32, "unroll 1: grid capped at %u", L.grid[0]);
     unsetenv("SYMTRACE_CUDA_UNROLL");
+    st_nvrtc_unroll_reload();
     st_kernel_clear(&k);
 }
 
@@ -1362,10 +1367,12 @@ static void launch_checks(void)
     L = st_nvrtc_launch_config(&k, &ka, 132, 90);
     CHECK(L.block[0] == 96, "row of 300: %u threads", L.block[0]);
     setenv("SYMTRACE_CUDA_UNROLL", "1", 1);
+    st_nvrtc_unroll_reload();
     ka.shape[1] = 768;
     L = st_nvrtc_launch_config(&k, &ka, 132, 90);
     CHECK(L.block[0] == 128, "unroll 1, row of 768: the earlier 128 threads (%u)", L.block[0]);
     unsetenv("SYMTRACE_CUDA_UNROLL");
+    st_nvrtc_unroll_reload();
     CHECK(!L.col, "launch_config never picks NAME_col");
     st_kernel_clear(&k);
     col_launch_checks();
