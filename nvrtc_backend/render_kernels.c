@@ -798,7 +798,8 @@ static void mm_read(char *d, size_t n, const char *m, st_dtype t, int acc)
 
 /* the epilogue at (batch z, mm_, nn_) with the product in variable accv */
 /* the addressing of product point (mm_, nn_) of batch z: offsets o<b>,
- * lin, coordinates, the product accv as REDUCED 0 (acc: mm_acc) */
+ * lin, coordinates, the product accv as REDUCED 0 (acc: mm_acc; accv
+ * NULL: addressing only) */
 static void mm_point(st_nvrtc_pc *pc, int nb, const char *accv, int acc, const char *ind)
 {
     st_nvrtc_sb *b = pc->b;
@@ -814,6 +815,8 @@ static void mm_point(st_nvrtc_pc *pc, int nb, const char *accv, int acc, const c
     set_coords(pc, 0, nb);
     snprintf(pc->coord[nb], sizeof pc->coord[nb], "mm_");
     snprintf(pc->coord[nb + 1], sizeof pc->coord[nb + 1], "nn_");
+    if (!accv)
+        return;
     if (acc == 2) {
         SB("%sconst st_i64 prod_ = (st_i64)(%s);\n", ind, accv);
         snprintf(pc->reduced[0], sizeof pc->reduced[0], "prod_");
@@ -943,7 +946,7 @@ static void epi_point(st_nvrtc_pc *pc, const st_walk *w, const char *ind, int mo
         SB("%sP_[j] = prod_[r_ * N + nn_];\n", ind);
     else
         SB("%sconst %s accv = %s;\n", ind, A, mode == 2 ? "P_[j]" : "prod_[r_ * N + nn_]");
-    mm_point(pc, w->nb, mode == 1 ? "P_[j]" : "accv", w->acc, ind);
+    mm_point(pc, w->nb, mode == 1 ? NULL : "accv", w->acc, ind);
 }
 
 static void render_matmul_epi(st_nvrtc_pc *pc, const char *name)
