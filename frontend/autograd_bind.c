@@ -310,6 +310,64 @@ static PyObject *f_is_grad_enabled(PyObject *m, PyObject *a) {
     return PyBool_FromLong(st_ad_grad_enabled());
 }
 
+/* autocast (runtime/autocast.c); device types by name, as PyTorch's */
+static int parse_devtype(PyObject *o, st_device_type *d) {
+    const char *s = PyUnicode_Check(o) ? PyUnicode_AsUTF8(o) : NULL;
+    if (s && !strcmp(s, "cpu")) *d = ST_DEV_CPU;
+    else if (s && !strcmp(s, "cuda")) *d = ST_DEV_CUDA;
+    else {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_ValueError, "autocast: device_type must be 'cpu' "
+                         "or 'cuda', got %R", o);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *autocast_tuple(st_device_type d) {
+    st_dtype t;
+    bool on = st_rt_autocast_enabled(d, &t);
+    return Py_BuildValue("(OO)", on ? Py_True : Py_False, st_fe_dtype_obj(t));
+}
+
+/* _C._set_autocast(device_type, enabled, dtype) -> the previous (enabled, dtype) */
+static PyObject *f_set_autocast(PyObject *m, PyObject *args) {
+    PyObject *devo, *eno, *dto;
+    if (!PyArg_ParseTuple(args, "OOO:_set_autocast", &devo, &eno, &dto)) return NULL;
+    st_device_type d;
+    st_dtype t;
+    int en = PyObject_IsTrue(eno);
+    if (en < 0 || parse_devtype(devo, &d) || st_fe_parse_dtype(dto, &t, "autocast dtype"))
+        return NULL;
+    PyObject *prev = autocast_tuple(d);
+    if (prev && st_rt_autocast_set(d, en, t) != ST_OK) {
+        Py_DECREF(prev);
+        return st_fe_raise();
+    }
+    return prev;
+}
+
+/* _C._get_autocast(device_type) -> (enabled, dtype) */
+static PyObject *f_get_autocast(PyObject *m, PyObject *o) {
+    st_device_type d;
+    if (parse_devtype(o, &d)) return NULL;
+    return autocast_tuple(d);
+}
+
+/* _C._autocast_policy(device_type, op_id) -> "none" | "lower" | "fp32" | "promote" */
+static PyObject *f_autocast_policy(PyObject *m, PyObject *args) {
+    PyObject *devo;
+    int op;
+    if (!PyArg_ParseTuple(args, "Oi:_autocast_policy", &devo, &op)) return NULL;
+    st_device_type d;
+    if (parse_devtype(devo, &d)) return NULL;
+    if (op < 0 || op >= ST_NOPS) {
+        PyErr_Format(PyExc_ValueError, "unknown op id %d", op);
+        return NULL;
+    }
+    return PyUnicode_FromString(st_rt_autocast_policy_name(d, (st_op_id)op));
+}
+
 /* _C._make_subclass(cls, tensor, requires_grad): a new leaf of type cls
  * aliasing tensor's storage (nn.Parameter). */
 static PyObject *f_make_subclass(PyObject *m, PyObject *args) {
@@ -453,6 +511,9 @@ static PyMethodDef autograd_methods[] = {
     {"_grad", f_grad, METH_VARARGS, "_grad(outputs, grad_outputs, inputs, retain, allow_unused)"},
     {"_set_grad_enabled", f_set_grad_enabled, METH_O, "set grad mode; returns the previous"},
     {"_is_grad_enabled", f_is_grad_enabled, METH_NOARGS, "is grad mode on"},
+    {"_set_autocast", f_set_autocast, METH_VARARGS, "set autocast for a device type; returns the previous (enabled, dtype)"},
+    {"_get_autocast", f_get_autocast, METH_O, "(enabled, dtype) of autocast for a device type"},
+    {"_autocast_policy", f_autocast_policy, METH_VARARGS, "what autocast does to an op on a device type"},
     {"_make_subclass", f_make_subclass, METH_VARARGS, "_make_subclass(cls, t, requires_grad)"},
     {"_custom_node", f_custom_node, METH_VARARGS, "_custom_node(name, backward, inputs, outputs)"},
     {"_autograd_stats", f_ad_stats, METH_NOARGS, "tape and VJP program counters"},

@@ -414,6 +414,12 @@ static PyObject *probe_add(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* The global state a guard set failed on (no guard of its own). */
+static PyObject *global_state_failed(const st_fe_guardset *gs)
+{
+    return PyUnicode_FromString(st_ad_grad_enabled() != gs->grad_mode ? "GRAD_MODE" : "AUTOCAST");
+}
+
 static PyObject *probe_check(PyObject *self, PyObject *args)
 {
     probe_obj *p = (probe_obj *)self;
@@ -429,7 +435,7 @@ static PyObject *probe_check(PyObject *self, PyObject *args)
     free(l);
     if (r < 0) return NULL;
     if (r) Py_RETURN_TRUE;
-    if (!failed) return PyUnicode_FromString("GRAD_MODE");
+    if (!failed) return global_state_failed(&p->gs);
     return st_fe_src_repr(failed->src);   /* the failing guard's source */
 }
 
@@ -469,7 +475,7 @@ static PyObject *probe_check_front(PyObject *self, PyObject *args)
     free(l);
     if (r < 0) return NULL;
     if (r) Py_RETURN_TRUE;
-    if (!failed) return PyUnicode_FromString("GRAD_MODE");
+    if (!failed) return global_state_failed(&p->gs);
     return st_fe_src_repr(failed->src);
 }
 

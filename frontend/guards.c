@@ -210,6 +210,7 @@ void st_fe_guardset_init(st_fe_guardset *gs)
 {
     memset(gs, 0, sizeof *gs);
     gs->grad_mode = st_ad_grad_enabled();
+    gs->autocast = st_rt_autocast_state();
     gs->module_epoch = st_fe_module_epoch;
     gs->meta_epoch = st_fe_meta_epoch;
 }
@@ -520,7 +521,7 @@ static int check_one(const st_fe_guard *g, PyObject *v)
 static int check_range(st_fe_guardset *gs, const st_fe_frame *f, PyObject **memo,
                        const st_fe_guard **failed, int hi, bool check_static)
 {
-    if (st_ad_grad_enabled() != gs->grad_mode) {
+    if (st_ad_grad_enabled() != gs->grad_mode || st_rt_autocast_state() != gs->autocast) {
         if (failed) *failed = NULL;
         return 0;
     }
@@ -742,6 +743,15 @@ PyObject *st_fe_guards_describe(const st_fe_guardset *gs)
     s = PyUnicode_FromFormat("GRAD_MODE: is_grad_enabled() == %s", gs->grad_mode ? "True" : "False");
     if (!s || PyList_Append(l, s) < 0) goto fail;
     Py_DECREF(s);
+    if (gs->autocast) {
+        /* each byte of the word: 0 or dtype << 1 | 1 (runtime/autocast.c) */
+        unsigned c = gs->autocast & 0xffu, g = (gs->autocast >> 8) & 0xffu;
+        s = PyUnicode_FromFormat("AUTOCAST: cpu %s, cuda %s",
+                                 c ? st_dtype_name((st_dtype)(c >> 1)) : "off",
+                                 g ? st_dtype_name((st_dtype)(g >> 1)) : "off");
+        if (!s || PyList_Append(l, s) < 0) goto fail;
+        Py_DECREF(s);
+    }
     for (int i = 0; i < gs->n; i++) {
         s = gs->v[i].kind == ST_G_SYM ? st_fe_sym_guard_describe(gs, &gs->v[i])
                                       : describe_one(&gs->v[i]);

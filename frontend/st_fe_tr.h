@@ -149,6 +149,7 @@ typedef struct {
     st_fe_guard *v;
     int n, cap;
     bool grad_mode;          /* global: is_grad_enabled() at translation */
+    uint32_t autocast;       /* global: st_rt_autocast_state() at translation */
     /* the epochs at translation (or at the last full check that passed) */
     uint64_t module_epoch, meta_epoch;
     /* The dicts static sources were read from (Modules' __dict__ and part

@@ -591,7 +591,7 @@ static int call_cmethod(tr_state *s, PyObject *fn, tr_var *args, int nargs,
             /* _C's private functions drive the runtime (trace, autograd,
              * caches): only these few are plain reads or scoped modes */
             static const char *const private_ok[] = {"_is_grad_enabled",
-                "_set_grad_enabled", "_make_subclass", "_cuda_is_available",
+                "_set_grad_enabled", "_get_autocast", "_set_autocast", "_make_subclass", "_cuda_is_available",
                 "_cuda_device_count", "_cuda_device_name", NULL};
             if (!strcmp(nm, "manual_seed") || (nm[0] == '_' && !tr_name_in(nm, private_ok)))
                 return unsupported(s, fn);

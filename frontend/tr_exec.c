@@ -1291,7 +1291,7 @@ int tr_run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
             break;
         case OP_BEFORE_WITH: {
             tr_var m = pop(fr);
-            if (!tr_is_grad_ctx(m.v)) {
+            if (!tr_is_mode_ctx(m.v)) {
                 int rc = tr_break(s, "with on a %s is not supported", tr_type_name(m.v));
                 tr_var_clear(&m);
                 return rc;

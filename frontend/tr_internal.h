@@ -171,7 +171,7 @@ int tr_op_caches(int raw);                   /* inline cache units after it */
 struct tr_refs {
     PyObject *pkg_dir, *mod_dir;             /* ".../symtrace/", ".../symtrace/nn/modules/" */
     PyObject *c_module, *builtins_mod, *math_mod, *operator_mod, *op_mod2;
-    PyObject *nn_module_cls, *function_cls, *gradmode_cls, *dtype_cls, *device_cls;
+    PyObject *nn_module_cls, *function_cls, *gradmode_cls, *autocast_cls, *dtype_cls, *device_cls;
     PyObject *modlist_cls, *seq_cls, *moddict_cls;
 };
 extern struct tr_refs tr_refs;
@@ -214,7 +214,7 @@ bool tr_safe_type(PyObject *o);          /* operators may run for real */
 bool tr_is_symtrace_module(PyObject *o); /* a symtrace.nn.Module instance */
 bool tr_is_const_value(PyObject *o);     /* returned as an ST_T_CONST */
 bool tr_has_tensor(PyObject *key);       /* a tensor index (reads data) */
-bool tr_is_grad_ctx(PyObject *o);
+bool tr_is_mode_ctx(PyObject *o);
 /* Builds a real function's frame locals from args (CPython's binding):
  * locals[co_nlocalsplus] must be zeroed. 0 or -1 with a Python exception. */
 int tr_bind_args(PyObject *fn, PyObject *const *args, Py_ssize_t nargs,

@@ -729,7 +729,9 @@ static st_fe_entry *translate_once(const st_fe_frame *f, const st_fe_options *op
     uint64_t seed = 0, off = 0;
     st_rt_rng_get_state(&seed, &off);
     bool grad = st_ad_grad_enabled();
+    uint32_t autocast = st_rt_autocast_state();
     s->guards.grad_mode = grad;
+    s->guards.autocast = autocast;
     s->guards.module_epoch = st_fe_module_epoch;
     s->guards.meta_epoch = st_fe_meta_epoch;
     st_fe_entry *e = NULL;
@@ -796,6 +798,10 @@ static st_fe_entry *translate_once(const st_fe_frame *f, const st_fe_options *op
             tr_break(s, "the grad mode changed before the break (not supported)");
             goto broke;
         }
+        if (st_rt_autocast_state() != autocast) {
+            tr_break(s, "the autocast state changed before the break (not supported)");
+            goto broke;
+        }
         PyObject *live = NULL;
         if (live_values(s, fr, bp, &live, &brk_fn) < 0)
             goto broke;
@@ -824,6 +830,12 @@ static st_fe_entry *translate_once(const st_fe_frame *f, const st_fe_options *op
         /* set_grad_enabled(m) as a call: global state an entry cannot replay */
         tr_var_clear(&ret);
         tr_break(s, "side effect: the frame changes the grad mode (not supported yet)");
+        s->no_resume = true;
+        goto broke;
+    }
+    if (st_rt_autocast_state() != autocast) {
+        tr_var_clear(&ret);
+        tr_break(s, "side effect: the frame changes the autocast state (not supported yet)");
         s->no_resume = true;
         goto broke;
     }
@@ -895,6 +907,7 @@ broke_ended:
     tracing = false;
     st_rt_rng_set_state(seed, off);
     st_ad_set_grad_enabled(grad);
+    st_rt_autocast_swap(autocast);
     if (!s->broke || s->fatal)
         goto error;
     oc->root_at = s->root_at;
@@ -917,6 +930,7 @@ error:
         st_rt_trace_abort();
     st_rt_rng_set_state(seed, off);
     st_ad_set_grad_enabled(grad);
+    st_rt_autocast_swap(autocast);
     brk->reason[0] = 0;
     if (!PyErr_Occurred())
         PyErr_SetString(PyExc_RuntimeError, "symtrace: translation failed");

@@ -911,10 +911,15 @@ static st_status infer_layer_norm(const ictx *c, st_meta *out)
                         "but got %s of shape %s and normalized_shape = %s",
                         what, what, shp(p, sp, sizeof sp), sn);
         }
-        if (p->dtype != x->dtype)
+        /* PyTorch's mixed type: a 16-bit input with float32 parameters
+         * (autocast's case); the result keeps the input's dtype */
+        bool mixed = (x->dtype == ST_FLOAT16 || x->dtype == ST_BFLOAT16) &&
+                     p->dtype == ST_FLOAT32;
+        if (p->dtype != x->dtype && !mixed)
             return fail(c, ST_ERR_RUNTIME,
                         "mixed dtype (CPU): expect parameter to have scalar "
-                        "type of %s", tname(x->dtype));
+                        "type of %s", tname(x->dtype == ST_FLOAT16 || x->dtype == ST_BFLOAT16
+                                            ? ST_FLOAT32 : x->dtype));
     }
     set_out(out, x->dtype, x->ndim, x->shape);
     return ST_OK;

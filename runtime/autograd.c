@@ -705,6 +705,9 @@ static st_status engine_run(st_tensor *const *roots, st_tensor *const *grads, in
     if (nroots > 64) return st_err(ST_ERR_VALUE, "backward: at most 64 roots");
     bool was_disabled = grad_disabled;
     grad_disabled = true;
+    /* backward runs in the forward's dtypes (PyTorch's engine does not
+     * autocast either; custom_bwd re-enters the forward's state) */
+    uint32_t was_autocast = st_rt_autocast_swap(0);
     st_rt_trace_suspend(); /* backward's own ops are not part of a trace */
     memset(root_g, 0, sizeof root_g);
     for (int k = 0; k < nroots && s == ST_OK; k++) {
@@ -825,6 +828,7 @@ static st_status engine_run(st_tensor *const *roots, st_tensor *const *grads, in
     free(ready.items);
     free(stack.items);
     grad_disabled = was_disabled;
+    st_rt_autocast_swap(was_autocast);
     st_rt_trace_resume();
     return s;
 }

@@ -321,6 +321,9 @@ static st_status eager_run_graph(const st_graph *g, st_tensor *const *in,
         for (int si = g->regions[r].first; si < g->regions[r].end && si < g->nstmts; si++)
             rmap[si] = r;
     bool grad = st_ad_grad_enabled();
+    /* the graph holds the casts autocast made when it was traced: its
+     * statements run as recorded */
+    uint32_t autocast = st_rt_autocast_swap(0);
     st_status s = ST_OK;
     for (int k = 0; k < g->ninputs; k++) {
         st_tensor_incref(in[k]);
@@ -368,6 +371,7 @@ static st_status eager_run_graph(const st_graph *g, st_tensor *const *in,
             s = region_node(owner, g, &g->regions[r], vals);
     }
     st_ad_set_grad_enabled(grad);
+    st_rt_autocast_swap(autocast);
     if (s == ST_OK)
         s = take_outputs(g, vals, out);
     release_values(g, vals);

@@ -311,12 +311,17 @@ static int eager_on(st_op_id op, const st_operand *in, int nin,
                     const st_attrs *attrs, st_tensor **given, st_tensor **out,
                     st_backend *be);
 
-/* The public entry: runs the op (ops it runs inside are not traced) and
+/* The public entry: runs the op (ops it runs inside are not traced;
+ * under autocast, on its operands cast first) and
  * notes it on the active trace (runtime/trace.c) once it succeeded. A
  * dropout the tape records is the exception: the ops it is recorded as
  * are traced themselves, so the trace and the tape agree by construction. */
 int st_rt_eager(st_op_id op, const st_operand *in, int nin,
                 const st_attrs *attrs, st_tensor **given, st_tensor **out) {
+    if (!given && st_rt_autocast_state()) { /* runtime/autocast.c */
+        int n = st_rt_autocast_apply(op, in, nin, attrs, out);
+        if (n != 0) return n;
+    }
     if (!st_rt_trace_active()) return eager_run(op, in, nin, attrs, given, out);
     if (op == ST_OP_DROPOUT && nin == 1 && in[0].t && records(op, in, nin))
         return dropout_recorded(in, attrs, given, out);

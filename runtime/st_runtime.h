@@ -173,6 +173,26 @@ typedef struct {
  * is cast to its dtype). Returns the result count, or -1 with the error set. */
 int st_rt_eager(st_op_id op, const st_operand *in, int nin,
                 const st_attrs *attrs, st_tensor **given, st_tensor **out);
+/* ---------------- autocast (runtime/autocast.c) ----------------
+ * Mixed precision after PyTorch's autocast: per thread and device type,
+ * enabled or not and a 16-bit dtype (bfloat16 or float16). st_rt_eager
+ * casts a listed op's operands (matmul and linear to the 16-bit dtype;
+ * on CUDA exp, log, pow, softmax, layer_norm, sum, cross_entropy ... to
+ * float32) before it runs; the casts are ops of their own (taped,
+ * traced). */
+st_status st_rt_autocast_set(st_device_type d, bool enabled, st_dtype dtype);
+bool st_rt_autocast_enabled(st_device_type d, st_dtype *dtype);
+/* The whole state as one word (a guard compares it); swap sets it and
+ * returns the previous one (0: autocast off everywhere). */
+uint32_t st_rt_autocast_state(void);
+uint32_t st_rt_autocast_swap(uint32_t s);
+/* "none", "lower", "fp32" or "promote": what autocast does to op on d. */
+const char *st_rt_autocast_policy_name(st_device_type d, st_op_id op);
+/* Called by st_rt_eager: 0 when autocast leaves the call as it is, else
+ * the op's result count after running it on cast operands (-1: error). */
+int st_rt_autocast_apply(st_op_id op, const st_operand *in, int nin,
+                         const st_attrs *attrs, st_tensor **out);
+
 /* Backend used by eager ops (SYMTRACE_EAGER_BACKEND; default "llvm" when
  * registered, else "interp"), and by the tape's backward programs. */
 st_status st_rt_set_eager_backend(const char *name);

@@ -21,6 +21,8 @@ from . import optim  # noqa: F401
 from . import config  # noqa: F401
 from . import cuda  # noqa: F401
 from . import profiler  # noqa: F401
+from . import amp  # noqa: F401
+from .amp import autocast, is_autocast_enabled, get_autocast_dtype  # noqa: F401
 from ._compile import compile, explain, reset  # noqa: F401,E402  (shadows builtin compile on purpose)
 
 __version__ = "0.1.0"
