@@ -242,6 +242,41 @@ static bool no_fallthrough(int op)
            is(op, R_JUMP_BACKWARD_NO_INTERRUPT);
 }
 
+/* reach[i]: instruction i runs on some path from the entry without an
+ * exception (exception handlers' code is not reached). NULL: no memory. */
+static bool *normal_reach(const rs_code *c)
+{
+    bool *reach = calloc((size_t)c->n + 1, sizeof *reach);
+    int *work = malloc(sizeof(int) * ((size_t)c->n + 1));
+    if (!reach || !work) {
+        free(reach);
+        free(work);
+        return NULL;
+    }
+    int nw = 0;
+    if (c->n > 0) {
+        reach[0] = true;
+        work[nw++] = 0;
+    }
+    while (nw > 0) {
+        int i = work[--nw];
+        const rs_ins *in = &c->ins[i];
+        int succ[2], ns = 0;
+        if (!no_fallthrough(in->op) && i + 1 < c->n)
+            succ[ns++] = i + 1;
+        int t = jump_target(in);
+        if (t >= 0 && t < c->nunits && c->at_unit[t] >= 0)
+            succ[ns++] = c->at_unit[t];
+        for (int k = 0; k < ns; k++)
+            if (!reach[succ[k]]) {
+                reach[succ[k]] = true;
+                work[nw++] = succ[k];
+            }
+    }
+    free(work);
+    return reach;
+}
+
 /* ---------------- liveness ---------------- */
 /* live[i * words ..] = locals live before instruction i (bitsets over
  * co_nlocals). Uses: LOAD_FAST*, DELETE_FAST; definitions: STORE_FAST. */
@@ -398,15 +433,25 @@ int st_fe_resume_plan(PyCodeObject *co, int at, st_fe_brkpt *bp, char *why, size
     bp->start = c.ins[first].start;
     bp->end = c.ins[last].next;
     bp->line = PyCode_Addr2Line(co, in->at * 2);
-    /* inside a loop: a back edge spans it */
+    /* inside a loop: a back edge spans it. Only edges of the normal flow
+     * count: 3.12 ends a with block's handler with a jump back to the
+     * statement after the block, which is no loop */
+    bool *reach = normal_reach(&c);
+    if (!reach) {
+        PyErr_NoMemory();
+        rc = -1;
+        goto out;
+    }
     for (int k = 0; k < c.n; k++)
-        if (is_back(c.ins[k].op)) {
+        if (is_back(c.ins[k].op) && reach[k]) {
             int t = c.ins[k].next - c.ins[k].arg;
             if (t <= bp->start && bp->start < c.ins[k].at) {
                 snprintf(why, nwhy, "the break is inside a loop (the frame runs as plain Python)");
+                free(reach);
                 goto out;
             }
         }
+    free(reach);
     for (int e = 0; e < c.nexc; e++)
         if (bp->start < c.exc[e].end && c.exc[e].start < bp->end) {
             snprintf(why, nwhy, "the break is inside a try or with block");

@@ -124,6 +124,29 @@ def test_plan_refuses_loops_and_try_blocks():
     assert "try" in _C._fe_resume_plan(f_try.__code__, off)
 
 
+def f_after_with(x, amp):
+    with st.autocast("cpu", enabled=amp):
+        y = (x @ x.T).float()
+    v = y.sum().item()          # the break, after the with block
+    return y * v
+
+
+def test_break_after_a_with_block_resumes():
+    """3.12 ends a with block's exception handler with a jump back to the
+    statement after the block: no loop, so the break there resumes."""
+    off = offset_of(f_after_with, "CALL", nth=3)
+    assert _C._fe_resume_plan(f_after_with.__code__, off) is not None
+    plan = _C._fe_resume_plan(f_after_with.__code__, off)
+    assert not isinstance(plan, str), plan
+    c = st.compile(f_after_with, backend="interp")
+    for amp in (False, True, False):
+        x = st.randn(3, 4)
+        same(c(x, amp), f_after_with(x, amp))
+        assert c(x, amp).dtype is st.float32
+    assert entry_of(f_after_with)["entries"] == 2 and not entry_of(f_after_with)["plain"]
+    assert resumes_of(f_after_with)
+
+
 # ---------------------------------------------------------------- running
 def test_values_on_the_stack_cross_the_break():
     def f(x):
