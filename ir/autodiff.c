@@ -17,8 +17,9 @@
  *   built for the sizes it is called with.
  * - Broadcast operands get st_ir_sum_to; results computed in a promoted
  *   dtype are cast back to the operand's dtype.
- * - float16/bfloat16 layer_norm, softmax, log_softmax, gelu and
- *   cross_entropy rules compute in float32 and cast back.
+ * - float16/bfloat16 rules compute in float32 and cast back once (fin):
+ *   layer_norm, softmax, log_softmax, gelu, cross_entropy, and the
+ *   elementwise unary and binary rules (PyTorch's opmath).
  * - Not differentiable (slot NULL): comparisons, logical ops, floor_divide,
  *   argmax/argmin, creation and random ops, and dropout: the runtime records
  *   eager dropout as where(rand(like x) >= p, x * 1/(1-p), 0), so a dropout
@@ -345,39 +346,52 @@ static int wrapd(ad *c, int64_t dim, int ndim)
 
 static void r_unary(ad *c, rule *r)
 {
-    int x = r->s.in[0], y = r->y, g = r->og;
-    if (!diffable(c, x))
+    int x0 = r->s.in[0], y0 = r->y, g = r->og;
+    if (!diffable(c, x0))
         return;
-    st_dtype odt = M(c, y).dtype;
-    int gx = -1;
+    st_dtype odt = M(c, y0).dtype;
+    /* 16-bit rules compute in float32 and round once (fin), as PyTorch's
+     * kernels do in their opmath type: tanh's 1 - y^2 near saturation
+     * would otherwise lose most of its bits. x and y are cast only where
+     * a rule reads them (a value the op does not save must stay unread). */
+    int gx = -1, x, y;
+    if (r->s.op != ST_OP_CAST)
+        g = up(c, g);
     switch (r->s.op) {
     case ST_OP_NEG: gx = neg(c, g); break;
-    case ST_OP_EXP: gx = mul(c, g, y); break;
-    case ST_OP_LOG: gx = dv(c, g, x); break;
-    case ST_OP_SQRT: gx = dv(c, mul(c, g, F(c, 0.5)), y); break;
+    case ST_OP_EXP: gx = mul(c, g, up(c, y0)); break;
+    case ST_OP_LOG: gx = dv(c, g, up(c, x0)); break;
+    case ST_OP_SQRT: gx = dv(c, mul(c, g, F(c, 0.5)), up(c, y0)); break;
     case ST_OP_RSQRT: /* -0.5 y^3 */
+        y = up(c, y0);
         gx = mul(c, mul(c, g, F(c, -0.5)), mul(c, mul(c, y, y), y));
         break;
     case ST_OP_TANH:
+        y = up(c, y0);
         gx = mul(c, g, sub(c, F(c, 1.0), mul(c, y, y)));
         break;
     case ST_OP_SIGMOID:
+        y = up(c, y0);
         gx = mul(c, g, mul(c, y, sub(c, F(c, 1.0), y)));
         break;
     case ST_OP_RELU:
-        gx = E3(c, ST_OP_WHERE, E2(c, ST_OP_GT, y, F(c, 0.0)), g, F(c, 0.0));
+        gx = E3(c, ST_OP_WHERE, E2(c, ST_OP_GT, y0, F(c, 0.0)), g, F(c, 0.0));
         break;
     case ST_OP_ERF: { /* 2/sqrt(pi) exp(-x^2) */
+        x = up(c, x0);
         int e = E1(c, ST_OP_EXP, neg(c, mul(c, x, x)));
         gx = mul(c, g, mul(c, e, F(c, 2.0 / sqrt(M_PI))));
         break;
     }
-    case ST_OP_ABS: gx = mul(c, g, E1(c, ST_OP_SIGN, x)); break;
-    case ST_OP_SIN: gx = mul(c, g, E1(c, ST_OP_COS, x)); break;
-    case ST_OP_COS: gx = neg(c, mul(c, g, E1(c, ST_OP_SIN, x))); break;
-    case ST_OP_RECIPROCAL: gx = neg(c, mul(c, g, mul(c, y, y))); break;
+    case ST_OP_ABS: gx = mul(c, g, E1(c, ST_OP_SIGN, x0)); break;
+    case ST_OP_SIN: gx = mul(c, g, E1(c, ST_OP_COS, up(c, x0))); break;
+    case ST_OP_COS: gx = neg(c, mul(c, g, E1(c, ST_OP_SIN, up(c, x0)))); break;
+    case ST_OP_RECIPROCAL:
+        y = up(c, y0);
+        gx = neg(c, mul(c, g, mul(c, y, y)));
+        break;
     case ST_OP_FLOOR: case ST_OP_CEIL: case ST_OP_ROUND: case ST_OP_SIGN:
-        gx = full_like(c, x, 0.0, M(c, x).dtype);
+        gx = full_like(c, x0, 0.0, M(c, x0).dtype);
         break;
     case ST_OP_CAST:
         if (!st_dtype_is_float(odt))
@@ -387,16 +401,27 @@ static void r_unary(ad *c, rule *r)
     default:
         return;
     }
-    r->gin[0] = fin(c, gx, x);
+    r->gin[0] = fin(c, gx, x0);
 }
 
 static void r_binary(ad *c, rule *r)
 {
-    int a = r->s.in[0], b = r->s.in[1], g = r->og;
-    bool da = diffable(c, a), db = diffable(c, b);
+    int a0 = r->s.in[0], b0 = r->s.in[1], g = up(c, r->og);
+    bool da = diffable(c, a0), db = diffable(c, b0);
     if (!da && !db)
         return;
     int ga = -1, gb = -1;
+    /* in float32 for 16-bit operands, as r_unary; the operands are cast
+     * only where a rule reads them */
+    bool ra, rb; /* does the rule read a, b? */
+    switch (r->s.op) {
+    case ST_OP_MUL: ra = db; rb = da; break;
+    case ST_OP_DIV: ra = db; rb = true; break;
+    case ST_OP_REMAINDER: ra = rb = db; break;
+    case ST_OP_ADD: case ST_OP_SUB: ra = rb = false; break;
+    default: ra = rb = true; break;
+    }
+    int a = ra ? up(c, a0) : a0, b = rb ? up(c, b0) : b0;
     switch (r->s.op) {
     case ST_OP_ADD:
         ga = g;
@@ -458,8 +483,8 @@ static void r_binary(ad *c, rule *r)
     default:
         return;
     }
-    r->gin[0] = da ? fin(c, ga, a) : -1;
-    r->gin[1] = db ? fin(c, gb, b) : -1;
+    r->gin[0] = da ? fin(c, ga, a0) : -1;
+    r->gin[1] = db ? fin(c, gb, b0) : -1;
 }
 
 static void r_where(ad *c, rule *r)
