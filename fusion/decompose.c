@@ -67,6 +67,17 @@ static int cast_to(dctx *c, int x, st_dtype dt)
     return emit_n(c, ST_OP_CAST, &x, 1, &a);
 }
 
+/* float16/bfloat16 -> float32: composites compute in float32 and round
+ * once at the end (PyTorch's opmath), else each step rounds to 8 or 11
+ * bits of mantissa */
+static int up16(dctx *c, int x)
+{
+    if (c->failed || x < 0)
+        return -1;
+    st_dtype dt = meta_of(c, x)->dtype;
+    return dt == ST_FLOAT16 || dt == ST_BFLOAT16 ? cast_to(c, x, ST_FLOAT32) : x;
+}
+
 /* Reduction over dims[0..nd) (already wrapped), with keepdim. */
 static int reduce(dctx *c, st_op_id op, int x, const int64_t *dims, int nd,
                   bool keepdim)
@@ -370,18 +381,20 @@ static int decompose_stmt(dctx *c, const st_stmt *s, const int *in,
 {
     *copied = false;
     switch (s->op) {
-    case ST_OP_SOFTMAX:
-        return dec_softmax(c, in[0], s->attrs.i[0], false);
-    case ST_OP_LOG_SOFTMAX:
-        return dec_softmax(c, in[0], s->attrs.i[0], true);
+    case ST_OP_SOFTMAX: case ST_OP_LOG_SOFTMAX:
+        return cast_to(c, dec_softmax(c, up16(c, in[0]), s->attrs.i[0],
+                                      s->op == ST_OP_LOG_SOFTMAX),
+                       meta_of(c, in[0])->dtype);
     case ST_OP_LAYER_NORM:
         return dec_layer_norm(c, s, in);
-    case ST_OP_GELU:
-        return dec_gelu(c, s, in);
+    case ST_OP_GELU: {
+        int up[2] = {up16(c, in[0]), s->nin > 1 ? up16(c, in[1]) : -1};
+        return cast_to(c, dec_gelu(c, s, up), meta_of(c, in[0])->dtype);
+    }
     case ST_OP_CROSS_ENTROPY:
         return dec_cross_entropy(c, s, in);
     case ST_OP_LOGSUMEXP:
-        return dec_logsumexp(c, s, in[0]);
+        return cast_to(c, dec_logsumexp(c, s, up16(c, in[0])), meta_of(c, in[0])->dtype);
     case ST_OP_LINEAR:
         return dec_linear(c, s, in);
     case ST_OP_MATMUL:
