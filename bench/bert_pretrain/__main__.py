@@ -37,7 +37,9 @@ def parse_args(argv):
     p.add_argument("--device", choices=("cpu", "cuda"), default=None)
     p.add_argument("--dropout", type=float, default=0.1)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--amp", action="store_true", help="bfloat16 autocast (not in symtrace yet)")
+    p.add_argument("--amp", action="store_true",
+                   help="bfloat16 autocast around forward and loss (symtrace.autocast; "
+                        "torch.autocast for the PyTorch runs); loss parity then at 2e-2")
     p.add_argument("--compare", default="", help="comma list: torch (PyTorch eager + torch.compile), "
                    "torch-eager, eager (symtrace eager as well)")
     p.add_argument("--torch-threads", type=int, default=None,
@@ -62,8 +64,6 @@ def parse_args(argv):
 def resolve(args):
     """Fills the defaults that depend on the machine; raises UsageError on
     requests this machine or build cannot honour."""
-    if args.amp:
-        raise UsageError("--amp: bfloat16 autocast does not exist in symtrace yet; run in float32 (drop --amp)")
     import symtrace as st
     gpu = st.cuda.is_available()
     if args.device is None:
@@ -188,11 +188,14 @@ def run_symtrace(kind, args, batches):
     # a LambdaLR whose lambda lives in symtrace.optim (a user lambda here would be a
     # frame of its own under the compiled step, re-translated for every step value)
     sched = st.optim.lr_scheduler.get_linear_schedule_with_warmup(opt, args.warmup, args.steps)
+    amp, amp_dev = args.amp, args.device
 
     def train_step(input_ids, token_type_ids, position_ids, input_mask, masked_positions,
                    masked_labels, nsp_labels):
-        loss = model(input_ids, token_type_ids, position_ids, input_mask, masked_positions,
-                     masked_labels, nsp_labels)
+        # backward outside the autocast region, as PyTorch advises
+        with st.autocast(amp_dev, dtype=st.bfloat16, enabled=amp):
+            loss = model(input_ids, token_type_ids, position_ids, input_mask, masked_positions,
+                         masked_labels, nsp_labels)
         loss.backward()
         opt.step()
         sched.step()
@@ -254,7 +257,8 @@ def run_torch(kind, args, batches):
         fwd = torch.compile(model)
 
     def train_step(*batch):
-        loss = fwd(*batch)
+        with torch.autocast(dev, dtype=torch.bfloat16, enabled=args.amp):
+            loss = fwd(*batch)
         loss.backward()
         opt.step()
         sched.step()
@@ -323,7 +327,11 @@ def print_table(runs):
         print("| " + " | ".join(v.ljust(w[i]) for i, v in enumerate(row)) + " |")
 
 
-def parity(runs, dropout, tol=1e-3):
+F32_TOL = 1e-3   # the issue's bound, float32
+AMP_TOL = 2e-2   # bfloat16 autocast: products rounded to 8 bits of mantissa, in each framework its own way
+
+
+def parity(runs, dropout, tol=F32_TOL):
     """Per-step loss of every run against the first torch run (or the first run)."""
     ref = next((r for r in runs if r["key"] == "torch_eager"), runs[0])
     out = {"reference": ref["name"], "tolerance_rel": tol, "dropout": dropout, "runs": {}}
@@ -419,7 +427,7 @@ def main(argv=None):
     print(f"\nsummary (medians over steps {args.timing_warmup + 1}..{args.steps}; load average "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())})")
     print_table(runs)
-    par = parity(runs, args.dropout) if len(runs) > 1 else None
+    par = parity(runs, args.dropout, AMP_TOL if args.amp else F32_TOL) if len(runs) > 1 else None
     if par:
         print()
         print_losses(runs, par)
