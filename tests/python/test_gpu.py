@@ -532,3 +532,50 @@ def test_colreduce_compiled_gelu_backward_prologue(colreduce, capfd, monkeypatch
     _col_ran(capfd, not colreduce)
     close(dx2, dxg, rtol=1e-6, atol=1e-7)
     close(s2, sg, rtol=1e-6, atol=1e-5)
+
+
+# ---------------- autocast on CUDA (runtime/autocast.c) ----------------
+def test_autocast_cuda_policy_and_values():
+    """CUDA's lists: products in bfloat16 (cuBLAS with bfloat16 operands),
+    layer_norm, softmax and sum of 16-bit tensors in float32; CPU tensors
+    are left to the CPU's state. Values as the CPU computes them from the
+    same bfloat16 operands."""
+    a, b = st.tensor(rnd(64, 96, seed=1)), st.tensor(rnd(96, 80, seed=2))
+    ga, gb = a.cuda(), b.cuda()
+    with st.autocast("cuda", dtype=st.bfloat16):
+        p = ga @ gb
+        assert p.dtype is st.bfloat16 and p.is_cuda
+        assert (a @ b).dtype is st.float32                 # CPU tensors: CPU autocast is off
+        ln = F.layer_norm(p, (80,))
+        sm = p.softmax(-1)
+        s = p.sum()
+        assert ln.dtype is st.float32 and sm.dtype is st.float32 and s.dtype is st.float32
+    ref = (a.to(st.bfloat16).float() @ b.to(st.bfloat16).float())
+    close(p.float(), ref, rtol=1e-2, atol=1e-2)
+    close(sm, F.softmax(p.float().cpu(), -1), rtol=1e-5, atol=1e-6)
+
+
+def test_autocast_cuda_compiled_step_matches_eager():
+    w1 = st.tensor(rnd(64, 32, seed=3) * 0.2).cuda().requires_grad_(True)
+    w2 = st.tensor(rnd(10, 64, seed=4) * 0.2).cuda().requires_grad_(True)
+    t = st.tensor(np.arange(16) % 10).cuda()
+
+    def step(x):
+        with st.autocast("cuda", dtype=st.bfloat16):
+            h = F.gelu(F.linear(x, w1))
+            loss = F.cross_entropy(F.linear(h, w2), t)
+        loss.backward()
+        return loss
+
+    cf = st.compile(step, backend="nvrtc")
+    for s in range(3):
+        x = st.tensor(rnd(16, 32, seed=10 + s)).cuda()
+        w1.grad = w2.grad = None
+        le = step(x)
+        ge = (cpu(w1.grad), cpu(w2.grad))
+        w1.grad = w2.grad = None
+        lc = cf(x)
+        assert lc.dtype is st.float32 and w1.grad.dtype is st.float32
+        close(lc, le, rtol=1e-4, atol=1e-5)
+        close(w1.grad, ge[0], rtol=2e-2, atol=2e-3)
+        close(w2.grad, ge[1], rtol=2e-2, atol=2e-3)
