@@ -62,11 +62,51 @@ static inline int64_t read_i(const char *p, st_dtype t)
     }
 }
 
-/* [rows x cols] at base with strides (rs, cs) -> contiguous acc array */
+static inline float bf16_bits(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16; /* bfloat16 is float32's upper half */
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* bfloat16 -> float32 packing, the autocast products' operands: a shift
+ * in loops the compiler vectorizes, over row-major sources, or over
+ * column-major ones (B of x @ w.T) into a transposed buffer (*tr; only
+ * when tr is given: BLAS takes it transposed, the C loops do not).
+ * st_bf16_to_float per element made a bfloat16 product 2-3.5x slower
+ * than its float32 twin. false: not one of these layouts. */
+static bool pack_bf16(const uint16_t *src, int64_t rows, int64_t cols,
+                      int64_t rs, int64_t cs, float *restrict d, bool *tr)
+{
+    if (cs == 1 || (rs == 1 && tr)) {
+        bool t = cs != 1; /* lines are columns: d is [cols][rows] */
+        int64_t n = t ? cols : rows, len = t ? rows : cols, step = t ? cs : rs;
+        for (int64_t i = 0; i < n; i++) {
+            const uint16_t *restrict line = src + i * step;
+            float *restrict o = d + i * len;
+            for (int64_t j = 0; j < len; j++)
+                o[j] = bf16_bits(line[j]);
+        }
+        if (tr)
+            *tr = t;
+        return true;
+    }
+    return false;
+}
+
+/* [rows x cols] at base with strides (rs, cs) -> a contiguous acc array,
+ * row-major; or column-major with *tr set, when tr is given and that
+ * reads the source in order (see pack_bf16). */
 static void pack(const char *base, st_dtype t, int64_t rows, int64_t cols,
-                 int64_t rs, int64_t cs, st_dtype acc, void *dst)
+                 int64_t rs, int64_t cs, st_dtype acc, void *dst, bool *tr)
 {
     size_t isz = st_dtype_size(t);
+    if (tr)
+        *tr = false;
+    if (t == ST_BFLOAT16 && acc == ST_FLOAT32 &&
+        pack_bf16((const uint16_t *)base, rows, cols, rs, cs, dst, tr))
+        return;
     for (int64_t r = 0; r < rows; r++) {
         const char *row = base + (ptrdiff_t)isz * r * rs;
         if (acc == ST_FLOAT32) {
@@ -221,6 +261,7 @@ typedef struct {
     int64_t lda, ldb, ldc;
     char *prod;           /* [batch, M, N] product when !direct */
     const char *pa, *pb;  /* packed operands of a single product, or NULL */
+    bool pa_tr, pb_tr;    /* ... stored transposed (pack's tr) */
     int nparts;           /* K split: partial products, one a task */
     char *parts;          /* [nparts, M, N] */
 } mm_ctx;
@@ -328,28 +369,32 @@ static int32_t mm_block(mm_ctx *c, int64_t bi, int64_t m0, int64_t m1,
     if (!c->a_ok && K > 0) {
         if (c->pa) {
             opa = c->pa;
+            xa = c->pa_tr;
         } else {
             if (!(pa = malloc(esz * (size_t)(M * K))))
                 return -1;
-            pack(ab, ta, M, K, A->strides[nb], A->strides[nb + 2], c->acc, pa);
+            pack(ab, ta, M, K, A->strides[nb], A->strides[nb + 2], c->acc, pa,
+                 c->blas ? &xa : NULL);
             opa = pa;
+            xa = c->blas && xa;
         }
-        xa = false;
-        la = K;
+        la = xa ? M : K;
     }
     if (!c->b_ok && K > 0) {
         if (c->pb) {
             opb = c->pb;
+            xb = c->pb_tr;
         } else {
             if (!(pb = malloc(esz * (size_t)(K * N)))) {
                 free(pa);
                 return -1;
             }
-            pack(bbp, tb, K, N, B->strides[nb + 2], B->strides[nb + 1], c->acc, pb);
+            pack(bbp, tb, K, N, B->strides[nb + 2], B->strides[nb + 1], c->acc, pb,
+                 c->blas ? &xb : NULL);
             opb = pb;
+            xb = c->blas && xb;
         }
-        xb = false;
-        lb = N;
+        lb = xb ? K : N;
     }
     /* the block's operands: rows m0.. of A, columns n0.. of B */
     size_t ea = c->a_ok ? sa : esz, eb = c->b_ok ? sb : esz;
@@ -419,8 +464,9 @@ static int32_t kpart_task(void *ctx, int64_t lo, int64_t hi)
         int64_t k0 = c->K * i / c->nparts, k1 = c->K * (i + 1) / c->nparts;
         const char *pa = c->pa ? c->pa : a->bufs[0].data;
         const char *pb = c->pb ? c->pb : a->bufs[1].data;
-        bool xa = c->pa ? false : c->tra, xb = c->pb ? false : c->trb;
-        int64_t la = c->pa ? c->K : c->lda, lb = c->pb ? c->N : c->ldb;
+        bool xa = c->pa ? c->pa_tr : c->tra, xb = c->pb ? c->pb_tr : c->trb;
+        int64_t la = c->pa ? (c->pa_tr ? c->M : c->K) : c->lda;
+        int64_t lb = c->pb ? (c->pb_tr ? c->K : c->N) : c->ldb;
         size_t ea = c->pa ? esz : sa, eb = c->pb ? esz : sb;
         pa += (ptrdiff_t)ea * (xa ? k0 * la : k0);
         pb += (ptrdiff_t)eb * (xb ? k0 : k0 * lb);
@@ -605,13 +651,15 @@ int32_t st_llvm_matmul(const st_kernel *k, const st_kargs *a, st_llvm_fn epi,
         if (!c.a_ok && K > 0) {
             if (!(pa = malloc(esz * (size_t)(M * K))))
                 goto oom;
-            pack(A->data, ta, M, K, A->strides[nb], A->strides[nb + 2], c.acc, pa);
+            pack(A->data, ta, M, K, A->strides[nb], A->strides[nb + 2], c.acc, pa,
+                 c.blas ? &c.pa_tr : NULL);
             c.pa = pa;
         }
         if (!c.b_ok && K > 0) {
             if (!(pb = malloc(esz * (size_t)(K * N))))
                 goto oom;
-            pack(B->data, tb, K, N, B->strides[nb + 2], B->strides[nb + 1], c.acc, pb);
+            pack(B->data, tb, K, N, B->strides[nb + 2], B->strides[nb + 1], c.acc, pb,
+                 c.blas ? &c.pb_tr : NULL);
             c.pb = pb;
         }
         int64_t mn = M > N ? M : N;

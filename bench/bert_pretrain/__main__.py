@@ -398,6 +398,7 @@ def main(argv=None):
     print(f"bert_pretrain: config {args.config} (L{cfg.num_hidden_layers} H{cfg.hidden_size} "
           f"A{cfg.num_attention_heads} I{cfg.intermediate_size} V{cfg.vocab_size}), batch {args.batch_size}, "
           f"seq {args.seq_len}, {args.steps} steps, device {args.device}, dropout {args.dropout}, "
+          f"{'bfloat16 autocast' if args.amp else 'float32'}, "
           f"data {'hdf5 ' + args.input_dir if args.input_dir else 'synthetic'}, runs: "
           f"{', '.join(RUN_NAMES[r] + (' (' + args.backend + ')' if r == 'st_compiled' else '') for r in args.runs)}",
           flush=True)

@@ -28,6 +28,7 @@ def main(argv=None):
     p.add_argument("--backend", default="llvm")
     p.add_argument("--kernels", action="store_true", help="per-kernel times (symtrace.profiler)")
     p.add_argument("--top", type=int, default=25)
+    p.add_argument("--amp", action="store_true", help="forward under bfloat16 autocast")
     p.add_argument("--memory", action="store_true",
                    help="per-phase peak and end memory of the first and the last step (MB)")
     a = p.parse_args(argv)
@@ -62,7 +63,8 @@ def main(argv=None):
             prof.__enter__()
         phase(i, "start")
         t0 = time.perf_counter()
-        loss = fwd(*ins)
+        with st.autocast(dev, dtype=st.bfloat16, enabled=a.amp):
+            loss = fwd(*ins)
         float(loss)
         t1 = time.perf_counter()
         phase(i, "forward")
