@@ -145,7 +145,8 @@ done:
     return rc;
 }
 
-/* Calls cls.<meth>(ctx, *args) with grad mode off. */
+/* Calls cls.<meth>(ctx, *args) with grad mode off; a backward also with
+ * autocast off, as the tape's engine runs it eagerly. */
 static PyObject *call_nograd(PyObject *cls, const char *meth, PyObject *ctx,
                              PyObject *args)
 {
@@ -162,7 +163,9 @@ static PyObject *call_nograd(PyObject *cls, const char *meth, PyObject *ctx,
     PyObject *f = PyObject_GetAttrString(cls, meth);
     bool was = st_ad_grad_enabled();
     st_ad_set_grad_enabled(false);
+    uint32_t ac = strcmp(meth, "backward") ? st_rt_autocast_state() : st_rt_autocast_swap(0);
     PyObject *r = f ? PyObject_CallObject(f, a) : NULL;
+    st_rt_autocast_swap(ac);
     st_ad_set_grad_enabled(was);
     Py_XDECREF(f);
     Py_DECREF(a);

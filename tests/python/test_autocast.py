@@ -316,3 +316,44 @@ def test_bfloat16_composites_round_once(name, backend):
     # (+1e-6: gelu's far tail, 1 + erf(x) cancels in float32 as in PyTorch's kernel)
     assert np.all(np.abs(got - exact.numpy()) <= _ulp_bf16(exact.numpy()) + 1e-6), name
     assert (got == want).mean() >= 0.9, (name, (got == want).mean())
+
+
+class _MM(st.autograd.Function):
+    """A product with its own backward, in float32 (autocast is off there)."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a @ b
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        g = g.float()
+        return g @ b.T, a.T @ g
+
+
+@ON_HOOK
+@pytest.mark.parametrize("backend", [b for b in CPU_BACKENDS if b != "eager"])
+def test_custom_function_backward_runs_without_autocast_compiled_too(backend):
+    """An autograd.Function's backward runs with autocast off, eagerly (the
+    engine) and in a compiled graph (its traced region) alike."""
+    st.reset()
+    st.manual_seed(12)
+    a0, b0 = st.randn(6, 5), st.randn(5, 4)
+
+    def f(a, b):
+        with st.autocast("cpu"):
+            y = _MM.apply(a, b)
+        return (y.float() ** 2).sum()
+
+    grads = []
+    for fn in (f, st.compile(f, backend=backend, fullgraph=True)):
+        for _ in range(2):
+            a, b = a0.detach().requires_grad_(True), b0.detach().requires_grad_(True)
+            fn(a, b).backward()
+            assert a.grad.dtype is st.float32
+            grads.append((a.grad.numpy(), b.grad.numpy()))
+    for ga, gb in grads[1:]:
+        np.testing.assert_allclose(ga, grads[0][0], rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(gb, grads[0][1], rtol=1e-6, atol=1e-6)
