@@ -105,8 +105,10 @@ static int check_symtrace_fn(tr_state *s, PyObject *fn, tr_var *args, int nargs)
     const char *q = tr_qualname(fn, buf, sizeof buf);
     const char *last = strrchr(q, '.');
     last = last ? last + 1 : q;
+    /* state machines that sync or step (GradScaler keeps its scale in a
+     * tensor it replaces: a traced call would bake the old one in) */
     if (tr_module_starts(fn, "symtrace.optim") || tr_module_starts(fn, "symtrace.memory") ||
-        tr_module_starts(fn, "symtrace.cuda") ||
+        tr_module_starts(fn, "symtrace.cuda") || tr_module_starts(fn, "symtrace.amp.grad_scaler") ||
         !strcmp(last, "manual_seed") || !strcmp(last, "seed"))
         return tr_break(s, "call to %s is not supported", q);
     if (tr_module_starts(fn, "symtrace.autograd") &&

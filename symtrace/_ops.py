@@ -66,6 +66,30 @@ sign = _unary(_C.OP_SIGN, "sign")
 negative = neg
 
 
+def isnan(input):
+    """isnan(input) -> bool Tensor: x != x (False for integer and bool tensors)."""
+    _check_tensor(input, "isnan")
+    if not input.dtype.is_floating_point:
+        return zeros_like(input, dtype=bool_)
+    return ne(input, input)
+
+
+def isinf(input):
+    """isinf(input) -> bool Tensor: |x| == inf (False for integer and bool tensors)."""
+    _check_tensor(input, "isinf")
+    if not input.dtype.is_floating_point:
+        return zeros_like(input, dtype=bool_)
+    return eq(abs(input), float("inf"))
+
+
+def isfinite(input):
+    """isfinite(input) -> bool Tensor: neither nan nor +-inf (True for integer and bool tensors)."""
+    _check_tensor(input, "isfinite")
+    if not input.dtype.is_floating_point:
+        return ones_like(input, dtype=bool_)
+    return lt(abs(input), float("inf"))   # nan < inf is False
+
+
 def _binary(opid, fname):
     def f(input, other):
         if not _is_tensor(input) and not _is_tensor(other):
