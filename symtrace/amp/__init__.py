@@ -7,5 +7,6 @@
 float16 training also wants GradScaler (grad_scaler.py): bfloat16 does not.
 
 See autocast_mode.py for the op lists."""
-from .autocast_mode import autocast, is_autocast_enabled, get_autocast_dtype  # noqa: F401
+from .autocast_mode import (autocast, is_autocast_enabled, get_autocast_dtype,  # noqa: F401
+                            custom_fwd, custom_bwd)
 from .grad_scaler import GradScaler  # noqa: F401

@@ -21,7 +21,7 @@ float32 when x is 16-bit."""
 import functools
 
 from .. import _C
-from .._dtype import bfloat16, float16, dtype as _dtype_cls
+from .._dtype import bfloat16, float16, float64 as _float64, dtype as _dtype_cls
 
 _DEVICE_TYPES = ("cpu", "cuda")
 
@@ -90,3 +90,57 @@ class autocast:
 
     def __repr__(self):
         return f"autocast({self.device!r}, dtype={self.fast_dtype}, enabled={self._enabled})"
+
+
+def _cast(value, device_type, dtype):
+    """Floating tensors on device_type (not float64) cast to dtype, inside
+    lists, tuples and dict values."""
+    if hasattr(value, "dtype") and hasattr(value, "device"):
+        ok = (value.dtype.is_floating_point and value.dtype is not _float64 and
+              str(value.device).split(":")[0] == device_type)
+        return value.to(dtype) if ok else value
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast(v, device_type, dtype) for v in value)
+    if isinstance(value, dict):
+        return {k: _cast(v, device_type, dtype) for k, v in value.items()}
+    return value
+
+
+def custom_fwd(fwd=None, *, device_type, cast_inputs=None):
+    """For an autograd.Function's forward, as torch.amp.custom_fwd: notes
+    the autocast state for custom_bwd; with cast_inputs (a dtype), when
+    autocast is on for device_type, the forward runs with autocast off on
+    its floating inputs cast to cast_inputs (and custom_bwd's backward with
+    autocast off too)."""
+    _check_device_type(device_type)
+    if fwd is None:
+        return functools.partial(custom_fwd, device_type=device_type, cast_inputs=cast_inputs)
+
+    @functools.wraps(fwd)
+    def forward(*args, **kwargs):
+        ctx = args[0]
+        on, dtype = _C._get_autocast(device_type)
+        # with cast_inputs the forward runs with autocast off: so will backward
+        ctx._fwd_used_autocast, ctx._dtype = on and cast_inputs is None, dtype
+        if cast_inputs is None or not on:
+            return fwd(*args, **kwargs)
+        with autocast(device_type, enabled=False):
+            return fwd(ctx, *_cast(args[1:], device_type, cast_inputs),
+                       **_cast(kwargs, device_type, cast_inputs))
+    return forward
+
+
+def custom_bwd(bwd=None, *, device_type):
+    """For an autograd.Function's backward, as torch.amp.custom_bwd: runs
+    it under the autocast state its forward ran under (backward otherwise
+    runs with autocast off)."""
+    _check_device_type(device_type)
+    if bwd is None:
+        return functools.partial(custom_bwd, device_type=device_type)
+
+    @functools.wraps(bwd)
+    def backward(*args, **kwargs):
+        ctx = args[0]
+        with autocast(device_type, enabled=ctx._fwd_used_autocast, dtype=ctx._dtype):
+            return bwd(*args, **kwargs)
+    return backward

@@ -364,3 +364,80 @@ def test_custom_function_backward_runs_without_autocast_compiled_too(backend):
     for ga, gb in grads[1:]:
         np.testing.assert_allclose(ga, grads[0][0], rtol=1e-6, atol=1e-6)
         np.testing.assert_allclose(gb, grads[0][1], rtol=1e-6, atol=1e-6)
+
+
+# ---------------- custom_fwd / custom_bwd ----------------
+def _amp_fn(m, cast=True):
+    amp = st.amp if m is st else torch.amp
+    base = st.autograd.Function if m is st else torch.autograd.Function
+    seen = []
+
+    class MM(base):
+        @staticmethod
+        @amp.custom_fwd(device_type="cpu", cast_inputs=m.float32 if cast else None)
+        def forward(ctx, a, b):
+            seen.append(("fwd", m.is_autocast_enabled("cpu"), str(a.dtype).split(".")[-1]))
+            ctx.save_for_backward(a, b)
+            return a @ b
+
+        @staticmethod
+        @amp.custom_bwd(device_type="cpu")
+        def backward(ctx, g):
+            a, b = ctx.saved_tensors
+            seen.append(("bwd", m.is_autocast_enabled("cpu"), str((g @ b.T).dtype).split(".")[-1]))
+            return g @ b.T, a.T @ g
+    return MM, seen
+
+
+@NEEDS_TORCH
+@pytest.mark.parametrize("cast", [True, False], ids=["cast_inputs", "no_cast"])
+def test_custom_fwd_bwd_as_torch(cast):
+    a0 = np.random.default_rng(5).standard_normal((6, 5)).astype(np.float32)
+    b0 = np.random.default_rng(6).standard_normal((5, 4)).astype(np.float32)
+    res = {}
+    for m in (st, torch):
+        MM, seen = _amp_fn(m, cast)
+        a, b = m.tensor(a0).requires_grad_(True), m.tensor(b0).requires_grad_(True)
+        ac = st.autocast("cpu") if m is st else torch.autocast("cpu", dtype=torch.bfloat16)
+        with ac:
+            y = MM.apply(a, b)
+            z = (y.float() * 2).sum()
+        z.backward()
+        res[m.__name__] = (seen, str(y.dtype).split(".")[-1], str(a.grad.dtype).split(".")[-1],
+                           a.grad.detach().float().numpy(), b.grad.detach().float().numpy())
+    s, t = res["symtrace"], res["torch"]
+    want = ([("fwd", False, "float32"), ("bwd", False, "float32")] if cast else
+            [("fwd", True, "float32"), ("bwd", True, "bfloat16")])
+    assert s[0] == t[0] == want
+    assert s[1:3] == t[1:3] == ("float32" if cast else "bfloat16", "float32")
+    np.testing.assert_allclose(s[3], t[3], rtol=2e-2, atol=2e-2)
+    np.testing.assert_allclose(s[4], t[4], rtol=2e-2, atol=2e-2)
+
+
+@ON_HOOK
+@pytest.mark.parametrize("backend", [b for b in CPU_BACKENDS if b != "eager"])
+def test_custom_fwd_bwd_compiled_as_eager(backend):
+    """No cast_inputs: the backward runs under the forward's autocast, in a
+    compiled graph's traced region as eagerly."""
+    st.reset()
+    a0, b0 = st.randn(6, 5), st.randn(5, 4)
+    out = []
+    for compiled in (False, True):
+        MM, seen = _amp_fn(st, cast=False)
+
+        def f(a, b):
+            with st.autocast("cpu"):
+                y = MM.apply(a, b)
+            return (y.float() * 2).sum(), y.dtype
+
+        fn = st.compile(f, backend=backend, fullgraph=True) if compiled else f
+        for _ in range(2):
+            a, b = a0.detach().requires_grad_(True), b0.detach().requires_grad_(True)
+            z, ydt = fn(a, b)
+            z.backward()
+            assert ydt is st.bfloat16 and a.grad.dtype is st.float32
+            out.append((a.grad.numpy(), b.grad.numpy()))
+        assert ("bwd", True, "bfloat16") in seen
+    for ga, gb in out[1:]:
+        np.testing.assert_allclose(ga, out[0][0], rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(gb, out[0][1], rtol=1e-6, atol=1e-6)
