@@ -97,11 +97,12 @@ st_nvrtc_launch st_nvrtc_launch_config(const st_kernel *k, const st_kargs *a,
             L.grid[0] = cap_grid((nouter + 7) / 8, sm_count);
         } else {
             /* enough threads that a row is one trip of the walk (every
-             * load of the row in flight at once), whole warps, 64..1024;
-             * a point a trip (SYMTRACE_CUDA_UNROLL=1): the earlier rule */
-            int64_t u = st_nvrtc_unroll(), t = (R + u - 1) / u;
+             * load of the row in flight at once), whole warps, 64 up to
+             * the kernels' bound (longer rows take more trips); a point a
+             * trip (SYMTRACE_CUDA_UNROLL=1): the earlier rule */
+            int64_t u = st_nvrtc_unroll(), t = (R + u - 1) / u, cap = st_nvrtc_row_threads();
             t = (t + 31) / 32 * 32;
-            t = t < 64 ? 64 : t > 1024 ? 1024 : t;
+            t = t < 64 ? 64 : t > cap ? cap : t;
             if (u == 1)
                 t = R <= 2048 ? 128 : R <= 8192 ? 256 : R <= 32768 ? 512 : 1024;
             L.block[0] = (unsigned)t;

@@ -178,12 +178,16 @@ struct st_walk {
 typedef void (*st_walk_body)(st_nvrtc_pc *pc, int r, bool accf);
 
 static _Atomic int unroll_v; /* 0: not read yet */
+static _Atomic int row_bound_v;
 
 int st_nvrtc_unroll_reload(void)
 {
     const char *e = getenv("SYMTRACE_CUDA_UNROLL");
     int v = e && *e ? atoi(e) : 4;
     v = v < 1 ? 1 : v > 8 ? 8 : v;
+    const char *b = getenv("SYMTRACE_CUDA_ROW_BOUND");
+    int rb = b && *b ? atoi(b) : 256;
+    row_bound_v = rb <= 256 ? 256 : rb <= 512 ? 512 : 1024;
     unroll_v = v;
     return v;
 }
@@ -192,6 +196,11 @@ int st_nvrtc_unroll(void)
 {
     int v = unroll_v;
     return v ? v : st_nvrtc_unroll_reload();
+}
+
+int st_nvrtc_row_threads(void)
+{
+    return st_nvrtc_unroll() > 1 ? row_bound_v : 1024;
 }
 
 /* n spaces (n <= 40), a static string */
@@ -500,7 +509,7 @@ static void render_reduce(st_nvrtc_pc *pc, const char *name)
                  rank, k->nred);
         return;
     }
-    kernel_head(b, name, 1024);
+    kernel_head(b, name, st_nvrtc_row_threads());
     SB("    __shared__ __align__(16) unsigned char st_smem[32 * 16];\n");
     product(b, "nouter", 0, ro);
     product(b, "R", ro, rank);

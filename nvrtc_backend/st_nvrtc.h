@@ -52,6 +52,14 @@ int st_nvrtc_vec_width(const st_kernel *k);
  * every point (the walks are grid-stride and bounded per point). */
 int st_nvrtc_unroll(void);
 int st_nvrtc_unroll_reload(void);
+/* The most threads of a row-reduction block, its __launch_bounds__ and
+ * launch.c's cap alike: 256 with the multi-point walks, so ptxas may give
+ * a thread up to 255 registers (a row's 4-point trip keeps 4 points of
+ * every loaded buffer live; under a 1024 bound the BERT LayerNorm kernels
+ * spilled 64-144 bytes, now 0-20 at 80 registers); SYMTRACE_CUDA_ROW_BOUND
+ * (256, 512, 1024; read with SYMTRACE_CUDA_UNROLL) for an A/B on a GPU;
+ * 1024 with a point a trip (SYMTRACE_CUDA_UNROLL=1, the old rule). */
+int st_nvrtc_row_threads(void);
 
 /* The column variant NAME_col of a REDUCE kernel (render_kernels.c): for
  * reductions over dims that are not contiguous in memory while the kept

@@ -7,7 +7,8 @@
 # `profile` (bench/micro/gpu_step_profile.py: device time per kernel
 # group, symtrace against PyTorch eager and torch.compile), `ab` (BERT base
 # with the generated kernels' walks at a point a trip, SYMTRACE_CUDA_UNROLL=1,
-# at 2 and at the default 4, alternating twice), `bench ARGS...`
+# at 2 and at the default 4, and the row kernels' bound at 1024 against the
+# default 256, alternating twice), `bench ARGS...`
 # (the BERT benchmark with ARGS), or a Python command `py ARGS...`. Several
 # steps may follow one another: `tests bench --config tiny --steps 5 --`.
 # Logs go to $OUT (the device tool's folder) or bench/out.
@@ -73,6 +74,11 @@ while [ $# -gt 0 ]; do
                 SYMTRACE_CUDA_UNROLL=$u timeout 200 $py -m bench.bert_pretrain --config base --steps 12 \
                     --json "$out/ab_u${u}_r${run}.json" 2>&1 | tee -a "$out/ab.log" | grep -E "^\| (run|symtrace)"
             done
+            # the row kernels' register room: 4-point walks under the old
+            # __launch_bounds__(1024) (spills) against the default 256
+            log "A/B run $run: BERT base, SYMTRACE_CUDA_ROW_BOUND=1024"
+            SYMTRACE_CUDA_ROW_BOUND=1024 timeout 200 $py -m bench.bert_pretrain --config base --steps 12 \
+                --json "$out/ab_rb1024_r${run}.json" 2>&1 | tee -a "$out/ab.log" | grep -E "^\| (run|symtrace)"
         done
         ;;
     profile)

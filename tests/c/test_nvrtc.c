@@ -1063,6 +1063,10 @@ static void walk_checks(void)
         /* the loads of a trip come before the first statement that uses one */
         const char *pre = strstr(src, "L0[j] = "), *use = strstr(src, "= L0[j];");
         CHECK(pre && use && pre < use, "walk_rows: preload before use");
+        /* a row block's bound is the launch's cap, 256: room for the
+         * trip's registers */
+        CHECK(strstr(src, "__launch_bounds__(256)") != NULL && st_nvrtc_row_threads() == 256,
+              "walk_rows: __launch_bounds__(256)");
         st_nvrtc_output out;
         CHECK(st_nvrtc_compile(src, "walk_rows", "sm_90", false, &out) == ST_OK,
               "compile walk_rows: %s", st_err_msg());
@@ -1074,6 +1078,16 @@ static void walk_checks(void)
     src = st_nvrtc_render(&k, 1);
     CHECK(src && !strstr(src, "pos0") && !strstr(src, "L0[j]"),
           "SYMTRACE_CUDA_UNROLL=1: a point a trip");
+    CHECK(src && strstr(src, "__launch_bounds__(1024)") && st_nvrtc_row_threads() == 1024,
+          "SYMTRACE_CUDA_UNROLL=1: the earlier bound, 1024");
+    free(src);
+    unsetenv("SYMTRACE_CUDA_UNROLL");
+    setenv("SYMTRACE_CUDA_ROW_BOUND", "1024", 1);
+    st_nvrtc_unroll_reload();
+    src = st_nvrtc_render(&k, 1);
+    CHECK(src && strstr(src, "__launch_bounds__(1024)") && strstr(src, "L0[j]"),
+          "SYMTRACE_CUDA_ROW_BOUND=1024: 4-point walks under the earlier bound");
+    unsetenv("SYMTRACE_CUDA_ROW_BOUND");
     free(src);
     unsetenv("SYMTRACE_CUDA_UNROLL");
     st_nvrtc_unroll_reload();
@@ -1198,7 +1212,7 @@ static void col_launch_checks(void)
     ka.shape[1] = 4096;
     ka.bufs[0].strides[1] = 3072;
     L = st_nvrtc_launch_config(&k, &ka, 132, 90);
-    CHECK(!L.col && L.block[0] == 1024, "the row path's config stays (%u)", L.block[0]);
+    CHECK(!L.col && L.block[0] == 256, "the row path's config stays (%u)", L.block[0]);
     /* a grid-stride loop over tiles past 32 blocks per SM */
     ka.shape[0] = 200000;
     ka.bufs[0].strides[1] = 200000;
@@ -1357,7 +1371,7 @@ static void launch_checks(void)
           L.block[0], L.block[1], L.grid[0]);
     ka.shape[1] = 50000;
     L = st_nvrtc_launch_config(&k, &ka, 132, 90);
-    CHECK(L.block[0] == 1024 && L.block[1] == 1 && L.grid[0] == 1000, "long rows %u %u",
+    CHECK(L.block[0] == 256 && L.block[1] == 1 && L.grid[0] == 1000, "long rows: the cap, %u %u",
           L.block[0], L.grid[0]);
     /* a LayerNorm row of 768: 192 threads, the row one trip of 4 points */
     ka.shape[1] = 768;
@@ -1371,6 +1385,9 @@ static void launch_checks(void)
     ka.shape[1] = 768;
     L = st_nvrtc_launch_config(&k, &ka, 132, 90);
     CHECK(L.block[0] == 128, "unroll 1, row of 768: the earlier 128 threads (%u)", L.block[0]);
+    ka.shape[1] = 50000;
+    L = st_nvrtc_launch_config(&k, &ka, 132, 90);
+    CHECK(L.block[0] == 1024, "unroll 1, long rows: the earlier 1024 threads (%u)", L.block[0]);
     unsetenv("SYMTRACE_CUDA_UNROLL");
     st_nvrtc_unroll_reload();
     CHECK(!L.col, "launch_config never picks NAME_col");
