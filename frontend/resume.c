@@ -242,6 +242,20 @@ static bool no_fallthrough(int op)
            is(op, R_JUMP_BACKWARD_NO_INTERRUPT);
 }
 
+/* The normal-flow successors of instruction i (fall-through, jump
+ * target; exception edges not included) into succ[0..return). */
+static int successors(const rs_code *c, int i, int succ[2])
+{
+    const rs_ins *in = &c->ins[i];
+    int ns = 0;
+    if (!no_fallthrough(in->op) && i + 1 < c->n)
+        succ[ns++] = i + 1;
+    int t = jump_target(in);
+    if (t >= 0 && t < c->nunits && c->at_unit[t] >= 0)
+        succ[ns++] = c->at_unit[t];
+    return ns;
+}
+
 /* reach[i]: instruction i runs on some path from the entry without an
  * exception (exception handlers' code is not reached). NULL: no memory. */
 static bool *normal_reach(const rs_code *c)
@@ -259,14 +273,7 @@ static bool *normal_reach(const rs_code *c)
         work[nw++] = 0;
     }
     while (nw > 0) {
-        int i = work[--nw];
-        const rs_ins *in = &c->ins[i];
-        int succ[2], ns = 0;
-        if (!no_fallthrough(in->op) && i + 1 < c->n)
-            succ[ns++] = i + 1;
-        int t = jump_target(in);
-        if (t >= 0 && t < c->nunits && c->at_unit[t] >= 0)
-            succ[ns++] = c->at_unit[t];
+        int succ[2], ns = successors(c, work[--nw], succ);
         for (int k = 0; k < ns; k++)
             if (!reach[succ[k]]) {
                 reach[succ[k]] = true;
@@ -300,12 +307,7 @@ static uint64_t *liveness(const rs_code *c, int nloc, int *words_out)
         for (int i = c->n - 1; i >= 0; i--) {
             const rs_ins *in = &c->ins[i];
             memset(tmp, 0, (size_t)W * sizeof(uint64_t));
-            int succ[3], ns = 0;
-            if (!no_fallthrough(in->op) && i + 1 < c->n)
-                succ[ns++] = i + 1;
-            int t = jump_target(in);
-            if (t >= 0 && t < c->nunits && c->at_unit[t] >= 0)
-                succ[ns++] = c->at_unit[t];
+            int succ[2], ns = successors(c, i, succ);
             for (int e = 0; e < c->nexc; e++)
                 if (in->at >= c->exc[e].start && in->at < c->exc[e].end &&
                     c->exc[e].target < c->nunits && c->at_unit[c->exc[e].target] >= 0) {
