@@ -744,11 +744,11 @@ PyObject *st_fe_guards_describe(const st_fe_guardset *gs)
     if (!s || PyList_Append(l, s) < 0) goto fail;
     Py_DECREF(s);
     if (gs->autocast) {
-        /* each byte of the word: 0 or dtype << 1 | 1 (runtime/autocast.c) */
-        unsigned c = gs->autocast & 0xffu, g = (gs->autocast >> 8) & 0xffu;
-        s = PyUnicode_FromFormat("AUTOCAST: cpu %s, cuda %s",
-                                 c ? st_dtype_name((st_dtype)(c >> 1)) : "off",
-                                 g ? st_dtype_name((st_dtype)(g >> 1)) : "off");
+        st_dtype c, g;
+        bool con = st_rt_autocast_in(gs->autocast, ST_DEV_CPU, &c);
+        bool gon = st_rt_autocast_in(gs->autocast, ST_DEV_CUDA, &g);
+        s = PyUnicode_FromFormat("AUTOCAST: cpu %s, cuda %s", con ? st_dtype_name(c) : "off",
+                                 gon ? st_dtype_name(g) : "off");
         if (!s || PyList_Append(l, s) < 0) goto fail;
         Py_DECREF(s);
     }

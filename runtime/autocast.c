@@ -39,12 +39,17 @@ static st_dtype default_dtype(st_device_type d) {
     return d == ST_DEV_CPU ? ST_BFLOAT16 : ST_FLOAT16; /* PyTorch's */
 }
 
+bool st_rt_autocast_in(uint32_t s, st_device_type d, st_dtype *dtype) {
+    if ((unsigned)d >= ST_NDEVTYPES) return false;
+    uint32_t b = (s >> (8 * d)) & 0xffu;
+    if (dtype && b) *dtype = (st_dtype)(b >> 1);
+    return b != 0;
+}
+
 bool st_rt_autocast_enabled(st_device_type d, st_dtype *dtype) {
     if ((unsigned)d >= ST_NDEVTYPES) return false;
-    uint32_t b = (state >> (8 * d)) & 0xffu;
-    if (dtype)
-        *dtype = b ? (st_dtype)(b >> 1) : kept[d] ? kept[d] : default_dtype(d);
-    return b != 0;
+    if (dtype) *dtype = kept[d] ? kept[d] : default_dtype(d);
+    return st_rt_autocast_in(state, d, dtype);
 }
 
 st_status st_rt_autocast_set(st_device_type d, bool enabled, st_dtype dtype) {
@@ -89,7 +94,11 @@ static bool eligible(const st_tensor *t, st_device_type d) {
 
 int st_rt_autocast_apply(st_op_id op, const st_operand *in, int nin,
                          const st_attrs *attrs, st_tensor **out) {
-    if (!state || (unsigned)op >= ST_NOPS || nin > ST_MAX_IN) return 0;
+    /* CUDA's lists hold the CPU's: an op on neither needs no look at
+     * its operands (every eager op under autocast passes here) */
+    if (!state || (unsigned)op >= ST_NOPS || nin > ST_MAX_IN ||
+        policy(ST_DEV_CUDA, op) == POL_NONE)
+        return 0;
     /* the op's device type: CUDA when any operand is there */
     st_device_type d = ST_DEV_CPU;
     bool any = false;

@@ -186,6 +186,9 @@ bool st_rt_autocast_enabled(st_device_type d, st_dtype *dtype);
  * returns the previous one (0: autocast off everywhere). */
 uint32_t st_rt_autocast_state(void);
 uint32_t st_rt_autocast_swap(uint32_t s);
+/* Is device type d on in state word s (and its dtype)? For guards'
+ * printing of a word they saved. */
+bool st_rt_autocast_in(uint32_t s, st_device_type d, st_dtype *dtype);
 /* "none", "lower", "fp32" or "promote": what autocast does to op on d. */
 const char *st_rt_autocast_policy_name(st_device_type d, st_op_id op);
 /* Called by st_rt_eager: 0 when autocast leaves the call as it is, else

@@ -73,8 +73,8 @@ class GradScaler:
             raise RuntimeError("unscale_() is being called after step().")
         from ..autograd import no_grad
         found = None
+        inv = 1.0 / self._scale_value
         with no_grad():
-            inv = None
             for group in optimizer.param_groups:
                 for p in group["params"]:
                     g = p.grad
@@ -83,8 +83,6 @@ class GradScaler:
                     if g.dtype is float16 or g.dtype is bfloat16:
                         raise ValueError("Attempting to unscale FP16 gradients: keep the parameters "
                                          "in float32 (autocast casts them for the products)")
-                    if inv is None:
-                        inv = 1.0 / self._scale_value
                     g.mul_(inv)
                     bad = g.isfinite().logical_not().sum()
                     found = bad if found is None else found + bad
