@@ -17,6 +17,35 @@ int tr_check_trace(tr_state *s)
     return 0;
 }
 
+/* A real call runs on real values while the trace records its ops; a
+ * tensor it reads that the trace has not seen becomes a graph input. One
+ * the call was given has a source (guarded, read again on every call);
+ * one it found on its own (a parameter's .grad, a tensor an object holds)
+ * has none, and the graph would keep this call's tensor as a constant:
+ * stale on the next call, and in-place writes would miss the new one.
+ * Such a call breaks the graph and runs as Python. */
+static int unsourced_reads(tr_state *s, PyObject *fn, int nin0)
+{
+    int nin = 0;
+    st_tensor *const *ins = st_rt_trace_inputs(&nin);
+    for (int k = nin0; k < nin; k++) {
+        PyObject *key = tr_id_key(ins[k]);
+        if (!key)
+            return tr_break_exc(s, "source");
+        int has = PyDict_Contains(s->srcmap, key);
+        Py_DECREF(key);
+        if (has < 0)
+            return tr_break_exc(s, "source");
+        if (!has) {
+            char buf[200];
+            return tr_break(s, "call to %s reads a tensor it was not passed (input %d of the "
+                            "graph has no source to guard and read again)",
+                            tr_qualname(fn, buf, sizeof buf), k);
+        }
+    }
+    return 0;
+}
+
 /* A real call on real values; the result keeps an argument's var when it
  * is that argument (in-place methods return self). */
 static int real_call(tr_state *s, PyObject *fn, tr_var *args, int nargs,
@@ -31,7 +60,10 @@ static int real_call(tr_state *s, PyObject *fn, tr_var *args, int nargs,
     }
     int rc = 0;
     for (int i = 0; i < nargs; i++) {
-        if (args[i].aux == TR_AUX_ITER || args[i].aux == TR_AUX_SUPER) {
+        /* an iterator (a generator: model.parameters()) is consumed by the
+         * call, which a break after it (unsourced_reads) could not undo */
+        if (args[i].aux == TR_AUX_ITER || args[i].aux == TR_AUX_SUPER ||
+            (args[i].v && PyIter_Check(args[i].v) && !st_fe_is_tensor(args[i].v))) {
             rc = tr_break(s, "an iterator passed to %s", tr_qualname(fn, buf, sizeof buf));
             break;
         }
@@ -47,6 +79,8 @@ static int real_call(tr_state *s, PyObject *fn, tr_var *args, int nargs,
         for (int i = 0; !rc && i < nargs; i++)
             vals[i] = args[i].v;
     }
+    int nin0 = 0;
+    st_rt_trace_inputs(&nin0);
     if (!rc) {
         Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
         r = PyObject_Vectorcall(fn, vals, (size_t)(nargs - nkw), kwnames);
@@ -59,7 +93,7 @@ static int real_call(tr_state *s, PyObject *fn, tr_var *args, int nargs,
             char what[240];
             snprintf(what, sizeof what, "call to %s", tr_qualname(fn, buf, sizeof buf));
             rc = tr_break_exc(s, what);
-        } else if (tr_check_trace(s) < 0) {
+        } else if (tr_check_trace(s) < 0 || unsourced_reads(s, fn, nin0) < 0) {
             Py_DECREF(r);
             rc = -1;
         }
