@@ -444,7 +444,15 @@ static void r_binary(ad *c, rule *r)
         if (da) { /* where(b == 0, 0, g b a^(b-1)) */
             /* b - 1 as a statement even for a scalar b: a scalar's value
              * is bound per call, never baked into the cached program */
-            int bm1 = sub(c, b, F(c, 1.0));
+            int bb = b;
+            if (M(c, b).kind == ST_META_SCALAR && st_dtype_is_float(M(c, a).dtype)) {
+                /* two wrapped scalars alone compute in float32: b - 1 in
+                 * a's precision instead (x.pow(1/3) on float64) */
+                st_attrs ca = A0();
+                ca.dtype = M(c, a).dtype;
+                bb = E(c, ST_OP_CAST, &b, 1, &ca);
+            }
+            int bm1 = sub(c, bb, F(c, 1.0));
             int t = mul(c, mul(c, g, b), E2(c, ST_OP_POW, a, bm1));
             ga = E3(c, ST_OP_WHERE, E2(c, ST_OP_EQ, b, F(c, 0.0)),
                     F(c, 0.0), t);

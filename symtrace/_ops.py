@@ -639,6 +639,9 @@ def _full(size, fill_value, *, dtype=None, device=None):
         fill_value = fill_value.item()
     if dtype is None:
         dtype = _scalar_dtype(fill_value)
+    if isinstance(fill_value, float) and not dtype.is_floating_point:
+        # as torch: a float fill truncates toward zero for integer dtypes; bool is != 0
+        fill_value = fill_value != 0 if dtype is bool_ else int(fill_value)
     if isinstance(fill_value, (bool, int)) and not dtype.is_floating_point:
         return _op(_C.OP_FULL, (), _attrs(ints=(int(fill_value),), dims=size, flags=INT_VALUE, dtype=dtype),
                    None, _dev(device))

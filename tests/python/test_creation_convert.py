@@ -210,3 +210,15 @@ def test_dlpack_torch(torch, dtype):
     s = st.from_dlpack(th)
     th[0, 1] = 42  # shared memory
     assert s[0, 1].item() == 42
+
+
+@pytest.mark.parametrize("value", [2.0, 2.7, -2.7, 0.5, -0.0, 1e3])
+@pytest.mark.parametrize("dtype", ["int32", "int64", "bool"])
+def test_full_float_value_into_integer_dtype(torch, dtype, value):
+    # a float fill truncates toward zero (bool: != 0), as torch; it used to give zeros
+    got = st.full((3,), value, dtype=getattr(st, dtype))
+    exp = torch.full((3,), value, dtype=getattr(torch, dtype))
+    assert got.tolist() == exp.tolist()
+    t = st.zeros(2, dtype=getattr(st, dtype))
+    t.fill_(value)
+    assert t.tolist() == torch.zeros(2, dtype=getattr(torch, dtype)).fill_(value).tolist()
