@@ -15,7 +15,8 @@ from ._ops import (abs, round, max, min, sum, pow, result_type,  # noqa: F401  (
                    manual_seed, initial_seed)
 from . import memory  # noqa: F401
 from . import autograd  # noqa: F401
-from .autograd import no_grad, enable_grad, set_grad_enabled, is_grad_enabled  # noqa: F401
+from .autograd import (no_grad, enable_grad, set_grad_enabled, is_grad_enabled,  # noqa: F401
+                       inference_mode, is_inference_mode_enabled)
 from . import nn  # noqa: F401
 from . import optim  # noqa: F401
 from . import config  # noqa: F401

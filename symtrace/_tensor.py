@@ -249,8 +249,94 @@ class Tensor(_C.TensorBase):
     def log_softmax(self, dim): return _ops.log_softmax(self, dim)
     def matmul(self, other): return _ops.matmul(self, other)
     def index_select(self, dim, index): return _ops.index_select(self, dim, index)
+    def repeat_interleave(self, repeats, dim=None, *, output_size=None):
+        return _ops.repeat_interleave(self, repeats, dim, output_size=output_size)
     def gather(self, dim, index): return _ops.gather(self, dim, index)
     def scatter_add(self, dim, index, src): return _ops.scatter_add(self, dim, index, src)
+    def tril(self, diagonal=0): return _ops.tril(self, diagonal)
+    def triu(self, diagonal=0): return _ops.triu(self, diagonal)
+
+    def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        return _ops.var(self, dim, unbiased, keepdim, correction=correction)
+
+    def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        return _ops.std(self, dim, unbiased, keepdim, correction=correction)
+
+    def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
+        return _ops.norm(self, p, dim, keepdim, dtype)
+
+    def mm(self, mat2): return _ops.mm(self, mat2)
+    def bmm(self, mat2): return _ops.bmm(self, mat2)
+    def outer(self, vec2): return _ops.outer(self, vec2)
+    ger = outer
+    def addmm(self, mat1, mat2, *, beta=1, alpha=1): return _ops.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+
+    def baddbmm(self, batch1, batch2, *, beta=1, alpha=1):
+        return _ops.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+
+    def addcmul(self, tensor1, tensor2, *, value=1): return _ops.addcmul(self, tensor1, tensor2, value=value)
+    def addcdiv(self, tensor1, tensor2, *, value=1): return _ops.addcdiv(self, tensor1, tensor2, value=value)
+    def lerp(self, end, weight): return _ops.lerp(self, end, weight)
+    def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        return _ops.isclose(self, other, rtol, atol, equal_nan)
+
+    def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        return _ops.allclose(self, other, rtol, atol, equal_nan)
+
+    def equal(self, other): return _ops.equal(self, other)
+    def nan_to_num(self, nan=0.0, posinf=None, neginf=None): return _ops.nan_to_num(self, nan, posinf, neginf)
+    def cumsum(self, dim, *, dtype=None): return _ops.cumsum(self, dim, dtype=dtype)
+
+    # ---- movement ----
+    def broadcast_to(self, size): return _ops.broadcast_to(self, size)
+
+    def repeat(self, *sizes):
+        """repeat(*sizes): a new tensor with self tiled sizes[i] times along dim i."""
+        if not sizes:
+            raise TypeError('repeat() missing 1 required positional arguments: "repeats"')
+        if len(sizes) == 1 and isinstance(sizes[0], (list, tuple)):
+            sizes = tuple(sizes[0])
+        return _ops._repeat(self, sizes)
+
+    def tile(self, *dims):
+        if len(dims) == 1 and isinstance(dims[0], (list, tuple)):
+            dims = dims[0]
+        return _ops.tile(self, tuple(dims))
+
+    def unbind(self, dim=0): return _ops.unbind(self, dim)
+    def narrow(self, dim, start, length): return _ops.narrow(self, dim, start, length)
+
+    def flip(self, *dims):
+        if len(dims) == 1 and isinstance(dims[0], (list, tuple)):
+            dims = dims[0]
+        return _ops.flip(self, tuple(dims))
+
+    def roll(self, shifts, dims=None): return _ops.roll(self, shifts, dims)
+    def type_as(self, other): return self.to(dtype=other.dtype, device=other.device)
+
+    @property
+    def mT(self):
+        """The transpose of the last two dims (batches of matrices)."""
+        if self.dim() < 2:
+            raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. "
+                               f"Got {self.dim()}-D tensor.")
+        return self.transpose(-2, -1)
+
+    @property
+    def mH(self):
+        """The conjugate transpose of the last two dims: mT (symtrace has no complex dtypes)."""
+        if self.dim() < 2:
+            raise RuntimeError(f"tensor.mH is only supported on matrices or batches of matrices. "
+                               f"Got {self.dim()}-D tensor.")
+        return self.transpose(-2, -1)
+
+    @property
+    def nbytes(self):
+        return self.numel() * self.element_size()
+
+    @property
+    def itemsize(self):
+        return self.element_size()
 
     # ---- in place: the result is written into self ----
     def _inplace(self, opid, ins, attrs=None):
@@ -271,6 +357,9 @@ class Tensor(_C.TensorBase):
         if not _ops._can_cast(result.dtype, self.dtype):
             raise RuntimeError(f"{name}: result type {result.dtype} can't be cast to the "
                                f"desired output type {self.dtype}")
+        if tuple(result.shape) != tuple(self.shape):
+            raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast "
+                               f"shape {list(result.shape)}")
         return self.copy_(result)
 
     def clamp_(self, min=None, max=None):
@@ -299,8 +388,38 @@ class Tensor(_C.TensorBase):
 
     def masked_fill_(self, mask, value): return self._assign(_ops.masked_fill(self, mask, value), "masked_fill_")
     def relu_(self): return self._assign(_ops.relu(self), "relu_")
-    def scatter_add_(self, dim, index, src):
-        return self._assign(_ops.scatter_add(self, dim, index, src), "scatter_add_")
+
+    def _via(self, fn, name, *args, **kwargs):
+        """self = fn(self, *args): under autograd fn reads a copy of self (also where self
+        is among args), since its backward may need the values the write overwrites."""
+        if self.requires_grad and _C._is_grad_enabled():
+            src = self.clone()
+            args = tuple(src if a is self else a for a in args)
+        else:
+            src = self
+        return self._assign(fn(src, *args, **kwargs), name)
+
+    def sqrt_(self): return self._via(_ops.sqrt, "sqrt_")
+    def rsqrt_(self): return self._via(_ops.rsqrt, "rsqrt_")
+    def exp_(self): return self._via(_ops.exp, "exp_")
+    def log_(self): return self._via(_ops.log, "log_")
+    def neg_(self): return self._via(_ops.neg, "neg_")
+    def abs_(self): return self._via(_ops.abs, "abs_")
+    def tanh_(self): return self._via(_ops.tanh, "tanh_")
+    def sigmoid_(self): return self._via(_ops.sigmoid, "sigmoid_")
+    def reciprocal_(self): return self._via(_ops.reciprocal, "reciprocal_")
+    def tril_(self, diagonal=0): return self._via(_ops.tril, "tril_", diagonal)
+    def triu_(self, diagonal=0): return self._via(_ops.triu, "triu_", diagonal)
+    def lerp_(self, end, weight): return self._via(_ops.lerp, "lerp_", end, weight)
+
+    def addcmul_(self, tensor1, tensor2, *, value=1):
+        return self._via(_ops.addcmul, "addcmul_", tensor1, tensor2, value=value)
+
+    def addcdiv_(self, tensor1, tensor2, *, value=1):
+        return self._via(_ops.addcdiv, "addcdiv_", tensor1, tensor2, value=value)
+
+    def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
+        return self._via(_ops.nan_to_num, "nan_to_num_", nan, posinf, neginf)
 
 
 _C._set_tensor_class(Tensor)

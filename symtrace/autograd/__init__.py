@@ -1,7 +1,8 @@
 """symtrace.autograd: the tape's Python face (backward, grad, grad mode,
 custom Functions / PyLayer, gradcheck)."""
 from .. import _C
-from .grad_mode import no_grad, enable_grad, set_grad_enabled, is_grad_enabled  # noqa: F401
+from .grad_mode import (no_grad, enable_grad, set_grad_enabled, is_grad_enabled,  # noqa: F401
+                        inference_mode, is_inference_mode_enabled)
 from .function import Function, PyLayer, FunctionCtx, PyLayerContext  # noqa: F401
 
 
