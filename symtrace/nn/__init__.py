@@ -6,5 +6,9 @@ from .parameter import Parameter  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .modules import (Module, Linear, Identity, Embedding, LayerNorm, Dropout, ReLU, GELU, Tanh,  # noqa: F401
                       Sigmoid, Softmax, LogSoftmax, MultiheadAttention, Sequential, ModuleList, ModuleDict,
-                      CrossEntropyLoss, MSELoss, TransformerEncoderLayer, TransformerEncoder)
+                      CrossEntropyLoss, MSELoss, TransformerEncoderLayer, TransformerEncoder,
+                      SiLU, Mish, SELU, CELU, ELU, Softplus, LeakyReLU, Threshold, Hardtanh, ReLU6, Hardsigmoid,
+                      Hardswish, GLU, LogSigmoid, Softsign, Tanhshrink, Softmin, NLLLoss, L1Loss, SmoothL1Loss,
+                      HuberLoss, BCELoss, BCEWithLogitsLoss, KLDivLoss, CosineEmbeddingLoss, CosineSimilarity,
+                      PairwiseDistance, Flatten, Unflatten, RMSNorm, GroupNorm, ParameterList, ParameterDict)
 from . import utils  # noqa: F401

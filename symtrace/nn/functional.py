@@ -150,6 +150,14 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     a float one is added to the scores."""
     import math
     L, S = query.shape[-2], key.shape[-2]
+    if enable_gqa and query.dim() >= 3 and key.shape[-3] != query.shape[-3]:
+        hq, hk, hv = query.shape[-3], key.shape[-3], value.shape[-3]
+        if hk != hv or hk == 0 or hq % hk:
+            raise RuntimeError(f"scaled_dot_product_attention: enable_gqa needs the query's heads "
+                               f"({hq}) to be a multiple of the key's ({hk}) and value's ({hv})")
+        # each key/value head serves hq // hk consecutive query heads (repeat_interleave)
+        key = _ops.repeat_interleave(key, hq // hk, -3)
+        value = _ops.repeat_interleave(value, hq // hk, -3)
     scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     scores = _ops.matmul(query, key.transpose(-2, -1)) * scale_factor
     if is_causal:
@@ -280,3 +288,693 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     if not is_batched:
         out = out.squeeze(1)
     return out, None
+
+
+# ---------------- helpers for the functions below ----------------
+# (each one composes existing ops, so autograd and symtrace.compile see
+# ordinary graphs; nothing here branches on tensor values)
+_LOG1P = getattr(_ops, "log1p", None)
+_ONE_HOT = getattr(_ops, "_one_hot", None)
+_TORCH_TYPE = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
+               "int32": "Int", "int64": "Long", "bool": "Bool"}
+_EPS = {"float32": 1.1920928955078125e-07, "float64": 2.220446049250313e-16,
+        "float16": 0.0009765625, "bfloat16": 0.0078125}
+
+
+def _tname(dtype):
+    """torch's scalar type name of a dtype ('Float', 'Long', ...)."""
+    return _TORCH_TYPE.get(str(dtype).rpartition(".")[2], str(dtype))
+
+
+def _finfo_eps(dtype):
+    return _EPS[str(dtype).rpartition(".")[2]]
+
+
+def _log1p(y):
+    """log(1 + y), accurate for small y: log(u) (u = 1 + y) plus Kahan's correction
+    log(u) * y / (u - 1) - log(u), a constant for autograd (so d/dy = 1 / u)."""
+    if _LOG1P is not None:
+        return _LOG1P(y)
+    u = y + 1.0
+    lu = _ops.log(u)
+    with _no_grad():
+        d = u - 1.0
+        tiny = d == 0
+        corr = _ops.where(tiny, y, lu * (y / d.masked_fill(tiny, 1.0))) - lu
+    return lu + corr
+
+
+def _check_float(input, fname):
+    """torch's activations refuse integer inputs with this NotImplementedError."""
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f'"{fname}_cpu" not implemented for \'{_tname(input.dtype)}\'')
+
+
+def _get_reduction(size_average, reduce, reduction):
+    """The reduction string, from the deprecated size_average/reduce if given."""
+    if size_average is not None or reduce is not None:
+        size_average = True if size_average is None else size_average
+        reduce = True if reduce is None else reduce
+        reduction = "none" if not reduce else ("mean" if size_average else "sum")
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return reduction
+
+
+def _reduce(r, reduction):
+    if reduction == "mean":
+        return r.mean()
+    if reduction == "sum":
+        return r.sum()
+    return r
+
+
+def _warn_size(input, target, stacklevel=3):
+    if tuple(target.shape) != tuple(input.shape):
+        import warnings
+        warnings.warn(f"Using a target size ({tuple(target.shape)}) that is different to the input size "
+                      f"({tuple(input.shape)}). This will likely lead to incorrect results due to "
+                      "broadcasting. Please ensure they have the same size.", stacklevel=stacklevel)
+
+
+def _broadcast_shape(a, b):
+    """The broadcast of shapes a and b, with torch's error."""
+    a, b = tuple(a), tuple(b)
+    n = len(a) if len(a) > len(b) else len(b)
+    a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+    out = []
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y and x != 1 and y != 1:
+            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b ({y}) at "
+                               f"non-singleton dimension {i}")
+        out.append(y if x == 1 else x)
+    return tuple(out)
+
+
+def _norm(x, p, dim, keepdim=False):
+    """The p-norm over dim (torch.norm / linalg.vector_norm), with a zero gradient
+    (not nan) where the norm is 0, as torch."""
+    if p == 2:
+        s = (x * x).sum(dim, keepdim)
+        z = s == 0
+        return _ops.sqrt(s.masked_fill(z, 1.0)).masked_fill(z, 0.0)
+    a = x.abs()
+    if p == float("inf"):
+        return a.amax(dim, keepdim)
+    if p == float("-inf"):
+        return a.amin(dim, keepdim)
+    if p == 1:
+        return a.sum(dim, keepdim)
+    if p == 0:
+        return (x != 0).to(x.dtype).sum(dim, keepdim)
+    # 0-d exponents of x's dtype: a Python float exponent's gradient is
+    # computed in float32 precision even for float64 inputs
+    s = a.pow(_ops.full((), float(p), dtype=x.dtype, device=x.device)).sum(dim, keepdim)
+    z = s == 0
+    inv = _ops.full((), 1.0 / p, dtype=x.dtype, device=x.device)
+    return s.masked_fill(z, 1.0).pow(inv).masked_fill(z, 0.0)
+
+
+# ---------------- activations ----------------
+def silu(input, inplace=False):
+    """silu(input) = input * sigmoid(input) (inplace is accepted, the result is a new tensor)."""
+    _check_tensor(input, "silu")
+    _check_float(input, "silu")
+    return input * sigmoid(input)
+
+
+def mish(input, inplace=False):
+    """mish(input) = input * tanh(softplus(input))."""
+    _check_tensor(input, "mish")
+    _check_float(input, "mish")
+    return input * tanh(_softplus(input))
+
+
+def _softplus(z):
+    """log(1 + exp(z)) without overflow: max(z, 0) + log1p(exp(-|z|))."""
+    return _ops.maximum(z, 0.0) + _log1p(_ops.exp(-z.abs()))
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    """softplus(input, beta=1, threshold=20) = log(1 + exp(beta * x)) / beta; x where beta * x > threshold."""
+    _check_tensor(input, "softplus")
+    _check_float(input, "softplus")
+    z = input * beta if beta != 1 else input
+    r = _softplus(z)
+    if beta != 1:
+        r = r / beta
+    return _ops.where(z > threshold, input, r)
+
+
+def logsigmoid(input):
+    """logsigmoid(input) = log(sigmoid(input)) = min(x, 0) - log1p(exp(-|x|))."""
+    _check_tensor(input, "logsigmoid")
+    _check_float(input, "log_sigmoid")
+    return _ops.minimum(input, 0.0) - _log1p(_ops.exp(-input.abs()))
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """leaky_relu(input, negative_slope=0.01) = x if x > 0 else negative_slope * x."""
+    _check_tensor(input, "leaky_relu")
+    _check_float(input, "leaky_relu")
+    return _ops.where(input > 0, input, input * negative_slope)
+
+
+def _elu(input, alpha, scale=1.0, input_scale=1.0):
+    neg = input.masked_fill(input > 0, 0.0)   # exp only sees x <= 0 (no inf * 0 in the gradient)
+    if input_scale != 1.0:
+        neg = neg * input_scale
+    r = _ops.where(input > 0, input, (_ops.exp(neg) - 1.0) * alpha)
+    return r * scale if scale != 1.0 else r
+
+
+def elu(input, alpha=1.0, inplace=False):
+    """elu(input, alpha=1) = x if x > 0 else alpha * (exp(x) - 1)."""
+    _check_tensor(input, "elu")
+    _check_float(input, "elu")
+    return _elu(input, alpha)
+
+
+def selu(input, inplace=False):
+    """selu(input) = scale * elu(input, alpha) with torch's alpha and scale."""
+    _check_tensor(input, "selu")
+    _check_float(input, "elu")
+    return _elu(input, 1.6732632423543772848170429916717, 1.0507009873554804934193349852946)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    """celu(input, alpha=1) = x if x > 0 else alpha * (exp(x / alpha) - 1)."""
+    _check_tensor(input, "celu")
+    _check_float(input, "elu")
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
+    return _elu(input, alpha, 1.0, 1.0 / alpha)
+
+
+def threshold(input, threshold, value, inplace=False):
+    """threshold(input, threshold, value) = x if x > threshold else value."""
+    _check_tensor(input, "threshold")
+    r = _ops.where(input > threshold, input, value)
+    return r if r.dtype is input.dtype else r.to(input.dtype)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """hardtanh(input, min_val=-1, max_val=1): clamp, with a zero gradient outside (min_val, max_val)."""
+    _check_tensor(input, "hardtanh")
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    if not input.dtype.is_floating_point:
+        r = _ops.clamp(input, min_val, max_val)
+        return r if r.dtype is input.dtype else r.to(input.dtype)
+    return _ops.where(input <= min_val, min_val, _ops.where(input >= max_val, max_val, input))
+
+
+def relu6(input, inplace=False):
+    """relu6(input) = hardtanh(input, 0, 6)."""
+    return hardtanh(input, 0.0, 6.0)
+
+
+def hardsigmoid(input, inplace=False):
+    """hardsigmoid(input) = relu6(x + 3) / 6 (zero gradient outside (-3, 3))."""
+    _check_tensor(input, "hardsigmoid")
+    _check_float(input, "hardsigmoid")
+    return _ops.where(input <= -3.0, 0.0, _ops.where(input >= 3.0, 1.0, input / 6.0 + 0.5))
+
+
+def hardswish(input, inplace=False):
+    """hardswish(input) = x * relu6(x + 3) / 6."""
+    _check_tensor(input, "hardswish")
+    _check_float(input, "hardswish")
+    return _ops.where(input <= -3.0, 0.0, _ops.where(input < 3.0, input * (input + 3.0) / 6.0, input))
+
+
+def glu(input, dim=-1):
+    """glu(input, dim=-1) = a * sigmoid(b), a and b the halves of input along dim."""
+    _check_tensor(input, "glu")
+    if input.dim() == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    d = _ops._wrap(dim, input.dim(), "glu")
+    n = input.shape[d]
+    if n % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {n}")
+    _check_float(input, "glu")
+    a, b = _ops.split(input, n // 2, d)
+    return a * sigmoid(b)
+
+
+def _softmax_dim(ndim):
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    """softmin(input, dim) = softmax(-input, dim)."""
+    _check_tensor(input, "softmin")
+    if dim is None:
+        dim = _softmax_dim(input.dim())
+    return softmax(-input, dim, dtype=dtype)
+
+
+def softsign(input):
+    """softsign(input) = x / (1 + |x|)."""
+    _check_tensor(input, "softsign")
+    return input / (input.abs() + 1)
+
+
+def tanhshrink(input):
+    """tanhshrink(input) = x - tanh(x)."""
+    _check_tensor(input, "tanhshrink")
+    return input - tanh(input)
+
+
+# ---------------- losses ----------------
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+             reduction="mean"):
+    """nll_loss(input [N, C] / [C] / [N, C, d...] of log-probabilities, target [N] / [] / [N, d...],
+    weight=None, ignore_index=-100, reduction='mean'): -weight[t] * input[t]; 'mean'
+    divides by the sum of the weights of the non-ignored targets."""
+    _check_tensor(input, "nll_loss")
+    _check_tensor(target, "nll_loss", "target")
+    reduction = _get_reduction(size_average, reduce, reduction)
+    nd = input.dim()
+    if nd < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {nd})")
+    if target.dtype is not _ops.int64:
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {_tname(target.dtype)}")
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"nll_loss_out_frame\" not implemented for '{_tname(input.dtype)}'")
+    if nd == 1:
+        if target.dim() > 1:
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+        if target.dim() == 1 and target.shape[0] != 1:
+            raise ValueError(f"Expected input batch_size (1) to match target batch_size ({target.shape[0]}).")
+        x, t = input.unsqueeze(0), target.reshape(1)
+    else:
+        if target.dim() == 0 or target.shape[0] != input.shape[0]:
+            tb = target.shape[0] if target.dim() else 0
+            raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size ({tb}).")
+        if nd == 2 and target.dim() != 1:
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+        want = (input.shape[0],) + tuple(input.shape[2:])
+        if tuple(target.shape) != want:
+            raise RuntimeError(f"Expected target size {list(want)}, got {list(target.shape)}")
+        x, t = input, target
+    c = x.shape[1]
+    if weight is not None:
+        _check_tensor(weight, "nll_loss", "weight")
+        if weight.dim() != 1 or weight.shape[0] != c:
+            raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no classes "
+                               f"but got weight tensor of shape: {list(weight.shape)}")
+        if weight.dtype is not input.dtype:
+            raise RuntimeError(f"expected scalar type {_tname(input.dtype)} but found {_tname(weight.dtype)}")
+    valid = t != ignore_index
+    safe = _ops.where(valid, t, 0)
+    if c:
+        picked = _ops.gather(x, 1, safe.unsqueeze(1)).squeeze(1)
+    else:  # no classes: every target must be ignored
+        picked = _ops.zeros(tuple(safe.shape), dtype=x.dtype, device=x.device)
+    if weight is None:
+        loss = _ops.where(valid, -picked, 0.0)
+        total = valid.to(input.dtype).sum() if reduction == "mean" else None
+    else:
+        w = weight.index_select(0, safe.reshape(-1)).reshape(safe.shape) if c else picked
+        loss = _ops.where(valid, -(picked * w), 0.0)
+        total = _ops.where(valid, w, 0.0).sum() if reduction == "mean" else None
+    if reduction == "none":
+        return loss.reshape(()) if nd == 1 else loss
+    if reduction == "sum":
+        return loss.sum()
+    return loss.sum() / total
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """l1_loss(input, target, reduction='mean', weight=None) = |input - target|
+    ('mean' with weight: sum(weight * loss) / sum(weight))."""
+    _check_tensor(input, "l1_loss")
+    _check_tensor(target, "l1_loss", "target")
+    _warn_size(input, target)
+    reduction = _get_reduction(size_average, reduce, reduction)
+    r = (input - target).abs()
+    if weight is not None:
+        if tuple(weight.shape) != tuple(input.shape):
+            raise ValueError("Weights and input must have the same size.")
+        r = r * weight
+        if reduction == "mean":
+            return r.sum() / weight.sum()
+    return _reduce(r, reduction)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """smooth_l1_loss(input, target, reduction='mean', beta=1): 0.5 d^2 / beta where
+    |d| < beta, else |d| - 0.5 beta (d = input - target)."""
+    _check_tensor(input, "smooth_l1_loss")
+    _check_tensor(target, "smooth_l1_loss", "target")
+    _warn_size(input, target)
+    reduction = _get_reduction(size_average, reduce, reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    d = input - target
+    a = d.abs()
+    if beta == 0:
+        return _reduce(a, reduction)
+    return _reduce(_ops.where(a < beta, d * d * (0.5 / beta), a - 0.5 * beta), reduction)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """huber_loss(input, target, reduction='mean', delta=1, weight=None): 0.5 d^2
+    where |d| < delta, else delta * (|d| - 0.5 delta)."""
+    _check_tensor(input, "huber_loss")
+    _check_tensor(target, "huber_loss", "target")
+    _warn_size(input, target)
+    reduction = _get_reduction(None, None, reduction)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    d = input - target
+    a = d.abs()
+    r = _ops.where(a < delta, d * d * 0.5, (a - 0.5 * delta) * delta)
+    if weight is not None:
+        if tuple(weight.shape) != tuple(input.shape):
+            raise ValueError("Weights and input must have the same size.")
+        r = r * weight
+    return _reduce(r, reduction)
+
+
+def _clamped_log(x):
+    """log(x) clamped at -100 (torch's binary_cross_entropy), with a finite
+    gradient where x == 0."""
+    z = x <= 0
+    return _ops.log(x.masked_fill(z, 1.0)).masked_fill(z, -100.0).clamp(min=-100.0)
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """binary_cross_entropy(input (probabilities), target, weight=None, reduction='mean')
+    = -weight * (t log(x) + (1 - t) log(1 - x)), the logs clamped at -100."""
+    _check_tensor(input, "binary_cross_entropy")
+    _check_tensor(target, "binary_cross_entropy", "target")
+    reduction = _get_reduction(size_average, reduce, reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Using a target size ({tuple(target.shape)}) that is different to the input size "
+                         f"({tuple(input.shape)}) is deprecated. Please ensure they have the same size.")
+    if target.dtype is not input.dtype:
+        raise RuntimeError(f"Found dtype {_tname(target.dtype)} but expected {_tname(input.dtype)}")
+    r = -(target * _clamped_log(input) + (1.0 - target) * _clamped_log(1.0 - input))
+    if weight is not None:
+        _check_tensor(weight, "binary_cross_entropy", "weight")
+        if _broadcast_shape(target.shape, weight.shape) != tuple(target.shape):
+            raise RuntimeError(f"The size of tensor a ({list(weight.shape)}) must match the size of tensor b "
+                               f"({list(target.shape)})")
+        r = r * weight
+    return _reduce(r, reduction)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
+                                     reduction="mean", pos_weight=None):
+    """binary_cross_entropy_with_logits(input (logits), target, weight=None, reduction='mean',
+    pos_weight=None) = -weight * (pos_weight * t * logsigmoid(x) + (1 - t) * logsigmoid(-x)),
+    computed stably."""
+    _check_tensor(input, "binary_cross_entropy_with_logits")
+    _check_tensor(target, "binary_cross_entropy_with_logits", "target")
+    reduction = _get_reduction(size_average, reduce, reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Target size ({tuple(target.shape)}) must be the same as input size "
+                         f"({tuple(input.shape)})")
+    ls = logsigmoid(input)
+    if pos_weight is not None:
+        _broadcast_shape(target.shape, pos_weight.shape)
+        r = (1.0 - target) * input - ((pos_weight - 1.0) * target + 1.0) * ls
+    else:
+        r = (1.0 - target) * input - ls
+    if weight is not None:
+        _broadcast_shape(r.shape, weight.shape)
+        r = r * weight
+    return _reduce(r, reduction)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """kl_div(input (log-probabilities), target, reduction='mean', log_target=False)
+    = target * (log(target) - input) pointwise; 'batchmean' divides the sum by input.size(0)."""
+    _check_tensor(input, "kl_div")
+    _check_tensor(target, "kl_div", "target")
+    if size_average is not None or reduce is not None or reduction != "batchmean":
+        reduction = _get_reduction(size_average, reduce, reduction)
+    if not input.dtype.is_floating_point or not target.dtype.is_floating_point:
+        raise RuntimeError("kl_div: Integral inputs not supported.")
+    if log_target:
+        r = _ops.exp(target) * (target - input)
+    else:  # xlogy(t, t) - t * x: 0 where t == 0
+        r = target * (_ops.log(target.masked_fill(target == 0, 1.0)) - input)
+    if reduction == "batchmean":
+        s = r.sum()
+        return s / input.shape[0] if input.dim() != 0 else s
+    return _reduce(r, reduction)
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                          reduction="mean"):
+    """cosine_embedding_loss(x1, x2, y, margin=0): 1 - cos(x1, x2) where y == 1,
+    max(0, cos(x1, x2) - margin) where y == -1."""
+    _check_tensor(input1, "cosine_embedding_loss", "input1")
+    _check_tensor(input2, "cosine_embedding_loss", "input2")
+    _check_tensor(target, "cosine_embedding_loss", "target")
+    reduction = _get_reduction(size_average, reduce, reduction)
+    nd = input1.dim()
+    if nd not in (1, 2) or input2.dim() != nd:
+        raise RuntimeError(f"cosine_embedding_loss: Expected 1D or 2D tensors for input1 and input2, but got "
+                           f"input1 with {input1.dim()} dimensions and input2 with {input2.dim()} dimensions")
+    if target.dim() != nd - 1:
+        raise RuntimeError(f"{nd}D target tensor expects {nd}D input tensors, but found inputs with sizes "
+                           f"{list(input1.shape)} and {list(input2.shape)}.")
+    eps = 1e-12
+    prod = (input1 * input2).sum(-1)
+    m1 = (input1 * input1).sum(-1) + eps
+    m2 = (input2 * input2).sum(-1) + eps
+    cos = prod / _ops.sqrt(m1 * m2)
+    zeros = _ops.zeros_like(cos)
+    pos = 1.0 - cos
+    neg = _ops.maximum(zeros, cos - margin)
+    r = _ops.where(target == 1, pos, zeros) + _ops.where(target == -1, neg, zeros)
+    return _reduce(r, reduction)
+
+
+# ---------------- normalization, distances ----------------
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """rms_norm(input, normalized_shape, weight=None, eps=None) = x / sqrt(mean(x^2) + eps) * weight
+    over the trailing normalized_shape dims; eps None is the dtype's machine epsilon
+    (float16/bfloat16 compute in float32, as torch)."""
+    _check_tensor(input, "rms_norm")
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    normalized_shape = tuple(normalized_shape)
+    k = len(normalized_shape)
+    if k == 0:
+        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., containing at least "
+                           "one element, but got normalized_shape = []")
+    if weight is not None and tuple(weight.shape) != normalized_shape:
+        raise RuntimeError(f"Expected weight to be of same shape as normalized_shape, but got weight of shape "
+                           f"{list(weight.shape)} and normalized_shape = {list(normalized_shape)}")
+    nd = input.dim()
+    if k > nd or tuple(input.shape[nd - k:]) != normalized_shape:
+        raise RuntimeError(f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
+                           f"[*, {', '.join(map(str, normalized_shape))}], but got input of size "
+                           f"{list(input.shape)}")
+    dt = input.dtype
+    x = input.to(_C.float32) if dt in (_C.float16, _C.bfloat16) else input
+    if eps is None:
+        eps = _finfo_eps(x.dtype)
+    dims = tuple(range(nd - k, nd))
+    r = x * _ops.rsqrt((x * x).mean(dims, keepdim=True) + eps)
+    if weight is not None:
+        r = r * weight
+    return r if r.dtype is dt else r.to(dt)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """group_norm(input [N, C, *], num_groups, weight=None, bias=None, eps=1e-5):
+    normalizes each group of C / num_groups channels, then weight * y + bias per channel."""
+    _check_tensor(input, "group_norm")
+    if input.dim() < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.dim()}")
+    n, c = input.shape[0], input.shape[1]
+    if num_groups <= 0 or c % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got "
+                           f"input of shape {list(input.shape)} and num_groups={num_groups}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and (t.dim() != 1 or t.shape[0] != c):
+            raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of channels in "
+                               f"input, but got {name} of shape {list(t.shape)} and input of shape "
+                               f"{list(input.shape)}")
+    x = input.reshape(n, num_groups, -1)
+    mu = x.mean(-1, keepdim=True)
+    d = x - mu
+    var = (d * d).mean(-1, keepdim=True)
+    y = (d * _ops.rsqrt(var + eps)).reshape(input.shape)
+    cshape = (1, c) + (1,) * (input.dim() - 2)
+    if weight is not None:
+        y = y * weight.reshape(cshape)
+    if bias is not None:
+        y = y + bias.reshape(cshape)
+    return y
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """normalize(input, p=2, dim=1, eps=1e-12) = input / max(||input||_p over dim, eps)."""
+    _check_tensor(input, "normalize")
+    if out is not None:
+        raise NotImplementedError("normalize(out=...) is not supported")
+    _ops._wrap(dim, input.dim(), "normalize")
+    return input / _norm(input, p, dim, keepdim=True).clamp(min=eps)
+
+
+def _common_float(x1, x2, fname):
+    dt = _ops.result_type(x1, x2)
+    if not dt.is_floating_point:
+        raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is {_tname(dt)}")
+    return (x1 if x1.dtype is dt else x1.to(dt)), (x2 if x2.dtype is dt else x2.to(dt))
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """cosine_similarity(x1, x2, dim=1, eps=1e-8) = sum(x1 / ||x1|| * x2 / ||x2||, dim), the norms
+    clamped at eps (as torch, the clamp is invisible to autograd), x1 and x2 broadcast."""
+    _check_tensor(x1, "cosine_similarity", "x1")
+    _check_tensor(x2, "cosine_similarity", "x2")
+    x1, x2 = _common_float(x1, x2, "cosine_similarity")
+    shape = _broadcast_shape(x1.shape, x2.shape)
+    if tuple(x1.shape) != shape:
+        x1 = x1.expand(shape)
+    if tuple(x2.shape) != shape:
+        x2 = x2.expand(shape)
+    d = _ops._wrap(dim, len(shape), "cosine_similarity")
+    n1 = _norm(x1, 2, d, keepdim=True)
+    n2 = _norm(x2, 2, d, keepdim=True)
+    with _no_grad():
+        c1 = n1.clamp(min=eps) - n1
+        c2 = n2.clamp(min=eps) - n2
+    return ((x1 / (n1 + c1)) * (x2 / (n2 + c2))).sum(d)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """pairwise_distance(x1, x2, p=2, eps=1e-6, keepdim=False) = ||x1 - x2 + eps||_p over the last dim."""
+    _check_tensor(x1, "pairwise_distance", "x1")
+    _check_tensor(x2, "pairwise_distance", "x2")
+    d = x1 - x2 + eps
+    if d.dim() == 0:
+        return _norm(d.reshape(1), p, 0, keepdim=False).reshape(())
+    return _norm(d, p, d.dim() - 1, keepdim)
+
+
+# ---------------- pad, one_hot ----------------
+def _pad_index(n, left, right, mode, dev):
+    """The source index along a dim of size n for each output position."""
+    if mode == "circular":
+        a = -left if left < 0 else 0
+        nc = n - a - (-right if right < 0 else 0)
+        pl, pr = (left if left > 0 else 0), (right if right > 0 else 0)
+        return _ops.remainder(_ops.arange(-pl, nc + pr, device=dev), nc) + a
+    q = _ops.arange(-left, n + right, device=dev)
+    if mode == "replicate":
+        return q.clamp(0, n - 1)
+    return (n - 1) - ((n - 1) - q.abs()).abs()   # reflect
+
+
+def pad(input, pad, mode="constant", value=None):
+    """pad(input, pad, mode='constant', value=None): pad = (left, right) pairs from the last dim
+    backwards; negative entries crop. Modes: 'constant' (any dims), 'reflect', 'replicate',
+    'circular' (the last 1, 2 or 3 dims of a batched or unbatched input, as torch)."""
+    _check_tensor(input, "pad")
+    pad = [int(p) for p in pad]
+    nd = input.dim()
+    if len(pad) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    k = len(pad) // 2
+    if k > nd:
+        raise RuntimeError(f"Padding length should be less than or equal to two times the input dimension but "
+                           f"got padding length {len(pad)} and input of dimension {nd}")
+    if mode == "constant":
+        return _pad_constant(input, pad, 0 if value is None else value)
+    if mode not in ("reflect", "replicate", "circular"):
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    if value is not None and value != 0:
+        raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument")
+    if k not in (1, 2, 3) or nd not in (k + 1, k + 2):
+        raise NotImplementedError(
+            f"Padding size {len(pad)} is not supported for {nd}D input tensor.\nSupported combinations for "
+            "non-constant padding:\n  - 2D or 3D input: padding size = 2 (pads last dimension)\n  - 3D or 4D "
+            "input: padding size = 4 (pads last 2 dimensions)\n  - 4D or 5D input: padding size = 6 (pads "
+            "last 3 dimensions)")
+    shape = tuple(input.shape)
+    if any(s == 0 for s in shape[nd - k - 1:]):
+        raise RuntimeError(f"Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 batch size and "
+                           f"other non-zero dimensions for input, but got: {list(shape)}")
+    x = input
+    for i in range(k):
+        d = nd - 1 - i
+        left, right = pad[2 * i], pad[2 * i + 1]
+        if left == 0 and right == 0:
+            continue
+        n = shape[d]
+        out_n = n + left + right
+        if mode == "reflect" and (left >= n or right >= n):
+            raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input "
+                               f"dimension, but got: padding ({left}, {right}) at dimension {d} of input "
+                               f"{list(shape)}")
+        if mode == "circular":
+            if left > n or right > n:
+                raise RuntimeError("Padding value causes wrapping around more than once.")
+            if out_n <= 0 or n - max(-left, 0) - max(-right, 0) <= 0:
+                raise RuntimeError("Negative padding value is resulting in an empty dimension")
+        elif out_n < 1:
+            raise RuntimeError(f"input (W: {n}) is too small. Calculated output W: {out_n}")
+        x = x.index_select(d, _pad_index(n, left, right, mode, input.device))
+    return input.clone() if x is input else x
+
+
+def _pad_fill(x, d, n, value):
+    """A block of value shaped as x but n long along dim d."""
+    shape = list(x.shape)
+    shape[d] = n
+    if x.dtype is _ops.bool_:
+        value = bool(value)
+    elif not x.dtype.is_floating_point:  # truncated, as torch (full() wants an int here)
+        value = int(value)
+    return _ops.full(tuple(shape), value, dtype=x.dtype, device=x.device)
+
+
+def _pad_constant(input, pad, value):
+    x = input
+    nd = input.dim()
+    for i in range(len(pad) // 2):
+        d = nd - 1 - i
+        left, right = pad[2 * i], pad[2 * i + 1]
+        n = x.shape[d]
+        if left < 0 or right < 0:  # crop first
+            a, b = max(-left, 0), n - max(-right, 0)
+            if b < a:
+                raise RuntimeError("narrow(): length must be non-negative.")
+            x = x._slice(d, a, b, 1)
+        if left > 0 or right > 0:
+            pieces = [x]
+            if left > 0:
+                pieces.insert(0, _pad_fill(x, d, left, value))
+            if right > 0:
+                pieces.append(_pad_fill(x, d, right, value))
+            x = _ops.cat(pieces, d)
+    return input.clone() if x is input else x
+
+
+def one_hot(tensor, num_classes=-1):
+    """one_hot(tensor (int64), num_classes=-1) -> int64 [..., num_classes]: 1 at each value's
+    index; num_classes=-1 infers max + 1 (reads the tensor's values)."""
+    if _ONE_HOT is not None:
+        return _ONE_HOT(tensor, num_classes)
+    _check_tensor(tensor, "one_hot", "tensor")
+    if tensor.dtype is not _ops.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if num_classes == -1:
+        if tensor.numel() == 0:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        if tensor.min().item() < 0:
+            raise RuntimeError("Class values must be non-negative.")
+        num_classes = int(tensor.max().item()) + 1
+    elif num_classes < -1:
+        raise RuntimeError("num_classes should be positive")
+    r = _ops.eq(tensor.unsqueeze(-1), _ops.arange(num_classes, device=tensor.device))
+    return r.to(_ops.int64)
