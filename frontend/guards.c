@@ -253,6 +253,8 @@ static int watch_one(st_fe_guardset *gs, PyObject *d, int *cap)
 /* After a full check passed: the dicts every static source was read from
  * (memo holds the sources' values), with their stamps. On failure nothing
  * is recorded (wd_valid false: the next check is a full one again). */
+static bool is_part_name(PyObject *name);
+
 static void watch(st_fe_guardset *gs, PyObject **memo)
 {
     unwatch(gs);
@@ -271,6 +273,13 @@ static void watch(st_fe_guardset *gs, PyObject **memo)
             PyObject **dp = _PyObject_GetDictPtr(b);
             PyObject *d = dp ? *dp : NULL;
             if (watch_one(gs, d, &cap) < 0) { unwatch(gs); return; }
+            if (s->kind == ST_SRC_ATTR && d && is_part_name(s->name)) {
+                /* a part dict read as an attribute (a hook table's
+                 * emptiness): mutated in place, its own version moves */
+                PyObject *part = PyDict_GetItemWithError(d, s->name);
+                if (!part && PyErr_Occurred()) { PyErr_Clear(); unwatch(gs); return; }
+                if (watch_one(gs, part, &cap) < 0) { unwatch(gs); return; }
+            }
             if (s->kind == ST_SRC_MODPART && d) {
                 PyObject *part = PyDict_GetItemWithError(d, s->key);
                 if (!part && PyErr_Occurred()) { PyErr_Clear(); unwatch(gs); return; }
@@ -586,7 +595,9 @@ static bool is_part_name(PyObject *name)
     return name && PyUnicode_Check(name) &&
            (PyUnicode_CompareWithASCIIString(name, "_modules") == 0 ||
             PyUnicode_CompareWithASCIIString(name, "_parameters") == 0 ||
-            PyUnicode_CompareWithASCIIString(name, "_buffers") == 0);
+            PyUnicode_CompareWithASCIIString(name, "_buffers") == 0 ||
+            PyUnicode_CompareWithASCIIString(name, "_forward_hooks") == 0 ||
+            PyUnicode_CompareWithASCIIString(name, "_forward_pre_hooks") == 0);
 }
 
 /* Is name in the instance __dict__ of o (not a class attribute)? */

@@ -66,11 +66,38 @@ def _deepcopy_value(v, memo):
     return copy.deepcopy(v, memo)
 
 
+class RemovableHandle:
+    """What register_forward_hook / register_forward_pre_hook return: remove() takes
+    the hook out (also as a context manager), as torch.utils.hooks.RemovableHandle."""
+    _next_id = 0
+
+    def __init__(self, hooks_dict):
+        self.hooks_dict_ref = hooks_dict
+        self.id = RemovableHandle._next_id
+        RemovableHandle._next_id += 1
+
+    def remove(self):
+        _bump_epoch()
+        self.hooks_dict_ref.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
 class Module:
     """Base class for all neural network modules (torch.nn.Module)."""
 
     training: bool
     _version = 1
+    # Hook tables: instance OrderedDicts of id -> (hook, with_kwargs, always_call),
+    # made in __init__ (compiled frames watch them like the part dicts: their
+    # emptiness costs no guard per call); the class-level empty tuples stand in
+    # for modules made without __init__ (cls.__new__, old pickles).
+    _forward_pre_hooks = ()
+    _forward_hooks = ()
 
     def __init__(self, *args, **kwargs):
         if args or kwargs:
@@ -80,12 +107,82 @@ class Module:
         object.__setattr__(self, "_buffers", OrderedDict())
         object.__setattr__(self, "_non_persistent_buffers_set", set())
         object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "_forward_pre_hooks", OrderedDict())
+        object.__setattr__(self, "_forward_hooks", OrderedDict())
 
     def forward(self, *input):
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
+        if self._forward_pre_hooks or self._forward_hooks:
+            return self._call_with_hooks(args, kwargs)
         return self.forward(*args, **kwargs)
+
+    def _call_with_hooks(self, args, kwargs):
+        """forward with the pre-hooks before it and the forward hooks after it,
+        in registration order (prepend=True puts one first), as torch's."""
+        pre, post = self._forward_pre_hooks, self._forward_hooks
+        for hook, with_kwargs, _ in (list(pre.values()) if pre else ()):
+            if with_kwargs:
+                r = hook(self, args, kwargs)
+                if r is not None:
+                    if not (isinstance(r, tuple) and len(r) == 2):
+                        raise RuntimeError("forward pre-hook must return None or a tuple of "
+                                           f"(new_args, new_kwargs), but got {r}.")
+                    args, kwargs = r
+            else:
+                r = hook(self, args)
+                if r is not None:
+                    args = r if isinstance(r, tuple) else (r,)
+        called = []
+        try:
+            out = self.forward(*args, **kwargs)
+            for key, (hook, with_kwargs, _) in (list(post.items()) if post else ()):
+                called.append(key)
+                r = hook(self, args, kwargs, out) if with_kwargs else hook(self, args, out)
+                if r is not None:
+                    out = r
+        except BaseException:
+            # always_call hooks run even when forward (or an earlier hook) raised
+            for key, (hook, with_kwargs, always) in (list(post.items()) if post else ()):
+                if always and key not in called:
+                    try:
+                        hook(self, args, kwargs, None) if with_kwargs else hook(self, args, None)
+                    except Exception:
+                        pass
+            raise
+        return out
+
+    def _hook_table(self, name, hook, prepend, entry):
+        if not callable(hook):
+            raise TypeError(f"hook must be callable, got {type(hook).__name__}")
+        _bump_epoch()
+        table = self.__dict__.get(name)
+        if table is None:
+            table = OrderedDict()
+            object.__setattr__(self, name, table)
+        handle = RemovableHandle(table)
+        table[handle.id] = entry
+        if prepend:
+            table.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+        """hook(module, args) -> None or new args (hook(module, args, kwargs) -> None or
+        (args, kwargs) with with_kwargs=True), called before forward."""
+        return self._hook_table("_forward_pre_hooks", hook, prepend, (hook, with_kwargs, False))
+
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
+        """hook(module, args, output) -> None or a new output (hook(module, args, kwargs,
+        output) with with_kwargs=True), called after forward."""
+        return self._hook_table("_forward_hooks", hook, prepend, (hook, with_kwargs, always_call))
+
+    def register_full_backward_hook(self, hook, prepend=False):
+        raise NotImplementedError("register_full_backward_hook: module backward hooks are not "
+                                  "supported (no tensor hooks in symtrace's autograd yet)")
+
+    register_full_backward_pre_hook = register_full_backward_hook
+    register_backward_hook = register_full_backward_hook
 
     # ---------------- registration ----------------
     def _check_name(self, name, kind):
