@@ -555,7 +555,21 @@ static PyObject *f_rt_profile_reset(PyObject *self, PyObject *a)
     Py_RETURN_NONE;
 }
 
+/* _fe_suspend(delta) -> depth: symtrace.compiler.disable's bracket */
+static PyObject *f_suspend(PyObject *m, PyObject *arg)
+{
+    (void)m;
+    long d = PyLong_AsLong(arg);
+    if (d == -1 && PyErr_Occurred()) return NULL;
+#if ST_FE_SUPPORTED
+    return PyLong_FromLong(st_fe_hook_suspend((int)d));
+#else
+    return PyLong_FromLong(0);
+#endif
+}
+
 static PyMethodDef compile_methods[] = {
+    {"_fe_suspend", f_suspend, METH_O, "_fe_suspend(delta): frames run plain on this thread while > 0"},
     {"_fe_compiled", f_compiled, METH_VARARGS, "_fe_compiled(fn, backend, fullgraph, dynamic)"},
     {"_fe_reset", f_reset, METH_NOARGS, "drop every compiled entry and plain mark"},
     {"_fe_bump_module_epoch", f_bump_module, METH_NOARGS, NULL},

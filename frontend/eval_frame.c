@@ -220,6 +220,14 @@ int st_fe_hook_enter(const st_fe_options *o)
     return 0;
 }
 
+/* symtrace.compiler.disable: frames run plain on this thread while > 0 */
+int st_fe_hook_suspend(int delta)
+{
+    tls.suspended += delta;
+    if (tls.suspended < 0) tls.suspended = 0;
+    return tls.suspended;
+}
+
 void st_fe_hook_exit(void)
 {
     if (tls.depth <= 0) return;

@@ -49,6 +49,7 @@ int st_fe_hook_supported(void);
  * backend must be a static string). Nested enters stack. */
 int st_fe_hook_enter(const st_fe_options *o);
 void st_fe_hook_exit(void);
+int st_fe_hook_suspend(int delta);      /* frames run plain while > 0 (compiler.disable) */
 /* Never translate frames of co (a generated break function). */
 void st_fe_hook_mark_skip(PyCodeObject *co);
 /* Drops every cached entry and plain mark (symtrace.reset). */

@@ -734,6 +734,21 @@ int tr_call(tr_state *s, tr_var *fnv, tr_var *args, int nargs,
         return call_with_self(s, func, self, args, nargs, kwnames, out);
     }
     if (PyFunction_Check(fn)) {
+        if (fn == tr_refs.is_compiling_fn && nargs == 0) {
+            /* the graph is what runs when compiled: the compiled branch */
+            tr_make_value(s, out, Py_NewRef(Py_True));
+            return 0;
+        }
+        PyObject *dis = PyObject_GetAttrString(fn, "_symtrace_disabled");
+        if (!dis)
+            PyErr_Clear();
+        if (dis && PyObject_IsTrue(dis)) {
+            char qb[200];
+            Py_DECREF(dis);
+            return tr_break(s, "call to %s, disabled with symtrace.compiler.disable",
+                            tr_qualname(fn, qb, sizeof qb));
+        }
+        Py_XDECREF(dis);
         int org = tr_fn_origin(fn);
         if (org == 1 && PyObject_HasAttrString(fn, "__wrapped__")) {
             /* a symtrace decorator's wrapper (no_grad()(fn)): inline it so

@@ -54,10 +54,11 @@ int tr_calls_init(void)
     tr_refs.modlist_cls = import_attr("symtrace.nn", "ModuleList");
     tr_refs.seq_cls = import_attr("symtrace.nn", "Sequential");
     tr_refs.moddict_cls = import_attr("symtrace.nn", "ModuleDict");
+    tr_refs.is_compiling_fn = import_attr("symtrace.compiler", "is_compiling");
     if (!tr_refs.pkg_dir || !tr_refs.mod_dir || !tr_refs.c_module || !tr_refs.builtins_mod || !tr_refs.math_mod ||
         !tr_refs.operator_mod || !tr_refs.op_mod2 || !tr_refs.nn_module_cls || !tr_refs.function_cls ||
         !tr_refs.gradmode_cls || !tr_refs.autocast_cls || !tr_refs.dtype_cls || !tr_refs.device_cls || !tr_refs.modlist_cls || !tr_refs.seq_cls ||
-        !tr_refs.moddict_cls)
+        !tr_refs.moddict_cls || !tr_refs.is_compiling_fn)
         return -1;
     return 0;
 }

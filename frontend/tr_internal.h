@@ -172,6 +172,7 @@ struct tr_refs {
     PyObject *pkg_dir, *mod_dir;             /* ".../symtrace/", ".../symtrace/nn/modules/" */
     PyObject *c_module, *builtins_mod, *math_mod, *operator_mod, *op_mod2;
     PyObject *nn_module_cls, *function_cls, *gradmode_cls, *autocast_cls, *dtype_cls, *device_cls;
+    PyObject *is_compiling_fn;               /* symtrace.compiler.is_compiling: True in a graph */
     PyObject *modlist_cls, *seq_cls, *moddict_cls;
 };
 extern struct tr_refs tr_refs;

@@ -46,6 +46,7 @@ def _install():
 
 
 _install()
+from . import compiler  # noqa: E402,F401  (st.compiler: disable, is_compiling)
 _warned_unsupported = False
 
 

@@ -1,0 +1,53 @@
+"""symtrace.compiler: what torch.compiler offers around symtrace.compile.
+
+    @symtrace.compiler.disable
+    def log_stats(x): ...          # never captured: a graph break, run as Python
+    if symtrace.compiler.is_compiling(): ...   # True inside a compiled graph
+
+disable(fn) marks fn so that the bytecode translator breaks the graph at a
+call to it (the call runs as plain Python), and while it runs no frame it
+calls is compiled either (torch's recursive=True). recursive=False is taken
+as True: fn's callees run as plain Python too (less is compiled, nothing
+runs differently). is_compiling() is False when run as Python and True in
+the graph the translator builds (it is folded to a constant there).
+"""
+import functools
+
+from . import _C
+
+__all__ = ["disable", "is_compiling", "is_dynamo_compiling", "reset"]
+
+
+def disable(fn=None, recursive=True, *, reason=None):
+    """disable(fn) / @disable / @disable(reason=...): fn is never compiled (see the module)."""
+    if fn is None:
+        return functools.partial(disable, recursive=recursive, reason=reason)
+    if not callable(fn):
+        raise TypeError(f"symtrace.compiler.disable: {fn!r} is not callable")
+    if getattr(fn, "_symtrace_disabled", False):
+        return fn
+
+    @functools.wraps(fn)
+    def _disabled(*args, **kwargs):
+        _C._fe_suspend(1)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _C._fe_suspend(-1)
+
+    _disabled._symtrace_disabled = reason or True
+    return _disabled
+
+
+def is_compiling():
+    """True while the code runs as (part of) a compiled graph, False as Python."""
+    return False
+
+
+is_dynamo_compiling = is_compiling
+
+
+def reset():
+    """Drops every compiled graph (symtrace.reset)."""
+    from ._compile import reset as _reset
+    _reset()
