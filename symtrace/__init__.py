@@ -53,3 +53,6 @@ def is_tensor(obj):
 
 
 from . import _ops  # noqa: E402
+from . import serialization  # noqa: E402,F401
+from .serialization import save, load  # noqa: E402,F401
+from . import utils  # noqa: E402,F401
