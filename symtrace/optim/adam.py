@@ -2,12 +2,10 @@
 A parameter whose tensors allow it (symtrace/optim/_fused.py: dense,
 contiguous, one float dtype and device) is updated by one fused kernel,
 unless fused=False; else op by op."""
-import struct
-
 from .. import _ops
 from ..nn.parameter import _no_grad
 from . import _fused
-from .optimizer import Optimizer, _enable_grad
+from .optimizer import Optimizer, _enable_grad, _is_tensor
 
 __all__ = ["Adam", "AdamW"]
 
@@ -37,6 +35,13 @@ class Adam(Optimizer):
                  foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
                  decoupled_weight_decay=None):
         _check_args(lr, betas, eps, weight_decay)
+        if _is_tensor(betas[0]) and _is_tensor(betas[1]):
+            for i, b in enumerate(betas):
+                if b.numel() != 1:
+                    raise ValueError(f"Tensor betas[{i}] must be 1-element")
+            betas = (betas[0].item(), betas[1].item())
+        elif not (isinstance(betas[0], float) and isinstance(betas[1], float)):
+            raise ValueError("betas must be either both floats or both Tensors")
         if decoupled_weight_decay is not None:
             self._decoupled = bool(decoupled_weight_decay)
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
@@ -44,6 +49,11 @@ class Adam(Optimizer):
                         differentiable=differentiable, fused=fused,
                         decoupled_weight_decay=self._decoupled)
         super().__init__(params, defaults)
+        if fused:
+            if differentiable:
+                raise RuntimeError("`fused` does not support `differentiable`")
+            if foreach:
+                raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
 
     def _init_state(self, p, amsgrad):
         state = self.state[p]
@@ -54,21 +64,6 @@ class Adam(Optimizer):
             if amsgrad:
                 state["max_exp_avg_sq"] = _ops.zeros(p.shape, dtype=p.dtype, device=p.device)
         return state
-
-    def _next_step(self, p, step_t):
-        """Increments state["step"] (a 0-d float32 tensor, as torch keeps it)
-        and returns its new value, read back with .item() only when the
-        tensor is not the one this optimizer last wrote (a loaded state) or
-        was written since (its version counter moved)."""
-        mirror = self.__dict__.setdefault("_step_mirror", {})
-        m = mirror.get(p)
-        step_t.add_(1)
-        if m is not None and m[0] is step_t and m[1] + 1 == step_t._version:
-            step = struct.unpack("f", struct.pack("f", m[2] + 1))[0]
-        else:
-            step = step_t.item()
-        mirror[p] = (step_t, step_t._version, step)
-        return step
 
     def step(self, closure=None):
         loss = None

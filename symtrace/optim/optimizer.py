@@ -1,5 +1,6 @@
 """symtrace.optim.Optimizer: parameter groups, per-parameter state, zero_grad
 and state_dict save/load in torch.optim's layout."""
+import struct
 from collections import defaultdict
 from copy import deepcopy
 from itertools import chain
@@ -21,6 +22,19 @@ required = _RequiredParameter()
 
 def _is_tensor(x):
     return isinstance(x, _C.TensorBase)
+
+
+def _f32(x):
+    """x rounded to float32 (as a Python float)."""
+    return struct.unpack("f", struct.pack("f", x))[0]
+
+
+def _lerp_(t, end, weight):
+    """t.lerp_(end, weight) in torch's arithmetic (from t for |weight| < 0.5,
+    else from end), as op-by-op tensor updates of t."""
+    if abs(weight) < 0.5:
+        return t.add_((end - t).mul_(weight))
+    return t.copy_(end - (end - t).mul_(1 - weight))
 
 
 def _copy_state(v):
@@ -116,6 +130,47 @@ class Optimizer:
 
     def step(self, closure=None):
         raise NotImplementedError
+
+    @staticmethod
+    def _closure_loss(closure):
+        """The loss of closure() evaluated with grad enabled (None without one)."""
+        if closure is None:
+            return None
+        with _enable_grad():
+            return closure()
+
+    # ---------------- 0-d state tensors read on the host ----------------
+    def _scalar_update(self, mirror_name, p, t, op, x):
+        """Updates the 0-d state tensor t of parameter p in place (op "add":
+        t += x, "mul": t *= x) and returns its new value as a Python float.
+        The value is computed on the host from the one this optimizer last
+        returned (rounded as the tensor rounds it) when t is the tensor it
+        last updated and nothing wrote it since (its version counter moved by
+        this one update); otherwise (a loaded state, a tensor written from
+        outside, an uncommon dtype) it is read back with .item()."""
+        mirror = self.__dict__.setdefault(mirror_name, {})
+        m = mirror.get(p)
+        if op == "add":
+            t.add_(x)
+        else:
+            t.mul_(x)
+        dt = t.dtype
+        if m is not None and m[0] is t and m[1] + 1 == t._version and dt in (_C.float32, _C.float64):
+            if dt == _C.float32:
+                value = _f32(m[2] + x) if op == "add" else _f32(m[2] * _f32(x))
+            else:
+                value = m[2] + x if op == "add" else m[2] * x
+        else:
+            value = t.item()
+        mirror[p] = (t, t._version, value)
+        return value
+
+    def _next_step(self, p, step_t):
+        """Increments state["step"] (a 0-d float32 tensor, as torch keeps it)
+        and returns its new value, read back with .item() only when the
+        tensor is not the one this optimizer last wrote (a loaded state) or
+        was written since (its version counter moved)."""
+        return self._scalar_update("_step_mirror", p, step_t, "add", 1)
 
     # ---------------- state dict ----------------
     def state_dict(self):

@@ -1,6 +1,6 @@
 """SGD with momentum, dampening, Nesterov and weight decay (torch.optim.SGD)."""
 from ..nn.parameter import _no_grad
-from .optimizer import Optimizer, _enable_grad
+from .optimizer import Optimizer
 
 __all__ = ["SGD"]
 
@@ -24,12 +24,21 @@ class SGD(Optimizer):
                         nesterov=nesterov, maximize=maximize, foreach=foreach,
                         differentiable=differentiable, fused=fused)
         super().__init__(params, defaults)
+        if fused:
+            if differentiable:
+                raise RuntimeError("`fused` does not support `differentiable`")
+            if foreach:
+                raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            for k, v in (("nesterov", False), ("maximize", False), ("foreach", None),
+                         ("differentiable", False), ("fused", False)):
+                group.setdefault(k, v)
 
     def step(self, closure=None):
-        loss = None
-        if closure is not None:
-            with _enable_grad():
-                loss = closure()
+        loss = self._closure_loss(closure)
         with _no_grad():
             for group in self.param_groups:
                 lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
