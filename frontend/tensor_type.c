@@ -615,6 +615,16 @@ static PyObject *m_as_strided(PyObject *self, PyObject *args) {
                         "as_strided: the view reaches outside the storage");
         return NULL;
     }
+    /* a raw view: neither the tape nor a trace records it (a graph would
+     * keep the first call's view as a constant), so refuse silently wrong
+     * gradients and fail a trace (symtrace.compile breaks the graph) */
+    if (t->requires_grad && st_ad_grad_enabled()) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "as_strided: not differentiable in symtrace (the view would carry no "
+                        "gradient); call it on x.detach() or under no_grad()");
+        return NULL;
+    }
+    st_rt_trace_fail("as_strided: a raw strided view is not traced");
     return st_fe_wrap(st_tensor_view_of(t, nd, shape, strides, off));
 }
 static PyObject *m_contiguous(PyObject *self, PyObject *a) {

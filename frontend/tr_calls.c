@@ -23,7 +23,8 @@ int tr_check_trace(tr_state *s)
  * one it found on its own (a parameter's .grad, a tensor an object holds)
  * has none, and the graph would keep this call's tensor as a constant:
  * stale on the next call, and in-place writes would miss the new one.
- * Such a call breaks the graph and runs as Python. */
+ * Such a call breaks the graph and runs as Python. Tensors the frame made
+ * itself (fresh: st.tensor(data)) stay constants of the graph. */
 static int unsourced_reads(tr_state *s, PyObject *fn, int nin0)
 {
     int nin = 0;
@@ -32,7 +33,11 @@ static int unsourced_reads(tr_state *s, PyObject *fn, int nin0)
         PyObject *key = tr_id_key(ins[k]);
         if (!key)
             return tr_break_exc(s, "source");
+        /* made in this frame (st.tensor(...), a real call's result made
+         * outside the trace): a constant of the frame, captured as before */
         int has = PyDict_Contains(s->srcmap, key);
+        if (has == 0)
+            has = PyDict_Contains(s->fresh, key);
         Py_DECREF(key);
         if (has < 0)
             return tr_break_exc(s, "source");

@@ -76,3 +76,35 @@ def test_the_break_names_the_call():
     rep = st.explain(clip, ps)
     assert any("clip_grad_norm_ reads a tensor it was not passed" in b.reason
                for b in rep.break_reasons), str(rep)
+
+
+def test_a_tensor_the_frame_makes_stays_a_constant_of_the_graph():
+    # st.tensor(data) is made outside the trace: no source, but made by the
+    # frame itself, so a call reading it does not break the graph
+    def f(x):
+        idx = st.tensor([2, 0])
+        return st.index_select(x, 0, idx) * 2
+
+    st.reset()
+    rep = st.explain(f, st.randn(3, 2))
+    assert rep.graph_break_count == 0, str(rep)
+    cf = st.compile(f)
+    for _ in range(3):
+        x = st.randn(3, 2)
+        np.testing.assert_allclose(cf(x).numpy(), f(x).numpy())
+
+
+def test_as_strided_is_not_baked_into_a_graph_and_refuses_grad():
+    def f(t):
+        return t.as_strided((3,), (5,), 0) * 2
+
+    st.reset()
+    cf = st.compile(f)
+    for _ in range(3):
+        x = st.randn(4, 5)
+        np.testing.assert_allclose(cf(x).numpy(), x.numpy()[:3, 0] * 2)
+    assert any("as_strided" in b.reason for b in st.explain(f, x).break_reasons)
+    w = st.randn(4, 5, requires_grad=True)
+    with pytest.raises(RuntimeError, match="as_strided: not differentiable"):
+        w.as_strided((2,), (1,))
+    np.testing.assert_allclose(w.detach().as_strided((2,), (1,)).numpy(), w.detach().numpy()[0, :2])
