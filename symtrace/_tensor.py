@@ -243,8 +243,8 @@ class Tensor(_C.TensorBase):
     def argmin(self, dim=None, keepdim=False): return _ops.argmin(self, dim, keepdim)
     def max(self, dim=None, keepdim=False): return _ops.max(self, dim, keepdim)
     def min(self, dim=None, keepdim=False): return _ops.min(self, dim, keepdim)
-    def any(self): return _ops.amax(self.bool()) if self.numel() else _ops.full((), False)
-    def all(self): return _ops.amin(self.bool()) if self.numel() else _ops.full((), True)
+    def any(self, dim=None, keepdim=False): return _ops.any(self, dim, keepdim)
+    def all(self, dim=None, keepdim=False): return _ops.all(self, dim, keepdim)
     def softmax(self, dim): return _ops.softmax(self, dim)
     def log_softmax(self, dim): return _ops.log_softmax(self, dim)
     def matmul(self, other): return _ops.matmul(self, other)
@@ -286,6 +286,86 @@ class Tensor(_C.TensorBase):
     def equal(self, other): return _ops.equal(self, other)
     def nan_to_num(self, nan=0.0, posinf=None, neginf=None): return _ops.nan_to_num(self, nan, posinf, neginf)
     def cumsum(self, dim, *, dtype=None): return _ops.cumsum(self, dim, dtype=dtype)
+
+    # ---- decomposed ops (symtrace/_ops.py) as methods ----
+    def log1p(self): return _ops.log1p(self)
+    def expm1(self): return _ops.expm1(self)
+    def log2(self): return _ops.log2(self)
+    def log10(self): return _ops.log10(self)
+    def exp2(self): return _ops.exp2(self)
+    def square(self): return _ops.square(self)
+    def trunc(self): return _ops.trunc(self)
+    fix = trunc
+    def frac(self): return _ops.frac(self)
+    def fmod(self, other): return _ops.fmod(self, other)
+    def sinh(self): return _ops.sinh(self)
+    def cosh(self): return _ops.cosh(self)
+    def asinh(self): return _ops.asinh(self)
+    def acosh(self): return _ops.acosh(self)
+    def atanh(self): return _ops.atanh(self)
+    arcsinh, arccosh, arctanh = asinh, acosh, atanh
+    def atan(self): return _ops.atan(self)
+    def asin(self): return _ops.asin(self)
+    def acos(self): return _ops.acos(self)
+    arctan, arcsin, arccos = atan, asin, acos
+    def atan2(self, other): return _ops.atan2(self, other)
+    arctan2 = atan2
+    def logaddexp(self, other): return _ops.logaddexp(self, other)
+    def logaddexp2(self, other): return _ops.logaddexp2(self, other)
+    def hypot(self, other): return _ops.hypot(self, other)
+    def deg2rad(self): return _ops.deg2rad(self)
+    def rad2deg(self): return _ops.rad2deg(self)
+    def clamp_min(self, min): return _ops.clamp_min(self, min)
+    def clamp_max(self, max): return _ops.clamp_max(self, max)
+    def logical_xor(self, other): return _ops.logical_xor(self, other)
+    def xlogy(self, other): return _ops.xlogy(self, other)
+    def sinc(self): return _ops.sinc(self)
+    def heaviside(self, values): return _ops.heaviside(self, values)
+    def copysign(self, other): return _ops.copysign(self, other)
+    def float_power(self, exponent): return _ops.float_power(self, exponent)
+    def true_divide(self, other): return _ops.div(self, other)
+
+    def count_nonzero(self, dim=None): return _ops.count_nonzero(self, dim)
+    def nansum(self, dim=None, keepdim=False, *, dtype=None): return _ops.nansum(self, dim, keepdim, dtype=dtype)
+    def nanmean(self, dim=None, keepdim=False, *, dtype=None): return _ops.nanmean(self, dim, keepdim, dtype=dtype)
+    def logcumsumexp(self, dim): return _ops.logcumsumexp(self, dim)
+    def cumprod(self, dim, *, dtype=None): return _ops.cumprod(self, dim, dtype=dtype)
+    def diff(self, n=1, dim=-1, prepend=None, append=None): return _ops.diff(self, n, dim, prepend, append)
+    def dist(self, other, p=2): return _ops.dist(self, other, p)
+    def aminmax(self, *, dim=None, keepdim=False): return _ops.aminmax(self, dim=dim, keepdim=keepdim)
+    def diag(self, diagonal=0): return _ops.diag(self, diagonal)
+    def diagonal(self, offset=0, dim1=0, dim2=1): return _ops.diagonal(self, offset, dim1, dim2)
+    def diag_embed(self, offset=0, dim1=-2, dim2=-1): return _ops.diag_embed(self, offset, dim1, dim2)
+    def trace(self): return _ops.trace(self)
+    def is_nonzero(self): return _ops.is_nonzero(self)
+    def bernoulli(self, p=None, *, generator=None): return _ops.bernoulli(self, p)
+
+    def multinomial(self, num_samples, replacement=False, *, generator=None):
+        return _ops.multinomial(self, num_samples, replacement)
+
+    def movedim(self, source, destination): return _ops.movedim(self, source, destination)
+    moveaxis = movedim
+    def swapaxes(self, axis0, axis1): return _ops.swapaxes(self, axis0, axis1)
+    def swapdims(self, dim0, dim1): return _ops.swapdims(self, dim0, dim1)
+    def unflatten(self, dim, sizes): return _ops.unflatten(self, dim, sizes)
+    def rot90(self, k=1, dims=(0, 1)): return _ops.rot90(self, k, dims)
+    def kron(self, other): return _ops.kron(self, other)
+    def take_along_dim(self, indices, dim=None): return _ops.take_along_dim(self, indices, dim)
+    def take(self, index): return _ops.take(self, index)
+
+    def scatter(self, dim, index, src=None, value=None, *, reduce=None):
+        return _ops.scatter(self, dim, index, src, value, reduce=reduce)
+
+    def scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
+        return _ops.scatter_reduce(self, dim, index, src, reduce, include_self=include_self)
+
+    def index_add(self, dim, index, source, *, alpha=1): return _ops.index_add(self, dim, index, source, alpha=alpha)
+    def index_copy(self, dim, index, source): return _ops.index_copy(self, dim, index, source)
+    def index_fill(self, dim, index, value): return _ops.index_fill(self, dim, index, value)
+    def masked_scatter(self, mask, source): return _ops.masked_scatter(self, mask, source)
+    def masked_select(self, mask): return _ops.masked_select(self, mask)
+    def nonzero(self, *, as_tuple=False): return _ops.nonzero(self, as_tuple=as_tuple)
+    def argwhere(self): return _ops.argwhere(self)
 
     # ---- movement ----
     def broadcast_to(self, size): return _ops.broadcast_to(self, size)
@@ -421,5 +501,75 @@ class Tensor(_C.TensorBase):
     def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
         return self._via(_ops.nan_to_num, "nan_to_num_", nan, posinf, neginf)
 
+
+    def log1p_(self): return self._via(_ops.log1p, "log1p_")
+    def expm1_(self): return self._via(_ops.expm1, "expm1_")
+    def log2_(self): return self._via(_ops.log2, "log2_")
+    def log10_(self): return self._via(_ops.log10, "log10_")
+    def exp2_(self): return self._via(_ops.exp2, "exp2_")
+    def square_(self): return self._via(_ops.square, "square_")
+    def trunc_(self): return self._via(_ops.trunc, "trunc_")
+    fix_ = trunc_
+    def frac_(self): return self._via(_ops.frac, "frac_")
+    def fmod_(self, other): return self._via(_ops.fmod, "fmod_", other)
+    def sinh_(self): return self._via(_ops.sinh, "sinh_")
+    def cosh_(self): return self._via(_ops.cosh, "cosh_")
+    def asinh_(self): return self._via(_ops.asinh, "asinh_")
+    def acosh_(self): return self._via(_ops.acosh, "acosh_")
+    def atanh_(self): return self._via(_ops.atanh, "atanh_")
+    arcsinh_, arccosh_, arctanh_ = asinh_, acosh_, atanh_
+    def atan_(self): return self._via(_ops.atan, "atan_")
+    def asin_(self): return self._via(_ops.asin, "asin_")
+    def acos_(self): return self._via(_ops.acos, "acos_")
+    arctan_, arcsin_, arccos_ = atan_, asin_, acos_
+    def atan2_(self, other): return self._via(_ops.atan2, "atan2_", other)
+    arctan2_ = atan2_
+    def hypot_(self, other): return self._via(_ops.hypot, "hypot_", other)
+    def deg2rad_(self): return self._via(_ops.deg2rad, "deg2rad_")
+    def rad2deg_(self): return self._via(_ops.rad2deg, "rad2deg_")
+    def clamp_min_(self, min): return self._via(_ops.clamp_min, "clamp_min_", min)
+    def clamp_max_(self, max): return self._via(_ops.clamp_max, "clamp_max_", max)
+    def logical_xor_(self, other): return self._via(_ops.logical_xor, "logical_xor_", other)
+    def xlogy_(self, other): return self._via(_ops.xlogy, "xlogy_", other)
+    def sinc_(self): return self._via(_ops.sinc, "sinc_")
+    def heaviside_(self, values): return self._via(_ops.heaviside, "heaviside_", values)
+    def copysign_(self, other): return self._via(_ops.copysign, "copysign_", other)
+    def true_divide_(self, other): return self._via(_ops.div, "true_divide_", other)
+
+    def float_power_(self, exponent):
+        if self.dtype is not float64:
+            raise RuntimeError(f"the base given to float_power_ has dtype {_ops._tname(self.dtype)} but "
+                               "the operation's result requires dtype Double")
+        return self._via(_ops.float_power, "float_power_", exponent)
+
+    def cumprod_(self, dim, *, dtype=None): return self._via(_ops.cumprod, "cumprod_", dim, dtype=dtype)
+
+    def scatter_(self, dim, index, src=None, value=None, *, reduce=None):
+        return self._via(_ops.scatter, "scatter_", dim, index, src, value, reduce=reduce)
+
+    def scatter_add_(self, dim, index, src): return self._via(_ops.scatter_add, "scatter_add_", dim, index, src)
+
+    def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
+        return self._via(_ops.scatter_reduce, "scatter_reduce_", dim, index, src, reduce,
+                         include_self=include_self)
+
+    def index_add_(self, dim, index, source, *, alpha=1):
+        return self._via(_ops.index_add, "index_add_", dim, index, source, alpha=alpha)
+
+    def index_copy_(self, dim, index, source): return self._via(_ops.index_copy, "index_copy_", dim, index, source)
+    def index_fill_(self, dim, index, value): return self._via(_ops.index_fill, "index_fill_", dim, index, value)
+    def masked_scatter_(self, mask, source): return self._via(_ops.masked_scatter, "masked_scatter_", mask, source)
+
+    def bernoulli_(self, p=0.5, *, generator=None):
+        """Fills self with 1 with probability p (a number or a tensor), else 0."""
+        u = _ops.rand(tuple(self.shape), dtype=float64 if self.dtype is float64 else float32,
+                      device=self.device)
+        return self._inplace(_C.OP_COPY, (_ops.lt(u, p).to(self.dtype).expand(self.shape),))
+
+    def normal_(self, mean=0.0, std=1.0, *, generator=None):
+        """Fills self with samples of N(mean, std^2)."""
+        _ops._check_std_values(std, "normal_")
+        r = _ops.add(_ops.mul(_ops.randn(tuple(self.shape), dtype=self.dtype, device=self.device), std), mean)
+        return self._inplace(_C.OP_COPY, (r,))
 
 _C._set_tensor_class(Tensor)
