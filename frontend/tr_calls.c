@@ -744,16 +744,15 @@ int tr_call(tr_state *s, tr_var *fnv, tr_var *args, int nargs,
             tr_make_value(s, out, Py_NewRef(Py_True));
             return 0;
         }
-        PyObject *dis = PyObject_GetAttrString(fn, "_symtrace_disabled");
-        if (!dis)
-            PyErr_Clear();
+        /* compiler.disable's mark, in the function's own __dict__ (a
+         * lookup there raises nothing for the functions that lack it) */
+        PyObject *fd = ((PyFunctionObject *)fn)->func_dict;
+        PyObject *dis = fd ? PyDict_GetItemString(fd, "_symtrace_disabled") : NULL;
         if (dis && PyObject_IsTrue(dis)) {
             char qb[200];
-            Py_DECREF(dis);
             return tr_break(s, "call to %s, disabled with symtrace.compiler.disable",
                             tr_qualname(fn, qb, sizeof qb));
         }
-        Py_XDECREF(dis);
         int org = tr_fn_origin(fn);
         if (org == 1 && PyObject_HasAttrString(fn, "__wrapped__")) {
             /* a symtrace decorator's wrapper (no_grad()(fn)): inline it so

@@ -293,35 +293,12 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
 # ---------------- helpers for the functions below ----------------
 # (each one composes existing ops, so autograd and symtrace.compile see
 # ordinary graphs; nothing here branches on tensor values)
-_LOG1P = getattr(_ops, "log1p", None)
-_ONE_HOT = getattr(_ops, "_one_hot", None)
-_TORCH_TYPE = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
-               "int32": "Int", "int64": "Long", "bool": "Bool"}
-_EPS = {"float32": 1.1920928955078125e-07, "float64": 2.220446049250313e-16,
-        "float16": 0.0009765625, "bfloat16": 0.0078125}
-
-
-def _tname(dtype):
-    """torch's scalar type name of a dtype ('Float', 'Long', ...)."""
-    return _TORCH_TYPE.get(str(dtype).rpartition(".")[2], str(dtype))
+_tname = _ops._tname          # torch's scalar type name of a dtype ('Float', 'Long', ...)
+_log1p = _ops.log1p
 
 
 def _finfo_eps(dtype):
-    return _EPS[str(dtype).rpartition(".")[2]]
-
-
-def _log1p(y):
-    """log(1 + y), accurate for small y: log(u) (u = 1 + y) plus Kahan's correction
-    log(u) * y / (u - 1) - log(u), a constant for autograd (so d/dy = 1 / u)."""
-    if _LOG1P is not None:
-        return _LOG1P(y)
-    u = y + 1.0
-    lu = _ops.log(u)
-    with _no_grad():
-        d = u - 1.0
-        tiny = d == 0
-        corr = _ops.where(tiny, y, lu * (y / d.masked_fill(tiny, 1.0))) - lu
-    return lu + corr
+    return _ops.finfo(dtype).eps
 
 
 def _check_float(input, fname):
@@ -372,27 +349,8 @@ def _broadcast_shape(a, b):
 
 
 def _norm(x, p, dim, keepdim=False):
-    """The p-norm over dim (torch.norm / linalg.vector_norm), with a zero gradient
-    (not nan) where the norm is 0, as torch."""
-    if p == 2:
-        s = (x * x).sum(dim, keepdim)
-        z = s == 0
-        return _ops.sqrt(s.masked_fill(z, 1.0)).masked_fill(z, 0.0)
-    a = x.abs()
-    if p == float("inf"):
-        return a.amax(dim, keepdim)
-    if p == float("-inf"):
-        return a.amin(dim, keepdim)
-    if p == 1:
-        return a.sum(dim, keepdim)
-    if p == 0:
-        return (x != 0).to(x.dtype).sum(dim, keepdim)
-    # 0-d exponents of x's dtype: a Python float exponent's gradient is
-    # computed in float32 precision even for float64 inputs
-    s = a.pow(_ops.full((), float(p), dtype=x.dtype, device=x.device)).sum(dim, keepdim)
-    z = s == 0
-    inv = _ops.full((), 1.0 / p, dtype=x.dtype, device=x.device)
-    return s.masked_fill(z, 1.0).pow(inv).masked_fill(z, 0.0)
+    """The p-norm over dim (torch.norm), a zero gradient (not nan) where it is 0."""
+    return _ops.norm(x, p, dim, keepdim)
 
 
 # ---------------- activations ----------------
@@ -931,10 +889,6 @@ def _pad_fill(x, d, n, value):
     """A block of value shaped as x but n long along dim d."""
     shape = list(x.shape)
     shape[d] = n
-    if x.dtype is _ops.bool_:
-        value = bool(value)
-    elif not x.dtype.is_floating_point:  # truncated, as torch (full() wants an int here)
-        value = int(value)
     return _ops.full(tuple(shape), value, dtype=x.dtype, device=x.device)
 
 
@@ -963,18 +917,6 @@ def _pad_constant(input, pad, value):
 def one_hot(tensor, num_classes=-1):
     """one_hot(tensor (int64), num_classes=-1) -> int64 [..., num_classes]: 1 at each value's
     index; num_classes=-1 infers max + 1 (reads the tensor's values)."""
-    if _ONE_HOT is not None:
-        return _ONE_HOT(tensor, num_classes)
-    _check_tensor(tensor, "one_hot", "tensor")
-    if tensor.dtype is not _ops.int64:
-        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
-    if num_classes == -1:
-        if tensor.numel() == 0:
-            raise RuntimeError("Can not infer total number of classes from empty tensor.")
-        if tensor.min().item() < 0:
-            raise RuntimeError("Class values must be non-negative.")
-        num_classes = int(tensor.max().item()) + 1
-    elif num_classes < -1:
+    if num_classes < -1:
         raise RuntimeError("num_classes should be positive")
-    r = _ops.eq(tensor.unsqueeze(-1), _ops.arange(num_classes, device=tensor.device))
-    return r.to(_ops.int64)
+    return _ops._one_hot(tensor, num_classes)

@@ -25,12 +25,8 @@ class Adadelta(Optimizer):
                         capturable=capturable, foreach=foreach, differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            for k, v in (("foreach", None), ("maximize", False), ("differentiable", False),
-                         ("capturable", False)):
-                group.setdefault(k, v)
+    _group_defaults = (("foreach", None), ("maximize", False), ("differentiable", False),
+                       ("capturable", False))
 
     def step(self, closure=None):
         loss = self._closure_loss(closure)

@@ -45,11 +45,8 @@ class Adagrad(Optimizer):
                                      device=p.device)
         return state
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            for k, v in (("foreach", None), ("maximize", False), ("differentiable", False), ("fused", None)):
-                group.setdefault(k, v)
+    _group_defaults = (("foreach", None), ("maximize", False), ("differentiable", False),
+                       ("fused", None))
 
     def step(self, closure=None):
         loss = self._closure_loss(closure)

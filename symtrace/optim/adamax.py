@@ -19,12 +19,8 @@ class Adamax(Optimizer):
                         maximize=maximize, differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            for k, v in (("foreach", None), ("maximize", False), ("differentiable", False),
-                         ("capturable", False)):
-                group.setdefault(k, v)
+    _group_defaults = (("foreach", None), ("maximize", False), ("differentiable", False),
+                       ("capturable", False))
 
     def step(self, closure=None):
         loss = self._closure_loss(closure)

@@ -345,7 +345,24 @@ class ExponentialLR(LRScheduler):
         return [base_lr * self.gamma ** self.last_epoch for base_lr in self.base_lrs]
 
 
-class SequentialLR(LRScheduler):
+class _CompositeStateMixin:
+    """state_dict of a scheduler made of schedulers (SequentialLR, ChainedScheduler):
+    its own attributes but the optimizer, and each child's state_dict."""
+
+    def state_dict(self):
+        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return state
+
+    def load_state_dict(self, state_dict):
+        _schedulers = state_dict.pop("_schedulers")
+        self.__dict__.update(state_dict)
+        state_dict["_schedulers"] = _schedulers
+        for idx, s in enumerate(_schedulers):
+            self._schedulers[idx].load_state_dict(s)
+
+
+class SequentialLR(_CompositeStateMixin, LRScheduler):
     """Runs schedulers one after another, switching at the milestones (the
     next one starts from its epoch 0)."""
 
@@ -399,19 +416,6 @@ class SequentialLR(LRScheduler):
             scheduler.step()
         self._last_lr = scheduler.get_last_lr()
 
-    def state_dict(self):
-        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
-        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return state
-
-    def load_state_dict(self, state_dict):
-        _schedulers = state_dict.pop("_schedulers")
-        self.__dict__.update(state_dict)
-        state_dict["_schedulers"] = _schedulers
-        for idx, s in enumerate(_schedulers):
-            self._schedulers[idx].load_state_dict(s)
-
-
 class PolynomialLR(LRScheduler):
     """lr = initial_lr * (1 - min(epoch, total_iters) / total_iters) ** power
     (as torch's step-wise ratio)."""
@@ -464,7 +468,7 @@ class CosineAnnealingLR(LRScheduler):
                 for base_lr in self.base_lrs]
 
 
-class ChainedScheduler(LRScheduler):
+class ChainedScheduler(_CompositeStateMixin, LRScheduler):
     """Steps every scheduler of the list at each step() (their factors compose)."""
 
     def __init__(self, schedulers, optimizer=None):
@@ -493,19 +497,6 @@ class ChainedScheduler(LRScheduler):
         for scheduler in self._schedulers:
             scheduler.step()
         self._last_lr = _param_groups_val_list(self._schedulers[-1].optimizer, "lr")
-
-    def state_dict(self):
-        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
-        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return state
-
-    def load_state_dict(self, state_dict):
-        _schedulers = state_dict.pop("_schedulers")
-        self.__dict__.update(state_dict)
-        state_dict["_schedulers"] = _schedulers
-        for idx, s in enumerate(_schedulers):
-            self._schedulers[idx].load_state_dict(s)
-
 
 class ReduceLROnPlateau(LRScheduler):
     """Multiplies the lr by factor when the metric passed to step(metric) has

@@ -35,12 +35,8 @@ class NAdam(Optimizer):
                         capturable=capturable, differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            for k, v in (("maximize", False), ("foreach", None), ("capturable", False),
-                         ("differentiable", False), ("decoupled_weight_decay", False)):
-                group.setdefault(k, v)
+    _group_defaults = (("maximize", False), ("foreach", None), ("capturable", False),
+                       ("differentiable", False), ("decoupled_weight_decay", False))
 
     def step(self, closure=None):
         loss = self._closure_loss(closure)

@@ -70,8 +70,15 @@ class Optimizer:
     def __getstate__(self):
         return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
 
+    # group options an older pickle may lack, filled in on unpickling (torch's
+    # per-class __setstate__ setdefaults, as data)
+    _group_defaults = ()
+
     def __setstate__(self, state):
         self.__dict__.update(state)
+        for group in self.param_groups:
+            for k, v in self._group_defaults:
+                group.setdefault(k, v)
 
     def __repr__(self):
         s = type(self).__name__ + " ("

@@ -30,12 +30,8 @@ class RMSprop(Optimizer):
                         maximize=maximize, differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            for k, v in (("momentum", 0), ("centered", False), ("foreach", None), ("maximize", False),
-                         ("differentiable", False), ("capturable", False)):
-                group.setdefault(k, v)
+    _group_defaults = (("momentum", 0), ("centered", False), ("foreach", None),
+                       ("maximize", False), ("differentiable", False), ("capturable", False))
 
     def step(self, closure=None):
         loss = self._closure_loss(closure)

@@ -30,12 +30,8 @@ class SGD(Optimizer):
             if foreach:
                 raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            for k, v in (("nesterov", False), ("maximize", False), ("foreach", None),
-                         ("differentiable", False), ("fused", False)):
-                group.setdefault(k, v)
+    _group_defaults = (("nesterov", False), ("maximize", False), ("foreach", None),
+                       ("differentiable", False), ("fused", False))
 
     def step(self, closure=None):
         loss = self._closure_loss(closure)

@@ -465,3 +465,13 @@ def test_step_skips_params_without_grad_and_is_not_recorded():
         assert a.is_leaf and a.grad_fn is None and a.requires_grad
         assert all(v.grad_fn is None and not v.requires_grad for v in o.state[a].values())
         assert math.isfinite(float(np_of(a).sum()))
+
+
+def test_unpickling_fills_group_options_an_old_pickle_lacks():
+    import copy          # Parameters do not pickle; deepcopy takes the same __setstate__
+    p = [st.nn.Parameter(st.randn(2))]
+    o = st.optim.RMSprop(p)
+    del o.param_groups[0]["centered"]
+    o2 = copy.deepcopy(o)
+    assert o2.param_groups[0]["centered"] is False
+    assert o2.param_groups[0]["momentum"] == 0

@@ -8,6 +8,26 @@ from ..parameter import Parameter
 from .module import Module
 
 
+def _affine(mod, shape, affine, bias, dtype):
+    """weight (ones) and bias (zeros, or None without bias) of shape, or both None."""
+    if affine:
+        mod.weight = Parameter(_ops.empty(shape, dtype=dtype))
+        if bias:
+            mod.bias = Parameter(_ops.empty(shape, dtype=dtype))
+        else:
+            mod.register_parameter("bias", None)
+    else:
+        mod.register_parameter("weight", None)
+        mod.register_parameter("bias", None)
+
+
+def _reset_affine(mod):
+    if mod.weight is not None:
+        init.ones_(mod.weight)
+    if mod.bias is not None:
+        init.zeros_(mod.bias)
+
+
 class LayerNorm(Module):
     """Normalizes over the trailing normalized_shape dims; weight ones, bias zeros."""
 
@@ -19,22 +39,11 @@ class LayerNorm(Module):
         self.normalized_shape = tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(_ops.empty(self.normalized_shape, dtype=dtype))
-            if bias:
-                self.bias = Parameter(_ops.empty(self.normalized_shape, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine(self, self.normalized_shape, elementwise_affine, bias, dtype)
         self.reset_parameters()
 
     def reset_parameters(self):
-        if self.elementwise_affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -83,22 +92,11 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        if affine:
-            self.weight = Parameter(_ops.empty(num_channels, dtype=dtype))
-            if bias:
-                self.bias = Parameter(_ops.empty(num_channels, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine(self, (num_channels,), affine, bias, dtype)
         self.reset_parameters()
 
     def reset_parameters(self):
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
