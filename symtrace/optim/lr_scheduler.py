@@ -346,8 +346,24 @@ class ExponentialLR(LRScheduler):
 
 
 class _CompositeStateMixin:
-    """state_dict of a scheduler made of schedulers (SequentialLR, ChainedScheduler):
-    its own attributes but the optimizer, and each child's state_dict."""
+    """A scheduler made of schedulers (SequentialLR, ChainedScheduler): torch's checks
+    of the children; state_dict is its own attributes but the optimizer, and each
+    child's state_dict."""
+
+    def _check_schedulers(self, schedulers, optimizer):
+        for idx, scheduler in enumerate(schedulers):
+            if not hasattr(scheduler, "optimizer"):
+                raise TypeError(f"{self.__class__.__name__} at index {idx} should have `optimizer` as its "
+                                "attribute.")
+            if isinstance(scheduler, ReduceLROnPlateau):
+                raise ValueError(f"{self.__class__.__name__} does not support `ReduceLROnPlateau` scheduler as it "
+                                 "requires additional kwargs to be specified when calling `step`, but got one at "
+                                 f"index {idx} in the given schedulers sequence.")
+            if optimizer != scheduler.optimizer:
+                raise ValueError(f"{self.__class__.__name__} expects all schedulers to belong to the same "
+                                 f"optimizer, but got scheduler {scheduler.__class__.__name__} at index {idx} has "
+                                 f"{scheduler.optimizer}, which is different from "
+                                 f"{optimizer.__class__.__name__}.")
 
     def state_dict(self):
         state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
@@ -369,19 +385,7 @@ class SequentialLR(_CompositeStateMixin, LRScheduler):
     def __init__(self, optimizer, schedulers, milestones, last_epoch=-1):
         if len(schedulers) < 1:
             raise ValueError(f"{self.__class__.__name__} expects at least one scheduler, but got no scheduler.")
-        for idx, scheduler in enumerate(schedulers):
-            if not hasattr(scheduler, "optimizer"):
-                raise TypeError(f"{self.__class__.__name__} at index {idx} should have `optimizer` as its "
-                                "attribute.")
-            if isinstance(scheduler, ReduceLROnPlateau):
-                raise ValueError(f"{self.__class__.__name__} does not support `ReduceLROnPlateau` scheduler as it "
-                                 "requires additional kwargs to be specified when calling `step`, but got one at "
-                                 f"index {idx} in the given schedulers sequence.")
-            if optimizer != scheduler.optimizer:
-                raise ValueError(f"{self.__class__.__name__} expects all schedulers to belong to the same "
-                                 f"optimizer, but got scheduler {scheduler.__class__.__name__} at index {idx} has "
-                                 f"{scheduler.optimizer}, which is different from "
-                                 f"{optimizer.__class__.__name__}.")
+        self._check_schedulers(schedulers, optimizer)
         if len(milestones) != len(schedulers) - 1:
             raise ValueError("Sequential Schedulers expects number of schedulers provided to be one more than the "
                              f"number of milestone points, but got number of schedulers {len(schedulers)} and the "
@@ -476,19 +480,7 @@ class ChainedScheduler(_CompositeStateMixin, LRScheduler):
             raise ValueError(f"{self.__class__.__name__} expects at least one scheduler to be chained, but got no "
                              "scheduler.")
         optimizer = optimizer or schedulers[0].optimizer
-        for idx, scheduler in enumerate(schedulers):
-            if not hasattr(scheduler, "optimizer"):
-                raise TypeError(f"{self.__class__.__name__} at index {idx} should have `optimizer` as its "
-                                "attribute.")
-            if isinstance(scheduler, ReduceLROnPlateau):
-                raise ValueError(f"{self.__class__.__name__} does not support `ReduceLROnPlateau` scheduler as it "
-                                 "requires additional kwargs to be specified when calling `step`, but got one at "
-                                 f"index {idx} in the given schedulers sequence.")
-            if optimizer != scheduler.optimizer:
-                raise ValueError(f"{self.__class__.__name__} expects all schedulers to belong to the same "
-                                 f"optimizer, but got scheduler {scheduler.__class__.__name__} at index {idx} has "
-                                 f"{scheduler.optimizer}, which is different from "
-                                 f"{optimizer.__class__.__name__}.")
+        self._check_schedulers(schedulers, optimizer)
         self._schedulers = schedulers
         self.optimizer = optimizer
         self._last_lr = _param_groups_val_list(self._schedulers[-1].optimizer, "lr")
