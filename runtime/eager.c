@@ -502,6 +502,9 @@ static int eager_on(st_op_id op, const st_operand *in, int nin,
                     st_operand src = {.t = in[k].t};
                     if (st_rt_eager(ST_OP_COPY, &src, 1, NULL, NULL, &clones[k]) != 1)
                         goto fail_clones;
+                    /* the copy stands for the operand's value: its own
+                     * (recorded) history gives way to the operand's */
+                    if (clones[k]->grad_fn) st_ad_node_decref(clones[k]->grad_fn);
                     clones[k]->requires_grad = in[k].t->requires_grad;
                     clones[k]->grad_fn = in[k].t->grad_fn;
                     clones[k]->output_nr = in[k].t->output_nr;
