@@ -1,8 +1,9 @@
 /* autograd_bind.c - Python bindings of the autograd tape: the Tensor's
  * autograd attributes (requires_grad, grad, grad_fn, is_leaf), the Node
  * type behind grad_fn, grad mode, backward and grad, _make_subclass (for
- * nn.Parameter) and custom nodes whose backward is a Python callable
- * (autograd.Function / PyLayer). */
+ * nn.Parameter), custom nodes whose backward is a Python callable
+ * (autograd.Function / PyLayer) and the gradient hooks' owner
+ * (Tensor.register_hook, retain_grad). */
 #include "st_fe.h"
 #include "st_fe_tr.h"
 
@@ -185,7 +186,12 @@ static PyObject *get_output_nr(PyObject *self, void *c) {
     return PyLong_FromLong(st_fe_unwrap(self)->output_nr);
 }
 
+static PyObject *get_retains_grad(PyObject *self, void *c) {
+    return PyBool_FromLong(st_fe_unwrap(self)->retains_grad);
+}
+
 PyGetSetDef st_fe_autograd_getset[] = {
+    {"retains_grad", get_retains_grad, NULL, "does backward fill .grad of this non-leaf", NULL},
     {"requires_grad", get_requires_grad, set_requires_grad, "does autograd record ops on it", NULL},
     {"grad", get_grad, set_grad, "the accumulated gradient (leaves)", NULL},
     {"grad_fn", get_grad_fn, NULL, "the node that computed it (None for leaves)", NULL},
@@ -497,6 +503,73 @@ static PyObject *f_custom_node(PyObject *m, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* ---------------- gradient hooks ----------------
+ * A slot's hooks object is a Python object (symtrace.autograd.hooks):
+ * hooks(grad) -> Tensor or None, hooks._post(leaf). */
+static st_status py_hook_call(void *hooks, int when, st_tensor *t, st_tensor *g,
+                              st_tensor **out) {
+    PyGILState_STATE gs = PyGILState_Ensure();
+    st_status s = ST_OK;
+    st_tensor *w = when == ST_AD_HOOK_GRAD ? g : t;
+    st_tensor_incref(w);
+    PyObject *arg = st_fe_wrap(w), *res = NULL;
+    if (arg)
+        res = when == ST_AD_HOOK_GRAD
+                  ? PyObject_CallOneArg((PyObject *)hooks, arg)
+                  : PyObject_CallMethod((PyObject *)hooks, "_post", "O", arg);
+    if (!res) {
+        s = st_err(ST_ERR_RUNTIME, "a gradient hook raised"); /* the Python error stays */
+    } else if (when == ST_AD_HOOK_GRAD && res != Py_None && res != arg) {
+        if (!st_fe_is_tensor(res)) {
+            PyErr_Format(PyExc_TypeError, "a gradient hook returned a %s; expected a "
+                         "Tensor or None", Py_TYPE(res)->tp_name);
+            s = st_err(ST_ERR_RUNTIME, "a gradient hook returned a non-tensor");
+        } else {
+            *out = st_fe_unwrap(res);
+            st_tensor_incref(*out);
+        }
+    }
+    Py_XDECREF(res);
+    Py_XDECREF(arg);
+    PyGILState_Release(gs);
+    return s;
+}
+
+/* _C._grad_hooks(t): the hooks object of t's gradient slot, or None. */
+static PyObject *f_grad_hooks(PyObject *m, PyObject *o) {
+    if (!st_fe_is_tensor(o)) {
+        PyErr_SetString(PyExc_TypeError, "_grad_hooks: expected a Tensor");
+        return NULL;
+    }
+    PyObject *h = st_ad_hooks(st_fe_unwrap(o));
+    if (!h) Py_RETURN_NONE;
+    Py_INCREF(h);
+    return h;
+}
+
+/* _C._set_grad_hooks(t, hooks): attaches hooks to t's gradient slot. */
+static PyObject *f_set_grad_hooks(PyObject *m, PyObject *args) {
+    PyObject *o, *h;
+    if (!PyArg_ParseTuple(args, "OO:_set_grad_hooks", &o, &h)) return NULL;
+    if (!st_fe_is_tensor(o)) {
+        PyErr_SetString(PyExc_TypeError, "_set_grad_hooks: expected a Tensor");
+        return NULL;
+    }
+    if (h == Py_None) h = NULL;
+    Py_XINCREF(h);
+    if (st_ad_set_hooks(st_fe_unwrap(o), h) != ST_OK) return st_fe_raise();
+    Py_RETURN_NONE;
+}
+
+static PyObject *f_retain_grad(PyObject *m, PyObject *o) {
+    if (!st_fe_is_tensor(o)) {
+        PyErr_SetString(PyExc_TypeError, "retain_grad: expected a Tensor");
+        return NULL;
+    }
+    if (st_ad_retain_grad(st_fe_unwrap(o)) != ST_OK) return st_fe_raise();
+    Py_RETURN_NONE;
+}
+
 static PyObject *f_ad_stats(PyObject *m, PyObject *a) {
     st_ad_stats s;
     st_ad_stats_get(&s);
@@ -517,6 +590,9 @@ static PyMethodDef autograd_methods[] = {
     {"_make_subclass", f_make_subclass, METH_VARARGS, "_make_subclass(cls, t, requires_grad)"},
     {"_custom_node", f_custom_node, METH_VARARGS, "_custom_node(name, backward, inputs, outputs)"},
     {"_autograd_stats", f_ad_stats, METH_NOARGS, "tape and VJP program counters"},
+    {"_grad_hooks", f_grad_hooks, METH_O, "the hooks object of a tensor's gradient slot, or None"},
+    {"_set_grad_hooks", f_set_grad_hooks, METH_VARARGS, "_set_grad_hooks(t, hooks)"},
+    {"_retain_grad", f_retain_grad, METH_O, "backward fills .grad of this non-leaf"},
     {NULL},
 };
 
@@ -524,5 +600,6 @@ int st_fe_init_autograd(PyObject *m) {
     if (PyType_Ready(&node_type) < 0) return -1;
     Py_INCREF(&node_type);
     if (PyModule_AddObject(m, "Node", (PyObject *)&node_type) < 0) return -1;
+    st_ad_set_hook_owner(py_hook_call, py_ctx_free);
     return PyModule_AddFunctions(m, autograd_methods);
 }

@@ -47,10 +47,19 @@ struct st_ad_node {
     void *ctx;
     void (*ctx_free)(void *);
     st_meta *cout_meta;       /* metas of a custom node's outputs */
+    /* gradient hooks and retain_grad per output (lazily; see st_ad_hooks) */
+    struct ad_slot *slots;
     /* engine state, valid during one backward */
     int deps;
     bool seen;
     st_tensor **gbuf;         /* accumulated gradient per output */
+};
+
+/* An output slot's hooks object (owned) and the tensor that retains its
+ * gradient (not owned: the tensor clears it when it goes). */
+struct ad_slot {
+    void *hooks;
+    st_tensor *retain;
 };
 
 static _Thread_local bool grad_disabled;
@@ -92,6 +101,92 @@ static void release_saved(st_ad_node *n) {
     n->ctx = NULL;
 }
 
+/* ---------------- gradient hooks and retain_grad ---------------- */
+static st_ad_hook_call hook_call;
+static void (*hook_release)(void *);
+
+void st_ad_set_hook_owner(st_ad_hook_call call, void (*release)(void *)) {
+    hook_call = call;
+    hook_release = release;
+}
+
+void st_ad_hooks_release(void *hooks) {
+    if (hooks && hook_release) hook_release(hooks);
+}
+
+static void slots_free(st_ad_node *n) {
+    if (!n->slots) return;
+    for (int k = 0; k < n->nout; k++) {
+        st_ad_hooks_release(n->slots[k].hooks);
+        /* a retaining tensor outliving its node cannot be: it holds it */
+    }
+    free(n->slots);
+    n->slots = NULL;
+}
+
+static struct ad_slot *slot_of(const st_tensor *t, bool make) {
+    st_ad_node *n = t->grad_fn;
+    if (!n || t->output_nr < 0 || t->output_nr >= (n->nout > 0 ? n->nout : 1)) return NULL;
+    if (!n->slots && make)
+        n->slots = calloc((size_t)(n->nout > 0 ? n->nout : 1), sizeof *n->slots);
+    return n->slots ? &n->slots[t->output_nr] : NULL;
+}
+
+void *st_ad_hooks(const st_tensor *t) {
+    if (!t->grad_fn) return t->hooks;
+    struct ad_slot *sl = slot_of(t, false);
+    return sl ? sl->hooks : NULL;
+}
+
+st_status st_ad_set_hooks(st_tensor *t, void *hooks) {
+    if (!t->requires_grad) {
+        st_ad_hooks_release(hooks);
+        return st_err(ST_ERR_RUNTIME, "cannot register a hook on a tensor that "
+                      "doesn't require gradient");
+    }
+    void **where;
+    if (!t->grad_fn) {
+        where = &t->hooks;
+    } else {
+        struct ad_slot *sl = slot_of(t, true);
+        if (!sl) {
+            st_ad_hooks_release(hooks);
+            return st_err(ST_ERR_MEMORY, "autograd: out of host memory");
+        }
+        where = &sl->hooks;
+    }
+    void *old = *where;
+    *where = hooks;
+    st_ad_hooks_release(old);
+    return ST_OK;
+}
+
+st_status st_ad_retain_grad(st_tensor *t) {
+    if (!t->requires_grad)
+        return st_err(ST_ERR_RUNTIME, "can't retain_grad on Tensor that has "
+                      "requires_grad=False");
+    if (!t->grad_fn || t->retains_grad) return ST_OK;
+    struct ad_slot *sl = slot_of(t, true);
+    if (!sl) return st_err(ST_ERR_MEMORY, "autograd: out of host memory");
+    sl->retain = t;
+    t->retains_grad = true;
+    return ST_OK;
+}
+
+/* The tensor goes, or its history is about to be replaced (an in-place
+ * write): its slot no longer retains into it; a leaf's hooks go with it. */
+void st_ad_tensor_gone(st_tensor *t) {
+    if (t->retains_grad) {
+        struct ad_slot *sl = slot_of(t, false);
+        if (sl && sl->retain == t) sl->retain = NULL;
+    }
+    if (t->refcount == 0 && t->hooks) {
+        void *h = t->hooks;
+        t->hooks = NULL;
+        st_ad_hooks_release(h);
+    }
+}
+
 void st_ad_node_incref(st_ad_node *n) {
     if (n) __atomic_add_fetch(&n->refcount, 1, __ATOMIC_RELAXED);
 }
@@ -124,6 +219,7 @@ void st_ad_node_decref(st_ad_node *n) {
             if (n->gbuf)
                 for (int k = 0; k < n->nout; k++) st_tensor_decref(n->gbuf[k]);
             free(n->gbuf);
+            slots_free(n);
             free(n->cout_meta);
             free(n->next_node);
             free(n->next_nr);
@@ -180,12 +276,20 @@ static void name_node(st_ad_node *n, const char *op) {
     strcpy(p, "Backward0");
 }
 
+/* A retained tensor's retain moves with it to its new history (hooks
+ * stay on the old one), as PyTorch does for in-place writes. */
 static void attach(st_tensor *out, st_ad_node *n, int nr) {
     st_ad_node *old = out->grad_fn;
+    bool retain = out->retains_grad;
+    if (retain) st_ad_tensor_gone(out);
     st_ad_node_incref(n);
     out->grad_fn = n;
     out->output_nr = nr;
     out->requires_grad = true;
+    if (retain) {
+        out->retains_grad = false;
+        if (st_ad_retain_grad(out) != ST_OK) st_err_clear();
+    }
     if (old) st_ad_node_decref(old);
 }
 
@@ -578,13 +682,127 @@ static st_status push(nodelist *l, st_ad_node *n) {
 /* What the engine does with gradients reaching leaves and captured
  * non-leaf inputs. */
 typedef struct {
+    st_tensor *leaf;              /* borrowed (the graph holds it) */
+    st_tensor *g;                 /* summed so far, owned */
+    int deps;                     /* edges still to deliver */
+} hooked_leaf;
+
+typedef struct {
     bool accumulate;              /* backward(): into leaf .grad */
     st_tensor *const *inputs;     /* grad(): the inputs asked for */
     int ninputs;
     st_tensor **results;
+    /* leaves with hooks: their gradient is summed over all edges first,
+     * so a hook sees it once, whole, as PyTorch's AccumulateGrad does */
+    hooked_leaf *hl;
+    int nhl, hl_cap;
 } sink;
 
+static bool is_input(const sink *sk, const st_tensor *t) {
+    for (int k = 0; k < sk->ninputs; k++)
+        if (sk->inputs[k] == t) return true;
+    return false;
+}
+
+/* One more edge will bring a gradient to leaf (when its hooks matter). */
+static st_status hooked_leaf_expect(sink *sk, st_tensor *leaf) {
+    if (!leaf->hooks || (!sk->accumulate && !is_input(sk, leaf))) return ST_OK;
+    for (int i = 0; i < sk->nhl; i++)
+        if (sk->hl[i].leaf == leaf) {
+            sk->hl[i].deps++;
+            return ST_OK;
+        }
+    if (sk->nhl == sk->hl_cap) {
+        int nc = sk->hl_cap ? sk->hl_cap * 2 : 16;
+        hooked_leaf *nh = realloc(sk->hl, sizeof *nh * (size_t)nc);
+        if (!nh) return st_err(ST_ERR_MEMORY, "autograd: out of host memory");
+        sk->hl = nh;
+        sk->hl_cap = nc;
+    }
+    sk->hl[sk->nhl++] = (hooked_leaf){.leaf = leaf, .deps = 1};
+    return ST_OK;
+}
+
+/* Hands *g (an owned reference) to a slot's hooks; *g becomes what they
+ * return. */
+static st_status run_hooks(void *hooks, st_tensor *t, st_tensor **g) {
+    if (!hooks || !hook_call) return ST_OK;
+    st_tensor *out = NULL;
+    st_status s = hook_call(hooks, ST_AD_HOOK_GRAD, t, *g, &out);
+    if (s != ST_OK) return s;
+    if (out) {
+        st_tensor_decref(*g);
+        *g = out;
+    }
+    return ST_OK;
+}
+
+static st_status deliver_leaf(sink *sk, st_tensor *leaf, st_tensor *g);
+
+static st_status flush_leaf(sink *sk, hooked_leaf *h) {
+    st_tensor *leaf = h->leaf, *whole = h->g;
+    h->g = NULL;
+    h->deps = 0;
+    if (!whole) return ST_OK;   /* no edge brought a gradient */
+    st_status s = run_hooks(leaf->hooks, leaf, &whole);
+    if (s == ST_OK) s = deliver_leaf(sk, leaf, whole);
+    st_tensor_decref(whole);
+    if (s == ST_OK && sk->accumulate && leaf->hooks && hook_call)
+        s = hook_call(leaf->hooks, ST_AD_HOOK_POST, leaf, NULL, NULL);
+    return s;
+}
+
+/* g may be NULL for an edge into a hooked leaf that brought nothing. */
 static st_status to_leaf(sink *sk, st_tensor *leaf, st_tensor *g) {
+    for (int i = 0; leaf->hooks && i < sk->nhl; i++) {
+        hooked_leaf *h = &sk->hl[i];
+        if (h->leaf != leaf || h->deps <= 0) continue;
+        if (g && h->g) {
+            st_tensor *sum = add_grads(h->g, g);
+            if (!sum) return st_err_kind();
+            st_tensor_decref(h->g);
+            h->g = sum;
+        } else if (g) {
+            st_tensor_incref(g);
+            h->g = g;
+        }
+        return --h->deps > 0 ? ST_OK : flush_leaf(sk, h);
+    }
+    return g ? deliver_leaf(sk, leaf, g) : ST_OK;
+}
+
+/* A non-leaf that retains its gradient: .grad = .grad + g (a new tensor,
+ * as PyTorch's retains_grad hook does). */
+static st_status retain_into(st_tensor *t, st_tensor *g) {
+    st_tensor *ng = NULL;
+    if (t->grad) {
+        ng = add_grads(t->grad, g);
+    } else {
+        st_operand src = {.t = g};
+        if (st_rt_eager(ST_OP_COPY, &src, 1, NULL, NULL, &ng) != 1) ng = NULL;
+    }
+    if (!ng) return st_err_kind();
+    st_tensor *old = t->grad;
+    t->grad = ng;
+    st_tensor_decref(old);
+    return ST_OK;
+}
+
+/* The gradients of n's outputs are complete: their hooks run, then the
+ * tensors retaining them take a copy. */
+static st_status output_hooks(st_ad_node *n) {
+    if (!n->slots || !n->gbuf) return ST_OK;
+    for (int k = 0; k < n->nout; k++) {
+        struct ad_slot *sl = &n->slots[k];
+        if (!n->gbuf[k]) continue;
+        st_status s = run_hooks(sl->hooks, NULL, &n->gbuf[k]);
+        if (s == ST_OK && sl->retain) s = retain_into(sl->retain, n->gbuf[k]);
+        if (s != ST_OK) return s;
+    }
+    return ST_OK;
+}
+
+static st_status deliver_leaf(sink *sk, st_tensor *leaf, st_tensor *g) {
     if (sk->accumulate) {
         st_meta m;
         st_tensor_meta(leaf, &m);
@@ -745,11 +963,14 @@ static st_status engine_run(st_tensor *const *roots, st_tensor *const *grads, in
             if (s == ST_OK) s = push(&all, n);
         }
     }
+    for (int k = 0; k < nroots && s == ST_OK; k++)
+        if (!roots[k]->grad_fn) s = hooked_leaf_expect(sk, roots[k]);
     while (stack.n && s == ST_OK) {
         st_ad_node *n = stack.items[--stack.n];
         for (int k = 0; k < n->nin && s == ST_OK; k++) {
+            if (n->next_leaf[k]) s = hooked_leaf_expect(sk, n->next_leaf[k]);
             st_ad_node *nx = n->next_node[k];
-            if (!nx) continue;
+            if (!nx || s != ST_OK) continue;
             nx->deps++;
             if (!nx->seen) {
                 nx->seen = true;
@@ -771,6 +992,8 @@ static st_status engine_run(st_tensor *const *roots, st_tensor *const *grads, in
     int gin_cap = 0;
     while (ready.n && s == ST_OK) {
         st_ad_node *n = ready.items[--ready.n];
+        s = output_hooks(n);
+        if (s != ST_OK) break;
         /* a non-leaf input of grad(): its gradient is complete now */
         for (int k = 0; !sk->accumulate && k < sk->ninputs; k++) {
             st_tensor *t = sk->inputs[k];
@@ -801,6 +1024,8 @@ static st_status engine_run(st_tensor *const *roots, st_tensor *const *grads, in
             n->freed = true;
         }
         for (int k = 0; k < n->nin; k++) {
+            if (s == ST_OK && !gin[k] && n->next_leaf[k] && n->next_leaf[k]->hooks)
+                s = to_leaf(sk, n->next_leaf[k], NULL);
             if (s == ST_OK && gin[k]) {
                 if (n->next_leaf[k]) s = to_leaf(sk, n->next_leaf[k], gin[k]);
                 else if (n->next_node[k]) s = to_node(n->next_node[k], n->next_nr[k], gin[k]);
@@ -811,6 +1036,9 @@ static st_status engine_run(st_tensor *const *roots, st_tensor *const *grads, in
             if (s == ST_OK && nx && --nx->deps == 0) s = push(&ready, nx);
         }
     }
+    /* hooked leaves some edge never reached (a node that got nothing) */
+    for (int i = 0; i < sk->nhl && s == ST_OK; i++)
+        if (sk->hl[i].deps > 0) s = flush_leaf(sk, &sk->hl[i]);
     /* reset engine state on every node seen, even after an error */
     for (int i = 0; i < all.n; i++) {
         st_ad_node *n = all.items[i];
@@ -823,6 +1051,10 @@ static st_status engine_run(st_tensor *const *roots, st_tensor *const *grads, in
         }
     }
     for (int k = 0; k < nroots; k++) st_tensor_decref(root_g[k]);
+    for (int i = 0; i < sk->nhl; i++) st_tensor_decref(sk->hl[i].g);
+    free(sk->hl);
+    sk->hl = NULL;
+    sk->nhl = sk->hl_cap = 0;
     free(gin);
     free(all.items);
     free(ready.items);

@@ -107,6 +107,8 @@ typedef struct st_tensor {
     struct st_ad_node *grad_fn;
     int output_nr;
     bool is_view;              /* made by st_tensor_view_of (shares a base) */
+    bool retains_grad;         /* retain_grad(): backward fills .grad of this non-leaf */
+    void *hooks;               /* a leaf's gradient hooks (autograd.c), owned */
     bool traced;               /* mapped by an active trace (runtime/trace.c) */
     /* back pointer to the Python wrapper (not owned), for identity */
     void *pyobj;
@@ -304,6 +306,33 @@ int st_ad_node_num_inputs(const st_ad_node *n);
  * both NULL when input k needs no gradient. */
 void st_ad_node_next(const st_ad_node *n, int k, st_ad_node **node,
                      st_tensor **leaf);
+
+/* Gradient hooks (Tensor.register_hook, register_post_accumulate_grad_hook)
+ * and retain_grad. The owner (the frontend) attaches an opaque hooks object
+ * to a tensor's gradient slot: a leaf's own, or output output_nr of a
+ * computed tensor's grad_fn, so hooks registered on a tensor outlive it
+ * and an in-place write (a new grad_fn) leaves them on the value they were
+ * registered on, as in PyTorch. The engine calls
+ *   call(hooks, ST_AD_HOOK_GRAD, t, g, &out)  on the gradient of a slot,
+ *     once it is complete (a leaf's summed gradient before it accumulates,
+ *     an output's before its node runs); out: a new reference to use
+ *     instead, or NULL to keep g;
+ *   call(hooks, ST_AD_HOOK_POST, leaf, NULL, NULL)  after backward()
+ *     accumulated into leaf->grad.
+ * release(hooks) runs when the slot goes. A retained non-leaf's .grad
+ * accumulates its gradient after the hooks (backward() and grad()). */
+enum { ST_AD_HOOK_GRAD, ST_AD_HOOK_POST };
+typedef st_status (*st_ad_hook_call)(void *hooks, int when, st_tensor *t,
+                                     st_tensor *g, st_tensor **out);
+void st_ad_set_hook_owner(st_ad_hook_call call, void (*release)(void *hooks));
+void *st_ad_hooks(const st_tensor *t);          /* borrowed; NULL if none */
+/* Takes over the reference to hooks (NULL clears); releases the old. */
+st_status st_ad_set_hooks(st_tensor *t, void *hooks);
+/* t must require grad; a no-op on leaves. */
+st_status st_ad_retain_grad(st_tensor *t);
+/* Called by st_tensor_decref and attach() (internal to the runtime). */
+void st_ad_tensor_gone(st_tensor *t);
+void st_ad_hooks_release(void *hooks);
 
 /* tensor.backward(): accumulates d(sum roots*grads)/d(leaf) into leaves'
  * .grad. grads[k] may be NULL for a one-element root (implied 1). */

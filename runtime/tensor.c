@@ -221,6 +221,8 @@ void st_tensor_decref(st_tensor *t)
         st_rt_trace_released(t);
     if (r != 0)
         return;
+    if (t->retains_grad || t->hooks)
+        st_ad_tensor_gone(t);
     st_storage_decref(t->storage);
     st_tensor *g = t->grad;
     st_ad_node *fn = t->grad_fn;

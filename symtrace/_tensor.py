@@ -118,7 +118,20 @@ class Tensor(_C.TensorBase):
         raise NotImplementedError("detach_() is not supported; use detach()")
 
     def register_hook(self, hook):
-        raise NotImplementedError("tensor hooks are not supported yet")
+        """hook(grad) -> Tensor or None runs whenever the gradient with respect to
+        this tensor is computed (a leaf's before it accumulates into .grad); a
+        returned tensor replaces the gradient. Returns a handle with remove()."""
+        from .autograd import hooks
+        return hooks.register_hook(self, hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """hook(tensor) runs after backward() accumulated into this leaf's .grad."""
+        from .autograd import hooks
+        return hooks.register_post_accumulate_grad_hook(self, hook)
+
+    def retain_grad(self):
+        """backward() (and autograd.grad) fill .grad of this non-leaf tensor too."""
+        _C._retain_grad(self)
 
     # ---- conversion ----
     def to(self, *args, **kwargs):

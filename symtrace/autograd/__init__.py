@@ -18,11 +18,24 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     """Accumulates gradients of tensors (weighted by grad_tensors) into leaves' .grad."""
     if create_graph:
         raise NotImplementedError("create_graph=True (higher-order gradients) is not supported yet")
-    if inputs is not None:
-        raise NotImplementedError("backward(inputs=...) is not supported yet")
     tensors = _seq(tensors)
     grads = _seq(grad_tensors) or (None,) * len(tensors)
-    _C._backward(tensors, grads, bool(retain_graph))
+    if inputs is None:
+        _C._backward(tensors, grads, bool(retain_graph))
+        return
+    inputs = _seq(inputs)
+    if not inputs:
+        raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+    # only these accumulate (leaves or not): grad() over them, added to .grad
+    got = _C._grad(tensors, grads, inputs, bool(retain_graph), True)
+    with no_grad():
+        for t, g in zip(inputs, got):
+            if g is None:
+                continue
+            if t.grad is None:
+                t.grad = g.detach().clone()
+            else:
+                t.grad.add_(g)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,

@@ -1,7 +1,7 @@
 /* test_autograd.c - the tape and the backward engine from C: recording,
  * accumulation into leaves, broadcasting gradients, retain_graph and the
- * second-backward error, in-place checks, custom nodes, grad(), and that
- * nodes and saved tensors are released. */
+ * second-backward error, in-place checks, custom nodes, grad(), gradient
+ * hooks and retain_grad, and that nodes and saved tensors are released. */
 #include "st_runtime.h"
 #include <math.h>
 #include <stdio.h>
@@ -181,12 +181,105 @@ static void test_release(void) {
     st_tensor_decref(w);
 }
 
+/* Gradient hooks from C: a hooks object here is a struct the callback
+ * reads; released ones are counted. */
+typedef struct {
+    float scale;     /* GRAD: the gradient times scale (1: keep it) */
+    int grad_calls, post_calls, released;
+    float seen0;     /* element 0 of the last gradient seen */
+} hk;
+
+static st_status hk_call(void *h, int when, st_tensor *t, st_tensor *g, st_tensor **out) {
+    hk *k = h;
+    if (when == ST_AD_HOOK_POST) {
+        k->post_calls++;
+        CHECK(t && t->grad, "post hook sees the accumulated grad");
+        return ST_OK;
+    }
+    k->grad_calls++;
+    k->seen0 = at(g, 0);
+    if (k->scale != 1) {
+        st_operand in[2] = {{.t = g}, {.sdtype = ST_FLOAT64, .f = k->scale}};
+        if (st_rt_eager(ST_OP_MUL, in, 2, NULL, NULL, out) != 1) return st_err_kind();
+    }
+    return ST_OK;
+}
+
+static void hk_release(void *h) { ((hk *)h)->released++; }
+
+static void test_hooks(void) {
+    st_ad_set_hook_owner(hk_call, hk_release);
+    float av[2] = {1, 2}, bv[2] = {3, 4};
+    hk ha = {.scale = 10}, hy = {.scale = 2}, hz = {.scale = 1};
+    st_tensor *a = vec(2, av, true), *b = vec(2, bv, false);
+    CHECK(st_ad_set_hooks(b, &hz) != ST_OK && hz.released == 1,
+          "a hook on a tensor without grad is refused and released");
+    CHECK(st_ad_set_hooks(a, &ha) == ST_OK && st_ad_hooks(a) == &ha, "leaf hooks set");
+    /* a used twice: its hook sees the summed gradient once */
+    st_tensor *y = op2(ST_OP_MUL, a, b);             /* dy/da = b */
+    st_tensor *z = op2(ST_OP_ADD, y, a);             /* dz/da = b + 1 */
+    CHECK(st_ad_set_hooks(y, &hy) == ST_OK && st_ad_hooks(y) == &hy, "output slot hooks set");
+    CHECK(st_ad_retain_grad(y) == ST_OK && y->retains_grad, "retain_grad");
+    st_tensor *l = sum_all(z);
+    CHECK(st_ad_backward(&l, NULL, 1, true) == ST_OK, "backward with hooks");
+    /* y's grad 1 -> hooked to 2, retained as 2; a gets (2*b + 1) * 10 */
+    CHECK(hy.grad_calls == 1 && hy.seen0 == 1, "y hook once (%d, %g)", hy.grad_calls, hy.seen0);
+    CHECK(y->grad && at(y->grad, 0) == 2 && at(y->grad, 1) == 2, "retained after the hook");
+    CHECK(ha.grad_calls == 1 && ha.seen0 == 2 * bv[0] + 1, "a hook once with the sum "
+          "(%d, %g)", ha.grad_calls, ha.seen0);
+    CHECK(ha.post_calls == 1, "post-accumulate call");
+    CHECK(a->grad && at(a->grad, 1) == 10 * (2 * bv[1] + 1), "a.grad %g",
+          a->grad ? at(a->grad, 1) : -1);
+    /* grad(): hooks run on the asked-for leaf, retain accumulates, no post */
+    st_tensor *r = NULL;
+    CHECK(st_ad_grad(&l, NULL, 1, &a, 1, true, false, &r) == ST_OK && r &&
+          at(r, 0) == 10 * (2 * bv[0] + 1), "grad() through hooks");
+    CHECK(ha.grad_calls == 2 && ha.post_calls == 1 && y->grad && at(y->grad, 0) == 4,
+          "grad(): hooks %d post %d", ha.grad_calls, ha.post_calls);
+    st_tensor_decref(r);
+    /* in-place: retain moves to the new history, the hook stays behind */
+    st_operand in[2] = {{.t = y}, {.sdtype = ST_FLOAT64, .f = 3}};
+    st_tensor *given[ST_MAX_OUT] = {y}, *out = NULL;
+    CHECK(st_rt_eager(ST_OP_MUL, in, 2, NULL, given, &out) == 1, "in-place mul");
+    st_tensor_decref(out);
+    CHECK(y->retains_grad && st_ad_hooks(y) == NULL, "retain moved, hooks stayed");
+    st_tensor_decref(y->grad);
+    y->grad = NULL;
+    st_tensor *l2 = sum_all(y);
+    CHECK(st_ad_backward(&l2, NULL, 1, false) == ST_OK, "backward after in-place");
+    CHECK(y->grad && at(y->grad, 0) == 1, "retained w.r.t. the new value");
+    CHECK(hy.grad_calls == 3 && hy.seen0 == 3, "old hook sees the old value's grad (%d, %g)",
+          hy.grad_calls, hy.seen0);
+    /* the slots go with their owners */
+    st_tensor_decref(l2);
+    st_tensor_decref(l);
+    st_tensor_decref(z);
+    st_tensor_decref(y);
+    CHECK(hy.released == 1, "node's hooks released (%d)", hy.released);
+    st_tensor_decref(a);
+    CHECK(ha.released == 1, "leaf's hooks released (%d)", ha.released);
+    st_tensor_decref(b);
+    /* a hook's error stops backward and leaves the engine clean */
+    hk bad = {.scale = 1};
+    st_tensor *c = vec(2, av, true);
+    st_tensor *lc = sum_all(c);
+    CHECK(st_ad_set_hooks(lc, &bad) == ST_OK, "hooks on the root");
+    st_ad_set_hook_owner(NULL, hk_release);   /* no owner: hooks are not called */
+    CHECK(st_ad_backward(&lc, NULL, 1, false) == ST_OK && bad.grad_calls == 0 && c->grad,
+          "ownerless hooks ignored");
+    st_tensor_decref(lc);
+    st_tensor_decref(c);
+    CHECK(bad.released == 1, "root node's hooks released");
+    st_ad_set_hook_owner(NULL, NULL);
+}
+
 int main(void) {
     test_basic();
     test_broadcast_and_grad();
     test_inplace_checks();
     test_custom();
     test_release();
+    test_hooks();
     if (failures) {
         fprintf(stderr, "test_autograd: %d failure(s)\n", failures);
         return 1;
