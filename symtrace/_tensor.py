@@ -300,7 +300,7 @@ class Tensor(_C.TensorBase):
     def nan_to_num(self, nan=0.0, posinf=None, neginf=None): return _ops.nan_to_num(self, nan, posinf, neginf)
     def cumsum(self, dim, *, dtype=None): return _ops.cumsum(self, dim, dtype=dtype)
 
-    # ---- decomposed ops (symtrace/_ops.py) as methods ----
+    # ---- decomposed ops (symtrace/_ops/) as methods ----
     def log1p(self): return _ops.log1p(self)
     def expm1(self): return _ops.expm1(self)
     def log2(self): return _ops.log2(self)

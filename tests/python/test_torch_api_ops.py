@@ -1,4 +1,4 @@
-# PyTorch APIs that symtrace decomposes onto its existing ops (symtrace/_ops.py,
+# PyTorch APIs that symtrace decomposes onto its existing ops (symtrace/_ops/,
 # Tensor methods in symtrace/_tensor.py, inference_mode in symtrace/autograd):
 # tril/triu, var/std, norm, outer/mm/bmm/addmm/baddbmm, addcmul/addcdiv, lerp,
 # allclose/equal/isclose, broadcast_to/repeat/tile/unbind/narrow/flip/roll,

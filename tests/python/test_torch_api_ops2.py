@@ -1,4 +1,4 @@
-# More PyTorch APIs that symtrace decomposes onto its existing ops (symtrace/_ops.py,
+# More PyTorch APIs that symtrace decomposes onto its existing ops (symtrace/_ops/,
 # Tensor methods in symtrace/_tensor.py): elementwise math (log1p, expm1, log2/log10,
 # exp2, the hyperbolic and inverse trigonometric functions, atan2, logaddexp, hypot,
 # fmod, xlogy, copysign, ...), reductions and scans (any/all, count_nonzero, nansum,

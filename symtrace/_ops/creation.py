@@ -1,0 +1,323 @@
+"""Factories and devices: full/zeros/ones/empty and their *_like forms, arange, eye,
+linspace, logspace, tril_indices/triu_indices; the device argument of a factory and
+to_device (a differentiable move); from_numpy and numel; 0-d scalars of a tensor's dtype
+(_scalar0, _zero_of) for the decomposed ops. Random factories live in random.py."""
+import builtins
+import math
+import warnings
+
+from .. import _C
+from .._dtype import _scalar_dtype, bool_, float32, float64, int64
+from ._core import INT_VALUE, _attrs, _check_int, _check_tensor, _is_tensor, _op, _tname
+from .elementwise import add, div, eq, lt, mul, pow, sub, to_dtype, where
+
+
+# ---------------- creation ----------------
+def _shape_args(size, fn):
+    if len(size) == 1 and isinstance(size[0], (list, tuple)):
+        size = tuple(size[0])
+    for s in size:
+        if not isinstance(s, int) or isinstance(s, bool):
+            if hasattr(s, "__index__") and not isinstance(s, bool):
+                continue
+            raise TypeError(f"{fn}(): argument 'size' must be a tuple of ints, but found element "
+                            f"of type {type(s).__name__}")
+    return tuple(int(s) for s in size)
+
+
+def _check_sizes(shape, fn):
+    for s in shape:
+        if s < 0:
+            raise RuntimeError(f"{fn}(): Trying to create tensor with negative dimension {s}: {list(shape)}")
+
+
+def _device_check(device):
+    if device is not None and str(device) != "cpu":
+        _C.empty((0,), float32, str(device))  # raises the device's error
+
+
+def _dev(device):
+    """The device argument of a factory op for _C.op: None (the CPU) or its string."""
+    if device is None:
+        return None
+    if isinstance(device, int):
+        return f"cuda:{device}"
+    s = str(device)
+    return None if s == "cpu" else s
+
+
+class _ToDevice:
+    """Tensor.to(device) under autograd: the gradient goes back to the source device."""
+    _fn = None
+
+    @classmethod
+    def get(cls):
+        if cls._fn is None:
+            from ..autograd.function import Function
+
+            class ToDevice(Function):
+                @staticmethod
+                def forward(ctx, x, dev):
+                    ctx.src = x._device_str
+                    return _C._to_device(x, dev)
+
+                @staticmethod
+                def backward(ctx, g):
+                    return _C._to_device(g, ctx.src), None
+            cls._fn = ToDevice
+        return cls._fn
+
+
+def to_device(x, device):
+    """A copy of x on device (x itself when it is already there); differentiable."""
+    _check_tensor(x, "to")
+    dev = str(device) if not isinstance(device, int) else f"cuda:{device}"
+    if x.requires_grad and _C._is_grad_enabled():
+        return _ToDevice.get().apply(x, dev)
+    return _C._to_device(x, dev)
+
+
+def _rg(t, requires_grad):
+    """Marks a freshly created leaf (creation ops' requires_grad=...)."""
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
+    """full(size, fill_value, *, dtype=None)."""
+    return _rg(_full(size, fill_value, dtype=dtype, device=device), requires_grad)
+
+
+def _full(size, fill_value, *, dtype=None, device=None):
+    size = _shape_args((size,) if isinstance(size, int) else tuple(size), "full")
+    _check_sizes(size, "full")
+    if _is_tensor(fill_value):
+        fill_value = fill_value.item()
+    if dtype is None:
+        dtype = _scalar_dtype(fill_value)
+    if isinstance(fill_value, float) and not dtype.is_floating_point:
+        # as torch: a float fill truncates toward zero for integer dtypes; bool is != 0
+        fill_value = fill_value != 0 if dtype is bool_ else int(fill_value)
+    if isinstance(fill_value, (bool, int)) and not dtype.is_floating_point:
+        return _op(_C.OP_FULL, (), _attrs(ints=(int(fill_value),), dims=size, flags=INT_VALUE, dtype=dtype),
+                   None, _dev(device))
+    return _op(_C.OP_FULL, (), _attrs(floats=(float(fill_value),), dims=size, dtype=dtype), None, _dev(device))
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False):
+    return full(_shape_args(size, "zeros"), 0, dtype=dtype or float32, device=device,
+                requires_grad=requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False):
+    return full(_shape_args(size, "ones"), 1, dtype=dtype or float32, device=device,
+                requires_grad=requires_grad)
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False):
+    shape = _shape_args(size, "empty")
+    _check_sizes(shape, "empty")
+    return _rg(_C.empty(shape, dtype or float32, _dev(device)), requires_grad)
+
+
+def _like(fn, input, dtype, device, *args, **kw):
+    _check_tensor(input, fn.__name__)
+    return fn(input.shape, *args, dtype=dtype or input.dtype,
+              device=input.device if device is None else device, **kw)
+
+
+def zeros_like(input, *, dtype=None, device=None):
+    return _like(zeros, input, dtype, device)
+
+
+def ones_like(input, *, dtype=None, device=None):
+    return _like(ones, input, dtype, device)
+
+
+def empty_like(input, *, dtype=None, device=None):
+    return _like(empty, input, dtype, device)
+
+
+def full_like(input, fill_value, *, dtype=None, device=None):
+    _check_tensor(input, "full_like")
+    return full(input.shape, fill_value, dtype=dtype or input.dtype,
+                device=input.device if device is None else device)
+
+
+def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
+    """arange(start=0, end, step=1, *, dtype=None)."""
+    if end is None:
+        start, end = 0, start
+    vals = [v.item() if _is_tensor(v) else v for v in (start, end, step)]
+    start, end, step = vals
+    if step == 0:
+        raise RuntimeError("arange: step must be nonzero")
+    if (end - start) * step < 0 and end != start:
+        raise RuntimeError(f"arange: upper bound and larger bound inconsistent with step sign "
+                           f"(start={start}, end={end}, step={step})")
+    n = builtins.max(0, math.ceil((end - start) / step))
+    if dtype is None:
+        dtype = int64 if builtins.all(isinstance(v, int) for v in vals) else float32
+    return _rg(_op(_C.OP_ARANGE, (), _attrs(floats=(float(start), float(step)), dims=(n,), dtype=dtype),
+                   None, _dev(device)), requires_grad)
+
+
+def from_numpy(ndarray):
+    """from_numpy(ndarray): a tensor sharing ndarray's memory (through DLPack), as
+    torch.from_numpy. A read-only array, which DLPack cannot export, is copied (with a
+    warning; torch shares it)."""
+    import numpy as np
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    if builtins.any(s < 0 for s in ndarray.strides):
+        raise ValueError("At least one stride in the given numpy array is negative, and tensors with "
+                         "negative strides are not currently supported. (You can probably work around "
+                         "this by making a copy of your array  with array.copy().)")
+    if not ndarray.flags.writeable:
+        warnings.warn("The given NumPy array is not writable: symtrace.from_numpy copies it (DLPack "
+                      "cannot share read-only memory).", UserWarning, stacklevel=2)
+        return _C.tensor(ndarray, None)
+    return _C.from_dlpack(ndarray)
+
+
+def numel(input):
+    _check_tensor(input, "numel")
+    return input.numel()
+
+
+def _scalar0(input, value):
+    """value as a 0-d tensor of input's dtype and device (keeps where() from promoting)."""
+    return full((), value, dtype=input.dtype, device=input.device)
+
+
+def _zero_of(t):
+    return _scalar0(t, False if t.dtype is bool_ else 0)
+
+
+# ---- creation, decomposed ----
+def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
+    """eye(n, m=None, *, dtype=None, device=None): the n x m identity (m = n by default);
+    as torch.eye."""
+    _check_int(n, "eye", "n", 1)
+    if n < 0:
+        raise RuntimeError(f"n must be greater or equal to 0, got {n}")
+    if m is None:
+        m = n
+    _check_int(m, "eye", "m", 2)
+    if m < 0:
+        raise RuntimeError(f"m must be greater or equal to 0, got {m}")
+    hit = eq(arange(n, device=device).unsqueeze(1), arange(m, device=device))
+    return _rg(to_dtype(hit, dtype or float32), requires_grad)
+
+
+def _number(v, fn, name):
+    if _is_tensor(v):
+        if v.dim() != 0:
+            raise RuntimeError(f"{fn}() expects {name} to be a 0-dimensional tensor, but got a "
+                               f"tensor with {v.dim()} dimensions")
+        return v.item()
+    if not isinstance(v, (int, float)):
+        raise TypeError(f"{fn}(): argument '{name}' must be Number, not {type(v).__name__}")
+    return v
+
+
+def _round_to(v, dtype):
+    """The Python float v rounded (to nearest even) to a float dtype, on the host."""
+    import struct
+    v = float(v)
+    if dtype is float64 or not math.isfinite(v):
+        return v
+    if dtype is float32:
+        try:
+            return struct.unpack("f", struct.pack("f", v))[0]
+        except OverflowError:
+            return math.copysign(math.inf, v)
+    if str(dtype) == "symtrace.float16":
+        try:
+            return struct.unpack("e", struct.pack("e", v))[0]
+        except OverflowError:
+            return math.copysign(math.inf, v)
+    b = struct.unpack("I", struct.pack("f", _round_to(v, float32)))[0]      # bfloat16
+    b = ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) << 16
+    return struct.unpack("f", struct.pack("I", b & 0xFFFFFFFF))[0]
+
+
+def _steps_check(steps, fn):
+    _check_int(steps, fn, "steps", 3)
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+
+
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
+    """linspace(start, end, steps, *, dtype=None, device=None): steps evenly spaced values
+    from start to end, with torch's formula (from start for the first half, from end for the
+    second; in the dtype for floats, in float64 for integers, which truncate);
+    start and end may be 0-d tensors (their values are read). As torch.linspace."""
+    start, end = _number(start, "linspace", "start"), _number(end, "linspace", "end")
+    _steps_check(steps, "linspace")
+    dtype = dtype or float32
+    work = dtype if dtype in (float32, float64) else (float32 if dtype.is_floating_point else float64)
+    if dtype.is_floating_point:      # start and end as the dtype holds them, as torch
+        start, end = _round_to(start, dtype), _round_to(end, dtype)
+    else:
+        start, end = int(start), int(end)
+    if steps <= 1:
+        return _rg(full((steps,), start, dtype=dtype, device=device), requires_grad)
+    s = full((), start, dtype=work, device=device)
+    e = full((), end, dtype=work, device=device)
+    step = div(sub(e, s), steps - 1)
+    i = arange(steps, dtype=work, device=device)
+    lo = add(s, mul(step, i))
+    hi = sub(e, mul(step, sub(steps - 1, i)))
+    r = where(lt(i, steps // 2), lo, hi)
+    return _rg(to_dtype(r, dtype), requires_grad)
+
+
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
+    """logspace(start, end, steps, base=10.0, *, dtype=None, device=None): base ** linspace
+    (the exponents in float64, as torch's kernel); as torch.logspace."""
+    start, end = _number(start, "logspace", "start"), _number(end, "logspace", "end")
+    _steps_check(steps, "logspace")
+    dtype = dtype or float32
+    if steps == 0:
+        return _rg(full((0,), 0, dtype=dtype, device=device), requires_grad)
+    if steps == 1:
+        e = full((1,), start, dtype=dtype, device=device)
+    else:
+        s = _round_to(start, dtype) if dtype.is_floating_point else float(int(start))
+        t = _round_to(end, dtype) if dtype.is_floating_point else float(int(end))
+        step = (t - s) / (steps - 1)
+        i = arange(steps, dtype=float64, device=device)
+        e = where(lt(i, steps // 2), add(mul(i, step), s), sub(t, mul(sub(steps - 1, i), step)))
+    return _rg(to_dtype(pow(float(base), to_dtype(e, float64)), dtype), requires_grad)
+
+
+def _tri_indices(row, col, offset, lower, dtype, device, fn):
+    for v, name, pos in ((row, "row", 1), (col, "col", 2), (offset, "offset", 3)):
+        _check_int(v, fn, name, pos)
+    if row < 0 or col < 0:
+        raise RuntimeError(f"{fn}: row and col must be non-negative, got row={row} and col={col}")
+    if dtype not in (int64, _C.int32):
+        raise NotImplementedError(f"\"{fn}\" not implemented for '{_tname(dtype)}'")
+    rows, cols = [], []
+    for r in range(row):
+        lo, hi = (0, builtins.min(col, r + offset + 1)) if lower else (builtins.max(0, r + offset), col)
+        if hi > lo:
+            rows += [r] * (hi - lo)
+            cols += range(lo, hi)
+    t = _C.tensor([rows, cols], dtype).reshape(2, len(rows))
+    return t if _dev(device) is None else to_device(t, device)
+
+
+def tril_indices(row, col, offset=0, *, dtype=int64, device=None):
+    """tril_indices(row, col, offset=0, *, dtype=int64) -> (2, N) Tensor: the coordinates of
+    the lower triangle (col - row <= offset) of a row x col matrix, row by row (built on the
+    host: a constant, no graph break); as torch.tril_indices."""
+    return _tri_indices(row, col, offset, True, dtype, device, "tril_indices")
+
+
+def triu_indices(row, col, offset=0, *, dtype=int64, device=None):
+    """triu_indices(row, col, offset=0, *, dtype=int64) -> (2, N) Tensor: the coordinates of
+    the upper triangle (col - row >= offset); as torch.triu_indices."""
+    return _tri_indices(row, col, offset, False, dtype, device, "triu_indices")

@@ -1,0 +1,240 @@
+"""Elementwise ops with kernels of their own: the unary and binary primitives
+(neg, exp, ..., mul, pow, eq, ...), add/sub with alpha, div with its rounding modes,
+result_type, where, clamp, masked_fill (with its integer range check), the dtype cast
+to_dtype; and addcmul, addcdiv and lerp written over them."""
+import builtins
+
+from .. import _C
+from .._dtype import bool_
+from ._core import HAS_MAX, HAS_MIN, INT_VALUE, _attrs, _check_tensor, _is_tensor, _op, _tname
+
+
+# ---------------- elementwise ----------------
+def _unary(opid, fname):
+    def f(input):
+        _check_tensor(input, fname)
+        return _op(opid, (input,))
+    f.__name__ = fname
+    f.__doc__ = f"{fname}(input) -> Tensor, elementwise (as torch.{fname})."
+    return f
+
+
+neg = _unary(_C.OP_NEG, "neg")
+exp = _unary(_C.OP_EXP, "exp")
+log = _unary(_C.OP_LOG, "log")
+sqrt = _unary(_C.OP_SQRT, "sqrt")
+rsqrt = _unary(_C.OP_RSQRT, "rsqrt")
+tanh = _unary(_C.OP_TANH, "tanh")
+sigmoid = _unary(_C.OP_SIGMOID, "sigmoid")
+relu = _unary(_C.OP_RELU, "relu")
+erf = _unary(_C.OP_ERF, "erf")
+abs = _unary(_C.OP_ABS, "abs")
+logical_not = _unary(_C.OP_LOGICAL_NOT, "logical_not")
+sin = _unary(_C.OP_SIN, "sin")
+cos = _unary(_C.OP_COS, "cos")
+reciprocal = _unary(_C.OP_RECIPROCAL, "reciprocal")
+floor = _unary(_C.OP_FLOOR, "floor")
+ceil = _unary(_C.OP_CEIL, "ceil")
+round = _unary(_C.OP_ROUND, "round")
+sign = _unary(_C.OP_SIGN, "sign")
+negative = neg
+
+
+def _binary(opid, fname):
+    def f(input, other):
+        if not _is_tensor(input) and not _is_tensor(other):
+            raise TypeError(f"{fname}(): expected at least one Tensor argument, "
+                            f"got {type(input).__name__} and {type(other).__name__}")
+        return _op(opid, (input, other))
+    f.__name__ = fname
+    f.__doc__ = f"{fname}(input, other) -> Tensor, broadcasting (as torch.{fname})."
+    return f
+
+
+mul = _binary(_C.OP_MUL, "mul")
+pow = _binary(_C.OP_POW, "pow")
+maximum = _binary(_C.OP_MAXIMUM, "maximum")
+minimum = _binary(_C.OP_MINIMUM, "minimum")
+eq = _binary(_C.OP_EQ, "eq")
+ne = _binary(_C.OP_NE, "ne")
+lt = _binary(_C.OP_LT, "lt")
+le = _binary(_C.OP_LE, "le")
+gt = _binary(_C.OP_GT, "gt")
+ge = _binary(_C.OP_GE, "ge")
+logical_and = _binary(_C.OP_LOGICAL_AND, "logical_and")
+logical_or = _binary(_C.OP_LOGICAL_OR, "logical_or")
+floor_divide = _binary(_C.OP_FLOOR_DIVIDE, "floor_divide")
+remainder = _binary(_C.OP_REMAINDER, "remainder")
+multiply = mul
+greater, less, greater_equal, less_equal, not_equal = gt, lt, ge, le, ne
+
+
+def _scale(input, other, alpha):
+    """other * alpha, with torch's rule that a bool result takes alpha as a bool."""
+    if alpha == 1:
+        return other
+    if _is_tensor(other) and other.dtype is bool_ and (not _is_tensor(input) or input.dtype is bool_):
+        return other if alpha else logical_and(other, False)
+    return mul(other, alpha) if _is_tensor(other) else other * alpha
+
+
+def add(input, other, *, alpha=1, out=None):
+    """add(input, other, *, alpha=1): input + alpha * other."""
+    other = _scale(input, other, alpha)
+    if not _is_tensor(input) and not _is_tensor(other):
+        raise TypeError("add(): expected at least one Tensor argument")
+    return _op(_C.OP_ADD, (input, other), None, out)
+
+
+def sub(input, other, *, alpha=1, out=None):
+    """sub(input, other, *, alpha=1): input - alpha * other."""
+    other = _scale(input, other, alpha)
+    if not _is_tensor(input) and not _is_tensor(other):
+        raise TypeError("sub(): expected at least one Tensor argument")
+    return _op(_C.OP_SUB, (input, other), None, out)
+
+
+subtract = sub
+
+
+def div(input, other, *, rounding_mode=None):
+    """div(input, other, *, rounding_mode=None|'floor'|'trunc')."""
+    if rounding_mode is None:
+        return _op(_C.OP_DIV, (input, other))
+    if rounding_mode == "floor":
+        return _op(_C.OP_FLOOR_DIVIDE, (input, other))
+    if rounding_mode == "trunc":
+        q = _op(_C.OP_DIV, (input, other))
+        r = where(q < 0, ceil(q), floor(q))
+        dt = result_type(input, other)
+        return r if r.dtype is dt else r.to(dt)
+    raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
+                     f"but found '{rounding_mode}'")
+
+
+divide = true_divide = div
+
+
+def result_type(tensor1, tensor2):
+    """The dtype PyTorch's type promotion gives tensor1 op tensor2."""
+    return _C.result_type(tensor1, tensor2)
+
+
+def where(condition, input=None, other=None):
+    """where(condition, input, other): elementwise choice, broadcasting; where(condition) is
+    nonzero(condition, as_tuple=True) (a value read)."""
+    if input is None and other is None:
+        return nonzero(condition, as_tuple=True)
+    if input is None or other is None:
+        raise TypeError("where(): give both input and other, or neither")
+    return _op(_C.OP_WHERE, (condition, input, other))
+
+
+def clamp(input, min=None, max=None):
+    """clamp(input, min=None, max=None)."""
+    _check_tensor(input, "clamp")
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if _is_tensor(min) or _is_tensor(max):
+        r = input
+        if min is not None:
+            r = maximum(r, min)
+        if max is not None:
+            r = minimum(r, max)
+        return r
+    flags = (HAS_MIN if min is not None else 0) | (HAS_MAX if max is not None else 0)
+    ints = builtins.all(v is None or (isinstance(v, int)) for v in (min, max))
+    if ints:
+        flags |= INT_VALUE
+        return _op(_C.OP_CLAMP, (input,), _attrs(ints=(int(min or 0), int(max or 0)), flags=flags))
+    return _op(_C.OP_CLAMP, (input,),
+               _attrs(floats=(float(min) if min is not None else 0.0,
+                              float(max) if max is not None else 0.0), flags=flags))
+
+
+clip = clamp
+
+
+def masked_fill(input, mask, value):
+    """masked_fill(input, mask, value): value where mask is True."""
+    _check_tensor(input, "masked_fill")
+    _check_tensor(mask, "masked_fill", "mask")
+    if _is_tensor(value):
+        if value.dim() != 0:
+            raise RuntimeError("masked_fill only supports a 0-dimensional value tensor, "
+                               f"but got tensor with {value.dim()} dimension(s).")
+        value = value.item()
+    _check_fits(value, input.dtype)
+    if isinstance(value, bool) or isinstance(value, int):
+        return _op(_C.OP_MASKED_FILL, (input, mask), _attrs(ints=(int(value),), flags=INT_VALUE))
+    return _op(_C.OP_MASKED_FILL, (input, mask), _attrs(floats=(float(value),)))
+
+
+_INT_RANGE = {"symtrace.int32": (-2**31, 2**31 - 1), "symtrace.int64": (-2**63, 2**63 - 1)}
+
+
+def _check_fits(value, dtype):
+    """torch refuses a fill value that overflows an integer dtype."""
+    lim = _INT_RANGE.get(str(dtype))
+    if lim is not None and isinstance(value, (int, float)) and not isinstance(value, bool):
+        if value != value or not (lim[0] <= value <= lim[1]):
+            raise RuntimeError(f"value cannot be converted to type {str(dtype)[9:]} without overflow")
+
+
+def to_dtype(input, dtype):
+    _check_tensor(input, "to")
+    if input.dtype is dtype:
+        return input
+    return _op(_C.OP_CAST, (input,), _attrs(dtype=dtype))
+
+
+# ---- products and interpolation ----
+def addcmul(input, tensor1, tensor2, *, value=1):
+    """addcmul(input, tensor1, tensor2, *, value=1) = input + value * tensor1 * tensor2; as torch.addcmul."""
+    _check_tensor(input, "addcmul")
+    _check_tensor(tensor1, "addcmul", "tensor1")
+    _check_tensor(tensor2, "addcmul", "tensor2")
+    p = mul(tensor1, tensor2)
+    return add(input, p if value == 1 else mul(p, value))
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1):
+    """addcdiv(input, tensor1, tensor2, *, value=1) = input + value * tensor1 / tensor2 (true
+    division; two integer tensors are refused, as torch.addcdiv does)."""
+    _check_tensor(input, "addcdiv")
+    _check_tensor(tensor1, "addcdiv", "tensor1")
+    _check_tensor(tensor2, "addcdiv", "tensor2")
+    if not tensor1.dtype.is_floating_point and not tensor2.dtype.is_floating_point:
+        raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future "
+                           "release addcdiv will perform a true division of tensor1 and tensor2. Use "
+                           "(input + value * tensor1 / tensor2) for float inputs.")
+    q = div(tensor1, tensor2)
+    return add(input, q if value == 1 else mul(q, value))
+
+
+def lerp(input, end, weight):
+    """lerp(input, end, weight) = input + weight * (end - input), computed as torch does
+    (from end when |weight| >= 0.5); weight a number or a tensor; broadcasting. As torch.lerp."""
+    _check_tensor(input, "lerp")
+    _check_tensor(end, "lerp", "end")
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f'"lerp_kernel_scalar" not implemented for \'{_tname(input.dtype)}\'')
+    if end.dtype is not input.dtype:
+        raise RuntimeError(f"expected dtype {_tname(input.dtype).lower()} for `end` but got dtype "
+                           f"{_tname(end.dtype).lower()}")
+    diff = sub(end, input)
+    if _is_tensor(weight):
+        if weight.dim() and weight.dtype is not input.dtype:
+            raise RuntimeError(f"expected dtype {_tname(input.dtype).lower()} for `weight` but got "
+                               f"dtype {_tname(weight.dtype).lower()}")
+        return where(lt(abs(weight), 0.5), add(input, mul(weight, diff)),
+                     sub(end, mul(diff, sub(1, weight))))
+    if builtins.abs(weight) < 0.5:
+        return add(input, mul(diff, weight))
+    return sub(end, mul(diff, 1 - weight))
+
+
+# where(condition) is nonzero(condition, as_tuple=True), and nonzero is written over the
+# ops above: imported last, once every name here is defined (__init__ imports this file
+# before scatter_ops and everything that needs it).
+from .scatter_ops import nonzero  # noqa: E402

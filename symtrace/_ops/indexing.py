@@ -1,0 +1,90 @@
+"""Reads by index: the index_select, gather and scatter_add kernels, and take,
+take_along_dim and masked_select written over them. The writes by index (scatter,
+index_add, ...) and nonzero are in scatter_ops.py."""
+from .. import _C
+from .._dtype import bool_, int64
+from ._core import _attrs, _bshape, _check_tensor, _op, _tname, _wrap
+from .elementwise import add, lt, where
+from .creation import to_device
+
+
+# ---------------- indexing ----------------
+def index_select(input, dim, index):
+    _check_tensor(input, "index_select")
+    _check_tensor(index, "index_select", "index")
+    return _op(_C.OP_INDEX_SELECT, (input, index), _attrs(ints=(dim,)))
+
+
+def gather(input, dim, index):
+    _check_tensor(input, "gather")
+    _check_tensor(index, "gather", "index")
+    try:
+        return _op(_C.OP_GATHER, (input, index), _attrs(ints=(dim,)))
+    except IndexError as e:  # torch reports gather's bad index as a RuntimeError
+        raise RuntimeError(str(e)) from None
+
+
+def scatter_add(input, dim, index, src):
+    """scatter_add(input, dim, index, src): a copy of input with
+    out[..., index[p], ...] += src[p] along dim, for every point p of index
+    (repeated indices accumulate)."""
+    _check_tensor(input, "scatter_add")
+    _check_tensor(index, "scatter_add", "index")
+    _check_tensor(src, "scatter_add", "src")
+    return _op(_C.OP_SCATTER_ADD, (input, index, src), _attrs(ints=(dim,)))
+
+
+# ---- reads by index, decomposed ----
+def take_along_dim(input, indices, dim=None):
+    """take_along_dim(input, indices, dim=None): gather along dim with input and indices
+    broadcast in the other dims (both flattened when dim is None); as torch.take_along_dim."""
+    _check_tensor(input, "take_along_dim")
+    _check_tensor(indices, "take_along_dim", "indices")
+    if indices.dtype is not int64:
+        raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got "
+                           f"{_tname(indices.dtype)}")
+    if dim is None:
+        return gather(input.reshape(-1), 0, indices.reshape(-1))
+    nd = input.dim()
+    d = _wrap(dim, nd, "take_along_dim")
+    if indices.dim() != nd:
+        raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same number "
+                           f"of dimensions, but got {nd} dimensions for input, and {indices.dim()} "
+                           f"dimensions for indices")
+    s_in, s_ix = list(input.shape), list(indices.shape)
+    s_in[d] = s_ix[d]
+    shape = list(_bshape(tuple(s_in), tuple(s_ix)))
+    idx = indices.expand(tuple(shape))
+    shape[d] = input.shape[d]
+    return gather(input.expand(tuple(shape)), d, idx)
+
+
+def take(input, index):
+    """take(input, index): input flattened, read at index (negative indices count from the
+    end); the result has index's shape; as torch.take."""
+    _check_tensor(input, "take")
+    _check_tensor(index, "take", "index")
+    if index.dtype is not int64:
+        raise RuntimeError(f"take(): Expected a long tensor for index, but got {_tname(index.dtype)}")
+    n = input.numel()
+    flat = input.reshape(-1)
+    idx = index.reshape(-1)
+    idx = where(lt(idx, 0), add(idx, n), idx)
+    return index_select(flat, 0, idx).reshape(tuple(index.shape))
+
+
+def masked_select(input, mask):
+    """masked_select(input, mask) -> 1-D Tensor: the elements of input (broadcast with mask)
+    where mask is True. Its length depends on mask's values, which are read (.tolist(): a
+    graph break under symtrace.compile, as in torch); differentiable in input. As
+    torch.masked_select."""
+    _check_tensor(input, "masked_select")
+    _check_tensor(mask, "masked_select", "mask")
+    if mask.dtype is not bool_:
+        raise RuntimeError(f"masked_select: expected BoolTensor for mask")
+    shape = _bshape(tuple(input.shape), tuple(mask.shape))
+    keep = [i for i, v in enumerate(mask.expand(shape).reshape(-1).tolist()) if v]
+    idx = _C.tensor(keep, int64)
+    if input.device.type != "cpu":
+        idx = to_device(idx, input.device)
+    return index_select(input.expand(shape).reshape(-1), 0, idx)

@@ -1,0 +1,333 @@
+"""Writes by index and value-dependent selections: scatter, scatter_reduce, index_add,
+index_copy, index_fill and masked_scatter (decomposed onto scatter_add, a running count
+and dense one-hots); nonzero and argwhere; and one_hot (_one_hot, for
+nn.functional.one_hot). Reads by index are in indexing.py."""
+import builtins
+import math
+
+from .. import _C
+from .._dtype import bool_, int64
+from ._core import _bshape, _check_tensor, _is_tensor, _tname, _wrap
+from .dtypes import iinfo
+from .elementwise import (add, clamp, div, eq, floor_divide, gt, lt, maximum, minimum, mul, ne,
+                          remainder, sub, to_dtype, where)
+from .creation import _scalar0, _zero_of, arange, full, ones, to_device, zeros
+from .indexing import index_select, scatter_add
+from .shape import cat, movedim, stack
+from .reductions import amax, amin, any, prod, sum
+from .scans import _scan
+
+
+# ---- one_hot ----
+def _one_hot(tensor, num_classes=-1):
+    """one_hot(tensor, num_classes=-1) -> int64 tensor of shape tensor.shape + (num_classes,)
+    (nn.functional.one_hot). num_classes=-1 reads the largest class (.item(): a graph break
+    under symtrace.compile); the range checks also read values, so they are skipped while a
+    graph is being traced (a class out of range then gives a row of zeros)."""
+    _check_tensor(tensor, "one_hot", "tensor")
+    if tensor.dtype is not int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if tensor.numel() == 0:
+        if num_classes <= 0:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+    elif num_classes == -1 or not _C._trace_active():
+        if amin(tensor).item() < 0:
+            raise RuntimeError("Class values must be non-negative.")
+        top = amax(tensor).item()
+        if num_classes == -1:
+            num_classes = top + 1
+        elif top >= num_classes:
+            raise RuntimeError("Class values must be smaller than num_classes.")
+    return to_dtype(eq(tensor.unsqueeze(-1), arange(num_classes, device=tensor.device)), int64)
+
+
+# ---- scatter ----
+def _check_index(index, fn, dtypes=(int64,)):
+    _check_tensor(index, fn, "index")
+    if index.dtype not in dtypes:
+        raise RuntimeError(f"{fn}(): Expected dtype int64 for index")
+
+
+def _hits(input, dim, index):
+    """How many points of index land on each element of input (int64, input's shape)."""
+    return scatter_add(zeros(tuple(input.shape), dtype=int64, device=input.device), dim, index,
+                       ones(tuple(index.shape), dtype=int64, device=input.device))
+
+
+def _mean_of(total, count, dtype):
+    """total / count (count > 0): true division for floats, floor division for integers."""
+    if dtype.is_floating_point:
+        return div(total, to_dtype(count, dtype))
+    return floor_divide(total, count)
+
+
+def _scatter_replace(input, dim, index, src):
+    """input with input[.. index[p] ..] = src[p]: a scatter_add of src into zeros and of
+    ones into a count, then a where. Exact for unique indices; an element hit more than
+    once gets the mean of its values (floor mean for integers, any for bool), where torch
+    leaves the choice unspecified."""
+    cnt = _hits(input, dim, index)
+    hit = gt(cnt, 0)
+    summed = scatter_add(zeros(tuple(input.shape), dtype=input.dtype, device=input.device), dim,
+                         index, src)
+    if input.dtype is bool_:
+        return where(hit, summed, input)
+    return where(hit, _mean_of(summed, where(hit, cnt, 1), input.dtype), input)
+
+
+_DENSE_LIMIT = 2 ** 27
+
+
+def _scatter_dense(input, d, index, src, reduce, include_self, fn):
+    """scatter with reduce = prod / amax / amin: a one-hot of index over input's dim d
+    (index.numel() * input.size(d) elements) and a reduction of the masked src values; the
+    rows of input beyond index's extent in the other dims are joined back by cat."""
+    N = input.shape[d]
+    if index.numel() * N > _DENSE_LIMIT:
+        raise NotImplementedError(f"{fn}(reduce='{reduce}'): the dense decomposition needs "
+                                  f"index.numel() * input.size(dim) = {index.numel() * N} elements, "
+                                  f"over symtrace's limit of {_DENSE_LIMIT}")
+    ishape = tuple(index.shape)
+    s = src
+    for k, e in enumerate(ishape):
+        if s.shape[k] != e:
+            s = s._slice(k, 0, e, 1)
+    onehot = eq(index.unsqueeze(-1), arange(N, device=input.device))
+    dt = input.dtype
+    if reduce == "prod":
+        ident = 1
+    elif dt.is_floating_point:
+        ident = -math.inf if reduce == "amax" else math.inf
+    elif dt is bool_:
+        ident = reduce == "amin"
+    else:
+        info = iinfo(dt)
+        ident = info.min if reduce == "amax" else info.max
+    vals = where(onehot, s.unsqueeze(-1), _scalar0(input, ident))
+    red = {"prod": prod, "amax": amax, "amin": amin}[reduce](vals, d)
+    red = movedim(red, -1, d)
+    hit = movedim(any(onehot, d), -1, d)
+    base = input
+    for k, e in enumerate(ishape):
+        if k != d and base.shape[k] != e:
+            base = base._slice(k, 0, e, 1)
+    if include_self:
+        red = {"prod": mul, "amax": maximum, "amin": minimum}[reduce](base, red)
+    out = where(hit, red, base)
+    for k in range(input.dim()):               # the rows index does not reach
+        if k != d and ishape[k] < input.shape[k]:
+            rest = input
+            for j in range(input.dim()):
+                if j == k:
+                    rest = rest._slice(j, ishape[j], input.shape[j], 1)
+                elif j != d and j > k and ishape[j] < input.shape[j]:
+                    rest = rest._slice(j, 0, ishape[j], 1)
+            out = cat([out, rest], k)
+    return out
+
+
+def _scatter_args(input, dim, index, src, fn):
+    _check_tensor(input, fn)
+    _check_index(index, fn)
+    d = _wrap(dim, builtins.max(input.dim(), 1), fn)
+    if index.dim() != input.dim() and index.numel():
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    if _is_tensor(src) and src.dtype is not input.dtype:
+        raise RuntimeError(f"{fn}(): Expected self.dtype to be equal to src.dtype")
+    return d
+
+
+def scatter(input, dim, index, src=None, value=None, *, reduce=None):
+    """scatter(input, dim, index, src | value, *, reduce=None): a copy of input with
+    out[..., index[p], ...] = src[p] along dim for every point p of index (or = value, a
+    number). Non-accumulating scatter as a scatter_add of src and of a count, then a where:
+    exact for unique indices; where index repeats a position, torch leaves the result
+    unspecified and symtrace gives the mean of the values written there (floor mean for
+    integers). reduce='add' accumulates (scatter_add); reduce='multiply' multiplies (see
+    scatter_reduce). As torch.scatter."""
+    if src is not None and value is not None:
+        raise TypeError("scatter(): give src or value, not both")
+    if src is None:
+        src = value
+    if src is None:
+        raise TypeError("scatter() missing required argument 'src' or 'value'")
+    d = _scatter_args(input, dim, index, src, "scatter")
+    if index.numel() == 0:
+        return input.clone()
+    if reduce is not None and reduce not in ("add", "multiply"):
+        raise RuntimeError(f"reduce argument must be either add or multiply, got {reduce}")
+    if not _is_tensor(src):
+        if reduce is None:
+            return where(gt(_hits(input, d, index), 0), _scalar0(input, src), input)
+        src = full(tuple(index.shape), src, dtype=input.dtype, device=input.device)
+    if reduce == "add":
+        return scatter_add(input, d, index, src)
+    if reduce == "multiply":
+        return _scatter_dense(input, d, index, src, "prod", True, "scatter")
+    return _scatter_replace(input, d, index, src)
+
+
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
+    """scatter_reduce(input, dim, index, src, reduce, *, include_self=True): src reduced into
+    input at index along dim with reduce = 'sum' | 'mean' (scatter_adds: any size,
+    differentiable) or 'prod' | 'amax' | 'amin' (a dense one-hot of index over input's dim:
+    index.numel() * input.size(dim) elements, NotImplementedError over 2**27). include_self
+    False leaves input's own values out where something is scattered. Integer 'mean' floors.
+    As torch.scatter_reduce."""
+    d = _scatter_args(input, dim, index, src, "scatter_reduce")
+    _check_tensor(src, "scatter_reduce", "src")
+    reduce = {"max": "amax", "min": "amin"}.get(reduce, reduce)      # torch's aliases
+    if reduce not in ("sum", "mean", "prod", "amax", "amin"):
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
+    if index.numel() == 0:
+        return input.clone()
+    if reduce in ("prod", "amax", "amin"):
+        return _scatter_dense(input, d, index, src, reduce, include_self, "scatter_reduce")
+    cnt = _hits(input, d, index)
+    hit = gt(cnt, 0)
+    base = input if include_self else where(hit, _zero_of(input), input)
+    total = scatter_add(base, d, index, src)
+    if reduce == "sum":
+        return total
+    n = add(cnt, 1) if include_self else where(hit, cnt, 1)
+    return where(hit, _mean_of(total, n, input.dtype), input)
+
+
+def _index_along(input, dim, index, source, fn):
+    """(d, index expanded to source's shape) for the index_* ops."""
+    _check_tensor(input, fn)
+    _check_tensor(index, fn, "index")
+    if index.dtype not in (int64, _C.int32):
+        raise RuntimeError(f"{fn}(): Expected dtype int32/int64 for index")
+    if index.dim() > 1:
+        raise IndexError(f"{fn}(): Index is supposed to be a vector")
+    nd = builtins.max(input.dim(), 1)
+    d = _wrap(dim, nd, fn)
+    _check_tensor(source, fn, "source")
+    if source.dtype is not input.dtype:
+        raise RuntimeError(f"{fn}(): self ({_tname(input.dtype)}) and source ({_tname(source.dtype)}) "
+                           f"must have the same scalar type")
+    src = source if source.dim() else source.reshape(1)
+    ishape = tuple(input.shape) if input.dim() else (1,)
+    if src.dim() != len(ishape) or builtins.any(src.shape[k] != ishape[k]
+                                                for k in range(len(ishape)) if k != d):
+        raise RuntimeError(f"{fn}(): Source/destination tensor must have same slice shapes. "
+                           f"Destination slice shape: {list(ishape)} at dimension {d} and source "
+                           f"slice shape: {list(src.shape)} at dimension {d}.")
+    if src.shape[d] != index.numel():
+        raise RuntimeError(f"{fn}(): Number of indices ({index.numel()}) should be equal to "
+                           f"source.size(dim) ({src.shape[d]})")
+    shape = [1] * len(ishape)
+    shape[d] = index.numel()
+    idx = to_dtype(index.reshape(tuple(shape)), int64).expand(tuple(src.shape))
+    return d, idx, src
+
+
+def index_add(input, dim, index, source, *, alpha=1):
+    """index_add(input, dim, index, source, *, alpha=1): input with alpha * source[.., i, ..]
+    added at input[.., index[i], ..] along dim (repeats accumulate): one scatter_add; as
+    torch.index_add."""
+    d, idx, src = _index_along(input, dim, index, source, "index_add")
+    if alpha != 1:
+        src = mul(src, alpha)
+    x = input if input.dim() else input.reshape(1)
+    r = scatter_add(x, d, idx, src)
+    return r if input.dim() else r.reshape(())
+
+
+def index_copy(input, dim, index, source):
+    """index_copy(input, dim, index, source): input with input[.., index[i], ..] = source[.., i, ..]
+    along dim; a repeated index gets the mean of its sources (torch: unspecified); as
+    torch.index_copy."""
+    d, idx, src = _index_along(input, dim, index, source, "index_copy")
+    x = input if input.dim() else input.reshape(1)
+    r = _scatter_replace(x, d, idx, src)
+    return r if input.dim() else r.reshape(())
+
+
+def index_fill(input, dim, index, value):
+    """index_fill(input, dim, index, value): input with the slices index (negative from the
+    end) along dim set to value (a number or a 0-d tensor, which gets a gradient); as
+    torch.index_fill."""
+    _check_tensor(input, "index_fill")
+    _check_tensor(index, "index_fill", "index")
+    if index.dtype is not int64:
+        raise RuntimeError("index_fill_(): Expected dtype int64 for index.")
+    if index.dim() > 1:
+        raise IndexError("index_fill_(): Index is supposed to be a vector")
+    nd = input.dim()
+    d = _wrap(dim, builtins.max(nd, 1), "index_fill")
+    n = input.shape[d] if nd else 1
+    if _is_tensor(value):
+        if value.dim() != 0:
+            raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor "
+                               f"with {value.dim()} dimension(s).")
+        val = to_dtype(value, input.dtype)
+    else:
+        val = full((), value, dtype=input.dtype, device=input.device)
+    idx = index.reshape(-1)
+    idx = where(lt(idx, 0), add(idx, n), idx)
+    hit = any(eq(arange(n, device=input.device).unsqueeze(1), idx), 1)
+    shape = [1] * nd
+    if nd:
+        shape[d] = n
+    return where(hit.reshape(tuple(shape)), val, input)
+
+
+def masked_scatter(input, mask, source):
+    """masked_scatter(input, mask, source): input (broadcast with mask) with the positions
+    where mask is True filled, in row-major order, from the leading elements of source: the
+    positions are a log-depth running count of mask, then an index_select and a where (no
+    value read; the eager mode check that source is large enough reads one count). As
+    torch.masked_scatter."""
+    _check_tensor(input, "masked_scatter")
+    _check_tensor(mask, "masked_scatter", "mask")
+    _check_tensor(source, "masked_scatter", "source")
+    if mask.dtype is not bool_:
+        raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype "
+                           f"{_tname(mask.dtype)}")
+    if source.dtype is not input.dtype:
+        raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but got "
+                           f"{_tname(input.dtype)} and {_tname(source.dtype)}")
+    shape = _bshape(tuple(input.shape), tuple(mask.shape))
+    x, m = input.expand(shape), mask.expand(shape)
+    k = source.numel()
+    flat = m.reshape(-1)
+    if not _C._trace_active() and flat.numel() and sum(flat).item() > k:
+        raise RuntimeError("masked_scatter: expected source to have at least as many elements as "
+                           "the ones in mask")
+    if k == 0 or flat.numel() == 0:
+        return x.clone()
+    pos = sub(_scan(to_dtype(flat, int64), 0, add), 1)
+    vals = index_select(source.reshape(-1), 0, clamp(pos, 0, k - 1)).reshape(shape)
+    return where(m, vals, x)
+
+
+# ---- value-dependent selections ----
+def nonzero(input, *, as_tuple=False):
+    """nonzero(input, *, as_tuple=False): the coordinates of the nonzero elements, row-major,
+    as an int64 (N, input.dim()) tensor, or as_tuple a tuple of input.dim() 1-D tensors. The
+    count depends on values, which are read (.tolist(): a graph break under compile, as in
+    torch). As torch.nonzero."""
+    _check_tensor(input, "nonzero")
+    flat = input.reshape(-1)
+    nz = flat if flat.dtype is bool_ else ne(flat, 0)
+    ids = _C.tensor([i for i, v in enumerate(nz.tolist()) if v], int64)
+    if input.device.type != "cpu":
+        ids = to_device(ids, input.device)
+    shape = tuple(input.shape)
+    coords, stride = [], 1
+    for s in reversed(shape):
+        coords.append(remainder(floor_divide(ids, stride), s) if s > 1 else mul(ids, 0))
+        stride *= s
+    coords = coords[::-1]
+    if as_tuple:
+        return tuple(coords) if coords else (ids,)
+    if not coords:
+        return zeros(ids.shape[0], 0, dtype=int64, device=input.device)
+    return stack(coords, 1)
+
+
+def argwhere(input):
+    """argwhere(input) = nonzero(input); as torch.argwhere."""
+    return nonzero(input)
