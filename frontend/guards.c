@@ -597,7 +597,9 @@ static bool is_part_name(PyObject *name)
             PyUnicode_CompareWithASCIIString(name, "_parameters") == 0 ||
             PyUnicode_CompareWithASCIIString(name, "_buffers") == 0 ||
             PyUnicode_CompareWithASCIIString(name, "_forward_hooks") == 0 ||
-            PyUnicode_CompareWithASCIIString(name, "_forward_pre_hooks") == 0);
+            PyUnicode_CompareWithASCIIString(name, "_forward_pre_hooks") == 0 ||
+            PyUnicode_CompareWithASCIIString(name, "_backward_hooks") == 0 ||
+            PyUnicode_CompareWithASCIIString(name, "_backward_pre_hooks") == 0);
 }
 
 /* Is name in the instance __dict__ of o (not a class attribute)? */

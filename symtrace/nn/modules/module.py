@@ -1,12 +1,18 @@
 """symtrace.nn.Module: the base class of layers, as torch.nn.Module: attribute
 registration of parameters, buffers and submodules, traversal, state_dict
-save/load, train/eval, dtype conversion, zero_grad, repr and deep copy."""
+save/load, train/eval, dtype conversion, zero_grad, repr and deep copy,
+forward hooks and full backward hooks."""
 import copy
 import itertools
+import warnings
+import weakref
 from collections import OrderedDict, namedtuple
 
 from ... import _C
 from ..._dtype import float32, float64, float16, bfloat16, dtype as _dtype_type
+from ...autograd.function import Function
+from ...autograd.grad_mode import is_grad_enabled
+from ...compiler import disable as _compiler_disable
 from ..parameter import Parameter, _no_grad
 
 __all__ = ["Module"]
@@ -67,18 +73,24 @@ def _deepcopy_value(v, memo):
 
 
 class RemovableHandle:
-    """What register_forward_hook / register_forward_pre_hook return: remove() takes
-    the hook out (also as a context manager), as torch.utils.hooks.RemovableHandle."""
+    """What the register_*_hook methods return: remove() takes the hook out (also
+    as a context manager), as torch.utils.hooks.RemovableHandle. module: the
+    Module whose hook table hooks_dict is (held weakly), so that removing its
+    last hook puts its __call__ back on the path without hooks."""
     _next_id = 0
 
-    def __init__(self, hooks_dict):
+    def __init__(self, hooks_dict, module=None):
         self.hooks_dict_ref = hooks_dict
+        self.module_ref = None if module is None else weakref.ref(module)
         self.id = RemovableHandle._next_id
         RemovableHandle._next_id += 1
 
     def remove(self):
         _bump_epoch()
         self.hooks_dict_ref.pop(self.id, None)
+        m = self.module_ref() if self.module_ref is not None else None
+        if m is not None:
+            m._refresh_has_hooks()
 
     def __enter__(self):
         return self
@@ -87,17 +99,210 @@ class RemovableHandle:
         self.remove()
 
 
+# ---------------- full backward hooks ----------------
+# A call of a module with full backward hooks (or backward pre-hooks) passes
+# its positional tensor arguments through one BackwardHookFunction before
+# forward and its tensor outputs through another after it (torch's scheme).
+# In backward the output node receives the gradients of all outputs at once:
+# it runs the pre-hooks (which may replace them) and keeps them; the input
+# node, reached after the module's own backward, runs the full hooks with
+# (grad_input, grad_output) and hands on what they return. The wrapping runs
+# as plain Python (compiler.disable): a graph break under symtrace.compile,
+# so the hooks run on every backward with the real gradients.
+
+_HOOK_TABLES = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks")
+
+_VIEW_INPLACE_MSG = (
+    "Output {} of BackwardHookFunction is a view and is being modified inplace. This view was "
+    "created inside a custom Function (or because an input was returned as-is) and the autograd "
+    "logic to handle view+inplace would override the custom backward associated with the custom "
+    "Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by "
+    "cloning the output of the custom Function.")
+
+
+def _hook_name(hook):
+    return getattr(hook, "__name__", None) or type(hook).__name__
+
+
+class BackwardHookFunction(Function):
+    """The identity on some tensors (as detached aliases, so the module's graph
+    hangs below this node); backward gives all their gradients at once to
+    ctx.on_backward, a _BackwardHook's method, and returns what it returns."""
+
+    @staticmethod
+    def forward(ctx, on_backward, *tensors):
+        ctx.set_materialize_grads(False)
+        ctx.on_backward = on_backward
+        outs = tuple(t.detach() for t in tensors)
+        ctx.mark_non_differentiable(*[o for o, t in zip(outs, tensors) if not t.requires_grad])
+        return outs
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return (None,) + tuple(ctx.on_backward(grads))
+
+
+class _BackwardHook:
+    """One call of a module: links the gradients of its outputs to those of its
+    inputs and calls the hooks listed when forward ran (torch.utils.hooks.BackwardHook)."""
+    __slots__ = ("module", "hooks", "pre_hooks", "grad_outputs", "n_inputs", "in_idx", "in_meta",
+                 "in_alias", "n_outputs", "out_idx", "out_meta", "out_alias")
+
+    def __init__(self, module, hooks, pre_hooks):
+        self.module = module
+        self.hooks = hooks
+        self.pre_hooks = pre_hooks
+        self.grad_outputs = None
+        self.in_idx = self.out_idx = None
+        self.in_alias = self.out_alias = ()
+
+    @staticmethod
+    def _wrap(on_backward, values):
+        """values with its tensors passed through a BackwardHookFunction, the
+        indices of those tensors and their aliases; (values, None, ()) when
+        none requires grad or grad mode is off."""
+        idx = [i for i, v in enumerate(values) if _is_tensor(v)]
+        if not (idx and is_grad_enabled() and any(values[i].requires_grad for i in idx)):
+            return values, None, ()
+        new = BackwardHookFunction.apply(on_backward, *[values[i] for i in idx])
+        out = list(values)
+        for i, v in zip(idx, new):
+            out[i] = v
+        out = tuple(out) if type(values) is tuple else type(values)(*out)
+        return out, idx, new
+
+    def setup_input(self, args):
+        new_args, self.in_idx, new = self._wrap(self._input_grads, args)
+        self.n_inputs = len(args)
+        if self.in_idx is not None:
+            self.in_meta = [(tuple(args[i].shape), args[i].dtype, args[i].device) for i in self.in_idx]
+            # checked once forward returns (torch raises at the in-place op itself);
+            # second aliases (no grad_fn: no reference cycle through the node)
+            # share the version counter
+            self.in_alias = [(k, t.detach(), t._version) for k, t in enumerate(new) if t.requires_grad]
+        return new_args
+
+    def setup_output(self, result):
+        for k, t, ver in self.in_alias:
+            if t._version != ver:
+                raise RuntimeError(_VIEW_INPLACE_MSG.format(k))
+        self.in_alias = ()
+        if not isinstance(result, (_C.TensorBase, tuple)):
+            warnings.warn("For backward hooks to be called, module output should be a Tensor or a "
+                          f"tuple of Tensors but received {type(result)}", stacklevel=6)
+        is_tuple = isinstance(result, tuple)
+        outs = result if is_tuple else (result,)
+        new_outs, self.out_idx, new = self._wrap(self._output_grads, outs)
+        self.n_outputs = len(outs)
+        if self.out_idx is not None:
+            self.out_meta = [(tuple(outs[i].shape), outs[i].dtype, outs[i].device) for i in self.out_idx]
+            # an in-place change after forward is seen when backward gets here
+            self.out_alias = [(k, t.detach(), t._version) for k, t in enumerate(new) if t.requires_grad]
+        return new_outs if is_tuple else new_outs[0]
+
+    @staticmethod
+    def _check(hook, values, metas):
+        """torch's checks of gradients a hook put in place of others."""
+        for v, (shape, dtype, device) in zip(values, metas):
+            if v is None:
+                continue
+            if not _is_tensor(v):
+                raise TypeError(f"expected Tensor, but hook returned '{type(v).__name__}'")
+            if tuple(v.shape) != shape:
+                raise RuntimeError(f"hook '{_hook_name(hook)}' has changed the size of value "
+                                   f"(was {list(shape)} got {list(v.shape)})")
+            if v.dtype != dtype or v.device != device:
+                raise RuntimeError(f"hook '{_hook_name(hook)}' has changed the type of value (was "
+                                   f"{device.type}.{dtype} got {v.device.type}.{v.dtype})")
+
+    def _output_grads(self, grads):
+        """Backward of the outputs' node: the pre-hooks; the full hooks too when
+        no input required grad (grad_input all None)."""
+        for k, t, ver in self.out_alias:
+            if t._version != ver:
+                raise RuntimeError(_VIEW_INPLACE_MSG.format(k))
+        go = [None] * self.n_outputs
+        for i, g in zip(self.out_idx, grads):
+            go[i] = g
+        self.grad_outputs = go = tuple(go)
+        for hook in self.pre_hooks:
+            r = hook(self.module, go)
+            if r is None:
+                continue
+            if len(r) != len(go):
+                raise RuntimeError("Backward pre hook returned an invalid number of grad_output, "
+                                   f"got {len(r)}, but expected {len(go)}")
+            self._check(hook, [r[i] for i in self.out_idx], self.out_meta)
+            self.grad_outputs = go = r
+        if self.in_idx is None:
+            warnings.warn("Full backward hook is firing when gradients are computed with respect to "
+                          "module outputs since no inputs require gradients. See "
+                          "https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html"
+                          "#torch.nn.Module.register_full_backward_hook for more details.",
+                          stacklevel=2)
+            grad_input = (None,) * self.n_inputs
+            for hook in self.hooks:
+                r = hook(self.module, grad_input, go)
+                if r is not None and not (isinstance(r, tuple) and all(x is None for x in r)):
+                    raise RuntimeError("Backward hook for Modules where no input requires gradient "
+                                       "should always return None or None for all gradients.")
+            self.grad_outputs = None
+        return tuple(go[i] for i in self.out_idx)
+
+    def _input_grads(self, grads):
+        """Backward of the inputs' node: the full hooks, with the gradients of
+        the tensor inputs (zeros where none flowed, as torch's node makes them)."""
+        from ... import zeros
+        grads = tuple(zeros(m[0], dtype=m[1], device=m[2]) if g is None else g
+                      for g, m in zip(grads, self.in_meta))
+        go = self.grad_outputs
+        if go is None:   # the gradient reached the inputs without passing the outputs
+            return grads
+        gi = [None] * self.n_inputs
+        for i, g in zip(self.in_idx, grads):
+            gi[i] = g
+        gi = tuple(gi)
+        for hook in self.hooks:
+            r = hook(self.module, gi, go)
+            if r is None:
+                continue
+            if len(r) != len(gi):
+                raise RuntimeError("Backward hook returned an invalid number of grad_input, "
+                                   f"got {len(r)}, but expected {len(gi)}")
+            self._check(hook, [r[i] for i in self.in_idx], self.in_meta)
+            gi = r
+        self.grad_outputs = None
+        return tuple(gi[i] for i in self.in_idx)
+
+
+# plain Python under symtrace.compile: the call is a graph break
+@_compiler_disable(reason="module backward hooks")
+def _bw_setup_input(bw, args):
+    return bw.setup_input(args)
+
+
+@_compiler_disable(reason="module backward hooks")
+def _bw_setup_output(bw, result):
+    return bw.setup_output(result)
+
+
 class Module:
     """Base class for all neural network modules (torch.nn.Module)."""
 
     training: bool
     _version = 1
-    # Hook tables: instance OrderedDicts of id -> (hook, with_kwargs, always_call),
-    # made in __init__ (compiled frames watch them like the part dicts: their
-    # emptiness costs no guard per call); the class-level empty tuples stand in
-    # for modules made without __init__ (cls.__new__, old pickles).
+    # Hook tables: instance OrderedDicts made in __init__ (compiled frames watch
+    # them like the part dicts: their emptiness costs no guard per call): the
+    # forward ones id -> (hook, with_kwargs, always_call), the backward ones
+    # id -> hook. The class-level empty tuples stand in for modules made
+    # without __init__ (cls.__new__, old pickles). _has_hooks: whether any table
+    # may hold a hook (set on registration, recomputed on removal), the one
+    # test __call__ makes on its path without hooks.
     _forward_pre_hooks = ()
     _forward_hooks = ()
+    _backward_pre_hooks = ()
+    _backward_hooks = ()
+    _has_hooks = False
 
     def __init__(self, *args, **kwargs):
         if args or kwargs:
@@ -109,19 +314,29 @@ class Module:
         object.__setattr__(self, "_modules", OrderedDict())
         object.__setattr__(self, "_forward_pre_hooks", OrderedDict())
         object.__setattr__(self, "_forward_hooks", OrderedDict())
+        object.__setattr__(self, "_backward_pre_hooks", OrderedDict())
+        object.__setattr__(self, "_backward_hooks", OrderedDict())
+        object.__setattr__(self, "_has_hooks", False)
 
     def forward(self, *input):
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
-        if self._forward_pre_hooks or self._forward_hooks:
+        if self._has_hooks:
             return self._call_with_hooks(args, kwargs)
         return self.forward(*args, **kwargs)
 
     def _call_with_hooks(self, args, kwargs):
         """forward with the pre-hooks before it and the forward hooks after it,
-        in registration order (prepend=True puts one first), as torch's."""
+        in registration order (prepend=True puts one first), as torch's; with
+        backward hooks, the tensor arguments (after the pre-hooks) and the
+        outputs (after the forward hooks) are wrapped for them."""
         pre, post = self._forward_pre_hooks, self._forward_hooks
+        bw = None
+        if self._backward_hooks or self._backward_pre_hooks:
+            # the hooks registered now are the ones this call's backward runs
+            bw = _BackwardHook(self, list(self._backward_hooks.values()) if self._backward_hooks else [],
+                               list(self._backward_pre_hooks.values()) if self._backward_pre_hooks else [])
         for hook, with_kwargs, _ in (list(pre.values()) if pre else ()):
             if with_kwargs:
                 r = hook(self, args, kwargs)
@@ -134,6 +349,8 @@ class Module:
                 r = hook(self, args)
                 if r is not None:
                     args = r if isinstance(r, tuple) else (r,)
+        if bw is not None:
+            args = _bw_setup_input(bw, args)
         called = []
         try:
             out = self.forward(*args, **kwargs)
@@ -151,7 +368,13 @@ class Module:
                     except Exception:
                         pass
             raise
+        if bw is not None:
+            out = _bw_setup_output(bw, out)
         return out
+
+    def _refresh_has_hooks(self):
+        d = self.__dict__
+        object.__setattr__(self, "_has_hooks", any(d.get(n) for n in _HOOK_TABLES))
 
     def _hook_table(self, name, hook, prepend, entry):
         if not callable(hook):
@@ -161,10 +384,12 @@ class Module:
         if table is None:
             table = OrderedDict()
             object.__setattr__(self, name, table)
-        handle = RemovableHandle(table)
+        handle = RemovableHandle(table, self)
         table[handle.id] = entry
         if prepend:
             table.move_to_end(handle.id, last=False)
+        if not self.__dict__.get("_has_hooks"):
+            object.__setattr__(self, "_has_hooks", True)
         return handle
 
     def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
@@ -178,11 +403,30 @@ class Module:
         return self._hook_table("_forward_hooks", hook, prepend, (hook, with_kwargs, always_call))
 
     def register_full_backward_hook(self, hook, prepend=False):
-        raise NotImplementedError("register_full_backward_hook: module backward hooks are not "
-                                  "supported (no tensor hooks in symtrace's autograd yet)")
+        """hook(module, grad_input, grad_output) -> None or a new grad_input, called
+        when the gradients with respect to the module's inputs are computed.
+        grad_input has one entry per positional argument of forward (None for
+        a non-tensor), grad_output one per output (None for a non-tensor or
+        an output no gradient reached). When no input requires grad the hook
+        fires with the output gradients (grad_input all None); when no output
+        requires grad it does not fire. As torch.nn.Module's."""
+        return self._hook_table("_backward_hooks", hook, prepend, hook)
 
-    register_full_backward_pre_hook = register_full_backward_hook
-    register_backward_hook = register_full_backward_hook
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        """hook(module, grad_output) -> None or a new grad_output, called when the
+        gradients with respect to the module's outputs are computed, before the
+        module's own backward. As torch.nn.Module's."""
+        return self._hook_table("_backward_pre_hooks", hook, prepend, hook)
+
+    def register_backward_hook(self, hook):
+        """Deprecated in torch: taken as register_full_backward_hook (with a
+        FutureWarning). torch's non-full hooks see the gradients of the last
+        op of forward instead, which may differ for modules of several ops."""
+        warnings.warn("register_backward_hook is deprecated: symtrace registers it as "
+                      "register_full_backward_hook (grad_input: the gradients with respect to "
+                      "the module's positional inputs), which is what torch recommends using.",
+                      FutureWarning, stacklevel=2)
+        return self.register_full_backward_hook(hook)
 
     # ---------------- registration ----------------
     def _check_name(self, name, kind):
@@ -308,6 +552,8 @@ class Module:
                     buffers[name] = value
                 else:
                     object.__setattr__(self, name, value)
+                    if name in _HOOK_TABLES:
+                        self._refresh_has_hooks()
 
     def __delattr__(self, name):
         _bump_epoch()
@@ -320,6 +566,8 @@ class Module:
             del self._modules[name]
         else:
             object.__delattr__(self, name)
+            if name in _HOOK_TABLES:
+                self._refresh_has_hooks()
 
     def __dir__(self):
         attrs = dir(self.__class__) + list(self.__dict__.keys())
@@ -330,6 +578,11 @@ class Module:
     def __setstate__(self, state):
         _bump_epoch()
         self.__dict__.update(state)
+        if "_parameters" in state:   # pickles older than a table get an empty one
+            for name in _HOOK_TABLES:
+                if name not in state:
+                    object.__setattr__(self, name, OrderedDict())
+        self._refresh_has_hooks()
 
     def __deepcopy__(self, memo):
         cls = type(self)
