@@ -1,6 +1,6 @@
 /* ops_bind.c - module-level bindings of the eager ops (_C.op, a generic
  * entry the Python layer calls with an op id, operands and attributes),
- * tensor allocation, the random seed, allocator statistics and the kernel
+ * tensor allocation, the random seed and generator state, allocator statistics and the kernel
  * cache. Op ids are exported as _C.OP_<NAME>. */
 #include "st_fe.h"
 #include "st_nvrtc.h"
@@ -193,6 +193,28 @@ static PyObject *f_manual_seed(PyObject *m, PyObject *o) {
 static PyObject *f_initial_seed(PyObject *m, PyObject *a) {
     return PyLong_FromUnsignedLongLong(st_rt_initial_seed());
 }
+/* _C._rng_get_state() -> (seed, offset): the global generator's state, as
+ * unsigned 64-bit Python ints (symtrace.random.get_rng_state packs them). */
+static PyObject *f_rng_get_state(PyObject *m, PyObject *a) {
+    uint64_t seed = 0, off = 0;
+    st_rt_rng_get_state(&seed, &off);
+    return Py_BuildValue("(KK)", (unsigned long long)seed, (unsigned long long)off);
+}
+/* _C._rng_set_state(seed, offset): both taken modulo 2**64. */
+static PyObject *f_rng_set_state(PyObject *m, PyObject *args) {
+    PyObject *so, *oo;
+    if (!PyArg_ParseTuple(args, "OO:_rng_set_state", &so, &oo)) return NULL;
+    if (!PyLong_Check(so) || !PyLong_Check(oo)) {
+        PyErr_SetString(PyExc_TypeError, "_rng_set_state: seed and offset must be ints");
+        return NULL;
+    }
+    unsigned long long s = PyLong_AsUnsignedLongLongMask(so);
+    if (PyErr_Occurred()) return NULL;
+    unsigned long long o = PyLong_AsUnsignedLongLongMask(oo);
+    if (PyErr_Occurred()) return NULL;
+    st_rt_rng_set_state((uint64_t)s, (uint64_t)o);
+    Py_RETURN_NONE;
+}
 
 static st_allocator *alloc_of(PyObject *args) {
     PyObject *devo = Py_None;
@@ -320,6 +342,8 @@ static PyMethodDef ops_methods[] = {
     {"empty", f_empty, METH_VARARGS, "empty(shape, dtype, device=None)"},
     {"manual_seed", f_manual_seed, METH_O, "seed the global generator"},
     {"initial_seed", f_initial_seed, METH_NOARGS, "the current seed"},
+    {"_rng_get_state", f_rng_get_state, METH_NOARGS, "(seed, offset) of the global generator"},
+    {"_rng_set_state", f_rng_set_state, METH_VARARGS, "_rng_set_state(seed, offset)"},
     {"memory_stats", f_memory_stats, METH_VARARGS, "allocator statistics"},
     {"empty_cache", f_empty_cache, METH_VARARGS, "release cached segments"},
     {"reset_peak_stats", f_reset_peak, METH_VARARGS, "reset the peaks"},

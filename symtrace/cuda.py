@@ -18,7 +18,9 @@ from ._dtype import float32 as _float32
 
 __all__ = ["is_available", "device_count", "synchronize", "get_device_name",
            "current_device", "nvrtc_status", "memory_allocated", "max_memory_allocated",
-           "memory_reserved", "max_memory_reserved", "reset_peak_memory_stats", "empty_cache", "nvrtc_library_dirs"]
+           "memory_reserved", "max_memory_reserved", "reset_peak_memory_stats", "empty_cache", "nvrtc_library_dirs",
+           "get_rng_state", "set_rng_state", "get_rng_state_all", "set_rng_state_all",
+           "manual_seed", "manual_seed_all", "seed", "seed_all", "initial_seed"]
 
 
 def _wheel_lib_dirs(pattern):
@@ -136,3 +138,72 @@ def empty_cache():
 def nvrtc_status():
     """(True, version, library) when NVRTC loads, else (False, reason)."""
     return _C._nvrtc_status()
+
+
+# ---- random number generator state ----
+# symtrace has ONE counter-based generator (runtime/random.c) shared by the CPU and
+# every GPU, so these are symtrace.random's functions seen from torch.cuda's names:
+# seeding or restoring "the GPU's" generator also reseeds or restores the CPU's, and
+# every device's state is the same int64 [seed, offset] tensor. get_rng_state /
+# set_rng_state take a device as torch does and, as torch, need a GPU (RuntimeError
+# without one); the seeding functions work without one (torch defers them lazily).
+
+
+def get_rng_state(device="cuda"):
+    """The generator's state as an int64 Tensor [seed, offset] (symtrace.get_rng_state;
+    one generator serves every device)."""
+    _require()
+    _index(device)
+    from . import random
+    return random.get_rng_state()
+
+
+def set_rng_state(new_state, device="cuda"):
+    """Sets the generator's state (shared by every device, the CPU included)."""
+    _require()
+    _index(device)
+    from . import random
+    random.set_rng_state(new_state)
+
+
+def get_rng_state_all():
+    """One state per GPU ([] without one); all equal, the generator being shared."""
+    return [get_rng_state(i) for i in range(device_count())]
+
+
+def set_rng_state_all(new_states):
+    """Sets the state of each GPU from new_states: the generator being shared, the last
+    one wins (all equal when they come from get_rng_state_all)."""
+    new_states = list(new_states)
+    from . import random
+    for st in new_states:  # checked before any is applied
+        random._unpack_state(st, "set_rng_state_all")
+    for i, st in enumerate(new_states):
+        set_rng_state(st, i)
+
+
+def manual_seed(seed):
+    """Seeds the generator (shared: the CPU's too); works without a GPU."""
+    from . import random
+    random.manual_seed(seed)
+
+
+def manual_seed_all(seed):
+    """Seeds the generator of every GPU: the one shared generator (the CPU's too)."""
+    manual_seed(seed)
+
+
+def seed():
+    """Seeds the (shared) generator with a non-deterministic number."""
+    from . import random
+    random.seed()
+
+
+def seed_all():
+    seed()
+
+
+def initial_seed():
+    """The shared generator's seed (symtrace.initial_seed)."""
+    from . import random
+    return random.initial_seed()

@@ -1,0 +1,325 @@
+"""symtrace.utils.checkpoint: activation checkpointing, as torch.utils.checkpoint.
+
+Owns checkpoint, checkpoint_sequential, CheckpointFunction and torch's small helpers
+(detach_variable, check_backward_validity, noop_context_fn, CheckpointError,
+set_checkpoint_debug_enabled).
+
+    y = checkpoint(block, x, use_reentrant=False)     # block's activations are not kept
+    y = checkpoint_sequential(model, 4, x, use_reentrant=False)
+
+How it works (torch's reentrant strategy, on symtrace.autograd.Function): the forward
+runs `function` under no_grad, so none of its intermediates is kept; only its tensor
+inputs are saved, with the generator's state (symtrace.random, when
+preserve_rng_state) and the autocast state. Backward detaches the inputs, re-runs
+`function` on them with grad enabled, the autocast state of the forward and the
+forward's RNG state (inside fork_rng, so the generator is left as it was: dropout draws
+the same mask, and the run goes on with the same random numbers as without
+checkpointing), and backpropagates the incoming gradients through the recomputed graph
+with symtrace.autograd.backward: the inputs' gradients are returned to the outer
+backward, and every leaf the recomputation reaches (module parameters) accumulates its
+gradient into .grad there, exactly once.
+
+use_reentrant (as torch 2.13): not passing it warns (UserWarning) and means True.
+  True:  torch's CheckpointFunction: keyword arguments, context_fn and debug are
+         refused (ValueError); when no tensor input requires grad it warns "None of the
+         inputs have requires_grad=True" and nothing gets a gradient (parameters used
+         inside included), as torch.
+  False: torch implements it with saved-tensor hooks, which symtrace lacks; here it is
+         the same recomputation, made to behave like torch's non-reentrant variant where
+         that is cheap: keyword arguments are allowed (their tensors get gradients too),
+         context_fn's two context managers wrap the forward and the recomputation,
+         determinism_check="default" checks that the recomputation returns outputs of
+         the forward's shapes and dtypes (CheckpointError otherwise), and parameters used
+         inside get gradients even when no input requires grad (the node is attached
+         through a hidden empty tensor then; the output then requires grad even when
+         nothing inside did, where torch's would not). debug is accepted and changes
+         nothing.
+Differences from torch in both modes: only tensors given directly as (keyword)
+arguments are inputs (a tensor inside a list passes through with no gradient; torch's
+non-reentrant variant reaches into containers); gradients of the parameters used
+inside are accumulated into their .grad during the outer backward, so
+symtrace.autograd.grad(...) or backward(inputs=...) across a checkpoint still writes the
+parameters' .grad (torch's reentrant variant raises there, its non-reentrant one
+does not write).
+
+Under symtrace.compile, checkpoint and checkpoint_sequential are graph breaks (as torch,
+whose checkpoint is wrapped in _disable_dynamo when dynamo cannot make it a higher
+order op): they run as plain Python, with nothing inside compiled, so compiled and eager
+runs give the same results and the activations are freed all the same. While some
+other trace is recording (symtrace.compile's translator real-calling a symtrace
+function that calls checkpoint), `function` simply runs in that trace: results and
+gradients are right, no memory is saved.
+"""
+import contextlib
+import warnings
+
+from .. import _C
+from .. import random as _random
+from ..autograd import Function, backward as _autograd_backward
+from ..autograd.grad_mode import enable_grad, is_grad_enabled, no_grad
+from ..compiler import disable as _compiler_disable
+
+__all__ = ["checkpoint", "checkpoint_sequential", "CheckpointFunction", "CheckpointError",
+           "detach_variable", "check_backward_validity", "noop_context_fn",
+           "set_checkpoint_debug_enabled"]
+
+_DEFAULT_DETERMINISM_MODE = "default"
+_allowed_determinism_checks = ("default", "none")
+_checkpoint_debug_enabled = None
+
+
+class CheckpointError(RuntimeError):
+    """The recomputation did not match the forward (torch.utils.checkpoint.CheckpointError)."""
+
+
+@contextlib.contextmanager
+def set_checkpoint_debug_enabled(enabled):
+    """Context manager overriding checkpoint's debug flag (accepted as torch's; symtrace's
+    checkpoint has no debug output)."""
+    global _checkpoint_debug_enabled
+    prev = _checkpoint_debug_enabled
+    _checkpoint_debug_enabled = enabled
+    try:
+        yield
+    finally:
+        _checkpoint_debug_enabled = prev
+
+
+def noop_context_fn():
+    """The default context_fn: no context for the forward nor the recomputation."""
+    return contextlib.nullcontext(), contextlib.nullcontext()
+
+
+def _is_tensor(x):
+    return isinstance(x, _C.TensorBase)
+
+
+def detach_variable(inputs):
+    """A tuple with each tensor of the tuple inputs detached, keeping its requires_grad."""
+    if not isinstance(inputs, tuple):
+        raise RuntimeError("Only tuple of tensors is supported. Got Unsupported input type: "
+                           f"{type(inputs).__name__}")
+    out = []
+    for inp in inputs:
+        if not _is_tensor(inp):
+            out.append(inp)
+            continue
+        x = inp.detach()
+        x.requires_grad_(inp.requires_grad)
+        out.append(x)
+    return tuple(out)
+
+
+def check_backward_validity(inputs):
+    if not any(inp.requires_grad for inp in inputs if _is_tensor(inp)):
+        warnings.warn("None of the inputs have requires_grad=True. Gradients will be None",
+                      stacklevel=2)
+
+
+def _autocast_state():
+    return tuple((dev,) + tuple(_C._get_autocast(dev)) for dev in ("cpu", "cuda"))
+
+
+@contextlib.contextmanager
+def _autocast_as(state):
+    """The autocast state of the forward (backward otherwise runs with autocast off)."""
+    prev = [_C._set_autocast(dev, on, dt) for dev, on, dt in state]
+    try:
+        yield
+    finally:
+        for (dev, _, _), (on, dt) in zip(state, prev):
+            _C._set_autocast(dev, on, dt)
+
+
+def _meta(o):
+    return (tuple(o.shape), o.dtype) if _is_tensor(o) else None
+
+
+class CheckpointFunction(Function):
+    """apply(run_function, opts, *args): the checkpointed region as one tape node.
+    opts: (preserve_rng_state, reentrant, check_determinism, forward_context,
+    recompute_context); run_function's tensor arguments are the node's inputs."""
+
+    @staticmethod
+    def forward(ctx, run_function, opts, *args):
+        preserve_rng_state, reentrant, check, fwd_context = opts[:4]
+        if reentrant:
+            check_backward_validity(args)
+        ctx.run_function = run_function
+        ctx.preserve_rng_state = preserve_rng_state
+        ctx.reentrant = reentrant
+        ctx.recompute_context = opts[4]
+        ctx.autocast = _autocast_state()
+        if preserve_rng_state:
+            ctx.fwd_rng_state = _random._raw_state()
+        # non-tensor inputs kept as they are; tensors through save_for_backward (an
+        # in-place change before backward is then caught)
+        ctx.inputs = []
+        ctx.tensor_indices = []
+        tensor_inputs = []
+        for i, arg in enumerate(args):
+            if _is_tensor(arg):
+                tensor_inputs.append(arg)
+                ctx.tensor_indices.append(i)
+                ctx.inputs.append(None)
+            else:
+                ctx.inputs.append(arg)
+        ctx.save_for_backward(*tensor_inputs)
+        # saved_tensors come back detached: their requires_grad is kept here
+        ctx.tensor_requires_grad = [t.requires_grad for t in tensor_inputs]
+        with no_grad(), fwd_context:
+            outputs = run_function(*args)
+        outs = outputs if isinstance(outputs, tuple) else (outputs,)
+        ctx.out_metas = [_meta(o) for o in outs] if check else None
+        return outputs
+
+    @staticmethod
+    def backward(ctx, *grads):
+        inputs = list(ctx.inputs)
+        for i, t in zip(ctx.tensor_indices, ctx.saved_tensors):
+            inputs[i] = t
+        with _random.fork_rng(enabled=ctx.preserve_rng_state):
+            if ctx.preserve_rng_state:
+                _random._set_raw_state(*ctx.fwd_rng_state)
+            detached_inputs = list(detach_variable(tuple(inputs)))
+            for i, rg in zip(ctx.tensor_indices, ctx.tensor_requires_grad):
+                detached_inputs[i].requires_grad_(rg)
+            # as the forward, the recomputation runs plain (no frame of it compiled, even
+            # when backward is called from a compiled function): the same kernels, the
+            # same values, the same random numbers
+            _C._fe_suspend(1)
+            try:
+                with enable_grad(), _autocast_as(ctx.autocast), ctx.recompute_context:
+                    outputs = ctx.run_function(*detached_inputs)
+            finally:
+                _C._fe_suspend(-1)
+        if _is_tensor(outputs):
+            outputs = (outputs,)
+        elif not isinstance(outputs, tuple):
+            outputs = (outputs,)
+        if ctx.out_metas is not None:
+            metas = [_meta(o) for o in outputs]
+            if metas != ctx.out_metas:
+                raise CheckpointError(
+                    "symtrace.utils.checkpoint: Recomputed values have different metadata than "
+                    "during the forward pass: the forward returned "
+                    f"{ctx.out_metas} (shape, dtype per output) but the recomputation "
+                    f"returned {metas}")
+        # backward through the outputs that require grad only
+        outputs_with_grad, args_with_grad = [], []
+        for o, g in zip(outputs, grads):
+            if _is_tensor(o) and o.requires_grad:
+                outputs_with_grad.append(o)
+                args_with_grad.append(g)
+        if outputs_with_grad:
+            _autograd_backward(outputs_with_grad, args_with_grad)
+        elif ctx.reentrant:
+            raise RuntimeError("none of output has requires_grad=True, this checkpoint() is "
+                               "not necessary")
+        in_grads = tuple(inp.grad if _is_tensor(inp) else None for inp in detached_inputs)
+        return (None, None) + in_grads
+
+
+def _run_kwargs(function, n, keys):
+    """function called with the last len(keys) positional arguments as keywords."""
+    def run(*a):
+        return function(*a[:n], **dict(zip(keys, a[n:n + len(keys)])))
+    return run
+
+
+@_compiler_disable
+def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True,
+               context_fn=noop_context_fn, determinism_check=_DEFAULT_DETERMINISM_MODE,
+               debug=False, early_stop=True, **kwargs):
+    """checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True,
+    context_fn=noop_context_fn, determinism_check="default", debug=False, **kwargs):
+    function(*args, **kwargs), its activations recomputed in backward instead of kept
+    (see the module for the two variants and the differences from torch)."""
+    if use_reentrant is None:
+        warnings.warn(
+            "symtrace.utils.checkpoint: the use_reentrant parameter should be "
+            "passed explicitly (torch.utils.checkpoint announces an exception for "
+            "calls without it). use_reentrant=False is "
+            "recommended, but if you need to preserve the current default "
+            "behavior, you can pass use_reentrant=True. Refer to docs for more "
+            "details on the differences between the two variants.",
+            stacklevel=3)  # past compiler.disable's wrapper
+        use_reentrant = True
+    if not callable(function):
+        raise TypeError(f"checkpoint: function must be callable, got {type(function).__name__}")
+    preserve = bool(preserve_rng_state)
+    if use_reentrant:
+        if kwargs:
+            raise ValueError("Unexpected keyword arguments: " + ",".join(arg for arg in kwargs))
+        if context_fn is not noop_context_fn or debug is not False:
+            raise ValueError("Passing `context_fn` or `debug` is only supported when "
+                             "use_reentrant=False.")
+    elif determinism_check not in _allowed_determinism_checks:
+        raise ValueError("determinism_check should be one of "
+                         f"{list(_allowed_determinism_checks)}, but got {determinism_check}")
+    if _C._trace_active():
+        # being recorded by a trace: the trace's own autograd covers function
+        return function(*args, **kwargs)
+    if use_reentrant:
+        return CheckpointFunction.apply(function, (preserve, True, False, contextlib.nullcontext(),
+                                                   contextlib.nullcontext()), *args)
+    fwd_ctx, rec_ctx = context_fn()
+    run, call_args = function, args
+    if kwargs:
+        keys = tuple(kwargs)
+        run = _run_kwargs(function, len(args), keys)
+        call_args = args + tuple(kwargs[k] for k in keys)
+    opts = (preserve, False, determinism_check == "default", fwd_ctx, rec_ctx)
+    if is_grad_enabled() and not any(_is_tensor(a) and a.requires_grad for a in call_args):
+        # nothing to hang the node on: a hidden input that requires grad, so that the
+        # parameters used inside still get their gradients (as torch's variant gives)
+        from .._ops import empty
+        from .._dtype import float32
+        hidden = empty((0,), dtype=float32).requires_grad_(True)
+        inner = run
+        n = len(call_args)
+        run = lambda *a: inner(*a[:n])  # noqa: E731
+        call_args = call_args + (hidden,)
+    return CheckpointFunction.apply(run, opts, *call_args)
+
+
+@_compiler_disable
+def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwargs):
+    """checkpoint_sequential(functions, segments, input, use_reentrant=None,
+    preserve_rng_state=True): runs functions (an nn.Sequential or a list of modules or
+    functions) in order on input, in `segments` chunks of which all but the last are
+    checkpointed, as torch.utils.checkpoint.checkpoint_sequential."""
+    if use_reentrant is None:
+        warnings.warn(
+            "symtrace.utils.checkpoint.checkpoint_sequential: the use_reentrant "
+            "parameter should be passed explicitly (torch.utils.checkpoint announces "
+            "an exception for calls without it). use_reentrant=False is "
+            "recommended, but if you need to preserve the current default "
+            "behavior, you can pass use_reentrant=True. Refer to docs for more "
+            "details on the differences between the two variants.", stacklevel=3)
+        use_reentrant = True
+    preserve = kwargs.pop("preserve_rng_state", True)
+    if kwargs:
+        raise ValueError("Unexpected keyword arguments: " + ",".join(arg for arg in kwargs))
+    if isinstance(segments, bool) or not isinstance(segments, int) or segments < 1:
+        raise ValueError(f"checkpoint_sequential: segments must be a positive int, got {segments!r}")
+
+    def run_function(start, end, functions):
+        def forward(input):
+            for j in range(start, end + 1):
+                input = functions[j](input)
+            return input
+        return forward
+
+    from ..nn import Sequential
+    if isinstance(functions, Sequential):
+        functions = list(functions.children())
+    functions = list(functions)
+    segment_size = len(functions) // segments
+    # the last chunk is not checkpointed (its output's graph is needed right away)
+    end = -1
+    for start in range(0, segment_size * (segments - 1), segment_size):
+        end = start + segment_size - 1
+        input = checkpoint(run_function(start, end, functions), input,
+                           use_reentrant=use_reentrant, preserve_rng_state=preserve)
+    return run_function(end + 1, len(functions) - 1, functions)(input)
