@@ -52,6 +52,8 @@ struct st_ad_node {
     /* engine state, valid during one backward */
     int deps;
     bool seen;
+    bool skip;                /* grad(): leads to none of the inputs asked for */
+    int order_deps;           /* scratch for prune_for_grad's ordering */
     st_tensor **gbuf;         /* accumulated gradient per output */
 };
 
@@ -704,6 +706,13 @@ static bool is_input(const sink *sk, const st_tensor *t) {
     return false;
 }
 
+/* grad(): is n the history of a non-leaf input (captured at n)? */
+static bool captures(const sink *sk, const st_ad_node *n) {
+    for (int k = 0; !sk->accumulate && k < sk->ninputs; k++)
+        if (sk->inputs[k]->grad_fn == n) return true;
+    return false;
+}
+
 /* One more edge will bring a gradient to leaf (when its hooks matter). */
 static st_status hooked_leaf_expect(sink *sk, st_tensor *leaf) {
     if (!leaf->hooks || (!sk->accumulate && !is_input(sk, leaf))) return ST_OK;
@@ -915,6 +924,38 @@ static st_status engine(st_tensor *const *roots, st_tensor *const *grads, int nr
     return s;
 }
 
+/* grad(): the nodes that lead to none of the inputs are not run (their
+ * hooks do not fire, their saved tensors stay), as in PyTorch. A node
+ * leads to an input when an edge goes to it as a leaf, or to the node of a
+ * non-leaf input, or to a node that leads to one; children are decided
+ * first, in reverse of a topological order (Kahn's, over `all`). */
+static st_status prune_for_grad(const nodelist *all, const sink *sk) {
+    nodelist order = {0};
+    st_status s = ST_OK;
+    for (int i = 0; i < all->n; i++) all->items[i]->order_deps = all->items[i]->deps;
+    for (int i = 0; i < all->n && s == ST_OK; i++)
+        if (all->items[i]->order_deps == 0) s = push(&order, all->items[i]);
+    for (int i = 0; i < order.n && s == ST_OK; i++) {
+        st_ad_node *n = order.items[i];
+        for (int k = 0; k < n->nin && s == ST_OK; k++)
+            if (n->next_node[k] && --n->next_node[k]->order_deps == 0)
+                s = push(&order, n->next_node[k]);
+    }
+    for (int i = order.n - 1; i >= 0 && s == ST_OK; i--) {
+        st_ad_node *n = order.items[i];
+        bool leads = false;
+        for (int k = 0; k < n->nin && !leads; k++) {
+            st_ad_node *nx = n->next_node[k];
+            if (n->next_leaf[k]) leads = is_input(sk, n->next_leaf[k]);
+            else if (nx) leads = !nx->skip;
+            if (nx && !leads) leads = captures(sk, nx);
+        }
+        n->skip = !leads;
+    }
+    free(order.items);
+    return s;
+}
+
 static st_status engine_run(st_tensor *const *roots, st_tensor *const *grads, int nroots,
                             bool retain, sink *sk) {
     st_status s = ST_OK;
@@ -979,6 +1020,7 @@ static st_status engine_run(st_tensor *const *roots, st_tensor *const *grads, in
             }
         }
     }
+    if (s == ST_OK && !sk->accumulate) s = prune_for_grad(&all, sk);
     /* seed */
     for (int k = 0; k < nroots && s == ST_OK; k++) {
         if (roots[k]->grad_fn)
@@ -992,7 +1034,7 @@ static st_status engine_run(st_tensor *const *roots, st_tensor *const *grads, in
     int gin_cap = 0;
     while (ready.n && s == ST_OK) {
         st_ad_node *n = ready.items[--ready.n];
-        s = output_hooks(n);
+        if (!n->skip || captures(sk, n)) s = output_hooks(n);
         if (s != ST_OK) break;
         /* a non-leaf input of grad(): its gradient is complete now */
         for (int k = 0; !sk->accumulate && k < sk->ninputs; k++) {
@@ -1012,14 +1054,14 @@ static st_status engine_run(st_tensor *const *roots, st_tensor *const *grads, in
             gin_cap = n->nin;
         }
         for (int k = 0; k < n->nin; k++) gin[k] = NULL;
-        s = run_node(n, gin);
+        if (!n->skip) s = run_node(n, gin);
         if (n->gbuf) {
             for (int k = 0; k < n->nout; k++) {
                 st_tensor_decref(n->gbuf[k]);
                 n->gbuf[k] = NULL;
             }
         }
-        if (s == ST_OK && !retain) {
+        if (s == ST_OK && !retain && !n->skip) {
             release_saved(n);
             n->freed = true;
         }
@@ -1043,6 +1085,7 @@ static st_status engine_run(st_tensor *const *roots, st_tensor *const *grads, in
     for (int i = 0; i < all.n; i++) {
         st_ad_node *n = all.items[i];
         n->seen = false;
+        n->skip = false;
         n->deps = 0;
         if (n->gbuf) {
             for (int k = 0; k < n->nout; k++) st_tensor_decref(n->gbuf[k]);
