@@ -144,8 +144,8 @@ int tr_getattr(tr_state *s, tr_var *obj, PyObject *name, tr_var *out)
             Py_DECREF(v);
             return tr_break(s, "%s", why ? why : "trace failed");
         }
-        if (!strcmp(nm, "grad") && st_fe_is_tensor(v))
-            return attr_sourced(s, obj, name, v, out);
+        if (!strcmp(nm, "grad") && (st_fe_is_tensor(v) || v == Py_None))
+            return attr_sourced(s, obj, name, v, out);   /* None too: guarded */
         if (s->dyn && !strcmp(nm, "shape") && !(v = tr_dyn_wrap_size(s, o, v, 0, 0)))
             return tr_break_exc(s, "dynamic shapes");
         if (st_fe_is_tensor(v)) {

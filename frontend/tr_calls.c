@@ -252,9 +252,10 @@ static int build_from_items(tr_state *s, tr_var *arg, int kind, tr_var *out)
 }
 
 /* Frees the unrolled sequences lists[0..nseq) (lens[i] items each) and
- * makes the iterator over l, or, when rc < 0, frees l too. */
+ * makes the iterator over l (of the given type), or, when rc < 0, frees l
+ * too. */
 static int finish_unrolled(tr_state *s, tr_var **lists, int *lens, int nseq,
-                           tr_vlist *l, int rc, tr_var *out)
+                           tr_vlist *l, int rc, PyObject *type, tr_var *out)
 {
     for (int i = 0; lists && i < nseq; i++) {
         for (int j = 0; j < lens[i]; j++)
@@ -267,7 +268,20 @@ static int finish_unrolled(tr_state *s, tr_var **lists, int *lens, int nseq,
         tr_vl_free(l);
         return -1;
     }
-    return tr_iter_from(s, l->v, l->n, out);
+    return tr_iter_from(s, l->v, l->n, type, out);
+}
+
+/* type(reversed(o)) for a builtin sequence (list_reverseiterator,
+ * reversed, ...), else NULL: new reference, no exception. */
+static PyObject *reversed_type(PyObject *o)
+{
+    if (!o || !tr_safe_type(o) || st_fe_is_tensor(o) || PyType_Check(o))
+        return NULL;
+    PyObject *r = PyObject_CallOneArg((PyObject *)&PyReversed_Type, o);
+    PyObject *t = r ? Py_NewRef((PyObject *)Py_TYPE(r)) : NULL;
+    Py_XDECREF(r);
+    PyErr_Clear();
+    return t;
 }
 
 static int call_builtin_type(tr_state *s, PyObject *fn, tr_var *args, int nargs,
@@ -331,6 +345,7 @@ static int call_builtin_type(tr_state *s, PyObject *fn, tr_var *args, int nargs,
             rc = tr_break(s, "out of memory");
         for (int i = 0; rc == 0 && i < nseq; i++) {
             rc = tr_unroll(s, &args[i + 1], &lists[i], &lens[i]);
+            tr_iter_take(&args[i + 1]);
             if (rc == 0 && (m < 0 || lens[i] < m))
                 m = lens[i];
         }
@@ -365,7 +380,7 @@ static int call_builtin_type(tr_state *s, PyObject *fn, tr_var *args, int nargs,
             }
         }
         free(cargs);
-        return finish_unrolled(s, lists, lens, nseq, &l, rc, out);
+        return finish_unrolled(s, lists, lens, nseq, &l, rc, fn, out);
     }
     if (t == &PyEnum_Type || t == &PyZip_Type || t == &PyReversed_Type) {
         if (nkw && t != &PyEnum_Type)
@@ -373,6 +388,8 @@ static int call_builtin_type(tr_state *s, PyObject *fn, tr_var *args, int nargs,
         int nseq = t == &PyZip_Type ? npos : 1;
         if (npos < 1 && t != &PyZip_Type)
             return tr_break(s, "%s() without arguments", t->tp_name);
+        if (t == &PyReversed_Type && args[0].it)
+            return tr_break(s, "reversed() of an iterator");   /* a TypeError */
         long start = 0;
         if (t == &PyEnum_Type && nargs > 1) {
             start = PyLong_AsLong(args[1].v);
@@ -384,6 +401,7 @@ static int call_builtin_type(tr_state *s, PyObject *fn, tr_var *args, int nargs,
         int rc = lists && lens ? 0 : tr_break(s, "out of memory"), m = -1;
         for (int i = 0; rc == 0 && i < nseq; i++) {
             rc = tr_unroll(s, &args[i], &lists[i], &lens[i]);
+            tr_iter_take(&args[i]);
             if (m < 0 || lens[i] < m)
                 m = lens[i];
         }
@@ -415,7 +433,10 @@ static int call_builtin_type(tr_state *s, PyObject *fn, tr_var *args, int nargs,
             }
             rc = tr_vl_push(s, &l, &v);
         }
-        return finish_unrolled(s, lists, lens, nseq, &l, rc, out);
+        PyObject *rt = t == &PyReversed_Type ? reversed_type(args[0].v) : Py_NewRef(fn);
+        rc = finish_unrolled(s, lists, lens, nseq, &l, rc, rt, out);
+        Py_XDECREF(rt);
+        return rc;
     }
     static PyTypeObject *pure[] = {&PyLong_Type, &PyFloat_Type, &PyBool_Type, &PyUnicode_Type,
         &PyTuple_Type, &PyList_Type, &PyDict_Type, &PySet_Type, &PyFrozenSet_Type,
@@ -430,6 +451,11 @@ static int call_builtin_type(tr_state *s, PyObject *fn, tr_var *args, int nargs,
     if (t == &PyType_Type && nargs == 1) {
         PyObject *a = args[0].v;
         PyTypeObject *ty = Py_TYPE(a);
+        if (args[0].aux == TR_AUX_ITER || args[0].aux == TR_AUX_SUPER) {
+            if (!args[0].it || !args[0].it->type)
+                return tr_break(s, "type() of an iterator of unknown type");
+            ty = (PyTypeObject *)args[0].it->type;
+        }
         if (tr_is_symint(a) || tr_is_lazy(a))   /* as the number they stand for */
             ty = PyFloat_Check(a) ? &PyFloat_Type : &PyLong_Type;
         tr_make_value(s, out, Py_NewRef((PyObject *)ty));
@@ -535,6 +561,76 @@ static int call_with_key(tr_state *s, PyObject *fn, const char *nm, tr_var *args
     return rc;
 }
 
+/* isinstance/issubclass/callable: they look at the type only */
+static bool type_only(const char *nm)
+{
+    return !strcmp(nm, "isinstance") || !strcmp(nm, "issubclass") || !strcmp(nm, "callable");
+}
+
+/* any()/all() of an iterator var: consumed up to the item that decides,
+ * as Python's stop there (the rest stays for later uses). */
+static int any_all(tr_state *s, bool any, tr_var *itv, tr_var *out)
+{
+    tr_var v;
+    int got, t = 0;
+    while ((got = tr_iter_next(s, itv, &v)) > 0) {
+        if (st_fe_is_tensor(v.v) || !tr_safe_type(v.v))
+            got = tr_break(s, "%s() of a %s item", any ? "any" : "all", tr_type_name(v.v));
+        else if ((t = PyObject_IsTrue(v.v)) < 0)
+            got = tr_break_exc(s, any ? "any()" : "all()");
+        tr_var_clear(&v);
+        if (got < 0)
+            return -1;
+        if ((t != 0) == any)
+            break;
+    }
+    if (got < 0)
+        return -1;
+    tr_make_value(s, out, PyBool_FromLong(got ? any : !any));
+    return 0;
+}
+
+/* Builtins given an iterator: an unrolled one (no real object) or a real
+ * one from outside the frame (a generator argument), which only the
+ * type-only builtins may see. 1 done (out set), 0 not handled here, -1
+ * break. */
+static int iter_builtin(tr_state *s, const char *nm, tr_var *args, int nargs, Py_ssize_t nkw,
+                        tr_var *out)
+{
+    if (nargs < 1 || nkw)
+        return 0;
+    tr_var *a = &args[0];
+    bool unrolled = a->aux == TR_AUX_ITER && a->it;
+    bool real = !unrolled && a->aux == TR_AUX_NONE && a->v && PyIter_Check(a->v) &&
+                !st_fe_is_tensor(a->v);
+    if (!unrolled && !real)
+        return 0;
+    if (type_only(nm)) {
+        PyObject *t = unrolled ? a->it->type : (PyObject *)Py_TYPE(a->v);
+        int r;
+        if (!t)
+            return tr_break(s, "%s() of an iterator of unknown type", nm);
+        if (!strcmp(nm, "callable") && nargs == 1)
+            r = ((PyTypeObject *)t)->tp_call != NULL;
+        else if (!strcmp(nm, "isinstance") && nargs == 2 && tr_safe_type(args[1].v) && !args[1].it)
+            r = real ? PyObject_IsInstance(a->v, args[1].v)
+                     : PyObject_IsSubclass(t, args[1].v);   /* what isinstance asks of type(x) */
+        else
+            return tr_break(s, "%s() of an iterator", nm);
+        if (r < 0)
+            return tr_break_exc(s, nm);
+        tr_make_value(s, out, PyBool_FromLong(r));
+        return 1;
+    }
+    if (real)
+        return 0;               /* real_call breaks: it would consume it */
+    if ((!strcmp(nm, "any") || !strcmp(nm, "all")) && nargs == 1)
+        return any_all(s, nm[1] == 'n', a, out) < 0 ? -1 : 1;
+    if (!strcmp(nm, "sum") || !strcmp(nm, "min") || !strcmp(nm, "max") || !strcmp(nm, "sorted"))
+        return 0;               /* they consume it whole: made a list below */
+    return tr_break(s, "%s() of an iterator", nm);   /* len() raises, id() differs */
+}
+
 static int call_builtin_fn(tr_state *s, PyObject *fn, const char *nm, tr_var *args,
                            int nargs, PyObject *kwnames, tr_var *out)
 {
@@ -563,13 +659,9 @@ static int call_builtin_fn(tr_state *s, PyObject *fn, const char *nm, tr_var *ar
     if (!strcmp(nm, "iter") && nargs == 1)
         return tr_iter_of(s, &args[0], out);
     if (!strcmp(nm, "next") && nkw == 0 && (npos == 1 || npos == 2)) {
-        tr_iter *it = args[0].it;
-        if (!it)
-            return tr_break(s, "next() of a %s", tr_type_name(args[0].v));
-        if (it->pos < it->n) {
-            tr_var_copy(out, &it->items[it->pos++]);
-            return 0;
-        }
+        int got = tr_iter_next(s, &args[0], out);
+        if (got != 0)
+            return got < 0 ? -1 : 0;
         if (npos == 2) {
             tr_var_copy(out, &args[1]);
             return 0;
@@ -588,6 +680,9 @@ static int call_builtin_fn(tr_state *s, PyObject *fn, const char *nm, tr_var *ar
     }
     if ((!strcmp(nm, "min") || !strcmp(nm, "max") || !strcmp(nm, "sorted")) && nkw > 0)
         return call_with_key(s, fn, nm, args, nargs, kwnames, out);
+    int r = iter_builtin(s, nm, args, nargs, nkw, out);
+    if (r != 0)
+        return r < 0 ? -1 : 0;
     static const char *const pure[] = {"len", "isinstance", "issubclass", "callable", "min",
         "max", "abs", "sum", "any", "all", "round", "divmod", "pow", "sorted", "repr",
         "format", "hash", "id", "chr", "ord", NULL};
@@ -599,7 +694,8 @@ static int call_builtin_fn(tr_state *s, PyObject *fn, const char *nm, tr_var *ar
         return tr_break(s, "out of memory");
     int rc = 0;
     for (int i = 0; i < nargs && rc == 0; i++) {
-        if (args[i].it || (args[i].aux >= TR_AUX_KEYS && args[i].aux <= TR_AUX_ITEMS))
+        if (args[i].it || (args[i].aux >= TR_AUX_KEYS && args[i].aux <= TR_AUX_ITEMS &&
+                           !type_only(nm)))
             rc = build_from_items(s, &args[i], 0, &conv[i]);
         else if (!tr_safe_type(args[i].v) && !(i == 0 && (!strcmp(nm, "isinstance") ||
                                                           !strcmp(nm, "callable") ||

@@ -39,6 +39,7 @@ int tr_calls_init(void)
         return -1;
     tr_refs.pkg_dir = PyUnicode_FromFormat("%U/", dir);
     tr_refs.mod_dir = PyUnicode_FromFormat("%U/nn/modules/", dir);
+    tr_refs.nn_utils = PyUnicode_FromFormat("%U/nn/utils", dir);
     Py_DECREF(dir);
     tr_refs.c_module = import_attr("symtrace._C", NULL);
     tr_refs.builtins_mod = import_attr("builtins", NULL);
@@ -55,7 +56,7 @@ int tr_calls_init(void)
     tr_refs.seq_cls = import_attr("symtrace.nn", "Sequential");
     tr_refs.moddict_cls = import_attr("symtrace.nn", "ModuleDict");
     tr_refs.is_compiling_fn = import_attr("symtrace.compiler", "is_compiling");
-    if (!tr_refs.pkg_dir || !tr_refs.mod_dir || !tr_refs.c_module || !tr_refs.builtins_mod || !tr_refs.math_mod ||
+    if (!tr_refs.pkg_dir || !tr_refs.mod_dir || !tr_refs.nn_utils || !tr_refs.c_module || !tr_refs.builtins_mod || !tr_refs.math_mod ||
         !tr_refs.operator_mod || !tr_refs.op_mod2 || !tr_refs.nn_module_cls || !tr_refs.function_cls ||
         !tr_refs.gradmode_cls || !tr_refs.autocast_cls || !tr_refs.dtype_cls || !tr_refs.device_cls || !tr_refs.modlist_cls || !tr_refs.seq_cls ||
         !tr_refs.moddict_cls || !tr_refs.is_compiling_fn)
@@ -119,11 +120,13 @@ static bool str_startswith(PyObject *s, PyObject *prefix)
            PyUnicode_Tailmatch(s, prefix, 0, PY_SSIZE_T_MAX, -1) == 1;
 }
 
-/* 0 user code, 1 symtrace (real), 2 symtrace/nn/modules (inline) */
+/* 0 user code, 1 symtrace (real), 2 symtrace/nn/modules and nn/utils
+ * (inline: layers, and gradient clipping, which reads each parameter's
+ * .grad, a read that must have a source so that it is a graph input) */
 int tr_fn_origin(PyObject *fn)
 {
     PyObject *file = ((PyCodeObject *)PyFunction_GET_CODE(fn))->co_filename;
-    if (str_startswith(file, tr_refs.mod_dir))
+    if (str_startswith(file, tr_refs.mod_dir) || str_startswith(file, tr_refs.nn_utils))
         return 2;
     if (str_startswith(file, tr_refs.pkg_dir))
         return 1;

@@ -1,6 +1,7 @@
 /* frontend/tr_exec.c - the translator's stack machine: decodes CPython
  * 3.11/3.12 bytecode (opcode numbers and inline caches read from the
- * opcode module) and runs one frame's instructions on real values. */
+ * opcode module) and runs one frame's instructions on real values; a
+ * generator's frame runs up to its next yield (yield from included). */
 #include "tr_internal.h"
 
 #include <stdio.h>
@@ -29,7 +30,8 @@
     X(JUMP_IF_TRUE_OR_POP) X(PRECALL) X(KW_NAMES) X(CALL) X(CALL_FUNCTION_EX) \
     X(MAKE_FUNCTION) X(FORMAT_VALUE) X(BEFORE_WITH) X(IMPORT_NAME) X(IMPORT_FROM) \
     X(CALL_INTRINSIC_1) X(EXTENDED_ARG) X(GET_LEN) X(RETURN_GENERATOR) X(YIELD_VALUE) \
-    X(LOAD_ASSERTION_ERROR) X(RAISE_VARARGS) X(RERAISE) X(LOAD_BUILD_CLASS)
+    X(LOAD_ASSERTION_ERROR) X(RAISE_VARARGS) X(RERAISE) X(LOAD_BUILD_CLASS) \
+    X(GET_YIELD_FROM_ITER) X(SEND) X(END_SEND)
 
 enum {
 #define X(n) OP_##n,
@@ -569,6 +571,43 @@ static int is_import_ok(PyObject *name)
     return PyDict_GetItemWithError(mods, name) != NULL;
 }
 
+/* SEND in a generator's frame (yield from an iterator var): the
+ * receiver's next item goes to the YIELD_VALUE that follows; at its end
+ * the result of the yield from (a generator's return value, else None)
+ * replaces the receiver (3.11) or goes above it for END_SEND (3.12), and
+ * the frame jumps to target. What is sent is always None (a resume sends
+ * None). */
+static int do_send(tr_state *s, tr_frame *fr, int target)
+{
+    if (!fr->is_genexpr || fr->sp < 2)
+        return tr_break(s, "SEND outside a generator run by the translator");
+    if (!TOP(fr, 2)->it)
+        return tr_break(s, "SEND to a %s is not supported", tr_type_name(TOP(fr, 2)->v));
+    if (TOP(fr, 1)->v != Py_None)
+        return tr_break(s, "send() of a value into an iterator");
+    pop_n(fr, 1);
+    tr_var v;
+    int got = tr_iter_next(s, TOP(fr, 1), &v);
+    if (got < 0)
+        return -1;
+    if (got)
+        return push(s, fr, &v);
+    tr_iter *it = TOP(fr, 1)->it;
+    if (it->ret.v || it->ret.it)
+        tr_var_copy(&v, &it->ret);
+    else
+        v.v = Py_NewRef(Py_None);
+#if ST_PY312
+    if (push(s, fr, &v) < 0)
+        return -1;
+#else
+    tr_var_clear(TOP(fr, 1));
+    *TOP(fr, 1) = v;
+#endif
+    fr->pc = target;
+    return 0;
+}
+
 /* Executes one frame until it returns (*ret) or breaks (-1). */
 int tr_run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
 {
@@ -659,15 +698,6 @@ int tr_run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
                 memset(ret, 0, sizeof *ret);
                 ret->v = Py_NewRef(PyTuple_GET_ITEM(consts, oparg));
             }
-            if (fr->is_genexpr) {
-                /* the generator is done: an iterator over what it yielded */
-                tr_var_clear(ret);
-                tr_var *items = fr->yielded;
-                int n = fr->nyielded;
-                fr->yielded = NULL;
-                fr->nyielded = fr->capyielded = 0;
-                return tr_iter_from(s, items, n, ret);
-            }
             return 0;
         }
         case OP_RETURN_GENERATOR: {
@@ -681,18 +711,14 @@ int tr_run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
         case OP_YIELD_VALUE: {
             if (!fr->is_genexpr)
                 return tr_break(s, "yield is not supported");
-            if (fr->nyielded == fr->capyielded) {
-                int nc = fr->capyielded ? 2 * fr->capyielded : 8;
-                tr_var *n = realloc(fr->yielded, sizeof(tr_var) * (size_t)nc);
-                if (!n) return tr_break(s, "out of memory");
-                fr->yielded = n;
-                fr->capyielded = nc;
-            }
-            fr->yielded[fr->nyielded++] = pop(fr);
+            *ret = pop(fr);
             tr_var v = {0};
-            v.v = Py_NewRef(Py_None);   /* the value sent back */
-            if (push(s, fr, &v)) return -1;
-            break;
+            v.v = Py_NewRef(Py_None);   /* what the resume sends (always None) */
+            if (push(s, fr, &v)) {
+                tr_var_clear(ret);
+                return -1;
+            }
+            return 1;                   /* suspended: resumed at the next unit */
         }
         case OP_LOAD_FAST: case OP_LOAD_FAST_CHECK: {
             tr_var *l = &fr->locals[oparg];
@@ -1216,12 +1242,12 @@ int tr_run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
         }
         case OP_FOR_ITER: {
             tr_var *itv = TOP(fr, 1);
+            tr_var v;
             if (!itv->it)
                 return tr_break(s, "FOR_ITER over a %s", tr_type_name(itv->v));
-            tr_iter *it = itv->it;
-            if (it->pos < it->n) {
-                tr_var v;
-                tr_var_copy(&v, &it->items[it->pos++]);
+            int got = tr_iter_next(s, itv, &v);
+            if (got < 0) return -1;
+            if (got) {
                 if (push(s, fr, &v)) return -1;
             } else {
 #if ST_PY312
@@ -1233,6 +1259,24 @@ int tr_run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
                 fr->pc = next + oparg;
 #endif
             }
+            break;
+        }
+        case OP_GET_YIELD_FROM_ITER: {
+            /* yield from x (in a generator's frame) */
+            tr_var o = pop(fr), out;
+            int rc = fr->is_genexpr ? tr_iter_of(s, &o, &out)
+                                    : tr_break(s, "yield from is not supported");
+            tr_var_clear(&o);
+            if (rc < 0 || push(s, fr, &out)) return -1;
+            break;
+        }
+        case OP_SEND:
+            if (do_send(s, fr, next + oparg) < 0) return -1;
+            break;
+        case OP_END_SEND: {
+            tr_var v = pop(fr);
+            pop_n(fr, 1);               /* the receiver */
+            if (push(s, fr, &v)) return -1;
             break;
         }
         case OP_JUMP_FORWARD:

@@ -33,10 +33,26 @@ enum {
     TR_AUX_GRADCTX,      /* v = a grad-mode context manager entered by BEFORE_WITH */
 };
 
+/* An iterator var: the items it will produce, computed when it was made
+ * (over a container, or map/zip/enumerate/...), and how many were consumed;
+ * or a generator's suspended frame (gen), resumed for each item, so that
+ * its code runs interleaved with its consumer's as in Python. Shared by
+ * every var holding it (iter(it) is it). It has no real object, so it may
+ * not escape the translation (stored, returned, live at a graph break,
+ * passed to a real call: those break). */
 struct tr_iter {
     int refs;
     int n, pos;
     tr_var *items;
+    struct tr_frame *gen;   /* owned: a generator's frame, until it returns */
+    PyObject *type;      /* owned: the type the real iterator has (generator,
+                            list_iterator, enumerate, ...), for isinstance() and
+                            type(); NULL when not known (those break) */
+    tr_var ret;          /* a generator's return value (yield from's result) */
+    /* An eager consumer (map/filter/zip/enumerate) took the rest of it at
+     * once: in Python it would be consumed item by item, interleaved with
+     * other uses, so any other use breaks. */
+    bool taken;
 };
 
 /* One frame being executed (the root, or an inlined call). */
@@ -57,9 +73,11 @@ typedef struct tr_frame {
     int pc, lasti;           /* code unit index of next / current instruction */
     PyObject *kwnames;       /* 3.11 KW_NAMES (borrowed from co_consts) */
     int depth;
-    bool is_genexpr;         /* a generator (function or expression) run eagerly: */
-    tr_var *yielded;         /* the values it yielded */
-    int nyielded, capyielded;
+    bool is_genexpr;         /* a generator's frame (function or expression),
+                                run by tr_gen_resume up to each yield */
+    bool running;            /* ... and running now */
+    /* the live generator frames (tr_state.gens), suspended or running */
+    struct tr_frame *gnext, **gprev;
 } tr_frame;
 
 struct tr_dyn;
@@ -96,6 +114,7 @@ typedef struct {
     bool tmpl_live;          /* templating the live values at a break */
     PyObject *live_seen;     /* ids of mutable containers templated there */
     struct tr_dyn *dyn;      /* dynamic shapes (tr_dynamic.c), or NULL */
+    tr_frame *gens;          /* generator frames alive (their iterators own them) */
     PyObject *lazies;        /* id(LazyInt/LazyFloat) -> (obj, src id) (tr_dynamic.c) */
 } tr_state;
 
@@ -128,9 +147,14 @@ st_fe_src *tr_lookup_src(tr_state *s, PyObject *o);
 bool tr_is_fresh(tr_state *s, PyObject *o);
 int tr_mark_fresh(tr_state *s, PyObject *o);
 /* Runs code in a new frame (inlined call): binds fn's arguments, runs to
- * its return. out receives the return value. */
+ * its return. out receives the return value; a generator function's is
+ * an iterator var over its frame, run when items are asked for. */
 int tr_inline(tr_state *s, PyObject *fn, tr_var *args, int nargs,
               PyObject *kwnames, tr_var *out);
+/* Runs a generator's frame to its next yield: 1 (out: the value), 0 it
+ * returned (it->ret set, the frame freed), -1 break. */
+int tr_gen_resume(tr_state *s, tr_iter *it, tr_var *out);
+void tr_frame_free(tr_frame *fr);
 const char *tr_type_name(PyObject *o);
 
 static inline PyObject *tr_local_name(PyCodeObject *co, int i)   /* borrowed */
@@ -163,6 +187,8 @@ void tr_fx_clear(tr_state *s);
 
 /* ---- tr_exec.c */
 int tr_exec_init(void);                      /* opcode tables; also tr_calls_init */
+/* Runs fr until it returns (0, *ret), yields (1, *ret: the value; a
+ * generator's frame), stops for a partial graph (-2) or breaks (-1). */
 int tr_run_frame(tr_state *s, tr_frame *fr, tr_var *ret);
 int tr_opnum(const char *name);              /* real opcode, -1 if absent */
 int tr_op_caches(int raw);                   /* inline cache units after it */
@@ -170,6 +196,7 @@ int tr_op_caches(int raw);                   /* inline cache units after it */
 /* ---- tr_classify.c: symtrace's objects, looked up once */
 struct tr_refs {
     PyObject *pkg_dir, *mod_dir;             /* ".../symtrace/", ".../symtrace/nn/modules/" */
+    PyObject *nn_utils;                      /* ".../symtrace/nn/utils" (a file or a package) */
     PyObject *c_module, *builtins_mod, *math_mod, *operator_mod, *op_mod2;
     PyObject *nn_module_cls, *function_cls, *gradmode_cls, *autocast_cls, *dtype_cls, *device_cls;
     PyObject *is_compiling_fn;               /* symtrace.compiler.is_compiling: True in a graph */
@@ -177,7 +204,7 @@ struct tr_refs {
 };
 extern struct tr_refs tr_refs;
 int tr_calls_init(void);
-int tr_fn_origin(PyObject *fn);              /* 0 user, 1 symtrace (real), 2 nn/modules (inline) */
+int tr_fn_origin(PyObject *fn);              /* 0 user, 1 symtrace (real), 2 nn/modules, nn/utils (inline) */
 const char *tr_qualname(PyObject *o, char *buf, size_t n);
 bool tr_module_starts(PyObject *o, const char *prefix);   /* o.__module__ */
 PyObject *tr_mro_lookup(PyTypeObject *t, PyObject *name, PyObject *after);  /* borrowed */
@@ -206,10 +233,15 @@ int tr_hasattr(tr_state *s, tr_var *obj, PyObject *name);
 int tr_subscr(tr_state *s, tr_var *obj, tr_var *key, tr_var *out);
 /* GET_ITER: an unrolled iterator var */
 int tr_iter_of(tr_state *s, tr_var *obj, tr_var *out);
-/* An unrolled iterator over items (takes the malloc'd array) */
-int tr_iter_from(tr_state *s, tr_var *items, int n, tr_var *out);
-/* Items of an iterable as vars (n, *items malloc'd) */
+/* An unrolled iterator over items (takes the malloc'd array); type: what
+ * type() of the real iterator would be (borrowed, may be NULL) */
+int tr_iter_from(tr_state *s, tr_var *items, int n, PyObject *type, tr_var *out);
+/* Items of an iterable as vars (n, *items malloc'd); an iterator is consumed */
 int tr_unroll(tr_state *s, tr_var *obj, tr_var **items, int *n);
+/* The next item of an iterator var: 1 (out set), 0 exhausted, -1 break */
+int tr_iter_next(tr_state *s, tr_var *itv, tr_var *out);
+/* v is an iterator var: map/filter/zip/enumerate took what is left of it */
+void tr_iter_take(tr_var *v);
 void tr_iter_decref(tr_iter *it);
 bool tr_safe_type(PyObject *o);          /* operators may run for real */
 bool tr_is_symtrace_module(PyObject *o); /* a symtrace.nn.Module instance */

@@ -1,7 +1,9 @@
 /* frontend/tr_iter.c - iteration and subscripts in the translator:
- * unrolled iterators over tuples, lists, dicts and their views, ranges
- * and symtrace module containers (items keep ITEM/MODPART sources), and
- * what x[k] does (tensor: traced; sourced container: ITEM source). */
+ * unrolled iterators over tuples, lists, dicts and their views, ranges,
+ * symtrace module containers (items keep ITEM/MODPART sources) and
+ * generators (their frames resumed item by item), consumed item by item
+ * (next, for, yield from) or at once (list(), unpacking), and what x[k]
+ * does (tensor: traced; sourced container: ITEM source). */
 #include "tr_internal.h"
 
 #include <stdio.h>
@@ -16,7 +18,37 @@ void tr_iter_decref(tr_iter *it)
     for (int i = 0; i < it->n; i++)
         tr_var_clear(&it->items[i]);
     free(it->items);
+    tr_frame_free(it->gen);
+    Py_XDECREF(it->type);
+    tr_var_clear(&it->ret);
     free(it);
+}
+
+static int taken_break(tr_state *s)
+{
+    return tr_break(s, "an iterator used after map, filter, zip or enumerate took it "
+                    "(they consume it lazily in Python; not supported)");
+}
+
+int tr_iter_next(tr_state *s, tr_var *itv, tr_var *out)
+{
+    tr_iter *it = itv->it;
+    memset(out, 0, sizeof *out);
+    if (!it)
+        return tr_break(s, "next() of a %s", tr_type_name(itv->v));
+    if (it->taken)
+        return taken_break(s);
+    if (it->pos < it->n) {
+        tr_var_copy(out, &it->items[it->pos++]);
+        return 1;
+    }
+    return it->gen ? tr_gen_resume(s, it, out) : 0;
+}
+
+void tr_iter_take(tr_var *v)
+{
+    if (v->it)
+        v->it->taken = true;
 }
 
 int tr_vl_push(tr_state *s, tr_vlist *l, tr_var *v)
@@ -125,13 +157,13 @@ int tr_unroll(tr_state *s, tr_var *obj, tr_var **items, int *n)
     *items = NULL;
     *n = 0;
     if (obj->it) {
-        tr_iter *it = obj->it;
-        for (; it->pos < it->n; it->pos++) {
-            tr_var v;
-            tr_var_copy(&v, &it->items[it->pos]);
+        tr_var v;
+        int got;
+        while ((got = tr_iter_next(s, obj, &v)) > 0)
             if (tr_vl_push(s, &l, &v) < 0)
                 goto fail;
-        }
+        if (got < 0)
+            goto fail;
     } else if (obj->aux == TR_AUX_KEYS || obj->aux == TR_AUX_VALUES || obj->aux == TR_AUX_ITEMS) {
         PyObject *mp = PyObject_GetAttrString(o, "mapping");
         PyObject *its = mp ? PyObject_CallMethod(mp, "items", NULL) : NULL;
@@ -243,7 +275,7 @@ fail:
     return -1;
 }
 
-int tr_iter_from(tr_state *s, tr_var *items, int n, tr_var *out)
+int tr_iter_from(tr_state *s, tr_var *items, int n, PyObject *type, tr_var *out)
 {
     tr_iter *it = calloc(1, sizeof *it);
     if (!it) {
@@ -255,6 +287,7 @@ int tr_iter_from(tr_state *s, tr_var *items, int n, tr_var *out)
     it->refs = 1;
     it->items = items;
     it->n = n;
+    it->type = Py_XNewRef(type);
     static PyObject *marker;   /* what an unrolled iterator's v holds */
     if (!marker)
         marker = PyObject_CallNoArgs((PyObject *)&PyBaseObject_Type);
@@ -263,6 +296,23 @@ int tr_iter_from(tr_state *s, tr_var *items, int n, tr_var *out)
     out->it = it;
     out->aux = TR_AUX_ITER;
     return 0;
+}
+
+/* type(iter(o)) for a builtin container or view (its iter() runs no user
+ * code), else NULL: new reference, no exception. */
+static PyObject *real_iter_type(PyObject *o)
+{
+    if (!o || !tr_safe_type(o) || st_fe_is_tensor(o) || PyType_Check(o) ||
+        tr_is_symint(o) || tr_is_lazy(o))
+        return NULL;
+    PyObject *it = PyObject_GetIter(o);
+    if (!it) {
+        PyErr_Clear();
+        return NULL;
+    }
+    PyObject *t = Py_NewRef((PyObject *)Py_TYPE(it));
+    Py_DECREF(it);
+    return t;
 }
 
 int tr_iter_of(tr_state *s, tr_var *obj, tr_var *out)
@@ -275,7 +325,10 @@ int tr_iter_of(tr_state *s, tr_var *obj, tr_var *out)
     int n;
     if (tr_unroll(s, obj, &items, &n) < 0)
         return -1;
-    return tr_iter_from(s, items, n, out);
+    PyObject *t = real_iter_type(obj->v);
+    int rc = tr_iter_from(s, items, n, t, out);
+    Py_XDECREF(t);
+    return rc;
 }
 
 /* ---------------- subscripts ---------------- */

@@ -15,13 +15,16 @@ static void frame_free(tr_frame *fr)
 {
     if (!fr)
         return;
+    if (fr->gprev) {           /* off the live generator frames */
+        *fr->gprev = fr->gnext;
+        if (fr->gnext)
+            fr->gnext->gprev = fr->gprev;
+        fr->gprev = NULL;
+    }
     for (int i = 0; i < fr->nlocals; i++)
         tr_var_clear(&fr->locals[i]);
     for (int i = 0; i < fr->sp; i++)
         tr_var_clear(&fr->stack[i]);
-    for (int i = 0; i < fr->nyielded; i++)
-        tr_var_clear(&fr->yielded[i]);
-    free(fr->yielded);
     free(fr->locals);
     free(fr->stack);
     Py_XDECREF(fr->code);
@@ -65,6 +68,63 @@ static tr_frame *frame_new(tr_state *s, PyCodeObject *code, PyObject *func,
 }
 
 
+void tr_frame_free(tr_frame *fr)
+{
+    frame_free(fr);
+}
+
+/* ---------------- generators ----------------
+ * Calling a generator function makes its frame (arguments bound) and an
+ * iterator var that owns it; each item asked of the iterator (next, for,
+ * yield from, list()) resumes the frame up to its next yield, with the
+ * asking frame as its parent, so that what it reads and does happens
+ * where Python would do it. */
+static int gen_make(tr_state *s, tr_frame *fr, tr_var *out)
+{
+    if (tr_iter_from(s, NULL, 0, (PyObject *)&PyGen_Type, out) < 0) {
+        frame_free(fr);
+        return -1;
+    }
+    out->it->gen = fr;
+    fr->gnext = s->gens;
+    if (s->gens)
+        s->gens->gprev = &fr->gnext;
+    fr->gprev = &s->gens;
+    s->gens = fr;
+    return 0;
+}
+
+int tr_gen_resume(tr_state *s, tr_iter *it, tr_var *out)
+{
+    tr_frame *fr = it->gen;
+    memset(out, 0, sizeof *out);
+    if (fr->running)
+        return tr_break(s, "generator already executing");
+    int depth = s->top ? s->top->depth + 1 : 0;
+    if (depth > TR_MAX_DEPTH)
+        return tr_break(s, "inlining too deep (more than %d calls)", TR_MAX_DEPTH);
+    fr->depth = depth;
+    fr->parent = s->top;
+    fr->running = true;
+    s->top = fr;
+    tr_var y = {0};
+    int rc = tr_run_frame(s, fr, &y);
+    s->top = fr->parent;
+    fr->parent = NULL;
+    fr->running = false;
+    if (rc < 0)
+        return -1;
+    if (rc == 1) {
+        *out = y;
+        return 1;
+    }
+    tr_var_clear(&it->ret);
+    it->ret = y;
+    it->gen = NULL;
+    frame_free(fr);
+    return 0;
+}
+
 /* ---------------- inlining ---------------- */
 int tr_inline(tr_state *s, PyObject *fn, tr_var *args, int nargs,
               PyObject *kwnames, tr_var *out)
@@ -73,10 +133,7 @@ int tr_inline(tr_state *s, PyObject *fn, tr_var *args, int nargs,
     int depth = s->top ? s->top->depth + 1 : 0;
     if (depth > TR_MAX_DEPTH)
         return tr_break(s, "inlining too deep (more than %d calls)", TR_MAX_DEPTH);
-    /* A generator runs eagerly, to its end, when called: what it yields
-     * becomes an unrolled iterator. Without side effects on outside objects
-     * (those break) that is what a consumer would see; an endless one hits
-     * the instruction cap. */
+    /* A generator function's frame runs when items are asked for (gen_make) */
     bool genexpr = (co->co_flags & CO_GENERATOR) &&
                    !(co->co_flags & (CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE));
     if (!genexpr && (co->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR |
@@ -91,6 +148,7 @@ int tr_inline(tr_state *s, PyObject *fn, tr_var *args, int nargs,
     tr_frame *fr = frame_new(s, co, fn, PyFunction_GET_GLOBALS(fn), builtins);
     if (!fr)
         return tr_break_exc(s, "inline");
+    int nlocals = fr->nlocals;
     fr->depth = depth;
     fr->is_genexpr = genexpr;
     if (!fr->same_globals) {
@@ -169,13 +227,18 @@ int tr_inline(tr_state *s, PyObject *fn, tr_var *args, int nargs,
         }
         slots[i] = NULL;
     }
+    if (genexpr) {
+        rc = gen_make(s, fr, out);   /* it owns fr */
+        fr = NULL;
+        goto done;
+    }
     fr->parent = s->top;
     s->top = fr;
     rc = tr_run_frame(s, fr, out);
     s->top = fr->parent;
 done:
     if (slots)
-        for (int i = 0; i < fr->nlocals; i++)
+        for (int i = 0; i < nlocals; i++)
             Py_XDECREF(slots[i]);
     free(slots);
     free(vals);
@@ -937,6 +1000,13 @@ error:
 cleanup:
     frame_free(fr);
     s->top = NULL;
+    while (s->gens) {          /* none left (their iterators went with the frames) */
+        tr_frame *g = s->gens;
+        s->gens = g->gnext;
+        g->gprev = NULL;
+        if (s->gens)
+            s->gens->gprev = &s->gens;
+    }
     Py_XDECREF(s->retval);
     tr_fx_clear(s);
     /* drop references to fresh objects and the map before the sources go */

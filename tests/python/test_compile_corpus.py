@@ -37,10 +37,6 @@ needs_compile = pytest.mark.skipif(not HAVE_COMPILE, reason="symtrace.compile is
 _INDEX = ("x[idx] with an int64 index tensor breaks ('data-dependent: indexing with a tensor "
           "reads its values'), though its result shape is static (an index_select/gather, "
           "which TorchDynamo captures); an earlier build returned stale values instead")
-_PARAMS = ("[... for p in module.parameters()]: Module.parameters() is a generator function "
-           "(yield from): at 06:00 UTC 'unsupported instruction GET_YIELD_FROM_ITER', earlier "
-           "'call to generator/coroutine Module.parameters is not supported'; on 3.11 the "
-           "<listcomp> frame run alone breaks with 'FOR_ITER over a generator'")
 _SEQSLICE = ("Sequential[:2] builds a new Module inside the frame: 'indexing a Sequential with "
              "a slice' (its __init__ also breaks: object.__setattr__, OrderedDict calls)")
 _PARTIAL = ("functools.partial(F.softmax, dim=-1)(x): 'constructing a functools.partial "
@@ -51,11 +47,6 @@ _EXC = ("an exception raised and caught inside the frame (try: int('not a number
 FAILING_KNOWN = {
     "explain:tensor_index_by_tensor": _INDEX,
     "fullgraph:tensor_index_by_tensor": _INDEX,   # runs (a partial graph), but breaks
-    # 3.12 inlines the comprehension: the frame breaks at the parameters() call
-    # (before the loop) and keeps a partial graph; 3.11 calls a <listcomp> frame
-    "run:parameters_list_comprehension@3.11": _PARAMS,
-    "fullgraph:parameters_list_comprehension": _PARAMS,
-    "explain:parameters_list_comprehension": _PARAMS,
     "run:sequential_slice": _SEQSLICE,
     # its gradients are right and the frame keeps a partial graph (the slice
     # runs in Python); only the run test's "no retranslation" fails: every

@@ -4,8 +4,12 @@
 # the next call, so the graph would keep the first call's tensor as a
 # constant: stale norms, and in-place writes that miss the new gradients.
 # The translator breaks the graph at such a call instead (it then runs as
-# Python). An iterator argument (model.parameters()) is a break before the
-# call, since a call that consumed it could not run again.
+# Python). An iterator argument is a break before the call, since a call
+# that consumed it could not run again. nn.utils (clip_grad_norm_) is not
+# such a call any more: the translator inlines it, so the .grad reads have
+# sources (tests/python/test_compile_iterators.py).
+import os
+
 import numpy as np
 import pytest
 
@@ -63,7 +67,36 @@ def test_training_step_with_clipping_matches_eager():
     np.testing.assert_allclose(run(True), run(False), rtol=1e-6)
 
 
+def _grad_norm(ps):
+    return (st.stack([(p.grad * p.grad).sum() for p in ps])).sum().sqrt()
+
+
 def test_the_break_names_the_call():
+    # a function of symtrace's (by its file) that the translator calls for
+    # real, reading the .grad of the parameters it is given
+    code = _grad_norm.__code__.replace(
+        co_filename=os.path.join(os.path.dirname(st.__file__), "_probe_grad_norm.py"))
+    grad_norm = type(_grad_norm)(code, _grad_norm.__globals__, "grad_norm")
+    m = _model()
+    for p in m.parameters():
+        p.grad = st.ones_like(p)
+    ps = list(m.parameters())
+
+    def norm(ps):
+        return grad_norm(ps)
+
+    st.reset()
+    rep = st.explain(norm, ps)
+    assert any("grad_norm reads a tensor it was not passed" in b.reason
+               for b in rep.break_reasons), str(rep)
+    c = st.compile(norm)
+    for i in range(3):
+        for p in m.parameters():
+            p.grad = st.ones_like(p) * (i + 1)
+        assert c(ps).item() == pytest.approx(_norm(p.grad for p in ps), rel=1e-5)
+
+
+def test_clip_grad_norm_is_inlined_with_sourced_gradients():
     m = _model()
     for p in m.parameters():
         p.grad = st.ones_like(p)
@@ -74,8 +107,8 @@ def test_the_break_names_the_call():
 
     st.reset()
     rep = st.explain(clip, ps)
-    assert any("clip_grad_norm_ reads a tensor it was not passed" in b.reason
-               for b in rep.break_reasons), str(rep)
+    assert rep.graph_break_count == 0, str(rep)
+    assert any("L['ps'][0].grad" in g for g in rep.guards), str(rep)
 
 
 def test_a_tensor_the_frame_makes_stays_a_constant_of_the_graph():
