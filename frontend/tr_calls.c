@@ -148,7 +148,8 @@ static int check_symtrace_fn(tr_state *s, PyObject *fn, tr_var *args, int nargs)
      * tensor it replaces: a traced call would bake the old one in) */
     if (tr_module_starts(fn, "symtrace.optim") || tr_module_starts(fn, "symtrace.memory") ||
         tr_module_starts(fn, "symtrace.cuda") || tr_module_starts(fn, "symtrace.amp.grad_scaler") ||
-        !strcmp(last, "manual_seed") || !strcmp(last, "seed"))
+        !strcmp(last, "manual_seed") || !strcmp(last, "seed") ||
+        !strcmp(last, "initial_seed"))
         return tr_break(s, "call to %s is not supported", q);
     if (tr_module_starts(fn, "symtrace.autograd") &&
         (!strcmp(q, "backward") || !strcmp(q, "grad")))

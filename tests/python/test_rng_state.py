@@ -283,3 +283,12 @@ def test_no_warning_on_import_and_use():
         with st.random.fork_rng():
             st.rand(1)
     assert st.get_rng_state().dtype is st.int64
+
+
+def test_initial_seed_is_not_baked_into_a_compiled_graph():
+    def f(x):
+        return x + st.initial_seed()
+    c = st.compile(f)
+    for s in (2, 3, 4):
+        st.manual_seed(s)
+        assert c(st.zeros(2)).tolist() == [float(s), float(s)]
