@@ -283,7 +283,10 @@ int tr_fx_redirect(tr_state *s, tr_var *v, const char *what)
         for (tr_frame *fr = s->top; fr; fr = fr->parent) {
             replace_in(fr->locals, fr->nlocals, o, sh, 0);
             replace_in(fr->stack, fr->sp, o, sh, 0);
-            replace_in(fr->yielded, fr->nyielded, o, sh, 0);
+        }
+        for (tr_frame *fr = s->gens; fr; fr = fr->gnext) {   /* suspended generators */
+            replace_in(fr->locals, fr->nlocals, o, sh, 0);
+            replace_in(fr->stack, fr->sp, o, sh, 0);
         }
     }
     Py_SETREF(v->v, Py_NewRef(sh));
