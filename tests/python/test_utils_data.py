@@ -4,8 +4,9 @@
 # strings / dicts / tuples / lists / namedtuples, drop_last and len(), shuffling
 # (a permutation, reproducible under st.manual_seed or a generator, new per
 # epoch), random_split, Subset / ConcatDataset / IterableDataset, argument
-# errors, num_workers running in the main process, and a short training loop
-# over a DataLoader with a compiled step. The torch fixture skips the torch parts.
+# errors, num_workers=0 running in the main process, and a short training loop
+# over a DataLoader with a compiled step. Worker processes (num_workers > 0):
+# test_dataloader_workers.py. The torch fixture skips the torch parts.
 import random
 from collections import OrderedDict, namedtuple
 
@@ -315,14 +316,27 @@ def test_dataloader_argument_errors():
         DataLoader(ds, batch_size=0)
 
 
-def test_num_workers_runs_in_main_process():
-    def seen(batch):
-        assert get_worker_info() is None
+def test_num_workers_zero_runs_in_main_process():
+    seen = []
+
+    def collate(batch):
+        seen.append(get_worker_info())
         return default_collate(batch)
-    with pytest.warns(UserWarning, match="num_workers=2.*main process"):
-        dl = DataLoader(Squares(5), batch_size=2, num_workers=2, collate_fn=seen, persistent_workers=True,
-                        prefetch_factor=4, pin_memory=True)
+    dl = DataLoader(Squares(5), batch_size=2, num_workers=0, collate_fn=collate, pin_memory=True)
     assert [b["y"].tolist() for b in dl] == [[0, 1], [4, 9], [16]]
+    assert seen == [None, None, None]                 # called here, in this process
+    assert dl.prefetch_factor is None and dl._iterator is None
+    with pytest.raises(ValueError, match="persistent_workers option needs num_workers > 0"):
+        DataLoader(Squares(5), persistent_workers=True)
+    with pytest.raises(ValueError, match="multiprocessing_context can only be used with multi-process"):
+        DataLoader(Squares(5), multiprocessing_context="spawn")
+    with pytest.raises(ValueError, match="valid start method"):
+        DataLoader(Squares(5), num_workers=1, multiprocessing_context="nope")
+    with pytest.raises(TypeError, match="multiprocessing_context option should be"):
+        DataLoader(Squares(5), num_workers=1, multiprocessing_context=3)
+    with pytest.raises(ValueError, match="prefetch_factor option should be a positive integer"):
+        DataLoader(Squares(5), num_workers=1, prefetch_factor=0)
+    assert DataLoader(Squares(5), num_workers=1).prefetch_factor == 2    # no workers start before iter()
 
 
 # ---------------------------------------------------------------- training

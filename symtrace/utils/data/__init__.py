@@ -4,8 +4,8 @@
     for xb, yb in DataLoader(ds, batch_size=32, shuffle=True):
         ...
 
-Everything runs in the main process: num_workers > 0 is accepted (with a
-warning) and loads in the main process too, so get_worker_info() is always None.
+num_workers=0 loads in the main process; num_workers > 0 loads in worker
+processes (see dataloader.py), where get_worker_info() describes the worker.
 Shuffling draws its permutation from Python's random.Random; see sampler.py
 for what makes it reproducible (st.manual_seed(s) before iterating, or a
 generator argument).

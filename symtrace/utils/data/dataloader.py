@@ -1,31 +1,112 @@
-"""DataLoader (torch.utils.data.DataLoader), single-process.
+"""DataLoader (torch.utils.data.DataLoader).
 
-Batches are built in the calling process: num_workers > 0 is accepted for
-compatibility but loads in the main process as well (a UserWarning says so;
-worker_init_fn is not called, get_worker_info() stays None, and
-prefetch_factor / persistent_workers / timeout / multiprocessing_context have
-no effect). pin_memory is accepted and does nothing (no pinned host memory).
+num_workers=0 (the default) builds batches in the calling process.
+
+num_workers=N > 0 starts N worker processes per iterator (per epoch, or once with
+persistent_workers=True), with the platform's default start method or the one
+multiprocessing_context names ('fork', 'spawn', 'forkserver', or a context
+object). Each worker holds its own copy of the dataset, collate_fn and
+worker_init_fn (inherited under 'fork'; pickled under 'spawn' / 'forkserver', so
+they must then be importable: defined at module level, no lambdas). As in torch:
+
+- the main process sends each worker the indices of a batch through the worker's
+  own queue (at most prefetch_factor batches, default 2, outstanding per worker,
+  handed out round robin); the worker collates the batch and sends it back through
+  one result queue shared by all workers. Tensors cross as their raw bytes
+  (_transport.py: symtrace tensors do not pickle) and come back as new contiguous
+  symtrace tensors with the same values, dtype, shape and class. There is no shared
+  memory: each batch is copied through a pipe.
+- in_order=True (the default) yields batches in sampler order whichever worker
+  finishes first (early ones wait in a buffer); in_order=False yields them as
+  they arrive.
+- seeding: each iterator draws base_seed from the loader's generator (generator=None:
+  symtrace's global generator, so st.manual_seed(s) in the main process makes it
+  reproducible); worker i seeds Python's random, symtrace's generator and numpy's
+  global generator from seed = base_seed + i (get_worker_info().seed). Persistent
+  workers keep their seeded generators across epochs.
+- get_worker_info() is None in the main process and a WorkerInfo (id, num_workers,
+  seed, dataset) in a worker; worker_init_fn(worker_id) runs in each worker after
+  seeding, before its first batch.
+- IterableDataset: every worker iterates its own copy of the whole dataset, so
+  without sharding (in __iter__ or worker_init_fn, via get_worker_info()) each
+  sample comes num_workers times. Batches come from the workers in turn; the epoch
+  ends when every worker's iterator is exhausted.
+- errors: an exception in a worker (dataset, collate_fn, worker_init_fn) is raised in
+  the main process by the __next__ that would have returned that batch, as the same
+  exception type (RuntimeError where that type cannot be rebuilt from a message)
+  with "Caught ValueError in DataLoader worker process 0." and the worker's
+  traceback text; the iterator stays usable for the next batches. A worker that
+  dies (killed by a signal, os._exit) makes __next__ raise RuntimeError naming the
+  worker, its pid and the signal or exit code, and shuts the other workers down:
+  the main process waits on the result queue in short polls and checks the
+  workers' liveness between them. timeout > 0: RuntimeError when a batch takes
+  longer than timeout seconds.
+- shutdown: the workers exit, and are joined (no zombies), when the iterator is
+  exhausted (without persistent_workers), garbage collected (also out of a
+  reference cycle, e.g. an exception's traceback: it is a weakref.finalize, which
+  also runs at interpreter exit), or one of its workers died; with
+  persistent_workers, when the DataLoader holding it is garbage collected. A worker
+  still alive 5 seconds after being told to exit is terminated. Workers are
+  daemonic (they may not start processes) and also exit by themselves within a
+  second of finding their parent process gone.
+- 'fork' copies a process that already runs threads (symtrace's kernel thread pool
+  starts at import; Python >= 3.12 warns about it), and a forked worker must not
+  use CUDA: use multiprocessing_context='spawn' for workers that need a GPU.
+
+pin_memory / pin_memory_device are accepted and do nothing: batches are ordinary CPU
+tensors (symtrace has no pinned host memory).
 """
-import warnings
+import itertools
+import multiprocessing
+import queue
+import signal
+import time
+import weakref
 
 from .dataset import IterableDataset
 from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler,  # noqa: F401
-                      _as_generator)
+                      _as_generator, _draw_seed, _rng)
 from ._collate import default_collate, default_convert
+from . import _transport
+from ._worker import (ExceptionWrapper, WorkerInfo, _IterableDatasetStopIteration,  # noqa: F401
+                      _ResumeIteration, _worker_loop, get_worker_info)
 
 __all__ = ["DataLoader", "get_worker_info"]
 
 
-def get_worker_info():
-    """None: symtrace loads data in the main process (there are no worker processes)."""
-    return None
+_POLL_S = 0.1          # the main process checks its workers' liveness this often while waiting
+_JOIN_TIMEOUT_S = 5.0  # how long a worker told to exit gets before it is terminated
+
+
+def _mp_context(ctx, num_workers):
+    """multiprocessing_context checked: None, a context object, or a start method name."""
+    if ctx is None:
+        return None
+    if num_workers == 0:
+        raise ValueError(f"multiprocessing_context can only be used with multi-process loading "
+                         f"(num_workers > 0), but got num_workers={num_workers}")
+    if isinstance(ctx, str):
+        valid = multiprocessing.get_all_start_methods()
+        if ctx not in valid:
+            raise ValueError(f"multiprocessing_context option should specify a valid start method in "
+                             f"{valid!r}, but got multiprocessing_context={ctx!r}")
+        return multiprocessing.get_context(ctx)
+    if not isinstance(ctx, multiprocessing.context.BaseContext):
+        raise TypeError(f"multiprocessing_context option should be a valid context object or a string "
+                        f"specifying the start method, but got multiprocessing_context={ctx!r}")
+    return ctx
+
+
 
 
 class DataLoader:
     """Iterates over dataset in batches: DataLoader(dataset, batch_size=1, shuffle=False,
     sampler=None, batch_sampler=None, num_workers=0, collate_fn=None, drop_last=False,
-    generator=None, ...). Each iter() is one epoch (shuffle draws a new order per
-    epoch; see symtrace.utils.data.sampler for reproducibility)."""
+    generator=None, timeout=0, worker_init_fn=None, multiprocessing_context=None,
+    prefetch_factor=None, persistent_workers=False, pin_memory=False, in_order=True).
+    Each iter() is one epoch (shuffle draws a new order per epoch; see
+    symtrace.utils.data.sampler for reproducibility); num_workers > 0 loads in worker
+    processes (see the module docstring)."""
 
     def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
                  num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
@@ -39,12 +120,13 @@ class DataLoader:
         if num_workers == 0 and prefetch_factor is not None:
             raise ValueError("prefetch_factor option could only be specified in multiprocessing."
                              "let num_workers > 0 to enable multiprocessing, otherwise set prefetch_factor to None.")
+        if num_workers > 0 and prefetch_factor is None:
+            prefetch_factor = 2
+        if prefetch_factor is not None and (not isinstance(prefetch_factor, int) or prefetch_factor < 1):
+            raise ValueError(f"prefetch_factor option should be a positive integer, got {prefetch_factor!r}")
         if persistent_workers and num_workers == 0:
             raise ValueError("persistent_workers option needs num_workers > 0")
-        if num_workers > 0:
-            warnings.warn(f"symtrace.utils.data.DataLoader: num_workers={num_workers} is not supported; "
-                          "batches are loaded in the main process (no worker processes are started)",
-                          UserWarning, stacklevel=2)
+        multiprocessing_context = _mp_context(multiprocessing_context, num_workers)
         self.dataset = dataset
         self.num_workers = num_workers
         self.prefetch_factor = prefetch_factor
@@ -100,6 +182,7 @@ class DataLoader:
         if collate_fn is None:
             collate_fn = default_collate if self._auto_collation else default_convert
         self.collate_fn = collate_fn
+        self._iterator = None      # the persistent workers' iterator
 
     @property
     def _auto_collation(self):
@@ -118,7 +201,16 @@ class DataLoader:
         return len(self._index_sampler)
 
     def __iter__(self):
-        return _SingleProcessDataLoaderIter(self)
+        if self.num_workers == 0:
+            return _SingleProcessDataLoaderIter(self)
+        if not self.persistent_workers:
+            return _MultiProcessingDataLoaderIter(self)
+        it = self._iterator
+        if it is None or it._shutdown:
+            it = self._iterator = _MultiProcessingDataLoaderIter(self)
+        else:
+            it._reset(self)
+        return it
 
     def check_worker_number_rationality(self):
         pass
@@ -176,3 +268,251 @@ class _SingleProcessDataLoaderIter:
 
     def __len__(self):
         return len(self._loader)
+
+
+class _MultiProcessingDataLoaderIter:
+    """One pass (or, with persistent_workers, every pass) over a DataLoader with
+    worker processes; see the module docstring. With persistent_workers it holds
+    only a weak reference to the loader (the loader holds it: deleting the loader
+    shuts the workers down)."""
+
+    def __init__(self, loader):
+        self._loader = None if loader.persistent_workers else loader     # for len()
+        self._loader_ref = weakref.ref(loader)
+        self._num_workers = n = loader.num_workers
+        self._prefetch_factor = loader.prefetch_factor
+        self._persistent = loader.persistent_workers
+        self._in_order = loader.in_order
+        self._timeout = loader.timeout
+        self._iterable = loader._iterable
+        self._index_sampler = None if loader._iterable else loader._index_sampler
+        self._num_yielded = 0
+        ctx = loader.multiprocessing_context or multiprocessing.get_context()
+        base_seed = _base_seed(loader.generator)
+        payload = (loader.dataset, loader._iterable, loader._auto_collation, loader.collate_fn,
+                   loader.batch_size, loader.drop_last, loader.worker_init_fn)
+        pickled = ctx.get_start_method() != "fork"
+        if pickled:
+            try:
+                payload = _transport.dumps(payload)
+            except Exception as e:
+                raise type(e)(f"DataLoader with multiprocessing_context '{ctx.get_start_method()}' sends "
+                              f"the dataset, collate_fn and worker_init_fn to its workers by pickling: "
+                              f"they must be picklable (defined at module level, no lambdas): {e}") from e
+        self._workers, self._index_queues = [], []
+        self._result_queue = ctx.Queue()
+        self._done_event = ctx.Event()
+        self._workers_status = [True] * n
+        self._told_to_exit = [False] * n
+        # Shutdown is a weakref.finalize, not __del__: it runs when this iterator is
+        # collected (also from a reference cycle, such as an exception's traceback
+        # holding it) or at interpreter exit, and its registry keeps the queues and
+        # processes alive until it has run (a garbage-collected multiprocessing.Queue
+        # stops its feeder thread, which would lose the exit messages).
+        self._finalizer = weakref.finalize(self, _shutdown_workers, self._workers, self._index_queues,
+                                           self._result_queue, self._done_event, self._told_to_exit)
+        try:
+            for i in range(n):
+                q = ctx.Queue()
+                q.cancel_join_thread()      # never blocks this process's exit on a dead worker's queue
+                self._index_queues.append(q)
+                w = ctx.Process(target=_worker_loop, daemon=True,
+                                args=(i, n, base_seed + i, base_seed, payload, pickled, q,
+                                      self._result_queue, self._done_event))
+                w.start()
+                self._workers.append(w)
+        except BaseException:
+            self._shutdown_workers()
+            raise
+        self._reset(loader, first_iter=True)
+
+    @property
+    def _worker_pids(self):
+        return [w.pid for w in self._workers]
+
+    def _reset(self, loader, first_iter=False):
+        self._sampler_iter = (itertools.repeat(None) if self._iterable
+                              else iter(self._index_sampler))
+        self._num_yielded = 0
+        self._send_idx = 0           # the next task to send
+        self._rcvd_idx = 0           # the next task to yield
+        # tasks sent and not yet yielded: idx -> (worker_id,) or, arrived early, (worker_id, data)
+        self._task_info = {}
+        self._tasks_outstanding = 0
+        self._workers_status = [True] * self._num_workers
+        self._workers_num_tasks = [0] * self._num_workers
+        self._worker_cycle = itertools.cycle(range(self._num_workers))
+        if not first_iter:
+            # persistent workers: start a new epoch, dropping what the last one left in flight
+            # (each worker answers the marker after everything it sent before it)
+            for q in self._index_queues:
+                q.put(_ResumeIteration())
+            waiting = self._num_workers
+            while waiting:
+                idx, _ = self._get_data()
+                if isinstance(idx, _ResumeIteration):
+                    waiting -= 1
+        for _ in range(self._prefetch_factor * self._num_workers):
+            self._try_put_index()
+
+    def _try_put_index(self):
+        max_tasks = self._prefetch_factor * self._num_workers
+        try:
+            index = next(self._sampler_iter)
+        except StopIteration:
+            return
+        for _ in range(self._num_workers):          # the next active worker with room, if any
+            wid = next(self._worker_cycle)
+            if self._workers_status[wid]:
+                if self._in_order or self._workers_num_tasks[wid] < max_tasks // sum(self._workers_status):
+                    break
+        else:
+            return
+        self._index_queues[wid].put((self._send_idx, index))
+        self._task_info[self._send_idx] = (wid,)
+        self._workers_num_tasks[wid] += 1
+        self._tasks_outstanding += 1
+        self._send_idx += 1
+
+    def _check_workers(self):
+        """Raises RuntimeError (after shutting the rest down) if a worker that still has
+        work died."""
+        dead = [(i, w) for i, w in enumerate(self._workers) if self._workers_status[i] and not w.is_alive()]
+        if not dead:
+            return
+        what = []
+        for i, w in dead:
+            code = w.exitcode
+            if code is not None and code < 0:
+                try:
+                    how = f"killed by signal {signal.Signals(-code).name}"
+                except ValueError:
+                    how = f"killed by signal {-code}"
+            else:
+                how = f"exit code {code}"
+            what.append(f"worker {i} (pid {w.pid}, {how})")
+        self._shutdown_workers()
+        raise RuntimeError(f"DataLoader worker process exited unexpectedly: {', '.join(what)}")
+
+    def _get_data(self):
+        """The next (task idx, data) from the result queue, waiting in _POLL_S steps and
+        checking the workers between them."""
+        deadline = time.monotonic() + self._timeout if self._timeout > 0 else None
+        while True:
+            wait = _POLL_S if deadline is None else max(0.0, min(_POLL_S, deadline - time.monotonic()))
+            try:
+                return self._result_queue.get(timeout=wait)
+            except queue.Empty:
+                pass
+            self._check_workers()
+            if deadline is not None and time.monotonic() >= deadline:
+                raise RuntimeError(f"DataLoader timed out after {self._timeout} seconds")
+
+    def _next_data(self):
+        while True:
+            # skip tasks given to workers that ran out of data (IterableDataset) before them
+            while self._rcvd_idx < self._send_idx:
+                info = self._task_info.get(self._rcvd_idx)
+                if info is not None:
+                    if len(info) == 2 or self._workers_status[info[0]]:
+                        break
+                    del self._task_info[self._rcvd_idx]
+                self._rcvd_idx += 1
+            else:
+                if not self._persistent:
+                    self._shutdown_workers()
+                raise StopIteration
+            info = self._task_info[self._rcvd_idx]
+            if len(info) == 2:                       # arrived earlier
+                del self._task_info[self._rcvd_idx]
+                self._rcvd_idx += 1
+                return self._process_data(info[1], info[0])
+            idx, data = self._get_data()
+            self._tasks_outstanding -= 1
+            if isinstance(data, _IterableDatasetStopIteration):
+                self._mark_worker_done(data.worker_id)
+                self._try_put_index()
+                continue
+            if idx != self._rcvd_idx:
+                if not self._in_order:
+                    return self._process_data(data, self._task_info.pop(idx)[0])
+                self._task_info[idx] += (data,)
+                continue
+            wid = self._task_info.pop(idx)[0]
+            self._rcvd_idx += 1
+            return self._process_data(data, wid)
+
+    def _mark_worker_done(self, wid):
+        """A worker's IterableDataset iterator is exhausted: no more tasks for it this
+        epoch (and, without persistent workers, it may exit now)."""
+        self._workers_status[wid] = False
+        self._workers_num_tasks[wid] = 0
+        if not self._persistent and not self._told_to_exit[wid]:
+            self._told_to_exit[wid] = True
+            self._index_queues[wid].put(None)
+
+    def _process_data(self, data, wid):
+        self._workers_num_tasks[wid] -= 1
+        self._try_put_index()
+        obj = _transport.loads(data)
+        if isinstance(obj, ExceptionWrapper):
+            obj.reraise()
+        return obj
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self._shutdown:
+            raise StopIteration
+        data = self._next_data()
+        self._num_yielded += 1
+        return data
+
+    def __len__(self):
+        loader = self._loader if self._loader is not None else self._loader_ref()
+        if loader is None:
+            raise TypeError("len() of a persistent DataLoader iterator whose DataLoader was deleted")
+        return len(loader)
+
+    @property
+    def _shutdown(self):
+        return not self._finalizer.alive
+
+    def _shutdown_workers(self):
+        """Stops the workers now (idempotent)."""
+        self._finalizer()
+
+
+def _shutdown_workers(workers, index_queues, result_queue, done_event, told_to_exit):
+    """Tells every worker to exit, joins them (terminating any still alive after
+    _JOIN_TIMEOUT_S) and closes the queues. Refers to no iterator (a finalizer)."""
+    try:
+        done_event.set()                  # workers skip the tasks still queued
+        for i, q in enumerate(index_queues):
+            if not told_to_exit[i]:
+                told_to_exit[i] = True
+                try:
+                    q.put(None)
+                except (OSError, ValueError):
+                    pass
+        deadline = time.monotonic() + _JOIN_TIMEOUT_S
+        for w in workers:
+            w.join(max(0.0, deadline - time.monotonic()))
+        for w in workers:
+            if w.is_alive():
+                w.terminate()
+                w.join()
+    finally:
+        for q in index_queues:
+            q.close()
+        result_queue.cancel_join_thread()
+        result_queue.close()
+
+
+def _base_seed(generator):
+    """The iterator's base seed for its workers, from the loader's generator (None:
+    symtrace's global generator), as torch draws it from torch's."""
+    if generator is None:
+        return _draw_seed()
+    return _rng(generator).getrandbits(62)
