@@ -4,7 +4,8 @@
  * the calling thread take with an atomic counter. One job at a time: a
  * caller that finds the pool busy (another thread's job) runs its range
  * inline. Idle workers poll for the next job for a while before they
- * sleep. Owns: st_llvm_pool_run, st_llvm_pool_threads. */
+ * sleep. A forked child starts its own. Owns: st_llvm_pool_run,
+ * st_llvm_pool_threads. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -131,7 +132,31 @@ static void *worker(void *arg)
     return NULL;
 }
 
+static void start_workers(void);
+
+/* A forked child (a DataLoader worker) has none of the parent's threads,
+ * and a lock one of them held at the fork stays held: the child gets
+ * fresh locks and starts its own workers on first use. */
+static bool forked;
+
+static void after_fork_child(void)
+{
+    pthread_mutex_init(&P.submit, NULL);
+    pthread_mutex_init(&P.mu, NULL);
+    pthread_cond_init(&P.wake, NULL);
+    pthread_cond_init(&P.done, NULL);
+    P.nworkers = 0;
+    P.active = 0;
+    forked = true;
+}
+
 static void pool_init(void)
+{
+    pthread_atfork(NULL, NULL, after_fork_child);
+    start_workers();
+}
+
+static void start_workers(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     const char *e = getenv("SYMTRACE_NUM_THREADS");
@@ -155,6 +180,8 @@ static void pool_init(void)
 int st_llvm_pool_threads(void)
 {
     pthread_once(&P.once, pool_init);
+    if (__atomic_exchange_n(&forked, false, __ATOMIC_ACQ_REL))
+        start_workers();
     return P.nworkers + 1;
 }
 

@@ -414,3 +414,31 @@ def test_spawn_context():
     assert all(r[5] == f"init{r[1]}" for r in rows)
     with pytest.raises(Exception, match="must be picklable"):
         iter(DataLoader(Items(4), num_workers=1, multiprocessing_context="spawn", collate_fn=lambda b: b))
+
+
+def _matmul_in_child(q):
+    a = st.ones(512, 512)
+    f = st.compile(lambda x: (x @ x).sum(), backend="llvm")
+    v = float(f(a))
+    q.put((v, len(os.listdir("/proc/self/task"))))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task") or (os.cpu_count() or 1) < 2
+                    or os.environ.get("SYMTRACE_NUM_THREADS") == "1",
+                    reason="needs /proc and two cores for the kernel thread pool")
+def test_forked_child_gets_its_own_kernel_threads():
+    # the parent's pool threads do not survive a fork: the child makes fresh
+    # locks and starts its own workers (llvm_backend/pool.c after_fork_child)
+    f = st.compile(lambda x: (x @ x).sum(), backend="llvm")
+    assert float(f(st.ones(512, 512))) == 512.0 ** 3
+    ctx = multiprocessing.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=_matmul_in_child, args=(q,))
+    p.start()
+    try:
+        v, threads = q.get(timeout=60)
+    finally:
+        p.join(10)
+    assert p.exitcode == 0
+    assert v == 512.0 ** 3
+    assert threads >= 2
