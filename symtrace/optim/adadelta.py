@@ -28,24 +28,19 @@ class Adadelta(Optimizer):
     _group_defaults = (("foreach", None), ("maximize", False), ("differentiable", False),
                        ("capturable", False))
 
+    @staticmethod
+    def _new_state(p, state, group):
+        state["step"] = _ops.zeros((), dtype=_ops.float32)
+        state["square_avg"] = _ops.zeros_like(p)
+        state["acc_delta"] = _ops.zeros_like(p)
+
     def step(self, closure=None):
         loss = self._closure_loss(closure)
         with _no_grad():
             for group in self.param_groups:
                 lr, rho, eps = group["lr"], group["rho"], group["eps"]
-                weight_decay, maximize = group["weight_decay"], group["maximize"]
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    state = self.state[p]
-                    if len(state) == 0:
-                        state["step"] = _ops.zeros((), dtype=_ops.float32)
-                        state["square_avg"] = _ops.zeros_like(p)
-                        state["acc_delta"] = _ops.zeros_like(p)
+                for p, grad, state in self._grads(group, self._new_state):
                     state["step"].add_(1)
-                    grad = p.grad if not maximize else -p.grad
-                    if weight_decay != 0:
-                        grad = grad.add(p, alpha=weight_decay)
                     square_avg, acc_delta = state["square_avg"], state["acc_delta"]
                     square_avg.mul_(rho).add_(grad.mul(1 - rho).mul_(grad))
                     std = square_avg.add(eps).sqrt()

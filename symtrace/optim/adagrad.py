@@ -35,15 +35,13 @@ class Adagrad(Optimizer):
                 raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
         for group in self.param_groups:
             for p in group["params"]:
-                self._init_state(p, group)
+                self._new_state(p, self.state[p], group)
 
-    def _init_state(self, p, group):
-        state = self.state[p]
-        if len(state) == 0:
-            state["step"] = _ops.zeros((), dtype=_ops.float32)
-            state["sum"] = _ops.full(tuple(p.shape), group["initial_accumulator_value"], dtype=p.dtype,
-                                     device=p.device)
-        return state
+    @staticmethod
+    def _new_state(p, state, group):
+        state["step"] = _ops.zeros((), dtype=_ops.float32)
+        state["sum"] = _ops.full(tuple(p.shape), group["initial_accumulator_value"], dtype=p.dtype,
+                                 device=p.device)
 
     _group_defaults = (("foreach", None), ("maximize", False), ("differentiable", False),
                        ("fused", None))
@@ -53,15 +51,9 @@ class Adagrad(Optimizer):
         with _no_grad():
             for group in self.param_groups:
                 lr, lr_decay, eps = group["lr"], group["lr_decay"], group["eps"]
-                weight_decay, maximize = group["weight_decay"], group["maximize"]
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    state = self._init_state(p, group)   # (a group added after construction)
+                # (state is made at construction; here for a group added after it)
+                for p, grad, state in self._grads(group, self._new_state):
                     step = self._next_step(p, state["step"])
-                    grad = p.grad if not maximize else -p.grad
-                    if weight_decay != 0:
-                        grad = grad.add(p, alpha=weight_decay)
                     clr = lr / (1 + (step - 1) * lr_decay)
                     state_sum = state["sum"]
                     state_sum.add_(grad.mul(grad))                      # addcmul_(grad, grad, value=1)

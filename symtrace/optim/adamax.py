@@ -22,24 +22,20 @@ class Adamax(Optimizer):
     _group_defaults = (("foreach", None), ("maximize", False), ("differentiable", False),
                        ("capturable", False))
 
+    @staticmethod
+    def _new_state(p, state, group):
+        state["step"] = _ops.zeros((), dtype=_ops.float32)
+        state["exp_avg"] = _ops.zeros_like(p)
+        state["exp_inf"] = _ops.zeros_like(p)
+
     def step(self, closure=None):
         loss = self._closure_loss(closure)
         with _no_grad():
             for group in self.param_groups:
                 lr, (beta1, beta2) = group["lr"], group["betas"]
-                eps, weight_decay, maximize = group["eps"], group["weight_decay"], group["maximize"]
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    state = self.state[p]
-                    if len(state) == 0:
-                        state["step"] = _ops.zeros((), dtype=_ops.float32)
-                        state["exp_avg"] = _ops.zeros_like(p)
-                        state["exp_inf"] = _ops.zeros_like(p)
+                eps = group["eps"]
+                for p, grad, state in self._grads(group, self._new_state):
                     step = self._next_step(p, state["step"])
-                    grad = p.grad if not maximize else -p.grad
-                    if weight_decay != 0:
-                        grad = grad.add(p, alpha=weight_decay)
                     exp_avg, exp_inf = state["exp_avg"], state["exp_inf"]
                     _lerp_(exp_avg, grad, 1 - beta1)
                     # torch.maximum(exp_inf.mul_(beta2), grad.abs().add_(eps), out=exp_inf)

@@ -38,31 +38,25 @@ class NAdam(Optimizer):
     _group_defaults = (("maximize", False), ("foreach", None), ("capturable", False),
                        ("differentiable", False), ("decoupled_weight_decay", False))
 
+    @staticmethod
+    def _new_state(p, state, group):
+        state["step"] = _ops.zeros((), dtype=_ops.float32)
+        state["mu_product"] = _ops.ones((), dtype=_ops.float32)
+        state["exp_avg"] = _ops.zeros_like(p)
+        state["exp_avg_sq"] = _ops.zeros_like(p)
+
     def step(self, closure=None):
         loss = self._closure_loss(closure)
         with _no_grad():
             for group in self.param_groups:
                 lr, (beta1, beta2) = group["lr"], group["betas"]
                 eps, weight_decay = group["eps"], group["weight_decay"]
-                momentum_decay, maximize = group["momentum_decay"], group["maximize"]
-                decoupled = group["decoupled_weight_decay"]
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    state = self.state[p]
-                    if len(state) == 0:
-                        state["step"] = _ops.zeros((), dtype=_ops.float32)
-                        state["mu_product"] = _ops.ones((), dtype=_ops.float32)
-                        state["exp_avg"] = _ops.zeros_like(p)
-                        state["exp_avg_sq"] = _ops.zeros_like(p)
-                    grad = p.grad if not maximize else -p.grad
+                momentum_decay, decoupled = group["momentum_decay"], group["decoupled_weight_decay"]
+                for p, grad, state in self._grads(group, self._new_state, l2=not decoupled):
                     step = self._next_step(p, state["step"])
                     bias_correction2 = 1 - beta2 ** step
-                    if weight_decay != 0:
-                        if decoupled:
-                            p.mul_(1 - lr * weight_decay)
-                        else:
-                            grad = grad.add(p, alpha=weight_decay)
+                    if weight_decay != 0 and decoupled:
+                        p.mul_(1 - lr * weight_decay)
                     mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
                     mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))
                     mu_product = self._scalar_update("_mu_product_mirror", p, state["mu_product"], "mul", mu)

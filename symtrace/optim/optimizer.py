@@ -172,6 +172,28 @@ class Optimizer:
         mirror[p] = (t, t._version, value)
         return value
 
+    def _grads(self, group, init_state=None, l2=True):
+        """(p, grad, state) for each parameter of group that has a gradient:
+        the single-tensor optimizers' common walk. state is filled by
+        init_state(p, state, group) while empty (None: state is not touched
+        and None is yielded); grad is negated for maximize and, when l2, has
+        weight_decay * p added (torch's L2 penalty; decoupled decay is the
+        caller's)."""
+        maximize = group.get("maximize", False)
+        wd = group.get("weight_decay", 0) if l2 else 0
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            state = None
+            if init_state is not None:
+                state = self.state[p]
+                if not state:
+                    init_state(p, state, group)
+            grad = -p.grad if maximize else p.grad
+            if wd != 0:
+                grad = grad.add(p, alpha=wd)
+            yield p, grad, state
+
     def _next_step(self, p, step_t):
         """Increments state["step"] (a 0-d float32 tensor, as torch keeps it)
         and returns its new value, read back with .item() only when the

@@ -27,28 +27,23 @@ class RAdam(Optimizer):
     _group_defaults = (("foreach", None), ("maximize", False), ("differentiable", False),
                        ("decoupled_weight_decay", False), ("capturable", False))
 
+    @staticmethod
+    def _new_state(p, state, group):
+        state["step"] = _ops.zeros((), dtype=_ops.float32)
+        state["exp_avg"] = _ops.zeros_like(p)
+        state["exp_avg_sq"] = _ops.zeros_like(p)
+
     def step(self, closure=None):
         loss = self._closure_loss(closure)
         with _no_grad():
             for group in self.param_groups:
                 lr, (beta1, beta2) = group["lr"], group["betas"]
-                eps, weight_decay, maximize = group["eps"], group["weight_decay"], group["maximize"]
+                eps, weight_decay = group["eps"], group["weight_decay"]
                 decoupled = group["decoupled_weight_decay"]
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    state = self.state[p]
-                    if len(state) == 0:
-                        state["step"] = _ops.zeros((), dtype=_ops.float32)
-                        state["exp_avg"] = _ops.zeros_like(p)
-                        state["exp_avg_sq"] = _ops.zeros_like(p)
-                    grad = p.grad if not maximize else -p.grad
+                for p, grad, state in self._grads(group, self._new_state, l2=not decoupled):
                     step = self._next_step(p, state["step"])
-                    if weight_decay != 0:
-                        if decoupled:
-                            p.mul_(1 - lr * weight_decay)
-                        else:
-                            grad = grad.add(p, alpha=weight_decay)
+                    if weight_decay != 0 and decoupled:
+                        p.mul_(1 - lr * weight_decay)
                     exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
                     _lerp_(exp_avg, grad, 1 - beta1)
                     exp_avg_sq.mul_(beta2).add_(grad.mul(1 - beta2).mul_(grad))

@@ -33,28 +33,23 @@ class RMSprop(Optimizer):
     _group_defaults = (("momentum", 0), ("centered", False), ("foreach", None),
                        ("maximize", False), ("differentiable", False), ("capturable", False))
 
+    @staticmethod
+    def _new_state(p, state, group):
+        state["step"] = _ops.zeros((), dtype=_ops.float32)
+        state["square_avg"] = _ops.zeros_like(p)
+        if group["momentum"] > 0:
+            state["momentum_buffer"] = _ops.zeros_like(p)
+        if group["centered"]:
+            state["grad_avg"] = _ops.zeros_like(p)
+
     def step(self, closure=None):
         loss = self._closure_loss(closure)
         with _no_grad():
             for group in self.param_groups:
                 lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
-                weight_decay, momentum = group["weight_decay"], group["momentum"]
-                centered, maximize = group["centered"], group["maximize"]
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    state = self.state[p]
-                    if len(state) == 0:
-                        state["step"] = _ops.zeros((), dtype=_ops.float32)
-                        state["square_avg"] = _ops.zeros_like(p)
-                        if momentum > 0:
-                            state["momentum_buffer"] = _ops.zeros_like(p)
-                        if centered:
-                            state["grad_avg"] = _ops.zeros_like(p)
+                momentum, centered = group["momentum"], group["centered"]
+                for p, grad, state in self._grads(group, self._new_state):
                     state["step"].add_(1)
-                    grad = p.grad if not maximize else -p.grad
-                    if weight_decay != 0:
-                        grad = grad.add(p, alpha=weight_decay)
                     square_avg = state["square_avg"]
                     # square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
                     square_avg.mul_(alpha).add_(grad.mul(1 - alpha).mul_(grad))

@@ -38,13 +38,8 @@ class SGD(Optimizer):
         with _no_grad():
             for group in self.param_groups:
                 lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
-                weight_decay, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    grad = p.grad if not maximize else -p.grad
-                    if weight_decay != 0:
-                        grad = grad.add(p, alpha=weight_decay)
+                nesterov = group["nesterov"]
+                for p, grad, _ in self._grads(group):
                     if momentum != 0:
                         state = self.state[p]
                         buf = state.get("momentum_buffer")
