@@ -7,6 +7,7 @@ runs after these, as in PyTorch."""
 from collections import OrderedDict
 
 from .. import _C
+from ..utils.hooks import RemovableHandle
 
 
 def _name(hook):
@@ -59,7 +60,6 @@ def _slot_hooks(tensor, what):
 
 
 def _handle(table, hook):
-    from ..nn.modules.module import RemovableHandle
     if not callable(hook):
         raise TypeError(f"hook must be callable, got {type(hook).__name__}")
     handle = RemovableHandle(table)

@@ -1,6 +1,8 @@
 """symtrace.utils: utilities in torch.utils' layout (symtrace.utils.data: datasets,
-samplers and the DataLoader; symtrace.utils.checkpoint: activation checkpointing)."""
+samplers and the DataLoader; symtrace.utils.checkpoint: activation checkpointing;
+symtrace.utils.hooks: RemovableHandle)."""
 from . import data  # noqa: F401
 from . import checkpoint  # noqa: F401
+from . import hooks  # noqa: F401
 
-__all__ = ["data", "checkpoint"]
+__all__ = ["data", "checkpoint", "hooks"]

@@ -13,6 +13,7 @@ from ..._dtype import float32, float64, float16, bfloat16, dtype as _dtype_type
 from ...autograd.function import Function
 from ...autograd.grad_mode import is_grad_enabled
 from ...compiler import disable as _compiler_disable
+from ...utils.hooks import RemovableHandle
 from ..parameter import Parameter, _no_grad
 
 __all__ = ["Module"]
@@ -72,31 +73,18 @@ def _deepcopy_value(v, memo):
     return copy.deepcopy(v, memo)
 
 
-class RemovableHandle:
-    """What the register_*_hook methods return: remove() takes the hook out (also
-    as a context manager), as torch.utils.hooks.RemovableHandle. module: the
-    Module whose hook table hooks_dict is (held weakly), so that removing its
-    last hook puts its __call__ back on the path without hooks."""
-    _next_id = 0
+def _on_hook_removed(module):
+    """The on_remove of a module hook's handle: removing a hook changes what
+    compiled frames may assume, and removing a module's last hook puts its
+    __call__ back on the path without hooks. Holds the module weakly."""
+    ref = weakref.ref(module)
 
-    def __init__(self, hooks_dict, module=None):
-        self.hooks_dict_ref = hooks_dict
-        self.module_ref = None if module is None else weakref.ref(module)
-        self.id = RemovableHandle._next_id
-        RemovableHandle._next_id += 1
-
-    def remove(self):
+    def on_remove():
         _bump_epoch()
-        self.hooks_dict_ref.pop(self.id, None)
-        m = self.module_ref() if self.module_ref is not None else None
+        m = ref()
         if m is not None:
             m._refresh_has_hooks()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
+    return on_remove
 
 
 # ---------------- full backward hooks ----------------
@@ -384,7 +372,7 @@ class Module:
         if table is None:
             table = OrderedDict()
             object.__setattr__(self, name, table)
-        handle = RemovableHandle(table, self)
+        handle = RemovableHandle(table, on_remove=_on_hook_removed(self))
         table[handle.id] = entry
         if prepend:
             table.move_to_end(handle.id, last=False)
