@@ -5,6 +5,7 @@
  * runs on its own test device (a wrapper of posix_memalign that counts
  * system memory and can refuse past a budget), so it has its own allocator. */
 #include "st_runtime.h"
+#include "st_test.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -15,25 +16,6 @@
 
 #define MiB ((size_t)1 << 20)
 #define KiB ((size_t)1 << 10)
-
-static const char *current_test = "?";
-
-#define CHECK(cond, ...)                                                        \
-    do {                                                                        \
-        if (!(cond)) {                                                          \
-            fprintf(stderr, "FAIL [%s] %s:%d: %s: ", current_test, __FILE__,    \
-                    __LINE__, #cond);                                           \
-            fprintf(stderr, __VA_ARGS__);                                       \
-            fprintf(stderr, "\n");                                              \
-            exit(1);                                                            \
-        }                                                                       \
-    } while (0)
-
-#define CHECK_OK(a)                                                             \
-    do {                                                                        \
-        st_status rc_ = st_alloc_check(a);                                      \
-        CHECK(rc_ == ST_OK, "st_alloc_check: %s", st_err_msg());                \
-    } while (0)
 
 /* ---------------- random numbers (splitmix64) ---------------- */
 typedef struct { uint64_t s; } rng_t;
@@ -186,8 +168,8 @@ static void check_no_overlap(live_t *live, size_t nlive)
     qsort(s, nlive, sizeof *s, cmp_live);
     for (size_t i = 1; i < nlive; i++) {
         uintptr_t end = (uintptr_t)s[i - 1].b->ptr + s[i - 1].b->size;
-        CHECK(end <= (uintptr_t)s[i].b->ptr, "blocks %p (+%zu) and %p overlap",
-              s[i - 1].b->ptr, s[i - 1].b->size, s[i].b->ptr);
+        CHECK_FATAL(end <= (uintptr_t)s[i].b->ptr, "blocks %p (+%zu) and %p overlap",
+                    s[i - 1].b->ptr, s[i - 1].b->size, s[i].b->ptr);
     }
     free(s);
 }
@@ -195,12 +177,12 @@ static void check_no_overlap(live_t *live, size_t nlive)
 /* ---------------- 1. stress ---------------- */
 static void test_stress(uint64_t seed)
 {
-    current_test = "stress";
+    st_test_name = "stress";
     enum { NOPS = 200000, MAXLIVE = 2000, CHECK_EVERY = 4096 };
     test_dev *td = tdev_new("test:stress", 0);
     st_allocator *a = st_alloc_for(&td->dev);
-    CHECK(a != NULL, "st_alloc_for: %s", st_err_msg());
-    CHECK(st_alloc_for(&td->dev) == a, "st_alloc_for must return one allocator per device");
+    CHECK_FATAL(a != NULL, "st_alloc_for: %s", st_err_msg());
+    CHECK_FATAL(st_alloc_for(&td->dev) == a, "st_alloc_for must return one allocator per device");
     rng_t r = {seed};
     live_t *live = calloc(MAXLIVE, sizeof *live);
     size_t nlive = 0, maxlive_seen = 0;
@@ -212,12 +194,13 @@ static void test_stress(uint64_t seed)
         if (nlive == 0 || (nlive < MAXLIVE && rng_unit(&r) < p_alloc)) {
             size_t n = rng_size(&r, 8 * MiB);
             st_block *b = st_alloc_block(a, n);
-            CHECK(b != NULL, "op %d: allocation of %zu bytes failed: %s", op, n, st_err_msg());
-            CHECK(b->size >= n && b->requested == n && b->size % 512 == 0,
-                  "op %d: block of %zu bytes for a request of %zu (requested field %zu)", op,
-                  b->size, n, b->requested);
-            CHECK((uintptr_t)b->ptr % 64 == 0, "op %d: block %p not 64-byte aligned", op,
-                  b->ptr);
+            CHECK_FATAL(b != NULL, "op %d: allocation of %zu bytes failed: %s", op, n,
+                        st_err_msg());
+            CHECK_FATAL(b->size >= n && b->requested == n && b->size % 512 == 0,
+                        "op %d: block of %zu bytes for a request of %zu (requested field %zu)",
+                        op, b->size, n, b->requested);
+            CHECK_FATAL((uintptr_t)b->ptr % 64 == 0, "op %d: block %p not 64-byte aligned", op,
+                        b->ptr);
             live[nlive] = (live_t){b, n, next_tag++};
             fill(b->ptr, n, live[nlive].tag);
             nlive++;
@@ -227,9 +210,9 @@ static void test_stress(uint64_t seed)
         } else {
             size_t i = rng_below(&r, nlive);
             size_t bad = 0;
-            CHECK(verify(live[i].b->ptr, live[i].n, live[i].tag, &bad),
-                  "op %d: block %p (%zu bytes) corrupted at byte %zu (overlap?)", op,
-                  live[i].b->ptr, live[i].n, bad);
+            CHECK_FATAL(verify(live[i].b->ptr, live[i].n, live[i].tag, &bad),
+                        "op %d: block %p (%zu bytes) corrupted at byte %zu (overlap?)", op,
+                        live[i].b->ptr, live[i].n, bad);
             req_sum -= (int64_t)live[i].n;
             size_sum -= (int64_t)live[i].b->size;
             st_alloc_free(a, live[i].b);
@@ -239,26 +222,26 @@ static void test_stress(uint64_t seed)
         if (nlive > maxlive_seen)
             maxlive_seen = nlive;
         if ((op + 1) % CHECK_EVERY == 0 || op == NOPS - 1) {
-            CHECK_OK(a);
+            CHECK_OK_FATAL(st_alloc_check(a));
             st_alloc_stats s = stats(a);
-            CHECK(s.active_blocks == (int64_t)nlive, "op %d: active_blocks %" PRId64
-                  " but %zu live", op, s.active_blocks, nlive);
-            CHECK(s.requested_bytes == req_sum, "op %d: requested_bytes %" PRId64
-                  " but %" PRId64 " requested", op, s.requested_bytes, req_sum);
-            CHECK(s.allocated_bytes == size_sum, "op %d: allocated_bytes %" PRId64
-                  " but live blocks hold %" PRId64, op, s.allocated_bytes, size_sum);
-            CHECK(s.num_allocs == nallocs && s.num_frees == nfrees,
-                  "op %d: num_allocs/frees %" PRId64 "/%" PRId64 ", expected %" PRId64
-                  "/%" PRId64, op, s.num_allocs, s.num_frees, nallocs, nfrees);
-            CHECK(s.cache_hits + s.num_system_allocs == s.num_allocs,
-                  "op %d: cache_hits %" PRId64 " + system allocs %" PRId64
-                  " != allocs %" PRId64, op, s.cache_hits, s.num_system_allocs,
-                  s.num_allocs);
-            CHECK((size_t)s.reserved_bytes == td->outstanding,
-                  "op %d: reserved %" PRId64 " but the device holds %zu", op,
-                  s.reserved_bytes, td->outstanding);
-            CHECK(s.reserved_bytes >= s.allocated_bytes && s.peak_allocated_bytes >=
-                  s.allocated_bytes, "op %d: reserved/peak below allocated", op);
+            CHECK_FATAL(s.active_blocks == (int64_t)nlive, "op %d: active_blocks %" PRId64
+                        " but %zu live", op, s.active_blocks, nlive);
+            CHECK_FATAL(s.requested_bytes == req_sum, "op %d: requested_bytes %" PRId64
+                        " but %" PRId64 " requested", op, s.requested_bytes, req_sum);
+            CHECK_FATAL(s.allocated_bytes == size_sum, "op %d: allocated_bytes %" PRId64
+                        " but live blocks hold %" PRId64, op, s.allocated_bytes, size_sum);
+            CHECK_FATAL(s.num_allocs == nallocs && s.num_frees == nfrees,
+                        "op %d: num_allocs/frees %" PRId64 "/%" PRId64 ", expected %" PRId64
+                        "/%" PRId64, op, s.num_allocs, s.num_frees, nallocs, nfrees);
+            CHECK_FATAL(s.cache_hits + s.num_system_allocs == s.num_allocs,
+                        "op %d: cache_hits %" PRId64 " + system allocs %" PRId64
+                        " != allocs %" PRId64, op, s.cache_hits, s.num_system_allocs,
+                        s.num_allocs);
+            CHECK_FATAL((size_t)s.reserved_bytes == td->outstanding,
+                        "op %d: reserved %" PRId64 " but the device holds %zu", op,
+                        s.reserved_bytes, td->outstanding);
+            CHECK_FATAL(s.reserved_bytes >= s.allocated_bytes && s.peak_allocated_bytes >=
+                        s.allocated_bytes, "op %d: reserved/peak below allocated", op);
             check_no_overlap(live, nlive);
         }
     }
@@ -267,29 +250,29 @@ static void test_stress(uint64_t seed)
            "rate %.1f%%, peak reserved %.1f MiB\n", NOPS, maxlive_seen, s.num_system_allocs,
            100.0 * (double)s.cache_hits / (double)s.num_allocs,
            (double)s.peak_reserved_bytes / (double)MiB);
-    CHECK(maxlive_seen >= MAXLIVE / 2, "live set only reached %zu", maxlive_seen);
+    CHECK_FATAL(maxlive_seen >= MAXLIVE / 2, "live set only reached %zu", maxlive_seen);
     for (size_t i = 0; i < nlive; i++) {
         size_t bad = 0;
-        CHECK(verify(live[i].b->ptr, live[i].n, live[i].tag, &bad), "final: block corrupted");
+        CHECK_FATAL(verify(live[i].b->ptr, live[i].n, live[i].tag, &bad), "final: block corrupted");
         st_alloc_free(a, live[i].b);
     }
-    CHECK_OK(a);
+    CHECK_OK_FATAL(st_alloc_check(a));
     s = stats(a);
-    CHECK(s.active_blocks == 0 && s.allocated_bytes == 0 && s.requested_bytes == 0,
-          "after freeing all: active %" PRId64 ", allocated %" PRId64, s.active_blocks,
-          s.allocated_bytes);
+    CHECK_FATAL(s.active_blocks == 0 && s.allocated_bytes == 0 && s.requested_bytes == 0,
+                "after freeing all: active %" PRId64 ", allocated %" PRId64, s.active_blocks,
+                s.allocated_bytes);
     st_alloc_empty_cache(a);
-    CHECK_OK(a);
+    CHECK_OK_FATAL(st_alloc_check(a));
     s = stats(a);
-    CHECK(s.reserved_bytes == 0 && s.num_segments == 0 && td->outstanding == 0,
-          "empty_cache left %" PRId64 " bytes reserved", s.reserved_bytes);
+    CHECK_FATAL(s.reserved_bytes == 0 && s.num_segments == 0 && td->outstanding == 0,
+                "empty_cache left %" PRId64 " bytes reserved", s.reserved_bytes);
     free(live);
 }
 
 /* ---------------- 2. rounding, split and merge ---------------- */
 static void test_split_merge(void)
 {
-    current_test = "split_merge";
+    st_test_name = "split_merge";
     test_dev *td = tdev_new("test:split", 0);
     st_allocator *a = st_alloc_for(&td->dev);
 
@@ -300,91 +283,91 @@ static void test_split_merge(void)
     int64_t reqsum = 0, sizesum = 0;
     for (int i = 0; i < 7; i++) {
         rb[i] = st_alloc_block(a, req[i]);
-        CHECK(rb[i] && rb[i]->size == want[i], "request %zu: block of %zu, want %zu", req[i],
-              rb[i] ? rb[i]->size : 0, want[i]);
+        CHECK_FATAL(rb[i] && rb[i]->size == want[i], "request %zu: block of %zu, want %zu", req[i],
+                    rb[i] ? rb[i]->size : 0, want[i]);
         reqsum += (int64_t)req[i];
         sizesum += (int64_t)want[i];
     }
     st_alloc_stats s = stats(a);
-    CHECK(s.requested_bytes == reqsum && s.allocated_bytes == sizesum,
-          "requested %" PRId64 " allocated %" PRId64, s.requested_bytes, s.allocated_bytes);
-    CHECK(s.num_system_allocs == 1 && s.cache_hits == 6, "7 small requests: %" PRId64
-          " segments, %" PRId64 " hits", s.num_system_allocs, s.cache_hits);
+    CHECK_FATAL(s.requested_bytes == reqsum && s.allocated_bytes == sizesum,
+                "requested %" PRId64 " allocated %" PRId64, s.requested_bytes, s.allocated_bytes);
+    CHECK_FATAL(s.num_system_allocs == 1 && s.cache_hits == 6, "7 small requests: %" PRId64
+                " segments, %" PRId64 " hits", s.num_system_allocs, s.cache_hits);
     for (int i = 0; i < 7; i++)
         st_alloc_free(a, rb[i]);
-    CHECK_OK(a);
+    CHECK_OK_FATAL(st_alloc_check(a));
 
     /* small pool: one 2 MiB segment, split into halves, merged back */
     st_block *b1 = st_alloc_block(a, MiB);
     st_alloc_free(a, b1);
     int64_t sys0 = stats(a).num_system_allocs;
     st_block *h1 = st_alloc_block(a, 512 * KiB), *h2 = st_alloc_block(a, 512 * KiB);
-    CHECK(stats(a).num_system_allocs == sys0, "halves took a new segment");
-    CHECK((char *)h2->ptr == (char *)h1->ptr + 512 * KiB, "halves are not adjacent: %p %p",
-          h1->ptr, h2->ptr);
-    CHECK(h1->size == 512 * KiB && h2->size == 512 * KiB, "split sizes %zu %zu", h1->size,
-          h2->size);
-    CHECK_OK(a);
+    CHECK_FATAL(stats(a).num_system_allocs == sys0, "halves took a new segment");
+    CHECK_FATAL((char *)h2->ptr == (char *)h1->ptr + 512 * KiB, "halves are not adjacent: %p %p",
+                h1->ptr, h2->ptr);
+    CHECK_FATAL(h1->size == 512 * KiB && h2->size == 512 * KiB, "split sizes %zu %zu", h1->size,
+                h2->size);
+    CHECK_OK_FATAL(st_alloc_check(a));
     st_alloc_free(a, h1);
     st_alloc_free(a, h2);
-    CHECK_OK(a);
+    CHECK_OK_FATAL(st_alloc_check(a));
     /* merged: two 1 MiB blocks fit in the one segment again */
     st_block *m1 = st_alloc_block(a, MiB), *m2 = st_alloc_block(a, MiB);
-    CHECK(stats(a).num_system_allocs == sys0, "free halves were not merged (new segment)");
-    CHECK(m1->segment == m2->segment, "1 MiB blocks in different segments");
+    CHECK_FATAL(stats(a).num_system_allocs == sys0, "free halves were not merged (new segment)");
+    CHECK_FATAL(m1->segment == m2->segment, "1 MiB blocks in different segments");
     st_alloc_free(a, m1);
     st_alloc_free(a, m2);
-    CHECK_OK(a);
+    CHECK_OK_FATAL(st_alloc_check(a));
 
     /* large pool: 8 MiB freed, reused as 4 + 4 MiB, merged back to 8 */
     st_block *L = st_alloc_block(a, 8 * MiB);
     void *lp = L->ptr;
-    CHECK(L->size == 8 * MiB, "8 MiB block has %zu", L->size);
+    CHECK_FATAL(L->size == 8 * MiB, "8 MiB block has %zu", L->size);
     st_alloc_free(a, L);
     int64_t sys1 = stats(a).num_system_allocs;
     st_block *q1 = st_alloc_block(a, 4 * MiB), *q2 = st_alloc_block(a, 4 * MiB);
-    CHECK(stats(a).num_system_allocs == sys1, "4 MiB halves took a new segment");
-    CHECK(q1->ptr == lp && (char *)q2->ptr == (char *)lp + 4 * MiB, "4 MiB halves misplaced");
-    CHECK_OK(a);
+    CHECK_FATAL(stats(a).num_system_allocs == sys1, "4 MiB halves took a new segment");
+    CHECK_FATAL(q1->ptr == lp && (char *)q2->ptr == (char *)lp + 4 * MiB, "4 MiB halves misplaced");
+    CHECK_OK_FATAL(st_alloc_check(a));
     st_alloc_free(a, q2);
     st_alloc_free(a, q1);
-    CHECK_OK(a);
+    CHECK_OK_FATAL(st_alloc_check(a));
     st_block *L2 = st_alloc_block(a, 8 * MiB);
-    CHECK(L2->ptr == lp && stats(a).num_system_allocs == sys1,
-          "8 MiB after merging did not reuse the segment");
+    CHECK_FATAL(L2->ptr == lp && stats(a).num_system_allocs == sys1,
+                "8 MiB after merging did not reuse the segment");
     st_alloc_free(a, L2);
     st_alloc_empty_cache(a);
 
     /* large remainder of exactly 1 MiB is not split: 3 MiB -> 4 MiB block */
     st_block *t3 = st_alloc_block(a, 3 * MiB + 1);
-    CHECK(t3->size == 4 * MiB, "3 MiB request from a 4 MiB segment got %zu", t3->size);
+    CHECK_FATAL(t3->size == 4 * MiB, "3 MiB request from a 4 MiB segment got %zu", t3->size);
     /* ... but a 1.5 MiB remainder is */
     st_alloc_free(a, t3);
     st_alloc_empty_cache(a);
     st_block *t4 = st_alloc_block(a, 2 * MiB + 512 * KiB); /* segment 4 MiB, rem 1.5 MiB */
-    CHECK(t4->size == 2 * MiB + 512 * KiB, "2.5 MiB request got %zu", t4->size);
-    CHECK_OK(a);
+    CHECK_FATAL(t4->size == 2 * MiB + 512 * KiB, "2.5 MiB request got %zu", t4->size);
+    CHECK_OK_FATAL(st_alloc_check(a));
 
     /* pools are separate: a cached large block never serves a small request */
     void *t4seg = t4->segment;
     st_alloc_free(a, t4);
     st_alloc_stats s2 = stats(a);
-    CHECK(s2.num_segments == 1, "%" PRId64 " segments", s2.num_segments);
+    CHECK_FATAL(s2.num_segments == 1, "%" PRId64 " segments", s2.num_segments);
     st_block *small = st_alloc_block(a, 1000);
-    CHECK(small->size == 1024, "1000 bytes got %zu", small->size);
-    CHECK(stats(a).num_system_allocs == s2.num_system_allocs + 1,
-          "a small request was served from the large pool");
-    CHECK(small->segment != t4seg, "small block inside a large segment");
+    CHECK_FATAL(small->size == 1024, "1000 bytes got %zu", small->size);
+    CHECK_FATAL(stats(a).num_system_allocs == s2.num_system_allocs + 1,
+                "a small request was served from the large pool");
+    CHECK_FATAL(small->segment != t4seg, "small block inside a large segment");
     st_alloc_free(a, small);
-    CHECK_OK(a);
+    CHECK_OK_FATAL(st_alloc_check(a));
     st_alloc_empty_cache(a);
-    CHECK(td->outstanding == 0, "device still holds %zu bytes", td->outstanding);
+    CHECK_FATAL(td->outstanding == 0, "device still holds %zu bytes", td->outstanding);
 }
 
 /* ---------------- 3. steady state ---------------- */
 static void test_steady_state(uint64_t seed)
 {
-    current_test = "steady_state";
+    st_test_name = "steady_state";
     test_dev *td = tdev_new("test:steady", 0);
     st_allocator *a = st_alloc_for(&td->dev);
     /* One "training step": 50 events, allocations of log-uniform sizes and
@@ -413,7 +396,7 @@ static void test_steady_state(uint64_t seed)
         for (int i = 0; i < NEV; i++) {
             if (ev[i].alloc) {
                 blocks[ev[i].slot] = st_alloc_block(a, ev[i].n);
-                CHECK(blocks[ev[i].slot], "step %d: alloc failed: %s", step, st_err_msg());
+                CHECK_FATAL(blocks[ev[i].slot], "step %d: alloc failed: %s", step, st_err_msg());
             } else {
                 st_alloc_free(a, blocks[ev[i].slot]);
                 blocks[ev[i].slot] = NULL;
@@ -427,15 +410,16 @@ static void test_steady_state(uint64_t seed)
         if (step == 0) {
             sys_after_first = s.num_system_allocs;
         } else {
-            CHECK(s.num_system_allocs == sys_after_first,
-                  "step %d: %" PRId64 " system allocations, %" PRId64 " after the first step",
-                  step, s.num_system_allocs, sys_after_first);
-            CHECK(s.cache_hits - hits_prev == nslots, "step %d: only %" PRId64
-                  " of %d allocations were cache hits", step, s.cache_hits - hits_prev, nslots);
+            CHECK_FATAL(s.num_system_allocs == sys_after_first,
+                        "step %d: %" PRId64 " system allocations, %" PRId64 " after the first step",
+                        step, s.num_system_allocs, sys_after_first);
+            CHECK_FATAL(s.cache_hits - hits_prev == nslots, "step %d: only %" PRId64
+                        " of %d allocations were cache hits", step, s.cache_hits - hits_prev,
+                        nslots);
         }
         hits_prev = s.cache_hits;
     }
-    CHECK_OK(a);
+    CHECK_OK_FATAL(st_alloc_check(a));
     printf("  steady state: %d allocations per step, %" PRId64
            " system allocations in the first step, none after\n", nslots, sys_after_first);
     st_alloc_empty_cache(a);
@@ -444,7 +428,7 @@ static void test_steady_state(uint64_t seed)
 /* ---------------- 4. empty_cache ---------------- */
 static void test_empty_cache(uint64_t seed)
 {
-    current_test = "empty_cache";
+    st_test_name = "empty_cache";
     test_dev *td = tdev_new("test:empty", 0);
     st_allocator *a = st_alloc_for(&td->dev);
     rng_t r = {seed ^ 0xABCD};
@@ -463,20 +447,20 @@ static void test_empty_cache(uint64_t seed)
     }
     st_alloc_stats s0 = stats(a);
     st_alloc_empty_cache(a);
-    CHECK_OK(a);
+    CHECK_OK_FATAL(st_alloc_check(a));
     st_alloc_stats s = stats(a);
     int64_t need = 0;
     for (int i = 0; i < N; i++)
         if (b[i])
             need += (int64_t)seg_need(b[i]->requested);
-    CHECK(s.reserved_bytes <= need, "after empty_cache %" PRId64 " bytes reserved, live blocks "
-          "need at most %" PRId64, s.reserved_bytes, need);
-    CHECK(s.num_segments <= nlive, "%" PRId64 " segments for %d live blocks", s.num_segments,
-          nlive);
-    CHECK(s.reserved_bytes < s0.reserved_bytes, "empty_cache released nothing");
-    CHECK((size_t)s.reserved_bytes == td->outstanding, "device holds %zu, reserved %" PRId64,
-          td->outstanding, s.reserved_bytes);
-    CHECK(s.num_system_frees > 0, "no system frees counted");
+    CHECK_FATAL(s.reserved_bytes <= need, "after empty_cache %" PRId64 " bytes reserved, "
+                "live blocks need at most %" PRId64, s.reserved_bytes, need);
+    CHECK_FATAL(s.num_segments <= nlive, "%" PRId64 " segments for %d live blocks", s.num_segments,
+                nlive);
+    CHECK_FATAL(s.reserved_bytes < s0.reserved_bytes, "empty_cache released nothing");
+    CHECK_FATAL((size_t)s.reserved_bytes == td->outstanding, "device holds %zu, reserved %" PRId64,
+                td->outstanding, s.reserved_bytes);
+    CHECK_FATAL(s.num_system_frees > 0, "no system frees counted");
     printf("  empty_cache: %.1f MiB -> %.1f MiB reserved with %d live blocks\n",
            (double)s0.reserved_bytes / (double)MiB, (double)s.reserved_bytes / (double)MiB,
            nlive);
@@ -484,93 +468,94 @@ static void test_empty_cache(uint64_t seed)
         if (b[i])
             st_alloc_free(a, b[i]);
     st_alloc_empty_cache(a);
-    CHECK_OK(a);
+    CHECK_OK_FATAL(st_alloc_check(a));
     s = stats(a);
-    CHECK(s.reserved_bytes == 0 && s.num_segments == 0 && td->outstanding == 0 &&
-          s.num_system_allocs == s.num_system_frees,
-          "all freed: %" PRId64 " bytes still reserved", s.reserved_bytes);
+    CHECK_FATAL(s.reserved_bytes == 0 && s.num_segments == 0 && td->outstanding == 0 &&
+                s.num_system_allocs == s.num_system_frees,
+                "all freed: %" PRId64 " bytes still reserved", s.reserved_bytes);
 }
 
 /* ---------------- 5. peak statistics ---------------- */
 static void test_peak(void)
 {
-    current_test = "reset_peak";
+    st_test_name = "reset_peak";
     test_dev *td = tdev_new("test:peak", 0);
     st_allocator *a = st_alloc_for(&td->dev);
     st_block *b = st_alloc_block(a, 4 * MiB);
     st_alloc_free(a, b);
     st_alloc_stats s = stats(a);
-    CHECK(s.peak_allocated_bytes == (int64_t)(4 * MiB) && s.allocated_bytes == 0,
-          "peak %" PRId64, s.peak_allocated_bytes);
-    CHECK(s.peak_reserved_bytes == (int64_t)(4 * MiB), "peak reserved %" PRId64,
-          s.peak_reserved_bytes);
+    CHECK_FATAL(s.peak_allocated_bytes == (int64_t)(4 * MiB) && s.allocated_bytes == 0,
+                "peak %" PRId64, s.peak_allocated_bytes);
+    CHECK_FATAL(s.peak_reserved_bytes == (int64_t)(4 * MiB), "peak reserved %" PRId64,
+                s.peak_reserved_bytes);
     st_alloc_reset_peak(a);
     s = stats(a);
-    CHECK(s.peak_allocated_bytes == 0 && s.peak_reserved_bytes == s.reserved_bytes,
-          "after reset: peak %" PRId64 ", peak reserved %" PRId64, s.peak_allocated_bytes,
-          s.peak_reserved_bytes);
+    CHECK_FATAL(s.peak_allocated_bytes == 0 && s.peak_reserved_bytes == s.reserved_bytes,
+                "after reset: peak %" PRId64 ", peak reserved %" PRId64, s.peak_allocated_bytes,
+                s.peak_reserved_bytes);
     st_block *c = st_alloc_block(a, 1000);
     s = stats(a);
-    CHECK(s.peak_allocated_bytes == 1024, "peak after 1000 bytes: %" PRId64,
-          s.peak_allocated_bytes);
+    CHECK_FATAL(s.peak_allocated_bytes == 1024, "peak after 1000 bytes: %" PRId64,
+                s.peak_allocated_bytes);
     st_alloc_free(a, c);
     st_alloc_empty_cache(a);
     s = stats(a);
-    CHECK(s.peak_reserved_bytes == (int64_t)(6 * MiB), "peak reserved %" PRId64,
-          s.peak_reserved_bytes);
+    CHECK_FATAL(s.peak_reserved_bytes == (int64_t)(6 * MiB), "peak reserved %" PRId64,
+                s.peak_reserved_bytes);
     st_alloc_reset_peak(a);
-    CHECK(stats(a).peak_reserved_bytes == 0, "peak reserved not reset");
-    CHECK_OK(a);
+    CHECK_FATAL(stats(a).peak_reserved_bytes == 0, "peak reserved not reset");
+    CHECK_OK_FATAL(st_alloc_check(a));
 }
 
 /* ---------------- 6. out of memory ---------------- */
 static void test_oom(void)
 {
-    current_test = "oom";
+    st_test_name = "oom";
     test_dev *td = tdev_new("test:oom", 8 * MiB);
     st_allocator *a = st_alloc_for(&td->dev);
     st_block *big = st_alloc_block(a, 6 * MiB);
-    CHECK(big, "6 MiB under an 8 MiB budget: %s", st_err_msg());
+    CHECK_FATAL(big, "6 MiB under an 8 MiB budget: %s", st_err_msg());
     st_alloc_free(a, big); /* cached: 6 MiB stays reserved */
     st_block *s1 = st_alloc_block(a, MiB), *s2 = st_alloc_block(a, MiB);
-    CHECK(s1 && s2, "first small segment: %s", st_err_msg());
+    CHECK_FATAL(s1 && s2, "first small segment: %s", st_err_msg());
     /* a second small segment exceeds the budget: the cache is emptied and
      * the allocation retried */
     st_block *s3 = st_alloc_block(a, MiB);
-    CHECK(s3, "allocation after emptying the cache failed: %s", st_err_msg());
-    CHECK(td->nrefused == 1, "expected one refused system allocation, got %" PRId64,
-          td->nrefused);
+    CHECK_FATAL(s3, "allocation after emptying the cache failed: %s", st_err_msg());
+    CHECK_FATAL(td->nrefused == 1, "expected one refused system allocation, got %" PRId64,
+                td->nrefused);
     st_alloc_stats s = stats(a);
-    CHECK(s.reserved_bytes == (int64_t)(4 * MiB), "reserved %" PRId64, s.reserved_bytes);
-    CHECK_OK(a);
+    CHECK_FATAL(s.reserved_bytes == (int64_t)(4 * MiB), "reserved %" PRId64, s.reserved_bytes);
+    CHECK_OK_FATAL(st_alloc_check(a));
     /* a request that cannot fit even after emptying the cache */
     st_err_clear();
     st_block *x = st_alloc_block(a, 16 * MiB);
-    CHECK(x == NULL, "16 MiB under an 8 MiB budget succeeded");
-    CHECK(st_err_kind() == ST_ERR_MEMORY, "error kind %d", (int)st_err_kind());
+    CHECK_FATAL(x == NULL, "16 MiB under an 8 MiB budget succeeded");
+    CHECK_FATAL(st_err_kind() == ST_ERR_MEMORY, "error kind %d", (int)st_err_kind());
     const char *m = st_err_msg();
-    CHECK(strstr(m, "16777216") && strstr(m, "allocated") && strstr(m, "reserved") &&
-          strstr(m, "3145728") && strstr(m, "4194304"),
-          "message lacks the request size or stats: %s", m);
+    CHECK_FATAL(strstr(m, "16777216") && strstr(m, "allocated") && strstr(m, "reserved") &&
+                strstr(m, "3145728") && strstr(m, "4194304"),
+                "message lacks the request size or stats: %s", m);
     printf("  oom message: %s\n", m);
     st_err_clear();
     x = st_alloc_block(a, SIZE_MAX);
-    CHECK(x == NULL && st_err_kind() == ST_ERR_MEMORY, "SIZE_MAX request");
+    CHECK_FATAL(x == NULL && st_err_kind() == ST_ERR_MEMORY, "SIZE_MAX request");
     st_err_clear();
     x = st_alloc_block(a, SIZE_MAX - 100);
-    CHECK(x == NULL && st_err_kind() == ST_ERR_MEMORY, "SIZE_MAX-100 request");
-    CHECK_OK(a);
+    CHECK_FATAL(x == NULL && st_err_kind() == ST_ERR_MEMORY, "SIZE_MAX-100 request");
+    CHECK_OK_FATAL(st_alloc_check(a));
     s = stats(a);
-    CHECK(s.active_blocks == 3 && s.num_allocs == 4, "failed allocations were counted");
+    CHECK_FATAL(s.active_blocks == 3 && s.num_allocs == 4, "failed allocations were counted");
     st_alloc_free(a, s1);
     st_alloc_free(a, s2);
     st_alloc_free(a, s3);
     st_alloc_empty_cache(a);
-    CHECK(td->outstanding == 0, "device holds %zu", td->outstanding);
+    CHECK_FATAL(td->outstanding == 0, "device holds %zu", td->outstanding);
     /* the real CPU device: st_alloc_for(NULL) is an error, not a crash */
     st_err_clear();
-    CHECK(st_alloc_for(NULL) == NULL && st_err_kind() == ST_ERR_RUNTIME, "st_alloc_for(NULL)");
-    CHECK(st_alloc_block(NULL, 10) == NULL, "st_alloc_block(NULL)");
+    CHECK_FATAL(st_alloc_for(NULL) == NULL && st_err_kind() == ST_ERR_RUNTIME,
+                "st_alloc_for(NULL)");
+    CHECK_FATAL(st_alloc_block(NULL, 10) == NULL, "st_alloc_block(NULL)");
     st_alloc_free(a, NULL); /* no-op */
 }
 
@@ -616,7 +601,7 @@ static void *thr_main(void *p)
 
 static void test_threads(uint64_t seed)
 {
-    current_test = "threads";
+    st_test_name = "threads";
     test_dev *td = tdev_new("test:threads", 0);
     st_allocator *a = st_alloc_for(&td->dev);
     enum { NT = 4 };
@@ -624,46 +609,46 @@ static void test_threads(uint64_t seed)
     thr_arg args[NT];
     for (int i = 0; i < NT; i++) {
         args[i] = (thr_arg){a, seed + 1000 * (uint64_t)(i + 1), NULL};
-        CHECK(pthread_create(&th[i], NULL, thr_main, &args[i]) == 0, "pthread_create");
+        CHECK_FATAL(pthread_create(&th[i], NULL, thr_main, &args[i]) == 0, "pthread_create");
     }
     for (int i = 0; i < NT; i++) {
         pthread_join(th[i], NULL);
-        CHECK(args[i].fail == NULL, "thread %d: %s", i, args[i].fail);
+        CHECK_FATAL(args[i].fail == NULL, "thread %d: %s", i, args[i].fail);
     }
-    CHECK_OK(a);
+    CHECK_OK_FATAL(st_alloc_check(a));
     st_alloc_stats s = stats(a);
-    CHECK(s.active_blocks == 0 && s.num_allocs == s.num_frees, "threads left %" PRId64
-          " blocks", s.active_blocks);
+    CHECK_FATAL(s.active_blocks == 0 && s.num_allocs == s.num_frees, "threads left %" PRId64
+                " blocks", s.active_blocks);
     st_alloc_empty_cache(a);
-    CHECK(td->outstanding == 0, "device holds %zu", td->outstanding);
+    CHECK_FATAL(td->outstanding == 0, "device holds %zu", td->outstanding);
 }
 
 /* ---------------- 8. devices ---------------- */
 static void test_devices(void)
 {
-    current_test = "devices";
+    st_test_name = "devices";
     st_device *cpu = st_rt_cpu();
-    CHECK(cpu && cpu->type == ST_DEV_CPU && strcmp(cpu->name, "cpu") == 0, "cpu device");
-    CHECK(st_rt_device(ST_DEV_CPU, 0) == cpu, "st_rt_device(CPU, 0)");
+    CHECK_FATAL(cpu && cpu->type == ST_DEV_CPU && strcmp(cpu->name, "cpu") == 0, "cpu device");
+    CHECK_FATAL(st_rt_device(ST_DEV_CPU, 0) == cpu, "st_rt_device(CPU, 0)");
     st_err_clear();
-    CHECK(st_rt_device(ST_DEV_CUDA, 0) == NULL, "CUDA device without CUDA");
-    CHECK(st_err_kind() == ST_ERR_RUNTIME && strstr(st_err_msg(), "CUDA is not available"),
-          "CUDA error: %d %s", (int)st_err_kind(), st_err_msg());
+    CHECK_FATAL(st_rt_device(ST_DEV_CUDA, 0) == NULL, "CUDA device without CUDA");
+    CHECK_FATAL(st_err_kind() == ST_ERR_RUNTIME && strstr(st_err_msg(), "CUDA is not available"),
+                "CUDA error: %d %s", (int)st_err_kind(), st_err_msg());
     void *p = cpu->raw_alloc(cpu, 1000);
-    CHECK(p && (uintptr_t)p % 64 == 0, "cpu raw_alloc alignment");
+    CHECK_FATAL(p && (uintptr_t)p % 64 == 0, "cpu raw_alloc alignment");
     char src[1000];
     for (int i = 0; i < 1000; i++)
         src[i] = (char)i;
-    CHECK(cpu->copy(cpu, p, src, 1000) == ST_OK && memcmp(p, src, 1000) == 0, "cpu copy");
+    CHECK_FATAL(cpu->copy(cpu, p, src, 1000) == ST_OK && memcmp(p, src, 1000) == 0, "cpu copy");
     cpu->synchronize(cpu);
     cpu->raw_free(cpu, p, 1000);
     /* the CPU device's own allocator */
     st_allocator *a = st_alloc_for(cpu);
-    CHECK(a && a == st_alloc_for(cpu), "cpu allocator");
+    CHECK_FATAL(a && a == st_alloc_for(cpu), "cpu allocator");
     st_block *b = st_alloc_block(a, 100);
-    CHECK(b && (uintptr_t)b->ptr % 64 == 0, "cpu block");
+    CHECK_FATAL(b && (uintptr_t)b->ptr % 64 == 0, "cpu block");
     st_alloc_free(a, b);
-    CHECK_OK(a);
+    CHECK_OK_FATAL(st_alloc_check(a));
 }
 
 int main(void)
@@ -673,14 +658,13 @@ int main(void)
     if (env && *env)
         seed = strtoull(env, NULL, 0);
     printf("test_alloc: seed %" PRIu64 " (set SYMTRACE_TEST_SEED to change)\n", seed);
-    test_devices();
-    test_split_merge();
-    test_peak();
-    test_oom();
-    test_steady_state(seed);
-    test_empty_cache(seed);
-    test_threads(seed);
-    test_stress(seed);
-    printf("test_alloc: all passed\n");
-    return 0;
+    RUN_TEST(test_devices());
+    RUN_TEST(test_split_merge());
+    RUN_TEST(test_peak());
+    RUN_TEST(test_oom());
+    RUN_TEST(test_steady_state(seed));
+    RUN_TEST(test_empty_cache(seed));
+    RUN_TEST(test_threads(seed));
+    RUN_TEST(test_stress(seed));
+    return st_test_exit_code("test_alloc");
 }

@@ -4,21 +4,11 @@
  * released), what is left alone (float64, ints, given results), the
  * tape's backward running with autocast off, and bad calls. */
 #include "st_runtime.h"
+#include "st_test.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-#define CHECK(c, ...)                                                   \
-    do {                                                                \
-        if (!(c)) {                                                     \
-            failures++;                                                 \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);        \
-            fprintf(stderr, __VA_ARGS__);                               \
-            fprintf(stderr, " [st_err: %s]\n", st_err_msg());           \
-        }                                                               \
-    } while (0)
 
 static st_tensor *filled(st_dtype dt, int64_t r, int64_t c, float base, float step) {
     int64_t s[2] = {r, c};
@@ -174,14 +164,9 @@ static void test_backward(void) {
 }
 
 int main(void) {
-    test_state();
-    test_policy();
-    test_apply();
-    test_backward();
-    if (failures) {
-        fprintf(stderr, "test_autocast: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_autocast: ok\n");
-    return 0;
+    RUN_TEST(test_state());
+    RUN_TEST(test_policy());
+    RUN_TEST(test_apply());
+    RUN_TEST(test_backward());
+    return st_test_exit_code("test_autocast");
 }

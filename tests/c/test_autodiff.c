@@ -15,19 +15,9 @@
 #include <string.h>
 
 #include "st_runtime.h"
+#include "st_test.h"
 
-static int failures;
 static long ncases, nchecked;
-static const char *current = "";
-
-#define CHECK(cond)                                                         \
-    do {                                                                    \
-        if (!(cond)) {                                                      \
-            fprintf(stderr, "FAIL [%s] %s:%d: %s (err: %s)\n", current,     \
-                    __FILE__, __LINE__, #cond, st_err_msg());               \
-            failures++;                                                     \
-        }                                                                   \
-    } while (0)
 
 /* ---- random numbers ---- */
 
@@ -170,7 +160,7 @@ static void begin(const char *name, st_op_id op)
     C.name = name;
     C.op = op;
     C.eps = 1e-6;
-    current = name;
+    st_test_name = name;
 }
 
 static st_meta meta(st_dtype dt, int ndim, const int64_t *shape)
@@ -305,8 +295,7 @@ static bool build_vjp(vjp_graph *vg, st_dtype fdt, const st_meta *ym)
     s.attrs = C.at;
     const st_op_def *def = st_op(C.op);
     if (!def->vjp) {
-        fprintf(stderr, "FAIL [%s]: no VJP rule\n", C.name);
-        failures++;
+        FAIL("no VJP rule");
         return false;
     }
     int og = vg->og;
@@ -319,10 +308,8 @@ static bool build_vjp(vjp_graph *vg, st_dtype fdt, const st_meta *ym)
     for (int k = 0; k < C.nargs; k++) {
         int v = vg->gi[k];
         if ((v >= 0) != C.a[k].want) {
-            fprintf(stderr, "FAIL [%s] operand %d: gradient %s (%s)\n",
-                    C.name, k, v >= 0 ? "given" : "missing",
-                    st_dtype_name(fdt));
-            failures++;
+            FAIL("operand %d: gradient %s (%s)", k, v >= 0 ? "given" : "missing",
+                 st_dtype_name(fdt));
             ok = false;
             continue;
         }
@@ -335,12 +322,9 @@ static bool build_vjp(vjp_graph *vg, st_dtype fdt, const st_meta *ym)
             same = gm->shape[d] == xm->shape[d];
         if (!same) {
             char a[96], b[96];
-            fprintf(stderr, "FAIL [%s] operand %d: gradient %s%s for an "
-                    "operand %s%s\n", C.name, k, st_dtype_name(gm->dtype),
-                    st_shape_str(gm->shape, gm->ndim, a, sizeof a),
-                    st_dtype_name(xm->dtype),
-                    st_shape_str(xm->shape, xm->ndim, b, sizeof b));
-            failures++;
+            FAIL("operand %d: gradient %s%s for an operand %s%s", k,
+                 st_dtype_name(gm->dtype), st_shape_str(gm->shape, gm->ndim, a, sizeof a),
+                 st_dtype_name(xm->dtype), st_shape_str(xm->shape, xm->ndim, b, sizeof b));
             ok = false;
         }
         st_ir_mark_output(g, v);
@@ -373,14 +357,10 @@ static void check_saves(const vjp_graph *vg)
     for (int k = 0; k < C.nargs; k++)
         if (C.a[k].kind == A_TENSOR && need[vg->ids[k]] &&
             !(saves & (1u << k))) {
-            fprintf(stderr, "FAIL [%s]: reads operand %d, not in vjp_saves "
-                    "0x%x\n", C.name, k, saves);
-            failures++;
+            FAIL("reads operand %d, not in vjp_saves 0x%x", k, saves);
         }
     if (need[vg->y] && !(saves & ST_VJP_SAVES_OUT)) {
-        fprintf(stderr, "FAIL [%s]: reads the result, not in vjp_saves\n",
-                C.name);
-        failures++;
+        FAIL("reads the result, not in vjp_saves");
     }
     free(need);
 }
@@ -427,8 +407,7 @@ static void run_case(void)
     st_tensor *bin[MAXA + 2];
     int nfin = 0;
     if (!fg || !prog_make(&fp, fg)) {
-        fprintf(stderr, "FAIL [%s]: forward: %s\n", C.name, st_err_msg());
-        failures++;
+        FAIL("forward: %s", st_err_msg());
         goto out;
     }
     for (int k = 0; k < C.nargs; k++) {
@@ -439,9 +418,7 @@ static void run_case(void)
         nfin++;
     }
     if (!prog_run(&fp, xin, &yt)) {
-        fprintf(stderr, "FAIL [%s]: forward run: %s\n", C.name,
-                st_err_msg());
-        failures++;
+        FAIL("forward run: %s", st_err_msg());
         goto out;
     }
     st_meta ym = fg->values[y].meta;
@@ -454,9 +431,7 @@ static void run_case(void)
     if (vg.g->noutputs == 0)
         goto out;
     if (!prog_make(&bp, vg.g)) {
-        fprintf(stderr, "FAIL [%s]: vjp lowering: %s\n", C.name,
-                st_err_msg());
-        failures++;
+        FAIL("vjp lowering: %s", st_err_msg());
         goto out;
     }
     /* bind NaN to what the rule must not read */
@@ -486,8 +461,7 @@ static void run_case(void)
     if (ynan)
         st_tensor_decref(ynan);
     if (!ran) {
-        fprintf(stderr, "FAIL [%s]: vjp run: %s\n", C.name, st_err_msg());
-        failures++;
+        FAIL("vjp run: %s", st_err_msg());
         goto out;
     }
     /* finite differences (or the exact expectation) per operand */
@@ -533,7 +507,7 @@ static void run_case(void)
             }
         }
         if (bad)
-            failures++;
+            st_test_failures++;
     }
     /* the same rule on float32/float16/bfloat16 operands: metas */
     dtype_pass(ST_FLOAT32);
@@ -1018,7 +992,7 @@ static void test_mixed_dtypes(void)
                                         {ST_BFLOAT16, ST_FLOAT16}};
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
         for (size_t p = 0; p < 3; p++) {
-            current = st_op(ops[i])->name;
+            st_test_name = st_op(ops[i])->name;
             st_graph *g = st_ir_graph_new();
             st_meta ma = meta(pairs[p][0], 1, SH(3));
             st_meta mb = meta(pairs[p][1], 2, SH(2, 3));
@@ -1039,7 +1013,7 @@ static void test_mixed_dtypes(void)
             st_ir_graph_free(g);
         }
     /* float32 x with float64 layer_norm weight: each grad its own dtype */
-    current = "layer_norm mixed";
+    st_test_name = "layer_norm mixed";
     st_graph *g = st_ir_graph_new();
     st_meta mx = meta(ST_FLOAT16, 2, SH(3, 4)), mw = meta(ST_FLOAT16, 1, SH(4));
     int x = st_ir_add_input(g, &mx, false), w = st_ir_add_input(g, &mw, false);
@@ -1066,7 +1040,7 @@ static void test_mixed_dtypes(void)
 
 static void test_registry(void)
 {
-    current = "registry";
+    st_test_name = "registry";
     static const st_op_id nd[] = {
         ST_OP_LOGICAL_NOT, ST_OP_EQ, ST_OP_NE, ST_OP_LT, ST_OP_LE, ST_OP_GT,
         ST_OP_GE, ST_OP_LOGICAL_AND, ST_OP_LOGICAL_OR, ST_OP_FLOOR_DIVIDE,
@@ -1074,9 +1048,7 @@ static void test_registry(void)
         ST_OP_RANDN, ST_OP_RANDINT, ST_OP_DROPOUT};
     for (size_t i = 0; i < sizeof nd / sizeof nd[0]; i++) {
         if (st_op(nd[i])->vjp != NULL) {
-            fprintf(stderr, "FAIL [registry]: %s has a VJP rule\n",
-                    st_op(nd[i])->name);
-            failures++;
+            FAIL("%s has a VJP rule", st_op(nd[i])->name);
         }
     }
     int n = 0;
@@ -1094,7 +1066,7 @@ static void test_registry(void)
 
 static void test_sum_to(void)
 {
-    current = "sum_to";
+    st_test_name = "sum_to";
     st_graph *g = st_ir_graph_new();
     st_meta m = meta(ST_FLOAT32, 3, SH(2, 3, 4));
     int v = st_ir_add_input(g, &m, false);
@@ -1130,21 +1102,16 @@ int main(void)
 {
     st_ir_autodiff_init();
     st_ir_autodiff_init();
-    test_registry();
-    test_sum_to();
-    test_mixed_dtypes();
-    unary_cases();
-    binary_cases();
-    reduce_cases();
-    matmul_cases();
-    index_cases();
-    view_cases();
-    composite_cases();
-    if (failures) {
-        fprintf(stderr, "test_autodiff: %d check(s) failed\n", failures);
-        return 1;
-    }
-    printf("test_autodiff: all checks passed (%ld cases, %ld gradient "
-           "elements checked)\n", ncases, nchecked);
-    return 0;
+    RUN_TEST(test_registry());
+    RUN_TEST(test_sum_to());
+    RUN_TEST(test_mixed_dtypes());
+    RUN_TEST(unary_cases());
+    RUN_TEST(binary_cases());
+    RUN_TEST(reduce_cases());
+    RUN_TEST(matmul_cases());
+    RUN_TEST(index_cases());
+    RUN_TEST(view_cases());
+    RUN_TEST(composite_cases());
+    printf("test_autodiff: %ld cases, %ld gradient elements checked\n", ncases, nchecked);
+    return st_test_exit_code("test_autodiff");
 }

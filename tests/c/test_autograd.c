@@ -3,21 +3,11 @@
  * second-backward error, in-place checks, custom nodes, grad(), gradient
  * hooks and retain_grad, and that nodes and saved tensors are released. */
 #include "st_runtime.h"
+#include "st_test.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-#define CHECK(c, ...)                                                   \
-    do {                                                                \
-        if (!(c)) {                                                     \
-            failures++;                                                 \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);        \
-            fprintf(stderr, __VA_ARGS__);                               \
-            fprintf(stderr, " [st_err: %s]\n", st_err_msg());           \
-        }                                                               \
-    } while (0)
 
 static st_tensor *vec(int n, const float *v, bool rg) {
     int64_t s[1] = {n};
@@ -274,16 +264,11 @@ static void test_hooks(void) {
 }
 
 int main(void) {
-    test_basic();
-    test_broadcast_and_grad();
-    test_inplace_checks();
-    test_custom();
-    test_release();
-    test_hooks();
-    if (failures) {
-        fprintf(stderr, "test_autograd: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_autograd: ok\n");
-    return 0;
+    RUN_TEST(test_basic());
+    RUN_TEST(test_broadcast_and_grad());
+    RUN_TEST(test_inplace_checks());
+    RUN_TEST(test_custom());
+    RUN_TEST(test_release());
+    RUN_TEST(test_hooks());
+    return st_test_exit_code("test_autograd");
 }

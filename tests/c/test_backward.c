@@ -15,18 +15,7 @@
 #include <string.h>
 
 #include "st_runtime.h"
-
-static int failures;
-static const char *current = "";
-
-#define CHECK(cond)                                                         \
-    do {                                                                    \
-        if (!(cond)) {                                                      \
-            fprintf(stderr, "FAIL [%s] %s:%d: %s (err: %s)\n", current,     \
-                    __FILE__, __LINE__, #cond, st_err_msg());               \
-            failures++;                                                     \
-        }                                                                   \
-    } while (0)
+#include "st_test.h"
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;
 
@@ -126,7 +115,7 @@ static double tget(const st_tensor *t, int64_t lin)
 static void check_case(const char *name, st_graph *g, st_tensor **inputs,
                        const int *wrt_pos, int nwrt, int expect_nsaved)
 {
-    current = name;
+    st_test_name = name;
     st_err_clear();
     int wrt[16];
     for (int k = 0; k < nwrt; k++)
@@ -142,9 +131,7 @@ static void check_case(const char *name, st_graph *g, st_tensor **inputs,
     CHECK(info.grad_input == info.nsaved);
     CHECK(bwd->noutputs == nwrt);
     if (expect_nsaved >= 0 && info.nsaved != expect_nsaved) {
-        fprintf(stderr, "FAIL [%s]: %d saved values, expected %d\n", name,
-                info.nsaved, expect_nsaved);
-        failures++;
+        FAIL("%d saved values, expected %d", info.nsaved, expect_nsaved);
     }
     for (int k = 0; k < info.nsaved; k++)
         CHECK(info.saved[k] != info.loss ||
@@ -168,13 +155,11 @@ static void check_case(const char *name, st_graph *g, st_tensor **inputs,
         goto out;
     CHECK(fs->noutputs == g->noutputs + info.nsaved);
     if (!prog_make(&pf, g) || !prog_make(&pfs, fs) || !prog_make(&pb, bwd)) {
-        fprintf(stderr, "FAIL [%s]: lowering: %s\n", name, st_err_msg());
-        failures++;
+        FAIL("lowering: %s", st_err_msg());
         goto out;
     }
     if (!prog_run(&pfs, inputs, fouts)) {
-        fprintf(stderr, "FAIL [%s]: forward: %s\n", name, st_err_msg());
-        failures++;
+        FAIL("forward: %s", st_err_msg());
         goto out;
     }
     for (int k = 0; k < info.nsaved; k++) {
@@ -186,8 +171,7 @@ static void check_case(const char *name, st_graph *g, st_tensor **inputs,
     for (int64_t i = 0; i < st_tensor_numel(bin[info.nsaved]); i++)
         f64(bin[info.nsaved])[i] = 1.0;
     if (!prog_run(&pb, bin, bouts)) {
-        fprintf(stderr, "FAIL [%s]: backward: %s\n", name, st_err_msg());
-        failures++;
+        FAIL("backward: %s", st_err_msg());
         goto out;
     }
     /* finite differences of sum(loss) */
@@ -220,10 +204,8 @@ static void check_case(const char *name, st_graph *g, st_tensor **inputs,
             if (err > worst)
                 worst = err;
             if (err > 1e-4) {
-                fprintf(stderr, "FAIL [%s]: d/d(input %d)[%lld]: backward "
-                        "%.9g, finite differences %.9g\n", name, wrt_pos[k],
-                        (long long)i, an, fd);
-                failures++;
+                FAIL("d/d(input %d)[%lld]: backward %.9g, finite differences %.9g",
+                     wrt_pos[k], (long long)i, an, fd);
                 goto out;
             }
         }
@@ -259,9 +241,7 @@ static int S(st_graph *g, st_op_id op, int a, int b, const st_attrs *at)
     int in[2] = {a, b}, out[ST_MAX_OUT];
     st_attrs z = A();
     if (st_ir_add_stmt(g, op, in, b < 0 ? 1 : 2, at ? at : &z, out) < 0) {
-        fprintf(stderr, "FAIL [%s]: building %s: %s\n", current,
-                st_op(op)->name, st_err_msg());
-        failures++;
+        FAIL("building %s: %s", st_op(op)->name, st_err_msg());
         exit(1);
     }
     return out[0];
@@ -288,7 +268,7 @@ static void free_inputs(st_tensor **in, int n)
 /* x[4,6] -> linear(W1,b1) -> relu -> linear(W2,b2) -> loss */
 static void test_mlp(bool nll)
 {
-    current = nll ? "mlp_log_softmax_nll" : "mlp_cross_entropy";
+    st_test_name = nll ? "mlp_log_softmax_nll" : "mlp_cross_entropy";
     st_graph *g = st_ir_graph_new();
     st_meta mx = meta(ST_FLOAT64, 2, 4, 6, 0), mw1 = meta(ST_FLOAT64, 2, 6, 8, 0),
             mb1 = meta(ST_FLOAT64, 1, 8, 0, 0), mw2 = meta(ST_FLOAT64, 2, 8, 5, 0),
@@ -325,7 +305,7 @@ static void test_mlp(bool nll)
                         rand_input(&mb1, 0), rand_input(&mw2, 0),
                         rand_input(&mb2, 0), rand_input(&mt, 5)};
     int wrt[5] = {1, 2, 3, 4, 0};
-    check_case(current, g, in, wrt, 5, -1);
+    check_case(st_test_name, g, in, wrt, 5, -1);
     free_inputs(in, 6);
     st_ir_graph_free(g);
 }
@@ -334,7 +314,7 @@ static void test_mlp(bool nll)
  * -> residual -> reshape -> mean of squares */
 static void test_attention(void)
 {
-    current = "layer_norm_attention";
+    st_test_name = "layer_norm_attention";
     st_graph *g = st_ir_graph_new();
     st_meta mx = meta(ST_FLOAT64, 3, 2, 4, 8), mv = meta(ST_FLOAT64, 1, 8, 0, 0),
             mw = meta(ST_FLOAT64, 2, 8, 8, 0);
@@ -374,7 +354,7 @@ static void test_attention(void)
     for (int i = 0; i < 6; i++)
         in[i] = rand_input(&g->values[g->inputs[i]].meta, 0);
     int wrt[6] = {0, 1, 2, 3, 4, 5};
-    check_case(current, g, in, wrt, 6, -1);
+    check_case(st_test_name, g, in, wrt, 6, -1);
     free_inputs(in, 6);
     st_ir_graph_free(g);
 }
@@ -386,7 +366,7 @@ static void test_attention(void)
  * gradient is right (finite differences) */
 static void test_transposed_operand(void)
 {
-    current = "transposed_operand";
+    st_test_name = "transposed_operand";
     st_graph *g = st_ir_graph_new();
     st_meta mq = meta(ST_FLOAT64, 3, 2, 5, 3), mk = meta(ST_FLOAT64, 3, 2, 4, 3),
             mw = meta(ST_FLOAT64, 3, 2, 5, 4);
@@ -404,7 +384,7 @@ static void test_transposed_operand(void)
     for (int i = 0; i < 3; i++)
         in[i] = rand_input(&g->values[g->inputs[i]].meta, 0);
     int wrt[2] = {0, 1};
-    check_case(current, g, in, wrt, 2, -1);
+    check_case(st_test_name, g, in, wrt, 2, -1);
     int wv[2] = {q, k};
     st_graph *bwd = NULL;
     st_ir_bwd_info info;
@@ -432,7 +412,7 @@ static void test_transposed_operand(void)
  * stops its path, u gets zeros; saved: exp(w) only... and x */
 static void test_cut_and_unused(void)
 {
-    current = "cut_and_unused";
+    st_test_name = "cut_and_unused";
     st_graph *g = st_ir_graph_new();
     st_meta m = meta(ST_FLOAT64, 2, 3, 4, 0);
     int x = st_ir_add_input(g, &m, true), w = st_ir_add_input(g, &m, true);
@@ -448,7 +428,7 @@ static void test_cut_and_unused(void)
     st_tensor *in[3] = {rand_input(&m, 0), rand_input(&m, 0), rand_input(&m, 0)};
     int wrt[3] = {0, 1, 2};
     /* d/dx = mask (saved), d/dw = exp(w) (saved); x itself is not read */
-    check_case(current, g, in, wrt, 3, 2);
+    check_case(st_test_name, g, in, wrt, 3, 2);
     free_inputs(in, 3);
     st_ir_graph_free(g);
 }
@@ -456,7 +436,7 @@ static void test_cut_and_unused(void)
 /* add + broadcast + sum: nothing needs saving */
 static void test_nothing_saved(void)
 {
-    current = "nothing_saved";
+    st_test_name = "nothing_saved";
     st_graph *g = st_ir_graph_new();
     st_meta m = meta(ST_FLOAT64, 2, 3, 4, 0), mb = meta(ST_FLOAT64, 1, 4, 0, 0);
     int x = st_ir_add_input(g, &m, false), b = st_ir_add_input(g, &mb, true);
@@ -465,14 +445,14 @@ static void test_nothing_saved(void)
     st_ir_mark_output(g, loss);
     st_tensor *in[2] = {rand_input(&m, 0), rand_input(&mb, 0)};
     int wrt[2] = {0, 1};
-    check_case(current, g, in, wrt, 2, 0);
+    check_case(st_test_name, g, in, wrt, 2, 0);
     free_inputs(in, 2);
     st_ir_graph_free(g);
 }
 
 static void test_bad_input(void)
 {
-    current = "bad_input";
+    st_test_name = "bad_input";
     st_graph *bwd = (st_graph *)1;
     st_ir_bwd_info info;
     memset(&info, 0, sizeof info);
@@ -535,7 +515,7 @@ static st_tensor *eager_scalar(st_op_id op, st_tensor *a, double v)
 
 static void test_trace_vs_tape(void)
 {
-    current = "trace_vs_tape";
+    st_test_name = "trace_vs_tape";
     st_meta mx = meta(ST_FLOAT64, 2, 4, 6, 0), mw = meta(ST_FLOAT64, 2, 6, 3, 0),
             mb = meta(ST_FLOAT64, 1, 3, 0, 0);
     st_tensor *x = rand_input(&mx, 0), *w = rand_input(&mw, 0),
@@ -614,7 +594,7 @@ static void test_trace_vs_tape(void)
         st_ir_graph_free(fs);
         st_ir_graph_free(bwd);
         st_ir_bwd_info_clear(&info);
-        printf("ok %-28s %d statements\n", current, g->nstmts);
+        printf("ok %-28s %d statements\n", st_test_name, g->nstmts);
     }
     for (int k = 0; k < nins; k++)
         st_tensor_decref(ins[k]);
@@ -642,7 +622,7 @@ static void test_trace_vs_tape(void)
  * the decoder's dense gradient: no zero fill, no dense add in the graph. */
 static void test_tied_embedding(void)
 {
-    current = "tied_embedding";
+    st_test_name = "tied_embedding";
     st_graph *g = st_ir_graph_new();
     st_meta mw = meta(ST_FLOAT64, 2, 6, 4, 0), mi = meta(ST_INT64, 1, 5, 0, 0);
     int w = st_ir_add_input(g, &mw, true), idx = st_ir_add_input(g, &mi, false);
@@ -677,7 +657,7 @@ static void test_tied_embedding(void)
     st_tensor *in[2] = {rand_input(&mw, 0), rand_input(&mi, 6)};
     ((int64_t *)st_tensor_data(in[1]))[3] = ((int64_t *)st_tensor_data(in[1]))[1];
     int wrt[1] = {0};
-    check_case(current, g, in, wrt, 1, -1); /* finite differences, repeated row */
+    check_case(st_test_name, g, in, wrt, 1, -1); /* finite differences, repeated row */
     free_inputs(in, 2);
     st_ir_graph_free(g);
 }
@@ -690,7 +670,7 @@ static void test_tied_embedding(void)
  * loss = sum((x * 3) @ W) + sum(x * x) saves x, x * 3 and W. */
 static void test_remat(void)
 {
-    current = "remat_gelu_shape";
+    st_test_name = "remat_gelu_shape";
     st_graph *g = st_ir_graph_new();
     st_meta m = meta(ST_FLOAT64, 2, 3, 4, 0);
     int x = st_ir_add_input(g, &m, true);
@@ -701,11 +681,11 @@ static void test_remat(void)
     st_ir_mark_output(g, loss);
     st_tensor *in[1] = {rand_input(&m, 0)};
     int wrt[1] = {0};
-    check_case(current, g, in, wrt, 1, 1);
+    check_case(st_test_name, g, in, wrt, 1, 1);
     free_inputs(in, 1);
     st_ir_graph_free(g);
 
-    current = "remat_not_into_a_product";
+    st_test_name = "remat_not_into_a_product";
     g = st_ir_graph_new();
     st_meta mw = meta(ST_FLOAT64, 2, 4, 5, 0);
     x = st_ir_add_input(g, &m, true);
@@ -716,7 +696,7 @@ static void test_remat(void)
     st_ir_mark_output(g, loss);
     st_tensor *in2[2] = {rand_input(&m, 0), rand_input(&mw, 0)};
     int wrt2[2] = {0, 1};
-    check_case(current, g, in2, wrt2, 2, 3);
+    check_case(st_test_name, g, in2, wrt2, 2, 3);
     free_inputs(in2, 2);
     st_ir_graph_free(g);
 }
@@ -724,20 +704,15 @@ static void test_remat(void)
 int main(void)
 {
     st_ir_autodiff_init();
-    test_mlp(false);
-    test_mlp(true);
-    test_attention();
-    test_transposed_operand();
-    test_cut_and_unused();
-    test_nothing_saved();
-    test_remat();
-    test_bad_input();
-    test_trace_vs_tape();
-    test_tied_embedding();
-    if (failures) {
-        fprintf(stderr, "%d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_backward: all passed\n");
-    return 0;
+    RUN_TEST(test_mlp(false));
+    RUN_TEST(test_mlp(true));
+    RUN_TEST(test_attention());
+    RUN_TEST(test_transposed_operand());
+    RUN_TEST(test_cut_and_unused());
+    RUN_TEST(test_nothing_saved());
+    RUN_TEST(test_remat());
+    RUN_TEST(test_bad_input());
+    RUN_TEST(test_trace_vs_tape());
+    RUN_TEST(test_tied_embedding());
+    return st_test_exit_code("test_backward");
 }

@@ -19,19 +19,8 @@
 #include "st_runtime.h"
 #ifdef ST_HAVE_LLVM
 #include "st_llvm.h"
+#include "st_test.h"
 #endif
-
-static int failures;
-static const char *current = "";
-
-#define CHECK(cond)                                                         \
-    do {                                                                    \
-        if (!(cond)) {                                                      \
-            fprintf(stderr, "FAIL [%s] %s:%d: %s (err: %s)\n", current,     \
-                    __FILE__, __LINE__, #cond, st_err_msg());               \
-            failures++;                                                     \
-        }                                                                   \
-    } while (0)
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static double urand(void)
@@ -133,7 +122,7 @@ static void test_two_outputs(const char *backend)
 {
     static char name[64];
     snprintf(name, sizeof name, "two_outputs/%s", backend);
-    current = name;
+    st_test_name = name;
     st_graph *g = two_out_graph();
     CHECK(g != NULL);
     if (!g)
@@ -258,7 +247,7 @@ static void test_two_outputs(const char *backend)
 /* y = exp(x) * 2 inside a stop-gradient region, z = y * x: dz/dx = y. */
 static void test_stop_gradient(void)
 {
-    current = "stop_gradient";
+    st_test_name = "stop_gradient";
     st_graph *g = st_ir_graph_new();
     st_meta m = meta2(ST_FLOAT64, 2, 3);
     int x = st_ir_add_input(g, &m, true);
@@ -310,7 +299,7 @@ static void test_stop_gradient(void)
  * dy/dx = 3 * g * x (deliberately not 2x), then z = sum(y * w). */
 static void test_custom_region(void)
 {
-    current = "custom_region";
+    st_test_name = "custom_region";
     st_graph *g = st_ir_graph_new();
     st_meta m = meta2(ST_FLOAT64, 2, 3);
     int x = st_ir_add_input(g, &m, true);
@@ -364,7 +353,7 @@ static void test_custom_region(void)
 /* out = x + 1 visible; x's new value x * 2 written back. */
 static void test_writeback(void)
 {
-    current = "writeback";
+    st_test_name = "writeback";
     st_graph *g = st_ir_graph_new();
     st_meta m = meta2(ST_FLOAT64, 2, 2);
     int x = st_ir_add_input(g, &m, false);
@@ -399,7 +388,7 @@ static void test_writeback(void)
  * working with output 0 as the loss. */
 static void test_multi_args(void)
 {
-    current = "multi_args";
+    st_test_name = "multi_args";
     st_graph *g = two_out_graph();
     int wrt = g->inputs[1];
     st_graph *b = NULL;
@@ -433,7 +422,7 @@ static st_tensor *eager2(st_op_id op, st_tensor *a, st_tensor *b, double sc,
 /* in-place writes: abort restores, end2 reports the written input */
 static void test_trace_writeback_and_abort(void)
 {
-    current = "trace_writeback_abort";
+    st_test_name = "trace_writeback_abort";
     st_meta m = meta2(ST_FLOAT64, 2, 2);
     st_tensor *x = rand_t(&m), *y = rand_t(&m);
     double before[4];
@@ -492,7 +481,7 @@ static void test_trace_writeback_and_abort(void)
  * y = x * x, backward traced as g * 10 (deliberately not 2x) */
 static void test_trace_region(void)
 {
-    current = "trace_region";
+    st_test_name = "trace_region";
     st_meta m = meta2(ST_FLOAT64, 2, 3);
     st_tensor *x = rand_t(&m);
     x->requires_grad = true;
@@ -537,22 +526,17 @@ static void test_trace_region(void)
 int main(void)
 {
     st_ir_autodiff_init();
-    test_two_outputs("interp");
-    test_two_outputs("eager");
+    RUN_TEST(test_two_outputs("interp"));
+    RUN_TEST(test_two_outputs("eager"));
 #ifdef ST_HAVE_LLVM
     if (st_llvm_backend())
-        test_two_outputs("llvm");
+        RUN_TEST(test_two_outputs("llvm"));
 #endif
-    test_stop_gradient();
-    test_custom_region();
-    test_writeback();
-    test_multi_args();
-    test_trace_writeback_and_abort();
-    test_trace_region();
-    if (failures) {
-        fprintf(stderr, "test_cfn: %d failures\n", failures);
-        return 1;
-    }
-    printf("test_cfn: all passed\n");
-    return 0;
+    RUN_TEST(test_stop_gradient());
+    RUN_TEST(test_custom_region());
+    RUN_TEST(test_writeback());
+    RUN_TEST(test_multi_args());
+    RUN_TEST(test_trace_writeback_and_abort());
+    RUN_TEST(test_trace_region());
+    return st_test_exit_code("test_cfn");
 }

@@ -49,6 +49,7 @@
 
 #include "cudaemu_internal.h"
 #include "random_graph.h"
+#include "st_test.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define SANITIZED 1
@@ -61,19 +62,7 @@
 #define SANITIZED 0
 #endif
 
-static int failures, checks;
 static st_backend *EB, *IB;
-
-#define CHECK(cond, ...)                                                    \
-    do {                                                                    \
-        checks++;                                                           \
-        if (!(cond)) {                                                      \
-            failures++;                                                     \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                     \
-            printf(__VA_ARGS__);                                            \
-            printf(" (err: %s)\n", st_err_msg());                           \
-        }                                                                   \
-    } while (0)
 
 static double now_s(void)
 {
@@ -1206,7 +1195,7 @@ static void report(const bprog *b, const char *what)
         printf("%s", ks ? ks : "");
         free(ks);
     }
-    failures++;
+    st_test_failures++;
 }
 
 /* Runs the programs of ps[0..n) with interp and with cudaemu, their
@@ -1237,7 +1226,7 @@ static int run_batch(bprog *ps, int n)
     batch_handle[1] = jobs[1].h;
     for (int j = 0; j < n && ok; j++) {
         bprog *b = &ps[j];
-        checks++;
+        st_test_checks++;
         results ri, re;
         void *hi = IB->compile(IB, b->p->kernels, b->p->nkernels);
         st_status si = hi ? exec_prog(b->p, IB, hi, b->ins, &ri, NULL) : st_err_kind();
@@ -1555,7 +1544,7 @@ static void test_every_op(void)
 static void test_random_graphs(int n)
 {
     int kernels = 0;
-    for (int it = 0; it < n && failures < 20; it += BATCH)
+    for (int it = 0; it < n && st_test_failures < 20; it += BATCH)
         kernels += run_random_batch(it, it + BATCH < n ? it + BATCH : n);
     printf("random graphs: %d (seed %llu), %d distinct kernels\n", n,
            (unsigned long long)base_seed, kernels);
@@ -1581,27 +1570,27 @@ int main(void)
             setenv("SYMTRACE_CUDAEMU_REVERSE", "1", 1);
         printf("-- %s order\n", rev ? "reverse" : "forward");
         double t1 = now_s();
-        test_scheduler();
-        test_elementwise();
+        RUN_TEST(test_scheduler());
+        RUN_TEST(test_elementwise());
         printf("scheduler, elementwise: %.1f s\n", now_s() - t1);
         t1 = now_s();
-        test_reductions();
-        test_argreduce();
+        RUN_TEST(test_reductions());
+        RUN_TEST(test_argreduce());
         printf("reductions: %.1f s\n", now_s() - t1);
         t1 = now_s();
-        test_composites();
-        test_colreduce();
+        RUN_TEST(test_composites());
+        RUN_TEST(test_colreduce());
         printf("composites, column reductions: %.1f s\n", now_s() - t1);
         t1 = now_s();
-        test_gather();
-        test_matmul();
-        test_random();
+        RUN_TEST(test_gather());
+        RUN_TEST(test_matmul());
+        RUN_TEST(test_random());
         printf("gather, matmul, random: %.1f s\n", now_s() - t1);
         t1 = now_s();
-        test_every_op();
+        RUN_TEST(test_every_op());
         printf("every op: %.1f s\n", now_s() - t1);
         t1 = now_s();
-        test_random_graphs(ng && *ng ? atoi(ng) : SANITIZED ? 20 : 60);
+        RUN_TEST(test_random_graphs(ng && *ng ? atoi(ng) : SANITIZED ? 20 : 60));
         printf("random graphs: %.1f s\n", now_s() - t1);
     }
     unsetenv("SYMTRACE_CUDAEMU_REVERSE");
@@ -1609,6 +1598,6 @@ int main(void)
            "col %d (sliced %d), matmul direct %d, _epi %d, NVRTC kernel %d\n", cov.vec,
            cov.bcast, cov.ew_scalar, cov.unravel, cov.warp_rows, cov.block_rows, cov.col,
            cov.col_sliced, cov.mm_direct, cov.mm_epi, cov.mm_kernel);
-    printf("%d checks, %d failures (%.1f s)\n", checks, failures, now_s() - t0);
-    return failures ? 1 : 0;
+    printf("test_cudaemu: %.1f s\n", now_s() - t0);
+    return st_test_exit_code("test_cudaemu");
 }

@@ -2,21 +2,11 @@
  * fusion/, run by the interp backend through the executor, with the kernel
  * cache keyed on (op, attrs, dtypes, rank, layout) and not on sizes. */
 #include "st_runtime.h"
+#include "st_test.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-#define CHECK(c, ...)                                                   \
-    do {                                                                \
-        if (!(c)) {                                                     \
-            failures++;                                                 \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);        \
-            fprintf(stderr, __VA_ARGS__);                               \
-            fprintf(stderr, " [st_err: %s]\n", st_err_msg());           \
-        }                                                               \
-    } while (0)
 
 static st_tensor *filled(int ndim, const int64_t *shape, float base) {
     st_tensor *t = st_tensor_empty(st_rt_cpu(), ST_FLOAT32, ndim, shape);
@@ -159,14 +149,9 @@ static void test_memory_returns(void) {
 }
 
 int main(void) {
-    test_add_and_cache();
-    test_softmax_strided();
-    test_inplace_and_errors();
-    test_memory_returns();
-    if (failures) {
-        fprintf(stderr, "test_eager: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_eager: ok\n");
-    return 0;
+    RUN_TEST(test_add_and_cache());
+    RUN_TEST(test_softmax_strided());
+    RUN_TEST(test_inplace_and_errors());
+    RUN_TEST(test_memory_returns());
+    return st_test_exit_code("test_eager");
 }

@@ -15,18 +15,7 @@
 
 #include "random_graph.h"
 #include "st_runtime.h"
-
-static int failures;
-static const char *current = "";
-
-#define CHECK(cond)                                                         \
-    do {                                                                    \
-        if (!(cond)) {                                                      \
-            failures++;                                                     \
-            fprintf(stderr, "FAIL [%s] %s:%d: %s (err: %s)\n", current,     \
-                    __FILE__, __LINE__, #cond, st_err_msg());               \
-        }                                                                   \
-    } while (0)
+#include "st_test.h"
 
 static st_fuse_options opts(int fusion, int red, int mm, int maxops)
 {
@@ -203,10 +192,10 @@ static int check_all_knobs(const st_graph *g, st_tensor **ins, double tol)
                 int nk = run(g, &o, ins, &got);
                 CHECK(nk >= 0);
                 if (nk >= 0 && !same(&ref, &got, tol)) {
-                    failures++;
+                    st_test_failures++;
                     fprintf(stderr, "FAIL [%s] results differ with "
                             "fuse_reductions=%d fuse_matmul_epilogue=%d "
-                            "max_fused_ops=%d\n", current, red, mm, mx);
+                            "max_fused_ops=%d\n", st_test_name, red, mm, mx);
                 }
                 if (mx == 1)
                     CHECK(nk == nref); /* one statement per kernel */
@@ -248,7 +237,7 @@ static int lower_count(const st_graph *g, st_kernel_kind *kind0)
 
 static void test_softmax(bool log, st_dtype dt)
 {
-    current = log ? "log_softmax" : "softmax";
+    st_test_name = log ? "log_softmax" : "softmax";
     st_graph *g = st_ir_graph_new();
     int64_t sh[3] = {3, 4, 37};
     int x = input(g, dt, 3, sh);
@@ -268,7 +257,7 @@ static void test_softmax(bool log, st_dtype dt)
 
 static void test_softmax_dim0(void)
 {
-    current = "softmax over dim 0";
+    st_test_name = "softmax over dim 0";
     st_graph *g = st_ir_graph_new();
     int64_t sh[2] = {7, 5};
     int x = input(g, ST_FLOAT32, 2, sh);
@@ -285,7 +274,7 @@ static void test_softmax_dim0(void)
 
 static void test_layer_norm(st_dtype dt, bool affine)
 {
-    current = dt == ST_FLOAT16 ? "layer_norm f16" : "layer_norm";
+    st_test_name = dt == ST_FLOAT16 ? "layer_norm f16" : "layer_norm";
     st_graph *g = st_ir_graph_new();
     int64_t sh[3] = {2, 3, 40}, wsh[1] = {40};
     int in[3];
@@ -318,8 +307,8 @@ static void test_layer_norm(st_dtype dt, bool affine)
 
 static void test_cross_entropy(int reduction)
 {
-    current = reduction == 0 ? "cross_entropy none"
-              : reduction == 1 ? "cross_entropy mean" : "cross_entropy sum";
+    st_test_name = reduction == 0 ? "cross_entropy none"
+                   : reduction == 1 ? "cross_entropy mean" : "cross_entropy sum";
     st_graph *g = st_ir_graph_new();
     int64_t sh[2] = {6, 9}, tsh[1] = {6};
     int in[2] = {input(g, ST_FLOAT32, 2, sh), input(g, ST_INT64, 1, tsh)};
@@ -330,7 +319,7 @@ static void test_cross_entropy(int reduction)
     CHECK(y >= 0);
     st_ir_mark_output(g, y);
     int n = lower_count(g, NULL);
-    printf("  %s: %d kernels\n", current, n);
+    printf("  %s: %d kernels\n", st_test_name, n);
     CHECK(n >= 1 && n <= 4);
     st_tensor *ins[2] = {tensor_rand(ST_FLOAT32, 2, sh),
                          tensor_rand(ST_INT64, 1, tsh)};
@@ -341,7 +330,7 @@ static void test_cross_entropy(int reduction)
 
 static void test_gelu(bool tanh_form)
 {
-    current = tanh_form ? "gelu tanh" : "gelu";
+    st_test_name = tanh_form ? "gelu tanh" : "gelu";
     st_graph *g = st_ir_graph_new();
     int64_t sh[2] = {5, 33};
     int x = input(g, ST_FLOAT32, 2, sh);
@@ -359,7 +348,7 @@ static void test_gelu(bool tanh_form)
 /* exp, mul, add (broadcast), tanh, sub: one kernel. */
 static void test_chain(void)
 {
-    current = "elementwise chain";
+    st_test_name = "elementwise chain";
     st_graph *g = st_ir_graph_new();
     int64_t sh[2] = {6, 300}, bsh[1] = {300};
     int x = input(g, ST_FLOAT32, 2, sh);
@@ -384,7 +373,7 @@ static void test_chain(void)
 /* linear (x @ w.T + b), gelu, + residual: one matmul kernel. */
 static void test_linear_gelu(st_dtype dt)
 {
-    current = dt == ST_FLOAT16 ? "linear+gelu f16" : "linear+gelu";
+    st_test_name = dt == ST_FLOAT16 ? "linear+gelu f16" : "linear+gelu";
     st_graph *g = st_ir_graph_new();
     int64_t xs[3] = {2, 5, 16}, ws[2] = {24, 16}, bs[1] = {24},
             rs[3] = {2, 5, 24};
@@ -426,7 +415,7 @@ static void test_linear_gelu(st_dtype dt)
  * step between kernels, never a copy kernel. */
 static void test_view_between(void)
 {
-    current = "view between ops";
+    st_test_name = "view between ops";
     st_graph *g = st_ir_graph_new();
     int64_t sh[2] = {4, 7};
     int x = input(g, ST_FLOAT32, 2, sh);
@@ -467,7 +456,7 @@ static void test_view_between(void)
  * intermediate also read outside (stored), dropout (random). */
 static void test_misc(void)
 {
-    current = "reduce middle + epilogue";
+    st_test_name = "reduce middle + epilogue";
     st_graph *g = st_ir_graph_new();
     int64_t sh[3] = {3, 50, 4}, bsh[2] = {3, 4};
     int x = input(g, ST_FLOAT32, 3, sh);
@@ -496,7 +485,7 @@ static void test_misc(void)
 
 static void test_random_dags(void)
 {
-    current = "random DAGs";
+    st_test_name = "random DAGs";
     int fused_fewer = 0;
     for (int it = 0; it < 300; it++) {
         st_graph *g = st_ir_graph_new();
@@ -511,7 +500,7 @@ static void test_random_dags(void)
         int nk = run(g, &o, ins, &got);
         CHECK(nk >= 0);
         if (nk >= 0 && nref >= 0 && !same(&ref, &got, 1e-9)) {
-            failures++;
+            st_test_failures++;
             char *s = st_ir_print(g);
             fprintf(stderr, "FAIL [random DAG %d] fused (%d %d %d) differs "
                     "from unfused:\n%s\n", it, o.fuse_reductions,
@@ -542,7 +531,7 @@ static void test_random_dags(void)
 
 static void test_config_and_dump(void)
 {
-    current = "config";
+    st_test_name = "config";
     st_fuse_options *c = st_fuse_config();
     CHECK(c != NULL);
     /* set by main before the first use */
@@ -552,7 +541,7 @@ static void test_config_and_dump(void)
     CHECK(st_fuse_config() == c);
     c->fuse_matmul_epilogue = 1;
 
-    current = "dump dir";
+    st_test_name = "dump dir";
     char dir[] = "/tmp/st_fuse_dumpXXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     setenv("SYMTRACE_DUMP_DIR", dir, 1);
@@ -599,7 +588,7 @@ static void test_config_and_dump(void)
  * verifier refuses an unravel buffer that is stored to */
 static void test_unravel_reshape(void)
 {
-    current = "unravel reshape";
+    st_test_name = "unravel reshape";
     st_graph *g = st_ir_graph_new();
     int64_t sx[3] = {3, 4, 5}, sy[2] = {20, 3};
     int x = input(g, ST_FLOAT32, 3, sx), y = input(g, ST_FLOAT32, 2, sy);
@@ -675,30 +664,25 @@ int main(void)
     setenv("SYMTRACE_FUSE_MATMUL_EPILOGUE", "0", 1);
     setenv("SYMTRACE_MAX_FUSED_OPS", "bogus", 1);
     unsetenv("SYMTRACE_FUSE_REDUCTIONS");
-    test_config_and_dump();
-    test_softmax(false, ST_FLOAT32);
-    test_softmax(true, ST_FLOAT32);
-    test_softmax(false, ST_FLOAT16);
-    test_softmax_dim0();
-    test_layer_norm(ST_FLOAT32, true);
-    test_layer_norm(ST_FLOAT32, false);
-    test_layer_norm(ST_FLOAT16, true);
-    test_cross_entropy(0);
-    test_cross_entropy(1);
-    test_cross_entropy(2);
-    test_gelu(false);
-    test_gelu(true);
-    test_chain();
-    test_linear_gelu(ST_FLOAT32);
-    test_linear_gelu(ST_FLOAT16);
-    test_view_between();
-    test_unravel_reshape();
-    test_misc();
-    test_random_dags();
-    if (failures) {
-        fprintf(stderr, "test_fuse: %d check(s) failed\n", failures);
-        return 1;
-    }
-    printf("test_fuse: all checks passed\n");
-    return 0;
+    RUN_TEST(test_config_and_dump());
+    RUN_TEST(test_softmax(false, ST_FLOAT32));
+    RUN_TEST(test_softmax(true, ST_FLOAT32));
+    RUN_TEST(test_softmax(false, ST_FLOAT16));
+    RUN_TEST(test_softmax_dim0());
+    RUN_TEST(test_layer_norm(ST_FLOAT32, true));
+    RUN_TEST(test_layer_norm(ST_FLOAT32, false));
+    RUN_TEST(test_layer_norm(ST_FLOAT16, true));
+    RUN_TEST(test_cross_entropy(0));
+    RUN_TEST(test_cross_entropy(1));
+    RUN_TEST(test_cross_entropy(2));
+    RUN_TEST(test_gelu(false));
+    RUN_TEST(test_gelu(true));
+    RUN_TEST(test_chain());
+    RUN_TEST(test_linear_gelu(ST_FLOAT32));
+    RUN_TEST(test_linear_gelu(ST_FLOAT16));
+    RUN_TEST(test_view_between());
+    RUN_TEST(test_unravel_reshape());
+    RUN_TEST(test_misc());
+    RUN_TEST(test_random_dags());
+    return st_test_exit_code("test_fuse");
 }

@@ -10,29 +10,7 @@
 #include <string.h>
 
 #include "st_runtime.h"
-
-static int failures;
-static const char *current = "";
-
-#define CHECK(cond)                                                         \
-    do {                                                                    \
-        if (!(cond)) {                                                      \
-            fprintf(stderr, "FAIL [%s] %s:%d: %s (err: %s)\n", current,     \
-                    __FILE__, __LINE__, #cond, st_err_msg());               \
-            failures++;                                                     \
-        }                                                                   \
-    } while (0)
-
-/* Like CHECK but leaves the current test function when it fails. */
-#define REQUIRE(cond)                                                       \
-    do {                                                                    \
-        if (!(cond)) {                                                      \
-            fprintf(stderr, "FAIL [%s] %s:%d: %s (err: %s)\n", current,     \
-                    __FILE__, __LINE__, #cond, st_err_msg());               \
-            failures++;                                                     \
-            goto out;                                                       \
-        }                                                                   \
-    } while (0)
+#include "st_test.h"
 
 /* ---- graph building helpers ---- */
 
@@ -117,13 +95,13 @@ static st_kprog *lower_checked(const st_graph *g)
 static bool kinds_are(const st_kprog *p, const st_kernel_kind *ks, int n)
 {
     if (p->nkernels != n) {
-        fprintf(stderr, "  [%s] %d kernels, expected %d\n", current,
+        fprintf(stderr, "  [%s] %d kernels, expected %d\n", st_test_name,
                 p->nkernels, n);
         return false;
     }
     for (int i = 0; i < n; i++)
         if (p->kernels[i].kind != ks[i]) {
-            fprintf(stderr, "  [%s] kernel %d kind %d, expected %d\n", current,
+            fprintf(stderr, "  [%s] kernel %d kind %d, expected %d\n", st_test_name,
                     i, p->kernels[i].kind, ks[i]);
             return false;
         }
@@ -160,7 +138,7 @@ static void reinfer_check(st_graph *g, const int64_t (*shapes)[ST_MAX_DIMS],
 
 static void test_softmax(void)
 {
-    current = "softmax";
+    st_test_name = "softmax";
     st_graph *g = st_ir_graph_new();
     st_kprog *p = NULL;
     st_graph *dg = NULL;
@@ -215,7 +193,7 @@ out:
 
 static void test_log_softmax(void)
 {
-    current = "log_softmax";
+    st_test_name = "log_softmax";
     st_graph *g = st_ir_graph_new();
     st_kprog *p = NULL;
     int64_t sh[3] = {2, 3, 4};
@@ -243,7 +221,7 @@ out:
 
 static void test_layer_norm(st_dtype dt)
 {
-    current = dt == ST_FLOAT32 ? "layer_norm f32" : "layer_norm f16";
+    st_test_name = dt == ST_FLOAT32 ? "layer_norm f32" : "layer_norm f16";
     st_graph *g = st_ir_graph_new();
     st_kprog *p = NULL;
     st_graph *dg = NULL;
@@ -300,7 +278,7 @@ out:
 
 static void test_gelu(bool tanh_form)
 {
-    current = tanh_form ? "gelu tanh" : "gelu erf";
+    st_test_name = tanh_form ? "gelu tanh" : "gelu erf";
     st_graph *g = st_ir_graph_new();
     st_kprog *p = NULL;
     int64_t sh[2] = {3, 4};
@@ -328,7 +306,7 @@ static void test_cross_entropy(int reduction)
 {
     static const char *names[] = {"cross_entropy none", "cross_entropy mean",
                                   "cross_entropy sum"};
-    current = names[reduction];
+    st_test_name = names[reduction];
     st_graph *g = st_ir_graph_new();
     st_kprog *p = NULL;
     st_graph *dg = NULL;
@@ -387,7 +365,7 @@ out:
 
 static void test_linear(void)
 {
-    current = "linear";
+    st_test_name = "linear";
     st_graph *g = st_ir_graph_new();
     st_kprog *p = NULL;
     st_graph *dg = NULL;
@@ -429,7 +407,7 @@ out:
 
 static void test_batched_matmul(void)
 {
-    current = "batched matmul";
+    st_test_name = "batched matmul";
     st_graph *g = st_ir_graph_new();
     st_kprog *p = NULL;
     int64_t as[4] = {2, 3, 4, 5}, bs[2] = {5, 6};
@@ -459,7 +437,7 @@ static void test_matmul_1d(int which)
 {
     static const char *names[] = {"matmul 1d @ 2d", "matmul 2d @ 1d",
                                   "matmul 1d @ 1d"};
-    current = names[which];
+    st_test_name = names[which];
     st_graph *g = st_ir_graph_new();
     st_kprog *p = NULL;
     int64_t v[1] = {4}, m1[2] = {4, 5}, m2[2] = {3, 4};
@@ -501,7 +479,7 @@ out:
 
 static void test_broadcast_add(void)
 {
-    current = "broadcast add";
+    st_test_name = "broadcast add";
     st_graph *g = st_ir_graph_new();
     st_kprog *p = NULL;
     int64_t as[3] = {2, 3, 4}, bs[2] = {3, 1};
@@ -533,7 +511,7 @@ out:
 
 static void test_reduce_middle(bool keepdim)
 {
-    current = keepdim ? "sum middle keepdim" : "sum middle";
+    st_test_name = keepdim ? "sum middle keepdim" : "sum middle";
     st_graph *g = st_ir_graph_new();
     st_kprog *p = NULL;
     int64_t sh[3] = {2, 3, 4};
@@ -571,7 +549,7 @@ out:
 
 static void test_scalar_param(void)
 {
-    current = "scalar const param";
+    st_test_name = "scalar const param";
     st_graph *g = st_ir_graph_new();
     st_kprog *p = NULL;
     int64_t sh[1] = {5};
@@ -607,7 +585,7 @@ out:
 
 static void test_full(st_dtype dt)
 {
-    current = dt == ST_FLOAT32 ? "full float" : "full int";
+    st_test_name = dt == ST_FLOAT32 ? "full float" : "full int";
     st_graph *g = st_ir_graph_new();
     st_kprog *p = NULL;
     int64_t sh[2] = {2, 3};
@@ -647,8 +625,8 @@ out:
 
 static void test_dropout(double prob)
 {
-    current = prob == 0.0 ? "dropout 0" : prob == 1.0 ? "dropout 1"
-                                                       : "dropout 0.3";
+    st_test_name = prob == 0.0 ? "dropout 0" : prob == 1.0 ? "dropout 1"
+                                                            : "dropout 0.3";
     st_graph *g = st_ir_graph_new();
     st_kprog *p = NULL;
     int64_t sh[2] = {2, 3};
@@ -681,7 +659,7 @@ out:
 
 static void test_clamp_masked_fill(void)
 {
-    current = "clamp / masked_fill";
+    st_test_name = "clamp / masked_fill";
     st_graph *g = st_ir_graph_new();
     st_kprog *p = NULL;
     int64_t sh[2] = {2, 3};
@@ -715,7 +693,7 @@ out:
 
 static void test_embedding_index_select(void)
 {
-    current = "embedding / index_select";
+    st_test_name = "embedding / index_select";
     st_graph *g = st_ir_graph_new();
     st_kprog *p = NULL;
     int64_t ws[2] = {10, 4}, is[2] = {2, 3}, vs[1] = {5};
@@ -756,7 +734,7 @@ out:
 
 static void test_copy_through(void)
 {
-    current = "copy through";
+    st_test_name = "copy through";
     st_graph *g = st_ir_graph_new();
     st_graph *dg = NULL;
     int64_t sh[2] = {2, 3};
@@ -840,7 +818,7 @@ static double tget(const st_tensor *t, int64_t i)
 
 static void test_e2e_softmax(void)
 {
-    current = "e2e softmax";
+    st_test_name = "e2e softmax";
     enum { R = 3, C = 5 };
     float x[R * C];
     for (int i = 0; i < R * C; i++)
@@ -881,8 +859,8 @@ out:
 
 static void test_e2e_cross_entropy(int reduction, bool all_ignored)
 {
-    current = all_ignored ? "e2e cross_entropy all ignored"
-                          : "e2e cross_entropy";
+    st_test_name = all_ignored ? "e2e cross_entropy all ignored"
+                               : "e2e cross_entropy";
     enum { N = 4, C = 6 };
     float x[N * C];
     for (int i = 0; i < N * C; i++)
@@ -945,7 +923,7 @@ out:
 
 static void test_e2e_linear_1d(void)
 {
-    current = "e2e linear / 1-D matmul";
+    st_test_name = "e2e linear / 1-D matmul";
     enum { K = 4, N = 3 };
     float x[K], w[N * K], b[N];
     for (int i = 0; i < K; i++)
@@ -990,7 +968,7 @@ out:
 
 static void test_e2e_layer_norm(void)
 {
-    current = "e2e layer_norm";
+    st_test_name = "e2e layer_norm";
     enum { R = 3, H = 8 };
     float x[R * H], w[H], b[H];
     for (int i = 0; i < R * H; i++)
@@ -1084,7 +1062,7 @@ static void decref_all(st_tensor **ts, int n)
 
 static void test_e2e_gelu(bool tanh_form)
 {
-    current = tanh_form ? "e2e gelu tanh" : "e2e gelu erf";
+    st_test_name = tanh_form ? "e2e gelu tanh" : "e2e gelu erf";
     enum { N = 9 };
     double x[N];
     for (int i = 0; i < N; i++)
@@ -1118,7 +1096,7 @@ out:
 
 static void test_e2e_dropout(void)
 {
-    current = "e2e dropout 0.3";
+    st_test_name = "e2e dropout 0.3";
     enum { N = 2000 };
     static double x[N];
     for (int i = 0; i < N; i++)
@@ -1153,7 +1131,7 @@ out:
 
 static void test_e2e_reduce_middle(bool keepdim)
 {
-    current = keepdim ? "e2e sum middle keepdim" : "e2e sum middle";
+    st_test_name = keepdim ? "e2e sum middle keepdim" : "e2e sum middle";
     enum { A = 2, B = 3, C = 4 };
     double x[A * B * C];
     for (int i = 0; i < A * B * C; i++)
@@ -1188,7 +1166,7 @@ out:
 
 static void test_e2e_indexing(void)
 {
-    current = "e2e embedding / index_select";
+    st_test_name = "e2e embedding / index_select";
     enum { V = 6, H = 3 };
     double w[V * H], idx[4] = {5, 0, 2, 2}, sel[2] = {2, 0};
     for (int i = 0; i < V * H; i++)
@@ -1240,7 +1218,7 @@ out:
 
 static void test_e2e_matmul_batched(void)
 {
-    current = "e2e batched matmul";
+    st_test_name = "e2e batched matmul";
     enum { B = 2, M = 3, K = 4, N = 5 };
     double a[B * M * K], b[K * N];
     for (int i = 0; i < B * M * K; i++)
@@ -1279,7 +1257,7 @@ out:
  * re-infers the decomposed graph, kernels are not specialized on sizes. */
 static void test_e2e_resize(void)
 {
-    current = "e2e softmax two sizes";
+    st_test_name = "e2e softmax two sizes";
     int64_t sh0[2] = {2, 3};
     st_graph *g = st_ir_graph_new();
     st_kprog *p = NULL;
@@ -1339,7 +1317,7 @@ out:
 
 static void test_e2e_creation(void)
 {
-    current = "e2e arange / full / clamp / masked_fill";
+    st_test_name = "e2e arange / full / clamp / masked_fill";
     int64_t sh[1] = {5};
     st_graph *g = st_ir_graph_new();
     st_tensor *y = NULL, *in[1] = {NULL};
@@ -1391,7 +1369,7 @@ out:
 
 static void test_e2e_layer_norm_f16(void)
 {
-    current = "e2e layer_norm f16";
+    st_test_name = "e2e layer_norm f16";
     enum { R = 2, H = 6 };
     double x[R * H];
     for (int i = 0; i < R * H; i++)
@@ -1439,7 +1417,7 @@ out:
  * or a graph input, keeps its copy. */
 static void test_planned_scatter_in_place(bool base_read_after, bool base_is_input)
 {
-    current = "planned scatter_add in place";
+    st_test_name = "planned scatter_add in place";
     enum { R = 5, C = 4, N = 6 };
     int64_t shx[2] = {R, C}, shi[2] = {N, C};
     st_graph *g = st_ir_graph_new();
@@ -1541,7 +1519,7 @@ out:
 
 static void test_e2e_scatter_add(void)
 {
-    current = "e2e scatter_add";
+    st_test_name = "e2e scatter_add";
     enum { R = 4, C = 3, IR = 2, IC = 3, SR = 3, SC = 4 };
     int64_t shs[2] = {R, C}, shi[2] = {IR, IC}, shsrc[2] = {SR, SC};
     st_graph *g = st_ir_graph_new();
@@ -1644,56 +1622,51 @@ out:
 
 int main(void)
 {
-    test_softmax();
-    test_log_softmax();
-    test_layer_norm(ST_FLOAT32);
-    test_layer_norm(ST_FLOAT16);
-    test_gelu(false);
-    test_gelu(true);
+    RUN_TEST(test_softmax());
+    RUN_TEST(test_log_softmax());
+    RUN_TEST(test_layer_norm(ST_FLOAT32));
+    RUN_TEST(test_layer_norm(ST_FLOAT16));
+    RUN_TEST(test_gelu(false));
+    RUN_TEST(test_gelu(true));
     for (int r = 0; r < 3; r++)
-        test_cross_entropy(r);
-    test_linear();
-    test_batched_matmul();
+        RUN_TEST(test_cross_entropy(r));
+    RUN_TEST(test_linear());
+    RUN_TEST(test_batched_matmul());
     for (int w = 0; w < 3; w++)
-        test_matmul_1d(w);
-    test_broadcast_add();
-    test_reduce_middle(false);
-    test_reduce_middle(true);
-    test_scalar_param();
-    test_full(ST_FLOAT32);
-    test_full(ST_INT64);
-    test_dropout(0.0);
-    test_dropout(1.0);
-    test_dropout(0.3);
-    test_clamp_masked_fill();
-    test_embedding_index_select();
-    test_copy_through();
+        RUN_TEST(test_matmul_1d(w));
+    RUN_TEST(test_broadcast_add());
+    RUN_TEST(test_reduce_middle(false));
+    RUN_TEST(test_reduce_middle(true));
+    RUN_TEST(test_scalar_param());
+    RUN_TEST(test_full(ST_FLOAT32));
+    RUN_TEST(test_full(ST_INT64));
+    RUN_TEST(test_dropout(0.0));
+    RUN_TEST(test_dropout(1.0));
+    RUN_TEST(test_dropout(0.3));
+    RUN_TEST(test_clamp_masked_fill());
+    RUN_TEST(test_embedding_index_select());
+    RUN_TEST(test_copy_through());
 
-    test_e2e_softmax();
+    RUN_TEST(test_e2e_softmax());
     for (int r = 0; r < 3; r++)
-        test_e2e_cross_entropy(r, false);
-    test_e2e_cross_entropy(1, true);
-    test_e2e_linear_1d();
-    test_e2e_layer_norm();
-    test_e2e_gelu(false);
-    test_e2e_gelu(true);
-    test_e2e_dropout();
-    test_e2e_reduce_middle(false);
-    test_e2e_reduce_middle(true);
-    test_e2e_indexing();
-    test_e2e_matmul_batched();
-    test_e2e_resize();
-    test_e2e_creation();
-    test_e2e_layer_norm_f16();
-    test_e2e_scatter_add();
-    test_planned_scatter_in_place(false, false);
-    test_planned_scatter_in_place(true, false);
-    test_planned_scatter_in_place(false, true);
+        RUN_TEST(test_e2e_cross_entropy(r, false));
+    RUN_TEST(test_e2e_cross_entropy(1, true));
+    RUN_TEST(test_e2e_linear_1d());
+    RUN_TEST(test_e2e_layer_norm());
+    RUN_TEST(test_e2e_gelu(false));
+    RUN_TEST(test_e2e_gelu(true));
+    RUN_TEST(test_e2e_dropout());
+    RUN_TEST(test_e2e_reduce_middle(false));
+    RUN_TEST(test_e2e_reduce_middle(true));
+    RUN_TEST(test_e2e_indexing());
+    RUN_TEST(test_e2e_matmul_batched());
+    RUN_TEST(test_e2e_resize());
+    RUN_TEST(test_e2e_creation());
+    RUN_TEST(test_e2e_layer_norm_f16());
+    RUN_TEST(test_e2e_scatter_add());
+    RUN_TEST(test_planned_scatter_in_place(false, false));
+    RUN_TEST(test_planned_scatter_in_place(true, false));
+    RUN_TEST(test_planned_scatter_in_place(false, true));
 
-    if (failures) {
-        fprintf(stderr, "test_fusion: %d check(s) failed\n", failures);
-        return 1;
-    }
-    printf("test_fusion: all checks passed\n");
-    return 0;
+    return st_test_exit_code("test_fusion");
 }

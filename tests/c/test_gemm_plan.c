@@ -13,19 +13,7 @@
 #include <string.h>
 
 #include "st_cudaemu.h"
-
-static int failures, checks;
-
-#define CHECK(cond, ...)                                                    \
-    do {                                                                    \
-        checks++;                                                           \
-        if (!(cond)) {                                                      \
-            failures++;                                                     \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                     \
-            printf(__VA_ARGS__);                                            \
-            printf("\n");                                                   \
-        }                                                                   \
-    } while (0)
+#include "st_test.h"
 
 /* ---- a case: a MATMUL kernel and its launch arguments over host memory
  * (doubles; element offsets are what the plan computes) ---- */
@@ -526,13 +514,12 @@ static void epi_launch(void)
 
 int main(void)
 {
-    cases();
-    epi_launch();
+    RUN_TEST(cases());
+    RUN_TEST(epi_launch());
     /* SYMTRACE_CUBLAS=0 turns cuBLAS off with a clear reason */
     setenv("SYMTRACE_CUBLAS", "0", 1);
     CHECK(!st_nvrtc_cublas_available() && strstr(st_err_msg(), "SYMTRACE_CUBLAS=0"),
           "SYMTRACE_CUBLAS=0: %s", st_err_msg());
     st_err_clear();
-    printf("%d checks, %d failures\n", checks, failures);
-    return failures ? 1 : 0;
+    return st_test_exit_code("test_gemm_plan");
 }

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "st_runtime.h"
+#include "st_test.h"
 
 /* Timing budgets hold for optimized builds without sanitizers. */
 #if defined(__OPTIMIZE__) && !defined(__SANITIZE_ADDRESS__)
@@ -17,18 +18,7 @@
 #define TIMING_CHECKS 0
 #endif
 
-static int failures;
 static st_backend *be;
-
-#define CHECK(cond, ...)                                                    \
-    do {                                                                    \
-        if (!(cond)) {                                                      \
-            failures++;                                                     \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                     \
-            printf(__VA_ARGS__);                                            \
-            printf("\n");                                                   \
-        }                                                                   \
-    } while (0)
 
 static double now_s(void)
 {
@@ -1500,30 +1490,25 @@ int main(void)
         printf("FAIL: no interp backend\n");
         return 1;
     }
-    test_registry();
-    test_broadcast_add();
-    test_mixed_cast();
-    test_half_stores();
-    test_param_const();
-    test_reduce_last();
-    test_reduce_two_dims();
-    test_reduce_int_and_empty();
-    test_matmul();
-    test_softmax_kernel();
-    test_layer_norm_kernel();
-    test_matmul_epilogue();
-    test_gather();
-    test_scatter_store();
-    test_rand();
-    test_where_index();
-    test_int_float_ops();
-    test_hash();
-    test_bad_kernel();
-    test_timing();
-    if (failures) {
-        printf("test_interp: %d check(s) FAILED\n", failures);
-        return 1;
-    }
-    printf("test_interp: all checks passed\n");
-    return 0;
+    RUN_TEST(test_registry());
+    RUN_TEST(test_broadcast_add());
+    RUN_TEST(test_mixed_cast());
+    RUN_TEST(test_half_stores());
+    RUN_TEST(test_param_const());
+    RUN_TEST(test_reduce_last());
+    RUN_TEST(test_reduce_two_dims());
+    RUN_TEST(test_reduce_int_and_empty());
+    RUN_TEST(test_matmul());
+    RUN_TEST(test_softmax_kernel());
+    RUN_TEST(test_layer_norm_kernel());
+    RUN_TEST(test_matmul_epilogue());
+    RUN_TEST(test_gather());
+    RUN_TEST(test_scatter_store());
+    RUN_TEST(test_rand());
+    RUN_TEST(test_where_index());
+    RUN_TEST(test_int_float_ops());
+    RUN_TEST(test_hash());
+    RUN_TEST(test_bad_kernel());
+    RUN_TEST(test_timing());
+    return st_test_exit_code("test_interp");
 }

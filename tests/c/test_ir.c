@@ -10,19 +10,7 @@
 #include <string.h>
 
 #include "st_ir.h"
-
-static int checks, failures;
-
-#define CHECK(cond, ...)                                                      \
-    do {                                                                      \
-        checks++;                                                             \
-        if (!(cond)) {                                                        \
-            failures++;                                                       \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);             \
-            fprintf(stderr, __VA_ARGS__);                                     \
-            fprintf(stderr, "\n");                                            \
-        }                                                                     \
-    } while (0)
+#include "st_test.h"
 
 /* ---- tables generated with torch (promote_types, result_type, casts) ---- */
 static const st_dtype promote_expect[ST_NDTYPES][ST_NDTYPES] = {
@@ -390,17 +378,16 @@ static void ok_(int line, st_op_id op, const st_meta *in, int nin,
     st_err_clear();
     st_status s = st_infer(op, in, nin, a, out, &nout);
     char e[160], g[160];
-    checks++;
+    st_test_checks++;
     bool good = s == ST_OK && nout == 1 && out[0].dtype == exp.dtype &&
                 out[0].ndim == exp.ndim && out[0].kind == ST_META_TENSOR;
     for (int d = 0; good && d < exp.ndim; d++)
         good = out[0].shape[d] == exp.shape[d];
     if (!good) {
-        failures++;
-        fprintf(stderr, "FAIL line %d: infer %s: expected %s, got %s (status "
-                "%d, nout %d, msg '%s')\n", line, st_op(op)->name,
-                mstr(&exp, e, sizeof e), s == ST_OK ? mstr(&out[0], g, sizeof g)
-                : "error", (int)s, nout, st_err_msg());
+        st_test_fail_at(__FILE__, line, "infer %s: expected %s, got %s (status %d, nout %d, "
+                        "msg '%s')", st_op(op)->name, mstr(&exp, e, sizeof e),
+                        s == ST_OK ? mstr(&out[0], g, sizeof g) : "error", (int)s, nout,
+                        st_err_msg());
     }
 }
 
@@ -413,16 +400,14 @@ static void err_(int line, st_op_id op, const st_meta *in, int nin,
     st_status s = st_infer(op, in, nin, a, out, &nout);
     const char *msg = st_err_msg();
     const char *name = st_op(op)->name;
-    checks++;
+    st_test_checks++;
     bool good = s == kind && st_err_kind() == kind &&
                 strncmp(msg, name, strlen(name)) == 0 &&
                 msg[strlen(name)] == ':' && (!sub || strstr(msg, sub)) &&
                 strstr(msg, "operands");
     if (!good) {
-        failures++;
-        fprintf(stderr, "FAIL line %d: infer %s: expected error %d containing "
-                "'%s', got status %d msg '%s'\n", line, name, (int)kind,
-                sub ? sub : "", (int)s, msg);
+        st_test_fail_at(__FILE__, line, "infer %s: expected error %d containing '%s', got "
+                        "status %d msg '%s'", name, (int)kind, sub ? sub : "", (int)s, msg);
     }
 }
 
@@ -1288,17 +1273,16 @@ static void test_hash(void)
 
 int main(void)
 {
-    test_dtypes();
-    test_half();
-    test_broadcast_wrap();
-    test_unary_binary();
-    test_reduce();
-    test_matmul();
-    test_index_create_view();
-    test_composite();
-    test_registry_fuzz();
-    test_graph();
-    test_hash();
-    printf("test_ir: %d checks, %d failures\n", checks, failures);
-    return failures ? 1 : 0;
+    RUN_TEST(test_dtypes());
+    RUN_TEST(test_half());
+    RUN_TEST(test_broadcast_wrap());
+    RUN_TEST(test_unary_binary());
+    RUN_TEST(test_reduce());
+    RUN_TEST(test_matmul());
+    RUN_TEST(test_index_create_view());
+    RUN_TEST(test_composite());
+    RUN_TEST(test_registry_fuzz());
+    RUN_TEST(test_graph());
+    RUN_TEST(test_hash());
+    return st_test_exit_code("test_ir");
 }

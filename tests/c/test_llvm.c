@@ -16,20 +16,9 @@
 #include <unistd.h>
 
 #include "st_llvm.h"
+#include "st_test.h"
 
-static int failures, checks;
 static st_backend *LB, *IB;
-
-#define CHECK(cond, ...)                                                    \
-    do {                                                                    \
-        checks++;                                                           \
-        if (!(cond)) {                                                      \
-            failures++;                                                     \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                     \
-            printf(__VA_ARGS__);                                            \
-            printf(" (err: %s)\n", st_err_msg());                           \
-        }                                                                   \
-    } while (0)
 
 static uint64_t lcg = 12345;
 static double frand(void)
@@ -191,7 +180,7 @@ static void both(const char *name, const st_graph *g, st_tensor **inputs)
                       name, o, (long long)i, x, y, st_dtype_name(b->dtype));
             }
         }
-        checks++;
+        st_test_checks++;
         st_tensor_decref(ca);
         st_tensor_decref(cb);
     }
@@ -935,7 +924,7 @@ static void test_row_kernels(void)
     static const int64_t shs[4][4] = {{7, 1300}, {3, 513, 4}, {2, 1}, {5, 2048}};
     static const int nds[4] = {2, 3, 2, 2};
     static const st_dtype fdt[4] = {ST_FLOAT32, ST_FLOAT64, ST_FLOAT16, ST_BFLOAT16};
-    int before = checks;
+    int before = st_test_checks;
     for (int sv = 0; sv < 4; sv++)
         for (int d = 0; d < 4; d++)
             for (int v = 0; v < 5; v++) {
@@ -981,7 +970,7 @@ static void test_row_kernels(void)
                 st_err_clear();
                 st_ir_graph_free(g);
             }
-    printf("row kernels: %d checks\n", checks - before);
+    printf("row kernels: %d checks\n", st_test_checks - before);
 }
 
 /* float16 <-> float32 through llvm (the F16C instructions where the host
@@ -1033,7 +1022,7 @@ static void half_cast(st_dtype from, st_dtype to, st_tensor *x, const char *what
                       o, (long long)i, bl, bi);
             }
         }
-        checks++;
+        st_test_checks++;
         st_tensor_decref(ol[o]);
         st_tensor_decref(oi[o]);
     }
@@ -1427,22 +1416,21 @@ int main(int argc, char **argv)
         setenv("SYMTRACE_CACHE_DIR", dir, 1);
     LB = st_llvm_backend();
     IB = st_interp_backend();
-    test_elementwise_ops();
-    test_math_sweep();
-    test_reductions();
-    test_minmax_special();
-    test_matmul_ops();
-    test_matmul_paths();
-    test_index_ops();
-    test_composites();
-    test_multi_reduce();
-    test_row_kernels();
-    test_half_conversions();
-    test_matmul_epilogue();
-    test_unravel_views();
-    test_column_chunks(); /* last: draws random inputs */
-    test_overhead();
-    test_disk_cache(argv[0]);
-    printf("%d checks, %d failures\n", checks, failures);
-    return failures != 0;
+    RUN_TEST(test_elementwise_ops());
+    RUN_TEST(test_math_sweep());
+    RUN_TEST(test_reductions());
+    RUN_TEST(test_minmax_special());
+    RUN_TEST(test_matmul_ops());
+    RUN_TEST(test_matmul_paths());
+    RUN_TEST(test_index_ops());
+    RUN_TEST(test_composites());
+    RUN_TEST(test_multi_reduce());
+    RUN_TEST(test_row_kernels());
+    RUN_TEST(test_half_conversions());
+    RUN_TEST(test_matmul_epilogue());
+    RUN_TEST(test_unravel_views());
+    RUN_TEST(test_column_chunks()); /* last: draws random inputs */
+    RUN_TEST(test_overhead());
+    RUN_TEST(test_disk_cache(argv[0]));
+    return st_test_exit_code("test_llvm");
 }

@@ -33,6 +33,7 @@
 #include "fuse_internal.h" /* st_fuse_node0: a fresh kernel node */
 #include "random_graph.h"
 #include "st_llvm.h"
+#include "st_test.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define SANITIZED 1
@@ -45,18 +46,7 @@
 #define SANITIZED 0
 #endif
 
-static int failures;
 static st_backend *LB, *IB;
-
-#define CHECK(cond, ...)                                                    \
-    do {                                                                    \
-        if (!(cond)) {                                                      \
-            failures++;                                                     \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                     \
-            printf(__VA_ARGS__);                                            \
-            printf(" (err: %s)\n", st_err_msg());                           \
-        }                                                                   \
-    } while (0)
 
 static double now_s(void)
 {
@@ -438,7 +428,7 @@ static void report(int it, uint64_t seed, const st_graph *g, int si,
         printf("%s", ks ? ks : "");
         free(ks);
     }
-    failures++;
+    st_test_failures++;
 }
 
 /* One graph of a batch: its inputs and its programs under two settings. */
@@ -766,7 +756,7 @@ static void test_rand_kernels(void)
     /* rows longer than the llvm backend's run of random words (RAND_RUN),
      * starting off a multiple of four, included */
     static const int64_t sizes[4][2] = {{1, 1}, {3, 67}, {301, 1001}, {3, 9001}};
-    int checks = 0, before = failures;
+    int checks = 0, before = st_test_failures;
     size_t cap = 301 * 1001;
     char *xs = malloc(cap * 8), *yl = malloc(cap * 8), *yi = malloc(cap * 8);
     for (int kind = 0; kind < 2; kind++)
@@ -846,7 +836,7 @@ static void test_rand_kernels(void)
     free(yl);
     free(yi);
     printf("rand kernels: %d launches compared, %d failure(s)\n", checks,
-           failures - before);
+           st_test_failures - before);
 }
 
 static int env_int(const char *name, int def)
@@ -924,14 +914,14 @@ int main(void)
         }
     }
     double t1 = now_s();
-    test_dump_dir();
-    test_rand_kernels();
+    RUN_TEST(test_dump_dir());
+    RUN_TEST(test_rand_kernels());
 
     st_llvm_stats_t s0, s1;
     st_llvm_stats(&s0);
     for (int it = 0; it < n; it += batch) {
         run_batch(it, it + batch < n ? it + batch : n, only);
-        if (failures > 20) {
+        if (st_test_failures > 20) {
             printf("too many failures: stopping after graph %d\n",
                    it + batch - 1);
             break;
@@ -949,10 +939,5 @@ int main(void)
     st_llvm_cache_clear_memory();
     if (own_cache)
         rm_rf(cache);
-    if (failures) {
-        printf("test_llvm_random: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_llvm_random: all checks passed\n");
-    return 0;
+    return st_test_exit_code("test_llvm_random");
 }

@@ -19,8 +19,7 @@
 #include <unistd.h>
 
 #include "st_nvrtc.h"
-
-static int failures, checks;
+#include "st_test.h"
 
 #ifdef __SANITIZE_ADDRESS__
 /* libnvrtc keeps allocations of its own until exit */
@@ -30,17 +29,6 @@ const char *__lsan_default_suppressions(void)
     return "leak:libnvrtc\n";
 }
 #endif
-
-#define CHECK(cond, ...)                                                    \
-    do {                                                                    \
-        checks++;                                                           \
-        if (!(cond)) {                                                      \
-            failures++;                                                     \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                     \
-            printf(__VA_ARGS__);                                            \
-            printf(" (err: %s)\n", st_err_msg());                           \
-        }                                                                   \
-    } while (0)
 
 /* ---- a group of programs rendered into one translation unit ---- */
 
@@ -1441,9 +1429,9 @@ int main(void)
     printf("NVRTC %s from %s\n", st_nvrtc_version(), st_nvrtc_library());
     /* a compile check: the fastest optimization level NVRTC offers */
     setenv("SYMTRACE_NVRTC_FAST_COMPILE", "1", 0);
-    launch_checks();
-    walk_checks();
-    error_path();
+    RUN_TEST(launch_checks());
+    RUN_TEST(walk_checks());
+    RUN_TEST(error_path());
 
     static group gr;
     void (*builders[])(group *) = {elementwise_ops, reductions, matmuls, index_ops,
@@ -1490,6 +1478,5 @@ int main(void)
     CHECK(total.vec > 0, "kernels with the vector path");
     CHECK(col_kernels >= 40, "reductions with the column variant NAME_col (%d)", col_kernels);
     free(seen);
-    printf("%d checks, %d failures\n", checks, failures);
-    return failures ? 1 : 0;
+    return st_test_exit_code("test_nvrtc");
 }

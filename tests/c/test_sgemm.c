@@ -14,19 +14,7 @@
 #include <time.h>
 
 #include "llvm_internal.h"
-
-static int failures, checks;
-
-#define CHECK(cond, ...)                                                    \
-    do {                                                                    \
-        checks++;                                                           \
-        if (!(cond)) {                                                      \
-            failures++;                                                     \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                     \
-            printf(__VA_ARGS__);                                            \
-            printf("\n");                                                   \
-        }                                                                   \
-    } while (0)
+#include "st_test.h"
 
 static uint64_t lcg = 99;
 
@@ -100,7 +88,7 @@ static void one(int64_t M, int64_t N, int64_t K, int la, int lb, bool beta1)
             }
         }
     }
-    checks++;
+    st_test_checks++;
     free(A);
     free(B);
     free(C);
@@ -195,7 +183,6 @@ int main(int argc, char **argv)
         bench();
         return 0;
     }
-    test_layouts();
-    printf("%d checks, %d failures\n", checks, failures);
-    return failures != 0;
+    RUN_TEST(test_layouts());
+    return st_test_exit_code("test_sgemm");
 }

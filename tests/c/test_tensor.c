@@ -4,34 +4,12 @@
  * through the eager COPY op), reference counting visible in the CPU
  * allocator's statistics, and the error kind and message of bad input. */
 #include "st_runtime.h"
+#include "st_test.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures = 0;
-
-#define CHECK(cond, ...)                                                        \
-    do {                                                                        \
-        if (!(cond)) {                                                          \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);     \
-            fprintf(stderr, __VA_ARGS__);                                       \
-            fprintf(stderr, "\n");                                              \
-            failures++;                                                         \
-        }                                                                       \
-    } while (0)
-
-#define REQUIRE(cond, ...)                                                      \
-    do {                                                                        \
-        if (!(cond)) {                                                          \
-            fprintf(stderr, "FAIL (fatal) %s:%d: %s: ", __FILE__, __LINE__,     \
-                    #cond);                                                     \
-            fprintf(stderr, __VA_ARGS__);                                       \
-            fprintf(stderr, "\n");                                              \
-            exit(1);                                                            \
-        }                                                                       \
-    } while (0)
 
 #define A(...) ((const int64_t[]){__VA_ARGS__})
 
@@ -54,18 +32,16 @@ static void expect_view(int line, const st_tensor *t, int ndim, const int64_t *s
 {
     char b1[160], b2[160], b3[160], b4[160];
     if (!t) {
-        fprintf(stderr, "FAIL line %d: NULL tensor (%s)\n", line, st_err_msg());
-        failures++;
+        st_test_fail_at(__FILE__, line, "NULL tensor (%s)", st_err_msg());
         return;
     }
     if (t->ndim != ndim || !eq(t->shape, shape, ndim) || !eq(t->strides, strides, ndim) ||
         t->offset != offset) {
-        fprintf(stderr,
-                "FAIL line %d: got shape %s strides %s offset %" PRId64
-                ", want shape %s strides %s offset %" PRId64 "\n",
-                line, s_(t->shape, t->ndim, b1), s_(t->strides, t->ndim, b2), t->offset,
-                s_(shape, ndim, b3), s_(strides, ndim, b4), offset);
-        failures++;
+        st_test_fail_at(__FILE__, line,
+                        "got shape %s strides %s offset %" PRId64
+                        ", want shape %s strides %s offset %" PRId64,
+                        s_(t->shape, t->ndim, b1), s_(t->strides, t->ndim, b2), t->offset,
+                        s_(shape, ndim, b3), s_(strides, ndim, b4), offset);
     }
 }
 #define EXPECT_VIEW(t, nd, shape, strides, off) expect_view(__LINE__, t, nd, shape, strides, off)
@@ -75,17 +51,16 @@ static void expect_view(int line, const st_tensor *t, int ndim, const int64_t *s
 static void expect_err(int line, st_tensor *r, st_status kind, const char *n1, const char *n2)
 {
     if (r) {
-        fprintf(stderr, "FAIL line %d: expected an error, got a tensor\n", line);
-        failures++;
+        st_test_fail_at(__FILE__, line, "expected an error, got a tensor");
         st_tensor_decref(r);
         return;
     }
     const char *m = st_err_msg();
     if (st_err_kind() != kind || (n1 && !strstr(m, n1)) || (n2 && !strstr(m, n2))) {
-        fprintf(stderr, "FAIL line %d: error kind %d (want %d), message \"%s\" (want \"%s\"%s%s%s)\n",
-                line, (int)st_err_kind(), (int)kind, m, n1 ? n1 : "", n2 ? ", \"" : "",
-                n2 ? n2 : "", n2 ? "\"" : "");
-        failures++;
+        st_test_fail_at(__FILE__, line,
+                        "error kind %d (want %d), message \"%s\" (want \"%s\"%s%s%s)",
+                        (int)st_err_kind(), (int)kind, m, n1 ? n1 : "", n2 ? ", \"" : "",
+                        n2 ? n2 : "", n2 ? "\"" : "");
     }
     st_err_clear();
 }
@@ -95,7 +70,7 @@ static void expect_err(int line, st_tensor *r, st_status kind, const char *n1, c
 static st_tensor *arange(int ndim, const int64_t *shape)
 {
     st_tensor *t = st_tensor_empty(st_rt_cpu(), ST_FLOAT32, ndim, shape);
-    REQUIRE(t, "st_tensor_empty: %s", st_err_msg());
+    CHECK_FATAL(t, "st_tensor_empty: %s", st_err_msg());
     float *p = st_tensor_data(t);
     for (int64_t i = 0; i < st_tensor_numel(t); i++)
         p[i] = (float)i;
@@ -136,7 +111,7 @@ static void test_empty(void)
     st_tensor_decref(t);
 
     st_tensor *z = st_tensor_empty(st_rt_cpu(), ST_INT64, 0, NULL);
-    REQUIRE(z, "0-dim: %s", st_err_msg());
+    CHECK_FATAL(z, "0-dim: %s", st_err_msg());
     CHECK(z->ndim == 0 && st_tensor_numel(z) == 1 && st_tensor_is_contiguous(z), "0-dim");
     st_tensor_decref(z);
 
@@ -152,7 +127,7 @@ static void test_empty(void)
     /* is_contiguous ignores the strides of size-1 dims (PyTorch's rule) */
     st_tensor *b = arange(2, A(4, 6));
     st_tensor *v = st_tensor_view_of(b, 3, A(1, 4, 1), A(99, 6, 7), 0);
-    REQUIRE(v, "view_of: %s", st_err_msg());
+    CHECK_FATAL(v, "view_of: %s", st_err_msg());
     st_tensor *w = st_tensor_view_of(b, 2, A(4, 6), NULL, 0);
     EXPECT_VIEW(w, 2, A(4, 6), A(6, 1), 0);
     st_tensor *u = st_tensor_view_of(b, 2, A(2, 3), A(3, 1), 5);
@@ -231,9 +206,7 @@ static void test_reshape(void)
     st_alloc_stats s0 = cpu_stats();
     st_tensor *c = st_tensor_reshape(tx, 2, A(6, 4), false);
     if (!c) {
-        fprintf(stderr, "FAIL: reshape with copy: %s (is runtime/eager.c written yet?)\n",
-                st_err_msg());
-        failures++;
+        FAIL("reshape with copy: %s (is runtime/eager.c written yet?)", st_err_msg());
     } else {
         EXPECT_VIEW(c, 2, A(6, 4), A(4, 1), 0);
         CHECK(c->storage != x->storage, "the copy has its own storage");
@@ -259,8 +232,7 @@ static void test_reshape(void)
         CHECK(at(cc, A(2, 1, 3)) == 12 + 8 + 3, "contiguous value");
         st_tensor_decref(cc);
     } else {
-        fprintf(stderr, "FAIL: contiguous copy: %s\n", st_err_msg());
-        failures++;
+        FAIL("contiguous copy: %s", st_err_msg());
     }
 
     /* computeStride on a sliced tensor: [4, 3] strides [6, 1] */
@@ -515,7 +487,7 @@ static void test_refcount(void)
     /* external storage: ext_free called once, on the last release */
     void *mem = malloc(64 * sizeof(float));
     st_storage *es = st_storage_external(st_rt_cpu(), mem, 64 * sizeof(float), ext_free_fn, mem);
-    REQUIRE(es, "external: %s", st_err_msg());
+    CHECK_FATAL(es, "external: %s", st_err_msg());
     CHECK(es->refcount == 1 && es->block == NULL && es->data == mem, "external storage");
     st_storage_incref(es);
     st_storage_decref(es);
@@ -525,7 +497,7 @@ static void test_refcount(void)
 
     /* storage_new goes through the device's allocator */
     st_storage *ns = st_storage_new(st_rt_cpu(), 1000);
-    REQUIRE(ns, "storage_new: %s", st_err_msg());
+    CHECK_FATAL(ns, "storage_new: %s", st_err_msg());
     CHECK(ns->block && ns->data == ns->block->ptr && ns->nbytes == 1000 && ns->refcount == 1,
           "storage_new fields");
     CHECK(cpu_stats().active_blocks == s0.active_blocks + 1, "storage block");
@@ -602,24 +574,19 @@ static void test_errors(void)
 int main(void)
 {
     st_alloc_stats s0 = cpu_stats();
-    test_empty();
-    test_permute_transpose();
-    test_reshape();
-    test_expand();
-    test_slice_select();
-    test_squeeze_unsqueeze();
-    test_apply_view();
-    test_refcount();
-    test_errors();
+    RUN_TEST(test_empty());
+    RUN_TEST(test_permute_transpose());
+    RUN_TEST(test_reshape());
+    RUN_TEST(test_expand());
+    RUN_TEST(test_slice_select());
+    RUN_TEST(test_squeeze_unsqueeze());
+    RUN_TEST(test_apply_view());
+    RUN_TEST(test_refcount());
+    RUN_TEST(test_errors());
     st_alloc_stats s1 = cpu_stats();
     CHECK(s1.active_blocks == s0.active_blocks && s1.allocated_bytes == s0.allocated_bytes,
           "leaked %" PRId64 " blocks (%" PRId64 " bytes) over the whole test",
           s1.active_blocks - s0.active_blocks, s1.allocated_bytes - s0.allocated_bytes);
     CHECK(st_alloc_check(st_alloc_for(st_rt_cpu())) == ST_OK, "allocator: %s", st_err_msg());
-    if (failures) {
-        fprintf(stderr, "test_tensor: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_tensor: all passed\n");
-    return 0;
+    return st_test_exit_code("test_tensor");
 }
