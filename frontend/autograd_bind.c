@@ -405,6 +405,7 @@ static PyObject *f_make_subclass(PyObject *m, PyObject *args) {
         return NULL;
     }
     o->t = a;
+    a->pyobj = o;
     return (PyObject *)o;
 }
 
@@ -470,6 +471,28 @@ static void py_ctx_free(void *ctx) {
     PyGILState_STATE gs = PyGILState_Ensure();
     Py_DECREF((PyObject *)ctx);
     PyGILState_Release(gs);
+}
+
+/* tp_traverse of tensors: the Python objects (hooks, custom Function
+ * backward callables) that t reaches through C references of its own,
+ * when the wrapper is t's only holder. A tensor shared with other C
+ * holders reports nothing: they keep what it reaches alive anyway. C
+ * contexts (compiled regions' nodes) are not Python objects: only what
+ * py_ctx_free releases is visited. */
+typedef struct {
+    visitproc visit;
+    void *arg;
+} gc_visit;
+
+static int visit_py(void *obj, void (*release)(void *), void *arg) {
+    gc_visit *v = arg;
+    return release == py_ctx_free ? v->visit((PyObject *)obj, v->arg) : 0;
+}
+
+int st_fe_visit_owned(st_tensor *t, visitproc visit, void *arg) {
+    if (__atomic_load_n(&t->refcount, __ATOMIC_RELAXED) != 1) return 0;
+    gc_visit v = {visit, arg};
+    return st_ad_visit_owned(t, visit_py, &v);
 }
 
 /* _C._custom_node(name, backward, inputs, outputs): inputs are Tensors or

@@ -14,14 +14,18 @@
 typedef struct {
     PyObject_HEAD
     st_tensor *t;
+    PyObject *weakrefs;   /* weakref.ref(tensor), as torch's tensors take */
 } st_fe_tensor_obj;
 
 extern PyTypeObject st_fe_TensorBase;
 int st_fe_is_tensor(PyObject *o);
 st_tensor *st_fe_unwrap(PyObject *o);     /* borrowed; o must be a tensor */
-/* Wraps t into a new Python Tensor, STEALING the reference; NULL input
- * (an st_ error) raises it and returns NULL. */
+/* The Python Tensor of t, STEALING the reference: t's live wrapper when it
+ * has one (one Python object per st_tensor, as torch), else a new one;
+ * NULL input (an st_ error) raises it and returns NULL. */
 PyObject *st_fe_wrap(st_tensor *t);
+/* tp_traverse of a tensor over t (autograd_bind.c) */
+int st_fe_visit_owned(st_tensor *t, visitproc visit, void *arg);
 
 /* ---- errors: sets the Python exception matching st_err_kind()
  * (ValueError, TypeError, IndexError, RuntimeError, MemoryError) and

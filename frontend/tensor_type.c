@@ -13,8 +13,18 @@ int st_fe_is_tensor(PyObject *o) {
 
 st_tensor *st_fe_unwrap(PyObject *o) { return ((st_fe_tensor_obj *)o)->t; }
 
+/* One Python object per st_tensor while it lives, as PyTorch keeps one per
+ * TensorImpl: `x.grad is x.grad`, and a hook given a leaf gets the
+ * Parameter itself. t->pyobj points back (not owned); the wrapper's
+ * dealloc clears it. Takes over the reference to t. */
 PyObject *st_fe_wrap(st_tensor *t) {
     if (!t) return st_fe_raise();
+    if (t->pyobj) {
+        PyObject *w = (PyObject *)t->pyobj;
+        Py_INCREF(w);
+        st_tensor_decref(t);   /* the wrapper holds its own reference */
+        return w;
+    }
     PyTypeObject *tp = tensor_cls ? tensor_cls : &st_fe_TensorBase;
     st_fe_tensor_obj *o = (st_fe_tensor_obj *)tp->tp_alloc(tp, 0);
     if (!o) {
@@ -22,6 +32,7 @@ PyObject *st_fe_wrap(st_tensor *t) {
         return NULL;
     }
     o->t = t;
+    t->pyobj = o;
     return (PyObject *)o;
 }
 
@@ -396,8 +407,20 @@ static PyMappingMethods tensor_as_mapping = {
 };
 
 /* ---------------- lifetime ---------------- */
+/* The garbage collector sees what a tensor's wrapper holds alone through
+ * C: gradient hooks and custom Function contexts (st_fe_visit_owned in
+ * autograd_bind.c), so a hook or ctx referring back to the tensor makes a
+ * cycle the collector can free. (A heap subclass's type is visited by
+ * CPython's subtype_traverse.) */
+static int tensor_traverse(PyObject *self, visitproc visit, void *arg) {
+    st_fe_tensor_obj *o = (st_fe_tensor_obj *)self;
+    return o->t ? st_fe_visit_owned(o->t, visit, arg) : 0;
+}
+
 static void tensor_dealloc(PyObject *self) {
     st_fe_tensor_obj *o = (st_fe_tensor_obj *)self;
+    PyObject_GC_UnTrack(self);
+    if (o->weakrefs) PyObject_ClearWeakRefs(self);
     if (o->t) {
         if (o->t->pyobj == self) o->t->pyobj = NULL;
         st_tensor_decref(o->t);
@@ -643,6 +666,9 @@ static PyObject *m_detach(PyObject *self, PyObject *a) {
     if (r && st_rt_trace_active()) st_rt_trace_detach(t, r);
     return st_fe_wrap(r);
 }
+static PyObject *m_storage_nbytes(PyObject *self, PyObject *a) {
+    return PyLong_FromSize_t(st_fe_unwrap(self)->storage->nbytes);
+}
 static PyObject *m_bump_version(PyObject *self, PyObject *a) {
     st_fe_unwrap(self)->storage->version++;
     Py_RETURN_NONE;
@@ -672,6 +698,7 @@ static PyMethodDef tensor_methods[] = {
     {"clone", m_clone, METH_NOARGS, "a copy"},
     {"detach", m_detach, METH_NOARGS, "a view outside autograd"},
     {"_bump_version", m_bump_version, METH_NOARGS, "mark an in-place write"},
+    {"_storage_nbytes", m_storage_nbytes, METH_NOARGS, "bytes of the whole storage"},
     {NULL},
 };
 
@@ -679,10 +706,13 @@ PyTypeObject st_fe_TensorBase = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "symtrace._C.TensorBase",
     .tp_basicsize = sizeof(st_fe_tensor_obj),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
     .tp_doc = "A tensor: a reference to strided, typed storage on a device.",
     .tp_new = tensor_new,
     .tp_dealloc = tensor_dealloc,
+    .tp_traverse = tensor_traverse,
+    .tp_free = PyObject_GC_Del,
+    .tp_weaklistoffset = offsetof(st_fe_tensor_obj, weakrefs),
     .tp_as_number = &tensor_as_number,
     .tp_as_mapping = &tensor_as_mapping,
     .tp_richcompare = richcompare,

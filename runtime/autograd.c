@@ -126,6 +126,60 @@ static void slots_free(st_ad_node *n) {
     n->slots = NULL;
 }
 
+
+
+/* The nodes t owns form a tree: its grad_fn when t is its only holder,
+ * and below a node each next node that node alone holds (refcount 1: no
+ * tensor or other edge holds it), with the hooks of the leaves only it
+ * holds. Walked with an explicit stack (graphs
+ * may be thousands of nodes deep); out of memory ends the walk early,
+ * which only hides references. */
+static int visit_node(const st_ad_node *n,
+                      int (*visit)(void *obj, void (*release)(void *), void *arg),
+                      void *arg) {
+    for (int k = 0; n->slots && k < (n->nout > 0 ? n->nout : 1); k++)
+        if (n->slots[k].hooks) {
+            int r = visit(n->slots[k].hooks, hook_release, arg);
+            if (r) return r;
+        }
+    return n->custom && n->ctx ? visit(n->ctx, n->ctx_free, arg) : 0;
+}
+
+static bool owned_node(const st_ad_node *n) {
+    return n && __atomic_load_n(&n->refcount, __ATOMIC_RELAXED) == 1;
+}
+
+int st_ad_visit_owned(const st_tensor *t,
+                      int (*visit)(void *obj, void (*release)(void *), void *arg),
+                      void *arg) {
+    if (!t->grad_fn) return t->hooks ? visit(t->hooks, hook_release, arg) : 0;
+    if (!owned_node(t->grad_fn)) return 0;
+    size_t cap = 16, top = 0;
+    const st_ad_node **stack = malloc(cap * sizeof *stack);
+    if (!stack) return visit_node(t->grad_fn, visit, arg);
+    stack[top++] = t->grad_fn;
+    int r = 0;
+    while (top && !r) {
+        const st_ad_node *n = stack[--top];
+        r = visit_node(n, visit, arg);
+        for (int k = 0; !r && k < n->nin; k++) {
+            const st_tensor *leaf = n->next_leaf[k];
+            if (leaf && leaf->hooks && __atomic_load_n(&leaf->refcount, __ATOMIC_RELAXED) == 1)
+                r = visit(leaf->hooks, hook_release, arg);   /* a leaf only n holds */
+            if (r || !owned_node(n->next_node[k])) continue;
+            if (top == cap) {
+                const st_ad_node **g = realloc(stack, 2 * cap * sizeof *stack);
+                if (!g) break;
+                stack = g;
+                cap *= 2;
+            }
+            stack[top++] = n->next_node[k];
+        }
+    }
+    free(stack);
+    return r;
+}
+
 static struct ad_slot *slot_of(const st_tensor *t, bool make) {
     st_ad_node *n = t->grad_fn;
     if (!n || t->output_nr < 0 || t->output_nr >= (n->nout > 0 ? n->nout : 1)) return NULL;

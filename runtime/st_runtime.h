@@ -333,6 +333,17 @@ st_status st_ad_retain_grad(st_tensor *t);
 /* Called by st_tensor_decref and attach() (internal to the runtime). */
 void st_ad_tensor_gone(st_tensor *t);
 void st_ad_hooks_release(void *hooks);
+/* For the owner's garbage collector: calls visit(obj, release, arg) on
+ * each opaque object t reaches through references of its own: a leaf's
+ * hooks, or the slot hooks and custom contexts of the nodes t alone holds
+ * (its grad_fn when t is its only holder, and below each such node the
+ * next nodes and leaves only it holds); release is the function that
+ * frees obj (the hook owner's, or the node's ctx_free), which tells whose
+ * object it is. A non-zero return of visit stops the walk and is
+ * returned. Meaningful only when the caller holds t's only reference. */
+int st_ad_visit_owned(const st_tensor *t,
+                      int (*visit)(void *obj, void (*release)(void *), void *arg),
+                      void *arg);
 
 /* tensor.backward(): accumulates d(sum roots*grads)/d(leaf) into leaves'
  * .grad. grads[k] may be NULL for a one-element root (implied 1). */

@@ -263,6 +263,84 @@ static void test_hooks(void) {
     st_ad_set_hook_owner(NULL, NULL);
 }
 
+/* st_ad_visit_owned: what a tensor reaches through references of its own.
+ * Visits are counted per object; ctx_free tells a custom node's context. */
+typedef struct {
+    int n;
+    void *seen[8];
+    void (*release[8])(void *);
+} vis;
+
+static int vis_add(void *obj, void (*release)(void *), void *arg) {
+    vis *v = arg;
+    if (v->n < 8) {
+        v->seen[v->n] = obj;
+        v->release[v->n] = release;
+    }
+    v->n++;
+    return 0;
+}
+
+static int vis_stop(void *obj, void (*release)(void *), void *arg) {
+    (void)obj, (void)release;
+    ++*(int *)arg;
+    return 7;
+}
+
+static void ctx_noop(void *c) { (void)c; }
+
+static void test_visit_owned(void) {
+    st_ad_set_hook_owner(hk_call, hk_release);
+    float av[2] = {1, 2};
+    hk ha = {.scale = 1}, hy = {.scale = 1};
+    int ctx_obj = 0;
+    st_tensor *a = vec(2, av, true);
+    CHECK(st_ad_set_hooks(a, &ha) == ST_OK, "leaf hooks");
+    vis v = {0};
+    CHECK(st_ad_visit_owned(a, vis_add, &v) == 0 && v.n == 1 && v.seen[0] == &ha &&
+          v.release[0] == hk_release, "a leaf visits its hooks (%d)", v.n);
+    /* y = custom(a) * 2: y owns MulBackward, which alone owns the custom
+     * node (its context) and the edge to a */
+    st_tensor *c = NULL;
+    st_operand ca = {.t = a};
+    st_ad_set_grad_enabled(false);
+    st_rt_eager(ST_OP_COPY, &ca, 1, NULL, NULL, &c);
+    st_ad_set_grad_enabled(true);
+    st_ad_node *n = st_ad_custom_node("CtxBackward", twice, &ctx_obj, ctx_noop, 1, &a, 1, &c);
+    st_ad_node_decref(n);
+    st_operand in[2] = {{.t = c}, {.sdtype = ST_FLOAT64, .f = 2}};
+    st_tensor *y = NULL;
+    CHECK(st_rt_eager(ST_OP_MUL, in, 2, NULL, NULL, &y) == 1, "mul");
+    CHECK(st_ad_set_hooks(y, &hy) == ST_OK, "output slot hooks");
+    memset(&v, 0, sizeof v);
+    st_ad_visit_owned(y, vis_add, &v);
+    CHECK(v.n == 1 && v.seen[0] == &hy, "c still holds the custom node: y reaches only "
+          "its own slot (%d)", v.n);
+    st_tensor_decref(c);     /* now MulBackward alone holds the custom node */
+    memset(&v, 0, sizeof v);
+    st_ad_visit_owned(y, vis_add, &v);
+    CHECK(v.n == 2 && v.seen[0] == &hy && v.seen[1] == &ctx_obj && v.release[1] == ctx_noop,
+          "y reaches the custom node's context through a node it alone holds (%d)", v.n);
+    /* a's hooks: a is held by its own reference and the custom node's edge */
+    st_tensor_decref(a);     /* now only the edge holds a */
+    memset(&v, 0, sizeof v);
+    st_ad_visit_owned(y, vis_add, &v);
+    CHECK(v.n == 3 && v.seen[2] == &ha, "and the hooks of a leaf only the graph holds (%d)",
+          v.n);
+    int calls = 0;
+    CHECK(st_ad_visit_owned(y, vis_stop, &calls) == 7 && calls == 1,
+          "a non-zero visit stops the walk");
+    /* a second holder of the grad_fn hides the whole tree */
+    st_tensor *y2 = op2(ST_OP_ADD, y, y);
+    memset(&v, 0, sizeof v);
+    st_ad_visit_owned(y2, vis_add, &v);
+    CHECK(v.n == 0, "y2's node edges to MulBackward, which y also holds (%d)", v.n);
+    st_tensor_decref(y2);
+    st_tensor_decref(y);
+    CHECK(ha.released == 1 && hy.released == 1, "hooks released with the graph");
+    st_ad_set_hook_owner(NULL, NULL);
+}
+
 int main(void) {
     RUN_TEST(test_basic());
     RUN_TEST(test_broadcast_and_grad());
@@ -270,5 +348,6 @@ int main(void) {
     RUN_TEST(test_custom());
     RUN_TEST(test_release());
     RUN_TEST(test_hooks());
+    RUN_TEST(test_visit_owned());
     return st_test_exit_code("test_autograd");
 }
