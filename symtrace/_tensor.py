@@ -37,16 +37,6 @@ class device:
         return hash(str(self))
 
 
-def _fmt(v, is_float):
-    if isinstance(v, list):
-        return "[" + ", ".join(_fmt(x, is_float) for x in v) + "]"
-    if is_float:
-        if v != v or v in (float("inf"), float("-inf")):
-            return str(v)
-        return f"{v:.4f}".rstrip("0") if v != int(v) else f"{int(v)}."
-    return str(v)
-
-
 class Tensor(_C.TensorBase):
     """A strided, typed, reference-counted array on a device (PyTorch's Tensor API)."""
     __slots__ = ()
@@ -64,15 +54,9 @@ class Tensor(_C.TensorBase):
         return self.detach()
 
     def __repr__(self):
-        body = _fmt(self.tolist(), self.dtype.is_floating_point)
-        extra = "" if self.dtype in (float32, int64, bool_) else f", dtype={self.dtype}"
-        if self.numel() == 0:
-            extra = f", size={tuple(self.shape)}" + extra
-        if self.grad_fn is not None:
-            extra += f", grad_fn=<{self.grad_fn.name()}>"
-        elif self.requires_grad:
-            extra += ", requires_grad=True"
-        return f"tensor({body}{extra})"
+        """As torch prints tensors (the rules are in _tensor_str)."""
+        from ._tensor_str import tensor_repr
+        return tensor_repr(self)
 
     def __deepcopy__(self, memo):
         """A copy of the data (a leaf), keeping requires_grad, as torch does for leaves."""
@@ -100,8 +84,10 @@ class Tensor(_C.TensorBase):
         return bool((self == item).any()) if hasattr(self, "any") else item in self.tolist()
 
     def __format__(self, spec):
-        if self.dim() == 0:
-            return format(self.item(), spec)
+        """A 0-d plain Tensor formats as its Python number (format(t, '.2f')); others as
+        object does (str(t) for an empty spec, else TypeError), as torch."""
+        if self.dim() == 0 and type(self) is Tensor:
+            return format(self.detach().item(), spec)
         return object.__format__(self, spec)
 
     # ---- autograd ----
