@@ -26,6 +26,8 @@ from . import config  # noqa: F401
 from . import cuda  # noqa: F401
 from . import profiler  # noqa: F401
 from . import amp  # noqa: F401
+from . import multiprocessing  # noqa: F401
+multiprocessing.init_reductions()
 from .amp import autocast, is_autocast_enabled, get_autocast_dtype  # noqa: F401
 from ._compile import compile, explain, reset  # noqa: F401,E402  (shadows builtin compile on purpose)
 

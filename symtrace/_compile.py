@@ -133,7 +133,9 @@ class OptimizedModule(Module):
         return f"OptimizedModule(\n  (_orig_mod): {inner}\n)"
 
     def __reduce__(self):
-        raise TypeError("an OptimizedModule cannot be pickled; pickle its _orig_mod")
+        """Pickles as the module and the compile options, as torch's OptimizedModule:
+        the compiled code is not pickled; the copy compiles again on its first call."""
+        return (OptimizedModule, (self._orig_mod,) + tuple(self._st_opts))
 
 
 def compile(model=None, *, backend=None, fullgraph=False, dynamic=None, mode=None):

@@ -72,6 +72,157 @@ class Tensor(_C.TensorBase):
         memo[id(self)] = r
         return r
 
+    # ---- pickling (pickle, copy.copy, multiprocessing) ----
+    class _PickledStorage:
+        """One storage as pickle sees it: `base` is a 1-D contiguous tensor over the
+        whole storage (offset 0). While pickling, Tensor.__reduce_ex__ hands every
+        tensor of one storage the same _PickledStorage (a weak cache keyed by the
+        storage), so the pickler's memo writes its bytes once per pickle and the
+        unpickler rebuilds one storage that the tensors are views of. `fresh`: made
+        by unpickling (its base is new memory that nothing else sees yet)."""
+        __slots__ = ("base", "fresh", "claimed", "__weakref__")
+        _live = None            # WeakValueDictionary (storage id, dtype) -> _PickledStorage
+
+        def __init__(self, base, fresh=False):
+            self.base, self.fresh, self.claimed = base, fresh, False
+
+        def __reduce_ex__(self, proto):
+            import ctypes
+            import pickle
+            import sys
+            base = self.base
+            dev = base._device_str
+            host = base if dev == "cpu" else _C._to_device(base, "cpu")
+            nbytes = host.numel() * host.element_size()
+            if nbytes == 0:
+                data = b""
+            elif proto >= 5:    # in-band: written straight from the tensor's memory; out-of-band: no copy
+                arr = (ctypes.c_char * nbytes).from_address(host.data_ptr())
+                arr._owner = host               # the buffer keeps the memory alive
+                data = pickle.PickleBuffer(memoryview(arr).cast("B"))
+            else:
+                data = ctypes.string_at(host.data_ptr(), nbytes)
+            return (Tensor._storage_from_pickle, (base.dtype, base.numel(), dev, data, sys.byteorder))
+
+    def __reduce_ex__(self, proto):
+        """Pickles the tensor as torch does: its class, dtype, device, shape, strides,
+        storage offset and requires_grad, with the raw bytes of its whole storage
+        (one buffer, little- or big-endian as the host; protocol 5 writes it without
+        a copy and supports out-of-band buffers). Tensors of one storage pickled
+        together (a tensor and its views, tied weights) share one record, written
+        once, and come back as views of one new storage (in-place writes to one show
+        in the others); this is stricter than torch, whose plain pickle copies the
+        whole storage once per tensor and loses the sharing. Caveats, as torch: a
+        small view of a large tensor pickles all of the large tensor's storage
+        (pickle v.clone() to avoid it); .grad, gradient history and hooks are not
+        pickled (a tensor that requires grad, leaf or not, comes back as a leaf that
+        requires grad; a tensor with gradient hooks warns). CUDA tensors are pickled
+        from a host copy and come back on their device (RuntimeError where no GPU is
+        usable). copy.copy(t) goes through this too: a new tensor sharing t's memory.
+        Attributes of a subclass (its __getstate__ / __dict__) are kept."""
+        hooks = _C._grad_hooks(self)
+        if hooks is not None and (getattr(hooks, "pre", None) or getattr(hooks, "post", None)):
+            import warnings
+            for h in list(hooks.pre.values()) + list(hooks.post.values()):
+                warnings.warn(f"backward hook {h!r} on tensor will not be serialized (pickle keeps "
+                              "no gradient hooks, as in torch)", UserWarning, stacklevel=2)
+        cls = type(self)
+        getstate = getattr(self, "__getstate__", None)
+        state = getstate() if getstate is not None else getattr(self, "__dict__", None)
+        rg = bool(self.requires_grad)
+        d = self.detach()
+        shape, stride = tuple(int(n) for n in d.shape), tuple(int(s) for s in d.stride())
+        if any(s < 0 for s in stride):
+            d = d.contiguous()
+            stride = tuple(int(s) for s in d.stride())
+        offset = int(d.storage_offset())
+        if d.numel() == 0:      # nothing to share: an empty storage of its own
+            storage = Tensor._PickledStorage(d.as_strided((0,), (1,), 0))
+            offset = 0
+        else:
+            live = Tensor._PickledStorage._live
+            if live is None:
+                import weakref
+                live = Tensor._PickledStorage._live = weakref.WeakValueDictionary()
+            key = (d._storage_id(), d.dtype)
+            storage = live.get(key)
+            if storage is None:
+                storage = Tensor._PickledStorage(d.as_strided((Tensor._storage_numel(d),), (1,), 0))
+                live[key] = storage
+        return (Tensor._rebuild_from_pickle, (storage, offset, shape, stride, rg, cls, state))
+
+    @staticmethod
+    def _storage_numel(d):
+        """Elements of d's storage, in d's dtype."""
+        return d._storage_nbytes() // d.element_size()
+
+    @staticmethod
+    def _storage_from_pickle(dtype, numel, device, data, byteorder):
+        """Unpickles a _PickledStorage: a new CPU storage filled from data, moved to device."""
+        import ctypes
+        import pickle
+        import sys
+        if not isinstance(dtype, _dtype_type) or not isinstance(numel, int) or numel < 0:
+            raise pickle.UnpicklingError(f"corrupt symtrace tensor pickle: bad storage {dtype!r} x {numel!r}")
+        src = memoryview(data).cast("B")
+        base = _C.empty((numel,), dtype)
+        nbytes = numel * base.element_size()
+        if src.nbytes != nbytes:
+            raise pickle.UnpicklingError(f"corrupt symtrace tensor pickle: the storage holds {src.nbytes} "
+                                         f"bytes, expected {nbytes} ({numel} x {dtype})")
+        if nbytes:
+            dst = memoryview((ctypes.c_char * nbytes).from_address(base.data_ptr())).cast("B")
+            dst[:] = src
+            if byteorder != sys.byteorder and base.element_size() > 1:  # pragma: no cover (mixed-endian)
+                import array
+                a = array.array({2: "H", 4: "I", 8: "Q"}[base.element_size()], dst)
+                a.byteswap()
+                dst[:] = memoryview(a).cast("B")
+            del dst
+        if device != "cpu":
+            from .serialization import _check_device
+            _check_device(device)   # RuntimeError naming the problem when no GPU is usable
+            base = _C._to_device(base, device)
+        return Tensor._PickledStorage(base, fresh=True)
+
+    @staticmethod
+    def _rebuild_from_pickle(storage, offset, shape, stride, requires_grad, cls, state):
+        """Unpickles (or copy.copy's) a tensor: a view of storage.base. The first tensor
+        that covers a freshly unpickled storage densely is its own tensor (not a view),
+        as a tensor that was pickled alone; Parameters and other subclasses are made
+        with _make_subclass, as symtrace.load does."""
+        import pickle
+        if not (isinstance(storage, Tensor._PickledStorage) and isinstance(cls, type)
+                and issubclass(cls, _C.TensorBase)):
+            raise pickle.UnpicklingError(f"corrupt symtrace tensor pickle: {type(storage).__name__}, {cls!r}")
+        base = storage.base
+        v = base.as_strided(tuple(shape), tuple(stride), offset)
+        dims = sorted((s, n) for n, s in zip(shape, stride) if n != 1)
+        expect, dense = 1, offset == 0 and v.numel() == base.numel()
+        for s, n in dims:
+            dense = dense and s == expect
+            expect *= n
+        own = dense and storage.fresh and not storage.claimed
+        if own:
+            storage.claimed = True
+        if own or cls is not Tensor:
+            t = _C._make_subclass(cls, v, bool(requires_grad))
+        else:
+            t = v.requires_grad_(True) if requires_grad else v
+        if state:
+            setstate = getattr(t, "__setstate__", None)
+            if setstate is not None:
+                setstate(state)
+            else:
+                slots = None
+                if isinstance(state, tuple) and len(state) == 2:
+                    state, slots = state
+                if state:
+                    t.__dict__.update(state)
+                for k, val in (slots or {}).items():
+                    setattr(t, k, val)
+        return t
+
     def __len__(self):
         return self.shape[0] if self.dim() else _C.TensorBase.__len__(self)
 

@@ -26,8 +26,8 @@ class Parameter(Tensor):
         memo[id(self)] = r
         return r
 
-    def __reduce_ex__(self, proto):
-        raise TypeError("symtrace.nn.Parameter does not support pickling yet")
+    # pickling: Tensor.__reduce_ex__ (class, data, requires_grad; no .grad, as torch)
 
     def __repr__(self):
         return "Parameter containing:\n" + super().__repr__()
+

@@ -468,7 +468,7 @@ def test_step_skips_params_without_grad_and_is_not_recorded():
 
 
 def test_unpickling_fills_group_options_an_old_pickle_lacks():
-    import copy          # Parameters do not pickle; deepcopy takes the same __setstate__
+    import copy          # deepcopy takes the same __setstate__ as unpickling
     p = [st.nn.Parameter(st.randn(2))]
     o = st.optim.RMSprop(p)
     del o.param_groups[0]["centered"]

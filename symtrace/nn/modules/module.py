@@ -563,6 +563,15 @@ class Module:
         keys = [k for k in keys if not k[0].isdigit()]
         return sorted(set(keys))
 
+    def __getstate__(self):
+        """pickle / copy.copy: the attributes, less what __setstate__ recomputes
+        (_has_hooks). The rest of a module's state is plain data (tensors pickle
+        with Tensor.__reduce_ex__, hooks by reference); compiled code, guards
+        and epochs live in C, keyed by code objects and epochs, never here."""
+        state = self.__dict__.copy()
+        state.pop("_has_hooks", None)
+        return state
+
     def __setstate__(self, state):
         _bump_epoch()
         self.__dict__.update(state)
@@ -570,6 +579,12 @@ class Module:
             for name in _HOOK_TABLES:
                 if name not in state:
                     object.__setattr__(self, name, OrderedDict())
+        # hook tables are keyed by RemovableHandle ids: ids from the pickling
+        # process must not be handed out again here (a new hook would replace one)
+        ids = [k for name in _HOOK_TABLES for k in (self.__dict__.get(name) or ())
+               if isinstance(k, int)]
+        if ids and RemovableHandle._next_id <= max(ids):
+            RemovableHandle._next_id = max(ids) + 1
         self._refresh_has_hooks()
 
     def __deepcopy__(self, memo):

@@ -1,7 +1,8 @@
 """How DataLoader workers send objects holding symtrace tensors to the main process.
 
-symtrace tensors do not pickle (pickle.dumps(st.ones(3)) raises TypeError), so
-dumps() pickles with a persistent_id that replaces every tensor by a record
+Plain pickle (Tensor.__reduce_ex__) writes a view's whole storage, as torch's
+does, and a dataset's samples are often views of one large tensor (TensorDataset
+rows), so dumps() pickles with a persistent_id that replaces every tensor by a record
 (class, dtype, shape, requires_grad, device, raw bytes of its elements in
 row-major order) and loads() rebuilds a fresh contiguous tensor from it. Both
 ends are on the same machine, so the bytes need no byte-order handling. A tensor
