@@ -1,11 +1,11 @@
-"""Running ops along a dim: cumsum (a product with a triangular matrix of ones), cumprod
+"""Running ops along a dim: cumsum (products with triangular matrices of ones, in blocks), cumprod
 and logcumsumexp (log-depth scans, _scan), and diff."""
 import builtins
 
 from .._dtype import bool_, float32, float64, int64
 from ._core import _check_int, _check_tensor, _tname, _wrap
 from .elementwise import clamp, ge, le, mul, ne, sub, to_dtype, where
-from .creation import arange
+from .creation import arange, zeros
 from .float_math import _back, _logaddexp, _opmath
 from .indexing import index_select
 from .shape import cat
@@ -13,10 +13,38 @@ from .linalg import matmul
 
 
 # ---------------- scans ----------------
+_CUMSUM_BLOCK = 128
+
+
+def _tri(n, dt, device):
+    idx = arange(n, device=device)
+    return to_dtype(le(idx.unsqueeze(1), idx), dt)        # tri[i, j] = i <= j
+
+
+def _cumsum_last(x):
+    """Running sums along the last dim. Up to _CUMSUM_BLOCK elements: one product with a
+    triangular matrix of ones. Longer: blocks of _CUMSUM_BLOCK summed that way, plus the
+    running sums of the block totals (recursively) before each block: O(n * block) work
+    and memory instead of O(n^2), every step a differentiable op."""
+    n = x.shape[-1]
+    b = _CUMSUM_BLOCK
+    if n <= b:
+        return matmul(x, _tri(n, x.dtype, x.device))
+    nb = -(-n // b)
+    lead = tuple(x.shape[:-1])
+    if nb * b != n:
+        x = cat([x, zeros(lead + (nb * b - n,), dtype=x.dtype, device=x.device)], -1)
+    within = matmul(x.reshape(lead + (nb, b)), _tri(b, x.dtype, x.device))
+    totals = within.select(-1, b - 1)
+    before = sub(_cumsum_last(totals), totals)            # the sums of the earlier blocks
+    out = (within + before.unsqueeze(-1)).reshape(lead + (nb * b,))
+    return out if nb * b == n else out.narrow(-1, 0, n)
+
+
 def cumsum(input, dim, *, dtype=None):
     """cumsum(input, dim, *, dtype=None): running sums along dim, as torch.cumsum; integer
-    and bool inputs give int64. Computed as a product with a triangular matrix of ones (n x n
-    for a dim of size n, so O(n^2) memory and work): in the input's dtype for float32/float64,
+    and bool inputs give int64. Computed with products with triangular matrices of ones, in
+    blocks (_cumsum_last: O(n * 128) work): in the input's dtype for float32/float64,
     float32 for float16/bfloat16, float64 for integers and bools (exact while the sums stay
     below 2**53 in magnitude)."""
     _check_tensor(input, "cumsum")
@@ -30,10 +58,7 @@ def cumsum(input, dim, *, dtype=None):
     if nd == 0:
         return to_dtype(input, out_dt) if out_dt is not dt else input.clone()
     x = to_dtype(input, work).transpose(d, -1)
-    n = x.shape[-1]
-    idx = arange(n, device=input.device)
-    tri = to_dtype(le(idx.unsqueeze(1), idx), work)       # tri[i, j] = i <= j
-    return to_dtype(matmul(x, tri).transpose(d, -1), out_dt)
+    return to_dtype(_cumsum_last(x).transpose(d, -1), out_dt)
 
 
 def _scan(x, d, combine):

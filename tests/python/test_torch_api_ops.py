@@ -590,6 +590,19 @@ def test_cumsum_edges_grad(torch):
           [rnd(3, 4, 2)], dtype="float64", rtol=1e-9, atol=1e-9)
 
 
+@pytest.mark.parametrize("n", [129, 255, 256, 257, 16384 + 3, 1_000_000])
+def test_cumsum_long_scans_in_blocks(torch, n):
+    """Past one block (128) cumsum works in blocks: linear memory (a 1e6-long scan
+    asked for 4 TB as one triangular product), the same values and gradients."""
+    x = make((n,), "float64")
+    check_torch(lambda t: st.cumsum(t, 0), lambda t: torch.cumsum(t, 0), x, rtol=1e-10, atol=1e-9)
+    xi = make((2, n), "int64", low=-3, high=4)
+    check_torch(lambda t: st.cumsum(t, 1), lambda t: torch.cumsum(t, 1), xi)
+    if n < 20000:
+        grads(torch, lambda t: st.cumsum(t.transpose(0, 1), 0), lambda t: torch.cumsum(t.transpose(0, 1), 0),
+              [rnd(n, 2)], dtype="float64", rtol=1e-9, atol=1e-9)
+
+
 # ---------------- one_hot ----------------
 def test_one_hot(torch):
     F = torch.nn.functional
