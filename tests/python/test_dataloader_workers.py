@@ -1,7 +1,9 @@
 # symtrace.utils.data.DataLoader with worker processes (num_workers > 0): batches
 # against torch's DataLoader with workers on the same datasets (sequential order,
 # values, dtypes, shapes; shuffled epochs are permutations; IterableDataset
-# sharding), tensors of every dtype crossing the process boundary, in_order,
+# sharding), the same shuffled batches and the same main-generator consumption for
+# any num_workers / persistent_workers (the sampler runs in the main process; one
+# base seed drawn per epoch), tensors of every dtype crossing the process boundary, in_order,
 # worker_init_fn / get_worker_info, per-worker seeding (distinct per worker,
 # reproducible under st.manual_seed), persistent_workers (same pids across epochs,
 # an abandoned epoch's batches dropped), errors in workers (type, worker id and
@@ -74,6 +76,30 @@ class RandomSamples(Dataset):
 
     def __getitem__(self, i):
         return st.rand(2), random.random(), np.random.rand(), get_worker_info().id
+
+
+class Rows(Dataset):
+    """Sample i: (i, a float vector): values that depend on i only."""
+
+    def __init__(self, n=22):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return i, np.arange(3, dtype=np.float32) * i + 0.5
+
+
+class Noisy(Dataset):
+    """Sample i: i plus random augmentation from symtrace's, Python's and numpy's
+    generators in the process that fetches it."""
+
+    def __len__(self):
+        return 12
+
+    def __getitem__(self, i):
+        return i, st.rand(2), random.random(), np.random.rand()
 
 
 class Shards(IterableDataset):
@@ -287,6 +313,164 @@ def test_worker_rng_distinct_and_reproducible():
     for k in range(3):                                                # st.rand, random, numpy all differ
         assert [v[k] for v in a[0]] != [v[k] for v in a[1]]
     assert len({v[0] for w in a.values() for v in w}) == 8           # no repeated draws inside a worker
+
+
+# ---------------------------------------------------------------- the same batches for any num_workers
+# (num_workers, persistent_workers): the sampler runs in the main process and every
+# epoch draws one base seed from the loader's generator before the sampler's draws
+_CONFIGS = [(0, False), (1, False), (2, False), (3, False), (1, True), (3, True)]
+
+
+def _rows(b):
+    return b[0].tolist(), b[1].tolist()
+
+
+def _shuffled_epochs(num_workers, persistent, generator, seed, epochs=3):
+    """The batches of `epochs` shuffled epochs of a loader built right after
+    st.manual_seed(seed), then the global generator's state and the loader's
+    generator's state."""
+    st.manual_seed(seed)
+    gen = generator(seed) if generator is not None else None
+    dl = DataLoader(Rows(), batch_size=4, shuffle=True, num_workers=num_workers,
+                    persistent_workers=persistent, generator=gen, timeout=T if num_workers else 0)
+    out = [[_rows(b) for b in dl] for _ in range(epochs)]
+    return out, st.get_rng_state().tolist(), dl.generator.getstate() if dl.generator is not None else None
+
+
+@pytest.mark.parametrize("generator", [None, lambda s: s, lambda s: random.Random(s + 1)],
+                         ids=["global", "int", "random.Random"])
+def test_shuffled_batches_independent_of_num_workers(generator):
+    runs = {cfg: _shuffled_epochs(*cfg, generator, seed=7) for cfg in _CONFIGS}
+    ref_epochs, ref_global, ref_gen = runs[(0, False)]
+    assert len(ref_epochs) == 3 and all(len(e) == 6 for e in ref_epochs)
+    for e in ref_epochs:
+        order = [i for b in e for i in b[0]]
+        assert sorted(order) == list(range(22)) and order != list(range(22))
+        assert all(b[1] == [[0.5, i + 0.5, 2 * i + 0.5] for i in b[0]] for b in e)
+    assert ref_epochs[0] != ref_epochs[1] != ref_epochs[2]
+    for cfg, (epochs, global_state, gen_state) in runs.items():
+        assert epochs == ref_epochs, cfg                     # the same batches, in the same order
+        assert global_state == ref_global, cfg               # the generators advanced the same way
+        assert gen_state == ref_gen, cfg
+    if generator is not None:                                # the global generator is left alone
+        st.manual_seed(7)
+        assert ref_global == st.get_rng_state().tolist()
+    # run to run: a new loader after the same seed gives the same epochs; another seed does not
+    assert _shuffled_epochs(2, False, generator, seed=7) == runs[(0, False)]
+    assert _shuffled_epochs(0, False, generator, seed=8)[0] != ref_epochs
+
+
+def test_main_generator_consumption_per_epoch():
+    # one base seed, then the sampler's seed: two draws per epoch, whatever the workers
+    from symtrace.utils.data.sampler import _draw_seed
+    st.manual_seed(3)
+    for _ in range(2 * 2):
+        _draw_seed()
+    expected = st.get_rng_state().tolist()
+    for nw, persistent in [(0, False), (2, False), (2, True)]:
+        st.manual_seed(3)
+        dl = DataLoader(Rows(8), batch_size=3, shuffle=True, num_workers=nw, persistent_workers=persistent,
+                        timeout=T if nw else 0)
+        for _ in range(2):
+            _batches(dl)
+        assert st.get_rng_state().tolist() == expected, (nw, persistent)
+        del dl
+    # without shuffle only the base seed is drawn
+    st.manual_seed(3)
+    _draw_seed()
+    expected = st.get_rng_state().tolist()
+    for nw in (0, 2):
+        st.manual_seed(3)
+        _batches(DataLoader(Rows(8), batch_size=3, num_workers=nw, timeout=T if nw else 0))
+        assert st.get_rng_state().tolist() == expected, nw
+
+
+def test_draws_between_iter_and_next_and_abandoned_epochs():
+    # the sampler draws at iter(loader) for any num_workers, so what the training loop
+    # draws after it (and an epoch left half way) changes nothing between worker counts
+    def run(nw, persistent):
+        st.manual_seed(21)
+        dl = DataLoader(Rows(), batch_size=5, shuffle=True, num_workers=nw, persistent_workers=persistent,
+                        timeout=T if nw else 0)
+        it = iter(dl)
+        noise = st.rand(3).tolist()
+        first = _rows(next(it))
+        del it                                               # abandoned after one batch
+        rest = [[_rows(b) for b in dl] for _ in range(2)]
+        return noise, first, rest, st.rand(2).tolist()
+    ref = run(0, False)
+    assert run(2, False) == ref and run(3, True) == ref
+
+
+def test_worker_seed_is_base_seed_plus_id():
+    from symtrace.utils.data.dataloader import _base_seed
+    st.manual_seed(5)
+    base = _base_seed(None)                                  # the first draw after the seed
+    st.manual_seed(5)
+    dl = DataLoader(WhoAmI(6), batch_size=None, shuffle=True, num_workers=3, persistent_workers=True,
+                    timeout=T)
+    e1, e2 = list(dl), list(dl)
+    assert {(r[1], r[3]) for r in e1} == {(w, base + w) for w in range(3)}
+    # persistent workers keep the generators (and seed) they started with, as torch
+    assert {(r[1], r[3]) for r in e2} == {(w, base + w) for w in range(3)}
+    assert sorted(r[0] for r in e1) == sorted(r[0] for r in e2) == list(range(6))
+    assert [r[0] for r in e1] != [r[0] for r in e2]
+    g = random.Random(9)
+    base = _base_seed(g)
+    rows = list(DataLoader(WhoAmI(4), batch_size=None, num_workers=2, generator=random.Random(9), timeout=T))
+    assert {(r[1], r[3]) for r in rows} == {(0, base), (1, base + 1)}
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+def test_augmentation_in_workers_reproducible(persistent):
+    def run(seed):
+        st.manual_seed(seed)
+        dl = DataLoader(Noisy(), batch_size=3, shuffle=True, num_workers=2, persistent_workers=persistent,
+                        timeout=T)
+        return [[(b[0].tolist(), b[1].tolist(), b[2].tolist(), b[3].tolist()) for b in dl] for _ in range(2)]
+    a, b = run(4), run(4)
+    assert a == b                                            # run to run, epoch after epoch
+    assert a[0] != a[1] and run(5) != a
+    # the first epoch has the same samples in the same batches as with num_workers=0;
+    # the next ones do not: there the augmentation draws from the main process's
+    # global generator, which the next epoch's sampler seed comes from (torch alike)
+    st.manual_seed(4)
+    dl = DataLoader(Noisy(), batch_size=3, shuffle=True)
+    single = [[b[0].tolist() for b in dl] for _ in range(2)]
+    assert [x[0] for x in a[0]] == single[0] and [x[0] for x in a[1]] != single[1]
+    # with a generator= the orders stay apart from the augmentation's draws
+    orders = []
+    for nw in (0, 2):
+        st.manual_seed(4)
+        dl = DataLoader(Noisy(), batch_size=3, shuffle=True, num_workers=nw, generator=random.Random(4),
+                        persistent_workers=persistent and nw > 0, timeout=T if nw else 0)
+        orders.append([[b[0].tolist() for b in dl] for _ in range(2)])
+    assert orders[0] == orders[1]
+
+
+def test_worker_count_parity_like_torch(torch):
+    # torch: the sampler runs in the main process, so the shuffled batches do not
+    # depend on num_workers; its permutations are not ours (other generators), the
+    # structure is the same: per epoch a base seed, then the sampler's seed
+    def ours(nw):
+        st.manual_seed(2)
+        dl = DataLoader(Rows(10), batch_size=4, shuffle=True, num_workers=nw, timeout=T if nw else 0)
+        return [[b[0].tolist() for b in dl] for _ in range(2)]
+
+    def theirs(nw):
+        torch.manual_seed(2)
+        dl = torch.utils.data.DataLoader(Rows(10), batch_size=4, shuffle=True, num_workers=nw,
+                                         timeout=T if nw else 0)
+        return [[b[0].tolist() for b in dl] for _ in range(2)], torch.rand(1).item()
+    a, (b, after) = ours(0), theirs(0)
+    assert ours(2) == a and theirs(2) == (b, after)
+    for x, y in zip(a, b):
+        assert [len(t) for t in x] == [len(t) for t in y] == [4, 4, 2]
+        assert sorted(i for t in x for i in t) == sorted(i for t in y for i in t) == list(range(10))
+    torch.manual_seed(2)
+    for _ in range(2 * 2):                                   # two int64 draws per epoch
+        torch.empty((), dtype=torch.int64).random_()
+    assert torch.rand(1).item() == after
 
 
 # ---------------------------------------------------------------- persistent workers

@@ -8,7 +8,7 @@ num_workers=0 loads in the main process; num_workers > 0 loads in worker
 processes (see dataloader.py), where get_worker_info() describes the worker.
 Shuffling draws its permutation from Python's random.Random; see sampler.py
 for what makes it reproducible (st.manual_seed(s) before iterating, or a
-generator argument).
+generator argument); the batches do not depend on num_workers (dataloader.py).
 """
 from .dataset import (Dataset, IterableDataset, TensorDataset, StackDataset, ConcatDataset,  # noqa: F401
                       ChainDataset, Subset, random_split)

@@ -19,6 +19,10 @@ they must then be importable: defined at module level, no lambdas). As in torch:
 - in_order=True (the default) yields batches in sampler order whichever worker
   finishes first (early ones wait in a buffer); in_order=False yields them as
   they arrive.
+- the sampler and the batch sampler run in the main process, whatever num_workers:
+  workers only fetch the index batches they are sent. So the batches, and their
+  order (in_order=True), depend on the sampler's generator and never on
+  num_workers or persistent_workers (see "Randomness" below).
 - seeding: each iterator draws base_seed from the loader's generator (generator=None:
   symtrace's global generator, so st.manual_seed(s) in the main process makes it
   reproducible); worker i seeds Python's random, symtrace's generator and numpy's
@@ -55,6 +59,48 @@ they must then be importable: defined at module level, no lambdas). As in torch:
 
 pin_memory / pin_memory_device are accepted and do nothing: batches are ordinary CPU
 tensors (symtrace has no pinned host memory).
+
+Randomness. Every epoch (every iter(loader)) draws, in this order, from the
+loader's generator (generator=None: symtrace's global generator):
+  1. base_seed: one draw, for num_workers=0 too (unused there), and for every epoch
+     of persistent workers too (unused after the first: the workers keep the
+     generators seeded at their start);
+  2. the sampler's own draws (RandomSampler and the other built-in samplers: one
+     seed, or a use of the generator passed to them, at their first index), made
+     when the iterator is created: num_workers=0 takes the first index batch from
+     the sampler at iter() as the workers' prefetching does.
+So the main generator advances the same way per epoch for any num_workers and
+persistent_workers, and st.manual_seed(s) (or the same generator=) before building
+the loader gives the same sequence of epochs: the same index batches, hence the
+same batches for a map-style dataset whose __getitem__ is deterministic, for
+num_workers = 0, 1, 2, ... with or without persistent_workers. in_order=False
+yields the same batches in arrival order, which varies. (A __getitem__ that draws
+from the global generator breaks this after the first epoch: with num_workers=0
+its draws advance the main process's generator, which the next epoch's seeds come
+from; in workers they do not. Give the loader a generator= to keep the epochs'
+orders apart from it.)
+Random ops inside a dataset's __getitem__ (or collate_fn) run on the generators of
+the process fetching the sample: in the main process for num_workers=0 (its global
+generators, which the training loop also draws from), in worker i on generators
+seeded from base_seed + i. They are reproducible run to run for a given seed,
+num_workers and persistent_workers (with in_order=True batches go to the workers
+round robin, so each worker sees the same samples in the same order), and are
+not equal to the values of a run with another num_workers (torch promises no
+more: its docs only state the per-worker seeding).
+A custom sampler that draws from the global generator lazily, index by index,
+sees the prefetching of workers (up to prefetch_factor * num_workers batches
+ahead) interleave with the training loop's draws differently than num_workers=0
+does: give such a sampler its own generator.
+Compared with torch: the same structure (a base seed drawn per iterator before the
+sampler's draws, worker seed base_seed + id, numpy seeded from a hash of
+(worker id, base seed)); the values differ (other generators). torch's persistent
+workers draw no base seed after their first epoch, so in torch the epochs after
+the first differ between persistent_workers=True and False or num_workers=0; here
+they are the same. torch's num_workers=0 iterator takes its first index at the
+first next(), not at iter().
+IterableDataset: there is no sampler; each worker iterates its own copy of the
+dataset (shard it with get_worker_info()), so the batches and their order depend
+on num_workers, as in torch. The base seed is drawn all the same.
 """
 import itertools
 import multiprocessing
@@ -224,10 +270,13 @@ class _SingleProcessDataLoaderIter:
         self._dataset = loader.dataset
         self._collate_fn = loader.collate_fn
         self._num_yielded = 0
+        # drawn (and unused) as by the worker iterator, so that the loader's generator
+        # advances the same way for any num_workers (torch draws it too)
+        self._base_seed = _base_seed(loader.generator)
         if loader._iterable:
             self._it = self._iterable_batches(loader)
         else:
-            self._it = self._map_batches(loader)
+            self._it = self._map_batches(loader, _started(loader._index_sampler))
 
     def _iterable_batches(self, loader):
         it = iter(self._dataset)
@@ -247,15 +296,15 @@ class _SingleProcessDataLoaderIter:
             if len(batch) < loader.batch_size:
                 return
 
-    def _map_batches(self, loader):
+    def _map_batches(self, loader, sampler_iter):
         ds = self._dataset
         if loader._auto_collation:
             getitems = getattr(ds, "__getitems__", None)
-            for indices in loader.batch_sampler:
+            for indices in sampler_iter:
                 data = getitems(indices) if callable(getitems) else [ds[i] for i in indices]
                 yield self._collate_fn(data)
         else:
-            for i in loader.sampler:
+            for i in sampler_iter:
                 yield self._collate_fn(ds[i])
 
     def __iter__(self):
@@ -331,6 +380,11 @@ class _MultiProcessingDataLoaderIter:
         return [w.pid for w in self._workers]
 
     def _reset(self, loader, first_iter=False):
+        if not first_iter:
+            # a new epoch of persistent workers draws its base seed as a new iterator
+            # would (torch does not): the loader's generator then advances the same way
+            # per epoch for any num_workers. The workers keep their seeded generators.
+            _base_seed(loader.generator)
         self._sampler_iter = (itertools.repeat(None) if self._iterable
                               else iter(self._index_sampler))
         self._num_yielded = 0
@@ -508,6 +562,16 @@ def _shutdown_workers(workers, index_queues, result_queue, done_event, told_to_e
             q.close()
         result_queue.cancel_join_thread()
         result_queue.close()
+
+
+def _started(sampler):
+    """iter(sampler) with its first item already taken (and given back first): the
+    sampler makes its random draws now, at iter(loader), as the workers' prefetching
+    makes them, rather than at the first next()."""
+    it = iter(sampler)
+    for first in it:
+        return itertools.chain((first,), it)
+    return it
 
 
 def _base_seed(generator):

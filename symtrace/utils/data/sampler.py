@@ -10,6 +10,10 @@ construction: epochs differ, the run is reproducible), a random.Random (used
 as is), a numpy Generator / RandomState (a seed drawn from it per epoch), or an
 object with initial_seed() (such as a torch.Generator: treated as that int).
 The orders differ from torch's for the same seed (a different generator).
+Under a DataLoader the sampler always runs in the main process (workers only fetch
+the indices it yields), and each epoch first draws one base seed from the loader's
+generator, then lets the sampler draw: the orders are the same for any
+num_workers (dataloader.py, "Randomness").
 """
 import random
 
