@@ -10,5 +10,6 @@ from .modules import (Module, Linear, Identity, Embedding, LayerNorm, Dropout, R
                       SiLU, Mish, SELU, CELU, ELU, Softplus, LeakyReLU, Threshold, Hardtanh, ReLU6, Hardsigmoid,
                       Hardswish, GLU, LogSigmoid, Softsign, Tanhshrink, Softmin, NLLLoss, L1Loss, SmoothL1Loss,
                       HuberLoss, BCELoss, BCEWithLogitsLoss, KLDivLoss, CosineEmbeddingLoss, CosineSimilarity,
-                      PairwiseDistance, Flatten, Unflatten, RMSNorm, GroupNorm, ParameterList, ParameterDict)
+                      PairwiseDistance, Flatten, Unflatten, RMSNorm, GroupNorm, ParameterList, ParameterDict,
+                      RReLU, Dropout1d, Dropout2d, Dropout3d, AlphaDropout, FeatureAlphaDropout)
 from . import utils  # noqa: F401

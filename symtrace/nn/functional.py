@@ -1,12 +1,89 @@
-"""symtrace.nn.functional: PyTorch's functional layer ops."""
+"""symtrace.nn.functional: PyTorch's functional layer ops, with torch's signatures
+(names, order, defaults, keyword-only markers; tests/python/test_functional_signatures.py
+holds them to it). `inplace=True` writes the result into the input's storage and
+returns the input object itself, as torch does (see _write)."""
+import math as _math
+import warnings as _warnings
+
 from .. import _C, _ops
 from ..autograd import no_grad as _no_grad
-from .._ops import (relu, softmax, log_softmax, KEEPDIM, HAS_WEIGHT, HAS_BIAS, TANH, _attrs,  # noqa: F401
+from .._ops import (KEEPDIM, HAS_WEIGHT, HAS_BIAS, TANH, _attrs,  # noqa: F401
                     _check_tensor, sigmoid, tanh)
 
+_softmax = _ops.softmax
+_log_softmax = _ops.log_softmax
 
-def gelu(input, approximate="none"):
-    """gelu(input, approximate='none'|'tanh')."""
+
+# ---------------- in place ----------------
+def _check_inplace(input):
+    """torch's refusal of an in-place write into a leaf that requires grad (checked
+    before any work, with torch's message; views and the rest are the write's own
+    checks, in runtime/eager.c)."""
+    if input.requires_grad and input.is_leaf and _C._is_grad_enabled():
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+
+
+def _write(input, fn, name, *args, reads_input=True):
+    """input = fn(input, *args) in place; returns input itself (torch's inplace=True).
+    The write is Tensor.copy_, so the version counter is bumped and autograd's checks
+    apply: a tensor saved for backward and overwritten raises at backward time.
+    reads_input: fn's backward keeps input's values (x * sigmoid(x) saves x); under
+    autograd fn then reads a copy of input, as torch's in-place forms save the
+    original. Where the backward only keeps masks or fn's own results (where, exp),
+    no copy is made."""
+    _check_inplace(input)
+    if reads_input:
+        return input._via(fn, name, *args)
+    return input._assign(fn(input, *args), name)
+
+
+def _unary_inplace(input, opid, attrs=None):
+    """A primitive unary op written straight into input (one kernel): the eager
+    runtime computes an operand its VJP saves from a copy when it is overwritten."""
+    _check_inplace(input)
+    _C.op(opid, (input,), attrs, input)
+    return input
+
+
+def relu(input, inplace=False):
+    """relu(input, inplace=False) = max(input, 0)."""
+    _check_tensor(input, "relu")
+    if inplace:
+        return _unary_inplace(input, _C.OP_RELU)
+    return _ops.relu(input)
+
+
+def relu_(input):
+    """relu_(input): relu in place, returns input."""
+    return relu(input, inplace=True)
+
+
+def _get_softmax_dim(name, ndim, stacklevel):
+    _warnings.warn(f"Implicit dimension choice for {name} has been deprecated. "
+                   "Change the call to include dim=X as an argument.", stacklevel=stacklevel)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """softmax(input, dim=None, dtype=None) along dim; dim None is torch's deprecated
+    implicit choice (0 for 0-, 1- and 3-d inputs, else 1) with its warning. dtype:
+    input is cast to it first."""
+    _check_tensor(input, "softmax")
+    if dim is None:
+        dim = _get_softmax_dim("softmax", input.dim(), _stacklevel)
+    return _softmax(input, dim, dtype=dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """log_softmax(input, dim=None, dtype=None), as softmax."""
+    _check_tensor(input, "log_softmax")
+    if dim is None:
+        dim = _get_softmax_dim("log_softmax", input.dim(), _stacklevel)
+    return _log_softmax(input, dim, dtype=dtype)
+
+
+def gelu(input, *, approximate="none"):
+    """gelu(input, *, approximate='none'|'tanh')."""
     _check_tensor(input, "gelu")
     if approximate not in ("none", "tanh"):
         raise RuntimeError(f"approximate argument must be either none or tanh, got '{approximate}'")
@@ -53,21 +130,179 @@ def linear(input, weight, bias=None):
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq=False, sparse=False):
-    """embedding(input, weight, padding_idx=None): rows of weight."""
+    """embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
+    scale_grad_by_freq=False, sparse=False): rows of weight. padding_idx (negative
+    counts from the end) gets no gradient; max_norm renormalizes, in place and without
+    gradient, the rows input reads whose norm_type-norm exceeds it (torch's
+    embedding_renorm_); scale_grad_by_freq divides each row's gradient by how often
+    input reads it. sparse=True (a sparse gradient) is not supported."""
+    _check_tensor(weight, "embedding", "weight")
+    _check_tensor(input, "embedding", "indices")
+    n = weight.shape[0] if weight.dim() else 0
+    if padding_idx is not None:
+        if isinstance(padding_idx, bool) or not isinstance(padding_idx, int):
+            raise TypeError(f"embedding(): argument 'padding_idx' must be int, not {type(padding_idx).__name__}")
+        # torch asserts (AssertionError); symtrace raises no AssertionError on user input
+        if (padding_idx > 0 and padding_idx >= n) or padding_idx < -n:
+            raise ValueError("Padding_idx must be within num_embeddings")
+        if padding_idx < 0:
+            padding_idx = n + padding_idx
+    if sparse:
+        raise NotImplementedError("embedding(sparse=True): symtrace has no sparse tensors (the gradient "
+                                  "would be dense); use sparse=False")
     if max_norm is not None:
-        raise NotImplementedError("embedding(max_norm=...) is not supported")
+        _embedding_renorm_(weight, input, max_norm, norm_type)
     pi = -1 if padding_idx is None else padding_idx
-    return _C.op(_C.OP_EMBEDDING, (weight, input), _attrs(ints=(pi,)))
+    r = _C.op(_C.OP_EMBEDDING, (weight, input), _attrs(ints=(pi,)))
+    if scale_grad_by_freq and r.requires_grad:
+        with _no_grad():
+            flat = input.reshape(-1)
+            counts = _ops.zeros((n,), dtype=weight.dtype, device=weight.device).scatter_add(
+                0, flat, _ops.ones(tuple(flat.shape), dtype=weight.dtype, device=weight.device))
+            inv = (1.0 / counts.index_select(0, flat)).reshape(tuple(input.shape) + (1,))
+        # d + (r - d) * inv: r's values (r - d is 0) with r's gradient times inv; a
+        # traced graph keeps it (a hook would not be replayed by a compiled graph);
+        # inf/nan rows (where r - d is nan) keep r and its unscaled gradient
+        d = r.detach()
+        r = _ops.where(_ops.isfinite(d), d + (r - d) * inv, r)
+    return r
+
+
+def _embedding_renorm_(weight, input, max_norm, norm_type):
+    """torch.embedding_renorm_: each row of weight that input reads, with a
+    norm_type-norm above max_norm, is scaled by max_norm / (norm + 1e-7), in place
+    and without gradient."""
+    with _no_grad():
+        flat = input.reshape(-1)
+        rows = weight.index_select(0, flat)
+        norms = _norm(rows, norm_type, 1, keepdim=True)
+        scale = _ops.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+        weight.index_copy_(0, flat, (rows * scale).to(weight.dtype))   # repeated rows write one value
+
+
+def _check_p(p):
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
 def dropout(input, p=0.5, training=True, inplace=False):
-    """dropout(input, p=0.5, training=True): zeroes with probability p, scales by 1/(1-p)."""
-    if p < 0.0 or p > 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    """dropout(input, p=0.5, training=True, inplace=False): zeroes each element with
+    probability p and scales the rest by 1/(1-p); input itself when not training or
+    p == 0 (as torch)."""
+    _check_p(p)
     _check_tensor(input, "dropout")
     if not training or p == 0.0:
         return input
+    if inplace:   # the backward keeps only the mask
+        return _write(input, lambda x: _C.op(_C.OP_DROPOUT, (x,), _attrs(floats=(float(p),))), "dropout_",
+                      reads_input=False)
     return _C.op(_C.OP_DROPOUT, (input,), _attrs(floats=(float(p),)))
+
+
+_ALPHA_DROPOUT = 1.7580993408473766   # -SELU's negative saturation (scale * alpha)
+
+
+def _dropout_impl(input, p, training, inplace, feature, alpha, name, unbatched=False):
+    """torch's _dropout_impl for the feature (whole channels: noise [N, C, 1, ...]) and
+    alpha forms: x * noise, plus b for alpha; input itself when p == 0, not training
+    or empty. unbatched: input has no batch dim (its channels are dim 0)."""
+    _check_p(p)
+    _check_tensor(input, name)
+    if p == 0.0 or not training or input.numel() == 0:
+        return input
+    if p == 1.0:
+        def f(x):
+            return x * 0
+    else:
+        if not input.dtype.is_floating_point:
+            raise NotImplementedError(f"\"{name}\" not implemented for '{_tname(input.dtype)}'")
+        shape = tuple(input.shape)
+        if feature:
+            bshape = (1,) + shape if unbatched else shape
+            if len(bshape) < 2:
+                raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+            shape = bshape[:2] + (1,) * (len(bshape) - 2)
+            if unbatched:
+                shape = shape[1:]
+        dt = input.dtype
+        with _no_grad():
+            u = _ops.rand(shape, dtype=_ops.float64 if dt is _ops.float64 else _ops.float32, device=input.device)
+            keep = _ops.lt(u, 1.0 - p).to(dt)
+            if alpha:
+                a = 1.0 / _math.sqrt((_ALPHA_DROPOUT * _ALPHA_DROPOUT * p + 1) * (1 - p))
+                b = (keep - 1.0) * (_ALPHA_DROPOUT * a) + _ALPHA_DROPOUT * a * p
+                noise = keep * a
+            else:
+                noise, b = keep / (1.0 - p), None
+
+        def f(x):
+            r = x * noise
+            return r if b is None else r + b
+    if inplace:   # x * noise (+ b): the backward keeps only the noise
+        return _write(input, f, name + "_", reads_input=False)
+    return f(input)
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """alpha_dropout(input, p=0.5, training=False, inplace=False): dropout for SELU
+    networks: dropped elements become SELU's negative saturation, then an affine map
+    keeps the mean and variance (torch's formula)."""
+    return _dropout_impl(input, p, training, inplace, False, True, "alpha_dropout")
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """feature_alpha_dropout(input [N, C, *], p=0.5, training=False, inplace=False):
+    alpha_dropout of whole channels."""
+    return _dropout_impl(input, p, training, inplace, True, True, "feature_alpha_dropout")
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """dropout1d(input [N, C, L] or [C, L], p=0.5, training=True, inplace=False):
+    zeroes whole channels with probability p, scales the rest by 1/(1-p)."""
+    _check_p(p)
+    _check_tensor(input, "dropout1d")
+    nd = input.dim()
+    if nd not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {nd}D input. Note that dropout1d "
+                           "exists to provide channel-wise dropout on inputs with 1 spatial dimension, a channel "
+                           "dimension, and an optional batch dimension (i.e. 2D or 3D inputs).")
+    return _dropout_impl(input, p, training, inplace, True, False, "dropout1d", unbatched=nd == 2)
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """dropout2d(input [N, C, H, W], p=0.5, training=True, inplace=False): channel
+    dropout; a 3-d input is taken as [N, C, L] with torch's warning."""
+    _check_p(p)
+    _check_tensor(input, "dropout2d")
+    nd = input.dim()
+    if nd not in (3, 4):
+        _warnings.warn(f"dropout2d: Received a {nd}-D input to dropout2d, which is deprecated and will result in "
+                       "an error in a future release. To retain the behavior and silence this warning, please use "
+                       "dropout instead. Note that dropout2d exists to provide channel-wise dropout on inputs with "
+                       "2 spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 3D or 4D "
+                       "inputs).", stacklevel=2)
+    if nd == 3:
+        _warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
+                       "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel "
+                       "dim. This behavior will change in a future release to interpret the input as one without "
+                       "a batch dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout "
+                       "behavior, please switch to using dropout1d instead.", stacklevel=2)
+    return _dropout_impl(input, p, training, inplace, True, False, "dropout2d")
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    """dropout3d(input [N, C, D, H, W] or [C, D, H, W], p=0.5, training=True,
+    inplace=False): channel dropout."""
+    _check_p(p)
+    _check_tensor(input, "dropout3d")
+    nd = input.dim()
+    if nd not in (4, 5):
+        _warnings.warn(f"dropout3d: Received a {nd}-D input to dropout3d, which is deprecated and will result in "
+                       "an error in a future release. To retain the behavior and silence this warning, please use "
+                       "dropout instead. Note that dropout3d exists to provide channel-wise dropout on inputs with "
+                       "3 spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 4D or 5D "
+                       "inputs).", stacklevel=2)
+    return _dropout_impl(input, p, training, inplace, True, False, "dropout3d", unbatched=nd != 5)
 
 
 _REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
@@ -75,13 +310,23 @@ _REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100,
                   reduce=None, reduction="mean", label_smoothing=0.0):
-    """cross_entropy(input [N, C] or [C], target [N] or [], ignore_index=-100, reduction='mean')."""
-    if weight is not None or label_smoothing:
-        raise NotImplementedError("cross_entropy: weight and label_smoothing are not supported yet")
-    if reduction not in _REDUCTIONS:
-        raise ValueError(f"{reduction} is not a valid value for reduction")
+    """cross_entropy(input [N, C] / [C] / [N, C, d...] of logits, target, weight=None,
+    ignore_index=-100, reduction='mean', label_smoothing=0.0), as torch: target holds
+    class indices ([N] / [] / [N, d...]) or, shaped as input, class probabilities;
+    weight rescales each class; label_smoothing mixes the target with the uniform
+    distribution over the C classes."""
     _check_tensor(input, "cross_entropy")
     _check_tensor(target, "cross_entropy", "target")
+    reduction = _get_reduction(size_average, reduce, reduction)
+    if tuple(input.shape) == tuple(target.shape) and input.dim() > 0:
+        return _cross_entropy_probs(input, target, weight, ignore_index, reduction, label_smoothing)
+    if label_smoothing > 0.0:
+        if label_smoothing > 1.0:
+            raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+        return _cross_entropy_smoothed(input, target, weight, ignore_index, reduction, label_smoothing)
+    if weight is not None:
+        cd = 0 if input.dim() == 1 else 1
+        return nll_loss(_log_softmax(input, cd), target, weight, None, ignore_index, None, reduction)
     squeeze = input.dim() == 1
     spatial = tuple(input.shape[:1]) + tuple(input.shape[2:]) if input.dim() > 2 else None
     if squeeze:
@@ -107,20 +352,86 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     return r
 
 
+def _class_weight(weight, input, cd, c):
+    """weight [C] checked and shaped to broadcast along input's class dim cd."""
+    _check_tensor(weight, "cross_entropy", "weight")
+    if weight.dim() != 1 or weight.shape[0] != c:
+        raise RuntimeError(f"cross_entropy: weight tensor should be defined either for all {c} classes or no "
+                           f"classes but got weight tensor of shape: {list(weight.shape)}")
+    return weight.reshape((c,) + (1,) * (input.dim() - cd - 1))
+
+
+def _cross_entropy_probs(input, target, weight, ignore_index, reduction, label_smoothing):
+    """torch's cross_entropy_loss_prob_target: -sum_c w_c t_c log_softmax(x)_c, the
+    mean over the points (not the weights)."""
+    if not target.dtype.is_floating_point:
+        raise RuntimeError(f"Expected floating point type for target with class probabilities, got "
+                           f"{_tname(target.dtype)}")
+    if ignore_index >= 0:
+        raise RuntimeError("ignore_index is not supported for floating point target")
+    cd = 0 if input.dim() == 1 else 1
+    c = input.shape[cd]
+    lp = _log_softmax(input, cd)
+    if label_smoothing > 0.0:
+        if label_smoothing > 1.0:
+            raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+        target = target * (1 - label_smoothing) + label_smoothing / c
+    r = lp * target
+    if weight is not None:
+        r = r * _class_weight(weight, input, cd, c)
+    if reduction == "none":
+        return -r.sum(cd)
+    if reduction == "sum":
+        return -r.sum()
+    n = input.numel() // c if c else 0
+    return -r.sum() / n if n else -r.sum() * float("nan")
+
+
+def _cross_entropy_smoothed(input, target, weight, ignore_index, reduction, label_smoothing):
+    """torch's cross_entropy_loss_label_smoothing: (1 - s) * nll_loss + s / C *
+    the smoothing term -sum_c w_c log_softmax(x)_c (0 at ignored targets; 'mean'
+    divides by the weights of the targets, as nll_loss)."""
+    cd = 0 if input.dim() == 1 else 1
+    c = input.shape[cd]
+    lp = _log_softmax(input, cd)
+    nll = nll_loss(lp, target, weight, None, ignore_index, None, reduction)
+    ignored = target == ignore_index
+    if weight is not None:
+        smooth = -(lp * _class_weight(weight, input, cd, c)).sum(cd)
+    else:
+        smooth = -lp.sum(cd)
+    smooth = smooth.masked_fill(ignored, 0.0)
+    if reduction == "none":
+        ret = smooth
+    elif reduction == "sum":
+        ret = smooth.sum()
+    elif weight is not None:
+        safe = _ops.where(ignored, 0, target)
+        w = weight.index_select(0, safe.reshape(-1)).reshape(safe.shape)
+        ret = smooth.sum() / _ops.where(ignored, 0.0, w).sum()
+    else:
+        ret = smooth.sum() / ignored.logical_not().sum()
+    return nll * (1 - label_smoothing) + ret * (label_smoothing / c)
+
+
 # ---------------- losses, attention (composed of the ops above) ----------------
-def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
-    """mse_loss(input, target, reduction='mean'|'sum'|'none') = (input - target)^2."""
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """mse_loss(input, target, reduction='mean'|'sum'|'none', weight=None) = (input - target)^2,
+    input and target broadcast (with torch's warning when their sizes differ); with weight
+    (input's size) each squared error is scaled and 'mean' divides by the weights' sum."""
     _check_tensor(input, "mse_loss")
     _check_tensor(target, "mse_loss", "target")
-    if reduction not in _REDUCTIONS:
-        raise ValueError(f"{reduction} is not a valid value for reduction")
+    _warn_size(input, target)
+    reduction = _get_reduction(size_average, reduce, reduction)
     d = input - target
     r = d * d
-    if reduction == "mean":
-        return r.mean()
-    if reduction == "sum":
-        return r.sum()
-    return r
+    if weight is not None:
+        if tuple(weight.shape) != tuple(input.shape):
+            raise ValueError("Weights and input must have the same size.")
+        r = r * weight
+        if reduction == "mean":
+            return r.sum() / weight.sum()
+    return _reduce(r, reduction)
 
 
 def _canonical_mask(mask, mask_name, other_type, other_name, target_type, check_other=True):
@@ -144,7 +455,7 @@ def _causal_mask(L, S, dtype, device=None):
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
-                                 is_causal=False, scale=None, enable_gqa=False):
+                                 is_causal=False, *, scale=None, enable_gqa=False):
     """softmax(q @ k^T * scale + mask) @ v over the last two dims (torch's SDPA):
     a bool attn_mask marks with True the positions that TAKE PART in attention;
     a float one is added to the scores."""
@@ -199,12 +510,12 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
                                  static_k=None, static_v=None, average_attn_weights=True,
                                  is_causal=False):
     """torch.nn.functional.multi_head_attention_forward for inputs [L, N, E] (or
-    unbatched [L, E]); bool masks: True = not allowed, float masks are added."""
+    unbatched [L, E]); bool masks: True = not allowed, float masks are added.
+    use_separate_proj_weight: q/k/v_proj_weight (key and value may have their own
+    widths) instead of the packed in_proj_weight; bias_k/bias_v [1, 1, E]: one more
+    key/value position; add_zero_attn: one more all-zero key/value position;
+    static_k/static_v [N*H, S, E/H]: the keys/values, as given."""
     import math
-    if bias_k is not None or bias_v is not None or add_zero_attn or use_separate_proj_weight \
-            or static_k is not None or static_v is not None:
-        raise NotImplementedError("multi_head_attention_forward: bias_k/bias_v, add_zero_attn, "
-                                  "separate projection weights and static_k/v are not supported")
     is_batched = query.dim() == 3
     if not is_batched:
         query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
@@ -214,7 +525,11 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     src_len = key.shape[0]
     if embed_dim != embed_dim_to_check:
         raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}")
-    if key.shape[:2] != value.shape[:2]:
+    if use_separate_proj_weight:
+        if tuple(key.shape[:2]) != tuple(value.shape[:2]):
+            raise AssertionError(f"key's sequence and batch dims {tuple(key.shape[:2])} do not match value's "
+                                 f"{tuple(value.shape[:2])}")
+    elif tuple(key.shape) != tuple(value.shape):
         raise AssertionError(f"key shape {tuple(key.shape)} does not match value shape {tuple(value.shape)}")
     key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", None, "attn_mask", query.dtype)
     if is_causal and attn_mask is None:
@@ -225,7 +540,17 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     if head_dim * num_heads != embed_dim:
         raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
 
-    q, k, v = _in_projection_packed(query, key, value, in_proj_weight, in_proj_bias)
+    if not use_separate_proj_weight:
+        if in_proj_weight is None:
+            raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
+        q, k, v = _in_projection_packed(query, key, value, in_proj_weight, in_proj_bias)
+    else:
+        for n_, w_ in (("q", q_proj_weight), ("k", k_proj_weight), ("v", v_proj_weight)):
+            if w_ is None:
+                raise AssertionError(f"use_separate_proj_weight is True but {n_}_proj_weight is None")
+        b_q, b_k, b_v = (None, None, None) if in_proj_bias is None else in_proj_bias.chunk(3)
+        q, k, v = (linear(query, q_proj_weight, b_q), linear(key, k_proj_weight, b_k),
+                   linear(value, v_proj_weight, b_v))
 
     if attn_mask is not None:
         if attn_mask.dim() == 2:
@@ -240,10 +565,42 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         else:
             raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
 
+    if bias_k is not None and bias_v is not None:
+        if static_k is not None:
+            raise AssertionError("bias cannot be added to static key.")
+        if static_v is not None:
+            raise AssertionError("bias cannot be added to static value.")
+        k = _ops.cat([k, bias_k.repeat(1, bsz, 1)])
+        v = _ops.cat([v, bias_v.repeat(1, bsz, 1)])
+        if attn_mask is not None:
+            attn_mask = pad(attn_mask, (0, 1))
+        if key_padding_mask is not None:
+            key_padding_mask = pad(key_padding_mask, (0, 1))
+    elif bias_k is not None:
+        raise AssertionError("bias_k is set but bias_v is None")
+    elif bias_v is not None:
+        raise AssertionError("bias_v is set but bias_k is None")
+
     # [L, N, E] -> [N*H, L, hd]
     q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
-    k = k.reshape(src_len, bsz * num_heads, head_dim).transpose(0, 1)
-    v = v.reshape(src_len, bsz * num_heads, head_dim).transpose(0, 1)
+    for name_, st_ in (("k", static_k), ("v", static_v)):
+        if st_ is not None:
+            if st_.shape[0] != bsz * num_heads:
+                raise AssertionError(f"expecting static_{name_}.size(0) of {bsz * num_heads}, but got "
+                                     f"{st_.shape[0]}")
+            if st_.shape[2] != head_dim:
+                raise AssertionError(f"expecting static_{name_}.size(2) of {head_dim}, but got {st_.shape[2]}")
+    k = k.reshape(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1) if static_k is None else static_k
+    v = v.reshape(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1) if static_v is None else static_v
+
+    if add_zero_attn:
+        k = _ops.cat([k, _ops.zeros((bsz * num_heads, 1, head_dim), dtype=k.dtype, device=k.device)], 1)
+        v = _ops.cat([v, _ops.zeros((bsz * num_heads, 1, head_dim), dtype=v.dtype, device=v.device)], 1)
+        if attn_mask is not None:
+            attn_mask = pad(attn_mask, (0, 1))
+        if key_padding_mask is not None:
+            key_padding_mask = pad(key_padding_mask, (0, 1))
+    src_len = k.shape[1]
 
     if key_padding_mask is not None:
         if tuple(key_padding_mask.shape) != (bsz, src_len):
@@ -309,10 +666,16 @@ def _check_float(input, fname):
 
 def _get_reduction(size_average, reduce, reduction):
     """The reduction string, from the deprecated size_average/reduce if given."""
-    if size_average is not None or reduce is not None:
+    if size_average is not None or reduce is not None:   # torch's _Reduction.legacy_get_string
         size_average = True if size_average is None else size_average
         reduce = True if reduce is None else reduce
         reduction = "none" if not reduce else ("mean" if size_average else "sum")
+        _warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{reduction}' "
+                       "instead.", stacklevel=3)
+    if reduction == "elementwise_mean":
+        _warnings.warn("reduction='elementwise_mean' is deprecated. Please use reduction='mean' instead.",
+                       stacklevel=3)
+        reduction = "mean"
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")
     return reduction
@@ -355,17 +718,29 @@ def _norm(x, p, dim, keepdim=False):
 
 # ---------------- activations ----------------
 def silu(input, inplace=False):
-    """silu(input) = input * sigmoid(input) (inplace is accepted, the result is a new tensor)."""
+    """silu(input, inplace=False) = input * sigmoid(input)."""
     _check_tensor(input, "silu")
     _check_float(input, "silu")
-    return input * sigmoid(input)
+    if inplace:
+        return _write(input, _silu, "silu_")
+    return _silu(input)
+
+
+def _silu(x):
+    return x * sigmoid(x)
 
 
 def mish(input, inplace=False):
-    """mish(input) = input * tanh(softplus(input))."""
+    """mish(input, inplace=False) = input * tanh(softplus(input))."""
     _check_tensor(input, "mish")
     _check_float(input, "mish")
-    return input * tanh(_softplus(input))
+    if inplace:
+        return _write(input, _mish, "mish_")
+    return _mish(input)
+
+
+def _mish(x):
+    return x * tanh(_softplus(x))
 
 
 def _softplus(z):
@@ -373,7 +748,7 @@ def _softplus(z):
     return _ops.maximum(z, 0.0) + _log1p(_ops.exp(-z.abs()))
 
 
-def softplus(input, beta=1.0, threshold=20.0):
+def softplus(input, beta=1, threshold=20):
     """softplus(input, beta=1, threshold=20) = log(1 + exp(beta * x)) / beta; x where beta * x > threshold."""
     _check_tensor(input, "softplus")
     _check_float(input, "softplus")
@@ -391,11 +766,22 @@ def logsigmoid(input):
     return _ops.minimum(input, 0.0) - _log1p(_ops.exp(-input.abs()))
 
 
+def _leaky_relu(x, negative_slope):
+    return _ops.where(x > 0, x, x * negative_slope)
+
+
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    """leaky_relu(input, negative_slope=0.01) = x if x > 0 else negative_slope * x."""
+    """leaky_relu(input, negative_slope=0.01, inplace=False) = x if x > 0 else negative_slope * x."""
     _check_tensor(input, "leaky_relu")
     _check_float(input, "leaky_relu")
-    return _ops.where(input > 0, input, input * negative_slope)
+    if inplace:
+        return _write(input, _leaky_relu, "leaky_relu_", negative_slope, reads_input=False)
+    return _leaky_relu(input, negative_slope)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    """leaky_relu_(input, negative_slope=0.01): leaky_relu in place, returns input."""
+    return leaky_relu(input, negative_slope, True)
 
 
 def _elu(input, alpha, scale=1.0, input_scale=1.0):
@@ -406,64 +792,161 @@ def _elu(input, alpha, scale=1.0, input_scale=1.0):
     return r * scale if scale != 1.0 else r
 
 
-def elu(input, alpha=1.0, inplace=False):
-    """elu(input, alpha=1) = x if x > 0 else alpha * (exp(x) - 1)."""
-    _check_tensor(input, "elu")
+def _elu_checked(input, alpha, scale, input_scale, inplace, name):
+    _check_tensor(input, name)
     _check_float(input, "elu")
-    return _elu(input, alpha)
+    if inplace:   # the backward keeps exp's result and masks, not input
+        return _write(input, _elu, name + "_", alpha, scale, input_scale, reads_input=False)
+    return _elu(input, alpha, scale, input_scale)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    """elu(input, alpha=1, inplace=False) = x if x > 0 else alpha * (exp(x) - 1)."""
+    return _elu_checked(input, alpha, 1.0, 1.0, inplace, "elu")
+
+
+def elu_(input, alpha=1, scale=1, input_scale=1):
+    """elu_(input, alpha=1, scale=1, input_scale=1): in place, returns input (torch's
+    aten elu_: scale * (x if x > 0 else alpha * (exp(x * input_scale) - 1)))."""
+    return _elu_checked(input, alpha, scale, input_scale, True, "elu")
 
 
 def selu(input, inplace=False):
-    """selu(input) = scale * elu(input, alpha) with torch's alpha and scale."""
-    _check_tensor(input, "selu")
-    _check_float(input, "elu")
-    return _elu(input, 1.6732632423543772848170429916717, 1.0507009873554804934193349852946)
+    """selu(input, inplace=False) = scale * elu(input, alpha) with torch's alpha and scale."""
+    return _elu_checked(input, _SELU_ALPHA, _SELU_SCALE, 1.0, inplace, "selu")
+
+
+def selu_(input):
+    """selu_(input): selu in place, returns input."""
+    return selu(input, True)
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
 
 
 def celu(input, alpha=1.0, inplace=False):
-    """celu(input, alpha=1) = x if x > 0 else alpha * (exp(x / alpha) - 1)."""
+    """celu(input, alpha=1, inplace=False) = x if x > 0 else alpha * (exp(x / alpha) - 1)."""
     _check_tensor(input, "celu")
-    _check_float(input, "elu")
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
-    return _elu(input, alpha, 1.0, 1.0 / alpha)
+    return _elu_checked(input, alpha, 1.0, 1.0 / alpha, inplace, "celu")
+
+
+def celu_(input, alpha=1.0):
+    """celu_(input, alpha=1.0): celu in place, returns input."""
+    return celu(input, alpha, True)
+
+
+def _threshold(x, threshold, value):
+    r = _ops.where(x > threshold, x, value)
+    return r if r.dtype is x.dtype else r.to(x.dtype)
 
 
 def threshold(input, threshold, value, inplace=False):
-    """threshold(input, threshold, value) = x if x > threshold else value."""
+    """threshold(input, threshold, value, inplace=False) = x if x > threshold else value."""
     _check_tensor(input, "threshold")
-    r = _ops.where(input > threshold, input, value)
-    return r if r.dtype is input.dtype else r.to(input.dtype)
+    if inplace:
+        return _write(input, _threshold, "threshold_", threshold, value, reads_input=False)
+    return _threshold(input, threshold, value)
+
+
+def threshold_(input, threshold, value):
+    """threshold_(input, threshold, value): threshold in place, returns input."""
+    _check_tensor(input, "threshold_")
+    return _write(input, _threshold, "threshold_", threshold, value, reads_input=False)
+
+
+def _hardtanh(x, min_val, max_val):
+    if not x.dtype.is_floating_point:
+        r = _ops.clamp(x, min_val, max_val)
+        return r if r.dtype is x.dtype else r.to(x.dtype)
+    return _ops.where(x <= min_val, min_val, _ops.where(x >= max_val, max_val, x))
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
-    """hardtanh(input, min_val=-1, max_val=1): clamp, with a zero gradient outside (min_val, max_val)."""
+    """hardtanh(input, min_val=-1, max_val=1, inplace=False): clamp, with a zero gradient
+    outside (min_val, max_val)."""
     _check_tensor(input, "hardtanh")
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
-    if not input.dtype.is_floating_point:
-        r = _ops.clamp(input, min_val, max_val)
-        return r if r.dtype is input.dtype else r.to(input.dtype)
-    return _ops.where(input <= min_val, min_val, _ops.where(input >= max_val, max_val, input))
+    if inplace:
+        return _write(input, _hardtanh, "hardtanh_", min_val, max_val, reads_input=False)
+    return _hardtanh(input, min_val, max_val)
+
+
+def hardtanh_(input, min_val=-1, max_val=1):
+    """hardtanh_(input, min_val=-1, max_val=1): hardtanh in place, returns input."""
+    return hardtanh(input, min_val, max_val, True)
 
 
 def relu6(input, inplace=False):
-    """relu6(input) = hardtanh(input, 0, 6)."""
-    return hardtanh(input, 0.0, 6.0)
+    """relu6(input, inplace=False) = hardtanh(input, 0, 6)."""
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def _rrelu_check(lower, upper):
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
+
+
+def _rrelu_train(x, lower, upper):
+    """x where x >= 0, else x * a, a ~ U(lower, upper) per element (torch's rrelu_with_noise)."""
+    with _no_grad():
+        u = _ops.rand(tuple(x.shape), dtype=_ops.float64 if x.dtype is _ops.float64 else _ops.float32,
+                      device=x.device)
+        a = (u * (upper - lower) + lower).to(x.dtype)
+        noise = _ops.where(x > 0, 1.0, a).to(x.dtype)
+    return x * noise
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """rrelu(input, lower=1/8, upper=1/3, training=False, inplace=False): randomized leaky
+    relu: training, each negative x is scaled by a ~ U(lower, upper); otherwise
+    leaky_relu with slope (lower + upper) / 2."""
+    _check_tensor(input, "rrelu")
+    _check_float(input, "rrelu_with_noise")
+    _rrelu_check(lower, upper)
+    if training:
+        if inplace:   # x * noise: the backward keeps only the noise
+            return _write(input, _rrelu_train, "rrelu_", lower, upper, reads_input=False)
+        return _rrelu_train(input, lower, upper)
+    return leaky_relu(input, (lower + upper) / 2, inplace)
+
+
+def rrelu_(input, lower=0.125, upper=0.3333333333333333, training=False, generator=None):
+    """rrelu_(input, lower=1/8, upper=1/3, training=False): rrelu in place, returns input.
+    A generator is not supported (symtrace has one global generator)."""
+    if generator is not None:
+        raise NotImplementedError("rrelu_(generator=...): symtrace has no Generator objects; seed with "
+                                  "symtrace.manual_seed")
+    return rrelu(input, lower, upper, training, True)
+
+
+def _hardsigmoid(x):
+    return _ops.where(x <= -3.0, 0.0, _ops.where(x >= 3.0, 1.0, x / 6.0 + 0.5))
 
 
 def hardsigmoid(input, inplace=False):
-    """hardsigmoid(input) = relu6(x + 3) / 6 (zero gradient outside (-3, 3))."""
+    """hardsigmoid(input, inplace=False) = relu6(x + 3) / 6 (zero gradient outside (-3, 3))."""
     _check_tensor(input, "hardsigmoid")
     _check_float(input, "hardsigmoid")
-    return _ops.where(input <= -3.0, 0.0, _ops.where(input >= 3.0, 1.0, input / 6.0 + 0.5))
+    if inplace:
+        return _write(input, _hardsigmoid, "hardsigmoid_", reads_input=False)
+    return _hardsigmoid(input)
+
+
+def _hardswish(x):
+    return _ops.where(x <= -3.0, 0.0, _ops.where(x < 3.0, x * (x + 3.0) / 6.0, x))
 
 
 def hardswish(input, inplace=False):
-    """hardswish(input) = x * relu6(x + 3) / 6."""
+    """hardswish(input, inplace=False) = x * relu6(x + 3) / 6."""
     _check_tensor(input, "hardswish")
     _check_float(input, "hardswish")
-    return _ops.where(input <= -3.0, 0.0, _ops.where(input < 3.0, input * (input + 3.0) / 6.0, input))
+    if inplace:
+        return _write(input, _hardswish, "hardswish_")
+    return _hardswish(input)
 
 
 def glu(input, dim=-1):
@@ -480,15 +963,11 @@ def glu(input, dim=-1):
     return a * sigmoid(b)
 
 
-def _softmax_dim(ndim):
-    return 0 if ndim in (0, 1, 3) else 1
-
-
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
-    """softmin(input, dim) = softmax(-input, dim)."""
+    """softmin(input, dim=None, dtype=None) = softmax(-input, dim)."""
     _check_tensor(input, "softmin")
     if dim is None:
-        dim = _softmax_dim(input.dim())
+        dim = _get_softmax_dim("softmin", input.dim(), _stacklevel)
     return softmax(-input, dim, dtype=dtype)
 
 
@@ -776,10 +1255,18 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     """normalize(input, p=2, dim=1, eps=1e-12) = input / max(||input||_p over dim, eps)."""
     _check_tensor(input, "normalize")
-    if out is not None:
-        raise NotImplementedError("normalize(out=...) is not supported")
     _ops._wrap(dim, input.dim(), "normalize")
-    return input / _norm(input, p, dim, keepdim=True).clamp(min=eps)
+    r = input / _norm(input, p, dim, keepdim=True).clamp(min=eps)
+    if out is None:
+        return r
+    _check_tensor(out, "normalize", "out")
+    if tuple(out.shape) != tuple(r.shape):
+        raise NotImplementedError(f"normalize(out=...): out has shape {list(out.shape)}, the result "
+                                  f"{list(r.shape)} (symtrace does not resize out)")
+    if (r.requires_grad or out.requires_grad) and _C._is_grad_enabled():
+        raise RuntimeError("div(): functions with out=... arguments don't support automatic "
+                           "differentiation, but one of the arguments requires grad.")
+    return out.copy_(r)
 
 
 def _common_float(x1, x2, fname):
@@ -914,9 +1401,9 @@ def _pad_constant(input, pad, value):
     return input.clone() if x is input else x
 
 
-def one_hot(tensor, num_classes=-1):
-    """one_hot(tensor (int64), num_classes=-1) -> int64 [..., num_classes]: 1 at each value's
+def one_hot(input, num_classes=-1):
+    """one_hot(input (int64), num_classes=-1) -> int64 [..., num_classes]: 1 at each value's
     index; num_classes=-1 infers max + 1 (reads the tensor's values)."""
     if num_classes < -1:
         raise RuntimeError("num_classes should be positive")
-    return _ops._one_hot(tensor, num_classes)
+    return _ops._one_hot(input, num_classes)

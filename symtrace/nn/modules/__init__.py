@@ -3,10 +3,10 @@ from .module import Module  # noqa: F401
 from .linear import Linear, Identity  # noqa: F401
 from .sparse import Embedding  # noqa: F401
 from .normalization import LayerNorm, RMSNorm, GroupNorm  # noqa: F401
-from .dropout import Dropout  # noqa: F401
+from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d, AlphaDropout, FeatureAlphaDropout  # noqa: F401
 from .activation import (ReLU, GELU, Tanh, Sigmoid, Softmax, LogSoftmax, MultiheadAttention,  # noqa: F401
                          SiLU, Mish, SELU, CELU, ELU, Softplus, LeakyReLU, Threshold, Hardtanh, ReLU6,
-                         Hardsigmoid, Hardswish, GLU, LogSigmoid, Softsign, Tanhshrink, Softmin)
+                         Hardsigmoid, Hardswish, GLU, LogSigmoid, Softsign, Tanhshrink, Softmin, RReLU)
 from .container import Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict  # noqa: F401
 from .loss import (CrossEntropyLoss, MSELoss, NLLLoss, L1Loss, SmoothL1Loss, HuberLoss, BCELoss,  # noqa: F401
                    BCEWithLogitsLoss, KLDivLoss, CosineEmbeddingLoss)

@@ -1,4 +1,4 @@
-"""Activations (ReLU, GELU, Tanh, Softmax, SiLU, ELU, ...) and MultiheadAttention (torch.nn)."""
+"""Activations (ReLU, RReLU, GELU, Tanh, Softmax, SiLU, ELU, ...) and MultiheadAttention (torch.nn)."""
 from ... import _ops
 from .. import functional as F
 from .. import init
@@ -13,10 +13,27 @@ class ReLU(Module):
         self.inplace = inplace
 
     def forward(self, input):
-        return F.relu(input)
+        return F.relu(input, inplace=self.inplace)
 
     def extra_repr(self):
         return "inplace=True" if self.inplace else ""
+
+
+class RReLU(Module):
+    """torch.nn.RReLU: random negative slopes in U(lower, upper) in training, their
+    mean in eval."""
+
+    def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False):
+        super().__init__()
+        self.lower = lower
+        self.upper = upper
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self):
+        return f"lower={self.lower}, upper={self.upper}{_inplace_str(self.inplace)}"
 
 
 class GELU(Module):
@@ -47,10 +64,8 @@ class Softmax(Module):
         self.dim = dim
 
     def forward(self, input):
-        dim = self.dim
-        if dim is None:  # torch's legacy implicit dim
-            dim = 0 if input.dim() in (0, 1, 3) else 1
-        return F.softmax(input, dim)
+        # dim None: torch's legacy implicit dim, with its deprecation warning
+        return F.softmax(input, self.dim, _stacklevel=5)
 
     def extra_repr(self):
         return f"dim={self.dim}"
@@ -58,10 +73,7 @@ class Softmax(Module):
 
 class LogSoftmax(Softmax):
     def forward(self, input):
-        dim = self.dim
-        if dim is None:
-            dim = 0 if input.dim() in (0, 1, 3) else 1
-        return F.log_softmax(input, dim)
+        return F.log_softmax(input, self.dim, _stacklevel=5)
 
 
 def _inplace_str(inplace, lead=", "):
@@ -223,18 +235,19 @@ class Softmin(Module):
         self.dim = dim
 
     def forward(self, input):
-        return F.softmin(input, self.dim)
+        return F.softmin(input, self.dim, _stacklevel=5)
 
     def extra_repr(self):
         return f"dim={self.dim}"
 
 
 class MultiheadAttention(Module):
-    """torch.nn.MultiheadAttention (kdim = vdim = embed_dim): packed in_proj_weight
-    [3E, E] ~ xavier_uniform_, in_proj_bias zeros, out_proj Linear(E, E) with a
-    zero bias. forward(query, key, value, key_padding_mask=None, need_weights=True,
-    attn_mask=None, average_attn_weights=True, is_causal=False)
-    -> (attn_output, attn_weights or None)."""
+    """torch.nn.MultiheadAttention: packed in_proj_weight [3E, E] ~ xavier_uniform_
+    (q/k/v_proj_weight [E, E], [E, kdim], [E, vdim] when kdim or vdim differ from
+    embed_dim), in_proj_bias zeros, out_proj Linear(E, E) with a zero bias;
+    add_bias_kv: bias_k, bias_v [1, 1, E] ~ xavier_normal_. forward(query, key,
+    value, key_padding_mask=None, need_weights=True, attn_mask=None,
+    average_attn_weights=True, is_causal=False) -> (attn_output, attn_weights or None)."""
 
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False, add_zero_attn=False,
                  kdim=None, vdim=None, batch_first=False, device=None, dtype=None):
@@ -246,33 +259,49 @@ class MultiheadAttention(Module):
         self.kdim = kdim if kdim is not None else embed_dim
         self.vdim = vdim if vdim is not None else embed_dim
         self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
-        if not self._qkv_same_embed_dim or add_bias_kv or add_zero_attn:
-            raise NotImplementedError("MultiheadAttention: kdim/vdim != embed_dim, add_bias_kv and "
-                                      "add_zero_attn are not supported")
         self.num_heads = num_heads
         self.dropout = dropout
         self.batch_first = batch_first
         self.head_dim = embed_dim // num_heads
         if self.head_dim * num_heads != embed_dim:
             raise AssertionError("embed_dim must be divisible by num_heads")
-        self.in_proj_weight = Parameter(_ops.empty(3 * embed_dim, embed_dim, dtype=dtype))
-        self.register_parameter("q_proj_weight", None)
-        self.register_parameter("k_proj_weight", None)
-        self.register_parameter("v_proj_weight", None)
+        if not self._qkv_same_embed_dim:
+            self.q_proj_weight = Parameter(_ops.empty(embed_dim, embed_dim, dtype=dtype))
+            self.k_proj_weight = Parameter(_ops.empty(embed_dim, self.kdim, dtype=dtype))
+            self.v_proj_weight = Parameter(_ops.empty(embed_dim, self.vdim, dtype=dtype))
+            self.register_parameter("in_proj_weight", None)
+        else:
+            self.in_proj_weight = Parameter(_ops.empty(3 * embed_dim, embed_dim, dtype=dtype))
+            self.register_parameter("q_proj_weight", None)
+            self.register_parameter("k_proj_weight", None)
+            self.register_parameter("v_proj_weight", None)
         if bias:
             self.in_proj_bias = Parameter(_ops.empty(3 * embed_dim, dtype=dtype))
         else:
             self.register_parameter("in_proj_bias", None)
         self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, dtype=dtype)
-        self.bias_k = self.bias_v = None
+        if add_bias_kv:
+            self.bias_k = Parameter(_ops.empty(1, 1, embed_dim, dtype=dtype))
+            self.bias_v = Parameter(_ops.empty(1, 1, embed_dim, dtype=dtype))
+        else:
+            self.bias_k = self.bias_v = None
         self.add_zero_attn = add_zero_attn
         self._reset_parameters()
 
     def _reset_parameters(self):
-        init.xavier_uniform_(self.in_proj_weight)
+        if self._qkv_same_embed_dim:
+            init.xavier_uniform_(self.in_proj_weight)
+        else:
+            init.xavier_uniform_(self.q_proj_weight)
+            init.xavier_uniform_(self.k_proj_weight)
+            init.xavier_uniform_(self.v_proj_weight)
         if self.in_proj_bias is not None:
             init.constant_(self.in_proj_bias, 0.0)
             init.constant_(self.out_proj.bias, 0.0)
+        if self.bias_k is not None:
+            init.xavier_normal_(self.bias_k)
+        if self.bias_v is not None:
+            init.xavier_normal_(self.bias_v)
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
                 average_attn_weights=True, is_causal=False):
@@ -286,12 +315,16 @@ class MultiheadAttention(Module):
                     value = key
             else:
                 query, key, value = (x.transpose(1, 0) for x in (query, key, value))
+        separate = {}
+        if not self._qkv_same_embed_dim:
+            separate = dict(use_separate_proj_weight=True, q_proj_weight=self.q_proj_weight,
+                            k_proj_weight=self.k_proj_weight, v_proj_weight=self.v_proj_weight)
         out, w = F.multi_head_attention_forward(
             query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight, self.in_proj_bias,
             self.bias_k, self.bias_v, self.add_zero_attn, self.dropout, self.out_proj.weight,
             self.out_proj.bias, training=self.training, key_padding_mask=key_padding_mask,
             need_weights=need_weights, attn_mask=attn_mask, average_attn_weights=average_attn_weights,
-            is_causal=is_causal)
+            is_causal=is_causal, **separate)
         if self.batch_first and is_batched:
             return out.transpose(1, 0), w
         return out, w
