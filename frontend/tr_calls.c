@@ -132,6 +132,7 @@ bool tr_name_in(const char *nm, const char *const *list)
 }
 
 static const char *const tensor_deny[] = {"backward", "register_hook", "retain_grad",
+                                           "register_post_accumulate_grad_hook",
                                            "item", "tolist", "numpy", NULL};
 
 /* change a tensor's autograd state or metadata: only on fresh tensors */
@@ -154,6 +155,10 @@ static int check_symtrace_fn(tr_state *s, PyObject *fn, tr_var *args, int nargs)
     if (tr_module_starts(fn, "symtrace.autograd") &&
         (!strcmp(q, "backward") || !strcmp(q, "grad")))
         return tr_break(s, "call to symtrace.autograd.%s is not supported", q);
+    /* gradient hooks attach to the run's tensors, which a graph replays
+     * without them: every way of registering one runs as Python */
+    if (tr_module_starts(fn, "symtrace.autograd.hooks"))
+        return tr_break(s, "call to %s is not supported (gradient hooks)", q);
     if (!strncmp(q, "Tensor.", 7) && tr_name_in(last, tensor_deny))
         return tr_break(s, "call to Tensor.%s is not supported", last);
     if (!strncmp(q, "Tensor.", 7) && tr_name_in(last, tensor_meta_mut) && nargs > 0 &&

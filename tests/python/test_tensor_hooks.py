@@ -367,3 +367,30 @@ def test_grad_of_a_nonleaf_input_through_a_skipped_node():
         return [_np(gh), x.grad is None]
     gh, _ = _both(run)
     np.testing.assert_allclose(gh, 4 * np.tanh([1.0, 2.0]), rtol=1e-6)
+
+
+@pytest.mark.parametrize("how", ["register_hook", "internal", "post_accumulate"])
+def test_hook_registered_in_a_compiled_function_fires_on_every_call(how):
+    """Registering a gradient hook inside a compiled function is a graph break
+    however it is spelled (Tensor.register_hook, the post-accumulate hook, or
+    symtrace.autograd.hooks directly, as library code may): a reused graph
+    must not drop it."""
+    from symtrace.autograd import hooks as _hooks
+    calls = []
+
+    def f(x):
+        y = x * 2
+        if how == "register_hook":
+            y.register_hook(lambda g: calls.append(1))
+        elif how == "internal":
+            _hooks.register_hook(y, lambda g: calls.append(1))
+        else:
+            x.register_post_accumulate_grad_hook(lambda p: calls.append(1))
+        return y.sum()
+
+    cf = st.compile(f, backend="interp")
+    for _ in range(3):
+        x = st.randn(3, requires_grad=True)
+        cf(x).backward()
+        assert x.grad.tolist() == [2.0, 2.0, 2.0]
+    assert calls == [1, 1, 1]
