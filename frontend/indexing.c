@@ -809,6 +809,36 @@ done:
     return r;
 }
 
+/* Whether t[key] = value goes through symtrace._tensor._setitem_functional
+ * rather than a write into a view: an index tensor or list in the key, or
+ * a write autograd must record (t, not a leaf that requires grad, or the
+ * value requires grad), which a view cannot carry to its base. A leaf
+ * that requires grad keeps the in-place error. */
+static bool setitem_functional(st_tensor *t, key_t_ *k, PyObject *value)
+{
+    if (k->adv >= 0 && !k->it[k->adv].mask)
+        return true;
+    if (!st_ad_grad_enabled() || (t->requires_grad && !t->grad_fn))
+        return false;
+    return t->requires_grad ||
+           (st_fe_is_tensor(value) && st_fe_unwrap(value)->requires_grad);
+}
+
+static int call_setitem_functional(PyObject *self, PyObject *key, PyObject *value)
+{
+    static PyObject *fn;
+    if (!fn) {
+        PyObject *m = PyImport_ImportModule("symtrace._tensor");
+        fn = m ? PyObject_GetAttrString(m, "_setitem_functional") : NULL;
+        Py_XDECREF(m);
+        if (!fn)
+            return -1;
+    }
+    PyObject *r = PyObject_CallFunctionObjArgs(fn, self, key, value, NULL);
+    Py_XDECREF(r);
+    return r ? 0 : -1;
+}
+
 int st_fe_setitem(PyObject *self, PyObject *key, PyObject *value)
 {
     if (!value) {
@@ -820,6 +850,16 @@ int st_fe_setitem(PyObject *self, PyObject *key, PyObject *value)
     key_t_ k;
     if (parse_key(key, &k) < 0)
         return -1;
+    if (setitem_functional(t, &k, value)) {
+        key_clear(&k);
+        return call_setitem_functional(self, key, value);
+    }
+    if (t->requires_grad && !t->grad_fn && st_ad_grad_enabled()) {
+        key_clear(&k);
+        PyErr_SetString(PyExc_RuntimeError, "a view of a leaf Variable that requires grad "
+                        "is being used in an in-place operation.");
+        return -1;
+    }
     st_tensor *cur;
     int adim, asrc;
     if (apply_basic(t, &k, &cur, &adim, &asrc) < 0) {

@@ -722,4 +722,38 @@ class Tensor(_C.TensorBase):
         r = _ops.add(_ops.mul(_ops.randn(tuple(self.shape), dtype=self.dtype, device=self.device), std), mean)
         return self._inplace(_C.OP_COPY, (r,))
 
+def _setitem_functional(t, key, value):
+    """t[key] = value where it cannot write into a view of t: an index tensor or list
+    in key, or a write autograd must record (t or value requires grad, as torch's
+    CopySlices). The positions key selects are read from an arange of t's shape with
+    the same key (so every key __getitem__ takes works, with its errors), value goes
+    there by index_copy (differentiable in t and value), and the result is copied
+    into t as one in-place write of t itself (its version and history as torch's).
+    A position named twice gets the mean of its values (torch: unspecified). Called
+    from the C __setitem__ (frontend/indexing.c)."""
+    with _no_grad():
+        pos = _ops.arange(t.numel(), device=t.device).reshape(tuple(t.shape))[key]
+    flat = pos.reshape(-1)
+    if isinstance(value, _C.TensorBase):
+        v = value.to(t.dtype) if value.dtype != t.dtype else value
+    else:
+        v = _ops.full((), value, dtype=t.dtype, device=t.device) if isinstance(value, (int, float, bool)) \
+            else _C.tensor(value, t.dtype)
+    while v.dim() > pos.dim() and v.shape[0] == 1:     # leading ones broadcast away, as torch
+        v = v.reshape(tuple(v.shape[1:]))
+    try:
+        v = v.expand(tuple(pos.shape))
+    except RuntimeError:
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(value.shape) if isinstance(value, _C.TensorBase) else []} "
+                           f"cannot be broadcast to indexing result of shape {list(pos.shape)}") from None
+    src = t.clone() if t.requires_grad and _C._is_grad_enabled() else t
+    new = _ops.index_copy(src.reshape(-1), 0, flat, v.reshape(-1))
+    t.copy_(new.reshape(tuple(t.shape)))
+
+
+def _no_grad():
+    from .autograd.grad_mode import no_grad
+    return no_grad()
+
+
 _C._set_tensor_class(Tensor)
