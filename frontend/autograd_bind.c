@@ -2,8 +2,9 @@
  * autograd attributes (requires_grad, grad, grad_fn, is_leaf), the Node
  * type behind grad_fn, grad mode, backward and grad, _make_subclass (for
  * nn.Parameter), custom nodes whose backward is a Python callable
- * (autograd.Function / PyLayer) and the gradient hooks' owner
- * (Tensor.register_hook, retain_grad). */
+ * (autograd.Function / PyLayer), the gradient hooks' owner
+ * (Tensor.register_hook, retain_grad) and the saved-tensor hooks' owner
+ * (autograd.graph.saved_tensors_hooks). */
 #include "st_fe.h"
 #include "st_fe_tr.h"
 
@@ -593,6 +594,75 @@ static PyObject *f_retain_grad(PyObject *m, PyObject *o) {
     Py_RETURN_NONE;
 }
 
+/* ---------------- saved-tensor hooks ----------------
+ * A pushed pair is a tuple (pack_hook, unpack_hook); a packed object is a
+ * tuple (unpack_hook, what pack_hook returned), so each saved tensor is
+ * unpacked by the pair it was packed with. Both go with py_ctx_free, which
+ * the garbage collector's visit recognizes (st_fe_visit_owned). */
+static st_status py_saved_pack(void *pair, st_tensor *t, void **packed) {
+    PyGILState_STATE gs = PyGILState_Ensure();
+    st_status s = ST_OK;
+    st_tensor_incref(t);
+    PyObject *arg = st_fe_wrap(t), *res = NULL, *p = NULL;
+    if (arg) res = PyObject_CallOneArg(PyTuple_GET_ITEM((PyObject *)pair, 0), arg);
+    if (res) p = PyTuple_Pack(2, PyTuple_GET_ITEM((PyObject *)pair, 1), res);
+    if (!p) /* the Python error stays */
+        s = st_err(ST_ERR_RUNTIME, "a saved tensor pack hook raised");
+    *packed = p;
+    Py_XDECREF(res);
+    Py_XDECREF(arg);
+    PyGILState_Release(gs);
+    return s;
+}
+
+static st_status py_saved_unpack(void *packed, st_tensor **out) {
+    PyGILState_STATE gs = PyGILState_Ensure();
+    st_status s = ST_OK;
+    PyObject *p = packed;
+    PyObject *res = PyObject_CallOneArg(PyTuple_GET_ITEM(p, 0), PyTuple_GET_ITEM(p, 1));
+    if (!res) {
+        s = st_err(ST_ERR_RUNTIME, "a saved tensor unpack hook raised");
+    } else if (!st_fe_is_tensor(res)) {
+        PyErr_Format(PyExc_TypeError, "Output of saved tensor unpack_hook expected to be a "
+                     "Tensor but got result of type %s", Py_TYPE(res)->tp_name);
+        s = st_err(ST_ERR_RUNTIME, "a saved tensor unpack hook returned a non-tensor");
+    } else {
+        *out = st_fe_unwrap(res);
+        st_tensor_incref(*out);
+    }
+    Py_XDECREF(res);
+    PyGILState_Release(gs);
+    return s;
+}
+
+/* _C._push_saved_tensors_hooks(pack_hook, unpack_hook) */
+static PyObject *f_push_saved_hooks(PyObject *m, PyObject *args) {
+    PyObject *pk, *up;
+    if (!PyArg_ParseTuple(args, "OO:_push_saved_tensors_hooks", &pk, &up)) return NULL;
+    if (!PyCallable_Check(pk) || !PyCallable_Check(up)) {
+        PyErr_SetString(PyExc_TypeError, "saved_tensors_hooks: pack_hook and unpack_hook "
+                        "must be callable");
+        return NULL;
+    }
+    PyObject *pair = PyTuple_Pack(2, pk, up);
+    if (!pair) return NULL;
+    if (st_ad_saved_hooks_push(pair) != ST_OK) return st_fe_raise();
+    Py_RETURN_NONE;
+}
+
+static PyObject *f_pop_saved_hooks(PyObject *m, PyObject *a) {
+    if (st_ad_saved_hooks_pop() != ST_OK) return st_fe_raise();
+    Py_RETURN_NONE;
+}
+
+/* _C._saved_tensors_hooks_top() -> (pack_hook, unpack_hook) or None */
+static PyObject *f_top_saved_hooks(PyObject *m, PyObject *a) {
+    PyObject *pair = st_ad_saved_hooks_top();
+    if (!pair) Py_RETURN_NONE;
+    Py_INCREF(pair);
+    return pair;
+}
+
 static PyObject *f_ad_stats(PyObject *m, PyObject *a) {
     st_ad_stats s;
     st_ad_stats_get(&s);
@@ -616,6 +686,9 @@ static PyMethodDef autograd_methods[] = {
     {"_grad_hooks", f_grad_hooks, METH_O, "the hooks object of a tensor's gradient slot, or None"},
     {"_set_grad_hooks", f_set_grad_hooks, METH_VARARGS, "_set_grad_hooks(t, hooks)"},
     {"_retain_grad", f_retain_grad, METH_O, "backward fills .grad of this non-leaf"},
+    {"_push_saved_tensors_hooks", f_push_saved_hooks, METH_VARARGS, "_push_saved_tensors_hooks(pack_hook, unpack_hook)"},
+    {"_pop_saved_tensors_hooks", f_pop_saved_hooks, METH_NOARGS, "pops the innermost saved-tensor hooks"},
+    {"_saved_tensors_hooks_top", f_top_saved_hooks, METH_NOARGS, "the innermost (pack_hook, unpack_hook), or None"},
     {NULL},
 };
 
@@ -624,5 +697,7 @@ int st_fe_init_autograd(PyObject *m) {
     Py_INCREF(&node_type);
     if (PyModule_AddObject(m, "Node", (PyObject *)&node_type) < 0) return -1;
     st_ad_set_hook_owner(py_hook_call, py_ctx_free);
+    static const st_ad_saved_owner saved = {py_saved_pack, py_saved_unpack, py_ctx_free};
+    st_ad_set_saved_hooks_owner(&saved);
     return PyModule_AddFunctions(m, autograd_methods);
 }

@@ -1227,7 +1227,7 @@ static PyObject *numpy_impl(PyObject *self, int force)
 {
     st_tensor *t = st_fe_unwrap(self);
     st_device *dev = st_tensor_device(t);
-    if (t->requires_grad && !force) {
+    if (t->requires_grad && !force && st_ad_grad_enabled()) {   /* torch allows it under no_grad */
         PyErr_SetString(PyExc_RuntimeError,
                         "Can't call numpy() on Tensor that requires grad. "
                         "Use tensor.detach().numpy() instead.");

@@ -14,7 +14,13 @@
  * graph lowered by fusion/ and compiled by the eager backend; those
  * programs are cached by (op, attrs, operand metas with sizes). Saved
  * tensors are released as soon as a node has run unless the graph is
- * retained. */
+ * retained.
+ *
+ * Saved-tensor hooks (autograd.graph.saved_tensors_hooks): while the
+ * thread's stack of hook pairs is not empty, a recorded op node hands each
+ * tensor it saves to the top pair's pack and keeps what that returns
+ * instead of the tensor; every backward through the node unpacks it again
+ * (saved_get), checked against the saved meta. */
 #include "st_runtime.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +44,10 @@ struct st_ad_node {
     uint32_t saved_in_ver[ST_MAX_IN];
     st_tensor *saved_out;
     uint32_t saved_out_ver;
+    /* saved-tensor hooks: the packed objects (owned) that replace
+     * saved_in[k] (k < ST_MAX_IN) and saved_out (ST_MAX_IN); NULL when no
+     * hooks were active at record time */
+    void **packed;
     /* edges, one per input: a node (with its output number) or a leaf */
     st_ad_node **next_node;
     int *next_nr;
@@ -92,6 +102,8 @@ static st_ad_node *node_new(int nin, int nout) {
     return n;
 }
 
+static st_ad_saved_owner saved_owner;
+
 static void release_saved(st_ad_node *n) {
     for (int k = 0; k < ST_MAX_IN; k++) {
         st_tensor_decref(n->saved_in[k]);
@@ -99,6 +111,13 @@ static void release_saved(st_ad_node *n) {
     }
     st_tensor_decref(n->saved_out);
     n->saved_out = NULL;
+    if (n->packed) {
+        void **p = n->packed;
+        n->packed = NULL;
+        for (int k = 0; k <= ST_MAX_IN; k++)
+            if (p[k] && saved_owner.release) saved_owner.release(p[k]);
+        free(p);
+    }
     if (n->custom && n->ctx_free && n->ctx) n->ctx_free(n->ctx);
     n->ctx = NULL;
 }
@@ -140,6 +159,11 @@ static int visit_node(const st_ad_node *n,
     for (int k = 0; n->slots && k < (n->nout > 0 ? n->nout : 1); k++)
         if (n->slots[k].hooks) {
             int r = visit(n->slots[k].hooks, hook_release, arg);
+            if (r) return r;
+        }
+    for (int k = 0; n->packed && k <= ST_MAX_IN; k++)
+        if (n->packed[k]) {
+            int r = visit(n->packed[k], saved_owner.release, arg);
             if (r) return r;
         }
     return n->custom && n->ctx ? visit(n->ctx, n->ctx_free, arg) : 0;
@@ -349,10 +373,107 @@ static void attach(st_tensor *out, st_ad_node *n, int nr) {
     if (old) st_ad_node_decref(old);
 }
 
+/* ---------------- saved-tensor hooks ---------------- */
+static _Thread_local struct {
+    void **pairs;     /* owned references, the top last */
+    int n, cap;
+} shooks;
+
+void st_ad_set_saved_hooks_owner(const st_ad_saved_owner *o) {
+    if (o) saved_owner = *o;
+    else memset(&saved_owner, 0, sizeof saved_owner);
+}
+
+st_status st_ad_saved_hooks_push(void *pair) {
+    if (!saved_owner.pack || !saved_owner.unpack) {
+        if (pair && saved_owner.release) saved_owner.release(pair);
+        return st_err(ST_ERR_RUNTIME, "saved tensor hooks: no owner is set");
+    }
+    if (shooks.n == shooks.cap) {
+        int nc = shooks.cap ? shooks.cap * 2 : 8;
+        void **np = realloc(shooks.pairs, sizeof *np * (size_t)nc);
+        if (!np) {
+            if (saved_owner.release) saved_owner.release(pair);
+            return st_err(ST_ERR_MEMORY, "autograd: out of host memory");
+        }
+        shooks.pairs = np;
+        shooks.cap = nc;
+    }
+    shooks.pairs[shooks.n++] = pair;
+    return ST_OK;
+}
+
+st_status st_ad_saved_hooks_pop(void) {
+    if (!shooks.n)
+        return st_err(ST_ERR_RUNTIME, "saved tensor hooks: pop without a push");
+    void *pair = shooks.pairs[--shooks.n];
+    if (!shooks.n) { /* the common case leaves nothing allocated behind */
+        free(shooks.pairs);
+        shooks.pairs = NULL;
+        shooks.cap = 0;
+    }
+    if (saved_owner.release) saved_owner.release(pair);
+    return ST_OK;
+}
+
+void *st_ad_saved_hooks_top(void) { return shooks.n ? shooks.pairs[shooks.n - 1] : NULL; }
+int st_ad_saved_hooks_depth(void) { return shooks.n; }
+
+/* Packs t (borrowed) into n->packed[k] with the top pair, in no-grad mode
+ * and outside any trace, as PyTorch runs pack hooks. */
+static st_status saved_pack(st_ad_node *n, int k, st_tensor *t) {
+    if (!n->packed) {
+        n->packed = calloc(ST_MAX_IN + 1, sizeof *n->packed);
+        if (!n->packed) return st_err(ST_ERR_MEMORY, "autograd: out of host memory");
+    }
+    uint32_t ver = t->storage->version;
+    bool was_disabled = grad_disabled;
+    grad_disabled = true;
+    st_rt_trace_suspend();
+    void *p = NULL;
+    st_status s = saved_owner.pack(shooks.pairs[shooks.n - 1], t, &p);
+    st_rt_trace_resume();
+    grad_disabled = was_disabled;
+    if (s == ST_OK && !p) s = st_err(ST_ERR_RUNTIME, "saved tensor pack hook returned nothing");
+    if (s != ST_OK) {
+        if (p && saved_owner.release) saved_owner.release(p);
+        return s;
+    }
+    n->packed[k] = p;
+    if (t->storage->version != ver)
+        return st_err(ST_ERR_RUNTIME, "A saved tensor pack hook is modifying its input in "
+                      "place. Tensors provided as input to pack hook cannot be modified by "
+                      "in-place operations as this can lead to unexpected side-effects.");
+    return ST_OK;
+}
+
+/* With hooks active: each tensor n saved goes through pack. A saved input
+ * is handed over as the input itself (as PyTorch, so pack sees its
+ * requires_grad), except in an in-place op (its target's history becomes
+ * n); a saved output as its detached alias (PyTorch hands the output
+ * itself, whose grad_fn is n: an identity pack hook then makes a cycle
+ * that leaks). */
+static st_status pack_saved(st_ad_node *n, const st_operand *in, int nin, bool inplace) {
+    for (int k = 0; k < nin; k++) {
+        if (!n->saved_in[k]) continue;
+        st_tensor *t = inplace ? n->saved_in[k] : in[k].t;
+        st_status s = saved_pack(n, k, t);
+        st_tensor_decref(n->saved_in[k]);
+        n->saved_in[k] = NULL;
+        if (s != ST_OK) return s;
+    }
+    if (n->saved_out) {
+        st_status s = saved_pack(n, ST_MAX_IN, n->saved_out);
+        st_tensor_decref(n->saved_out);
+        n->saved_out = NULL;
+        if (s != ST_OK) return s;
+    }
+    return ST_OK;
+}
+
 st_status st_ad_record(st_op_id op, const st_operand *in, int nin,
                        const st_attrs *attrs, st_tensor **out, int nout,
                        bool inplace) {
-    (void)inplace;
     if (grad_disabled || nout != 1) return ST_OK;
     st_ir_autodiff_init(); /* idempotent: the VJP slots, whatever ran first */
     /* the gradients the backward will want: those of the operands that
@@ -389,6 +510,7 @@ st_status st_ad_record(st_op_id op, const st_operand *in, int nin,
         n->saved_out_ver = out[0]->storage->version;
         if (!n->saved_out) goto oom;
     }
+    if (shooks.n && pack_saved(n, in, nin, inplace) != ST_OK) goto oom;
     attach(out[0], n, 0);
     st_ad_node_decref(n); /* the output holds it now */
     return ST_OK;
@@ -603,13 +725,81 @@ static st_status check_version(const st_ad_node *n, const st_tensor *t,
                   n->name, (unsigned)t->storage->version, (unsigned)ver);
 }
 
+static st_status apply_vjp(st_ad_node *n, st_tensor *gout, st_tensor **sv, st_tensor **gin);
+
+static bool has_saved(const st_ad_node *n, int k) {
+    if (n->packed && n->packed[k]) return true;
+    return k < ST_MAX_IN ? n->saved_in[k] != NULL : n->saved_out != NULL;
+}
+
+/* *out: a new reference to what n saved in slot k (ST_MAX_IN: its
+ * output), unpacked when packed, or NULL when nothing was saved there.
+ * Without hooks the storage version is checked; with hooks the value is
+ * the hooks' business (as PyTorch), but it must have the saved meta. */
+static st_status saved_get(st_ad_node *n, int k, st_device_type dev, st_tensor **out) {
+    *out = NULL;
+    void *p = n->packed ? n->packed[k] : NULL;
+    if (!p) {
+        st_tensor *t = k < ST_MAX_IN ? n->saved_in[k] : n->saved_out;
+        uint32_t ver = k < ST_MAX_IN ? n->saved_in_ver[k] : n->saved_out_ver;
+        if (check_version(n, t, ver) != ST_OK) return st_err_kind();
+        st_tensor_incref(t);
+        *out = t;
+        return ST_OK;
+    }
+    st_tensor *t = NULL;
+    st_status s = saved_owner.unpack ? saved_owner.unpack(p, &t)
+                                     : st_err(ST_ERR_RUNTIME, "saved tensor hooks: no owner");
+    if (s != ST_OK) {
+        st_tensor_decref(t);
+        return s;
+    }
+    if (!t)
+        return st_err(ST_ERR_RUNTIME, "saved tensor unpack hook returned nothing (%s)", n->name);
+    const st_meta *m = k < ST_MAX_IN ? &n->in_meta[k] : &n->out_meta;
+    const char *what = k < ST_MAX_IN ? "an input" : "the output";
+    char a[128], b[128];
+    if (t->dtype != m->dtype)
+        s = st_err(ST_ERR_RUNTIME, "saved tensor unpack hook returned a tensor of dtype %s "
+                   "for %s of %s saved as %s", st_dtype_name(t->dtype), what, n->name,
+                   st_dtype_name(m->dtype));
+    else if (t->ndim != m->ndim ||
+             memcmp(t->shape, m->shape, sizeof(int64_t) * (size_t)m->ndim))
+        s = st_err(ST_ERR_RUNTIME, "saved tensor unpack hook returned a tensor of shape %s "
+                   "for %s of %s saved with shape %s",
+                   st_shape_str(t->shape, t->ndim, a, sizeof a), what, n->name,
+                   st_shape_str(m->shape, m->ndim, b, sizeof b));
+    else if (st_tensor_device(t)->type != dev)
+        s = st_err(ST_ERR_RUNTIME, "saved tensor unpack hook returned a tensor on another "
+                   "device than the gradients of %s (move it back in unpack)", n->name);
+    if (s != ST_OK) {
+        st_tensor_decref(t);
+        return s;
+    }
+    *out = t;
+    return ST_OK;
+}
+
 /* Runs an op node's VJP: gin[k] new references or NULL. */
 static st_status apply_op(st_ad_node *n, st_tensor *gout, st_tensor **gin) {
-    for (int k = 0; k < n->nin; k++)
-        if (check_version(n, n->saved_in[k], n->saved_in_ver[k]) != ST_OK)
-            return st_err_kind();
-    if (check_version(n, n->saved_out, n->saved_out_ver) != ST_OK)
-        return st_err_kind();
+    st_tensor *sv[ST_MAX_IN + 1] = {0};   /* the saved tensors, owned */
+    st_device_type dev = st_tensor_device(gout)->type;
+    for (int k = 0; k <= ST_MAX_IN; k++) {
+        if (k < ST_MAX_IN && (k >= n->nin || n->is_scalar[k])) continue;
+        if (saved_get(n, k, dev, &sv[k]) != ST_OK) {
+            st_status s = st_err_kind();
+            for (int j = 0; j < k; j++) st_tensor_decref(sv[j]);
+            return s;
+        }
+    }
+    st_status s = apply_vjp(n, gout, sv, gin);
+    for (int k = 0; k <= ST_MAX_IN; k++) st_tensor_decref(sv[k]);
+    return s;
+}
+
+/* The VJP program of n run on gout and the saved tensors sv (their
+ * references move into the program's values; sv[k] NULL after). */
+static st_status apply_vjp(st_ad_node *n, st_tensor *gout, st_tensor **sv, st_tensor **gin) {
     vkey key;
     memset(&key, 0, sizeof key);
     key.op = n->op;
@@ -623,12 +813,12 @@ static st_status apply_op(st_ad_node *n, st_tensor *gout, st_tensor **gin) {
         }
         key.in[k].dtype = (int8_t)n->in_meta[k].dtype;
         key.in[k].ndim = (int8_t)n->in_meta[k].ndim;
-        key.in[k].saved = n->saved_in[k] != NULL;
+        key.in[k].saved = has_saved(n, k);
         memcpy(key.in[k].shape, n->in_meta[k].shape, sizeof key.in[k].shape);
     }
     key.out_dtype = (int8_t)n->out_meta.dtype;
     key.out_ndim = (int8_t)n->out_meta.ndim;
-    key.out_saved = n->saved_out != NULL;
+    key.out_saved = has_saved(n, ST_MAX_IN);
     key.gout_dtype = (int8_t)gout->dtype;
     key.device = (int8_t)st_tensor_device(gout)->type;
     memcpy(key.out_shape, n->out_meta.shape, sizeof key.out_shape);
@@ -658,14 +848,14 @@ static st_status apply_op(st_ad_node *n, st_tensor *gout, st_tensor **gin) {
         if (n->is_scalar[k]) {
             pg->values[e->in_value[k]].fconst = n->scalar[k].f;
             pg->values[e->in_value[k]].iconst = n->scalar[k].i;
-        } else if (n->saved_in[k]) {
-            st_tensor_incref(n->saved_in[k]);
-            vals[e->in_value[k]] = n->saved_in[k];
+        } else if (sv[k]) {
+            vals[e->in_value[k]] = sv[k];
+            sv[k] = NULL;
         }
     }
-    if (n->saved_out) {
-        st_tensor_incref(n->saved_out);
-        vals[e->out_value] = n->saved_out;
+    if (sv[ST_MAX_IN]) {
+        vals[e->out_value] = sv[ST_MAX_IN];
+        sv[ST_MAX_IN] = NULL;
     }
     st_tensor_incref(gout);
     vals[e->gout_value] = gout;

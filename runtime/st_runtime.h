@@ -269,7 +269,8 @@ st_status st_rt_exec_planned(st_kprog *p, st_backend *be, void *compiled,
  * (ir/ autodiff, IR statements) as a small graph through fusion and the
  * eager backend, cached like forward kernels; custom nodes (PyLayer) call
  * back into their owner. Saved tensors are freed as soon as backward has
- * used them unless the graph is retained. */
+ * used them unless the graph is retained; saved-tensor hooks may stand in
+ * for them (st_ad_saved_hooks_push). */
 typedef struct st_ad_node st_ad_node;
 
 bool st_ad_grad_enabled(void);            /* thread-local, default on */
@@ -335,15 +336,43 @@ void st_ad_tensor_gone(st_tensor *t);
 void st_ad_hooks_release(void *hooks);
 /* For the owner's garbage collector: calls visit(obj, release, arg) on
  * each opaque object t reaches through references of its own: a leaf's
- * hooks, or the slot hooks and custom contexts of the nodes t alone holds
- * (its grad_fn when t is its only holder, and below each such node the
- * next nodes and leaves only it holds); release is the function that
- * frees obj (the hook owner's, or the node's ctx_free), which tells whose
+ * hooks, or the slot hooks, packed saved tensors and custom contexts of
+ * the nodes t alone holds (its grad_fn when t is its only holder, and
+ * below each such node the next nodes and leaves only it holds); release
+ * is the function that frees obj (the hook owner's, the saved-tensor
+ * hooks owner's, or the node's ctx_free), which tells whose
  * object it is. A non-zero return of visit stops the walk and is
  * returned. Meaningful only when the caller holds t's only reference. */
 int st_ad_visit_owned(const st_tensor *t,
                       int (*visit)(void *obj, void (*release)(void *), void *arg),
                       void *arg);
+
+/* Saved-tensor hooks (autograd.graph.saved_tensors_hooks). The owner (the
+ * frontend) pushes opaque hook pairs on a thread-local stack. While it is
+ * not empty, each tensor an op node saves for backward is handed to
+ *   pack(pair, t, &packed)   pair: the top one; t borrowed: the saved input
+ *     itself (a detached alias in an in-place op), or a detached alias of
+ *     the saved output; runs with grad mode off; *packed: a new object
+ * and the node keeps packed instead of the tensor. Each backward through
+ * the node calls
+ *   unpack(packed, &out)     *out: a new reference, which must have the
+ *     saved tensor's dtype, shape and the gradients' device (else a clear
+ *     error); no version check then (the hooks own the value, as PyTorch)
+ * and drops out after use. release(obj) frees a pair popped and the packed
+ * objects when the node releases its saved tensors (after backward without
+ * retain_graph, or when the node goes). Custom nodes (PyLayer) pack in
+ * their owner, which reads the top pair. Without hooks, recording costs
+ * one thread-local test. */
+typedef struct {
+    st_status (*pack)(void *pair, st_tensor *t, void **packed);
+    st_status (*unpack)(void *packed, st_tensor **out);
+    void (*release)(void *obj);
+} st_ad_saved_owner;
+void st_ad_set_saved_hooks_owner(const st_ad_saved_owner *o);   /* NULL: none */
+st_status st_ad_saved_hooks_push(void *pair);    /* takes over the reference */
+st_status st_ad_saved_hooks_pop(void);           /* releases the top pair */
+void *st_ad_saved_hooks_top(void);               /* borrowed; NULL when none */
+int st_ad_saved_hooks_depth(void);
 
 /* tensor.backward(): accumulates d(sum roots*grads)/d(leaf) into leaves'
  * .grad. grads[k] may be NULL for a one-element root (implied 1). */

@@ -1,9 +1,10 @@
 """symtrace.autograd: the tape's Python face (backward, grad, grad mode,
-custom Functions / PyLayer, gradcheck)."""
+custom Functions / PyLayer, gradcheck, graph: saved-tensor hooks)."""
 from .. import _C
 from .grad_mode import (no_grad, enable_grad, set_grad_enabled, is_grad_enabled,  # noqa: F401
                         inference_mode, is_inference_mode_enabled)
 from .function import Function, PyLayer, FunctionCtx, PyLayerContext  # noqa: F401
+from . import graph  # noqa: F401
 
 
 def _seq(x):

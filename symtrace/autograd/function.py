@@ -1,6 +1,8 @@
 """Custom autograd functions: Function (alias PyLayer, as in Paddle) with a
 user forward and backward. Eagerly, apply() runs forward without recording
-and attaches one tape node whose backward calls the user's backward."""
+and attaches one tape node whose backward calls the user's backward. Under
+saved-tensor hooks (autograd.graph), what ctx.save_for_backward kept is packed
+once the node is recorded, and ctx.saved_tensors unpacks it."""
 from .. import _C
 from .grad_mode import no_grad, is_grad_enabled
 
@@ -22,6 +24,33 @@ class FunctionCtx:
                                 f"was {type(t).__name__}")
         # detached aliases: no reference cycle through an output's grad_fn
         self._saved = tuple(None if t is None else (t.detach(), t._version) for t in tensors)
+        self._saved_ids = tuple(id(t) for t in tensors)   # which were inputs (pack hooks)
+
+    def _pack_saved(self, inputs, hooks):
+        """The node is recorded under saved-tensor hooks (pack, unpack): each saved
+        tensor is packed, an input as itself, anything else as its detached alias
+        (see autograd.graph)."""
+        if self._saved is None:
+            return
+        pack, unpack = hooks
+        by_id = {id(a): a for a in inputs}
+        out = []
+        with no_grad():
+            for entry, i in zip(self._saved, self._saved_ids):
+                if entry is None:
+                    out.append(None)
+                    continue
+                t = entry[0]
+                given = by_id.get(i, t)
+                ver = given._version
+                obj = pack(given)
+                if given._version != ver:
+                    raise RuntimeError(
+                        "A saved tensor pack hook is modifying its input in place. Tensors "
+                        "provided as input to pack hook cannot be modified by in-place "
+                        "operations as this can lead to unexpected side-effects.")
+                out.append(_Packed(unpack, obj, tuple(t.shape), t.dtype))
+        self._saved = tuple(out)
 
     @property
     def saved_tensors(self):
@@ -31,6 +60,9 @@ class FunctionCtx:
         for entry in self._saved:
             if entry is None:
                 out.append(None)
+                continue
+            if isinstance(entry, _Packed):
+                out.append(entry.unpack())
                 continue
             t, ver = entry
             if t._version != ver:
@@ -53,6 +85,26 @@ class FunctionCtx:
 
 
 PyLayerContext = FunctionCtx
+
+
+class _Packed:
+    """A tensor saved by ctx.save_for_backward under saved-tensor hooks."""
+    __slots__ = ("unpack_hook", "obj", "shape", "dtype")
+
+    def __init__(self, unpack_hook, obj, shape, dtype):
+        self.unpack_hook, self.obj, self.shape, self.dtype = unpack_hook, obj, shape, dtype
+
+    def unpack(self):
+        t = self.unpack_hook(self.obj)
+        if not isinstance(t, _C.TensorBase):
+            raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor but "
+                            f"got result of type {type(t).__name__}")
+        if tuple(t.shape) != self.shape or t.dtype != self.dtype:
+            raise RuntimeError(
+                f"saved tensor unpack hook returned a tensor of shape {list(t.shape)} and "
+                f"dtype {t.dtype} for a tensor saved by ctx.save_for_backward with shape "
+                f"{list(self.shape)} and dtype {self.dtype}")
+        return t
 
 
 class Function:
@@ -82,6 +134,9 @@ class Function:
         outs_t = (outs,) if single else outs
         if not (is_grad_enabled() and any(ctx.needs_input_grad)):
             return outs
+        hooks = _C._saved_tensors_hooks_top()
+        if hooks is not None:
+            ctx._pack_saved([a for a, t in zip(args, is_t) if t], hooks)
         # an input returned as-is becomes a fresh alias, so its own history stays
         ids = {id(a) for a, t in zip(args, is_t) if t}
         outs_t = tuple(o.detach() if isinstance(o, _C.TensorBase) and id(o) in ids else o for o in outs_t)

@@ -7,7 +7,7 @@ set_checkpoint_debug_enabled).
     y = checkpoint(block, x, use_reentrant=False)     # block's activations are not kept
     y = checkpoint_sequential(model, 4, x, use_reentrant=False)
 
-How it works (torch's reentrant strategy, on symtrace.autograd.Function): the forward
+use_reentrant=True, torch's reentrant strategy, on symtrace.autograd.Function: the forward
 runs `function` under no_grad, so none of its intermediates is kept; only its tensor
 inputs are saved, with the generator's state (symtrace.random, when
 preserve_rng_state) and the autocast state. Backward detaches the inputs, re-runs
@@ -19,28 +19,30 @@ with symtrace.autograd.backward: the inputs' gradients are returned to the outer
 backward, and every leaf the recomputation reaches (module parameters) accumulates its
 gradient into .grad there, exactly once.
 
+use_reentrant=False, torch's non-reentrant strategy, on saved-tensor hooks
+(symtrace.autograd.graph): the forward runs `function` recording as usual, under a pack
+hook that keeps, instead of each tensor autograd saves, only a handle (its position in
+the order of saves, and its shape/dtype/device). The graph is the ordinary one, so
+gradients reach the inputs, the parameters used inside (also when no input requires
+grad) and tensors inside containers, and autograd.grad works across it without
+touching .grad. The first unpack in a backward re-runs `function` once on detached
+aliases of the arguments, with grad enabled, the forward's RNG state (inside fork_rng)
+and autocast state, and context_fn's recompute context, under a pack hook that
+collects the recomputed saved tensors in the same order (stopping early once all are
+collected when early_stop); each unpack then hands over its tensor and drops it. A
+second backward (retain_graph=True) recomputes again. determinism_check="default"
+compares the recomputed saved tensors' metadata with the forward's (CheckpointError
+otherwise). debug is accepted and changes nothing.
+
 use_reentrant (as torch 2.13): not passing it warns (UserWarning) and means True.
   True:  torch's CheckpointFunction: keyword arguments, context_fn and debug are
          refused (ValueError); when no tensor input requires grad it warns "None of the
          inputs have requires_grad=True" and nothing gets a gradient (parameters used
-         inside included), as torch.
-  False: torch implements it with saved-tensor hooks, which symtrace lacks; here it is
-         the same recomputation, made to behave like torch's non-reentrant variant where
-         that is cheap: keyword arguments are allowed (their tensors get gradients too),
-         context_fn's two context managers wrap the forward and the recomputation,
-         determinism_check="default" checks that the recomputation returns outputs of
-         the forward's shapes and dtypes (CheckpointError otherwise), and parameters used
-         inside get gradients even when no input requires grad (the node is attached
-         through a hidden empty tensor then; the output then requires grad even when
-         nothing inside did, where torch's would not). debug is accepted and changes
-         nothing.
-Differences from torch in both modes: only tensors given directly as (keyword)
-arguments are inputs (a tensor inside a list passes through with no gradient; torch's
-non-reentrant variant reaches into containers); gradients of the parameters used
-inside are accumulated into their .grad during the outer backward, so
-symtrace.autograd.grad(...) or backward(inputs=...) across a checkpoint still writes the
-parameters' .grad (torch's reentrant variant raises there, its non-reentrant one
-does not write).
+         inside included), as torch. Only tensors given directly as arguments are
+         inputs; gradients of the parameters used inside are accumulated into their
+         .grad during the outer backward, so symtrace.autograd.grad(...) across a
+         reentrant checkpoint still writes the parameters' .grad (torch raises there).
+  False: the saved-tensor-hooks variant above; keyword arguments allowed.
 
 Under symtrace.compile, checkpoint and checkpoint_sequential are graph breaks (as torch,
 whose checkpoint is wrapped in _disable_dynamo when dynamo cannot make it a higher
@@ -56,6 +58,7 @@ import warnings
 from .. import _C
 from .. import random as _random
 from ..autograd import Function, backward as _autograd_backward
+from ..autograd.graph import saved_tensors_hooks
 from ..autograd.grad_mode import enable_grad, is_grad_enabled, no_grad
 from ..compiler import disable as _compiler_disable
 
@@ -220,11 +223,123 @@ class CheckpointFunction(Function):
         return (None, None) + in_grads
 
 
-def _run_kwargs(function, n, keys):
-    """function called with the last len(keys) positional arguments as keywords."""
-    def run(*a):
-        return function(*a[:n], **dict(zip(keys, a[n:n + len(keys)])))
-    return run
+class _StopRecomputation(Exception):
+    """Raised by the recomputation's pack hook once every saved tensor is back."""
+
+
+def _detached(x):
+    if not _is_tensor(x):
+        return x
+    d = x.detach()
+    d.requires_grad_(x.requires_grad)
+    return d
+
+
+def _tensor_meta(t):
+    return {"shape": tuple(t.shape), "dtype": t.dtype, "device": t.device}
+
+
+class _Handle:
+    """What the forward's pack hook keeps for one saved tensor: its frame and position."""
+    __slots__ = ("frame", "idx")
+
+    def __init__(self, frame, idx):
+        self.frame, self.idx = frame, idx
+
+
+class _Frame:
+    """One non-reentrant checkpoint call: the metadata of what its forward saved, and
+    what it takes to recompute it (the function, detached arguments, RNG and autocast
+    state). Held by the handles, so it goes with the graph."""
+
+    def __init__(self, function, args, kwargs, preserve, rec_ctx, check, early_stop):
+        self.function = function
+        self.args = tuple(_detached(a) for a in args)
+        self.kwargs = {k: _detached(v) for k, v in kwargs.items()}
+        self.preserve = preserve
+        self.rec_ctx = rec_ctx
+        self.check = check
+        self.early_stop = early_stop
+        self.autocast = _autocast_state()
+        self.rng = _random._raw_state() if preserve else None
+        self.metas = []       # per saved tensor, in the order of saves
+        self.store = {}       # recomputed, not yet unpacked: position -> tensor
+
+    def pack(self, t):
+        self.metas.append(_tensor_meta(t))
+        return _Handle(self, len(self.metas) - 1)
+
+    @staticmethod
+    def unpack(h):
+        frame = h.frame
+        if h.idx not in frame.store:
+            frame.recompute()
+        t = frame.store.pop(h.idx, None)
+        if t is None:
+            raise CheckpointError(
+                "symtrace.utils.checkpoint: the recomputation did not save the tensor at "
+                f"position {h.idx} (the forward saved {len(frame.metas)})")
+        return t
+
+    def recompute(self):
+        n = len(self.metas)
+        got = {}
+        count = [0]
+
+        def pack_rec(t):
+            i = count[0]
+            count[0] += 1
+            if i < n:
+                got[i] = t.detach()
+            if self.early_stop and count[0] >= n:
+                raise _StopRecomputation()
+            return None
+
+        def unpack_rec(_):
+            raise RuntimeError("symtrace.utils.checkpoint: the recomputation's graph is not "
+                               "differentiable")
+
+        # as the forward, the recomputation runs plain (saved_tensors_hooks suspends
+        # compiled frames): the same kernels, values and random numbers
+        with _random.fork_rng(enabled=self.preserve):
+            if self.preserve:
+                _random._set_raw_state(*self.rng)
+            try:
+                with saved_tensors_hooks(pack_rec, unpack_rec), enable_grad(), \
+                        _autocast_as(self.autocast), self.rec_ctx:
+                    self.function(*self.args, **self.kwargs)
+            except _StopRecomputation:
+                pass
+        if self.check:
+            if count[0] > n:
+                raise CheckpointError(
+                    "symtrace.utils.checkpoint: trying to save more tensors during "
+                    "recomputation than during the original forward pass "
+                    f"({count[0]} > {n}).")
+            if count[0] < n:
+                raise CheckpointError(
+                    "symtrace.utils.checkpoint: A different number of tensors was saved "
+                    "during the original forward and recomputation.\nNumber of tensors "
+                    f"saved during forward: {n}\nNumber of tensors saved during "
+                    f"recomputation: {count[0]}")
+            bad = [f"tensor at position {i}:\nsaved metadata: {self.metas[i]}\n"
+                   f"recomputed metadata: {_tensor_meta(t)}"
+                   for i, t in sorted(got.items()) if _tensor_meta(t) != self.metas[i]]
+            if bad:
+                raise CheckpointError(
+                    "symtrace.utils.checkpoint: Recomputed values for the following tensors "
+                    "have different metadata than during the forward pass.\n" + "\n".join(bad))
+        self.store.update(got)
+
+
+def _checkpoint_non_reentrant(function, args, kwargs, preserve, fwd_ctx, rec_ctx, check,
+                              early_stop):
+    if not is_grad_enabled():
+        with fwd_ctx:
+            return function(*args, **kwargs)
+    frame = _Frame(function, args, kwargs, preserve, rec_ctx, check, early_stop)
+    with saved_tensors_hooks(frame.pack, _Frame.unpack), fwd_ctx:
+        return function(*args, **kwargs)
 
 
 @_compiler_disable
@@ -264,23 +379,8 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True,
         return CheckpointFunction.apply(function, (preserve, True, False, contextlib.nullcontext(),
                                                    contextlib.nullcontext()), *args)
     fwd_ctx, rec_ctx = context_fn()
-    run, call_args = function, args
-    if kwargs:
-        keys = tuple(kwargs)
-        run = _run_kwargs(function, len(args), keys)
-        call_args = args + tuple(kwargs[k] for k in keys)
-    opts = (preserve, False, determinism_check == "default", fwd_ctx, rec_ctx)
-    if is_grad_enabled() and not any(_is_tensor(a) and a.requires_grad for a in call_args):
-        # nothing to hang the node on: a hidden input that requires grad, so that the
-        # parameters used inside still get their gradients (as torch's variant gives)
-        from .._ops import empty
-        from .._dtype import float32
-        hidden = empty((0,), dtype=float32).requires_grad_(True)
-        inner = run
-        n = len(call_args)
-        run = lambda *a: inner(*a[:n])  # noqa: E731
-        call_args = call_args + (hidden,)
-    return CheckpointFunction.apply(run, opts, *call_args)
+    return _checkpoint_non_reentrant(function, args, kwargs, preserve, fwd_ctx, rec_ctx,
+                                     determinism_check == "default", bool(early_stop))
 
 
 @_compiler_disable

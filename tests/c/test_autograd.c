@@ -1,7 +1,9 @@
 /* test_autograd.c - the tape and the backward engine from C: recording,
  * accumulation into leaves, broadcasting gradients, retain_graph and the
  * second-backward error, in-place checks, custom nodes, grad(), gradient
- * hooks and retain_grad, and that nodes and saved tensors are released. */
+ * hooks and retain_grad, saved-tensor hooks (pack at record time, unpack
+ * per backward, meta checks, release with the graph), and that nodes and
+ * saved tensors are released. */
 #include "st_runtime.h"
 #include "st_test.h"
 #include <math.h>
@@ -341,6 +343,165 @@ static void test_visit_owned(void) {
     st_ad_set_hook_owner(NULL, NULL);
 }
 
+/* ---------------- saved-tensor hooks ---------------- */
+typedef struct {
+    int pushed_released, packs, unpacks, packed_released;
+    int bad_shape;            /* unpack returns a tensor of another shape */
+    int fail_pack;            /* pack fails */
+    int grad_on_in_pack;      /* grad mode seen inside pack (must be off) */
+} sh_state;
+static sh_state sh;
+
+typedef struct {
+    bool is_pair;
+    st_tensor *copy;          /* packed: a copy of the saved tensor */
+} sh_obj;
+
+static st_status sh_pack(void *pair, st_tensor *t, void **packed) {
+    CHECK(((sh_obj *)pair)->is_pair, "pack gets the top pair");
+    if (sh.fail_pack) return st_err(ST_ERR_VALUE, "pack refused");
+    sh.grad_on_in_pack += st_ad_grad_enabled();
+    st_operand src = {.t = t};
+    sh_obj *o = calloc(1, sizeof *o);
+    if (!o || st_rt_eager(ST_OP_COPY, &src, 1, NULL, NULL, &o->copy) != 1) {
+        free(o);
+        return st_err(ST_ERR_MEMORY, "sh_pack");
+    }
+    sh.packs++;
+    *packed = o;
+    return ST_OK;
+}
+
+static st_status sh_unpack(void *packed, st_tensor **out) {
+    sh_obj *o = packed;
+    sh.unpacks++;
+    if (sh.bad_shape) {
+        int64_t s[1] = {7};
+        *out = st_tensor_empty(st_rt_cpu(), ST_FLOAT32, 1, s);
+        return ST_OK;
+    }
+    st_tensor_incref(o->copy);
+    *out = o->copy;
+    return ST_OK;
+}
+
+static void sh_release(void *obj) {
+    sh_obj *o = obj;
+    if (o->is_pair) {
+        sh.pushed_released++;
+    } else {
+        sh.packed_released++;
+        st_tensor_decref(o->copy);
+    }
+    free(o);
+}
+
+static st_status sh_push(void) {
+    sh_obj *pair = calloc(1, sizeof *pair);
+    pair->is_pair = true;
+    return st_ad_saved_hooks_push(pair);
+}
+
+static void test_saved_hooks(void) {
+    st_ad_stats s0, s1;
+    st_ad_stats_get(&s0);
+    st_ad_set_saved_hooks_owner(NULL);
+    sh_obj *lone = calloc(1, sizeof *lone);
+    CHECK(st_ad_saved_hooks_push(lone) != ST_OK && strstr(st_err_msg(), "no owner"),
+          "no owner: refused");
+    free(lone);   /* no owner released it */
+    st_err_clear();
+    static const st_ad_saved_owner owner = {sh_pack, sh_unpack, sh_release};
+    st_ad_set_saved_hooks_owner(&owner);
+    memset(&sh, 0, sizeof sh);
+    CHECK(st_ad_saved_hooks_pop() != ST_OK, "pop of an empty stack is an error");
+    st_err_clear();
+    CHECK(st_ad_saved_hooks_depth() == 0 && !st_ad_saved_hooks_top(), "empty");
+
+    float av[3] = {1, 2, 3}, bv[3] = {4, 5, 6};
+    st_tensor *a = vec(3, av, true), *b = vec(3, bv, true);
+    CHECK_OK(sh_push(), "push");
+    CHECK_OK(sh_push(), "push a second (inner) pair");
+    CHECK(st_ad_saved_hooks_depth() == 2, "depth 2");
+    st_tensor *ab = op2(ST_OP_MUL, a, b);      /* saves a and b: two packs */
+    CHECK_OK(st_ad_saved_hooks_pop(), "pop the inner pair");
+    CHECK(sh.pushed_released == 1, "the popped pair is released");
+    st_tensor *l = sum_all(ab);                /* sum saves nothing */
+    CHECK_OK(st_ad_saved_hooks_pop(), "pop");
+    CHECK(st_ad_saved_hooks_depth() == 0 && sh.pushed_released == 2, "all popped");
+    CHECK_EQ_INT(sh.packs, 2, "mul packs its two operands");
+    CHECK_EQ_INT(sh.grad_on_in_pack, 0, "pack runs with grad mode off");
+    CHECK(!ab->grad_fn || strcmp(st_ad_node_name(ab->grad_fn), "MulBackward0") == 0,
+          "recorded");
+
+    /* with hooks, an in-place change of a saved tensor is the hooks' business */
+    st_storage *sa = a->storage;
+    sa->version++;
+    CHECK_OK(st_ad_backward(&l, NULL, 1, true), "backward (retained)");
+    CHECK_EQ_INT(sh.unpacks, 2, "unpacked once per saved tensor");
+    for (int i = 0; i < 3 && a->grad && b->grad; i++) {
+        CHECK(at(a->grad, i) == bv[i], "a.grad[%d] = %g", i, at(a->grad, i));
+        CHECK(at(b->grad, i) == av[i], "b.grad[%d] = %g", i, at(b->grad, i));
+    }
+    CHECK_EQ_INT(sh.packed_released, 0, "retained: the packed objects stay");
+    CHECK_OK(st_ad_backward(&l, NULL, 1, false), "second backward");
+    CHECK_EQ_INT(sh.unpacks, 4, "unpacked again");
+    CHECK_EQ_INT(sh.packed_released, 2, "not retained: released after use");
+    CHECK(a->grad && at(a->grad, 0) == 2 * bv[0], "accumulated");
+    st_err_clear();
+    CHECK(st_ad_backward(&l, NULL, 1, false) != ST_OK && strstr(st_err_msg(), "second time"),
+          "a third backward is refused");
+    st_err_clear();
+    st_tensor_decref(l);
+    st_tensor_decref(ab);
+
+    /* an unpack of the wrong shape: a clear error, then the graph goes */
+    CHECK_OK(sh_push(), "push");
+    ab = op2(ST_OP_MUL, a, b);
+    st_ad_saved_hooks_pop();
+    l = sum_all(ab);
+    sh.bad_shape = 1;
+    CHECK(st_ad_backward(&l, NULL, 1, false) != ST_OK &&
+          strstr(st_err_msg(), "shape [7]") && strstr(st_err_msg(), "MulBackward0"),
+          "wrong shape named: %s", st_err_msg());
+    st_err_clear();
+    sh.bad_shape = 0;
+    int rel = sh.packed_released;
+    st_tensor_decref(l);
+    st_tensor_decref(ab);
+    CHECK_EQ_INT(sh.packed_released, rel + 2, "the packed objects go with the graph");
+
+    /* a failing pack fails the op, leaves nothing behind */
+    CHECK_OK(sh_push(), "push");
+    sh.fail_pack = 1;
+    st_operand in[2] = {{.t = a}, {.t = b}};
+    st_tensor *o = NULL;
+    CHECK(st_rt_eager(ST_OP_MUL, in, 2, NULL, NULL, &o) < 0 && strstr(st_err_msg(), "pack refused"),
+          "pack error surfaces");
+    st_err_clear();
+    sh.fail_pack = 0;
+    st_ad_saved_hooks_pop();
+
+    /* no hooks: saved as before, the version check is back */
+    int packs = sh.packs;
+    ab = op2(ST_OP_MUL, a, b);
+    l = sum_all(ab);
+    CHECK_EQ_INT(sh.packs, packs, "no hooks, no packs");
+    a->storage->version++;
+    CHECK(st_ad_backward(&l, NULL, 1, false) != ST_OK && strstr(st_err_msg(), "inplace"),
+          "version checked without hooks");
+    st_err_clear();
+    st_tensor_decref(l);
+    st_tensor_decref(ab);
+    st_tensor_decref(a);
+    st_tensor_decref(b);
+    CHECK_EQ_INT(sh.packs, sh.packed_released, "every packed object released");
+    st_ad_stats_get(&s1);
+    CHECK(s1.nodes_alive == s0.nodes_alive, "nodes released (%lld -> %lld)",
+          (long long)s0.nodes_alive, (long long)s1.nodes_alive);
+    st_ad_set_saved_hooks_owner(NULL);
+}
+
 int main(void) {
     RUN_TEST(test_basic());
     RUN_TEST(test_broadcast_and_grad());
@@ -349,5 +510,6 @@ int main(void) {
     RUN_TEST(test_release());
     RUN_TEST(test_hooks());
     RUN_TEST(test_visit_owned());
+    RUN_TEST(test_saved_hooks());
     return st_test_exit_code("test_autograd");
 }

@@ -222,3 +222,13 @@ def test_full_float_value_into_integer_dtype(torch, dtype, value):
     t = st.zeros(2, dtype=getattr(st, dtype))
     t.fill_(value)
     assert t.tolist() == torch.zeros(2, dtype=getattr(torch, dtype)).fill_(value).tolist()
+
+
+def test_numpy_of_a_tensor_that_requires_grad_under_no_grad():
+    """As torch: refused with grad mode on, allowed under no_grad (a pack hook
+    of saved_tensors_hooks runs there)."""
+    x = st.randn(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="Can't call numpy"):
+        x.numpy()
+    with st.no_grad():
+        assert x.numpy().tolist() == x.detach().numpy().tolist()
