@@ -269,6 +269,15 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
     return _dropout_impl(input, p, training, inplace, True, False, "dropout1d", unbatched=nd == 2)
 
 
+def _warn_channel_dims(k, nd):
+    """torch's warning for a dropout{k}d input of another rank than k+1 or k+2."""
+    _warnings.warn(f"dropout{k}d: Received a {nd}-D input to dropout{k}d, which is deprecated and will result "
+                   f"in an error in a future release. To retain the behavior and silence this warning, please "
+                   f"use dropout instead. Note that dropout{k}d exists to provide channel-wise dropout on inputs "
+                   f"with {k} spatial dimensions, a channel dimension, and an optional batch dimension (i.e. "
+                   f"{k + 1}D or {k + 2}D inputs).", stacklevel=3)
+
+
 def dropout2d(input, p=0.5, training=True, inplace=False):
     """dropout2d(input [N, C, H, W], p=0.5, training=True, inplace=False): channel
     dropout; a 3-d input is taken as [N, C, L] with torch's warning."""
@@ -276,11 +285,7 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
     _check_tensor(input, "dropout2d")
     nd = input.dim()
     if nd not in (3, 4):
-        _warnings.warn(f"dropout2d: Received a {nd}-D input to dropout2d, which is deprecated and will result in "
-                       "an error in a future release. To retain the behavior and silence this warning, please use "
-                       "dropout instead. Note that dropout2d exists to provide channel-wise dropout on inputs with "
-                       "2 spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 3D or 4D "
-                       "inputs).", stacklevel=2)
+        _warn_channel_dims(2, nd)
     if nd == 3:
         _warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
                        "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel "
@@ -297,11 +302,7 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
     _check_tensor(input, "dropout3d")
     nd = input.dim()
     if nd not in (4, 5):
-        _warnings.warn(f"dropout3d: Received a {nd}-D input to dropout3d, which is deprecated and will result in "
-                       "an error in a future release. To retain the behavior and silence this warning, please use "
-                       "dropout instead. Note that dropout3d exists to provide channel-wise dropout on inputs with "
-                       "3 spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 4D or 5D "
-                       "inputs).", stacklevel=2)
+        _warn_channel_dims(3, nd)
     return _dropout_impl(input, p, training, inplace, True, False, "dropout3d", unbatched=nd != 5)
 
 

@@ -11,7 +11,6 @@
 # error of unpickling a CUDA storage without a GPU are tested. The `torch` fixture
 # (skipped without torch, e.g. in .venv312) adds checks against torch's behaviour.
 import copy
-import ctypes
 import multiprocessing
 import operator
 import pickle
@@ -25,32 +24,15 @@ import symtrace as st
 import symtrace.nn as nn
 from symtrace._tensor import Tensor
 from symtrace.utils.hooks import RemovableHandle
+from tensor_data import raw, make as _make
 
 DTYPES = ["float32", "float64", "float16", "bfloat16", "int32", "int64", "bool"]
 SHAPES = [(), (0,), (3, 0, 2), (7,), (2, 3, 4)]
 PROTOCOLS = list(range(pickle.HIGHEST_PROTOCOL + 1))
 
 
-def raw(t):
-    """The bytes of t's elements in row-major order (bit-exact comparison, NaN included)."""
-    c = t.detach().contiguous()
-    n = c.numel() * c.element_size()
-    return ctypes.string_at(c.data_ptr(), n) if n else b""
-
-
 def make(dtype, shape, seed=0):
-    rng = np.random.default_rng(seed)
-    n = int(np.prod(shape)) if shape else 1
-    if dtype == "bool":
-        a = rng.random(n) > 0.5
-    elif dtype.startswith("int"):
-        a = rng.integers(-1000, 1000, n)
-    else:
-        a = rng.standard_normal(n) * 100
-        if n > 2:
-            a[1] = np.nan
-            a[2] = -np.inf
-    return st.tensor(a.tolist(), dtype=getattr(st, dtype)).reshape(shape)
+    return _make(dtype, shape, seed, int_high=1000)
 
 
 def roundtrip(obj, protocol=pickle.DEFAULT_PROTOCOL):

@@ -6,7 +6,6 @@
 # writes (a failure mid-write leaves the old file), weights_only refusing
 # classes, map_location, and clear errors for files that are not checkpoints.
 # numpy only; the torch fixture adds one check on a torch.save file.
-import ctypes
 import io
 import json
 import os
@@ -26,26 +25,7 @@ DTYPES = ["float32", "float64", "float16", "bfloat16", "int32", "int64", "bool"]
 SHAPES = [(), (0,), (3, 0, 2), (7,), (2, 3, 4)]
 
 
-def raw(t):
-    """The bytes of t's elements in row-major order."""
-    c = t.detach().contiguous()
-    n = c.numel() * c.element_size()
-    return ctypes.string_at(c.data_ptr(), n) if n else b""
-
-
-def make(dtype, shape, seed=0):
-    rng = np.random.default_rng(seed)
-    n = int(np.prod(shape)) if shape else 1
-    if dtype == "bool":
-        a = rng.random(n) > 0.5
-    elif dtype.startswith("int"):
-        a = rng.integers(-2 ** 30, 2 ** 30, n)
-    else:
-        a = rng.standard_normal(n) * 100
-        if n >= 4:
-            a[:3] = [np.inf, -np.inf, np.nan]
-    return st.tensor(a.reshape(shape).astype(np.float64 if dtype in ("float16", "bfloat16") else a.dtype),
-                     dtype=getattr(st, dtype))
+from tensor_data import raw, make  # noqa: F401
 
 
 def roundtrip(obj, **load_kwargs):

@@ -1,0 +1,33 @@
+"""Test data shared by the serialization and pickling tests: tensors of
+every dtype with special values, and their raw bytes for bit-exact
+comparison."""
+import ctypes
+
+import numpy as np
+
+import symtrace as st
+
+
+def raw(t):
+    """The bytes of t's elements in row-major order (bit-exact comparison, NaN included)."""
+    c = t.detach().contiguous()
+    n = c.numel() * c.element_size()
+    return ctypes.string_at(c.data_ptr(), n) if n else b""
+
+
+def make(dtype, shape, seed=0, int_high=2 ** 30):
+    """A tensor of dtype (a name) and shape: random values, integers in
+    [-int_high, int_high), floats with inf, -inf and nan among the first
+    elements when there are at least 4."""
+    rng = np.random.default_rng(seed)
+    n = int(np.prod(shape)) if shape else 1
+    if dtype == "bool":
+        a = rng.random(n) > 0.5
+    elif dtype.startswith("int"):
+        a = rng.integers(-int_high, int_high, n)
+    else:
+        a = rng.standard_normal(n) * 100
+        if n >= 4:
+            a[:3] = [np.inf, -np.inf, np.nan]
+    return st.tensor(a.reshape(shape).astype(np.float64 if dtype in ("float16", "bfloat16") else a.dtype),
+                     dtype=getattr(st, dtype))
