@@ -17,19 +17,27 @@ typedef struct {
 
 static PyTypeObject node_type;
 
+/* One wrapper per op node while it lives (y.grad_fn is y.grad_fn, as
+ * torch); an AccumulateGrad stand-in (leaf) is made each time. */
 static PyObject *wrap_node(st_ad_node *n, st_tensor *leaf) {
     if (!n && !leaf) Py_RETURN_NONE;
+    if (n && st_ad_node_pyobj(n))
+        return Py_NewRef((PyObject *)st_ad_node_pyobj(n));
     node_obj *o = PyObject_New(node_obj, &node_type);
     if (!o) return NULL;
     o->node = n;
     o->leaf = leaf;
-    if (n) st_ad_node_incref(n);
+    if (n) {
+        st_ad_node_incref(n);
+        st_ad_node_set_pyobj(n, o);
+    }
     if (leaf) st_tensor_incref(leaf);
     return (PyObject *)o;
 }
 
 static void node_dealloc(PyObject *self) {
     node_obj *o = (node_obj *)self;
+    if (o->node && st_ad_node_pyobj(o->node) == self) st_ad_node_set_pyobj(o->node, NULL);
     if (o->node) st_ad_node_decref(o->node);
     st_tensor_decref(o->leaf);
     PyObject_Free(self);

@@ -59,6 +59,7 @@ struct st_ad_node {
     st_meta *cout_meta;       /* metas of a custom node's outputs */
     /* gradient hooks and retain_grad per output (lazily; see st_ad_hooks) */
     struct ad_slot *slots;
+    void *pyobj;              /* the owner's wrapper while it lives (not owned) */
     /* engine state, valid during one backward */
     int deps;
     bool seen;
@@ -311,6 +312,9 @@ void st_ad_node_decref(st_ad_node *n) {
     }
     if (stack != stack_buf) free(stack);
 }
+
+void *st_ad_node_pyobj(const st_ad_node *n) { return n->pyobj; }
+void st_ad_node_set_pyobj(st_ad_node *n, void *obj) { n->pyobj = obj; }
 
 const char *st_ad_node_name(const st_ad_node *n) { return n->name; }
 bool st_ad_node_is_view(const st_ad_node *n) {

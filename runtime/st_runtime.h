@@ -301,6 +301,10 @@ st_ad_node *st_ad_custom_node(const char *name, st_ad_custom_fn fn, void *ctx,
 void st_ad_node_incref(st_ad_node *n);
 void st_ad_node_decref(st_ad_node *n);
 const char *st_ad_node_name(const st_ad_node *n);   /* "MulBackward0" */
+/* The owner's wrapper object of n while it lives (not owned; the owner
+ * sets it and clears it when the wrapper goes), for identity. */
+void *st_ad_node_pyobj(const st_ad_node *n);
+void st_ad_node_set_pyobj(st_ad_node *n, void *obj);
 bool st_ad_node_is_view(const st_ad_node *n);       /* recorded a view op */
 int st_ad_node_num_inputs(const st_ad_node *n);
 /* Edge k: the next node (borrowed) or the leaf tensor (borrowed) it feeds,

@@ -58,6 +58,18 @@ def test_identity_ends_with_the_wrapper():
     assert x.grad.tolist() == [2.0, 2.0, 2.0]
 
 
+def test_grad_fn_is_the_same_object_each_time():
+    x = st.randn(3, requires_grad=True)
+    y = x * 2
+    z = y.exp()
+    assert y.grad_fn is y.grad_fn
+    assert z.grad_fn.next_functions[0][0] is y.grad_fn
+    g = y.grad_fn
+    del g
+    gc.collect()
+    assert y.grad_fn.name() == "MulBackward0"
+
+
 def test_detach_and_views_are_new_objects():
     x = st.randn(4)
     assert x.detach() is not x
