@@ -21,7 +21,11 @@
  *    consume it (the epilogue: bias, activation, residual).
  *  - VIEW: a view statement (a runtime step; its input is materialized).
  *  - OPAQUE: lowered alone by lower.c (gather, index_select, embedding,
- *    scatter_add, reductions fusion cannot frame).
+ *    scatter_add, slice_scatter, reductions fusion cannot frame).
+ *  - SLAB: the result of a slab chain (a traced cat or stack, see "slab
+ *    chains"): its parts are stored straight into their slices by the
+ *    kernels that compute them; the group holds the stores no other
+ *    group could take.
  * A statement joins the group of an operand (latest group first), or the
  * latest group as a sibling, when its other operands come from earlier
  * groups (so the order of creation is an order of execution), the knobs
@@ -46,7 +50,7 @@
 
 #define ONE 0 /* symbol of a dim that is always of size 1 */
 
-typedef enum { G_EW, G_RED, G_MM, G_VIEW, G_OPAQUE } gkind;
+typedef enum { G_EW, G_RED, G_MM, G_VIEW, G_OPAQUE, G_SLAB } gkind;
 
 typedef struct {
     gkind kind;
@@ -65,6 +69,17 @@ typedef struct {
     int nnext;
 } group;
 
+/* A store of a slab chain (see "slab chains" below): value src into the
+ * slice of value target that SLICE_SCATTER statement link replaces. */
+typedef struct {
+    int src;
+    int dst_dim[ST_MAX_DIMS]; /* target's dim of each dim of src */
+    int link, target;
+    int chain;               /* the chain's last link (its G_SLAB group) */
+    int host;                /* group whose kernel stores it; -1: a kernel
+                                of its own, in the chain's G_SLAB group */
+} slab_store;
+
 typedef struct {
     const st_graph *g;
     const st_fuse_options *opt;
@@ -81,6 +96,9 @@ typedef struct {
     bool *is_out;            /* value -> graph output */
     group *groups;
     int ngroups, capg;
+    bool *elided;            /* stmt -> no kernel of its own (slab chains) */
+    slab_store *slabs;       /* the stores of the slab chains */
+    int nslabs;
 } fctx;
 
 /* ---------------- symbols ---------------- */
@@ -317,7 +335,7 @@ static bool infer_stmt_syms(fctx *c, const st_stmt *s, int *o, int n)
             memcpy(o, SYM(c, s->in[1]), sizeof(int) * (size_t)n);
             return true;
         }
-        if (s->op == ST_OP_SCATTER_ADD) {
+        if (s->op == ST_OP_SCATTER_ADD || s->op == ST_OP_SLICE_SCATTER) {
             if (xn != n)
                 return false;
             memcpy(o, x, sizeof(int) * (size_t)n);
@@ -638,12 +656,246 @@ static st_status start_group(fctx *c, gkind kind, int si)
     return ST_OK;
 }
 
+/* ---------------- slab chains (cat, stack) ----------------
+ * cat and stack write each part into a slice of a fresh tensor; traced,
+ * that is a chain Z = full(...), v1 = slice_scatter(Z, c0, slice 0), ...,
+ * R = slice_scatter(v_{n-1}, c_{n-1}, slice n-1), each c_j usually a copy
+ * of an unsqueeze of the part. When Z and every v_j are read by the next
+ * link only (and are no graph outputs), the slices (one dim, step 1) do
+ * not overlap and together cover Z, nothing reads Z's fill or a partial
+ * v_j: R is n stores, each part written once into its slice of R. The
+ * chain's statements get no kernels (elided); a store goes into the
+ * kernel of the group that computes its part (copies and unsqueezes
+ * looked through: a norm's reduction writes its result straight into its
+ * element of the stacked vector), else into a kernel of its own (a part
+ * that is a graph input, a view, a product). R is bound when its first
+ * store runs (the executor allocates an unbound output); a G_SLAB group
+ * in the last link's place gives R to its readers, which therefore come
+ * after every store. */
+
+typedef struct {
+    int link;
+    int64_t start, len;
+} slab_part;
+
+static int by_start(const void *a, const void *b)
+{
+    const slab_part *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static bool single_use(const fctx *c, int v)
+{
+    return c->g->values[v].kind == ST_VAL_STMT && c->nusers[v] == 1 &&
+           !c->is_out[v];
+}
+
+static st_status add_slab(fctx *c, const slab_store *ss)
+{
+    slab_store *n = realloc(c->slabs, sizeof *n * (size_t)(c->nslabs + 1));
+    if (!n)
+        return st_err(ST_ERR_MEMORY, "fuse: out of memory");
+    c->slabs = n;
+    c->slabs[c->nslabs++] = *ss;
+    return ST_OK;
+}
+
+/* The chain whose last link is statement last, if it is one. */
+static st_status slab_chain(fctx *c, int last, bool *claimed)
+{
+    const st_graph *g = c->g;
+    int R = g->stmts[last].out[0];
+    const st_meta *rm = &g->values[R].meta;
+    int nl = 0, cap = 16;
+    slab_part *parts = malloc(sizeof *parts * (size_t)cap);
+    if (!parts)
+        return st_err(ST_ERR_MEMORY, "fuse: out of memory");
+    int64_t dim = -1;
+    int si = last, root = -1;
+    bool ok = rm->ndim > 0;
+    while (ok) {
+        const st_stmt *s = &g->stmts[si];
+        claimed[si] = true;
+        int64_t d = s->attrs.i[0] < 0 ? s->attrs.i[0] + rm->ndim : s->attrs.i[0];
+        int64_t start = s->attrs.i[1], stop = s->attrs.i[2];
+        if (s->attrs.i[3] != 1 || d < 0 || d >= rm->ndim || (dim >= 0 && d != dim)) {
+            ok = false;
+            break;
+        }
+        dim = d;
+        int64_t len = st_slice_bounds(rm->shape[d], &start, &stop, 1);
+        if (nl == cap) {
+            slab_part *np = realloc(parts, sizeof *parts * (size_t)(cap *= 2));
+            if (!np) {
+                free(parts);
+                return st_err(ST_ERR_MEMORY, "fuse: out of memory");
+            }
+            parts = np;
+        }
+        parts[nl++] = (slab_part){si, start, len};
+        int b = s->in[0];
+        if (!single_use(c, b)) {
+            ok = false;
+            break;
+        }
+        const st_stmt *p = &g->stmts[g->values[b].producer];
+        if (p->op == ST_OP_SLICE_SCATTER && p->nin == 2) {
+            si = g->values[b].producer;
+            continue;
+        }
+        if (p->op == ST_OP_FULL)
+            root = g->values[b].producer;
+        else
+            ok = false;
+        break;
+    }
+    /* the slices tile R along dim */
+    if (ok) {
+        qsort(parts, (size_t)nl, sizeof *parts, by_start);
+        int64_t at = 0;
+        for (int i = 0; i < nl && ok; i++) {
+            if (parts[i].len == 0)
+                continue;
+            ok = parts[i].start == at;
+            at += parts[i].len;
+        }
+        ok = ok && at == rm->shape[dim] && at > 0;
+    }
+    st_status st = ST_OK;
+    for (int i = 0; ok && i < nl && st == ST_OK; i++) {
+        const st_stmt *s = &g->stmts[parts[i].link];
+        c->elided[parts[i].link] = true;
+        if (parts[i].len == 0)
+            continue;
+        /* the part: copies and unsqueezes read by this link only are
+         * looked through (and elided) */
+        slab_store ss = {.link = parts[i].link, .target = R, .chain = last,
+                         .host = -1};
+        int v = s->in[1];
+        for (int d = 0; d < ST_MAX_DIMS; d++)
+            ss.dst_dim[d] = d;
+        while (single_use(c, v)) {
+            int pi = g->values[v].producer;
+            const st_stmt *p = &g->stmts[pi];
+            int u = p->nin >= 1 ? p->in[0] : -1;
+            if (u < 0 || g->values[u].kind == ST_VAL_CONST ||
+                g->values[u].meta.dtype != g->values[v].meta.dtype)
+                break;
+            if (p->op == ST_OP_UNSQUEEZE) {
+                int un = g->values[u].meta.ndim;
+                int64_t q = p->attrs.i[0] < 0 ? p->attrs.i[0] + un + 1 : p->attrs.i[0];
+                if (q < 0 || q > un)
+                    break;
+                for (int j = 0; j < un; j++)
+                    ss.dst_dim[j] = ss.dst_dim[j < q ? j : j + 1];
+                for (int j = un; j < ST_MAX_DIMS; j++)
+                    ss.dst_dim[j] = -1;
+            } else if (p->op != ST_OP_COPY) {
+                break;
+            }
+            c->elided[pi] = true;
+            v = u;
+        }
+        ss.src = v;
+        st = add_slab(c, &ss);
+    }
+    if (ok && st == ST_OK)
+        c->elided[root] = true;
+    free(parts);
+    return st;
+}
+
+static st_status find_slab_chains(fctx *c)
+{
+    const st_graph *g = c->g;
+    bool *claimed = calloc((size_t)(g->nstmts > 0 ? g->nstmts : 1), sizeof *claimed);
+    if (!claimed)
+        return st_err(ST_ERR_MEMORY, "fuse: out of memory");
+    st_status st = ST_OK;
+    /* from the end: a link not claimed yet is the last of its chain */
+    for (int si = g->nstmts - 1; si >= 0 && st == ST_OK; si--)
+        if (g->stmts[si].op == ST_OP_SLICE_SCATTER && g->stmts[si].nin == 2 &&
+            !claimed[si])
+            st = slab_chain(c, si, claimed);
+    free(claimed);
+    return st;
+}
+
+/* After grouping: a store goes into the kernel of the group that computes
+ * its part when that is an elementwise or row group. */
+static void host_slabs(fctx *c)
+{
+    for (int i = 0; i < c->nslabs; i++) {
+        slab_store *ss = &c->slabs[i];
+        int gi = c->gid[ss->src];
+        ss->host = -1;
+        if (gi >= 0 && c->g->values[ss->src].kind == ST_VAL_STMT &&
+            (c->groups[gi].kind == G_EW || c->groups[gi].kind == G_RED))
+            ss->host = gi;
+    }
+}
+
+static bool has_slabs(const fctx *c, int gi)
+{
+    for (int i = 0; i < c->nslabs; i++)
+        if (c->slabs[i].host == gi)
+            return true;
+    return false;
+}
+
+/* A 0-d full() without operand (a scalar a composite made: norm's 0 and
+ * 1 in its where()s) joins the latest group when every statement reading
+ * it reads otherwise only that group's values and constants: the readers
+ * can then join that group too (as a group of its own it split norm's
+ * epilogue into three kernels). */
+static bool join_scalar_full(fctx *c, int si)
+{
+    const st_graph *g = c->g;
+    const st_stmt *s = &g->stmts[si];
+    int v = s->out[0], gi = c->ngroups - 1;
+    if (s->op != ST_OP_FULL || s->nin != 0 || s->nout != 1 ||
+        g->values[v].meta.ndim != 0 || gi < 0 || c->is_out[v] ||
+        c->nusers[v] == 0)
+        return false;
+    const group *gr = &c->groups[gi];
+    if ((gr->kind != G_EW && gr->kind != G_RED) || !room(c, gr))
+        return false;
+    for (int ri = si + 1; ri < g->nstmts; ri++) {
+        const st_stmt *r = &g->stmts[ri];
+        bool reads = false;
+        for (int i = 0; i < r->nin; i++)
+            reads |= r->in[i] == v;
+        if (!reads)
+            continue;
+        if (c->elided[ri])
+            return false;
+        for (int i = 0; i < r->nin; i++) {
+            int u = r->in[i];
+            if (u != v && g->values[u].kind != ST_VAL_CONST && c->gid[u] != gi)
+                return false;
+        }
+    }
+    set_identity_frame(c, v, 0);
+    return add_member(c, gi, si);
+}
+
 static st_status group_stmts(fctx *c)
 {
     const st_graph *g = c->g;
     for (int si = 0; si < g->nstmts; si++) {
         const st_stmt *s = &g->stmts[si];
         st_op_kind ok = st_op(s->op)->kind;
+        if (c->elided[si]) {
+            /* the last link of a slab chain: R's group (no kernel of
+             * its own; the chain's stores that no group took) */
+            bool last = false;
+            for (int i = 0; i < c->nslabs && !last; i++)
+                last = c->slabs[i].chain == si;
+            if (s->op == ST_OP_SLICE_SCATTER && last &&
+                start_group(c, G_SLAB, si) != ST_OK)
+                return st_err_kind();
+            continue;
+        }
         if (ok == ST_OPK_VIEW) {
             if (start_group(c, G_VIEW, si) != ST_OK)
                 return st_err_kind();
@@ -670,6 +922,8 @@ static st_status group_stmts(fctx *c)
                 c->groups[gx].has_rand |= ok == ST_OPK_RANDOM;
                 continue;
             }
+            if (join_scalar_full(c, si))
+                continue;
             if (start_group(c, G_EW, si) != ST_OK)
                 return st_err_kind();
             continue;
@@ -733,9 +987,15 @@ static bool is_stored(const fctx *c, int gi, int v)
 {
     if (c->is_out[v] || c->nusers[v] == 0)
         return true;
+    /* a slab store in a kernel of its own reads it */
+    for (int i = 0; i < c->nslabs; i++)
+        if (c->slabs[i].src == v && c->slabs[i].host != gi)
+            return true;
     const st_graph *g = c->g;
     for (int si = 0; si < g->nstmts; si++) {
         const st_stmt *s = &g->stmts[si];
+        if (c->elided[si])
+            continue;
         for (int i = 0; i < s->nin; i++)
             if (s->in[i] == v && c->gid[s->out[0]] != gi)
                 return true;
@@ -923,6 +1183,44 @@ static st_status store_value(kbuild *b, int v)
     return ST_OK;
 }
 
+/* Slab store ss (hosted here): its part, a member, into its slice of the
+ * chain's result, from the current phase. */
+static st_status store_slab(kbuild *b, const slab_store *ss)
+{
+    fctx *c = b->c;
+    st_kernel *k = b->k;
+    int v = ss->src;
+    const st_value *val = &c->g->values[v];
+    int node = emit(b, v, FR(c, v), val->meta.ndim);
+    if (node < 0)
+        return st_err_kind() ? st_err_kind() : ST_ERR_RUNTIME;
+    int dm[ST_MAX_DIMS];
+    for (int d = 0; d < ST_MAX_DIMS; d++)
+        dm[d] = -1;
+    for (int it = 0; it < k->rank; it++)
+        for (int j = 0; j < val->meta.ndim; j++)
+            if (b->perm[it] >= 0 && FR(c, v)[j] == b->perm[it])
+                dm[it] = ss->dst_dim[j];
+    if (k->nbufs >= ST_K_MAX_BUFS)
+        return st_err(ST_ERR_RUNTIME, "fuse: kernel %s needs more than %d "
+                      "buffers", k->name, ST_K_MAX_BUFS);
+    if (k->nstores >= ST_K_MAX_STORES)
+        return st_err(ST_ERR_RUNTIME, "fuse: kernel %s needs more than %d "
+                      "stores", k->name, ST_K_MAX_STORES);
+    const st_meta *tm = &c->g->values[ss->target].meta;
+    int bi = st_kernel_add_buf(k, ss->target, tm->dtype, true, dm);
+    if (bi < 0)
+        return st_err_kind();
+    k->bufs[bi].slab = true;
+    k->bufs[bi].slab_stmt = ss->link;
+    k->stores[k->nstores].buf = bi;
+    k->stores[k->nstores].node = st_fuse_cast(k, node, tm->dtype);
+    if (k->stores[k->nstores].node < 0)
+        return st_err_kind() ? st_err_kind() : ST_ERR_RUNTIME;
+    k->nstores++;
+    return ST_OK;
+}
+
 /* size_buf/size_dim of every iteration dim: a buffer whose mapped dim has
  * the space's symbol there. */
 static st_status find_sizes(kbuild *b, const int *want)
@@ -933,7 +1231,8 @@ static st_status find_sizes(kbuild *b, const int *want)
         int found = -1;
         for (int i = 0; i < k->nbufs && found < 0; i++) {
             int td = k->bufs[i].dimmap[it];
-            if (td >= 0 && SYM(c, k->bufs[i].value)[td] == want[it])
+            if (td >= 0 && !k->bufs[i].slab &&
+                SYM(c, k->bufs[i].value)[td] == want[it])
                 found = i;
         }
         if (found < 0)
@@ -1000,6 +1299,9 @@ static st_status build_fused(fctx *c, int gi, st_kernel *k, int *memo)
             if (is_stored(c, gi, v))
                 st = store_value(&b, v);
         }
+        for (int i = 0; i < c->nslabs && st == ST_OK; i++)
+            if (c->slabs[i].host == gi)
+                st = store_slab(&b, &c->slabs[i]);
     } else if (gr->kind == G_RED) {
         k->kind = ST_K_REDUCE;
         k->rank = n;
@@ -1045,11 +1347,21 @@ static st_status build_fused(fctx *c, int gi, st_kernel *k, int *memo)
                 gr->nred_dims > 0)
                 k->final_per_point = true;
         }
+        for (int i = 0; i < c->nslabs; i++) {
+            int v = c->slabs[i].src;
+            if (c->slabs[i].host == gi &&
+                is_row_frame(FR(c, v), g->values[v].meta.ndim, n) &&
+                gr->nred_dims > 0)
+                k->final_per_point = true;
+        }
         for (int i = 0; i < gr->nmembers && st == ST_OK; i++) {
             int v = g->stmts[gr->members[i]].out[0];
             if (is_stored(c, gi, v))
                 st = store_value(&b, v);
         }
+        for (int i = 0; i < c->nslabs && st == ST_OK; i++)
+            if (c->slabs[i].host == gi)
+                st = store_slab(&b, &c->slabs[i]);
         set_phase(k, from, gr->nreduce);
     } else { /* G_MM with an epilogue */
         const st_stmt *s = &g->stmts[gr->members[0]];
@@ -1118,7 +1430,7 @@ static st_status emit_unfused(fctx *c, int gi, st_kprog *p)
     const group *gr = &c->groups[gi];
     for (int i = 0; i < gr->nmembers; i++) {
         int si = gr->members[i];
-        int parts = c->g->stmts[si].op == ST_OP_SCATTER_ADD ? 2 : 1;
+        int parts = st_fuse_stmt_parts(&c->g->stmts[si]);
         for (int part = 0; part < parts; part++) {
             st_kernel *k = next_kernel(p);
             if (!k)
@@ -1131,10 +1443,35 @@ static st_status emit_unfused(fctx *c, int gi, st_kprog *p)
     return ST_OK;
 }
 
+/* The stores of slab chain `chain` that no group took, a kernel each. */
+static st_status emit_slabs(fctx *c, int chain, st_kprog *p)
+{
+    for (int i = 0; i < c->nslabs; i++) {
+        const slab_store *ss = &c->slabs[i];
+        if (ss->chain != chain || ss->host >= 0)
+            continue;
+        st_kernel *k = next_kernel(p);
+        if (!k)
+            return ST_ERR_MEMORY;
+        snprintf(k->name, sizeof k->name, "k%d_slab", ss->link);
+        k->src_stmt = ss->link;
+        k->stmt = -1;
+        st_status st = st_fuse_lower_slab(k, c->g, ss->src, ss->dst_dim,
+                                          ss->target, ss->link);
+        for (int d = k->rank; d < ST_MAX_DIMS; d++)
+            k->size_buf[d] = k->size_dim[d] = -1;
+        if (st != ST_OK)
+            return st;
+    }
+    return ST_OK;
+}
+
 static st_status emit_group(fctx *c, int gi, st_kprog *p, int *memo)
 {
     const group *gr = &c->groups[gi];
-    bool single = gr->nmembers == 1;
+    if (gr->kind == G_SLAB)
+        return emit_slabs(c, gr->members[0], p);
+    bool single = gr->nmembers == 1 && !has_slabs(c, gi);
     if (gr->kind == G_VIEW || gr->kind == G_OPAQUE || single)
         return emit_unfused(c, gi, p);
     st_kernel *k = next_kernel(p);
@@ -1143,9 +1480,23 @@ static st_status emit_group(fctx *c, int gi, st_kprog *p, int *memo)
     st_status st = build_fused(c, gi, k, memo);
     if (st == ST_OK || st == ST_ERR_MEMORY)
         return st;
-    /* does not fit the kernel IR's limits: one kernel per member */
     st_err_clear();
     st_kernel_clear(k);
+    if (has_slabs(c, gi)) {
+        /* again without the slab stores (kernels of their own, later) */
+        for (int i = 0; i < c->nslabs; i++)
+            if (c->slabs[i].host == gi)
+                c->slabs[i].host = -1;
+        st_kernel_init(k, ST_K_ELEMENTWISE, 0);
+        if (gr->nmembers > 1) {
+            st = build_fused(c, gi, k, memo);
+            if (st == ST_OK || st == ST_ERR_MEMORY)
+                return st;
+            st_err_clear();
+            st_kernel_clear(k);
+        }
+    }
+    /* does not fit the kernel IR's limits: one kernel per member */
     p->nkernels--;
     return emit_unfused(c, gi, p);
 }
@@ -1162,6 +1513,8 @@ static void fctx_free(fctx *c)
     free(c->phase);
     free(c->nusers);
     free(c->is_out);
+    free(c->elided);
+    free(c->slabs);
 }
 
 static st_kprog *lower_fused(st_graph *dg, const st_fuse_options *opt)
@@ -1178,9 +1531,10 @@ static st_kprog *lower_fused(st_graph *dg, const st_fuse_options *opt)
     c.phase = calloc(nv, sizeof(int));
     c.nusers = calloc(nv, sizeof(int));
     c.is_out = calloc(nv, sizeof(bool));
+    c.elided = calloc((size_t)(dg->nstmts > 0 ? dg->nstmts : 1), sizeof(bool));
     int *memo = malloc(nv * (ST_K_MAX_REDUCE + 1) * sizeof(int));
     if (!p || !c.sym || !c.fr || !c.gid || !c.phase || !c.nusers ||
-        !c.is_out || !memo) {
+        !c.is_out || !c.elided || !memo) {
         st_err(ST_ERR_MEMORY, "fuse: out of memory");
         goto fail;
     }
@@ -1194,8 +1548,9 @@ static st_kprog *lower_fused(st_graph *dg, const st_fuse_options *opt)
     for (int i = 0; i < c.g->noutputs; i++)
         c.is_out[c.g->outputs[i]] = true;
     infer_syms(&c);
-    if (group_stmts(&c) != ST_OK)
+    if (find_slab_chains(&c) != ST_OK || group_stmts(&c) != ST_OK)
         goto fail;
+    host_slabs(&c);
     for (int gi = 0; gi < c.ngroups; gi++)
         if (emit_group(&c, gi, p, memo) != ST_OK)
             goto fail;

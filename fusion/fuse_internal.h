@@ -12,9 +12,18 @@
 st_kprog *st_fuse_lower_unfused(st_graph *dg);
 
 /* Lowers statement si of g into k (initialized by the caller); part 1 is
- * the second kernel of scatter_add. */
+ * the second kernel of scatter_add and of slice_scatter. */
 st_status st_fuse_lower_stmt(st_kernel *k, const st_graph *g, int si,
                              int part);
+/* Kernels statement s lowers to alone: 2 for scatter_add and
+ * slice_scatter, else 1. */
+int st_fuse_stmt_parts(const st_stmt *s);
+/* k (initialized by the caller) = value src stored into the slice of
+ * value dst that SLICE_SCATTER statement slab_si replaces: elementwise
+ * over src's shape, src's dim j written along dst's dim dst_dim[j] (dims
+ * of dst no src dim maps to are of size 1 in the slice). */
+st_status st_fuse_lower_slab(st_kernel *k, const st_graph *g, int src,
+                             const int *dst_dim, int dst, int slab_si);
 
 /* The result node of elementwise statement s (unary, binary, where, cast,
  * copy) from its operands' nodes ld[0..s->nin) (each of its operand

@@ -2,8 +2,9 @@
  * construction, the readable dump (st_kernel_print) and the structural hash
  * (st_kernel_hash) that keys compiled kernels. Owns: st_kernel_init,
  * st_kernel_clear, st_kernel_node, st_kernel_add_buf, st_kernel_print,
- * st_kernel_hash. */
+ * st_kernel_slab_args, st_kernel_hash. */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -266,6 +267,8 @@ char *st_kernel_print(const st_kernel *k)
         sb_printf(&b, "]%s", kb->contiguous ? " contiguous" : " strided");
         if (kb->unravel > 0)
             sb_printf(&b, " unravel %d (as value %d)", kb->unravel, kb->view_value);
+        if (kb->slab)
+            sb_printf(&b, " slab of stmt %d", kb->slab_stmt);
         sb_printf(&b, "\n");
     }
     for (int i = 0; i < k->nnodes; i++)
@@ -334,6 +337,30 @@ static void hwf(hbuf *h, double f)
     int64_t v;
     memcpy(&v, &f, sizeof v);
     hw(h, v);
+}
+
+st_status st_kernel_slab_args(const st_kbuf *kb, int rank, const st_graph *g,
+                              int ndim, const int64_t *shape,
+                              const int64_t *strides, st_karg_buf *ab)
+{
+    if (!g || kb->slab_stmt < 0 || kb->slab_stmt >= g->nstmts ||
+        g->stmts[kb->slab_stmt].op != ST_OP_SLICE_SCATTER)
+        return st_err(ST_ERR_RUNTIME, "kernel buffer: slab of statement %d, "
+                      "which is no slice_scatter", kb->slab_stmt);
+    const st_attrs *a = &g->stmts[kb->slab_stmt].attrs;
+    int64_t d = a->i[0] < 0 ? a->i[0] + ndim : a->i[0];
+    int64_t start = a->i[1], stop = a->i[2], step = a->i[3];
+    if (d < 0 || d >= ndim || step <= 0)
+        return st_err(ST_ERR_RUNTIME, "kernel buffer: slab dim %lld step %lld "
+                      "of a rank-%d tensor", (long long)a->i[0],
+                      (long long)step, ndim);
+    st_slice_bounds(shape[d], &start, &stop, step);
+    ab->data += (ptrdiff_t)(start * strides[d]) *
+                (ptrdiff_t)st_dtype_size(kb->dtype);
+    for (int it = 0; it < rank; it++)
+        if (kb->dimmap[it] == d)
+            ab->strides[it] = strides[d] * step;
+    return ST_OK;
 }
 
 uint64_t st_kernel_hash(const st_kernel *k)
@@ -488,6 +515,16 @@ st_status st_kernel_verify(const st_kernel *k, int idx, const char *who)
         for (int q = 0; u > 0 && q < k->nstores && q < ST_K_MAX_STORES; q++)
             if (k->stores[q].buf == i)
                 BAD("buffer %d: an unravel buffer cannot be stored to", i);
+        if (k->bufs[i].slab && (!k->bufs[i].is_out || u > 0 ||
+                                k->kind == ST_K_MATMUL))
+            BAD("buffer %d: a slab is the output of an elementwise or "
+                "reduce kernel", i);
+        for (int n = 0; k->bufs[i].slab && n < k->nnodes; n++)
+            if (k->nodes[n].kind == ST_KN_LOAD && k->nodes[n].buf == i)
+                BAD("buffer %d: a slab cannot be loaded", i);
+        for (int d = 0; k->bufs[i].slab && d < k->rank; d++)
+            if (k->size_buf[d] == i)
+                BAD("buffer %d: a slab cannot size dim %d", i, d);
     }
     for (int i = 0; i < k->nparams; i++)
         if (!dtype_ok(k->param_dtype[i]))

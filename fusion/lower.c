@@ -1,11 +1,13 @@
 /* fusion/lower.c - the unfused lowering of a decomposed graph: one kernel
  * per primitive statement in statement order (views become ST_K_VIEW steps;
  * scatter_add takes two: a copy of self, then an indexed accumulating store
- * of src). It is the SYMTRACE_FUSION=0 path, the lowering of statements
+ * of src; slice_scatter two: a copy of base, then src stored into the
+ * slice). It is the SYMTRACE_FUSION=0 path, the lowering of statements
  * fusion (fuse.c) leaves alone, and the source of the node builders fuse.c
  * reuses. Buffers name values of the program's graph; the executor binds
  * tensors and computes st_kargs.
- * Owns: st_fuse_lower_unfused, st_fuse_lower_stmt, st_kprog_free. */
+ * Owns: st_fuse_lower_unfused, st_fuse_lower_stmt, st_fuse_lower_slab,
+ * st_fuse_stmt_parts, st_kprog_free. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -652,6 +654,52 @@ static st_status lower_scatter_add(st_kernel *k, const st_graph *g,
     return ST_OK;
 }
 
+/* ---- slice_scatter: two kernels ----
+ * First: out = copy of base (lower_scatter_copy). Second: src stored into
+ * out's slice (st_fuse_lower_slab), a plain strided copy whose output
+ * buffer the executor binds as the slice (st_kbuf.slab). */
+
+st_status st_fuse_lower_slab(st_kernel *k, const st_graph *g, int src,
+                             const int *dst_dim, int dst, int slab_si)
+{
+    const st_meta *sm = vmeta(g, src), *om = vmeta(g, dst);
+    k->kind = ST_K_ELEMENTWISE;
+    k->rank = sm->ndim;
+    int odm[ST_MAX_DIMS];
+    for (int d = 0; d < ST_MAX_DIMS; d++)
+        odm[d] = d < k->rank ? dst_dim[d] : -1;
+    int ld = ew_operand(k, g, src);
+    if (ld < 0)
+        return st_err_kind() ? st_err_kind() : ST_ERR_RUNTIME;
+    int sb = k->nodes[ld].kind == ST_KN_LOAD ? k->nodes[ld].buf : -1;
+    int ob = add_buf(k, dst, om->dtype, true, odm);
+    if (ob < 0)
+        return st_err_kind() ? st_err_kind() : ST_ERR_RUNTIME;
+    k->bufs[ob].slab = true;
+    k->bufs[ob].slab_stmt = slab_si;
+    if (k->rank > 0 && sb < 0)
+        return st_err(ST_ERR_RUNTIME, "lower: slab of statement %d stores a "
+                      "constant of rank %d", slab_si, k->rank);
+    if (sb >= 0)
+        sizes_from(k, sb);
+    return add_store(k, ob, n_cast(k, ld, om->dtype));
+}
+
+int st_fuse_stmt_parts(const st_stmt *s)
+{
+    return s->op == ST_OP_SCATTER_ADD || s->op == ST_OP_SLICE_SCATTER ? 2 : 1;
+}
+
+static st_status lower_part1(st_kernel *k, const st_graph *g, int si)
+{
+    const st_stmt *s = &g->stmts[si];
+    if (s->op != ST_OP_SLICE_SCATTER)
+        return lower_scatter_add(k, g, s);
+    int dm[ST_MAX_DIMS];
+    identity_map(dm, ST_MAX_DIMS);
+    return st_fuse_lower_slab(k, g, s->in[1], dm, s->out[0], si);
+}
+
 /* ---- driver ---- */
 
 static st_status lower_stmt(st_kernel *k, const st_graph *g, int si)
@@ -679,7 +727,7 @@ static st_status lower_stmt(st_kernel *k, const st_graph *g, int si)
     case ST_OPK_MATMUL:
         return lower_matmul(k, g, s);
     case ST_OPK_GATHER:
-        if (s->op == ST_OP_SCATTER_ADD)
+        if (s->op == ST_OP_SCATTER_ADD || s->op == ST_OP_SLICE_SCATTER)
             return lower_scatter_copy(k, g, s);
         return lower_indexed(k, g, s);
     case ST_OPK_COMPOSITE:
@@ -713,7 +761,7 @@ st_status st_fuse_lower_stmt(st_kernel *k, const st_graph *g, int si,
     k->stmt = -1;
     k->reduce[0].src = -1;
     k->nred = 0;
-    st_status st = part ? lower_scatter_add(k, g, s) : lower_stmt(k, g, si);
+    st_status st = part ? lower_part1(k, g, si) : lower_stmt(k, g, si);
     if (st != ST_OK && st_err_kind() == ST_OK)
         st = st_err(ST_ERR_RUNTIME, "lower: statement %d (%s) failed", si,
                     st_op(s->op)->name);
@@ -735,10 +783,10 @@ st_kprog *st_fuse_lower_unfused(st_graph *dg)
         return NULL;
     }
     p->graph = dg;
-    /* one kernel per statement, two for scatter_add */
+    /* one kernel per statement, two for scatter_add and slice_scatter */
     int nk = 0;
     for (int si = 0; si < dg->nstmts; si++)
-        nk += dg->stmts[si].op == ST_OP_SCATTER_ADD ? 2 : 1;
+        nk += st_fuse_stmt_parts(&dg->stmts[si]);
     if (nk > 0) {
         p->kernels = calloc((size_t)nk, sizeof *p->kernels);
         if (!p->kernels) {
@@ -750,7 +798,7 @@ st_kprog *st_fuse_lower_unfused(st_graph *dg)
     }
     for (int si = 0; si < dg->nstmts; si++) {
         const st_stmt *s = &dg->stmts[si];
-        int parts = s->op == ST_OP_SCATTER_ADD ? 2 : 1;
+        int parts = st_fuse_stmt_parts(s);
         for (int part = 0; part < parts; part++) {
             st_kernel *k = &p->kernels[p->nkernels];
             st_kernel_init(k, ST_K_ELEMENTWISE, 0);

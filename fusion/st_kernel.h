@@ -80,6 +80,16 @@ typedef struct {
      * B of a matmul. 0: a plain strided buffer (view_value unused). */
     int unravel;
     int view_value;
+    /* slab (an output only): the buffer is the slice of `value` that
+     * SLICE_SCATTER statement slab_stmt of the program graph replaces:
+     * the runtime moves the data to the slice's start and multiplies the
+     * stride of its dim by the step (st_kernel_slab_args); dimmap maps
+     * iteration dims to dims of `value` as for any buffer, and no size is
+     * taken from it. Launch arguments only: the code is that of any
+     * strided store (not in st_kernel_hash), so the n stores of a cat
+     * are one compiled kernel. */
+    bool slab;
+    int slab_stmt;
 } st_kbuf;
 
 enum {
@@ -255,6 +265,14 @@ int st_kernel_add_buf(st_kernel *k, int value, st_dtype dt, bool is_out,
 void st_kernel_unravel_args(const st_kbuf *kb, int rank, const st_meta *view,
                             const int64_t *src_shape, const int64_t *src_strides,
                             st_karg_buf *ab);
+/* Launch arguments of slab buffer kb (kb->slab) of a kernel of rank
+ * `rank`, bound to a tensor of ndim dims, shape and strides, already in
+ * ab (data at the tensor's first element, strides per iteration dim):
+ * the data moves to the slice's start, the strides along its dim scale by
+ * the step. Not OK (error set) when the statement is no slice of it. */
+st_status st_kernel_slab_args(const st_kbuf *kb, int rank, const st_graph *g,
+                              int ndim, const int64_t *shape,
+                              const int64_t *strides, st_karg_buf *ab);
 /* Offset of linear index lin of an unravel buffer (ndim source dims). */
 static inline int64_t st_kernel_unravel_off(int64_t lin, int ndim,
                                             const int64_t *ushape,

@@ -28,7 +28,8 @@
  * - remainder is differentiable as in PyTorch: d/da = g, d/db =
  *   -g * floor(a / b).
  * - scatter_add: self gets g; src gets gather(g, dim, index), embedded into
- *   zeros of src's shape when index is smaller than src. */
+ *   zeros of src's shape when index is smaller than src.
+ * - slice_scatter: base gets g with the slice zeroed, src the slice of g. */
 #include <math.h>
 #include <string.h>
 
@@ -729,6 +730,20 @@ static void r_scatter_add(ad *c, rule *r)
     r->gin[2] = fin(c, gs, src);
 }
 
+/* slice_scatter(base, src): base gets g with the slice zeroed (a
+ * slice_scatter of zeros), src gets the slice of g */
+static void r_slice_scatter(ad *c, rule *r)
+{
+    int x = r->s.in[0], src = r->s.in[1], g = r->og;
+    const st_attrs *at = &r->s.attrs;
+    if (diffable(c, x)) {
+        int in[2] = {g, full_like(c, src, 0.0, M(c, g).dtype)};
+        r->gin[0] = fin(c, E(c, ST_OP_SLICE_SCATTER, in, 2, at), x);
+    }
+    if (diffable(c, src))
+        r->gin[1] = fin(c, E(c, ST_OP_SLICE, &g, 1, at), src);
+}
+
 static void r_copy(ad *c, rule *r)
 {
     r->gin[0] = fin(c, r->og, r->s.in[0]);
@@ -1079,6 +1094,7 @@ static st_status vjp(st_graph *g, const st_stmt *s, const int *out_grads,
     case ST_OP_GATHER: r_gather(&c, &r); break;
     case ST_OP_INDEX_SELECT: r_index_select(&c, &r); break;
     case ST_OP_SCATTER_ADD: r_scatter_add(&c, &r); break;
+    case ST_OP_SLICE_SCATTER: r_slice_scatter(&c, &r); break;
     case ST_OP_EMBEDDING: r_embedding(&c, &r); break;
     case ST_OP_COPY: r_copy(&c, &r); break;
     case ST_OP_RESHAPE: case ST_OP_PERMUTE: case ST_OP_EXPAND:
@@ -1137,7 +1153,7 @@ static const struct {
     {ST_OP_SOFTMAX, BO}, {ST_OP_LOG_SOFTMAX, BO},
     {ST_OP_LAYER_NORM, B0 | B1}, {ST_OP_GELU, B0 | B1},
     {ST_OP_CROSS_ENTROPY, B0 | B1 | B2}, {ST_OP_LINEAR, B0 | B1},
-    {ST_OP_CLAMP, B0}, {ST_OP_MASKED_FILL, B1},
+    {ST_OP_CLAMP, B0}, {ST_OP_MASKED_FILL, B1}, {ST_OP_SLICE_SCATTER, 0},
 };
 
 unsigned st_ir_vjp_saves_for(st_op_id op, unsigned needs)

@@ -813,6 +813,39 @@ static st_status infer_slice(const ictx *c, st_meta *out)
     return ST_OK;
 }
 
+static st_status infer_slice_scatter(const ictx *c, st_meta *out)
+{
+    const st_meta *x = &c->in[0], *src = &c->in[1];
+    if (x->ndim == 0)
+        return fail(c, ST_ERR_INDEX,
+                    "slice_scatter() cannot be applied to a 0-dim tensor.");
+    int64_t dim = c->a->i[0];
+    if (wrap(c, &dim, x->ndim) != ST_OK)
+        return st_err_kind();
+    int64_t start = c->a->i[1], stop = c->a->i[2], step = c->a->i[3];
+    if (step <= 0)
+        return fail(c, ST_ERR_RUNTIME, "slice step must be positive");
+    int64_t len = st_slice_bounds(x->shape[dim], &start, &stop, step);
+    if (src->dtype != x->dtype)
+        return fail(c, ST_ERR_RUNTIME,
+                    "expected src of dtype %s (self's), got %s",
+                    st_dtype_name(x->dtype), st_dtype_name(src->dtype));
+    bool same = src->ndim == x->ndim;
+    for (int d = 0; same && d < x->ndim; d++)
+        same = src->shape[d] == (d == dim ? len : x->shape[d]);
+    if (!same) {
+        st_meta sl = *x;
+        sl.shape[dim] = len;
+        char s1[96], s2[96];
+        return fail(c, ST_ERR_RUNTIME,
+                    "expected src to have a size equal to the "
+                    "slice of self. src size = %s, slice size = %s",
+                    shp(src, s1, sizeof s1), shp(&sl, s2, sizeof s2));
+    }
+    set_out(out, x->dtype, x->ndim, x->shape);
+    return ST_OK;
+}
+
 static st_status infer_squeeze(const ictx *c, st_meta *out)
 {
     const st_meta *x = &c->in[0];
@@ -1206,6 +1239,7 @@ static st_status dispatch(st_op_id op, const st_meta *in, int nin,
         s = op == ST_OP_GATHER ? infer_gather(&c, out)
           : op == ST_OP_INDEX_SELECT ? infer_index_select(&c, out)
           : op == ST_OP_SCATTER_ADD ? infer_scatter_add(&c, out)
+          : op == ST_OP_SLICE_SCATTER ? infer_slice_scatter(&c, out)
           : infer_embedding(&c, out);
         break;
     case ST_OPK_CREATE: case ST_OPK_RANDOM: s = infer_create(&c, out); break;
@@ -1270,7 +1304,8 @@ static st_status dispatch(st_op_id op, const st_meta *in, int nin,
     X(INDEX_SELECT) X(SCATTER_ADD) X(FULL) X(ARANGE) X(RAND) X(RANDN) X(RANDINT) X(COPY)     \
     X(RESHAPE) X(PERMUTE) X(EXPAND) X(SLICE) X(SQUEEZE) X(UNSQUEEZE)          \
     X(SOFTMAX) X(LOG_SOFTMAX) X(LAYER_NORM) X(GELU) X(CROSS_ENTROPY)          \
-    X(LINEAR) X(DROPOUT) X(CLAMP) X(MASKED_FILL) X(EMBEDDING) X(LOGSUMEXP)
+    X(LINEAR) X(DROPOUT) X(CLAMP) X(MASKED_FILL) X(EMBEDDING) X(LOGSUMEXP)    \
+    X(SLICE_SCATTER)
 OP_LIST(INFER_FN)
 
 /* ------------------------------------------------------------------ */
@@ -1559,6 +1594,7 @@ static st_op_def op_table[ST_NOPS] = {
     DEF(MASKED_FILL, "masked_fill", ST_OPK_COMPOSITE, 2, 2, pa_masked_fill),
     DEF(EMBEDDING, "embedding", ST_OPK_COMPOSITE, 2, 2, pa_embedding),
     DEF(LOGSUMEXP, "logsumexp", ST_OPK_COMPOSITE, 1, 1, pa_reduce),
+    DEF(SLICE_SCATTER, "slice_scatter", ST_OPK_GATHER, 2, 2, pa_slice),
 };
 
 const st_op_def *st_op(st_op_id id)

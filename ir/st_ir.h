@@ -163,6 +163,14 @@ typedef enum {
                           flags KEEPDIM): log(sum(exp(x))), computed as
                           m + log(sum(exp(x - m))), m the max (0 where
                           infinite) */
+    /* primitive (after the composites only to keep the ids above) */
+    ST_OP_SLICE_SCATTER, /* base, src: base with its slice (attrs as
+                            SLICE: i[0]=dim, i[1]=start, i[2]=stop,
+                            i[3]=step > 0) replaced by src, of the slice's
+                            shape and base's dtype (torch.slice_scatter);
+                            an in-place write into a slice view traces to
+                            it (cat, stack). Lowered as a copy of base and
+                            a store of src into the slice (fusion/) */
     ST_NOPS
 } st_op_id;
 

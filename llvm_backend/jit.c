@@ -1,12 +1,23 @@
 /* jit.c - the "llvm" backend object: target machine for the host CPU,
- * compile (kernel IR -> one LLVM module per call -> default<O3> with the
- * loop and SLP vectorizers -> object file), the kernel cache (in memory by
- * key; on disk through runtime/kcache.c: a hit loads the object without
- * compiling), the ORC LLJIT that links objects (our helpers registered as
- * absolute symbols: the build hides them from dlsym), launch (argument
- * checks, the split across the thread pool, error codes -> messages), and
- * with SYMTRACE_DUMP_DIR set the optimized module of each compiled kernel
- * list as <dir>/<cache key>.ll (also on a cache hit).
+ * compile (kernel IR -> one LLVM module per distinct kernel -> default<O3>
+ * with the loop and SLP vectorizers -> object file), the kernel cache, the
+ * ORC LLJIT that links objects (our helpers registered as absolute
+ * symbols: the build hides them from dlsym), launch (argument checks, the
+ * split across the thread pool, error codes -> messages), and with
+ * SYMTRACE_DUMP_DIR set the optimized module of each compiled kernel as
+ * <dir>/<kernel key>.ll (also on a cache hit).
+ *
+ * The cache is per kernel, as the nvrtc backend's (modcache.c): a kernel's
+ * key is its structure (st_kernel_hash and what that may not cover),
+ * never its sizes or the graph values its buffers bind, so the kernels of
+ * a list that differ only there (the 2n norms of n gradients, the layers
+ * of a model) are one function, and a kernel met again (the next graph,
+ * the next eager op) is not compiled again. A compiled kernel is kept for
+ * the process (in memory by key; on disk through runtime/kcache.c: a hit
+ * loads the object without compiling). The kernels a compile must build
+ * are built several at once on the thread pool, each pool thread with a
+ * target machine of its own (one is not to be shared between threads; the
+ * caller, holding the cache's lock, uses the backend's).
  * Owns: st_llvm_backend, st_llvm_stats, st_llvm_cache_clear_memory. */
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Error.h>
@@ -26,21 +37,24 @@
 
 #include "llvm_internal.h"
 
-#define FORMAT_VERSION "st-llvm-obj-13"
+#define FORMAT_VERSION "st-llvm-obj-14"
 
+/* one compiled kernel, kept for the process (until
+ * st_llvm_cache_clear_memory finds it unused) */
 typedef struct centry {
+    XXH128_hash_t h;
     char key[48];
-    int n;
-    st_llvm_fn *fns;             /* per kernel; NULL for VIEW */
+    st_llvm_fn fn;
     LLVMOrcResourceTrackerRef rt;
-    int refs;
-    struct centry *next;
+    int refs;                    /* kernels of live handles using it */
+    struct centry *next;         /* every entry */
 } centry;
 
 typedef struct {
-    centry *e;
     const st_kernel *ks;
     int n;
+    st_llvm_fn *fns;             /* per kernel; NULL for VIEW */
+    centry **ents;               /* per kernel; NULL for VIEW */
     bool *colpath;               /* per kernel: st_llvm_has_colreduce */
 } handle;
 
@@ -51,10 +65,14 @@ static struct {
     char init_err[512];
     LLVMOrcLLJITRef jit;
     LLVMOrcJITDylibRef dylib;
+    LLVMTargetRef target;
     LLVMTargetMachineRef tm;
     char *triple, *cpu, *features;
     char tag[256];
+    XXH128_hash_t thash;         /* format, LLVM version, triple, cpu, features */
     centry *entries;
+    centry **tab;                /* open addressing over entries; cap a power of 2 */
+    size_t cap, used;
     atomic_llong compiles, mem_hits, disk_hits, kernels, launches, parallel;
 } J = {.once = PTHREAD_ONCE_INIT, .mu = PTHREAD_MUTEX_INITIALIZER};
 
@@ -63,6 +81,18 @@ static void take_error(LLVMErrorRef e, char *buf, size_t n, const char *what)
     char *m = LLVMGetErrorMessage(e);
     snprintf(buf, n, "%s: %s", what, m ? m : "?");
     LLVMDisposeErrorMessage(m);
+}
+
+static void hs(XXH3_state_t *st, const char *s)
+{
+    XXH3_128bits_update(st, s, strlen(s) + 1);
+}
+
+static LLVMTargetMachineRef new_tm(void)
+{
+    return LLVMCreateTargetMachine(J.target, J.triple, J.cpu, J.features,
+                                   LLVMCodeGenLevelAggressive, LLVMRelocPIC,
+                                   LLVMCodeModelSmall);
 }
 
 static void jit_init(void)
@@ -105,22 +135,27 @@ static void jit_init(void)
     J.triple = strdup(LLVMOrcLLJITGetTripleString(J.jit));
     J.cpu = LLVMGetHostCPUName();
     J.features = LLVMGetHostCPUFeatures();
-    LLVMTargetRef target;
     char *msg = NULL;
-    if (LLVMGetTargetFromTriple(J.triple, &target, &msg)) {
+    if (LLVMGetTargetFromTriple(J.triple, &J.target, &msg)) {
         snprintf(J.init_err, sizeof J.init_err, "no target for %s: %s",
                  J.triple, msg ? msg : "?");
         LLVMDisposeMessage(msg);
         return;
     }
-    J.tm = LLVMCreateTargetMachine(target, J.triple, J.cpu, J.features,
-                                   LLVMCodeGenLevelAggressive, LLVMRelocPIC,
-                                   LLVMCodeModelSmall);
+    J.tm = new_tm();
     if (!J.tm) {
         snprintf(J.init_err, sizeof J.init_err, "cannot create a target machine");
         return;
     }
     snprintf(J.tag, sizeof J.tag, "llvm-%s-%s", st_llvm_version(), J.cpu);
+    XXH3_state_t st;
+    XXH3_128bits_reset(&st);
+    hs(&st, FORMAT_VERSION);
+    hs(&st, st_llvm_version());
+    hs(&st, J.triple);
+    hs(&st, J.cpu);
+    hs(&st, J.features);
+    J.thash = XXH3_128bits_digest(&st);
     J.ok = true;
 }
 
@@ -146,56 +181,116 @@ static void hw(XXH3_state_t *st, int64_t v)
     XXH3_128bits_update(st, &v, sizeof v);
 }
 
-static void hs(XXH3_state_t *st, const char *s)
-{
-    XXH3_128bits_update(st, s, strlen(s) + 1);
-}
-
-static void make_key(const st_kernel *ks, int n, char *key, size_t kn)
+/* The key of kernel k (not a VIEW): the target's and what the code depends
+ * on, never the kernel's name, sizes or bound values. */
+static XXH128_hash_t kernel_key(const st_kernel *k)
 {
     XXH3_state_t st;
     XXH3_128bits_reset(&st);
-    hs(&st, FORMAT_VERSION);
-    hs(&st, st_llvm_version());
-    hs(&st, J.triple);
-    hs(&st, J.cpu);
-    hs(&st, J.features);
-    hw(&st, n);
-    for (int i = 0; i < n; i++) {
-        const st_kernel *k = &ks[i];
-        hw(&st, k->kind);
-        if (k->kind == ST_K_VIEW)
-            continue;
-        hw(&st, (int64_t)st_kernel_hash(k));
-        /* what st_kernel_hash may not cover: several reductions, the
-         * epilogue form, which reduction a REDUCED node reads */
-        hw(&st, k->nreduce);
-        for (int r = 0; r < ST_K_MAX_REDUCE && r < k->nreduce; r++) {
-            hw(&st, k->reduce[r].op);
-            hw(&st, k->reduce[r].src);
-        }
-        hw(&st, k->final_per_point);
-        for (int j = 0; j < k->nnodes; j++)
-            if (k->nodes[j].kind == ST_KN_REDUCED)
-                hw(&st, k->nodes[j].i);
-        hw(&st, k->nstores);
-        for (int s = 0; s < k->nstores; s++) {
-            hw(&st, k->stores[s].indexed);
-            hw(&st, k->stores[s].accumulate);
-            hw(&st, k->stores[s].idx_dim);
-            hw(&st, k->stores[s].idx_node);
-        }
-        for (int b = 0; b < k->nbufs; b++)
-            hw(&st, k->bufs[b].dimmap[k->rank > 0 ? k->rank - 1 : 0]);
+    XXH3_128bits_update(&st, &J.thash, sizeof J.thash);
+    hw(&st, k->kind);
+    hw(&st, (int64_t)st_kernel_hash(k));
+    /* what st_kernel_hash may not cover: several reductions, the epilogue
+     * form, which reduction a REDUCED node reads */
+    hw(&st, k->nreduce);
+    for (int r = 0; r < ST_K_MAX_REDUCE && r < k->nreduce; r++) {
+        hw(&st, k->reduce[r].op);
+        hw(&st, k->reduce[r].src);
     }
-    XXH128_hash_t h = XXH3_128bits_digest(&st);
+    hw(&st, k->final_per_point);
+    for (int j = 0; j < k->nnodes; j++)
+        if (k->nodes[j].kind == ST_KN_REDUCED)
+            hw(&st, k->nodes[j].i);
+    hw(&st, k->nstores);
+    for (int s = 0; s < k->nstores; s++) {
+        hw(&st, k->stores[s].indexed);
+        hw(&st, k->stores[s].accumulate);
+        hw(&st, k->stores[s].idx_dim);
+        hw(&st, k->stores[s].idx_node);
+    }
+    for (int b = 0; b < k->nbufs; b++)
+        hw(&st, k->bufs[b].dimmap[k->rank > 0 ? k->rank - 1 : 0]);
+    return XXH3_128bits_digest(&st);
+}
+
+static void key_str(XXH128_hash_t h, char *key, size_t kn)
+{
     snprintf(key, kn, "llvm_%016llx%016llx", (unsigned long long)h.high64,
              (unsigned long long)h.low64);
 }
 
-static void fn_name(char *buf, size_t n, const char *key, int i)
+static void fn_name(char *buf, size_t n, const char *key)
 {
-    snprintf(buf, n, "stk_%s_%d", key + 5, i);
+    snprintf(buf, n, "stk_%s", key + 5);
+}
+
+/* ---- the table of compiled kernels (under J.mu) ---- */
+
+static size_t slot_of(XXH128_hash_t h)
+{
+    size_t m = J.cap - 1, j = (size_t)h.low64 & m;
+    while (J.tab[j] && !XXH128_isEqual(J.tab[j]->h, h))
+        j = (j + 1) & m;
+    return j;
+}
+
+static centry *tab_find(XXH128_hash_t h)
+{
+    return J.cap ? J.tab[slot_of(h)] : NULL;
+}
+
+/* Indexes every entry of J.entries in a table of at least ncap slots. */
+static st_status tab_rebuild(size_t ncap)
+{
+    size_t n = 0;
+    for (centry *e = J.entries; e; e = e->next)
+        n++;
+    if (ncap < 256)
+        ncap = 256;
+    while (2 * n > ncap)
+        ncap *= 2;
+    centry **t = calloc(ncap, sizeof *t);
+    if (!t)
+        return st_err(ST_ERR_MEMORY, "llvm: out of memory (kernel table)");
+    free(J.tab);
+    J.tab = t;
+    J.cap = ncap;
+    J.used = n;
+    for (centry *e = J.entries; e; e = e->next)
+        J.tab[slot_of(e->h)] = e;
+    return ST_OK;
+}
+
+/* Indexes J.entries again in the table as it is (after entries were
+ * dropped: they fit). */
+static void tab_reindex(void)
+{
+    if (!J.cap)
+        return;
+    memset(J.tab, 0, J.cap * sizeof *J.tab);
+    J.used = 0;
+    for (centry *e = J.entries; e; e = e->next) {
+        J.tab[slot_of(e->h)] = e;
+        J.used++;
+    }
+}
+
+/* Adds e (not in the table yet) to J.entries and the table. */
+static st_status tab_put(centry *e)
+{
+    if (2 * (J.used + 1) > J.cap) {
+        e->next = J.entries;       /* counted and indexed by the rebuild */
+        J.entries = e;
+        st_status s = tab_rebuild(J.cap ? 2 * J.cap : 256);
+        if (s != ST_OK)
+            J.entries = e->next;
+        return s;
+    }
+    e->next = J.entries;
+    J.entries = e;
+    J.tab[slot_of(e->h)] = e;
+    J.used++;
+    return ST_OK;
 }
 
 /* ---- building an object ---- */
@@ -212,9 +307,18 @@ static void dump_path(char *buf, size_t n, const char *dir, const char *key)
     snprintf(buf, n, "%s/%s.ll", dir, key);
 }
 
-/* Writes the optimized module M to $SYMTRACE_DUMP_DIR/<key>.ll, headed by
- * a comment naming each kernel and its function. Best effort. */
-static void dump_module(LLVMModuleRef M, const st_kernel *ks, int n,
+/* The kernels of a compile call that one module serves: ks[i] for every i
+ * with which[i] == self (for the names in a dump). */
+typedef struct {
+    const st_kernel *ks;
+    const int *which;
+    int n, self;
+} users;
+
+/* Writes the optimized module M of kernel k to $SYMTRACE_DUMP_DIR/<key>.ll,
+ * headed by a comment naming the kernels of the list it serves and its
+ * function. Best effort. */
+static void dump_module(LLVMModuleRef M, const st_kernel *k, const users *u,
                         const char *key)
 {
     const char *dir = dump_dir();
@@ -225,16 +329,18 @@ static void dump_module(LLVMModuleRef M, const st_kernel *ks, int n,
     FILE *f = fopen(path, "w");
     if (!f)
         return;
-    fprintf(f, "; symtrace llvm module %s (LLVM %s, %s, %s): %d kernels\n",
-            key, st_llvm_version(), J.triple, J.cpu, n);
-    for (int i = 0; i < n; i++) {
-        char name[96];
-        fn_name(name, sizeof name, key, i);
-        if (ks[i].kind == ST_K_VIEW)
-            fprintf(f, "; kernel %d: %s (view: no code)\n", i, ks[i].name);
-        else
-            fprintf(f, "; kernel %d: %s -> @%s\n", i, ks[i].name, name);
-    }
+    char name[96];
+    fn_name(name, sizeof name, key);
+    fprintf(f, "; symtrace llvm kernel %s (LLVM %s, %s, %s) -> @%s\n",
+            key, st_llvm_version(), J.triple, J.cpu, name);
+    int named = 0;
+    for (int i = 0; u && i < u->n; i++)
+        if (u->which[i] == u->self) {
+            fprintf(f, "; kernel %d: %s\n", i, u->ks[i].name);
+            named++;
+        }
+    if (!named)
+        fprintf(f, "; kernel: %s\n", k->name);
     char *text = LLVMPrintModuleToString(M);
     if (text)
         fputs(text, f);
@@ -242,16 +348,17 @@ static void dump_module(LLVMModuleRef M, const st_kernel *ks, int n,
     fclose(f);
 }
 
-/* Generates the module of kernels ks[0..n) and optimizes it (-O3 with the
- * vectorizers); *nk = kernels generated. On failure the error is set and
- * nothing is left to dispose. */
-static st_status gen_module(const st_kernel *ks, int n, const char *key,
-                            LLVMContextRef *Cp, LLVMModuleRef *Mp, int *nkp)
+/* Generates the module of kernel k (not a VIEW) and optimizes it (-O3
+ * with the vectorizers) for tm. On failure the error is set and nothing is
+ * left to dispose. */
+static st_status gen_module(const st_kernel *k, const char *key,
+                            LLVMTargetMachineRef tm, LLVMContextRef *Cp,
+                            LLVMModuleRef *Mp)
 {
     LLVMContextRef C = LLVMContextCreate();
     LLVMModuleRef M = LLVMModuleCreateWithNameInContext(key, C);
     LLVMSetTarget(M, J.triple);
-    LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(J.tm);
+    LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
     LLVMSetModuleDataLayout(M, dl);
     LLVMDisposeTargetData(dl);
     st_llvm_cg cg;
@@ -261,19 +368,12 @@ static st_status gen_module(const st_kernel *ks, int n, const char *key,
     cg.B = LLVMCreateBuilderInContext(C);
     cg.f16c = J.features && strstr(J.features, "+f16c") != NULL;
     st_llvm_cg_types(&cg);
-    st_status s = ST_OK;
-    int nk = 0;
-    for (int i = 0; i < n && s == ST_OK; i++) {
-        if (ks[i].kind == ST_K_VIEW)
-            continue;
-        char name[96];
-        fn_name(name, sizeof name, key, i);
-        s = st_llvm_emit_kernel(&cg, &ks[i], name);
-        if (s == ST_OK) {
-            LLVMAddTargetDependentFunctionAttr(cg.fn, "target-cpu", J.cpu);
-            LLVMAddTargetDependentFunctionAttr(cg.fn, "target-features", J.features);
-            nk++;
-        }
+    char name[96];
+    fn_name(name, sizeof name, key);
+    st_status s = st_llvm_emit_kernel(&cg, k, name);
+    if (s == ST_OK) {
+        LLVMAddTargetDependentFunctionAttr(cg.fn, "target-cpu", J.cpu);
+        LLVMAddTargetDependentFunctionAttr(cg.fn, "target-features", J.features);
     }
     LLVMDisposeBuilder(cg.B);
     char *msg = NULL;
@@ -287,7 +387,7 @@ static st_status gen_module(const st_kernel *ks, int n, const char *key,
         LLVMPassBuilderOptionsSetLoopVectorization(po, 1);
         LLVMPassBuilderOptionsSetSLPVectorization(po, 1);
         LLVMPassBuilderOptionsSetLoopUnrolling(po, 1);
-        LLVMErrorRef e = LLVMRunPasses(M, "default<O3>", J.tm, po);
+        LLVMErrorRef e = LLVMRunPasses(M, "default<O3>", tm, po);
         LLVMDisposePassBuilderOptions(po);
         if (e) {
             char b[300];
@@ -302,14 +402,14 @@ static st_status gen_module(const st_kernel *ks, int n, const char *key,
     }
     *Cp = C;
     *Mp = M;
-    *nkp = nk;
     return ST_OK;
 }
 
-/* A compile answered from a cache writes no module: with a dump directory
+/* A kernel answered from a cache writes no module: with a dump directory
  * set, the module is generated again for the dump when its file is not
- * there yet (each compiled kernel list has its code in the directory). */
-static void dump_cached(const st_kernel *ks, int n, const char *key)
+ * there yet (each compiled kernel has its code in the directory). On the
+ * caller's thread (J.tm). */
+static void dump_cached(const st_kernel *k, const users *u, const char *key)
 {
     const char *dir = dump_dir();
     if (!dir)
@@ -323,31 +423,31 @@ static void dump_cached(const st_kernel *ks, int n, const char *key)
     }
     LLVMContextRef C;
     LLVMModuleRef M;
-    int nk;
-    if (gen_module(ks, n, key, &C, &M, &nk) != ST_OK) {
+    if (gen_module(k, key, J.tm, &C, &M) != ST_OK) {
         st_err_clear();
         return;
     }
-    dump_module(M, ks, n, key);
+    dump_module(M, k, u, key);
     LLVMDisposeModule(M);
     LLVMContextDispose(C);
 }
 
-static st_status build_object(const st_kernel *ks, int n, const char *key,
+/* The object of kernel k, built with tm (any thread). */
+static st_status build_object(const st_kernel *k, const users *u,
+                              const char *key, LLVMTargetMachineRef tm,
                               char **bytes, size_t *len)
 {
     LLVMContextRef C;
     LLVMModuleRef M;
-    int nk = 0;
-    st_status s = gen_module(ks, n, key, &C, &M, &nk);
+    st_status s = gen_module(k, key, tm, &C, &M);
     if (s != ST_OK)
         return s;
     if (getenv("SYMTRACE_LLVM_DUMP"))
         LLVMDumpModule(M);
-    dump_module(M, ks, n, key);
+    dump_module(M, k, u, key);
     char *msg = NULL;
     LLVMMemoryBufferRef mb = NULL;
-    if (LLVMTargetMachineEmitToMemoryBuffer(J.tm, M, LLVMObjectFile, &msg, &mb)) {
+    if (LLVMTargetMachineEmitToMemoryBuffer(tm, M, LLVMObjectFile, &msg, &mb)) {
         s = st_err(ST_ERR_RUNTIME, "llvm: code generation failed: %.400s",
                    msg ? msg : "?");
         LLVMDisposeMessage(msg);
@@ -361,7 +461,7 @@ static st_status build_object(const st_kernel *ks, int n, const char *key,
         else
             memcpy(*bytes, LLVMGetBufferStart(mb), *len);
         atomic_fetch_add(&J.compiles, 1);
-        atomic_fetch_add(&J.kernels, nk);
+        atomic_fetch_add(&J.kernels, 1);
     }
     if (mb)
         LLVMDisposeMemoryBuffer(mb);
@@ -370,33 +470,39 @@ static st_status build_object(const st_kernel *ks, int n, const char *key,
     return s;
 }
 
-/* Links an object into the JIT and finds the kernels' functions. */
-static st_status load_object(centry *e, const st_kernel *ks, int n,
-                             const char *bytes, size_t len)
+/* Links an object into the JIT and finds its kernel's function (under
+ * J.mu). On failure nothing is left linked. */
+static st_status load_object(centry *e, const char *bytes, size_t len)
 {
     LLVMMemoryBufferRef mb =
         LLVMCreateMemoryBufferWithMemoryRangeCopy(bytes, len, e->key);
     e->rt = LLVMOrcJITDylibCreateResourceTracker(J.dylib);
     LLVMErrorRef err = LLVMOrcLLJITAddObjectFileWithRT(J.jit, e->rt, mb);
     char b[400];
+    st_status s = ST_OK;
     if (err) {
         take_error(err, b, sizeof b, "cannot add object");
-        return st_err(ST_ERR_RUNTIME, "llvm: %s", b);
-    }
-    for (int i = 0; i < n; i++) {
-        if (ks[i].kind == ST_K_VIEW)
-            continue;
+        s = st_err(ST_ERR_RUNTIME, "llvm: %s", b);
+    } else {
         char name[96];
-        fn_name(name, sizeof name, e->key, i);
+        fn_name(name, sizeof name, e->key);
         LLVMOrcJITTargetAddress addr = 0;
         err = LLVMOrcLLJITLookup(J.jit, &addr, name);
         if (err) {
             take_error(err, b, sizeof b, "cannot link kernel");
-            return st_err(ST_ERR_RUNTIME, "llvm: %s %s", name, b);
+            s = st_err(ST_ERR_RUNTIME, "llvm: %s %s", name, b);
+        } else {
+            e->fn = (st_llvm_fn)(uintptr_t)addr;
         }
-        e->fns[i] = (st_llvm_fn)(uintptr_t)addr;
     }
-    return ST_OK;
+    if (s != ST_OK) {
+        err = LLVMOrcResourceTrackerRemove(e->rt);
+        if (err)
+            LLVMConsumeError(err);
+        LLVMOrcReleaseResourceTracker(e->rt);
+        e->rt = NULL;
+    }
+    return s;
 }
 
 static void entry_free(centry *e)
@@ -409,69 +515,164 @@ static void entry_free(centry *e)
             LLVMConsumeError(err);
         LLVMOrcReleaseResourceTracker(e->rt);
     }
-    free(e->fns);
     free(e);
 }
 
-/* Under J.mu. */
-static centry *get_entry(const st_kernel *ks, int n, const char *key)
+/* ---- compiling a kernel list ---- */
+
+/* one distinct kernel not in memory */
+typedef struct {
+    const st_kernel *k;          /* the first kernel of the list with it */
+    users u;
+    centry *e;                   /* allocated; linked when e->fn is set */
+    char *bytes;                 /* the object built (NULL: from_disk) */
+    size_t len;
+    bool from_disk;
+    char err[512];               /* a worker's error */
+} job;
+
+typedef struct {
+    job *jobs;
+    int n;
+    atomic_int next;
+    pthread_t caller;            /* holds J.mu: J.tm is its to use */
+} build_ctx;
+
+/* A worker of the build: takes the next job without an object until none
+ * is left (so the jobs spread over the workers however long each takes);
+ * a pool thread makes a target machine of its own, the caller uses J.tm
+ * (an eager op's one kernel keeps the machine's cached subtarget). */
+static int32_t build_task(void *ctx, int64_t lo, int64_t hi)
 {
-    for (centry *e = J.entries; e; e = e->next)
-        if (strcmp(e->key, key) == 0 && e->n == n) {
-            e->refs++;
-            atomic_fetch_add(&J.mem_hits, 1);
-            dump_cached(ks, n, key);
-            return e;
+    (void)lo;
+    (void)hi;
+    build_ctx *b = ctx;
+    bool own = !pthread_equal(pthread_self(), b->caller);
+    LLVMTargetMachineRef tm = own ? NULL : J.tm;
+    for (int i; (i = atomic_fetch_add(&b->next, 1)) < b->n;) {
+        job *j = &b->jobs[i];
+        if (j->from_disk)
+            continue;
+        if (!tm && !(tm = new_tm())) {
+            snprintf(j->err, sizeof j->err, "llvm: cannot create a target machine");
+            continue;
         }
-    centry *e = calloc(1, sizeof *e);
-    if (!e || !(e->fns = calloc((size_t)n + 1, sizeof *e->fns))) {
-        free(e);
-        st_err(ST_ERR_MEMORY, "llvm: out of memory");
-        return NULL;
-    }
-    snprintf(e->key, sizeof e->key, "%s", key);
-    e->n = n;
-    char *bytes = NULL;
-    size_t len = 0;
-    void *vb = NULL;
-    st_status s;
-    if (st_kcache_load(key, &vb, &len)) {
-        bytes = vb;
-        s = load_object(e, ks, n, bytes, len);
-        if (s == ST_OK) {
-            atomic_fetch_add(&J.disk_hits, 1);
-            dump_cached(ks, n, key);
-        } else { /* unusable: rebuild below */
-            free(bytes);
-            bytes = NULL;
-            LLVMErrorRef err = LLVMOrcResourceTrackerRemove(e->rt);
-            if (err)
-                LLVMConsumeError(err);
-            LLVMOrcReleaseResourceTracker(e->rt);
-            e->rt = NULL;
+        if (build_object(j->k, &j->u, j->e->key, tm, &j->bytes, &j->len) != ST_OK) {
+            snprintf(j->err, sizeof j->err, "%s", st_err_msg());
             st_err_clear();
         }
     }
-    if (!bytes) {
-        s = build_object(ks, n, key, &bytes, &len);
-        if (s == ST_OK) {
-            if (st_kcache_store(key, bytes, len) != ST_OK)
-                st_err_clear(); /* the disk cache is best effort */
-            s = load_object(e, ks, n, bytes, len);
+    if (own && tm)
+        LLVMDisposeTargetMachine(tm);
+    return 0;
+}
+
+/* Under J.mu: every non-VIEW kernel of ks gets its entry in ents[] (from
+ * the table, the disk cache or built now); no reference is taken. */
+static st_status resolve(const st_kernel *ks, int n, centry **ents)
+{
+    job *jobs = calloc((size_t)n + 1, sizeof *jobs);
+    int *which = malloc(sizeof(int) * ((size_t)n + 1)); /* kernel -> job, -1 */
+    XXH128_hash_t *hk = malloc(sizeof *hk * ((size_t)n + 1));
+    if (!jobs || !which || !hk) {
+        free(jobs);
+        free(which);
+        free(hk);
+        return st_err(ST_ERR_MEMORY, "llvm: out of memory");
+    }
+    st_status s = ST_OK;
+    int nj = 0;
+    for (int i = 0; i < n && s == ST_OK; i++) {
+        which[i] = -1;
+        ents[i] = NULL;
+        if (ks[i].kind == ST_K_VIEW)
+            continue;
+        XXH128_hash_t h = kernel_key(&ks[i]);
+        hk[i] = h;
+        if ((ents[i] = tab_find(h))) {
+            atomic_fetch_add(&J.mem_hits, 1);
+            continue;
         }
+        for (int j = 0; j < nj && which[i] < 0; j++)
+            if (XXH128_isEqual(jobs[j].e->h, h))
+                which[i] = j;
+        if (which[i] >= 0)
+            continue;
+        job *jb = &jobs[nj];
+        if (!(jb->e = calloc(1, sizeof *jb->e))) {
+            s = st_err(ST_ERR_MEMORY, "llvm: out of memory");
+            break;
+        }
+        jb->e->h = h;
+        key_str(h, jb->e->key, sizeof jb->e->key);
+        jb->k = &ks[i];
+        jb->u = (users){.ks = ks, .which = which, .n = n, .self = nj};
+        which[i] = nj++;
     }
-    free(bytes);
-    if (s != ST_OK) {
-        entry_free(e);
-        return NULL;
+    /* the disk cache; an object that does not load is rebuilt */
+    int todo = 0;
+    for (int j = 0; j < nj && s == ST_OK; j++) {
+        job *jb = &jobs[j];
+        void *vb = NULL;
+        if (st_kcache_load(jb->e->key, &vb, &jb->len)) {
+            if (load_object(jb->e, vb, jb->len) == ST_OK) {
+                jb->from_disk = true;
+                atomic_fetch_add(&J.disk_hits, 1);
+            } else {
+                st_err_clear();
+            }
+            free(vb);
+        }
+        todo += !jb->from_disk;
     }
-    e->refs = 1;
-    e->next = J.entries;
-    J.entries = e;
-    return e;
+    if (s == ST_OK && todo > 0) {
+        build_ctx b = {.jobs = jobs, .n = nj, .caller = pthread_self()};
+        atomic_init(&b.next, 0);
+        int nt = st_llvm_pool_threads();
+        (void)st_llvm_pool_run(build_task, &b, todo < nt ? todo : nt, 1, NULL);
+        for (int j = 0; j < nj && s == ST_OK; j++)
+            if (jobs[j].err[0])
+                s = st_err(ST_ERR_RUNTIME, "%s", jobs[j].err);
+    }
+    for (int j = 0; j < nj && s == ST_OK; j++) {
+        job *jb = &jobs[j];
+        if (!jb->from_disk) {
+            if (st_kcache_store(jb->e->key, jb->bytes, jb->len) != ST_OK)
+                st_err_clear(); /* the disk cache is best effort */
+            s = load_object(jb->e, jb->bytes, jb->len);
+        } else {
+            dump_cached(jb->k, &jb->u, jb->e->key);
+        }
+        if (s == ST_OK && (s = tab_put(jb->e)) == ST_OK)
+            jb->e = NULL;        /* the table's now */
+    }
+    for (int i = 0; s == ST_OK && i < n; i++) {
+        if (ks[i].kind == ST_K_VIEW)
+            continue;
+        if (!ents[i])
+            ents[i] = tab_find(hk[i]);
+        else if (dump_dir())   /* a memory hit */
+            dump_cached(&ks[i], NULL, ents[i]->key);
+    }
+    for (int j = 0; j < nj; j++) {
+        free(jobs[j].bytes);
+        entry_free(jobs[j].e);   /* not linked in the table: error paths */
+    }
+    free(jobs);
+    free(which);
+    free(hk);
+    return s;
 }
 
 /* ---- the backend ---- */
+
+static void handle_free(handle *h)
+{
+    free(h->fns);
+    free(h->ents);
+    free(h->colpath);
+    free(h);
+}
 
 static void *llvm_compile(st_backend *be, const st_kernel *ks, int n)
 {
@@ -499,21 +700,28 @@ static void *llvm_compile(st_backend *be, const st_kernel *ks, int n)
     h->n = n;
     if (!any)
         return h;
-    if (!(h->colpath = calloc((size_t)n, sizeof *h->colpath))) {
-        free(h);
+    h->colpath = calloc((size_t)n, sizeof *h->colpath);
+    h->fns = calloc((size_t)n, sizeof *h->fns);
+    h->ents = calloc((size_t)n, sizeof *h->ents);
+    if (!h->colpath || !h->fns || !h->ents) {
+        handle_free(h);
         st_err(ST_ERR_MEMORY, "llvm: out of memory");
         return NULL;
     }
     for (int i = 0; i < n; i++)
         h->colpath[i] = st_llvm_has_colreduce(&ks[i]);
-    char key[48];
-    make_key(ks, n, key, sizeof key);
     pthread_mutex_lock(&J.mu);
-    h->e = get_entry(ks, n, key);
+    st_status s = resolve(ks, n, h->ents);
+    for (int i = 0; s == ST_OK && i < n; i++)
+        if (h->ents[i]) {
+            h->ents[i]->refs++;
+            h->fns[i] = h->ents[i]->fn;
+        }
     pthread_mutex_unlock(&J.mu);
-    if (!h->e) {
-        free(h->colpath);
-        free(h);
+    if (s != ST_OK) {
+        free(h->ents);           /* no reference was taken */
+        h->ents = NULL;
+        handle_free(h);
         return NULL;
     }
     return h;
@@ -525,13 +733,14 @@ static void llvm_release(st_backend *be, void *compiled)
     handle *h = compiled;
     if (!h)
         return;
-    if (h->e) {
+    if (h->ents) {
         pthread_mutex_lock(&J.mu);
-        h->e->refs--;
+        for (int i = 0; i < h->n; i++)
+            if (h->ents[i])
+                h->ents[i]->refs--;
         pthread_mutex_unlock(&J.mu);
     }
-    free(h->colpath);
-    free(h);
+    handle_free(h);
 }
 
 void st_llvm_cache_clear_memory(void)
@@ -542,15 +751,19 @@ void st_llvm_cache_clear_memory(void)
     }
     pthread_mutex_lock(&J.mu);
     centry **pp = &J.entries;
+    bool dropped = false;
     while (*pp) {
         centry *e = *pp;
         if (e->refs <= 0) {
             *pp = e->next;
             entry_free(e);
+            dropped = true;
         } else {
             pp = &e->next;
         }
     }
+    if (dropped)
+        tab_reindex();
     pthread_mutex_unlock(&J.mu);
 }
 
@@ -676,7 +889,7 @@ static st_status llvm_launch(st_backend *be, void *compiled, int index,
     if (!args)
         return st_err(ST_ERR_VALUE, "llvm: kernel %s launched without arguments",
                       k->name);
-    st_llvm_fn fn = h->e ? h->e->fns[index] : NULL;
+    st_llvm_fn fn = h->fns ? h->fns[index] : NULL;
     if (!fn)
         return st_err(ST_ERR_RUNTIME, "llvm: kernel %d was not compiled", index);
     for (int d = 0; d < k->rank; d++)

@@ -1,7 +1,7 @@
 /* st_llvm.h - the LLVM CPU backend: kernel IR -> LLVM IR (LLVM-C) -> -O3
- * with the loop and SLP vectorizers for the host CPU -> object file (kept
- * in the on-disk kernel cache) -> ORC LLJIT; kernels split their outer loop
- * across a thread pool; matmul goes to OpenBLAS when built with it. The
+ * with the loop and SLP vectorizers for the host CPU -> an object file per
+ * distinct kernel (kept in memory and in the on-disk kernel cache) -> ORC
+ * LLJIT; kernels split their outer loop across a thread pool; matmul goes to OpenBLAS when built with it. The
  * one public entry is st_llvm_backend(); prefix st_llvm_. */
 #ifndef ST_LLVM_H
 #define ST_LLVM_H
@@ -13,8 +13,9 @@
 st_backend *st_llvm_backend(void);
 
 typedef struct {
-    int64_t compiles;     /* modules generated and optimized by LLVM */
-    int64_t mem_hits;     /* compile() answered from the in-memory cache */
+    int64_t compiles;     /* modules generated and optimized by LLVM (one
+                             per distinct kernel: the cache is per kernel) */
+    int64_t mem_hits;     /* kernels found compiled in memory by compile() */
     int64_t disk_hits;    /* objects loaded from the on-disk cache */
     int64_t kernels;      /* kernel functions generated (compiles only) */
     int64_t launches;

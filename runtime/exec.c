@@ -44,6 +44,10 @@ static st_status kargs_of(const st_kprog *p, const st_kernel *k,
                 (td < 0 || td >= t->ndim || t->shape[td] == 1) ? 0
                                                               : t->strides[td];
         }
+        /* a store into the slice a slice_scatter replaces */
+        if (kb->slab && st_kernel_slab_args(kb, k->rank, g, t->ndim, t->shape,
+                                            t->strides, ab) != ST_OK)
+            return st_err_kind();
     }
     for (int n = 0; n < k->nnodes; n++) {
         const st_knode *nd = &k->nodes[n];
@@ -167,7 +171,8 @@ st_status st_rt_exec_planned(st_kprog *p, st_backend *be, void *compiled,
     return s;
 }
 
-/* A kernel the plan marked in place (a scatter_add's copy of a base no
+/* A kernel the plan marked in place (a scatter_add's or slice_scatter's
+ * copy of a base no
  * later kernel reads): the result takes the base's tensor, when it is
  * whole and dense as the plan expected; false: run the copy after all. */
 static bool take_base(const st_graph *g, const st_kernel *k, st_tensor **vals) {
@@ -243,7 +248,7 @@ static st_status exec_impl(st_kprog *p, st_backend *be, void *compiled,
             if (vals[st->out[0]]) st_tensor_decref(vals[st->out[0]]);
             vals[st->out[0]] = o;
         } else if (plan && plan->inplace[i] && take_base(g, k, vals)) {
-            record(trace, al, i); /* a scatter_add's copy skipped: its result took the base */
+            record(trace, al, i); /* a scatter's copy skipped: its result took the base */
         } else {
             for (int b = 0; b < k->nbufs && s == ST_OK; b++) {
                 const st_kbuf *kb = &k->bufs[b];

@@ -455,8 +455,9 @@ static int emit(trace_state *s, st_op_id op, const int *in, int nin,
 /* ---- writes through views ----
  * An in-place write into a view changes its base (and every other view of
  * that storage). The base's new value is stated with primitives: for a
- * slice, where(in_slice_mask, scatter_add(zeros, index, new_view), base);
- * for reshape/squeeze/unsqueeze, a reshape back; for permute, the inverse
+ * slice, slice_scatter(base, new_view) (fusion writes a traced cat's parts
+ * straight into their slices); for reshape/squeeze/unsqueeze, a reshape
+ * back; for permute, the inverse
  * permute. Then every other traced view of the storage is derived again
  * from its source's new value (in creation order). What has no known path
  * to the base (an alias from elsewhere, expand) fails the trace. */
@@ -465,28 +466,6 @@ static int emit1(trace_state *s, st_op_id op, int a, int b, int c, int n,
 {
     int in[3] = {a, b, c}, outs[ST_MAX_OUT];
     return emit(s, op, in, n, at, outs);
-}
-
-/* arange(start, step, n) as int64 shaped [1.., n at dim d, ..1] (rank nd). */
-static int arange_along(trace_state *s, int64_t start, int64_t step, int64_t n,
-                        int d, int nd)
-{
-    st_attrs a;
-    memset(&a, 0, sizeof a);
-    a.f[0] = (double)start;
-    a.f[1] = (double)step;
-    a.dims[0] = n;
-    a.ndims = 1;
-    a.dtype = ST_INT64;
-    int r = emit(s, ST_OP_ARANGE, NULL, 0, &a, (int[ST_MAX_OUT]){0});
-    if (r < 0)
-        return -1;
-    st_attrs rs;
-    memset(&rs, 0, sizeof rs);
-    rs.ndims = nd;
-    for (int k = 0; k < nd; k++)
-        rs.dims[k] = k == d ? n : 1;
-    return emit1(s, ST_OP_RESHAPE, r, 0, 0, 1, &rs);
 }
 
 /* The new value of src when its view e (e->vop of src) now holds value nv. */
@@ -518,55 +497,26 @@ static int inverse_view(trace_state *s, const tslot *e, int nv)
         return emit1(s, ST_OP_PERMUTE, nv, 0, 0, 1, &a);
     }
     case ST_OP_SLICE: {
-        int d = (int)e->vattrs.i[0], nd = sm->ndim;
-        int64_t start = e->vattrs.i[1], stop = e->vattrs.i[2],
-                step = e->vattrs.i[3];
         const st_meta vmv = s->g->values[nv].meta, *vm = &vmv;
-        if (d < 0 || d >= nd || step <= 0 || vm->ndim != nd)
+        if (vm->ndim != sm->ndim || e->vattrs.i[3] <= 0)
             return -1;
-        int64_t n = vm->shape[d];
-        /* index: the source positions along d, expanded to the view */
-        int ix = arange_along(s, start, step, n, d, nd);
-        st_attrs ea;
-        memset(&ea, 0, sizeof ea);
-        ea.ndims = nd;
-        for (int k = 0; k < nd; k++)
-            ea.dims[k] = vm->shape[k];
-        ix = ix < 0 ? -1 : emit1(s, ST_OP_EXPAND, ix, 0, 0, 1, &ea);
-        st_attrs za;
-        memset(&za, 0, sizeof za);
-        za.dtype = sm->dtype;
-        if (!st_dtype_is_float(sm->dtype))
-            za.flags = ST_ATTR_INT_VALUE;
-        int z = ix < 0 ? -1 : emit1(s, ST_OP_FULL, sv, 0, 0, 1, &za);
-        st_attrs sa;
-        memset(&sa, 0, sizeof sa);
-        sa.i[0] = d;
-        int sc = z < 0 ? -1 : emit1(s, ST_OP_SCATTER_ADD, z, ix, nv, 3, &sa);
-        /* mask: start <= p < stop and (p - start) % step == 0 */
-        int p = sc < 0 ? -1 : arange_along(s, 0, 1, sm->shape[d], d, nd);
-        int c0 = p < 0 ? -1 : st_ir_add_const(s->g, ST_INT64, (double)start, start);
-        int c1 = c0 < 0 ? -1 : st_ir_add_const(s->g, ST_INT64, (double)(start + (n - 1) * step),
-                                               start + (n - 1) * step);
-        int m0 = c1 < 0 ? -1 : emit1(s, ST_OP_GE, p, c0, 0, 2, NULL);
-        int m1 = m0 < 0 ? -1 : emit1(s, ST_OP_LE, p, c1, 0, 2, NULL);
-        int m = m1 < 0 ? -1 : emit1(s, ST_OP_LOGICAL_AND, m0, m1, 0, 2, NULL);
-        if (m >= 0 && step > 1) {
-            int cs = st_ir_add_const(s->g, ST_INT64, (double)step, step);
-            int df = cs < 0 ? -1 : emit1(s, ST_OP_SUB, p, c0, 0, 2, NULL);
-            int rm = df < 0 ? -1 : emit1(s, ST_OP_REMAINDER, df, cs, 0, 2, NULL);
-            int zc = rm < 0 ? -1 : st_ir_add_const(s->g, ST_INT64, 0, 0);
-            int ok = zc < 0 ? -1 : emit1(s, ST_OP_EQ, rm, zc, 0, 2, NULL);
-            m = ok < 0 ? -1 : emit1(s, ST_OP_LOGICAL_AND, m, ok, 0, 2, NULL);
-        }
-        (void)stop;
-        if (n == 0)
+        int64_t d = e->vattrs.i[0] < 0 ? e->vattrs.i[0] + sm->ndim : e->vattrs.i[0];
+        if (d < 0 || d >= sm->ndim)
+            return -1;
+        if (vm->shape[d] == 0)
             return sv; /* an empty slice writes nothing */
-        return m < 0 ? -1 : emit1(s, ST_OP_WHERE, m, sc, sv, 3, NULL);
+        /* the base with the slice replaced: slice_scatter(base, new) */
+        return emit1(s, ST_OP_SLICE_SCATTER, sv, nv, 0, 2, &e->vattrs);
     }
     default:
         return -1;
     }
+}
+
+static int by_seq(const void *a, const void *b)
+{
+    const tslot *x = *(tslot *const *)a, *y = *(tslot *const *)b;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
 static bool write_through(trace_state *s, st_tensor *t)
@@ -592,41 +542,78 @@ static bool write_through(trace_state *s, st_tensor *t)
             return false;
         e = find(s, cur);
     }
-    /* cur is the base: re-derive every other view of its storage */
+    /* cur is the base: re-derive every other view of its storage, in
+     * creation order, that can still be named: one something outside the
+     * trace holds, or the source of such a one. A view only the trace
+     * holds (a cat's slice views, written and dropped one by one) keeps
+     * its old value, as no op can read it again: re-deriving all of them
+     * made n writes into n slices O(n^2) statements. */
     const st_storage *stg = cur->storage;
-    for (;;) {
-        tslot *next = NULL;
-        for (size_t i = 0; i < s->cap; i++) {
-            tslot *o = &s->slots[i];
-            if (!o->t || o->t == cur || o->t->storage != stg || o->seq < 0)
-                continue;
-            bool on_chain = false;
-            for (int k = 0; k < nchain; k++)
-                on_chain |= chain[k] == o->t;
-            if (on_chain)
-                continue;
-            if (!next || o->seq < next->seq)
-                next = o;
-        }
-        if (!next)
-            break;
-        if (!next->vsrc) {
+    size_t nc = 0;
+    for (size_t i = 0; i < s->cap; i++) {
+        tslot *o = &s->slots[i];
+        if (!o->t || o->t == cur || o->t->storage != stg)
+            continue;
+        bool on_chain = false;
+        for (int k = 0; k < nchain; k++)
+            on_chain |= chain[k] == o->t;
+        if (on_chain)
+            continue;
+        if (!o->vsrc) {
             failf(s, "an in-place write into a tensor whose storage another "
                   "traced tensor shares without a traced view between them "
                   "cannot be traced");
             return false;
         }
+        nc++;
+    }
+    if (nc == 0)
+        return true;
+    tslot **cand = malloc(sizeof *cand * nc);
+    bool *need = calloc(s->cap, sizeof *need);   /* per slot */
+    if (!cand || !need) {
+        free(cand);
+        free(need);
+        failf(s, "out of memory tracing a write through a view");
+        return false;
+    }
+    nc = 0;
+    for (size_t i = 0; i < s->cap; i++) {
+        tslot *o = &s->slots[i];
+        if (!o->t || o->t == cur || o->t->storage != stg)
+            continue;
+        bool on_chain = false;
+        for (int k = 0; k < nchain; k++)
+            on_chain |= chain[k] == o->t;
+        if (!on_chain)
+            cand[nc++] = o;
+    }
+    qsort(cand, nc, sizeof *cand, by_seq);
+    for (size_t i = nc; i-- > 0;) {
+        tslot *o = cand[i];
+        if (o->t->refcount > 1)
+            need[o - s->slots] = true;
+        tslot *src = need[o - s->slots] ? find(s, o->vsrc) : NULL;
+        if (src)
+            need[src - s->slots] = true;
+    }
+    bool ok = true;
+    for (size_t i = 0; i < nc && ok; i++) {
+        tslot *next = cand[i];
+        if (!need[next - s->slots])
+            continue;
         tslot *src = find(s, next->vsrc);
         int in = src ? src->value : -1, outs[ST_MAX_OUT];
         int v = in < 0 ? -1 : emit(s, next->vop, &in, 1, &next->vattrs, outs);
         if (v < 0)
-            return false;
-        next->value = v;
-        next->seq = -1 - next->seq; /* done (restored below) */
+            ok = false;
+        else
+            next->value = v;
     }
-    for (size_t i = 0; i < s->cap; i++)
-        if (s->slots[i].t && s->slots[i].seq < 0)
-            s->slots[i].seq = -1 - s->slots[i].seq;
+    free(cand);
+    free(need);
+    if (!ok)
+        return false;
     if (cur->is_view && cur != t) {
         /* the base itself is a view from outside the trace: fine only if
          * nothing else shares it, which the loop above checked */

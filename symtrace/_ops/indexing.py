@@ -34,6 +34,19 @@ def scatter_add(input, dim, index, src):
     return _op(_C.OP_SCATTER_ADD, (input, index, src), _attrs(ints=(dim,)))
 
 
+def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
+    """slice_scatter(input, src, dim=0, start=None, end=None, step=1): a copy of input
+    with its slice start:end:step along dim replaced by src (of the slice's shape; cast
+    to input's dtype); as torch.slice_scatter. What an in-place write into a slice of a
+    tensor traces to under symtrace.compile."""
+    _check_tensor(input, "slice_scatter")
+    _check_tensor(src, "slice_scatter", "src")
+    if src.dtype != input.dtype:
+        src = _op(_C.OP_CAST, (src,), _attrs(dtype=input.dtype))
+    ints = (dim, 0 if start is None else start, (1 << 63) - 1 if end is None else end, step)
+    return _op(_C.OP_SLICE_SCATTER, (input, src), _attrs(ints=ints))
+
+
 # ---- reads by index, decomposed ----
 def take_along_dim(input, indices, dim=None):
     """take_along_dim(input, indices, dim=None): gather along dim with input and indices

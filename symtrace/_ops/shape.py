@@ -75,24 +75,36 @@ def cat(tensors, dim=0):
     if nd == 0:
         raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
     d = _wrap(dim, nd, "cat")
+    rs = ref.shape
+    pre, post = rs[:d], rs[d + 1:]
+    for i, t in enumerate(parts):
+        ts = t.shape
+        if len(ts) != nd:
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {nd} and "
+                               f"{t.dim()} (shapes {list(rs)} and {list(ts)})")
+        if ts[:d] != pre or ts[d + 1:] != post:
+            k = next(k for k in range(nd) if k != d and ts[k] != rs[k])
+            raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. "
+                               f"Expected size {rs[k]} but got size {ts[k]} for "
+                               f"tensor number {i} in the list (shapes {list(rs)} "
+                               f"and {list(ts)}).")
+    return _cat_checked(parts, d)
+
+
+def _cat_checked(parts, d):
+    """cat of parts checked already (one rank, the same sizes but along d)."""
+    ref = parts[0]
     dt = ref.dtype
     total = 0
-    for i, t in enumerate(parts):
-        if t.dim() != nd:
-            raise RuntimeError(f"Tensors must have same number of dimensions: got {nd} and "
-                               f"{t.dim()} (shapes {list(ref.shape)} and {list(t.shape)})")
-        for k in range(nd):
-            if k != d and t.shape[k] != ref.shape[k]:
-                raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. "
-                                   f"Expected size {ref.shape[k]} but got size {t.shape[k]} for "
-                                   f"tensor number {i} in the list (shapes {list(ref.shape)} "
-                                   f"and {list(t.shape)}).")
+    grad = False
+    for t in parts:
         total += t.shape[d]
-        if i:
+        grad = grad or t.requires_grad
+        if t.dtype != dt:   # promotion (torch's result_type over the parts)
             dt = _C.result_type(_C.empty((1,), dt), t)
     shape = list(ref.shape)
     shape[d] = total
-    if _C._is_grad_enabled() and builtins.any(t.requires_grad for t in parts):
+    if grad and _C._is_grad_enabled():
         from ..autograd.function import Function
 
         class _Cat(Function):
@@ -109,12 +121,15 @@ def cat(tensors, dim=0):
 
 
 def _cat_into(parts, d, shape, dt):
+    """Each part copied into its slice of a fresh tensor (traced: a chain of
+    slice_scatters that fusion turns into one store per part)."""
     out = _C.empty(tuple(shape), dt)
     off = 0
+    copy, sl = _C.OP_COPY, out._slice
     for t in parts:
         n = t.shape[d]
         if n:
-            _op(_C.OP_COPY, (t,), None, out._slice(d, off, off + n, 1))
+            _op(copy, (t,), None, sl(d, off, off + n, 1))
         off += n
     return out
 
@@ -128,15 +143,16 @@ def stack(tensors, dim=0):
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
+    s0 = tensors[0].shape if _is_tensor(tensors[0]) else None
     for i, t in enumerate(tensors):
         if not _is_tensor(t):
             raise TypeError(f"stack(): expected a sequence of Tensors, but element {i} is "
                             f"{type(t).__name__}")
-        if t.shape != tensors[0].shape:
+        if t.shape != s0:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got "
-                               f"{list(tensors[0].shape)} at entry 0 and {list(t.shape)} at entry {i}")
-    d = _wrap(dim, tensors[0].dim() + 1, "stack")
-    return cat([t.unsqueeze(d) for t in tensors], d)
+                               f"{list(s0)} at entry 0 and {list(t.shape)} at entry {i}")
+    d = _wrap(dim, len(s0) + 1, "stack")
+    return _cat_checked([t.unsqueeze(d) for t in tensors], d)
 
 
 def split(tensor, split_size_or_sections, dim=0):

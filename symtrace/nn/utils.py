@@ -30,29 +30,6 @@ def _vector_norm(t, norm_type):
     return t.abs().pow(norm_type).sum().pow(1.0 / norm_type)
 
 
-def _norm_of_norms(norms, norm_type):
-    """_vector_norm(stack(norms), norm_type) for the 0-d norms. For the
-    common orders, when the norms share a dtype (stack would promote
-    them), they are combined one by one (a sequential reduction of the
-    stacked vector): under symtrace.compile that is a few small ops per
-    tensor, where a stack writes one slice of an n-vector per tensor (n
-    ops of size n each)."""
-    dt = norms[0].dtype
-    if norm_type not in (2.0, 1.0, float("inf"), float("-inf")) or \
-            not all(n.dtype == dt for n in norms):
-        return _vector_norm(_ops.stack(norms), norm_type)
-    acc = None
-    for n in norms:
-        v = n * n if norm_type == 2.0 else n.abs()
-        if acc is None:
-            acc = v
-        elif norm_type in (2.0, 1.0):
-            acc = acc + v
-        else:
-            acc = _ops.maximum(acc, v) if norm_type > 0 else _ops.minimum(acc, v)
-    return acc.sqrt() if norm_type == 2.0 else acc
-
-
 def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=None):
     """The norm of the norms of the tensors (as if concatenated into one
     vector), a 0-d tensor; 0.0 for no tensors (torch.nn.utils.get_total_norm)."""
@@ -67,7 +44,7 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
         first_device = tensors[0]._device_str
         norms = [_vector_norm(t, norm_type) for t in tensors]
         norms = [n if n._device_str == first_device else _ops.to_device(n, first_device) for n in norms]
-        total_norm = _norm_of_norms(norms, norm_type)
+        total_norm = _vector_norm(_ops.stack(norms), norm_type)
         if error_if_nonfinite:
             v = total_norm.item()
             if v != v or v in (float("inf"), float("-inf")):
