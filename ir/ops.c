@@ -795,19 +795,29 @@ static st_status infer_expand(const ictx *c, st_meta *out)
     return ST_OK;
 }
 
-static st_status infer_slice(const ictx *c, st_meta *out)
+/* slice's and slice_scatter's attrs (dim, start, stop, step) over x: the
+ * wrapped dim and the slice's length along it. */
+static st_status slice_dim_len(const ictx *c, const st_meta *x, const char *what,
+                               int64_t *dim, int64_t *len)
 {
-    const st_meta *x = &c->in[0];
     if (x->ndim == 0)
-        return fail(c, ST_ERR_INDEX,
-                    "slice() cannot be applied to a 0-dim tensor.");
-    int64_t dim = c->a->i[0];
-    if (wrap(c, &dim, x->ndim) != ST_OK)
+        return fail(c, ST_ERR_INDEX, "%s() cannot be applied to a 0-dim tensor.", what);
+    *dim = c->a->i[0];
+    if (wrap(c, dim, x->ndim) != ST_OK)
         return st_err_kind();
     int64_t start = c->a->i[1], stop = c->a->i[2], step = c->a->i[3];
     if (step <= 0)
         return fail(c, ST_ERR_RUNTIME, "slice step must be positive");
-    int64_t len = st_slice_bounds(x->shape[dim], &start, &stop, step);
+    *len = st_slice_bounds(x->shape[*dim], &start, &stop, step);
+    return ST_OK;
+}
+
+static st_status infer_slice(const ictx *c, st_meta *out)
+{
+    const st_meta *x = &c->in[0];
+    int64_t dim, len;
+    if (slice_dim_len(c, x, "slice", &dim, &len) != ST_OK)
+        return st_err_kind();
     set_out(out, x->dtype, x->ndim, x->shape);
     out->shape[dim] = len;
     return ST_OK;
@@ -816,16 +826,9 @@ static st_status infer_slice(const ictx *c, st_meta *out)
 static st_status infer_slice_scatter(const ictx *c, st_meta *out)
 {
     const st_meta *x = &c->in[0], *src = &c->in[1];
-    if (x->ndim == 0)
-        return fail(c, ST_ERR_INDEX,
-                    "slice_scatter() cannot be applied to a 0-dim tensor.");
-    int64_t dim = c->a->i[0];
-    if (wrap(c, &dim, x->ndim) != ST_OK)
+    int64_t dim, len;
+    if (slice_dim_len(c, x, "slice_scatter", &dim, &len) != ST_OK)
         return st_err_kind();
-    int64_t start = c->a->i[1], stop = c->a->i[2], step = c->a->i[3];
-    if (step <= 0)
-        return fail(c, ST_ERR_RUNTIME, "slice step must be positive");
-    int64_t len = st_slice_bounds(x->shape[dim], &start, &stop, step);
     if (src->dtype != x->dtype)
         return fail(c, ST_ERR_RUNTIME,
                     "expected src of dtype %s (self's), got %s",

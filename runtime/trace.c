@@ -519,6 +519,19 @@ static int by_seq(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/* Slot o holds another tensor of storage stg than cur, not on the chain of
+ * views a write went through. */
+static bool other_view(const tslot *o, const st_tensor *cur, const st_storage *stg,
+                       st_tensor *const *chain, int nchain)
+{
+    if (!o->t || o->t == cur || o->t->storage != stg)
+        return false;
+    for (int k = 0; k < nchain; k++)
+        if (chain[k] == o->t)
+            return false;
+    return true;
+}
+
 static bool write_through(trace_state *s, st_tensor *t)
 {
     /* up the chain: each source gets its new value */
@@ -552,12 +565,7 @@ static bool write_through(trace_state *s, st_tensor *t)
     size_t nc = 0;
     for (size_t i = 0; i < s->cap; i++) {
         tslot *o = &s->slots[i];
-        if (!o->t || o->t == cur || o->t->storage != stg)
-            continue;
-        bool on_chain = false;
-        for (int k = 0; k < nchain; k++)
-            on_chain |= chain[k] == o->t;
-        if (on_chain)
+        if (!other_view(o, cur, stg, chain, nchain))
             continue;
         if (!o->vsrc) {
             failf(s, "an in-place write into a tensor whose storage another "
@@ -578,16 +586,9 @@ static bool write_through(trace_state *s, st_tensor *t)
         return false;
     }
     nc = 0;
-    for (size_t i = 0; i < s->cap; i++) {
-        tslot *o = &s->slots[i];
-        if (!o->t || o->t == cur || o->t->storage != stg)
-            continue;
-        bool on_chain = false;
-        for (int k = 0; k < nchain; k++)
-            on_chain |= chain[k] == o->t;
-        if (!on_chain)
-            cand[nc++] = o;
-    }
+    for (size_t i = 0; i < s->cap; i++)
+        if (other_view(&s->slots[i], cur, stg, chain, nchain))
+            cand[nc++] = &s->slots[i];
     qsort(cand, nc, sizeof *cand, by_seq);
     for (size_t i = nc; i-- > 0;) {
         tslot *o = cand[i];

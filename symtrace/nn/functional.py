@@ -416,6 +416,18 @@ def _cross_entropy_smoothed(input, target, weight, ignore_index, reduction, labe
 
 
 # ---------------- losses, attention (composed of the ops above) ----------------
+def _weighted_reduce(r, weight, input, reduction):
+    """The pointwise loss r reduced, weighted elementwise when weight is given (a
+    weighted mean divides by the weights' sum), as torch's mse_loss / l1_loss."""
+    if weight is not None:
+        if tuple(weight.shape) != tuple(input.shape):
+            raise ValueError("Weights and input must have the same size.")
+        r = r * weight
+        if reduction == "mean":
+            return r.sum() / weight.sum()
+    return _reduce(r, reduction)
+
+
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """mse_loss(input, target, reduction='mean'|'sum'|'none', weight=None) = (input - target)^2,
     input and target broadcast (with torch's warning when their sizes differ); with weight
@@ -426,13 +438,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     reduction = _get_reduction(size_average, reduce, reduction)
     d = input - target
     r = d * d
-    if weight is not None:
-        if tuple(weight.shape) != tuple(input.shape):
-            raise ValueError("Weights and input must have the same size.")
-        r = r * weight
-        if reduction == "mean":
-            return r.sum() / weight.sum()
-    return _reduce(r, reduction)
+    return _weighted_reduce(r, weight, input, reduction)
 
 
 def _canonical_mask(mask, mask_name, other_type, other_name, target_type, check_other=True):
@@ -1052,13 +1058,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     _warn_size(input, target)
     reduction = _get_reduction(size_average, reduce, reduction)
     r = (input - target).abs()
-    if weight is not None:
-        if tuple(weight.shape) != tuple(input.shape):
-            raise ValueError("Weights and input must have the same size.")
-        r = r * weight
-        if reduction == "mean":
-            return r.sum() / weight.sum()
-    return _reduce(r, reduction)
+    return _weighted_reduce(r, weight, input, reduction)
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
