@@ -617,7 +617,10 @@ class Tensor(_C.TensorBase):
         return self._inplace(_C.OP_COPY, (src,))
 
     def masked_fill_(self, mask, value): return self._assign(_ops.masked_fill(self, mask, value), "masked_fill_")
-    def relu_(self): return self._assign(_ops.relu(self), "relu_")
+    def relu_(self):
+        """relu written straight into self (one kernel; the eager runtime computes an
+        operand its VJP saves from a copy when it is overwritten)."""
+        return self._inplace(_C.OP_RELU, (self,))
 
     def _via(self, fn, name, *args, **kwargs):
         """self = fn(self, *args): under autograd fn reads a copy of self (also where self

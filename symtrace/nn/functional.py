@@ -37,19 +37,12 @@ def _write(input, fn, name, *args, reads_input=True):
     return input._assign(fn(input, *args), name)
 
 
-def _unary_inplace(input, opid, attrs=None):
-    """A primitive unary op written straight into input (one kernel): the eager
-    runtime computes an operand its VJP saves from a copy when it is overwritten."""
-    _check_inplace(input)
-    _C.op(opid, (input,), attrs, input)
-    return input
-
-
 def relu(input, inplace=False):
     """relu(input, inplace=False) = max(input, 0)."""
     _check_tensor(input, "relu")
     if inplace:
-        return _unary_inplace(input, _C.OP_RELU)
+        _check_inplace(input)
+        return input.relu_()
     return _ops.relu(input)
 
 
