@@ -114,7 +114,7 @@ from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler,  
                       _as_generator, _draw_seed, _rng)
 from ._collate import default_collate, default_convert
 from . import _transport
-from ._worker import (ExceptionWrapper, WorkerInfo, _IterableDatasetStopIteration,  # noqa: F401
+from ._worker import (ExceptionWrapper, WorkerInfo, _Fetcher, _IterableDatasetStopIteration,  # noqa: F401
                       _ResumeIteration, _worker_loop, get_worker_info)
 
 __all__ = ["DataLoader", "get_worker_info"]
@@ -273,39 +273,22 @@ class _SingleProcessDataLoaderIter:
         # drawn (and unused) as by the worker iterator, so that the loader's generator
         # advances the same way for any num_workers (torch draws it too)
         self._base_seed = _base_seed(loader.generator)
+        # the same fetcher as a worker's: one batch per index batch (map-style) or per
+        # call (iterable)
+        self._fetcher = _Fetcher(self._dataset, loader._iterable, loader._auto_collation,
+                                 self._collate_fn, loader.batch_size, loader.drop_last)
         if loader._iterable:
-            self._it = self._iterable_batches(loader)
+            self._it = self._iterable_batches()
         else:
-            self._it = self._map_batches(loader, _started(loader._index_sampler))
+            self._it = map(self._fetcher.fetch, _started(loader._index_sampler))
 
-    def _iterable_batches(self, loader):
-        it = iter(self._dataset)
-        if loader.batch_size is None:
-            for x in it:
-                yield self._collate_fn(x)
-            return
+    def _iterable_batches(self):
         while True:
-            batch = []
-            for x in it:
-                batch.append(x)
-                if len(batch) == loader.batch_size:
-                    break
-            if not batch or (loader.drop_last and len(batch) < loader.batch_size):
+            try:
+                batch = self._fetcher.fetch(None)
+            except StopIteration:
                 return
-            yield self._collate_fn(batch)
-            if len(batch) < loader.batch_size:
-                return
-
-    def _map_batches(self, loader, sampler_iter):
-        ds = self._dataset
-        if loader._auto_collation:
-            getitems = getattr(ds, "__getitems__", None)
-            for indices in sampler_iter:
-                data = getitems(indices) if callable(getitems) else [ds[i] for i in indices]
-                yield self._collate_fn(data)
-        else:
-            for i in sampler_iter:
-                yield self._collate_fn(ds[i])
+            yield batch
 
     def __iter__(self):
         return self
