@@ -109,8 +109,20 @@ static PyTypeObject node_type = {
 };
 
 /* ---------------- Tensor attributes ---------------- */
+/* self's tensor, a stale view's history made first (runtime/viewhist.c);
+ * NULL with the exception set. */
+static st_tensor *fresh(PyObject *self) {
+    st_tensor *t = st_fe_unwrap(self);
+    if (st_ad_view_stale(t) && st_ad_view_refresh(t) != ST_OK) {
+        st_fe_raise();
+        return NULL;
+    }
+    return t;
+}
+
 static PyObject *get_requires_grad(PyObject *self, void *c) {
-    return PyBool_FromLong(st_fe_unwrap(self)->requires_grad);
+    st_tensor *t = fresh(self);
+    return t ? PyBool_FromLong(t->requires_grad) : NULL;
 }
 
 static int set_requires_grad(PyObject *self, PyObject *v, void *c) {
@@ -183,16 +195,26 @@ static int set_grad(PyObject *self, PyObject *v, void *c) {
 }
 
 static PyObject *get_grad_fn(PyObject *self, void *c) {
-    st_tensor *t = st_fe_unwrap(self);
-    return wrap_node(t->grad_fn, NULL);
+    st_tensor *t = fresh(self);
+    return t ? wrap_node(t->grad_fn, NULL) : NULL;
 }
 
 static PyObject *get_is_leaf(PyObject *self, void *c) {
-    return PyBool_FromLong(st_fe_unwrap(self)->grad_fn == NULL);
+    st_tensor *t = fresh(self);
+    return t ? PyBool_FromLong(t->grad_fn == NULL) : NULL;
 }
 
 static PyObject *get_output_nr(PyObject *self, void *c) {
-    return PyLong_FromLong(st_fe_unwrap(self)->output_nr);
+    st_tensor *t = fresh(self);
+    return t ? PyLong_FromLong(t->output_nr) : NULL;
+}
+
+/* torch's Tensor._base: the tensor a view was made from (its root), else None */
+static PyObject *get_base(PyObject *self, void *c) {
+    st_tensor *b = st_fe_unwrap(self)->view_base;
+    if (!b) Py_RETURN_NONE;
+    st_tensor_incref(b);
+    return st_fe_wrap(b);
 }
 
 static PyObject *get_retains_grad(PyObject *self, void *c) {
@@ -206,6 +228,7 @@ PyGetSetDef st_fe_autograd_getset[] = {
     {"grad_fn", get_grad_fn, NULL, "the node that computed it (None for leaves)", NULL},
     {"is_leaf", get_is_leaf, NULL, "created by the user, not by a recorded op", NULL},
     {"output_nr", get_output_nr, NULL, "which output of grad_fn it is", NULL},
+    {"_base", get_base, NULL, "the base tensor of a view (None when not a view)", NULL},
     {NULL},
 };
 

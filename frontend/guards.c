@@ -483,7 +483,11 @@ static int check_one(const st_fe_guard *g, PyObject *v)
         return const_eq(v, g->obj);
     case ST_G_TENSOR: {
         if ((PyObject *)Py_TYPE(v) != g->obj) return 0;
-        const st_tensor *t = st_fe_unwrap(v);
+        st_tensor *vt = st_fe_unwrap(v);
+        /* a stale view's requires_grad is its base's (viewhist.c); a
+         * failure shows again where the history is used */
+        if (st_ad_view_stale(vt) && st_ad_view_refresh(vt) != ST_OK) st_err_clear();
+        const st_tensor *t = vt;
         if ((int)t->dtype != g->dtype || t->ndim != g->ndim ||
             t->requires_grad != g->requires_grad)
             return 0;

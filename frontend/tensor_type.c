@@ -638,17 +638,22 @@ static PyObject *m_as_strided(PyObject *self, PyObject *args) {
                         "as_strided: the view reaches outside the storage");
         return NULL;
     }
-    /* a raw view: neither the tape nor a trace records it (a graph would
-     * keep the first call's view as a constant), so refuse silently wrong
-     * gradients and fail a trace (symtrace.compile breaks the graph) */
-    if (t->requires_grad && st_ad_grad_enabled()) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "as_strided: not differentiable in symtrace (the view would carry no "
-                        "gradient); call it on x.detach() or under no_grad()");
-        return NULL;
-    }
+    /* a view of t's root base; a trace cannot express it (a graph would
+     * keep the first call's view as a constant): symtrace.compile breaks
+     * the graph. Its history, when the base requires grad, is made on
+     * first use as a gather of its elements from the base (viewhist.c) */
     st_rt_trace_fail("as_strided: a raw strided view is not traced");
-    return st_fe_wrap(st_tensor_view_of(t, nd, shape, strides, off));
+    st_tensor *r = st_tensor_view_of(t, nd, shape, strides, off);
+    if (!r) return st_fe_raise();
+    st_view_mark(t, r);
+    if (r->view_base && r->view_grad && r->view_base->requires_grad) {
+        r->base_hist = r->view_base->hist - 1; /* stale: history on first use */
+        if (st_ad_view_refresh(r) != ST_OK) {
+            st_tensor_decref(r);
+            return st_fe_raise();
+        }
+    }
+    return st_fe_wrap(r);
 }
 static PyObject *m_contiguous(PyObject *self, PyObject *a) {
     return st_fe_wrap(st_tensor_contiguous(st_fe_unwrap(self)));

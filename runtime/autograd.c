@@ -220,6 +220,10 @@ void *st_ad_hooks(const st_tensor *t) {
 }
 
 st_status st_ad_set_hooks(st_tensor *t, void *hooks) {
+    if (st_ad_view_stale(t) && st_ad_view_refresh(t) != ST_OK) {
+        st_ad_hooks_release(hooks);
+        return st_err_kind();
+    }
     if (!t->requires_grad) {
         st_ad_hooks_release(hooks);
         return st_err(ST_ERR_RUNTIME, "cannot register a hook on a tensor that "
@@ -243,6 +247,7 @@ st_status st_ad_set_hooks(st_tensor *t, void *hooks) {
 }
 
 st_status st_ad_retain_grad(st_tensor *t) {
+    if (st_ad_view_stale(t) && st_ad_view_refresh(t) != ST_OK) return st_err_kind();
     if (!t->requires_grad)
         return st_err(ST_ERR_RUNTIME, "can't retain_grad on Tensor that has "
                       "requires_grad=False");
@@ -370,6 +375,7 @@ static void attach(st_tensor *out, st_ad_node *n, int nr) {
     out->grad_fn = n;
     out->output_nr = nr;
     out->requires_grad = true;
+    out->hist++; /* its views' histories are stale now (viewhist.c) */
     if (retain) {
         out->retains_grad = false;
         if (st_ad_retain_grad(out) != ST_OK) st_err_clear();
@@ -530,6 +536,9 @@ st_ad_node *st_ad_custom_node(const char *name, st_ad_custom_fn fn, void *ctx,
     /* a custom backward cannot be expressed as statements of a trace */
     st_rt_trace_fail("a custom autograd node (autograd.Function / PyLayer) "
                      "cannot be traced");
+    for (int k = 0; k < nin; k++)
+        if (st_ad_view_stale(inputs[k]) && st_ad_view_refresh(inputs[k]) != ST_OK)
+            return NULL;
     st_ad_node *n = node_new(nin, nout);
     if (!n) {
         st_err(ST_ERR_MEMORY, "autograd: out of host memory");
@@ -1356,8 +1365,17 @@ static st_status engine_run(st_tensor *const *roots, st_tensor *const *grads, in
     return s;
 }
 
+/* Stale views among the roots get their history first (viewhist.c). */
+static st_status refresh_all(st_tensor *const *ts, int n) {
+    for (int k = 0; k < n; k++)
+        if (st_ad_view_stale(ts[k]) && st_ad_view_refresh(ts[k]) != ST_OK)
+            return st_err_kind();
+    return ST_OK;
+}
+
 st_status st_ad_backward(st_tensor *const *roots, st_tensor *const *grads,
                          int n, bool retain_graph) {
+    if (refresh_all(roots, n) != ST_OK) return st_err_kind();
     sink sk = {.accumulate = true};
     return engine(roots, grads, n, retain_graph, &sk);
 }
@@ -1365,8 +1383,10 @@ st_status st_ad_backward(st_tensor *const *roots, st_tensor *const *grads,
 st_status st_ad_grad(st_tensor *const *outs, st_tensor *const *gouts, int n,
                      st_tensor *const *inputs, int ninputs, bool retain_graph,
                      bool allow_unused, st_tensor **results) {
+    for (int k = 0; k < ninputs; k++) results[k] = NULL;
+    if (refresh_all(outs, n) != ST_OK || refresh_all(inputs, ninputs) != ST_OK)
+        return st_err_kind();
     for (int k = 0; k < ninputs; k++) {
-        results[k] = NULL;
         if (!inputs[k]->requires_grad)
             return st_err(ST_ERR_RUNTIME, "One of the differentiated Tensors "
                           "(input %d) does not require grad", k);

@@ -801,6 +801,9 @@ st_status st_rt_cfn_run(st_rt_cfn *f, st_tensor *const *inputs,
 {
     if (!f || (f->g->ninputs > 0 && !inputs) || (f->nvisible > 0 && !outputs))
         return st_err(ST_ERR_VALUE, "cfn_run: null argument");
+    for (int k = 0; k < f->g->ninputs; k++) /* stale views (viewhist.c) */
+        if (st_ad_view_stale(inputs[k]) && st_ad_view_refresh(inputs[k]) != ST_OK)
+            return st_err_kind();
     st_status s = check_inputs(f, inputs);
     if (s != ST_OK)
         return s;

@@ -392,6 +392,11 @@ static int eager_run(st_op_id op, const st_operand *in, int nin,
     if (nin < 0 || nin > ST_MAX_IN)
         return st_err(ST_ERR_VALUE, "%s: too many operands (%d)",
                       st_op(op)->name, nin), -1;
+    /* views whose base's history changed get theirs first (viewhist.c) */
+    for (int k = 0; k < nin; k++)
+        if (st_ad_view_stale(in[k].t) && st_ad_view_refresh(in[k].t) != ST_OK) return -1;
+    for (int k = 0; given && k < ST_MAX_OUT; k++)
+        if (st_ad_view_stale(given[k]) && st_ad_view_refresh(given[k]) != ST_OK) return -1;
     /* the device: the tensor operands' (all on one; a 0-d CPU tensor
      * joins a GPU op as PyTorch allows, copied over), else the given
      * result's, else the factory device */
@@ -467,30 +472,25 @@ static int eager_on(st_op_id op, const st_operand *in, int nin,
                               "clone() the tensor before performing the operation.",
                               st_op(op)->name), -1;
     if (given && st_ad_grad_enabled()) {
+        /* written through a view while its base or an operand needs
+         * gradients: the base's history records the write (CopySlices) */
+        st_tensor *v = given[0];
+        bool leaf = v && v->requires_grad && !v->grad_fn; /* refused below */
+        if (v && v->view_base && !leaf && (v->view_base->requires_grad || rec))
+            return st_view_inplace(op, in, nin, attrs, v, out);
         for (int k = 0; k < ST_MAX_OUT; k++) {
             if (!given[k] || !given[k]->requires_grad) continue;
             if (!given[k]->grad_fn)
                 return st_err(ST_ERR_RUNTIME,
                               "%s: a leaf Variable that requires grad is being "
                               "used in an in-place operation.", st_op(op)->name), -1;
-            if (st_ad_node_is_view(given[k]->grad_fn))
+            if (st_ad_node_is_view(given[k]->grad_fn) && given[k]->is_view)
                 return st_err(ST_ERR_RUNTIME,
                               "%s: in-place modification of a view of a tensor "
                               "that requires grad is not supported (its base's "
                               "gradient would be wrong); clone() it first",
                               st_op(op)->name), -1;
         }
-        /* without base tracking (PyTorch's CopySlices) a tracked value
-         * written into a view of an untracked tensor would leave the base
-         * without history: refuse it rather than lose gradients */
-        for (int k = 0; rec && k < ST_MAX_OUT; k++)
-            if (given[k] && !given[k]->requires_grad && given[k]->is_view)
-                return st_err(ST_ERR_RUNTIME,
-                              "%s: writing a tensor that requires grad into a "
-                              "view of a tensor that does not is not supported "
-                              "(the base would not record the gradient); build "
-                              "the result with cat/where/masked_fill, or write "
-                              "under no_grad", st_op(op)->name), -1;
         /* an operand the VJP reads but the in-place result overwrites is
          * computed from (and saved as) a copy */
         if (rec) {

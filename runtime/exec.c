@@ -220,6 +220,17 @@ static st_status exec_impl(st_kprog *p, st_backend *be, void *compiled,
     int *last = g->nvalues <= 256 ? lastbuf : malloc(sizeof(int) * (size_t)g->nvalues);
     if (!last) return st_err(ST_ERR_MEMORY, "exec: out of host memory");
     for (int v = 0; v < g->nvalues; v++) last[v] = -1;
+    /* versions, as torch's: a write into a tensor the caller gave (an
+     * in-place or out= result) moves its storage's version on once a run;
+     * memory this run allocated starts at its storage's version */
+    uint8_t flagbuf[256];
+    uint8_t *flags = g->nvalues <= 256 ? flagbuf : calloc((size_t)g->nvalues, 1);
+    if (!flags) {
+        if (last != lastbuf) free(last);
+        return st_err(ST_ERR_MEMORY, "exec: out of host memory");
+    }
+    enum { V_FRESH = 1, V_BUMPED = 2 };
+    if (flags == flagbuf) memset(flagbuf, 0, sizeof flagbuf);
     for (int i = 0; i < p->nkernels; i++) {
         const st_kernel *k = &p->kernels[i];
         if (k->kind == ST_K_VIEW) {
@@ -247,8 +258,11 @@ static st_status exec_impl(st_kprog *p, st_backend *be, void *compiled,
             }
             if (vals[st->out[0]]) st_tensor_decref(vals[st->out[0]]);
             vals[st->out[0]] = o;
+            flags[st->out[0]] = flags[st->in[0]] & V_FRESH;
         } else if (plan && plan->inplace[i] && take_base(g, k, vals)) {
             record(trace, al, i); /* a scatter's copy skipped: its result took the base */
+            const st_stmt *st = &g->stmts[k->src_stmt];
+            flags[st->out[0]] = flags[st->in[0]] & V_FRESH;
         } else {
             for (int b = 0; b < k->nbufs && s == ST_OK; b++) {
                 const st_kbuf *kb = &k->bufs[b];
@@ -274,6 +288,7 @@ static st_status exec_impl(st_kprog *p, st_backend *be, void *compiled,
                     t = st_tensor_empty(dev, m->dtype, m->ndim, m->shape);
                 if (!t) s = st_err_kind();
                 vals[kb->value] = t;
+                flags[kb->value] = V_FRESH;
             }
             if (s != ST_OK) break;
             record(trace, al, i);
@@ -289,9 +304,13 @@ static st_status exec_impl(st_kprog *p, st_backend *be, void *compiled,
                                       st_rt_profile_now() - t0);
                 }
             }
-            for (int b = 0; b < k->nbufs; b++)
-                if (k->bufs[b].is_out && vals[k->bufs[b].value])
-                    vals[k->bufs[b].value]->storage->version++;
+            for (int b = 0; b < k->nbufs; b++) {
+                int v = k->bufs[b].value;
+                if (k->bufs[b].is_out && vals[v] && !flags[v]) {
+                    vals[v]->storage->version++;
+                    flags[v] = V_BUMPED;
+                }
+            }
         }
         /* release intermediates whose last use was this kernel, and the
          * run's reference to such inputs (freed here when the caller
@@ -305,6 +324,7 @@ static st_status exec_impl(st_kprog *p, st_backend *be, void *compiled,
         }
     }
     if (last != lastbuf) free(last);
+    if (flags != flagbuf) free(flags);
     if (arena) st_storage_decref(arena); /* freed with its last tensor */
     return s;
 }

@@ -112,6 +112,14 @@ typedef struct st_tensor {
     bool traced;               /* mapped by an active trace (runtime/trace.c) */
     /* back pointer to the Python wrapper (not owned), for identity */
     void *pyobj;
+    /* views and history (runtime/viewhist.c): hist counts the changes of
+     * this tensor's history (attach); a view made by the view functions
+     * holds its root base (owned; torch's _base), whether it was made in
+     * grad mode, and the base's hist its grad_fn was made against */
+    uint32_t hist;
+    uint32_t base_hist;
+    bool view_grad;
+    struct st_tensor *view_base;
 } st_tensor;
 
 st_storage *st_storage_new(st_device *dev, size_t nbytes);
@@ -306,6 +314,28 @@ const char *st_ad_node_name(const st_ad_node *n);   /* "MulBackward0" */
 void *st_ad_node_pyobj(const st_ad_node *n);
 void st_ad_node_set_pyobj(st_ad_node *n, void *obj);
 bool st_ad_node_is_view(const st_ad_node *n);       /* recorded a view op */
+
+/* ---------------- views and history (runtime/viewhist.c) ----------------
+ * PyTorch's rules for views and in-place ops. The view functions
+ * (runtime/view.c) call st_view_mark(src, r): r holds the root base (src's
+ * base, or src). An in-place op whose result goes into a view (given) while
+ * the base requires grad or an operand does runs as st_view_inplace: the
+ * op out of place, then base = where(view's positions, result, base) with
+ * autograd, copied into base (torch's CopySlices); the base's history
+ * changes (its hist moves on). A view whose base's history changed since
+ * its grad_fn was made is stale: st_ad_view_refresh gives it a new grad_fn
+ * (a gather of its positions out of the base) before anything reads its
+ * history (eager ops, custom nodes, backward roots, compiled calls, the
+ * frontend's getters). */
+void st_view_mark(st_tensor *src, st_tensor *r);
+static inline bool st_ad_view_stale(const st_tensor *t) {
+    return t && t->view_base && t->base_hist != t->view_base->hist;
+}
+st_status st_ad_view_refresh(st_tensor *t);
+/* The in-place op op(in) -> v (a view with a base), as above. Returns 1
+ * with out[0] = v (a new reference), or -1 with the error set. */
+int st_view_inplace(st_op_id op, const st_operand *in, int nin,
+                    const st_attrs *attrs, st_tensor *v, st_tensor **out);
 int st_ad_node_num_inputs(const st_ad_node *n);
 /* Edge k: the next node (borrowed) or the leaf tensor (borrowed) it feeds,
  * both NULL when input k needs no gradient. */

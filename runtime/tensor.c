@@ -224,10 +224,11 @@ void st_tensor_decref(st_tensor *t)
     if (t->retains_grad || t->hooks)
         st_ad_tensor_gone(t);
     st_storage_decref(t->storage);
-    st_tensor *g = t->grad;
+    st_tensor *g = t->grad, *vb = t->view_base;
     st_ad_node *fn = t->grad_fn;
     free(t);
     st_tensor_decref(g);
+    st_tensor_decref(vb);
     if (fn)
         st_ad_node_decref(fn);
 }

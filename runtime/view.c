@@ -408,7 +408,7 @@ static st_attrs dims_attrs(int n, const int64_t *dims)
     return a;
 }
 
-st_tensor *st_tensor_reshape(st_tensor *t, int ndim, const int64_t *shape, bool view_only)
+static st_tensor *reshape_view(st_tensor *t, int ndim, const int64_t *shape, bool view_only)
 {
     if (!hooked(t))
         return reshape_raw(t, ndim, shape, view_only);
@@ -431,11 +431,13 @@ st_tensor *st_tensor_reshape(st_tensor *t, int ndim, const int64_t *shape, bool 
         st_attrs a = dims_attrs(r->ndim, r->shape);
         r = recorded(src, r, ST_OP_RESHAPE, &a);
     }
+    if (r && src != t)
+        st_view_mark(src, r); /* a view of the copy, its root */
     st_tensor_decref(src);
     return r;
 }
 
-st_tensor *st_tensor_permute(st_tensor *t, const int64_t *perm)
+static st_tensor *permute_view(st_tensor *t, const int64_t *perm)
 {
     st_tensor *r = permute_raw(t, perm);
     if (!r || !hooked(t))
@@ -447,7 +449,7 @@ st_tensor *st_tensor_permute(st_tensor *t, const int64_t *perm)
     return recorded(t, r, ST_OP_PERMUTE, &a);
 }
 
-st_tensor *st_tensor_transpose(st_tensor *t, int64_t d0, int64_t d1)
+static st_tensor *transpose_view(st_tensor *t, int64_t d0, int64_t d1)
 {
     st_tensor *r = transpose_raw(t, d0, d1);
     if (!r || !hooked(t))
@@ -467,7 +469,7 @@ st_tensor *st_tensor_transpose(st_tensor *t, int64_t d0, int64_t d1)
     return recorded(t, r, ST_OP_PERMUTE, &a);
 }
 
-st_tensor *st_tensor_expand(st_tensor *t, int ndim, const int64_t *shape)
+static st_tensor *expand_view(st_tensor *t, int ndim, const int64_t *shape)
 {
     st_tensor *r = expand_raw(t, ndim, shape);
     if (!r)
@@ -476,7 +478,7 @@ st_tensor *st_tensor_expand(st_tensor *t, int ndim, const int64_t *shape)
     return recorded(t, r, ST_OP_EXPAND, &a);
 }
 
-st_tensor *st_tensor_slice(st_tensor *t, int64_t dim, int64_t start, int64_t stop, int64_t step)
+static st_tensor *slice_view(st_tensor *t, int64_t dim, int64_t start, int64_t stop, int64_t step)
 {
     st_tensor *r = slice_raw(t, dim, start, stop, step);
     if (!r || !hooked(t))
@@ -493,7 +495,7 @@ st_tensor *st_tensor_slice(st_tensor *t, int64_t dim, int64_t start, int64_t sto
     return recorded(t, r, ST_OP_SLICE, &a);
 }
 
-st_tensor *st_tensor_select(st_tensor *t, int64_t dim, int64_t index)
+static st_tensor *select_view(st_tensor *t, int64_t dim, int64_t index)
 {
     st_tensor *r = select_raw(t, dim, index);
     if (!r || !hooked(t))
@@ -511,7 +513,7 @@ st_tensor *st_tensor_select(st_tensor *t, int64_t dim, int64_t index)
     return r;
 }
 
-st_tensor *st_tensor_squeeze(st_tensor *t, int64_t dim)
+static st_tensor *squeeze_view(st_tensor *t, int64_t dim)
 {
     st_tensor *r = squeeze_raw(t, dim);
     if (!r || !hooked(t))
@@ -525,7 +527,7 @@ st_tensor *st_tensor_squeeze(st_tensor *t, int64_t dim)
     return recorded(t, r, ST_OP_SQUEEZE, &a);
 }
 
-st_tensor *st_tensor_unsqueeze(st_tensor *t, int64_t dim)
+static st_tensor *unsqueeze_view(st_tensor *t, int64_t dim)
 {
     st_tensor *r = unsqueeze_raw(t, dim);
     if (!r || !hooked(t))
@@ -534,6 +536,71 @@ st_tensor *st_tensor_unsqueeze(st_tensor *t, int64_t dim)
     memset(&a, 0, sizeof a);
     a.i[0] = dim < 0 ? dim + t->ndim + 1 : dim;
     return recorded(t, r, ST_OP_UNSQUEEZE, &a);
+}
+
+/* ---------------- the public view functions: each result holds its root base ---------------- */
+
+static st_tensor *marked(st_tensor *src, st_tensor *r)
+{
+    if (r)
+        st_view_mark(src, r);
+    return r;
+}
+
+st_tensor *st_tensor_reshape(st_tensor *t, int ndim, const int64_t *shape, bool view_only)
+{
+    if (st_ad_view_stale(t) && st_ad_view_refresh(t) != ST_OK)
+        return NULL;
+    return marked(t, reshape_view(t, ndim, shape, view_only));
+}
+
+st_tensor *st_tensor_permute(st_tensor *t, const int64_t *perm)
+{
+    if (st_ad_view_stale(t) && st_ad_view_refresh(t) != ST_OK)
+        return NULL;
+    return marked(t, permute_view(t, perm));
+}
+
+st_tensor *st_tensor_transpose(st_tensor *t, int64_t d0, int64_t d1)
+{
+    if (st_ad_view_stale(t) && st_ad_view_refresh(t) != ST_OK)
+        return NULL;
+    return marked(t, transpose_view(t, d0, d1));
+}
+
+st_tensor *st_tensor_expand(st_tensor *t, int ndim, const int64_t *shape)
+{
+    if (st_ad_view_stale(t) && st_ad_view_refresh(t) != ST_OK)
+        return NULL;
+    return marked(t, expand_view(t, ndim, shape));
+}
+
+st_tensor *st_tensor_slice(st_tensor *t, int64_t dim, int64_t start, int64_t stop, int64_t step)
+{
+    if (st_ad_view_stale(t) && st_ad_view_refresh(t) != ST_OK)
+        return NULL;
+    return marked(t, slice_view(t, dim, start, stop, step));
+}
+
+st_tensor *st_tensor_select(st_tensor *t, int64_t dim, int64_t index)
+{
+    if (st_ad_view_stale(t) && st_ad_view_refresh(t) != ST_OK)
+        return NULL;
+    return marked(t, select_view(t, dim, index));
+}
+
+st_tensor *st_tensor_squeeze(st_tensor *t, int64_t dim)
+{
+    if (st_ad_view_stale(t) && st_ad_view_refresh(t) != ST_OK)
+        return NULL;
+    return marked(t, squeeze_view(t, dim));
+}
+
+st_tensor *st_tensor_unsqueeze(st_tensor *t, int64_t dim)
+{
+    if (st_ad_view_stale(t) && st_ad_view_refresh(t) != ST_OK)
+        return NULL;
+    return marked(t, unsqueeze_view(t, dim));
 }
 
 /* ---------------- view statements ---------------- */
@@ -587,7 +654,7 @@ st_tensor *st_tensor_apply_view(st_tensor *t, st_op_id op, const st_attrs *attrs
             }
             mask[d] = true;
         }
-        return recorded(t, squeeze_mask(t, mask), ST_OP_SQUEEZE, attrs);
+        return marked(t, recorded(t, squeeze_mask(t, mask), ST_OP_SQUEEZE, attrs));
     }
     case ST_OP_UNSQUEEZE:
         return st_tensor_unsqueeze(t, attrs->i[0]);

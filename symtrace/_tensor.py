@@ -254,6 +254,10 @@ class Tensor(_C.TensorBase):
     def detach_(self):
         raise NotImplementedError("detach_() is not supported; use detach()")
 
+    def _is_view(self):
+        """True for a view made by a view function (self._base is the tensor it views)."""
+        return self._base is not None
+
     def register_hook(self, hook):
         """hook(grad) -> Tensor or None runs whenever the gradient with respect to
         this tensor is computed (a leaf's before it accumulates into .grad); a

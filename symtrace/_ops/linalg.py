@@ -324,13 +324,24 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
 
 def diagonal(input, offset=0, dim1=0, dim2=1):
     """diagonal(input, offset=0, dim1=0, dim2=1): the diagonal (col - row == offset) of the
-    planes (dim1, dim2), appended as the last dim; as torch.diagonal, except that the result
-    is a copy (an index_select), not a view: writing into it leaves input unchanged."""
+    planes (dim1, dim2), appended as the last dim; as torch.diagonal, a view of input (writes
+    into it reach input; its gradient flows to input). Inside a compiled function (a trace)
+    it is a copy made by index_select, which a graph can express: there, writing into it
+    leaves input unchanged."""
     _check_tensor(input, "diagonal")
     nd = input.dim()
     d1, d2 = _wrap(dim1, nd, "diagonal"), _wrap(dim2, nd, "diagonal")
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    if not _C._trace_active():
+        sh, sd = tuple(input.shape), input.stride()
+        R, C = sh[d1], sh[d2]
+        L = builtins.max(0, builtins.min(R, C - offset) if offset >= 0 else builtins.min(R + offset, C))
+        keep = [k for k in range(nd) if k not in (d1, d2)]
+        start = input.storage_offset() + (offset * sd[d2] if offset >= 0 else -offset * sd[d1]) if L else \
+            input.storage_offset()
+        return input.as_strided(tuple(sh[k] for k in keep) + (L,),
+                                tuple(sd[k] for k in keep) + (sd[d1] + sd[d2],), start)
     x = input.permute(*([k for k in range(nd) if k not in (d1, d2)] + [d1, d2]))
     R, C = x.shape[-2:]
     L = builtins.max(0, builtins.min(R, C - offset) if offset >= 0 else builtins.min(R + offset, C))

@@ -127,7 +127,7 @@ def test_a_tensor_the_frame_makes_stays_a_constant_of_the_graph():
         np.testing.assert_allclose(cf(x).numpy(), f(x).numpy())
 
 
-def test_as_strided_is_not_baked_into_a_graph_and_refuses_grad():
+def test_as_strided_is_not_baked_into_a_graph_and_is_differentiable():
     def f(t):
         return t.as_strided((3,), (5,), 0) * 2
 
@@ -138,6 +138,10 @@ def test_as_strided_is_not_baked_into_a_graph_and_refuses_grad():
         np.testing.assert_allclose(cf(x).numpy(), x.numpy()[:3, 0] * 2)
     assert any("as_strided" in b.reason for b in st.explain(f, x).break_reasons)
     w = st.randn(4, 5, requires_grad=True)
-    with pytest.raises(RuntimeError, match="as_strided: not differentiable"):
-        w.as_strided((2,), (1,))
+    v = w.as_strided((2, 2), (1, 5), 1)          # elements (0,1) (1,1) (0,2) (1,2), transposed
+    assert v._base is w and v.requires_grad
+    (v * st.tensor([[1., 2.], [3., 4.]])).sum().backward()
+    want = np.zeros((4, 5), np.float32)
+    want[0, 1], want[1, 1], want[0, 2], want[1, 2] = 1, 2, 3, 4
+    np.testing.assert_allclose(w.grad.numpy(), want)
     np.testing.assert_allclose(w.detach().as_strided((2,), (1,)).numpy(), w.detach().numpy()[0, :2])
