@@ -579,3 +579,28 @@ def test_autocast_cuda_compiled_step_matches_eager():
         close(lc, le, rtol=1e-4, atol=1e-5)
         close(w1.grad, ge[0], rtol=2e-2, atol=2e-3)
         close(w2.grad, ge[1], rtol=2e-2, atol=2e-3)
+
+
+def test_inplace_through_views_on_cuda():
+    """CopySlices (runtime/viewhist.c) on the GPU: positions and masks go to the device,
+    the backward zeroes the view's region there; diagonal and as_strided are views."""
+    x0, w0 = rnd(4, 5), rnd(5, seed=1)
+
+    def run(dev):
+        x = st.tensor(x0, device=dev).requires_grad_()
+        w = st.tensor(w0, device=dev).requires_grad_()
+        y = x * 2
+        z = y[0]
+        y[:, 1].mul_(3)
+        y[2].mul_(w)
+        y.t()[3].add_(1)
+        y.diagonal().add_(w[:4])
+        d = y.t().detach()          # a non-contiguous base of its own (the general path)
+        d[1].mul_(w[:4])
+        loss = (y * y).sum() + (z * z).sum() + y.as_strided((2,), (6,), 1).sum() + (d * d).sum()
+        loss.backward()
+        return loss, x.grad, w.grad, y
+
+    a, b = run("cpu"), run("cuda")
+    for u, v in zip(a, b):
+        close(v, u, rtol=1e-5, atol=1e-5)
