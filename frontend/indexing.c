@@ -1,9 +1,41 @@
 /* frontend/indexing.c - Tensor.__getitem__/__setitem__ with PyTorch's
- * indexing: ints, slices (step > 0), None, Ellipsis, True/False, tuples of
- * those (results are views sharing storage); plus one advanced index per
- * subscript: a 1-D (or n-D) int tensor / list of ints (index_select) or a
- * bool mask over consecutive dims (reads: the selected elements; writes:
- * a where()-style fill). */
+ * indexing. Basic items: ints, slices (step > 0), None, Ellipsis,
+ * True/False, tuples of those (results are views sharing storage).
+ * Advanced items, any number per subscript: int tensors / lists of ints
+ * (nested lists: n-D indices; float lists truncate to int64, as torch's
+ * conversion does) and bool masks (a k-D mask counts as k index tensors,
+ * its nonzero() coordinates); True/False and 0-d bool tensors are
+ * advanced too (an index [0] / [] on an unsqueezed dim, as torch's) once a
+ * key has another advanced item or True/False (alone, a view gives the
+ * same result). A
+ * 0-d int tensor is an int. A top-level list holding sequences, tensors,
+ * slices, None or Ellipsis is a tuple, with torch's deprecation warning.
+ *
+ * Reads (gather_adv): the basic items apply first as views (apply_basic);
+ * the index shapes broadcast together (torch's rules); dims of that view
+ * merge into one (a reshape: a view when their strides allow, else a
+ * recorded copy) and one index_select (any device) reads it at positions
+ * computed on the host from the index values (read_ints_host): for each
+ * element of the broadcast shape, sum(idx_g * stride of g in the merged
+ * dim). Placement as torch/numpy: the broadcast index dims replace the
+ * advanced dims in place when these are adjacent, else (separated by a
+ * slice, None or Ellipsis) they go first. Adjacent: the advanced dims
+ * merge. Separated: either the span from the first advanced dim to the
+ * last merges and the dims between are read too (positions [n, m], an
+ * outer sum on the device; then the index dims are permuted first), or,
+ * when that would read more than the span holds, the advanced dims are
+ * permuted to the front and merged (a copy of the view). Results are
+ * copies (no _base); the gradient is index_select's (scatter_add:
+ * repeated positions accumulate). Errors as torch's: index shapes that do
+ * not broadcast, out-of-bounds values (dimension: the index tensor's
+ * ordinal among the indices, checked in torch's order: element by element,
+ * index by index; none when the result is empty).
+ *
+ * Writes: basic keys, and one bool mask with a number or a one-element
+ * value, write in place (a view copy / a where()-style fill); int
+ * indices, several advanced items, other mask values, or a write autograd
+ * must record go through symtrace._tensor._setitem_functional (positions
+ * from an arange read with the same key, then index_copy). */
 #include "st_fe.h"
 
 #include <stdlib.h>
@@ -19,13 +51,30 @@ typedef struct {
     Py_ssize_t start, stop, step;
     st_tensor *adv;             /* IT_ADV: owned */
     bool mask;                  /* IT_ADV: adv is a bool mask */
+    int dim;                    /* advanced (IT_ADV, or IT_BOOL in an
+                                   advanced key): its first dim in the
+                                   result of apply_basic */
 } item;
 
 typedef struct {
     item it[MAX_ITEMS];
     int n;
-    int adv;                    /* index of the advanced item or -1 */
+    int adv;                    /* index of the first IT_ADV item or -1 */
+    int nbool;                  /* IT_BOOL items */
+    int nadv;                   /* advanced items: IT_ADV ones, plus the
+                                   IT_BOOL ones when there is an IT_ADV or
+                                   another IT_BOOL */
 } key_t_;
+
+/* Whether item it of key k is advanced (see nadv). torch makes every
+ * True/False an index tensor; a lone one without other advanced items
+ * stays a view here (the same shape and values: unsqueeze, and for False
+ * an empty slice). */
+static bool is_adv(const key_t_ *k, const item *it)
+{
+    return it->k == IT_ADV ||
+           (it->k == IT_BOOL && (k->adv >= 0 || k->nbool > 1));
+}
 
 static void key_clear(key_t_ *k)
 {
@@ -197,12 +246,18 @@ static int parse_item(PyObject *o, item *it)
         (PyObject_CheckBuffer(o) && !PyBytes_Check(o) &&
          !PyByteArray_Check(o))) {
         st_tensor *t;
+        st_dtype i64 = ST_INT64;
         if ((PyList_Check(o) || PyTuple_Check(o)) &&
             PySequence_Size(o) == 0) {
-            st_dtype i64 = ST_INT64;
             t = st_fe_tensor_from_data(o, &i64);
         } else {
             t = st_fe_tensor_from_data(o, NULL);
+            if (t && st_dtype_is_float(t->dtype)) {
+                /* torch's indexing_tensor_from_data: data that is not
+                 * bool becomes int64 (floats truncate) */
+                st_tensor_decref(t);
+                t = st_fe_tensor_from_data(o, &i64);
+            }
         }
         if (!t) {
             if (PyErr_ExceptionMatches(PyExc_TypeError)) {
@@ -224,49 +279,82 @@ static int parse_item(PyObject *o, item *it)
     return index_error_types(o);
 }
 
+/* torch's treatSequenceAsTuple (numpy's old heuristic): a list key of
+ * fewer than 32 items holding a tensor, a sequence, a slice, None or
+ * Ellipsis is the tuple of its items (x[[rows, cols]] is x[rows, cols]),
+ * with torch's deprecation warning. 1: a tuple, 0: not, -1: error (the
+ * warning raised). */
+static int list_as_tuple(PyObject *key)
+{
+    if (!PyList_Check(key) || PyList_GET_SIZE(key) >= 32)
+        return 0;
+    for (Py_ssize_t j = 0; j < PyList_GET_SIZE(key); j++) {
+        PyObject *o = PyList_GET_ITEM(key, j);
+        if (st_fe_is_tensor(o) || PySequence_Check(o) || PySlice_Check(o) ||
+            o == Py_None || o == Py_Ellipsis)
+            return PyErr_WarnEx(PyExc_UserWarning,
+                                "Using a non-tuple sequence for "
+                                "multidimensional indexing is deprecated "
+                                "(as in torch); use x[tuple(seq)] instead of "
+                                "x[seq]: torch will read it as a tensor "
+                                "index, x[torch.tensor(seq)], which will "
+                                "give an error or a different result", 1) < 0
+                       ? -1 : 1;
+    }
+    return 0;
+}
+
 static int parse_key(PyObject *key, key_t_ *k)
 {
     k->n = 0;
     k->adv = -1;
-    if (PyTuple_Check(key)) {
-        Py_ssize_t n = PyTuple_GET_SIZE(key);
+    k->nbool = 0;
+    k->nadv = 0;
+    int as_tuple = PyTuple_Check(key) ? 1 : list_as_tuple(key);
+    if (as_tuple < 0)
+        return -1;
+    if (as_tuple) {
+        /* a list key is copied: parsing an item may run Python code */
+        PyObject *tup = PySequence_Tuple(key);
+        if (!tup)
+            return -1;
+        Py_ssize_t n = PyTuple_GET_SIZE(tup);
         if (n > MAX_ITEMS) {
             PyErr_Format(PyExc_IndexError, "too many indices (%zd)", n);
+            Py_DECREF(tup);
             return -1;
         }
         for (Py_ssize_t j = 0; j < n; j++) {
-            if (parse_item(PyTuple_GET_ITEM(key, j), &k->it[k->n]) < 0) {
+            if (parse_item(PyTuple_GET_ITEM(tup, j), &k->it[k->n]) < 0) {
                 key_clear(k);
+                Py_DECREF(tup);
                 return -1;
             }
             k->n++;
         }
+        Py_DECREF(tup);
     } else {
         if (parse_item(key, &k->it[0]) < 0)
             return -1;
         k->n = 1;
     }
     for (int j = 0; j < k->n; j++) {
-        if (k->it[j].k != IT_ADV)
-            continue;
-        if (k->adv >= 0) {
-            key_clear(k);
-            PyErr_SetString(PyExc_NotImplementedError,
-                            "symtrace indexing supports one advanced index "
-                            "(a tensor or list) per subscript");
-            return -1;
-        }
-        k->adv = j;
+        if (k->it[j].k == IT_ADV && k->adv < 0)
+            k->adv = j;
+        k->nbool += k->it[j].k == IT_BOOL;
     }
+    for (int j = 0; j < k->n; j++)
+        if (is_adv(k, &k->it[j]))
+            k->nadv++;
     return 0;
 }
 
 /* ---- applying the basic part ----
- * On success *out is a new tensor (never self itself), *adv_dim the
- * position of the advanced item's dims in *out and *adv_src its first dim
- * in self. */
-static int apply_basic(st_tensor *self, key_t_ *k, st_tensor **out,
-                       int *adv_dim, int *adv_src)
+ * Ints select, slices slice, None (and True/False) unsqueeze; advanced
+ * items leave their dims in place. On success *out is a new tensor (never
+ * self itself) and each advanced item's dim is set: the position of its
+ * dims in *out. */
+static int apply_basic(st_tensor *self, key_t_ *k, st_tensor **out)
 {
     int consumed = 0, ellipses = 0;
     for (int j = 0; j < k->n; j++) {
@@ -298,8 +386,6 @@ static int apply_basic(st_tensor *self, key_t_ *k, st_tensor **out,
     st_tensor *cur = self;
     st_tensor_incref(cur);
     int d = 0, src = 0;
-    *adv_dim = -1;
-    *adv_src = -1;
     for (int j = 0; j < k->n; j++) {
         item *it = &k->it[j];
         st_tensor *nx = NULL;
@@ -337,7 +423,10 @@ static int apply_basic(st_tensor *self, key_t_ *k, st_tensor **out,
             break;
         case IT_BOOL:
             nx = st_tensor_unsqueeze(cur, d);
-            if (nx && !it->i) {
+            if (is_adv(k, it)) {
+                /* torch: an index [0] (True) or [] (False) on the new dim */
+                it->dim = d;
+            } else if (nx && !it->i) {
                 st_tensor *e = st_tensor_slice(nx, d, 0, 0, 1);
                 st_tensor_decref(nx);
                 nx = e;
@@ -352,8 +441,7 @@ static int apply_basic(st_tensor *self, key_t_ *k, st_tensor **out,
         }
         case IT_ADV: {
             int span = it->mask ? it->adv->ndim : 1;
-            *adv_dim = d;
-            *adv_src = src;
+            it->dim = d;
             d += span;
             src += span;
             continue;
@@ -367,8 +455,9 @@ static int apply_basic(st_tensor *self, key_t_ *k, st_tensor **out,
         st_tensor_decref(cur);
         cur = nx;
     }
-    if (cur == self) {
-        /* a fresh alias: x[()] / x[...] return a new view, not self */
+    if (cur == self && k->nadv == 0) {
+        /* a fresh alias: x[()] / x[...] return a new view, not self (an
+         * advanced key makes a copy of it anyway) */
         st_tensor *u = st_tensor_unsqueeze(cur, 0);
         st_tensor *v = u ? st_tensor_select(u, 0, 0) : NULL;
         if (u)
@@ -384,9 +473,9 @@ static int apply_basic(st_tensor *self, key_t_ *k, st_tensor **out,
     return 0;
 }
 
-/* Checks a mask against cur's dims [dim, dim + mask->ndim). */
-static int check_mask(st_tensor *self, st_tensor *cur, st_tensor *mask,
-                      int dim, int src)
+/* Checks a mask against cur's dims [dim, dim + mask->ndim); the message
+ * names cur (the tensor after the basic items) and its dim, as torch's. */
+static int check_mask(st_tensor *cur, st_tensor *mask, int dim)
 {
     for (int j = 0; j < mask->ndim; j++) {
         if (mask->shape[j] != cur->shape[dim + j]) {
@@ -395,7 +484,7 @@ static int check_mask(st_tensor *self, st_tensor *cur, st_tensor *mask,
                          "The shape of the mask %s at index %d does not "
                          "match the shape of the indexed tensor %s at index "
                          "%d", shp(mask, b1, sizeof b1), j,
-                         shp(self, b2, sizeof b2), src + j);
+                         shp(cur, b2, sizeof b2), dim + j);
             return -1;
         }
     }
@@ -417,90 +506,416 @@ static st_tensor *index_select(st_tensor *x, st_tensor *idx, int dim)
     return out[0];
 }
 
-/* cur[..., index, ...] at dim (index: int tensor of any rank >= 1). */
-static st_tensor *gather_index(st_tensor *cur, st_tensor *index, int dim,
-                               int src)
+/* ---- advanced indexing (reads) ----
+ * One advanced item as torch's index tensors over dims [dim, dim + span)
+ * of cur: its values index those dims merged (row-major; size is their
+ * product). An int index: span 1, its own values and shape. A k-D mask:
+ * span k, the flat positions of its true elements, shape [count]. True /
+ * False in an advanced key: span 1 (the unsqueezed dim), [0] or []. */
+typedef struct {
+    int dim, span;
+    int64_t size;
+    int ndim;
+    int64_t shape[ST_MAX_DIMS];
+    int64_t *v;                 /* owned, host */
+    bool in_range;              /* mask/bool: values known in range */
+    int ord;                    /* torch's ordinal of its (first) index */
+    int64_t bstr[ST_MAX_DIMS];  /* element stride per broadcast dim */
+    int64_t mul;                /* its stride in the merged dim */
+} adv_group;
+
+/* Fills g[0..*ng) from k's advanced items (on error the caller frees
+ * g[j].v for j < *ng). Mask shapes are checked here, as torch does before
+ * broadcasting. */
+static int adv_groups(st_tensor *cur, key_t_ *k, adv_group *g, int *ng)
 {
-    int64_t n;
-    int64_t *v = read_ints_host(index, &n);
-    if (!v)
-        return NULL;
-    int64_t size = cur->shape[dim];
-    for (int64_t j = 0; j < n; j++) {
-        if (v[j] < -size || v[j] >= size) {
-            PyErr_Format(PyExc_IndexError,
-                         "index %lld is out of bounds for dimension %d with "
-                         "size %lld", (long long)v[j], src, (long long)size);
-            free(v);
-            return NULL;
+    int ord = 0;
+    *ng = 0;
+    for (int j = 0; j < k->n; j++) {
+        item *it = &k->it[j];
+        if (!is_adv(k, it))
+            continue;
+        adv_group *a = &g[(*ng)++];
+        memset(a, 0, sizeof *a);
+        a->dim = it->dim;
+        a->ord = ord;
+        a->ndim = 1;
+        if (it->k == IT_BOOL) {
+            a->span = 1;
+            a->size = 1;
+            a->shape[0] = it->i ? 1 : 0;
+            a->in_range = true;
+            if (!(a->v = calloc(1, sizeof(int64_t)))) {
+                PyErr_NoMemory();
+                return -1;
+            }
+        } else if (it->mask) {
+            if (check_mask(cur, it->adv, it->dim) < 0)
+                return -1;
+            int64_t n, cnt = 0;
+            if (!(a->v = read_ints_host(it->adv, &n)))
+                return -1;
+            for (int64_t e = 0; e < n; e++)
+                if (a->v[e])
+                    a->v[cnt++] = e;
+            a->span = it->adv->ndim;
+            a->size = n;
+            a->shape[0] = cnt;
+            a->in_range = true;
+        } else {
+            int64_t n;
+            if (!(a->v = read_ints_host(it->adv, &n)))
+                return -1;
+            a->span = 1;
+            a->size = cur->shape[it->dim];
+            a->ndim = it->adv->ndim;
+            memcpy(a->shape, it->adv->shape, sizeof(int64_t) * (size_t)a->ndim);
         }
-        if (v[j] < 0)
-            v[j] += size;
+        ord += a->span;
     }
-    st_tensor *it = ints_to_tensor(st_tensor_device(cur), v, n);
-    free(v);
-    if (!it)
+    return 0;
+}
+
+/* torch's broadcast of the index shapes (a k-D mask counts k times in the
+ * message, as its k nonzero() index tensors do). */
+static int adv_broadcast(adv_group *g, int ng, int64_t *bshape, int *bnd)
+{
+    int nd = 0;
+    for (int j = 0; j < ng; j++)
+        if (g[j].ndim > nd)
+            nd = g[j].ndim;
+    for (int d = 0; d < nd; d++)
+        bshape[d] = 1;
+    bool ok = true;
+    for (int j = 0; j < ng; j++)
+        for (int d = 0; d < g[j].ndim; d++) {
+            int64_t s = g[j].shape[d], *b = &bshape[nd - g[j].ndim + d];
+            if (*b == 1)
+                *b = s;
+            else if (s != 1 && s != *b)
+                ok = false;
+        }
+    if (!ok) {
+        char msg[1024], b1[128];
+        size_t o = 0;
+        msg[0] = 0;
+        for (int j = 0; j < ng; j++)
+            for (int r = 0; r < g[j].span && o < sizeof msg; r++) {
+                int w = snprintf(msg + o, sizeof msg - o, "%s%s",
+                                 o ? ", " : "",
+                                 st_shape_str(g[j].shape, g[j].ndim, b1,
+                                              sizeof b1));
+                o += w > 0 ? (size_t)w : 0;
+            }
+        PyErr_Format(PyExc_IndexError,
+                     "shape mismatch: indexing tensors could not be "
+                     "broadcast together with shapes %s", msg);
+        return -1;
+    }
+    for (int j = 0; j < ng; j++) {
+        int64_t st = 1;
+        for (int d = nd - 1; d >= 0; d--) {
+            int e = d - (nd - g[j].ndim);   /* g[j]'s own dim, or < 0 */
+            g[j].bstr[d] = e >= 0 && g[j].shape[e] != 1 ? st : 0;
+            if (e >= 0)
+                st *= g[j].shape[e];
+        }
+    }
+    *bnd = nd;
+    return 0;
+}
+
+/* The position, in the merged dim, of every element of the broadcast index
+ * shape: sum(idx_g * mul_g) (host; values wrapped and bounds-checked in
+ * torch's order: element by element, index by index). A new array of n. */
+static int64_t *adv_positions(adv_group *g, int ng, const int64_t *bshape,
+                              int bnd, int64_t n)
+{
+    int64_t *lin = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+    if (!lin) {
+        PyErr_NoMemory();
         return NULL;
-    st_tensor *r = index_select(cur, it, dim);
-    st_tensor_decref(it);
-    if (!r || index->ndim == 1)
-        return r;
-    int nd = cur->ndim - 1 + index->ndim;
+    }
+    int64_t pos[ST_MAX_DIMS] = {0}, off[MAX_ITEMS] = {0};
+    for (int64_t e = 0; e < n; e++) {
+        int64_t l = 0;
+        for (int j = 0; j < ng; j++) {
+            int64_t x = g[j].v[off[j]], size = g[j].size;
+            if (!g[j].in_range) {
+                if (x < -size || x >= size) {
+                    PyErr_Format(PyExc_IndexError,
+                                 "index %lld is out of bounds for dimension "
+                                 "%d with size %lld", (long long)x, g[j].ord,
+                                 (long long)size);
+                    free(lin);
+                    return NULL;
+                }
+                if (x < 0)
+                    x += size;
+            }
+            l += x * g[j].mul;
+        }
+        lin[e] = l;
+        for (int d = bnd - 1; d >= 0; d--) {
+            for (int j = 0; j < ng; j++)
+                off[j] += g[j].bstr[d];
+            if (++pos[d] < bshape[d])
+                break;
+            for (int j = 0; j < ng; j++)
+                off[j] -= g[j].bstr[d] * bshape[d];
+            pos[d] = 0;
+        }
+    }
+    return lin;
+}
+
+/* A contiguous copy of t that is no view (eager COPY, recorded). */
+static st_tensor *fresh_copy(st_tensor *t)
+{
+    st_operand op = {.t = t};
+    st_attrs a;
+    memset(&a, 0, sizeof a);
+    st_tensor *given[ST_MAX_OUT] = {0}, *out[ST_MAX_OUT] = {0};
+    if (st_rt_eager(ST_OP_COPY, &op, 1, &a, given, out) < 0) {
+        st_fe_raise();
+        return NULL;
+    }
+    return out[0];
+}
+
+/* An int64 tensor of shape [n, m] on dev: a[i] + b[j] (eager ADD, on the
+ * device), flattened. a: n values, b: m values (host). */
+static st_tensor *outer_sum(st_device *dev, const int64_t *a, int64_t n,
+                            const int64_t *b, int64_t m)
+{
+    st_tensor *ta = ints_to_tensor(dev, a, n), *tb = NULL, *ra = NULL,
+              *rb = NULL, *r = NULL;
+    int64_t sa[2] = {n, 1}, sb[2] = {1, m}, nm = n * m;
+    if (ta && (tb = ints_to_tensor(dev, b, m)) &&
+        (ra = st_tensor_reshape(ta, 2, sa, false)) &&
+        (rb = st_tensor_reshape(tb, 2, sb, false))) {
+        st_operand in[2] = {{.t = ra}, {.t = rb}};
+        st_attrs at;
+        memset(&at, 0, sizeof at);
+        st_tensor *given[ST_MAX_OUT] = {0}, *out[ST_MAX_OUT] = {0};
+        if (st_rt_eager(ST_OP_ADD, in, 2, &at, given, out) >= 0) {
+            r = st_tensor_reshape(out[0], 1, &nm, false);
+            st_tensor_decref(out[0]);
+        }
+    }
+    if (!r && !PyErr_Occurred())
+        st_fe_raise();
+    if (ta)
+        st_tensor_decref(ta);
+    if (tb)
+        st_tensor_decref(tb);
+    if (ra)
+        st_tensor_decref(ra);
+    if (rb)
+        st_tensor_decref(rb);
+    return r;
+}
+
+/* cur[advanced items of k] (cur: apply_basic's result, dims as recorded
+ * in k's items): a new tensor, read by one index_select along one merged
+ * dim of cur, in one of two ways:
+ * - ranged (adjacent advanced dims; or separated ones when the positions
+ *   read are no more than the elements of the dims spanned): the dims from
+ *   the first advanced one to the last merge (a view when their strides
+ *   allow); the positions are the advanced ones (n) plus, for separated
+ *   items, the offsets of the dims between them (m), read as [n, m]: the
+ *   broadcast index shape replaces the advanced dims in place (adjacent)
+ *   or goes first (separated: a permute and a copy of the result);
+ * - front: the advanced dims are permuted to the front and merged (a copy
+ *   of cur) and the broadcast index shape replaces that first dim. */
+static st_tensor *gather_adv(st_tensor *cur, key_t_ *k)
+{
+    adv_group g[MAX_ITEMS];
+    int ng = 0, bnd = 0, span = 0, nd, at, o = 0, first, end;
+    int64_t bshape[ST_MAX_DIMS], shape[ST_MAX_DIMS], *lin = NULL,
+            *mid = NULL;
+    int64_t size = 1, n = 1, nsel, rsize = 1, m = 1, rstr[ST_MAX_DIMS];
+    bool adjacent = true, ranged, is_adv_dim[ST_MAX_DIMS] = {0};
+    st_tensor *base = NULL, *r = NULL, *it = NULL;
+    st_device *dev = st_tensor_device(cur);
+    if (adv_groups(cur, k, g, &ng) < 0 ||
+        adv_broadcast(g, ng, bshape, &bnd) < 0)
+        goto done;
+    for (int j = 0; j < ng; j++) {
+        if (j && g[j].dim != g[j - 1].dim + g[j - 1].span)
+            adjacent = false;
+        span += g[j].span;
+        for (int s = 0; s < g[j].span; s++)
+            is_adv_dim[g[j].dim + s] = true;
+        if (__builtin_mul_overflow(size, g[j].size, &size))
+            goto too_big;
+    }
+    for (int d = 0; d < bnd; d++)
+        if (__builtin_mul_overflow(n, bshape[d], &n))
+            goto too_big;
+    nd = cur->ndim - span + bnd;
     if (nd > ST_MAX_DIMS) {
-        st_tensor_decref(r);
         PyErr_Format(PyExc_IndexError,
                      "indexing result would have %d dimensions (at most %d)",
                      nd, ST_MAX_DIMS);
-        return NULL;
+        goto done;
     }
-    int64_t shape[ST_MAX_DIMS];
-    int o = 0;
-    for (int j = 0; j < dim; j++)
-        shape[o++] = cur->shape[j];
-    for (int j = 0; j < index->ndim; j++)
-        shape[o++] = index->shape[j];
-    for (int j = dim + 1; j < cur->ndim; j++)
-        shape[o++] = cur->shape[j];
-    st_tensor *rr = st_tensor_reshape(r, nd, shape, false);
-    st_tensor_decref(r);
-    if (!rr)
+    first = g[0].dim;
+    end = g[ng - 1].dim + g[ng - 1].span;
+    for (int d = end - 1; d >= first; d--) {
+        rstr[d] = rsize;
+        if (__builtin_mul_overflow(rsize, cur->shape[d], &rsize))
+            goto too_big;
+        if (!is_adv_dim[d])
+            m *= cur->shape[d];
+    }
+    ranged = adjacent || (double)n * (double)m <= (double)rsize;
+    if (ranged) {
+        for (int j = 0; j < ng; j++)
+            g[j].mul = rstr[g[j].dim + g[j].span - 1];
+    } else {
+        int64_t mul = 1;
+        for (int j = ng - 1; j >= 0; j--) {
+            g[j].mul = mul;
+            mul *= g[j].size;
+        }
+    }
+    /* torch checks index values as it reads elements: none (and no
+     * error) when the result is empty, through another dim of size 0 */
+    nsel = n;
+    for (int d = 0; d < cur->ndim; d++)
+        if (!is_adv_dim[d] && cur->shape[d] == 0)
+            nsel = 0;
+    if (!(lin = adv_positions(g, ng, bshape, bnd, nsel)))
+        goto done;
+    if (ranged) {
+        /* base: cur with dims [first, end) merged into dim `at` */
+        at = first;
+        for (int d = 0; d < at; d++)
+            shape[o++] = cur->shape[d];
+        shape[o++] = rsize;
+        for (int d = end; d < cur->ndim; d++)
+            shape[o++] = cur->shape[d];
+        if (end - first == 1) {
+            base = cur;
+            st_tensor_incref(base);
+        } else {
+            base = st_tensor_reshape(cur, o, shape, false);
+        }
+        if (adjacent) {
+            it = ints_to_tensor(dev, lin, nsel);
+        } else {
+            /* the offsets of the dims between the advanced ones */
+            int64_t pos[ST_MAX_DIMS] = {0}, off = 0;
+            if (!(mid = malloc(sizeof(int64_t) * (size_t)(m ? m : 1)))) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            for (int64_t e = 0; e < m; e++) {
+                mid[e] = off;
+                for (int d = end - 1; d >= first; d--) {
+                    if (is_adv_dim[d])
+                        continue;
+                    off += rstr[d];
+                    if (++pos[d] < cur->shape[d])
+                        break;
+                    off -= rstr[d] * cur->shape[d];
+                    pos[d] = 0;
+                }
+            }
+            it = outer_sum(dev, lin, nsel, mid, m);
+        }
+    } else {
+        int64_t perm[ST_MAX_DIMS];
+        int p = 0;
+        at = 0;
+        for (int d = 0; d < cur->ndim; d++)
+            if (is_adv_dim[d])
+                perm[p++] = d;
+        shape[o++] = size;
+        for (int d = 0; d < cur->ndim; d++)
+            if (!is_adv_dim[d]) {
+                perm[p++] = d;
+                shape[o++] = cur->shape[d];
+            }
+        st_tensor *pt = st_tensor_permute(cur, perm);
+        base = pt ? st_tensor_reshape(pt, o, shape, false) : NULL;
+        if (pt)
+            st_tensor_decref(pt);
+        if (base)
+            it = ints_to_tensor(dev, lin, nsel);
+    }
+    if (!base) {
         st_fe_raise();
-    return rr;
-}
-
-/* cur[..., mask, ...]: the mask's dims merge into one of size count. */
-static st_tensor *gather_mask(st_tensor *cur, st_tensor *mask, int dim)
-{
-    int64_t n;
-    int64_t *v = read_ints_host(mask, &n);
-    if (!v)
-        return NULL;
-    int64_t cnt = 0;
-    for (int64_t j = 0; j < n; j++)
-        if (v[j])
-            v[cnt++] = j;
-    int64_t shape[ST_MAX_DIMS];
-    int o = 0;
-    for (int j = 0; j < dim; j++)
-        shape[o++] = cur->shape[j];
-    shape[o++] = n;
-    for (int j = dim + mask->ndim; j < cur->ndim; j++)
-        shape[o++] = cur->shape[j];
-    st_tensor *flat = st_tensor_reshape(cur, o, shape, false);
-    if (!flat) {
-        free(v);
-        st_fe_raise();
-        return NULL;
+        goto done;
     }
-    st_tensor *it = ints_to_tensor(st_tensor_device(cur), v, cnt);
-    free(v);
-    if (!it) {
-        st_tensor_decref(flat);
-        return NULL;
+    if (!it)
+        goto done;
+    r = index_select(base, it, at);
+    if (r) {
+        /* the merged dim becomes the broadcast index shape (and, ranged
+         * and separated, the dims between the advanced ones) */
+        int64_t rs[ST_MAX_DIMS];
+        int q = 0;
+        for (int d = 0; d < at; d++)
+            rs[q++] = base->shape[d];
+        for (int d = 0; d < bnd; d++)
+            rs[q++] = bshape[d];
+        if (ranged && !adjacent)
+            for (int d = first; d < end; d++)
+                if (!is_adv_dim[d])
+                    rs[q++] = cur->shape[d];
+        for (int d = at + 1; d < base->ndim; d++)
+            rs[q++] = base->shape[d];
+        st_tensor *sel = r, *v = r;
+        st_tensor_incref(sel);
+        if (q != v->ndim || bnd != 1 || nsel != n) {
+            v = st_tensor_reshape(sel, q, rs, false);
+        } else {
+            st_tensor_incref(v);
+        }
+        if (v && ranged && !adjacent && at > 0) {
+            /* separated: the index dims go first */
+            int64_t perm[ST_MAX_DIMS];
+            int p = 0;
+            for (int d = 0; d < bnd; d++)
+                perm[p++] = at + d;
+            for (int d = 0; d < v->ndim; d++)
+                if (d < at || d >= at + bnd)
+                    perm[p++] = d;
+            st_tensor *pt = st_tensor_permute(v, perm);
+            st_tensor_decref(v);
+            v = pt;
+        }
+        st_tensor_decref(r);
+        st_tensor_decref(sel);
+        /* a view of index_select's result, which nothing else holds: a
+         * tensor of its own (no _base), as torch's; contiguous as torch's
+         * (the separated case's permute is copied) */
+        r = v;
+        if (v && v != sel && !st_tensor_is_contiguous(v)) {
+            r = fresh_copy(v);
+            st_tensor_decref(v);
+        } else if (v && v != sel) {
+            st_view_unbase(v);
+        }
+        if (!r && !PyErr_Occurred())
+            st_fe_raise();
     }
-    st_tensor *r = index_select(flat, it, dim);
-    st_tensor_decref(it);
-    st_tensor_decref(flat);
+    goto done;
+too_big:
+    PyErr_SetString(PyExc_IndexError,
+                    "indexing: the indexed dims or the broadcast index "
+                    "shape hold more than 2**63 elements");
+done:
+    if (it)
+        st_tensor_decref(it);
+    if (base)
+        st_tensor_decref(base);
+    free(lin);
+    free(mid);
+    for (int j = 0; j < ng; j++)
+        free(g[j].v);
     return r;
 }
 
@@ -511,25 +926,15 @@ PyObject *st_fe_getitem(PyObject *self, PyObject *key)
     if (parse_key(key, &k) < 0)
         return NULL;
     st_tensor *cur;
-    int adim, asrc;
-    if (apply_basic(t, &k, &cur, &adim, &asrc) < 0) {
+    if (apply_basic(t, &k, &cur) < 0) {
         key_clear(&k);
         return NULL;
     }
-    if (k.adv >= 0) {
-        item *it = &k.it[k.adv];
-        st_tensor *r;
-        if (it->mask) {
-            r = check_mask(t, cur, it->adv, adim, asrc) < 0
-                    ? NULL : gather_mask(cur, it->adv, adim);
-        } else {
-            r = gather_index(cur, it->adv, adim, asrc);
-        }
+    if (k.nadv > 0) {
+        st_tensor *r = gather_adv(cur, &k);
         st_tensor_decref(cur);
         key_clear(&k);
-        if (!r)
-            return NULL;
-        return st_fe_wrap(r);
+        return r ? st_fe_wrap(r) : NULL;
     }
     key_clear(&k);
     return st_fe_wrap(cur);
@@ -739,7 +1144,8 @@ static int write_view(st_tensor *self, st_tensor *dst, PyObject *value)
     return r;
 }
 
-/* cur[mask over dims [dim, dim+k)] = value: where(mask, value, cur). */
+/* cur[mask over dims [dim, dim+k)] = value (a number or a one-element
+ * tensor): where(mask, value, cur). */
 static int write_mask(st_tensor *self, st_tensor *cur, st_tensor *mask,
                       int dim, PyObject *value)
 {
@@ -765,26 +1171,10 @@ static int write_mask(st_tensor *self, st_tensor *cur, st_tensor *mask,
         /* the result must cast into cur (where() would promote) */
         scalar_for_dtype(&in[1], cur->dtype);
     } else {
-        st_tensor *v = st_fe_is_tensor(value) ? st_fe_unwrap(value) : NULL;
-        if (v)
-            st_tensor_incref(v);
-        else if (!(v = st_fe_tensor_from_data(value, &cur->dtype)))
+        /* a one-element tensor (setitem_functional takes other values) */
+        st_tensor *v = cast_to(st_fe_unwrap(value), cur->dtype);
+        if (!v)
             goto done;
-        if (st_tensor_numel(v) != 1) {
-            char b1[128];
-            PyErr_Format(PyExc_NotImplementedError,
-                         "symtrace: x[mask] = value supports a number or a "
-                         "one-element tensor (got a value of shape %s); use "
-                         "symtrace.where(mask, value, x)",
-                         shp(v, b1, sizeof b1));
-            st_tensor_decref(v);
-            goto done;
-        }
-        st_tensor *c = cast_to(v, cur->dtype);
-        st_tensor_decref(v);
-        if (!c)
-            goto done;
-        v = c;
         int64_t ones[ST_MAX_DIMS];
         for (int j = 0; j < cur->ndim; j++)
             ones[j] = 1;
@@ -810,13 +1200,21 @@ done:
 }
 
 /* Whether t[key] = value goes through symtrace._tensor._setitem_functional
- * rather than a write into a view: an index tensor or list in the key, or
- * a write autograd must record (t, not a leaf that requires grad, or the
- * value requires grad), which a view cannot carry to its base. A leaf
- * that requires grad keeps the in-place error. */
+ * rather than a write into a view: an index tensor or list in the key,
+ * several advanced items (masks, or True/False beside one), one mask with
+ * a value that is not a number or a one-element tensor, or a write
+ * autograd must record (t, not a leaf that requires grad, or the value
+ * requires grad), which a view cannot carry to its base. A leaf that
+ * requires grad keeps the in-place error. */
 static bool setitem_functional(st_tensor *t, key_t_ *k, PyObject *value)
 {
-    if (k->adv >= 0 && !k->it[k->adv].mask)
+    if (k->nadv > 1 || (k->adv >= 0 && !k->it[k->adv].mask))
+        return true;
+    /* one mask: write_mask takes a number or a one-element tensor; other
+     * values broadcast to the selected elements there */
+    if (k->adv >= 0 && !is_number(value) &&
+        !(st_fe_is_tensor(value) &&
+          st_tensor_numel(st_fe_unwrap(value)) == 1))
         return true;
     if (!st_ad_grad_enabled() || (t->requires_grad && !t->grad_fn))
         return false;
@@ -855,36 +1253,31 @@ int st_fe_setitem(PyObject *self, PyObject *key, PyObject *value)
         return call_setitem_functional(self, key, value);
     }
     if (t->requires_grad && !t->grad_fn && st_ad_grad_enabled()) {
+        /* torch: a basic key writes into a view, a mask by index_put_ */
+        PyErr_SetString(PyExc_RuntimeError,
+                        k.nadv ? "a leaf Variable that requires grad is being "
+                                 "used in an in-place operation."
+                               : "a view of a leaf Variable that requires grad "
+                                 "is being used in an in-place operation.");
         key_clear(&k);
-        PyErr_SetString(PyExc_RuntimeError, "a view of a leaf Variable that requires grad "
-                        "is being used in an in-place operation.");
         return -1;
     }
     st_tensor *cur;
-    int adim, asrc;
-    if (apply_basic(t, &k, &cur, &adim, &asrc) < 0) {
+    if (apply_basic(t, &k, &cur) < 0) {
         key_clear(&k);
         return -1;
     }
     int r;
     if (k.adv >= 0) {
+        /* one bool mask (setitem_functional took every other advanced
+         * key) */
         item *it = &k.it[k.adv];
-        if (!it->mask) {
-            PyErr_SetString(PyExc_NotImplementedError,
-                            "symtrace: assignment through an index tensor or"
-                            " list (x[idx] = v) is not supported yet; use a "
-                            "bool mask, basic indexing, or symtrace.where");
-            r = -1;
-        } else {
-            r = check_mask(t, cur, it->adv, adim, asrc) < 0
-                    ? -1 : write_mask(t, cur, it->adv, adim, value);
-        }
+        r = check_mask(cur, it->adv, it->dim) < 0
+                ? -1 : write_mask(t, cur, it->adv, it->dim, value);
     } else {
         r = write_view(t, cur, value);
     }
     st_tensor_decref(cur);
     key_clear(&k);
-    if (r == 0)
-        t->storage->version++;
-    return r;
+    return r; /* the write moved t's version on (runtime/exec.c) */
 }

@@ -59,10 +59,10 @@ int st_fe_eager_into(st_op_id op, const st_operand *in, int nin,
 /* Shape tuple object for a tensor. */
 PyObject *st_fe_shape_tuple(const int64_t *shape, int ndim);
 
-/* ---- indexing (frontend/indexing.c): basic indexing as PyTorch does it:
- * ints, slices with steps, None, Ellipsis, negative indices, bool scalars,
- * plus a 1-D int64 tensor or list of ints on a single dim (index_select)
- * and a bool tensor mask for reads. */
+/* ---- indexing (frontend/indexing.c): PyTorch's indexing: ints, slices
+ * with steps, None, Ellipsis, negative indices, bool scalars (views), and
+ * any number of advanced items (int tensors, lists, bool masks) broadcast
+ * together, read by index_select and written through _setitem_functional. */
 PyObject *st_fe_getitem(PyObject *self, PyObject *key);
 int st_fe_setitem(PyObject *self, PyObject *key, PyObject *value);
 

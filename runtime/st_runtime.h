@@ -328,6 +328,9 @@ bool st_ad_node_is_view(const st_ad_node *n);       /* recorded a view op */
  * history (eager ops, custom nodes, backward roots, compiled calls, the
  * frontend's getters). */
 void st_view_mark(st_tensor *src, st_tensor *r);
+/* A view whose base nobody else holds (an op's temporary it was reshaped
+ * from) becomes a tensor of its own (no _base, not a view). */
+void st_view_unbase(st_tensor *t);
 static inline bool st_ad_view_stale(const st_tensor *t) {
     return t && t->view_base && t->base_hist != t->view_base->hist;
 }

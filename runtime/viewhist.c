@@ -27,6 +27,16 @@ void st_view_mark(st_tensor *src, st_tensor *r)
     r->view_grad = st_ad_grad_enabled();
 }
 
+void st_view_unbase(st_tensor *t)
+{
+    st_tensor *b = t ? t->view_base : NULL;
+    if (!b || __atomic_load_n(&b->refcount, __ATOMIC_ACQUIRE) != 1)
+        return;
+    t->view_base = NULL;
+    t->is_view = false;
+    st_tensor_decref(b);
+}
+
 /* ---------------- positions ---------------- */
 
 /* The storage offset of each element of t, in row-major order. */

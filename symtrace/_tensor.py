@@ -730,14 +730,18 @@ class Tensor(_C.TensorBase):
         return self._inplace(_C.OP_COPY, (r,))
 
 def _setitem_functional(t, key, value):
-    """t[key] = value where it cannot write into a view of t: an index tensor or list
-    in key, or a write autograd must record (t or value requires grad, as torch's
-    CopySlices). The positions key selects are read from an arange of t's shape with
-    the same key (so every key __getitem__ takes works, with its errors), value goes
-    there by index_copy (differentiable in t and value), and the result is copied
-    into t as one in-place write of t itself (its version and history as torch's).
-    A position named twice gets the mean of its values (torch: unspecified). Called
-    from the C __setitem__ (frontend/indexing.c)."""
+    """t[key] = value where it cannot write into a view of t: index tensors or lists
+    in key (any number of them, with masks, ints, slices, None, Ellipsis), or a write
+    autograd must record (t or value requires grad, as torch's CopySlices). The
+    positions key selects are read from an arange of t's shape with the same key (so
+    every key __getitem__ takes works, with its placement of the index dims and its
+    errors), value (leading ones dropped, as torch's setitem does) is broadcast to
+    their shape and goes there by index_copy (differentiable in t and value), and the
+    result is copied into t as one in-place write of t itself (its version and
+    history as torch's). A position named twice gets the mean of its values (torch:
+    unspecified). Called from the C __setitem__ (frontend/indexing.c)."""
+    if t.requires_grad and t.grad_fn is None and _C._is_grad_enabled():
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     with _no_grad():
         pos = _ops.arange(t.numel(), device=t.device).reshape(tuple(t.shape))[key]
     flat = pos.reshape(-1)
@@ -746,12 +750,12 @@ def _setitem_functional(t, key, value):
     else:
         v = _ops.full((), value, dtype=t.dtype, device=t.device) if isinstance(value, (int, float, bool)) \
             else _C.tensor(value, t.dtype)
-    while v.dim() > pos.dim() and v.shape[0] == 1:     # leading ones broadcast away, as torch
+    while v.dim() > 0 and v.shape[0] == 1:     # leading ones go, as torch's slicePrefix1sSize
         v = v.reshape(tuple(v.shape[1:]))
     try:
         v = v.expand(tuple(pos.shape))
     except RuntimeError:
-        raise RuntimeError(f"shape mismatch: value tensor of shape {list(value.shape) if isinstance(value, _C.TensorBase) else []} "
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(v.shape)} "
                            f"cannot be broadcast to indexing result of shape {list(pos.shape)}") from None
     src = t.clone() if t.requires_grad and _C._is_grad_enabled() else t
     new = _ops.index_copy(src.reshape(-1), 0, flat, v.reshape(-1))
