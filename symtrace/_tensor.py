@@ -729,6 +729,96 @@ class Tensor(_C.TensorBase):
         r = _ops.add(_ops.mul(_ops.randn(tuple(self.shape), dtype=self.dtype, device=self.device), std), mean)
         return self._inplace(_C.OP_COPY, (r,))
 
+    # ---- sorting, selection and aliases (torch parity) ----
+    def sort(self, dim=-1, descending=False, stable=False): return _ops.sort(self, dim, descending, stable)
+
+    def argsort(self, dim=-1, descending=False, stable=False):
+        return _ops.argsort(self, dim, descending, stable)
+
+    def msort(self): return _ops.msort(self)
+    def topk(self, k, dim=-1, largest=True, sorted=True): return _ops.topk(self, k, dim, largest, sorted)
+    def kthvalue(self, k, dim=-1, keepdim=False): return _ops.kthvalue(self, k, dim, keepdim)
+    def median(self, dim=None, keepdim=False): return _ops.median(self, dim, keepdim)
+    def nanmedian(self, dim=None, keepdim=False): return _ops.nanmedian(self, dim, keepdim)
+    def mode(self, dim=-1, keepdim=False): return _ops.mode(self, dim, keepdim)
+
+    def quantile(self, q, dim=None, keepdim=False, *, interpolation="linear"):
+        return _ops.quantile(self, q, dim, keepdim, interpolation=interpolation)
+
+    def nanquantile(self, q, dim=None, keepdim=False, *, interpolation="linear"):
+        return _ops.nanquantile(self, q, dim, keepdim, interpolation=interpolation)
+
+    def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):
+        return _ops.unique(self, sorted, return_inverse, return_counts, dim)
+
+    def unique_consecutive(self, return_inverse=False, return_counts=False, dim=None):
+        return _ops.unique_consecutive(self, return_inverse, return_counts, dim)
+
+    def cummax(self, dim): return _ops.cummax(self, dim)
+    def cummin(self, dim): return _ops.cummin(self, dim)
+    def tan(self): return _ops.tan(self)
+    def tan_(self): return self._via(_ops.tan, "tan_")
+    def dot(self, tensor): return _ops.dot(self, tensor)
+    def vdot(self, other): return _ops.vdot(self, other)
+    def mv(self, vec): return _ops.mv(self, vec)
+    def inner(self, other): return _ops.inner(self, other)
+    def ravel(self): return _ops.ravel(self)
+    def fliplr(self): return _ops.fliplr(self)
+    def flipud(self): return _ops.flipud(self)
+    def tensor_split(self, indices_or_sections, dim=0): return _ops.tensor_split(self, indices_or_sections, dim)
+    def hsplit(self, indices_or_sections): return _ops.hsplit(self, indices_or_sections)
+    def vsplit(self, indices_or_sections): return _ops.vsplit(self, indices_or_sections)
+    def dsplit(self, indices_or_sections): return _ops.dsplit(self, indices_or_sections)
+    def split_with_sizes(self, split_sizes, dim=0): return _ops.split_with_sizes(self, split_sizes, dim)
+    def bitwise_and(self, other): return _ops.bitwise_and(self, other)
+    def bitwise_or(self, other): return _ops.bitwise_or(self, other)
+    def bitwise_xor(self, other): return _ops.bitwise_xor(self, other)
+    def bitwise_not(self): return _ops.bitwise_not(self)
+    def bitwise_and_(self, other): return self._via(_ops.bitwise_and, "bitwise_and_", other)
+    def bitwise_or_(self, other): return self._via(_ops.bitwise_or, "bitwise_or_", other)
+    def bitwise_xor_(self, other): return self._via(_ops.bitwise_xor, "bitwise_xor_", other)
+    def bitwise_not_(self): return self._via(_ops.bitwise_not, "bitwise_not_")
+    def __xor__(self, other): return _ops.bitwise_xor(self, other)
+    def __rxor__(self, other): return _ops.bitwise_xor(other, self)
+    def __ixor__(self, other): return self.bitwise_xor_(other)
+    def signbit(self): return _ops.signbit(self)
+    def sgn(self): return _ops.sgn(self)
+    def sgn_(self): return self._via(_ops.sgn, "sgn_")
+    def logit(self, eps=None): return _ops.logit(self, eps)
+    def logit_(self, eps=None): return self._via(_ops.logit, "logit_", eps)
+    def erfinv(self): return _ops.erfinv(self)
+    def erfinv_(self): return self._via(_ops.erfinv, "erfinv_")
+    def lgamma(self): return _ops.lgamma(self)
+    def lgamma_(self): return self._via(_ops.lgamma, "lgamma_")
+    def digamma(self): return _ops.digamma(self)
+    def digamma_(self): return self._via(_ops.digamma, "digamma_")
+    def is_same_size(self, other): return _ops.is_same_size(self, other)
+    def is_signed(self): return _ops.is_signed(self)
+    def is_complex(self): return False
+    def nelement(self): return self.numel()
+    def ndimension(self): return self.dim()
+    def multiply(self, other): return _ops.mul(self, other)
+    def multiply_(self, other): return self.mul_(other)
+    def subtract(self, other, *, alpha=1): return _ops.sub(self, other, alpha=alpha)
+    def subtract_(self, other, *, alpha=1): return self.sub_(other, alpha=alpha)
+    def divide(self, other, *, rounding_mode=None): return _ops.div(self, other, rounding_mode=rounding_mode)
+
+    def divide_(self, other, *, rounding_mode=None):
+        if rounding_mode is None:
+            return self.div_(other)
+        return self._via(_ops.div, "divide_", other, rounding_mode=rounding_mode)
+
+    def negative(self): return _ops.neg(self)
+    def negative_(self): return self.neg_()
+    def greater(self, other): return _ops.gt(self, other)
+    def less(self, other): return _ops.lt(self, other)
+    def not_equal(self, other): return _ops.ne(self, other)
+    def greater_equal(self, other): return _ops.ge(self, other)
+    def less_equal(self, other): return _ops.le(self, other)
+    def absolute(self): return _ops.abs(self)
+    def absolute_(self): return self.abs_()
+    def positive(self): return _ops.positive(self)
+
 def _setitem_functional(t, key, value):
     """t[key] = value where it cannot write into a view of t: index tensors or lists
     in key (any number of them, with masks, ints, slices, None, Ellipsis), or a write

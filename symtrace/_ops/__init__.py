@@ -4,25 +4,27 @@ kernels). Every public name mirrors torch's.
 
 One file a concern, each saying at its top what it owns: _core (shared helpers),
 dtypes, elementwise, creation, float_math, indexing, shape, reductions, linalg, scans,
-random and scatter_ops. This file imports them and re-exports every name each one
-defines, public and private, so that symtrace._ops.X, symtrace.X and the X the other
-files call are one object."""
+random, scatter_ops, sorting (sort, topk, median, unique, ...) and aliases (small torch
+functions and aliases over the others). This file imports them and re-exports every name
+each one defines, public and private, so that symtrace._ops.X, symtrace.X and the X the
+other files call are one object."""
 
 # Decomposed ops: PyTorch APIs written over the ops that have kernels (no kernels of
 # their own): autograd comes from theirs, and symtrace.compile traces their primitive ops
 # into the graph. They branch on shapes and dtypes only, never on tensor values (the value
 # queries allclose/equal and one_hot's class count excepted). Only functions whose result
-# *shape* depends on tensor values (nonzero, masked_select, ...) read values, as torch
-# also must.
+# *shape* depends on tensor values (nonzero, masked_select, unique, ...) read values, as
+# torch also must, and so do the orderings of sorting.py (sort, topk, median, ...: found on
+# the host, then the values gathered from the input, differentiably).
 
 # In dependency order: each file imports only files before it, except elementwise, which
 # imports nonzero (scatter_ops) at its end for where(condition); so elementwise comes
 # before every file that imports it.
 from . import (_core, dtypes, elementwise, creation, float_math, indexing, shape, reductions,
-               linalg, scans, random, scatter_ops)
+               linalg, scans, random, scatter_ops, sorting, aliases)
 
 for _m in (_core, dtypes, elementwise, creation, float_math, indexing, shape, reductions, linalg,
-           scans, random, scatter_ops):
+           scans, random, scatter_ops, sorting, aliases):
     globals().update((_n, _v) for _n, _v in vars(_m).items() if not _n.startswith("__"))
 del _m
 
