@@ -781,6 +781,25 @@ class Tensor(_C.TensorBase):
     def __xor__(self, other): return _ops.bitwise_xor(self, other)
     def __rxor__(self, other): return _ops.bitwise_xor(other, self)
     def __ixor__(self, other): return self.bitwise_xor_(other)
+
+    # & | ~ on integer tensors are bitwise, as torch's (bool ones stay the C logical kernels)
+    def _bitwise_ints(self, other=None):
+        return self.dtype is not bool_ or (isinstance(other, _C.TensorBase) and other.dtype is not bool_)
+
+    def __and__(self, other):
+        return _ops.bitwise_and(self, other) if self._bitwise_ints(other) else _C.TensorBase.__and__(self, other)
+
+    def __rand__(self, other):
+        return _ops.bitwise_and(other, self) if self._bitwise_ints(other) else _C.TensorBase.__rand__(self, other)
+
+    def __or__(self, other):
+        return _ops.bitwise_or(self, other) if self._bitwise_ints(other) else _C.TensorBase.__or__(self, other)
+
+    def __ror__(self, other):
+        return _ops.bitwise_or(other, self) if self._bitwise_ints(other) else _C.TensorBase.__ror__(self, other)
+
+    def __invert__(self):
+        return _ops.bitwise_not(self) if self._bitwise_ints() else _C.TensorBase.__invert__(self)
     def signbit(self): return _ops.signbit(self)
     def sgn(self): return _ops.sgn(self)
     def sgn_(self): return self._via(_ops.sgn, "sgn_")

@@ -388,3 +388,13 @@ def test_bitwise_random_against_numpy(dt):
         assert r.dtype == getattr(st, dt)
         np.testing.assert_array_equal(r.numpy(), ref(u, v))
     np.testing.assert_array_equal(st.bitwise_not(U).numpy(), np.invert(u))
+
+
+def test_and_or_invert_operators_on_integers_are_bitwise(torch):
+    """& | ~ on integer tensors are bitwise as torch's; on bool tensors logical."""
+    for lib_a, lib_b in ((st, torch),):
+        got, want = [], []
+        for lib, out in ((lib_a, got), (lib_b, want)):
+            a, b, m = lib.tensor([5, -6, 0]), lib.tensor([3, 2, -1]), lib.tensor([True, False, True])
+            out += [r.tolist() for r in (a & b, a | b, ~a, a & 1, 3 | a, m & m, ~m, True & m, m | False, a & m)]
+        assert got == want
