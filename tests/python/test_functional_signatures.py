@@ -1,8 +1,9 @@
 """Signature parity with torch: every public function of symtrace.nn.functional
 that torch.nn.functional also has takes torch's parameters (names, order,
-defaults, keyword-only markers), and so do the constructors of the activation
-and dropout modules. Users port torch code verbatim; a missing `inplace=` or a
-`dim` without its default is a TypeError in the middle of their model.
+defaults, keyword-only markers), and so do the constructors of the activation,
+dropout, convolution, pooling, normalization and resampling modules. Users port
+torch code verbatim; a missing `inplace=` or a `dim` without its default is a
+TypeError in the middle of their model.
 
 Torch's builtins (gelu, softplus, linear, ...) have no inspect signature: theirs
 comes from the ATen schema of the op, with `self` renamed `input` as torch's
@@ -18,6 +19,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 import symtrace.nn as snn  # noqa: E402
 import symtrace.nn.functional as SF  # noqa: E402
 from symtrace.nn.modules import activation as _sact, dropout as _sdrop  # noqa: E402
+from symtrace.nn.modules import (conv as _sconv, pooling as _spool, batchnorm as _sbn,  # noqa: E402
+                                 pixelshuffle as _sshuf)
+
+# the files of module classes whose constructors are held to torch's
+_MODULE_FILES = (_sact, _sdrop, _sconv, _spool, _sbn, _sshuf)
 
 try:
     import torch
@@ -47,9 +53,12 @@ _EMPTY = inspect.Parameter.empty
 
 def _schema_params(fn):
     """(name, kind, default) of a torch builtin, from the ATen schema of its
-    overload without a name ('' overload), `self` called `input`."""
+    overload without a name ('' overload; or its only overload, as conv_transpose2d's
+    'input'), `self` called `input`."""
     name = getattr(fn, "__name__", None)
-    schemas = [s for s in torch._C._jit_get_schemas_for_operator("aten::" + name) if s.overload_name == ""]
+    schemas = torch._C._jit_get_schemas_for_operator("aten::" + name)
+    if len(schemas) != 1:
+        schemas = [s for s in schemas if s.overload_name == ""]
     if len(schemas) != 1:
         raise LookupError(f"no unique ATen schema for {name}")
     out = []
@@ -63,7 +72,11 @@ def _schema_params(fn):
 def _params(fn):
     """(name, kind, default) of each parameter of fn; positional-only and
     positional-or-keyword are kept apart (a positional-only name cannot be
-    passed by keyword)."""
+    passed by keyword). torch's boolean_dispatch wrappers (max_pool2d, adaptive_max_pool2d,
+    ...: (*args, **kwargs)) are read as the functions they dispatch to."""
+    dispatched = getattr(getattr(torch, "_jit_internal", None), "boolean_dispatched", {}) if torch else {}
+    if fn in dispatched:
+        fn = dispatched[fn]["if_true"]
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
@@ -125,13 +138,18 @@ def _shared_functions():
 
 
 def _module_classes():
-    """The activation and dropout modules symtrace defines, by name."""
+    """The activation, dropout, convolution, pooling, normalization and resampling
+    modules symtrace defines, by name."""
     out = []
-    for mod in (_sact, _sdrop):
+    for mod in _MODULE_FILES:
         for n, c in vars(mod).items():
             if inspect.isclass(c) and c.__module__ == mod.__name__ and not n.startswith("_"):
                 out.append(n)
     return sorted(set(out))
+
+
+def _module_class(name):
+    return next(getattr(m, name) for m in _MODULE_FILES if hasattr(m, name))
 
 
 def mismatches():
@@ -146,7 +164,7 @@ def mismatches():
         tc = getattr(torch.nn, n, None)
         if tc is None:
             continue
-        d = _diff(_params(getattr(_sact, n, None) or getattr(_sdrop, n)), _params(tc))
+        d = _diff(_params(_module_class(n)), _params(tc))
         if d:
             found["nn." + n] = d
     return found
@@ -175,7 +193,7 @@ def test_function_signature_matches_torch(name):
 @pytest.mark.parametrize("name", [n for n in _module_classes() if hasattr(torch.nn, n)] if torch else [])
 def test_module_constructor_signature_matches_torch(name):
     key = "nn." + name
-    cls = getattr(_sact, name, None) or getattr(_sdrop, name)
+    cls = _module_class(name)
     d = _diff(_params(cls), _params(getattr(torch.nn, name)))
     if key in ALLOWLIST:
         assert d, f"{key} is allowlisted but matches torch now: drop it from ALLOWLIST"

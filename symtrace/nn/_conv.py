@@ -1,0 +1,1116 @@
+"""Convolution, pooling, fold/unfold, interpolation and pixel shuffle: torch.nn.functional's
+conv1d/2d, conv_transpose1d/2d, max/avg/adaptive pooling, unfold/fold, interpolate and
+pixel_(un)shuffle, with torch's signatures, checks and error messages.
+
+Every op is written over symtrace's differentiable ops, so autograd comes from theirs and
+symtrace.compile traces them into its graph: they branch on shapes only and never read
+tensor values on the host. The index tensors they use are built from shapes with arange.
+
+- im2col (_im2col): the windows of a [N, C, *S] input as [N, C, K, L] (K = kernel points,
+  L = output positions): the input is padded (F.pad), flattened over its spatial dims and
+  read with one index_select at the window points (index = sum over dims of
+  (o * stride + k * dilation) * plane stride). Non-overlapping windows (stride == kernel,
+  no padding) are a reshape and permute instead.
+- conv = weight [OC, C*K] @ im2col [N, C*K, L] (one matmul; groups: [G, OC/G, C/G*K] @
+  [N, G, C/G*K, L], a batched matmul).
+- col2im (_col2im) is im2col's adjoint: index_add of the columns into a zero padded
+  output, then the padding cropped. fold is col2im; conv_transpose = col2im(weight^T @ x)
+  (the gradient of conv with respect to its input).
+- max pooling: im2col padded with -inf, argmax over K, the values gathered at it (so the
+  gradient goes to the first maximum of each window, as torch's); its indices are the
+  window points' flat positions in the unpadded input, gathered at the same argmax.
+- avg pooling: im2col sum over K divided by torch's divisor (per output position, from
+  the window's clipped extent). Adaptive avg pooling is a matmul with an averaging matrix
+  per dim; adaptive max pooling reads fixed-size windows (the shorter ones repeat their
+  last point) and takes their argmax as max pooling does.
+- interpolate: index_select at torch's source indices (nearest) and the linear blend of two
+  index_selects per dim (linear/bilinear), the coordinates computed as torch's kernels do
+  (float32 for float32 inputs).
+"""
+import math as _math
+import warnings as _warnings
+
+from .. import _C, _ops
+from .._ops import _check_tensor, _check_int, _tname
+from .functional import pad as _pad
+
+
+# ---------------- argument helpers ----------------
+def _seq(v):
+    return isinstance(v, (list, tuple))
+
+
+def _prod(xs):
+    r = 1
+    for x in xs:
+        r *= x
+    return r
+
+
+def _ctrunc(a, b):
+    """a / b rounded toward zero (C's integer division)."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+def _size_str(shape):
+    return str(list(shape))
+
+
+def _conv_param(v, k, name):
+    """stride/padding/dilation/output_padding of a k-d convolution as a k-tuple (an int or
+    a 1-sequence is repeated), or torch's error."""
+    if _seq(v):
+        v = tuple(v)
+        if len(v) == 1:
+            v = v * k
+        if len(v) != k:
+            raise RuntimeError(f"expected {name} to be a single integer value or a list of {k} values to "
+                               f"match the convolution dimensions, but got {name}={list(v)}")
+        return v
+    return (v,) * k
+
+
+def _pool_param(v, k, msg):
+    """A pooling argument as a k-tuple (an int or a 1-sequence is repeated), or msg."""
+    if _seq(v):
+        v = tuple(v)
+        if len(v) == 1:
+            return v * k
+        if len(v) != k:
+            raise RuntimeError(msg)
+        return v
+    return (v,) * k
+
+
+def _check1d(fname, arg, v):
+    if _seq(v):
+        if len(v) != 1:
+            raise RuntimeError(f"{fname}() argument '{arg}' should contain one int (got {len(v)})")
+        return v[0]
+    return v
+
+
+def _check_dim_range(input, lo, hi, fname):
+    if not lo <= input.dim() <= hi:
+        raise RuntimeError(f"Expected {lo} to {hi} dimensions, but got {input.dim()}-dimensional tensor for "
+                           f"argument #1 'self' (while checking arguments for {fname})")
+
+
+def _check_dtype(input, kernel, ints=()):
+    """torch's refusal of the dtypes its CPU kernel has no implementation for: every
+    non-float dtype except those in ints."""
+    dt = input.dtype
+    if not dt.is_floating_point and dt not in ints:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_tname(dt)}'")
+
+
+# ---------------- windows: im2col and col2im ----------------
+def _win_index(sizes, kernel, stride, dilation, blocks, device, offsets=None):
+    """[K * L] int64: the flat position in a [*sizes] plane of point k of window l
+    (window l starts at blocks' coordinate o * stride (+ offset), point k is k * dilation
+    further along each dim); K-major."""
+    k = len(sizes)
+    idx = None
+    mult = 1
+    for i in reversed(range(k)):
+        kk = _ops.arange(kernel[i], device=device) * (dilation[i] * mult)
+        oo = _ops.arange(blocks[i], device=device) * (stride[i] * mult)
+        if offsets is not None and offsets[i]:
+            oo = oo + offsets[i] * mult
+        sk = [1] * (2 * k)
+        sk[i] = kernel[i]
+        so = [1] * (2 * k)
+        so[k + i] = blocks[i]
+        term = kk.reshape(tuple(sk)) + oo.reshape(tuple(so))
+        idx = term if idx is None else idx + term
+        mult *= sizes[i]
+    return idx.reshape(-1)
+
+
+def _flat_pads(pads):
+    """[(left, right) per spatial dim] -> F.pad's list (last dim first)."""
+    out = []
+    for left, right in reversed(pads):
+        out += [left, right]
+    return out
+
+
+def _im2col(x, kernel, stride, dilation, pads, blocks, value=0.0):
+    """x [N, C, *S] -> [N, C, K, L]: the kernel points of every window (see the file's
+    docstring); pads: (left, right) per spatial dim, filled with value."""
+    k = len(kernel)
+    n, c = x.shape[0], x.shape[1]
+    K, L = _prod(kernel), _prod(blocks)
+    if any(p != (0, 0) for p in pads):
+        x = _pad(x, _flat_pads(pads), value=value)
+    sizes = tuple(x.shape[2:])
+    if all(kk == 1 for kk in kernel) and all(s == 1 for s in stride):
+        if sizes != tuple(blocks):
+            for i in range(k):
+                x = x._slice(2 + i, 0, blocks[i], 1)
+        return x.reshape(n, c, 1, L)
+    if all(kernel[i] == stride[i] and (dilation[i] == 1 or kernel[i] == 1) for i in range(k)):
+        # non-overlapping windows: crop to whole windows, split each dim, move kernel dims first
+        for i in range(k):
+            if sizes[i] != blocks[i] * kernel[i]:
+                x = x._slice(2 + i, 0, blocks[i] * kernel[i], 1)
+        split = [n, c]
+        for i in range(k):
+            split += [blocks[i], kernel[i]]
+        perm = [0, 1] + [3 + 2 * i for i in range(k)] + [2 + 2 * i for i in range(k)]
+        return x.reshape(tuple(split)).permute(*perm).reshape(n, c, K, L)
+    idx = _win_index(sizes, kernel, stride, dilation, blocks, x.device)
+    return x.reshape(n, c, _prod(sizes)).index_select(2, idx).reshape(n, c, K, L)
+
+
+def _col2im(cols, out, kernel, stride, dilation, padding, blocks):
+    """im2col's adjoint: cols [N, C, K, L] (L = prod(blocks)) summed into a [N, C, *out]
+    output padded by padding on each side (the padding then cropped)."""
+    k = len(kernel)
+    n, c = cols.shape[0], cols.shape[1]
+    buf = tuple(max(out[i] + 2 * padding[i], (blocks[i] - 1) * stride[i] + dilation[i] * (kernel[i] - 1) + 1)
+                for i in range(k))
+    idx = _win_index(buf, kernel, stride, dilation, blocks, cols.device)
+    y = _ops.zeros((n, c, _prod(buf)), dtype=cols.dtype, device=cols.device)
+    y = y.index_add(2, idx, cols.reshape(n, c, _prod(kernel) * _prod(blocks))).reshape((n, c) + buf)
+    cropped = False
+    for i in range(k):
+        if padding[i] or buf[i] != out[i]:
+            y = y._slice(2 + i, padding[i], padding[i] + out[i], 1)
+            cropped = True
+    return y.contiguous() if cropped else y
+
+
+# ---------------- convolution ----------------
+_same_warned = [False]
+
+
+def _conv_pads(padding, k, stride, dilation, ksize):
+    """padding (ints or 'same'/'valid') -> [(left, right)] per spatial dim."""
+    if isinstance(padding, str):
+        if padding == "valid":
+            return [(0, 0)] * k
+        if padding != "same":
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
+        if any(s != 1 for s in stride):
+            raise RuntimeError("padding='same' is not supported for strided convolutions")
+        pads = []
+        for i in range(k):
+            total = dilation[i] * (ksize[i] - 1)
+            pads.append((total // 2, total - total // 2))
+        if any(a != b for a, b in pads) and not _same_warned[0]:
+            _same_warned[0] = True
+            _warnings.warn("Using padding='same' with even kernel lengths and odd dilation may require a "
+                           "zero-padded copy of the input be created", stacklevel=4)
+        return pads
+    return [(p, p) for p in padding]
+
+
+def _conv_checks(name, input, weight, bias, k, transposed, stride, padding, dilation, output_padding, groups):
+    """torch's argument checks of a k-d (transposed) convolution, in torch's order.
+    Returns (input batched, unbatched?, stride, padding, dilation, output_padding)."""
+    _check_tensor(input, name)
+    _check_tensor(weight, name, "weight")
+    if bias is not None:
+        _check_tensor(bias, name, "bias")
+    nd = input.dim()
+    if nd not in (k + 1, k + 2):
+        raise RuntimeError(f"Expected {k + 1}D (unbatched) or {k + 2}D (batched) input to {name}, but got "
+                           f"input of size: {_size_str(input.shape)}")
+    unbatched = nd == k + 1
+    if unbatched:
+        input = input.unsqueeze(0)
+    if weight.dim() < 3:
+        raise RuntimeError("weight should have at least three dimensions")
+    wk = weight.dim() - 2
+    stride = _conv_param(stride, k, "stride")
+    if wk != k:
+        raise RuntimeError(f"expected stride to be a single integer value or a list of {wk} values to match "
+                           f"the convolution dimensions, but got stride={list(stride)}")
+    if not isinstance(padding, str):
+        padding = _conv_param(padding, k, "padding")
+    dilation = _conv_param(dilation, k, "dilation")
+    if transposed:
+        output_padding = _conv_param(output_padding, k, "output_padding")
+    if not isinstance(padding, str) and any(p < 0 for p in padding):
+        raise RuntimeError("negative padding is not supported")
+    if transposed and any(p < 0 for p in output_padding):
+        raise RuntimeError("negative output_padding is not supported")
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError("non-positive dilation is not supported")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    ws = list(weight.shape)
+    if ws[0] < groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at dimension 0, but "
+                           f"got weight of size {ws} instead")
+    if ws[0] % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
+                           f"but got weight of size [{ws}] instead")
+    c = input.shape[1]
+    if not transposed:
+        if c != ws[1] * groups:
+            raise RuntimeError(f"Given groups={groups}, weight of size {ws}, expected input"
+                               f"{_size_str(input.shape)} to have {ws[1] * groups} channels, but got {c} "
+                               f"channels instead")
+        if bias is not None and (bias.dim() != 1 or bias.shape[0] != ws[0]):
+            raise RuntimeError(f"Given weight of size {ws}, expected bias to be 1-dimensional with {ws[0]} "
+                               f"elements, but got bias of size {_size_str(bias.shape)} instead")
+    else:
+        if c != ws[0]:
+            raise RuntimeError(f"Given transposed=1, weight of size {ws}, expected input"
+                               f"{_size_str(input.shape)} to have {ws[0]} channels, but got {c} channels "
+                               f"instead")
+        if bias is not None and (bias.dim() != 1 or bias.shape[0] != ws[1] * groups):
+            raise RuntimeError(f"Given transposed=1, weight of size {ws}, expected bias to be 1-dimensional "
+                               f"with {ws[1] * groups} elements, but got bias of size "
+                               f"{_size_str(bias.shape)} instead")
+        if any(not (op < s or op < d) for op, s, d in zip(output_padding, stride, dilation)):
+            if k == 2:
+                raise RuntimeError(
+                    f"output padding must be smaller than either stride or dilation, but got "
+                    f"output_padding_height: {output_padding[0]} output_padding_width: {output_padding[1]} "
+                    f"stride_height: {stride[0]} stride_width: {stride[1]} dilation_height: {dilation[0]} "
+                    f"dilation_width: {dilation[1]}")
+            raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got "
+                               f"output_padding: {output_padding[0]} stride: {stride[0]} dilation: "
+                               f"{dilation[0]}")
+    return input, unbatched, stride, padding, dilation, output_padding
+
+
+def _check_same_dtype(input, weight, bias):
+    if weight.dtype != input.dtype:
+        raise RuntimeError(f"Input type ({_tname(input.dtype)}) and weight type ({_tname(weight.dtype)}) "
+                           f"should be the same")
+    if bias is not None and bias.dtype != input.dtype:
+        raise RuntimeError(f"Input type ({_tname(input.dtype)}) and bias type ({_tname(bias.dtype)}) "
+                           f"should be the same")
+
+
+def _conv(name, k, input, weight, bias, stride, padding, dilation, groups):
+    input, unbatched, stride, padding, dilation, _ = _conv_checks(
+        name, input, weight, bias, k, False, stride, padding, dilation, None, groups)
+    ksize = tuple(weight.shape[2:])
+    pads = _conv_pads(padding, k, stride, dilation, ksize)
+    spatial = tuple(input.shape[2:])
+    padded = [spatial[i] + pads[i][0] + pads[i][1] for i in range(k)]
+    eff = [dilation[i] * (ksize[i] - 1) + 1 for i in range(k)]
+    if any(padded[i] < eff[i] for i in range(k)):
+        raise RuntimeError(f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). "
+                           f"Kernel size: ({' x '.join(map(str, eff))}). Kernel size can't be greater than "
+                           f"actual input size")
+    _check_same_dtype(input, weight, bias)
+    n, c = input.shape[0], input.shape[1]
+    oc = weight.shape[0]
+    blocks = tuple((padded[i] - eff[i]) // stride[i] + 1 for i in range(k))
+    K, L = _prod(ksize), _prod(blocks)
+    cols = _im2col(input, ksize, stride, dilation, pads, blocks)      # [N, C, K, L]
+    if groups == 1:
+        y = weight.reshape(oc, c * K).matmul(cols.reshape(n, c * K, L))
+    else:
+        cg, ocg = c // groups, oc // groups
+        y = weight.reshape(groups, ocg, cg * K).matmul(cols.reshape(n, groups, cg * K, L)).reshape(n, oc, L)
+    if bias is not None:
+        y = y + bias.reshape(1, oc, 1)
+    y = y.reshape((n, oc) + blocks)
+    return y.squeeze(0) if unbatched else y
+
+
+def _conv_transpose(name, k, input, weight, bias, stride, padding, output_padding, groups, dilation):
+    if isinstance(padding, str):
+        raise TypeError(f"{name}(): argument 'padding' must be tuple of ints, not str")
+    input, unbatched, stride, padding, dilation, output_padding = _conv_checks(
+        name, input, weight, bias, k, True, stride, padding, dilation, output_padding, groups)
+    ksize = tuple(weight.shape[2:])
+    spatial = tuple(input.shape[2:])
+    out = tuple((spatial[i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (ksize[i] - 1) + output_padding[i]
+                + 1 for i in range(k))
+    if any(o < 1 for o in out):
+        raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, spatial))}). Calculated output "
+                           f"size per channel: ({' x '.join(map(str, out))}). Output size is too small")
+    _check_same_dtype(input, weight, bias)
+    n, cin = input.shape[0], input.shape[1]
+    ocg = weight.shape[1]
+    oc = ocg * groups
+    K, L = _prod(ksize), _prod(spatial)
+    if groups == 1:
+        cols = weight.reshape(cin, oc * K).t().matmul(input.reshape(n, cin, L))        # [N, OC*K, L]
+    else:
+        cg = cin // groups
+        w = weight.reshape(groups, cg, ocg * K).transpose(1, 2)                         # [G, OCg*K, Cg]
+        cols = w.matmul(input.reshape(n, groups, cg, L))                                 # [N, G, OCg*K, L]
+    y = _col2im(cols.reshape(n, oc, K, L), out, ksize, stride, dilation, padding, spatial)
+    if bias is not None:
+        y = y + bias.reshape((1, oc) + (1,) * k)
+    return y.squeeze(0) if unbatched else y
+
+
+def conv1d(input, weight, bias=None, stride=[1], padding=[0], dilation=[1], groups=1):  # noqa: B006
+    """conv1d(input [N, C, L] or [C, L], weight [OC, C/groups, K], bias=None, stride=1,
+    padding=0 (or 'valid'/'same'), dilation=1, groups=1) (torch's builtin signature: the list
+    defaults are never mutated)."""
+    return _conv("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d(input, weight, bias=None, stride=[1, 1], padding=[0, 0], dilation=[1, 1], groups=1):  # noqa: B006
+    """conv2d(input [N, C, H, W] or [C, H, W], weight [OC, C/groups, KH, KW], bias=None,
+    stride=1, padding=0 (or 'valid'/'same'), dilation=1, groups=1)."""
+    return _conv("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv_transpose1d(input, weight, bias=None, stride=[1], padding=[0], output_padding=[0],  # noqa: B006
+                     groups=1, dilation=[1]):  # noqa: B006
+    """conv_transpose1d(input [N, C, L], weight [C, OC/groups, K], bias=None, stride=1, padding=0,
+    output_padding=0, groups=1, dilation=1): the gradient of conv1d with respect to its input."""
+    return _conv_transpose("conv_transpose1d", 1, input, weight, bias, stride, padding, output_padding, groups,
+                           dilation)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=[1, 1], padding=[0, 0],  # noqa: B006
+                     output_padding=[0, 0], groups=1, dilation=[1, 1]):  # noqa: B006
+    """conv_transpose2d(input [N, C, H, W], weight [C, OC/groups, KH, KW], bias=None, stride=1,
+    padding=0, output_padding=0, groups=1, dilation=1)."""
+    return _conv_transpose("conv_transpose2d", 2, input, weight, bias, stride, padding, output_padding, groups,
+                           dilation)
+
+
+# ---------------- unfold / fold ----------------
+def _pair_seq(v):
+    if _seq(v):
+        v = tuple(v)
+        return v * 2 if len(v) == 1 else v
+    return (v, v)
+
+
+def _fold_checks(kernel_size, dilation, padding, stride):
+    ks, dl, pd, sd = (_pair_seq(v) for v in (kernel_size, dilation, padding, stride))
+    for name, v in (("kernel_size", ks), ("dilation", dl), ("padding", pd), ("stride", sd)):
+        if len(v) != 2:
+            raise RuntimeError(f"It is expected {name} equals to 2, but got size {len(v)}")
+    if ks[0] <= 0 or ks[1] <= 0:
+        raise RuntimeError(f"kernel size should be greater than zero, but got kernel_height: {ks[0]} "
+                           f"kernel_width: {ks[1]}")
+    if dl[0] <= 0 or dl[1] <= 0:
+        raise RuntimeError(f"dilation should be greater than zero, but got dilation_height: {dl[0]} "
+                           f"dilation_width: {dl[1]}")
+    if pd[0] < 0 or pd[1] < 0:
+        raise RuntimeError(f"padding should be non-negative, but got pad_height: {pd[0]} pad_width: {pd[1]}")
+    if sd[0] <= 0 or sd[1] <= 0:
+        raise RuntimeError(f"stride should be greater than zero, but got stride_height: {sd[0]} "
+                           f"stride_width: {sd[1]}")
+    return ks, dl, pd, sd
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """unfold(input [N, C, H, W] or [C, H, W], kernel_size, dilation=1, padding=0, stride=1)
+    -> [N, C * KH * KW, L]: the sliding blocks (im2col)."""
+    _check_tensor(input, "unfold")
+    ks, dl, pd, sd = _fold_checks(kernel_size, dilation, padding, stride)
+    nd = input.dim()
+    shape = tuple(input.shape)
+    if not ((nd == 3 and shape[0] != 0 and shape[1] != 0 and shape[2] != 0)
+            or (nd == 4 and shape[1] != 0 and shape[2] != 0 and shape[3] != 0)):
+        raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other non-zero "
+                           f"dimensions for input, but got: {_size_str(shape)}")
+    x = input.unsqueeze(0) if nd == 3 else input
+    h, w = x.shape[2], x.shape[3]
+    oh = (h + 2 * pd[0] - (dl[0] * (ks[0] - 1) + 1)) // sd[0] + 1
+    ow = (w + 2 * pd[1] - (dl[1] * (ks[1] - 1) + 1)) // sd[1] + 1
+    if oh < 1 or ow < 1:
+        raise RuntimeError(f"Given input with spatial size ({h}, {w}), kernel_size=({ks[0]}, {ks[1]}), "
+                           f"dilation=({dl[0]}, {dl[1]}), padding=({pd[0]}, {pd[1]}), calculated shape of the "
+                           f"array of sliding blocks as ({oh}, {ow}), but its components must be at least one.")
+    n, c = x.shape[0], x.shape[1]
+    cols = _im2col(x, ks, sd, dl, [(pd[0], pd[0]), (pd[1], pd[1])], (oh, ow))
+    y = cols.reshape(n, c * ks[0] * ks[1], oh * ow)
+    return y.squeeze(0) if nd == 3 else y
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """fold(input [N, C * KH * KW, L] or [C * KH * KW, L], output_size, kernel_size, dilation=1,
+    padding=0, stride=1) -> [N, C, *output_size]: the blocks summed into place (col2im)."""
+    _check_tensor(input, "fold")
+    osz = _pair_seq(output_size)
+    if len(osz) != 2:
+        raise RuntimeError(f"It is expected output_size equals to 2, but got size {len(osz)}")
+    ks, dl, pd, sd = _fold_checks(kernel_size, dilation, padding, stride)
+    if osz[0] <= 0 or osz[1] <= 0:
+        raise RuntimeError(f"Expected output spatial size to be positive, but got: output_height = {osz[0]}, "
+                           f"output_width = {osz[1]}")
+    nd = input.dim()
+    shape = tuple(input.shape)
+    if not ((nd == 2 and shape[0] != 0 and shape[1] != 0) or (nd == 3 and shape[1] != 0 and shape[2] != 0)):
+        raise RuntimeError(f"Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and "
+                           f"non-zero dimensions for input, but got: {_size_str(shape)}")
+    bd = 0 if nd == 3 else -1
+    planes = shape[bd + 1]
+    if planes % (ks[0] * ks[1]):
+        raise RuntimeError(f"Expected size of input's dimension {bd + 1} to be divisible by the product of "
+                           f"kernel_size, but got input.size({bd + 1})={planes} and kernel_size=({ks[0]}, "
+                           f"{ks[1]}).")
+    length = shape[bd + 2]
+    bh = (osz[0] + 2 * pd[0] - dl[0] * (ks[0] - 1) - 1) // sd[0] + 1
+    bw = (osz[1] + 2 * pd[1] - dl[1] * (ks[1] - 1) - 1) // sd[1] + 1
+    desc = (f"Given output_size=({osz[0]}, {osz[1]}), kernel_size=({ks[0]}, {ks[1]}), dilation=({dl[0]}, "
+            f"{dl[1]}), padding=({pd[0]}, {pd[1]}), stride=({sd[0]}, {sd[1]}), ")
+    if length != bh * bw:
+        raise RuntimeError(f"{desc}expected size of input's dimension {bd + 2} to match the calculated number of "
+                           f"sliding blocks {bh} * {bw} = {bh * bw}, but got input.size({bd + 2})={length}.")
+    if bh < 1 or bw < 1:
+        raise RuntimeError(f"{desc}calculated shape of the array of sliding blocks as ({bh}, {bw}), which is too "
+                           f"small (non-positive)")
+    x = input.unsqueeze(0) if nd == 2 else input
+    n = x.shape[0]
+    c = planes // (ks[0] * ks[1])
+    y = _col2im(x.reshape(n, c, ks[0] * ks[1], length), tuple(osz), ks, sd, dl, pd, (bh, bw))
+    return y.squeeze(0) if nd == 2 else y
+
+
+# ---------------- pooling ----------------
+def _pool_out(size, k, pad, stride, dilation, ceil_mode):
+    """torch's pooling_output_shape (with its checks)."""
+    if stride == 0:
+        raise RuntimeError("stride should not be zero")
+    if pad < 0:
+        raise RuntimeError(f"pad must be non-negative, but got pad: {pad}")
+    if pad > _ctrunc((k - 1) * dilation + 1, 2):
+        raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={pad}, "
+                           f"kernel_size={k} and dilation={dilation}")
+    num = size + 2 * pad - dilation * (k - 1) - 1 + (stride - 1 if ceil_mode else 0)
+    out = num // stride + 1
+    if ceil_mode and (out - 1) * stride >= size + pad:
+        out -= 1
+    return out
+
+
+def _pool2d_shape_check(x, ks, sd, pd, dl, out):
+    """torch's pool2d_shape_check (x is 3-d or 4-d)."""
+    if ks[0] <= 0 or ks[1] <= 0:
+        raise RuntimeError(f"kernel size should be greater than zero, but got kH: {ks[0]} kW: {ks[1]}")
+    if sd[0] <= 0 or sd[1] <= 0:
+        raise RuntimeError(f"stride should be greater than zero, but got dH: {sd[0]} dW: {sd[1]}")
+    if dl[0] <= 0 or dl[1] <= 0:
+        raise RuntimeError(f"dilation should be greater than zero, but got dilationH: {dl[0]} dilationW: {dl[1]}")
+    s = tuple(x.shape)
+    nd = len(s)
+    if not ((nd == 3 and s[0] != 0 and s[1] != 0 and s[2] != 0)
+            or (nd == 4 and s[1] != 0 and s[2] != 0 and s[3] != 0)):
+        raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, "
+                           f"but got:{_size_str(s)}")
+    if _ctrunc(ks[1], 2) < pd[1] or _ctrunc(ks[0], 2) < pd[0]:
+        raise RuntimeError(f"pad should be smaller than or equal to half of kernel size, but got padW = {pd[1]}, "
+                           f"padH = {pd[0]}, kW = {ks[1]}, kH = {ks[0]}")
+    if out[0] < 1 or out[1] < 1:
+        c = s[-3]
+        raise RuntimeError(f"Given input size: ({c}x{s[-2]}x{s[-1]}). Calculated output size: "
+                           f"({c}x{out[0]}x{out[1]}). Output size is too small")
+
+
+def _pool_pads(spatial, ks, sd, pd, dl, out):
+    """(left, right) per dim: the padding, and on the right what ceil_mode's last windows
+    need beyond it."""
+    pads = []
+    for i in range(len(ks)):
+        need = (out[i] - 1) * sd[i] + dl[i] * (ks[i] - 1) + 1
+        have = spatial[i] + 2 * pd[i]
+        pads.append((pd[i], pd[i] + max(0, need - have)))
+    return pads
+
+
+def _neg_fill(dtype):
+    if dtype.is_floating_point:
+        return -_math.inf
+    return _ops.iinfo(dtype).min if dtype is not _C.bool else 0
+
+
+def _max_pool_nd(x, ks, sd, pd, dl, out, return_indices):
+    """x batched [N, C, *S]; the max of each window, and its flat index in S."""
+    k = len(ks)
+    n, c = x.shape[0], x.shape[1]
+    spatial = tuple(x.shape[2:])
+    pads = _pool_pads(spatial, ks, sd, pd, dl, out)
+    cols = _im2col(x, ks, sd, dl, pads, out, _neg_fill(x.dtype))             # [N, C, K, L]
+    am = cols.argmax(2, keepdim=True)                                         # [N, C, 1, L]
+    y = cols.gather(2, am).reshape((n, c) + tuple(out))
+    if not return_indices:
+        return y
+    K, L = _prod(ks), _prod(out)
+    pos = _win_index(spatial, ks, sd, dl, out, x.device, offsets=[-p for p in pd]).reshape(1, 1, K, L)
+    idx = pos.expand((n, c, K, L)).gather(2, am).reshape((n, c) + tuple(out))
+    return y, idx
+
+
+def _max_pool2d_impl(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, fname="max_pool2d"):
+    _check_tensor(input, fname)
+    ks = _pool_param(kernel_size, 2, "max_pool2d: kernel_size must either be a single int, or a tuple of two ints")
+    if stride is None or (_seq(stride) and len(stride) == 0):
+        sd = ks
+    else:
+        sd = _pool_param(stride, 2, "max_pool2d: stride must either be omitted, a single int, or a tuple of two "
+                                    "ints")
+    pd = _pool_param(padding, 2, "max_pool2d: padding must either be a single int, or a tuple of two ints")
+    dl = _pool_param(dilation, 2, "max_pool2d: dilation must be either a single int, or a tuple of two ints")
+    nd = input.dim()
+    if nd not in (3, 4):
+        raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
+    h, w = input.shape[-2], input.shape[-1]
+    out = (_pool_out(h, ks[0], pd[0], sd[0], dl[0], ceil_mode), _pool_out(w, ks[1], pd[1], sd[1], dl[1], ceil_mode))
+    _pool2d_shape_check(input, ks, sd, pd, dl, out)
+    _check_dtype(input, "max_pool2d", (_C.int64, _C.int32))
+    x = input.unsqueeze(0) if nd == 3 else input
+    r = _max_pool_nd(x, ks, sd, pd, dl, out, return_indices)
+    if nd == 3:
+        r = tuple(t.squeeze(0) for t in r) if return_indices else r.squeeze(0)
+    return r
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    """max_pool2d_with_indices(...) -> (output, indices): max_pool2d with return_indices=True."""
+    return _max_pool2d_impl(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """max_pool2d(input [N, C, H, W] or [C, H, W], kernel_size, stride=None (= kernel_size),
+    padding=0, dilation=1, ceil_mode=False, return_indices=False): the max of each window
+    (padding counts as -inf); with return_indices also the flat H*W index of each max."""
+    return _max_pool2d_impl(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def _max_pool1d_impl(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
+    _check_tensor(input, "max_pool1d")
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size "
+                           f"for input, but got:{_size_str(input.shape)}")
+
+    def one(v, what, msg):
+        if _seq(v):
+            if len(v) != 1:
+                raise RuntimeError(f"max_pool1d() {what} must be {msg} of size 1 but got size {len(v)}")
+            return v[0]
+        return v
+    k = one(kernel_size, "kernel_size", "an int, list of ints or tuple of ints")
+    if stride is None or (_seq(stride) and len(stride) == 0):
+        s = k
+    else:
+        s = one(stride, "stride", "None, an int, list of ints, or tuple of ints")
+    p = one(padding, "padding", "an int, list of ints, or tuple of ints")
+    d = one(dilation, "dilation", "an int, list of ints or tuple of ints")
+    if return_indices:  # torch's path: the 2-d op on [.., 1, L]
+        r = _max_pool2d_impl(input.unsqueeze(-2), (1, k), (1, s), (0, p), (1, d), ceil_mode, True)
+        return tuple(t.squeeze(-2) for t in r)
+    if k <= 0:
+        raise RuntimeError(f"max_pool1d() kernel_size must be greater than zero, but got {k}")
+    if s <= 0:
+        raise RuntimeError(f"max_pool1d() stride must be greater than zero, but got {s}")
+    if p < 0:
+        raise RuntimeError(f"max_pool1d() padding must be non-negative, but got {p}")
+    if p > k // 2:
+        raise RuntimeError(f"max_pool1d() padding should be at most half of kernel size, but got padding={p} and "
+                           f"kernel_size={k}")
+    if d <= 0:
+        raise RuntimeError(f"max_pool1d() dilation must be greater than zero, but got {d}")
+    o = _pool_out(input.shape[-1], k, p, s, d, ceil_mode)
+    if o <= 0:
+        raise RuntimeError(f"max_pool1d() Invalid computed output size: {o}")
+    _check_dtype(input, "max_pool1d_impl")
+    x = input.unsqueeze(0) if input.dim() == 2 else input
+    y = _max_pool_nd(x, (k,), (s,), (p,), (d,), (o,), False)
+    return y.squeeze(0) if input.dim() == 2 else y
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    """max_pool1d_with_indices(...) -> (output, indices): max_pool1d with return_indices=True."""
+    return _max_pool1d_impl(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """max_pool1d(input [N, C, L] or [C, L], kernel_size, stride=None (= kernel_size), padding=0,
+    dilation=1, ceil_mode=False, return_indices=False)."""
+    return _max_pool1d_impl(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def _avg_divisor(spatial, ks, sd, pd, out, count_include_pad, dtype, device):
+    """[L]: torch's avg_pool divisor of each output position (the window clipped to the
+    padded input, or to the input without count_include_pad)."""
+    div = None
+    for i in range(len(ks)):
+        start = _ops.arange(out[i], device=device) * sd[i] - pd[i]
+        end = (start + ks[i]).clamp(max=spatial[i] + pd[i])
+        if count_include_pad:
+            cnt = end - start
+        else:
+            cnt = end.clamp(max=spatial[i]) - start.clamp(min=0)
+        shape = [1] * len(ks)
+        shape[i] = out[i]
+        cnt = cnt.reshape(tuple(shape))
+        div = cnt if div is None else div * cnt
+    return div.clamp(min=1).reshape(-1).to(dtype)
+
+
+def _avg_pool_nd(x, ks, sd, pd, out, ceil_mode, count_include_pad, divisor_override):
+    n, c = x.shape[0], x.shape[1]
+    spatial = tuple(x.shape[2:])
+    dl = (1,) * len(ks)
+    pads = _pool_pads(spatial, ks, sd, pd, dl, out)
+    cols = _im2col(x, ks, sd, dl, pads, out, 0.0)                             # [N, C, K, L]
+    fp = x.dtype.is_floating_point
+    if divisor_override is not None:
+        div = divisor_override
+    elif all(p == (0, 0) for p in pads):
+        div = _prod(ks)
+        if fp:
+            return cols.mean(2).reshape((n, c) + tuple(out))
+    else:
+        div = _avg_divisor(spatial, ks, sd, pd, out, count_include_pad, x.dtype, x.device)
+    # integers: torch's kernel divides its integer sum (rounding toward zero)
+    y = cols.sum(2) / div if fp else cols.sum(2).div(div, rounding_mode="trunc")
+    return y.reshape((n, c) + tuple(out))
+
+
+def avg_pool2d(input, kernel_size, stride=[], padding=[0, 0], ceil_mode=False, count_include_pad=True,  # noqa: B006
+               divisor_override=None):
+    """avg_pool2d(input [N, C, H, W] or [C, H, W], kernel_size, stride=None/[] (= kernel_size),
+    padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None)."""
+    _check_tensor(input, "avg_pool2d")
+    ks = _pool_param(kernel_size, 2, "avg_pool2d: kernel_size must either be a single int, or a tuple of two ints")
+    if stride is None or (_seq(stride) and len(stride) == 0):
+        sd = ks
+    else:
+        sd = _pool_param(stride, 2, "avg_pool2d: stride must either be omitted, a single int, or a tuple of two "
+                                    "ints")
+    pd = _pool_param(padding, 2, "avg_pool2d: padding must either be a single int, or a tuple of two ints")
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    nd = input.dim()
+    if nd < 2:
+        raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, "
+                           f"but got:{_size_str(input.shape)}")
+    h, w = input.shape[-2], input.shape[-1]
+    out = (_pool_out(h, ks[0], pd[0], sd[0], 1, ceil_mode), _pool_out(w, ks[1], pd[1], sd[1], 1, ceil_mode))
+    _pool2d_shape_check(input, ks, sd, pd, (1, 1), out)
+    _check_dtype(input, "avg_pool2d", (_C.int64,))
+    x = input.unsqueeze(0) if nd == 3 else input
+    y = _avg_pool_nd(x, ks, sd, pd, out, ceil_mode, count_include_pad, divisor_override)
+    return y.squeeze(0) if nd == 3 else y
+
+
+def avg_pool1d(input, kernel_size, stride=[], padding=[0], ceil_mode=False, count_include_pad=True):  # noqa: B006
+    """avg_pool1d(input [N, C, L] or [C, L], kernel_size, stride=None/[] (= kernel_size), padding=0,
+    ceil_mode=False, count_include_pad=True)."""
+    _check_tensor(input, "avg_pool1d")
+    k = _check1d("avg_pool1d", "kernel_size", kernel_size)
+    s = k if stride is None or (_seq(stride) and len(stride) == 0) else _check1d("avg_pool1d", "stride", stride)
+    p = _check1d("avg_pool1d", "padding", padding)
+    _check_dim_range(input, 2, 3, "avg_pool1d")
+    return avg_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, p), ceil_mode, count_include_pad).squeeze(-2)
+
+
+def _list_with_default(out_size, defaults):
+    if not _seq(out_size):
+        return out_size
+    if len(defaults) <= len(out_size):
+        raise ValueError(f"Input dimension should be at least {len(out_size) + 1}")
+    return [v if v is not None else d for v, d in zip(out_size, defaults[-len(out_size):])]
+
+
+def _adaptive_bounds(size, out):
+    """(starts, ends) of torch's adaptive windows over size, as python ints."""
+    return ([(i * size) // out for i in range(out)], [-((-(i + 1) * size) // out) for i in range(out)])
+
+
+def _adaptive_matrix(size, out, dtype, device):
+    """[out, size]: row i averages torch's adaptive window i."""
+    i = _ops.arange(size, device=device).reshape(1, size)
+    o = _ops.arange(out, device=device).reshape(out, 1)
+    start = (o * size).div(out, rounding_mode="floor")
+    end = -((-(o + 1) * size).div(out, rounding_mode="floor"))
+    m = ((i >= start) & (i < end)).to(dtype)
+    return m / (end - start).to(dtype)
+
+
+def _adaptive_avg_nd(x, out):
+    """x batched [N, C, *S] -> [N, C, *out]."""
+    k = len(out)
+    spatial = tuple(x.shape[2:])
+    n, c = x.shape[0], x.shape[1]
+    if any(o == 0 for o in out):
+        return _ops.zeros((n, c) + tuple(out), dtype=x.dtype, device=x.device)
+    if all(spatial[i] % out[i] == 0 for i in range(k)):
+        split = [n, c]
+        for i in range(k):
+            split += [out[i], spatial[i] // out[i]]
+        return x.reshape(tuple(split)).mean(tuple(3 + 2 * i for i in range(k)))
+    y = x
+    for i in reversed(range(k)):   # contract each spatial dim with its averaging matrix
+        if spatial[i] == out[i]:
+            continue
+        m = _adaptive_matrix(spatial[i], out[i], x.dtype, x.device)     # [O, S]
+        d = 2 + i
+        if d == y.dim() - 1:
+            y = y.matmul(m.t())
+        else:
+            y = m.matmul(y.movedim(d, -2)).movedim(-2, d)
+    return y
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """adaptive_avg_pool2d(input [N, C, H, W] or [C, H, W], output_size (int, pair; None keeps
+    that dim)): the mean over torch's adaptive windows."""
+    _check_tensor(input, "adaptive_avg_pool2d")
+    osz = _list_with_default(output_size, tuple(input.shape))
+    osz = tuple(osz) if _seq(osz) else (osz, osz)
+    if len(osz) != 2:
+        raise RuntimeError("adaptive_avg_pool2d: output_size must be 2")
+    if osz[0] < 0 or osz[1] < 0:
+        raise RuntimeError(f"adaptive_avg_pool2d: elements of output_size must be greater than or equal to 0 but "
+                           f"received {{{osz[0]}, {osz[1]}}}")
+    nd = input.dim()
+    if nd not in (3, 4):
+        raise RuntimeError(f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got {_size_str(input.shape)}")
+    for i in range(1, nd):
+        if input.shape[i] == 0:
+            raise RuntimeError(f"adaptive_avg_pool2d(): Expected input to have non-zero size for non-batch "
+                               f"dimensions, but input has sizes {_size_str(input.shape)} with dimension {i} being "
+                               f"empty")
+    _check_dtype(input, "adaptive_avg_pool2d")
+    x = input.unsqueeze(0) if nd == 3 else input
+    y = _adaptive_avg_nd(x, osz)
+    return y.squeeze(0) if nd == 3 else y
+
+
+def adaptive_avg_pool1d(input, output_size):
+    """adaptive_avg_pool1d(input [N, C, L] or [C, L], output_size)."""
+    _check_tensor(input, "adaptive_avg_pool1d")
+    o = _check1d("adaptive_avg_pool1d", "output_size", output_size)
+    _check_dim_range(input, 2, 3, "adaptive_avg_pool1d")
+    return adaptive_avg_pool2d(input.unsqueeze(-2), (1, o)).squeeze(-2)
+
+
+def _adaptive_max_nd(x, out, return_indices):
+    """x batched [N, C, *S]: the max over torch's adaptive windows (and its flat index)."""
+    k = len(out)
+    spatial = tuple(x.shape[2:])
+    n, c = x.shape[0], x.shape[1]
+    if any(o == 0 for o in out):
+        y = _ops.zeros((n, c) + tuple(out), dtype=x.dtype, device=x.device)
+        return (y, _ops.zeros((n, c) + tuple(out), dtype=_C.int64, device=x.device)) if return_indices else y
+    # window i of dim d: points start_i .. end_i - 1, padded to the longest window by
+    # repeating its last point (argmax keeps the first of equal values)
+    idx = None
+    mult = 1
+    kmax = []
+    for i in reversed(range(k)):
+        starts, ends = _adaptive_bounds(spatial[i], out[i])
+        km = max(e - s for s, e in zip(starts, ends))
+        kmax.insert(0, km)
+        o = _ops.arange(out[i], device=x.device).reshape(out[i], 1)
+        st = (o * spatial[i]).div(out[i], rounding_mode="floor")
+        en = -((-(o + 1) * spatial[i]).div(out[i], rounding_mode="floor"))
+        pts = _ops.minimum(st + _ops.arange(km, device=x.device).reshape(1, km), en - 1)   # [O, Kmax]
+        shape = [1] * (2 * k)
+        shape[i] = km
+        shape[k + i] = out[i]
+        term = pts.t().reshape(tuple(shape)) * mult
+        idx = term if idx is None else idx + term
+        mult *= spatial[i]
+    K, L = _prod(kmax), _prod(out)
+    idx = idx.reshape(-1)
+    cols = x.reshape(n, c, _prod(spatial)).index_select(2, idx).reshape(n, c, K, L)
+    am = cols.argmax(2, keepdim=True)
+    y = cols.gather(2, am).reshape((n, c) + tuple(out))
+    if not return_indices:
+        return y
+    pos = idx.reshape(1, 1, K, L).expand((n, c, K, L)).gather(2, am).reshape((n, c) + tuple(out))
+    return y, pos
+
+
+def _adaptive_max_pool2d_impl(input, output_size, return_indices):
+    _check_tensor(input, "adaptive_max_pool2d")
+    osz = _list_with_default(output_size, tuple(input.shape))
+    nd = input.dim()
+    if nd not in (3, 4):
+        raise RuntimeError(f"adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: {_size_str(input.shape)}")
+    osz = tuple(osz) if _seq(osz) else (osz, osz)
+    if len(osz) != 2:
+        raise RuntimeError("adaptive_max_pool2d(): internal error: output_size.size() must be 2")
+    for i in range(1, nd):
+        if input.shape[i] == 0:
+            raise RuntimeError(f"adaptive_max_pool2d(): Expected input to have non-zero size for non-batch "
+                               f"dimensions, but input has sizes {_size_str(input.shape)} with dimension {i} being "
+                               f"empty")
+    _check_dtype(input, "adaptive_max_pool2d")
+    x = input.unsqueeze(0) if nd == 3 else input
+    r = _adaptive_max_nd(x, osz, return_indices)
+    if nd == 3:
+        r = tuple(t.squeeze(0) for t in r) if return_indices else r.squeeze(0)
+    return r
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
+    """adaptive_max_pool2d_with_indices(...) -> (output, indices)."""
+    return _adaptive_max_pool2d_impl(input, output_size, True)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """adaptive_max_pool2d(input [N, C, H, W] or [C, H, W], output_size, return_indices=False)."""
+    return _adaptive_max_pool2d_impl(input, output_size, return_indices)
+
+
+def _adaptive_max_pool1d_impl(input, output_size, return_indices):
+    _check_tensor(input, "adaptive_max_pool1d")
+    o = _check1d("adaptive_max_pool1d", "output_size", output_size)
+    _check_dim_range(input, 2, 3, "adaptive_max_pool1d")
+    r = _adaptive_max_pool2d_impl(input.unsqueeze(-2), (1, o), return_indices)
+    return tuple(t.squeeze(-2) for t in r) if return_indices else r.squeeze(-2)
+
+
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
+    """adaptive_max_pool1d_with_indices(...) -> (output, indices)."""
+    return _adaptive_max_pool1d_impl(input, output_size, True)
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    """adaptive_max_pool1d(input [N, C, L] or [C, L], output_size, return_indices=False)."""
+    return _adaptive_max_pool1d_impl(input, output_size, return_indices)
+
+
+# ---------------- pixel shuffle ----------------
+def pixel_shuffle(input, upscale_factor):
+    """pixel_shuffle(input [*, C * r^2, H, W], r) -> [*, C, H * r, W * r]."""
+    _check_tensor(input, "pixel_shuffle")
+    _check_int(upscale_factor, "pixel_shuffle", "upscale_factor", 2)
+    nd = input.dim()
+    if nd < 3:
+        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got input with {nd} "
+                           f"dimension(s)")
+    r = upscale_factor
+    if r <= 0:
+        raise RuntimeError(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
+    c, h, w = input.shape[-3], input.shape[-2], input.shape[-1]
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square "
+                           f"of upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
+    batch = tuple(input.shape[:-3])
+    b = len(batch)
+    oc = c // (r * r)
+    x = input.reshape(batch + (oc, r, r, h, w))
+    perm = list(range(b)) + [b, b + 3, b + 1, b + 4, b + 2]
+    return x.permute(*perm).reshape(batch + (oc, h * r, w * r))
+
+
+def pixel_unshuffle(input, downscale_factor):
+    """pixel_unshuffle(input [*, C, H * r, W * r], r) -> [*, C * r^2, H, W]."""
+    _check_tensor(input, "pixel_unshuffle")
+    _check_int(downscale_factor, "pixel_unshuffle", "downscale_factor", 2)
+    nd = input.dim()
+    if nd < 3:
+        raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{nd} dimension(s)")
+    r = downscale_factor
+    if r <= 0:
+        raise RuntimeError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
+    c, h, w = input.shape[-3], input.shape[-2], input.shape[-1]
+    if h % r:
+        raise RuntimeError(f"pixel_unshuffle expects height to be divisible by downscale_factor, but "
+                           f"input.size(-2)={h} is not divisible by {r}")
+    if w % r:
+        raise RuntimeError(f"pixel_unshuffle expects width to be divisible by downscale_factor, but "
+                           f"input.size(-1)={w} is not divisible by {r}")
+    batch = tuple(input.shape[:-3])
+    b = len(batch)
+    x = input.reshape(batch + (c, h // r, r, w // r, r))
+    perm = list(range(b)) + [b, b + 2, b + 4, b + 1, b + 3]
+    return x.permute(*perm).reshape(batch + (c * r * r, h // r, w // r))
+
+
+# ---------------- interpolate ----------------
+def _f32(v):
+    """v rounded to float32 (torch's kernels compute coordinates in float for float inputs)."""
+    import struct
+    return struct.unpack("f", struct.pack("f", v))[0]
+
+
+def _nearest_index(size, out, scale, exact, device):
+    """torch's nearest (or nearest-exact) source index of each output position."""
+    if not exact and out == size:
+        return None
+    if not exact and out == 2 * size:
+        return _ops.arange(out, device=device).div(2, rounding_mode="floor")
+    s = _f32(1.0 / scale) if scale is not None and scale > 0 else _f32(_f32(size) / out)
+    pos = _ops.arange(out, dtype=_C.float32, device=device)
+    if exact:
+        pos = pos + 0.5
+    return (pos * s).floor().to(_C.int64).clamp(max=size - 1)
+
+
+def _linear_weights(size, out, align_corners, scale, dtype, device):
+    """torch's linear interpolation of each output position: (i0, i1, w0, w1)."""
+    cdt = _C.float64 if dtype is _C.float64 else _C.float32
+    rnd = (lambda v: v) if cdt is _C.float64 else _f32
+    if align_corners:
+        s = rnd(rnd(size - 1) / (out - 1)) if out > 1 else 0.0
+    else:
+        s = rnd(1.0 / scale) if scale is not None and scale > 0 else rnd(rnd(size) / out)
+    pos = _ops.arange(out, dtype=cdt, device=device)
+    src = pos * s if align_corners else ((pos + 0.5) * s - 0.5).clamp(min=0)
+    i0 = src.to(_C.int64)
+    i1 = (i0 + 1).clamp(max=size - 1)
+    w1 = (src - i0.to(cdt)).clamp(0, 1)
+    w0 = 1 - w1
+    return i0, i1, w0.to(dtype), w1.to(dtype)
+
+
+def _interp_size_error(spatial, out):
+    names = ("H", "W") if len(spatial) == 2 else ("W",)
+    a = ", ".join(f"{n}: {v}" for n, v in zip(names, spatial))
+    b = ", ".join(f"{n}: {v}" for n, v in zip(names, out))
+    sep = " and " if len(spatial) == 1 else " "
+    raise RuntimeError(f"Input and output sizes should be greater than 0, but got input ({a}){sep}output ({b})")
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """interpolate(input [N, C, W] or [N, C, H, W], size=None, scale_factor=None, mode='nearest',
+    align_corners=None, recompute_scale_factor=None, antialias=False). Modes: 'nearest',
+    'nearest-exact', 'linear' (3-d), 'bilinear' (4-d), 'area'; 'bicubic', 'trilinear',
+    'lanczos' and antialias=True raise NotImplementedError."""
+    _check_tensor(input, "interpolate")
+    if mode in ("nearest", "area", "nearest-exact"):
+        if align_corners is not None:
+            raise ValueError("align_corners option can only be set with the interpolating modes: "
+                             "linear | bilinear | bicubic | trilinear")
+    elif align_corners is None:
+        align_corners = False
+    dim = input.dim() - 2
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    elif size is not None:
+        scale_factors = None
+        if _seq(size):
+            if len(size) != dim:
+                raise ValueError(f"Input and output must have the same number of spatial dimensions, but got "
+                                 f"input with spatial dimensions of {list(input.shape[2:])} and output size of "
+                                 f"{size}. Please provide input tensor in (N, C, d1, d2, ...,dK) format and output "
+                                 f"size in (o1, o2, ...,oK) format.")
+            if not all(isinstance(x, int) and not isinstance(x, bool) for x in size):
+                raise TypeError(f"expected size to be one of int or Tuple[int] or Tuple[int, int] or "
+                                f"Tuple[int, int, int], but got size with types {[type(x) for x in size]}")
+            output_size = list(size)
+        else:
+            output_size = [size for _ in range(dim)]
+    elif scale_factor is not None:
+        output_size = None
+        if _seq(scale_factor):
+            if len(scale_factor) != dim:
+                raise ValueError(f"Input and scale_factor must have the same number of spatial dimensions, but "
+                                 f"got input with spatial dimensions of {list(input.shape[2:])} and scale_factor of "
+                                 f"shape {scale_factor}. Please provide input tensor in (N, C, d1, d2, ...,dK) "
+                                 f"format and scale_factor in (s1, s2, ...,sK) format.")
+            scale_factors = list(scale_factor)
+        else:
+            scale_factors = [scale_factor for _ in range(dim)]
+    else:
+        raise ValueError("either size or scale_factor should be defined")
+    if recompute_scale_factor is not None and recompute_scale_factor and size is not None:
+        raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+    if mode == "area" and output_size is None:
+        recompute_scale_factor = True
+    if recompute_scale_factor is not None and recompute_scale_factor:
+        output_size = [_math.floor(float(input.shape[i + 2]) * scale_factors[i]) for i in range(dim)]
+        scale_factors = None
+    if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and input.dim() == 4):
+        raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires a "
+                         "4-D tensor as input")
+    known = ("nearest", "nearest-exact", "linear", "bilinear", "area")
+    if mode in known and ((mode == "linear" and dim != 1) or (mode == "bilinear" and dim != 2)):
+        need = "3D" if mode == "linear" else "4D"
+        if dim + 2 in (3, 4, 5):
+            raise NotImplementedError(f"Got {dim + 2}D input, but {mode} mode needs {need} input")
+    if mode not in known or dim not in (1, 2):
+        if dim == 3 or mode in ("bicubic", "trilinear", "lanczos"):
+            raise NotImplementedError(f"symtrace: interpolate(mode='{mode}') of a {dim + 2}D input is not "
+                                      f"supported (modes: nearest, nearest-exact, linear, bilinear, area; 3D and "
+                                      f"4D inputs)")
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {dim + 2}D) for "
+                                  f"the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area "
+                                  f"| nearest-exact (got {mode})")
+    if antialias:
+        raise NotImplementedError("symtrace: interpolate(antialias=True) is not supported")
+    spatial = tuple(input.shape[2:])
+    if output_size is None:
+        output_size = [int(spatial[i] * scale_factors[i]) for i in range(dim)]
+    if any(s <= 0 for s in spatial) or any(o <= 0 for o in output_size):
+        _interp_size_error(spatial, output_size)
+    _check_dtype(input, f"upsample_{mode.replace('-', '_')}{dim}d")
+    if mode == "area":
+        return _adaptive_avg_nd(input, tuple(output_size))
+    scales = scale_factors or [None] * dim
+    x = input
+    for i in range(dim):
+        d = 2 + i
+        n_in, n_out = spatial[i], output_size[i]
+        if mode in ("nearest", "nearest-exact"):
+            idx = _nearest_index(n_in, n_out, scales[i], mode == "nearest-exact", input.device)
+            if idx is not None:
+                x = x.index_select(d, idx)
+        else:
+            i0, i1, w0, w1 = _linear_weights(n_in, n_out, align_corners, scales[i], input.dtype, input.device)
+            shape = [1] * input.dim()
+            shape[d] = n_out
+            x = x.index_select(d, i0) * w0.reshape(tuple(shape)) + x.index_select(d, i1) * w1.reshape(tuple(shape))
+    return x.clone() if x is input else x
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """upsample(...): the deprecated name of interpolate (warns as torch)."""
+    _warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` instead.",
+                   stacklevel=2)
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    """upsample_nearest(...): interpolate(mode='nearest'), deprecated (warns as torch)."""
+    _warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use `nn.functional.interpolate` instead.",
+                   stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    """upsample_bilinear(...): interpolate(mode='bilinear', align_corners=True), deprecated."""
+    _warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.",
+                   stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+# ---------------- torch-level forms (torch.conv2d, torch.max_pool2d, ...) ----------------
+def _torch_max_pool1d(input, kernel_size, stride=[], padding=[0], dilation=[1], ceil_mode=False):  # noqa: B006
+    """torch.max_pool1d(input, kernel_size, stride=[], padding=0, dilation=1, ceil_mode=False)."""
+    return _max_pool1d_impl(input, kernel_size, stride, padding, dilation, ceil_mode, False)
+
+
+def _torch_max_pool1d_with_indices(input, kernel_size, stride=[], padding=[0], dilation=[1],  # noqa: B006
+                                   ceil_mode=False):
+    """torch.max_pool1d_with_indices(...) -> (output, indices)."""
+    return _max_pool1d_impl(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def _torch_max_pool2d(input, kernel_size, stride=[], padding=[0, 0], dilation=[1, 1],  # noqa: B006
+                      ceil_mode=False):
+    """torch.max_pool2d(input, kernel_size, stride=[], padding=0, dilation=1, ceil_mode=False)."""
+    return _max_pool2d_impl(input, kernel_size, stride, padding, dilation, ceil_mode, False)
+
+
+def _torch_adaptive_max_pool1d(input, output_size):
+    """torch.adaptive_max_pool1d(input, output_size) -> (output, indices)."""
+    return _adaptive_max_pool1d_impl(input, output_size, True)
+
+
+for _f, _n in ((_torch_max_pool1d, "max_pool1d"), (_torch_max_pool1d_with_indices, "max_pool1d_with_indices"),
+               (_torch_max_pool2d, "max_pool2d"), (_torch_adaptive_max_pool1d, "adaptive_max_pool1d")):
+    _f.__name__ = _f.__qualname__ = _n
+del _f, _n
