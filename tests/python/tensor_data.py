@@ -1,6 +1,6 @@
-"""Test data shared by the serialization and pickling tests: tensors of
-every dtype with special values, and their raw bytes for bit-exact
-comparison."""
+"""Test data and helpers shared by tests: tensors of every dtype with special
+values and their raw bytes for bit-exact comparison (serialization, pickling);
+results as numpy arrays and fixed gradient weights (sorting, torch aliases)."""
 import ctypes
 
 import numpy as np
@@ -31,3 +31,22 @@ def make(dtype, shape, seed=0, int_high=2 ** 30):
             a[:3] = [np.inf, -np.inf, np.nan]
     return st.tensor(a.reshape(shape).astype(np.float64 if dtype in ("float16", "bfloat16") else a.dtype),
                      dtype=getattr(st, dtype))
+
+
+def as_list(out):
+    """A result (a tensor or a tuple/list of them) as a list."""
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+def to_numpy(t):
+    """A detached tensor of symtrace or torch as a numpy array (16-bit floats as float32)."""
+    t = t.detach()
+    if str(t.dtype).split(".")[-1] in ("float16", "bfloat16"):
+        t = t.float()
+    return np.array(t.numpy())
+
+
+def cycle_weights(shape):
+    """Weights 1..5 repeating, of shape: a weighted sum's gradient tells positions apart."""
+    n = int(np.prod(shape)) if len(shape) else 1
+    return (np.arange(n) % 5 + 1.0).reshape(shape)

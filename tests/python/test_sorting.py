@@ -15,6 +15,7 @@ import pytest
 
 import symtrace as st
 from conftest import dtype_name
+from tensor_data import as_list, cycle_weights, to_numpy
 
 nan, inf = math.nan, math.inf
 
@@ -205,20 +206,6 @@ CASES = {
 
 
 # ---------------------------------------------------------------- running a case
-def _as_list(out):
-    return list(out) if isinstance(out, (tuple, list)) else [out]
-
-
-def _np(t):
-    t = t.detach()
-    if dtype_name(t.dtype) in ("float16", "bfloat16"):
-        t = t.float()
-    return np.array(t.numpy())
-
-
-def _weights(shape):
-    n = int(np.prod(shape)) if len(shape) else 1
-    return (np.arange(n) % 5 + 1.0).reshape(shape)
 
 
 def run(L, case):
@@ -226,13 +213,13 @@ def run(L, case):
                             else None), dtype=getattr(L, case.dtype))
     if case.grad:
         x.requires_grad_(True)
-    outs = _as_list(case.fn(L, x))
+    outs = as_list(case.fn(L, x))
     grad = None
     if case.grad:
         v = outs[0]
-        w = L.tensor(_weights(tuple(v.shape)), dtype=v.dtype)
+        w = L.tensor(cycle_weights(tuple(v.shape)), dtype=v.dtype)
         (v * w).sum().backward()
-        grad = _np(x.grad)
+        grad = to_numpy(x.grad)
     return x, outs, grad
 
 
@@ -240,9 +227,9 @@ def _same(a, b, what, tol=None):
     assert dtype_name(a.dtype) == dtype_name(b.dtype), f"{what}: dtype {a.dtype} vs {b.dtype}"
     assert tuple(a.shape) == tuple(b.shape), f"{what}: shape {tuple(a.shape)} vs {tuple(b.shape)}"
     if tol is None:
-        np.testing.assert_array_equal(_np(a), _np(b), err_msg=what)
+        np.testing.assert_array_equal(to_numpy(a), to_numpy(b), err_msg=what)
     else:
-        np.testing.assert_allclose(_np(a), _np(b), rtol=tol, atol=tol, equal_nan=True, err_msg=what)
+        np.testing.assert_allclose(to_numpy(a), to_numpy(b), rtol=tol, atol=tol, equal_nan=True, err_msg=what)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -267,9 +254,9 @@ def test_case_matches_torch(name, torch):
 
 def _check_points_at(x, values, indices, dim):
     """Every index names an element of x equal to the value beside it."""
-    xv = _np(x)
-    idx = _np(indices)
-    vals = _np(values)
+    xv = to_numpy(x)
+    idx = to_numpy(indices)
+    vals = to_numpy(values)
     d = dim % max(xv.ndim, 1)
     if idx.ndim < xv.ndim:
         idx, vals = np.expand_dims(idx, d), np.expand_dims(vals, d)

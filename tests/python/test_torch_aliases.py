@@ -14,6 +14,7 @@ import pytest
 
 import symtrace as st
 from conftest import dtype_name
+from tensor_data import as_list, cycle_weights, to_numpy
 
 nan, inf = math.nan, math.inf
 
@@ -143,20 +144,6 @@ CASES = {
 }
 
 
-def _as_list(out):
-    return list(out) if isinstance(out, (tuple, list)) else [out]
-
-
-def _np(t):
-    t = t.detach()
-    if dtype_name(t.dtype) in ("float16", "bfloat16"):
-        t = t.float()
-    return np.array(t.numpy())
-
-
-def _weights(shape):
-    n = int(np.prod(shape)) if len(shape) else 1
-    return (np.arange(n) % 5 + 1.0).reshape(shape)
 
 
 def run(L, case):
@@ -164,17 +151,17 @@ def run(L, case):
     x = L.tensor(np.asarray(case.data, dtype=np.float64 if kind == "f" else None), dtype=getattr(L, case.dtype))
     if case.grad:
         x.requires_grad_(True)
-    outs = _as_list(case.fn(L, x))
+    outs = as_list(case.fn(L, x))
     grad = None
     if case.grad:
         loss = None
         for v in outs:
             if v.dtype.is_floating_point and v.requires_grad:
-                w = L.tensor(_weights(tuple(v.shape)), dtype=v.dtype)
+                w = L.tensor(cycle_weights(tuple(v.shape)), dtype=v.dtype)
                 term = (v * w).sum()
                 loss = term if loss is None else loss + term
         loss.backward()
-        grad = _np(L.zeros_like(x) + x.grad)      # (torch's grad of sgn is a ZeroTensor)
+        grad = to_numpy(L.zeros_like(x) + x.grad)      # (torch's grad of sgn is a ZeroTensor)
     return outs, grad
 
 
@@ -195,9 +182,9 @@ def test_case_matches_torch(name, torch):
         assert tuple(a.shape) == tuple(b.shape), f"{what}: shape {tuple(a.shape)} vs {tuple(b.shape)}"
         if a.dtype.is_floating_point:
             tol = LOOSE_TOL.get(name, TOL[dtype_name(a.dtype)])
-            np.testing.assert_allclose(_np(a), _np(b), rtol=tol, atol=tol, equal_nan=True, err_msg=what)
+            np.testing.assert_allclose(to_numpy(a), to_numpy(b), rtol=tol, atol=tol, equal_nan=True, err_msg=what)
         else:
-            np.testing.assert_array_equal(_np(a), _np(b), err_msg=what)
+            np.testing.assert_array_equal(to_numpy(a), to_numpy(b), err_msg=what)
     if case.grad:
         tol = LOOSE_TOL.get(name, TOL[case.dtype])
         np.testing.assert_allclose(sg, tg, rtol=tol, atol=tol, equal_nan=True, err_msg=f"{name}: x.grad")
@@ -213,7 +200,7 @@ def test_special_function_grids(fn, lo, hi, dt, torch):
     if fn == "erfinv":
         xs = np.concatenate([xs, 1 - np.logspace(-15 if dt == "float64" else -7, -1, 60),
                              -1 + np.logspace(-15 if dt == "float64" else -7, -1, 60)])
-    a = _np(getattr(st, fn)(st.tensor(xs, dtype=getattr(st, dt)))).astype(np.float64)
+    a = to_numpy(getattr(st, fn)(st.tensor(xs, dtype=getattr(st, dt)))).astype(np.float64)
     b = getattr(torch, fn)(torch.tensor(xs, dtype=getattr(torch, dt))).double().numpy()
     fin = np.isfinite(b)
     np.testing.assert_array_equal(a[~fin], b[~fin])
@@ -250,7 +237,7 @@ def test_inplace_variants_as_torch(torch):
             x = L.tensor([0.1, 0.4, 0.75, 0.9])
             y = getattr(x, name)(*args)
             assert y is x, name
-            outs.append(_np(x))
+            outs.append(to_numpy(x))
         np.testing.assert_allclose(outs[0], outs[1], rtol=2e-6, err_msg=name)
     for name, other in (("bitwise_and_", [6, 3, 12, -1]), ("bitwise_or_", [6, 3, 12, -1]),
                         ("bitwise_xor_", [6, 3, 12, -1]), ("bitwise_not_", None)):
@@ -283,7 +270,7 @@ def test_inplace_under_autograd(torch):
         u = w * 0.5
         u.erfinv_()
         ((y + z + u) * L.tensor([1., 2., 3.])).sum().backward()
-        grads.append(_np(w.grad))
+        grads.append(to_numpy(w.grad))
     np.testing.assert_allclose(grads[0], grads[1], rtol=1e-5)
 
 
