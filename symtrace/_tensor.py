@@ -489,6 +489,31 @@ class Tensor(_C.TensorBase):
     def aminmax(self, *, dim=None, keepdim=False): return _ops.aminmax(self, dim=dim, keepdim=keepdim)
     def diag(self, diagonal=0): return _ops.diag(self, diagonal)
     def diagonal(self, offset=0, dim1=0, dim2=1): return _ops.diagonal(self, offset, dim1, dim2)
+
+    def unfold(self, dimension, size, step):
+        """The slices of length size, step apart, along dimension, as a new last dim: a
+        view (as torch's Tensor.unfold; an as_strided view, so a graph break under
+        symtrace.compile)."""
+        nd = self.dim()
+        n = max(nd, 1)
+        if not isinstance(dimension, int) or not -n <= dimension < n:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                             f"but got {dimension})")
+        d = dimension % n
+        length = self.shape[d] if nd else 1
+        if size > length:
+            raise RuntimeError(f"maximum size for tensor at dimension {d} is {length} but size is {size}")
+        if step <= 0:
+            raise RuntimeError(f"step is {step} but must be > 0")
+        if size < 0:
+            raise RuntimeError(f"size is {size} but must be >= 0")
+        shape, strides = list(self.shape), list(self.stride())
+        if nd == 0:
+            return self.as_strided((size,), (1,), self.storage_offset())
+        inner = strides[d]
+        shape[d] = (length - size) // step + 1
+        strides[d] = inner * step
+        return self.as_strided(tuple(shape) + (size,), tuple(strides) + (inner,), self.storage_offset())
     def diag_embed(self, offset=0, dim1=-2, dim2=-1): return _ops.diag_embed(self, offset, dim1, dim2)
     def trace(self): return _ops.trace(self)
     def is_nonzero(self): return _ops.is_nonzero(self)

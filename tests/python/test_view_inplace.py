@@ -1,7 +1,7 @@
 """In-place ops through views under autograd, as PyTorch: the base's history records
 the write (CopySlices), other views of a base written in place get a new history
-(runtime/viewhist.c), Tensor._base, torch's version counter, diagonal() and
-as_strided() as views. Each case runs the same code on symtrace and torch and compares
+(runtime/viewhist.c), Tensor._base, torch's version counter, diagonal(), unfold()
+and as_strided() as views. Each case runs the same code on symtrace and torch and compares
 values, gradients, or the error."""
 import numpy as np
 import pytest
@@ -87,6 +87,15 @@ GRADS = [
     "x=t.zeros(2,3,4); x.diagonal(0, 0, 2).add_(t.tensor([[1.,2.],[3.,4.],[5.,6.]])); out=x",
     "w=t.arange(20.).reshape(4,5).requires_grad_(); v=w.as_strided((2,2),(1,5),1); "
     "(v*t.tensor([[1.,2.],[3.,4.]])).sum().backward(); out=(v, w.grad)",
+    # Tensor.unfold is a view (as_strided)
+    "x=t.arange(10.); out=x.unfold(0,3,2)",
+    "x=t.arange(24.).reshape(2,3,4); out=(x.unfold(2,2,1), list(x.unfold(-2,2,1).shape), x.unfold(1,3,3).stride())",
+    "x=t.arange(12.).reshape(3,4).requires_grad_(); u=x.unfold(1,2,1); (u*u).sum().backward(); out=x.grad",
+    "x=t.arange(12.).reshape(3,4); y=x*1; y.unfold(1,2,2).mul_(10); out=y",
+    "x=t.arange(12.).reshape(3,4).requires_grad_(); y=x*1; y.unfold(1,2,2)[..., 0].mul_(10); "
+    "(y*y).sum().backward(); out=(y, x.grad)",
+    "x=t.tensor(3.); out=x.unfold(0,1,1)",
+    "x=t.arange(5.); out=list(x.unfold(0,0,1).shape)",
 ]
 
 ERRORS = [
@@ -97,6 +106,9 @@ ERRORS = [
     "x=t.ones(2,3,requires_grad=True); y=x.exp(); y[0].mul_(2); y.sum().backward()",
     "x=t.ones(3,requires_grad=True); y=x*2; y[1:].add_(t.ones(3))",
     "x=t.ones(3,requires_grad=True); y=(x*2).long(); y[1:].mul_(1.5)",
+    "x=t.arange(5.); x.unfold(0,6,1)",
+    "x=t.arange(5.); x.unfold(0,2,0)",
+    "x=t.arange(5.); x.unfold(1,2,1)",
 ]
 
 VERSIONS = [
