@@ -3,6 +3,7 @@
  * eager ops), metadata properties, views, and the argument helpers the
  * binding files share (shapes, operands, errors). */
 #include "st_fe.h"
+#include "st_fe_tr.h"
 #include "structmember.h"
 
 static PyTypeObject *tensor_cls; /* symtrace.Tensor once registered */
@@ -655,6 +656,43 @@ static PyObject *m_as_strided(PyObject *self, PyObject *args) {
     }
     return st_fe_wrap(r);
 }
+/* self takes the geometry and history of v, a view of it (the in-place view
+ * ops t_/transpose_/squeeze_/unsqueeze_/as_strided_, as torch's: self's
+ * grad_fn becomes the view's node, its version moves on). */
+static PyObject *m_become(PyObject *self, PyObject *arg) {
+    if (!st_fe_is_tensor(arg)) {
+        PyErr_SetString(PyExc_TypeError, "_become: expected a tensor");
+        return NULL;
+    }
+    st_tensor *t = st_fe_unwrap(self), *v = st_fe_unwrap(arg);
+    if (v->storage != t->storage || v->dtype != t->dtype) {
+        PyErr_SetString(PyExc_RuntimeError, "_become: not a view of this tensor");
+        return NULL;
+    }
+    if (t->requires_grad && !t->grad_fn && st_ad_grad_enabled()) {
+        PyErr_SetString(PyExc_RuntimeError, "a leaf Variable that requires grad is being "
+                        "used in an in-place operation.");
+        return NULL;
+    }
+    st_rt_trace_fail("an in-place view op (t_, transpose_, squeeze_, ...) is not traced");
+    t->ndim = v->ndim;
+    t->offset = v->offset;
+    for (int d = 0; d < v->ndim; d++) {
+        t->shape[d] = v->shape[d];
+        t->strides[d] = v->strides[d];
+    }
+    if (v->grad_fn && v->grad_fn != t->grad_fn) {
+        st_ad_node_incref(v->grad_fn);
+        if (t->grad_fn) st_ad_node_decref(t->grad_fn);
+        t->grad_fn = v->grad_fn;
+        t->output_nr = v->output_nr;
+        t->requires_grad = v->requires_grad;
+        t->hist++; /* its views' histories are stale now (viewhist.c) */
+    }
+    t->storage->version++;
+    st_fe_meta_epoch++; /* compiled guards read shapes */
+    return Py_NewRef(self);
+}
 static PyObject *m_contiguous(PyObject *self, PyObject *a) {
     return st_fe_wrap(st_tensor_contiguous(st_fe_unwrap(self)));
 }
@@ -699,6 +737,7 @@ static PyMethodDef tensor_methods[] = {
     {"_slice", m_slice, METH_VARARGS, "_slice(dim, start, stop, step=1)"},
     {"select", m_select, METH_VARARGS, "select(dim, index)"},
     {"as_strided", m_as_strided, METH_VARARGS, "as_strided(size, stride, offset)"},
+    {"_become", m_become, METH_O, "_become(view): take a view's geometry and history"},
     {"contiguous", m_contiguous, METH_NOARGS, "a contiguous tensor"},
     {"clone", m_clone, METH_NOARGS, "a copy"},
     {"detach", m_detach, METH_NOARGS, "a view outside autograd"},

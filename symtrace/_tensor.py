@@ -490,6 +490,17 @@ class Tensor(_C.TensorBase):
     def diag(self, diagonal=0): return _ops.diag(self, diagonal)
     def diagonal(self, offset=0, dim1=0, dim2=1): return _ops.diagonal(self, offset, dim1, dim2)
 
+    # ---- in-place view ops: self takes the view's shape, strides and history ----
+    def t_(self): return self._become(self.t())
+    def transpose_(self, dim0, dim1): return self._become(self.transpose(dim0, dim1))
+    swapdims_ = swapaxes_ = transpose_
+    def squeeze_(self, dim=None): return self._become(self.squeeze() if dim is None else self.squeeze(dim))
+    def unsqueeze_(self, dim): return self._become(self.unsqueeze(dim))
+
+    def as_strided_(self, size, stride, storage_offset=None):
+        v = self.as_strided(size, stride) if storage_offset is None else self.as_strided(size, stride, storage_offset)
+        return self._become(v)
+
     def unfold(self, dimension, size, step):
         """The slices of length size, step apart, along dimension, as a new last dim: a
         view (as torch's Tensor.unfold; an as_strided view, so a graph break under

@@ -1,7 +1,7 @@
 """In-place ops through views under autograd, as PyTorch: the base's history records
 the write (CopySlices), other views of a base written in place get a new history
 (runtime/viewhist.c), Tensor._base, torch's version counter, diagonal(), unfold()
-and as_strided() as views. Each case runs the same code on symtrace and torch and compares
+and as_strided() as views, and the in-place view ops (t_, transpose_, squeeze_, ...). Each case runs the same code on symtrace and torch and compares
 values, gradients, or the error."""
 import numpy as np
 import pytest
@@ -96,6 +96,18 @@ GRADS = [
     "(y*y).sum().backward(); out=(y, x.grad)",
     "x=t.tensor(3.); out=x.unfold(0,1,1)",
     "x=t.arange(5.); out=list(x.unfold(0,0,1).shape)",
+    # in-place view ops: the tensor takes the view's geometry and history
+    "x=t.arange(6.).reshape(2,3).requires_grad_(); y=x*2; v0=y._version; y.t_(); "
+    "(y*t.arange(6.).reshape(3,2)).sum().backward(); out=(list(y.shape), list(y.stride()), x.grad, y._version-v0)",
+    "a=t.zeros(2,1,3); a.squeeze_(); s1=list(a.shape); a.unsqueeze_(0); out=(s1, list(a.shape), a.is_contiguous()); "
+    "a.transpose_(0,2); out=out+(list(a.shape), list(a.stride()))",
+    "b=t.zeros(4); v=b.view(2,2); b.unsqueeze_(0); out=(list(v.shape), list(b.shape))",
+    "x=t.arange(6.).reshape(2,3).requires_grad_(); y=x*1; y.squeeze_(); y.unsqueeze_(1); y.swapdims_(0,1); "
+    "(y*y).sum().backward(); out=(list(y.shape), x.grad)",
+    "x=t.arange(6.).requires_grad_(); y=x*1; y.as_strided_((2,2),(1,2),1); (y*y).sum().backward(); out=(y, x.grad)",
+    "x=t.arange(6.).reshape(2,3); x.t_(); x[0].fill_(9); out=x",
+    "x=t.arange(6.).reshape(2,3).requires_grad_(); y=x*2; z=y[0]; y.t_(); y.mul_(2); (z*z).sum().backward(); "
+    "out=x.grad",
 ]
 
 ERRORS = [
@@ -109,6 +121,7 @@ ERRORS = [
     "x=t.arange(5.); x.unfold(0,6,1)",
     "x=t.arange(5.); x.unfold(0,2,0)",
     "x=t.arange(5.); x.unfold(1,2,1)",
+    "x=t.ones(2,3,requires_grad=True); x.t_()",
 ]
 
 VERSIONS = [
@@ -254,3 +267,18 @@ def test_nothing_is_kept_alive():
     gc.collect()
     assert st.memory.memory_allocated() == m0
     assert _C._autograd_stats()["nodes_alive"] == n0
+
+
+def test_in_place_view_op_breaks_the_graph_and_stays_correct():
+    def f(x):
+        y = x * 2
+        y.t_()
+        return y * st.arange(6.).reshape(3, 2)
+
+    x = st.arange(6.).reshape(2, 3).requires_grad_()
+    st.reset()
+    cf = st.compile(f)
+    for _ in range(2):
+        np.testing.assert_allclose(cf(x).detach().numpy(), f(x).detach().numpy())
+    rep = st.explain(f, x)
+    assert any("in-place view op" in b.reason for b in rep.break_reasons), str(rep)
