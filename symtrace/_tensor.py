@@ -501,6 +501,21 @@ class Tensor(_C.TensorBase):
         v = self.as_strided(size, stride) if storage_offset is None else self.as_strided(size, stride, storage_offset)
         return self._become(v)
 
+    def index_put(self, indices, values, accumulate=False): return _ops.index_put(self, indices, values, accumulate)
+
+    def index_put_(self, indices, values, accumulate=False):
+        return self._via(_ops.index_put, "index_put_", indices, values, accumulate)
+
+    def put(self, index, source, accumulate=False): return _ops.put(self, index, source, accumulate)
+    def put_(self, index, source, accumulate=False): return self._via(_ops.put, "put_", index, source, accumulate)
+    def select_scatter(self, src, dim, index): return _ops.select_scatter(self, src, dim, index)
+
+    def diagonal_scatter(self, src, offset=0, dim1=0, dim2=1):
+        return _ops.diagonal_scatter(self, src, offset, dim1, dim2)
+
+    def as_strided_scatter(self, src, size, stride, storage_offset=None):
+        return _ops.as_strided_scatter(self, src, size, stride, storage_offset)
+
     def unfold(self, dimension, size, step):
         """The slices of length size, step apart, along dimension, as a new last dim: a
         view (as torch's Tensor.unfold; an as_strided view, so a graph break under

@@ -331,3 +331,106 @@ def nonzero(input, *, as_tuple=False):
 def argwhere(input):
     """argwhere(input) = nonzero(input); as torch.argwhere."""
     return nonzero(input)
+
+
+# ---- writes at positions: index_put, put, and the *_scatter functions of torch ----
+def _positions(input, key):
+    """The row-major positions in input of the elements input[key] selects (any key
+    __getitem__ takes), as an int64 tensor of that result's shape. Made from an arange of
+    input's size (no gradient), so it costs O(input.numel()), as __setitem__'s writes do."""
+    from ..autograd.grad_mode import no_grad
+    with no_grad():
+        return arange(input.numel(), device=input.device).reshape(tuple(input.shape))[key]
+
+
+def _put_at(input, pos, values, accumulate, fn):
+    """input with values (broadcast to pos's shape, cast to input's dtype) written at the
+    flat positions pos (accumulate: added), differentiable in input and values."""
+    if not _is_tensor(values):
+        values = full((), values, dtype=input.dtype, device=input.device)
+    if values.dtype != input.dtype:
+        raise RuntimeError(f"{fn}: Index put requires the source and destination dtypes match, got "
+                           f"{_tname(input.dtype)} for the destination and {_tname(values.dtype)} for "
+                           f"the source.")
+    try:
+        v = values.expand(tuple(pos.shape))
+    except RuntimeError:
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(values.shape)} cannot be "
+                           f"broadcast to indexing result of shape {list(pos.shape)}") from None
+    flat, p, v = input.reshape(-1), pos.reshape(-1), v.reshape(-1)
+    out = index_add(flat, 0, p, v) if accumulate else index_copy(flat, 0, p, v)
+    return out.reshape(tuple(input.shape))
+
+
+def index_put(input, indices, values, accumulate=False):
+    """index_put(input, indices, values, accumulate=False): input with input[indices] =
+    values (accumulate: +=), a new tensor; indices a tuple of index tensors (the dims
+    they index, from the first), as torch.index_put."""
+    _check_tensor(input, "index_put")
+    if not isinstance(indices, (tuple, list)):
+        raise TypeError(f"index_put(): argument 'indices' must be tuple of Tensors, not "
+                        f"{type(indices).__name__}")
+    for k, i in enumerate(indices):
+        if not _is_tensor(i):
+            raise TypeError(f"expected Tensor as element {k} in argument 0, but got {type(i).__name__}")
+    return _put_at(input, _positions(input, tuple(indices)), values, accumulate, "index_put")
+
+
+def put(input, index, source, accumulate=False):
+    """put(input, index, source, accumulate=False): input (seen as 1-D) with source written
+    at index (negative positions wrap; accumulate: added), as torch.put."""
+    _check_tensor(input, "put")
+    _check_index(index, "put")
+    n = input.numel()
+    if index.numel() != source.numel():
+        raise IndexError(f"put_(): Expected source and index to have the same number of "
+                           f"elements, but got source.numel() = {source.numel()}, index.numel() = "
+                           f"{index.numel()}")
+    pos = _positions(input.reshape(-1), index.reshape(-1)) if n else index.reshape(-1)
+    return _put_at(input, pos, source.reshape(-1), accumulate, "put")
+
+
+def select_scatter(input, src, dim, index):
+    """select_scatter(input, src, dim, index): input with input.select(dim, index)
+    replaced by src, as torch.select_scatter."""
+    _check_tensor(input, "select_scatter")
+    d = _wrap(dim, input.dim(), "select_scatter")
+    size = input.shape[d]
+    if not -size <= index < size:
+        raise IndexError(f"select(): index {index} out of range for tensor of size "
+                         f"{list(input.shape)} at dimension {d}")
+    key = (slice(None),) * d + (index,)
+    return _scatter_view(input, src, _positions(input, key), "select_scatter")
+
+
+def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
+    """diagonal_scatter(input, src, offset=0, dim1=0, dim2=1): input with its diagonal
+    replaced by src, as torch.diagonal_scatter."""
+    _check_tensor(input, "diagonal_scatter")
+    from .linalg import diagonal
+    from ..autograd.grad_mode import no_grad
+    with no_grad():
+        pos = diagonal(arange(input.numel(), device=input.device).reshape(tuple(input.shape)),
+                       offset, dim1, dim2)
+    return _scatter_view(input, src, pos, "diagonal_scatter")
+
+
+def as_strided_scatter(input, src, size, stride, storage_offset=None):
+    """as_strided_scatter(input, src, size, stride, storage_offset=None): input (contiguous
+    positions) with the elements as_strided(size, stride, storage_offset) reaches replaced
+    by src, as torch.as_strided_scatter."""
+    _check_tensor(input, "as_strided_scatter")
+    from ..autograd.grad_mode import no_grad
+    with no_grad():
+        ar = arange(input.numel(), device=input.device)
+        pos = ar.as_strided(tuple(size), tuple(stride)) if storage_offset is None else \
+            ar.as_strided(tuple(size), tuple(stride), storage_offset)
+    return _scatter_view(input, src, pos, "as_strided_scatter")
+
+
+def _scatter_view(input, src, pos, fn):
+    _check_tensor(src, fn, "src")
+    if tuple(src.shape) != tuple(pos.shape):
+        raise RuntimeError(f"{fn}: expected src to have a size equal to the slice of self. src size = "
+                           f"{list(src.shape)}, slice size = {list(pos.shape)}")
+    return _put_at(input, pos, src.to(input.dtype) if src.dtype != input.dtype else src, False, fn)
