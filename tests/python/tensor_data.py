@@ -50,3 +50,14 @@ def cycle_weights(shape):
     """Weights 1..5 repeating, of shape: a weighted sum's gradient tells positions apart."""
     n = int(np.prod(shape)) if len(shape) else 1
     return (np.arange(n) % 5 + 1.0).reshape(shape)
+
+
+def run_code(lib, code):
+    """Runs code (a string) with t = lib (symtrace or torch); its variable out, or
+    ("error", exception type name) when it raises: one case of a table run on both."""
+    ns = {"t": lib}
+    try:
+        exec(code, ns)
+    except Exception as e:  # noqa: BLE001 - the error is what is compared
+        return ("error", type(e).__name__)
+    return ns.get("out")

@@ -4,6 +4,7 @@ written values, in-place forms and errors."""
 import pytest
 
 import symtrace as st
+from tensor_data import run_code
 
 torch = pytest.importorskip("torch")
 
@@ -36,13 +37,7 @@ ERRORS = [
 ]
 
 
-def run(lib, code):
-    ns = {"t": lib}
-    try:
-        exec(code, ns)
-    except Exception as e:  # noqa: BLE001 - the error is what is compared
-        return ("error", type(e).__name__)
-    return ns.get("out")
+run = run_code
 
 
 def norm(v):
