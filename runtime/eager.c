@@ -476,9 +476,8 @@ static int eager_on(st_op_id op, const st_operand *in, int nin,
          * gradients: the base's history records the write (CopySlices) */
         st_tensor *v = given[0];
         bool leaf = v && v->requires_grad && !v->grad_fn; /* refused below */
-        if (v && v->view_base && !leaf && (v->view_base->requires_grad || rec))
-            return st_view_inplace(op, in, nin, attrs, v, out);
-        for (int k = 0; k < ST_MAX_OUT; k++) {
+        bool via_view = v && v->view_base && !leaf && (v->view_base->requires_grad || rec);
+        for (int k = 0; !via_view && k < ST_MAX_OUT; k++) {
             if (!given[k] || !given[k]->requires_grad) continue;
             if (!given[k]->grad_fn)
                 return st_err(ST_ERR_RUNTIME,
@@ -492,7 +491,8 @@ static int eager_on(st_op_id op, const st_operand *in, int nin,
                               st_op(op)->name), -1;
         }
         /* an operand the VJP reads but the in-place result overwrites is
-         * computed from (and saved as) a copy */
+         * computed from (and saved as) a copy (also when the write goes
+         * through a view: st_view_inplace runs on the copies) */
         if (rec) {
             memcpy(inb, in, sizeof *in * (size_t)nin);
             for (int k = 0; k < nin; k++) {
@@ -514,6 +514,11 @@ static int eager_on(st_op_id op, const st_operand *in, int nin,
                 }
             }
             in = inb;
+        }
+        if (via_view) {
+            int n = st_view_inplace(op, in, nin, attrs, v, out);
+            for (int k = 0; k < ST_MAX_IN; k++) st_tensor_decref(clones[k]);
+            return n;
         }
     }
     /* (eager_run put every operand on be's device) */

@@ -322,34 +322,11 @@ int st_view_inplace(st_op_id op, const st_operand *in, int nin,
                           "Please clone() the tensor before performing the operation.",
                           name), -1;
     int ret = -1;
-    st_operand inb[ST_MAX_IN];
-    st_tensor *clones[ST_MAX_IN] = {NULL};
     st_tensor *r = NULL, *rc = NULL, *p = NULL, *mk = NULL, *rf = NULL, *bf = NULL;
     st_tensor *gat = NULL, *nf = NULL, *nb = NULL, *done = NULL;
     int64_t *pos = NULL, *inv = NULL;
     bool *mask = NULL;
-    /* an operand the VJP saves that lives in the base's storage would be
-     * overwritten by the write: a copy stands for its value (its history
-     * is the operand's) */
-    memcpy(inb, in, sizeof *in * (size_t)nin);
-    bool was = st_ad_grad_enabled();
-    for (int k = 0; k < nin; k++) {
-        if (!in[k].t || in[k].t->storage != b->storage || !(st_op(op)->vjp_saves & (1u << k)))
-            continue;
-        st_ad_set_grad_enabled(false);
-        st_operand src = {.t = in[k].t};
-        clones[k] = run1(ST_OP_COPY, &src, 1, NULL, NULL);
-        st_ad_set_grad_enabled(was);
-        if (!clones[k])
-            goto out;
-        clones[k]->requires_grad = in[k].t->requires_grad;
-        clones[k]->grad_fn = in[k].t->grad_fn;
-        clones[k]->output_nr = in[k].t->output_nr;
-        if (clones[k]->grad_fn)
-            st_ad_node_incref(clones[k]->grad_fn);
-        inb[k].t = clones[k];
-    }
-    r = run1(op, inb, nin, attrs, NULL); /* out of place, recorded */
+    r = run1(op, in, nin, attrs, NULL); /* out of place, recorded */
     if (!r)
         goto out;
     if (r->ndim != v->ndim ||
@@ -373,10 +350,10 @@ int st_view_inplace(st_op_id op, const st_operand *in, int nin,
             goto out;
     }
     int64_t m = st_tensor_numel(v), n = st_tensor_numel(b);
-    if (!rc && st_tensor_is_contiguous(b)) {
-        /* the common case: the result written into the view, and a
-         * CopySlices node as the base's history (O(view) work here) */
-        if (copy_slices(b, v, r) != ST_OK)
+    if (st_tensor_is_contiguous(b)) {
+        /* the result (cast to the view's dtype) written into the view,
+         * and a CopySlices node as the base's history (O(view) work) */
+        if (copy_slices(b, v, rc ? rc : r) != ST_OK)
             goto out;
     } else if (m > 0) {
         /* base = where(mask, gather(result, inv), base): mask marks the
@@ -414,8 +391,6 @@ int st_view_inplace(st_op_id op, const st_operand *in, int nin,
     out[0] = v;
     ret = 1;
 out:
-    for (int k = 0; k < ST_MAX_IN; k++)
-        st_tensor_decref(clones[k]);
     st_tensor_decref(r);
     st_tensor_decref(rc);
     st_tensor_decref(p);
