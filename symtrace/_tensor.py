@@ -922,9 +922,7 @@ def _setitem_functional(t, key, value):
     t.copy_(new.reshape(tuple(t.shape)))
 
 
-def _no_grad():
-    from .autograd.grad_mode import no_grad
-    return no_grad()
+_no_grad = _ops._no_grad
 
 
 _C._set_tensor_class(Tensor)

@@ -24,6 +24,12 @@ def _dims(dim, ndim=None):
     return (dim,)
 
 
+def _no_grad():
+    """autograd.no_grad() (imported when first used: autograd imports the ops)."""
+    from ..autograd.grad_mode import no_grad
+    return no_grad()
+
+
 def _is_tensor(x):
     return isinstance(x, _C.TensorBase)
 

@@ -7,7 +7,7 @@ import math
 
 from .. import _C
 from .._dtype import bool_, int64
-from ._core import _bshape, _check_tensor, _is_tensor, _tname, _wrap
+from ._core import _bshape, _check_tensor, _is_tensor, _no_grad, _tname, _wrap
 from .dtypes import iinfo
 from .elementwise import (add, clamp, div, eq, floor_divide, gt, lt, maximum, minimum, mul, ne,
                           remainder, sub, to_dtype, where)
@@ -338,8 +338,7 @@ def _positions(input, key):
     """The row-major positions in input of the elements input[key] selects (any key
     __getitem__ takes), as an int64 tensor of that result's shape. Made from an arange of
     input's size (no gradient), so it costs O(input.numel()), as __setitem__'s writes do."""
-    from ..autograd.grad_mode import no_grad
-    with no_grad():
+    with _no_grad():
         return arange(input.numel(), device=input.device).reshape(tuple(input.shape))[key]
 
 
@@ -408,8 +407,7 @@ def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
     replaced by src, as torch.diagonal_scatter."""
     _check_tensor(input, "diagonal_scatter")
     from .linalg import diagonal
-    from ..autograd.grad_mode import no_grad
-    with no_grad():
+    with _no_grad():
         pos = diagonal(arange(input.numel(), device=input.device).reshape(tuple(input.shape)),
                        offset, dim1, dim2)
     return _scatter_view(input, src, pos, "diagonal_scatter")
@@ -420,8 +418,7 @@ def as_strided_scatter(input, src, size, stride, storage_offset=None):
     positions) with the elements as_strided(size, stride, storage_offset) reaches replaced
     by src, as torch.as_strided_scatter."""
     _check_tensor(input, "as_strided_scatter")
-    from ..autograd.grad_mode import no_grad
-    with no_grad():
+    with _no_grad():
         ar = arange(input.numel(), device=input.device)
         pos = ar.as_strided(tuple(size), tuple(stride)) if storage_offset is None else \
             ar.as_strided(tuple(size), tuple(stride), storage_offset)

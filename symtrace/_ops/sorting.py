@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import _C
 from .._dtype import bfloat16, bool_, float16, float32, float64, int32, int64
-from ._core import _check_int, _check_tensor, _is_tensor, _tname
+from ._core import _check_int, _check_tensor, _is_tensor, _no_grad, _tname
 from .elementwise import (ceil, clamp, eq, floor, ge, le, lerp, logical_and, logical_not,
                           logical_or, lt, mul, round, sub, to_dtype, where)
 from .creation import arange, full, to_device, zeros
@@ -64,15 +64,6 @@ _cummin_t = _return_type("cummin")
 
 
 # ---- helpers ----
-class _no_grad:
-    def __enter__(self):
-        self._prev = _C._set_grad_enabled(False)
-
-    def __exit__(self, *exc):
-        _C._set_grad_enabled(self._prev)
-        return False
-
-
 def _dim(dim, nd, fn):
     """dim wrapped into [0, max(nd, 1)), with torch's IndexError (a 0-d tensor takes 0 and -1)."""
     _check_int(dim, fn, "dim", 2)

@@ -2,7 +2,6 @@
 (transposed: [in, out / groups, *k]) ~ kaiming_uniform_(a=sqrt(5)), bias ~
 U(-1/sqrt(fan_in), 1/sqrt(fan_in)), as torch. padding_mode 'reflect', 'replicate' and
 'circular' pad with F.pad first, as torch does (transposed convolutions take 'zeros' only)."""
-import math
 
 from ... import _ops
 from .. import functional as F
@@ -73,11 +72,7 @@ class _ConvNd(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
-            init.uniform_(self.bias, -bound, bound)
+        init._default_layer_init_(self.weight, self.bias)
 
     def extra_repr(self):
         s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
