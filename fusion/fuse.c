@@ -335,7 +335,7 @@ static bool infer_stmt_syms(fctx *c, const st_stmt *s, int *o, int n)
             memcpy(o, SYM(c, s->in[1]), sizeof(int) * (size_t)n);
             return true;
         }
-        if (s->op == ST_OP_SCATTER_ADD || s->op == ST_OP_SLICE_SCATTER) {
+        if (st_fuse_is_scatter(s)) {
             if (xn != n)
                 return false;
             memcpy(o, x, sizeof(int) * (size_t)n);

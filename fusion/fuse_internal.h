@@ -8,15 +8,14 @@
 #include "st_kernel.h"
 
 /* Lowers the decomposed graph dg one kernel per statement (two for
- * scatter_add); takes ownership of dg. NULL with the error set. */
+ * the scatters, st_fuse_is_scatter); takes ownership of dg. NULL with the error set. */
 st_kprog *st_fuse_lower_unfused(st_graph *dg);
 
 /* Lowers statement si of g into k (initialized by the caller); part 1 is
- * the second kernel of scatter_add and of slice_scatter. */
+ * the second kernel of a scatter (st_fuse_is_scatter). */
 st_status st_fuse_lower_stmt(st_kernel *k, const st_graph *g, int si,
                              int part);
-/* Kernels statement s lowers to alone: 2 for scatter_add and
- * slice_scatter, else 1. */
+/* Kernels statement s lowers to alone: 2 for a scatter, else 1. */
 int st_fuse_stmt_parts(const st_stmt *s);
 /* k (initialized by the caller) = value src stored into the slice of
  * value dst that SLICE_SCATTER statement slab_si replaces: elementwise

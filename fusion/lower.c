@@ -1,13 +1,13 @@
 /* fusion/lower.c - the unfused lowering of a decomposed graph: one kernel
  * per primitive statement in statement order (views become ST_K_VIEW steps;
  * scatter_add takes two: a copy of self, then an indexed accumulating store
- * of src; slice_scatter two: a copy of base, then src stored into the
+ * of src; scatter the same, the store not accumulating; slice_scatter two: a copy of base, then src stored into the
  * slice). It is the SYMTRACE_FUSION=0 path, the lowering of statements
  * fusion (fuse.c) leaves alone, and the source of the node builders fuse.c
  * reuses. Buffers name values of the program's graph; the executor binds
  * tensors and computes st_kargs.
  * Owns: st_fuse_lower_unfused, st_fuse_lower_stmt, st_fuse_lower_slab,
- * st_fuse_stmt_parts, st_kprog_free. */
+ * st_fuse_stmt_parts, st_fuse_is_scatter, st_kprog_free. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -589,11 +589,11 @@ static st_status lower_indexed(st_kernel *k, const st_graph *g,
     return add_store(k, ob, n_cast(k, lx, om->dtype));
 }
 
-/* ---- scatter_add: two kernels ----
+/* ---- scatter_add and scatter: two kernels ----
  * First (in the statement's own slot): out = copy of self, elementwise.
- * Second: over index's iteration space, out[.. index[p] ..] += src[p],
- * an indexed accumulating store into the same graph value (the executor
- * finds it bound by the first kernel and reuses it). */
+ * Second: over index's iteration space, out[.. index[p] ..] += src[p]
+ * (scatter: = src[p]), an indexed (accumulating) store into the same graph
+ * value (the executor finds it bound by the first kernel and reuses it). */
 
 static st_status lower_scatter_copy(st_kernel *k, const st_graph *g,
                                     const st_stmt *s)
@@ -616,16 +616,17 @@ static st_status lower_scatter_add(st_kernel *k, const st_graph *g,
 {
     const st_meta *om = vmeta(g, s->out[0]), *im = vmeta(g, s->in[1]);
     const st_meta *sm = vmeta(g, s->in[2]);
+    const char *fn = st_op(s->op)->name;
     int64_t d64 = s->attrs.i[0];
-    if (st_wrap_dim("scatter_add", &d64, om->ndim) != ST_OK)
+    if (st_wrap_dim(fn, &d64, om->ndim) != ST_OK)
         return st_err_kind();
     int dim = (int)d64;
     /* one rank, a 0-d tensor counting as 1-d (as in inference) */
     int ro = om->ndim ? om->ndim : 1, ri = im->ndim ? im->ndim : 1;
     int rs = sm->ndim ? sm->ndim : 1;
     if (ri != ro || rs != ro)
-        return st_err(ST_ERR_RUNTIME, "lower: scatter_add expects self, index "
-                      "and src of one rank, got %d, %d and %d", om->ndim,
+        return st_err(ST_ERR_RUNTIME, "lower: %s expects self, index "
+                      "and src of one rank, got %d, %d and %d", fn, om->ndim,
                       im->ndim, sm->ndim);
     k->kind = ST_K_ELEMENTWISE;
     k->rank = im->ndim;
@@ -650,7 +651,7 @@ static st_status lower_scatter_add(st_kernel *k, const st_graph *g,
     k->stores[q].indexed = true;
     k->stores[q].idx_dim = dim;
     k->stores[q].idx_node = li;
-    k->stores[q].accumulate = true;
+    k->stores[q].accumulate = s->op == ST_OP_SCATTER_ADD;
     return ST_OK;
 }
 
@@ -685,9 +686,15 @@ st_status st_fuse_lower_slab(st_kernel *k, const st_graph *g, int src,
     return add_store(k, ob, n_cast(k, ld, om->dtype));
 }
 
+bool st_fuse_is_scatter(const st_stmt *s)
+{
+    return s->op == ST_OP_SCATTER_ADD || s->op == ST_OP_SCATTER ||
+           s->op == ST_OP_SLICE_SCATTER;
+}
+
 int st_fuse_stmt_parts(const st_stmt *s)
 {
-    return s->op == ST_OP_SCATTER_ADD || s->op == ST_OP_SLICE_SCATTER ? 2 : 1;
+    return st_fuse_is_scatter(s) ? 2 : 1;
 }
 
 static st_status lower_part1(st_kernel *k, const st_graph *g, int si)
@@ -727,7 +734,7 @@ static st_status lower_stmt(st_kernel *k, const st_graph *g, int si)
     case ST_OPK_MATMUL:
         return lower_matmul(k, g, s);
     case ST_OPK_GATHER:
-        if (s->op == ST_OP_SCATTER_ADD || s->op == ST_OP_SLICE_SCATTER)
+        if (st_fuse_is_scatter(s))
             return lower_scatter_copy(k, g, s);
         return lower_indexed(k, g, s);
     case ST_OPK_COMPOSITE:
@@ -783,7 +790,7 @@ st_kprog *st_fuse_lower_unfused(st_graph *dg)
         return NULL;
     }
     p->graph = dg;
-    /* one kernel per statement, two for scatter_add and slice_scatter */
+    /* one kernel per statement, two for the scatters */
     int nk = 0;
     for (int si = 0; si < dg->nstmts; si++)
         nk += st_fuse_stmt_parts(&dg->stmts[si]);

@@ -179,8 +179,8 @@ static bool contiguous_strides(const st_meta *mt, const int64_t *st)
     return true;
 }
 
-/* scatter_add lowers to a copy of self, then the indexed accumulation into
- * the copy (fusion/lower.c), slice_scatter to a copy of base, then the
+/* scatter_add (scatter) lowers to a copy of self, then the indexed
+ * accumulation (store) into the copy (fusion/lower.c), slice_scatter to a copy of base, then the
  * store into the slice. When self (base) is an intermediate whose storage
  * no kernel reads after the copy, whole, dense and of the result's dtype,
  * the copy is skipped and the result takes self's storage: the tied word
@@ -195,8 +195,7 @@ static bool scatter_in_place(const st_kprog *p, const st_mem_plan *m,
         k->stores[0].indexed)
         return false;
     const st_stmt *s = &g->stmts[k->src_stmt];
-    if (!((s->op == ST_OP_SCATTER_ADD && s->nin == 3) ||
-          (s->op == ST_OP_SLICE_SCATTER && s->nin == 2)) ||
+    if (!st_fuse_is_scatter(s) || s->nin != st_op(s->op)->max_in ||
         k->bufs[k->stores[0].buf].slab)   /* slice_scatter's store, not its copy */
         return false;
     int b = s->in[0], o = s->out[0], r = src[b];

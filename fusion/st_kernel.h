@@ -209,6 +209,10 @@ st_graph *st_fuse_decompose(const st_graph *g);
 /* Decomposes and lowers g into a program (g is not modified). */
 st_kprog *st_fuse_lower(const st_graph *g, const st_fuse_options *opt);
 void st_kprog_free(st_kprog *p);
+/* Whether s lowers to a copy of its first operand (the kernel in its own
+ * slot) and a second kernel that writes part of that copy: scatter_add,
+ * scatter, slice_scatter (fusion/lower.c). */
+bool st_fuse_is_scatter(const st_stmt *s);
 
 /* ---- the memory plan of a scheduled program (fusion/plan.c) ----
  * A liveness pass over the kernels in order: graph inputs persist, each

@@ -29,6 +29,8 @@
  *   -g * floor(a / b).
  * - scatter_add: self gets g; src gets gather(g, dim, index), embedded into
  *   zeros of src's shape when index is smaller than src.
+ * - scatter: self gets g with the written positions zeroed (a scatter of
+ *   zeros), src as scatter_add's (a repeated position: every point of it).
  * - slice_scatter: base gets g with the slice zeroed, src the slice of g. */
 #include <math.h>
 #include <string.h>
@@ -708,11 +710,11 @@ static void r_embedding(ad *c, rule *r)
     r->gin[0] = fin(c, scatter_add(c, z, 0, ie, g2), w);
 }
 
-static void r_scatter_add(ad *c, rule *r)
+/* src's gradient of scatter_add and scatter: g gathered at index, placed
+ * into zeros of src's shape where index is smaller than src */
+static void scatter_src_grad(ad *c, rule *r)
 {
-    int self = r->s.in[0], idx = r->s.in[1], src = r->s.in[2], g = r->og;
-    if (diffable(c, self))
-        r->gin[0] = fin(c, g, self);
+    int idx = r->s.in[1], src = r->s.in[2], g = r->og;
     if (!diffable(c, src))
         return;
     st_meta sm = M(c, src), im = M(c, idx);
@@ -728,6 +730,30 @@ static void r_scatter_add(ad *c, rule *r)
         gs = scatter_add(c, full_like(c, src, 0.0, sm.dtype), 0, ar, gs);
     }
     r->gin[2] = fin(c, gs, src);
+}
+
+static void r_scatter_add(ad *c, rule *r)
+{
+    int self = r->s.in[0];
+    if (diffable(c, self))
+        r->gin[0] = fin(c, r->og, self);
+    scatter_src_grad(c, r);
+}
+
+/* scatter(self, index, src): self gets g with the written positions
+ * zeroed (a scatter of zeros of index's shape), src gets g gathered at
+ * index (every point, a repeated position's too, as torch's) */
+static void r_scatter(ad *c, rule *r)
+{
+    int self = r->s.in[0], idx = r->s.in[1], g = r->og;
+    if (diffable(c, self)) {
+        st_meta gm = M(c, g);
+        st_attrs a = A0();
+        a.i[0] = wrapd(c, r->s.attrs.i[0], gm.ndim);
+        int in[3] = {g, idx, full_like(c, idx, 0.0, gm.dtype)};
+        r->gin[0] = fin(c, E(c, ST_OP_SCATTER, in, 3, &a), self);
+    }
+    scatter_src_grad(c, r);
 }
 
 /* slice_scatter(base, src): base gets g with the slice zeroed (a
@@ -1094,6 +1120,7 @@ static st_status vjp(st_graph *g, const st_stmt *s, const int *out_grads,
     case ST_OP_GATHER: r_gather(&c, &r); break;
     case ST_OP_INDEX_SELECT: r_index_select(&c, &r); break;
     case ST_OP_SCATTER_ADD: r_scatter_add(&c, &r); break;
+    case ST_OP_SCATTER: r_scatter(&c, &r); break;
     case ST_OP_SLICE_SCATTER: r_slice_scatter(&c, &r); break;
     case ST_OP_EMBEDDING: r_embedding(&c, &r); break;
     case ST_OP_COPY: r_copy(&c, &r); break;
@@ -1154,6 +1181,7 @@ static const struct {
     {ST_OP_LAYER_NORM, B0 | B1}, {ST_OP_GELU, B0 | B1},
     {ST_OP_CROSS_ENTROPY, B0 | B1 | B2}, {ST_OP_LINEAR, B0 | B1},
     {ST_OP_CLAMP, B0}, {ST_OP_MASKED_FILL, B1}, {ST_OP_SLICE_SCATTER, 0},
+    {ST_OP_SCATTER, B1},
 };
 
 unsigned st_ir_vjp_saves_for(st_op_id op, unsigned needs)

@@ -558,20 +558,22 @@ static st_status infer_index_select(const ictx *c, st_meta *out)
     return ST_OK;
 }
 
-/* torch.scatter_add's checks (ScatterGatherChecks.h), in its order. */
+/* torch.scatter_add's checks (ScatterGatherChecks.h), in its order; also
+ * scatter's. */
 static st_status infer_scatter_add(const ictx *c, st_meta *out)
 {
+    const char *fn = c->op == ST_OP_SCATTER ? "scatter" : "scatter_add";
     const st_meta *x = &c->in[0], *ix = &c->in[1], *src = &c->in[2];
     int64_t dim = c->a->i[0];
     if (wrap(c, &dim, x->ndim) != ST_OK)
         return st_err_kind();
     if (ix->dtype != ST_INT64)
         return fail(c, ST_ERR_RUNTIME,
-                    "scatter_add(): Expected dtype int64 for index");
+                    "%s(): Expected dtype int64 for index", fn);
     if (x->dtype != src->dtype)
         return fail(c, ST_ERR_RUNTIME,
-                    "scatter_add(): Expected self.dtype to be equal to "
-                    "src.dtype");
+                    "%s(): Expected self.dtype to be equal to src.dtype",
+                    fn);
     int nx = x->ndim ? x->ndim : 1, ni = ix->ndim ? ix->ndim : 1;
     int ns = src->ndim ? src->ndim : 1;
     if (nx != ni)
@@ -1241,7 +1243,8 @@ static st_status dispatch(st_op_id op, const st_meta *in, int nin,
     case ST_OPK_GATHER:
         s = op == ST_OP_GATHER ? infer_gather(&c, out)
           : op == ST_OP_INDEX_SELECT ? infer_index_select(&c, out)
-          : op == ST_OP_SCATTER_ADD ? infer_scatter_add(&c, out)
+          : op == ST_OP_SCATTER_ADD || op == ST_OP_SCATTER
+              ? infer_scatter_add(&c, out)
           : op == ST_OP_SLICE_SCATTER ? infer_slice_scatter(&c, out)
           : infer_embedding(&c, out);
         break;
@@ -1308,7 +1311,7 @@ static st_status dispatch(st_op_id op, const st_meta *in, int nin,
     X(RESHAPE) X(PERMUTE) X(EXPAND) X(SLICE) X(SQUEEZE) X(UNSQUEEZE)          \
     X(SOFTMAX) X(LOG_SOFTMAX) X(LAYER_NORM) X(GELU) X(CROSS_ENTROPY)          \
     X(LINEAR) X(DROPOUT) X(CLAMP) X(MASKED_FILL) X(EMBEDDING) X(LOGSUMEXP)    \
-    X(SLICE_SCATTER)
+    X(SLICE_SCATTER) X(SCATTER)
 OP_LIST(INFER_FN)
 
 /* ------------------------------------------------------------------ */
@@ -1598,6 +1601,7 @@ static st_op_def op_table[ST_NOPS] = {
     DEF(EMBEDDING, "embedding", ST_OPK_COMPOSITE, 2, 2, pa_embedding),
     DEF(LOGSUMEXP, "logsumexp", ST_OPK_COMPOSITE, 1, 1, pa_reduce),
     DEF(SLICE_SCATTER, "slice_scatter", ST_OPK_GATHER, 2, 2, pa_slice),
+    DEF(SCATTER, "scatter", ST_OPK_GATHER, 3, 3, pa_dim),
 };
 
 const st_op_def *st_op(st_op_id id)

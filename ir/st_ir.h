@@ -171,6 +171,15 @@ typedef enum {
                             an in-place write into a slice view traces to
                             it (cat, stack). Lowered as a copy of base and
                             a store of src into the slice (fusion/) */
+    ST_OP_SCATTER,       /* scatter(self, index, src) along attrs.i[0]=dim
+                            (torch.scatter with a src tensor): out = self,
+                            then out[..index[p]..] = src[p] for every point
+                            p of index's shape; operands as scatter_add's.
+                            A position named twice gets one of its values
+                            (torch: unspecified). What writes through index
+                            tensors (t[idx] = v, index_put, index_copy)
+                            lower to; lowered as scatter_add, the indexed
+                            store not accumulating (fusion/lower.c) */
     ST_NOPS
 } st_op_id;
 

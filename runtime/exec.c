@@ -189,6 +189,22 @@ static bool take_base(const st_graph *g, const st_kernel *k, st_tensor **vals) {
     return true;
 }
 
+/* A scatter's copy of its base into a given result that is the base
+ * itself (same storage and layout: an eager in-place scatter, t[idx] = v
+ * without autograd): nothing to copy, the second kernel writes in place. */
+static bool copy_onto_itself(const st_graph *g, const st_kernel *k,
+                             st_tensor **vals) {
+    if (k->src_stmt < 0 || k->nstores != 1 || k->stores[0].indexed ||
+        k->bufs[k->stores[0].buf].slab || !st_fuse_is_scatter(&g->stmts[k->src_stmt]))
+        return false;
+    const st_stmt *st = &g->stmts[k->src_stmt];
+    const st_tensor *b = vals[st->in[0]], *o = vals[st->out[0]];
+    return b && o && b->storage == o->storage && b->offset == o->offset &&
+           b->dtype == o->dtype && b->ndim == o->ndim &&
+           !memcmp(b->shape, o->shape, sizeof(int64_t) * (size_t)b->ndim) &&
+           !memcmp(b->strides, o->strides, sizeof(int64_t) * (size_t)b->ndim);
+}
+
 /* The allocator's requested bytes before kernel i (a traced run). */
 static void record(int64_t *trace, st_allocator *al, int i) {
     if (!trace) return;
@@ -259,6 +275,8 @@ static st_status exec_impl(st_kprog *p, st_backend *be, void *compiled,
             if (vals[st->out[0]]) st_tensor_decref(vals[st->out[0]]);
             vals[st->out[0]] = o;
             flags[st->out[0]] = flags[st->in[0]] & V_FRESH;
+        } else if (copy_onto_itself(g, k, vals)) {
+            record(trace, al, i); /* the second kernel writes (and bumps) */
         } else if (plan && plan->inplace[i] && take_base(g, k, vals)) {
             record(trace, al, i); /* a scatter's copy skipped: its result took the base */
             const st_stmt *st = &g->stmts[k->src_stmt];

@@ -34,6 +34,14 @@ def scatter_add(input, dim, index, src):
     return _op(_C.OP_SCATTER_ADD, (input, index, src), _attrs(ints=(dim,)))
 
 
+def _scatter(input, dim, index, src):
+    """The scatter primitive: a copy of input with out[..., index[p], ...] = src[p]
+    along dim, for every point p of index (a repeated position gets one of its values);
+    torch.scatter's operand rules (index int64 of input's rank, no larger than src).
+    Differentiable in input (the written positions get no gradient) and src."""
+    return _op(_C.OP_SCATTER, (input, index, src), _attrs(ints=(dim,)))
+
+
 def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
     """slice_scatter(input, src, dim=0, start=None, end=None, step=1): a copy of input
     with its slice start:end:step along dim replaced by src (of the slice's shape; cast

@@ -797,6 +797,19 @@ static void index_cases(void)
     targ_data(ST_INT64, sc, 2, SH(2, 3));
     TF(G_ANY, 3, 4);
     run_case();
+    /* scatter: positions distinct along dim 0 (a repeated one has no
+     * derivative in src; its rule gives each point g there, as torch's) */
+    static const double su[6] = {3, 0, 1, 1, 2, 3};
+    begin("scatter", ST_OP_SCATTER);
+    TF(G_ANY, 4, 3);
+    targ_data(ST_INT64, su, 2, SH(2, 3));
+    TF(G_ANY, 2, 3);
+    run_case();
+    begin("scatter small index", ST_OP_SCATTER);
+    TF(G_ANY, 4, 3);
+    targ_data(ST_INT64, su, 2, SH(2, 3));
+    TF(G_ANY, 3, 4);
+    run_case();
 }
 
 static void view_cases(void)

@@ -1400,6 +1400,22 @@ static void sweep_op(sweep *sw, const char *name, st_op_id op, int nin, const st
             st_tensor *t = c->ins[i];
             for (int64_t j = 0; j < st_tensor_numel(t); j++)
                 put(st_tensor_data(t), d, j, (double)(rnd() % (uint64_t)idx_hi[i]));
+        } else if (idx_hi && idx_hi[i] < 0) {
+            /* distinct values in [0, -idx_hi) along dim a->i[0] of a 2-D
+             * index (scatter: a position written twice has no one value) */
+            st_tensor *t = c->ins[i];
+            int dim = (int)a->i[0];
+            int64_t H = -idx_hi[i], L = t->shape[dim], M = t->shape[1 - dim], v[64];
+            for (int64_t m = 0; m < M; m++) {
+                for (int64_t j = 0; j < H; j++)
+                    v[j] = j;
+                for (int64_t j = 0; j < L; j++) {
+                    int64_t r = j + (int64_t)(rnd() % (uint64_t)(H - j)), x = v[j];
+                    v[j] = v[r];
+                    v[r] = x;
+                    put(st_tensor_data(t), d, dim ? m * L + j : j * M + m, (double)v[j]);
+                }
+            }
         }
     }
     int outs[ST_MAX_OUT] = {-1, -1, -1};
@@ -1519,6 +1535,9 @@ static void test_every_op(void)
             a.i[0] = dim;
             sweep_op(&sw, dim ? "scatter_add dim 1" : "scatter_add dim 0", ST_OP_SCATTER_ADD, 3,
                      sd, ns, ss, &a, hi);
+            int64_t hd[3] = {0, dim ? -7 : -5, 0};
+            sweep_op(&sw, dim ? "scatter dim 1" : "scatter dim 0", ST_OP_SCATTER, 3,
+                     sd, ns, ss, &a, hd);
         }
     /* matmuls: 2-D, batched, broadcast batch over the dtype pairs */
     static const int64_t m1[2][4] = {{5, 7}, {7, 3}}, m2[2][4] = {{2, 5, 7}, {7, 3}},

@@ -769,6 +769,18 @@ static void test_index_create_view(void)
         T(ST_INT64, 2, 3), T(ST_FLOAT32, 1, 3));
     ERR(ST_OP_SCATTER_ADD, AT(.i = {2}), ST_ERR_INDEX, "dimension out of range",
         T(ST_FLOAT32, 5, 3), T(ST_INT64, 2, 3), T(ST_FLOAT32, 2, 3));
+    /* scatter: scatter_add's rules, its own name in the messages */
+    OK(ST_OP_SCATTER, AT(.i = {1}), T(ST_INT32, 5, 3), T(ST_INT32, 5, 3),
+       T(ST_INT64, 5, 2), T(ST_INT32, 5, 2));
+    ERR(ST_OP_SCATTER, AT(.i = {0}), ST_ERR_RUNTIME,
+        "scatter(): Expected dtype int64 for index", T(ST_FLOAT32, 5, 3),
+        T(ST_INT32, 2, 3), T(ST_FLOAT32, 2, 3));
+    ERR(ST_OP_SCATTER, AT(.i = {0}), ST_ERR_RUNTIME,
+        "scatter(): Expected self.dtype to be equal to src.dtype",
+        T(ST_FLOAT32, 5, 3), T(ST_INT64, 2, 3), T(ST_FLOAT64, 2, 3));
+    ERR(ST_OP_SCATTER, AT(.i = {0}), ST_ERR_RUNTIME,
+        "to be smaller size than src [1, 3]", T(ST_FLOAT32, 5, 3),
+        T(ST_INT64, 2, 3), T(ST_FLOAT32, 1, 3));
     /* embedding */
     OK(ST_OP_EMBEDDING, AT(.i = {-1}), T(ST_FLOAT32, 2, 3, 4),
        T(ST_FLOAT32, 10, 4), T(ST_INT64, 2, 3));

@@ -495,6 +495,7 @@ static void index_ops(group *gr)
             int ns[3] = {2, 2, 2};
             st_dtype sd[3] = {vals[v], idx[x], vals[v]};
             one_op(gr, "scatter_add", ST_OP_SCATTER_ADD, 3, sd, ns, ss, &a);
+            one_op(gr, "scatter", ST_OP_SCATTER, 3, sd, ns, ss, &a);
         }
     /* scatter_add into every dtype (the emulated atomics) */
     for (int d = 0; d < NDT; d++) {
@@ -504,6 +505,7 @@ static void index_ops(group *gr)
         st_attrs a = A0();
         a.i[0] = 0;
         one_op(gr, "scatter_add", ST_OP_SCATTER_ADD, 3, sd, ns, ss, &a);
+        one_op(gr, "scatter", ST_OP_SCATTER, 3, sd, ns, ss, &a);
     }
 }
 
