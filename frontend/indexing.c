@@ -919,6 +919,265 @@ done:
     return r;
 }
 
+/* ---- positions (writes through advanced keys) ----
+ * The row-major positions in a tensor of the elements tensor[key] selects,
+ * in O(result): the basic items apply to a phantom of the tensor's shape
+ * (int64, row-major strides, over a storage nothing reads), so that each
+ * view's offset and strides are positions; the advanced items give host
+ * offsets through adv_positions (each group's multiplier its dim's stride
+ * in the phantom view; a mask's flat positions unravelled over its dims),
+ * checked and wrapped as a read checks them; the other dims add their
+ * offsets by broadcast adds on the device. */
+
+/* The offsets, row-major over dims dims[0..nd) of cur, of their elements
+ * (a new array of *count). */
+static int64_t *dim_offsets(const st_tensor *cur, const int *dims, int nd,
+                            int64_t *count)
+{
+    int64_t n = 1;
+    for (int j = 0; j < nd; j++)
+        n *= cur->shape[dims[j]];
+    int64_t *r = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+    if (!r) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    int64_t pos[ST_MAX_DIMS] = {0}, off = 0;
+    for (int64_t e = 0; e < n; e++) {
+        r[e] = off;
+        for (int j = nd - 1; j >= 0; j--) {
+            int d = dims[j];
+            off += cur->strides[d];
+            if (++pos[j] < cur->shape[d])
+                break;
+            off -= cur->strides[d] * cur->shape[d];
+            pos[j] = 0;
+        }
+    }
+    *count = n;
+    return r;
+}
+
+/* A phantom of t: int64, t's shape, row-major strides, offset 0, on t's
+ * device, over a storage of the right size whose data nothing reads (its
+ * pointer is a placeholder). */
+static st_tensor *phantom_of(const st_tensor *t)
+{
+    static char placeholder;
+    int64_t n = st_tensor_numel(t);
+    st_storage *s = st_storage_external(st_tensor_device(t), &placeholder,
+                                        (size_t)(n ? n : 1) * sizeof(int64_t),
+                                        NULL, NULL);
+    if (!s)
+        return NULL;
+    st_tensor holder;
+    memset(&holder, 0, sizeof holder);
+    holder.storage = s;
+    holder.dtype = ST_INT64;
+    holder.refcount = 1;
+    st_tensor *p = st_tensor_view_of(&holder, t->ndim, t->shape, NULL, 0);
+    st_storage_decref(s);
+    if (p)
+        p->is_view = false;
+    return p;
+}
+
+/* dev tensor of shape [A, n, C] (flattened) = a[i] + b[j] + c[k] (host
+ * arrays; a size-1 part is folded on the host) */
+static st_tensor *outer_sum3(st_device *dev, const int64_t *a, int64_t A,
+                             int64_t *b, int64_t n, const int64_t *c,
+                             int64_t C)
+{
+    if (A == 1 || C == 1) {
+        int64_t add = (A == 1 ? a[0] : 0) + (C == 1 ? c[0] : 0);
+        for (int64_t j = 0; j < n; j++)
+            b[j] += add;
+        if (A == 1 && C == 1)
+            return ints_to_tensor(dev, b, n);
+        return A == 1 ? outer_sum(dev, b, n, c, C) : outer_sum(dev, a, A, b, n);
+    }
+    st_tensor *ab = outer_sum(dev, a, A, b, n), *tc = NULL, *r2 = NULL,
+              *rc = NULL, *r = NULL;
+    int64_t s2[2] = {A * n, 1}, sc[2] = {1, C}, all = A * n * C;
+    if (ab && (tc = ints_to_tensor(dev, c, C)) &&
+        (r2 = st_tensor_reshape(ab, 2, s2, false)) &&
+        (rc = st_tensor_reshape(tc, 2, sc, false))) {
+        st_operand in[2] = {{.t = r2}, {.t = rc}};
+        st_attrs at;
+        memset(&at, 0, sizeof at);
+        st_tensor *given[ST_MAX_OUT] = {0}, *out[ST_MAX_OUT] = {0};
+        if (st_rt_eager(ST_OP_ADD, in, 2, &at, given, out) >= 0) {
+            r = st_tensor_reshape(out[0], 1, &all, false);
+            st_tensor_decref(out[0]);
+        }
+    }
+    if (!r && !PyErr_Occurred())
+        st_fe_raise();
+    st_tensor *fr[4] = {ab, tc, r2, rc};
+    for (int j = 0; j < 4; j++)
+        if (fr[j])
+            st_tensor_decref(fr[j]);
+    return r;
+}
+
+/* The positions of cur[advanced items of k] (cur: apply_basic's result on
+ * a phantom), placed as a read places them; a new tensor. */
+static st_tensor *positions_adv(st_tensor *cur, key_t_ *k)
+{
+    adv_group g[MAX_ITEMS];
+    int ng = 0, bnd = 0, span = 0, nd, pre[ST_MAX_DIMS], post[ST_MAX_DIMS],
+        npre = 0, npost = 0;
+    int64_t bshape[ST_MAX_DIMS], n = 1, nsel, A = 1, C = 1;
+    int64_t *lin = NULL, *pa = NULL, *pc = NULL;
+    bool adjacent = true, is_adv_dim[ST_MAX_DIMS] = {0};
+    st_tensor *flat = NULL, *r = NULL;
+    if (adv_groups(cur, k, g, &ng) < 0 ||
+        adv_broadcast(g, ng, bshape, &bnd) < 0)
+        goto done;
+    for (int j = 0; j < ng; j++) {
+        if (j && g[j].dim != g[j - 1].dim + g[j - 1].span)
+            adjacent = false;
+        span += g[j].span;
+        for (int s = 0; s < g[j].span; s++)
+            is_adv_dim[g[j].dim + s] = true;
+        if (g[j].span > 1) {
+            /* a mask: its flat positions become offsets in cur */
+            int64_t *sh = &cur->shape[g[j].dim], *st = &cur->strides[g[j].dim];
+            for (int64_t e = 0; e < g[j].shape[0]; e++) {
+                int64_t f = g[j].v[e], off = 0;
+                for (int d = g[j].span - 1; d >= 0; d--) {
+                    off += (f % sh[d]) * st[d];
+                    f /= sh[d];
+                }
+                g[j].v[e] = off;
+            }
+            g[j].mul = 1;
+        } else {
+            g[j].mul = cur->strides[g[j].dim];
+        }
+    }
+    for (int d = 0; d < bnd; d++)
+        if (__builtin_mul_overflow(n, bshape[d], &n)) {
+            PyErr_SetString(PyExc_IndexError, "indexing: the broadcast index "
+                            "shape holds more than 2**63 elements");
+            goto done;
+        }
+    nd = cur->ndim - span + bnd;
+    if (nd > ST_MAX_DIMS) {
+        PyErr_Format(PyExc_IndexError,
+                     "indexing result would have %d dimensions (at most %d)",
+                     nd, ST_MAX_DIMS);
+        goto done;
+    }
+    nsel = n;
+    for (int d = 0; d < cur->ndim; d++)
+        if (!is_adv_dim[d] && cur->shape[d] == 0)
+            nsel = 0;
+    if (!(lin = adv_positions(g, ng, bshape, bnd, nsel)))
+        goto done;
+    for (int64_t e = 0; e < nsel; e++)
+        lin[e] += cur->offset;
+    /* adjacent: the dims before the first advanced one, then the index
+     * dims, then the rest; separated: the index dims, then every other */
+    for (int d = 0; d < cur->ndim; d++) {
+        if (is_adv_dim[d])
+            continue;
+        if (adjacent && d < g[0].dim)
+            pre[npre++] = d;
+        else
+            post[npost++] = d;
+    }
+    if (!(pa = dim_offsets(cur, pre, npre, &A)) ||
+        !(pc = dim_offsets(cur, post, npost, &C)))
+        goto done;
+    if (nsel == 0 || A == 0 || C == 0) {
+        int64_t z = 0;
+        flat = st_tensor_empty(st_tensor_device(cur), ST_INT64, 1, &z);
+        if (!flat)
+            st_fe_raise();
+    } else {
+        flat = outer_sum3(st_tensor_device(cur), pa, A, lin, nsel, pc, C);
+    }
+    if (flat) {
+        int64_t rs[ST_MAX_DIMS];
+        int q = 0;
+        for (int j = 0; j < npre; j++)
+            rs[q++] = cur->shape[pre[j]];
+        for (int d = 0; d < bnd; d++)
+            rs[q++] = bshape[d];
+        for (int j = 0; j < npost; j++)
+            rs[q++] = cur->shape[post[j]];
+        r = st_tensor_reshape(flat, q, rs, false);
+        st_tensor_decref(flat);
+        flat = NULL;
+        if (r)
+            st_view_unbase(r);     /* the only holder of flat now */
+        else
+            st_fe_raise();
+    }
+done:
+    if (flat)
+        st_tensor_decref(flat);
+    free(lin);
+    free(pa);
+    free(pc);
+    for (int j = 0; j < ng; j++)
+        free(g[j].v);
+    return r;
+}
+
+/* _C._index_positions(t, key): an int64 tensor of the shape t[key] has,
+ * on t's device, holding the row-major positions in t of the elements
+ * t[key] selects (torch's placement, checks and errors), in O(result):
+ * what a write through the key (t[key] = v, index_put) scatters to. */
+PyObject *st_fe_index_positions(PyObject *self, PyObject *args)
+{
+    PyObject *to, *key;
+    if (!PyArg_ParseTuple(args, "OO:_index_positions", &to, &key))
+        return NULL;
+    if (!st_fe_is_tensor(to)) {
+        PyErr_SetString(PyExc_TypeError, "_index_positions: expected a Tensor");
+        return NULL;
+    }
+    st_tensor *t = st_fe_unwrap(to);
+    key_t_ k;
+    if (parse_key(key, &k) < 0)
+        return NULL;
+    st_tensor *ph = phantom_of(t), *cur = NULL, *r = NULL;
+    if (!ph) {
+        key_clear(&k);
+        return st_fe_raise();
+    }
+    if (apply_basic(ph, &k, &cur) == 0) {
+        if (k.nadv > 0) {
+            r = positions_adv(cur, &k);
+        } else {
+            int dims[ST_MAX_DIMS];
+            int64_t n, *off;
+            for (int d = 0; d < cur->ndim; d++)
+                dims[d] = d;
+            if ((off = dim_offsets(cur, dims, cur->ndim, &n))) {
+                for (int64_t e = 0; e < n; e++)
+                    off[e] += cur->offset;
+                st_tensor *f = ints_to_tensor(st_tensor_device(cur), off, n);
+                if (f) {
+                    r = st_tensor_reshape(f, cur->ndim, cur->shape, false);
+                    st_tensor_decref(f);   /* before unbase: r holds it alone */
+                    if (r)
+                        st_view_unbase(r);
+                    else
+                        st_fe_raise();
+                }
+                free(off);
+            }
+        }
+        st_tensor_decref(cur);
+    }
+    st_tensor_decref(ph);
+    key_clear(&k);
+    return r ? st_fe_wrap(r) : NULL;
+}
+
 PyObject *st_fe_getitem(PyObject *self, PyObject *key)
 {
     st_tensor *t = st_fe_unwrap(self);
@@ -1216,10 +1475,7 @@ static bool setitem_functional(st_tensor *t, key_t_ *k, PyObject *value)
         !(st_fe_is_tensor(value) &&
           st_tensor_numel(st_fe_unwrap(value)) == 1))
         return true;
-    if (!st_ad_grad_enabled() || (t->requires_grad && !t->grad_fn))
-        return false;
-    return t->requires_grad ||
-           (st_fe_is_tensor(value) && st_fe_unwrap(value)->requires_grad);
+    return false;
 }
 
 static int call_setitem_functional(PyObject *self, PyObject *key, PyObject *value)

@@ -338,6 +338,8 @@ static PyMethodDef ops_methods[] = {
     {"tensor", f_tensor, METH_VARARGS, "tensor(data, dtype=None)"},
     {"result_type", f_result_type, METH_VARARGS, "result_type(a, b)"},
     {"op", f_op, METH_VARARGS, "op(op_id, operands, attrs=None, out=None, device=None)"},
+    {"_index_positions", st_fe_index_positions, METH_VARARGS,
+     "_index_positions(t, key): the row-major positions in t of t[key]'s elements"},
     {"_to_device", f_to_device, METH_VARARGS, "_to_device(t, device): a copy of t on device"},
     {"empty", f_empty, METH_VARARGS, "empty(shape, dtype, device=None)"},
     {"manual_seed", f_manual_seed, METH_O, "seed the global generator"},

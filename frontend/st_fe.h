@@ -65,6 +65,9 @@ PyObject *st_fe_shape_tuple(const int64_t *shape, int ndim);
  * together, read by index_select and written through _setitem_functional. */
 PyObject *st_fe_getitem(PyObject *self, PyObject *key);
 int st_fe_setitem(PyObject *self, PyObject *key, PyObject *value);
+/* _C._index_positions(t, key): the row-major positions in t of t[key]'s
+ * elements (int64, of t[key]'s shape), O(result). */
+PyObject *st_fe_index_positions(PyObject *self, PyObject *args);
 
 /* ---- conversion (frontend/convert.c) */
 /* symtrace.tensor(data, dtype=None, requires_grad=False): nested

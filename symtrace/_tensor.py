@@ -1,6 +1,8 @@
 """symtrace.Tensor: the Python face of _C.TensorBase. Metadata, views,
 operators and conversions are in C; this class adds PyTorch's method
 spellings over the functional ops, in-place variants and repr."""
+import builtins
+
 from . import _C
 from . import _ops
 from ._dtype import float32, float64, float16, bfloat16, int32, int64, bool_, dtype as _dtype_type
@@ -504,10 +506,20 @@ class Tensor(_C.TensorBase):
     def index_put(self, indices, values, accumulate=False): return _ops.index_put(self, indices, values, accumulate)
 
     def index_put_(self, indices, values, accumulate=False):
-        return self._via(_ops.index_put, "index_put_", indices, values, accumulate)
+        if self._records(values):
+            return self._via(_ops.index_put, "index_put_", indices, values, accumulate)
+        pos, v = _ops._index_put_args(self, indices, values, "index_put_")
+        _ops._put_flat_(self, pos, v, accumulate)
+        return self
 
     def put(self, index, source, accumulate=False): return _ops.put(self, index, source, accumulate)
-    def put_(self, index, source, accumulate=False): return self._via(_ops.put, "put_", index, source, accumulate)
+
+    def put_(self, index, source, accumulate=False):
+        if self._records(source):
+            return self._via(_ops.put, "put_", index, source, accumulate)
+        pos, v = _ops._put_args(self, index, source)
+        _ops._put_flat_(self, pos, v, accumulate)
+        return self
     def select_scatter(self, src, dim, index): return _ops.select_scatter(self, src, dim, index)
 
     def diagonal_scatter(self, src, offset=0, dim1=0, dim2=1):
@@ -752,20 +764,53 @@ class Tensor(_C.TensorBase):
 
     def cumprod_(self, dim, *, dtype=None): return self._via(_ops.cumprod, "cumprod_", dim, dtype=dtype)
 
-    def scatter_(self, dim, index, src=None, value=None, *, reduce=None):
-        return self._via(_ops.scatter, "scatter_", dim, index, src, value, reduce=reduce)
+    # ---- writes by index, in place: without autograd one scatter primitive written into
+    # self (its copy of self skipped), O(index) as torch's; with autograd (self or an
+    # operand requires grad) out of place and copied back (_via)
+    def _records(self, *operands):
+        """Whether autograd records an in-place write into self that reads operands."""
+        return _C._is_grad_enabled() and (self.requires_grad or builtins.any(
+            isinstance(o, _C.TensorBase) and o.requires_grad for o in operands))
 
-    def scatter_add_(self, dim, index, src): return self._via(_ops.scatter_add, "scatter_add_", dim, index, src)
+    def _scatter_in_place(self, opid, dim, index, src):
+        x = self if self.dim() else self.reshape(1)
+        _C.op(opid, (x, index, src), _ops._attrs(ints=(dim,)), x)
+        return self
+
+    def scatter_(self, dim, index, src=None, value=None, *, reduce=None):
+        if self._records(src) or reduce not in (None, "add"):
+            return self._via(_ops.scatter, "scatter_", dim, index, src, value, reduce=reduce)
+        d, src = _ops._scatter_src(self, dim, index, src, value, "scatter_")
+        return self._scatter_in_place(_C.OP_SCATTER if reduce is None else _C.OP_SCATTER_ADD,
+                                      d, index, src)
+
+    def scatter_add_(self, dim, index, src):
+        if self._records(src):
+            return self._via(_ops.scatter_add, "scatter_add_", dim, index, src)
+        _ops._check_tensor(index, "scatter_add_", "index")
+        _ops._check_tensor(src, "scatter_add_", "src")
+        return self._scatter_in_place(_C.OP_SCATTER_ADD, dim, index, src)
 
     def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
         return self._via(_ops.scatter_reduce, "scatter_reduce_", dim, index, src, reduce,
                          include_self=include_self)
 
     def index_add_(self, dim, index, source, *, alpha=1):
-        return self._via(_ops.index_add, "index_add_", dim, index, source, alpha=alpha)
+        if self._records(source):
+            return self._via(_ops.index_add, "index_add_", dim, index, source, alpha=alpha)
+        d, idx, src = _ops._index_along(self, dim, index, source, "index_add_")
+        return self._scatter_in_place(_C.OP_SCATTER_ADD, d, idx, _ops.mul(src, alpha) if alpha != 1 else src)
 
-    def index_copy_(self, dim, index, source): return self._via(_ops.index_copy, "index_copy_", dim, index, source)
-    def index_fill_(self, dim, index, value): return self._via(_ops.index_fill, "index_fill_", dim, index, value)
+    def index_copy_(self, dim, index, source):
+        if self._records(source):
+            return self._via(_ops.index_copy, "index_copy_", dim, index, source)
+        d, idx, src = _ops._index_along(self, dim, index, source, "index_copy_")
+        return self._scatter_in_place(_C.OP_SCATTER, d, idx, src)
+    def index_fill_(self, dim, index, value):
+        if self._records(value):
+            return self._via(_ops.index_fill, "index_fill_", dim, index, value)
+        d, idx, src = _ops._index_fill_args(self, dim, index, value)
+        return self._scatter_in_place(_C.OP_SCATTER, d, idx, src)
     def masked_scatter_(self, mask, source): return self._via(_ops.masked_scatter, "masked_scatter_", mask, source)
 
     def bernoulli_(self, p=0.5, *, generator=None):
@@ -891,22 +936,21 @@ class Tensor(_C.TensorBase):
 
 def _setitem_functional(t, key, value):
     """t[key] = value where it cannot write into a view of t: index tensors or lists
-    in key (any number of them, with masks, ints, slices, None, Ellipsis), or a write
-    autograd must record (t or value requires grad, as torch's CopySlices). The
-    positions key selects are read from an arange of t's shape with the same key (so
-    every key __getitem__ takes works, with its placement of the index dims and its
-    errors), value (leading ones dropped, as torch's setitem does) is broadcast to
-    their shape and goes there by index_copy (differentiable in t and value), and the
-    result is copied into t as one in-place write of t itself (its version and
-    history as torch's). A position named twice gets the mean of its values (torch:
+    in key (any number of them, with masks, ints, slices, None, Ellipsis), or a mask
+    with a value of several elements. The positions key selects come from
+    _C._index_positions (O(selected): the same placement, checks and errors as
+    t[key]); value (leading ones dropped, as torch's setitem does) is broadcast to their
+    shape and scattered there, one in-place write of t (its version and history as
+    torch's: a CopySlices node when t needs grad, or value does). Without autograd the
+    write costs O(selected). A position named twice gets one of its values (torch:
     unspecified). Called from the C __setitem__ (frontend/indexing.c)."""
     if t.requires_grad and t.grad_fn is None and _C._is_grad_enabled():
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
-    with _no_grad():
-        pos = _ops.arange(t.numel(), device=t.device).reshape(tuple(t.shape))[key]
-    flat = pos.reshape(-1)
+    pos = _C._index_positions(t, key)
     if isinstance(value, _C.TensorBase):
         v = value.to(t.dtype) if value.dtype != t.dtype else value
+        if v.device != t.device:
+            v = v.to(t.device)
     else:
         v = _ops.full((), value, dtype=t.dtype, device=t.device) if isinstance(value, (int, float, bool)) \
             else _C.tensor(value, t.dtype)
@@ -917,9 +961,7 @@ def _setitem_functional(t, key, value):
     except RuntimeError:
         raise RuntimeError(f"shape mismatch: value tensor of shape {list(v.shape)} "
                            f"cannot be broadcast to indexing result of shape {list(pos.shape)}") from None
-    src = t.clone() if t.requires_grad and _C._is_grad_enabled() else t
-    new = _ops.index_copy(src.reshape(-1), 0, flat, v.reshape(-1))
-    t.copy_(new.reshape(tuple(t.shape)))
+    _ops._put_flat_(t, pos.reshape(-1), v.reshape(-1))
 
 
 _no_grad = _ops._no_grad

@@ -1,18 +1,18 @@
 """Writes by index and value-dependent selections: scatter, scatter_reduce, index_add,
-index_copy, index_fill and masked_scatter (decomposed onto scatter_add, a running count
-and dense one-hots); nonzero and argwhere; and one_hot (_one_hot, for
+index_copy, index_fill and masked_scatter (onto the scatter and scatter_add primitives, a
+running count and dense one-hots); nonzero and argwhere; and one_hot (_one_hot, for
 nn.functional.one_hot). Reads by index are in indexing.py."""
 import builtins
 import math
 
 from .. import _C
 from .._dtype import bool_, int64
-from ._core import _bshape, _check_tensor, _is_tensor, _no_grad, _tname, _wrap
+from ._core import _attrs, _bshape, _check_tensor, _is_tensor, _no_grad, _tname, _wrap
 from .dtypes import iinfo
 from .elementwise import (add, clamp, div, eq, floor_divide, gt, lt, maximum, minimum, mul, ne,
                           remainder, sub, to_dtype, where)
 from .creation import _scalar0, _zero_of, arange, full, ones, to_device, zeros
-from .indexing import index_select, scatter_add
+from .indexing import _scatter, index_select, scatter_add
 from .shape import cat, movedim, stack
 from .reductions import amax, amin, any, prod, sum
 from .scans import _scan
@@ -62,17 +62,10 @@ def _mean_of(total, count, dtype):
 
 
 def _scatter_replace(input, dim, index, src):
-    """input with input[.. index[p] ..] = src[p]: a scatter_add of src into zeros and of
-    ones into a count, then a where. Exact for unique indices; an element hit more than
-    once gets the mean of its values (floor mean for integers, any for bool), where torch
-    leaves the choice unspecified."""
-    cnt = _hits(input, dim, index)
-    hit = gt(cnt, 0)
-    summed = scatter_add(zeros(tuple(input.shape), dtype=input.dtype, device=input.device), dim,
-                         index, src)
-    if input.dtype is bool_:
-        return where(hit, summed, input)
-    return where(hit, _mean_of(summed, where(hit, cnt, 1), input.dtype), input)
+    """input with input[.. index[p] ..] = src[p]: the scatter primitive. An element hit
+    more than once gets one of its values (the last in point order on the CPU; any one on
+    a GPU), where torch leaves the choice unspecified."""
+    return _scatter(input, dim, index, src)
 
 
 _DENSE_LIMIT = 2 ** 27
@@ -137,29 +130,33 @@ def _scatter_args(input, dim, index, src, fn):
     return d
 
 
-def scatter(input, dim, index, src=None, value=None, *, reduce=None):
-    """scatter(input, dim, index, src | value, *, reduce=None): a copy of input with
-    out[..., index[p], ...] = src[p] along dim for every point p of index (or = value, a
-    number). Non-accumulating scatter as a scatter_add of src and of a count, then a where:
-    exact for unique indices; where index repeats a position, torch leaves the result
-    unspecified and symtrace gives the mean of the values written there (floor mean for
-    integers). reduce='add' accumulates (scatter_add); reduce='multiply' multiplies (see
-    scatter_reduce). As torch.scatter."""
+def _scatter_src(input, dim, index, src, value, fn):
+    """(dim wrapped, src as a tensor: value filled to index's shape) for scatter and
+    scatter_, with torch's checks."""
     if src is not None and value is not None:
-        raise TypeError("scatter(): give src or value, not both")
+        raise TypeError(f"{fn}(): give src or value, not both")
     if src is None:
         src = value
     if src is None:
-        raise TypeError("scatter() missing required argument 'src' or 'value'")
-    d = _scatter_args(input, dim, index, src, "scatter")
+        raise TypeError(f"{fn}() missing required argument 'src' or 'value'")
+    d = _scatter_args(input, dim, index, src, fn.rstrip("_"))
+    if not _is_tensor(src):
+        src = full(tuple(index.shape), src, dtype=input.dtype, device=input.device)
+    return d, src
+
+
+def scatter(input, dim, index, src=None, value=None, *, reduce=None):
+    """scatter(input, dim, index, src | value, *, reduce=None): a copy of input with
+    out[..., index[p], ...] = src[p] along dim for every point p of index (or = value, a
+    number): the scatter primitive, O(index) after a copy of input. Where index repeats
+    a position, torch leaves the result unspecified; symtrace writes one of the values
+    (the last in point order on the CPU). reduce='add' accumulates (scatter_add);
+    reduce='multiply' multiplies (see scatter_reduce). As torch.scatter."""
+    d, src = _scatter_src(input, dim, index, src, value, "scatter")
     if index.numel() == 0:
         return input.clone()
     if reduce is not None and reduce not in ("add", "multiply"):
         raise RuntimeError(f"reduce argument must be either add or multiply, got {reduce}")
-    if not _is_tensor(src):
-        if reduce is None:
-            return where(gt(_hits(input, d, index), 0), _scalar0(input, src), input)
-        src = full(tuple(index.shape), src, dtype=input.dtype, device=input.device)
     if reduce == "add":
         return scatter_add(input, d, index, src)
     if reduce == "multiply":
@@ -237,18 +234,17 @@ def index_add(input, dim, index, source, *, alpha=1):
 
 def index_copy(input, dim, index, source):
     """index_copy(input, dim, index, source): input with input[.., index[i], ..] = source[.., i, ..]
-    along dim; a repeated index gets the mean of its sources (torch: unspecified); as
-    torch.index_copy."""
+    along dim (the scatter primitive); a repeated index gets one of its sources (torch:
+    unspecified); as torch.index_copy."""
     d, idx, src = _index_along(input, dim, index, source, "index_copy")
     x = input if input.dim() else input.reshape(1)
     r = _scatter_replace(x, d, idx, src)
     return r if input.dim() else r.reshape(())
 
 
-def index_fill(input, dim, index, value):
-    """index_fill(input, dim, index, value): input with the slices index (negative from the
-    end) along dim set to value (a number or a 0-d tensor, which gets a gradient); as
-    torch.index_fill."""
+def _index_fill_checked(input, dim, index, value):
+    """(d, size of dim d, index wrapped (1-D), value as a 0-d tensor of input's dtype) for
+    index_fill and index_fill_, with torch's checks."""
     _check_tensor(input, "index_fill")
     _check_tensor(index, "index_fill", "index")
     if index.dtype is not int64:
@@ -266,7 +262,26 @@ def index_fill(input, dim, index, value):
     else:
         val = full((), value, dtype=input.dtype, device=input.device)
     idx = index.reshape(-1)
-    idx = where(lt(idx, 0), add(idx, n), idx)
+    return d, n, where(lt(idx, 0), add(idx, n), idx), val
+
+
+def _index_fill_args(input, dim, index, value):
+    """(d, index expanded over the other dims, value expanded alike) for index_fill_'s
+    in-place scatter (no autograd: a slice named twice is simply written twice)."""
+    d, n, idx, val = _index_fill_checked(input, dim, index, value)
+    shape = list(input.shape) if input.dim() else [1]
+    shape[d] = idx.numel()
+    along = [1] * len(shape)
+    along[d] = idx.numel()
+    return d, idx.reshape(tuple(along)).expand(tuple(shape)), val.expand(tuple(shape))
+
+
+def index_fill(input, dim, index, value):
+    """index_fill(input, dim, index, value): input with the slices index (negative from the
+    end) along dim set to value (a number or a 0-d tensor, which gets a gradient: each
+    slice once, a repeated index too); as torch.index_fill."""
+    d, n, idx, val = _index_fill_checked(input, dim, index, value)
+    nd = input.dim()
     hit = any(eq(arange(n, device=input.device).unsqueeze(1), idx), 1)
     shape = [1] * nd
     if nd:
@@ -336,15 +351,28 @@ def argwhere(input):
 # ---- writes at positions: index_put, put, and the *_scatter functions of torch ----
 def _positions(input, key):
     """The row-major positions in input of the elements input[key] selects (any key
-    __getitem__ takes), as an int64 tensor of that result's shape. Made from an arange of
-    input's size (no gradient), so it costs O(input.numel()), as __setitem__'s writes do."""
-    with _no_grad():
-        return arange(input.numel(), device=input.device).reshape(tuple(input.shape))[key]
+    __getitem__ takes), as an int64 tensor of that result's shape: O(result)
+    (_C._index_positions), with __getitem__'s placement, checks and errors."""
+    return _C._index_positions(input, key)
 
 
-def _put_at(input, pos, values, accumulate, fn):
-    """input with values (broadcast to pos's shape, cast to input's dtype) written at the
-    flat positions pos (accumulate: added), differentiable in input and values."""
+def _put_flat_(t, pos, v, accumulate=False):
+    """Writes v (1-D, t's dtype) at the row-major positions pos (1-D int64) of t, in
+    place (accumulate: added): one scatter (scatter_add) into a flat view of t
+    (contiguous t: O(len(pos)) without autograd, the copy of t skipped; with it, the write
+    into the view gets a CopySlices node), else into a flat copy written back."""
+    opid = _C.OP_SCATTER_ADD if accumulate else _C.OP_SCATTER
+    if t.is_contiguous():
+        flat = t.view(-1)
+        _C.op(opid, (flat, pos, v), _attrs(ints=(0,)), flat)
+    else:
+        src = t.clone() if t.requires_grad and _C._is_grad_enabled() else t
+        new = _C.op(opid, (src.reshape(-1), pos, v), _attrs(ints=(0,)))
+        t.copy_(new.reshape(tuple(t.shape)))
+
+
+def _put_values(input, pos, values, fn):
+    """values (a number or a tensor of input's dtype) broadcast to pos's shape, flat."""
     if not _is_tensor(values):
         values = full((), values, dtype=input.dtype, device=input.device)
     if values.dtype != input.dtype:
@@ -356,28 +384,41 @@ def _put_at(input, pos, values, accumulate, fn):
     except RuntimeError:
         raise RuntimeError(f"shape mismatch: value tensor of shape {list(values.shape)} cannot be "
                            f"broadcast to indexing result of shape {list(pos.shape)}") from None
-    flat, p, v = input.reshape(-1), pos.reshape(-1), v.reshape(-1)
-    out = index_add(flat, 0, p, v) if accumulate else index_copy(flat, 0, p, v)
+    return v.reshape(-1)
+
+
+def _put_at(input, pos, values, accumulate, fn):
+    """input with values (broadcast to pos's shape, of input's dtype) written at the
+    flat positions pos (accumulate: added), differentiable in input and values."""
+    flat, p, v = input.reshape(-1), pos.reshape(-1), _put_values(input, pos, values, fn)
+    out = index_add(flat, 0, p, v) if accumulate else _scatter(flat, 0, p, v)
     return out.reshape(tuple(input.shape))
+
+
+def _index_put_args(input, indices, values, fn):
+    """(flat positions, flat values) of index_put and index_put_, with torch's checks."""
+    _check_tensor(input, fn)
+    if not isinstance(indices, (tuple, list)):
+        raise TypeError(f"{fn}(): argument 'indices' must be tuple of Tensors, not "
+                        f"{type(indices).__name__}")
+    for k, i in enumerate(indices):
+        if not _is_tensor(i):
+            raise TypeError(f"expected Tensor as element {k} in argument 0, but got {type(i).__name__}")
+    pos = _positions(input, tuple(indices))
+    return pos.reshape(-1), _put_values(input, pos, values, fn.rstrip("_"))
 
 
 def index_put(input, indices, values, accumulate=False):
     """index_put(input, indices, values, accumulate=False): input with input[indices] =
     values (accumulate: +=), a new tensor; indices a tuple of index tensors (the dims
     they index, from the first), as torch.index_put."""
-    _check_tensor(input, "index_put")
-    if not isinstance(indices, (tuple, list)):
-        raise TypeError(f"index_put(): argument 'indices' must be tuple of Tensors, not "
-                        f"{type(indices).__name__}")
-    for k, i in enumerate(indices):
-        if not _is_tensor(i):
-            raise TypeError(f"expected Tensor as element {k} in argument 0, but got {type(i).__name__}")
-    return _put_at(input, _positions(input, tuple(indices)), values, accumulate, "index_put")
+    p, v = _index_put_args(input, indices, values, "index_put")
+    out = index_add(input.reshape(-1), 0, p, v) if accumulate else _scatter(input.reshape(-1), 0, p, v)
+    return out.reshape(tuple(input.shape))
 
 
-def put(input, index, source, accumulate=False):
-    """put(input, index, source, accumulate=False): input (seen as 1-D) with source written
-    at index (negative positions wrap; accumulate: added), as torch.put."""
+def _put_args(input, index, source):
+    """(flat positions, flat source) of put and put_, with torch's checks."""
     _check_tensor(input, "put")
     _check_index(index, "put")
     n = input.numel()
@@ -385,8 +426,18 @@ def put(input, index, source, accumulate=False):
         raise IndexError(f"put_(): Expected source and index to have the same number of "
                            f"elements, but got source.numel() = {source.numel()}, index.numel() = "
                            f"{index.numel()}")
-    pos = _positions(input.reshape(-1), index.reshape(-1)) if n else index.reshape(-1)
-    return _put_at(input, pos, source.reshape(-1), accumulate, "put")
+    # positions in input seen as 1-D: only the shape counts (a 0-stride stand-in)
+    shape1 = _scalar0(input, 0).expand((n,))
+    pos = _positions(shape1, index.reshape(-1)) if n else index.reshape(-1)
+    return pos, _put_values(input, pos, source.reshape(-1), "put")
+
+
+def put(input, index, source, accumulate=False):
+    """put(input, index, source, accumulate=False): input (seen as 1-D) with source written
+    at index (negative positions wrap; accumulate: added), as torch.put."""
+    p, v = _put_args(input, index, source)
+    out = index_add(input.reshape(-1), 0, p, v) if accumulate else _scatter(input.reshape(-1), 0, p, v)
+    return out.reshape(tuple(input.shape))
 
 
 def select_scatter(input, src, dim, index):
