@@ -271,3 +271,17 @@ def test_index_positions_match_an_arange_read():
         assert got._base is None
         checked += 1
     assert checked > 400 and errors > 10
+
+
+def test_compiled_library_call_after_an_empty_prefix_graph():
+    """st.index_put inside a compiled function breaks the graph before the call (it reads
+    a tensor it made itself); the prefix graph holds no statement and hands x through.
+    Its entry used to raise SystemError ('compiled entry has outputs but no graph') on
+    the second call; now every call gives eager's result."""
+    def f(x, i):
+        return st.index_put(x, (i,), st.tensor(5.)) * 1
+
+    cf = st.compile(f)
+    x = st.zeros(5)
+    for k in (1, 3, 0):
+        assert cf(x, st.tensor([k])).tolist() == f(x, st.tensor([k])).tolist()
