@@ -31,11 +31,21 @@
  * ordinal among the indices, checked in torch's order: element by element,
  * index by index; none when the result is empty).
  *
+ * Under a trace (symtrace.compile), the caller's int index tensors are
+ * graph values: their positions are recorded ops (adv_positions_dev: the
+ * wrap, the per-index bounds check as an index_select of zeros, the sum),
+ * so one graph serves every index value; a mask or a 0-d tensor reads its
+ * values on the host and fails the trace (a graph break), as .item() does.
+ *
  * Writes: basic keys, and one bool mask with a number or a one-element
- * value, write in place (a view copy / a where()-style fill); int
- * indices, several advanced items, other mask values, or a write autograd
- * must record go through symtrace._tensor._setitem_functional (positions
- * from an arange read with the same key, then index_copy). */
+ * value, write in place (a view copy / a where()-style fill; under
+ * autograd a CopySlices node, runtime/viewhist.c); int indices, several
+ * advanced items and other mask values go through
+ * symtrace._tensor._setitem_functional: the positions from
+ * _C._index_positions (st_fe_index_positions below: O(result), the read
+ * path's placement and checks over a phantom of the tensor's shape), then
+ * one scatter primitive into a flat view (in place, O(result), without
+ * autograd). */
 #include "st_fe.h"
 
 #include <stdlib.h>
@@ -51,6 +61,9 @@ typedef struct {
     Py_ssize_t start, stop, step;
     st_tensor *adv;             /* IT_ADV: owned */
     bool mask;                  /* IT_ADV: adv is a bool mask */
+    bool user;                  /* IT_ADV: the caller's tensor (not made from
+                                   a list here): under a trace its values
+                                   are the graph's, read on the device */
     int dim;                    /* advanced (IT_ADV, or IT_BOOL in an
                                    advanced key): its first dim in the
                                    result of apply_basic */
@@ -170,11 +183,23 @@ static int index_error_types(PyObject *o)
     return -1;
 }
 
+/* A read of the caller's index values on the host while a trace is active
+ * (a 0-d index used as an int, a mask, whose count sets the result's
+ * shape): the graph would hold them as constants, so the trace fails (the
+ * read still happens, eagerly), as Tensor.item() does. */
+static void data_read(const char *what)
+{
+    if (st_rt_trace_active())
+        st_rt_trace_fail(what);
+}
+
 static int item_from_tensor(st_tensor *t, item *it, bool owned)
 {
     if (t->dtype == ST_BOOL || t->dtype == ST_INT32 ||
         t->dtype == ST_INT64) {
         if (t->ndim == 0) {
+            if (!owned)
+                data_read("data-dependent: a 0-d tensor as an index");
             int64_t n;
             int64_t *v = read_ints_host(t, &n);
             if (!v)
@@ -188,6 +213,7 @@ static int item_from_tensor(st_tensor *t, item *it, bool owned)
         }
         it->k = IT_ADV;
         it->mask = t->dtype == ST_BOOL;
+        it->user = !owned;
         it->adv = t;
         if (!owned)
             st_tensor_incref(t);
@@ -517,7 +543,9 @@ typedef struct {
     int64_t size;
     int ndim;
     int64_t shape[ST_MAX_DIMS];
-    int64_t *v;                 /* owned, host */
+    int64_t *v;                 /* owned, host; NULL when dev */
+    st_tensor *dev;             /* borrowed: an int index read on the device
+                                   (the caller's, under a trace) */
     bool in_range;              /* mask/bool: values known in range */
     int ord;                    /* torch's ordinal of its (first) index */
     int64_t bstr[ST_MAX_DIMS];  /* element stride per broadcast dim */
@@ -552,6 +580,9 @@ static int adv_groups(st_tensor *cur, key_t_ *k, adv_group *g, int *ng)
         } else if (it->mask) {
             if (check_mask(cur, it->adv, it->dim) < 0)
                 return -1;
+            if (it->user)
+                data_read("data-dependent: indexing with a bool mask (its count "
+                          "sets the result's shape)");
             int64_t n, cnt = 0;
             if (!(a->v = read_ints_host(it->adv, &n)))
                 return -1;
@@ -564,7 +595,9 @@ static int adv_groups(st_tensor *cur, key_t_ *k, adv_group *g, int *ng)
             a->in_range = true;
         } else {
             int64_t n;
-            if (!(a->v = read_ints_host(it->adv, &n)))
+            if (it->user && st_rt_trace_active())
+                a->dev = it->adv;          /* values stay on the device */
+            else if (!(a->v = read_ints_host(it->adv, &n)))
                 return -1;
             a->span = 1;
             a->size = cur->shape[it->dim];
@@ -669,6 +702,245 @@ static int64_t *adv_positions(adv_group *g, int ng, const int64_t *bshape,
     return lin;
 }
 
+/* ---- positions on the device (a traced key) ----
+ * Under a trace the caller's index tensors are graph values: the positions
+ * are ops on them (recorded), sum over the groups of wrap(idx) * mul,
+ * broadcast to the index shape; each device group's values are checked by
+ * an index_select of a zero tensor shaped [1] * ord + [size] along dim ord,
+ * whose kernel raises torch's message (a negative value out of range is
+ * named after wrapping) and whose zeros join the sum. Host groups (lists,
+ * True/False) join as constants. */
+
+static st_tensor *ev(st_op_id op, st_tensor *a, st_tensor *b, st_tensor *c,
+                     const st_operand *sa, const st_attrs *at)
+{
+    st_operand in[3];
+    memset(in, 0, sizeof in);
+    int n = 0;
+    if (a)
+        in[n++].t = a;
+    if (sa)
+        in[n++] = *sa;
+    if (b)
+        in[n++].t = b;
+    if (c)
+        in[n++].t = c;
+    st_attrs z;
+    memset(&z, 0, sizeof z);
+    st_tensor *given[ST_MAX_OUT] = {0}, *out[ST_MAX_OUT] = {0};
+    if (st_rt_eager(op, in, n, at ? at : &z, given, out) < 0) {
+        st_fe_raise();
+        return NULL;
+    }
+    return out[0];
+}
+
+static st_operand int_operand(int64_t v)
+{
+    st_operand o;
+    memset(&o, 0, sizeof o);
+    o.sdtype = ST_INT64;
+    o.i = v;
+    o.f = (double)v;
+    return o;
+}
+
+/* a new reference to t reshaped to rank nd with leading ones (t's dims
+ * last), or NULL */
+static st_tensor *lead_ones(st_tensor *t, int nd)
+{
+    int64_t sh[ST_MAX_DIMS];
+    for (int d = 0; d < nd; d++)
+        sh[d] = d < nd - t->ndim ? 1 : t->shape[d - (nd - t->ndim)];
+    st_tensor *r = st_tensor_reshape(t, nd, sh, false);
+    if (!r)
+        st_fe_raise();
+    return r;
+}
+
+/* group j's contribution, of its own shape with leading ones to rank bnd:
+ * wrap(idx) * mul (+ the bounds check's zeros) */
+static st_tensor *group_dev(adv_group *a, int bnd, st_device *dev, bool check)
+{
+    st_tensor *idx = NULL, *r = NULL;
+    if (a->dev) {
+        st_tensor *x = a->dev;
+        st_tensor_incref(x);
+        if (x->dtype != ST_INT64) {
+            st_attrs at;
+            memset(&at, 0, sizeof at);
+            at.dtype = ST_INT64;
+            st_tensor *c = ev(ST_OP_CAST, x, NULL, NULL, NULL, &at);
+            st_tensor_decref(x);
+            if (!(x = c))
+                return NULL;
+        }
+        /* wrap: x + size * (x < 0) */
+        st_operand zero = int_operand(0), size = int_operand(a->size);
+        st_tensor *neg = ev(ST_OP_LT, x, NULL, NULL, &zero, NULL);
+        st_tensor *sh = neg ? ev(ST_OP_MUL, neg, NULL, NULL, &size, NULL) : NULL;
+        idx = sh ? ev(ST_OP_ADD, x, sh, NULL, NULL, NULL) : NULL;
+        if (neg)
+            st_tensor_decref(neg);
+        if (sh)
+            st_tensor_decref(sh);
+        st_tensor_decref(x);
+        if (!idx)
+            return NULL;
+        if (check) {
+            /* index_select(zeros([1]*ord + [size]), ord, idx.flat) */
+            int nd = a->ord + 1;
+            int64_t zs[ST_MAX_DIMS], n = st_tensor_numel(idx);
+            for (int d = 0; d < a->ord; d++)
+                zs[d] = 1;
+            zs[a->ord] = a->size;
+            st_attrs fa;
+            memset(&fa, 0, sizeof fa);
+            fa.dtype = ST_INT64;
+            fa.flags = ST_ATTR_INT_VALUE;
+            fa.ndims = nd;
+            memcpy(fa.dims, zs, sizeof(int64_t) * (size_t)nd);
+            st_tensor *z = nd <= ST_MAX_DIMS ? ev(ST_OP_FULL, NULL, NULL, NULL, NULL, &fa) : NULL;
+            st_tensor *fl = z ? st_tensor_reshape(idx, 1, &n, false) : NULL;
+            st_attrs sa;
+            memset(&sa, 0, sizeof sa);
+            sa.i[0] = a->ord;
+            st_tensor *chk = fl ? ev(ST_OP_INDEX_SELECT, z, fl, NULL, NULL, &sa) : NULL;
+            st_tensor *c2 = chk ? st_tensor_reshape(chk, idx->ndim, idx->shape, false) : NULL;
+            st_tensor *sum = c2 ? ev(ST_OP_ADD, idx, c2, NULL, NULL, NULL) : NULL;
+            st_tensor *fr[4] = {z, fl, chk, c2};
+            for (int j = 0; j < 4; j++)
+                if (fr[j])
+                    st_tensor_decref(fr[j]);
+            st_tensor_decref(idx);
+            if (!sum) {
+                if (!PyErr_Occurred())
+                    st_fe_raise();
+                return NULL;
+            }
+            idx = sum;
+        }
+    } else {
+        /* host values (in range or checked by adv_positions' caller) */
+        int64_t n = 1;
+        for (int d = 0; d < a->ndim; d++)
+            n *= a->shape[d];
+        st_tensor *f = ints_to_tensor(dev, a->v, n);
+        idx = f ? st_tensor_reshape(f, a->ndim, a->shape, false) : NULL;
+        if (f)
+            st_tensor_decref(f);
+        if (!idx) {
+            if (!PyErr_Occurred())
+                st_fe_raise();
+            return NULL;
+        }
+        for (int64_t e = 0; e < n && !a->in_range; e++)
+            if (a->v[e] < -a->size || a->v[e] >= a->size) {
+                st_tensor_decref(idx);
+                PyErr_Format(PyExc_IndexError,
+                             "index %lld is out of bounds for dimension %d "
+                             "with size %lld", (long long)a->v[e], a->ord,
+                             (long long)a->size);
+                return NULL;
+            }
+        if (!a->in_range) {
+            st_operand zero = int_operand(0), size = int_operand(a->size);
+            st_tensor *neg = ev(ST_OP_LT, idx, NULL, NULL, &zero, NULL);
+            st_tensor *sh = neg ? ev(ST_OP_MUL, neg, NULL, NULL, &size, NULL) : NULL;
+            st_tensor *w = sh ? ev(ST_OP_ADD, idx, sh, NULL, NULL, NULL) : NULL;
+            if (neg)
+                st_tensor_decref(neg);
+            if (sh)
+                st_tensor_decref(sh);
+            st_tensor_decref(idx);
+            if (!(idx = w))
+                return NULL;
+        }
+    }
+    st_operand mul = int_operand(a->mul);
+    st_tensor *m = ev(ST_OP_MUL, idx, NULL, NULL, &mul, NULL);
+    st_tensor_decref(idx);
+    if (m) {
+        r = lead_ones(m, bnd);
+        st_tensor_decref(m);
+    }
+    return r;
+}
+
+static bool any_dev(const adv_group *g, int ng)
+{
+    for (int j = 0; j < ng; j++)
+        if (g[j].dev)
+            return true;
+    return false;
+}
+
+/* sum over the groups of their contributions, broadcast to bshape and
+ * flattened (n elements) plus off, recorded; check: run the bounds checks
+ * (none when the result is empty, as torch's reads) */
+static st_tensor *adv_positions_dev(adv_group *g, int ng, const int64_t *bshape,
+                                    int bnd, int64_t n, int64_t off,
+                                    st_device *dev)
+{
+    st_tensor *acc = NULL;
+    for (int j = 0; j < ng; j++) {
+        st_tensor *c = group_dev(&g[j], bnd, dev, n > 0);
+        if (!c) {
+            if (acc)
+                st_tensor_decref(acc);
+            return NULL;
+        }
+        if (!acc) {
+            acc = c;
+            continue;
+        }
+        st_tensor *s = ev(ST_OP_ADD, acc, c, NULL, NULL, NULL);
+        st_tensor_decref(acc);
+        st_tensor_decref(c);
+        if (!(acc = s))
+            return NULL;
+    }
+    if (off) {
+        st_operand o = int_operand(off);
+        st_tensor *s = ev(ST_OP_ADD, acc, NULL, NULL, &o, NULL);
+        st_tensor_decref(acc);
+        if (!(acc = s))
+            return NULL;
+    }
+    /* to the broadcast shape (a group of it all, or the sum's broadcast) */
+    st_tensor *e = st_tensor_expand(acc, bnd, bshape);
+    st_tensor_decref(acc);
+    if (!e) {
+        st_fe_raise();
+        return NULL;
+    }
+    st_tensor *r = st_tensor_reshape(e, 1, &n, false);  /* a copy if expanded */
+    st_tensor_decref(e);
+    if (!r)
+        st_fe_raise();
+    return r;
+}
+
+/* dev tensor [n * m] = a[i] + b[j]: a a device tensor of n, b host */
+static st_tensor *outer_sum_dev(st_device *dev, st_tensor *a, const int64_t *b,
+                                int64_t m)
+{
+    int64_t n = st_tensor_numel(a), sa[2] = {n, 1}, sb[2] = {1, m}, nm = n * m;
+    st_tensor *tb = ints_to_tensor(dev, b, m), *ra = NULL, *rb = NULL, *s = NULL,
+              *r = NULL;
+    if (tb && (ra = st_tensor_reshape(a, 2, sa, false)) &&
+        (rb = st_tensor_reshape(tb, 2, sb, false)) &&
+        (s = ev(ST_OP_ADD, ra, rb, NULL, NULL, NULL)))
+        r = st_tensor_reshape(s, 1, &nm, false);
+    if (!r && !PyErr_Occurred())
+        st_fe_raise();
+    st_tensor *fr[4] = {tb, ra, rb, s};
+    for (int j = 0; j < 4; j++)
+        if (fr[j])
+            st_tensor_decref(fr[j]);
+    return r;
+}
+
 /* A contiguous copy of t that is no view (eager COPY, recorded). */
 static st_tensor *fresh_copy(st_tensor *t)
 {
@@ -736,7 +1008,7 @@ static st_tensor *gather_adv(st_tensor *cur, key_t_ *k)
             *mid = NULL;
     int64_t size = 1, n = 1, nsel, rsize = 1, m = 1, rstr[ST_MAX_DIMS];
     bool adjacent = true, ranged, is_adv_dim[ST_MAX_DIMS] = {0};
-    st_tensor *base = NULL, *r = NULL, *it = NULL;
+    st_tensor *base = NULL, *r = NULL, *it = NULL, *lind = NULL;
     st_device *dev = st_tensor_device(cur);
     if (adv_groups(cur, k, g, &ng) < 0 ||
         adv_broadcast(g, ng, bshape, &bnd) < 0)
@@ -786,8 +1058,13 @@ static st_tensor *gather_adv(st_tensor *cur, key_t_ *k)
     for (int d = 0; d < cur->ndim; d++)
         if (!is_adv_dim[d] && cur->shape[d] == 0)
             nsel = 0;
-    if (!(lin = adv_positions(g, ng, bshape, bnd, nsel)))
+    if (nsel > 0 && any_dev(g, ng)) {
+        /* a traced key: the positions are recorded ops on the indices */
+        if (!(lind = adv_positions_dev(g, ng, bshape, bnd, nsel, 0, dev)))
+            goto done;
+    } else if (!(lin = adv_positions(g, ng, bshape, bnd, nsel))) {
         goto done;
+    }
     if (ranged) {
         /* base: cur with dims [first, end) merged into dim `at` */
         at = first;
@@ -803,7 +1080,10 @@ static st_tensor *gather_adv(st_tensor *cur, key_t_ *k)
             base = st_tensor_reshape(cur, o, shape, false);
         }
         if (adjacent) {
-            it = ints_to_tensor(dev, lin, nsel);
+            if (lind)
+                st_tensor_incref(it = lind);
+            else
+                it = ints_to_tensor(dev, lin, nsel);
         } else {
             /* the offsets of the dims between the advanced ones */
             int64_t pos[ST_MAX_DIMS] = {0}, off = 0;
@@ -823,7 +1103,8 @@ static st_tensor *gather_adv(st_tensor *cur, key_t_ *k)
                     pos[d] = 0;
                 }
             }
-            it = outer_sum(dev, lin, nsel, mid, m);
+            it = lind ? outer_sum_dev(dev, lind, mid, m)
+                      : outer_sum(dev, lin, nsel, mid, m);
         }
     } else {
         int64_t perm[ST_MAX_DIMS];
@@ -842,7 +1123,9 @@ static st_tensor *gather_adv(st_tensor *cur, key_t_ *k)
         base = pt ? st_tensor_reshape(pt, o, shape, false) : NULL;
         if (pt)
             st_tensor_decref(pt);
-        if (base)
+        if (base && lind)
+            st_tensor_incref(it = lind);
+        else if (base)
             it = ints_to_tensor(dev, lin, nsel);
     }
     if (!base) {
@@ -910,6 +1193,8 @@ too_big:
 done:
     if (it)
         st_tensor_decref(it);
+    if (lind)
+        st_tensor_decref(lind);
     if (base)
         st_tensor_decref(base);
     free(lin);
@@ -1020,6 +1305,29 @@ static st_tensor *outer_sum3(st_device *dev, const int64_t *a, int64_t A,
     return r;
 }
 
+/* outer_sum3 with b a device tensor of n (recorded) */
+static st_tensor *outer_sum3_dev(st_device *dev, const int64_t *a, int64_t A,
+                                 st_tensor *b, const int64_t *c, int64_t C)
+{
+    int64_t n = st_tensor_numel(b), s3[3] = {1, n, 1}, sa[3] = {A, 1, 1},
+            sc[3] = {1, 1, C}, all = A * n * C;
+    st_tensor *ta = ints_to_tensor(dev, a, A), *tc = ta ? ints_to_tensor(dev, c, C) : NULL;
+    st_tensor *ra = NULL, *rb = NULL, *rc = NULL, *s1 = NULL, *s2 = NULL, *r = NULL;
+    if (tc && (ra = st_tensor_reshape(ta, 3, sa, false)) &&
+        (rb = st_tensor_reshape(b, 3, s3, false)) &&
+        (rc = st_tensor_reshape(tc, 3, sc, false)) &&
+        (s1 = ev(ST_OP_ADD, ra, rb, NULL, NULL, NULL)) &&
+        (s2 = ev(ST_OP_ADD, s1, rc, NULL, NULL, NULL)))
+        r = st_tensor_reshape(s2, 1, &all, false);
+    if (!r && !PyErr_Occurred())
+        st_fe_raise();
+    st_tensor *fr[7] = {ta, tc, ra, rb, rc, s1, s2};
+    for (int j = 0; j < 7; j++)
+        if (fr[j])
+            st_tensor_decref(fr[j]);
+    return r;
+}
+
 /* The positions of cur[advanced items of k] (cur: apply_basic's result on
  * a phantom), placed as a read places them; a new tensor. */
 static st_tensor *positions_adv(st_tensor *cur, key_t_ *k)
@@ -1030,7 +1338,7 @@ static st_tensor *positions_adv(st_tensor *cur, key_t_ *k)
     int64_t bshape[ST_MAX_DIMS], n = 1, nsel, A = 1, C = 1;
     int64_t *lin = NULL, *pa = NULL, *pc = NULL;
     bool adjacent = true, is_adv_dim[ST_MAX_DIMS] = {0};
-    st_tensor *flat = NULL, *r = NULL;
+    st_tensor *flat = NULL, *r = NULL, *lind = NULL;
     if (adv_groups(cur, k, g, &ng) < 0 ||
         adv_broadcast(g, ng, bshape, &bnd) < 0)
         goto done;
@@ -1073,9 +1381,14 @@ static st_tensor *positions_adv(st_tensor *cur, key_t_ *k)
     for (int d = 0; d < cur->ndim; d++)
         if (!is_adv_dim[d] && cur->shape[d] == 0)
             nsel = 0;
-    if (!(lin = adv_positions(g, ng, bshape, bnd, nsel)))
+    if (nsel > 0 && any_dev(g, ng)) {
+        if (!(lind = adv_positions_dev(g, ng, bshape, bnd, nsel, cur->offset,
+                                       st_tensor_device(cur))))
+            goto done;
+    } else if (!(lin = adv_positions(g, ng, bshape, bnd, nsel))) {
         goto done;
-    for (int64_t e = 0; e < nsel; e++)
+    }
+    for (int64_t e = 0; lin && e < nsel; e++)
         lin[e] += cur->offset;
     /* adjacent: the dims before the first advanced one, then the index
      * dims, then the rest; separated: the index dims, then every other */
@@ -1095,6 +1408,8 @@ static st_tensor *positions_adv(st_tensor *cur, key_t_ *k)
         flat = st_tensor_empty(st_tensor_device(cur), ST_INT64, 1, &z);
         if (!flat)
             st_fe_raise();
+    } else if (lind) {
+        flat = outer_sum3_dev(st_tensor_device(cur), pa, A, lind, pc, C);
     } else {
         flat = outer_sum3(st_tensor_device(cur), pa, A, lin, nsel, pc, C);
     }
@@ -1118,6 +1433,8 @@ static st_tensor *positions_adv(st_tensor *cur, key_t_ *k)
 done:
     if (flat)
         st_tensor_decref(flat);
+    if (lind)
+        st_tensor_decref(lind);
     free(lin);
     free(pa);
     free(pc);

@@ -62,7 +62,9 @@ PyObject *st_fe_shape_tuple(const int64_t *shape, int ndim);
 /* ---- indexing (frontend/indexing.c): PyTorch's indexing: ints, slices
  * with steps, None, Ellipsis, negative indices, bool scalars (views), and
  * any number of advanced items (int tensors, lists, bool masks) broadcast
- * together, read by index_select and written through _setitem_functional. */
+ * together, read by index_select and written through _setitem_functional
+ * (positions from st_fe_index_positions, one scatter); int index tensors
+ * are read by recorded ops under a trace. */
 PyObject *st_fe_getitem(PyObject *self, PyObject *key);
 int st_fe_setitem(PyObject *self, PyObject *key, PyObject *value);
 /* _C._index_positions(t, key): the row-major positions in t of t[key]'s

@@ -246,7 +246,10 @@ void tr_iter_decref(tr_iter *it);
 bool tr_safe_type(PyObject *o);          /* operators may run for real */
 bool tr_is_symtrace_module(PyObject *o); /* a symtrace.nn.Module instance */
 bool tr_is_const_value(PyObject *o);     /* returned as an ST_T_CONST */
-bool tr_has_tensor(PyObject *key);       /* a tensor index (reads data) */
+bool tr_has_tensor(PyObject *key);       /* a tensor in a key */
+/* A key whose tensors are read on the host (masks, 0-d, in lists; any in
+ * dynamic-shape mode): a graph break; int index tensors are traced. */
+bool tr_key_reads_values(tr_state *s, PyObject *key);
 bool tr_is_mode_ctx(PyObject *o);
 /* Builds a real function's frame locals from args (CPython's binding):
  * locals[co_nlocalsplus] must be zeroed. 0 or -1 with a Python exception. */

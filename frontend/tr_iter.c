@@ -350,6 +350,36 @@ bool tr_has_tensor(PyObject *k)
     return has_tensor(k, 0);
 }
 
+/* An index tensor the trace can take: int, at least 1-D (its values are
+ * read by recorded ops, frontend/indexing.c); a bool mask (its count sets
+ * the result's shape), a 0-d tensor (an int) or one inside a list (read
+ * into the list's tensor) reads its values on the host. */
+static bool traced_index(PyObject *o)
+{
+    if (!st_fe_is_tensor(o))
+        return false;
+    st_tensor *t = st_fe_unwrap(o);
+    return t->ndim > 0 && (t->dtype == ST_INT64 || t->dtype == ST_INT32);
+}
+
+bool tr_key_reads_values(tr_state *s, PyObject *k)
+{
+    if (!tr_has_tensor(k))
+        return false;
+    if (tr_dyn_shapes(s))        /* dynamic shapes: not taken (yet) */
+        return true;
+    if (traced_index(k))
+        return false;
+    if (!PyTuple_Check(k))
+        return true;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(k); i++) {
+        PyObject *o = PyTuple_GET_ITEM(k, i);
+        if (!traced_index(o) && tr_has_tensor(o))
+            return true;
+    }
+    return false;
+}
+
 bool tr_const_key(PyObject *k)
 {
     return PyLong_CheckExact(k) || PyUnicode_CheckExact(k) || PyBool_Check(k) ||
@@ -371,8 +401,9 @@ int tr_subscr(tr_state *s, tr_var *obj, tr_var *key, tr_var *out)
     if (st_fe_is_tensor(o)) {
         if (!st_fe_is_tensor(k) && !tr_safe_type(k))
             return tr_break(s, "tensor index of type %s", tr_type_name(k));
-        if (tr_has_tensor(k))
-            return tr_break(s, "data-dependent: indexing with a tensor reads its values");
+        if (tr_key_reads_values(s, k))
+            return tr_break(s, "data-dependent: indexing with a bool mask, a 0-d "
+                            "tensor or tensors in a list reads their values");
         tr_dynsub ds;
         if (s->dyn && tr_dyn_before_subscr(s, o, k, &ds) < 0)
             return -1;

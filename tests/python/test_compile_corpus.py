@@ -34,9 +34,6 @@ needs_compile = pytest.mark.skipif(not HAVE_COMPILE, reason="symtrace.compile is
 # all four, explain; test_compile_backward.py's test_corpus_grads reads the
 # run: entries and its own kind grads). Filled from runs against the frontend; each entry names the
 # missing feature or bug.
-_INDEX = ("x[idx] with an int64 index tensor breaks ('data-dependent: indexing with a tensor "
-          "reads its values'), though its result shape is static (an index_select/gather, "
-          "which TorchDynamo captures); an earlier build returned stale values instead")
 _SEQSLICE = ("Sequential[:2] builds a new Module inside the frame: 'indexing a Sequential with "
              "a slice' (its __init__ also breaks: object.__setattr__, OrderedDict calls)")
 _PARTIAL = ("functools.partial(F.softmax, dim=-1)(x): 'constructing a functools.partial "
@@ -45,8 +42,6 @@ _EXC = ("an exception raised and caught inside the frame (try: int('not a number
         "ValueError) breaks: 'call to int raised an error: ' (also: the message is empty, "
         "the ValueError's text is lost)")
 FAILING_KNOWN = {
-    "explain:tensor_index_by_tensor": _INDEX,
-    "fullgraph:tensor_index_by_tensor": _INDEX,   # runs (a partial graph), but breaks
     "run:sequential_slice": _SEQSLICE,
     # its gradients are right and the frame keeps a partial graph (the slice
     # runs in Python); only the run test's "no retranslation" fails: every

@@ -795,10 +795,11 @@ def test_generator_expression_and_module_list_len():
     assert any("._modules['ls']._modules" in g and "KEYS" in g.upper() for g in r["guards"]), r["guards"]
 
 
-def test_tensor_index_by_tensor_breaks():
+def test_tensor_index_by_int_tensor_is_traced_and_a_mask_breaks():
     def f(x, idx):
         return x[idx]
-    brk(f, T(6, 2), st.tensor([0, 3]), reason="indexing with a tensor")
+    check(f, T(6, 2), st.tensor([0, 3]))
+    brk(f, T(6, 2), st.tensor([True, False] * 3), reason="indexing with a bool mask")
 
 
 def test_map_filter():
