@@ -921,26 +921,6 @@ static st_tensor *adv_positions_dev(adv_group *g, int ng, const int64_t *bshape,
     return r;
 }
 
-/* dev tensor [n * m] = a[i] + b[j]: a a device tensor of n, b host */
-static st_tensor *outer_sum_dev(st_device *dev, st_tensor *a, const int64_t *b,
-                                int64_t m)
-{
-    int64_t n = st_tensor_numel(a), sa[2] = {n, 1}, sb[2] = {1, m}, nm = n * m;
-    st_tensor *tb = ints_to_tensor(dev, b, m), *ra = NULL, *rb = NULL, *s = NULL,
-              *r = NULL;
-    if (tb && (ra = st_tensor_reshape(a, 2, sa, false)) &&
-        (rb = st_tensor_reshape(tb, 2, sb, false)) &&
-        (s = ev(ST_OP_ADD, ra, rb, NULL, NULL, NULL)))
-        r = st_tensor_reshape(s, 1, &nm, false);
-    if (!r && !PyErr_Occurred())
-        st_fe_raise();
-    st_tensor *fr[4] = {tb, ra, rb, s};
-    for (int j = 0; j < 4; j++)
-        if (fr[j])
-            st_tensor_decref(fr[j]);
-    return r;
-}
-
 /* A contiguous copy of t that is no view (eager COPY, recorded). */
 static st_tensor *fresh_copy(st_tensor *t)
 {
@@ -955,36 +935,42 @@ static st_tensor *fresh_copy(st_tensor *t)
     return out[0];
 }
 
-/* An int64 tensor of shape [n, m] on dev: a[i] + b[j] (eager ADD, on the
- * device), flattened. a: n values, b: m values (host). */
-static st_tensor *outer_sum(st_device *dev, const int64_t *a, int64_t n,
-                            const int64_t *b, int64_t m)
+/* a[i] + b[j] over the elements of a (n) and b (m), int64 tensors on one
+ * device: a new 1-D tensor of n * m, row-major (a's index first); one
+ * eager ADD of their [n, 1] and [1, m] views (recorded under a trace). */
+static st_tensor *outer_add(st_tensor *a, st_tensor *b)
 {
-    st_tensor *ta = ints_to_tensor(dev, a, n), *tb = NULL, *ra = NULL,
-              *rb = NULL, *r = NULL;
+    int64_t n = st_tensor_numel(a), m = st_tensor_numel(b);
     int64_t sa[2] = {n, 1}, sb[2] = {1, m}, nm = n * m;
-    if (ta && (tb = ints_to_tensor(dev, b, m)) &&
-        (ra = st_tensor_reshape(ta, 2, sa, false)) &&
-        (rb = st_tensor_reshape(tb, 2, sb, false))) {
-        st_operand in[2] = {{.t = ra}, {.t = rb}};
-        st_attrs at;
-        memset(&at, 0, sizeof at);
-        st_tensor *given[ST_MAX_OUT] = {0}, *out[ST_MAX_OUT] = {0};
-        if (st_rt_eager(ST_OP_ADD, in, 2, &at, given, out) >= 0) {
-            r = st_tensor_reshape(out[0], 1, &nm, false);
-            st_tensor_decref(out[0]);
-        }
-    }
+    st_tensor *ra = st_tensor_reshape(a, 2, sa, false), *rb = NULL, *s = NULL,
+              *r = NULL;
+    if (ra && (rb = st_tensor_reshape(b, 2, sb, false)) &&
+        (s = ev(ST_OP_ADD, ra, rb, NULL, NULL, NULL)))
+        r = st_tensor_reshape(s, 1, &nm, false);
     if (!r && !PyErr_Occurred())
         st_fe_raise();
-    if (ta)
+    st_tensor *fr[3] = {ra, rb, s};
+    for (int j = 0; j < 3; j++)
+        if (fr[j])
+            st_tensor_decref(fr[j]);
+    return r;
+}
+
+/* outer_add of a device tensor (NULL: host values av, n of them) and host
+ * values b (m); a new tensor on dev, or NULL with the error set */
+static st_tensor *outer_add_host(st_device *dev, st_tensor *a,
+                                 const int64_t *av, int64_t n,
+                                 const int64_t *b, int64_t m)
+{
+    st_tensor *ta = a, *tb = ints_to_tensor(dev, b, m), *r = NULL;
+    if (!a)
+        ta = tb ? ints_to_tensor(dev, av, n) : NULL;
+    if (ta && tb)
+        r = outer_add(ta, tb);
+    if (ta && ta != a)
         st_tensor_decref(ta);
     if (tb)
         st_tensor_decref(tb);
-    if (ra)
-        st_tensor_decref(ra);
-    if (rb)
-        st_tensor_decref(rb);
     return r;
 }
 
@@ -1103,8 +1089,7 @@ static st_tensor *gather_adv(st_tensor *cur, key_t_ *k)
                     pos[d] = 0;
                 }
             }
-            it = lind ? outer_sum_dev(dev, lind, mid, m)
-                      : outer_sum(dev, lin, nsel, mid, m);
+            it = outer_add_host(dev, lind, lin, nsel, mid, m);
         }
     } else {
         int64_t perm[ST_MAX_DIMS];
@@ -1267,65 +1252,43 @@ static st_tensor *phantom_of(const st_tensor *t)
     return p;
 }
 
-/* dev tensor of shape [A, n, C] (flattened) = a[i] + b[j] + c[k] (host
- * arrays; a size-1 part is folded on the host) */
-static st_tensor *outer_sum3(st_device *dev, const int64_t *a, int64_t A,
-                             int64_t *b, int64_t n, const int64_t *c,
-                             int64_t C)
+/* A 1-D tensor on dev of [A, n, C] (row-major) = a[i] + lin[j] + c[k]:
+ * lin a device tensor of n (lind), or host values (lin, n of them: the
+ * size-1 parts fold into them on the host). */
+static st_tensor *combine3(st_device *dev, const int64_t *a, int64_t A,
+                           st_tensor *lind, int64_t *lin, int64_t n,
+                           const int64_t *c, int64_t C)
 {
-    if (A == 1 || C == 1) {
+    if (!lind) {
         int64_t add = (A == 1 ? a[0] : 0) + (C == 1 ? c[0] : 0);
         for (int64_t j = 0; j < n; j++)
-            b[j] += add;
+            lin[j] += add;
         if (A == 1 && C == 1)
-            return ints_to_tensor(dev, b, n);
-        return A == 1 ? outer_sum(dev, b, n, c, C) : outer_sum(dev, a, A, b, n);
+            return ints_to_tensor(dev, lin, n);
+        if (A == 1)
+            return outer_add_host(dev, NULL, lin, n, c, C);
     }
-    st_tensor *ab = outer_sum(dev, a, A, b, n), *tc = NULL, *r2 = NULL,
-              *rc = NULL, *r = NULL;
-    int64_t s2[2] = {A * n, 1}, sc[2] = {1, C}, all = A * n * C;
-    if (ab && (tc = ints_to_tensor(dev, c, C)) &&
-        (r2 = st_tensor_reshape(ab, 2, s2, false)) &&
-        (rc = st_tensor_reshape(tc, 2, sc, false))) {
-        st_operand in[2] = {{.t = r2}, {.t = rc}};
-        st_attrs at;
-        memset(&at, 0, sizeof at);
-        st_tensor *given[ST_MAX_OUT] = {0}, *out[ST_MAX_OUT] = {0};
-        if (st_rt_eager(ST_OP_ADD, in, 2, &at, given, out) >= 0) {
-            r = st_tensor_reshape(out[0], 1, &all, false);
-            st_tensor_decref(out[0]);
-        }
+    /* a's part first (a host array of A), then c's */
+    st_tensor *t = lind;
+    if (t)
+        st_tensor_incref(t);
+    else if (!(t = ints_to_tensor(dev, lin, n)))
+        return NULL;
+    if (A > 1 || lind) {
+        st_tensor *ta = ints_to_tensor(dev, a, A);
+        st_tensor *u = ta ? outer_add(ta, t) : NULL;
+        if (ta)
+            st_tensor_decref(ta);
+        st_tensor_decref(t);
+        if (!(t = u))
+            return NULL;
     }
-    if (!r && !PyErr_Occurred())
-        st_fe_raise();
-    st_tensor *fr[4] = {ab, tc, r2, rc};
-    for (int j = 0; j < 4; j++)
-        if (fr[j])
-            st_tensor_decref(fr[j]);
-    return r;
-}
-
-/* outer_sum3 with b a device tensor of n (recorded) */
-static st_tensor *outer_sum3_dev(st_device *dev, const int64_t *a, int64_t A,
-                                 st_tensor *b, const int64_t *c, int64_t C)
-{
-    int64_t n = st_tensor_numel(b), s3[3] = {1, n, 1}, sa[3] = {A, 1, 1},
-            sc[3] = {1, 1, C}, all = A * n * C;
-    st_tensor *ta = ints_to_tensor(dev, a, A), *tc = ta ? ints_to_tensor(dev, c, C) : NULL;
-    st_tensor *ra = NULL, *rb = NULL, *rc = NULL, *s1 = NULL, *s2 = NULL, *r = NULL;
-    if (tc && (ra = st_tensor_reshape(ta, 3, sa, false)) &&
-        (rb = st_tensor_reshape(b, 3, s3, false)) &&
-        (rc = st_tensor_reshape(tc, 3, sc, false)) &&
-        (s1 = ev(ST_OP_ADD, ra, rb, NULL, NULL, NULL)) &&
-        (s2 = ev(ST_OP_ADD, s1, rc, NULL, NULL, NULL)))
-        r = st_tensor_reshape(s2, 1, &all, false);
-    if (!r && !PyErr_Occurred())
-        st_fe_raise();
-    st_tensor *fr[7] = {ta, tc, ra, rb, rc, s1, s2};
-    for (int j = 0; j < 7; j++)
-        if (fr[j])
-            st_tensor_decref(fr[j]);
-    return r;
+    if (C > 1 || lind) {
+        st_tensor *u = outer_add_host(dev, t, NULL, 0, c, C);
+        st_tensor_decref(t);
+        t = u;
+    }
+    return t;
 }
 
 /* The positions of cur[advanced items of k] (cur: apply_basic's result on
@@ -1408,10 +1371,8 @@ static st_tensor *positions_adv(st_tensor *cur, key_t_ *k)
         flat = st_tensor_empty(st_tensor_device(cur), ST_INT64, 1, &z);
         if (!flat)
             st_fe_raise();
-    } else if (lind) {
-        flat = outer_sum3_dev(st_tensor_device(cur), pa, A, lind, pc, C);
     } else {
-        flat = outer_sum3(st_tensor_device(cur), pa, A, lin, nsel, pc, C);
+        flat = combine3(st_tensor_device(cur), pa, A, lind, lin, nsel, pc, C);
     }
     if (flat) {
         int64_t rs[ST_MAX_DIMS];
