@@ -974,6 +974,88 @@ static st_tensor *outer_add_host(st_device *dev, st_tensor *a,
     return r;
 }
 
+/* The advanced items of a key over cur, as reads and positions both take
+ * them: the groups, the broadcast index shape (n elements; nsel: 0 when
+ * another dim of cur is empty, as torch reads then check nothing), which
+ * dims of cur they take and whether those are adjacent. */
+typedef struct {
+    adv_group g[MAX_ITEMS];
+    int ng, bnd, span;
+    int64_t bshape[ST_MAX_DIMS], n, nsel;
+    bool adjacent, is_adv_dim[ST_MAX_DIMS];
+} adv_key;
+
+static void adv_key_clear(adv_key *a)
+{
+    for (int j = 0; j < a->ng; j++)
+        free(a->g[j].v);
+    a->ng = 0;
+}
+
+static int too_big(void)
+{
+    PyErr_SetString(PyExc_IndexError,
+                    "indexing: the indexed dims or the broadcast index "
+                    "shape hold more than 2**63 elements");
+    return -1;
+}
+
+/* Fills a (0), or -1 with the error set and a cleared. */
+static int adv_key_of(st_tensor *cur, key_t_ *k, adv_key *a)
+{
+    memset(a, 0, sizeof *a);
+    a->adjacent = true;
+    a->n = 1;
+    if (adv_groups(cur, k, a->g, &a->ng) < 0 ||
+        adv_broadcast(a->g, a->ng, a->bshape, &a->bnd) < 0)
+        goto fail;
+    for (int j = 0; j < a->ng; j++) {
+        const adv_group *g = &a->g[j];
+        if (j && g->dim != g[-1].dim + g[-1].span)
+            a->adjacent = false;
+        a->span += g->span;
+        for (int s = 0; s < g->span; s++)
+            a->is_adv_dim[g->dim + s] = true;
+    }
+    for (int d = 0; d < a->bnd; d++)
+        if (__builtin_mul_overflow(a->n, a->bshape[d], &a->n)) {
+            too_big();
+            goto fail;
+        }
+    int nd = cur->ndim - a->span + a->bnd;
+    if (nd > ST_MAX_DIMS) {
+        PyErr_Format(PyExc_IndexError,
+                     "indexing result would have %d dimensions (at most %d)",
+                     nd, ST_MAX_DIMS);
+        goto fail;
+    }
+    a->nsel = a->n;
+    for (int d = 0; d < cur->ndim; d++)
+        if (!a->is_adv_dim[d] && cur->shape[d] == 0)
+            a->nsel = 0;
+    return 0;
+fail:
+    adv_key_clear(a);
+    return -1;
+}
+
+/* The positions of a's nsel index points, each group's mul set: host
+ * values (*lin) or, for a traced key, recorded ops on the device (*lind),
+ * plus off. 0, or -1 with the error set. */
+static int adv_key_positions(adv_key *a, int64_t off, st_device *dev,
+                             int64_t **lin, st_tensor **lind)
+{
+    if (a->nsel > 0 && any_dev(a->g, a->ng)) {
+        *lind = adv_positions_dev(a->g, a->ng, a->bshape, a->bnd, a->nsel, off, dev);
+        return *lind ? 0 : -1;
+    }
+    if (!(*lin = adv_positions(a->g, a->ng, a->bshape, a->bnd, a->nsel)))
+        return -1;
+    for (int64_t e = 0; off && e < a->nsel; e++)
+        (*lin)[e] += off;
+    return 0;
+}
+
 /* cur[advanced items of k] (cur: apply_basic's result, dims as recorded
  * in k's items): a new tensor, read by one index_select along one merged
  * dim of cur, in one of two ways:
@@ -988,36 +1070,22 @@ static st_tensor *outer_add_host(st_device *dev, st_tensor *a,
  *   of cur) and the broadcast index shape replaces that first dim. */
 static st_tensor *gather_adv(st_tensor *cur, key_t_ *k)
 {
-    adv_group g[MAX_ITEMS];
-    int ng = 0, bnd = 0, span = 0, nd, at, o = 0, first, end;
-    int64_t bshape[ST_MAX_DIMS], shape[ST_MAX_DIMS], *lin = NULL,
-            *mid = NULL;
-    int64_t size = 1, n = 1, nsel, rsize = 1, m = 1, rstr[ST_MAX_DIMS];
-    bool adjacent = true, ranged, is_adv_dim[ST_MAX_DIMS] = {0};
+    adv_key a;
+    int at, o = 0, first, end;
+    int64_t shape[ST_MAX_DIMS], *lin = NULL, *mid = NULL;
+    int64_t size = 1, rsize = 1, m = 1, rstr[ST_MAX_DIMS];
+    bool ranged;
     st_tensor *base = NULL, *r = NULL, *it = NULL, *lind = NULL;
     st_device *dev = st_tensor_device(cur);
-    if (adv_groups(cur, k, g, &ng) < 0 ||
-        adv_broadcast(g, ng, bshape, &bnd) < 0)
-        goto done;
-    for (int j = 0; j < ng; j++) {
-        if (j && g[j].dim != g[j - 1].dim + g[j - 1].span)
-            adjacent = false;
-        span += g[j].span;
-        for (int s = 0; s < g[j].span; s++)
-            is_adv_dim[g[j].dim + s] = true;
+    if (adv_key_of(cur, k, &a) < 0)
+        return NULL;
+    adv_group *g = a.g;
+    int ng = a.ng, bnd = a.bnd;
+    int64_t *bshape = a.bshape, n = a.n, nsel = a.nsel;
+    bool adjacent = a.adjacent, *is_adv_dim = a.is_adv_dim;
+    for (int j = 0; j < ng; j++)
         if (__builtin_mul_overflow(size, g[j].size, &size))
             goto too_big;
-    }
-    for (int d = 0; d < bnd; d++)
-        if (__builtin_mul_overflow(n, bshape[d], &n))
-            goto too_big;
-    nd = cur->ndim - span + bnd;
-    if (nd > ST_MAX_DIMS) {
-        PyErr_Format(PyExc_IndexError,
-                     "indexing result would have %d dimensions (at most %d)",
-                     nd, ST_MAX_DIMS);
-        goto done;
-    }
     first = g[0].dim;
     end = g[ng - 1].dim + g[ng - 1].span;
     for (int d = end - 1; d >= first; d--) {
@@ -1038,19 +1106,9 @@ static st_tensor *gather_adv(st_tensor *cur, key_t_ *k)
             mul *= g[j].size;
         }
     }
-    /* torch checks index values as it reads elements: none (and no
-     * error) when the result is empty, through another dim of size 0 */
-    nsel = n;
-    for (int d = 0; d < cur->ndim; d++)
-        if (!is_adv_dim[d] && cur->shape[d] == 0)
-            nsel = 0;
-    if (nsel > 0 && any_dev(g, ng)) {
-        /* a traced key: the positions are recorded ops on the indices */
-        if (!(lind = adv_positions_dev(g, ng, bshape, bnd, nsel, 0, dev)))
-            goto done;
-    } else if (!(lin = adv_positions(g, ng, bshape, bnd, nsel))) {
+    /* a traced key: the positions are recorded ops on the indices */
+    if (adv_key_positions(&a, 0, dev, &lin, &lind) < 0)
         goto done;
-    }
     if (ranged) {
         /* base: cur with dims [first, end) merged into dim `at` */
         at = first;
@@ -1172,9 +1230,7 @@ static st_tensor *gather_adv(st_tensor *cur, key_t_ *k)
     }
     goto done;
 too_big:
-    PyErr_SetString(PyExc_IndexError,
-                    "indexing: the indexed dims or the broadcast index "
-                    "shape hold more than 2**63 elements");
+    too_big();
 done:
     if (it)
         st_tensor_decref(it);
@@ -1184,8 +1240,7 @@ done:
         st_tensor_decref(base);
     free(lin);
     free(mid);
-    for (int j = 0; j < ng; j++)
-        free(g[j].v);
+    adv_key_clear(&a);
     return r;
 }
 
@@ -1295,22 +1350,15 @@ static st_tensor *combine3(st_device *dev, const int64_t *a, int64_t A,
  * a phantom), placed as a read places them; a new tensor. */
 static st_tensor *positions_adv(st_tensor *cur, key_t_ *k)
 {
-    adv_group g[MAX_ITEMS];
-    int ng = 0, bnd = 0, span = 0, nd, pre[ST_MAX_DIMS], post[ST_MAX_DIMS],
-        npre = 0, npost = 0;
-    int64_t bshape[ST_MAX_DIMS], n = 1, nsel, A = 1, C = 1;
-    int64_t *lin = NULL, *pa = NULL, *pc = NULL;
-    bool adjacent = true, is_adv_dim[ST_MAX_DIMS] = {0};
+    adv_key a;
+    int pre[ST_MAX_DIMS], post[ST_MAX_DIMS], npre = 0, npost = 0;
+    int64_t A = 1, C = 1, *lin = NULL, *pa = NULL, *pc = NULL;
     st_tensor *flat = NULL, *r = NULL, *lind = NULL;
-    if (adv_groups(cur, k, g, &ng) < 0 ||
-        adv_broadcast(g, ng, bshape, &bnd) < 0)
-        goto done;
-    for (int j = 0; j < ng; j++) {
-        if (j && g[j].dim != g[j - 1].dim + g[j - 1].span)
-            adjacent = false;
-        span += g[j].span;
-        for (int s = 0; s < g[j].span; s++)
-            is_adv_dim[g[j].dim + s] = true;
+    if (adv_key_of(cur, k, &a) < 0)
+        return NULL;
+    adv_group *g = a.g;
+    int64_t nsel = a.nsel;
+    for (int j = 0; j < a.ng; j++) {
         if (g[j].span > 1) {
             /* a mask: its flat positions become offsets in cur */
             int64_t *sh = &cur->shape[g[j].dim], *st = &cur->strides[g[j].dim];
@@ -1327,38 +1375,14 @@ static st_tensor *positions_adv(st_tensor *cur, key_t_ *k)
             g[j].mul = cur->strides[g[j].dim];
         }
     }
-    for (int d = 0; d < bnd; d++)
-        if (__builtin_mul_overflow(n, bshape[d], &n)) {
-            PyErr_SetString(PyExc_IndexError, "indexing: the broadcast index "
-                            "shape holds more than 2**63 elements");
-            goto done;
-        }
-    nd = cur->ndim - span + bnd;
-    if (nd > ST_MAX_DIMS) {
-        PyErr_Format(PyExc_IndexError,
-                     "indexing result would have %d dimensions (at most %d)",
-                     nd, ST_MAX_DIMS);
+    if (adv_key_positions(&a, cur->offset, st_tensor_device(cur), &lin, &lind) < 0)
         goto done;
-    }
-    nsel = n;
-    for (int d = 0; d < cur->ndim; d++)
-        if (!is_adv_dim[d] && cur->shape[d] == 0)
-            nsel = 0;
-    if (nsel > 0 && any_dev(g, ng)) {
-        if (!(lind = adv_positions_dev(g, ng, bshape, bnd, nsel, cur->offset,
-                                       st_tensor_device(cur))))
-            goto done;
-    } else if (!(lin = adv_positions(g, ng, bshape, bnd, nsel))) {
-        goto done;
-    }
-    for (int64_t e = 0; lin && e < nsel; e++)
-        lin[e] += cur->offset;
     /* adjacent: the dims before the first advanced one, then the index
      * dims, then the rest; separated: the index dims, then every other */
     for (int d = 0; d < cur->ndim; d++) {
-        if (is_adv_dim[d])
+        if (a.is_adv_dim[d])
             continue;
-        if (adjacent && d < g[0].dim)
+        if (a.adjacent && d < g[0].dim)
             pre[npre++] = d;
         else
             post[npost++] = d;
@@ -1379,8 +1403,8 @@ static st_tensor *positions_adv(st_tensor *cur, key_t_ *k)
         int q = 0;
         for (int j = 0; j < npre; j++)
             rs[q++] = cur->shape[pre[j]];
-        for (int d = 0; d < bnd; d++)
-            rs[q++] = bshape[d];
+        for (int d = 0; d < a.bnd; d++)
+            rs[q++] = a.bshape[d];
         for (int j = 0; j < npost; j++)
             rs[q++] = cur->shape[post[j]];
         r = st_tensor_reshape(flat, q, rs, false);
@@ -1399,8 +1423,7 @@ done:
     free(lin);
     free(pa);
     free(pc);
-    for (int j = 0; j < ng; j++)
-        free(g[j].v);
+    adv_key_clear(&a);
     return r;
 }
 
