@@ -61,3 +61,17 @@ def run_code(lib, code):
     except Exception as e:  # noqa: BLE001 - the error is what is compared
         return ("error", type(e).__name__)
     return ns.get("out")
+
+
+def raises_as_torch(case, torch, loose=False):
+    """case(lib) raises with symtrace as with torch: the same exception type and first
+    line of the message (loose: any non-empty message, where symtrace's names the
+    argument and torch's lists its overloads)."""
+    import pytest
+    with pytest.raises(Exception) as te:
+        case(torch)
+    with pytest.raises(Exception) as se:
+        case(st)
+    assert type(se.value) is type(te.value), f"{type(se.value).__name__}: {se.value}"
+    smsg, tmsg = str(se.value).split("\n")[0], str(te.value).split("\n")[0]
+    assert smsg == tmsg or (loose and smsg), (smsg, tmsg)
