@@ -880,22 +880,26 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
 
 
 # ---------------- pixel shuffle ----------------
-def pixel_shuffle(input, upscale_factor):
-    """pixel_shuffle(input [*, C * r^2, H, W], r) -> [*, C, H * r, W * r]."""
-    _check_tensor(input, "pixel_shuffle")
-    _check_int(upscale_factor, "pixel_shuffle", "upscale_factor", 2)
+def _pixel_args(input, factor, fn, arg):
+    """(batch dims, C, H, W, r) of pixel_shuffle / pixel_unshuffle's input, checked as torch's."""
+    _check_tensor(input, fn)
+    _check_int(factor, fn, arg, 2)
     nd = input.dim()
     if nd < 3:
-        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got input with {nd} "
+        raise RuntimeError(f"{fn} expects input to have at least 3 dimensions, but got input with {nd} "
                            f"dimension(s)")
-    r = upscale_factor
-    if r <= 0:
-        raise RuntimeError(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
+    if factor <= 0:
+        raise RuntimeError(f"{fn} expects a positive {arg}, but got {factor}")
     c, h, w = input.shape[-3], input.shape[-2], input.shape[-1]
+    return tuple(input.shape[:-3]), c, h, w, factor
+
+
+def pixel_shuffle(input, upscale_factor):
+    """pixel_shuffle(input [*, C * r^2, H, W], r) -> [*, C, H * r, W * r]."""
+    batch, c, h, w, r = _pixel_args(input, upscale_factor, "pixel_shuffle", "upscale_factor")
     if c % (r * r):
         raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square "
                            f"of upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
-    batch = tuple(input.shape[:-3])
     b = len(batch)
     oc = c // (r * r)
     x = input.reshape(batch + (oc, r, r, h, w))
@@ -905,23 +909,13 @@ def pixel_shuffle(input, upscale_factor):
 
 def pixel_unshuffle(input, downscale_factor):
     """pixel_unshuffle(input [*, C, H * r, W * r], r) -> [*, C * r^2, H, W]."""
-    _check_tensor(input, "pixel_unshuffle")
-    _check_int(downscale_factor, "pixel_unshuffle", "downscale_factor", 2)
-    nd = input.dim()
-    if nd < 3:
-        raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
-                           f"{nd} dimension(s)")
-    r = downscale_factor
-    if r <= 0:
-        raise RuntimeError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
-    c, h, w = input.shape[-3], input.shape[-2], input.shape[-1]
+    batch, c, h, w, r = _pixel_args(input, downscale_factor, "pixel_unshuffle", "downscale_factor")
     if h % r:
         raise RuntimeError(f"pixel_unshuffle expects height to be divisible by downscale_factor, but "
                            f"input.size(-2)={h} is not divisible by {r}")
     if w % r:
         raise RuntimeError(f"pixel_unshuffle expects width to be divisible by downscale_factor, but "
                            f"input.size(-1)={w} is not divisible by {r}")
-    batch = tuple(input.shape[:-3])
     b = len(batch)
     x = input.reshape(batch + (c, h // r, r, w // r, r))
     perm = list(range(b)) + [b, b + 2, b + 4, b + 1, b + 3]
