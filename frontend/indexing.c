@@ -1761,22 +1761,19 @@ done:
 
 /* Whether t[key] = value goes through symtrace._tensor._setitem_functional
  * rather than a write into a view: an index tensor or list in the key,
- * several advanced items (masks, or True/False beside one), one mask with
- * a value that is not a number or a one-element tensor, or a write
- * autograd must record (t, not a leaf that requires grad, or the value
- * requires grad), which a view cannot carry to its base. A leaf that
- * requires grad keeps the in-place error. */
-static bool setitem_functional(st_tensor *t, key_t_ *k, PyObject *value)
+ * several advanced items (masks, or True/False beside one), or one mask
+ * with a value that is not a number or a one-element tensor. A write into
+ * a view that autograd must record gets its CopySlices node from the
+ * runtime (runtime/viewhist.c). */
+static bool setitem_functional(const key_t_ *k, PyObject *value)
 {
     if (k->nadv > 1 || (k->adv >= 0 && !k->it[k->adv].mask))
         return true;
     /* one mask: write_mask takes a number or a one-element tensor; other
      * values broadcast to the selected elements there */
-    if (k->adv >= 0 && !is_number(value) &&
-        !(st_fe_is_tensor(value) &&
-          st_tensor_numel(st_fe_unwrap(value)) == 1))
-        return true;
-    return false;
+    return k->adv >= 0 && !is_number(value) &&
+           !(st_fe_is_tensor(value) &&
+             st_tensor_numel(st_fe_unwrap(value)) == 1);
 }
 
 static int call_setitem_functional(PyObject *self, PyObject *key, PyObject *value)
@@ -1805,7 +1802,7 @@ int st_fe_setitem(PyObject *self, PyObject *key, PyObject *value)
     key_t_ k;
     if (parse_key(key, &k) < 0)
         return -1;
-    if (setitem_functional(t, &k, value)) {
+    if (setitem_functional(&k, value)) {
         key_clear(&k);
         return call_setitem_functional(self, key, value);
     }
