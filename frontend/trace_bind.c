@@ -9,7 +9,7 @@
  *       Tensor or a sequence of them; inputs the tensors bound to the
  *       graph's inputs, in order (an object of `candidates` wrapping the
  *       same tensor is returned as itself, so identity is kept)
- *   _C._trace_abort(), _C._trace_active() -> bool
+ *   _C._trace_abort(), _C._trace_active() -> bool, _C._trace_fail(reason)
  *   _C._graph_print(graph) -> str
  *   _C._graph_inputs(graph) -> ((value_id, is_param), ...)
  *   _C._graph_outputs(graph) -> (value_id, ...)
@@ -72,6 +72,19 @@ static PyObject *trace_abort(PyObject *self, PyObject *noargs)
 static PyObject *trace_active(PyObject *self, PyObject *noargs)
 {
     return PyBool_FromLong(st_rt_trace_active());
+}
+
+/* Python code that finds it cannot state what it does in a graph (a view
+ * the trace has no path back to the base for) fails the active trace: the
+ * translator breaks the graph at the call and runs it eagerly. */
+static PyObject *trace_fail(PyObject *self, PyObject *reason)
+{
+    const char *why = PyUnicode_AsUTF8(reason);
+    if (!why)
+        return NULL;
+    if (st_rt_trace_active())
+        st_rt_trace_fail(why);
+    Py_RETURN_NONE;
 }
 
 static PyObject *trace_end(PyObject *self, PyObject *args, PyObject *kw)
@@ -382,6 +395,8 @@ static PyMethodDef trace_methods[] = {
      "_trace_end(outputs, candidates=()) -> (graph, inputs)"},
     {"_trace_abort", trace_abort, METH_NOARGS, "_trace_abort(): discard"},
     {"_trace_active", trace_active, METH_NOARGS, "_trace_active() -> bool"},
+    {"_trace_fail", trace_fail, METH_O,
+     "_trace_fail(reason): fail the active trace (a graph break at the call)"},
     {"_graph_print", graph_print, METH_O, "_graph_print(graph) -> str"},
     {"_graph_inputs", graph_inputs, METH_O,
      "_graph_inputs(graph) -> ((value_id, is_param), ...)"},

@@ -673,6 +673,35 @@ class Tensor(_C.TensorBase):
 
     def zero_(self): return self.fill_(0)
 
+    def fill_diagonal_(self, fill_value, wrap=False):
+        """fill_diagonal_(fill_value, wrap=False): writes fill_value on the main diagonal
+        (all indices equal) of a matrix, or of a tensor whose dims all have one length; with
+        wrap, a tall matrix's diagonal starts again every (cols + 1) rows. As torch's, through
+        views (diagonal(); a reshape and a strided slice for more dims), so compiled code and
+        autograd see an ordinary in-place write."""
+        if self.dim() < 2:
+            raise RuntimeError("dimensions must larger than 1")
+        if not isinstance(fill_value, (bool, int, float)) and \
+                not (isinstance(fill_value, _C.TensorBase) and fill_value.dim() == 0):
+            raise TypeError(f"fill_diagonal_(): argument 'fill_value' (position 1) must be Number, "
+                            f"not {type(fill_value).__name__}")
+        h, w = self.shape[0], self.shape[1]
+        if self.dim() > 2:
+            if any(n != h for n in self.shape):
+                raise RuntimeError("all dimensions of input must be of equal length")
+            step = sum(h ** k for k in range(self.dim()))   # row-major offsets of (i, i, ..., i)
+            flat = self.reshape(-1) if self.is_contiguous() else None
+            if flat is None:
+                self.as_strided((h,), (sum(self.stride()),), self.storage_offset()).fill_(fill_value)
+            elif h:
+                flat[0:(h - 1) * step + 1:step].fill_(fill_value)
+            return self
+        self.diagonal().fill_(fill_value)
+        if wrap and h > w + 1:
+            for r in range(w + 1, h, w + 1):     # the blocks of rows below the first one
+                self[r:].diagonal().fill_(fill_value)
+        return self
+
     def copy_(self, src, non_blocking=False):
         """copy_(src): writes src (broadcast, cast to self's dtype) into self."""
         if not isinstance(src, _C.TensorBase):

@@ -326,31 +326,39 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
     """diagonal(input, offset=0, dim1=0, dim2=1): the diagonal (col - row == offset) of the
     planes (dim1, dim2), appended as the last dim; as torch.diagonal, a view of input (writes
     into it reach input; its gradient flows to input). Inside a compiled function (a trace)
-    it is a copy made by index_select, which a graph can express: there, writing into it
-    leaves input unchanged."""
+    it is made of views the trace can write back through: the planes moved last, merged
+    into one dim, and a slice with step C + 1 of that dim. Where the merge would copy (neither
+    dim's stride is the other's size times the other's stride) the trace fails: the graph
+    breaks at the call, and the call runs eagerly."""
     _check_tensor(input, "diagonal")
     nd = input.dim()
     d1, d2 = _wrap(dim1, nd, "diagonal"), _wrap(dim2, nd, "diagonal")
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    sh, sd = tuple(input.shape), input.stride()
+    R, C = sh[d1], sh[d2]
+    L = builtins.max(0, builtins.min(R, C - offset) if offset >= 0 else builtins.min(R + offset, C))
+    keep = [k for k in range(nd) if k not in (d1, d2)]
     if not _C._trace_active():
-        sh, sd = tuple(input.shape), input.stride()
-        R, C = sh[d1], sh[d2]
-        L = builtins.max(0, builtins.min(R, C - offset) if offset >= 0 else builtins.min(R + offset, C))
-        keep = [k for k in range(nd) if k not in (d1, d2)]
         start = input.storage_offset() + (offset * sd[d2] if offset >= 0 else -offset * sd[d1]) if L else \
             input.storage_offset()
         return input.as_strided(tuple(sh[k] for k in keep) + (L,),
                                 tuple(sd[k] for k in keep) + (sd[d1] + sd[d2],), start)
-    x = input.permute(*([k for k in range(nd) if k not in (d1, d2)] + [d1, d2]))
-    R, C = x.shape[-2:]
-    L = builtins.max(0, builtins.min(R, C - offset) if offset >= 0 else builtins.min(R + offset, C))
-    batch = tuple(x.shape[:-2])
+    # the planes' (row, col) merge into one dim without a copy when row's stride is C times
+    # col's; a plane stored transposed has the same diagonal as (dim2, dim1, -offset)
+    if R > 1 and C > 1 and sd[d1] != C * sd[d2] and sd[d2] == R * sd[d1]:
+        d1, d2, R, C, offset = d2, d1, C, R, -offset
+    elif R > 1 and C > 1 and sd[d1] != C * sd[d2]:
+        # the merge below would copy, and a write into the diagonal would miss input
+        _C._trace_fail(f"diagonal: dims {d1} and {d2} of a tensor with strides {tuple(sd)} do "
+                       "not merge into one dim, so the trace cannot state the diagonal as views "
+                       "of its input")
+    x = input if (d1, d2) == (nd - 2, nd - 1) else input.permute(*(keep + [d1, d2]))
+    flat = x.reshape(tuple(x.shape[:-2]) + (R * C,))
     if L == 0:
-        return full(batch + (0,), 0, dtype=input.dtype, device=input.device)
-    i = arange(L, device=input.device)
-    idx = add(mul(add(i, builtins.max(0, -offset)), C), add(i, builtins.max(0, offset)))
-    return index_select(x.reshape(batch + (R * C,)), len(batch), idx)
+        return flat[..., 0:0]
+    first = builtins.max(0, -offset) * C + builtins.max(0, offset)   # row-major in the plane
+    return flat[..., first:first + (L - 1) * (C + 1) + 1:C + 1]
 
 
 def diag(input, diagonal=0):
@@ -361,7 +369,7 @@ def diag(input, diagonal=0):
     if input.dim() == 1:
         return _embed_last(input, diagonal)
     if input.dim() == 2:
-        return globals()["diagonal"](input, diagonal)
+        return globals()["diagonal"](input, diagonal).clone()
     raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.dim()}D")
 
 

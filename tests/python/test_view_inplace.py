@@ -277,3 +277,118 @@ def test_in_place_view_op_breaks_the_graph_and_stays_correct():
         np.testing.assert_allclose(cf(x).detach().numpy(), f(x).detach().numpy())
     rep = st.explain(f, x)
     assert any("in-place view op" in b.reason for b in rep.break_reasons), str(rep)
+
+
+# diagonal() inside a compiled function is made of views the trace writes back through
+# (permute, reshape, a slice with step C + 1): writes into it reach the input, as in eager
+# code and torch. (fn, shape, transpose the input first, graph breaks expected)
+DIAGONAL_WRITES = [
+    (lambda x: x.diagonal().add_(1) * 2, (3, 3), False, 0),
+    (lambda x: x.diagonal(1).mul_(3) + 0, (3, 5), False, 0),
+    (lambda x: x.diagonal(-2).mul_(3) + 0, (5, 3), False, 0),
+    (lambda x: x.diagonal(0, 1, 2).add_(1) + 0, (2, 3, 4), False, 0),
+    (lambda x: x.diagonal(-1, -1, -2).sub_(1) + 0, (2, 4, 4), False, 0),   # a plane read transposed
+    (lambda x: x.diagonal().add_(1) * 2, (3, 4), True, 0),                 # input stored transposed
+    (lambda x: x.diagonal(5).add_(1).sum() + x.sum(), (3, 3), False, 0),   # empty
+    (lambda x: x.diagonal().copy_(x[0] * 2) + 0, (3, 3), False, 0),
+    (lambda x: x.diagonal(1, 2, 0).add_(1) + 0, (4, 3, 5), False, 1),      # dims do not merge: a break
+]
+
+
+@pytest.mark.parametrize("case", range(len(DIAGONAL_WRITES)))
+def test_compiled_writes_into_diagonal_reach_the_input(case):
+    fn, shape, transposed, breaks = DIAGONAL_WRITES[case]
+    a = np.random.default_rng(case).standard_normal(shape).astype(np.float32)
+
+    def make(lib):
+        x = lib.tensor(a.T.copy() if transposed else a)
+        return x.t() if transposed else x
+
+    tx = make(torch)
+    want = fn(tx)
+    st.reset()
+    cf = st.compile(fn)
+    for _ in range(2):
+        x = make(st)
+        got = cf(x)
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+        np.testing.assert_allclose(x.numpy(), tx.numpy(), rtol=1e-6)
+        tx = make(torch)
+        want = fn(tx)
+    rep = st.explain(fn, make(st))
+    assert rep.graph_break_count == breaks, str(rep)
+    if breaks:
+        assert any("do not merge into one dim" in b.reason for b in rep.break_reasons), str(rep)
+
+
+def test_compiled_diagonal_gradients_and_write_on_a_computed_tensor():
+    def f(x, w):
+        y = x * 2
+        d = y.diagonal(1)
+        d.mul_(w)
+        return (y * y).sum() + st.trace(x) if isinstance(x, st.Tensor) else \
+            (y * y).sum() + torch.trace(x)
+
+    a = np.arange(12.).reshape(3, 4) / 7
+    b = np.array([0.5, -1., 2.])
+    tx, tw = (torch.tensor(v, dtype=torch.float32, requires_grad=True) for v in (a, b))
+    want = f(tx, tw)
+    want.backward()
+    st.reset()
+    cf = st.compile(f)
+    for _ in range(2):
+        x, w = (st.tensor(v.astype(np.float32)).requires_grad_() for v in (a, b))
+        got = cf(x, w)
+        got.backward()
+        np.testing.assert_allclose(got.item(), want.item(), rtol=1e-5)
+        np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-5)
+        np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-5)
+    rep = st.explain(f, *(st.tensor(v.astype(np.float32)).requires_grad_() for v in (a, b)))
+    assert rep.graph_count == 1 and rep.graph_break_count == 0, str(rep)
+
+
+def test_diag_of_a_matrix_is_a_copy():
+    """torch.diag(matrix) returns a new tensor, unlike diagonal(): writing into it leaves
+    the matrix alone, eagerly and compiled."""
+    for f in (lambda x: st.diag(x).add_(1), st.compile(lambda x: st.diag(x).add_(1))):
+        x = st.arange(9.).reshape(3, 3)
+        d = f(x)
+        np.testing.assert_array_equal(d.numpy(), [1., 5., 9.])
+        np.testing.assert_array_equal(x.numpy(), np.arange(9.).reshape(3, 3))
+    assert st.diag(st.ones(2, 2))._base is None
+
+
+FILL_DIAGONAL = [((3, 3), False, 5.), ((7, 3), True, 2.), ((7, 3), False, 2.), ((3, 7), True, 1.),
+                 ((3, 3, 3), False, 4.), ((2, 2, 2, 2), False, 1.), ((8, 1), True, 3.),
+                 ((0, 0), False, 1.), ((4, 4), False, True)]
+
+
+@pytest.mark.parametrize("shape,wrap,value", FILL_DIAGONAL)
+def test_fill_diagonal_matches_torch_eager_and_compiled(shape, wrap, value):
+    a = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    want = torch.tensor(a).fill_diagonal_(value, wrap=wrap).numpy()
+    np.testing.assert_array_equal(st.tensor(a).fill_diagonal_(value, wrap=wrap).numpy(), want)
+    x = st.tensor(a)
+    st.reset()
+    out = st.compile(lambda x: x.fill_diagonal_(value, wrap=wrap) * 1)(x)
+    np.testing.assert_array_equal(out.numpy(), want)
+    np.testing.assert_array_equal(x.numpy(), want)
+
+
+def test_fill_diagonal_strided_grad_and_errors():
+    for make in (lambda t: t.arange(9.).reshape(3, 3).t(),
+                 lambda t: t.arange(27.).reshape(3, 3, 3).permute(2, 0, 1)):
+        np.testing.assert_array_equal(make(st).fill_diagonal_(-1).numpy(),
+                                      make(torch).fill_diagonal_(-1).numpy())
+    x, tx = st.ones(3, 3, requires_grad=True), torch.ones(3, 3, requires_grad=True)
+    for t, v in ((st, x), (torch, tx)):
+        y = v * 2
+        y.fill_diagonal_(t.tensor(0.))
+        (y * y).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
+    for bad in (lambda t: t.ones(3).fill_diagonal_(1), lambda t: t.ones(2, 3, 3).fill_diagonal_(1),
+                lambda t: t.ones(2, 2).fill_diagonal_(t.ones(2)), lambda t: t.ones(2, 2).fill_diagonal_("a")):
+        with pytest.raises(Exception) as want:
+            bad(torch)
+        with pytest.raises(type(want.value), match=str(want.value)[:30].replace("(", r"\(").replace(")", r"\)")):
+            bad(st)
