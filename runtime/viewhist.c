@@ -267,16 +267,30 @@ static st_status cs_backward(void *ctx, int nout, st_tensor *const *gout, int ni
     return ST_OK;
 }
 
+/* r is v's elements themselves (the op ran in place on an alias of v). */
+static bool same_elements(const st_tensor *r, const st_tensor *v)
+{
+    if (r->storage != v->storage || r->offset != v->offset || r->ndim != v->ndim ||
+        r->dtype != v->dtype)
+        return false;
+    for (int d = 0; d < v->ndim; d++)
+        if (r->shape[d] != v->shape[d] || (r->shape[d] > 1 && r->strides[d] != v->strides[d]))
+            return false;
+    return true;
+}
+
 static st_status copy_slices(st_tensor *b, st_tensor *v, st_tensor *r)
 {
-    bool was = st_ad_grad_enabled();
-    st_ad_set_grad_enabled(false);
-    st_operand src = {.t = r};
-    st_tensor *done = run1(ST_OP_COPY, &src, 1, NULL, v); /* the write itself */
-    st_ad_set_grad_enabled(was);
-    if (!done)
-        return st_err_kind();
-    st_tensor_decref(done);
+    if (!same_elements(r, v)) {
+        bool was = st_ad_grad_enabled();
+        st_ad_set_grad_enabled(false);
+        st_operand src = {.t = r};
+        st_tensor *done = run1(ST_OP_COPY, &src, 1, NULL, v); /* the write itself */
+        st_ad_set_grad_enabled(was);
+        if (!done)
+            return st_err_kind();
+        st_tensor_decref(done);
+    }
     cs_ctx *c = calloc(1, sizeof *c);
     if (!c)
         return st_err(ST_ERR_MEMORY, "view: out of host memory");
@@ -323,10 +337,21 @@ int st_view_inplace(st_op_id op, const st_operand *in, int nin,
                           name), -1;
     int ret = -1;
     st_tensor *r = NULL, *rc = NULL, *p = NULL, *mk = NULL, *rf = NULL, *bf = NULL;
-    st_tensor *gat = NULL, *nf = NULL, *nb = NULL, *done = NULL;
+    st_tensor *gat = NULL, *nf = NULL, *nb = NULL, *done = NULL, *w = NULL;
     int64_t *pos = NULL, *inv = NULL;
     bool *mask = NULL;
-    r = run1(op, in, nin, attrs, NULL); /* out of place, recorded */
+    if (st_tensor_is_contiguous(b) && v->dtype == b->dtype) {
+        /* the op writes straight into the view's elements, through an
+         * alias w of them that is no view of b (the eager path records
+         * the op's node on w as for any in-place op; operands its VJP
+         * saves were copied by the caller), and w is the result
+         * CopySlices takes: O(op), where an out-of-place result copied
+         * in was O(view) (a scatter into a flat view of a large base) */
+        w = st_tensor_view_of(v, v->ndim, v->shape, v->strides, v->offset);
+        r = w ? run1(op, in, nin, attrs, w) : NULL;
+    } else {
+        r = run1(op, in, nin, attrs, NULL); /* out of place, recorded */
+    }
     if (!r)
         goto out;
     if (r->ndim != v->ndim ||
@@ -392,6 +417,7 @@ int st_view_inplace(st_op_id op, const st_operand *in, int nin,
     ret = 1;
 out:
     st_tensor_decref(r);
+    st_tensor_decref(w);
     st_tensor_decref(rc);
     st_tensor_decref(p);
     st_tensor_decref(mk);

@@ -285,3 +285,27 @@ def test_compiled_library_call_after_an_empty_prefix_graph():
     x = st.zeros(5)
     for k in (1, 3, 0):
         assert cf(x, st.tensor([k])).tolist() == f(x, st.tensor([k])).tolist()
+
+
+def test_setitem_under_autograd_writes_in_place():
+    """y[rows, cols] = w on a [2048, 4096] non-leaf that requires grad: the scatter runs in
+    place on a flat view of y (CopySlices takes the view's own elements as the result), so
+    it allocates about the positions, not a copy of y; the gradients are torch's."""
+    torch = pytest.importorskip("torch")
+    n, c = 2048, 4096
+    cols_np = RNG.integers(0, c, n)
+    x = st.ones(n, c, requires_grad=True)
+    w = st.full((n,), 3.0, requires_grad=True)
+    y = x * 2
+    ptr = y.data_ptr()
+    rows, cols = st.arange(n), st.tensor(cols_np)
+    peak = _peak_during(lambda: y.__setitem__((rows, cols), w))
+    assert peak < 1 << 20, peak
+    assert y.data_ptr() == ptr and y.grad_fn.name() == "CopySlices"
+    (y * y).sum().backward()
+    tx, tw = torch.ones(n, c, requires_grad=True), torch.full((n,), 3.0, requires_grad=True)
+    ty = tx * 2
+    ty[torch.arange(n), torch.tensor(cols_np)] = tw
+    (ty * ty).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
+    np.testing.assert_array_equal(w.grad.numpy(), tw.grad.numpy())
