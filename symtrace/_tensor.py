@@ -506,8 +506,6 @@ class Tensor(_C.TensorBase):
     def index_put(self, indices, values, accumulate=False): return _ops.index_put(self, indices, values, accumulate)
 
     def index_put_(self, indices, values, accumulate=False):
-        if self._records(values):
-            return self._via(_ops.index_put, "index_put_", indices, values, accumulate)
         pos, v = _ops._index_put_args(self, indices, values, "index_put_")
         _ops._put_flat_(self, pos, v, accumulate)
         return self
@@ -515,8 +513,6 @@ class Tensor(_C.TensorBase):
     def put(self, index, source, accumulate=False): return _ops.put(self, index, source, accumulate)
 
     def put_(self, index, source, accumulate=False):
-        if self._records(source):
-            return self._via(_ops.put, "put_", index, source, accumulate)
         pos, v = _ops._put_args(self, index, source)
         _ops._put_flat_(self, pos, v, accumulate)
         return self
@@ -793,29 +789,24 @@ class Tensor(_C.TensorBase):
 
     def cumprod_(self, dim, *, dtype=None): return self._via(_ops.cumprod, "cumprod_", dim, dtype=dtype)
 
-    # ---- writes by index, in place: without autograd one scatter primitive written into
-    # self (its copy of self skipped), O(index) as torch's; with autograd (self or an
-    # operand requires grad) out of place and copied back (_via)
-    def _records(self, *operands):
-        """Whether autograd records an in-place write into self that reads operands."""
-        return _C._is_grad_enabled() and (self.requires_grad or builtins.any(
-            isinstance(o, _C.TensorBase) and o.requires_grad for o in operands))
-
+    # ---- writes by index, in place: one scatter primitive written into self (its copy of
+    # self skipped), O(index) as torch's, also under autograd: the scatter's VJP saves only
+    # the index, and a write through a view (a flat one of self) runs in place too
+    # (runtime/viewhist.c). index_fill_ with a value that requires grad and scatter_'s
+    # other reductions go out of place and are copied back (_via).
     def _scatter_in_place(self, opid, dim, index, src):
         x = self if self.dim() else self.reshape(1)
         _C.op(opid, (x, index, src), _ops._attrs(ints=(dim,)), x)
         return self
 
     def scatter_(self, dim, index, src=None, value=None, *, reduce=None):
-        if self._records(src) or reduce not in (None, "add"):
+        if reduce not in (None, "add"):
             return self._via(_ops.scatter, "scatter_", dim, index, src, value, reduce=reduce)
         d, src = _ops._scatter_src(self, dim, index, src, value, "scatter_")
         return self._scatter_in_place(_C.OP_SCATTER if reduce is None else _C.OP_SCATTER_ADD,
                                       d, index, src)
 
     def scatter_add_(self, dim, index, src):
-        if self._records(src):
-            return self._via(_ops.scatter_add, "scatter_add_", dim, index, src)
         _ops._check_tensor(index, "scatter_add_", "index")
         _ops._check_tensor(src, "scatter_add_", "src")
         return self._scatter_in_place(_C.OP_SCATTER_ADD, dim, index, src)
@@ -825,18 +816,14 @@ class Tensor(_C.TensorBase):
                          include_self=include_self)
 
     def index_add_(self, dim, index, source, *, alpha=1):
-        if self._records(source):
-            return self._via(_ops.index_add, "index_add_", dim, index, source, alpha=alpha)
         d, idx, src = _ops._index_along(self, dim, index, source, "index_add_")
         return self._scatter_in_place(_C.OP_SCATTER_ADD, d, idx, _ops.mul(src, alpha) if alpha != 1 else src)
 
     def index_copy_(self, dim, index, source):
-        if self._records(source):
-            return self._via(_ops.index_copy, "index_copy_", dim, index, source)
         d, idx, src = _ops._index_along(self, dim, index, source, "index_copy_")
         return self._scatter_in_place(_C.OP_SCATTER, d, idx, src)
     def index_fill_(self, dim, index, value):
-        if self._records(value):
+        if isinstance(value, _C.TensorBase) and value.requires_grad and _C._is_grad_enabled():
             return self._via(_ops.index_fill, "index_fill_", dim, index, value)
         d, idx, src = _ops._index_fill_args(self, dim, index, value)
         return self._scatter_in_place(_C.OP_SCATTER, d, idx, src)

@@ -154,6 +154,50 @@ INPLACE = [
 ]
 
 
+# under autograd: self a computed tensor (or a view of one), the written values require grad;
+# the values, gradients, grad_fn chain and version moves are torch's
+_G = "x=t.arange(20.).reshape(4,5).requires_grad_(); s=t.arange(1.,7.).reshape(2,3).requires_grad_(); y=x*2; "
+_B = "; (y*y).sum().backward(); out=(y, x.grad, s.grad)"
+INPLACE_GRAD = [
+    _G + "y.scatter_(1, t.tensor([[0,4,2],[1,2,3]]), s)" + _B,
+    _G + "y.scatter_(0, t.tensor([[3,0,1],[2,2,2]]), 2.5); s=s*1" + _B.replace(", s.grad", ""),
+    _G + "y.scatter_add_(1, t.tensor([[0,0,3],[4,4,4]]), s)" + _B,
+    _G + "y.index_add_(0, t.tensor([3,0]), s.repeat(1,2)[:, :5], alpha=2)" + _B,
+    _G + "y.index_copy_(0, t.tensor([3,1]), s.repeat(1,2)[:, :5])" + _B,
+    _G + "y.index_put_((t.tensor([0,2]), t.tensor([1,-1])), s[0,:2])" + _B,
+    _G + "y.index_put_((t.tensor([0,0,3]),), s[1], accumulate=True) if False else "
+         "y.index_put_((t.tensor([0,0,3]), t.tensor([1,1,2])), s[1], accumulate=True)" + _B,
+    _G + "y.put_(t.tensor([5,-6,19]), s[0])" + _B,
+    _G + "y.index_fill_(1, t.tensor([1,1,-1]), 5.)" + _B.replace(", s.grad", ""),
+    _G + "y.index_fill_(1, t.tensor([1,4,1]), s[0,0])" + _B,
+    _G + "y[[0,3],[4,1]] = s[1,:2]" + _B,
+    _G + "y[1:3].index_add_(1, t.tensor([4,0,4]), s)" + _B,
+    _G + "y.t()[[1,2]] = s[:, :1].expand(2,4)" + _B,
+    _G + "v=y._version; y.scatter_(1, t.tensor([[1]]), s[:1,:1]); y[[0],[0]] = s[0,0]; "
+         "(y*y).sum().backward(); out=(y, x.grad, s.grad, y._version - v)",
+]
+
+
+@pytest.mark.parametrize("code", INPLACE_GRAD)
+def test_inplace_writes_under_autograd_match_torch(code):
+    torch = pytest.importorskip("torch")
+
+    def norm(v):
+        if isinstance(v, (list, tuple)):
+            return [norm(x) for x in v]
+        return v.tolist() if hasattr(v, "tolist") else v
+
+    assert norm(run_code(st, code)) == norm(run_code(torch, code)), code
+
+
+def test_inplace_write_into_a_leaf_that_requires_grad_is_refused():
+    for write in (lambda x: x.scatter_(0, st.tensor([[0]]), 1.), lambda x: x.index_add_(0, st.tensor([1]), st.ones(1, 3)),
+                  lambda x: x.index_put_((st.tensor([0]),), st.tensor(1.)), lambda x: x.put_(st.tensor([2]), st.ones(1)),
+                  lambda x: x.index_fill_(1, st.tensor([0]), 2.), lambda x: x.__setitem__(([0], [1]), 1.)):
+        with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+            write(st.zeros(2, 3, requires_grad=True))
+
+
 @pytest.mark.parametrize("code", INPLACE)
 def test_inplace_writes_match_torch(code):
     torch = pytest.importorskip("torch")
@@ -179,15 +223,17 @@ def _peak_during(fn):
 @pytest.mark.parametrize("write", [
     "setitem", "setitem_scalar", "index_put_", "put_", "scatter_", "scatter_add_", "index_copy_",
     "index_add_", "index_fill_"])
-def test_inplace_writes_without_autograd_cost_the_index(write):
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "autograd"])
+def test_inplace_writes_cost_the_index(write, grad):
     """A [2048, 4096] float32 target (32 MiB): the write allocates about what its
     positions and values take (~4096 elements), not a copy or an arange of the target;
-    the target keeps its storage and its version moves by one."""
+    the target keeps its storage and its version moves by one. Also under autograd (the
+    target computed from a leaf that requires grad, the values requiring grad)."""
     n, c = 2048, 4096
-    z = st.zeros(n, c)
+    z = st.zeros(n, c, requires_grad=True) * 1 if grad else st.zeros(n, c)
     ptr, ver = z.data_ptr(), z._version
     rows, cols = st.arange(n), st.tensor(RNG.integers(0, c, n))
-    ones = st.ones(n)
+    ones = st.ones(n, requires_grad=grad)
     col2 = cols.reshape(n, 1)
     ops = {
         "setitem": lambda: z.__setitem__((rows, cols), ones),
@@ -203,6 +249,7 @@ def test_inplace_writes_without_autograd_cost_the_index(write):
     peak = _peak_during(ops[write])
     assert peak < 1 << 20, f"{write}: {peak} bytes"          # 32 MiB target
     assert z.data_ptr() == ptr and z._version == ver + 1
+    assert z.grad_fn is not None if grad else z.grad_fn is None
     if write in ("setitem", "setitem_scalar", "index_put_", "put_", "scatter_", "scatter_add_"):
         assert z.sum().item() == n
         assert z[rows, cols].tolist() == [1.0] * n
