@@ -35,7 +35,8 @@
  * graph values: their positions are recorded ops (adv_positions_dev: the
  * wrap, the per-index bounds check as an index_select of zeros, the sum),
  * so one graph serves every index value; a mask or a 0-d tensor reads its
- * values on the host and fails the trace (a graph break), as .item() does.
+ * values on the host and fails the trace (a graph break), as .item() does,
+ * except in a fill through one mask (st_fe_setitem_is_fill: a where()).
  *
  * Writes: basic keys, and one bool mask with a number or a one-element
  * value, write in place (a view copy / a where()-style fill; under
@@ -1774,6 +1775,31 @@ static bool setitem_functional(const key_t_ *k, PyObject *value)
     return k->adv >= 0 && !is_number(value) &&
            !(st_fe_is_tensor(value) &&
              st_tensor_numel(st_fe_unwrap(value)) == 1);
+}
+
+bool st_fe_setitem_is_fill(PyObject *key, PyObject *value)
+{
+    /* first, nothing parse_key would read on the host (a 0-d tensor, a
+     * list that may hold tensors): that read would fail an active trace */
+    if (PyList_Check(key))
+        return false;
+    bool tup = PyTuple_Check(key);
+    Py_ssize_t n = tup ? PyTuple_GET_SIZE(key) : 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = tup ? PyTuple_GET_ITEM(key, i) : key;
+        if (st_fe_is_tensor(o) ? st_fe_unwrap(o)->ndim == 0
+                               : PyList_Check(o) || PyTuple_Check(o))
+            return false;
+    }
+    key_t_ k;
+    if (parse_key(key, &k) < 0) {
+        PyErr_Clear();
+        return false;
+    }
+    bool fill = k.nadv == 1 && k.adv >= 0 && k.it[k.adv].mask &&
+                !setitem_functional(&k, value);
+    key_clear(&k);
+    return fill;
 }
 
 static int call_setitem_functional(PyObject *self, PyObject *key, PyObject *value)

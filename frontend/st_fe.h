@@ -67,6 +67,10 @@ PyObject *st_fe_shape_tuple(const int64_t *shape, int ndim);
  * are read by recorded ops under a trace. */
 PyObject *st_fe_getitem(PyObject *self, PyObject *key);
 int st_fe_setitem(PyObject *self, PyObject *key, PyObject *value);
+/* Whether t[key] = value is a fill through one bool mask (at least 1-D,
+ * beside basic items) with a number or a one-element tensor: a where()
+ * that reads no index values on the host, so a trace can take it. */
+bool st_fe_setitem_is_fill(PyObject *key, PyObject *value);
 /* _C._index_positions(t, key): the row-major positions in t of t[key]'s
  * elements (int64, of t[key]'s shape), O(result). */
 PyObject *st_fe_index_positions(PyObject *self, PyObject *args);

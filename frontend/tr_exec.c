@@ -1217,7 +1217,9 @@ int tr_run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
             int rc = k.v ? tr_fx_redirect(s, &o, "item store") : tr_break_exc(s, "slice");
             if (!rc && !st_fe_is_tensor(o.v) && !tr_safe_type(o.v))
                 rc = tr_break(s, "item store on a %s", tr_type_name(o.v));
-            if (!rc && st_fe_is_tensor(o.v) && tr_key_reads_values(s, k.v))
+            /* a fill through one mask (x[x < 0] = 0) is a where(): traced */
+            if (!rc && st_fe_is_tensor(o.v) && tr_key_reads_values(s, k.v) &&
+                !(op == OP_STORE_SUBSCR && !tr_dyn_shapes(s) && st_fe_setitem_is_fill(k.v, v.v)))
                 rc = tr_break(s, "data-dependent: indexing with a bool mask, a 0-d "
                               "tensor or tensors in a list reads their values");
             if (!rc && (op == OP_DELETE_SUBSCR ? PyObject_DelItem(o.v, k.v)

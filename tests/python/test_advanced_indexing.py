@@ -574,3 +574,47 @@ def test_masks_and_0d_indices_still_break_the_graph():
         assert ex.graph_break_count == 1
         assert "reads their values" in ex.break_reasons[0].reason
         np.testing.assert_array_equal(st.compile(fn)(x, arg).numpy(), fn(x, arg).numpy())
+
+
+# fills through one mask (a number or a one-element value) are a where(): traced, no break
+MASK_FILLS = [
+    "y = x * 2; y[y > 1] = 0.5; out = y",
+    "x[x < 0] = 0; out = x * 1",                       # the caller's tensor, written in place
+    "y = x + 1; y[:, m[0]] = -3.0; out = y",
+    "y = x + 1; y[1, m[0]] = 7; out = y",
+    "y = x * 1; y[m] = w[:1] * 2; out = y",            # a one-element tensor that requires grad
+    "y = x * 1; y[m] = w.sum(); out = y",
+    "y = x * 1; y[m[:, 0], ...] = 1; out = y",
+    "y = (x * 10).long(); y[y > 3] = 2.7; out = y",    # cast into the target's dtype
+    "y = x > 0; y[m] = False; out = y",
+]
+
+
+@pytest.mark.parametrize("code", MASK_FILLS)
+def test_compiled_mask_fills_are_traced(code):
+    torch = pytest.importorskip("torch")
+    src = "def fn(x, m, w):\n" + "\n".join("    " + s.strip() for s in code.split(";")) + "\n    return out\n"
+    ns = {}
+    exec(src, ns)
+    fn = ns["fn"]
+    rng = np.random.default_rng(len(code))
+    st.reset()
+    cf = st.compile(fn)
+    for _ in range(3):                         # new mask values each call: the same graph
+        a, mm = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal((3, 4)) > 0
+        wv = rng.standard_normal(2).astype(np.float32)
+        res = []
+        for lib, f in ((torch, fn), (st, cf)):
+            x0 = lib.tensor(a, requires_grad=True)
+            w = lib.tensor(wv, requires_grad=True)
+            x = x0 * 1
+            out = f(x, lib.tensor(mm), w)
+            if out.is_floating_point():
+                (out * out).sum().backward()
+            res.append([out.detach().numpy(), x.detach().numpy()] +
+                       ([x0.grad.numpy(), w.grad.numpy() if w.grad is not None else np.zeros(2)]
+                        if out.is_floating_point() else []))
+        for p, q in zip(*res):
+            np.testing.assert_allclose(q, p, rtol=1e-6)
+    ex = st.explain(fn, st.tensor(a) * 1, st.tensor(mm), st.tensor(wv))
+    assert (ex.graph_count, ex.graph_break_count) == (1, 0), ex.break_reasons
