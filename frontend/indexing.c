@@ -171,6 +171,9 @@ static st_tensor *ints_to_tensor(st_device *dev, const int64_t *vals,
             return NULL;
         }
     }
+    /* from shapes and key constants (a read of index values fails the
+     * trace first): a constant of the graph */
+    st_rt_trace_constant(t);
     return t;
 }
 

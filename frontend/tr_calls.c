@@ -30,6 +30,8 @@ static int unsourced_reads(tr_state *s, PyObject *fn, int nin0)
     int nin = 0;
     st_tensor *const *ins = st_rt_trace_inputs(&nin);
     for (int k = nin0; k < nin; k++) {
+        if (st_rt_trace_is_constant(ins[k]))   /* made from shapes (indexing.c) */
+            continue;
         PyObject *key = tr_id_key(ins[k]);
         if (!key)
             return tr_break_exc(s, "source");

@@ -485,6 +485,12 @@ void st_rt_trace_will_write(st_tensor *t);
  * zeros made by the graph (any content is a valid value of empty), so
  * code that fills it (cat) does not make it a graph input. */
 void st_rt_trace_fresh(st_tensor *t);
+/* A tensor the library made on the host from shapes and the call's
+ * constants (positions, offsets; never from tensor values: such reads fail
+ * the trace): an input of the graph kept as it is, which a caller need not
+ * pass in (st_rt_trace_is_constant; the translator's source check). */
+void st_rt_trace_constant(st_tensor *t);
+bool st_rt_trace_is_constant(const st_tensor *t);
 /* Tensor.detach() while tracing: out (an alias of src) is traced as an
  * identity (a same-shape reshape) in a stop-gradient region. */
 void st_rt_trace_detach(st_tensor *src, st_tensor *out);

@@ -57,6 +57,8 @@ typedef struct {
     st_op_id vop;
     st_attrs vattrs;
     int64_t seq;    /* insertion order */
+    bool konst;     /* an input made from shapes and code constants
+                       (st_rt_trace_constant): safe to keep as it is */
 } tslot;
 
 typedef struct {
@@ -230,6 +232,7 @@ static bool map_set(trace_state *s, st_tensor *t, int v, bool created)
     s->slots[j].value = v;
     s->slots[j].created = created;
     s->slots[j].vsrc = NULL;
+    s->slots[j].konst = false;
     s->slots[j].seq = s->nseq++;
     s->n++;
     return true;
@@ -1113,6 +1116,23 @@ void st_rt_trace_fresh(st_tensor *t)
     int v = emit(s, ST_OP_FULL, NULL, 0, &a, outs);
     if (v >= 0)
         map_set(s, t, v, true);
+}
+
+void st_rt_trace_constant(st_tensor *t)
+{
+    trace_state *s = cur;
+    if (!s || suspended || s->failed || !t || find(s, t) || value_of(s, t) < 0)
+        return;
+    tslot *e = find(s, t);
+    if (e)
+        e->konst = true;
+}
+
+bool st_rt_trace_is_constant(const st_tensor *t)
+{
+    trace_state *r = root_of(cur);
+    tslot *e = r && r == cur && t ? find(r, t) : NULL;
+    return e && e->konst;
 }
 
 /* ---------------- PyLayer regions ---------------- */
