@@ -706,3 +706,59 @@ def test_small_cnn_compiled_as_eager():
         ex = st.explain(m, st.tensor(x))
         assert ex.graph_count == 1 and ex.graph_break_count == 0, str(ex)
     np.testing.assert_allclose(ex.out.detach().numpy(), m(st.tensor(x)).detach().numpy(), rtol=1e-5, atol=1e-5)
+
+
+# im2col / col2im as window views (up to _VIEWS_MAX_K kernel points) against the positions
+# path (index_select / index_add) and torch: values and gradients
+VIEW_CASES = [
+    ("conv2d", (2, 4, 9, 8), (6, 2, 3, 3), dict(stride=2, padding=1, dilation=1, groups=2)),
+    ("conv2d", (2, 3, 9, 10), (4, 3, 2, 3), dict(stride=(1, 2), padding=(2, 0), dilation=(2, 1))),
+    ("conv2d", (1, 4, 7, 7), (4, 1, 3, 3), dict(padding=1, groups=4)),
+    ("conv1d", (2, 3, 11), (5, 3, 4), dict(stride=3, padding=2, dilation=2)),
+    ("conv_transpose2d", (2, 4, 5, 6), (4, 3, 3, 2), dict(stride=2, padding=1, output_padding=1)),
+    ("conv_transpose1d", (2, 2, 7), (2, 3, 5), dict(stride=2, dilation=2)),
+]
+
+
+@pytest.mark.parametrize("case", range(len(VIEW_CASES)))
+def test_window_views_match_the_positions_path(case, monkeypatch):
+    from symtrace.nn import _conv
+    fn, xs, ws, kw = VIEW_CASES[case]
+    rs = np.random.RandomState(case)
+    x0, w0 = rs.randn(*xs).astype(np.float32), rs.randn(*ws).astype(np.float32)
+
+    def run():
+        x, w = st.tensor(x0).requires_grad_(), st.tensor(w0).requires_grad_()
+        y = getattr(SF, fn)(x, w, **kw)
+        (y * y).sum().backward()
+        return [t.detach().numpy() for t in (y, x.grad, w.grad)]
+
+    views = run()
+    monkeypatch.setattr(_conv, "_VIEWS_MAX_K", 0)
+    positions = run()
+    for a, b in zip(views, positions):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+    if torch is not None:
+        x, w = torch.tensor(x0, requires_grad=True), torch.tensor(w0, requires_grad=True)
+        y = getattr(torch.nn.functional, fn)(x, w, **kw)
+        (y * y).sum().backward()
+        for a, b in zip(views, (y, x.grad, w.grad)):
+            np.testing.assert_allclose(a, b.detach().numpy(), rtol=1e-3, atol=1e-3)
+
+
+def test_max_pool_and_fold_through_window_views_match_torch():
+    if torch is None:
+        pytest.skip("needs torch")
+    rs = np.random.RandomState(9)
+    a = rs.randn(2, 3, 8, 9).astype(np.float32)
+    for lib, Fn in ((st, SF), (torch, torch.nn.functional)):
+        x = lib.tensor(a, requires_grad=True)
+        p = Fn.max_pool2d(x, 3, stride=2, padding=1)
+        u = Fn.unfold(x, (2, 3), dilation=(2, 1), padding=1, stride=(1, 2))
+        f = Fn.fold(u * 2, (8, 9), (2, 3), dilation=(2, 1), padding=1, stride=(1, 2))
+        ((p * p).sum() + (f * x).sum()).backward()
+        if lib is st:
+            mine = [t.detach().numpy() for t in (p, u, f, x.grad)]
+        else:
+            for m, t in zip(mine, (p, u, f, x.grad)):
+                np.testing.assert_allclose(m, t.detach().numpy(), rtol=1e-4, atol=1e-4)
