@@ -604,3 +604,38 @@ def test_inplace_through_views_on_cuda():
     a, b = run("cpu"), run("cuda")
     for u, v in zip(a, b):
         close(v, u, rtol=1e-5, atol=1e-5)
+
+
+def test_eleventh_session_paths_on_cuda():
+    """What the eleventh GPU-less session added, on the GPU against the CPU: writes by
+    index under autograd in place (a scatter through a flat view), a traced diagonal write
+    and mask fill (nvrtc), and conv / conv_transpose / max pooling through window views."""
+    x0, w0, k0 = rnd(6, 7), rnd(6, seed=1), rnd(4, 3, 3, 3, seed=2)
+    im0 = rnd(2, 3, 9, 8, seed=3)
+
+    def f(x, w):
+        y = x * 2
+        y.diagonal().add_(w)
+        y[y > 1] = 0.5
+        return (y * y).sum()
+
+    def run(dev, compiled):
+        x = st.tensor(x0, device=dev).requires_grad_()
+        w = st.tensor(w0, device=dev).requires_grad_()
+        y = x * 1
+        y[st.tensor([0, 3, 5], device=dev), st.tensor([1, 1, 6], device=dev)] = w[:3]
+        y.index_add_(1, st.tensor([2, 0], device=dev), w.reshape(6, 1).expand(6, 2))
+        g = st.compile(f, backend="nvrtc" if dev == "cuda" else "llvm") if compiled else f
+        loss = g(y, w)
+        k = st.tensor(k0, device=dev).requires_grad_()
+        im = st.tensor(im0, device=dev).requires_grad_()
+        c = F.conv2d(im, k, stride=2, padding=1)
+        t = F.conv_transpose2d(c, k, stride=2, padding=1, output_padding=1)
+        loss = loss + (c * c).sum() + (t * t).sum() + F.max_pool2d(im, 3, 2, 1).sum()
+        loss.backward()
+        return loss, x.grad, w.grad, k.grad, im.grad
+
+    for compiled in (False, True):
+        a, b = run("cpu", compiled), run("cuda", compiled)
+        for u, v in zip(a, b):
+            close(v, u, rtol=1e-4, atol=1e-4)
