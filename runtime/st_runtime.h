@@ -320,10 +320,10 @@ bool st_ad_node_is_view(const st_ad_node *n);       /* recorded a view op */
  * (runtime/view.c) call st_view_mark(src, r): r holds the root base (src's
  * base, or src). An in-place op whose result goes into a view (given) while
  * the base requires grad or an operand does runs as st_view_inplace: the
- * op out of place (on the copies eager made of operands its VJP saves from
- * the written storage), the result written into the view and a CopySlices
- * node made the base's history (a non-contiguous base: base =
- * where(view's positions, result, base) copied into it); the base's history
+ * op (on the copies eager made of operands its VJP saves from the written
+ * storage) writes into the view's elements in place and a CopySlices node
+ * is made the base's history (a non-contiguous base: the op out of place,
+ * base = where(view's positions, result, base) copied into it); the base's history
  * changes (its hist moves on). A view whose base's history changed since
  * its grad_fn was made is stale: st_ad_view_refresh gives it a new grad_fn
  * (a gather of its positions out of the base) before anything reads its

@@ -5,7 +5,8 @@
  * the view's elements out of the base's current value, where torch has
  * AsStridedBackward), and in-place ops written through a view while its
  * base or an operand needs gradients (st_view_inplace: torch's
- * CopySlices, as base = where(in the view, op(view), base) copied into the
+ * CopySlices; the op runs in place on the view of a contiguous base, and
+ * otherwise as base = where(in the view, op(view), base) copied into the
  * base). Both address a view's elements by their positions in the base's
  * row-major order, computed on the host from the two layouts. */
 #include "st_runtime.h"
