@@ -1,5 +1,5 @@
 """Convolution, pooling, fold/unfold, interpolation and pixel shuffle: torch.nn.functional's
-conv1d/2d, conv_transpose1d/2d, max/avg/adaptive pooling, unfold/fold, interpolate and
+conv1d/2d/3d, conv_transpose1d/2d/3d, max/avg/adaptive pooling, unfold/fold, interpolate and
 pixel_(un)shuffle, with torch's signatures, checks and error messages.
 
 Every op is written over symtrace's differentiable ops, so autograd comes from theirs and
@@ -427,6 +427,13 @@ def conv2d(input, weight, bias=None, stride=[1, 1], padding=[0, 0], dilation=[1,
     return _conv("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
 
 
+def conv3d(input, weight, bias=None, stride=[1, 1, 1], padding=[0, 0, 0], dilation=[1, 1, 1],  # noqa: B006
+           groups=1):
+    """conv3d(input [N, C, D, H, W] or [C, D, H, W], weight [OC, C/groups, KD, KH, KW],
+    bias=None, stride=1, padding=0 (or 'valid'/'same'), dilation=1, groups=1)."""
+    return _conv("conv3d", 3, input, weight, bias, stride, padding, dilation, groups)
+
+
 def conv_transpose1d(input, weight, bias=None, stride=[1], padding=[0], output_padding=[0],  # noqa: B006
                      groups=1, dilation=[1]):  # noqa: B006
     """conv_transpose1d(input [N, C, L], weight [C, OC/groups, K], bias=None, stride=1, padding=0,
@@ -440,6 +447,14 @@ def conv_transpose2d(input, weight, bias=None, stride=[1, 1], padding=[0, 0],  #
     """conv_transpose2d(input [N, C, H, W], weight [C, OC/groups, KH, KW], bias=None, stride=1,
     padding=0, output_padding=0, groups=1, dilation=1)."""
     return _conv_transpose("conv_transpose2d", 2, input, weight, bias, stride, padding, output_padding, groups,
+                           dilation)
+
+
+def conv_transpose3d(input, weight, bias=None, stride=[1, 1, 1], padding=[0, 0, 0],  # noqa: B006
+                     output_padding=[0, 0, 0], groups=1, dilation=[1, 1, 1]):  # noqa: B006
+    """conv_transpose3d(input [N, C, D, H, W], weight [C, OC/groups, KD, KH, KW], bias=None,
+    stride=1, padding=0, output_padding=0, groups=1, dilation=1)."""
+    return _conv_transpose("conv_transpose3d", 3, input, weight, bias, stride, padding, output_padding, groups,
                            dilation)
 
 

@@ -1404,8 +1404,8 @@ def one_hot(input, num_classes=-1):
 
 
 # ---------------- convolution, pooling, normalization layers (symtrace/nn/_conv.py, _batch_norm.py) ----------------
-from ._conv import (conv1d, conv2d, conv_transpose1d, conv_transpose2d, unfold, fold,  # noqa: E402,F401
-                    max_pool1d, max_pool2d, max_pool1d_with_indices, max_pool2d_with_indices, avg_pool1d,
+from ._conv import (conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d,  # noqa: E402,F401
+                    conv_transpose3d, unfold, fold, max_pool1d, max_pool2d, max_pool1d_with_indices, max_pool2d_with_indices, avg_pool1d,
                     avg_pool2d, adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d,
                     adaptive_max_pool1d_with_indices, adaptive_max_pool2d_with_indices, pixel_shuffle,
                     pixel_unshuffle, interpolate, upsample, upsample_nearest, upsample_bilinear)

@@ -762,3 +762,46 @@ def test_max_pool_and_fold_through_window_views_match_torch():
         else:
             for m, t in zip(mine, (p, u, f, x.grad)):
                 np.testing.assert_allclose(m, t.detach().numpy(), rtol=1e-4, atol=1e-4)
+
+
+CONV3D = [("Conv3d", (4, 6, (3, 2, 3)), {}, (2, 4, 7, 6, 8)),
+          ("Conv3d", (4, 6, (3, 2, 3)), dict(stride=2, padding=1), (2, 4, 7, 6, 8)),
+          ("Conv3d", (4, 6, (3, 2, 3)), dict(stride=(1, 2, 1), padding=(1, 0, 2), dilation=(2, 1, 1), groups=2),
+           (2, 4, 7, 6, 8)),
+          ("Conv3d", (4, 6, 3), dict(padding=1, padding_mode="reflect", bias=False), (4, 5, 6, 7)),
+          ("ConvTranspose3d", (4, 6, (3, 2, 3)), dict(stride=2, padding=1, output_padding=1), (2, 4, 5, 4, 3)),
+          ("ConvTranspose3d", (4, 6, (3, 2, 3)), dict(stride=(2, 1, 2), groups=2, dilation=(1, 2, 1)),
+           (2, 4, 5, 4, 3))]
+
+
+@needs_torch
+@pytest.mark.parametrize("case", range(len(CONV3D)))
+def test_conv3d_modules_match_torch(case):
+    cls, args, kw, xs = CONV3D[case]
+    torch.manual_seed(case)
+    tm = getattr(torch.nn, cls)(*args, **kw)
+    sm = getattr(snn, cls)(*args, **kw)
+    assert repr(sm) == repr(tm)
+    sm.load_state_dict({k: st.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    x = np.random.RandomState(case).randn(*xs).astype(np.float32)
+    tx, sx = torch.tensor(x, requires_grad=True), st.tensor(x).requires_grad_()
+    ty, sy = tm(tx), sm(sx)
+    (ty * ty).sum().backward()
+    (sy * sy).sum().backward()
+    np.testing.assert_allclose(sy.detach().numpy(), ty.detach().numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(sx.grad.numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(sm.weight.grad.numpy(), tm.weight.grad.numpy(), rtol=1e-4, atol=1e-3)
+    st.reset()
+    cm = st.compile(sm)
+    np.testing.assert_allclose(cm(st.tensor(x)).detach().numpy(), ty.detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+@needs_torch
+def test_conv3d_errors_match_torch():
+    for bad in (lambda L: L.nn.functional.conv3d(L.ones(2, 3, 4), L.ones(1, 3, 1, 1, 1)),
+                lambda L: L.nn.functional.conv3d(L.ones(1, 3, 4, 4, 4), L.ones(1, 2, 1, 1, 1)),
+                lambda L: L.nn.functional.conv_transpose3d(L.ones(1, 3, 4, 4), L.ones(3, 1, 1, 1, 1))):
+        with pytest.raises(RuntimeError) as want:
+            bad(torch)
+        with pytest.raises(RuntimeError, match=re.escape(str(want.value))):
+            bad(st)

@@ -1,4 +1,4 @@
-"""Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d (torch.nn): weight [out, in / groups, *k]
+"""Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d (torch.nn): weight [out, in / groups, *k]
 (transposed: [in, out / groups, *k]) ~ kaiming_uniform_(a=sqrt(5)), bias ~
 U(-1/sqrt(fan_in), 1/sqrt(fan_in)), as torch. padding_mode 'reflect', 'replicate' and
 'circular' pad with F.pad first, as torch does (transposed convolutions take 'zeros' only)."""
@@ -91,7 +91,7 @@ class _ConvNd(Module):
         return s
 
     def _conv_forward(self, input, weight, bias):
-        fn = F.conv1d if self._n == 1 else F.conv2d
+        fn = (F.conv1d, F.conv2d, F.conv3d)[self._n - 1]
         if self.padding_mode != "zeros":
             return fn(F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode), weight, bias,
                       self.stride, (0,) * self._n, self.dilation, self.groups)
@@ -121,6 +121,17 @@ class Conv2d(_ConvNd):
         super().__init__(in_channels, out_channels, _ntuple(kernel_size, 2), _ntuple(stride, 2),
                          padding if isinstance(padding, str) else _ntuple(padding, 2), _ntuple(dilation, 2),
                          False, (0, 0), groups, bias, padding_mode, device=device, dtype=dtype)
+
+
+class Conv3d(_ConvNd):
+    """3-d convolution over [N, C, D, H, W] (or [C, D, H, W]) inputs."""
+    _n = 3
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 bias=True, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(in_channels, out_channels, _ntuple(kernel_size, 3), _ntuple(stride, 3),
+                         padding if isinstance(padding, str) else _ntuple(padding, 3), _ntuple(dilation, 3),
+                         False, (0, 0, 0), groups, bias, padding_mode, device=device, dtype=dtype)
 
 
 class _ConvTransposeNd(_ConvNd):
@@ -160,7 +171,7 @@ class _ConvTransposeNd(_ConvNd):
             raise ValueError(f"Only `zeros` padding mode is supported for {self.__class__.__name__}")
         output_padding = self._output_padding(input, output_size, self.stride, self.padding, self.kernel_size,
                                               self._n, self.dilation)
-        fn = F.conv_transpose1d if self._n == 1 else F.conv_transpose2d
+        fn = (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)[self._n - 1]
         return fn(input, self.weight, self.bias, self.stride, self.padding, output_padding, self.groups,
                   self.dilation)
 
@@ -184,6 +195,17 @@ class ConvTranspose2d(_ConvTransposeNd):
                  bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
         super().__init__(in_channels, out_channels, _ntuple(kernel_size, 2), _ntuple(stride, 2),
                          _ntuple(padding, 2), _ntuple(dilation, 2), True, _ntuple(output_padding, 2), groups,
+                         bias, padding_mode, device=device, dtype=dtype)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """3-d transposed convolution (the gradient of Conv3d with respect to its input)."""
+    _n = 3
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
+                 bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(in_channels, out_channels, _ntuple(kernel_size, 3), _ntuple(stride, 3),
+                         _ntuple(padding, 3), _ntuple(dilation, 3), True, _ntuple(output_padding, 3), groups,
                          bias, padding_mode, device=device, dtype=dtype)
 
 
