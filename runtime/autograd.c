@@ -529,6 +529,50 @@ oom:
     return st_err_kind() ? st_err_kind() : st_err(ST_ERR_MEMORY, "autograd: out of memory");
 }
 
+/* The overwritten history's gradient: zeros (torch's CopyBackwards). */
+static st_status zero_grads(void *ctx, int nout, st_tensor *const *gout, int nin,
+                            st_tensor **gin) {
+    (void)ctx;
+    if (nin < 1) return ST_OK;
+    gin[0] = NULL;
+    if (nout < 1 || !gout[0]) return ST_OK;
+    st_operand src = {.t = gout[0]};
+    st_tensor *z = NULL, *done = NULL;
+    if (st_rt_eager(ST_OP_COPY, &src, 1, NULL, NULL, &z) != 1) return st_err_kind();
+    st_attrs a;
+    memset(&a, 0, sizeof a);
+    a.dtype = z->dtype;
+    st_operand like = {.t = z};
+    st_tensor *g[ST_MAX_OUT] = {z};
+    if (st_rt_eager(ST_OP_FULL, &like, 1, &a, g, &done) != 1) {
+        st_tensor_decref(z);
+        return st_err_kind();
+    }
+    st_tensor_decref(done);
+    gin[0] = z;
+    return ST_OK;
+}
+
+st_status st_ad_record_overwrite(st_op_id op, st_tensor *t) {
+    if (grad_disabled || !t || !t->requires_grad || !t->grad_fn) return ST_OK;
+    st_ad_node *n = node_new(1, 1);
+    if (!n) return st_err(ST_ERR_MEMORY, "autograd: out of host memory");
+    n->custom = true;
+    n->fn = zero_grads;
+    st_tensor_meta(t, &n->in_meta[0]);
+    set_edge(n, 0, t);     /* t's history before the write */
+    name_node(n, st_op(op)->name);
+    n->cout_meta = calloc(1, sizeof *n->cout_meta);
+    if (!n->cout_meta) {
+        st_ad_node_decref(n);
+        return st_err(ST_ERR_MEMORY, "autograd: out of host memory");
+    }
+    st_tensor_meta(t, &n->cout_meta[0]);
+    attach(t, n, 0);
+    st_ad_node_decref(n);
+    return ST_OK;
+}
+
 st_ad_node *st_ad_custom_node(const char *name, st_ad_custom_fn fn, void *ctx,
                               void (*ctx_free)(void *), int nin,
                               st_tensor *const *inputs, int nout,

@@ -624,6 +624,15 @@ static int eager_on(st_op_id op, const st_operand *in, int nin,
         for (int k = 0; k < nout; k++) st_tensor_decref(out[k]);
         goto fail_clones;
     }
+    /* a computed tensor overwritten from operands that need no gradient
+     * (y.copy_(c)): its old history must get none (a trace states the new
+     * value as a statement of its own instead) */
+    for (int k = 0; given && !rec && !st_rt_trace_active() && k < nout; k++)
+        if (given[k] && !copy_after[k] && out[k] == given[k] &&
+            st_ad_record_overwrite(op, given[k]) != ST_OK) {
+            for (int j = 0; j < nout; j++) st_tensor_decref(out[j]);
+            goto fail_clones;
+        }
     for (int k = 0; k < ST_MAX_IN; k++) st_tensor_decref(clones[k]);
     for (int k = 0; k < nout; k++) {
         if (!copy_after[k]) continue;

@@ -289,6 +289,12 @@ st_status st_ad_record(st_op_id op, const st_operand *in, int nin,
                        const st_attrs *attrs, st_tensor **out, int nout,
                        bool inplace);
 
+/* t (a computed tensor that requires grad) was overwritten in place by op
+ * from operands that need no gradient (y.copy_(c), y.fill_(0), y.zero_()):
+ * its history becomes a node with no edges, so its old history gets no
+ * gradient from it and it still requires grad, as torch's. */
+st_status st_ad_record_overwrite(st_op_id op, st_tensor *t);
+
 /* A custom node's backward: grads of its outputs in gout[0..nout) (NULL:
  * no gradient flowed into that output), fills gin[0..nin) with new
  * references or NULL. */

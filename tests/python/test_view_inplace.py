@@ -29,6 +29,13 @@ def norm(v):
 
 
 GRADS = [
+    # a computed tensor overwritten from operands that need no gradient: its old history
+    # gets zeros (torch's CopyBackwards), it still requires grad
+    "x=t.ones(3,requires_grad=True); y=x*2; y.copy_(t.zeros(3)); (y.sum()+x.sum()).backward(); out=x.grad",
+    "x=t.ones(3,requires_grad=True); y=(x*2).clone().fill_(0.); z=x*3; z.zero_(); (y.sum()+z.sum()).backward(); "
+    "out=(x.grad, y.requires_grad, z.requires_grad)",
+    "x=t.ones(3,requires_grad=True); y=x*2; y.fill_(1.); y.sum().backward(); out=x.grad",
+    "x=t.ones(3,requires_grad=True); y=x*2; y.copy_(x*5); y.sum().backward(); out=x.grad",
     # a view of a computed tensor written in place: the base's gradient
     "x=t.ones(3,4,requires_grad=True); y=x*2; y[:,1].mul_(3); y.sum().backward(); out=x.grad",
     "x=t.ones(3,4,requires_grad=True); y=x*2; y[0].zero_(); y.sum().backward(); out=x.grad",
