@@ -726,39 +726,29 @@ static st_tensor *tensor_from_seq(PyObject *data, const st_dtype *dtype)
 }
 
 
+/* A copy of a tensor's data, as torch.tensor(t): detached (no history). */
+static st_tensor *copy_of_tensor(st_tensor *src, const st_dtype *dtype)
+{
+    st_dtype dt = dtype ? *dtype : src->dtype;
+    bool grad = st_ad_grad_enabled();
+    st_ad_set_grad_enabled(false);
+    st_operand op = {.t = src};
+    st_attrs a;
+    memset(&a, 0, sizeof a);
+    a.dtype = dt;
+    st_tensor *given[ST_MAX_OUT] = {0}, *out[ST_MAX_OUT] = {0};
+    int rc = st_rt_eager(dt != src->dtype ? ST_OP_CAST : ST_OP_COPY, &op, 1,
+                         dt != src->dtype ? &a : NULL, given, out);
+    st_ad_set_grad_enabled(grad);
+    if (rc < 0)
+        return (st_tensor *)st_fe_raise();
+    return out[0];
+}
+
 st_tensor *st_fe_tensor_from_data(PyObject *data, const st_dtype *dtype)
 {
-    if (st_fe_is_tensor(data)) {
-        st_tensor *src = st_fe_unwrap(data);
-        st_dtype dt = dtype ? *dtype : src->dtype;
-        if (dt != src->dtype) {
-            st_operand op = {.t = src};
-            st_attrs a;
-            memset(&a, 0, sizeof a);
-            a.dtype = dt;
-            st_tensor *given[ST_MAX_OUT] = {0};
-            st_tensor *out[ST_MAX_OUT] = {0};
-            if (st_rt_eager(ST_OP_CAST, &op, 1, &a, given, out) < 0)
-                return (st_tensor *)st_fe_raise();
-            if (out[0] != src)
-                return out[0];
-            st_tensor_decref(out[0]);
-        }
-        st_tensor *t = st_tensor_empty(st_tensor_device(src), dt, src->ndim,
-                                       src->shape);
-        if (!t) {
-            st_fe_raise();
-            return NULL;
-        }
-        st_operand op = {.t = src};
-        st_attrs a;
-        memset(&a, 0, sizeof a);
-        if (st_fe_eager_into(ST_OP_COPY, &op, 1, &a, t) < 0) {
-            st_tensor_decref(t);
-            return NULL;
-        }
-        return t;
-    }
+    if (st_fe_is_tensor(data))
+        return copy_of_tensor(st_fe_unwrap(data), dtype);
     if (PyUnicode_Check(data) || PyDict_Check(data) || data == Py_None) {
         PyErr_Format(PyExc_TypeError, "tensor(): invalid data type '%s'",
                      Py_TYPE(data)->tp_name);

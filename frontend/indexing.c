@@ -1615,24 +1615,18 @@ static st_tensor *value_expanded(st_tensor *self, st_tensor *dst,
         v = c;
     }
     if (v->storage == self->storage) {
-        /* overlapping source (x[1:] = x[:-1]): copy it out first */
-        st_tensor *c = st_tensor_empty(st_tensor_device(v), v->dtype,
-                                       v->ndim, v->shape);
+        /* overlapping source (x[1:] = x[:-1]): copy it out first, as a
+         * fresh result (a traced statement; a tensor made empty here and
+         * written into would be a graph input holding this call's data) */
         st_operand op = {.t = v};
-        st_attrs a;
-        memset(&a, 0, sizeof a);
-        if (!c) {
-            st_tensor_decref(v);
+        st_tensor *given[ST_MAX_OUT] = {0}, *out[ST_MAX_OUT] = {0};
+        int rc = st_rt_eager(ST_OP_COPY, &op, 1, NULL, given, out);
+        st_tensor_decref(v);
+        if (rc < 0) {
             st_fe_raise();
             return NULL;
         }
-        if (st_fe_eager_into(ST_OP_COPY, &op, 1, &a, c) < 0) {
-            st_tensor_decref(c);
-            st_tensor_decref(v);
-            return NULL;
-        }
-        st_tensor_decref(v);
-        v = c;
+        v = out[0];
     }
     st_tensor *e = st_tensor_expand(v, dst->ndim, dst->shape);
     st_tensor_decref(v);

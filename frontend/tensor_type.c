@@ -674,6 +674,9 @@ static PyObject *m_become(PyObject *self, PyObject *arg) {
                         "used in an in-place operation.");
         return NULL;
     }
+    /* the call breaks the graph: the aborted trace puts t back as it was,
+     * before the call runs again as Python */
+    st_rt_trace_will_reshape(t);
     st_rt_trace_fail("an in-place view op (t_, transpose_, squeeze_, ...) is not traced");
     t->ndim = v->ndim;
     t->offset = v->offset;

@@ -527,6 +527,8 @@ static st_fe_entry *finish(tr_state *s)
         goto fail;
     if (s->dyn && tr_dyn_validate(s) < 0)
         goto fail;      /* the trace is aborted: inputs written in place are restored */
+    if (tr_dyn_shapes(s))
+        st_rt_trace_symbolic();
     st_graph *g = s->dyn ? st_rt_trace_end3(ol.outs, ol.nout, &ins, &nin, &wb_in, &nwb, &smap, &nsmap)
                          : st_rt_trace_end2(ol.outs, ol.nout, &ins, &nin, &wb_in, &nwb);
     if (!g) {

@@ -28,6 +28,12 @@ struct st_rt_cfn {
     prog fwd;                  /* plain forward */
     int nvisible;
     int nwb, *wb_out, *wb_in;
+    bool *wb_grad;             /* per writeback: written in grad mode */
+    bool *wb_own;              /* per writeback: the old value is read only
+                                  by the ops that write it (x.mul_(w)) */
+    /* per visible output: the input it is a view of after the run (-1:
+     * none), through view statements alias_stmt[alias_at[k]..alias_at[k+1]) */
+    int *alias_in, *alias_at, *alias_stmt;
     /* autograd */
     bool has_bwd;
     int nwrt, *wrt;            /* input indices differentiated to */
@@ -419,14 +425,158 @@ static void log_saved(const st_graph *g, const st_ir_bwd_info *info)
     fprintf(stderr, "symtrace saved for backward: %.2f MB in all\n", total / 1e6);
 }
 
+/* Is statement si inside a stop-gradient region (traced under no_grad)? */
+static bool in_nograd(const st_graph *g, int si)
+{
+    for (int r = 0; r < g->nregions; r++)
+        if (!g->regions[r].bwd && si >= g->regions[r].first && si < g->regions[r].end)
+            return true;
+    return false;
+}
+
+/* wb_own[m]: every statement that reads input wb_in[m]'s old value leads
+ * to the value written back into it (x.mul_(w); x.add_(1)): the in-place
+ * ops themselves read it, and eager saves what such an op overwrites, so
+ * a run saves a copy of it. Otherwise another op read it (y = x * w, then
+ * x.mul_(2)), saved it as it was, and backward fails as eager's does. */
+static st_status own_writes(st_rt_cfn *f)
+{
+    const st_graph *g = f->g;
+    f->wb_own = calloc((size_t)f->nwb, sizeof(bool));
+    bool *dep = malloc((size_t)(g->nvalues ? g->nvalues : 1));
+    if (!f->wb_own || !dep) {
+        free(dep);
+        return st_err(ST_ERR_MEMORY, "cfn: out of host memory");
+    }
+    for (int m = 0; m < f->nwb; m++) {
+        memset(dep, 0, (size_t)g->nvalues);
+        dep[g->outputs[f->wb_out[m]]] = true;
+        for (int si = g->nstmts - 1; si >= 0; si--) {
+            const st_stmt *st = &g->stmts[si];
+            bool any = false;
+            for (int o = 0; o < st->nout; o++)
+                any |= dep[st->out[o]];
+            for (int i = 0; any && i < st->nin; i++)
+                dep[st->in[i]] = true;
+        }
+        int old = g->inputs[f->wb_in[m]];
+        bool own = true;
+        for (int si = 0; si < g->nstmts && own; si++) {
+            const st_stmt *st = &g->stmts[si];
+            bool reads = false, leads = false;
+            for (int i = 0; i < st->nin; i++)
+                reads |= st->in[i] == old;
+            for (int o = 0; o < st->nout; o++)
+                leads |= dep[st->out[o]];
+            own = !reads || leads;
+        }
+        f->wb_own[m] = own;
+    }
+    free(dep);
+    return ST_OK;
+}
+
+/* ---- outputs that are views of inputs ----
+ * In eager code a view of an input (x[1:], x.t(), x.detach()) shares x's
+ * storage, and so does a view of an input written in place (v = x[0];
+ * x.mul_(2)): later writes to either show in the other. The compiled
+ * program computes such an output into its own buffer, so after each run
+ * (and the writebacks) the output is made again as a view of the input
+ * itself, by the same view statements. Its root is the input's value when
+ * the input is not written back, or the value written back into it. */
+static st_status find_aliases(st_rt_cfn *f)
+{
+    const st_graph *g = f->g;
+    int n = f->nvisible;
+    f->alias_in = malloc(sizeof(int) * (size_t)(n + 1));
+    f->alias_at = malloc(sizeof(int) * (size_t)(n + 1));
+    int cap = 16, used = 0;
+    f->alias_stmt = malloc(sizeof(int) * (size_t)cap);
+    if (!f->alias_in || !f->alias_at || !f->alias_stmt)
+        return st_err(ST_ERR_MEMORY, "cfn: out of host memory");
+    for (int k = 0; k < n; k++) {
+        f->alias_in[k] = -1;
+        f->alias_at[k] = used;
+        int v = g->outputs[k], chain[64], nc = 0, j = -1;
+        for (;;) {
+            /* the first value up the chain that an input holds after the run */
+            for (int m = 0; m < f->nwb && j < 0; m++)
+                if (g->outputs[f->wb_out[m]] == v)
+                    j = f->wb_in[m];
+            for (int i = 0; i < g->ninputs && j < 0; i++) {
+                if (g->inputs[i] != v)
+                    continue;
+                bool written = false;
+                for (int m = 0; m < f->nwb; m++)
+                    written |= f->wb_in[m] == i;
+                if (!written)   /* the old value of a written input: no alias */
+                    j = i;
+                break;
+            }
+            int p = g->values[v].producer;
+            if (j >= 0 || p < 0 || nc == 64)
+                break;
+            const st_stmt *st = &g->stmts[p];
+            if (st_op(st->op)->kind != ST_OPK_VIEW || st->nout != 1)
+                break;
+            chain[nc++] = p;
+            v = st->in[0];
+        }
+        if (j < 0 || nc == 0)   /* an input returned as is: the frontend's */
+            continue;
+        if (used + nc > cap) {
+            cap = 2 * (used + nc);
+            int *ns = realloc(f->alias_stmt, sizeof(int) * (size_t)cap);
+            if (!ns)
+                return st_err(ST_ERR_MEMORY, "cfn: out of host memory");
+            f->alias_stmt = ns;
+        }
+        for (int q = nc - 1; q >= 0; q--)
+            f->alias_stmt[used++] = chain[q];
+        f->alias_in[k] = j;
+    }
+    f->alias_at[n] = used;
+    return ST_OK;
+}
+
+/* Remakes the aliasing outputs as views of their inputs (after the
+ * writebacks; in grad mode they get view histories, as in eager). */
+static st_status make_aliases(st_rt_cfn *f, st_tensor *const *inputs,
+                              st_tensor **outs)
+{
+    const st_graph *g = f->g;
+    bool grad = st_ad_grad_enabled();
+    st_status s = ST_OK;
+    for (int k = 0; k < f->nvisible && s == ST_OK; k++) {
+        if (f->alias_in[k] < 0)
+            continue;
+        st_tensor *t = inputs[f->alias_in[k]];
+        st_tensor_incref(t);
+        for (int q = f->alias_at[k]; q < f->alias_at[k + 1] && t; q++) {
+            const st_stmt *st = &g->stmts[f->alias_stmt[q]];
+            st_ad_set_grad_enabled(grad && !in_nograd(g, f->alias_stmt[q]));
+            st_tensor *r = st_tensor_apply_view(t, st->op, &st->attrs);
+            st_tensor_decref(t);
+            t = r;
+        }
+        st_ad_set_grad_enabled(grad);
+        if (!t) {
+            s = st_err_kind();
+            break;
+        }
+        st_tensor_decref(outs[k]);
+        outs[k] = t;
+    }
+    return s;
+}
+
 static st_status build_backward(st_rt_cfn *f, const bool *rg)
 {
     const st_graph *g = f->g;
     f->wrt = malloc(sizeof(int) * (size_t)(g->ninputs ? g->ninputs : 1));
-    f->diff = malloc(sizeof(int) * (size_t)(f->nvisible ? f->nvisible : 1));
+    f->diff = malloc(sizeof(int) * (size_t)(g->noutputs ? g->noutputs : 1));
     int *wrt_v = malloc(sizeof(int) * (size_t)(g->ninputs ? g->ninputs : 1));
-    int *outs_v = malloc(sizeof(int) * (size_t)(f->nvisible ? f->nvisible
-                                                            : 1));
+    int *outs_v = malloc(sizeof(int) * (size_t)(g->noutputs ? g->noutputs : 1));
     bool *from = NULL;
     st_status s = ST_OK;
     if (!f->wrt || !f->diff || !wrt_v || !outs_v) {
@@ -445,9 +595,16 @@ static st_status build_backward(st_rt_cfn *f, const bool *rg)
         s = st_err(ST_ERR_MEMORY, "cfn: out of host memory");
         goto done;
     }
-    for (int k = 0; k < f->nvisible; k++) {
+    /* the visible outputs (but those remade as views of inputs, whose
+     * gradients flow through the inputs' own histories) and the values
+     * written back (the inputs take their histories, as an in-place op) */
+    for (int k = 0; k < g->noutputs; k++) {
         int v = g->outputs[k];
-        if (!from[v] || !st_dtype_is_float(g->values[v].meta.dtype))
+        bool wb = false;
+        for (int m = 0; m < f->nwb; m++)
+            wb |= f->wb_out[m] == k;
+        if ((k < f->nvisible ? f->alias_in[k] >= 0 : !wb) || !from[v] ||
+            !st_dtype_is_float(g->values[v].meta.dtype))
             continue;
         outs_v[f->ndiff] = v;
         f->diff[f->ndiff++] = k;
@@ -525,7 +682,20 @@ st_rt_cfn *st_rt_cfn_new(st_graph *g, const st_rt_cfn_opts *o)
             f->wb_out[k] = a;
             f->wb_in[k] = b;
         }
+        f->wb_grad = calloc((size_t)f->nwb, sizeof(bool));
+        if (!f->wb_grad) {
+            st_err(ST_ERR_MEMORY, "cfn: out of host memory");
+            goto fail;
+        }
+        for (int k = 0; k < f->nwb; k++) {
+            int p = g->values[g->outputs[f->wb_out[k]]].producer;
+            f->wb_grad[k] = p >= 0 && !in_nograd(g, p);
+        }
+        if (own_writes(f) != ST_OK)
+            goto fail;
     }
+    if (find_aliases(f) != ST_OK)
+        goto fail;
     if (f->be && prog_build(f->be, g, &f->fwd) != ST_OK)
         goto fail;
     if (o && o->input_requires_grad && f->be &&
@@ -551,6 +721,11 @@ void st_rt_cfn_free(st_rt_cfn *f)
     st_ir_graph_free(f->g);
     free(f->wb_out);
     free(f->wb_in);
+    free(f->wb_grad);
+    free(f->wb_own);
+    free(f->alias_in);
+    free(f->alias_at);
+    free(f->alias_stmt);
     free(f->wrt);
     free(f->diff);
     free(f);
@@ -714,16 +889,28 @@ static st_status check_inputs(const st_rt_cfn *f, st_tensor *const *inputs)
     return ST_OK;
 }
 
+/* Copies the written values into their inputs. In grad mode the copy is
+ * recorded as eager's in-place op would be: an input given a value with
+ * history (a differentiable output of this run) or a non-leaf that
+ * requires grad written outside no_grad takes a new history (CopyBackward,
+ * or CopySlices for a view); otherwise (an optimizer's update of a leaf
+ * under no_grad, traced as a value whose gradient goes to the leaf)
+ * nothing is recorded. */
 static st_status writeback(st_rt_cfn *f, st_tensor *const *inputs,
                            st_tensor **outs)
 {
     bool was = st_ad_grad_enabled();
-    st_ad_set_grad_enabled(false);
     st_status s = ST_OK;
     for (int k = 0; k < f->nwb && s == ST_OK; k++) {
         st_tensor *dst = inputs[f->wb_in[k]], *src = outs[f->wb_out[k]];
         if (dst == src)
             continue;
+        /* a leaf that requires grad was written under no_grad (eager
+         * refuses it otherwise): it stays a leaf */
+        bool leaf = dst->requires_grad && !dst->grad_fn;
+        bool rec = was && f->wb_grad[k] && !leaf &&
+                   (src->requires_grad || dst->requires_grad);
+        st_ad_set_grad_enabled(rec);
         st_operand op = {.t = src};
         st_tensor *given[ST_MAX_OUT] = {dst, NULL, NULL}, *r = NULL;
         if (st_rt_eager(ST_OP_COPY, &op, 1, NULL, given, &r) < 0)
@@ -852,13 +1039,37 @@ st_status st_rt_cfn_run(st_rt_cfn *f, st_tensor *const *inputs,
             saved = NULL;
         }
     }
-    /* the node records the saved values' versions before the writeback:
-     * an input saved for backward and then written back makes backward
-     * fail, as eager autograd does for a saved tensor modified in place */
+    /* a saved value in the storage of an input this run writes back,
+     * read only by the ops that write it (the old x of x.mul_(w)), is
+     * saved as a copy, as eager's in-place ops save what they overwrite
+     * (see own_writes); then the node records the saved values'
+     * versions before the writeback: an input saved for backward and
+     * written later (after this run) makes backward fail, as in eager */
+    for (int k = 0; s == ST_OK && saved && k < f->info.nsaved; k++) {
+        bool hit = false;
+        for (int m = 0; m < f->nwb && !hit; m++)
+            hit = f->wb_own[m] && saved[k]->storage == inputs[f->wb_in[m]]->storage &&
+                  outs[f->wb_out[m]] != inputs[f->wb_in[m]];
+        if (!hit)
+            continue;
+        st_operand op = {.t = saved[k]};
+        st_tensor *given[ST_MAX_OUT] = {0}, *c[ST_MAX_OUT] = {0};
+        bool was = st_ad_grad_enabled();
+        st_ad_set_grad_enabled(false);
+        if (st_rt_eager(ST_OP_COPY, &op, 1, NULL, given, c) < 0)
+            s = st_err_kind();
+        st_ad_set_grad_enabled(was);
+        if (s == ST_OK) {
+            st_tensor_decref(saved[k]);
+            saved[k] = c[0];
+        }
+    }
     if (s == ST_OK && want)
         s = attach_node(f, inputs, outs, saved);
     if (s == ST_OK)
         s = writeback(f, inputs, outs);
+    if (s == ST_OK)
+        s = make_aliases(f, inputs, outs);
     st_rt_trace_resume();
     if (s == ST_OK)
         for (int k = 0; k < f->nvisible; k++) {

@@ -487,6 +487,13 @@ bool st_rt_trace_failed(const char **reason);
  * not create it, for st_rt_trace_abort to restore, and makes the tensor
  * an input (so end2 reports its new value). */
 void st_rt_trace_will_write(st_tensor *t);
+/* Before an in-place view op changes t's geometry and history (t_,
+ * unsqueeze_, ...): they are kept, and put back when the trace aborts. */
+void st_rt_trace_will_reshape(st_tensor *t);
+/* The trace's sizes are symbolic (a dynamic-shape translation): the end
+ * adds no statements of concrete sizes (outputs that are views of inputs
+ * stay as computed). */
+void st_rt_trace_symbolic(void);
 /* A tensor allocated uninitialized while tracing (_C.empty): traced as
  * zeros made by the graph (any content is a valid value of empty), so
  * code that fills it (cat) does not make it a graph input. */

@@ -65,6 +65,16 @@ typedef struct {
     st_storage *orig, *copy;   /* owned references */
 } backup;
 
+/* A tensor's geometry and history before an in-place view op. */
+typedef struct {
+    st_tensor *t;              /* owned reference */
+    int ndim, output_nr;
+    int64_t offset, shape[ST_MAX_DIMS], strides[ST_MAX_DIMS];
+    struct st_ad_node *grad_fn;   /* owned reference */
+    bool requires_grad;
+    uint32_t hist;
+} geo_backup;
+
 typedef struct trace_state {
     st_graph *g;
     tslot *slots;
@@ -75,6 +85,9 @@ typedef struct trace_state {
     char reason[256];
     backup *bk;           /* storages copied before an in-place write */
     int nbk, cap_bk;
+    geo_backup *geo;      /* geometries before an in-place view op */
+    int ngeo, cap_geo;
+    bool symbolic;        /* sizes are symbolic (st_rt_trace_symbolic) */
     /* PyLayer capture: in_region while its forward or backward runs (no
      * stop-gradient marking then); rg_* describe the region being built */
     bool in_region;
@@ -88,6 +101,8 @@ typedef struct trace_state {
 } trace_state;
 
 static _Thread_local trace_state *cur;
+
+static trace_state *root_of(trace_state *s);
 static _Thread_local int suspended;
 
 static size_t hash_ptr(const void *p)
@@ -254,6 +269,16 @@ static int value_of(trace_state *s, st_tensor *t)
         s->inputs = ni;
         s->cap_inputs = nc;
     }
+    /* a new input whose storage the trace has written into through
+     * another tensor (v, a view of x made before the call, read after
+     * x.clamp_()): the graph would read its value from before the write */
+    trace_state *r = root_of(s);
+    for (int k = 0; t->storage && k < r->nbk; k++)
+        if (r->bk[k].orig == t->storage) {
+            failf(s, "reading a tensor that shares storage with a tensor written "
+                  "in place earlier in the graph, through no traced view");
+            return -1;
+        }
     st_meta m;
     st_tensor_meta(t, &m);
     bool param = t->requires_grad && !t->grad_fn;
@@ -289,6 +314,12 @@ static void state_free(trace_state *s)
             st_storage_decref(s->bk[k].copy);
         }
         free(s->bk);
+        for (int k = 0; k < s->ngeo; k++) {
+            st_tensor_decref(s->geo[k].t);
+            if (s->geo[k].grad_fn)
+                st_ad_node_decref(s->geo[k].grad_fn);
+        }
+        free(s->geo);
         free(s->rg_in);
         free(s->rg_out);
         st_ir_graph_free(s->g);
@@ -297,9 +328,29 @@ static void state_free(trace_state *s)
     }
 }
 
-/* Puts back the storages copied before in-place writes. */
+/* Puts back the storages copied before in-place writes, and (latest
+ * first) the geometries changed by in-place view ops. */
 static void restore(trace_state *s)
 {
+    for (int k = s->ngeo - 1; k >= 0; k--) {
+        geo_backup *b = &s->geo[k];
+        st_tensor *t = b->t;
+        t->ndim = b->ndim;
+        t->offset = b->offset;
+        memcpy(t->shape, b->shape, sizeof t->shape);
+        memcpy(t->strides, b->strides, sizeof t->strides);
+        if (t->grad_fn != b->grad_fn) {
+            if (b->grad_fn)
+                st_ad_node_incref(b->grad_fn);
+            if (t->grad_fn)
+                st_ad_node_decref(t->grad_fn);
+            t->grad_fn = b->grad_fn;
+            t->hist++;   /* its views' histories are stale again */
+        }
+        t->output_nr = b->output_nr;
+        t->requires_grad = b->requires_grad;
+        t->storage->version++;
+    }
     for (int k = 0; k < s->nbk; k++) {
         st_storage *o = s->bk[k].orig, *c = s->bk[k].copy;
         if (o->device->copy(o->device, o->data, c->data, o->nbytes) == ST_OK)
@@ -391,6 +442,12 @@ void st_rt_trace_will_write(st_tensor *t)
               "not create");
         failf(root_of(s), "%s", s->reason);
     }
+    /* an external tensor written in place is an input of the graph (its
+     * value before the write), so end2 reports its new value; made before
+     * the backup below, which would make it read as an alias of a written
+     * storage. The backup is taken in any case: the write happens. */
+    if (!s->failed && !find(s, t))
+        value_of(s, t);
     trace_state *r = root_of(s);
     bool have = false;
     for (int k = 0; k < r->nbk && !have; k++)
@@ -422,10 +479,43 @@ void st_rt_trace_will_write(st_tensor *t)
         r->bk[r->nbk].orig = o;
         r->bk[r->nbk++].copy = c;
     }
-    /* an external tensor written in place is an input of the graph (its
-     * value before the write), so end2 reports its new value */
-    if (!s->failed && !find(s, t))
-        value_of(s, t);
+}
+
+void st_rt_trace_symbolic(void)
+{
+    trace_state *r = root_of(cur);
+    if (r)
+        r->symbolic = true;
+}
+
+void st_rt_trace_will_reshape(st_tensor *t)
+{
+    trace_state *r = root_of(cur);
+    if (!r || suspended || !t)
+        return;
+    if (r->ngeo == r->cap_geo) {
+        int nc = r->cap_geo ? r->cap_geo * 2 : 4;
+        geo_backup *ng = realloc(r->geo, sizeof *ng * (size_t)nc);
+        if (!ng) {
+            failf(r, "out of host memory");
+            return;
+        }
+        r->geo = ng;
+        r->cap_geo = nc;
+    }
+    geo_backup *b = &r->geo[r->ngeo++];
+    st_tensor_incref(t);
+    b->t = t;
+    b->ndim = t->ndim;
+    b->offset = t->offset;
+    memcpy(b->shape, t->shape, sizeof b->shape);
+    memcpy(b->strides, t->strides, sizeof b->strides);
+    b->grad_fn = t->grad_fn;
+    if (b->grad_fn)
+        st_ad_node_incref(b->grad_fn);
+    b->output_nr = t->output_nr;
+    b->requires_grad = t->requires_grad;
+    b->hist = t->hist;
 }
 
 /* True when another traced tensor shares t's storage (a view or base). */
@@ -904,6 +994,35 @@ done:
 }
 
 /* Ends the trace (see st_rt_trace_end2); wb_in NULL: no writeback report. */
+/* An output that is a traced view of a graph input (v = x[0].mul_(2),
+ * x[1:] after x.add_(1)) stated again as those views of the input's
+ * final value, so the compiled function can return it as a view of the
+ * input (runtime/cfn.c, find_aliases) and not as a copy: the same data,
+ * now with the aliasing eager code has. -1: not such a view. */
+static int view_of_input(trace_state *s, st_tensor *t)
+{
+    tslot *chain[64];
+    int n = 0;
+    tslot *e = find(s, t);
+    while (e && e->vsrc && n < 64) {
+        chain[n++] = e;
+        e = find(s, e->vsrc);
+    }
+    if (n == 0 || n == 64 || !e)
+        return -1;
+    bool input = false;
+    for (int k = 0; k < s->ninputs && !input; k++)
+        input = s->inputs[k] == e->t;
+    /* a view made under no_grad of an input that requires grad does not
+     * require grad: left as computed */
+    if (!input || t->requires_grad != e->t->requires_grad)
+        return -1;
+    int v = e->value, outs[ST_MAX_OUT];
+    for (int k = n - 1; k >= 0 && v >= 0; k--)
+        v = emit(s, chain[k]->vop, &v, 1, &chain[k]->vattrs, outs);
+    return v;
+}
+
 static st_graph *end_impl(st_tensor *const *outputs, int nout,
                           st_tensor ***inputs, int *ninputs, int **wb_in,
                           int *nwb, int **stmt_map, int *nstmt_map)
@@ -943,6 +1062,11 @@ static st_graph *end_impl(st_tensor *const *outputs, int nout,
             break;
         }
         ids[k] = value_of(s, outputs[k]);
+        /* not in a dynamic-shape trace: statements emitted here have no
+         * symbolic sizes (frontend/tr_dynamic.c) */
+        int rv = s->symbolic ? -1 : view_of_input(s, outputs[k]);
+        if (rv >= 0)
+            ids[k] = rv;
     }
     int *wb = NULL, *wv = NULL, nw = 0;
     if (wb_in && !s->failed) {

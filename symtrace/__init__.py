@@ -52,7 +52,15 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     return t
 
 
-as_tensor = tensor
+def as_tensor(data, dtype=None, device=None):
+    """as_tensor(data, dtype=None, device=None): data itself when it is a tensor of
+    that dtype and device (history kept), else converted as tensor() would, and for a
+    tensor of another dtype or device, data.to(...) (history kept, as torch's)."""
+    if isinstance(data, _C.TensorBase):
+        if (dtype is None or data.dtype == dtype) and (device is None or str(data.device) == str(device)):
+            return data
+        return data.to(device=device, dtype=dtype) if device is not None else data.to(dtype)
+    return tensor(data, dtype=dtype, device=device)
 
 
 def from_dlpack(ext_tensor):

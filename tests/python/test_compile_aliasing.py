@@ -1,0 +1,226 @@
+"""Compiled code keeps eager's aliasing and autograd on every call, not only
+on the first (which runs eagerly while it is traced): outputs that are views
+of inputs stay views (also of inputs written in place, across graph breaks),
+in-place writes into inputs that require grad take histories, in-place view
+ops (t_, unsqueeze_) run once, and tensors made inside the setitem and
+tensor() paths are not captured as constants of the graph.
+
+Each case runs the function eagerly and compiled three times on fresh inputs
+and compares values, shapes and (where asked) gradients and aliasing."""
+import pytest
+
+import symtrace as st
+
+BACKENDS = ["llvm", "interp"]
+
+
+def _runs(fn, make, backend, n=3):
+    st.reset()
+    cf = st.compile(fn, backend=backend)
+    return [(make(), cf) for _ in range(n)]
+
+
+def _vals(r):
+    if isinstance(r, tuple):
+        return [_vals(x) for x in r]
+    if isinstance(r, st.Tensor):
+        return (tuple(r.shape), r.tolist())
+    return r
+
+
+# (name, fn, make inputs, what to compare after the call)
+def _after_fill(fn):
+    """Calls fn(x), then writes 7 into x: a returned view must show it."""
+    def g(x):
+        v = fn(x)
+        return v
+    return g
+
+
+CASES = {}
+
+
+def case(f):
+    CASES[f.__name__] = f
+    return f
+
+
+@case
+def view_of_written_input(x):
+    v = x[1:]
+    x.add_(1)
+    return v
+
+
+@case
+def written_view_then_break(x):
+    v = x[0].mul_(2)
+    s = float(x.max())
+    x.clamp_(-0.5, 0.5)
+    return v + 0 * s, v
+
+
+@case
+def detach_then_write(x):
+    x.add_(1)
+    d = x.detach()
+    x.mul_(3)
+    return d
+
+
+@case
+def select_detach_write(x):
+    x.select(1, 0).mul_(3)
+    d = x.select(1, 0).detach()
+    d.mul_(2)
+    return x
+
+
+@case
+def expand_write_after_tril(x):
+    x.tril_()
+    x.expand(2, *x.shape)[1] = 5.0
+    return x
+
+
+@case
+def flatten_write_across_break(x):
+    x[[0, 1]] = 0
+    v = x.flatten()
+    s = int(v.argmax())
+    v.unflatten(0, (1, -1))[::2] = -2
+    return s
+
+
+@case
+def view_of_view(x):
+    return x[:, 1].view_as(x[:, 1])
+
+
+@case
+def transpose_returned(x):
+    return x.t()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_views_of_inputs_alias_on_every_call(name, backend):
+    fn = CASES[name]
+    st.reset()
+    cf = st.compile(fn, backend=backend)
+
+    def make():
+        return st.tensor([[2.0, -3.0], [1.0, 0.0]])
+
+    for call in range(3):
+        xe, xc = make(), make()
+        re, rc = fn(xe), cf(xc)
+        assert _vals(rc) == _vals(re), (name, call)
+        assert xc.tolist() == xe.tolist(), (name, call)
+        # writes after the call show through every returned view, as eager's
+        outs_e = re if isinstance(re, tuple) else (re,)
+        outs_c = rc if isinstance(rc, tuple) else (rc,)
+        xe.fill_(7.0)
+        xc.fill_(7.0)
+        for a, b in zip(outs_e, outs_c):
+            if isinstance(a, st.Tensor):
+                assert b.tolist() == a.tolist(), (name, call, "after x.fill_(7)")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_returned_view_is_a_view_of_the_input(backend):
+    def f(x, y):
+        y.add_(1)
+        return x[:, 1], y.t()
+    st.reset()
+    cf = st.compile(f, backend=backend)
+    for _ in range(3):
+        x, y = st.zeros(2, 2), st.zeros(2, 2)
+        a, b = cf(x, y)
+        assert a._base is x and a.data_ptr() == x.data_ptr() + 4
+        assert b._base is y and b.data_ptr() == y.data_ptr()
+        assert b.stride() == (1, 2)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_inplace_view_ops_on_inputs_run_once(backend):
+    def f(x):
+        x.unsqueeze_(0)
+        return x + 1
+
+    def g(x):
+        x.t_()
+        return x.sum()
+    for fn, shape in ((f, (1, 2, 3)), (g, (3, 2))):
+        st.reset()
+        cf = st.compile(fn, backend=backend)
+        for _ in range(3):
+            a = st.zeros(2, 3)
+            cf(a)
+            assert tuple(a.shape) == shape
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_write_into_input_that_requires_grad_keeps_its_history(backend):
+    # y is an input of the graph after the break; addcmul_ writes into it
+    def f(x):
+        y = x.square()
+        x.median()
+        y.addcmul_(x, x)
+        return y
+    st.reset()
+    cf = st.compile(f, backend=backend)
+    for _ in range(3):
+        x = st.tensor([1.0, 2.0], requires_grad=True)
+        cf(x).sum().backward()
+        assert x.grad.tolist() == [4.0, 8.0]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_augmented_setitem_on_an_intermediate_backward_every_call(backend):
+    def f(x):
+        y = x * 2
+        y[0] += 1
+        return y
+    st.reset()
+    cf = st.compile(f, backend=backend)
+    for _ in range(3):
+        x = st.ones(2, 3, requires_grad=True)
+        y = cf(x)
+        assert y.tolist() == [[3.0] * 3, [2.0] * 3]
+        y.sum().backward()
+        assert x.grad.tolist() == [[2.0] * 3] * 2
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_write_into_plain_input_from_a_param_gives_it_history(backend):
+    def f(x, w):
+        x.mul_(w)
+        return x
+    st.reset()
+    cf = st.compile(f, backend=backend)
+    for _ in range(3):
+        x, w = st.full((3,), 2.0), st.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        r = cf(x, w)
+        assert r is x and x.requires_grad and x.grad_fn is not None
+        x.sum().backward()
+        assert w.grad.tolist() == [2.0, 2.0, 2.0]
+
+
+def test_tensor_of_a_tensor_is_a_detached_copy_and_as_tensor_keeps_it():
+    x = st.ones(2, requires_grad=True) * 2
+    for t in (st.tensor(x), st.tensor(x, dtype=st.float64)):
+        assert not t.requires_grad and t.grad_fn is None
+        assert t.data_ptr() != x.data_ptr() and t._base is None
+    assert st.as_tensor(x) is x
+    c = st.as_tensor(x, dtype=st.float64)
+    assert c.dtype == st.float64 and c.grad_fn is not None
+    assert st.as_tensor([1, 2]).dtype == st.int64
+
+    def f(x):
+        return st.tensor(x) + 1
+    st.reset()
+    cf = st.compile(f, backend="llvm")
+    for k in range(3):
+        y = cf(st.full((2,), float(k)))
+        assert y.tolist() == [k + 1.0, k + 1.0]
