@@ -554,8 +554,16 @@ static st_status make_aliases(st_rt_cfn *f, st_tensor *const *inputs,
         st_tensor_incref(t);
         for (int q = f->alias_at[k]; q < f->alias_at[k + 1] && t; q++) {
             const st_stmt *st = &g->stmts[f->alias_stmt[q]];
-            st_ad_set_grad_enabled(grad && !in_nograd(g, f->alias_stmt[q]));
-            st_tensor *r = st_tensor_apply_view(t, st->op, &st->attrs);
+            bool nograd = in_nograd(g, f->alias_stmt[q]);
+            bool ident = st->op == ST_OP_PERMUTE && st->attrs.ndims == t->ndim;
+            for (int d = 0; ident && d < t->ndim; d++)
+                ident = st->attrs.dims[d] == d;
+            st_ad_set_grad_enabled(grad && !nograd);
+            /* detach() is traced as an identity permute under a stop-
+             * gradient: a plain alias, not an autograd view */
+            st_tensor *r = nograd && ident
+                ? st_tensor_view_of(t, t->ndim, t->shape, t->strides, t->offset)
+                : st_tensor_apply_view(t, st->op, &st->attrs);
             st_tensor_decref(t);
             t = r;
         }
@@ -610,6 +618,43 @@ static st_status build_backward(st_rt_cfn *f, const bool *rg)
         f->diff[f->ndiff++] = k;
     }
     if (!f->ndiff)
+        goto done;
+    /* an input no differentiable output depends on gets no gradient (None,
+     * as in eager), not zeros: a zero sent into a history that holds NaN
+     * (pow(x, 0.5) of a negative x, read by no output) made NaN */
+    bool *need = calloc((size_t)(g->nvalues ? g->nvalues : 1), sizeof *need);
+    if (!need) {
+        s = st_err(ST_ERR_MEMORY, "cfn: out of host memory");
+        goto done;
+    }
+    for (int k = 0; k < f->ndiff; k++)
+        need[outs_v[k]] = true;
+    for (int si = g->nstmts - 1; si >= 0; si--) {
+        const st_stmt *st = &g->stmts[si];
+        const st_op_def *def = st_op(st->op);
+        if (in_nograd(g, si))
+            continue;
+        bool bwd_region = false;
+        for (int r = 0; r < g->nregions && !bwd_region; r++)
+            bwd_region = g->regions[r].bwd && si >= g->regions[r].first &&
+                         si < g->regions[r].end;
+        if (!bwd_region && (!def || !def->vjp))
+            continue;
+        bool any = false;
+        for (int o = 0; o < st->nout; o++)
+            any |= need[st->out[o]];
+        for (int i = 0; any && i < st->nin; i++)
+            need[st->in[i]] = true;
+    }
+    int kept = 0;
+    for (int k = 0; k < f->nwrt; k++)
+        if (need[wrt_v[k]]) {
+            wrt_v[kept] = wrt_v[k];
+            f->wrt[kept++] = f->wrt[k];
+        }
+    f->nwrt = kept;
+    free(need);
+    if (!f->nwrt)
         goto done;
     s = st_ir_backward_multi(g, wrt_v, f->nwrt, outs_v, f->ndiff, &f->bwd_g,
                              &f->info);
@@ -1070,6 +1115,21 @@ st_status st_rt_cfn_run(st_rt_cfn *f, st_tensor *const *inputs,
         s = writeback(f, inputs, outs);
     if (s == ST_OK)
         s = make_aliases(f, inputs, outs);
+    /* an output made as a view of a buffer only the program held (y[:]
+     * returned, y dead) is no view to autograd: it has its own history,
+     * and writes into views of it go through it (eager: through y) */
+    for (int k = 0; s == ST_OK && k < f->nvisible; k++) {
+        st_tensor *b = outs[k]->view_base;
+        bool seen = !b;
+        for (int j = 0; !seen && j < f->g->ninputs; j++)
+            seen = inputs[j] == b;
+        for (int j = 0; !seen && j < f->nvisible; j++)
+            seen = outs[j] == b;
+        if (!seen && f->alias_in[k] < 0) {
+            outs[k]->view_base = NULL;
+            st_tensor_decref(b);
+        }
+    }
     st_rt_trace_resume();
     if (s == ST_OK)
         for (int k = 0; k < f->nvisible; k++) {
