@@ -32,8 +32,9 @@ struct st_rt_cfn {
     bool *wb_own;              /* per writeback: the old value is read only
                                   by the ops that write it (x.mul_(w)) */
     /* per visible output: the input it is a view of after the run (-1:
-     * none), through view statements alias_stmt[alias_at[k]..alias_at[k+1]) */
-    int *alias_in, *alias_at, *alias_stmt;
+     * none), or the output it is a view of (alias_out), through view
+     * statements alias_stmt[alias_at[k]..alias_at[k+1]) */
+    int *alias_in, *alias_out, *alias_at, *alias_stmt;
     /* autograd */
     bool has_bwd;
     int nwrt, *wrt;            /* input indices differentiated to */
@@ -486,35 +487,38 @@ static st_status own_writes(st_rt_cfn *f)
  * the input is not written back, or the value written back into it. */
 static st_status find_aliases(st_rt_cfn *f)
 {
-    const st_graph *g = f->g;
+    st_graph *g = f->g;
     int n = f->nvisible;
     f->alias_in = malloc(sizeof(int) * (size_t)(n + 1));
+    f->alias_out = malloc(sizeof(int) * (size_t)(n + 1));
     f->alias_at = malloc(sizeof(int) * (size_t)(n + 1));
     int cap = 16, used = 0;
     f->alias_stmt = malloc(sizeof(int) * (size_t)cap);
-    if (!f->alias_in || !f->alias_at || !f->alias_stmt)
+    if (!f->alias_in || !f->alias_out || !f->alias_at || !f->alias_stmt)
         return st_err(ST_ERR_MEMORY, "cfn: out of host memory");
     for (int k = 0; k < n; k++) {
-        f->alias_in[k] = -1;
+        f->alias_in[k] = f->alias_out[k] = -1;
         f->alias_at[k] = used;
         int v = g->outputs[k], chain[64], nc = 0, j = -1;
+        bool old_input = false;
         for (;;) {
             /* the first value up the chain that an input holds after the run */
             for (int m = 0; m < f->nwb && j < 0; m++)
                 if (g->outputs[f->wb_out[m]] == v)
                     j = f->wb_in[m];
-            for (int i = 0; i < g->ninputs && j < 0; i++) {
+            for (int i = 0; i < g->ninputs && j < 0 && !old_input; i++) {
                 if (g->inputs[i] != v)
                     continue;
                 bool written = false;
                 for (int m = 0; m < f->nwb; m++)
                     written |= f->wb_in[m] == i;
-                if (!written)   /* the old value of a written input: no alias */
+                if (!written)
                     j = i;
-                break;
+                else   /* the old value of a written input: no alias */
+                    old_input = true;
             }
             int p = g->values[v].producer;
-            if (j >= 0 || p < 0 || nc == 64)
+            if (j >= 0 || old_input || p < 0 || nc == 64)
                 break;
             const st_stmt *st = &g->stmts[p];
             if (st_op(st->op)->kind != ST_OPK_VIEW || st->nout != 1)
@@ -522,8 +526,28 @@ static st_status find_aliases(st_rt_cfn *f)
             chain[nc++] = p;
             v = st->in[0];
         }
-        if (j < 0 || nc == 0)   /* an input returned as is: the frontend's */
+        if (nc == 0 || nc == 64 || old_input)   /* an input returned as is: the frontend's */
             continue;
+        if (j < 0) {
+            /* a view of a computed value (y.expand(...), y[::2], y.t()):
+             * made as a view of it (an output, or one added, not visible),
+             * with eager's strides and aliasing */
+            if (g->values[v].producer < 0)
+                continue;
+            int o = -1;
+            for (int q = 0; q < g->noutputs && o < 0; q++)
+                if (g->outputs[q] == v && (q < n || q >= n + f->nwb))
+                    o = q;
+            if (o < 0) {
+                st_ir_mark_output(g, v);
+                if (st_err_kind() != ST_OK)
+                    return st_err_kind();
+                o = g->noutputs - 1;
+            }
+            f->alias_out[k] = o;
+        } else {
+            f->alias_in[k] = j;
+        }
         if (used + nc > cap) {
             cap = 2 * (used + nc);
             int *ns = realloc(f->alias_stmt, sizeof(int) * (size_t)cap);
@@ -533,7 +557,6 @@ static st_status find_aliases(st_rt_cfn *f)
         }
         for (int q = nc - 1; q >= 0; q--)
             f->alias_stmt[used++] = chain[q];
-        f->alias_in[k] = j;
     }
     f->alias_at[n] = used;
     return ST_OK;
@@ -548,9 +571,9 @@ static st_status make_aliases(st_rt_cfn *f, st_tensor *const *inputs,
     bool grad = st_ad_grad_enabled();
     st_status s = ST_OK;
     for (int k = 0; k < f->nvisible && s == ST_OK; k++) {
-        if (f->alias_in[k] < 0)
+        if (f->alias_in[k] < 0 && f->alias_out[k] < 0)
             continue;
-        st_tensor *t = inputs[f->alias_in[k]];
+        st_tensor *t = f->alias_in[k] >= 0 ? inputs[f->alias_in[k]] : outs[f->alias_out[k]];
         st_tensor_incref(t);
         for (int q = f->alias_at[k]; q < f->alias_at[k + 1] && t; q++) {
             const st_stmt *st = &g->stmts[f->alias_stmt[q]];
@@ -603,15 +626,13 @@ static st_status build_backward(st_rt_cfn *f, const bool *rg)
         s = st_err(ST_ERR_MEMORY, "cfn: out of host memory");
         goto done;
     }
-    /* the visible outputs (but those remade as views of inputs, whose
-     * gradients flow through the inputs' own histories) and the values
-     * written back (the inputs take their histories, as an in-place op) */
+    /* the visible outputs (but those remade as views, whose gradients
+     * flow through their roots' histories), the values written back (the
+     * inputs take their histories, as an in-place op) and the roots of
+     * views added as outputs (find_aliases) */
     for (int k = 0; k < g->noutputs; k++) {
         int v = g->outputs[k];
-        bool wb = false;
-        for (int m = 0; m < f->nwb; m++)
-            wb |= f->wb_out[m] == k;
-        if ((k < f->nvisible ? f->alias_in[k] >= 0 : !wb) || !from[v] ||
+        if ((k < f->nvisible && (f->alias_in[k] >= 0 || f->alias_out[k] >= 0)) || !from[v] ||
             !st_dtype_is_float(g->values[v].meta.dtype))
             continue;
         outs_v[f->ndiff] = v;
@@ -769,6 +790,7 @@ void st_rt_cfn_free(st_rt_cfn *f)
     free(f->wb_grad);
     free(f->wb_own);
     free(f->alias_in);
+    free(f->alias_out);
     free(f->alias_at);
     free(f->alias_stmt);
     free(f->wrt);
@@ -1125,7 +1147,7 @@ st_status st_rt_cfn_run(st_rt_cfn *f, st_tensor *const *inputs,
             seen = inputs[j] == b;
         for (int j = 0; !seen && j < f->nvisible; j++)
             seen = outs[j] == b;
-        if (!seen && f->alias_in[k] < 0) {
+        if (!seen && f->alias_in[k] < 0 && f->alias_out[k] < 0) {
             outs[k]->view_base = NULL;
             st_tensor_decref(b);
         }

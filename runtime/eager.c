@@ -463,6 +463,20 @@ static int eager_on(st_op_id op, const st_operand *in, int nin,
     if (rec && op == ST_OP_DROPOUT) return dropout_recorded(in, attrs, given, out);
     st_operand inb[ST_MAX_IN];
     st_tensor *clones[ST_MAX_IN] = {NULL};
+    /* a written-to tensor whose elements overlap (an expanded view): only
+     * a fill is defined (every element gets the same value), as torch's */
+    for (int k = 0; given && k < ST_MAX_OUT; k++) {
+        const st_tensor *t = given[k];
+        bool fill = op == ST_OP_FULL || (op == ST_OP_COPY && nin == 1 && !in[0].t);
+        const st_tensor *src = op == ST_OP_COPY && nin == 1 ? in[0].t : NULL;
+        for (int d = 0; t && d < t->ndim; d++)
+            if (t->shape[d] > 1 && t->strides[d] == 0 && !fill &&
+                !(src && src->ndim == t->ndim && src->strides[d] == 0))
+                return st_err(ST_ERR_RUNTIME, "%s: unsupported operation: more than one "
+                              "element of the written-to tensor refers to a single memory "
+                              "location. Please clone() the tensor before performing the "
+                              "operation.", st_op(op)->name), -1;
+    }
     for (int k = 0; given && k < ST_MAX_OUT; k++)
         for (int j = 0; given[k] && j < nin; j++)
             if (partial_overlap(given[k], in[j].t))

@@ -57,8 +57,20 @@ def cumsum(input, dim, *, dtype=None):
     work = dt if dt in (float32, float64) else (float32 if dt.is_floating_point else float64)
     if nd == 0:
         return to_dtype(input, out_dt) if out_dt is not dt else input.clone()
-    x = to_dtype(input, work).transpose(d, -1)
-    return to_dtype(_cumsum_last(x).transpose(d, -1), out_dt)
+    x = to_dtype(input, work)
+    n = x.shape[d]
+    if d == nd - 1:
+        return to_dtype(_cumsum_last(x), out_dt)
+    if n <= _CUMSUM_BLOCK:
+        # tri^T @ x along dim d: the result has x's (contiguous) layout, as torch's
+        lead, rest = tuple(x.shape[:d]), tuple(x.shape[d + 1:])
+        m = 1
+        for r in rest:
+            m *= r
+        t = _tri(n, x.dtype, x.device).transpose(0, 1)
+        out = matmul(t, x.reshape(lead + (n, m))).reshape(tuple(x.shape))
+        return to_dtype(out, out_dt)
+    return to_dtype(_cumsum_last(x.transpose(d, -1)).transpose(d, -1).contiguous(), out_dt)
 
 
 def _scan(x, d, combine):

@@ -277,3 +277,65 @@ def test_view_of_a_dead_intermediate_can_be_written_after_a_break(backend):
     for _ in range(3):
         x = st.ones(3, requires_grad=True)
         assert cf(x).tolist() == [1.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_outputs_that_are_views_of_computed_values_keep_eager_strides(backend):
+    def f(x):
+        y = x * 2
+        return (x + 1).expand(2, 3), y[::2], y.unsqueeze(0).t(), y
+    st.reset()
+    cf = st.compile(f, backend=backend)
+    for _ in range(3):
+        xe, xc = st.ones(3, requires_grad=True), st.ones(3, requires_grad=True)
+        re, rc = f(xe), cf(xc)
+        for a, b in zip(re, rc):
+            assert b.tolist() == a.tolist() and b.stride() == a.stride()
+        assert rc[1]._base is rc[3] and rc[2]._base is rc[3]     # views of the returned y
+        sum(t.sum() for t in re).backward()
+        sum(t.sum() for t in rc).backward()
+        assert xc.grad.tolist() == xe.grad.tolist()
+        rc[3].fill_(5.0)
+        assert rc[1].tolist() == [5.0, 5.0]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("rg", [False, True])
+def test_inplace_on_an_expanded_output_as_eager_on_every_call(backend, rg):
+    # the compiled output is an expanded view (stride 0), as eager's: zero_()
+    # fills it (torch allows a fill), add_() raises, on every call
+    def f(x):
+        n = len(x.tolist())                              # graph break
+        return (x + n).expand(2, *x.shape).zero_()
+
+    def g(x):
+        n = len(x.tolist())
+        return (x + n).expand(2, *x.shape).add_(1)
+    st.reset()
+    cf, cg = st.compile(f, backend=backend), st.compile(g, backend=backend)
+    for shape in ((3,), (3,), (4,), (3,)):
+        r = cf(st.ones(*shape, requires_grad=rg))
+        assert r.stride() == (0, 1) and r.tolist() == [[0.0] * shape[0]] * 2
+        with pytest.raises(RuntimeError, match="single memory location"):
+            cg(st.ones(*shape, requires_grad=rg))
+    torch = pytest.importorskip("torch")
+    assert torch.ones(3).expand(2, 3).zero_().stride() == (0, 1)
+    with pytest.raises(RuntimeError, match="single memory location"):
+        torch.ones(3).expand(2, 3).add_(1)
+
+
+def test_cumsum_along_an_inner_dim_is_contiguous_as_torch():
+    torch = pytest.importorskip("torch")
+    import numpy as np
+    rng = np.random.default_rng(0)
+    for shape, d in [((3, 4, 5), 0), ((3, 4, 5), 1), ((3, 4, 5), 2), ((3, 300, 2), 1), ((2, 0, 3), 1)]:
+        a = rng.standard_normal(shape).astype("float32")
+        w = rng.standard_normal(shape).astype("float32")
+        x, t = st.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+        r, q = x.cumsum(d), t.cumsum(d)
+        assert r.stride() == q.stride()
+        np.testing.assert_allclose(r.detach().numpy(), q.detach().numpy(), rtol=1e-4, atol=1e-4)
+        (r * st.tensor(w)).sum().backward()
+        (q * torch.tensor(w)).sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-4, atol=1e-4)
+    assert st.tensor([[1, 2], [3, 4]]).cumsum(0).view(-1).tolist() == [1, 2, 4, 6]
