@@ -643,7 +643,10 @@ class Tensor(_C.TensorBase):
         return self._inplace(_C.OP_SUB, (self, _ops._scale(self, other, alpha)))
 
     def mul_(self, other): return self._inplace(_C.OP_MUL, (self, other))
-    def div_(self, other): return self._inplace(_C.OP_DIV, (self, other))
+    def div_(self, other, *, rounding_mode=None):
+        if rounding_mode is not None:
+            return self._via(_ops.div, "div_", other, rounding_mode=rounding_mode)
+        return self._inplace(_C.OP_DIV, (self, other))
 
     def _assign(self, result, name):
         """Writes an out-of-place result into self, refusing what torch refuses."""
@@ -981,6 +984,27 @@ def _setitem_functional(t, key, value):
 
 
 _no_grad = _ops._no_grad
+
+
+def _inplace_of(name):
+    out_of_place = getattr(Tensor, name)
+
+    def method(self, *args, **kwargs):
+        return self._via(out_of_place, name + "_", *args, **kwargs)
+    method.__name__ = method.__qualname__ = name + "_"
+    method.__doc__ = f"{name}_(...): self = self.{name}(...), in place (as torch's)."
+    return method
+
+
+# in-place forms of out-of-place methods, as torch's: self = op(self, ...) (comparisons
+# store their bools in self's dtype)
+for _name in ("addmm", "baddbmm", "ceil", "clip", "cos", "cumsum", "eq", "erf", "floor",
+              "floor_divide", "ge", "greater", "greater_equal", "gt", "le", "less",
+              "less_equal", "logical_and", "logical_not", "logical_or", "lt", "ne",
+              "not_equal", "pow", "remainder", "round", "sign", "sin"):
+    if not hasattr(Tensor, _name + "_"):
+        setattr(Tensor, _name + "_", _inplace_of(_name))
+del _name
 
 
 _C._set_tensor_class(Tensor)

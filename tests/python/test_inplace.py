@@ -121,3 +121,29 @@ def test_fill_with_tensor_and_self_copy():
     y = make((3, 3), "float32")
     y.st.copy_(y.st.T.clone())
     assert_close(y.st, y.np.T, dtype="float32")
+
+
+def test_inplace_forms_of_out_of_place_methods_match_torch():
+    torch = pytest.importorskip("torch")
+    cases = [("floor_", ()), ("sin_", ()), ("cos_", ()), ("ceil_", ()), ("round_", ()),
+             ("sign_", ()), ("erf_", ()), ("pow_", (2,)), ("remainder_", (0.7,)),
+             ("floor_divide_", (0.7,)), ("eq_", (0.5,)), ("ge_", (0.0,)), ("lt_", (0.0,)),
+             ("logical_not_", ()), ("clip_", (-0.5, 0.5)), ("cumsum_", (0,))]
+    a = np.random.default_rng(0).standard_normal((3, 4)).astype("float32")
+    for name, args in cases:
+        x, t = st.tensor(a), torch.tensor(a)
+        assert getattr(x, name)(*args) is x
+        getattr(t, name)(*args)
+        np.testing.assert_allclose(x.numpy(), t.numpy(), rtol=1e-5, atol=1e-6, err_msg=name)
+        if name in ("sin_", "cos_", "pow_", "clip_", "cumsum_", "erf_"):
+            xg, tg = st.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+            y, z = xg * 1, tg * 1
+            getattr(y, name)(*args)
+            getattr(z, name)(*args)
+            y.sum().backward()
+            z.sum().backward()
+            np.testing.assert_allclose(xg.grad.numpy(), tg.grad.numpy(), rtol=1e-5, atol=1e-6,
+                                       err_msg=name)
+    x = st.tensor([5.0, -7.0])
+    x.div_(2, rounding_mode="floor")
+    assert x.tolist() == [2.0, -4.0]
