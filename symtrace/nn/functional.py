@@ -116,7 +116,11 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
 
 
 def linear(input, weight, bias=None):
-    """linear(input, weight, bias=None) = input @ weight.T + bias."""
+    """linear(input, weight, bias=None) = input @ weight.T + bias. A 1-D weight (in,)
+    gives input @ weight (the last dim contracted away), as torch's."""
+    if isinstance(weight, _C.TensorBase) and weight.dim() == 1:
+        out = input.matmul(weight)
+        return out if bias is None else out + bias
     ins = (input, weight) if bias is None else (input, weight, bias)
     return _C.op(_C.OP_LINEAR, ins, _attrs(flags=HAS_BIAS if bias is not None else 0))
 

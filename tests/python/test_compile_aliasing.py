@@ -339,3 +339,14 @@ def test_cumsum_along_an_inner_dim_is_contiguous_as_torch():
         (q * torch.tensor(w)).sum().backward()
         np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-4, atol=1e-4)
     assert st.tensor([[1, 2], [3, 4]]).cumsum(0).view(-1).tolist() == [1, 2, 4, 6]
+
+
+def test_linear_with_a_1d_weight_contracts_the_last_dim():
+    F = st.nn.functional
+    x = st.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    w = st.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = F.linear(x, w)
+    assert y.shape == () and y.item() == 14.0
+    y.backward()
+    assert x.grad.tolist() == [1.0, 2.0, 3.0] and w.grad.tolist() == [1.0, 2.0, 3.0]
+    assert F.linear(st.ones(4, 3), w, st.tensor(1.0)).tolist() == [7.0] * 4
