@@ -7,7 +7,11 @@
  * tape node, "CompiledFunctionBackward", whose backward runs the compiled
  * backward graph on the saved tensors. Backend "eager" runs the graph's statements one by one through
  * st_rt_eager instead (the tape then records them as usual). After each
- * run the inputs the traced code mutated get their new values copied in. */
+ * run the inputs the traced code mutated get their new values copied in
+ * (recorded by autograd as eager's in-place copy when grad mode is on and
+ * the value has a history), and outputs that are views (of an input, of
+ * an input written in place, or of a computed value) are made again as
+ * views of it, so they alias and have strides as in eager (find_aliases). */
 #include "st_runtime.h"
 
 #include <stdio.h>
@@ -42,6 +46,17 @@ struct st_rt_cfn {
     st_ir_bwd_info info;
     st_graph *bwd_g, *fsave_g;   /* lowered and compiled on first use */
     prog fsave, bwd;
+    /* backward graphs for the subsets of outputs that got gradients
+     * (node_backward): a zero fed for an output that got none made NaN
+     * where its derivative is infinite (sqrt(x).sum().item() at x = 0) */
+    struct {
+        uint64_t mask;       /* the outputs (bit k: diff[k]) with gradients */
+        st_graph *g;
+        prog p;
+        int nsaved, *map;    /* its saved value k is info.saved[map[k]] */
+        bool *reach;         /* per wrt input: these outputs depend on it */
+    } var[4];
+    int nvar;
 };
 
 /* out[k] = a new reference to graph output k (all or none). */
@@ -539,10 +554,11 @@ static st_status find_aliases(st_rt_cfn *f)
                 if (g->outputs[q] == v && (q < n || q >= n + f->nwb))
                     o = q;
             if (o < 0) {
+                int before = g->noutputs;
                 st_ir_mark_output(g, v);
-                if (st_err_kind() != ST_OK)
-                    return st_err_kind();
-                o = g->noutputs - 1;
+                if (g->noutputs != before + 1)
+                    return st_err(ST_ERR_MEMORY, "cfn: out of host memory");
+                o = before;
             }
             f->alias_out[k] = o;
         } else {
@@ -601,6 +617,35 @@ static st_status make_aliases(st_rt_cfn *f, st_tensor *const *inputs,
     return s;
 }
 
+/* The values outs[0..n) depend on through differentiable statements (the
+ * reverse of st_ir_grad_reach): malloc'd flags per value, NULL on OOM. */
+static bool *needed(const st_graph *g, const int *outs, int n)
+{
+    bool *need = calloc((size_t)(g->nvalues ? g->nvalues : 1), sizeof *need);
+    if (!need)
+        return NULL;
+    for (int k = 0; k < n; k++)
+        need[outs[k]] = true;
+    for (int si = g->nstmts - 1; si >= 0; si--) {
+        const st_stmt *st = &g->stmts[si];
+        const st_op_def *def = st_op(st->op);
+        if (in_nograd(g, si))
+            continue;
+        bool bwd_region = false;
+        for (int r = 0; r < g->nregions && !bwd_region; r++)
+            bwd_region = g->regions[r].bwd && si >= g->regions[r].first &&
+                         si < g->regions[r].end;
+        if (!bwd_region && (!def || !def->vjp))
+            continue;
+        bool any = false;
+        for (int o = 0; o < st->nout; o++)
+            any |= need[st->out[o]];
+        for (int i = 0; any && i < st->nin; i++)
+            need[st->in[i]] = true;
+    }
+    return need;
+}
+
 static st_status build_backward(st_rt_cfn *f, const bool *rg)
 {
     const st_graph *g = f->g;
@@ -643,29 +688,10 @@ static st_status build_backward(st_rt_cfn *f, const bool *rg)
     /* an input no differentiable output depends on gets no gradient (None,
      * as in eager), not zeros: a zero sent into a history that holds NaN
      * (pow(x, 0.5) of a negative x, read by no output) made NaN */
-    bool *need = calloc((size_t)(g->nvalues ? g->nvalues : 1), sizeof *need);
+    bool *need = needed(g, outs_v, f->ndiff);
     if (!need) {
         s = st_err(ST_ERR_MEMORY, "cfn: out of host memory");
         goto done;
-    }
-    for (int k = 0; k < f->ndiff; k++)
-        need[outs_v[k]] = true;
-    for (int si = g->nstmts - 1; si >= 0; si--) {
-        const st_stmt *st = &g->stmts[si];
-        const st_op_def *def = st_op(st->op);
-        if (in_nograd(g, si))
-            continue;
-        bool bwd_region = false;
-        for (int r = 0; r < g->nregions && !bwd_region; r++)
-            bwd_region = g->regions[r].bwd && si >= g->regions[r].first &&
-                         si < g->regions[r].end;
-        if (!bwd_region && (!def || !def->vjp))
-            continue;
-        bool any = false;
-        for (int o = 0; o < st->nout; o++)
-            any |= need[st->out[o]];
-        for (int i = 0; any && i < st->nin; i++)
-            need[st->in[i]] = true;
     }
     int kept = 0;
     for (int k = 0; k < f->nwrt; k++)
@@ -781,6 +807,12 @@ void st_rt_cfn_free(st_rt_cfn *f)
     prog_clear(f->be, &f->fwd);
     prog_clear(f->be, &f->fsave);
     prog_clear(f->be, &f->bwd);
+    for (int v = 0; v < f->nvar; v++) {
+        prog_clear(f->be, &f->var[v].p);
+        st_ir_graph_free(f->var[v].g);
+        free(f->var[v].map);
+        free(f->var[v].reach);
+    }
     st_ir_graph_free(f->bwd_g);
     st_ir_graph_free(f->fsave_g);
     st_ir_bwd_info_clear(&f->info);
@@ -830,6 +862,67 @@ static st_tensor *zeros_of(const st_meta *m)
     return st_rt_eager(ST_OP_FULL, NULL, 0, &a, NULL, &r) == 1 ? r : NULL;
 }
 
+/* The backward graph of the outputs in mask alone, or -1 (then the full
+ * one runs with zeros): its saved values must be among the forward's. */
+static int variant_of(st_rt_cfn *f, uint64_t mask)
+{
+    for (int v = 0; v < f->nvar; v++)
+        if (f->var[v].mask == mask)
+            return v;
+    if (f->nvar == 4)
+        return -1;
+    const st_graph *g = f->g;
+    int outs[64], n = 0;
+    for (int k = 0; k < f->ndiff; k++)
+        if (mask >> k & 1)
+            outs[n++] = g->outputs[f->diff[k]];
+    int *wv = malloc(sizeof(int) * (size_t)(f->nwrt ? f->nwrt : 1));
+    if (!wv)
+        return -1;
+    for (int k = 0; k < f->nwrt; k++)
+        wv[k] = g->inputs[f->wrt[k]];
+    st_graph *bg = NULL;
+    st_ir_bwd_info info;
+    memset(&info, 0, sizeof info);
+    st_status es = st_err_kind();
+    st_status s = st_ir_backward_multi(g, wv, f->nwrt, outs, n, &bg, &info);
+    free(wv);
+    int *map = s == ST_OK ? malloc(sizeof(int) * (size_t)(info.nsaved ? info.nsaved : 1)) : NULL;
+    bool ok = map != NULL && bg && bg->noutputs == f->bwd_g->noutputs;
+    for (int k = 0; ok && k < info.nsaved; k++) {
+        map[k] = -1;
+        for (int j = 0; j < f->info.nsaved && map[k] < 0; j++)
+            if (f->info.saved[j] == info.saved[k])
+                map[k] = j;
+        ok = map[k] >= 0;
+    }
+    bool *need = ok ? needed(g, outs, n) : NULL;
+    bool *reach = need ? malloc(sizeof(bool) * (size_t)(f->nwrt ? f->nwrt : 1)) : NULL;
+    ok = reach != NULL;
+    for (int k = 0; ok && k < f->nwrt; k++)
+        reach[k] = need[g->inputs[f->wrt[k]]];
+    free(need);
+    int v = f->nvar;
+    if (ok) {
+        f->var[v].reach = reach;
+        memset(&f->var[v].p, 0, sizeof f->var[v].p);
+        f->var[v].mask = mask;
+        f->var[v].g = bg;
+        f->var[v].nsaved = info.nsaved;
+        f->var[v].map = map;
+        f->nvar++;
+    } else {
+        st_ir_graph_free(bg);
+        free(map);
+        free(reach);
+        v = -1;
+        if (es == ST_OK)
+            st_err_clear();
+    }
+    st_ir_bwd_info_clear(&info);
+    return v;
+}
+
 static st_status node_backward(void *ctx, int nout, st_tensor *const *gout,
                                int nin, st_tensor **gin)
 {
@@ -837,10 +930,25 @@ static st_status node_backward(void *ctx, int nout, st_tensor *const *gout,
     st_rt_cfn *f = c->f;
     for (int k = 0; k < nin; k++)
         gin[k] = NULL;
-    if (ensure(f->be, f->bwd_g, &f->bwd) != ST_OK)
+    /* outputs that got no gradient: the backward of the others alone */
+    uint64_t mask = 0;
+    bool some_missing = false;
+    for (int k = 0; k < nout && k < f->ndiff; k++) {
+        if (gout[k] && k < 64)
+            mask |= (uint64_t)1 << k;
+        some_missing |= !gout[k];
+    }
+    int vi = some_missing && mask && f->ndiff <= 64 && nout == f->ndiff
+                 ? variant_of(f, mask) : -1;
+    if (vi >= 0 && ensure(f->be, f->var[vi].g, &f->var[vi].p) != ST_OK)
         return st_err_kind();
-    const st_graph *bg = f->bwd.p->graph;
+    if (vi < 0 && ensure(f->be, f->bwd_g, &f->bwd) != ST_OK)
+        return st_err_kind();
+    prog *bp = vi >= 0 ? &f->var[vi].p : &f->bwd;
+    const st_graph *bg = bp->p->graph;
     int nsaved = f->info.nsaved;
+    int nbsaved = vi >= 0 ? f->var[vi].nsaved : nsaved;
+    int ngrads = vi >= 0 ? __builtin_popcountll(mask) : f->ndiff;
     st_tensor **in = calloc((size_t)(bg->ninputs ? bg->ninputs : 1),
                             sizeof *in);
     st_tensor **res = calloc((size_t)(bg->noutputs ? bg->noutputs : 1),
@@ -849,7 +957,7 @@ static st_status node_backward(void *ctx, int nout, st_tensor *const *gout,
     for (int k = 0; k < nin; k++)
         gin[k] = NULL;
     if (!in || !res || nout != f->ndiff ||
-        bg->ninputs != nsaved + f->ndiff) {
+        bg->ninputs != nbsaved + ngrads) {
         s = in && res ? st_err(ST_ERR_RUNTIME, "%s: bad gradient count",
                                "CompiledFunctionBackward")
                       : st_err(ST_ERR_MEMORY, "cfn: out of host memory");
@@ -873,9 +981,11 @@ static st_status node_backward(void *ctx, int nout, st_tensor *const *gout,
                        (unsigned)t->storage->version, (unsigned)c->saved_ver[k]);
             goto done;
         }
-    for (int k = 0; k < f->ndiff && s == ST_OK; k++) {
+    for (int k = 0, slot = 0; k < f->ndiff && s == ST_OK; k++) {
         const st_meta *m = &c->out_meta[k];
         st_tensor *gk = gout[k];
+        if (vi >= 0 && !gk)
+            continue;   /* not an input of this backward */
         if (gk) {
             if (gk->dtype != m->dtype || gk->ndim != m->ndim ||
                 memcmp(gk->shape, m->shape, sizeof(int64_t) * (size_t)m->ndim)) {
@@ -893,7 +1003,7 @@ static st_status node_backward(void *ctx, int nout, st_tensor *const *gout,
             s = st_err_kind();
             break;
         }
-        in[nsaved + k] = gk;
+        in[nbsaved + slot++] = gk;
     }
     /* without retain_graph the saved tensors are this run's alone: handed
      * over (once the gradients are known good), each is freed after the
@@ -901,17 +1011,37 @@ static st_status node_backward(void *ctx, int nout, st_tensor *const *gout,
      * variables when it has run), not all at the end; a second backward
      * is refused by the engine */
     bool donate = !st_ad_retaining();
-    for (int k = 0; k < nsaved && s == ST_OK; k++) {
-        in[k] = c->saved[k];
-        if (donate)
-            c->saved[k] = NULL;
-        else
+    if (vi >= 0) {
+        /* the variant reads some of the saved tensors: given its own
+         * references; without retain_graph the node's go afterwards */
+        for (int k = 0; k < nbsaved && s == ST_OK; k++) {
+            in[k] = c->saved[f->var[vi].map[k]];
             st_tensor_incref(in[k]);
+        }
+        if (s == ST_OK)
+            s = prog_run(f->be, bp, in, res, false);
+        if (s == ST_OK && donate)
+            for (int k = 0; k < nsaved; k++) {
+                st_tensor_decref(c->saved[k]);
+                c->saved[k] = NULL;
+            }
+    } else {
+        for (int k = 0; k < nsaved && s == ST_OK; k++) {
+            in[k] = c->saved[k];
+            if (donate)
+                c->saved[k] = NULL;
+            else
+                st_tensor_incref(in[k]);
+        }
+        if (s == ST_OK)
+            s = prog_run(f->be, bp, in, res, donate);
     }
     if (s == ST_OK)
-        s = prog_run(f->be, &f->bwd, in, res, donate);
-    if (s == ST_OK)
         for (int k = 0; k < nin; k++) {
+            /* an input the outputs that got gradients do not depend on
+             * gets none (None, as eager), not zeros */
+            if (vi >= 0 && !f->var[vi].reach[c->grad_slot[k]])
+                continue;
             gin[k] = res[c->grad_slot[k]];
             res[c->grad_slot[k]] = NULL;
         }

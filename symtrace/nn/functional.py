@@ -118,7 +118,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
 def linear(input, weight, bias=None):
     """linear(input, weight, bias=None) = input @ weight.T + bias. A 1-D weight (in,)
     gives input @ weight (the last dim contracted away), as torch's."""
-    if isinstance(weight, _C.TensorBase) and weight.dim() == 1:
+    if isinstance(weight, _C.TensorBase) and weight.dim() == 1 and isinstance(input, _C.TensorBase):
         out = input.matmul(weight)
         return out if bias is None else out + bias
     ins = (input, weight) if bias is None else (input, weight, bias)

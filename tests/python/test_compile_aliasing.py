@@ -350,3 +350,27 @@ def test_linear_with_a_1d_weight_contracts_the_last_dim():
     y.backward()
     assert x.grad.tolist() == [1.0, 2.0, 3.0] and w.grad.tolist() == [1.0, 2.0, 3.0]
     assert F.linear(st.ones(4, 3), w, st.tensor(1.0)).tolist() == [7.0] * 4
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_outputs_that_get_no_gradient_send_none_not_zeros(backend):
+    # sqrt(x).sum() is an output of the first graph only for .item(): its
+    # backward must not run (a zero times sqrt's infinite derivative at 0 was NaN)
+    def f(x):
+        out = x * 2
+        st.sqrt(x).sum().item()
+        return out
+
+    def g(x, y):
+        out = y * 2
+        st.sqrt(x).sum().item()
+        return out
+    st.reset()
+    cf, cg = st.compile(f, backend=backend), st.compile(g, backend=backend)
+    for _ in range(3):
+        x = st.tensor([4.0, -1.0, 0.0], requires_grad=True)
+        cf(x).sum().backward()
+        assert x.grad.tolist() == [2.0, 2.0, 2.0]
+        x, y = st.tensor([4.0, -1.0, 0.0], requires_grad=True), st.tensor([1.0, 2.0], requires_grad=True)
+        cg(x, y).sum().backward()
+        assert x.grad is None and y.grad.tolist() == [2.0, 2.0]
