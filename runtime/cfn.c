@@ -938,6 +938,16 @@ static st_status node_backward(void *ctx, int nout, st_tensor *const *gout,
             mask |= (uint64_t)1 << k;
         some_missing |= !gout[k];
     }
+    if (some_missing && !mask && nout == f->ndiff) {
+        /* no output got a gradient: none to send on (the saved tensors
+         * are not read, so a later in-place write to them is no error) */
+        if (!st_ad_retaining())
+            for (int k = 0; c->saved && k < f->info.nsaved; k++) {
+                st_tensor_decref(c->saved[k]);
+                c->saved[k] = NULL;
+            }
+        return ST_OK;
+    }
     int vi = some_missing && mask && f->ndiff <= 64 && nout == f->ndiff
                  ? variant_of(f, mask) : -1;
     if (vi >= 0 && ensure(f->be, f->var[vi].g, &f->var[vi].p) != ST_OK)

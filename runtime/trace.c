@@ -442,6 +442,13 @@ void st_rt_trace_will_write(st_tensor *t)
               "not create");
         failf(root_of(s), "%s", s->reason);
     }
+    /* its history (and its base's: a write through a view) changes with
+     * the write: an abort puts them back with the data, or the compiled
+     * run that replaces this eager one would stack its history on this
+     * one's (t.add_(w) counted twice) */
+    st_rt_trace_will_reshape(t);
+    if (t->view_base)
+        st_rt_trace_will_reshape(t->view_base);
     /* an external tensor written in place is an input of the graph (its
      * value before the write), so end2 reports its new value; made before
      * the backup below, which would make it read as an alias of a written
@@ -493,6 +500,9 @@ void st_rt_trace_will_reshape(st_tensor *t)
     trace_state *r = root_of(cur);
     if (!r || suspended || !t)
         return;
+    for (int k = 0; k < r->ngeo; k++)
+        if (r->geo[k].t == t)
+            return;   /* the first state is the one an abort puts back */
     if (r->ngeo == r->cap_geo) {
         int nc = r->cap_geo ? r->cap_geo * 2 : 4;
         geo_backup *ng = realloc(r->geo, sizeof *ng * (size_t)nc);

@@ -374,3 +374,41 @@ def test_outputs_that_get_no_gradient_send_none_not_zeros(backend):
         x, y = st.tensor([4.0, -1.0, 0.0], requires_grad=True), st.tensor([1.0, 2.0], requires_grad=True)
         cg(x, y).sum().backward()
         assert x.grad is None and y.grad.tolist() == [2.0, 2.0]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_inplace_into_plain_input_then_break_counts_the_gradient_once(backend):
+    # the traced (aborted) eager run's history on t is put back with its data,
+    # so the compiled run's writeback does not stack on it
+    def f(t, w, y):
+        t.add_(w)
+        y.sum().item()
+        return t
+
+    def g(t, w, y):
+        t.mul_(w)
+        y.sum().item()
+        return t
+    for fn, want in ((f, [1.0, 1.0, 1.0]), (g, [1.0, 2.0, 3.0])):
+        st.reset()
+        cf = st.compile(fn, backend=backend)
+        for _ in range(3):
+            t, w = st.tensor([1.0, 2.0, 3.0]), st.tensor([1.0, 2.0, 3.0], requires_grad=True)
+            cf(t, w, st.zeros(2)).sum().backward()
+            assert w.grad.tolist() == want
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_node_whose_outputs_got_no_gradient_checks_nothing(backend):
+    # graph 2 writes m (saved by graph 1's exp); backward reads only x * 2
+    def f(x, y):
+        m = y.exp()
+        x.sum().item()
+        m.add_(1)
+        return x * 2
+    st.reset()
+    cf = st.compile(f, backend=backend)
+    for _ in range(3):
+        x, y = st.tensor([1.0, 2.0, 3.0], requires_grad=True), st.tensor([1.5, -1.0], requires_grad=True)
+        cf(x, y).sum().backward()
+        assert x.grad.tolist() == [2.0, 2.0, 2.0] and y.grad is None
