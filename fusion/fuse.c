@@ -858,8 +858,14 @@ static bool join_scalar_full(fctx *c, int si)
         c->nusers[v] == 0)
         return false;
     const group *gr = &c->groups[gi];
-    if ((gr->kind != G_EW && gr->kind != G_RED) || !room(c, gr))
+    if ((gr->kind != G_EW && gr->kind != G_RED) || !room(c, gr) || gr->nmembers == 0)
         return false;
+    /* a group iterating over no element (-x[3:]) never stores the scalar
+     * for readers outside it (expand(full) written into another tensor) */
+    const st_meta *gm = &g->values[g->stmts[gr->members[0]].out[0]].meta;
+    for (int d = 0; d < gm->ndim; d++)
+        if (gm->shape[d] == 0)
+            return false;
     for (int ri = si + 1; ri < g->nstmts; ri++) {
         const st_stmt *r = &g->stmts[ri];
         bool reads = false;

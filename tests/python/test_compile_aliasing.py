@@ -412,3 +412,21 @@ def test_node_whose_outputs_got_no_gradient_checks_nothing(backend):
         x, y = st.tensor([1.0, 2.0, 3.0], requires_grad=True), st.tensor([1.5, -1.0], requires_grad=True)
         cf(x, y).sum().backward()
         assert x.grad.tolist() == [2.0, 2.0, 2.0] and y.grad is None
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_fill_beside_an_empty_result_is_written(backend):
+    # the scalar 0 of zero_() joined the kernel of -x[3:], which iterates over
+    # no element: x got whatever the buffer held (5.5, an earlier mean)
+    def f(x, y):
+        y.mean()
+        v = -x[3:]
+        x.zero_()
+        return v
+    for dt in (st.float32, st.int64):
+        st.reset()
+        cf = st.compile(f, backend=backend)
+        for _ in range(3):
+            x = st.tensor([1, 2, 3], dtype=dt)
+            v = cf(x, st.arange(12, dtype=st.float32).reshape(3, 4))
+            assert x.tolist() == [0, 0, 0] and tuple(v.shape) == (0,)
