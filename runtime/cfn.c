@@ -637,9 +637,11 @@ static bool *needed(const st_graph *g, const int *outs, int n)
                          si < g->regions[r].end;
         if (!bwd_region && (!def || !def->vjp))
             continue;
+        /* as st_ir_grad_reach: only float values carry a gradient (an
+         * input read only through .int() gets none) */
         bool any = false;
         for (int o = 0; o < st->nout; o++)
-            any |= need[st->out[o]];
+            any |= need[st->out[o]] && st_dtype_is_float(g->values[st->out[o]].meta.dtype);
         for (int i = 0; any && i < st->nin; i++)
             need[st->in[i]] = true;
     }

@@ -430,3 +430,15 @@ def test_fill_beside_an_empty_result_is_written(backend):
             x = st.tensor([1, 2, 3], dtype=dt)
             v = cf(x, st.arange(12, dtype=st.float32).reshape(3, 4))
             assert x.tolist() == [0, 0, 0] and tuple(v.shape) == (0,)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_input_read_only_through_an_int_cast_gets_no_gradient(backend):
+    def f(x, y):
+        return (y.int() + x).sum()
+    st.reset()
+    cf = st.compile(f, backend=backend)
+    for _ in range(3):
+        x, y = st.tensor([1.0, 2.0], requires_grad=True), st.tensor([1.5, 2.5], requires_grad=True)
+        cf(x, y).backward()
+        assert y.grad is None and x.grad.tolist() == [1.0, 1.0]
