@@ -717,6 +717,9 @@ static st_status build_backward(st_rt_cfn *f, const bool *rg)
     log_saved(g, &f->info);
     f->fsave_g = fs;
     f->has_bwd = true;
+    /* read only by runs that save for backward (an optimizer's graph,
+     * with many writebacks, has none) */
+    s = f->nwb ? own_writes(f) : ST_OK;
 done:
     free(wrt_v);
     free(outs_v);
@@ -785,8 +788,6 @@ st_rt_cfn *st_rt_cfn_new(st_graph *g, const st_rt_cfn_opts *o)
             int p = g->values[g->outputs[f->wb_out[k]]].producer;
             f->wb_grad[k] = p >= 0 && !in_nograd(g, p);
         }
-        if (own_writes(f) != ST_OK)
-            goto fail;
     }
     if (find_aliases(f) != ST_OK)
         goto fail;

@@ -464,14 +464,21 @@ static int eager_on(st_op_id op, const st_operand *in, int nin,
     st_operand inb[ST_MAX_IN];
     st_tensor *clones[ST_MAX_IN] = {NULL};
     /* a written-to tensor whose elements overlap (an expanded view): only
-     * a fill is defined (every element gets the same value), as torch's */
+     * a fill is defined (every element gets the same value), as torch's;
+     * not from a broadcast source that needs a gradient (its gradient
+     * would count each overlapping element). The one check of it: the
+     * write through a view under autograd (st_view_inplace) comes later */
     for (int k = 0; given && k < ST_MAX_OUT; k++) {
         const st_tensor *t = given[k];
-        bool fill = op == ST_OP_FULL || (op == ST_OP_COPY && nin == 1 && !in[0].t);
+        if (!t)
+            continue;
         const st_tensor *src = op == ST_OP_COPY && nin == 1 ? in[0].t : NULL;
-        for (int d = 0; t && d < t->ndim; d++)
+        bool fill = op == ST_OP_FULL || (op == ST_OP_COPY && nin == 1 && !src);
+        bool bsrc = src && src->ndim == t->ndim &&
+                    !(src->requires_grad && st_ad_grad_enabled());
+        for (int d = 0; d < t->ndim; d++)
             if (t->shape[d] > 1 && t->strides[d] == 0 && !fill &&
-                !(src && src->ndim == t->ndim && src->strides[d] == 0))
+                !(bsrc && src->strides[d] == 0))
                 return st_err(ST_ERR_RUNTIME, "%s: unsupported operation: more than one "
                               "element of the written-to tensor refers to a single memory "
                               "location. Please clone() the tensor before performing the "

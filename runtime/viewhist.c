@@ -330,19 +330,7 @@ int st_view_inplace(st_op_id op, const st_operand *in, int nin,
                       "your code by moving both the view and the inplace either both inside "
                       "the no_grad block (if you don't want the inplace to be tracked) or "
                       "both outside (if you want the inplace to be tracked).", name), -1;
-    /* a write into overlapping elements is defined only when they all get
-     * the same value: a fill (a copy from a broadcast constant, zero_() /
-     * fill_() on an expanded view, which torch allows) */
-    const st_tensor *src = op == ST_OP_COPY && nin == 1 ? in[0].t : NULL;
-    bool fill = src && !src->requires_grad && src->ndim == v->ndim;
-    for (int d = 0; fill && d < v->ndim; d++)
-        fill = !(v->shape[d] > 1 && v->strides[d] == 0) || src->strides[d] == 0;
-    for (int d = 0; d < v->ndim && !fill; d++)
-        if (v->shape[d] > 1 && v->strides[d] == 0)
-            return st_err(ST_ERR_RUNTIME, "%s: unsupported operation: more than one element "
-                          "of the written-to tensor refers to a single memory location. "
-                          "Please clone() the tensor before performing the operation.",
-                          name), -1;
+    /* overlapping elements (an expanded view) were checked by eager_on */
     int ret = -1;
     st_tensor *r = NULL, *rc = NULL, *p = NULL, *mk = NULL, *rf = NULL, *bf = NULL;
     st_tensor *gat = NULL, *nf = NULL, *nb = NULL, *done = NULL, *w = NULL;
