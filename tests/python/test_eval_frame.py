@@ -473,18 +473,21 @@ def test_hit_overhead_of_a_12_layer_encoder():
         _C._fe_config("timing", 1)
         batches = []
         try:
-            for _ in range(10):                 # the best batch: the machine may be loaded
+            # the best batch: the machine may be loaded (CI's shared 2-core
+            # host once had ten batches in a row at 10.2 us where this one
+            # measures 3-6), so take many short batches spread over ~1 s
+            for _ in range(40):
                 h0, c0, n0 = stats()["timing_ns"]
-                for _ in range(40):
+                for _ in range(20):
                     opt(x)
                 h1, c1, n1 = stats()["timing_ns"]
-                assert n1 - n0 == 40
-                batches.append(((h1 - h0) - (c1 - c0)) / 40 / 1e3)
+                assert n1 - n0 == 20
+                batches.append(((h1 - h0) - (c1 - c0)) / 20 / 1e3)
         finally:
             _C._fe_config("timing", 0)
     assert stats()["translations"] == 1
     per_hit_us = min(batches)
-    print(f"12-layer encoder: guards + dispatch {per_hit_us:.2f} us per hit (best of 10 batches)")
+    print(f"12-layer encoder: guards + dispatch {per_hit_us:.2f} us per hit (best of 40 batches)")
     assert per_hit_us < 10
 
 
