@@ -311,6 +311,31 @@ static int eager_on(st_op_id op, const st_operand *in, int nin,
                     const st_attrs *attrs, st_tensor **given, st_tensor **out,
                     st_backend *be);
 
+/* Whether two indices of t may reach one element (dims of size > 1 and
+ * non-zero stride, by stride: each must step past all the smaller ones;
+ * stride-0 dims are eager_on's own check) */
+static bool may_overlap(const st_tensor *t) {
+    int64_t st[ST_MAX_DIMS], sh[ST_MAX_DIMS];
+    int n = 0;
+    for (int d = 0; d < t->ndim; d++)
+        if (t->shape[d] > 1 && t->strides[d] != 0) {
+            int64_t a = t->strides[d] < 0 ? -t->strides[d] : t->strides[d];
+            int i = n++;
+            for (; i > 0 && st[i - 1] > a; i--) {
+                st[i] = st[i - 1];
+                sh[i] = sh[i - 1];
+            }
+            st[i] = a;
+            sh[i] = t->shape[d];
+        }
+    int64_t reach = 0;
+    for (int i = 0; i < n; i++) {
+        if (st[i] <= reach) return true;
+        reach += st[i] * (sh[i] - 1);
+    }
+    return false;
+}
+
 /* The public entry: runs the op (ops it runs inside are not traced;
  * under autocast, on its operands cast first) and
  * notes it on the active trace (runtime/trace.c) once it succeeded. A
@@ -326,7 +351,17 @@ int st_rt_eager(st_op_id op, const st_operand *in, int nin,
     if (op == ST_OP_DROPOUT && nin == 1 && in[0].t && records(op, in, nin))
         return dropout_recorded(in, attrs, given, out);
     for (int k = 0; given && k < ST_MAX_OUT; k++) /* runtime/trace.c */
-        if (given[k]) st_rt_trace_will_write(given[k]);
+        if (given[k]) {
+            st_rt_trace_will_write(given[k]);
+            /* a write through a view whose elements may overlap (unfold's
+             * windows): eager applies it once per index, in loop order; a
+             * graph states one value per element, so it does not trace */
+            bool fill = op == ST_OP_FULL || (op == ST_OP_COPY && nin == 1 && !in[0].t);
+            if (!fill && may_overlap(given[k]))
+                st_rt_trace_fail("an in-place write into a view whose elements overlap "
+                                 "(unfold's windows): its result depends on the order of "
+                                 "the writes");
+        }
     st_rt_trace_suspend();
     int n = eager_run(op, in, nin, attrs, given, out);
     st_rt_trace_resume();
@@ -383,6 +418,16 @@ static bool partial_overlap(const st_tensor *o, const st_tensor *x) {
         if (same) return false;
     }
     return true;
+}
+
+/* o and x share at least one storage element range (conservative: the
+ * ranges of their views intersect) */
+static bool any_overlap(const st_tensor *o, const st_tensor *x) {
+    if (!o || !x || o->storage != x->storage) return false;
+    int64_t olo, ohi, xlo, xhi;
+    elem_range(o, &olo, &ohi);
+    elem_range(x, &xlo, &xhi);
+    return !(olo > ohi || xlo > xhi || ohi < xlo || xhi < olo);
 }
 
 static int eager_run(st_op_id op, const st_operand *in, int nin,
@@ -484,9 +529,15 @@ static int eager_on(st_op_id op, const st_operand *in, int nin,
                               "location. Please clone() the tensor before performing the "
                               "operation.", st_op(op)->name), -1;
     }
+    /* a scatter's source and index may not share any memory with the
+     * written tensor, not even as the very same view (x.index_add_(0, i, x)):
+     * which write a read sees depends on the kernel's order (torch's
+     * assert_no_overlap) */
+    bool scat = op == ST_OP_SCATTER || op == ST_OP_SCATTER_ADD;
     for (int k = 0; given && k < ST_MAX_OUT; k++)
         for (int j = 0; given[k] && j < nin; j++)
-            if (partial_overlap(given[k], in[j].t))
+            if (scat && j > 0 ? any_overlap(given[k], in[j].t)
+                              : partial_overlap(given[k], in[j].t))
                 return st_err(ST_ERR_RUNTIME, "%s: unsupported operation: some "
                               "elements of the input tensor and the written-to "
                               "tensor refer to a single memory location. Please "
@@ -641,6 +692,12 @@ static int eager_on(st_op_id op, const st_operand *in, int nin,
     for (int v = 0; v < pg->nvalues; v++)
         if (vals[v]) st_tensor_decref(vals[v]);
     if (vals != stackv) free(vals);
+    /* a result made as a view of a buffer only the program held (matmul
+     * with a 1-D operand: a squeeze of the product) is no view: torch's is
+     * a tensor of its own, which in-place ops may write under autograd */
+    for (int k = 0; k < nout; k++)
+        if (!given || !given[k])
+            st_view_unbase(out[k]);
     if (rec && st_ad_record(op, in, nin, attrs, out, nout, given != NULL) != ST_OK) {
         for (int k = 0; k < nout; k++) st_tensor_decref(out[k]);
         goto fail_clones;
