@@ -584,8 +584,24 @@ static void r_reduce(ad *c, rule *r)
         break;
     }
     case ST_OP_PROD: {
+        /* g * prod / x where no element is zero; where one is, the product
+         * of the others (the non-zero ones: exactly one zero) or 0 (more),
+         * as torch's prod_backward, not 0/0 */
         int yk = keep_dims(c, &r->s, y, n);
-        gx = dv(c, mul(c, gk, yk), x);
+        int z = E2(c, ST_OP_EQ, x, F(c, 0.0));
+        int xs = E3(c, ST_OP_WHERE, z, F(c, 1.0), x);
+        bool mask[ST_MAX_DIMS];
+        reduced_dims(c, &r->s, n, mask);
+        int64_t dims[ST_MAX_DIMS] = {0};
+        int nd = 0;
+        for (int d = 0; d < n; d++)
+            if (mask[d])
+                dims[nd++] = d;
+        int zc = cast(c, z, M(c, g).dtype);
+        int nz = nd ? red(c, ST_OP_SUM, zc, dims, nd, true) : zc;
+        int pnz = nd ? red(c, ST_OP_PROD, xs, dims, nd, true) : xs;
+        int at0 = E3(c, ST_OP_WHERE, E2(c, ST_OP_EQ, nz, F(c, 1.0)), mul(c, gk, pnz), F(c, 0.0));
+        gx = E3(c, ST_OP_WHERE, z, at0, dv(c, mul(c, gk, yk), xs));
         break;
     }
     case ST_OP_LOGSUMEXP: { /* softmax over the dims, times g */

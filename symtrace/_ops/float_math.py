@@ -362,8 +362,11 @@ def atan2(input, other):
     y = to_dtype(input, float64)
     x = to_dtype(other, float64)
     c1 = ge(abs(x), abs(y))             # |y / x| <= 1 (false for nan)
-    # |x| >= |y|: atan(y / x), plus pi toward y's side where x is negative (or -0.0)
-    q1 = div(where(c1, y, 0.0), where(logical_and(c1, ne(x, 0)), x, 1.0))
+    # |x| >= |y|: atan(y / x), plus pi toward y's side where x is negative (or -0.0);
+    # at (0, 0) a constant +-0 / 1 (y's sign), so the gradient there is 0, as torch's
+    c1x = logical_and(c1, ne(x, 0))
+    zero = where(_signbit(y), _scalar0(x, -0.0), _scalar0(x, 0.0))
+    q1 = div(where(c1x, y, zero), where(c1x, x, 1.0))
     off = where(_signbit(y), _scalar0(x, -math.pi), _scalar0(x, math.pi))
     r1 = where(_signbit(x), add(_atan64(q1), off), _atan64(q1))
     # |y| > |x|: +-pi/2 - atan(x / y)

@@ -14,6 +14,7 @@ from .elementwise import (abs, div, eq, gt, logical_not, maximum, minimum, mul, 
                           to_dtype, where)
 from .creation import _scalar0
 from .float_math import isnan
+from .indexing import gather
 
 
 # ---------------- reductions ----------------
@@ -81,6 +82,21 @@ def argmin(input, dim=None, keepdim=False):
 _minmax = collections.namedtuple("return_types", ["values", "indices"])
 
 
+def _minmax_dim(input, dim, keepdim, red, arg):
+    """max/min along dim. When a gradient is wanted the values are gathered at the
+    returned indices, so ties send it to that index only, as torch (amax/amin split it)."""
+    src = input.int() if input.dtype is bool_ else input
+    if not (input.requires_grad and _C._is_grad_enabled() and input.dim() > 0
+            and input.numel() > 0):
+        return _minmax(red(input, dim, keepdim), arg(src, dim, keepdim))
+    d = _wrap(dim, input.dim(), red.__name__[1:])
+    idx = arg(src, d, True)
+    vals = gather(input, d, idx)
+    if not keepdim:
+        idx, vals = idx.squeeze(d), vals.squeeze(d)
+    return _minmax(vals, idx)
+
+
 def max(input, dim=None, keepdim=False):
     """max(input) -> 0-d; max(input, dim, keepdim) -> (values, indices);
     max(input, other) -> maximum."""
@@ -92,8 +108,7 @@ def max(input, dim=None, keepdim=False):
             raise RuntimeError("max(): Expected reduction dim to be specified for input.numel() == 0. "
                                "Specify the reduction dim with the 'dim' argument.")
         return amax(input)
-    src = input.int() if input.dtype is bool_ else input
-    return _minmax(amax(input, dim, keepdim), argmax(src, dim, keepdim))
+    return _minmax_dim(input, dim, keepdim, amax, argmax)
 
 
 def min(input, dim=None, keepdim=False):
@@ -105,8 +120,7 @@ def min(input, dim=None, keepdim=False):
             raise RuntimeError("min(): Expected reduction dim to be specified for input.numel() == 0. "
                                "Specify the reduction dim with the 'dim' argument.")
         return amin(input)
-    src = input.int() if input.dtype is bool_ else input
-    return _minmax(amin(input, dim, keepdim), argmin(src, dim, keepdim))
+    return _minmax_dim(input, dim, keepdim, amin, argmin)
 
 
 def softmax(input, dim, dtype=None):

@@ -1,52 +1,24 @@
-"""Running ops along a dim: cumsum (products with triangular matrices of ones, in blocks), cumprod
-and logcumsumexp (log-depth scans, _scan), and diff."""
+"""Running ops along a dim: cumsum, cumprod and logcumsumexp (log-depth scans, _scan), and
+diff."""
 import builtins
 
 from .._dtype import bool_, float32, float64, int64
 from ._core import _check_int, _check_tensor, _tname, _wrap
-from .elementwise import clamp, ge, le, mul, ne, sub, to_dtype, where
-from .creation import arange, zeros
+from .elementwise import add, clamp, ge, mul, ne, sub, to_dtype, where
+from .creation import arange
 from .float_math import _back, _logaddexp, _opmath
 from .indexing import index_select
 from .shape import cat
-from .linalg import matmul
 
 
 # ---------------- scans ----------------
-_CUMSUM_BLOCK = 128
-
-
-def _tri(n, dt, device):
-    idx = arange(n, device=device)
-    return to_dtype(le(idx.unsqueeze(1), idx), dt)        # tri[i, j] = i <= j
-
-
-def _cumsum_last(x):
-    """Running sums along the last dim. Up to _CUMSUM_BLOCK elements: one product with a
-    triangular matrix of ones. Longer: blocks of _CUMSUM_BLOCK summed that way, plus the
-    running sums of the block totals (recursively) before each block: O(n * block) work
-    and memory instead of O(n^2), every step a differentiable op."""
-    n = x.shape[-1]
-    b = _CUMSUM_BLOCK
-    if n <= b:
-        return matmul(x, _tri(n, x.dtype, x.device))
-    nb = -(-n // b)
-    lead = tuple(x.shape[:-1])
-    if nb * b != n:
-        x = cat([x, zeros(lead + (nb * b - n,), dtype=x.dtype, device=x.device)], -1)
-    within = matmul(x.reshape(lead + (nb, b)), _tri(b, x.dtype, x.device))
-    totals = within.select(-1, b - 1)
-    before = sub(_cumsum_last(totals), totals)            # the sums of the earlier blocks
-    out = (within + before.unsqueeze(-1)).reshape(lead + (nb * b,))
-    return out if nb * b == n else out.narrow(-1, 0, n)
-
-
 def cumsum(input, dim, *, dtype=None):
     """cumsum(input, dim, *, dtype=None): running sums along dim, as torch.cumsum; integer
-    and bool inputs give int64. Computed with products with triangular matrices of ones, in
-    blocks (_cumsum_last: O(n * 128) work): in the input's dtype for float32/float64,
-    float32 for float16/bfloat16, float64 for integers and bools (exact while the sums stay
-    below 2**53 in magnitude)."""
+    and bool inputs give int64 (exact, with int64 wraparound). A log-depth scan of additions
+    (_scan), in float32 for float16/bfloat16: an inf or NaN reaches only the sums at and
+    after it, in the gradient too (a product with a triangular matrix of ones, as this was
+    computed before, spread them to every position as 0 * inf). Float sums may differ from a
+    left-to-right sum in the last bits."""
     _check_tensor(input, "cumsum")
     if dtype is not None:
         input = to_dtype(input, dtype)
@@ -54,23 +26,13 @@ def cumsum(input, dim, *, dtype=None):
     d = _wrap(dim, builtins.max(nd, 1), "cumsum")
     dt = input.dtype
     out_dt = dt if dt.is_floating_point else int64
-    work = dt if dt in (float32, float64) else (float32 if dt.is_floating_point else float64)
+    work = dt if dt in (float32, float64) else (float32 if dt.is_floating_point else int64)
     if nd == 0:
         return to_dtype(input, out_dt) if out_dt is not dt else input.clone()
     x = to_dtype(input, work)
-    n = x.shape[d]
-    if d == nd - 1:
-        return to_dtype(_cumsum_last(x), out_dt)
-    if n <= _CUMSUM_BLOCK:
-        # tri^T @ x along dim d: the result has x's (contiguous) layout, as torch's
-        lead, rest = tuple(x.shape[:d]), tuple(x.shape[d + 1:])
-        m = 1
-        for r in rest:
-            m *= r
-        t = _tri(n, x.dtype, x.device).transpose(0, 1)
-        out = matmul(t, x.reshape(lead + (n, m))).reshape(tuple(x.shape))
-        return to_dtype(out, out_dt)
-    return to_dtype(_cumsum_last(x.transpose(d, -1)).transpose(d, -1).contiguous(), out_dt)
+    r = _scan(x, d, add)
+    r = r.clone() if r is input else r
+    return to_dtype(r, out_dt)
 
 
 def _scan(x, d, combine):

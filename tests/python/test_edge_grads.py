@@ -1,0 +1,232 @@
+"""Edge cases the differential fuzzer found where symtrace disagreed with torch:
+gradients at zeros, infinities and ties (prod, cumsum, max/min along a dim,
+atan2 at the origin), results of matmul with a 1-D operand that are no views,
+scatters whose source is the written tensor, and in-place writes through
+overlapping (unfold) windows inside compiled code. Each case has its expected
+values written out; where torch is installed the same cases are also run
+against it."""
+import math
+
+import numpy as np
+import pytest
+
+import symtrace as st
+
+nan, inf = math.nan, math.inf
+
+
+def _same(a, b):
+    return np.array_equal(np.asarray(a, dtype=float), np.asarray(b, dtype=float), equal_nan=True)
+
+
+# ---- prod: the gradient where elements are zero
+@pytest.mark.parametrize("x, dim, want", [
+    ([1.0, 0.0, 3.0], None, [0.0, 3.0, 0.0]),                        # one zero: the others' product
+    ([0.0, 0.0, 3.0], None, [0.0, 0.0, 0.0]),                        # two: all zero
+    ([2.0, 4.0, 0.5], None, [2.0, 1.0, 8.0]),                        # none: prod / x
+    ([[0.0, 2.0, 3.0], [0.0, 0.0, 2.0], [1.0, 2.0, 3.0]], 1,
+     [[6.0, 0.0, 0.0], [0.0, 0.0, 0.0], [6.0, 3.0, 2.0]]),
+    ([[0.0, 2.0], [5.0, 0.0]], 0, [[5.0, 0.0], [0.0, 2.0]]),
+])
+def test_prod_gradient_at_zeros(x, dim, want):
+    t = st.tensor(x, requires_grad=True)
+    (st.prod(t) if dim is None else st.prod(t, dim)).sum().backward()
+    assert _same(t.grad.tolist(), want)
+
+
+def test_prod_gradient_at_zeros_compiled():
+    f = st.compile(lambda x: st.prod(x, 1).sum(), backend="llvm")
+    for _ in range(3):
+        x = st.tensor([[0.0, 2.0, 3.0], [0.0, 0.0, 2.0], [1.0, 2.0, 3.0]], requires_grad=True)
+        f(x).backward()
+        assert x.grad.tolist() == [[6.0, 0.0, 0.0], [0.0, 0.0, 0.0], [6.0, 3.0, 2.0]]
+
+
+def test_prod_0d_and_keepdim():
+    x = st.tensor(0.0, requires_grad=True)
+    st.prod(x).backward()
+    assert x.grad.item() == 1.0
+    x = st.tensor([[0.0, 3.0]], requires_grad=True)
+    (st.prod(x, 1, keepdim=True) * 2).sum().backward()
+    assert x.grad.tolist() == [[6.0, 0.0]]
+
+
+# ---- cumsum: an inf or nan reaches only the sums at and after it
+def test_cumsum_nonfinite_stays_after_it():
+    assert _same(st.cumsum(st.tensor([1.0, 2.0, inf]), 0).tolist(), [1.0, 3.0, inf])
+    assert _same(st.cumsum(st.tensor([1.0, 2.0, nan, 4.0]), 0).tolist(), [1.0, 3.0, nan, nan])
+    assert _same(st.cumsum(st.tensor([inf, -inf, 1.0]), 0).tolist(), [inf, nan, nan])
+    x = st.tensor([[1.0, inf], [2.0, 3.0]])
+    assert _same(st.cumsum(x, 0).tolist(), [[1.0, inf], [3.0, inf]])
+
+
+def test_cumsum_gradient_is_reverse_cumsum():
+    x = st.tensor([1.0, inf, 2.0, 3.0], requires_grad=True)
+    st.cumsum(x, 0).backward(st.tensor([1.0, 1.0, 1.0, nan]))
+    # reverse running sums of the incoming gradient: the nan reaches all
+    assert _same(x.grad.tolist(), [nan] * 4)
+    x = st.tensor([1.0, inf, 2.0, 3.0], requires_grad=True)
+    st.cumsum(x, 0).backward(st.tensor([1.0, 2.0, 3.0, 4.0]))
+    assert x.grad.tolist() == [10.0, 9.0, 7.0, 4.0]
+
+
+def test_cumsum_ints_exact_and_long():
+    big = 2 ** 53 + 1
+    r = st.cumsum(st.tensor([big, 1, 1]), 0)
+    assert r.dtype is st.int64 and r.tolist() == [big, big + 1, big + 2]
+    r = st.cumsum(st.tensor([True, False, True]), 0)
+    assert r.dtype is st.int64 and r.tolist() == [1, 1, 2]
+    n = 1000                                            # longer than one block of the old kernel
+    assert st.cumsum(st.ones(n), 0).tolist() == [float(i + 1) for i in range(n)]
+
+
+def test_cumsum_compiled_nonfinite():
+    f = st.compile(lambda x: st.cumsum(x * 1, 1), backend="llvm")
+    for _ in range(3):
+        assert _same(f(st.tensor([[1.0, 2.0, inf, 1.0], [nan, 1.0, 1.0, 1.0]])).tolist(),
+                     [[1.0, 3.0, inf, inf], [nan] * 4])
+
+
+# ---- max/min along a dim: ties send the gradient to the returned index only
+def test_max_min_dim_ties_gradient():
+    x = st.tensor([[1.0, 3.0, 3.0], [2.0, 2.0, 1.0]], requires_grad=True)
+    r = st.max(x, 1)
+    assert r.indices.tolist() == [1, 0]
+    r.values.sum().backward()
+    assert x.grad.tolist() == [[0.0, 1.0, 0.0], [1.0, 0.0, 0.0]]
+    x = st.tensor([[1.0, 1.0], [1.0, 5.0]], requires_grad=True)
+    r = x.min(0, keepdim=True)
+    assert r.indices.tolist() == [[0, 0]] and tuple(r.values.shape) == (1, 2)
+    (r.values * 2).sum().backward()
+    assert x.grad.tolist() == [[2.0, 2.0], [0.0, 0.0]]
+    # amax / max() without a dim still split evenly (as torch's)
+    x = st.tensor([3.0, 3.0, 1.0], requires_grad=True)
+    st.amax(x).backward()
+    assert x.grad.tolist() == [0.5, 0.5, 0.0]
+
+
+def test_max_dim_ties_compiled():
+    f = st.compile(lambda x: x.max(1).values.sum(), backend="llvm")
+    for _ in range(3):
+        x = st.tensor([[1.0, 3.0, 3.0], [2.0, 2.0, 1.0]], requires_grad=True)
+        f(x).backward()
+        assert x.grad.tolist() == [[0.0, 1.0, 0.0], [1.0, 0.0, 0.0]]
+
+
+# ---- atan2 at the origin: gradient 0, signed zeros kept
+def test_atan2_gradient_at_origin():
+    y = st.tensor([0.0, 2.0], requires_grad=True)
+    x = st.tensor([0.0, 1.0], requires_grad=True)
+    st.atan2(y, x).sum().backward()
+    assert y.grad.tolist() == pytest.approx([0.0, 0.2])
+    assert x.grad.tolist() == pytest.approx([0.0, -0.4])
+    z = st.tensor([0.0], requires_grad=True)
+    st.atan2(z, z).sum().backward()
+    assert z.grad.tolist() == [0.0]
+    r = st.atan2(st.tensor([-0.0, -0.0, 0.0]), st.tensor([0.0, -0.0, -0.0])).tolist()
+    assert math.copysign(1, r[0]) == -1 and r[0] == 0
+    assert r[1] == pytest.approx(-math.pi) and r[2] == pytest.approx(math.pi)
+
+
+# ---- matmul with a 1-D operand: the result is no view
+@pytest.mark.parametrize("fn", [
+    lambda x: x @ x[0], lambda x: x[0] @ x, lambda x: st.mv(x, x[0]),
+    lambda x: st.nn.functional.linear(x, x[0]),
+])
+def test_matmul_with_vector_result_can_be_written(fn):
+    x = st.tensor([[1.0, -2.0], [3.0, 4.0]], requires_grad=True)
+    v = fn(x)
+    assert v._base is None
+    v.mul_(2)                                           # no "view created in no_grad" error
+    v.sum().backward()
+    assert x.grad is not None
+
+
+# ---- scatters whose source (or index) is the written tensor
+@pytest.mark.parametrize("call", [
+    lambda x: x.index_add_(0, st.tensor([1, 0, 2]), x),
+    lambda x: x.index_add_(0, st.tensor([2]), x[:1]),
+    lambda x: x.index_copy_(0, st.tensor([2, 1, 0]), x),
+    lambda x: x.scatter_(0, st.zeros(3, 3, dtype=st.int64), x),
+    lambda x: x.scatter_add_(0, st.zeros(3, 3, dtype=st.int64), x),
+    lambda x: x.index_put_((st.tensor([0, 1, 2]),), x),
+])
+def test_scatter_source_overlapping_the_destination_raises(call):
+    x = st.ones(3, 3)
+    with pytest.raises(RuntimeError, match="refer to a single memory location"):
+        call(x)
+    assert x.tolist() == [[1.0] * 3] * 3
+
+
+def test_scatter_from_a_disjoint_part_of_the_same_storage_is_not_flagged_when_apart():
+    base = st.zeros(6)
+    x, src = base[:3], st.tensor([1.0, 2.0, 3.0])
+    x.index_add_(0, st.tensor([2, 1, 0]), src)
+    assert base.tolist() == [3.0, 2.0, 1.0, 0.0, 0.0, 0.0]
+    x.index_fill_(0, st.tensor([0]), 9.0)               # a value: no source to overlap
+    assert base.tolist()[0] == 9.0
+
+
+def test_scatter_overlap_raises_compiled_too():
+    def f(x):
+        x.index_add_(0, st.tensor([1, 0]), x[:2])
+        return x
+    cf = st.compile(f, backend="llvm")
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="single memory location"):
+            cf(st.full((2, 3), 1.5))
+
+
+# ---- an in-place op through overlapping windows inside compiled code
+def test_inplace_through_unfold_windows_compiled_matches_eager():
+    def f(x):
+        y = x * 1
+        y.unfold(0, 2, 1).mul_(-1)                      # interior elements written twice
+        return y
+    want = f(st.tensor([1.0, 2.0, 3.0, 4.0])).tolist()
+    assert want == [-1.0, 2.0, 3.0, -4.0]
+    cf = st.compile(f, backend="llvm")
+    for _ in range(3):
+        assert cf(st.tensor([1.0, 2.0, 3.0, 4.0])).tolist() == want
+
+
+def test_fill_through_unfold_windows_compiled():
+    def f(x):
+        y = x * 2
+        y.unfold(0, 2, 1).fill_(0.5)
+        return y + 1
+    cf = st.compile(f, backend="llvm")
+    for _ in range(3):
+        assert cf(st.tensor([1.0, 2.0, 3.0])).tolist() == [1.5, 1.5, 1.5]
+
+
+# ---- the same cases against torch, where it is installed
+def test_against_torch(torch):
+    rng = np.random.default_rng(0)
+    for shape in [(3,), (2, 3), (2, 3, 4)]:
+        for trial in range(4):
+            a = rng.integers(-2, 3, size=shape).astype(np.float64)
+            for dim in [None] + list(range(len(shape))):
+                ts, tt = st.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+                (st.prod(ts) if dim is None else st.prod(ts, dim)).sum().backward()
+                (torch.prod(tt) if dim is None else torch.prod(tt, dim)).sum().backward()
+                assert np.allclose(ts.grad.numpy(), tt.grad.numpy()), (a, dim)
+                if dim is not None:
+                    for name in ("max", "min"):
+                        ts, tt = st.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+                        rs, rt = getattr(st, name)(ts, dim), getattr(torch, name)(tt, dim)
+                        assert rs.indices.tolist() == rt.indices.tolist()
+                        rs.values.sum().backward()
+                        rt.values.sum().backward()
+                        assert ts.grad.tolist() == tt.grad.tolist(), (name, a, dim)
+    a = rng.normal(size=(3, 40))
+    m = rng.random(a.shape)
+    a[m < 0.05], a[(m > 0.05) & (m < 0.08)], a[(m > 0.08) & (m < 0.1)] = inf, -inf, nan
+    for d in (0, 1):
+        assert np.allclose(st.cumsum(st.tensor(a), d).numpy(), torch.cumsum(torch.tensor(a), d).numpy(),
+                           equal_nan=True)
+    v = [0.0, -0.0, 1.0, -1.0, inf, -inf]
+    ys, xs = np.array([[p, q] for p in v for q in v]).T
+    got = st.atan2(st.tensor(ys), st.tensor(xs)).numpy()
+    want = torch.atan2(torch.tensor(ys), torch.tensor(xs)).numpy()
+    assert np.allclose(got, want) and np.array_equal(np.signbit(got), np.signbit(want))
