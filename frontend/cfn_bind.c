@@ -256,7 +256,8 @@ static PyObject *cfn_from_trace(PyObject *self, PyObject *args, PyObject *kw)
     }
     st_tensor **ins = NULL;
     int nins = 0, *wb_in = NULL, nwb = 0;
-    st_graph *g = st_rt_trace_end2(outs, nout, &ins, &nins, &wb_in, &nwb);
+    bool *rg0 = NULL;    /* requires_grad when first read (see st_rt_trace_end3) */
+    st_graph *g = st_rt_trace_end3(outs, nout, &ins, &nins, &wb_in, &nwb, NULL, NULL, &rg0);
     free(outs);
     Py_DECREF(r);
     if (!g)
@@ -284,7 +285,7 @@ static PyObject *cfn_from_trace(PyObject *self, PyObject *args, PyObject *kw)
         goto done;
     }
     for (int k = 0; k < nins; k++) {
-        rg[k] = ins[k]->requires_grad;
+        rg[k] = rg0 ? rg0[k] : ins[k]->requires_grad;
         o->arg_of[k] = -1;
         for (int j = 0; j < o->nargs && o->arg_of[k] < 0; j++) {
             PyObject *a = PyTuple_GET_ITEM(fargs, j);
@@ -322,6 +323,7 @@ done:
     free(wb_in);
     free(wb_out);
     free(rg);
+    free(rg0);
     Py_XDECREF(o);
     return res;
 }

@@ -163,6 +163,11 @@ static int check_symtrace_fn(tr_state *s, PyObject *fn, tr_var *args, int nargs)
         return tr_break(s, "call to %s is not supported (gradient hooks)", q);
     if (!strncmp(q, "Tensor.", 7) && tr_name_in(last, tensor_deny))
         return tr_break(s, "call to Tensor.%s is not supported", last);
+    /* a graph's outputs are made anew by each run, which sets no flags: a
+     * tensor made to require grad here (x.detach().requires_grad_()) must
+     * leave the graph first, and what reads it starts the next one */
+    if (!strncmp(q, "Tensor.", 7) && !strcmp(last, "requires_grad_"))
+        return tr_break(s, "call to Tensor.requires_grad_ (a graph cannot replay it)");
     if (!strncmp(q, "Tensor.", 7) && tr_name_in(last, tensor_meta_mut) && nargs > 0 &&
         !tr_is_fresh(s, args[0].v))
         return tr_break(s, "side effect: %s on a tensor from outside the "

@@ -515,7 +515,7 @@ static st_fe_entry *finish(tr_state *s)
     st_tensor **ins = NULL;
     int nin = 0, *wb_in = NULL, nwb = 0;
     int *wb_out = NULL;
-    bool *rg = NULL;
+    bool *rg = NULL, *rg0 = NULL;
     int *smap = NULL, nsmap = 0;
     if (!e) {
         tr_break(s, "out of memory");
@@ -529,10 +529,11 @@ static st_fe_entry *finish(tr_state *s)
         goto fail;      /* the trace is aborted: inputs written in place are restored */
     if (tr_dyn_shapes(s))
         st_rt_trace_symbolic();
-    st_graph *g = s->dyn ? st_rt_trace_end3(ol.outs, ol.nout, &ins, &nin, &wb_in, &nwb, &smap, &nsmap)
-                         : st_rt_trace_end2(ol.outs, ol.nout, &ins, &nin, &wb_in, &nwb);
+    st_graph *g = st_rt_trace_end3(ol.outs, ol.nout, &ins, &nin, &wb_in, &nwb,
+                                   s->dyn ? &smap : NULL, s->dyn ? &nsmap : NULL, &rg0);
     if (!g) {
-        tr_break(s, "trace failed: %s", st_err_msg());
+        const char *m = st_err_msg();
+        tr_break(s, "%s%s", strncmp(m, "trace failed: ", 14) ? "trace failed: " : "", m);
         goto fail_ended;
     }
     e->nops = g->nstmts;
@@ -572,7 +573,9 @@ static st_fe_entry *finish(tr_state *s)
                 goto fail_ended;
             }
         }
-        rg[k] = gm && ins[k]->requires_grad;
+        /* as it was when the trace first read it: v = x * 2 before
+         * x.div_(w) needs no gradient, though x does after */
+        rg[k] = gm && (rg0 ? rg0[k] : ins[k]->requires_grad);
     }
     for (int k = 0; k < nwb; k++)
         wb_out[k] = ol.nout + k;
@@ -621,6 +624,7 @@ done:
     free(wb_in);
     free(wb_out);
     free(rg);
+    free(rg0);
     free(ol.outs);
     free(smap);
     return e;

@@ -450,12 +450,16 @@ static bool in_nograd(const st_graph *g, int si)
     return false;
 }
 
-/* wb_own[m]: every statement that reads input wb_in[m]'s old value leads
- * to the value written back into it (x.mul_(w); x.add_(1)): the in-place
- * ops themselves read it, and eager saves what such an op overwrites, so
- * a run saves a copy of it. Otherwise another op read it (y = x * w, then
- * x.mul_(2)), saved it as it was, and backward fails as eager's does. */
-static st_status own_writes(st_rt_cfn *f)
+/* wb_own[m]: every statement that reads input wb_in[m]'s old value and
+ * may save it leads to the value written back into it (x.mul_(w);
+ * x.add_(1)): the in-place ops themselves read it, and eager saves what
+ * such an op overwrites, so a run saves a copy of it. Otherwise another op
+ * read and saved it as it was (y = x * w, then x.mul_(2)), and backward
+ * fails as eager's does. An op saves an operand only when a gradient flows
+ * through it (from: the values reached from inputs that need one): with
+ * neither that operand nor another one reached (v = x * 2 with x needing
+ * none, then x.div_(w)) it saves nothing. */
+static st_status own_writes(st_rt_cfn *f, const bool *from)
 {
     const st_graph *g = f->g;
     f->wb_own = calloc((size_t)f->nwb, sizeof(bool));
@@ -479,12 +483,14 @@ static st_status own_writes(st_rt_cfn *f)
         bool own = true;
         for (int si = 0; si < g->nstmts && own; si++) {
             const st_stmt *st = &g->stmts[si];
-            bool reads = false, leads = false;
-            for (int i = 0; i < st->nin; i++)
+            bool reads = false, leads = false, grads = false;
+            for (int i = 0; i < st->nin; i++) {
                 reads |= st->in[i] == old;
+                grads |= from[st->in[i]];
+            }
             for (int o = 0; o < st->nout; o++)
                 leads |= dep[st->out[o]];
-            own = !reads || leads;
+            own = !reads || leads || !grads;
         }
         f->wb_own[m] = own;
     }
@@ -719,7 +725,7 @@ static st_status build_backward(st_rt_cfn *f, const bool *rg)
     f->has_bwd = true;
     /* read only by runs that save for backward (an optimizer's graph,
      * with many writebacks, has none) */
-    s = f->nwb ? own_writes(f) : ST_OK;
+    s = f->nwb ? own_writes(f, from) : ST_OK;
 done:
     free(wrt_v);
     free(outs_v);

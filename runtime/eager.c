@@ -311,31 +311,6 @@ static int eager_on(st_op_id op, const st_operand *in, int nin,
                     const st_attrs *attrs, st_tensor **given, st_tensor **out,
                     st_backend *be);
 
-/* Whether two indices of t may reach one element (dims of size > 1 and
- * non-zero stride, by stride: each must step past all the smaller ones;
- * stride-0 dims are eager_on's own check) */
-static bool may_overlap(const st_tensor *t) {
-    int64_t st[ST_MAX_DIMS], sh[ST_MAX_DIMS];
-    int n = 0;
-    for (int d = 0; d < t->ndim; d++)
-        if (t->shape[d] > 1 && t->strides[d] != 0) {
-            int64_t a = t->strides[d] < 0 ? -t->strides[d] : t->strides[d];
-            int i = n++;
-            for (; i > 0 && st[i - 1] > a; i--) {
-                st[i] = st[i - 1];
-                sh[i] = sh[i - 1];
-            }
-            st[i] = a;
-            sh[i] = t->shape[d];
-        }
-    int64_t reach = 0;
-    for (int i = 0; i < n; i++) {
-        if (st[i] <= reach) return true;
-        reach += st[i] * (sh[i] - 1);
-    }
-    return false;
-}
-
 /* The public entry: runs the op (ops it runs inside are not traced;
  * under autocast, on its operands cast first) and
  * notes it on the active trace (runtime/trace.c) once it succeeded. A
@@ -357,7 +332,7 @@ int st_rt_eager(st_op_id op, const st_operand *in, int nin,
              * windows): eager applies it once per index, in loop order; a
              * graph states one value per element, so it does not trace */
             bool fill = op == ST_OP_FULL || (op == ST_OP_COPY && nin == 1 && !in[0].t);
-            if (!fill && may_overlap(given[k]))
+            if (!fill && st_tensor_may_overlap(given[k], false))
                 st_rt_trace_fail("an in-place write into a view whose elements overlap "
                                  "(unfold's windows): its result depends on the order of "
                                  "the writes");

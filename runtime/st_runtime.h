@@ -142,6 +142,10 @@ void st_tensor_incref(st_tensor *t);
 void st_tensor_decref(st_tensor *t);
 int64_t st_tensor_numel(const st_tensor *t);
 bool st_tensor_is_contiguous(const st_tensor *t);
+/* Whether two indices of t may reach one element (conservative: unfold's
+ * windows, as_strided); dims of stride 0 (expanded) count when
+ * zero_strides, else they are left out. */
+bool st_tensor_may_overlap(const st_tensor *t, bool zero_strides);
 void *st_tensor_data(const st_tensor *t); /* first element */
 st_device *st_tensor_device(const st_tensor *t);
 void st_tensor_meta(const st_tensor *t, st_meta *m);
@@ -465,10 +469,15 @@ st_graph *st_rt_trace_end2(st_tensor *const *outputs, int nout,
 /* Like st_rt_trace_end2, and also gives the final dead-code pass's map
  * of statements: (*stmt_map)[k] (k < *nstmt_map, the statements traced)
  * is statement k's index in the returned graph, -1 if it was dropped
- * (malloc'd; caller frees). */
+ * (malloc'd; caller frees; stmt_map and nstmt_map both NULL: not asked),
+ * and (input_rg not NULL) each input's requires_grad when the trace first
+ * read it (malloc'd, *ninputs of them; caller frees): an in-place write
+ * with an operand that requires grad sets an input's flag after the
+ * values computed from its old value. */
 st_graph *st_rt_trace_end3(st_tensor *const *outputs, int nout,
                            st_tensor ***inputs, int *ninputs,
-                           int **wb_in, int *nwb, int **stmt_map, int *nstmt_map);
+                           int **wb_in, int *nwb, int **stmt_map, int *nstmt_map,
+                           bool **input_rg);
 /* Dynamic shapes (frontend/tr_dynamic.c) look at the trace while it runs:
  * its graph so far (borrowed; NULL when none is active or a PyLayer's
  * backward is being traced), the value a tensor maps to (-1: none), and

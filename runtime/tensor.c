@@ -241,6 +241,39 @@ int64_t st_tensor_numel(const st_tensor *t)
     return n;
 }
 
+bool st_tensor_may_overlap(const st_tensor *t, bool zero_strides)
+{
+    /* dims of size > 1 by stride: each must step past all the smaller ones */
+    int64_t st[ST_MAX_DIMS], sh[ST_MAX_DIMS];
+    int n = 0;
+    for (int d = 0; d < t->ndim; d++) {
+        if (t->shape[d] == 0)
+            return false;
+        if (t->shape[d] < 2)
+            continue;
+        if (t->strides[d] == 0) {
+            if (zero_strides)
+                return true;
+            continue;
+        }
+        int64_t a = t->strides[d] < 0 ? -t->strides[d] : t->strides[d];
+        int i = n++;
+        for (; i > 0 && st[i - 1] > a; i--) {
+            st[i] = st[i - 1];
+            sh[i] = sh[i - 1];
+        }
+        st[i] = a;
+        sh[i] = t->shape[d];
+    }
+    int64_t reach = 0;
+    for (int i = 0; i < n; i++) {
+        if (st[i] <= reach)
+            return true;
+        reach += st[i] * (sh[i] - 1);
+    }
+    return false;
+}
+
 bool st_tensor_is_contiguous(const st_tensor *t)
 {
     int64_t expected = 1;

@@ -80,6 +80,8 @@ typedef struct trace_state {
     tslot *slots;
     size_t cap, n;
     st_tensor **inputs;   /* owned, in graph input order */
+    bool *in_rg;          /* inputs[k]->requires_grad when first read (an
+                             in-place write with w may set it later) */
     int ninputs, cap_inputs;
     bool failed;
     char reason[256];
@@ -262,11 +264,14 @@ static int value_of(trace_state *s, st_tensor *t)
     if (s->ninputs == s->cap_inputs) {
         int nc = s->cap_inputs ? s->cap_inputs * 2 : 16;
         st_tensor **ni = realloc(s->inputs, sizeof *ni * (size_t)nc);
-        if (!ni) {
+        if (ni)
+            s->inputs = ni;
+        bool *nr = ni ? realloc(s->in_rg, sizeof *nr * (size_t)nc) : NULL;
+        if (!nr) {
             failf(s, "out of host memory");
             return -1;
         }
-        s->inputs = ni;
+        s->in_rg = nr;
         s->cap_inputs = nc;
     }
     /* a new input whose storage the trace has written into through
@@ -291,6 +296,7 @@ static int value_of(trace_state *s, st_tensor *t)
     if (!map_set(s, t, v, false))
         return -1;
     st_tensor_incref(t);
+    s->in_rg[s->ninputs] = t->requires_grad;
     s->inputs[s->ninputs++] = t;
     return v;
 }
@@ -309,6 +315,7 @@ static void state_free(trace_state *s)
         for (int k = 0; k < s->ninputs; k++)
             st_tensor_decref(s->inputs[k]);
         free(s->inputs);
+        free(s->in_rg);
         for (int k = 0; k < s->nbk; k++) {
             st_storage_decref(s->bk[k].orig);
             st_storage_decref(s->bk[k].copy);
@@ -455,6 +462,14 @@ void st_rt_trace_will_write(st_tensor *t)
      * storage. The backup is taken in any case: the write happens. */
     if (!s->failed && !find(s, t))
         value_of(s, t);
+    /* an input whose elements overlap (an expanded tensor) written through
+     * a view of it (v[:1].mul_(2)): the graph's writeback would copy a
+     * whole new value into it, which no copy can store */
+    for (int k = 0; !s->failed && k < s->ninputs; k++)
+        if (s->inputs[k]->storage == t->storage &&
+            st_tensor_may_overlap(s->inputs[k], true))
+            failf(s, "an in-place write into an input whose elements overlap "
+                  "(an expanded tensor)");
     trace_state *r = root_of(s);
     bool have = false;
     for (int k = 0; k < r->nbk && !have; k++)
@@ -1035,8 +1050,11 @@ static int view_of_input(trace_state *s, st_tensor *t)
 
 static st_graph *end_impl(st_tensor *const *outputs, int nout,
                           st_tensor ***inputs, int *ninputs, int **wb_in,
-                          int *nwb, int **stmt_map, int *nstmt_map)
+                          int *nwb, int **stmt_map, int *nstmt_map,
+                          bool **input_rg)
 {
+    if (input_rg)
+        *input_rg = NULL;
     if (stmt_map)
         *stmt_map = NULL;
     if (nstmt_map)
@@ -1077,6 +1095,22 @@ static st_graph *end_impl(st_tensor *const *outputs, int nout,
         int rv = s->symbolic ? -1 : view_of_input(s, outputs[k]);
         if (rv >= 0)
             ids[k] = rv;
+    }
+    /* a tensor the trace made (or a view it made of an input) that became
+     * a leaf requiring grad (st.ones(2, requires_grad=True), x.detach()
+     * with .requires_grad = True): a run makes its tensors anew and sets
+     * no such flag, and the graph's backward ends at its inputs */
+    for (size_t i = 0; i < s->cap && !s->failed; i++) {
+        st_tensor *t = s->slots[i].t;
+        if (!t || !t->requires_grad || t->grad_fn)
+            continue;
+        bool input = false;
+        for (int k = 0; k < s->ninputs && !input; k++)
+            input = s->inputs[k] == t;
+        if (!input)
+            failf(s, "a tensor made to require grad inside the graph "
+                  "(requires_grad=True, .requires_grad = True): a compiled run "
+                  "cannot replay it");
     }
     int *wb = NULL, *wv = NULL, nw = 0;
     if (wb_in && !s->failed) {
@@ -1137,6 +1171,10 @@ static st_graph *end_impl(st_tensor *const *outputs, int nout,
     }
     *inputs = s->inputs;
     *ninputs = s->ninputs;
+    if (input_rg) {
+        *input_rg = s->in_rg;
+        s->in_rg = NULL;
+    }
     s->inputs = NULL;
     s->ninputs = 0;
     if (wb_in) {
@@ -1150,7 +1188,7 @@ static st_graph *end_impl(st_tensor *const *outputs, int nout,
 st_graph *st_rt_trace_end(st_tensor *const *outputs, int nout,
                           st_tensor ***inputs, int *ninputs)
 {
-    return end_impl(outputs, nout, inputs, ninputs, NULL, NULL, NULL, NULL);
+    return end_impl(outputs, nout, inputs, ninputs, NULL, NULL, NULL, NULL, NULL);
 }
 
 st_graph *st_rt_trace_end2(st_tensor *const *outputs, int nout,
@@ -1162,19 +1200,21 @@ st_graph *st_rt_trace_end2(st_tensor *const *outputs, int nout,
         st_err(ST_ERR_VALUE, "trace_end2: null argument");
         return NULL;
     }
-    return end_impl(outputs, nout, inputs, ninputs, wb_in, nwb, NULL, NULL);
+    return end_impl(outputs, nout, inputs, ninputs, wb_in, nwb, NULL, NULL, NULL);
 }
 
 st_graph *st_rt_trace_end3(st_tensor *const *outputs, int nout,
                            st_tensor ***inputs, int *ninputs,
-                           int **wb_in, int *nwb, int **stmt_map, int *nstmt_map)
+                           int **wb_in, int *nwb, int **stmt_map, int *nstmt_map,
+                           bool **input_rg)
 {
-    if (!wb_in || !nwb || !stmt_map || !nstmt_map) {
+    if (!wb_in || !nwb || (!stmt_map) != (!nstmt_map)) {
         st_rt_trace_abort();
         st_err(ST_ERR_VALUE, "trace_end3: null argument");
         return NULL;
     }
-    return end_impl(outputs, nout, inputs, ninputs, wb_in, nwb, stmt_map, nstmt_map);
+    return end_impl(outputs, nout, inputs, ninputs, wb_in, nwb, stmt_map, nstmt_map,
+                    input_rg);
 }
 
 st_graph *st_rt_trace_graph(void)

@@ -442,3 +442,98 @@ def test_input_read_only_through_an_int_cast_gets_no_gradient(backend):
         x, y = st.tensor([1.0, 2.0], requires_grad=True), st.tensor([1.5, 2.5], requires_grad=True)
         cf(x, y).backward()
         assert y.grad is None and x.grad.tolist() == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_value_from_an_input_before_a_write_with_grad_needs_none(backend):
+    # x needs no gradient until x.div_(w) gives it w's history: v, computed
+    # before, needs none (compiled took x's flag from after the write), and
+    # u's backward does not trip over the old x the division saved
+    def f(x, w):
+        v = x * 2
+        x.div_(w)
+        return v, x * 3
+    st.reset()
+    cf = st.compile(f, backend=backend)
+    for _ in range(3):
+        x, w = st.tensor([1.0, -2.0]), st.tensor([2.0, 4.0], requires_grad=True)
+        v, u = cf(x, w)
+        assert not v.requires_grad and u.requires_grad and x.requires_grad
+        assert v.tolist() == [2.0, -4.0] and x.tolist() == [0.5, -0.5]
+        (u.sum() + x.sum()).backward()
+        assert w.grad.tolist() == [-1.0, 0.5]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_value_saved_before_an_inplace_write_still_fails_backward(backend):
+    # y = x * w saves x (w needs a gradient); x.mul_(2) then changes it:
+    # backward fails as eager's does
+    def f(x, w):
+        y = x * w
+        x.mul_(2)
+        return y
+    st.reset()
+    cf = st.compile(f, backend=backend)
+    for _ in range(2):
+        x, w = st.tensor([1.0, 2.0]), st.tensor([3.0, 4.0], requires_grad=True)
+        y = cf(x, w)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.sum().backward()
+    x, w = st.tensor([1.0, 2.0]), st.tensor([3.0, 4.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        f(x, w).sum().backward()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_write_through_part_of_an_expanded_input_runs_eagerly(backend):
+    # after the break v (x expanded) is an input of the next graph; one
+    # element written through v[:1] is x's only element, and a writeback of
+    # v's whole new value could not be stored: that graph runs eagerly
+    def f(x):
+        v = x.expand(3)
+        x.sum().item()
+        v[:1].mul_(2)
+        return x
+    st.reset()
+    cf = st.compile(f, backend=backend)
+    for _ in range(3):
+        assert cf(st.tensor(5.0)).tolist() == 10.0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_tensors_made_to_require_grad_inside_keep_it(backend):
+    # a run makes its outputs anew and sets no flags: requires_grad_() breaks
+    # the graph, and a leaf made with requires_grad=True (or the attribute)
+    # keeps its graph from compiling
+    def f(x):
+        y = (x * 2).detach().requires_grad_()
+        v = x[1:].requires_grad_()
+        w = st.ones(2, requires_grad=True)
+        q = x.detach()
+        q.requires_grad = True
+        return y, v, y * 3, w, q, w * 2
+    st.reset()
+    cf = st.compile(f, backend=backend)
+    want = [(t.requires_grad, t.is_leaf) for t in f(st.tensor([1.0, 2.0, 3.0]))]
+    assert want == [(True, True), (True, True), (True, False), (True, True), (True, True),
+                    (True, False)]
+    for _ in range(3):
+        r = cf(st.tensor([1.0, 2.0, 3.0]))
+        assert [(t.requires_grad, t.is_leaf) for t in r] == want
+        r[2].sum().backward()
+        assert r[0].grad.tolist() == [3.0, 3.0, 3.0]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_requires_grad_on_a_view_of_an_input_then_a_write_into_it(backend):
+    def f(x):
+        v = x.select(0, 4).view(1).requires_grad_()
+        x.sum().item()
+        x[0] = v[0] + 0
+        return x * 1
+    st.reset()
+    cf = st.compile(f, backend=backend)
+    for _ in range(3):
+        x = st.tensor([1.0, 2.0, 3.0, 4.0, 5.0])
+        o = cf(x)
+        assert x.requires_grad and o.requires_grad and x.tolist() == [5.0, 2.0, 3.0, 4.0, 5.0]
