@@ -481,6 +481,11 @@ static int opt_dim(PyObject *self, PyObject *args, int64_t *dim, int *has) {
     if (o == Py_None) return 0;
     if (parse_int64(o, dim, "dim")) return -1;
     st_tensor *t = st_fe_unwrap(self);
+    if (t->ndim == 0) {   /* torch's words: a 0-d tensor has no dim to ask about */
+        PyErr_Format(PyExc_IndexError, "Dimension specified as %lld but tensor has no "
+                     "dimensions", (long long)*dim);
+        return -1;
+    }
     if (st_wrap_dim("size", dim, t->ndim) != ST_OK) return st_fe_raise_int();
     *has = 1;
     return 0;

@@ -203,8 +203,17 @@ static int dec_logsumexp(dctx *c, const st_stmt *s, int x)
 {
     int64_t dims[ST_MAX_DIMS];
     int nd = s->attrs.ndims;
-    for (int i = 0; i < nd; i++)
+    const st_meta *xm = meta_of(c, x);
+    bool empty = false;
+    for (int i = 0; i < nd; i++) {
         dims[i] = s->attrs.dims[i];
+        int64_t d = dims[i] < 0 ? dims[i] + xm->ndim : dims[i];
+        empty |= d >= 0 && d < xm->ndim && xm->shape[d] == 0;
+    }
+    if (empty) { /* no max to take: log(0) = -inf, as torch */
+        int r = emit1(c, ST_OP_LOG, reduce(c, ST_OP_SUM, emit1(c, ST_OP_EXP, x), dims, nd, true));
+        return s->attrs.flags & ST_ATTR_KEEPDIM ? r : squeeze(c, r, dims, nd);
+    }
     int m = reduce(c, ST_OP_AMAX, x, dims, nd, true);
     int inf = emit2(c, ST_OP_EQ, emit1(c, ST_OP_ABS, m), fconst(c, INFINITY));
     int m0 = emit3(c, ST_OP_WHERE, inf, fconst(c, 0.0), m);

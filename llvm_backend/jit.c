@@ -37,7 +37,7 @@
 
 #include "llvm_internal.h"
 
-#define FORMAT_VERSION "st-llvm-obj-14"
+#define FORMAT_VERSION "st-llvm-obj-15"
 
 /* one compiled kernel, kept for the process (until
  * st_llvm_cache_clear_memory finds it unused) */
@@ -951,9 +951,6 @@ static st_status llvm_launch(st_backend *be, void *compiled, int index,
     if (r < 0)
         return st_err_kind() != ST_OK ? st_err_kind()
                                       : st_err(ST_ERR_RUNTIME, "llvm: kernel failed");
-    if (t.err.code == ST_LLVM_EPOW)
-        return st_err(ST_ERR_RUNTIME, "Integers to negative integer powers are "
-                      "not allowed.");
     if (t.err.code == ST_LLVM_EINDEX)
         return st_err(ST_ERR_INDEX, "index %lld is out of bounds for dimension %d "
                       "with size %lld", (long long)t.err.value, t.err.dim,

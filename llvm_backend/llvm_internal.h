@@ -14,7 +14,7 @@ typedef struct {
     int32_t dim, code;
 } st_llvm_err;
 
-enum { ST_LLVM_EOK = 0, ST_LLVM_EINDEX = 1, ST_LLVM_EPOW = 2 };
+enum { ST_LLVM_EOK = 0, ST_LLVM_EINDEX = 1 };
 
 /* Every generated function: points [lo, hi) of its outer range (linear
  * points of an ELEMENTWISE kernel or a MATMUL epilogue, outer points of a

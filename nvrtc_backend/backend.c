@@ -58,8 +58,6 @@ st_status st_nvrtc_kerr_status(const st_nvrtc_kerr *e, const char *kernel)
     if (e->code == ST_NVRTC_EINDEX)
         return st_err(ST_ERR_INDEX, "index %lld is out of bounds for dimension %d with size %lld",
                       (long long)e->value, e->dim, (long long)e->size);
-    if (e->code == ST_NVRTC_EPOW)
-        return st_err(ST_ERR_RUNTIME, "Integers to negative integer powers are not allowed.");
     return st_err(ST_ERR_RUNTIME, "nvrtc: kernel %s failed (code %d)",
                   kernel ? kernel : "(unknown)", e->code);
 }

@@ -462,7 +462,7 @@ static void emit_binary(st_nvrtc_pc *pc, int i)
     case ST_OP_DIV: xs(r, "st_idiv(p%d, q%d)", i, i); break;
     case ST_OP_FLOOR_DIVIDE: xs(r, "st_ifloordiv(p%d, q%d)", i, i); break;
     case ST_OP_REMAINDER: xs(r, "st_irem(p%d, q%d)", i, i); break;
-    case ST_OP_POW: xs(r, "st_ipow(p%d, q%d, err)", i, i); break;
+    case ST_OP_POW: xs(r, "st_ipow(p%d, q%d)", i, i); break;
     case ST_OP_MAXIMUM: xs(r, "(p%d > q%d ? p%d : q%d)", i, i, i, i); break;
     case ST_OP_MINIMUM: xs(r, "(p%d < q%d ? p%d : q%d)", i, i, i, i); break;
     default:

@@ -26,11 +26,11 @@ enum {
 
 /* What a kernel writes into its error record (device memory). */
 typedef struct {
-    int32_t code;        /* 0 ok, ST_NVRTC_EINDEX, ST_NVRTC_EPOW */
+    int32_t code;        /* 0 ok, ST_NVRTC_EINDEX */
     int32_t dim;
     int64_t value, size;
 } st_nvrtc_kerr;
-enum { ST_NVRTC_EINDEX = 1, ST_NVRTC_EPOW = 2 };
+enum { ST_NVRTC_EINDEX = 1 };
 
 /* Renders kernels ks[0..n) (VIEW kernels produce nothing) as one CUDA C
  * source (malloc'd, caller frees); NULL with the error set when a kernel

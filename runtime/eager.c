@@ -412,6 +412,12 @@ static int eager_run(st_op_id op, const st_operand *in, int nin,
     if (nin < 0 || nin > ST_MAX_IN)
         return st_err(ST_ERR_VALUE, "%s: too many operands (%d)",
                       st_op(op)->name, nin), -1;
+    /* an integer tensor to a negative integer scalar power: torch's error,
+     * checked up front (a tensor of exponents computes: 1, -1 or 0) */
+    if (op == ST_OP_POW && nin == 2 && in[0].t && !in[1].t && in[1].sdtype == ST_INT64 &&
+        in[1].i < 0 && !st_dtype_is_float(in[0].t->dtype))
+        return st_err(ST_ERR_RUNTIME, "Integers to negative integer powers are not "
+                      "allowed."), -1;
     /* views whose base's history changed get theirs first (viewhist.c) */
     for (int k = 0; k < nin; k++)
         if (st_ad_view_stale(in[k].t) && st_ad_view_refresh(in[k].t) != ST_OK) return -1;

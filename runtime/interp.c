@@ -490,6 +490,8 @@ static st_status eval_unary(blk *b, int ni)
 
 static inline int64_t ipow(int64_t base, int64_t e)
 {
+    if (e < 0) /* as torch: 1 and -1 stay on the unit circle, others truncate to 0 */
+        return base == 1 ? 1 : base == -1 ? ((e & 1) ? -1 : 1) : 0;
     uint64_t r = 1, x = (uint64_t)base;
     while (e > 0) {
         if (e & 1)
@@ -645,11 +647,6 @@ static st_status eval_binary(blk *b, int ni)
         return ST_OK;
     }
     const slot *x = nv(b, n->a), *y = nv(b, n->b);
-    if (op == ST_OP_POW)
-        for (int j = 0; j < len; j++)
-            if (y[j].i < 0)
-                return st_err(ST_ERR_RUNTIME, "Integers to negative integer "
-                              "powers are not allowed.");
 #define BI(EXPR)                                                            \
     for (int j = 0; j < len; j++) {                                         \
         int64_t p = x[j].i, q = y[j].i;                                     \

@@ -166,7 +166,8 @@ def split(tensor, split_size_or_sections, dim=0):
         if s <= 0 and not (s == 0 and n == 0):
             raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}"
                                if s == 0 else f"split expects split_size be non-negative, but got split_size={s}")
-        sizes = [s] * (n // s) + ([n % s] if n % s else []) if s else [0]
+        # at least one piece (an empty one for an empty dim), as torch's
+        sizes = ([s] * (n // s) + ([n % s] if n % s else []) if s else [0]) or [0]
     else:
         sizes = list(split_size_or_sections)
         if builtins.sum(sizes) != n:

@@ -230,3 +230,52 @@ def test_against_torch(torch):
     got = st.atan2(st.tensor(ys), st.tensor(xs)).numpy()
     want = torch.atan2(torch.tensor(ys), torch.tensor(xs)).numpy()
     assert np.allclose(got, want) and np.array_equal(np.signbit(got), np.signbit(want))
+
+
+# ---- small semantics the fuzzer found against torch
+@pytest.mark.parametrize("backend", [None, "llvm", "interp"])
+def test_integer_tensor_to_negative_tensor_powers(backend):
+    # torch computes these (1 and -1 stay, others truncate to 0); only a
+    # negative scalar exponent is refused, before anything runs
+    x, e = st.tensor([2, -1, 1, 0, 3, -1]), st.tensor([2, -1, -3, -1, -2, -2])
+    f = (lambda a, b: a ** b) if backend is None else st.compile(lambda a, b: (a ** b) + 0,
+                                                                 backend=backend)
+    for _ in range(2):
+        assert f(x, e).tolist() == [4, -1, 1, 0, 0, 1]
+    assert st.pow(2, e).tolist() == [4, 0, 0, 0, 0, 0]
+    with pytest.raises(RuntimeError, match="negative integer powers"):
+        st.tensor([2, 3]) ** -1
+    with pytest.raises(RuntimeError, match="negative integer powers"):
+        st.tensor([2, 3]).pow_(-2)
+    assert (st.tensor([2, 4]) ** -1.0).tolist() == [0.5, 0.25]
+
+
+def test_inplace_write_then_integer_power_compiled_matches_eager():
+    def f(x, e):
+        x[:, 0] = 7
+        return x ** e
+    cf = st.compile(f, backend="llvm")
+    for _ in range(3):
+        x = st.tensor([[1, 2], [3, 4]])
+        assert cf(x, st.tensor([[1, -1], [1, 1]])).tolist() == [[7, 0], [7, 4]]
+        assert x.tolist() == [[7, 2], [7, 4]]
+
+
+def test_size_and_stride_of_a_0d_tensor_by_dim_raise():
+    for name in ("size", "stride"):
+        with pytest.raises(IndexError, match="no dimensions"):
+            getattr(st.tensor(1.0), name)(0)
+    assert st.tensor(1.0).size() == () and st.tensor([1.0]).size(-1) == 1
+
+
+def test_split_of_an_empty_dim_gives_one_empty_piece():
+    assert [tuple(t.shape) for t in st.zeros(0).split(2)] == [(0,)]
+    assert [tuple(t.shape) for t in st.zeros(3, 0).split(2, 1)] == [(3, 0)]
+    assert [tuple(t.shape) for t in st.zeros(5).split(2)] == [(2,), (2,), (1,)]
+
+
+def test_logsumexp_over_an_empty_dim_is_minus_inf():
+    assert st.tensor([]).logsumexp(-1).item() == -inf
+    assert st.zeros(2, 0).logsumexp(1).tolist() == [-inf, -inf]
+    assert tuple(st.zeros(0, 3).logsumexp(0, keepdim=True).shape) == (1, 3)
+    assert st.zeros(2, 0).logsumexp((0, 1)).item() == -inf
