@@ -310,6 +310,7 @@ static int eager_run(st_op_id op, const st_operand *in, int nin,
 static int eager_on(st_op_id op, const st_operand *in, int nin,
                     const st_attrs *attrs, st_tensor **given, st_tensor **out,
                     st_backend *be);
+static bool order_dependent(const st_tensor *o, const st_tensor *x);
 
 /* The public entry: runs the op (ops it runs inside are not traced;
  * under autocast, on its operands cast first) and
@@ -336,6 +337,16 @@ int st_rt_eager(st_op_id op, const st_operand *in, int nin,
                 st_rt_trace_fail("an in-place write into a view whose elements overlap "
                                  "(unfold's windows): its result depends on the order of "
                                  "the writes");
+            /* an operand in the written memory, other than as the same
+             * view (x.mul_(x[0]) for a transposed x, which torch runs):
+             * eager's kernel order decides, a graph's would differ */
+            for (int j = 0; j < nin; j++)
+                if (order_dependent(given[k], in[j].t) ||
+                    ((op == ST_OP_SCATTER || op == ST_OP_SCATTER_ADD) && j > 0 &&
+                     in[j].t == given[k]))
+                    st_rt_trace_fail("an in-place op reads memory it writes (an operand "
+                                     "overlaps the written tensor): its result depends on "
+                                     "the order of the writes");
         }
     st_rt_trace_suspend();
     int n = eager_run(op, in, nin, attrs, given, out);
@@ -376,11 +387,57 @@ static void elem_range(const st_tensor *t, int64_t *lo, int64_t *hi) {
     }
 }
 
-/* An in-place / out= result that shares memory with an operand other than
- * as the very same view (x.add_(x) is fine; y[1:].add_(y[:-1]) is not):
- * kernels read and write in any order, so PyTorch's error. */
-static bool partial_overlap(const st_tensor *o, const st_tensor *x) {
-    if (!o || !x || o->storage != x->storage) return false;
+/* How a written tensor o and an operand x share memory, in torch's terms
+ * (get_overlap_status): the same tensor or the same elements in the same
+ * order (FULL), some elements (PARTIAL), or TOO_HARD to tell (either is not
+ * a dense permutation of its elements: a strided slice, an expansion),
+ * which torch lets run, the result depending on the kernel's order. */
+enum { OV_NO, OV_FULL, OV_PARTIAL, OV_TOO_HARD };
+
+static bool dense(const st_tensor *t) {
+    int64_t st[ST_MAX_DIMS], sh[ST_MAX_DIMS];
+    int n = 0;
+    for (int d = 0; d < t->ndim; d++) {
+        if (t->shape[d] == 1) continue;
+        int i = n++;
+        for (; i > 0 && st[i - 1] > t->strides[d]; i--) {
+            st[i] = st[i - 1];
+            sh[i] = sh[i - 1];
+        }
+        st[i] = t->strides[d];
+        sh[i] = t->shape[d];
+    }
+    int64_t want = 1;
+    for (int i = 0; i < n; i++) {
+        if (st[i] != want) return false;
+        want *= sh[i];
+    }
+    return true;
+}
+
+static int overlap_status(const st_tensor *o, const st_tensor *x) {
+    if (!o || !x) return OV_NO;
+    if (o == x) return OV_FULL;
+    if (st_tensor_numel(o) == 0 || st_tensor_numel(x) == 0 || o->storage != x->storage)
+        return OV_NO;
+    if (!dense(o) || !dense(x)) return OV_TOO_HARD;
+    int64_t olo, ohi, xlo, xhi;
+    elem_range(o, &olo, &ohi);
+    elem_range(x, &xlo, &xhi);
+    if (olo == xlo && ohi == xhi) {
+        bool same = o->ndim == x->ndim;
+        for (int d = 0; d < o->ndim && same; d++)
+            same = o->shape[d] == x->shape[d] &&
+                   (o->strides[d] == x->strides[d] || o->shape[d] == 1);
+        return same ? OV_FULL : OV_PARTIAL;
+    }
+    return olo <= xhi && xlo <= ohi ? OV_PARTIAL : OV_NO;
+}
+
+/* o and x reach one storage range, other than as the very same view: the
+ * result may depend on the kernel's order (the trace refuses it) */
+static bool order_dependent(const st_tensor *o, const st_tensor *x) {
+    if (!o || !x || o == x || o->storage != x->storage) return false;
     int64_t olo, ohi, xlo, xhi;
     elem_range(o, &olo, &ohi);
     elem_range(x, &xlo, &xhi);
@@ -393,16 +450,6 @@ static bool partial_overlap(const st_tensor *o, const st_tensor *x) {
         if (same) return false;
     }
     return true;
-}
-
-/* o and x share at least one storage element range (conservative: the
- * ranges of their views intersect) */
-static bool any_overlap(const st_tensor *o, const st_tensor *x) {
-    if (!o || !x || o->storage != x->storage) return false;
-    int64_t olo, ohi, xlo, xhi;
-    elem_range(o, &olo, &ohi);
-    elem_range(x, &xlo, &xhi);
-    return !(olo > ohi || xlo > xhi || ohi < xlo || xhi < olo);
 }
 
 static int eager_run(st_op_id op, const st_operand *in, int nin,
@@ -510,20 +557,22 @@ static int eager_on(st_op_id op, const st_operand *in, int nin,
                               "location. Please clone() the tensor before performing the "
                               "operation.", st_op(op)->name), -1;
     }
-    /* a scatter's source and index may not share any memory with the
-     * written tensor, not even as the very same view (x.index_add_(0, i, x)):
-     * which write a read sees depends on the kernel's order (torch's
-     * assert_no_overlap) */
+    /* an operand that shares some of the written tensor's elements (y[1:]
+     * .add_(y[:-1])), or for a scatter's source and index any of them, even
+     * as the very same view (x.index_add_(0, i, x)): which write a read sees
+     * depends on the kernel's order, so torch's error where torch can tell
+     * (assert_no_partial_overlap / assert_no_overlap) */
     bool scat = op == ST_OP_SCATTER || op == ST_OP_SCATTER_ADD;
     for (int k = 0; given && k < ST_MAX_OUT; k++)
-        for (int j = 0; given[k] && j < nin; j++)
-            if (scat && j > 0 ? any_overlap(given[k], in[j].t)
-                              : partial_overlap(given[k], in[j].t))
+        for (int j = 0; given[k] && j < nin; j++) {
+            int ov = overlap_status(given[k], in[j].t);
+            if (ov == OV_PARTIAL || (ov == OV_FULL && scat && j > 0))
                 return st_err(ST_ERR_RUNTIME, "%s: unsupported operation: some "
                               "elements of the input tensor and the written-to "
                               "tensor refer to a single memory location. Please "
                               "clone() the tensor before performing the operation.",
                               st_op(op)->name), -1;
+        }
     if (given && st_ad_grad_enabled()) {
         /* written through a view while its base or an operand needs
          * gradients: the base's history records the write (CopySlices) */

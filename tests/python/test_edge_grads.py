@@ -279,3 +279,37 @@ def test_logsumexp_over_an_empty_dim_is_minus_inf():
     assert st.zeros(2, 0).logsumexp(1).tolist() == [-inf, -inf]
     assert tuple(st.zeros(0, 3).logsumexp(0, keepdim=True).shape) == (1, 3)
     assert st.zeros(2, 0).logsumexp((0, 1)).item() == -inf
+
+
+# ---- overlapping operands: torch's error where torch can tell, and else the
+# compiled graph runs eagerly (the result depends on the kernel's order)
+@pytest.mark.parametrize("case, raises", [
+    (lambda: (lambda x: x.index_add_(0, st.tensor([2, 1, 0]), x))(st.ones(3, 3)), True),
+    (lambda: (lambda x: x.index_add_(0, st.tensor([2]), x[:1]))(st.ones(3, 3)), True),
+    (lambda: (lambda x: x.index_add_(0, st.tensor([1, 0]), x[:2]))(st.ones(4, 4).t()), False),
+    (lambda: (lambda x: x.mul_(x[0]))(st.ones(3, 3).t()), False),
+    (lambda: (lambda x: x.mul_(x[0]))(st.ones(3, 3)), True),
+    (lambda: (lambda x: x.add_(x.t()))(st.ones(3, 3)), True),
+    (lambda: (lambda x: x.add_(x))(st.ones(3, 3)), False),
+    (lambda: (lambda x: x.add_(x[:]))(st.ones(3, 3)), False),
+    (lambda: (lambda x: x[1:].add_(x[:-1]))(st.ones(6)), True),
+    (lambda: (lambda x: x[::2].add_(x[1::2]))(st.ones(6)), False),
+])
+def test_overlap_errors_as_torchs(case, raises):
+    if raises:
+        with pytest.raises(RuntimeError, match="single memory location"):
+            case()
+    else:
+        case()
+
+
+def test_order_dependent_inplace_op_compiled_matches_eager():
+    def f(x):
+        x.mul_(x[0])                        # x transposed: torch runs it, in its order
+        return x + 1
+    def make():
+        return st.arange(1.0, 10.0).reshape(3, 3).t()
+    want = f(make()).tolist()
+    cf = st.compile(f, backend="llvm")
+    for _ in range(3):
+        assert cf(make()).tolist() == want
