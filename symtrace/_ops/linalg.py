@@ -410,7 +410,13 @@ def tensordot(a, b, dims=2, out=None):
     da = [_wrap(d, a.dim(), "tensordot") for d in da]
     db = [_wrap(d, b.dim(), "tensordot") for d in db]
     for x, y in zip(da, db):
-        if a.shape[x] != b.shape[y]:
+        # a size-1 dim against a larger one broadcasts: the other side is summed over it
+        # first, as torch's tensordot does
+        if a.shape[x] != b.shape[y] and b.shape[y] == 1:
+            a = a.sum(x, keepdim=True)
+        elif a.shape[x] != b.shape[y] and a.shape[x] == 1:
+            b = b.sum(y, keepdim=True)
+        elif a.shape[x] != b.shape[y]:
             raise RuntimeError(f"contracted dimensions need to match, but first has size {a.shape[x]} "
                                f"in dim {x} and second has size {b.shape[y]} in dim {y}")
     if a.dtype is not b.dtype:

@@ -313,3 +313,12 @@ def test_order_dependent_inplace_op_compiled_matches_eager():
     cf = st.compile(f, backend="llvm")
     for _ in range(3):
         assert cf(make()).tolist() == want
+
+
+def test_tensordot_size_one_contracted_dim_broadcasts():
+    a, b = st.arange(6.0).reshape(2, 3), st.arange(4.0).reshape(1, 4)
+    assert st.tensordot(a, b, dims=([1], [0])).tolist() == [[0.0, 3.0, 6.0, 9.0],
+                                                            [0.0, 12.0, 24.0, 36.0]]
+    assert st.tensordot(st.tensor([1.0, 2.0, 3.0]), st.tensor([2.0]), dims=1).item() == 12.0
+    with pytest.raises(RuntimeError, match="contracted dimensions need to match"):
+        st.tensordot(a, st.ones(2, 4), dims=([1], [0]))
