@@ -1173,7 +1173,7 @@ static st_backend batch_be = {.name = "cudaemu-batch", .device = ST_DEV_CPU,
 
 /* A program of a batch: its graph and inputs (the caller's), the
  * tolerance (as same()); errors_agree: both backends may fail, with the
- * same status and message (integer powers with negative exponents). */
+ * same status and message (an index out of range). */
 typedef struct {
     char label[200];
     const st_graph *g;
@@ -1363,7 +1363,7 @@ static int run_random_batch(int first, int last)
 
 /* ---- every primitive op, one-op graphs over the dtypes (as test_nvrtc
  * compiles them), run: casts, mixed promotions, integer division and
- * powers (a negative exponent: the same error from both), reductions over
+ * powers (negative exponents: 1, -1 or 0, as torch), reductions over
  * every dim choice and 0-d inputs, index_select/embedding/gather with
  * int32 and int64 indices, scatter_add into every dtype (the emulated
  * atomics: float16/bfloat16 by 32-bit CAS, bool by OR), matmuls of every
