@@ -310,7 +310,7 @@ static int eager_run(st_op_id op, const st_operand *in, int nin,
 static int eager_on(st_op_id op, const st_operand *in, int nin,
                     const st_attrs *attrs, st_tensor **given, st_tensor **out,
                     st_backend *be);
-static bool order_dependent(const st_tensor *o, const st_tensor *x);
+static bool order_dependent(const st_tensor *o, const st_tensor *x, bool same_too);
 
 /* The public entry: runs the op (ops it runs inside are not traced;
  * under autocast, on its operands cast first) and
@@ -340,10 +340,9 @@ int st_rt_eager(st_op_id op, const st_operand *in, int nin,
             /* an operand in the written memory, other than as the same
              * view (x.mul_(x[0]) for a transposed x, which torch runs):
              * eager's kernel order decides, a graph's would differ */
+            bool scat = op == ST_OP_SCATTER || op == ST_OP_SCATTER_ADD;
             for (int j = 0; j < nin; j++)
-                if (order_dependent(given[k], in[j].t) ||
-                    ((op == ST_OP_SCATTER || op == ST_OP_SCATTER_ADD) && j > 0 &&
-                     in[j].t == given[k]))
+                if (order_dependent(given[k], in[j].t, scat && j > 0))
                     st_rt_trace_fail("an in-place op reads memory it writes (an operand "
                                      "overlaps the written tensor): its result depends on "
                                      "the order of the writes");
@@ -434,14 +433,16 @@ static int overlap_status(const st_tensor *o, const st_tensor *x) {
     return olo <= xhi && xlo <= ohi ? OV_PARTIAL : OV_NO;
 }
 
-/* o and x reach one storage range, other than as the very same view: the
+/* o and x reach one storage range, other than as the very same view (for
+ * a scatter's source and index, same_too: also as the same view): the
  * result may depend on the kernel's order (the trace refuses it) */
-static bool order_dependent(const st_tensor *o, const st_tensor *x) {
-    if (!o || !x || o == x || o->storage != x->storage) return false;
+static bool order_dependent(const st_tensor *o, const st_tensor *x, bool same_too) {
+    if (!o || !x || o->storage != x->storage || (o == x && !same_too)) return false;
     int64_t olo, ohi, xlo, xhi;
     elem_range(o, &olo, &ohi);
     elem_range(x, &xlo, &xhi);
     if (olo > ohi || xlo > xhi || ohi < xlo || xhi < olo) return false;
+    if (same_too) return true;
     if (o->offset == x->offset && o->ndim == x->ndim) {
         bool same = true;
         for (int d = 0; d < o->ndim && same; d++)

@@ -7,6 +7,7 @@ copysign, heaviside, float_power, ...), with the precision helpers they run in
 import builtins
 import math
 
+from .. import _C
 from .._dtype import bool_, float32, float64, int64
 from ._core import _FMAX, _check_tensor, _is_tensor, _tname
 from .elementwise import (abs, add, ceil, clamp, div, eq, exp, floor, ge, gt, le, log, logical_and,
@@ -517,7 +518,12 @@ def copysign(input, other):
     if not _is_tensor(other):
         negy = math.copysign(1.0, float(other)) < 0
         return neg(abs(x)) if negy else abs(x)
-    return where(_signbit(y), neg(abs(x)), abs(x))
+    r = where(_signbit(y), neg(abs(x)), abs(x))
+    if y.requires_grad and _C._is_grad_enabled():
+        # other's gradient is zero, but the result needs one through it, as torch's:
+        # minus a zero that reads y (a 0 subtracted keeps -0.0)
+        r = sub(r, where(zeros_like(y, dtype=bool_), y, 0.0))
+    return r
 
 
 def float_power(input, exponent):
