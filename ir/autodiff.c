@@ -528,6 +528,18 @@ static int reduced_dims(ad *c, const st_stmt *s, int n, bool *mask)
     return cnt;
 }
 
+/* The reduced dims, ascending, into dims; their count. */
+static int reduced_dim_list(ad *c, const st_stmt *s, int n, int64_t *dims)
+{
+    bool mask[ST_MAX_DIMS];
+    reduced_dims(c, s, n, mask);
+    int nd = 0;
+    for (int d = 0; d < n; d++)
+        if (mask[d])
+            dims[nd++] = d;
+    return nd;
+}
+
 /* v (a reduction's result shape) with the reduced dims kept as size 1. */
 static int keep_dims(ad *c, const st_stmt *s, int v, int n)
 {
@@ -569,13 +581,8 @@ static void r_reduce(ad *c, rule *r)
         /* even split among the positions equal to the result */
         int yk = keep_dims(c, &r->s, y, n);
         int eq = E2(c, ST_OP_EQ, x, yk);
-        bool mask[ST_MAX_DIMS];
-        reduced_dims(c, &r->s, n, mask);
         int64_t dims[ST_MAX_DIMS] = {0};
-        int nd = 0;
-        for (int d = 0; d < n; d++)
-            if (mask[d])
-                dims[nd++] = d;
+        int nd = reduced_dim_list(c, &r->s, n, dims);
         int cnt = red(c, ST_OP_SUM, cast(c, eq, M(c, g).dtype), dims, nd,
                       true);
         if (nd == 0) /* 0-d input: the single element */
@@ -590,13 +597,8 @@ static void r_reduce(ad *c, rule *r)
         int yk = keep_dims(c, &r->s, y, n);
         int z = E2(c, ST_OP_EQ, x, F(c, 0.0));
         int xs = E3(c, ST_OP_WHERE, z, F(c, 1.0), x);
-        bool mask[ST_MAX_DIMS];
-        reduced_dims(c, &r->s, n, mask);
         int64_t dims[ST_MAX_DIMS] = {0};
-        int nd = 0;
-        for (int d = 0; d < n; d++)
-            if (mask[d])
-                dims[nd++] = d;
+        int nd = reduced_dim_list(c, &r->s, n, dims);
         int zc = cast(c, z, M(c, g).dtype);
         int nz = nd ? red(c, ST_OP_SUM, zc, dims, nd, true) : zc;
         int pnz = nd ? red(c, ST_OP_PROD, xs, dims, nd, true) : xs;

@@ -393,24 +393,13 @@ static void elem_range(const st_tensor *t, int64_t *lo, int64_t *hi) {
  * which torch lets run, the result depending on the kernel's order. */
 enum { OV_NO, OV_FULL, OV_PARTIAL, OV_TOO_HARD };
 
-static bool dense(const st_tensor *t) {
-    int64_t st[ST_MAX_DIMS], sh[ST_MAX_DIMS];
-    int n = 0;
-    for (int d = 0; d < t->ndim; d++) {
-        if (t->shape[d] == 1) continue;
-        int i = n++;
-        for (; i > 0 && st[i - 1] > t->strides[d]; i--) {
-            st[i] = st[i - 1];
-            sh[i] = sh[i - 1];
-        }
-        st[i] = t->strides[d];
-        sh[i] = t->shape[d];
-    }
-    int64_t want = 1;
-    for (int i = 0; i < n; i++) {
-        if (st[i] != want) return false;
-        want *= sh[i];
-    }
+/* o and x view the same elements in the same order (strides of size-1
+ * dims do not count) */
+static bool same_view(const st_tensor *o, const st_tensor *x) {
+    if (o->offset != x->offset || o->ndim != x->ndim) return false;
+    for (int d = 0; d < o->ndim; d++)
+        if (o->shape[d] != x->shape[d] || (o->strides[d] != x->strides[d] && o->shape[d] != 1))
+            return false;
     return true;
 }
 
@@ -419,17 +408,12 @@ static int overlap_status(const st_tensor *o, const st_tensor *x) {
     if (o == x) return OV_FULL;
     if (st_tensor_numel(o) == 0 || st_tensor_numel(x) == 0 || o->storage != x->storage)
         return OV_NO;
-    if (!dense(o) || !dense(x)) return OV_TOO_HARD;
+    if (!st_tensor_is_dense(o) || !st_tensor_is_dense(x)) return OV_TOO_HARD;
     int64_t olo, ohi, xlo, xhi;
     elem_range(o, &olo, &ohi);
     elem_range(x, &xlo, &xhi);
-    if (olo == xlo && ohi == xhi) {
-        bool same = o->ndim == x->ndim;
-        for (int d = 0; d < o->ndim && same; d++)
-            same = o->shape[d] == x->shape[d] &&
-                   (o->strides[d] == x->strides[d] || o->shape[d] == 1);
-        return same ? OV_FULL : OV_PARTIAL;
-    }
+    if (olo == xlo && ohi == xhi)
+        return same_view(o, x) ? OV_FULL : OV_PARTIAL;
     return olo <= xhi && xlo <= ohi ? OV_PARTIAL : OV_NO;
 }
 
@@ -442,15 +426,7 @@ static bool order_dependent(const st_tensor *o, const st_tensor *x, bool same_to
     elem_range(o, &olo, &ohi);
     elem_range(x, &xlo, &xhi);
     if (olo > ohi || xlo > xhi || ohi < xlo || xhi < olo) return false;
-    if (same_too) return true;
-    if (o->offset == x->offset && o->ndim == x->ndim) {
-        bool same = true;
-        for (int d = 0; d < o->ndim && same; d++)
-            same = o->shape[d] == x->shape[d] &&
-                   (o->strides[d] == x->strides[d] || o->shape[d] == 1);
-        if (same) return false;
-    }
-    return true;
+    return same_too || !same_view(o, x);
 }
 
 static int eager_run(st_op_id op, const st_operand *in, int nin,

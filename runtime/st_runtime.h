@@ -146,6 +146,9 @@ bool st_tensor_is_contiguous(const st_tensor *t);
  * windows, as_strided); dims of stride 0 (expanded) count when
  * zero_strides, else they are left out. */
 bool st_tensor_may_overlap(const st_tensor *t, bool zero_strides);
+/* Whether t's elements fill a block of its storage, each once, in some
+ * order of its dims (torch's is_non_overlapping_and_dense). */
+bool st_tensor_is_dense(const st_tensor *t);
 void *st_tensor_data(const st_tensor *t); /* first element */
 st_device *st_tensor_device(const st_tensor *t);
 void st_tensor_meta(const st_tensor *t, st_meta *m);

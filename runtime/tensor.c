@@ -241,21 +241,13 @@ int64_t st_tensor_numel(const st_tensor *t)
     return n;
 }
 
-bool st_tensor_may_overlap(const st_tensor *t, bool zero_strides)
+/* t's dims of size > 1, by |stride| ascending, into st/sh; their count */
+static int dims_by_stride(const st_tensor *t, int64_t *st, int64_t *sh)
 {
-    /* dims of size > 1 by stride: each must step past all the smaller ones */
-    int64_t st[ST_MAX_DIMS], sh[ST_MAX_DIMS];
     int n = 0;
     for (int d = 0; d < t->ndim; d++) {
-        if (t->shape[d] == 0)
-            return false;
         if (t->shape[d] < 2)
             continue;
-        if (t->strides[d] == 0) {
-            if (zero_strides)
-                return true;
-            continue;
-        }
         int64_t a = t->strides[d] < 0 ? -t->strides[d] : t->strides[d];
         int i = n++;
         for (; i > 0 && st[i - 1] > a; i--) {
@@ -265,13 +257,40 @@ bool st_tensor_may_overlap(const st_tensor *t, bool zero_strides)
         st[i] = a;
         sh[i] = t->shape[d];
     }
-    int64_t reach = 0;
+    return n;
+}
+
+bool st_tensor_may_overlap(const st_tensor *t, bool zero_strides)
+{
+    /* each dim must step past all the smaller ones */
+    if (st_tensor_numel(t) == 0)
+        return false;
+    int64_t st[ST_MAX_DIMS], sh[ST_MAX_DIMS], reach = 0;
+    int n = dims_by_stride(t, st, sh);
     for (int i = 0; i < n; i++) {
+        if (st[i] == 0) {           /* expanded: sorted first */
+            if (zero_strides)
+                return true;
+            continue;
+        }
         if (st[i] <= reach)
             return true;
         reach += st[i] * (sh[i] - 1);
     }
     return false;
+}
+
+bool st_tensor_is_dense(const st_tensor *t)
+{
+    /* by stride, each dim steps exactly past the smaller ones */
+    int64_t st[ST_MAX_DIMS], sh[ST_MAX_DIMS], want = 1;
+    int n = dims_by_stride(t, st, sh);
+    for (int i = 0; i < n; i++) {
+        if (st[i] != want)
+            return false;
+        want *= sh[i];
+    }
+    return true;
 }
 
 bool st_tensor_is_contiguous(const st_tensor *t)
