@@ -260,11 +260,11 @@ static int tensor_list(PyObject *seq, st_tensor ***out, Py_ssize_t *n, bool allo
     return 0;
 }
 
-/* _C._backward(tensors, grads, retain_graph) */
+/* _C._backward(tensors, grads, retain_graph, create_graph=False) */
 static PyObject *f_backward(PyObject *m, PyObject *args) {
     PyObject *ts, *gs;
-    int retain;
-    if (!PyArg_ParseTuple(args, "OOp:_backward", &ts, &gs, &retain)) return NULL;
+    int retain, create = 0;
+    if (!PyArg_ParseTuple(args, "OOp|p:_backward", &ts, &gs, &retain, &create)) return NULL;
     st_tensor **roots = NULL, **grads = NULL;
     Py_ssize_t n, ng;
     if (tensor_list(ts, &roots, &n, false, "backward")) return NULL;
@@ -278,18 +278,20 @@ static PyObject *f_backward(PyObject *m, PyObject *args) {
         PyErr_Format(PyExc_RuntimeError, "grad_tensors has %zd entries for %zd tensors", ng, n);
         return NULL;
     }
-    st_status s = st_ad_backward(roots, grads, (int)n, retain);
+    st_status s = st_ad_backward_create(roots, grads, (int)n, retain, create);
     PyMem_Free(roots);
     PyMem_Free(grads);
     if (s != ST_OK) return st_fe_raise();
     Py_RETURN_NONE;
 }
 
-/* _C._grad(outputs, grad_outputs, inputs, retain_graph, allow_unused) */
+/* _C._grad(outputs, grad_outputs, inputs, retain_graph, allow_unused,
+ * create_graph=False) */
 static PyObject *f_grad(PyObject *m, PyObject *args) {
     PyObject *os, *gs, *is;
-    int retain, allow_unused;
-    if (!PyArg_ParseTuple(args, "OOOpp:_grad", &os, &gs, &is, &retain, &allow_unused))
+    int retain, allow_unused, create = 0;
+    if (!PyArg_ParseTuple(args, "OOOpp|p:_grad", &os, &gs, &is, &retain, &allow_unused,
+                          &create))
         return NULL;
     st_tensor **outs = NULL, **gouts = NULL, **ins = NULL;
     Py_ssize_t no, ngo, ni;
@@ -306,7 +308,8 @@ static PyObject *f_grad(PyObject *m, PyObject *args) {
         PyErr_NoMemory();
         goto out3;
     }
-    if (st_ad_grad(outs, gouts, (int)no, ins, (int)ni, retain, allow_unused, results) != ST_OK) {
+    if (st_ad_grad_create(outs, gouts, (int)no, ins, (int)ni, retain, create, allow_unused,
+                          results) != ST_OK) {
         st_fe_raise();
     } else if ((res = PyTuple_New(ni))) {
         for (Py_ssize_t k = 0; k < ni; k++) {

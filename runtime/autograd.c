@@ -32,6 +32,7 @@ struct st_ad_node {
     int64_t refcount;
     char name[48];
     bool custom, freed;
+    bool once;                /* a custom backward that is not differentiable */
     /* op nodes */
     st_op_id op;
     st_attrs attrs;
@@ -76,6 +77,9 @@ struct ad_slot {
 };
 
 static _Thread_local bool grad_disabled;
+/* create_graph=True on the backward running on this thread: its ops are
+ * recorded (grad mode stays on), op nodes run their VJP as eager ops */
+static _Thread_local bool engine_creates;
 static int64_t nodes_alive;
 
 bool st_ad_grad_enabled(void) { return !grad_disabled; }
@@ -681,8 +685,13 @@ static st_status vinsert(ventry *e) {
     return ST_OK;
 }
 
-static ventry *vbuild(const vkey *key, uint64_t h, const st_ad_node *n,
-                      st_dtype gdt) {
+/* The VJP graph of op node n (DCE'd): its inputs are n's tensor
+ * operands in order, then n's output, then the output's gradient (dtype
+ * gdt); n's scalar operands are constants of their values. grad_output[k]
+ * is the graph output index of operand k's gradient, or -1 (not in needs,
+ * or none). */
+static st_graph *vjp_graph(const st_ad_node *n, st_dtype gdt, unsigned needs,
+                           bool create, int *grad_output) {
     const st_op_def *def = st_op(n->op);
     st_graph *g = st_ir_graph_new();
     if (!g) return NULL;
@@ -701,6 +710,12 @@ static ventry *vbuild(const vkey *key, uint64_t h, const st_ad_node *n,
     memset(&s, 0, sizeof s);
     s.op = n->op;
     s.nin = n->nin;
+    /* values the forward hands the rule (gelu's erf(x / sqrt 2) + 1,
+     * cross_entropy's log-sum-exp) are values of an operand with no
+     * history: a gradient that is differentiated again computes them from
+     * that operand (they stay unread inputs) */
+    if (create && n->op == ST_OP_GELU) s.nin = 1;
+    if (create && n->op == ST_OP_CROSS_ENTROPY && s.nin > 2) s.nin = 2;
     s.nout = 1;
     for (int k = 0; k < n->nin; k++) s.in[k] = ids[k];
     s.out[0] = out_id;
@@ -712,23 +727,28 @@ static ventry *vbuild(const vkey *key, uint64_t h, const st_ad_node *n,
         st_ir_graph_free(g);
         return NULL;
     }
+    int nouts = 0;
+    for (int k = 0; k < n->nin; k++) {
+        grad_output[k] = -1;
+        if (in_grads[k] < 0 || !(needs & (1u << k))) continue;
+        st_ir_mark_output(g, in_grads[k]);
+        grad_output[k] = nouts++;
+    }
+    st_graph *live = st_ir_dce(g);
+    st_ir_graph_free(g);
+    return live;
+}
+
+static ventry *vbuild(const vkey *key, uint64_t h, const st_ad_node *n,
+                      st_dtype gdt) {
     ventry *e = calloc(1, sizeof *e);
     if (!e) {
-        st_ir_graph_free(g);
         st_err(ST_ERR_MEMORY, "autograd: out of host memory");
         return NULL;
     }
     e->key = *key;
     e->hash = h;
-    int nouts = 0;
-    for (int k = 0; k < n->nin; k++) {
-        e->grad_output[k] = -1;
-        if (in_grads[k] < 0 || !(key->needs & (1 << k))) continue;
-        st_ir_mark_output(g, in_grads[k]);
-        e->grad_output[k] = nouts++;
-    }
-    st_graph *live = st_ir_dce(g);
-    st_ir_graph_free(g);
+    st_graph *live = vjp_graph(n, gdt, (unsigned)key->needs, false, e->grad_output);
     if (!live) {
         free(e);
         return NULL;
@@ -929,6 +949,173 @@ static st_status apply_vjp(st_ad_node *n, st_tensor *gout, st_tensor **sv, st_te
     for (int v = 0; v < pg->nvalues; v++) st_tensor_decref(vals[v]);
     free(vals);
     return s;
+}
+
+/* ---------------- create_graph: the VJP run as recorded eager ops ----------------
+ * With create_graph=True the backward's own ops go on the tape, so the
+ * gradients it makes have a history of their own. An op node's VJP graph
+ * then runs statement by statement through st_rt_eager
+ * (st_rt_graph_run_eager) instead of as a compiled program, and what the
+ * node saved is first linked to the history it had: a saved input to the
+ * edge of that input (its node and output number, or the leaf itself), the
+ * saved output to this node. A gradient of the gradient then flows into
+ * the forward's history as well as into the incoming gradient's. */
+
+/* *t (owned) becomes an alias of itself whose history is (node, nr), or
+ * the leaf; unchanged when neither (no gradient wanted there). */
+static st_status link_saved(st_tensor **t, st_ad_node *node, int nr, st_tensor *leaf) {
+    if (leaf) {
+        st_tensor_incref(leaf);
+        st_tensor_decref(*t);
+        *t = leaf;
+        return ST_OK;
+    }
+    if (!node) return ST_OK;
+    st_tensor *a = alias(*t);
+    if (!a) return st_err_kind() ? st_err_kind() : st_err(ST_ERR_MEMORY, "autograd: out of memory");
+    attach(a, node, nr);
+    st_tensor_decref(*t);
+    *t = a;
+    return ST_OK;
+}
+
+/* A stand-in for an operand the VJP rule does not read at run time (it
+ * serves as a meta only, e.g. the like-operand of FULL): a zero of m's
+ * dtype on dev's device (gout's), broadcast to m's shape. */
+static st_tensor *meta_only(const st_meta *m, st_tensor *dev) {
+    st_attrs a;
+    memset(&a, 0, sizeof a);
+    a.dtype = m->dtype;
+    if (!st_dtype_is_float(m->dtype)) a.flags = ST_ATTR_INT_VALUE;
+    st_tensor *one = st_tensor_numel(dev) > 0
+                         ? st_tensor_view_of(dev, 0, NULL, NULL, dev->offset) : NULL;
+    st_operand like = {.t = one};
+    st_tensor *z = NULL;
+    int r = one ? st_rt_eager(ST_OP_FULL, &like, 1, &a, NULL, &z) : -1;
+    st_tensor_decref(one);
+    if (r != 1) { /* an empty gradient: a factory zero will do */
+        st_err_clear();
+        st_ir_zeros_attrs(m, &a);
+        return st_rt_eager(ST_OP_FULL, NULL, 0, &a, NULL, &z) == 1 ? z : NULL;
+    }
+    int64_t st0[ST_MAX_DIMS] = {0};
+    st_tensor *v = st_tensor_view_of(z, m->ndim, m->shape, st0, z->offset);
+    st_tensor_decref(z);
+    return v;
+}
+
+static st_status apply_op_create(st_ad_node *n, st_tensor *gout, st_tensor **gin) {
+    st_tensor *sv[ST_MAX_IN + 1] = {0};
+    st_tensor *in[ST_MAX_IN + 2] = {0}, *outs[ST_MAX_IN] = {0};
+    st_graph *g = NULL;
+    st_device_type dev = st_tensor_device(gout)->type;
+    unsigned needs = 0;
+    int grad_output[ST_MAX_IN], nin_t = 0;
+    st_status s = ST_OK;
+    for (int k = 0; k <= ST_MAX_IN && s == ST_OK; k++) {
+        if (k < ST_MAX_IN && (k >= n->nin || n->is_scalar[k])) continue;
+        s = saved_get(n, k, dev, &sv[k]);
+        if (s == ST_OK && sv[k])
+            s = k < ST_MAX_IN ? link_saved(&sv[k], n->next_node[k], n->next_nr[k], n->next_leaf[k])
+                              : link_saved(&sv[k], n, 0, NULL);
+    }
+    for (int k = 0; k < n->nin; k++)
+        if (n->next_node[k] || n->next_leaf[k]) needs |= 1u << k;
+    if (s == ST_OK && !(g = vjp_graph(n, gout->dtype, needs, true, grad_output)))
+        s = st_err_kind() ? st_err_kind() : st_err(ST_ERR_RUNTIME, "%s: no VJP graph", n->name);
+    for (int k = 0; k < n->nin && s == ST_OK; k++) {
+        if (n->is_scalar[k]) continue;
+        in[nin_t] = sv[k] ? sv[k] : meta_only(&n->in_meta[k], gout);
+        if (sv[k]) st_tensor_incref(sv[k]);
+        if (!in[nin_t++]) s = st_err_kind();
+    }
+    if (s == ST_OK) {
+        in[nin_t] = sv[ST_MAX_IN] ? sv[ST_MAX_IN] : meta_only(&n->out_meta, gout);
+        if (sv[ST_MAX_IN]) st_tensor_incref(sv[ST_MAX_IN]);
+        if (!in[nin_t++]) s = st_err_kind();
+    }
+    if (s == ST_OK) {
+        st_tensor_incref(gout);
+        in[nin_t++] = gout;
+        s = st_rt_graph_run_eager(g, in, outs);
+    }
+    for (int k = 0; k < n->nin; k++) {
+        gin[k] = NULL;
+        if (s == ST_OK && grad_output[k] >= 0) {
+            gin[k] = outs[grad_output[k]];
+            outs[grad_output[k]] = NULL;
+        }
+    }
+    for (int k = 0; k < ST_MAX_IN; k++) st_tensor_decref(outs[k]);
+    for (int k = 0; k < nin_t; k++) st_tensor_decref(in[k]);
+    for (int k = 0; k <= ST_MAX_IN; k++) st_tensor_decref(sv[k]);
+    st_ir_graph_free(g);
+    return s;
+}
+
+/* A once-differentiable custom node's gradients under create_graph: each
+ * gets a node that raises if a gradient ever reaches it, with the custom
+ * node's edges (so grad() does not prune it), as torch's DelayedError. */
+static st_status delayed_error(void *ctx, int nout, st_tensor *const *gout, int nin,
+                               st_tensor **gin) {
+    for (int k = 0; k < nin; k++) gin[k] = NULL;
+    for (int k = 0; k < nout; k++)
+        if (gout[k])
+            return st_err(ST_ERR_RUNTIME, "trying to differentiate twice through %s, whose "
+                          "backward is not differentiable (a compiled graph's or a built-in "
+                          "custom node's): gradients of its gradients are not supported; run "
+                          "that part eagerly (outside symtrace.compile) for higher-order "
+                          "gradients", (const char *)ctx);
+    return ST_OK;
+}
+
+static st_status delay_errors(st_ad_node *n, st_tensor **gin) {
+    int nout = 0;
+    for (int k = 0; k < n->nin; k++) nout += gin[k] != NULL;
+    if (!nout) return ST_OK;
+    st_ad_node *d = node_new(n->nin, n->nin);
+    char *name = d ? strdup(n->name) : NULL;
+    if (d) d->cout_meta = calloc((size_t)(n->nin > 0 ? n->nin : 1), sizeof *d->cout_meta);
+    if (!d || !name || !d->cout_meta) {
+        free(name);
+        if (d) st_ad_node_decref(d);
+        return st_err(ST_ERR_MEMORY, "autograd: out of host memory");
+    }
+    d->custom = true;
+    d->fn = delayed_error;
+    d->ctx = name;
+    d->ctx_free = free;
+    snprintf(d->name, sizeof d->name, "DelayedError");
+    for (int k = 0; k < n->nin; k++) {
+        if (k < ST_MAX_IN) d->in_meta[k] = n->in_meta[k];
+        if (n->next_node[k]) {
+            st_ad_node_incref(n->next_node[k]);
+            d->next_node[k] = n->next_node[k];
+            d->next_nr[k] = n->next_nr[k];
+        } else if (n->next_leaf[k]) {
+            st_tensor_incref(n->next_leaf[k]);
+            d->next_leaf[k] = n->next_leaf[k];
+        }
+    }
+    st_status s = ST_OK;
+    for (int k = 0; k < n->nin && s == ST_OK; k++) {
+        if (!gin[k]) continue;
+        st_tensor *a = alias(gin[k]); /* the node's result may be shared */
+        if (!a) {
+            s = st_err_kind() ? st_err_kind() : st_err(ST_ERR_MEMORY, "autograd: out of memory");
+            break;
+        }
+        st_tensor_meta(a, &d->cout_meta[k]);
+        attach(a, d, k);
+        st_tensor_decref(gin[k]);
+        gin[k] = a;
+    }
+    st_ad_node_decref(d);
+    return s;
+}
+
+void st_ad_node_set_once_differentiable(st_ad_node *n) {
+    if (n) n->once = true;
 }
 
 void st_ad_stats_get(st_ad_stats *out) {
@@ -1138,6 +1325,13 @@ static st_status deliver_leaf(sink *sk, st_tensor *leaf, st_tensor *g) {
             leaf->grad = own;
             return ST_OK;
         }
+        if (engine_creates) { /* .grad = .grad + g, keeping both histories */
+            st_tensor *sum = add_grads(leaf->grad, g);
+            if (!sum) return st_err_kind();
+            st_tensor_decref(leaf->grad);
+            leaf->grad = sum;
+            return ST_OK;
+        }
         st_operand in[2] = {{.t = leaf->grad}, {.t = g}};
         st_tensor *given[ST_MAX_OUT] = {leaf->grad};
         st_tensor *out = NULL;
@@ -1193,6 +1387,7 @@ static st_status run_node(st_ad_node *n, st_tensor **gin) {
             if (!n->gbuf) return st_err(ST_ERR_MEMORY, "autograd: out of host memory");
         }
         st_status s = n->fn(n->ctx, n->nout, n->gbuf, n->nin, gin);
+        if (s == ST_OK && engine_creates && n->once) s = delay_errors(n, gin);
         if (s != ST_OK) return s;
         for (int k = 0; k < n->nin; k++)
             if (gin[k] && (n->next_node[k] || n->next_leaf[k]) && k < ST_MAX_IN &&
@@ -1204,7 +1399,7 @@ static st_status run_node(st_ad_node *n, st_tensor **gin) {
         for (int k = 0; k < n->nin; k++) gin[k] = NULL;
         return ST_OK;
     }
-    return apply_op(n, n->gbuf[0], gin);
+    return engine_creates ? apply_op_create(n, n->gbuf[0], gin) : apply_op(n, n->gbuf[0], gin);
 }
 
 /* The retain_graph flag of the backward running on this thread (false
@@ -1212,16 +1407,19 @@ static st_status run_node(st_ad_node *n, st_tensor **gin) {
 static _Thread_local bool engine_retains;
 
 bool st_ad_retaining(void) { return engine_retains; }
+bool st_ad_creating(void) { return engine_creates; }
 
 static st_status engine_run(st_tensor *const *roots, st_tensor *const *grads, int nroots,
                             bool retain, sink *sk);
 
 static st_status engine(st_tensor *const *roots, st_tensor *const *grads, int nroots,
-                        bool retain, sink *sk) {
-    bool outer = engine_retains;
+                        bool retain, bool create, sink *sk) {
+    bool outer = engine_retains, outer_create = engine_creates;
     engine_retains = retain;
+    engine_creates = create;
     st_status s = engine_run(roots, grads, nroots, retain, sk);
     engine_retains = outer;
+    engine_creates = outer_create;
     return s;
 }
 
@@ -1264,7 +1462,7 @@ static st_status engine_run(st_tensor *const *roots, st_tensor *const *grads, in
     st_tensor *root_g[64];
     if (nroots > 64) return st_err(ST_ERR_VALUE, "backward: at most 64 roots");
     bool was_disabled = grad_disabled;
-    grad_disabled = true;
+    grad_disabled = !engine_creates;
     /* backward runs in the forward's dtypes (PyTorch's engine does not
      * autocast either; custom_bwd re-enters the forward's state) */
     uint32_t was_autocast = st_rt_autocast_swap(0);
@@ -1419,14 +1617,26 @@ static st_status refresh_all(st_tensor *const *ts, int n) {
 
 st_status st_ad_backward(st_tensor *const *roots, st_tensor *const *grads,
                          int n, bool retain_graph) {
+    return st_ad_backward_create(roots, grads, n, retain_graph, false);
+}
+
+st_status st_ad_backward_create(st_tensor *const *roots, st_tensor *const *grads,
+                                int n, bool retain_graph, bool create_graph) {
     if (refresh_all(roots, n) != ST_OK) return st_err_kind();
     sink sk = {.accumulate = true};
-    return engine(roots, grads, n, retain_graph, &sk);
+    return engine(roots, grads, n, retain_graph || create_graph, create_graph, &sk);
 }
 
 st_status st_ad_grad(st_tensor *const *outs, st_tensor *const *gouts, int n,
                      st_tensor *const *inputs, int ninputs, bool retain_graph,
                      bool allow_unused, st_tensor **results) {
+    return st_ad_grad_create(outs, gouts, n, inputs, ninputs, retain_graph, false,
+                             allow_unused, results);
+}
+
+st_status st_ad_grad_create(st_tensor *const *outs, st_tensor *const *gouts, int n,
+                            st_tensor *const *inputs, int ninputs, bool retain_graph,
+                            bool create_graph, bool allow_unused, st_tensor **results) {
     for (int k = 0; k < ninputs; k++) results[k] = NULL;
     if (refresh_all(outs, n) != ST_OK || refresh_all(inputs, ninputs) != ST_OK)
         return st_err_kind();
@@ -1437,7 +1647,7 @@ st_status st_ad_grad(st_tensor *const *outs, st_tensor *const *gouts, int n,
     }
     sink sk = {.accumulate = false, .inputs = inputs, .ninputs = ninputs,
                .results = results};
-    st_status s = engine(outs, gouts, n, retain_graph, &sk);
+    st_status s = engine(outs, gouts, n, retain_graph || create_graph, create_graph, &sk);
     for (int k = 0; s == ST_OK && k < ninputs; k++)
         if (!results[k] && !allow_unused)
             s = st_err(ST_ERR_RUNTIME, "One of the differentiated Tensors "

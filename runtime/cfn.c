@@ -41,6 +41,10 @@ struct st_rt_cfn {
     int *alias_in, *alias_out, *alias_at, *alias_stmt;
     /* autograd */
     bool has_bwd;
+    /* the forward can run again eagerly from its inputs, for a backward
+     * with create_graph=True: no random ops (their draws would differ) and
+     * no writebacks (the inputs hold new values afterwards) */
+    bool recompute;
     int nwrt, *wrt;            /* input indices differentiated to */
     int ndiff, *diff;          /* visible output indices with gradients */
     st_ir_bwd_info info;
@@ -308,6 +312,8 @@ static st_status region_node(st_rt_cfn *owner, const st_graph *g,
         rctx_free(c);
         return st_err_kind();
     }
+    /* the region's backward graph reads detached values */
+    st_ad_node_set_once_differentiable(n);
     st_ad_node_decref(n);
     return ST_OK;
 fail:
@@ -399,6 +405,11 @@ static st_status eager_run_graph(const st_graph *g, st_tensor *const *in,
     release_values(g, vals);
     free(rmap);
     return s;
+}
+
+st_status st_rt_graph_run_eager(const st_graph *g, st_tensor *const *in, st_tensor **out)
+{
+    return eager_run_graph(g, in, out, NULL);
 }
 
 /* ---------------- construction ---------------- */
@@ -723,6 +734,10 @@ static st_status build_backward(st_rt_cfn *f, const bool *rg)
     log_saved(g, &f->info);
     f->fsave_g = fs;
     f->has_bwd = true;
+    f->recompute = !f->nwb;
+    for (int si = 0; si < g->nstmts && f->recompute; si++)
+        f->recompute = st_op(g->stmts[si].op)->kind != ST_OPK_RANDOM &&
+                       g->stmts[si].op != ST_OP_DROPOUT;
     /* read only by runs that save for backward (an optimizer's graph,
      * with many writebacks, has none) */
     s = f->nwb ? own_writes(f, from) : ST_OK;
@@ -846,6 +861,10 @@ typedef struct {
     uint32_t *saved_ver;       /* their storage versions after the run */
     st_meta *out_meta;         /* ndiff metas of the differentiable outputs */
     int *grad_slot;            /* per node input: index into f->wrt */
+    /* f->recompute: the forward's inputs themselves (with their
+     * histories) and their versions, for a backward with create_graph */
+    st_tensor **inputs;
+    uint32_t *in_ver;
 } bctx;
 
 static void bctx_free(void *p)
@@ -857,6 +876,10 @@ static void bctx_free(void *p)
         st_tensor_decref(c->saved[k]);
     free(c->saved);
     free(c->saved_ver);
+    for (int k = 0; c->inputs && k < c->f->g->ninputs; k++)
+        st_tensor_decref(c->inputs[k]);
+    free(c->inputs);
+    free(c->in_ver);
     free(c->out_meta);
     free(c->grad_slot);
     st_rt_cfn_free(c->f);
@@ -932,11 +955,84 @@ static int variant_of(st_rt_cfn *f, uint64_t mask)
     return v;
 }
 
+static void drop_inputs(bctx *c)
+{
+    for (int k = 0; c->inputs && k < c->f->g->ninputs; k++)
+        st_tensor_decref(c->inputs[k]);
+    free(c->inputs);
+    free(c->in_ver);
+    c->inputs = NULL;
+    c->in_ver = NULL;
+}
+
+/* create_graph=True: the gradients need histories, which compiled kernels
+ * do not record. The forward runs again eagerly from the inputs it was
+ * given (recorded, so the saved values it recomputes have histories into
+ * the inputs'), then the backward graph runs eagerly on them and on gout:
+ * AOTAutograd's pair, run as taped eager ops. */
+static st_status node_backward_create(bctx *c, int nout, st_tensor *const *gout,
+                                      int nin, st_tensor **gin)
+{
+    st_rt_cfn *f = c->f;
+    const st_graph *fs = f->fsave_g, *bg = f->bwd_g;
+    int nsaved = f->info.nsaved, nfo = f->g->noutputs;
+    for (int k = 0; k < f->g->ninputs; k++)
+        if (c->inputs[k]->storage->version != c->in_ver[k]) {
+            char a[96];
+            const st_tensor *t = c->inputs[k];
+            return st_err(ST_ERR_RUNTIME, "one of the variables needed for gradient "
+                          "computation has been modified by an inplace operation: "
+                          "[%s %s] is at version %u; expected version %u instead "
+                          "(CompiledFunctionBackward, input %d, create_graph)",
+                          st_dtype_name(t->dtype), st_shape_str(t->shape, t->ndim, a, sizeof a),
+                          (unsigned)t->storage->version, (unsigned)c->in_ver[k], k);
+        }
+    if (nout != f->ndiff || bg->ninputs != nsaved + f->ndiff || fs->noutputs != nfo + nsaved)
+        return st_err(ST_ERR_RUNTIME, "%s: bad gradient count", "CompiledFunctionBackward");
+    st_tensor **fo = calloc((size_t)fs->noutputs + 1, sizeof *fo);
+    st_tensor **in = calloc((size_t)bg->ninputs + 1, sizeof *in);
+    st_tensor **res = calloc((size_t)bg->noutputs + 1, sizeof *res);
+    st_status s = fo && in && res ? ST_OK : st_err(ST_ERR_MEMORY, "cfn: out of host memory");
+    if (s == ST_OK)
+        s = eager_run_graph(fs, c->inputs, fo, f);
+    for (int k = 0; k < nsaved && s == ST_OK; k++) {
+        in[k] = fo[nfo + k];
+        st_tensor_incref(in[k]);
+    }
+    for (int k = 0; k < f->ndiff && s == ST_OK; k++) {
+        in[nsaved + k] = gout[k];
+        if (gout[k])
+            st_tensor_incref(gout[k]);
+        else if (!(in[nsaved + k] = zeros_of(&c->out_meta[k])))
+            s = st_err_kind();
+    }
+    if (s == ST_OK)
+        s = eager_run_graph(bg, in, res, f);
+    for (int k = 0; k < nin && s == ST_OK; k++) {
+        gin[k] = res[c->grad_slot[k]];
+        res[c->grad_slot[k]] = NULL;
+    }
+    for (int k = 0; fo && k < fs->noutputs; k++)
+        st_tensor_decref(fo[k]);
+    for (int k = 0; in && k < bg->ninputs; k++)
+        st_tensor_decref(in[k]);
+    for (int k = 0; res && s == ST_OK && k < bg->noutputs; k++)
+        st_tensor_decref(res[k]);
+    free(fo);
+    free(in);
+    free(res);
+    return s;
+}
+
 static st_status node_backward(void *ctx, int nout, st_tensor *const *gout,
                                int nin, st_tensor **gin)
 {
     bctx *c = ctx;
     st_rt_cfn *f = c->f;
+    if (st_ad_creating() && c->inputs)
+        return node_backward_create(c, nout, gout, nin, gin);
+    if (!st_ad_retaining())
+        drop_inputs(c);   /* this node runs once: no create_graph after */
     for (int k = 0; k < nin; k++)
         gin[k] = NULL;
     /* outputs that got no gradient: the backward of the others alone */
@@ -1156,6 +1252,16 @@ static st_status attach_node(st_rt_cfn *f, st_tensor *const *inputs,
             c->saved_ver[k] = saved[k]->storage->version;
         c->out_meta = malloc(sizeof *c->out_meta * (size_t)f->ndiff);
         c->grad_slot = malloc(sizeof(int) * (size_t)f->nwrt);
+        int ni = f->g->ninputs;
+        if (f->recompute && (c->inputs = calloc((size_t)ni + 1, sizeof *c->inputs)) &&
+            (c->in_ver = malloc(sizeof(uint32_t) * ((size_t)ni + 1))))
+            for (int k = 0; k < ni; k++) {
+                c->inputs[k] = inputs[k];
+                st_tensor_incref(inputs[k]);
+                c->in_ver[k] = inputs[k]->storage->version;
+            }
+        else
+            drop_inputs(c);
     }
     if (!c || !c->saved_ver || !c->out_meta || !c->grad_slot || !nin_t ||
         !nout_t) {
@@ -1195,6 +1301,8 @@ static st_status attach_node(st_rt_cfn *f, st_tensor *const *inputs,
         bctx_free(c);
         return st_err_kind();
     }
+    if (!c->inputs) /* the forward cannot run again: compiled kernels only */
+        st_ad_node_set_once_differentiable(n);
     st_ad_node_decref(n);
     return ST_OK;
 }

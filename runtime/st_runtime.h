@@ -311,6 +311,14 @@ typedef st_status (*st_ad_custom_fn)(void *ctx, int nout, st_tensor *const *gout
  * the graph (retain_graph=True). When it does not, the node runs once and
  * may release what it saved as it goes. */
 bool st_ad_retaining(void);
+/* Inside a backward: whether it runs with create_graph=True (its ops are
+ * recorded, so the gradients it makes have histories). */
+bool st_ad_creating(void);
+/* n's backward is not itself differentiable (it runs compiled kernels, or
+ * ops on detached values): under create_graph its gradients get a node
+ * that raises if a second backward reaches it, as torch's
+ * once_differentiable. */
+void st_ad_node_set_once_differentiable(st_ad_node *n);
 /* Attaches a custom node as grad_fn of outputs[k] (each gets requires_grad,
  * output_nr k; NULL entries are non-differentiable). inputs are the
  * tensors the node differentiates to (NULL for non-tensor arguments);
@@ -430,11 +438,18 @@ int st_ad_saved_hooks_depth(void);
  * .grad. grads[k] may be NULL for a one-element root (implied 1). */
 st_status st_ad_backward(st_tensor *const *roots, st_tensor *const *grads,
                          int n, bool retain_graph);
+/* create_graph: the backward's own ops are recorded (higher-order
+ * gradients); implies retain_graph. */
+st_status st_ad_backward_create(st_tensor *const *roots, st_tensor *const *grads,
+                                int n, bool retain_graph, bool create_graph);
 /* autograd.grad(): results[k] = d(sum outs*gouts)/d(inputs[k]) as new
  * references (NULL when unused and allow_unused). Leaves' .grad untouched. */
 st_status st_ad_grad(st_tensor *const *outs, st_tensor *const *gouts, int n,
                      st_tensor *const *inputs, int ninputs, bool retain_graph,
                      bool allow_unused, st_tensor **results);
+st_status st_ad_grad_create(st_tensor *const *outs, st_tensor *const *gouts, int n,
+                            st_tensor *const *inputs, int ninputs, bool retain_graph,
+                            bool create_graph, bool allow_unused, st_tensor **results);
 typedef struct {
     int64_t nodes_alive, programs, program_hits, program_compiles;
 } st_ad_stats;
@@ -588,6 +603,11 @@ void st_rt_rng_set_state(uint64_t seed, uint64_t offset);
  * code mutated in place get their new value copied back after each run
  * (the trace reports them, see st_rt_trace_end2). */
 typedef struct st_rt_cfn st_rt_cfn;
+/* Runs graph g's statements one by one through st_rt_eager (recorded on
+ * the tape as any eager op when grad mode is on): in[] are its inputs in
+ * order (NULL for one no statement reads), out[] gets a new reference per
+ * graph output. */
+st_status st_rt_graph_run_eager(const st_graph *g, st_tensor *const *in, st_tensor **out);
 typedef struct {
     const char *backend;
     /* per input: build gradients for it (it required grad at trace time) */

@@ -303,6 +303,8 @@ static st_status copy_slices(st_tensor *b, st_tensor *v, st_tensor *r)
     st_ad_node *n = st_ad_custom_node("CopySlices", cs_backward, c, free, 2, ins, 1, outs);
     if (!n)
         return st_err_kind() ? st_err_kind() : st_err(ST_ERR_MEMORY, "view: out of host memory");
+    /* cs_backward writes through a detached view of its result */
+    st_ad_node_set_once_differentiable(n);
     st_ad_node_decref(n);
     return ST_OK;
 }

@@ -16,19 +16,28 @@ def _seq(x):
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
-    """Accumulates gradients of tensors (weighted by grad_tensors) into leaves' .grad."""
-    if create_graph:
-        raise NotImplementedError("create_graph=True (higher-order gradients) is not supported yet")
+    """Accumulates gradients of tensors (weighted by grad_tensors) into leaves' .grad.
+
+    create_graph=True records the backward's own ops, so the gradients have a
+    history and can be differentiated again (higher-order gradients); it
+    implies retain_graph unless retain_graph=False is given."""
+    if retain_graph is None:
+        retain_graph = create_graph
     tensors = _seq(tensors)
     grads = _seq(grad_tensors) or (None,) * len(tensors)
     if inputs is None:
-        _C._backward(tensors, grads, bool(retain_graph))
+        _C._backward(tensors, grads, bool(retain_graph), bool(create_graph))
         return
     inputs = _seq(inputs)
     if not inputs:
         raise RuntimeError("'inputs' argument to backward() cannot be empty.")
     # only these accumulate (leaves or not): grad() over them, added to .grad
-    got = _C._grad(tensors, grads, inputs, bool(retain_graph), True)
+    got = _C._grad(tensors, grads, inputs, bool(retain_graph), True, bool(create_graph))
+    if create_graph:    # .grad keeps the gradient's history
+        for t, g in zip(inputs, got):
+            if g is not None:
+                t.grad = g if t.grad is None else t.grad + g
+        return
     with no_grad():
         for t, g in zip(inputs, got):
             if g is None:
@@ -41,13 +50,16 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          allow_unused=False, is_grads_batched=False):
-    """Gradients of outputs with respect to inputs, as a tuple; .grad is untouched."""
-    if create_graph:
-        raise NotImplementedError("create_graph=True (higher-order gradients) is not supported yet")
+    """Gradients of outputs with respect to inputs, as a tuple; .grad is untouched.
+
+    create_graph=True: the gradients have a history (see backward)."""
+    if retain_graph is None:
+        retain_graph = create_graph
     outputs = _seq(outputs)
     inputs = _seq(inputs)
     grads = _seq(grad_outputs) or (None,) * len(outputs)
-    return _C._grad(outputs, grads, inputs, bool(retain_graph), bool(allow_unused))
+    return _C._grad(outputs, grads, inputs, bool(retain_graph), bool(allow_unused),
+                    bool(create_graph))
 
 
 try:

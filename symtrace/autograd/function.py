@@ -52,6 +52,17 @@ class FunctionCtx:
                 out.append(_Packed(unpack, obj, tuple(t.shape), t.dtype))
         self._saved = tuple(out)
 
+    def _keep_inputs(self, inputs):
+        """A saved input is kept as the input itself, with its history, so a
+        backward run with create_graph=True is differentiable through it (as
+        torch unpacks a saved input); outputs stay detached aliases (an
+        output's history is this node: a reference cycle)."""
+        if self._saved is None:
+            return
+        by_id = {id(a): a for a in inputs}
+        self._saved = tuple(entry if entry is None or i not in by_id else (by_id[i], entry[1])
+                            for entry, i in zip(self._saved, self._saved_ids))
+
     @property
     def saved_tensors(self):
         if self._saved is None:
@@ -137,6 +148,8 @@ class Function:
         hooks = _C._saved_tensors_hooks_top()
         if hooks is not None:
             ctx._pack_saved([a for a, t in zip(args, is_t) if t], hooks)
+        else:
+            ctx._keep_inputs([a for a, t in zip(args, is_t) if t])
         # an input returned as-is becomes a fresh alias, so its own history stays
         ids = {id(a) for a, t in zip(args, is_t) if t}
         outs_t = tuple(o.detach() if isinstance(o, _C.TensorBase) and id(o) in ids else o for o in outs_t)

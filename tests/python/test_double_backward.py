@@ -1,0 +1,290 @@
+"""Higher-order gradients: autograd.grad / backward with create_graph=True.
+
+The backward's own ops are recorded, so a gradient has a history and can be
+differentiated again (gradient penalties, Hessian-vector products, third
+derivatives). Each case computes the first-order gradients with
+create_graph=True, then the gradient of the sum of their squares, and
+compares both against closed forms (numpy) or, where torch is installed,
+against torch's double backward on the same values in float64."""
+import numpy as np
+import pytest
+
+import symtrace as st
+
+
+def _np(t):
+    return np.asarray(t.detach().numpy(), dtype=np.float64)
+
+
+def _grads(lib, fn, arrs, gsq=True):
+    """First-order gradients (create_graph) and the gradient of the sum of
+    their squares, for inputs built from arrs in float64."""
+    xs = [lib.tensor(a, dtype=lib.float64, requires_grad=True) for a in arrs]
+    y = fn(lib, *xs)
+    g = lib.autograd.grad(y, xs, create_graph=True)
+    assert all(gi.requires_grad for gi in g)
+    s = sum((gi * gi).sum() for gi in g) if gsq else sum(gi.sum() for gi in g)
+    g2 = lib.autograd.grad(s, xs, allow_unused=True)
+    return [_np(t) for t in g], [None if t is None else _np(t) for t in g2]
+
+
+rng = np.random.default_rng(7)
+A = rng.standard_normal((3, 4))
+B = rng.standard_normal((4, 5))
+P = np.abs(rng.standard_normal((3, 4))) + 0.5
+W = rng.standard_normal(4)
+IDX = np.array([2, 0, 1, 2])
+
+CASES = {
+    "cube": (lambda L, x: (x ** 3).sum(), [A]),
+    "exp": (lambda L, x: x.exp().sum(), [A]),
+    "log": (lambda L, x: x.log().sum(), [P]),
+    "sqrt": (lambda L, x: x.sqrt().sum(), [P]),
+    "rsqrt": (lambda L, x: x.rsqrt().sum(), [P]),
+    "tanh": (lambda L, x: x.tanh().sum(), [A]),
+    "sigmoid": (lambda L, x: x.sigmoid().sum(), [A]),
+    "relu_times_x": (lambda L, x: (x.relu() * x).sum(), [A]),
+    "erf": (lambda L, x: L.erf(x).sum(), [A]),
+    "abs_times_x": (lambda L, x: (x.abs() * x).sum(), [A]),
+    "sin_cos": (lambda L, x: (x.sin() * x.cos()).sum(), [A]),
+    "reciprocal": (lambda L, x: x.reciprocal().sum(), [P]),
+    "pow_tensor": (lambda L, x, y: (x ** y).sum(), [P, A]),
+    "pow_half": (lambda L, x: (x ** 0.5).sum(), [P]),
+    "div": (lambda L, x, y: (x / y).sum(), [A, P]),
+    "maximum": (lambda L, x, y: (L.maximum(x, y) * x).sum(), [A, A[::-1].copy()]),
+    "where": (lambda L, x: L.where(x > 0, x * x, x.sin()).sum(), [A]),
+    "clamp": (lambda L, x: (x.clamp(-0.5, 0.5) * x).sum(), [A]),
+    "mean_sq": (lambda L, x: (x.mean(1) ** 2).sum(), [A]),
+    "amax": (lambda L, x: (x.amax(1) ** 2).sum(), [A]),
+    "prod": (lambda L, x: x.prod(1).sum(), [P]),
+    "logsumexp": (lambda L, x: x.logsumexp(1).sum(), [A]),
+    "softmax": (lambda L, x: (x.softmax(-1) ** 2).sum(), [A]),
+    "log_softmax": (lambda L, x: L.nn.functional.log_softmax(x, -1)[:, 1].sum(), [A]),
+    "layer_norm": (lambda L, x, w, b: (L.nn.functional.layer_norm(x, (4,), w, b) ** 3).sum(),
+                   [A, W, W[::-1].copy()]),
+    "gelu": (lambda L, x: L.nn.functional.gelu(x).sum(), [A]),
+    "gelu_tanh": (lambda L, x: L.nn.functional.gelu(x, approximate="tanh").sum(), [A]),
+    "matmul_tanh": (lambda L, x, w: (x @ w).tanh().sum(), [A, B]),
+    "linear": (lambda L, x, w, b: L.nn.functional.linear(x, w, b).sin().sum(),
+               [A, B.T.copy(), B[0].copy()]),
+    "bmm": (lambda L, x: (x @ x.transpose(1, 2)).pow(2).sum(), [rng.standard_normal((2, 3, 4))]),
+    "cross_entropy": (lambda L, x: L.nn.functional.cross_entropy(x, L.tensor([1, 0, 3])), [A]),
+    "views": (lambda L, x: (x.reshape(4, 3).permute(1, 0)[1:].unsqueeze(0).expand(2, 2, 4)
+                            .squeeze(1) ** 3).sum(), [A]),
+    "gather": (lambda L, x: (x.gather(1, L.tensor([[0], [3], [1]])) ** 3).sum(), [A]),
+    "index_select": (lambda L, x: (x.index_select(1, L.tensor([3, 1, 1])) ** 3).sum(), [A]),
+    "embedding": (lambda L, w: (L.nn.functional.embedding(L.tensor(IDX), w) ** 3).sum(), [A]),
+    "broadcast_mul": (lambda L, x, w: (x * w).sin().sum(), [A, W]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_double_backward_against_torch(name, torch):
+    fn, arrs = CASES[name]
+    g1, g2 = _grads(st, fn, arrs)
+    t1, t2 = _grads(torch, fn, arrs)
+    for a, b in zip(g1, t1):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-10)
+    for a, b in zip(g2, t2):
+        assert (a is None) == (b is None)
+        if a is not None:
+            np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-9)
+
+
+def test_second_and_third_derivatives_closed_form():
+    x = st.tensor(A, dtype=st.float64, requires_grad=True)
+    (g,) = st.autograd.grad((x ** 4).sum(), x, create_graph=True)
+    (h,) = st.autograd.grad(g.sum(), x, create_graph=True)
+    (t,) = st.autograd.grad(h.sum(), x)
+    np.testing.assert_allclose(_np(g), 4 * A ** 3, rtol=1e-12)
+    np.testing.assert_allclose(_np(h), 12 * A ** 2, rtol=1e-12)
+    np.testing.assert_allclose(_np(t), 24 * A, rtol=1e-12)
+    x = st.tensor(A, dtype=st.float64, requires_grad=True)
+    (g,) = st.autograd.grad(x.sin().sum(), x, create_graph=True)
+    (h,) = st.autograd.grad(g.sum(), x)
+    np.testing.assert_allclose(_np(g), np.cos(A), rtol=1e-12)
+    np.testing.assert_allclose(_np(h), -np.sin(A), rtol=1e-12)
+
+
+def test_hessian_vector_product():
+    # f(x) = sum (M x)^3 / 3: H = M^T diag(2 M x) M, so H v in closed form
+    m = rng.standard_normal((5, 4))
+    v = rng.standard_normal(4)
+    x0 = rng.standard_normal(4)
+    x = st.tensor(x0, dtype=st.float64, requires_grad=True)
+    mt = st.tensor(m, dtype=st.float64)
+    (g,) = st.autograd.grad(((mt @ x) ** 3).sum() / 3, x, create_graph=True)
+    (hv,) = st.autograd.grad((g * st.tensor(v, dtype=st.float64)).sum(), x)
+    want = m.T @ (2 * (m @ x0) * (m @ v))
+    np.testing.assert_allclose(_np(hv), want, rtol=1e-10)
+
+
+def _mlp_penalty(L, xs, w1, b1, w2):
+    h = L.tanh(xs @ w1 + b1)
+    out = (h @ w2).sum()
+    (gx,) = L.autograd.grad(out, xs, create_graph=True)
+    return ((gx.pow(2).sum(1).sqrt() - 1) ** 2).mean() + out * 0.01
+
+
+def test_gradient_penalty_trains_parameters(torch):
+    """WGAN-GP style: the penalty on the input gradient's norm is
+    differentiated into the weights (second order through tanh and matmul)."""
+    data = [rng.standard_normal((6, 3)), rng.standard_normal((3, 8)) * 0.5,
+            rng.standard_normal(8) * 0.1, rng.standard_normal((8, 1))]
+    got = {}
+    for L in (st, torch):
+        xs = L.tensor(data[0], dtype=L.float64, requires_grad=True)
+        ps = [L.tensor(d, dtype=L.float64, requires_grad=True) for d in data[1:]]
+        loss = _mlp_penalty(L, xs, *ps)
+        loss.backward()
+        got[L.__name__] = [float(loss.detach())] + [_np(p.grad) for p in ps]
+    a, b = got["symtrace"], got["torch"]
+    assert abs(a[0] - b[0]) < 1e-10
+    for x, y in zip(a[1:], b[1:]):
+        np.testing.assert_allclose(x, y, rtol=1e-8, atol=1e-12)
+
+
+def test_backward_create_graph_gives_grad_a_history():
+    x = st.tensor(A, dtype=st.float64, requires_grad=True)
+    (x ** 3).sum().backward(create_graph=True)
+    gx = x.grad
+    assert gx.requires_grad and gx.grad_fn is not None
+    np.testing.assert_allclose(_np(gx), 3 * A ** 2, rtol=1e-12)
+    x.grad = None
+    gx.sum().backward()
+    np.testing.assert_allclose(_np(x.grad), 6 * A, rtol=1e-12)
+    # a second backward(create_graph=True) accumulates out of place, keeping both histories
+    x = st.tensor(A, dtype=st.float64, requires_grad=True)
+    (x ** 3).sum().backward(create_graph=True)
+    (x ** 2).sum().backward(create_graph=True)
+    (h,) = st.autograd.grad(x.grad.sum(), x)
+    np.testing.assert_allclose(_np(h), 6 * A + 2, rtol=1e-12)
+
+
+def test_grad_outputs_with_history_forward_mode_trick():
+    """The double-vjp trick: with u requiring grad, d/du <J^T u, v> = J v."""
+    m = rng.standard_normal((3, 4))
+    v = rng.standard_normal(4)
+    x = st.tensor(rng.standard_normal(4), dtype=st.float64, requires_grad=True)
+    y = st.tensor(m, dtype=st.float64) @ x
+    u = st.zeros(3, dtype=st.float64, requires_grad=True)
+    (jtu,) = st.autograd.grad(y, x, u, create_graph=True)
+    (jv,) = st.autograd.grad(jtu, u, st.tensor(v, dtype=st.float64))
+    np.testing.assert_allclose(_np(jv), m @ v, rtol=1e-12)
+
+
+def test_create_graph_retains_and_plain_grad_has_no_history():
+    x = st.tensor(A, dtype=st.float64, requires_grad=True)
+    y = (x ** 3).sum()
+    (g,) = st.autograd.grad(y, x, create_graph=True)
+    (g_again,) = st.autograd.grad(y, x)        # the graph was retained
+    assert not g_again.requires_grad and g_again.grad_fn is None
+    np.testing.assert_allclose(_np(g_again), _np(g), rtol=1e-12)
+    with pytest.raises(RuntimeError, match="second time"):
+        st.autograd.grad(y, x)
+
+
+def test_pylayer_double_backward(torch):
+    def cube(L):
+        class Cube(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x * x * x
+
+            @staticmethod
+            def backward(ctx, g):
+                (x,) = ctx.saved_tensors
+                return g * 3 * x * x
+        return Cube
+
+    out = []
+    for L in (st, torch):
+        x = L.tensor(A, dtype=L.float64, requires_grad=True)
+        (g,) = L.autograd.grad(cube(L).apply(x).sum(), x, create_graph=True)
+        (h,) = L.autograd.grad((g * g).sum(), x)
+        out.append((_np(g), _np(h)))
+    np.testing.assert_allclose(out[0][0], 3 * A ** 2, rtol=1e-12)
+    np.testing.assert_allclose(out[0][1], 36 * A ** 3, rtol=1e-12)
+    np.testing.assert_allclose(out[0][1], out[1][1], rtol=1e-12)
+
+
+def test_compiled_graph_double_backward():
+    """A compiled graph's backward runs compiled kernels; with create_graph
+    its forward runs again eagerly from the inputs it was given and its
+    backward graph as taped ops, so the gradients have histories."""
+    f = st.compile(lambda x, w: ((x @ w).tanh() * x.sum(1, keepdim=True)).sum(), backend="llvm")
+    for call in range(3):
+        x = st.tensor(A, dtype=st.float64, requires_grad=True)
+        w = st.tensor(B, dtype=st.float64, requires_grad=True)
+        gx, gw = st.autograd.grad(f(x, w), (x, w), create_graph=True)
+        assert gx.requires_grad and gw.requires_grad
+        hx, hw = st.autograd.grad((gx * gx).sum() + gw.sum(), (x, w))
+        x2 = st.tensor(A, dtype=st.float64, requires_grad=True)
+        w2 = st.tensor(B, dtype=st.float64, requires_grad=True)
+        ex, ew = st.autograd.grad(((x2 @ w2).tanh() * x2.sum(1, keepdim=True)).sum(), (x2, w2),
+                                  create_graph=True)
+        rx, rw = st.autograd.grad((ex * ex).sum() + ew.sum(), (x2, w2))
+        for a, b in ((gx, ex), (gw, ew), (hx, rx), (hw, rw)):
+            np.testing.assert_allclose(_np(a), _np(b), rtol=1e-12, atol=1e-14)
+
+
+def _gp_step(w, x):
+    x = x.detach().requires_grad_()
+    out = (x @ w).tanh().sum()
+    (gx,) = st.autograd.grad(out, x, create_graph=True)
+    loss = ((gx.pow(2).sum(1) - 1) ** 2).mean()
+    loss.backward()
+    return loss
+
+
+def test_compiled_gradient_penalty_step_matches_eager():
+    """A training step with a gradient penalty under symtrace.compile: the
+    graph before autograd.grad is compiled, its gradient is differentiated
+    again by loss.backward() (every call, not only the traced first)."""
+    f = st.compile(_gp_step, backend="llvm")
+    w0 = rng.standard_normal((3, 1))
+    for call in range(3):
+        xs = rng.standard_normal((4, 3))
+        got = []
+        for fn in (f, _gp_step):
+            w = st.tensor(w0, dtype=st.float64, requires_grad=True)
+            loss = fn(w, st.tensor(xs, dtype=st.float64))
+            got.append((float(loss), _np(w.grad)))
+        assert got[0][0] == pytest.approx(got[1][0], rel=1e-12)
+        np.testing.assert_allclose(got[0][1], got[1][1], rtol=1e-10)
+        assert np.abs(got[0][1]).sum() > 0
+
+
+def test_compiled_graph_with_random_ops_refuses_second_order():
+    """Dropout's mask cannot be drawn again: the first-order gradient is
+    right, and differentiating it again raises instead of giving another
+    mask's answer."""
+    def g(x):
+        return (st.nn.functional.dropout(x, 0.5, training=True) * x).sum()
+    f = st.compile(g, backend="llvm")
+    for call in range(3):
+        st.manual_seed(3)
+        x = st.tensor(A, dtype=st.float64, requires_grad=True)
+        (gx,) = st.autograd.grad(f(x), x, create_graph=True)
+        st.manual_seed(3)
+        x2 = st.tensor(A, dtype=st.float64, requires_grad=True)
+        (ex,) = st.autograd.grad(g(x2), x2)
+        np.testing.assert_allclose(_np(gx), _np(ex), rtol=1e-12)
+        if call == 0:
+            continue    # the first call runs eagerly while it is traced
+        with pytest.raises(RuntimeError, match="differentiate twice through CompiledFunctionBackward"):
+            st.autograd.grad(gx.sum(), x)
+
+
+def test_inplace_on_a_view_refuses_second_order():
+    """CopySlices (an in-place write through a view) has a backward that is
+    not differentiable: a clear error, not a wrong second derivative."""
+    x = st.tensor(A, dtype=st.float64, requires_grad=True)
+    y = x * 2
+    y[0] = 0.0
+    (g,) = st.autograd.grad((y ** 3).sum(), x, create_graph=True)
+    np.testing.assert_allclose(_np(g), np.where(np.arange(3)[:, None] == 0, 0.0, 24 * A ** 2),
+                               rtol=1e-12)
+    with pytest.raises(RuntimeError, match="differentiate twice through CopySlices"):
+        st.autograd.grad(g.sum(), x)
