@@ -1,5 +1,7 @@
 """symtrace.autograd: the tape's Python face (backward, grad, grad mode,
 custom Functions / PyLayer, gradcheck, graph: saved-tensor hooks)."""
+import warnings
+
 from .. import _C
 from .grad_mode import (no_grad, enable_grad, set_grad_enabled, is_grad_enabled,  # noqa: F401
                         inference_mode, is_inference_mode_enabled)
@@ -23,6 +25,13 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     implies retain_graph unless retain_graph=False is given."""
     if retain_graph is None:
         retain_graph = create_graph
+    if create_graph:
+        warnings.warn(
+            "Using backward() with create_graph=True will create a reference cycle between the "
+            "parameter and its gradient which can cause a memory leak. We recommend using "
+            "autograd.grad when creating the graph to avoid this. If you have to use this "
+            "function, make sure to reset the .grad fields of your parameters to None after use "
+            "to break the cycle and avoid the leak.", UserWarning, stacklevel=2)
     tensors = _seq(tensors)
     grads = _seq(grad_tensors) or (None,) * len(tensors)
     if inputs is None:
