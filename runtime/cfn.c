@@ -42,9 +42,10 @@ struct st_rt_cfn {
     /* autograd */
     bool has_bwd;
     /* the forward can run again eagerly from its inputs, for a backward
-     * with create_graph=True: no random ops (their draws would differ) and
-     * no writebacks (the inputs hold new values afterwards) */
-    bool recompute;
+     * with create_graph=True: no writebacks (the inputs hold new values
+     * afterwards); random ops draw again from the generator's state the
+     * run started from (eager ops and kernels draw the same numbers) */
+    bool recompute, random;
     int nwrt, *wrt;            /* input indices differentiated to */
     int ndiff, *diff;          /* visible output indices with gradients */
     st_ir_bwd_info info;
@@ -735,9 +736,9 @@ static st_status build_backward(st_rt_cfn *f, const bool *rg)
     f->fsave_g = fs;
     f->has_bwd = true;
     f->recompute = !f->nwb;
-    for (int si = 0; si < g->nstmts && f->recompute; si++)
-        f->recompute = st_op(g->stmts[si].op)->kind != ST_OPK_RANDOM &&
-                       g->stmts[si].op != ST_OP_DROPOUT;
+    for (int si = 0; si < g->nstmts; si++)
+        f->random |= st_op(g->stmts[si].op)->kind == ST_OPK_RANDOM ||
+                     g->stmts[si].op == ST_OP_DROPOUT;
     /* read only by runs that save for backward (an optimizer's graph,
      * with many writebacks, has none) */
     s = f->nwb ? own_writes(f, from) : ST_OK;
@@ -865,6 +866,7 @@ typedef struct {
      * histories) and their versions, for a backward with create_graph */
     st_tensor **inputs;
     uint32_t *in_ver;
+    uint64_t rng_seed, rng_off;  /* the generator before the run (f->random) */
 } bctx;
 
 static void bctx_free(void *p)
@@ -993,8 +995,15 @@ static st_status node_backward_create(bctx *c, int nout, st_tensor *const *gout,
     st_tensor **in = calloc((size_t)bg->ninputs + 1, sizeof *in);
     st_tensor **res = calloc((size_t)bg->noutputs + 1, sizeof *res);
     st_status s = fo && in && res ? ST_OK : st_err(ST_ERR_MEMORY, "cfn: out of host memory");
+    uint64_t seed = 0, off = 0;
+    if (f->random) { /* the same draws as the run that made the node */
+        st_rt_rng_get_state(&seed, &off);
+        st_rt_rng_set_state(c->rng_seed, c->rng_off);
+    }
     if (s == ST_OK)
         s = eager_run_graph(fs, c->inputs, fo, f);
+    if (f->random)
+        st_rt_rng_set_state(seed, off);
     for (int k = 0; k < nsaved && s == ST_OK; k++) {
         in[k] = fo[nfo + k];
         st_tensor_incref(in[k]);
@@ -1236,9 +1245,14 @@ static st_status writeback(st_rt_cfn *f, st_tensor *const *inputs,
 
 /* Attaches the tape node to the differentiable outputs of this run. */
 static st_status attach_node(st_rt_cfn *f, st_tensor *const *inputs,
-                             st_tensor **outs, st_tensor **saved)
+                             st_tensor **outs, st_tensor **saved,
+                             const uint64_t rng[2])
 {
     bctx *c = calloc(1, sizeof *c);
+    if (c) {
+        c->rng_seed = rng[0];
+        c->rng_off = rng[1];
+    }
     int nin = 0;
     st_tensor **nin_t = malloc(sizeof *nin_t * (size_t)f->nwrt);
     st_tensor **nout_t = calloc((size_t)f->ndiff, sizeof *nout_t);
@@ -1328,6 +1342,9 @@ st_status st_rt_cfn_run(st_rt_cfn *f, st_tensor *const *inputs,
     st_tensor **outs = calloc((size_t)(nall ? nall : 1), sizeof *outs);
     if (!outs)
         return st_err(ST_ERR_MEMORY, "cfn: out of host memory");
+    uint64_t rng[2] = {0, 0};
+    if (want && f->random)
+        st_rt_rng_get_state(&rng[0], &rng[1]);
     st_rt_trace_suspend();
     if (!f->be) {
         s = eager_run_graph(f->g, inputs, outs, f);
@@ -1389,7 +1406,7 @@ st_status st_rt_cfn_run(st_rt_cfn *f, st_tensor *const *inputs,
         }
     }
     if (s == ST_OK && want)
-        s = attach_node(f, inputs, outs, saved);
+        s = attach_node(f, inputs, outs, saved, rng);
     if (s == ST_OK)
         s = writeback(f, inputs, outs);
     if (s == ST_OK)

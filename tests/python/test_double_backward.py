@@ -290,25 +290,31 @@ def test_compiled_gradient_penalty_step_matches_eager():
         assert np.abs(got[0][1]).sum() > 0
 
 
-def test_compiled_graph_with_random_ops_refuses_second_order():
-    """Dropout's mask cannot be drawn again: the first-order gradient is
-    right, and differentiating it again raises instead of giving another
-    mask's answer."""
+def test_compiled_graph_with_dropout_double_backward():
+    """Dropout inside a compiled graph: under create_graph the forward runs
+    again from the generator state its run started from, so it draws the
+    same mask; first and second order equal eager's with the same seed, and
+    the generator ends where the compiled run left it."""
     def g(x):
-        return (st.nn.functional.dropout(x, 0.5, training=True) * x).sum()
+        return (st.nn.functional.dropout(x, 0.5, training=True) * x.sin()).sum()
     f = st.compile(g, backend="llvm")
     for call in range(3):
-        st.manual_seed(3)
-        x = st.tensor(A, dtype=st.float64, requires_grad=True)
-        (gx,) = st.autograd.grad(f(x), x, create_graph=True)
-        st.manual_seed(3)
-        x2 = st.tensor(A, dtype=st.float64, requires_grad=True)
-        (ex,) = st.autograd.grad(g(x2), x2)
-        np.testing.assert_allclose(_np(gx), _np(ex), rtol=1e-12)
-        if call == 0:
-            continue    # the first call runs eagerly while it is traced
-        with pytest.raises(RuntimeError, match="differentiate twice through CompiledFunctionBackward"):
-            st.autograd.grad(gx.sum(), x)
+        got = []
+        for fn in (f, g):
+            st.manual_seed(3 + call)
+            x = st.tensor(A, dtype=st.float64, requires_grad=True)
+            y = fn(x)
+            after = st.rand(2).tolist()
+            st.manual_seed(3 + call)
+            st.rand(1)
+            (gx,) = st.autograd.grad(y, x, create_graph=True)
+            (hx,) = st.autograd.grad((gx * gx).sum(), x)
+            got.append((_np(gx), _np(hx), after, st.rand(2).tolist()))
+        np.testing.assert_allclose(got[0][0], got[1][0], rtol=1e-12)
+        np.testing.assert_allclose(got[0][1], got[1][1], rtol=1e-12)
+        assert got[0][2] == got[1][2]     # the compiled run draws as eager
+        assert got[0][3] == got[1][3]     # the recompute puts the generator back
+        assert (got[0][0] == 0).sum() > 0     # some elements were dropped
 
 
 def test_inplace_on_a_view_refuses_second_order():
