@@ -232,6 +232,168 @@ typedef struct {
     int64_t shape[ST_MAX_DIMS], strides[ST_MAX_DIMS], off;
 } cs_ctx;
 
+/* Under create_graph (autograd records the backward's ops) CopySlices'
+ * gradients must have histories: the base's is the incoming gradient times
+ * a constant mask (zeros on the region), the source's is a region read.
+ * Reading a region and writing one into zeros are each other's adjoints;
+ * each is recorded as a custom node whose backward is the other, so the
+ * gradients differentiate again to any order. rg_ctx: the region's
+ * geometry in a contiguous tensor of the whole shape. */
+typedef struct {
+    cs_ctx r;
+    int ndim;
+    int64_t shape[ST_MAX_DIMS];
+} rg_ctx;
+
+static st_tensor *region_read(st_tensor *t, const rg_ctx *c);
+static st_tensor *region_write(st_tensor *g, const rg_ctx *c);
+
+static st_status rg_node(const char *name, st_ad_custom_fn fn, const rg_ctx *c,
+                         st_tensor *in, st_tensor *out)
+{
+    rg_ctx *own = malloc(sizeof *own);
+    if (!own)
+        return st_err(ST_ERR_MEMORY, "view: out of host memory");
+    *own = *c;
+    st_tensor *ins[1] = {in}, *outs[1] = {out};
+    st_ad_node *n = st_ad_custom_node(name, fn, own, free, 1, ins, 1, outs);
+    if (!n) {
+        free(own);
+        return st_err_kind() ? st_err_kind() : st_err(ST_ERR_MEMORY, "view: out of host memory");
+    }
+    st_ad_node_decref(n);
+    return ST_OK;
+}
+
+static st_status rr_backward(void *ctx, int nout, st_tensor *const *gout, int nin,
+                             st_tensor **gin)
+{
+    gin[0] = NULL;
+    if (nout < 1 || !gout[0])
+        return ST_OK;
+    return (gin[0] = region_write(gout[0], ctx)) ? ST_OK : st_err_kind();
+}
+
+static st_status rw_backward(void *ctx, int nout, st_tensor *const *gout, int nin,
+                             st_tensor **gin)
+{
+    gin[0] = NULL;
+    if (nout < 1 || !gout[0])
+        return ST_OK;
+    st_operand src = {.t = gout[0]};
+    st_tensor *g = run1(ST_OP_COPY, &src, 1, NULL, NULL); /* contiguous, recorded */
+    if (!g)
+        return st_err_kind();
+    gin[0] = region_read(g, ctx);
+    st_tensor_decref(g);
+    return gin[0] ? ST_OK : st_err_kind();
+}
+
+/* t: contiguous, of the whole shape. A copy of its region. */
+static st_tensor *region_read(st_tensor *t, const rg_ctx *c)
+{
+    st_tensor *v = st_tensor_view_of(t, c->r.ndim, c->r.shape, c->r.strides, t->offset + c->r.off);
+    if (!v)
+        return NULL;
+    bool was = st_ad_grad_enabled();
+    st_ad_set_grad_enabled(false);
+    st_operand src = {.t = v};
+    st_tensor *r = run1(ST_OP_COPY, &src, 1, NULL, NULL);
+    st_ad_set_grad_enabled(was);
+    st_tensor_decref(v);
+    if (r && was && t->requires_grad &&
+        rg_node("RegionReadBackward", rr_backward, c, t, r) != ST_OK) {
+        st_tensor_decref(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* Zeros of the whole shape (on g's device) with g in the region. */
+static st_tensor *region_write(st_tensor *g, const rg_ctx *c)
+{
+    bool was = st_ad_grad_enabled();
+    st_ad_set_grad_enabled(false);
+    st_attrs a = dim0();
+    a.dtype = g->dtype;
+    st_tensor *z = NULL;
+    if (st_tensor_numel(g) > 0) { /* a zero-stride like-operand on g's device */
+        int64_t st0[ST_MAX_DIMS] = {0};
+        st_tensor *like = st_tensor_view_of(g, c->ndim, c->shape, st0, g->offset);
+        st_operand ls = {.t = like};
+        z = like ? run1(ST_OP_FULL, &ls, 1, &a, NULL) : NULL;
+        st_tensor_decref(like);
+    } else {
+        for (int d = 0; d < c->ndim; d++)
+            a.dims[d] = c->shape[d];
+        a.ndims = c->ndim;
+        z = run1(ST_OP_FULL, NULL, 0, &a, NULL);
+    }
+    st_tensor *v = z ? st_tensor_view_of(z, c->r.ndim, c->r.shape, c->r.strides,
+                                         z->offset + c->r.off) : NULL;
+    st_operand src = {.t = g};
+    st_tensor *done = v ? run1(ST_OP_COPY, &src, 1, NULL, v) : NULL;
+    st_ad_set_grad_enabled(was);
+    st_tensor_decref(v);
+    if (!done) {
+        st_tensor_decref(z);
+        return NULL;
+    }
+    st_tensor_decref(done);
+    if (was && g->requires_grad &&
+        rg_node("RegionWriteBackward", rw_backward, c, g, z) != ST_OK) {
+        st_tensor_decref(z);
+        return NULL;
+    }
+    return z;
+}
+
+/* cs_backward under create_graph (see rg_ctx). */
+static st_status cs_backward_create(const cs_ctx *c, st_tensor *gout, int nin, st_tensor **gin)
+{
+    rg_ctx rc;
+    rc.r = *c;
+    rc.ndim = gout->ndim;
+    memcpy(rc.shape, gout->shape, sizeof(int64_t) * (size_t)gout->ndim);
+    st_operand src = {.t = gout};
+    st_tensor *g = run1(ST_OP_COPY, &src, 1, NULL, NULL); /* contiguous, recorded */
+    if (!g)
+        return st_err_kind();
+    bool was = st_ad_grad_enabled();
+    st_ad_set_grad_enabled(false);
+    st_attrs a = dim0();
+    a.f[0] = 1.0;
+    a.dtype = g->dtype;
+    st_operand gs = {.t = g};
+    st_tensor *mask = run1(ST_OP_FULL, &gs, 1, &a, NULL), *z = NULL;
+    st_tensor *region = mask ? st_tensor_view_of(mask, c->ndim, c->shape, c->strides,
+                                                 mask->offset + c->off) : NULL;
+    if (region) {
+        st_operand rs = {.t = region};
+        a.f[0] = 0.0;
+        z = run1(ST_OP_FULL, &rs, 1, &a, region); /* zeros on the region */
+    }
+    st_ad_set_grad_enabled(was);
+    st_tensor_decref(region);
+    st_tensor *g0 = NULL, *g1 = NULL;
+    if (z) {
+        st_operand ms[2] = {{.t = g}, {.t = mask}};
+        g0 = run1(ST_OP_MUL, ms, 2, NULL, NULL);
+        g1 = g0 && nin > 1 ? region_read(g, &rc) : NULL;
+    }
+    st_tensor_decref(z);
+    st_tensor_decref(mask);
+    st_tensor_decref(g);
+    if (!g0 || (nin > 1 && !g1)) {
+        st_tensor_decref(g0);
+        return st_err_kind() ? st_err_kind() : st_err(ST_ERR_RUNTIME, "CopySlices: backward failed");
+    }
+    gin[0] = g0;
+    if (nin > 1)
+        gin[1] = g1;
+    return ST_OK;
+}
+
 static st_status cs_backward(void *ctx, int nout, st_tensor *const *gout, int nin,
                              st_tensor **gin)
 {
@@ -240,6 +402,8 @@ static st_status cs_backward(void *ctx, int nout, st_tensor *const *gout, int ni
         gin[k] = NULL;
     if (nout < 1 || !gout[0])
         return ST_OK;
+    if (st_ad_creating())
+        return cs_backward_create(c, gout[0], nin, gin);
     st_operand src = {.t = gout[0]};
     st_tensor *g = run1(ST_OP_COPY, &src, 1, NULL, NULL); /* a contiguous copy */
     if (!g)
@@ -303,8 +467,6 @@ static st_status copy_slices(st_tensor *b, st_tensor *v, st_tensor *r)
     st_ad_node *n = st_ad_custom_node("CopySlices", cs_backward, c, free, 2, ins, 1, outs);
     if (!n)
         return st_err_kind() ? st_err_kind() : st_err(ST_ERR_MEMORY, "view: out of host memory");
-    /* cs_backward writes through a detached view of its result */
-    st_ad_node_set_once_differentiable(n);
     st_ad_node_decref(n);
     return ST_OK;
 }

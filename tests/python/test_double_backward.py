@@ -179,6 +179,10 @@ def test_create_graph_leaves_no_nodes_behind():
         (gx.pow(2).sum() + gw.sum()).backward()
         (g,) = st.autograd.grad(st.nn.functional.gelu(x).sum(), x, create_graph=True)
         g.sum().backward()
+        y = x * 2
+        y[0] = w[:, 0] ** 2
+        gx, gw = st.autograd.grad((y ** 3).sum(), (x, w), create_graph=True)
+        st.autograd.grad((gx * gw.sum()).sum(), (x, w))
         with pytest.warns(UserWarning):
             (x ** 3).sum().backward(create_graph=True)
         gxx = x.grad
@@ -317,14 +321,33 @@ def test_compiled_graph_with_dropout_double_backward():
         assert (got[0][0] == 0).sum() > 0     # some elements were dropped
 
 
-def test_inplace_on_a_view_refuses_second_order():
-    """CopySlices (an in-place write through a view) has a backward that is
-    not differentiable: a clear error, not a wrong second derivative."""
-    x = st.tensor(A, dtype=st.float64, requires_grad=True)
-    y = x * 2
-    y[0] = 0.0
-    (g,) = st.autograd.grad((y ** 3).sum(), x, create_graph=True)
-    np.testing.assert_allclose(_np(g), np.where(np.arange(3)[:, None] == 0, 0.0, 24 * A ** 2),
-                               rtol=1e-12)
-    with pytest.raises(RuntimeError, match="differentiate twice through CopySlices"):
-        st.autograd.grad(g.sum(), x)
+@pytest.mark.parametrize("write", ["row", "column", "strided", "scalar_fill"])
+def test_inplace_on_a_view_double_backward(write, torch):
+    """CopySlices (an in-place write through a view): its gradients are a
+    masked gradient and a region read, recorded as nodes whose backwards
+    are each other, so they differentiate again (third order too)."""
+    def fn(L, x, s):
+        y = x * 2
+        if write == "row":
+            y[0] = s[0] * s[0]
+        elif write == "column":
+            y[:, 1].mul_(s[0, :3].sin())
+        elif write == "strided":
+            y[::2, 1::2] = s[::2, 1::2] ** 3
+        else:
+            y[1:, :2] = 0.5
+        return (y ** 3).sum() + (y * s).sum()
+
+    got = []
+    for L in (st, torch):
+        x = L.tensor(A, dtype=L.float64, requires_grad=True)
+        s = L.tensor(A[::-1].copy(), dtype=L.float64, requires_grad=True)
+        gx, gs = L.autograd.grad(fn(L, x, s), (x, s), create_graph=True)
+        hx, hs = L.autograd.grad((gx * gx).sum() + (gs * gs * gs).sum(), (x, s),
+                                 create_graph=True)
+        tx, ts = L.autograd.grad((hx * hs).sum(), (x, s), allow_unused=True)
+        got.append([_np(t) if t is not None else None for t in (gx, gs, hx, hs, tx, ts)])
+    for a, b in zip(*got):
+        assert (a is None) == (b is None)
+        if a is not None:
+            np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-10)
