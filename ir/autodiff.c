@@ -1218,6 +1218,15 @@ unsigned st_ir_vjp_saves_for(st_op_id op, unsigned needs)
     }
 }
 
+int st_ir_vjp_helpers_from(st_op_id op)
+{
+    switch (op) {
+    case ST_OP_GELU: return 1;          /* r_gelu: e1 when nin > 1 */
+    case ST_OP_CROSS_ENTROPY: return 2; /* r_cross_entropy: lse when nin > 2 */
+    default: return ST_MAX_IN;
+    }
+}
+
 /* Sets the slots of the ops above (the others stay NULL, their default);
  * calling it again rewrites the same values. */
 void st_ir_autodiff_init(void)

@@ -352,6 +352,12 @@ void st_ir_autodiff_init(void);   /* fills every VJP slot; idempotent */
  * PyTorch's saves `other` only when `self` requires grad). The eager tape
  * keeps just these tensors alive. */
 unsigned st_ir_vjp_saves_for(st_op_id op, unsigned needs);
+/* The index of op's first operand that is a helper value the forward
+ * hands its rule (gelu's erf(x / sqrt 2) + 1 from 1, cross_entropy's
+ * log-sum-exp from 2): computed from the other operands, with no history
+ * of its own, and optional (the rule computes it when absent). A gradient
+ * that will be differentiated again leaves these out. ST_MAX_IN: none. */
+int st_ir_vjp_helpers_from(st_op_id op);
 /* Sums v down to meta's shape (broadcasting undone: leading dims summed
  * away, size-1 dims summed with keepdim); returns the value id or -1. */
 int st_ir_sum_to(st_graph *g, int v, const st_meta *target);

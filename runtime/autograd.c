@@ -710,12 +710,10 @@ static st_graph *vjp_graph(const st_ad_node *n, st_dtype gdt, unsigned needs,
     memset(&s, 0, sizeof s);
     s.op = n->op;
     s.nin = n->nin;
-    /* values the forward hands the rule (gelu's erf(x / sqrt 2) + 1,
-     * cross_entropy's log-sum-exp) are values of an operand with no
-     * history: a gradient that is differentiated again computes them from
-     * that operand (they stay unread inputs) */
-    if (create && n->op == ST_OP_GELU) s.nin = 1;
-    if (create && n->op == ST_OP_CROSS_ENTROPY && s.nin > 2) s.nin = 2;
+    /* helper values the forward handed the rule have no history: a
+     * gradient that is differentiated again computes them from their
+     * operand (they stay unread inputs) */
+    if (create && s.nin > st_ir_vjp_helpers_from(n->op)) s.nin = st_ir_vjp_helpers_from(n->op);
     s.nout = 1;
     for (int k = 0; k < n->nin; k++) s.in[k] = ids[k];
     s.out[0] = out_id;
@@ -983,23 +981,9 @@ static st_status link_saved(st_tensor **t, st_ad_node *node, int nr, st_tensor *
  * serves as a meta only, e.g. the like-operand of FULL): a zero of m's
  * dtype on dev's device (gout's), broadcast to m's shape. */
 static st_tensor *meta_only(const st_meta *m, st_tensor *dev) {
-    st_attrs a;
-    memset(&a, 0, sizeof a);
-    a.dtype = m->dtype;
-    if (!st_dtype_is_float(m->dtype)) a.flags = ST_ATTR_INT_VALUE;
-    st_tensor *one = st_tensor_numel(dev) > 0
-                         ? st_tensor_view_of(dev, 0, NULL, NULL, dev->offset) : NULL;
-    st_operand like = {.t = one};
-    st_tensor *z = NULL;
-    int r = one ? st_rt_eager(ST_OP_FULL, &like, 1, &a, NULL, &z) : -1;
-    st_tensor_decref(one);
-    if (r != 1) { /* an empty gradient: a factory zero will do */
-        st_err_clear();
-        st_ir_zeros_attrs(m, &a);
-        return st_rt_eager(ST_OP_FULL, NULL, 0, &a, NULL, &z) == 1 ? z : NULL;
-    }
+    st_tensor *z = st_rt_zeros_on(dev, 0, NULL, m->dtype);
     int64_t st0[ST_MAX_DIMS] = {0};
-    st_tensor *v = st_tensor_view_of(z, m->ndim, m->shape, st0, z->offset);
+    st_tensor *v = z ? st_tensor_view_of(z, m->ndim, m->shape, st0, z->offset) : NULL;
     st_tensor_decref(z);
     return v;
 }
@@ -1062,10 +1046,10 @@ static st_status delayed_error(void *ctx, int nout, st_tensor *const *gout, int 
     for (int k = 0; k < nout; k++)
         if (gout[k])
             return st_err(ST_ERR_RUNTIME, "trying to differentiate twice through %s, whose "
-                          "backward is not differentiable (a compiled graph's or a built-in "
-                          "custom node's): gradients of its gradients are not supported; run "
-                          "that part eagerly (outside symtrace.compile) for higher-order "
-                          "gradients", (const char *)ctx);
+                          "backward is not differentiable (a compiled graph that writes into its "
+                          "inputs, or a PyLayer traced inside a compiled graph): gradients of "
+                          "its gradients are not supported; run that part eagerly (outside "
+                          "symtrace.compile) for higher-order gradients", (const char *)ctx);
     return ST_OK;
 }
 

@@ -743,3 +743,25 @@ fail_clones:
     for (int k = 0; k < ST_MAX_IN; k++) st_tensor_decref(clones[k]);
     return -1;
 }
+
+st_tensor *st_rt_zeros_on(st_tensor *t, int ndim, const int64_t *shape, st_dtype dt)
+{
+    st_attrs a;
+    memset(&a, 0, sizeof a);
+    a.dtype = dt;
+    if (!st_dtype_is_float(dt))
+        a.flags = ST_ATTR_INT_VALUE;
+    st_tensor *z = NULL;
+    if (st_tensor_numel(t) > 0) {
+        int64_t st0[ST_MAX_DIMS] = {0};
+        st_tensor *like = st_tensor_view_of(t, ndim, shape, st0, t->offset);
+        st_operand ls = {.t = like};
+        int n = like ? st_rt_eager(ST_OP_FULL, &ls, 1, &a, NULL, &z) : -1;
+        st_tensor_decref(like);
+        return n == 1 ? z : NULL;
+    }
+    for (int d = 0; d < ndim; d++)
+        a.dims[d] = shape[d];
+    a.ndims = ndim;
+    return st_rt_eager(ST_OP_FULL, NULL, 0, &a, NULL, &z) == 1 ? z : NULL;
+}

@@ -190,6 +190,10 @@ typedef struct {
  * is cast to its dtype). Returns the result count, or -1 with the error set. */
 int st_rt_eager(st_op_id op, const st_operand *in, int nin,
                 const st_attrs *attrs, st_tensor **given, st_tensor **out);
+/* Zeros of dtype dt and the given shape on t's device: a FULL whose
+ * like-operand is a zero-stride view of t (its data is not read); an
+ * empty t gives them on the factory device. New reference or NULL. */
+st_tensor *st_rt_zeros_on(st_tensor *t, int ndim, const int64_t *shape, st_dtype dt);
 /* ---------------- autocast (runtime/autocast.c) ----------------
  * Mixed precision after PyTorch's autocast: per thread and device type,
  * enabled or not and a 16-bit dtype (bfloat16 or float16). st_rt_eager

@@ -314,21 +314,7 @@ static st_tensor *region_write(st_tensor *g, const rg_ctx *c)
 {
     bool was = st_ad_grad_enabled();
     st_ad_set_grad_enabled(false);
-    st_attrs a = dim0();
-    a.dtype = g->dtype;
-    st_tensor *z = NULL;
-    if (st_tensor_numel(g) > 0) { /* a zero-stride like-operand on g's device */
-        int64_t st0[ST_MAX_DIMS] = {0};
-        st_tensor *like = st_tensor_view_of(g, c->ndim, c->shape, st0, g->offset);
-        st_operand ls = {.t = like};
-        z = like ? run1(ST_OP_FULL, &ls, 1, &a, NULL) : NULL;
-        st_tensor_decref(like);
-    } else {
-        for (int d = 0; d < c->ndim; d++)
-            a.dims[d] = c->shape[d];
-        a.ndims = c->ndim;
-        z = run1(ST_OP_FULL, NULL, 0, &a, NULL);
-    }
+    st_tensor *z = st_rt_zeros_on(g, c->ndim, c->shape, g->dtype);
     st_tensor *v = z ? st_tensor_view_of(z, c->r.ndim, c->r.shape, c->r.strides,
                                          z->offset + c->r.off) : NULL;
     st_operand src = {.t = g};

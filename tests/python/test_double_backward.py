@@ -351,3 +351,24 @@ def test_inplace_on_a_view_double_backward(write, torch):
         assert (a is None) == (b is None)
         if a is not None:
             np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-10)
+
+
+def test_compiled_graph_that_writes_its_inputs_refuses_second_order():
+    """A graph that writes into an input cannot run its forward again (the
+    input holds the new value by then): the first-order gradient is right,
+    a second order raises instead of using the written value."""
+    def g(x, buf):
+        buf.add_(1.0)
+        return (x * buf).sin().sum()
+    f = st.compile(g, backend="llvm")
+    for call in range(3):
+        x = st.tensor(A, dtype=st.float64, requires_grad=True)
+        buf = st.tensor(P, dtype=st.float64)
+        (gx,) = st.autograd.grad(f(x, buf), x, create_graph=True)
+        b = P + 1.0
+        np.testing.assert_allclose(_np(gx), np.cos(A * b) * b, rtol=1e-12)
+        np.testing.assert_allclose(_np(buf), b, rtol=1e-12)
+        if call == 0:
+            continue    # the first call runs eagerly while it is traced
+        with pytest.raises(RuntimeError, match="differentiate twice through CompiledFunctionBackward"):
+            st.autograd.grad(gx.sum(), x)
