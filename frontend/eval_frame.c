@@ -71,7 +71,8 @@ typedef struct cnode {
 static bool tmpl_runs_python(const st_fe_tmpl *t)
 {
     if (!t) return false;
-    if (t->kind == ST_T_TUPLE && t->obj && t->obj != (PyObject *)&PyTuple_Type) return true;
+    if (t->kind == ST_T_TUPLE && t->obj && t->obj != (PyObject *)&PyTuple_Type &&
+        t->obj != (PyObject *)&st_fe_size_type) return true;   /* a Size is built in C */
     if (t->kind == ST_T_METHOD) return true;   /* getattr may run a descriptor */
     for (int i = 0; i < t->n; i++)
         if (tmpl_runs_python(t->items[i])) return true;

@@ -160,12 +160,12 @@ static PyObject *modpart_get(PyObject *o, PyObject *part, PyObject *name)
 
 static PyObject *item_get(PyObject *o, PyObject *key)
 {
-    if ((PyTuple_CheckExact(o) || PyList_CheckExact(o)) && PyLong_CheckExact(key)) {
+    if ((st_fe_tuple_like(o) || PyList_CheckExact(o)) && PyLong_CheckExact(key)) {
         Py_ssize_t i = PyLong_AsSsize_t(key), n = Py_SIZE(o);
         if (i == -1 && PyErr_Occurred()) return NULL;
         if (i < 0) i += n;
         if (i < 0 || i >= n) return NULL;
-        return Py_NewRef(PyTuple_CheckExact(o) ? PyTuple_GET_ITEM(o, i) : PyList_GET_ITEM(o, i));
+        return Py_NewRef(PyList_CheckExact(o) ? PyList_GET_ITEM(o, i) : PyTuple_GET_ITEM(o, i));
     }
     if (PyDict_Check(o)) return dict_get(o, key);
     PyObject *v = PyObject_GetItem(o, key);
@@ -362,7 +362,7 @@ static int is_eq_const(PyObject *v, int depth)
         return 1;
     if (Py_TYPE(v) == Py_TYPE(st_fe_dtype_obj(ST_FLOAT32))) return 1;
     if (st_fe_device_class && Py_TYPE(v) == (PyTypeObject *)st_fe_device_class) return 1;
-    if (PyTuple_CheckExact(v) && depth < 4) {
+    if (st_fe_tuple_like(v) && depth < 4) {   /* a Size too */
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(v); i++)
             if (!is_eq_const(PyTuple_GET_ITEM(v, i), depth + 1)) return 0;
         return 1;
@@ -459,7 +459,7 @@ static int const_eq(PyObject *a, PyObject *b)
         return memcmp(&x.real, &y.real, sizeof x.real) == 0 &&
                memcmp(&x.imag, &y.imag, sizeof x.imag) == 0;
     }
-    if (PyTuple_CheckExact(a)) {
+    if (st_fe_tuple_like(a)) {
         Py_ssize_t n = PyTuple_GET_SIZE(a);
         if (PyTuple_GET_SIZE(b) != n) return 0;
         for (Py_ssize_t i = 0; i < n; i++) {

@@ -25,7 +25,7 @@ __attribute__((visibility("default"))) PyMODINIT_FUNC PyInit__C(void) {
     /* registers "llvm": the default eager backend (SYMTRACE_EAGER_BACKEND) */
     st_llvm_backend();
 #endif
-    if (st_fe_init_dtypes(m) || st_fe_init_tensor(m) || st_fe_init_ops(m) ||
+    if (st_fe_init_dtypes(m) || st_fe_init_size(m) || st_fe_init_tensor(m) || st_fe_init_ops(m) ||
         st_fe_init_convert(m) || st_fe_init_autograd(m) ||
         st_fe_init_graph(m) || st_fe_init_trace(m) || st_fe_init_tr_debug(m) || st_fe_init_dynamic(m) || st_fe_init_compile(m) || st_fe_init_cfn(m) ||
         PyModule_AddFunctions(m, st_fe_convert_methods) ||

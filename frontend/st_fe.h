@@ -58,6 +58,13 @@ int st_fe_eager_into(st_op_id op, const st_operand *in, int nin,
                      const st_attrs *attrs, st_tensor *dst);
 /* Shape tuple object for a tensor. */
 PyObject *st_fe_shape_tuple(const int64_t *shape, int ndim);
+/* symtrace.Size (size_type.c): Tensor.shape / size(), a tuple subclass */
+extern PyTypeObject st_fe_size_type;
+static inline int st_fe_is_size(PyObject *o) { return Py_IS_TYPE(o, &st_fe_size_type); }
+/* a plain tuple or a Size: what the translator treats as a tuple of values */
+static inline int st_fe_tuple_like(PyObject *o) { return PyTuple_CheckExact(o) || st_fe_is_size(o); }
+PyObject *st_fe_size_new(const int64_t *shape, int ndim);
+PyObject *st_fe_size_from_tuple(PyObject *t);
 
 /* ---- indexing (frontend/indexing.c): PyTorch's indexing: ints, slices
  * with steps, None, Ellipsis, negative indices, bool scalars (views), and
@@ -92,6 +99,7 @@ extern PyMethodDef st_fe_convert_tensor_methods[]; /* Tensor methods */
 
 /* ---- module set-up pieces (each returns 0 or -1) */
 int st_fe_init_dtypes(PyObject *m);
+int st_fe_init_size(PyObject *m);
 int st_fe_init_tensor(PyObject *m);
 int st_fe_init_ops(PyObject *m);
 int st_fe_init_convert(PyObject *m);

@@ -440,7 +440,7 @@ static PyObject *tensor_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
 /* ---------------- properties ---------------- */
 static PyObject *get_shape(PyObject *self, void *c) {
     st_tensor *t = st_fe_unwrap(self);
-    return st_fe_shape_tuple(t->shape, t->ndim);
+    return st_fe_size_new(t->shape, t->ndim);
 }
 static PyObject *get_dtype(PyObject *self, void *c) {
     PyObject *d = st_fe_dtype_obj(st_fe_unwrap(self)->dtype);
@@ -464,7 +464,7 @@ static PyObject *get_version(PyObject *self, void *c) {
 }
 
 static PyGetSetDef tensor_getset[] = {
-    {"shape", get_shape, NULL, "the sizes, as a tuple", NULL},
+    {"shape", get_shape, NULL, "the sizes, a symtrace.Size (a tuple)", NULL},
     {"dtype", get_dtype, NULL, "element type", NULL},
     {"ndim", get_ndim, NULL, "number of dimensions", NULL},
     {"_device_str", get_device_str, NULL, "device name", NULL},
@@ -497,7 +497,7 @@ static PyObject *m_size(PyObject *self, PyObject *args) {
     if (opt_dim(self, args, &d, &has)) return NULL;
     st_tensor *t = st_fe_unwrap(self);
     if (has) return PyLong_FromLongLong(t->ndim ? t->shape[d] : 1);
-    return st_fe_shape_tuple(t->shape, t->ndim);
+    return st_fe_size_new(t->shape, t->ndim);
 }
 static PyObject *m_stride(PyObject *self, PyObject *args) {
     int64_t d;

@@ -696,6 +696,17 @@ static int call_builtin_fn(tr_state *s, PyObject *fn, const char *nm, tr_var *ar
     int r = iter_builtin(s, nm, args, nargs, nkw, out);
     if (r != 0)
         return r < 0 ? -1 : 0;
+    if (!strcmp(nm, "isinstance") && nargs == 2 && nkw == 0 && args[0].v && !args[0].it &&
+        args[0].aux == TR_AUX_NONE && tr_safe_type(args[1].v) && !args[1].it &&
+        (tr_is_symint(args[0].v) || st_fe_tuple_like(args[0].v))) {
+        /* the type alone answers: a SymInt, or a tuple / Size of them
+         * (x.shape with dynamic shapes), is not made a constant */
+        int t = PyObject_IsInstance(args[0].v, args[1].v);
+        if (t < 0)
+            return tr_break_exc(s, nm);
+        tr_make_value(s, out, PyBool_FromLong(t));
+        return 0;
+    }
     static const char *const pure[] = {"len", "isinstance", "issubclass", "callable", "min",
         "max", "abs", "sum", "any", "all", "round", "divmod", "pow", "sorted", "repr",
         "format", "hash", "id", "chr", "ord", NULL};

@@ -79,8 +79,8 @@ bool tr_safe_type(PyObject *o)
         PyList_CheckExact(o) || PyDict_CheckExact(o) || PyAnySet_CheckExact(o) ||
         PySlice_Check(o) || PyRange_Check(o) || PyType_Check(o))
         return true;
-    if (PyTuple_Check(o))     /* tuples and namedtuples (no own dunders) */
-        return PyTuple_CheckExact(o) || PyObject_HasAttrString((PyObject *)t, "_fields");
+    if (PyTuple_Check(o))     /* tuples, Sizes and namedtuples (no own dunders) */
+        return st_fe_tuple_like(o) || PyObject_HasAttrString((PyObject *)t, "_fields");
     if (PyDict_Check(o))      /* OrderedDict */
         return !strcmp(t->tp_name, "collections.OrderedDict");
     if ((PyObject *)t == tr_refs.dtype_cls || (PyObject *)t == tr_refs.device_cls)

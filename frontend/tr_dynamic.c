@@ -503,9 +503,9 @@ PyObject *tr_plain_values(PyObject *o, int depth)
         return lazy_value(o);
     if (depth > 8 || !o)
         return Py_XNewRef(o);
-    if (PyTuple_CheckExact(o)) {
+    if (st_fe_tuple_like(o)) {   /* a Size stays one */
         Py_ssize_t n = PyTuple_GET_SIZE(o);
-        PyObject *t = PyTuple_New(n);
+        PyObject *t = st_fe_is_size(o) ? st_fe_size_type.tp_alloc(&st_fe_size_type, n) : PyTuple_New(n);
         for (Py_ssize_t i = 0; t && i < n; i++) {
             PyObject *it = tr_plain_values(PyTuple_GET_ITEM(o, i), depth + 1);
             if (!it)
@@ -518,7 +518,7 @@ PyObject *tr_plain_values(PyObject *o, int depth)
     if (PyList_CheckExact(o)) {
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(o); i++) {
             PyObject *it = PyList_GET_ITEM(o, i);
-            if (tr_is_lazy(it) || tr_is_symint(it) || PyTuple_CheckExact(it) || PyList_CheckExact(it)) {
+            if (tr_is_lazy(it) || tr_is_symint(it) || st_fe_tuple_like(it) || PyList_CheckExact(it)) {
                 PyObject *p = tr_plain_values(it, depth + 1);
                 if (!p)
                     return NULL;
@@ -714,7 +714,7 @@ static PyObject *plain_impl(tr_state *s, PyObject *o, int depth, bool syms)
         Py_XDECREF(c);
         return r;
     }
-    if (PyTuple_CheckExact(o) || PyList_CheckExact(o)) {
+    if (st_fe_tuple_like(o) || PyList_CheckExact(o)) {
         Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
         bool any = false;
         PyObject *items = PyList_New(n);
@@ -740,6 +740,8 @@ static PyObject *plain_impl(tr_state *s, PyObject *o, int depth, bool syms)
         }
         PyObject *t = PyList_AsTuple(items);
         Py_DECREF(items);
+        if (t && st_fe_is_size(o))   /* a Size stays one */
+            Py_SETREF(t, st_fe_size_from_tuple(t));
         return t;
     }
     if (PyDict_CheckExact(o)) {
@@ -1215,7 +1217,8 @@ PyObject *tr_dyn_wrap_size(tr_state *s, PyObject *tensor, PyObject *r, int what,
         PyObject *ex = dims_of(s, t);
         if (!ex)
             goto fail;
-        PyObject *n = PyTuple_New(t->ndim);
+        PyObject *n = st_fe_is_size(r) ? st_fe_size_type.tp_alloc(&st_fe_size_type, t->ndim)
+                                       : PyTuple_New(t->ndim);   /* a Size of SymInts */
         for (int d = 0; n && d < t->ndim; d++) {
             PyObject *it = make_symint(s, t->shape[d], (int)PyLong_AsLong(PyTuple_GET_ITEM(ex, d)));
             if (!it)

@@ -384,7 +384,7 @@ bool tr_const_key(PyObject *k)
 {
     return PyLong_CheckExact(k) || PyUnicode_CheckExact(k) || PyBool_Check(k) ||
            k == Py_None || PyFloat_CheckExact(k) ||
-           (PyTuple_CheckExact(k) && tr_safe_type(k));
+           (st_fe_tuple_like(k) && tr_safe_type(k));
 }
 
 int tr_subscr(tr_state *s, tr_var *obj, tr_var *key, tr_var *out)

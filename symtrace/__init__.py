@@ -10,6 +10,7 @@ from . import _C
 from ._dtype import (float32, float64, float16, bfloat16, int32, int64, bool_ as bool,  # noqa: F401
                      float, double, half, int, long, dtype)
 from ._tensor import Tensor, device  # noqa: F401
+from ._C import Size  # noqa: F401  (Tensor.shape / size(), as torch.Size)
 from ._tensor_str import set_printoptions  # noqa: F401  (get/printoptions: in _tensor_str, as torch)
 from ._ops import *  # noqa: F401,F403
 from ._ops import (abs, round, max, min, sum, pow, result_type,  # noqa: F401  (shadow builtins on purpose)
