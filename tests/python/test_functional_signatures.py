@@ -1,7 +1,7 @@
 """Signature parity with torch: every public function of symtrace.nn.functional
 that torch.nn.functional also has takes torch's parameters (names, order,
 defaults, keyword-only markers), and so do the constructors of the activation,
-dropout, convolution, pooling, normalization and resampling modules. Users port
+dropout, convolution, pooling, normalization, resampling and recurrent modules. Users port
 torch code verbatim; a missing `inplace=` or a `dim` without its default is a
 TypeError in the middle of their model.
 
