@@ -17,4 +17,5 @@ from .modules import (Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, 
                       MaxPool2d, AvgPool1d, AvgPool2d, AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d,
                       AdaptiveMaxPool2d, BatchNorm1d, BatchNorm2d, InstanceNorm1d, InstanceNorm2d, PixelShuffle,
                       PixelUnshuffle, Upsample, UpsamplingNearest2d, UpsamplingBilinear2d)
+from .modules import RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell, LSTMCell, GRUCell  # noqa: F401
 from . import utils  # noqa: F401

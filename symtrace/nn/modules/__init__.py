@@ -20,3 +20,4 @@ from .pooling import (MaxPool1d, MaxPool2d, AvgPool1d, AvgPool2d, AdaptiveAvgPoo
 from .batchnorm import BatchNorm1d, BatchNorm2d, InstanceNorm1d, InstanceNorm2d  # noqa: F401
 from .pixelshuffle import (PixelShuffle, PixelUnshuffle, Upsample, UpsamplingNearest2d,  # noqa: F401
                            UpsamplingBilinear2d)
+from .rnn import RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell, LSTMCell, GRUCell  # noqa: F401

@@ -1,6 +1,7 @@
 """symtrace.nn.utils: gradient clipping (clip_grad_norm_, clip_grad_value_,
 get_total_norm, clip_grads_with_norm_) and parameters_to_vector /
-vector_to_parameters, as torch.nn.utils.
+vector_to_parameters, as torch.nn.utils; the packed and padded sequences of
+the recurrent layers in its submodule rnn (torch.nn.utils.rnn).
 
 There are no foreach kernels: every `foreach` value takes the per-tensor
 path (torch accepts foreach=True on CPU and CUDA tensors, the devices
@@ -9,11 +10,11 @@ symtrace has, so nothing is refused). No value is read back to the host (no
 import types
 import warnings
 
-from .. import _C, _ops
-from .parameter import _no_grad
+from ... import _C, _ops
+from ..parameter import _no_grad
 
 __all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm", "clip_grads_with_norm_",
-           "parameters_to_vector", "vector_to_parameters"]
+           "parameters_to_vector", "vector_to_parameters", "rnn"]
 
 
 def _vector_norm(t, norm_type):
@@ -141,3 +142,6 @@ def vector_to_parameters(vec, parameters):
             num_param = param.numel()
             param.copy_(vec[pointer:pointer + num_param].view_as(param))
             pointer += num_param
+
+
+from . import rnn  # noqa: E402,F401
