@@ -7,6 +7,7 @@ from .modules import *  # noqa: F401,F403
 from .modules import (Module, Linear, Identity, Embedding, LayerNorm, Dropout, ReLU, GELU, Tanh,  # noqa: F401
                       Sigmoid, Softmax, LogSoftmax, MultiheadAttention, Sequential, ModuleList, ModuleDict,
                       CrossEntropyLoss, MSELoss, TransformerEncoderLayer, TransformerEncoder,
+                      Transformer, TransformerDecoderLayer, TransformerDecoder,
                       SiLU, Mish, SELU, CELU, ELU, Softplus, LeakyReLU, Threshold, Hardtanh, ReLU6, Hardsigmoid,
                       Hardswish, GLU, LogSigmoid, Softsign, Tanhshrink, Softmin, NLLLoss, L1Loss, SmoothL1Loss,
                       HuberLoss, BCELoss, BCEWithLogitsLoss, KLDivLoss, CosineEmbeddingLoss, CosineSimilarity,

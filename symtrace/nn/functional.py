@@ -444,11 +444,23 @@ def _canonical_mask(mask, mask_name, other_type, other_name, target_type, check_
     if mask is None:
         return None
     _check_tensor(mask, mask_name, mask_name)
+    if mask.dtype is not _ops.bool_ and not mask.dtype.is_floating_point:
+        raise AssertionError(f"only bool and floating types of {mask_name} are supported")
+    if check_other and other_type is not None and mask.dtype != other_type:
+        _warnings.warn(f"Support for mismatched {mask_name} and {other_name} is deprecated. Use same type for "
+                       "both instead.", stacklevel=2)
     if mask.dtype is _ops.bool_:
         return _ops.zeros(mask.shape, dtype=target_type, device=mask.device).masked_fill(mask, float("-inf"))
-    if not mask.dtype.is_floating_point:
-        raise AssertionError(f"only bool and floating types of {mask_name} are supported")
     return mask
+
+
+def _none_or_dtype(input):
+    """input.dtype, or None for None (torch.nn.functional._none_or_dtype)."""
+    if input is None:
+        return None
+    if isinstance(input, _C.TensorBase):
+        return input.dtype
+    raise RuntimeError("input to _none_or_dtype() must be None or torch.Tensor")
 
 
 def _causal_mask(L, S, dtype, device=None):
@@ -480,12 +492,19 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
                                "when is_causal=True")
         scores = scores + _causal_mask(L, S, scores.dtype, scores.device)
+    dead = None
     if attn_mask is not None:
+        # a query whose keys are all masked out gets zeros (and zero gradients), not
+        # nan, as torch's SDPA (its _safe_softmax): its row is unmasked, then zeroed
         if attn_mask.dtype is _ops.bool_:
-            scores = scores.masked_fill(attn_mask.logical_not(), float("-inf"))
+            dead = attn_mask.logical_not().all(-1, keepdim=True)
+            scores = scores.masked_fill((attn_mask | dead).logical_not(), float("-inf"))
         else:
-            scores = scores + attn_mask
+            dead = (attn_mask == float("-inf")).all(-1, keepdim=True)
+            scores = scores + attn_mask.masked_fill(dead, 0.0)
     attn = softmax(scores, -1)
+    if dead is not None:
+        attn = attn.masked_fill(dead, 0.0)
     if dropout_p > 0.0:
         attn = dropout(attn, dropout_p, True)
     return _ops.matmul(attn, value)
@@ -506,6 +525,40 @@ def _in_projection_packed(q, k, v, w, b=None):
     return linear(q, w_q, b_q), linear(k, w_k, b_k), linear(v, w_v, b_v)
 
 
+def _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads):
+    """True for a batched (3-D) query, False for an unbatched (2-D) one; torch's
+    AssertionError when key, value or a mask has the wrong number of dims."""
+    if query.dim() == 3:
+        if key.dim() != 3 or value.dim() != 3:
+            raise AssertionError("For batched (3-D) `query`, expected `key` and `value` to be 3-D but found "
+                                 f"{key.dim()}-D and {value.dim()}-D tensors respectively")
+        if key_padding_mask is not None and key_padding_mask.dim() != 2:
+            raise AssertionError("For batched (3-D) `query`, expected `key_padding_mask` to be `None` or 2-D but "
+                                 f"found {key_padding_mask.dim()}-D tensor instead")
+        if attn_mask is not None and attn_mask.dim() not in (2, 3):
+            raise AssertionError("For batched (3-D) `query`, expected `attn_mask` to be `None`, 2-D or 3-D but "
+                                 f"found {attn_mask.dim()}-D tensor instead")
+        return True
+    if query.dim() == 2:
+        if key.dim() != 2 or value.dim() != 2:
+            raise AssertionError("For unbatched (2-D) `query`, expected `key` and `value` to be 2-D but found "
+                                 f"{key.dim()}-D and {value.dim()}-D tensors respectively")
+        if key_padding_mask is not None and key_padding_mask.dim() != 1:
+            raise AssertionError("For unbatched (2-D) `query`, expected `key_padding_mask` to be `None` or 1-D "
+                                 f"but found {key_padding_mask.dim()}-D tensor instead")
+        if attn_mask is not None:
+            if attn_mask.dim() not in (2, 3):
+                raise AssertionError("For unbatched (2-D) `query`, expected `attn_mask` to be `None`, 2-D or "
+                                     f"3-D but found {attn_mask.dim()}-D tensor instead")
+            expected = (num_heads, query.shape[0], key.shape[0])
+            if attn_mask.dim() == 3 and tuple(attn_mask.shape) != expected:
+                raise AssertionError(f"Expected `attn_mask` shape to be {expected} but got "
+                                     f"{tuple(attn_mask.shape)}")
+        return False
+    raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received {query.dim()}-D "
+                         "query tensor")
+
+
 def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads, in_proj_weight,
                                  in_proj_bias, bias_k, bias_v, add_zero_attn, dropout_p,
                                  out_proj_weight, out_proj_bias, training=True, key_padding_mask=None,
@@ -518,9 +571,11 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     use_separate_proj_weight: q/k/v_proj_weight (key and value may have their own
     widths) instead of the packed in_proj_weight; bias_k/bias_v [1, 1, E]: one more
     key/value position; add_zero_attn: one more all-zero key/value position;
-    static_k/static_v [N*H, S, E/H]: the keys/values, as given."""
+    static_k/static_v [N*H, S, E/H]: the keys/values, as given. is_causal with
+    need_weights=False and no key_padding_mask: the causal mask replaces attn_mask
+    (torch's hint semantics); a query with every key masked out gets zeros there."""
     import math
-    is_batched = query.dim() == 3
+    is_batched = _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
     if not is_batched:
         query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
         if key_padding_mask is not None:
@@ -535,11 +590,17 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
                                  f"{tuple(value.shape[:2])}")
     elif tuple(key.shape) != tuple(value.shape):
         raise AssertionError(f"key shape {tuple(key.shape)} does not match value shape {tuple(value.shape)}")
-    key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", None, "attn_mask", query.dtype)
+    key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", _none_or_dtype(attn_mask),
+                                       "attn_mask", query.dtype)
     if is_causal and attn_mask is None:
         raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer "
                            "module method `generate_square_subsequent_mask` to create this mask.")
-    attn_mask = _canonical_mask(attn_mask, "attn_mask", None, "", query.dtype)
+    if is_causal and key_padding_mask is None and not need_weights:
+        attn_mask = None      # as torch: the hint wins, SDPA applies its own causal mask
+    else:
+        attn_mask = _canonical_mask(attn_mask, "attn_mask", None, "", query.dtype, check_other=False)
+        if key_padding_mask is not None:
+            is_causal = False  # the merged mask is not causal
     head_dim = embed_dim // num_heads
     if head_dim * num_heads != embed_dim:
         raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
@@ -607,9 +668,12 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     src_len = k.shape[1]
 
     if key_padding_mask is not None:
-        if tuple(key_padding_mask.shape) != (bsz, src_len):
-            raise AssertionError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but got "
-                                 f"{tuple(key_padding_mask.shape)}")
+        if key_padding_mask.shape[0] != bsz:
+            raise AssertionError(f"Expected key_padded_mask.shape[0] to be {bsz}, but got "
+                                 f"{key_padding_mask.shape[0]}")
+        if key_padding_mask.shape[1] != src_len:
+            raise AssertionError(f"Expected key_padded_mask.shape[1] to be {src_len}, but got "
+                                 f"{key_padding_mask.shape[1]}")
         key_padding_mask = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(
             bsz, num_heads, 1, src_len).reshape(bsz * num_heads, 1, src_len)
         attn_mask = key_padding_mask if attn_mask is None else attn_mask + key_padding_mask
@@ -643,7 +707,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     q = q.reshape(bsz, num_heads, tgt_len, head_dim)
     k = k.reshape(bsz, num_heads, src_len, head_dim)
     v = v.reshape(bsz, num_heads, src_len, head_dim)
-    out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, False)
+    out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
     out = out.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
     out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
     if not is_batched:

@@ -1,9 +1,9 @@
 """Signature parity with torch: every public function of symtrace.nn.functional
 that torch.nn.functional also has takes torch's parameters (names, order,
 defaults, keyword-only markers), and so do the constructors of the activation,
-dropout, convolution, pooling, normalization, resampling and recurrent modules. Users port
-torch code verbatim; a missing `inplace=` or a `dim` without its default is a
-TypeError in the middle of their model.
+dropout, convolution, pooling, normalization, resampling, recurrent and transformer
+modules. Users port torch code verbatim; a missing `inplace=` or a `dim` without its
+default is a TypeError in the middle of their model.
 
 Torch's builtins (gelu, softplus, linear, ...) have no inspect signature: theirs
 comes from the ATen schema of the op, with `self` renamed `input` as torch's
@@ -20,10 +20,10 @@ import symtrace.nn as snn  # noqa: E402
 import symtrace.nn.functional as SF  # noqa: E402
 from symtrace.nn.modules import activation as _sact, dropout as _sdrop  # noqa: E402
 from symtrace.nn.modules import (conv as _sconv, pooling as _spool, batchnorm as _sbn,  # noqa: E402
-                                 pixelshuffle as _sshuf, rnn as _srnn)
+                                 pixelshuffle as _sshuf, rnn as _srnn, transformer as _stf)
 
 # the files of module classes whose constructors are held to torch's
-_MODULE_FILES = (_sact, _sdrop, _sconv, _spool, _sbn, _sshuf, _srnn)
+_MODULE_FILES = (_sact, _sdrop, _sconv, _spool, _sbn, _sshuf, _srnn, _stf)
 
 try:
     import torch
@@ -93,7 +93,13 @@ def _same_default(a, b):
         return False
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         return float(a) == float(b)
+    if _is_functional(a) and _is_functional(b):  # activation=F.relu: each library's own F.relu
+        return a.__name__ == b.__name__
     return a == b
+
+
+def _is_functional(f):
+    return callable(f) and getattr(f, "__module__", None) in ("symtrace.nn.functional", "torch.nn.functional")
 
 
 def _fmt(ps):
@@ -138,8 +144,8 @@ def _shared_functions():
 
 
 def _module_classes():
-    """The activation, dropout, convolution, pooling, normalization and resampling
-    modules symtrace defines, by name."""
+    """The activation, dropout, convolution, pooling, normalization, resampling and
+    transformer modules symtrace defines, by name."""
     out = []
     for mod in _MODULE_FILES:
         for n, c in vars(mod).items():
