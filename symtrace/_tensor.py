@@ -2,9 +2,11 @@
 operators and conversions are in C; this class adds PyTorch's method
 spellings over the functional ops, in-place variants and repr."""
 import builtins
+import math as _math
 
 from . import _C
 from . import _ops
+from . import _generator
 from ._dtype import float32, float64, float16, bfloat16, int32, int64, bool_, dtype as _dtype_type
 
 
@@ -551,10 +553,10 @@ class Tensor(_C.TensorBase):
     def diag_embed(self, offset=0, dim1=-2, dim2=-1): return _ops.diag_embed(self, offset, dim1, dim2)
     def trace(self): return _ops.trace(self)
     def is_nonzero(self): return _ops.is_nonzero(self)
-    def bernoulli(self, p=None, *, generator=None): return _ops.bernoulli(self, p)
+    def bernoulli(self, p=None, *, generator=None): return _ops.bernoulli(self, p, generator=generator)
 
     def multinomial(self, num_samples, replacement=False, *, generator=None):
-        return _ops.multinomial(self, num_samples, replacement)
+        return _ops.multinomial(self, num_samples, replacement, generator=generator)
 
     def movedim(self, source, destination): return _ops.movedim(self, source, destination)
     moveaxis = movedim
@@ -834,15 +836,134 @@ class Tensor(_C.TensorBase):
 
     def bernoulli_(self, p=0.5, *, generator=None):
         """Fills self with 1 with probability p (a number or a tensor), else 0."""
+        if generator is not None:
+            return _generator.run(generator, self.bernoulli_, p)
         u = _ops.rand(tuple(self.shape), dtype=float64 if self.dtype is float64 else float32,
                       device=self.device)
         return self._inplace(_C.OP_COPY, (_ops.lt(u, p).to(self.dtype).expand(self.shape),))
 
     def normal_(self, mean=0.0, std=1.0, *, generator=None):
         """Fills self with samples of N(mean, std^2)."""
+        if generator is not None:
+            return _generator.run(generator, self.normal_, mean, std)
         _ops._check_std_values(std, "normal_")
+        self._float_fill_check("normal_kernel_cpu", NotImplementedError)
         r = _ops.add(_ops.mul(_ops.randn(tuple(self.shape), dtype=self.dtype, device=self.device), std), mean)
         return self._inplace(_C.OP_COPY, (r,))
+
+    # ---- in-place random fillers (torch's Tensor.uniform_ and friends); each takes
+    # generator= (symtrace.Generator) and writes into self as a copy_ would
+    def _float_fill_check(self, what, exc=RuntimeError):
+        if not self.dtype.is_floating_point:
+            if exc is NotImplementedError:
+                raise NotImplementedError(f'"{what}" not implemented for \'{_ops._tname(self.dtype)}\'')
+            raise RuntimeError(f"{what} distribution is a continuous probability distribution. dtype must "
+                               f"be a floating point but you specified {_ops._tname(self.dtype)}")
+
+    def _uniform01(self):
+        """U[0, 1) samples shaped as self, in self's float dtype (float32 for halves)."""
+        dt = float64 if self.dtype is float64 else float32
+        return _ops.rand(tuple(self.shape), dtype=dt, device=self.device)
+
+    def _fill_with(self, value):
+        return self._inplace(_C.OP_COPY, (_ops.to_dtype(value, self.dtype),))
+
+    def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kw):
+        """uniform_(from=0, to=1, *, generator=None): fills self with U[from, to)."""
+        if "from" in kw:
+            from_ = kw.pop("from")
+        if kw:
+            raise TypeError(f"uniform_() got an unexpected keyword argument '{next(iter(kw))}'")
+        if generator is not None:
+            return _generator.run(generator, self.uniform_, from_, to)
+        self._float_fill_check("check_uniform_bounds", NotImplementedError)
+        if from_ > to:
+            raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={from_} > "
+                               f"to={to}")
+        return self._fill_with(_ops.add(_ops.mul(self._uniform01(), to - from_), from_))
+
+    def random_(self, *args, generator=None, **kw):
+        """random_(from, to) / random_(to) / random_(), *, generator=None: fills self with
+        integers drawn uniformly from [from, to - 1] ([0, to - 1] for random_(to)); with no
+        to, up to 2^mantissa for floats (2^24 float32, 2^53 float64, 2^11 half, 2^8
+        bfloat16) or the dtype's max for integers (int64: [from, 2^63 - 2])."""
+        if len(args) > 2:
+            raise TypeError(f"random_() takes at most 2 positional arguments ({len(args)} given)")
+        bad = set(kw) - {"from", "to"}
+        if bad:
+            raise TypeError(f"random_() got an unexpected keyword argument '{bad.pop()}'")
+        if len(args) == 1 and "from" not in kw:
+            from_, to = 0, args[0]            # random_(to)
+        else:
+            from_ = args[0] if args else kw.get("from", 0)
+            to = args[1] if len(args) > 1 else kw.get("to")
+        if generator is not None:
+            return _generator.run(generator, self.random_, from_, to)
+        if to is None:
+            mant = {float32: 24, float64: 53, float16: 11, bfloat16: 8}
+            if self.dtype in mant:
+                to = (1 << mant[self.dtype]) + 1
+            elif self.dtype is bool_:
+                to = 2
+            elif self.dtype is int32:
+                to = 1 << 31
+            else:
+                to = (1 << 63) - 1
+        if from_ >= to:
+            raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={from_} >= to={to}")
+        from_, to, shape = int(from_), int(to), tuple(self.shape)
+        if to - from_ <= 1 << 53:  # randint's float64 uniform is exact up to 2^53
+            r = _ops.randint(from_, to, shape, dtype=int64, device=self.device)
+        else:                      # 63 random bits from two draws (reduced mod the span)
+            hi = _ops.randint(0, 1 << 31, shape, dtype=int64, device=self.device)
+            lo = _ops.randint(0, 1 << 32, shape, dtype=int64, device=self.device)
+            r = _ops.add(_ops.mul(hi, 1 << 32), lo)
+            if to - from_ < 1 << 63:
+                r = _ops.remainder(r, to - from_)
+            r = _ops.add(r, from_)
+        return self._fill_with(r)
+
+    def exponential_(self, lambd=1.0, *, generator=None):
+        """exponential_(lambd=1, *, generator=None): fills self with Exp(lambd) samples."""
+        if generator is not None:
+            return _generator.run(generator, self.exponential_, lambd)
+        self._float_fill_check("Exponential")
+        if not lambd > 0:
+            raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
+        return self._fill_with(_ops.div(_ops.neg(_ops.log1p(_ops.neg(self._uniform01()))), lambd))
+
+    def geometric_(self, p, *, generator=None):
+        """geometric_(p, *, generator=None): fills self with the number of Bernoulli(p)
+        trials up to the first success (1, 2, ...)."""
+        if generator is not None:
+            return _generator.run(generator, self.geometric_, p)
+        if not 0 < p < 1:
+            raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+        u = self._uniform01()
+        k = _ops.add(_ops.floor(_ops.div(_ops.log1p(_ops.neg(u)), _math.log1p(-p))), 1.0)
+        return self._fill_with(k)
+
+    def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
+        """log_normal_(mean=1, std=2, *, generator=None): fills self with exp(N(mean, std^2))."""
+        if generator is not None:
+            return _generator.run(generator, self.log_normal_, mean, std)
+        self._float_fill_check("log_normal_cpu", NotImplementedError)
+        if not std > 0:
+            raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
+        dt = float64 if self.dtype is float64 else float32
+        n = _ops.randn(tuple(self.shape), dtype=dt, device=self.device)
+        return self._fill_with(_ops.exp(_ops.add(_ops.mul(n, std), mean)))
+
+    def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
+        """cauchy_(median=0, sigma=1, *, generator=None): fills self with Cauchy samples
+        median + sigma * tan(pi * (u - 1/2))."""
+        if generator is not None:
+            return _generator.run(generator, self.cauchy_, median, sigma)
+        self._float_fill_check("cauchy_cpu", NotImplementedError)
+        if not sigma > 0:
+            raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
+        t = _ops.tan(_ops.mul(_ops.sub(self._uniform01(), 0.5), _math.pi))
+        return self._fill_with(_ops.add(_ops.mul(t, sigma), median))
 
     # ---- sorting, selection and aliases (torch parity) ----
     def sort(self, dim=-1, descending=False, stable=False): return _ops.sort(self, dim, descending, stable)

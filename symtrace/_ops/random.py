@@ -3,6 +3,7 @@
 import math
 
 from .. import _C
+from .. import _generator
 from .._dtype import float32, float64, int64
 from ._core import _FMAX, _attrs, _bshape, _check_int, _check_tensor, _is_tensor, _op, _tname
 from .elementwise import (add, eq, gt, log, logical_and, logical_not, logical_or, lt, mul, neg,
@@ -23,6 +24,8 @@ def _rand_dtype(dtype, fn):
 
 
 def rand(*size, dtype=None, device=None, generator=None, requires_grad=False):
+    if generator is not None:
+        return _generator.run(generator, rand, *size, dtype=dtype, device=device, requires_grad=requires_grad)
     shape = _shape_args(size, "rand")
     _check_sizes(shape, "rand")
     return _rg(_op(_C.OP_RAND, (), _attrs(floats=(0.0, 1.0), dims=shape,
@@ -31,6 +34,8 @@ def rand(*size, dtype=None, device=None, generator=None, requires_grad=False):
 
 
 def randn(*size, dtype=None, device=None, generator=None, requires_grad=False):
+    if generator is not None:
+        return _generator.run(generator, randn, *size, dtype=dtype, device=device, requires_grad=requires_grad)
     shape = _shape_args(size, "randn")
     _check_sizes(shape, "randn")
     return _rg(_op(_C.OP_RANDN, (), _attrs(floats=(0.0, 1.0), dims=shape,
@@ -39,7 +44,9 @@ def randn(*size, dtype=None, device=None, generator=None, requires_grad=False):
 
 
 def randint(low, high=None, size=None, *, dtype=None, device=None, generator=None):
-    """randint(low=0, high, size, *, dtype=int64)."""
+    """randint(low=0, high, size, *, generator=None, dtype=int64)."""
+    if generator is not None:
+        return _generator.run(generator, randint, low, high, size, dtype=dtype, device=device)
     if size is None:
         if high is None or not isinstance(high, (tuple, list)):
             raise TypeError("randint() missing required argument 'size'")
@@ -54,24 +61,27 @@ def randint(low, high=None, size=None, *, dtype=None, device=None, generator=Non
                None, _dev(device))
 
 
-def rand_like(input, *, dtype=None, device=None):
+def rand_like(input, *, generator=None, dtype=None, device=None):
     _check_tensor(input, "rand_like")
-    return rand(input.shape, dtype=dtype or input.dtype, device=device or input.device)
+    return rand(input.shape, dtype=dtype or input.dtype, device=device or input.device, generator=generator)
 
 
-def randn_like(input, *, dtype=None, device=None):
+def randn_like(input, *, generator=None, dtype=None, device=None):
     _check_tensor(input, "randn_like")
-    return randn(input.shape, dtype=dtype or input.dtype, device=device or input.device)
+    return randn(input.shape, dtype=dtype or input.dtype, device=device or input.device, generator=generator)
 
 
-def randint_like(input, low, high=None, *, dtype=None, device=None):
+def randint_like(input, low, high=None, *, generator=None, dtype=None, device=None):
     _check_tensor(input, "randint_like")
-    return randint(low, high, input.shape, dtype=dtype or input.dtype, device=device or input.device)
+    return randint(low, high, input.shape, dtype=dtype or input.dtype, device=device or input.device,
+                   generator=generator)
 
 
 def manual_seed(seed):
-    """Seeds the counter-based generator used by rand/randn/randint/dropout."""
-    _C.manual_seed(int(seed))
+    """Seeds the counter-based generator used by rand/randn/randint/dropout; returns
+    symtrace.default_generator (as torch)."""
+    _C.manual_seed(_generator._seed_value(seed))
+    return _generator.default_generator
 
 
 def initial_seed():
@@ -94,6 +104,9 @@ def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None,
     """normal(mean, std=1.0, size=None): samples of N(mean, std^2): randn * std + mean, for
     tensor means and/or stds (broadcast; the result is differentiable in both) or numbers
     with a size; as torch.normal."""
+    if generator is not None:
+        return _generator.run(generator, normal, mean, std, size, dtype=dtype, device=device,
+                              requires_grad=requires_grad)
     if not _is_tensor(mean) and not _is_tensor(std):
         if size is None:
             raise TypeError("normal() received an invalid combination of arguments - got (float, "
@@ -118,6 +131,8 @@ def bernoulli(input, p=None, *, generator=None):
     """bernoulli(input, p=None) -> Tensor of input's dtype: 1 with probability input (or p,
     a number), else 0: rand < p. Probabilities are not checked to lie in [0, 1] (torch does;
     that reads the values). As torch.bernoulli."""
+    if generator is not None:
+        return _generator.run(generator, bernoulli, input, p)
     _check_tensor(input, "bernoulli")
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"bernoulli\" not implemented for '{_tname(input.dtype)}'")
@@ -135,6 +150,8 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
     as torch; zero-probability categories come last). O(num_samples * categories) work.
     The checks of the values (no negative, inf or nan entries, a positive sum) run in eager
     mode only."""
+    if generator is not None:
+        return _generator.run(generator, multinomial, input, num_samples, replacement)
     _check_tensor(input, "multinomial")
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: "
@@ -183,6 +200,8 @@ def randperm(n, *, generator=None, dtype=int64, device=None, requires_grad=False
     ranks of n float64 uniforms (an n x n comparison, ties broken by position, then a
     scatter: traced by symtrace.compile); above that a host shuffle (Python's random, seeded
     by one int64 drawn from the generator: a value read, so a graph break under compile)."""
+    if generator is not None:
+        return _generator.run(generator, randperm, n, dtype=dtype, device=device, requires_grad=requires_grad)
     _check_int(n, "randperm", "n", 1)
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")

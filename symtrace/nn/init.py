@@ -3,14 +3,14 @@ one runs under no_grad and writes into the tensor with copy_/fill_, drawing
 from symtrace's generator (seed it with symtrace.manual_seed). orthogonal_
 (its QR), sparse_ (its per-column permutations), eye_ and dirac_ build their
 values on the host with numpy (init is not compiled) and copy them in.
-The `generator` arguments are accepted for torch's signatures; the draws
-come from symtrace's one generator."""
+Each random initializer takes generator= (a symtrace.Generator): the draws
+then come from it, the global generator untouched."""
 import math
 import warnings
 
 import numpy as np
 
-from .. import _ops
+from .. import _generator, _ops
 from .parameter import _no_grad
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_",
@@ -78,12 +78,16 @@ def _write(tensor, value):
 
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
     """Fills tensor with U(a, b)."""
+    if generator is not None:
+        return _generator.run(generator, uniform_, tensor, a, b)
     u = _ops.rand(tensor.shape, dtype=tensor.dtype)
     return _write(tensor, u * (b - a) + a)
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
     """Fills tensor with N(mean, std^2)."""
+    if generator is not None:
+        return _generator.run(generator, normal_, tensor, mean, std)
     n = _ops.randn(tensor.shape, dtype=tensor.dtype)
     return _write(tensor, n * std + mean)
 
@@ -99,6 +103,8 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     values outside [a, b] (the bounds rounded to the tensor's dtype);
     otherwise by rejection from uniform proposals on [a, b] (accepted with
     probability pdf(x) / pdf(mode))."""
+    if generator is not None:
+        return _generator.run(generator, trunc_normal_, tensor, mean, std, a, b)
     def norm_cdf(x):
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
 
@@ -179,6 +185,8 @@ def dirac_(tensor, groups=1):
 
 
 def xavier_uniform_(tensor, gain=1.0, generator=None):
+    if generator is not None:
+        return _generator.run(generator, xavier_uniform_, tensor, gain)
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
     a = math.sqrt(3.0) * std
@@ -186,12 +194,16 @@ def xavier_uniform_(tensor, gain=1.0, generator=None):
 
 
 def xavier_normal_(tensor, gain=1.0, generator=None):
+    if generator is not None:
+        return _generator.run(generator, xavier_normal_, tensor, gain)
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
     return normal_(tensor, 0.0, std)
 
 
 def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
+    if generator is not None:
+        return _generator.run(generator, kaiming_uniform_, tensor, a, mode, nonlinearity)
     if 0 in tuple(tensor.shape):
         warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
         return tensor
@@ -213,6 +225,8 @@ def _default_layer_init_(weight, bias):
 
 
 def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
+    if generator is not None:
+        return _generator.run(generator, kaiming_normal_, tensor, a, mode, nonlinearity)
     if 0 in tuple(tensor.shape):
         warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
         return tensor
@@ -240,6 +254,8 @@ def orthogonal_(tensor, gain=1, generator=None):
     """Fills tensor (2-D or more, viewed as rows = size(0) by the rest) with a
     (semi-)orthogonal matrix: the QR of a normal draw, as torch (the QR on the
     host in float64)."""
+    if generator is not None:
+        return _generator.run(generator, orthogonal_, tensor, gain)
     if tensor.dim() < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
     if tensor.numel() == 0:
@@ -259,6 +275,8 @@ def sparse_(tensor, sparsity, std=0.01, generator=None):
     """Fills a 2-D tensor with N(0, std^2) and zeroes ceil(sparsity * rows)
     random entries of every column (a random permutation per column, from
     symtrace's generator)."""
+    if generator is not None:
+        return _generator.run(generator, sparse_, tensor, sparsity, std)
     if tensor.dim() != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     rows, cols = tuple(tensor.shape)

@@ -1627,7 +1627,7 @@ _ENC = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, dim_feedforward=16
 _ENC_PRE = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0,
                                                             batch_first=True, norm_first=True,
                                                             activation="gelu"), 2,
-                                 norm=nn.LayerNorm(8)).eval()
+                                 norm=nn.LayerNorm(8), enable_nested_tensor=False).eval()
 _MHA = nn.MultiheadAttention(8, 2, batch_first=True).eval()
 _CE = nn.CrossEntropyLoss()
 

@@ -5,10 +5,12 @@ generator=None (the default) seeds a fresh random.Random at every __iter__
 (every epoch) with a number drawn from symtrace's global generator
 (st.randint), as torch draws from its default generator: st.manual_seed(s)
 before iterating gives the same order again, and successive epochs differ.
-generator may also be an int (a random.Random seeded with it once, at
-construction: epochs differ, the run is reproducible), a random.Random (used
-as is), a numpy Generator / RandomState (a seed drawn from it per epoch), or an
-object with initial_seed() (such as a torch.Generator: treated as that int).
+generator may also be a symtrace.Generator (a seed drawn from it per epoch,
+advancing it, as torch draws from a torch.Generator: reseeding it replays the
+orders), an int (a random.Random seeded with it once, at construction: epochs
+differ, the run is reproducible), a random.Random (used as is), a numpy
+Generator / RandomState (a seed drawn from it per epoch), or another object
+with initial_seed() (such as a torch.Generator: treated as that int).
 The orders differ from torch's for the same seed (a different generator).
 Under a DataLoader the sampler always runs in the main process (workers only fetch
 the indices it yields), and each epoch first draws one base seed from the loader's
@@ -17,21 +19,21 @@ num_workers (dataloader.py, "Randomness").
 """
 import random
 
-from ... import _C
+from ... import _C, _generator
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
            "WeightedRandomSampler", "BatchSampler"]
 
 
-def _draw_seed():
-    """A seed from symtrace's global generator (advancing it)."""
+def _draw_seed(generator=None):
+    """A seed from symtrace's global generator, or a symtrace.Generator (advancing it)."""
     from ... import _ops
-    return int(_ops.randint(0, 2 ** 62, ()).item())
+    return int(_ops.randint(0, 2 ** 62, (), generator=generator).item())
 
 
 def _as_generator(generator):
     """What a sampler keeps: None, a random.Random, or a numpy generator."""
-    if generator is None or isinstance(generator, random.Random):
+    if generator is None or isinstance(generator, (random.Random, _generator.Generator)):
         return generator
     if isinstance(generator, int) and not isinstance(generator, bool):
         return random.Random(generator)
@@ -45,8 +47,8 @@ def _as_generator(generator):
 
 def _rng(generator):
     """The random.Random one epoch draws from."""
-    if generator is None:
-        return random.Random(_draw_seed())
+    if generator is None or isinstance(generator, _generator.Generator):
+        return random.Random(_draw_seed(generator))
     if isinstance(generator, random.Random):
         return generator
     if hasattr(generator, "integers"):
