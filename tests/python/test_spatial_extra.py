@@ -529,6 +529,89 @@ def test_errors_as_torch(case):
     assert _outcome(SF, st, fn) == want
 
 
+# ---------------- without torch: numpy references and finite differences ----------------
+def _np_windows(x, k, s, pad, fill):
+    """[N, C, *out, *k]: the windows of x (padded by pad with fill) at stride s."""
+    xp = np.pad(x, [(0, 0), (0, 0)] + [(p, p) for p in pad], constant_values=fill)
+    w = np.lib.stride_tricks.sliding_window_view(xp, k, axis=(2, 3, 4))
+    return w[:, :, ::s[0], ::s[1], ::s[2]]
+
+
+def test_pool3d_numpy_reference():
+    x = X5
+    k, s, p = (2, 3, 2), (1, 2, 2), (1, 1, 0)
+    win = _np_windows(x, k, s, p, -np.inf)
+    np.testing.assert_array_equal(SF.max_pool3d(st.tensor(x), k, s, p).numpy(), win.max(axis=(5, 6, 7)))
+    win0 = _np_windows(x, k, s, p, 0.0)
+    np.testing.assert_allclose(SF.avg_pool3d(st.tensor(x), k, s, p).numpy(), win0.mean(axis=(5, 6, 7)),
+                               rtol=1e-12, atol=1e-12)
+    ones = _np_windows(np.ones_like(x), k, s, p, 0.0).sum(axis=(5, 6, 7))
+    np.testing.assert_allclose(SF.avg_pool3d(st.tensor(x), k, s, p, count_include_pad=False).numpy(),
+                               win0.sum(axis=(5, 6, 7)) / ones, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(SF.lp_pool3d(st.tensor(np.abs(x)), 3, k, s).numpy(),
+                               (_np_windows(np.abs(x), k, s, (0, 0, 0), 0.0) ** 3).sum(axis=(5, 6, 7)) ** (1 / 3),
+                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(SF.adaptive_avg_pool3d(st.tensor(x), (3, 1, 5)).numpy(),
+                               x.reshape(2, 3, 3, 2, 1, 7, 5, 1).mean(axis=(3, 5, 7)), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: SF.max_pool3d(x, (2, 3, 2), (1, 2, 2), (1, 1, 0), dilation=(1, 1, 2), ceil_mode=True),
+    lambda x: SF.avg_pool3d(x, (3, 3, 2), 2, 1, ceil_mode=True, count_include_pad=False),
+    lambda x: SF.adaptive_max_pool3d(x, (2, 3, 2)),
+    lambda x: SF.adaptive_avg_pool3d(x[0], (2, 3, 4)),
+    lambda x: SF.lp_pool3d(x * x + 0.1, 3, (2, 2, 1), 1),
+    # (windows that do not overlap: where they do, torch's gradient, a gather per window, counts a value
+    # written by several windows several times, and symtrace's is torch's)
+    lambda x: SF.max_unpool3d(*SF.max_pool3d(x, (1, 2, 2), return_indices=True), (1, 2, 2)),
+    lambda x: SF.local_response_norm(x, 2, 0.5),
+    lambda x: SF.channel_shuffle(x.reshape(2, 4, 3, 3, 2), 2),
+    lambda x: snn.ReflectionPad3d((1, 0, 2, 1, 1, 1))(x),
+    lambda x: snn.CircularPad3d((1, 0, 2, 1, 1, 1))(x),
+    lambda x: snn.ReplicationPad3d(1)(x[0]),
+])
+def test_gradients_against_finite_differences(fn):
+    from symtrace.autograd import gradcheck
+    x = st.tensor(np.random.RandomState(3).randn(2, 3, 3, 4, 2) * 2, requires_grad=True)
+    assert gradcheck(fn, (x,), eps=1e-6, atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("mode,np_mode", [("reflect", "reflect"), ("replicate", "edge"), ("circular", "wrap"),
+                                          ("constant", "constant")])
+def test_padding_modules_numpy_reference(mode, np_mode):
+    name = {"reflect": "ReflectionPad", "replicate": "ReplicationPad", "circular": "CircularPad",
+            "constant": "ConstantPad"}[mode]
+    x5 = rnd(2, 3, 4, 5, 3)
+    for k, pad in ((1, (2, 1)), (2, (1, 2, 0, 3)), (3, (1, 0, 2, 2, 1, 2))):
+        x = x5[(slice(None), slice(None)) + (0,) * (3 - k)]
+        args = (pad, 1.5) if mode == "constant" else (pad,)
+        y = getattr(snn, f"{name}{k}d")(*args)(st.tensor(x)).numpy()
+        width = [(0, 0)] * 2 + [(pad[2 * i], pad[2 * i + 1]) for i in reversed(range(k))]
+        kw = dict(constant_values=1.5) if mode == "constant" else {}
+        np.testing.assert_array_equal(y, np.pad(x, width, mode=np_mode, **kw))
+
+
+def test_shuffle_lrn_batchnorm3d_numpy_reference():
+    x = rnd(2, 6, 3, 4)
+    np.testing.assert_array_equal(SF.channel_shuffle(st.tensor(x), 3).numpy(),
+                                  x.reshape(2, 3, 2, 3, 4).transpose(0, 2, 1, 3, 4).reshape(2, 6, 3, 4))
+    sq = np.pad(x * x, ((0, 0), (1, 1), (0, 0), (0, 0)))
+    mean = sum(sq[:, i:i + 6] for i in range(3)) / 3
+    np.testing.assert_allclose(SF.local_response_norm(st.tensor(x), 3, 0.2, 0.5, 1.5).numpy(),
+                               x / (1.5 + 0.2 * mean) ** 0.5, rtol=1e-12, atol=1e-12)
+    x5 = rnd(3, 2, 2, 3, 2)
+    bn = snn.BatchNorm3d(2, dtype=st.float64)
+    y = bn(st.tensor(x5)).detach().numpy()
+    m, v = x5.mean(axis=(0, 2, 3, 4), keepdims=True), x5.var(axis=(0, 2, 3, 4), keepdims=True)
+    np.testing.assert_allclose(y, (x5 - m) / np.sqrt(v + 1e-5), rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(bn.running_var.numpy(), 0.9 + 0.1 * x5.var(axis=(0, 2, 3, 4), ddof=1),
+                               rtol=1e-12)
+    inorm = snn.InstanceNorm3d(2)
+    y = inorm(st.tensor(x5[0])).numpy()
+    m, v = x5[0].mean(axis=(1, 2, 3), keepdims=True), x5[0].var(axis=(1, 2, 3), keepdims=True)
+    np.testing.assert_allclose(y, (x5[0] - m) / np.sqrt(v + 1e-5), rtol=1e-10, atol=1e-10)
+
+
 # ---------------- compiled: a small 3-d CNN and the index ops ----------------
 class _Net3d:
     @staticmethod
