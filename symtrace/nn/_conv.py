@@ -1198,6 +1198,7 @@ def _lp_pool(k, input, norm_type, kernel_size, stride, ceil_mode):
     """torch's lp_pool{k}d: (sum over each window of x^p)^(1/p), as avg_pool(x^p) * K, its
     sign(out) * relu(|out|) giving a zero gradient where a window's sum is 0; p = inf is
     max_pool of |x| (-inf: minus max_pool of -|x|)."""
+    _check_tensor(input, f"lp_pool{k}d")
     maxp = (max_pool1d, max_pool2d, max_pool3d)[k - 1]
     avgp = (avg_pool1d, avg_pool2d, avg_pool3d)[k - 1]
     if k == 1:
