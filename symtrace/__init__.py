@@ -24,8 +24,9 @@ from .autograd import (no_grad, enable_grad, set_grad_enabled, is_grad_enabled, 
                        inference_mode, is_inference_mode_enabled)
 from . import nn  # noqa: F401
 from .nn._conv import (conv1d, conv2d, conv_transpose1d, conv_transpose2d, avg_pool1d,  # noqa: F401,E402
-                       adaptive_avg_pool1d, pixel_shuffle, pixel_unshuffle)
+                       adaptive_avg_pool1d, pixel_shuffle, pixel_unshuffle, channel_shuffle, native_channel_shuffle)
 from .nn._conv import (_torch_max_pool1d as max_pool1d, _torch_max_pool2d as max_pool2d,  # noqa: F401,E402
+                       _torch_max_pool3d as max_pool3d,
                        _torch_max_pool1d_with_indices as max_pool1d_with_indices,
                        _torch_adaptive_max_pool1d as adaptive_max_pool1d)
 from .nn._batch_norm import (_torch_batch_norm as batch_norm,  # noqa: F401,E402

@@ -19,4 +19,9 @@ from .modules import (Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, 
                       AdaptiveMaxPool2d, BatchNorm1d, BatchNorm2d, InstanceNorm1d, InstanceNorm2d, PixelShuffle,
                       PixelUnshuffle, Upsample, UpsamplingNearest2d, UpsamplingBilinear2d)
 from .modules import RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell, LSTMCell, GRUCell  # noqa: F401
+from .modules import (MaxPool3d, AvgPool3d, AdaptiveAvgPool3d, AdaptiveMaxPool3d, LPPool1d,  # noqa: F401
+                      LPPool2d, LPPool3d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d, BatchNorm3d, InstanceNorm3d,
+                      ConstantPad1d, ConstantPad2d, ConstantPad3d, ZeroPad1d, ZeroPad2d, ZeroPad3d, ReflectionPad1d,
+                      ReflectionPad2d, ReflectionPad3d, ReplicationPad1d, ReplicationPad2d, ReplicationPad3d,
+                      CircularPad1d, CircularPad2d, CircularPad3d, LocalResponseNorm, ChannelShuffle, Softmax2d)
 from . import utils  # noqa: F401

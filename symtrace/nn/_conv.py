@@ -1,6 +1,7 @@
-"""Convolution, pooling, fold/unfold, interpolation and pixel shuffle: torch.nn.functional's
-conv1d/2d/3d, conv_transpose1d/2d/3d, max/avg/adaptive pooling, unfold/fold, interpolate and
-pixel_(un)shuffle, with torch's signatures, checks and error messages.
+"""Convolution, pooling, fold/unfold, interpolation and pixel/channel shuffle: torch.nn.functional's
+conv1d/2d/3d, conv_transpose1d/2d/3d, max/avg/adaptive pooling in 1-d, 2-d and 3-d, lp_pool1d/2d/3d,
+max_unpool1d/2d/3d, unfold/fold, interpolate, pixel_(un)shuffle and channel_shuffle, with torch's
+signatures, checks and error messages.
 
 Every op is written over symtrace's differentiable ops, so autograd comes from theirs and
 symtrace.compile traces them into its graph: they branch on shapes only and never read
@@ -20,9 +21,16 @@ tensor values on the host. The index tensors they use are built from shapes with
   cropped. _Windows and _AddWindows are autograd Functions, each the other's gradient.
   fold is col2im; conv_transpose = col2im(weight^T @ x) (the gradient of conv with respect
   to its input).
+- pooling front ends are written once for k spatial dims (_max_pool_impl, _avg_pool_impl,
+  _adaptive_avg_impl, _adaptive_max_impl: torch's argument parsing, shape checks and
+  messages for k = 2 and 3) over the n-d bodies below; the 1-d forms go through the 2-d ones
+  as torch's do.
 - max pooling: im2col padded with -inf, argmax over K, the values gathered at it (so the
   gradient goes to the first maximum of each window, as torch's); its indices are the
   window points' flat positions in the unpadded input, gathered at the same argmax.
+- max unpooling: a scatter of the values into zeros of the output plane at those flat
+  positions (its gradient: a gather at them). lp pooling is torch's formula over avg_pool
+  (max_pool for norm_type = +-inf).
 - avg pooling: im2col sum over K divided by torch's divisor (per output position, from
   the window's clipped extent). Adaptive avg pooling is a matmul with an averaging matrix
   per dim; adaptive max pooling reads fixed-size windows (the shorter ones repeat their
@@ -102,11 +110,11 @@ def _check_dim_range(input, lo, hi, fname):
                            f"argument #1 'self' (while checking arguments for {fname})")
 
 
-def _check_dtype(input, kernel, ints=()):
+def _check_dtype(input, kernel, ints=(), floats=None):
     """torch's refusal of the dtypes its CPU kernel has no implementation for: every
-    non-float dtype except those in ints."""
+    non-float dtype except those in ints (and the floats not in floats, when given)."""
     dt = input.dtype
-    if not dt.is_floating_point and dt not in ints:
+    if dt not in ints and (not dt.is_floating_point or (floats is not None and dt not in floats)):
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{_tname(dt)}'")
 
 
@@ -567,27 +575,65 @@ def _pool_out(size, k, pad, stride, dilation, ceil_mode):
     return out
 
 
-def _pool2d_shape_check(x, ks, sd, pd, dl, out):
-    """torch's pool2d_shape_check (x is 3-d or 4-d)."""
-    if ks[0] <= 0 or ks[1] <= 0:
-        raise RuntimeError(f"kernel size should be greater than zero, but got kH: {ks[0]} kW: {ks[1]}")
-    if sd[0] <= 0 or sd[1] <= 0:
-        raise RuntimeError(f"stride should be greater than zero, but got dH: {sd[0]} dW: {sd[1]}")
-    if dl[0] <= 0 or dl[1] <= 0:
-        raise RuntimeError(f"dilation should be greater than zero, but got dilationH: {dl[0]} dilationW: {dl[1]}")
+_NUM = {1: "one", 2: "two", 3: "three"}
+
+
+def _pool_args(fname, k, kernel_size, stride, padding, dilation=None):
+    """(kernel, stride, padding[, dilation]) of a k-d pooling as k-tuples (an int or a
+    1-sequence is repeated; stride None or [] is the kernel), or torch's error for a wrong
+    length."""
+    n = _NUM[k]
+    either = "" if fname == "avg_pool3d" else "either "
+    ks = _pool_param(kernel_size, k, f"{fname}: kernel_size must {either}be a single int, or a tuple of {n} ints")
+    if stride is None or (_seq(stride) and len(stride) == 0):
+        sd = ks
+    else:
+        sd = _pool_param(stride, k, f"{fname}: stride must {either}be omitted, a single int, or a tuple of {n} ints")
+    pd = _pool_param(padding, k, f"{fname}: padding must {either}be a single int, or a tuple of {n} ints")
+    if dilation is None:
+        return ks, sd, pd
+    return ks, sd, pd, _pool_param(dilation, k, f"{fname}: dilation must be either a single int, or a tuple of "
+                                                f"{n} ints")
+
+
+def _pool_shape_check(x, ks, sd, pd, dl, out, fn="", check_input_size=False):
+    """torch's pool2d_shape_check or pool3d_shape_check (by len(ks); x unbatched or
+    batched); fn names the 3-d op in its messages, check_input_size is avg_pool3d's check
+    of the input against the kernel."""
+    k = len(ks)
+    names = ("H", "W") if k == 2 else ("T", "H", "W")
+
+    def each(prefix, vals, sep=" "):
+        return sep.join(f"{prefix}{n}: {v}" for n, v in zip(names, vals))
+    if min(ks) <= 0:
+        raise RuntimeError(f"kernel size should be greater than zero, but got {each('k', ks)}")
+    if min(sd) <= 0:
+        raise RuntimeError(f"stride should be greater than zero, but got {each('d', sd)}")
+    if min(dl) <= 0:
+        raise RuntimeError(f"dilation should be greater than zero, but got {each('dilation', dl)}")
     s = tuple(x.shape)
     nd = len(s)
-    if not ((nd == 3 and s[0] != 0 and s[1] != 0 and s[2] != 0)
-            or (nd == 4 and s[1] != 0 and s[2] != 0 and s[3] != 0)):
-        raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, "
-                           f"but got:{_size_str(s)}")
-    if _ctrunc(ks[1], 2) < pd[1] or _ctrunc(ks[0], 2) < pd[0]:
-        raise RuntimeError(f"pad should be smaller than or equal to half of kernel size, but got padW = {pd[1]}, "
-                           f"padH = {pd[0]}, kW = {ks[1]}, kH = {ks[0]}")
-    if out[0] < 1 or out[1] < 1:
-        c = s[-3]
-        raise RuntimeError(f"Given input size: ({c}x{s[-2]}x{s[-1]}). Calculated output size: "
-                           f"({c}x{out[0]}x{out[1]}). Output size is too small")
+    if k == 2:
+        if not ((nd == 3 and s[0] != 0 and s[1] != 0 and s[2] != 0)
+                or (nd == 4 and s[1] != 0 and s[2] != 0 and s[3] != 0)):
+            raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, "
+                               f"but got:{_size_str(s)}")
+        if _ctrunc(ks[1], 2) < pd[1] or _ctrunc(ks[0], 2) < pd[0]:
+            raise RuntimeError(f"pad should be smaller than or equal to half of kernel size, but got padW = "
+                               f"{pd[1]}, padH = {pd[0]}, kW = {ks[1]}, kH = {ks[0]}")
+    else:
+        if any(s[i] == 0 for i in range(nd - 4, nd)):
+            raise RuntimeError(f"{fn}: Expected input's non-batch dimensions to have positive length, but input "
+                               f"has a shape of {_size_str(s)} and non-batch dimension 0 has length zero!")
+        if check_input_size and any(s[nd - 3 + i] < ks[i] for i in range(3)):
+            raise RuntimeError(f"input image ({each('', s[-3:])}) smaller than kernel size ({each('k', ks)})")
+        if any(_ctrunc(ks[i], 2) < pd[i] for i in range(3)):
+            raise RuntimeError(f"pad should be smaller than or equal to half of kernel size, but got kT: {ks[0]} "
+                               f"kW: {ks[2]} kH: {ks[1]} padT: {pd[0]} padW: {pd[2]} padH: {pd[1]}")
+    if min(out) < 1:
+        c = s[-k - 1]
+        raise RuntimeError(f"Given input size: ({'x'.join(map(str, (c,) + s[-k:]))}). Calculated output size: "
+                           f"({'x'.join(map(str, (c,) + tuple(out)))}). Output size is too small")
 
 
 def _pool_pads(spatial, ks, sd, pd, dl, out):
@@ -624,41 +670,58 @@ def _max_pool_nd(x, ks, sd, pd, dl, out, return_indices):
     return y, idx
 
 
-def _max_pool2d_impl(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, fname="max_pool2d"):
+def _unbatch(r, unbatched):
+    """A pooling result (a tensor, or a tuple with the indices) without the batch dim
+    added for an unbatched input."""
+    if not unbatched:
+        return r
+    return tuple(t.squeeze(0) for t in r) if isinstance(r, tuple) else r.squeeze(0)
+
+
+def _max_pool_impl(k, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
+    """max_pool2d / max_pool3d (k = 2, 3) with torch's checks, in torch's order."""
+    fname = f"max_pool{k}d"
     _check_tensor(input, fname)
-    ks = _pool_param(kernel_size, 2, "max_pool2d: kernel_size must either be a single int, or a tuple of two ints")
-    if stride is None or (_seq(stride) and len(stride) == 0):
-        sd = ks
-    else:
-        sd = _pool_param(stride, 2, "max_pool2d: stride must either be omitted, a single int, or a tuple of two "
-                                    "ints")
-    pd = _pool_param(padding, 2, "max_pool2d: padding must either be a single int, or a tuple of two ints")
-    dl = _pool_param(dilation, 2, "max_pool2d: dilation must be either a single int, or a tuple of two ints")
+    ks, sd, pd, dl = _pool_args(fname, k, kernel_size, stride, padding, dilation)
     nd = input.dim()
-    if nd not in (3, 4):
-        raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
-    h, w = input.shape[-2], input.shape[-1]
-    out = (_pool_out(h, ks[0], pd[0], sd[0], dl[0], ceil_mode), _pool_out(w, ks[1], pd[1], sd[1], dl[1], ceil_mode))
-    _pool2d_shape_check(input, ks, sd, pd, dl, out)
-    _check_dtype(input, "max_pool2d", (_C.int64, _C.int32))
-    x = input.unsqueeze(0) if nd == 3 else input
-    r = _max_pool_nd(x, ks, sd, pd, dl, out, return_indices)
-    if nd == 3:
-        r = tuple(t.squeeze(0) for t in r) if return_indices else r.squeeze(0)
-    return r
+    if nd not in (k + 1, k + 2):
+        raise RuntimeError(f"non-empty {k + 1}D or {k + 2}D (batch mode) tensor expected for input")
+    spatial = tuple(input.shape[-k:])
+    out = tuple(_pool_out(spatial[i], ks[i], pd[i], sd[i], dl[i], ceil_mode) for i in range(k))
+    _pool_shape_check(input, ks, sd, pd, dl, out, "max_pool3d_with_indices_out_cpu_template()")
+    _check_dtype(input, fname, (_C.int64, _C.int32))
+    x = input.unsqueeze(0) if nd == k + 1 else input
+    return _unbatch(_max_pool_nd(x, ks, sd, pd, dl, out, return_indices), nd == k + 1)
+
+
+def _max_pool2d_impl(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
+    return _max_pool_impl(2, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
 
 
 def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                             return_indices=False):
     """max_pool2d_with_indices(...) -> (output, indices): max_pool2d with return_indices=True."""
-    return _max_pool2d_impl(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+    return _max_pool_impl(2, input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """max_pool2d(input [N, C, H, W] or [C, H, W], kernel_size, stride=None (= kernel_size),
     padding=0, dilation=1, ceil_mode=False, return_indices=False): the max of each window
     (padding counts as -inf); with return_indices also the flat H*W index of each max."""
-    return _max_pool2d_impl(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+    return _max_pool_impl(2, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    """max_pool3d_with_indices(...) -> (output, indices): max_pool3d with return_indices=True."""
+    return _max_pool_impl(3, input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """max_pool3d(input [N, C, D, H, W] or [C, D, H, W], kernel_size, stride=None (= kernel_size),
+    padding=0, dilation=1, ceil_mode=False, return_indices=False): the max of each window
+    (padding counts as -inf); with return_indices also the flat D*H*W index of each max."""
+    return _max_pool_impl(3, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
 
 
 def _max_pool1d_impl(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
@@ -753,31 +816,47 @@ def _avg_pool_nd(x, ks, sd, pd, out, ceil_mode, count_include_pad, divisor_overr
     return y.reshape((n, c) + tuple(out))
 
 
+def _avg_pool_impl(k, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    """avg_pool2d / avg_pool3d (k = 2, 3) with torch's checks, in torch's order."""
+    fname = f"avg_pool{k}d"
+    _check_tensor(input, fname)
+    ks, sd, pd = _pool_args(fname, k, kernel_size, stride, padding)
+    nd = input.dim()
+    if k == 2:
+        if divisor_override is not None and divisor_override == 0:
+            raise RuntimeError("divisor must be not zero")
+        if nd < 2:
+            raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, "
+                               f"but got:{_size_str(input.shape)}")
+    else:
+        if nd not in (4, 5):
+            raise RuntimeError("non-empty 4D or 5D (batch mode) tensor expected for input")
+        if divisor_override is not None and divisor_override == 0:
+            raise RuntimeError("divisor must be not zero")
+    spatial = tuple(input.shape[-k:])
+    out = tuple(_pool_out(spatial[i], ks[i], pd[i], sd[i], 1, ceil_mode) for i in range(k))
+    _pool_shape_check(input, ks, sd, pd, (1,) * k, out, "avg_pool3d()", check_input_size=True)
+    if k == 2:
+        _check_dtype(input, "avg_pool2d", (_C.int64,))
+    else:   # torch's CPU kernel: float, double and long only
+        _check_dtype(input, "avg_pool3d_out_frame", (_C.int64,), (_C.float32, _C.float64))
+    x = input.unsqueeze(0) if nd == k + 1 else input
+    return _unbatch(_avg_pool_nd(x, ks, sd, pd, out, ceil_mode, count_include_pad, divisor_override), nd == k + 1)
+
+
 def avg_pool2d(input, kernel_size, stride=[], padding=[0, 0], ceil_mode=False, count_include_pad=True,  # noqa: B006
                divisor_override=None):
     """avg_pool2d(input [N, C, H, W] or [C, H, W], kernel_size, stride=None/[] (= kernel_size),
     padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None)."""
-    _check_tensor(input, "avg_pool2d")
-    ks = _pool_param(kernel_size, 2, "avg_pool2d: kernel_size must either be a single int, or a tuple of two ints")
-    if stride is None or (_seq(stride) and len(stride) == 0):
-        sd = ks
-    else:
-        sd = _pool_param(stride, 2, "avg_pool2d: stride must either be omitted, a single int, or a tuple of two "
-                                    "ints")
-    pd = _pool_param(padding, 2, "avg_pool2d: padding must either be a single int, or a tuple of two ints")
-    if divisor_override is not None and divisor_override == 0:
-        raise RuntimeError("divisor must be not zero")
-    nd = input.dim()
-    if nd < 2:
-        raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, "
-                           f"but got:{_size_str(input.shape)}")
-    h, w = input.shape[-2], input.shape[-1]
-    out = (_pool_out(h, ks[0], pd[0], sd[0], 1, ceil_mode), _pool_out(w, ks[1], pd[1], sd[1], 1, ceil_mode))
-    _pool2d_shape_check(input, ks, sd, pd, (1, 1), out)
-    _check_dtype(input, "avg_pool2d", (_C.int64,))
-    x = input.unsqueeze(0) if nd == 3 else input
-    y = _avg_pool_nd(x, ks, sd, pd, out, ceil_mode, count_include_pad, divisor_override)
-    return y.squeeze(0) if nd == 3 else y
+    return _avg_pool_impl(2, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+
+
+def avg_pool3d(input, kernel_size, stride=[], padding=[0, 0, 0], ceil_mode=False,  # noqa: B006
+               count_include_pad=True, divisor_override=None):
+    """avg_pool3d(input [N, C, D, H, W] or [C, D, H, W], kernel_size, stride=None/[] (= kernel_size),
+    padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None); float32,
+    float64 and int64 inputs, as torch's CPU kernel."""
+    return _avg_pool_impl(3, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 
 
 def avg_pool1d(input, kernel_size, stride=[], padding=[0], ceil_mode=False, count_include_pad=True):  # noqa: B006
@@ -814,13 +893,20 @@ def _adaptive_matrix(size, out, dtype, device):
     return m / (end - start).to(dtype)
 
 
+def _empty_of(x, out):
+    """An empty [N, C, *out] (some out is 0) read from x [N, C, *S], so that it is part of
+    x's graph (its gradient, zeros, flows back as torch's)."""
+    n, c = x.shape[0], x.shape[1]
+    return x.reshape(n, c, _prod(x.shape[2:]))._slice(2, 0, 0, 1).reshape((n, c) + tuple(out))
+
+
 def _adaptive_avg_nd(x, out):
     """x batched [N, C, *S] -> [N, C, *out]."""
     k = len(out)
     spatial = tuple(x.shape[2:])
     n, c = x.shape[0], x.shape[1]
     if any(o == 0 for o in out):
-        return _ops.zeros((n, c) + tuple(out), dtype=x.dtype, device=x.device)
+        return _empty_of(x, out)
     if all(spatial[i] % out[i] == 0 for i in range(k)):
         split = [n, c]
         for i in range(k):
@@ -839,29 +925,49 @@ def _adaptive_avg_nd(x, out):
     return y
 
 
+def _adaptive_out(output_size, input, k):
+    """output_size as a k-tuple (an int is repeated; None keeps that dim of input)."""
+    osz = _list_with_default(output_size, tuple(input.shape))
+    return tuple(osz) if _seq(osz) else (osz,) * k
+
+
+def _nonempty_planes(input, fname):
+    for i in range(1, input.dim()):
+        if input.shape[i] == 0:
+            raise RuntimeError(f"{fname}(): Expected input to have non-zero size for non-batch dimensions, but "
+                               f"input has sizes {_size_str(input.shape)} with dimension {i} being empty")
+
+
+def _adaptive_avg_impl(k, input, output_size):
+    """adaptive_avg_pool2d / adaptive_avg_pool3d (k = 2, 3) with torch's checks."""
+    fname = f"adaptive_avg_pool{k}d"
+    _check_tensor(input, fname)
+    osz = _adaptive_out(output_size, input, k)
+    if len(osz) != k:
+        raise RuntimeError(f"{fname}: output_size must be {k}")
+    if any(o < 0 for o in osz):
+        got = f"{osz[0]}, {osz[1]}" + (f",{osz[2]}" if k == 3 else "")
+        raise RuntimeError(f"{fname}: elements of output_size must be greater than or equal to 0 but received "
+                           f"{{{got}}}")
+    nd = input.dim()
+    if nd not in (k + 1, k + 2):
+        raise RuntimeError(f"{fname}(): Expected {k + 1}D or {k + 2}D tensor, but got {_size_str(input.shape)}")
+    _nonempty_planes(input, fname)
+    _check_dtype(input, fname if k == 2 else "adaptive_avg_pool3d_cpu")
+    x = input.unsqueeze(0) if nd == k + 1 else input
+    return _unbatch(_adaptive_avg_nd(x, osz), nd == k + 1)
+
+
 def adaptive_avg_pool2d(input, output_size):
     """adaptive_avg_pool2d(input [N, C, H, W] or [C, H, W], output_size (int, pair; None keeps
     that dim)): the mean over torch's adaptive windows."""
-    _check_tensor(input, "adaptive_avg_pool2d")
-    osz = _list_with_default(output_size, tuple(input.shape))
-    osz = tuple(osz) if _seq(osz) else (osz, osz)
-    if len(osz) != 2:
-        raise RuntimeError("adaptive_avg_pool2d: output_size must be 2")
-    if osz[0] < 0 or osz[1] < 0:
-        raise RuntimeError(f"adaptive_avg_pool2d: elements of output_size must be greater than or equal to 0 but "
-                           f"received {{{osz[0]}, {osz[1]}}}")
-    nd = input.dim()
-    if nd not in (3, 4):
-        raise RuntimeError(f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got {_size_str(input.shape)}")
-    for i in range(1, nd):
-        if input.shape[i] == 0:
-            raise RuntimeError(f"adaptive_avg_pool2d(): Expected input to have non-zero size for non-batch "
-                               f"dimensions, but input has sizes {_size_str(input.shape)} with dimension {i} being "
-                               f"empty")
-    _check_dtype(input, "adaptive_avg_pool2d")
-    x = input.unsqueeze(0) if nd == 3 else input
-    y = _adaptive_avg_nd(x, osz)
-    return y.squeeze(0) if nd == 3 else y
+    return _adaptive_avg_impl(2, input, output_size)
+
+
+def adaptive_avg_pool3d(input, output_size):
+    """adaptive_avg_pool3d(input [N, C, D, H, W] or [C, D, H, W], output_size (int, triple;
+    None keeps that dim)): the mean over torch's adaptive windows."""
+    return _adaptive_avg_impl(3, input, output_size)
 
 
 def adaptive_avg_pool1d(input, output_size):
@@ -878,7 +984,7 @@ def _adaptive_max_nd(x, out, return_indices):
     spatial = tuple(x.shape[2:])
     n, c = x.shape[0], x.shape[1]
     if any(o == 0 for o in out):
-        y = _ops.zeros((n, c) + tuple(out), dtype=x.dtype, device=x.device)
+        y = _empty_of(x, out)
         return (y, _ops.zeros((n, c) + tuple(out), dtype=_C.int64, device=x.device)) if return_indices else y
     # window i of dim d: points start_i .. end_i - 1, padded to the longest window by
     # repeating its last point (argmax keeps the first of equal values)
@@ -910,36 +1016,49 @@ def _adaptive_max_nd(x, out, return_indices):
     return y, pos
 
 
-def _adaptive_max_pool2d_impl(input, output_size, return_indices):
-    _check_tensor(input, "adaptive_max_pool2d")
+def _adaptive_max_impl(k, input, output_size, return_indices):
+    """adaptive_max_pool2d / adaptive_max_pool3d (k = 2, 3) with torch's checks."""
+    fname = f"adaptive_max_pool{k}d"
+    _check_tensor(input, fname)
     osz = _list_with_default(output_size, tuple(input.shape))
     nd = input.dim()
-    if nd not in (3, 4):
-        raise RuntimeError(f"adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: {_size_str(input.shape)}")
-    osz = tuple(osz) if _seq(osz) else (osz, osz)
-    if len(osz) != 2:
-        raise RuntimeError("adaptive_max_pool2d(): internal error: output_size.size() must be 2")
-    for i in range(1, nd):
-        if input.shape[i] == 0:
-            raise RuntimeError(f"adaptive_max_pool2d(): Expected input to have non-zero size for non-batch "
-                               f"dimensions, but input has sizes {_size_str(input.shape)} with dimension {i} being "
-                               f"empty")
-    _check_dtype(input, "adaptive_max_pool2d")
-    x = input.unsqueeze(0) if nd == 3 else input
-    r = _adaptive_max_nd(x, osz, return_indices)
-    if nd == 3:
-        r = tuple(t.squeeze(0) for t in r) if return_indices else r.squeeze(0)
-    return r
+    if nd not in (k + 1, k + 2):
+        raise RuntimeError(f"{fname}(): Expected {k + 1}D or {k + 2}D tensor, but got: {_size_str(input.shape)}")
+    _nonempty_planes(input, fname)
+    osz = tuple(osz) if _seq(osz) else (osz,) * k
+    if len(osz) != k:
+        raise RuntimeError(f"{fname}(): internal error: output_size.size() must be {k}")
+    for o in osz:
+        if o < 0:
+            shape = tuple(input.shape[:-k]) + osz
+            raise RuntimeError(f"Trying to create tensor with negative dimension {o}: {_size_str(shape)}")
+    _check_dtype(input, fname if k == 2 else "adaptive_max_pool3d_cpu")
+    x = input.unsqueeze(0) if nd == k + 1 else input
+    return _unbatch(_adaptive_max_nd(x, osz, return_indices), nd == k + 1)
+
+
+def _adaptive_max_pool2d_impl(input, output_size, return_indices):
+    return _adaptive_max_impl(2, input, output_size, return_indices)
 
 
 def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
     """adaptive_max_pool2d_with_indices(...) -> (output, indices)."""
-    return _adaptive_max_pool2d_impl(input, output_size, True)
+    return _adaptive_max_impl(2, input, output_size, True)
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
     """adaptive_max_pool2d(input [N, C, H, W] or [C, H, W], output_size, return_indices=False)."""
-    return _adaptive_max_pool2d_impl(input, output_size, return_indices)
+    return _adaptive_max_impl(2, input, output_size, return_indices)
+
+
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
+    """adaptive_max_pool3d_with_indices(...) -> (output, indices)."""
+    return _adaptive_max_impl(3, input, output_size, True)
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    """adaptive_max_pool3d(input [N, C, D, H, W] or [C, D, H, W], output_size, return_indices=False)."""
+    return _adaptive_max_impl(3, input, output_size, return_indices)
 
 
 def _adaptive_max_pool1d_impl(input, output_size, return_indices):
@@ -958,6 +1077,166 @@ def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
 def adaptive_max_pool1d(input, output_size, return_indices=False):
     """adaptive_max_pool1d(input [N, C, L] or [C, L], output_size, return_indices=False)."""
     return _adaptive_max_pool1d_impl(input, output_size, return_indices)
+
+
+# ---------------- max unpooling ----------------
+def _ntuple(v, k):
+    """torch's _single/_pair/_triple: a sequence as a tuple (its length unchecked), else v
+    repeated k times."""
+    return tuple(v) if _seq(v) else (v,) * k
+
+
+def _unpool_output_size(input, kernel_size, stride, padding, output_size):
+    """torch's _unpool_output_size: the spatial output size of max_unpool (the default
+    (in - 1) * stride + kernel - 2 * padding, or output_size, its N, C dropped, checked to
+    lie within a stride of the default)."""
+    input_size = tuple(input.shape)
+    k = len(kernel_size)
+    default_size = [(input_size[-k + d] - 1) * stride[d] + kernel_size[d] - 2 * padding[d] for d in range(k)]
+    if output_size is None:
+        ret = default_size
+    else:
+        if len(output_size) == k + 2:
+            output_size = output_size[2:]
+        if len(output_size) != k:
+            raise ValueError(f"output_size should be a sequence containing {k} or {k + 2} elements, but it has a "
+                             f"length of '{len(output_size)}'")
+        for d in range(k):
+            min_size = default_size[d] - stride[d]
+            max_size = default_size[d] + stride[d]
+            if not (min_size < output_size[d] < max_size):
+                raise ValueError(f'invalid output_size "{output_size}" (dim {d} must be between {min_size} and '
+                                 f'{max_size})')
+        ret = output_size
+    for d in range(k):
+        if ret[d] < 0:
+            raise ValueError(f"max_unpooling: output_size must contain non-negative spatial dimensions, but got "
+                             f"output_size[{d}]={ret[d]}")
+    return ret
+
+
+def _max_unpool_core(k, input, indices, out, stride=None):
+    """torch's max_unpool2d / max_unpool3d (k = 2, 3) on [N, C, *S] or [C, *S]: zeros of the
+    spatial size out, with each input value written at the flat position its index holds
+    (a scatter; where indices repeat a position, the last in order wins, as torch's CPU
+    kernel). Its gradient is the output's gradient gathered at indices. An index outside
+    the output raises torch's error eagerly (a read of the indices on the host); while a
+    graph is traced the check is skipped and such a value is dropped."""
+    fn = f"max_unpooling{k}d"
+    _check_tensor(input, f"max_unpool{k}d")
+    _check_tensor(indices, f"max_unpool{k}d", "indices")
+    if indices.dtype is not _C.int64:
+        raise RuntimeError("elements in indices should be type int64"
+                           + (f" but got: {_tname(indices.dtype)}" if k == 2 else ""))
+    nd = input.dim()
+    if nd not in (k + 1, k + 2):
+        raise RuntimeError(f"Input to {fn} should be a {k + 1}d or {k + 2}d Tensor, but got a tensor with {nd} "
+                           f"dimensions.")
+    if tuple(input.shape) != tuple(indices.shape):
+        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor "
+                           f"({_size_str(input.shape)}) but got indices tensor with shape: "
+                           f"{_size_str(indices.shape)}")
+    for i in range(1, nd):
+        if input.shape[i] == 0:
+            raise RuntimeError(f"{fn}_forward_out_cpu(): Expected input to have non-zero size for non-batch "
+                               f"dimensions, but got {_size_str(input.shape)} with dimension {i} being empty.")
+    if stride is not None and min(stride) <= 0:
+        raise RuntimeError(f"strides should be greater than zero, but got stride: {list(stride)}")
+    _check_dtype(input, f"max_unpool{k}d")
+    x, ind = (input.unsqueeze(0), indices.unsqueeze(0)) if nd == k + 1 else (input, indices)
+    n, c = x.shape[0], x.shape[1]
+    P, L = _prod(out), _prod(x.shape[2:])
+    shape = (n, c) + tuple(out)
+    if n * c * P == 0:
+        return _unbatch(_ops.zeros(shape, dtype=x.dtype, device=x.device), nd == k + 1)
+    src, ind = x.reshape(n, c, L), ind.reshape(n, c, L)
+    if _C._trace_active():   # no host read: invalid positions go to a spare slot, then cut off
+        ind = _ops.where((ind < 0) | (ind >= P), P, ind)
+        y = _ops.zeros((n, c, P + 1), dtype=x.dtype, device=x.device).scatter(2, ind, src)._slice(2, 0, P, 1)
+    else:
+        bad = ((ind < 0) | (ind >= P)).reshape(-1)
+        if bad.any().item():     # torch reports the last invalid index in order
+            last = _ops.where(bad, _ops.arange(bad.numel(), device=x.device), -1).amax()
+            v = ind.reshape(-1)[last].item()
+            raise RuntimeError(f"Found an invalid max index: {v} (output volumes are of size "
+                               f"{'x'.join(map(str, out))})")
+        y = _ops.zeros((n, c, P), dtype=x.dtype, device=x.device).scatter(2, ind, src)
+    return _unbatch(y.reshape(shape), nd == k + 1)
+
+
+def _max_unpool(k, input, indices, kernel_size, stride, padding, output_size):
+    kernel_size = _ntuple(kernel_size, k)
+    stride = _ntuple(stride, k) if stride is not None else kernel_size
+    padding = _ntuple(padding, k)
+    out = list(_unpool_output_size(input, kernel_size, stride, padding, output_size))
+    if k == 1:   # torch's path: the 2-d op on [.., L, 1]
+        return _max_unpool_core(2, input.unsqueeze(-1), indices.unsqueeze(-1), out + [1]).squeeze(-1)
+    return _max_unpool_core(k, input, indices, out, stride if k == 3 else None)
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """max_unpool1d(input [N, C, L] or [C, L], indices (max_pool1d's), kernel_size, stride=None
+    (= kernel_size), padding=0, output_size=None) -> [N, C, L_out]: max_pool1d's partial
+    inverse, zeros except at the indices."""
+    return _max_unpool(1, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """max_unpool2d(input [N, C, H, W] or [C, H, W], indices (max_pool2d's, flat H*W), kernel_size,
+    stride=None (= kernel_size), padding=0, output_size=None) -> [N, C, H_out, W_out]."""
+    return _max_unpool(2, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """max_unpool3d(input [N, C, D, H, W] or [C, D, H, W], indices (max_pool3d's, flat D*H*W),
+    kernel_size, stride=None (= kernel_size), padding=0, output_size=None)."""
+    return _max_unpool(3, input, indices, kernel_size, stride, padding, output_size)
+
+
+# ---------------- power-average pooling ----------------
+def _lp_pool(k, input, norm_type, kernel_size, stride, ceil_mode):
+    """torch's lp_pool{k}d: (sum over each window of x^p)^(1/p), as avg_pool(x^p) * K, its
+    sign(out) * relu(|out|) giving a zero gradient where a window's sum is 0; p = inf is
+    max_pool of |x| (-inf: minus max_pool of -|x|)."""
+    _check_tensor(input, f"lp_pool{k}d")
+    maxp = (max_pool1d, max_pool2d, max_pool3d)[k - 1]
+    avgp = (avg_pool1d, avg_pool2d, avg_pool3d)[k - 1]
+    if k == 1:
+        K = kernel_size
+    else:   # torch unpacks _pair / _triple(kernel_size) first
+        ks = _ntuple(kernel_size, k)
+        if len(ks) != k:
+            raise ValueError(f"too many values to unpack (expected {k})" if len(ks) > k
+                             else f"not enough values to unpack (expected {k}, got {len(ks)})")
+        K = _prod(ks)
+    if isinstance(norm_type, (int, float)):
+        if norm_type == _math.inf:
+            return maxp(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+        if norm_type == -_math.inf:
+            return -maxp(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    if stride is not None:
+        out = avgp(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    else:
+        out = avgp(input.pow(norm_type), kernel_size, padding=0, ceil_mode=ceil_mode)
+    return (_ops.sign(out) * _ops.relu(_ops.abs(out))).mul(K).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """lp_pool1d(input [N, C, L] or [C, L], norm_type p, kernel_size, stride=None, ceil_mode=False):
+    the p-norm of each window, (sum x^p)^(1/p)."""
+    return _lp_pool(1, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """lp_pool2d(input [N, C, H, W] or [C, H, W], norm_type p, kernel_size, stride=None,
+    ceil_mode=False): the p-norm of each window."""
+    return _lp_pool(2, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """lp_pool3d(input [N, C, D, H, W] or [C, D, H, W], norm_type p, kernel_size, stride=None,
+    ceil_mode=False): the p-norm of each window."""
+    return _lp_pool(3, input, norm_type, kernel_size, stride, ceil_mode)
 
 
 # ---------------- pixel shuffle ----------------
@@ -1001,6 +1280,34 @@ def pixel_unshuffle(input, downscale_factor):
     x = input.reshape(batch + (c, h // r, r, w // r, r))
     perm = list(range(b)) + [b, b + 2, b + 4, b + 1, b + 3]
     return x.permute(*perm).reshape(batch + (c * r * r, h // r, w // r))
+
+
+def _channel_shuffle(input, groups, fn):
+    _check_tensor(input, fn)
+    _check_int(groups, fn, "groups", 2)
+    if input.dim() <= 2:
+        raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with sizes "
+                           f"{_size_str(input.shape)}")
+    if groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of groups:{groups}")
+    shape = tuple(input.shape)
+    c = shape[1]
+    if c % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels and {groups} groups.")
+    if groups == 1 or groups == c:
+        return input.clone()
+    return input.reshape((shape[0], groups, c // groups) + shape[2:]).transpose(1, 2).reshape(shape)
+
+
+def channel_shuffle(input, groups):
+    """channel_shuffle(input [N, C, *], groups) -> [N, C, *]: the channels read as
+    [groups, C / groups] and transposed (ShuffleNet's shuffle)."""
+    return _channel_shuffle(input, groups, "channel_shuffle")
+
+
+def native_channel_shuffle(input, groups):
+    """native_channel_shuffle(input, groups): channel_shuffle."""
+    return _channel_shuffle(input, groups, "native_channel_shuffle")
 
 
 # ---------------- interpolate ----------------
@@ -1180,12 +1487,19 @@ def _torch_max_pool2d(input, kernel_size, stride=[], padding=[0, 0], dilation=[1
     return _max_pool2d_impl(input, kernel_size, stride, padding, dilation, ceil_mode, False)
 
 
+def _torch_max_pool3d(input, kernel_size, stride=[], padding=[0, 0, 0], dilation=[1, 1, 1],  # noqa: B006
+                      ceil_mode=False):
+    """torch.max_pool3d(input, kernel_size, stride=[], padding=0, dilation=1, ceil_mode=False)."""
+    return _max_pool_impl(3, input, kernel_size, stride, padding, dilation, ceil_mode, False)
+
+
 def _torch_adaptive_max_pool1d(input, output_size):
     """torch.adaptive_max_pool1d(input, output_size) -> (output, indices)."""
     return _adaptive_max_pool1d_impl(input, output_size, True)
 
 
 for _f, _n in ((_torch_max_pool1d, "max_pool1d"), (_torch_max_pool1d_with_indices, "max_pool1d_with_indices"),
-               (_torch_max_pool2d, "max_pool2d"), (_torch_adaptive_max_pool1d, "adaptive_max_pool1d")):
+               (_torch_max_pool2d, "max_pool2d"), (_torch_max_pool3d, "max_pool3d"),
+               (_torch_adaptive_max_pool1d, "adaptive_max_pool1d")):
     _f.__name__ = _f.__qualname__ = _n
 del _f, _n

@@ -1368,7 +1368,7 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     return _norm(d, p, d.dim() - 1, keepdim)
 
 
-# ---------------- pad, one_hot ----------------
+# ---------------- pad, local_response_norm, one_hot ----------------
 def _pad_index(n, left, right, mode, dev):
     """The source index along a dim of size n for each output position."""
     if mode == "circular":
@@ -1463,6 +1463,32 @@ def _pad_constant(input, pad, value):
     return input.clone() if x is input else x
 
 
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """local_response_norm(input [N, C, *] (3-d or more), size, alpha=1e-4, beta=0.75, k=1.0):
+    input / (k + alpha * mean of input^2 over size neighbouring channels)^beta (torch's
+    formula: a zero-padded avg_pool over the channel dim)."""
+    _check_tensor(input, "local_response_norm")
+    dim = input.dim()
+    if dim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality                          input (got {dim} "
+                         f"dimensions)")
+    if input.numel() == 0:
+        return input
+    div = input.mul(input)
+    if dim == 3:
+        div = div.unsqueeze(1)
+        div = pad(div, (0, 0, size // 2, (size - 1) // 2))
+        div = avg_pool2d(div, (size, 1), stride=1).squeeze(1)
+    else:
+        sizes = tuple(input.shape)
+        div = div.reshape(sizes[0], 1, sizes[1], sizes[2], -1)
+        div = pad(div, (0, 0, 0, 0, size // 2, (size - 1) // 2))
+        div = avg_pool3d(div, (size, 1, 1), stride=1).squeeze(1)
+        div = div.reshape(sizes)
+    div = div.mul(alpha).add(k).pow(beta)
+    return input / div
+
+
 def one_hot(input, num_classes=-1):
     """one_hot(input (int64), num_classes=-1) -> int64 [..., num_classes]: 1 at each value's
     index; num_classes=-1 infers max + 1 (reads the tensor's values)."""
@@ -1473,8 +1499,12 @@ def one_hot(input, num_classes=-1):
 
 # ---------------- convolution, pooling, normalization layers (symtrace/nn/_conv.py, _batch_norm.py) ----------------
 from ._conv import (conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d,  # noqa: E402,F401
-                    conv_transpose3d, unfold, fold, max_pool1d, max_pool2d, max_pool1d_with_indices, max_pool2d_with_indices, avg_pool1d,
-                    avg_pool2d, adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d, adaptive_max_pool2d,
-                    adaptive_max_pool1d_with_indices, adaptive_max_pool2d_with_indices, pixel_shuffle,
-                    pixel_unshuffle, interpolate, upsample, upsample_nearest, upsample_bilinear)
+                    conv_transpose3d, unfold, fold, max_pool1d, max_pool2d, max_pool3d, max_pool1d_with_indices,
+                    max_pool2d_with_indices, max_pool3d_with_indices, avg_pool1d, avg_pool2d, avg_pool3d,
+                    adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d, adaptive_max_pool1d,
+                    adaptive_max_pool2d, adaptive_max_pool3d, adaptive_max_pool1d_with_indices,
+                    adaptive_max_pool2d_with_indices, adaptive_max_pool3d_with_indices, max_unpool1d,
+                    max_unpool2d, max_unpool3d, lp_pool1d, lp_pool2d, lp_pool3d, pixel_shuffle, pixel_unshuffle,
+                    channel_shuffle, native_channel_shuffle, interpolate, upsample, upsample_nearest,
+                    upsample_bilinear)
 from ._batch_norm import batch_norm, instance_norm  # noqa: E402,F401

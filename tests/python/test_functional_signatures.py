@@ -1,9 +1,9 @@
 """Signature parity with torch: every public function of symtrace.nn.functional
 that torch.nn.functional also has takes torch's parameters (names, order,
 defaults, keyword-only markers), and so do the constructors of the activation,
-dropout, convolution, pooling, normalization, resampling, recurrent and transformer
-modules. Users port torch code verbatim; a missing `inplace=` or a `dim` without its
-default is a TypeError in the middle of their model.
+dropout, convolution, pooling, padding, normalization, resampling, recurrent and
+transformer modules. Users port torch code verbatim; a missing `inplace=` or a `dim`
+without its default is a TypeError in the middle of their model.
 
 Torch's builtins (gelu, softplus, linear, ...) have no inspect signature: theirs
 comes from the ATen schema of the op, with `self` renamed `input` as torch's
@@ -20,10 +20,11 @@ import symtrace.nn as snn  # noqa: E402
 import symtrace.nn.functional as SF  # noqa: E402
 from symtrace.nn.modules import activation as _sact, dropout as _sdrop  # noqa: E402
 from symtrace.nn.modules import (conv as _sconv, pooling as _spool, batchnorm as _sbn,  # noqa: E402
-                                 pixelshuffle as _sshuf, rnn as _srnn, transformer as _stf)
+                                 pixelshuffle as _sshuf, rnn as _srnn, transformer as _stf,
+                                 padding as _spad, normalization as _snorm)
 
 # the files of module classes whose constructors are held to torch's
-_MODULE_FILES = (_sact, _sdrop, _sconv, _spool, _sbn, _sshuf, _srnn, _stf)
+_MODULE_FILES = (_sact, _sdrop, _sconv, _spool, _sbn, _sshuf, _srnn, _stf, _spad, _snorm)
 
 try:
     import torch

@@ -1,4 +1,4 @@
-"""Activations (ReLU, RReLU, GELU, Tanh, Softmax, SiLU, ELU, ...) and MultiheadAttention (torch.nn)."""
+"""Activations (ReLU, RReLU, GELU, Tanh, Softmax, Softmax2d, SiLU, ELU, ...) and MultiheadAttention (torch.nn)."""
 from ... import _ops
 from .. import functional as F
 from .. import init
@@ -69,6 +69,15 @@ class Softmax(Module):
 
     def extra_repr(self):
         return f"dim={self.dim}"
+
+
+class Softmax2d(Module):
+    """Softmax over the channels (dim -3) of [N, C, H, W] or [C, H, W]."""
+
+    def forward(self, input):
+        if input.dim() not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D instead")
+        return F.softmax(input, -3, _stacklevel=5)
 
 
 class LogSoftmax(Softmax):

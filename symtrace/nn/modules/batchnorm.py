@@ -1,4 +1,4 @@
-"""BatchNorm1d, BatchNorm2d, InstanceNorm1d, InstanceNorm2d (torch.nn): parameters weight
+"""BatchNorm1d/2d/3d, InstanceNorm1d/2d/3d (torch.nn): parameters weight
 (ones) and bias (zeros) when affine, buffers running_mean (zeros), running_var (ones) and
 num_batches_tracked (int64 0) when track_running_stats, under torch's state_dict keys so
 that a torch state_dict loads. In training the batch statistics normalize and the running
@@ -127,6 +127,14 @@ class BatchNorm2d(_BatchNorm):
             raise ValueError(f"expected 4D input (got {input.dim()}D input)")
 
 
+class BatchNorm3d(_BatchNorm):
+    """Batch normalization of [N, C, D, H, W] over N, D, H, W per channel."""
+
+    def _check_input_dim(self, input):
+        if input.dim() != 5:
+            raise ValueError(f"expected 5D input (got {input.dim()}D input)")
+
+
 class _InstanceNorm(_NormBase):
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, device=None,
                  dtype=None, *, bias=True):
@@ -197,3 +205,15 @@ class InstanceNorm2d(_InstanceNorm):
     def _check_input_dim(self, input):
         if input.dim() not in (3, 4):
             raise ValueError(f"expected 3D or 4D input (got {input.dim()}D input)")
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Instance normalization of [N, C, D, H, W] (or [C, D, H, W]) over D, H, W per sample and
+    channel."""
+
+    def _get_no_batch_dim(self):
+        return 4
+
+    def _check_input_dim(self, input):
+        if input.dim() not in (4, 5):
+            raise ValueError(f"expected 4D or 5D input (got {input.dim()}D input)")

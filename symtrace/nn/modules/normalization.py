@@ -1,4 +1,4 @@
-"""LayerNorm, RMSNorm, GroupNorm (torch.nn)."""
+"""LayerNorm, RMSNorm, GroupNorm, LocalResponseNorm (torch.nn)."""
 import numbers
 
 from ... import _ops
@@ -104,3 +104,21 @@ class GroupNorm(Module):
     def extra_repr(self):
         return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
                 f"bias={self.bias is not None}")
+
+
+class LocalResponseNorm(Module):
+    """Normalizes each channel of [N, C, *] by the mean square over size neighbouring channels:
+    x / (k + alpha * mean)^beta."""
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
+        super().__init__()
+        self.size = size
+        self.alpha = alpha
+        self.beta = beta
+        self.k = k
+
+    def forward(self, input):
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

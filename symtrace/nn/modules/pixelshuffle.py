@@ -1,4 +1,4 @@
-"""Resampling layers (torch.nn): PixelShuffle, PixelUnshuffle, Upsample,
+"""Resampling layers (torch.nn): PixelShuffle, PixelUnshuffle, ChannelShuffle, Upsample,
 UpsamplingNearest2d, UpsamplingBilinear2d."""
 from .. import functional as F
 from .module import Module
@@ -30,6 +30,20 @@ class PixelUnshuffle(Module):
 
     def extra_repr(self):
         return f"downscale_factor={self.downscale_factor}"
+
+
+class ChannelShuffle(Module):
+    """[N, C, *] with its channels read as [groups, C / groups] and transposed."""
+
+    def __init__(self, groups):
+        super().__init__()
+        self.groups = groups
+
+    def forward(self, input):
+        return F.channel_shuffle(input, self.groups)
+
+    def extra_repr(self):
+        return f"groups={self.groups}"
 
 
 class Upsample(Module):

@@ -1,11 +1,16 @@
-"""Pooling layers (torch.nn): MaxPool1d/2d, AvgPool1d/2d, AdaptiveAvgPool1d/2d,
-AdaptiveMaxPool1d/2d; attributes and reprs as torch's."""
+"""Pooling layers (torch.nn): MaxPool1d/2d/3d, AvgPool1d/2d/3d, AdaptiveAvgPool1d/2d/3d,
+AdaptiveMaxPool1d/2d/3d, LPPool1d/2d/3d, MaxUnpool1d/2d/3d; attributes and reprs as torch's."""
 from .. import functional as F
 from .module import Module
 
 
+def _ntuple(v, n):
+    """torch's _single / _pair / _triple: a sequence as a tuple, else v repeated n times."""
+    return tuple(v) if isinstance(v, (list, tuple)) else (v,) * n
+
+
 def _single(v):
-    return tuple(v) if isinstance(v, (list, tuple)) else (v,)
+    return _ntuple(v, 1)
 
 
 class _MaxPoolNd(Module):
@@ -37,6 +42,15 @@ class MaxPool2d(_MaxPoolNd):
 
     def forward(self, input):
         return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+
+class MaxPool3d(_MaxPoolNd):
+    """The max of each window of [N, C, D, H, W] (or [C, D, H, W]); return_indices: also the
+    argmax (flat D * H * W index)."""
+
+    def forward(self, input):
+        return F.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation,
                             ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
 
@@ -79,6 +93,24 @@ class AvgPool2d(_AvgPoolNd):
                             self.count_include_pad, self.divisor_override)
 
 
+class AvgPool3d(_AvgPoolNd):
+    """The mean of each window of [N, C, D, H, W] (or [C, D, H, W])."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+                 divisor_override=None):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if (stride is not None) else kernel_size
+        self.padding = padding
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+        self.divisor_override = divisor_override
+
+    def forward(self, input):
+        return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+
 class _AdaptiveMaxPoolNd(Module):
     def __init__(self, output_size, return_indices=False):
         super().__init__()
@@ -103,6 +135,13 @@ class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
         return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
 
 
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
+    """The max over output_size adaptive windows of [N, C, D, H, W] (or [C, D, H, W])."""
+
+    def forward(self, input):
+        return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
+
+
 class _AdaptiveAvgPoolNd(Module):
     def __init__(self, output_size):
         super().__init__()
@@ -124,3 +163,95 @@ class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
 
     def forward(self, input):
         return F.adaptive_avg_pool2d(input, self.output_size)
+
+
+class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
+    """The mean over output_size adaptive windows of [N, C, D, H, W] (or [C, D, H, W])."""
+
+    def forward(self, input):
+        return F.adaptive_avg_pool3d(input, self.output_size)
+
+
+class _LPPoolNd(Module):
+    def __init__(self, norm_type, kernel_size, stride=None, ceil_mode=False):
+        super().__init__()
+        self.norm_type = norm_type
+        self.kernel_size = kernel_size
+        self.stride = stride
+        self.ceil_mode = ceil_mode
+
+    def extra_repr(self):
+        return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, stride={self.stride}, "
+                f"ceil_mode={self.ceil_mode}")
+
+
+class LPPool1d(_LPPoolNd):
+    """The norm_type-norm of each window of [N, C, L] (or [C, L])."""
+
+    def forward(self, input):
+        return F.lp_pool1d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+
+class LPPool2d(_LPPoolNd):
+    """The norm_type-norm of each window of [N, C, H, W] (or [C, H, W])."""
+
+    def forward(self, input):
+        return F.lp_pool2d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+
+class LPPool3d(_LPPoolNd):
+    """The norm_type-norm of each window of [N, C, D, H, W] (or [C, D, H, W])."""
+
+    def forward(self, input):
+        return F.lp_pool3d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+
+class _MaxUnpoolNd(Module):
+    _n = 1
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        n = self._n
+        self.kernel_size = _ntuple(kernel_size, n)
+        self.stride = _ntuple(stride if (stride is not None) else kernel_size, n)
+        self.padding = _ntuple(padding, n)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    """MaxPool1d's partial inverse: forward(input, indices, output_size=None) puts each value
+    at its index in zeros of [N, C, L_out]."""
+
+    _n = 1
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__(kernel_size, stride, padding)
+
+    def forward(self, input, indices, output_size=None):
+        return F.max_unpool1d(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    """MaxPool2d's partial inverse: forward(input, indices, output_size=None)."""
+
+    _n = 2
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__(kernel_size, stride, padding)
+
+    def forward(self, input, indices, output_size=None):
+        return F.max_unpool2d(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    """MaxPool3d's partial inverse: forward(input, indices, output_size=None)."""
+
+    _n = 3
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__(kernel_size, stride, padding)
+
+    def forward(self, input, indices, output_size=None):
+        return F.max_unpool3d(input, indices, self.kernel_size, self.stride, self.padding, output_size)
