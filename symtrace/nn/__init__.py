@@ -13,6 +13,10 @@ from .modules import (Module, Linear, Identity, Embedding, LayerNorm, Dropout, R
                       HuberLoss, BCELoss, BCEWithLogitsLoss, KLDivLoss, CosineEmbeddingLoss, CosineSimilarity,
                       PairwiseDistance, Flatten, Unflatten, RMSNorm, GroupNorm, ParameterList, ParameterDict,
                       RReLU, Dropout1d, Dropout2d, Dropout3d, AlphaDropout, FeatureAlphaDropout)
+from .modules import (Hardshrink, Softshrink, PReLU, Bilinear, EmbeddingBag, MarginRankingLoss,  # noqa: F401
+                      HingeEmbeddingLoss, SoftMarginLoss, MultiLabelSoftMarginLoss, MultiLabelMarginLoss,
+                      MultiMarginLoss, GaussianNLLLoss, PoissonNLLLoss, TripletMarginLoss,
+                      TripletMarginWithDistanceLoss)
 from .modules import (Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d,  # noqa: F401
                       Fold, Unfold, MaxPool1d,
                       MaxPool2d, AvgPool1d, AvgPool2d, AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d,

@@ -1051,6 +1051,83 @@ def tanhshrink(input):
     return input - tanh(input)
 
 
+def hardshrink(input, lambd=0.5):
+    """hardshrink(input, lambd=0.5) = 0 where -lambd <= x <= lambd, else x (NaN stays NaN;
+    a zero gradient on the closed band, as torch's)."""
+    _check_tensor(input, "hardshrink")
+    _check_float(input, "hardshrink")
+    band = _ops.logical_and(input >= -lambd, input <= lambd)
+    return input.masked_fill(band, 0.0)
+
+
+def softshrink(input, lambd=0.5):
+    """softshrink(input, lambd=0.5) = x - lambd where x > lambd, x + lambd where x < -lambd,
+    else 0; lambd must lie in [0, the dtype's max]."""
+    _check_tensor(input, "softshrink")
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"softshrink_check\" not implemented for '{_tname(input.dtype)}'")
+    top = _ops.finfo(input.dtype).max
+    if not 0 <= lambd <= top:
+        raise RuntimeError(f"lambda must be in range [0, {top:.6g}] for input dtype {_tname(input.dtype)}, "
+                           f"but found {lambd:.6g}")
+    return _ops.where(input > lambd, input - lambd, _ops.where(input < -lambd, input + lambd, input * 0))
+
+
+def prelu(input, weight):
+    """prelu(input, weight) = x where x > 0, else weight * x; weight is a scalar or 1-D with one
+    slope per channel (dim 1 of a >= 2-d input; a 1-d input has one channel), as torch."""
+    _check_tensor(input, "prelu")
+    _check_tensor(weight, "prelu", "weight")
+    if input.dtype is not weight.dtype:
+        raise RuntimeError(f"prelu: Type promoting not supported. Got {_tname(input.dtype)} and "
+                           f"{_tname(weight.dtype)}")
+    nd = input.dim()
+    if weight.numel() != 1:
+        if nd == 0:
+            raise RuntimeError("Not allow zero-dim input tensor.")
+        c = input.shape[1] if nd > 1 else 1
+        if c != weight.numel():
+            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
+                               f"{weight.numel()} and channel size = {c}.")
+    if weight.dim() > 1:
+        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.dim()}")
+    _check_float(input, "prelu")
+    w = weight
+    if nd != weight.dim():
+        shape = [1] * nd
+        if nd > 1:
+            shape[1] = weight.numel()
+        w = weight.reshape(tuple(shape))
+    return _ops.where(input > 0, input, w * input)
+
+
+def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
+    """gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1): softmax((logits + g) / tau,
+    dim), g ~ Gumbel(0, 1) drawn from symtrace's generator; hard=True returns the one-hot of
+    its argmax along dim with the soft sample's gradient (straight through: y_hard -
+    y_soft.detach() + y_soft). eps is deprecated and unused, with torch's warning."""
+    _check_tensor(logits, "gumbel_softmax", "logits")
+    if eps != 1e-10:
+        _warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+    if not logits.dtype.is_floating_point:
+        raise RuntimeError(f"Exponential distribution is a continuous probability distribution. dtype must be "
+                           f"a floating point but you specified {_tname(logits.dtype)}")
+    with _no_grad():
+        # E ~ Exp(1) = -log(1 - U), U ~ U[0, 1); g = -log(E), E kept above 0
+        work = _ops.float64 if logits.dtype is _ops.float64 else _ops.float32
+        u = _ops.rand(tuple(logits.shape), dtype=work, device=logits.device)
+        e = (-_log1p(-u)).clamp(min=_ops.finfo(work).tiny)
+        gumbels = (-_ops.log(e)).to(logits.dtype)
+    y_soft = softmax((logits + gumbels) / tau, dim)
+    if not hard:
+        return y_soft
+    if y_soft.dim() == 0:   # one element: its own argmax
+        y_hard = _ops.ones_like(y_soft)
+    else:
+        y_hard = _ops.zeros_like(y_soft).scatter(dim, y_soft.argmax(dim, keepdim=True), 1.0)
+    return y_hard - y_soft.detach() + y_soft
+
+
 # ---------------- losses ----------------
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
              reduction="mean"):
@@ -1368,6 +1445,124 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     return _norm(d, p, d.dim() - 1, keepdim)
 
 
+_CPP_TYPE = {"Float": "float", "Double": "double", "Half": "c10::Half", "BFloat16": "c10::BFloat16",
+             "Long": "long int", "Int": "int", "Bool": "bool"}
+
+
+def _cpp_type(dt):
+    """The C++ type name torch's messages give a dtype ('float', 'long int', ...)."""
+    n = _tname(dt)
+    return _CPP_TYPE.get(n, n)
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """bilinear(input1 [*, in1], input2 [*, in2], weight [out, in1, in2], bias=None [out])
+    -> [*, out]: y_o = sum_ij x1_i weight_oij x2_j + bias_o, one matmul with weight and a
+    batched one with input2."""
+    _check_tensor(input1, "bilinear", "input1")
+    _check_tensor(input2, "bilinear", "input2")
+    _check_tensor(weight, "bilinear", "weight")
+    ts = [("input1", input1), ("input2", input2), ("weight", weight)]
+    if bias is not None:
+        _check_tensor(bias, "bilinear", "bias")
+        ts.append(("bias", bias))
+    if any(t.dtype is not input1.dtype for _, t in ts):
+        raise RuntimeError("All tensors must have the same dtype, got " +
+                           ", ".join(f"{n}: {_cpp_type(t.dtype)}" for n, t in ts))
+    nd = input1.dim()
+    if nd != input2.dim():
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {nd} and {input2.dim()}")
+    for i in range(nd - 1):
+        if input1.shape[i] != input2.shape[i]:
+            raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {i}: got "
+                               f"{input1.shape[i]} and {input2.shape[i]}")
+    if nd == 0:
+        raise IndexError("Dimension specified as -1 but tensor has no dimensions")
+
+    def wsize(d):   # weight.size(d), with torch's error past weight's dims
+        if d >= weight.dim():
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-max(weight.dim(), 1)}, "
+                             f"{max(weight.dim(), 1) - 1}], but got {d})")
+        return weight.shape[d]
+    if input1.shape[-1] != wsize(1):
+        raise RuntimeError(f"bilinear(): input1 size does not match weight size: got {input1.shape[-1]} but "
+                           f"expected {wsize(1)}")
+    if input2.shape[-1] != wsize(2):
+        raise RuntimeError(f"bilinear(): input2 size does not match weight size: got {input2.shape[-1]} but "
+                           f"expected {wsize(2)}")
+    o, n1, n2 = weight.shape[0], weight.shape[1], weight.shape[2]
+    if bias is not None:
+        if bias.dim() == 0:
+            raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+        if bias.shape[0] != o:
+            raise RuntimeError(f"bilinear(): bias size does not match weight size: got {bias.shape[0]} but "
+                               f"expected {o}")
+    if weight.dim() != 3:
+        raise RuntimeError("number of dimensions must match")
+    lead = tuple(input1.shape[:-1])
+    x1 = input1.reshape(-1, n1)
+    x2 = input2.reshape(-1, n2)
+    # [B, in1] @ [in1, out * in2] -> [B, out, in2], then each row's [out, in2] @ x2 [in2]
+    t = _ops.matmul(x1, weight.permute(1, 0, 2).reshape(n1, o * n2)).reshape(-1, o, n2)
+    y = _ops.matmul(t, x2.unsqueeze(-1)).squeeze(-1).reshape(lead + (o,))
+    return y if bias is None else y + bias
+
+
+def pdist(input, p=2):
+    """pdist(input [N, M], p=2) -> [N * (N - 1) / 2]: the p-norm distances ||x_i - x_j||_p of the
+    rows, i < j in row-major order. Gradients as torch's: zero where a distance is 0 (and, for
+    p < 1, at a zero difference); p = inf sends the whole gradient to every tying component."""
+    _check_tensor(input, "pdist")
+    if input.dim() != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
+    if input.dtype in (_C.float16, _C.bfloat16):
+        raise NotImplementedError(f"\"pdist\" not implemented for '{_tname(input.dtype)}'")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("pdist only supports floating-point dtypes")
+    if not p >= 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    i, j = _pair_indices(input.shape[0], input.device)
+    d = input.index_select(0, i) - input.index_select(0, j)
+    return _pnorm_rows(d, float(p))
+
+
+def _pair_indices(n, device):
+    """(i, j) of the pairs i < j of n rows in row-major order, from arange (traced as ops, not
+    a host constant): pair k is in row i = floor((m - sqrt(m^2 - 8k)) / 2), m = 2n - 1, the
+    float estimate corrected by one step either way, and j = k - start(i) + i + 1 with
+    start(i) = i (2n - i - 1) / 2 the pairs before row i."""
+    k = _ops.arange(n * (n - 1) // 2, device=device)
+    m = 2 * n - 1
+
+    def start(r):
+        return (r * (m - r)) // 2
+    est = _ops.floor((m - _ops.sqrt((m * m - 8 * k).to(_ops.float64))) / 2).to(_ops.int64)
+    i = est.clamp(0, max(n - 2, 0))
+    i = _ops.where(start(i + 1) <= k, i + 1, i)
+    i = _ops.where(start(i) > k, i - 1, i)
+    return i, k - start(i) + i + 1
+
+
+def _pnorm_rows(d, p):
+    """||d||_p over the last dim of d with pdist's gradient conventions (see pdist)."""
+    a = d.abs()
+    if p == 0:   # the count of nonzero differences, a zero gradient
+        cnt = (d != 0).to(d.dtype).sum(-1)
+        return _ops.where(_ops.ones_like(cnt).to(_ops.bool_), cnt, d.sum(-1))
+    if p == 1:
+        return a.sum(-1)
+    if _math.isinf(p):
+        with _no_grad():
+            top = a.amax(-1, keepdim=True) if d.shape[-1] else _ops.zeros_like(a.sum(-1, keepdim=True))
+            tie = (a == top).to(d.dtype)
+        return top.squeeze(-1) + ((a - a.detach()) * tie).sum(-1)
+    zero = a == 0
+    pw = _ops.where(zero, 0.0, a.masked_fill(zero, 1.0) ** p)
+    s = pw.sum(-1)
+    sz = s == 0
+    return _ops.where(sz, 0.0, s.masked_fill(sz, 1.0) ** (1.0 / p))
+
+
 # ---------------- pad, local_response_norm, one_hot ----------------
 def _pad_index(n, left, right, mode, dev):
     """The source index along a dim of size n for each output position."""
@@ -1508,3 +1703,7 @@ from ._conv import (conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, 
                     channel_shuffle, native_channel_shuffle, interpolate, upsample, upsample_nearest,
                     upsample_bilinear)
 from ._batch_norm import batch_norm, instance_norm  # noqa: E402,F401
+from ._loss import (margin_ranking_loss, hinge_embedding_loss, soft_margin_loss,  # noqa: E402,F401
+                    multilabel_soft_margin_loss, multilabel_margin_loss, multi_margin_loss, gaussian_nll_loss,
+                    poisson_nll_loss, triplet_margin_loss, triplet_margin_with_distance_loss)
+from ._embedding_bag import embedding_bag  # noqa: E402,F401

@@ -1,9 +1,10 @@
 """Signature parity with torch: every public function of symtrace.nn.functional
 that torch.nn.functional also has takes torch's parameters (names, order,
 defaults, keyword-only markers), and so do the constructors of the activation,
-dropout, convolution, pooling, padding, normalization, resampling, recurrent and
-transformer modules. Users port torch code verbatim; a missing `inplace=` or a `dim`
-without its default is a TypeError in the middle of their model.
+dropout, convolution, pooling, padding, normalization, resampling, recurrent,
+transformer, loss, linear and embedding modules. Users port torch code verbatim; a
+missing `inplace=` or a `dim` without its default is a TypeError in the middle of
+their model.
 
 Torch's builtins (gelu, softplus, linear, ...) have no inspect signature: theirs
 comes from the ATen schema of the op, with `self` renamed `input` as torch's
@@ -21,10 +22,14 @@ import symtrace.nn.functional as SF  # noqa: E402
 from symtrace.nn.modules import activation as _sact, dropout as _sdrop  # noqa: E402
 from symtrace.nn.modules import (conv as _sconv, pooling as _spool, batchnorm as _sbn,  # noqa: E402
                                  pixelshuffle as _sshuf, rnn as _srnn, transformer as _stf,
-                                 padding as _spad, normalization as _snorm)
+                                 padding as _spad, normalization as _snorm, loss as _sloss,
+                                 linear as _slin, sparse as _ssparse)
 
 # the files of module classes whose constructors are held to torch's
-_MODULE_FILES = (_sact, _sdrop, _sconv, _spool, _sbn, _sshuf, _srnn, _stf, _spad, _snorm)
+_MODULE_FILES = (_sact, _sdrop, _sconv, _spool, _sbn, _sshuf, _srnn, _stf, _spad, _snorm, _sloss, _slin,
+                 _ssparse)
+# classes of those files that torch.nn does not export either (torch's internal ones)
+_INTERNAL_CLASSES = {"NonDynamicallyQuantizableLinear"}
 
 try:
     import torch
@@ -46,6 +51,11 @@ ALLOWLIST = {
 # - embedding(sparse=True) raises NotImplementedError: symtrace has no sparse tensors.
 # - in-place activations where torch refuses the backward of an in-place form with a
 #   negative slope (leaky_relu_, elu_ with alpha < 0) differentiate correctly instead.
+# - embedding_bag(sparse=True) raises NotImplementedError (no sparse tensors);
+#   scale_grad_by_freq divides each row's gradient by how often it is read (torch's
+#   documented rule; its CPU kernel looks the count up at the wrong position when the
+#   counts differ); with include_last_offset, indices past the last offset are left out
+#   (torch's CPU kernels disagree among dtypes and modes there).
 
 
 # ---------------- how a signature is read ----------------
@@ -145,12 +155,13 @@ def _shared_functions():
 
 
 def _module_classes():
-    """The activation, dropout, convolution, pooling, normalization, resampling and
-    transformer modules symtrace defines, by name."""
+    """The activation, dropout, convolution, pooling, padding, normalization, resampling,
+    recurrent, transformer, loss, linear and embedding modules symtrace defines, by name."""
     out = []
     for mod in _MODULE_FILES:
         for n, c in vars(mod).items():
-            if inspect.isclass(c) and c.__module__ == mod.__name__ and not n.startswith("_"):
+            if (inspect.isclass(c) and c.__module__ == mod.__name__ and not n.startswith("_")
+                    and n not in _INTERNAL_CLASSES):
                 out.append(n)
     return sorted(set(out))
 

@@ -1,16 +1,18 @@
 """symtrace.nn.modules: the layer classes (torch.nn's names)."""
 from .module import Module  # noqa: F401
-from .linear import Linear, Identity  # noqa: F401
-from .sparse import Embedding  # noqa: F401
+from .linear import Linear, Bilinear, Identity  # noqa: F401
+from .sparse import Embedding, EmbeddingBag  # noqa: F401
 from .normalization import LayerNorm, RMSNorm, GroupNorm, LocalResponseNorm  # noqa: F401
 from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d, AlphaDropout, FeatureAlphaDropout  # noqa: F401
 from .activation import (ReLU, GELU, Tanh, Sigmoid, Softmax, LogSoftmax, MultiheadAttention,  # noqa: F401
                          SiLU, Mish, SELU, CELU, ELU, Softplus, LeakyReLU, Threshold, Hardtanh, ReLU6,
                          Hardsigmoid, Hardswish, GLU, LogSigmoid, Softsign, Tanhshrink, Softmin, RReLU,
-                         Softmax2d)
+                         Softmax2d, Hardshrink, Softshrink, PReLU)
 from .container import Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict  # noqa: F401
 from .loss import (CrossEntropyLoss, MSELoss, NLLLoss, L1Loss, SmoothL1Loss, HuberLoss, BCELoss,  # noqa: F401
-                   BCEWithLogitsLoss, KLDivLoss, CosineEmbeddingLoss)
+                   BCEWithLogitsLoss, KLDivLoss, CosineEmbeddingLoss, MarginRankingLoss, HingeEmbeddingLoss,
+                   SoftMarginLoss, MultiLabelSoftMarginLoss, MultiLabelMarginLoss, MultiMarginLoss,
+                   GaussianNLLLoss, PoissonNLLLoss, TripletMarginLoss, TripletMarginWithDistanceLoss)
 from .distance import CosineSimilarity, PairwiseDistance  # noqa: F401
 from .flatten import Flatten, Unflatten  # noqa: F401
 from .transformer import (Transformer, TransformerEncoderLayer, TransformerEncoder,  # noqa: F401

@@ -1,4 +1,5 @@
-"""Activations (ReLU, RReLU, GELU, Tanh, Softmax, Softmax2d, SiLU, ELU, ...) and MultiheadAttention (torch.nn)."""
+"""Activations (ReLU, RReLU, GELU, Tanh, Softmax, Softmax2d, SiLU, ELU, Hardshrink, Softshrink, PReLU,
+...) and MultiheadAttention (torch.nn)."""
 from ... import _ops
 from .. import functional as F
 from .. import init
@@ -248,6 +249,44 @@ class Softmin(Module):
 
     def extra_repr(self):
         return f"dim={self.dim}"
+
+
+class Hardshrink(Module):
+    def __init__(self, lambd=0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):
+        return F.hardshrink(input, self.lambd)
+
+    def extra_repr(self):
+        return f"{self.lambd}"
+
+
+class Softshrink(Hardshrink):
+    def forward(self, input):
+        return F.softshrink(input, self.lambd)
+
+
+class PReLU(Module):
+    """torch.nn.PReLU: x where x > 0, else weight * x; weight [num_parameters] (one slope, or
+    one per channel: dim 1 of the input) starts at init."""
+
+    def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
+        super().__init__()
+        self.num_parameters = num_parameters
+        self.init = init
+        self.weight = Parameter(_ops.empty(num_parameters, dtype=dtype))
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        init.constant_(self.weight, self.init)
+
+    def forward(self, input):
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self):
+        return f"num_parameters={self.num_parameters}"
 
 
 class MultiheadAttention(Module):
