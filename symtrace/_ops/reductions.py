@@ -219,13 +219,24 @@ def _vector_norm(input, p, dim, keepdim, dtype, fn):
                                "operation does not have an identity")
         red = amax if p > 0 else amin
         return red(abs(input), () if dims is None else dims, keepdim)
-    if p == 0:
-        return sum(to_dtype(ne(input, 0), input.dtype), dims, keepdim)
+    if p == 0:   # the count of nonzeros; differentiable with a zero gradient, as torch's
+        cnt = sum(to_dtype(ne(input, 0), input.dtype), dims, keepdim)
+        if not input.requires_grad:
+            return cnt
+        return where(eq(cnt, cnt), cnt, sum(input, dims, keepdim))
     if p == 1:
         return sum(abs(input), dims, keepdim)
     if p == 2:
         return _safe_root(sum(mul(input, input), dims, keepdim), 2)
-    return _safe_root(sum(pow(abs(input), p), dims, keepdim), p)
+    a = abs(input)
+    if 0 < p < 1:   # |x|^p at x = 0 has an infinite slope: torch's gradient there is 0
+        zero = eq(a, 0)
+        return _safe_root(sum(where(zero, 0.0, pow(where(zero, 1.0, a), p)), dims, keepdim), p)
+    if p < 0:       # a zero entry makes the norm 0, with a zero gradient (torch's)
+        zero = eq(a, 0)
+        r = pow(sum(pow(where(zero, 1.0, a), p), dims, keepdim), 1.0 / p)
+        return where(gt(sum(to_dtype(zero, input.dtype), dims, keepdim), 0), 0.0, r)
+    return _safe_root(sum(pow(a, p), dims, keepdim), p)
 
 
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):

@@ -172,3 +172,26 @@ def test_reduction_torch(torch, name, dtype, dim):
     for keepdim in (False, True):
         check_torch(lambda t: f(st, t, dim, keepdim), lambda t: f(torch, t, dim, keepdim), x,
                     atol=None if not is_float(dtype) else RTOL[dtype] * 8)
+
+
+@pytest.mark.parametrize("p", [0.5, 0.3, -1.0, -2.5, 0, 1, 1.5, 2, 3])
+def test_norm_gradients_at_zero_entries_as_torch(p):
+    """norm's gradient where an entry is 0: finite (0) for p < 1 as torch's, where
+    |x|^p has an infinite slope or (p < 0) the norm itself is 0; p = 0 is differentiable
+    (a zero gradient). Rows with zeros, all zeros, and none."""
+    rows = [[1.0, 0.0, -2.0], [0.0, 0.0, 0.0], [1.0, 2.0, -3.0]]
+    x = st.tensor(rows, dtype=st.float64, requires_grad=True)
+    y = st.norm(x, p, 1)
+    want = [np.sum(np.abs(r) > 0) if p == 0 else
+            (0.0 if p < 0 and 0 in r else np.sum(np.abs(r) ** p) ** (1 / p)) for r in map(np.array, rows)]
+    np.testing.assert_allclose(y.detach().numpy(), want, rtol=1e-12)
+    y.sum().backward()
+    g = x.grad.numpy()
+    assert np.isfinite(g).all()
+    if p < 1:
+        assert g[0][1] == 0 and (g[1] == 0).all()
+    torch = pytest.importorskip("torch")
+    tx = torch.tensor(rows, dtype=torch.float64, requires_grad=True)
+    torch.norm(tx, p, 1).sum().backward()
+    tg = tx.grad.numpy() if tx.grad is not None else np.zeros_like(g)   # torch: None for p = 0
+    np.testing.assert_allclose(g, tg, rtol=1e-10, atol=1e-12)
