@@ -1046,8 +1046,9 @@ static st_status delayed_error(void *ctx, int nout, st_tensor *const *gout, int 
     for (int k = 0; k < nout; k++)
         if (gout[k])
             return st_err(ST_ERR_RUNTIME, "trying to differentiate twice through %s, whose "
-                          "backward is not differentiable (a compiled graph that writes into its "
-                          "inputs, or a PyLayer traced inside a compiled graph): gradients of "
+                          "backward is not differentiable (a compiled graph that writes into an "
+                          "input its saved values read, or a differentiable value into an input, "
+                          "or a PyLayer traced inside a compiled graph): gradients of "
                           "its gradients are not supported; run that part eagerly (outside "
                           "symtrace.compile) for higher-order gradients", (const char *)ctx);
     return ST_OK;

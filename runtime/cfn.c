@@ -42,9 +42,11 @@ struct st_rt_cfn {
     /* autograd */
     bool has_bwd;
     /* the forward can run again eagerly from its inputs, for a backward
-     * with create_graph=True: no writebacks (the inputs hold new values
-     * afterwards); random ops draw again from the generator's state the
-     * run started from (eager ops and kernels draw the same numbers) */
+     * with create_graph=True: no saved value reads an input the run writes
+     * back into, nor is a written value differentiable (the inputs hold the
+     * new values afterwards: BatchNorm's running statistics qualify); random
+     * ops draw again from the generator's state the run started from (eager
+     * ops and kernels draw the same numbers) */
     bool recompute, random;
     int nwrt, *wrt;            /* input indices differentiated to */
     int ndiff, *diff;          /* visible output indices with gradients */
@@ -666,6 +668,45 @@ static bool *needed(const st_graph *g, const int *outs, int n)
     return need;
 }
 
+
+/* Does a saved value (fsave_g's outputs past the forward's) depend on an
+ * input the run writes back into, or does a written value carry a gradient
+ * (a float reached from the inputs differentiated to: from)? Then the
+ * forward cannot run again from the inputs after the run (their new
+ * values): create_graph has no recompute. */
+static bool saved_read_written(const st_rt_cfn *f, const bool *from)
+{
+    if (!f->nwb)
+        return false;
+    const st_graph *fs = f->fsave_g, *g = f->g;
+    if (fs->ninputs != g->ninputs)
+        return true;
+    for (int m = 0; m < f->nwb; m++) {
+        int v = g->outputs[f->wb_out[m]];
+        if (f->wb_grad[m] && from[v] && st_dtype_is_float(g->values[v].meta.dtype))
+            return true;
+    }
+    bool *need = calloc((size_t)fs->nvalues + 1, sizeof *need);
+    if (!need)
+        return true;
+    for (int q = f->g->noutputs; q < fs->noutputs; q++)
+        need[fs->outputs[q]] = true;
+    for (int si = fs->nstmts - 1; si >= 0; si--) {
+        const st_stmt *st = &fs->stmts[si];
+        bool any = false;
+        for (int o = 0; o < st->nout && !any; o++)
+            any = st->out[o] >= 0 && need[st->out[o]];
+        for (int a = 0; any && a < st->nin; a++)
+            if (st->in[a] >= 0)
+                need[st->in[a]] = true;
+    }
+    bool hit = false;
+    for (int m = 0; m < f->nwb && !hit; m++)
+        hit = need[fs->inputs[f->wb_in[m]]];
+    free(need);
+    return hit;
+}
+
 static st_status build_backward(st_rt_cfn *f, const bool *rg)
 {
     const st_graph *g = f->g;
@@ -735,7 +776,7 @@ static st_status build_backward(st_rt_cfn *f, const bool *rg)
     log_saved(g, &f->info);
     f->fsave_g = fs;
     f->has_bwd = true;
-    f->recompute = !f->nwb;
+    f->recompute = !saved_read_written(f, from);
     for (int si = 0; si < g->nstmts; si++)
         f->random |= st_op(g->stmts[si].op)->kind == ST_OPK_RANDOM ||
                      g->stmts[si].op == ST_OP_DROPOUT;
@@ -967,6 +1008,16 @@ static void drop_inputs(bctx *c)
     c->in_ver = NULL;
 }
 
+/* Is input k one the run writes back into (not read by the saved values,
+ * as f->recompute says: a later write to it does not matter)? */
+static bool written_input(const st_rt_cfn *f, int k)
+{
+    for (int m = 0; m < f->nwb; m++)
+        if (f->wb_in[m] == k)
+            return true;
+    return false;
+}
+
 /* create_graph=True: the gradients need histories, which compiled kernels
  * do not record. The forward runs again eagerly from the inputs it was
  * given (recorded, so the saved values it recomputes have histories into
@@ -979,7 +1030,7 @@ static st_status node_backward_create(bctx *c, int nout, st_tensor *const *gout,
     const st_graph *fs = f->fsave_g, *bg = f->bwd_g;
     int nsaved = f->info.nsaved, nfo = f->g->noutputs;
     for (int k = 0; k < f->g->ninputs; k++)
-        if (c->inputs[k]->storage->version != c->in_ver[k]) {
+        if (c->inputs[k]->storage->version != c->in_ver[k] && !written_input(f, k)) {
             char a[96];
             const st_tensor *t = c->inputs[k];
             return st_err(ST_ERR_RUNTIME, "one of the variables needed for gradient "
