@@ -79,3 +79,4 @@ from . import _ops  # noqa: E402
 from . import serialization  # noqa: E402,F401
 from .serialization import save, load  # noqa: E402,F401
 from . import utils  # noqa: E402,F401
+from . import distributions  # noqa: E402,F401  (symtrace.distributions, as torch.distributions)
