@@ -2,7 +2,7 @@
  * and Tensor.size() return, a tuple subclass as torch.Size (equal to and
  * hashing as the plain tuple, usable wherever one is). Owns its
  * constructor (an iterable of ints, or of anything with __index__, as
- * torch), numel(), repr "symtrace.Size([2, 3])", slicing, + and * (that
+ * torch; a SymInt is kept), numel(), repr "symtrace.Size([2, 3])", slicing, + and * (that
  * stay Sizes, from either side), pickling, and st_fe_size_new /
  * st_fe_size_from_tuple for the C side (the translator builds Sizes of
  * SymInts with the latter, without the constructor's checks). */
@@ -56,8 +56,8 @@ static PyObject *size_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     PyObject *r = type->tp_alloc(type, n);
     for (Py_ssize_t i = 0; r && i < n; i++) {
         PyObject *it = PyTuple_GET_ITEM(items, i), *v = NULL;
-        if (PyLong_CheckExact(it))
-            v = Py_NewRef(it);
+        if (PyLong_CheckExact(it) || (PyLong_Check(it) && !PyBool_Check(it)))
+            v = Py_NewRef(it);   /* an int, or an int subclass: a SymInt stays one */
         else if (!PyFloat_Check(it) && Py_TYPE(it)->tp_as_number &&
                  Py_TYPE(it)->tp_as_number->nb_index)
             v = PyNumber_Index(it);   /* a bool, an int subclass, a 1-element tensor */

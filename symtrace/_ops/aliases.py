@@ -165,12 +165,11 @@ def broadcast_tensors(*tensors):
 
 
 def broadcast_shapes(*shapes):
-    """broadcast_shapes(*shapes) -> tuple: the shape tensors of these shapes broadcast to (ints
-    or sequences of ints), with torch's errors; as torch.broadcast_shapes (symtrace shapes
-    are tuples)."""
+    """broadcast_shapes(*shapes) -> Size: the shape tensors of these shapes broadcast to (ints
+    or sequences of ints), with torch's errors; as torch.broadcast_shapes."""
     shapes = tuple((s,) if isinstance(s, int) else s for s in shapes if s is not None)
     if not shapes:
-        return ()
+        return _C.Size()
     for s in shapes:
         if not isinstance(s, collections.abc.Sequence):
             raise RuntimeError(f"Input shapes should be of type ints, a tuple of ints, or a list of "
@@ -190,7 +189,7 @@ def broadcast_shapes(*shapes):
                 raise RuntimeError(f"Attempting to broadcast a dimension of length {s[i]} at {i}! "
                                    f"Mismatching argument at index {arg} had {s}; but expected shape "
                                    f"should be broadcastable to {common}")
-    return tuple(common)
+    return _C.Size(common)
 
 
 # ---- splits (views) ----
