@@ -9,6 +9,9 @@ import pytest
 
 import symtrace as st
 
+# torch.func's own imports warn about torch.jit.script
+pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
+
 rng = np.random.default_rng(11)
 A = rng.standard_normal((2, 3))
 B = rng.standard_normal((3, 2))
@@ -366,3 +369,13 @@ def test_gradgradcheck_argument_checks():
         st.autograd.gradgradcheck(lambda t: t * t, (x,), check_rev_over_rev=False)
     with pytest.raises(NotImplementedError, match="forward-mode"):
         st.autograd.gradgradcheck(lambda t: t * t, (x,), check_fwd_over_rev=True)
+
+
+@pytest.mark.parametrize("name", ["vjp", "jvp", "jacobian", "hessian", "vhp", "hvp"])
+def test_signatures_as_torch(name, torch):
+    import inspect
+
+    def params(fn):
+        return [(p.name, p.kind, p.default) for p in inspect.signature(fn).parameters.values()]
+    assert params(getattr(st.autograd.functional, name)) == params(getattr(torch.autograd.functional, name))
+    assert params(st.autograd.gradgradcheck) == params(torch.autograd.gradgradcheck)

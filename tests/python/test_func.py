@@ -13,6 +13,9 @@ import pytest
 import symtrace as st
 import symtrace.func as sfunc
 
+# torch.func's own imports warn about torch.jit.script
+pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
+
 rng = np.random.default_rng(5)
 A = rng.standard_normal((2, 3))
 V3 = rng.standard_normal(3)
@@ -265,6 +268,11 @@ def test_grad_of_grad(torch):
     _check(torch, lambda L, F: F.grad(F.grad(F.grad(lambda x: x.exp() * x ** 4)))(_t(L, 0.3)))
     # mixed: the gradient with respect to y of a function of grad_x
     _check(torch, lambda L, F: F.grad(lambda y: (F.grad(two_args)(_t(L, V3), y) ** 2).sum())(_t(L, V3B)))
+    # through a hessian, a jvp and a vjp_fn
+    f = lambda x: (x.sin() * x.exp()).sum() * x[0]  # noqa: E731
+    _check(torch, lambda L, F: F.grad(lambda x: F.hessian(f)(x).sum())(_t(L, V3)))
+    _check(torch, lambda L, F: F.grad(lambda x: F.jvp(vec_fn, (x,), (x * 1.5,))[1].sum())(_t(L, V3)))
+    _check(torch, lambda L, F: F.grad(lambda c: F.vjp(vec_fn, _t(L, V3))[1](c)[0].pow(2).sum())(_t(L, V3B)))
 
 
 def test_jacrev_of_jacrev(torch):
@@ -506,3 +514,17 @@ def test_grad_through_compiled_function_against_eager():
     e = sfunc.vmap(sfunc.grad(f, argnums=1), in_dims=(0, None))(_t(st, X[:, None, :]), w)
     c = sfunc.vmap(sfunc.grad(cf, argnums=1), in_dims=(0, None))(_t(st, X[:, None, :]), w)
     np.testing.assert_allclose(c.numpy(), e.numpy(), rtol=1e-9, atol=1e-11)
+
+
+def _params_of(fn):
+    import inspect
+    return [(p.name, p.kind, p.default) for p in inspect.signature(fn).parameters.values()]
+
+
+@pytest.mark.parametrize("name", ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "vmap",
+                                  "functional_call"])
+def test_signatures_as_torch(name, torch):
+    assert _params_of(getattr(sfunc, name)) == _params_of(getattr(torch.func, name))
+    if name == "functional_call":
+        from symtrace.nn.utils import stateless
+        assert _params_of(stateless.functional_call) == _params_of(torch.nn.utils.stateless.functional_call)
