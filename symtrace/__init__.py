@@ -32,6 +32,7 @@ from .nn._conv import (_torch_max_pool1d as max_pool1d, _torch_max_pool2d as max
 from .nn._batch_norm import (_torch_batch_norm as batch_norm,  # noqa: F401,E402
                              _torch_instance_norm as instance_norm)
 from . import optim  # noqa: F401
+from . import func  # noqa: F401,E402  (symtrace.func, as torch.func)
 from . import config  # noqa: F401
 from . import cuda  # noqa: F401
 from . import profiler  # noqa: F401

@@ -1,5 +1,6 @@
 """symtrace.autograd: the tape's Python face (backward, grad, grad mode,
-custom Functions / PyLayer, gradcheck, graph: saved-tensor hooks)."""
+custom Functions / PyLayer, gradcheck / gradgradcheck, graph: saved-tensor hooks,
+functional: vjp / jvp / jacobian / hessian / vhp / hvp)."""
 import warnings
 
 from .. import _C
@@ -72,6 +73,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 
 
 try:
-    from .gradcheck import gradcheck, GradcheckError  # noqa: F401
+    from .gradcheck import gradcheck, gradgradcheck, GradcheckError  # noqa: F401
 except ImportError:  # pragma: no cover - written alongside
     pass
+from . import functional  # noqa: F401,E402

@@ -16,7 +16,7 @@ import warnings
 
 import numpy as np
 
-__all__ = ["gradcheck", "GradcheckError", "get_numerical_jacobian", "get_analytical_jacobian"]
+__all__ = ["gradcheck", "gradgradcheck", "GradcheckError", "get_numerical_jacobian", "get_analytical_jacobian"]
 
 
 class GradcheckError(RuntimeError):
@@ -228,3 +228,60 @@ def _fast_check(func, inputs, outputs, num, diff, atol, rtol, raise_exception, s
                     f"at input position {_fmt_pos(j, ishape)} (shape {ishape}): numerical "
                     f"{n[j]!r} vs analytical {a[j]!r} (atol={atol}, rtol={rtol})", raise_exception)
     return True
+
+
+def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3,
+                  gen_non_contig_grad_outputs=False, raise_exception=True, nondet_tol=0.0,
+                  check_undefined_grad=True, check_grad_dtypes=False, check_batched_grad=False,
+                  check_fwd_over_rev=False, check_rev_over_rev=True, fast_mode=False, masked=False):
+    """Checks second-order gradients: gradcheck of the function that maps
+    (inputs, grad_outputs) to the first-order gradients of func (computed with
+    create_graph=True), as torch.autograd.gradgradcheck. Returns True or raises
+    GradcheckError. grad_outputs default to random values in [-1, 1) that
+    require grad. There is no forward-mode AD: check_fwd_over_rev=True raises
+    NotImplementedError; check_undefined_grad, check_batched_grad and masked are
+    accepted and check nothing more (gradients are always checked for shape and dtype)."""
+    st = _st()
+    if not (check_fwd_over_rev or check_rev_over_rev):
+        raise AssertionError("Expected at least one of check_fwd_over_rev or check_rev_over_rev to be True")
+    if check_undefined_grad and not check_rev_over_rev:
+        raise AssertionError("Setting check_undefined_grad=True requires check_rev_over_rev to be True")
+    if check_batched_grad and not check_rev_over_rev:
+        raise AssertionError("Setting check_batched_grad=True requires check_rev_over_rev to be True")
+    if check_fwd_over_rev:
+        raise NotImplementedError("gradgradcheck: check_fwd_over_rev=True needs forward-mode AD, which "
+                                  "symtrace does not have")
+    tupled_inputs = _as_tuple(inputs)
+    if grad_outputs is None:
+        with st.enable_grad():
+            outs = _as_tuple(func(*tupled_inputs))
+        rng = np.random.default_rng(0)
+        gos = []
+        for o in outs:
+            if not (_is_tensor(o) and o.requires_grad):
+                continue
+            dt = o.dtype if o.dtype.is_floating_point else st.float64
+            shape = tuple(o.shape)
+            if gen_non_contig_grad_outputs and shape:
+                base = rng.uniform(-1, 1, size=shape[:-1] + (2 * shape[-1],))
+                g = st.tensor(base, dtype=dt)[..., ::2]
+            else:
+                g = st.tensor(rng.uniform(-1, 1, size=shape), dtype=dt)
+            gos.append(g.requires_grad_(True))
+        tupled_grad_outputs = tuple(gos)
+    else:
+        tupled_grad_outputs = _as_tuple(grad_outputs)
+    num_outputs = len(tupled_grad_outputs)
+    diff_in = {i for i, x in enumerate(tupled_inputs) if _is_tensor(x) and x.requires_grad}
+
+    def new_func(*args):
+        with st.enable_grad():
+            input_args = tuple(args[:-num_outputs]) if num_outputs else tuple(args)
+            outputs = tuple(o for o in _as_tuple(func(*input_args)) if _is_tensor(o) and o.requires_grad)
+            gos_ = tuple(args[-num_outputs:]) if num_outputs else ()
+            diff_args = tuple(x for i, x in enumerate(input_args) if i in diff_in)
+            grads = st.autograd.grad(outputs, diff_args, gos_, create_graph=True, allow_unused=True)
+            return tuple(g for g in grads if g is not None)
+
+    return gradcheck(new_func, tupled_inputs + tupled_grad_outputs, eps=eps, atol=atol, rtol=rtol,
+                     raise_exception=raise_exception, nondet_tol=nondet_tol, fast_mode=fast_mode)

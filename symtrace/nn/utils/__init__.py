@@ -1,7 +1,8 @@
 """symtrace.nn.utils: gradient clipping (clip_grad_norm_, clip_grad_value_,
 get_total_norm, clip_grads_with_norm_) and parameters_to_vector /
 vector_to_parameters, as torch.nn.utils; the packed and padded sequences of
-the recurrent layers in its submodule rnn (torch.nn.utils.rnn).
+the recurrent layers in its submodule rnn (torch.nn.utils.rnn); functional_call
+in its submodule stateless (torch.nn.utils.stateless).
 
 There are no foreach kernels: every `foreach` value takes the per-tensor
 path (torch accepts foreach=True on CPU and CUDA tensors, the devices
@@ -14,7 +15,7 @@ from ... import _C, _ops
 from ..parameter import _no_grad
 
 __all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm", "clip_grads_with_norm_",
-           "parameters_to_vector", "vector_to_parameters", "rnn"]
+           "parameters_to_vector", "vector_to_parameters", "rnn", "stateless"]
 
 
 def _vector_norm(t, norm_type):
@@ -145,3 +146,4 @@ def vector_to_parameters(vec, parameters):
 
 
 from . import rnn  # noqa: E402,F401
+from . import stateless  # noqa: E402,F401
