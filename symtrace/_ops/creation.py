@@ -127,22 +127,22 @@ def _like(fn, input, dtype, device, *args, **kw):
               device=input.device if device is None else device, **kw)
 
 
-def zeros_like(input, *, dtype=None, device=None):
-    return _like(zeros, input, dtype, device)
+def zeros_like(input, *, dtype=None, device=None, requires_grad=False):
+    return _rg(_like(zeros, input, dtype, device), requires_grad)
 
 
-def ones_like(input, *, dtype=None, device=None):
-    return _like(ones, input, dtype, device)
+def ones_like(input, *, dtype=None, device=None, requires_grad=False):
+    return _rg(_like(ones, input, dtype, device), requires_grad)
 
 
-def empty_like(input, *, dtype=None, device=None):
-    return _like(empty, input, dtype, device)
+def empty_like(input, *, dtype=None, device=None, requires_grad=False):
+    return _rg(_like(empty, input, dtype, device), requires_grad)
 
 
-def full_like(input, fill_value, *, dtype=None, device=None):
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False):
     _check_tensor(input, "full_like")
     return full(input.shape, fill_value, dtype=dtype or input.dtype,
-                device=input.device if device is None else device)
+                device=input.device if device is None else device, requires_grad=requires_grad)
 
 
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):

@@ -61,20 +61,22 @@ def randint(low, high=None, size=None, *, dtype=None, device=None, generator=Non
                None, _dev(device))
 
 
-def rand_like(input, *, generator=None, dtype=None, device=None):
+def rand_like(input, *, generator=None, dtype=None, device=None, requires_grad=False):
     _check_tensor(input, "rand_like")
-    return rand(input.shape, dtype=dtype or input.dtype, device=device or input.device, generator=generator)
+    return rand(input.shape, dtype=dtype or input.dtype, device=device or input.device, generator=generator,
+                requires_grad=requires_grad)
 
 
-def randn_like(input, *, generator=None, dtype=None, device=None):
+def randn_like(input, *, generator=None, dtype=None, device=None, requires_grad=False):
     _check_tensor(input, "randn_like")
-    return randn(input.shape, dtype=dtype or input.dtype, device=device or input.device, generator=generator)
+    return randn(input.shape, dtype=dtype or input.dtype, device=device or input.device, generator=generator,
+                 requires_grad=requires_grad)
 
 
-def randint_like(input, low, high=None, *, generator=None, dtype=None, device=None):
+def randint_like(input, low, high=None, *, generator=None, dtype=None, device=None, requires_grad=False):
     _check_tensor(input, "randint_like")
-    return randint(low, high, input.shape, dtype=dtype or input.dtype, device=device or input.device,
-                   generator=generator)
+    return _rg(randint(low, high, input.shape, dtype=dtype or input.dtype, device=device or input.device,
+                       generator=generator), requires_grad)
 
 
 def manual_seed(seed):

@@ -232,3 +232,17 @@ def test_numpy_of_a_tensor_that_requires_grad_under_no_grad():
         x.numpy()
     with st.no_grad():
         assert x.numpy().tolist() == x.detach().numpy().tolist()
+
+
+def test_like_creators_take_requires_grad():
+    """zeros_like, ones_like, empty_like, full_like, rand_like, randn_like and
+    randint_like take torch's requires_grad= (a fresh leaf)."""
+    x = st.ones(2, 3, dtype=st.float64)
+    made = [st.zeros_like(x, requires_grad=True), st.ones_like(x, requires_grad=True),
+            st.empty_like(x, requires_grad=True), st.full_like(x, 2.0, requires_grad=True),
+            st.rand_like(x, requires_grad=True), st.randn_like(x, requires_grad=True),
+            st.randint_like(x, 0, 5, requires_grad=True)]
+    for t in made:
+        assert t.requires_grad and t.is_leaf and t.grad_fn is None
+        assert t.shape == (2, 3) and t.dtype is st.float64
+    assert not st.zeros_like(x).requires_grad
