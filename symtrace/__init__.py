@@ -16,6 +16,7 @@ from ._ops import *  # noqa: F401,F403
 from ._ops import (abs, round, max, min, sum, pow, result_type,  # noqa: F401  (shadow builtins on purpose)
                    manual_seed, initial_seed)
 from . import random  # noqa: F401,E402  (symtrace.random, as torch.random)
+from . import special  # noqa: F401,E402  (symtrace.special, as torch.special)
 from .random import get_rng_state, set_rng_state, seed  # noqa: F401
 from . import memory  # noqa: F401
 from . import autograd  # noqa: F401
