@@ -78,3 +78,4 @@ from . import _ops  # noqa: E402
 from . import serialization  # noqa: E402,F401
 from .serialization import save, load  # noqa: E402,F401
 from . import utils  # noqa: E402,F401
+from . import testing  # noqa: E402,F401  (symtrace.testing, as torch.testing)
