@@ -9,7 +9,7 @@ import builtins
 import collections
 import math
 
-from .._dtype import bool_, float64, int32
+from .._dtype import bool_, float32, float64, int32
 from ._core import _bshape, _check_tensor, _tname
 from .elementwise import (abs, add, div, eq, floor, floor_divide, ge, gt, le, log, logical_and,
                           logical_not, logical_or, lt, mul, ne, neg, pow, remainder, result_type,
@@ -88,10 +88,12 @@ def fmin(input, other, *, out=None):
 
 # ---- ldexp ----
 def ldexp(input, other, *, out=None):
-    """ldexp(input, other, *, out=None) -> Tensor: input * 2 ** other (as torch computes it:
-    integers give float32), as torch.ldexp."""
+    """ldexp(input, other, *, out=None) -> Tensor: input * 2 ** other in their promoted float
+    dtype (integers give float32), as torch.ldexp."""
     _two_tensors("ldexp", input, other)
-    return _out(mul(input, pow(2.0, other)), out, "ldexp")
+    dt = result_type(input, other)
+    dt = dt if dt.is_floating_point else float32
+    return _out(mul(to_dtype(input, dt), pow(2.0, to_dtype(other, dt))), out, "ldexp")
 
 
 # ---- exact exponent arithmetic: frexp and nextafter ----

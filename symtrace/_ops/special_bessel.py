@@ -229,7 +229,7 @@ def i0(input, *, out=None):
 
 def _i0e(input, *, out=None):
     """i0e(input, *, out=None) -> Tensor: exp(-|input|) * i0(input), as torch.special.i0e."""
-    _check_tensor(input, "i0e")
+    _check_tensor(input, "special_i0e")
     return _out(_with_grad("i0e", _i0e_value,
                            (lambda x, r: sub(_i1e_value(x), mul(sign(x), r)),), input),
                 out, "special_i0e")
@@ -238,13 +238,13 @@ def _i0e(input, *, out=None):
 def _i1(input, *, out=None):
     """i1(input, *, out=None) -> Tensor: the modified Bessel function of the first kind of
     order 1, as torch.special.i1."""
-    _check_tensor(input, "i1")
+    _check_tensor(input, "special_i1")
     return _out(_with_grad("i1", _i1_value, (_d_i1,), input), out, "special_i1")
 
 
 def _i1e(input, *, out=None):
     """i1e(input, *, out=None) -> Tensor: exp(-|input|) * i1(input), as torch.special.i1e."""
-    _check_tensor(input, "i1e")
+    _check_tensor(input, "special_i1e")
     return _out(_with_grad("i1e", _i1e_value, (_d_i1e,), input), out, "special_i1e")
 
 
@@ -407,7 +407,7 @@ def _cephes(name, core):
     """name(input, *, out=None): core on input in its own precision (float32 or float64;
     integers give float32); no gradient, as torch's."""
     def value(input):
-        x, dt = _float_in(input, name, name)
+        x, dt = _float_in(input, "special_" + name, name)
         return _back(core(x), dt)
 
     def f(input, *, out=None):

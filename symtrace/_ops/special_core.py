@@ -3,14 +3,13 @@ special_poly, numeric) share: _with_grad, which computes a value without history
 under autograd, wraps it in an autograd.Function whose backward is torch's derivative (or
 raises torch's "derivative ... is not implemented"); _nondiff for the functions torch gives
 no gradient at all; the float64 work tensors and the result dtype of torch's unary and
-binary float functions (integers and bools give float32); out=; and the evaluation of
-polynomials (Cephes' polevl and p1evl) and Chebyshev series (Cephes' chbevl)."""
-import math
-
+binary float functions (integers and bools give float32), and torch's refusal of float16 by
+its Cephes kernels; out=; and the evaluation of polynomials (Cephes' polevl) and Chebyshev
+series (Cephes' chbevl)."""
 from .. import _C
 from .._dtype import float32, float64
 from ._core import _bshape, _is_tensor, _tname
-from .elementwise import add, mul, result_type, sub, to_dtype, where
+from .elementwise import add, mul, result_type, sub, to_dtype
 from .creation import full
 from .dtypes import _can_cast
 from .float_math import _back
@@ -40,6 +39,10 @@ def _function(name, value, derivs):
         for k, i in enumerate(ctx.tensor_pos):
             args[i] = saved[k]
         r = saved[-1]
+        if _C._is_grad_enabled() and any(_is_tensor(a) and a.requires_grad for a in args):
+            # create_graph: the saved result has no history, so recompute it with its own
+            # (this Function again), for the derivative of the derivative
+            r = cls.apply(*args)
         out = []
         for i, d in enumerate(derivs):
             if i >= len(ctx.needs_input_grad) or not ctx.needs_input_grad[i]:
@@ -146,14 +149,6 @@ def _polevl(x, coefs):
     return r
 
 
-def _p1evl(x, coefs):
-    """x^n + coefs[0] x^(n-1) + ... + coefs[n-1] (the leading 1 implied; Cephes' p1evl)."""
-    r = add(x, coefs[0])
-    for c in coefs[1:]:
-        r = add(mul(r, x), c)
-    return r
-
-
 def _chbevl(x, coefs):
     """sum' coefs[i] T_i(x / 2), the zeroth coefficient last (Cephes' chbevl)."""
     b0, b1, b2 = coefs[0], 0.0, 0.0
@@ -161,18 +156,6 @@ def _chbevl(x, coefs):
         b2, b1 = b1, b0
         b0 = add(sub(mul(x, b1), b2), c)
     return mul(sub(b0, b2), 0.5)
-
-
-def _nan_like(x):
-    return full((), math.nan, dtype=x.dtype, device=x.device)
-
-
-def _first_of(*pairs, default):
-    """where(c1, v1, where(c2, v2, ... default)): the first true condition's value."""
-    r = default
-    for c, v in reversed(pairs):
-        r = where(c, v, r)
-    return r
 
 
 def _no_half(input, kernel):

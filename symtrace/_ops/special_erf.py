@@ -171,7 +171,7 @@ def erfc(input, *, out=None):
 def _erfcx(input, *, out=None):
     """erfcx(input, *, out=None) -> Tensor: the scaled complementary error function
     exp(input^2) * erfc(input), as torch.special.erfcx."""
-    _check_tensor(input, "erfcx")
+    _check_tensor(input, "special_erfcx")
     _no_half(input, "erfcx")
     return _out(_with_grad("erfcx", _erfcx_value, (_d_erfcx,), input), out, "special_erfcx")
 
@@ -179,7 +179,7 @@ def _erfcx(input, *, out=None):
 def _ndtr(input, *, out=None):
     """ndtr(input, *, out=None) -> Tensor: the standard normal CDF, (1 + erf(x / sqrt(2))) / 2
     as torch.special.ndtr computes it (in the input's precision)."""
-    _check_tensor(input, "ndtr")
+    _check_tensor(input, "special_ndtr")
     return _out(_ndtr_value(input), out, "special_ndtr")
 
 
@@ -190,7 +190,7 @@ def _d_log_ndtr(x, r):
 def _log_ndtr(input, *, out=None):
     """log_ndtr(input, *, out=None) -> Tensor: log of the standard normal CDF, accurate for
     very negative input (no underflow), as torch.special.log_ndtr."""
-    _check_tensor(input, "log_ndtr")
+    _check_tensor(input, "special_log_ndtr")
     _no_half(input, "log_ndtr")
     return _out(_with_grad("log_ndtr", _log_ndtr_value, (_d_log_ndtr,), input), out,
                 "special_log_ndtr")
@@ -203,7 +203,7 @@ def _d_ndtri(x, r):
 def _ndtri(input, *, out=None):
     """ndtri(input, *, out=None) -> Tensor: the inverse of ndtr (-inf at 0, inf at 1, NaN
     outside [0, 1]), as torch.special.ndtri."""
-    _check_tensor(input, "ndtri")
+    _check_tensor(input, "special_ndtri")
     _no_half(input, "ndtri")
     return _out(_with_grad("ndtri", _ndtri_value, (_d_ndtri,), input), out, "special_ndtri")
 
@@ -215,7 +215,7 @@ def _d_entr(x, r):
 def _entr(input, *, out=None):
     """entr(input, *, out=None) -> Tensor: -x ln(x) for x > 0, 0 at 0, -inf for x < 0, as
     torch.special.entr (gradient -(1 + ln x))."""
-    _check_tensor(input, "entr")
+    _check_tensor(input, "special_entr")
     return _out(_with_grad("entr", _entr_value, (_d_entr,), input), out, "special_entr")
 
 

@@ -13,7 +13,7 @@ import math
 from .. import _C
 from .._dtype import bool_, float64
 from ._core import _check_int, _check_tensor, _tname
-from .elementwise import (abs, add, div, eq, exp, floor, ge, gt, le, log, logical_and,
+from .elementwise import (abs, add, div, eq, exp, floor, gt, le, log, logical_and,
                           logical_not, logical_or, lt, mul, ne, neg, pow, sqrt, sub, where)
 from .creation import full, ones_like, zeros_like
 from .float_math import _back, _expm1, _log1p, isinf, isnan
@@ -500,14 +500,14 @@ def _igamma64(a, x, upper):
     qc = where(use_s, sub(1.0, ser), where(use_cf, cf, ts))
     r = qc if upper else where(lower_direct, ser, sub(1.0, qc))
     r = where(asym, r_asym, r)
-    # boundaries, as torch's (SciPy's)
+    r = where(logical_or(isnan(a), isnan(x)), math.nan, r)
+    # boundaries, in torch's (SciPy's) order: they win over a NaN in the other argument
     one, zero = (0.0, 1.0) if upper else (1.0, 0.0)     # values at x = inf and x = 0
     r = where(xinf, one, r)
     r = where(ainf, where(xinf, math.nan, zero), r)
     r = where(x0, zero, r)
     r = where(a0, where(gt(x, 0.0), one, math.nan), r)
-    r = where(bad, math.nan, r)
-    return where(logical_or(isnan(a), isnan(x)), math.nan, r)
+    return where(bad, math.nan, r)
 
 
 def _igamma_value(a, x):
