@@ -1,6 +1,6 @@
 """The Bessel-type functions of torch.special, decomposed onto the elementwise primitives as
-torch's ports of Cephes (ATen's Math.h; the coefficients below are Cephes'): i0 (also
-torch.i0), i0e, i1, i1e, bessel_j0/j1/y0/y1, modified_bessel_i0/i1/k0/k1,
+torch's ports of Cephes (ATen's Math.h; the coefficients below are Cephes', 3-clause BSD):
+i0 (also torch.i0), i0e, i1, i1e, bessel_j0/j1/y0/y1, modified_bessel_i0/i1/k0/k1,
 scaled_modified_bessel_k0/k1, spherical_bessel_j0 and airy_ai. They run in the input's own
 precision (float32 or float64; integers give float32) with torch's branches, so a float32
 result rounds as torch's does. i0, i0e, i1 and i1e have torch's gradients; the others have

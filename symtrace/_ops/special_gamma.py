@@ -3,7 +3,8 @@
 (torch.mvlgamma, torch.special.multigammaln) and the regularized incomplete gamma functions
 igamma / igammac (torch.igamma, torch.igammac; torch.special.gammainc / gammaincc) as
 torch's ports of SciPy's (power series, continued fraction, Temme's uniform asymptotic
-expansion; coefficients as in torch's Math.h), vectorised: every branch is evaluated with
+expansion; coefficients as in torch's Math.h: Cephes' and SciPy's, 3-clause BSD, and
+Boost's Lanczos sum, Boost licence), vectorised: every branch is evaluated with
 a fixed number of terms and the right one selected per element. They run in float64 (a
 float32 result is rounded from it). Gradients are torch's: polygamma(n + 1, x); zeta and
 igamma/igammac only with respect to their second argument (the first raises torch's
