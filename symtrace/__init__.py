@@ -17,6 +17,7 @@ from ._ops import (abs, round, max, min, sum, pow, result_type,  # noqa: F401  (
                    manual_seed, initial_seed)
 from . import random  # noqa: F401,E402  (symtrace.random, as torch.random)
 from ._generator import Generator, default_generator  # noqa: F401,E402
+from . import special  # noqa: F401,E402  (symtrace.special, as torch.special)
 from .random import get_rng_state, set_rng_state, seed  # noqa: F401
 from . import memory  # noqa: F401
 from . import autograd  # noqa: F401
@@ -81,3 +82,4 @@ from . import serialization  # noqa: E402,F401
 from .serialization import save, load  # noqa: E402,F401
 from . import utils  # noqa: E402,F401
 from . import distributions  # noqa: E402,F401  (symtrace.distributions, as torch.distributions)
+from . import testing  # noqa: E402,F401  (symtrace.testing, as torch.testing)

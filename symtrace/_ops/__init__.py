@@ -21,10 +21,12 @@ other files call are one object."""
 # imports nonzero (scatter_ops) at its end for where(condition); so elementwise comes
 # before every file that imports it.
 from . import (_core, dtypes, elementwise, creation, float_math, indexing, shape, reductions,
-               linalg, scans, random, scatter_ops, sorting, aliases)
+               linalg, scans, random, scatter_ops, sorting, aliases, special_core, special_erf,
+               special_bessel, special_gamma, special_poly, numeric)
 
 for _m in (_core, dtypes, elementwise, creation, float_math, indexing, shape, reductions, linalg,
-           scans, random, scatter_ops, sorting, aliases):
+           scans, random, scatter_ops, sorting, aliases, special_core, special_erf,
+               special_bessel, special_gamma, special_poly, numeric):
     globals().update((_n, _v) for _n, _v in vars(_m).items() if not _n.startswith("__"))
 del _m
 
