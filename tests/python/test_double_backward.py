@@ -196,7 +196,9 @@ def test_create_graph_leaves_no_nodes_behind():
     for _ in range(10):
         once()
     gc.collect()
-    assert st._C._autograd_stats()["nodes_alive"] == base
+    # not more than before (in a full run, nodes of earlier tests' leftovers may
+    # go meanwhile: fewer is no leak)
+    assert st._C._autograd_stats()["nodes_alive"] <= base
 
 
 def test_grad_outputs_with_history_forward_mode_trick():
