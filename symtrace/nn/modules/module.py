@@ -1,7 +1,8 @@
 """symtrace.nn.Module: the base class of layers, as torch.nn.Module: attribute
 registration of parameters, buffers and submodules, traversal, state_dict
-save/load, train/eval, dtype conversion, zero_grad, repr and deep copy,
-forward hooks and full backward hooks."""
+save/load (with state_dict and load_state_dict hooks and the per-module
+version metadata), train/eval, dtype conversion, zero_grad, repr and deep
+copy, forward hooks and full backward hooks."""
 import copy
 import functools
 import itertools
