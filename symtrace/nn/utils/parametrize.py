@@ -18,7 +18,7 @@ import collections
 from contextlib import contextmanager
 
 from ... import _C
-from ..modules.container import Module, ModuleDict, ModuleList
+from ..modules.container import ModuleDict, ModuleList
 from ..parameter import Parameter, _no_grad
 
 __all__ = ["cached", "ParametrizationList", "register_parametrization", "is_parametrized",
