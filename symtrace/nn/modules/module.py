@@ -1,9 +1,12 @@
 """symtrace.nn.Module: the base class of layers, as torch.nn.Module: attribute
 registration of parameters, buffers and submodules, traversal, state_dict
-save/load, train/eval, dtype conversion, zero_grad, repr and deep copy,
-forward hooks and full backward hooks."""
+save/load (with state_dict and load_state_dict hooks and the per-module
+version metadata), train/eval, dtype conversion, zero_grad, repr and deep
+copy, forward hooks and full backward hooks."""
 import copy
+import functools
 import itertools
+import types
 import warnings
 import weakref
 from collections import OrderedDict, namedtuple
@@ -110,6 +113,48 @@ _VIEW_INPLACE_MSG = (
 
 def _hook_name(hook):
     return getattr(hook, "__name__", None) or type(hook).__name__
+
+
+# state_dict / load_state_dict hook tables: made per instance on the first
+# registration; until then the class's empty read-only table stands in
+_STATE_DICT_TABLES = ("_state_dict_hooks", "_state_dict_pre_hooks", "_load_state_dict_pre_hooks",
+                      "_load_state_dict_post_hooks")
+_NO_HOOKS = types.MappingProxyType({})
+
+
+class _WrappedHook:
+    """A load_state_dict pre-hook, called with the module (held weakly) first
+    when registered with with_module=True, as torch's."""
+
+    def __init__(self, hook, module=None):
+        self.hook = hook
+        functools.update_wrapper(self, hook)
+        self.with_module = False
+        if module is not None:
+            self.module = weakref.ref(module)
+            self.with_module = True
+
+    def __call__(self, *args, **kwargs):
+        if self.with_module:
+            module = self.module()
+            if module is None:
+                raise RuntimeError("You are trying to call the hook of a dead Module!")
+            return self.hook(module, *args, **kwargs)
+        return self.hook(*args, **kwargs)
+
+    def __getstate__(self):
+        result = {"hook": self.hook, "with_module": self.with_module}
+        if self.with_module:
+            result["module"] = self.module()
+        return result
+
+    def __setstate__(self, state):
+        self.hook = state["hook"]
+        self.with_module = state["with_module"]
+        if self.with_module:
+            if state["module"] is None:
+                raise RuntimeError("You are trying to revive the hook of a dead Module!")
+            self.module = weakref.ref(state["module"])
 
 
 class BackwardHookFunction(Function):
@@ -291,6 +336,11 @@ class Module:
     _backward_pre_hooks = ()
     _backward_hooks = ()
     _has_hooks = False
+    # state_dict hooks: id -> hook, tables made on the first registration
+    _state_dict_hooks = _NO_HOOKS
+    _state_dict_pre_hooks = _NO_HOOKS
+    _load_state_dict_pre_hooks = _NO_HOOKS
+    _load_state_dict_post_hooks = _NO_HOOKS
 
     def __init__(self, *args, **kwargs):
         if args or kwargs:
@@ -764,6 +814,62 @@ class Module:
         return self._apply(lambda t: t.to(dst_type))
 
     # ---------------- state dict ----------------
+    def _state_dict_table(self, name):
+        table = self.__dict__.get(name)
+        if table is None:
+            table = OrderedDict()
+            object.__setattr__(self, name, table)
+        return table
+
+    def _register_state_dict_hook(self, hook):
+        """hook(module, state_dict, prefix, local_metadata) -> None or a new
+        state_dict (respected at the root module), run after state_dict()."""
+        if getattr(hook, "_from_public_api", False):
+            raise RuntimeError("Cannot register the same function as the state dict post hook that was "
+                               "previously registered via register_state_dict_post_hook")
+        table = self._state_dict_table("_state_dict_hooks")
+        handle = RemovableHandle(table)
+        table[handle.id] = hook
+        return handle
+
+    def register_state_dict_post_hook(self, hook):
+        """hook(module, state_dict, prefix, local_metadata) -> None, run after
+        state_dict(); it may change state_dict in place."""
+        hook._from_public_api = True
+        table = self._state_dict_table("_state_dict_hooks")
+        handle = RemovableHandle(table)
+        table[handle.id] = hook
+        return handle
+
+    def register_state_dict_pre_hook(self, hook):
+        """hook(module, prefix, keep_vars) -> None, run before state_dict()."""
+        table = self._state_dict_table("_state_dict_pre_hooks")
+        handle = RemovableHandle(table)
+        table[handle.id] = hook
+        return handle
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module=False):
+        """hook(state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs) (the module first with with_module=True),
+        run when this module's part of a state_dict is loaded."""
+        table = self._state_dict_table("_load_state_dict_pre_hooks")
+        handle = RemovableHandle(table)
+        table[handle.id] = _WrappedHook(hook, self if with_module else None)
+        return handle
+
+    def register_load_state_dict_pre_hook(self, hook):
+        """hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs) -> None, run before the module is loaded."""
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
+
+    def register_load_state_dict_post_hook(self, hook):
+        """hook(module, incompatible_keys) -> None, run after load_state_dict()
+        loaded the module; it may change incompatible_keys in place."""
+        table = self._state_dict_table("_load_state_dict_post_hooks")
+        handle = RemovableHandle(table)
+        table[handle.id] = hook
+        return handle
+
     def _save_to_state_dict(self, destination, prefix, keep_vars):
         for name, param in self._parameters.items():
             if param is not None:
@@ -782,14 +888,29 @@ class Module:
                 keep_vars = args[2]
         if destination is None:
             destination = OrderedDict()
+            destination._metadata = OrderedDict()
+        local_metadata = dict(version=self._version)
+        if hasattr(destination, "_metadata"):
+            destination._metadata[prefix[:-1]] = local_metadata
+        for hook in self._state_dict_pre_hooks.values():
+            hook(self, prefix, keep_vars)
         self._save_to_state_dict(destination, prefix, keep_vars)
         for name, module in self._modules.items():
             if module is not None:
                 module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
+        for hook in self._state_dict_hooks.values():
+            hook_result = hook(self, destination, prefix, local_metadata)
+            if not getattr(hook, "_from_public_api", False):
+                if hook_result is not None:
+                    destination = hook_result
+            elif hook_result is not None:
+                raise RuntimeError("state_dict post-hook must return None")
         return destination
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
                               unexpected_keys, error_msgs):
+        for hook in self._load_state_dict_pre_hooks.values():
+            hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
         persistent_buffers = {k: v for k, v in self._buffers.items()
                               if k not in self._non_persistent_buffers_set}
         local_state = {k: v for k, v in itertools.chain(self._parameters.items(),
@@ -834,14 +955,25 @@ class Module:
         if assign:
             raise NotImplementedError("load_state_dict(assign=True) is not supported")
         missing_keys, unexpected_keys, error_msgs = [], [], []
+        metadata = getattr(state_dict, "_metadata", None)
         state_dict = OrderedDict(state_dict)
+        if metadata is not None:
+            state_dict._metadata = metadata
 
         def load(module, prefix=""):
-            module._load_from_state_dict(state_dict, prefix, {}, True, missing_keys,
+            local_metadata = {} if metadata is None else metadata.get(prefix[:-1], {})
+            module._load_from_state_dict(state_dict, prefix, local_metadata, True, missing_keys,
                                          unexpected_keys, error_msgs)
             for name, child in module._modules.items():
                 if child is not None:
                     load(child, prefix + name + ".")
+            incompatible_keys = _IncompatibleKeys(missing_keys, unexpected_keys)
+            for hook in module._load_state_dict_post_hooks.values():
+                out = hook(module, incompatible_keys)
+                if out is not None:
+                    raise AssertionError("Hooks registered with ``register_load_state_dict_post_hook`` are not "
+                                       "expected to return new values, if incompatible_keys need to be "
+                                       "modified, it should be done inplace.")
 
         load(self)
         if strict:

@@ -1,11 +1,10 @@
-"""symtrace.nn.utils.stateless: calling a module with other tensors in place of its
-parameters and buffers (functional_call), as torch.nn.utils.stateless; also the
-implementation behind symtrace.func.functional_call.
-
-The given tensors are swapped into the modules' _parameters / _buffers tables
-(or set as plain attributes) for the call and the originals put back after it,
-even when the call raises. Tied tensors (one tensor under several names) are
-replaced together when tie_weights=True."""
+"""symtrace.nn.utils.stateless: functional_call, as
+torch.nn.utils.stateless (deprecated there in favour of torch.func's):
+the module called with other tensors in place of (some of) its parameters
+and buffers, put back after the call, even when it raises. The swap works
+on names as torch's NamedMemberAccessor does: a parameter or buffer entry is
+replaced in its table, anything else (a plain attribute, a parametrized
+tensor's property) is set with setattr."""
 import contextlib
 import warnings
 
@@ -21,9 +20,9 @@ def _is_tensor(x):
     return isinstance(x, _C.TensorBase)
 
 
-def _swap_tensor(module, name, tensor):
-    """Puts tensor (or removes the entry, for _MISSING) under name in module;
-    returns what was there (_MISSING if nothing)."""
+def _swap_tensor(module, name, tensor, allow_missing=False):
+    """Puts tensor under name in module (removes it for _MISSING); returns
+    what was there (_MISSING if nothing)."""
     if not isinstance(module, Module):
         raise TypeError(f"{module} is not an instance of torch.nn.Module")
     if tensor is not _MISSING and not _is_tensor(tensor) and tensor is not None:
@@ -32,124 +31,152 @@ def _swap_tensor(module, name, tensor):
         raise KeyError('tensor name can\'t contain "."')
     if name == "":
         raise KeyError('tensor name can\'t be empty string ""')
-    _bump_epoch()  # compiled graphs that read module attributes see the change
+    _bump_epoch()   # compiled code that read the module's tables sees the change
     if name in module._parameters:
-        orig = module._parameters[name]
+        orig_tensor = module._parameters[name]
         if tensor is not _MISSING:
             module._parameters[name] = tensor
         else:
             del module._parameters[name]
     elif name in module._buffers:
-        orig = module._buffers[name]
+        orig_tensor = module._buffers[name]
         if tensor is not _MISSING:
             module._buffers[name] = tensor
         else:
             del module._buffers[name]
     else:
-        orig = getattr(module, name) if hasattr(module, name) else _MISSING
-        if orig is not _MISSING and not _is_tensor(orig) and orig is not None:
-            raise TypeError(f"attribute `{name}`: {orig} is not an instance of torch.Tensor")
+        if hasattr(module, name):
+            orig_tensor = getattr(module, name)
+        else:
+            if not allow_missing:
+                raise AttributeError(f"{module._get_name()} has no attribute `{name}`")
+            orig_tensor = _MISSING
+        if orig_tensor is not _MISSING and not _is_tensor(orig_tensor) and orig_tensor is not None:
+            raise TypeError(f"attribute `{name}`: {orig_tensor} is not an instance of torch.Tensor")
         if tensor is not _MISSING:
             setattr(module, name, tensor)
         elif hasattr(module, name):
             delattr(module, name)
-    return orig
+    return orig_tensor
 
 
-def _get_submodule(module, name, memo):
-    if not name:
-        return module
-    if name in memo:
-        return memo[name]
-    prefix, dot, attr = name.rpartition(".")
-    parent = _get_submodule(module, prefix, memo) if dot else module
-    try:
-        sub = getattr(parent, attr)
-    except AttributeError as ex:
-        raise AttributeError(f"{parent._get_name()} has no attribute `{attr}`") from ex
-    if not isinstance(sub, Module):
-        raise TypeError(f"submodule `{name}`: {sub} is not an instance of torch.nn.Module")
-    memo[name] = sub
-    return sub
+class _Accessor:
+    """Submodules and tensors of a module by dotted name (torch's
+    NamedMemberAccessor, the parts functional_call uses)."""
 
+    def __init__(self, module):
+        self.module = module
+        self.memo = {}
 
-def _swap_tensors_dict(module, named_tensors):
-    """Swaps every name -> tensor in; returns the originals (undone on an error)."""
-    memo = {}
-    orig = {}
-    try:
-        for name, tensor in named_tensors.items():
-            prefix, _, attr = name.rpartition(".")
-            orig[name] = _swap_tensor(_get_submodule(module, prefix, memo), attr, tensor)
-    except Exception:
-        for name, t in orig.items():
-            prefix, _, attr = name.rpartition(".")
-            _swap_tensor(_get_submodule(module, prefix, memo), attr, t)
-        raise
-    return orig
+    def get_submodule(self, name):
+        if not name:
+            return self.module
+        if name in self.memo:
+            return self.memo[name]
+        prefix, dot, attr = name.rpartition(".")
+        module = self.get_submodule(prefix) if dot else self.module
+        try:
+            submodule = getattr(module, attr)
+        except AttributeError as ex:
+            raise AttributeError(f"{module._get_name()} has no attribute `{attr}`") from ex
+        if not isinstance(submodule, Module):
+            raise TypeError(f"submodule `{name}`: {submodule} is not an instance of torch.nn.Module")
+        self.memo[name] = submodule
+        return submodule
+
+    def swap_tensor(self, name, value, allow_missing=False):
+        prefix, _, attr = name.rpartition(".")
+        return _swap_tensor(self.get_submodule(prefix), attr, value, allow_missing=allow_missing)
+
+    def swap_tensors_dict(self, named_tensors, allow_missing=False):
+        orig_named_tensors = {}
+        missing_keys = []
+        try:
+            for name, tensor in named_tensors.items():
+                orig_tensor = self.swap_tensor(name, tensor, allow_missing=True)
+                if orig_tensor is _MISSING:
+                    missing_keys.append(name)
+                orig_named_tensors[name] = orig_tensor
+        except Exception:
+            for name, orig_tensor in orig_named_tensors.items():
+                self.swap_tensor(name, orig_tensor, allow_missing=True)
+            raise
+        if missing_keys and not allow_missing:
+            for name, orig_tensor in orig_named_tensors.items():
+                self.swap_tensor(name, orig_tensor, allow_missing=True)
+            raise RuntimeError(f"Missing key(s): {', '.join(map(repr, missing_keys))}.")
+        return orig_named_tensors, missing_keys
+
+    def check_keys(self, keys):
+        keys = set(keys)
+        valid_keys = {name for name, _ in self.module.named_parameters(remove_duplicate=False)}
+        valid_keys |= {name for name, _ in self.module.named_buffers(remove_duplicate=False)}
+        return sorted(valid_keys - keys), sorted(keys - valid_keys)
 
 
 def _untie_named_tensors_map(module, parameters_and_buffers):
-    """parameters_and_buffers with a value given for one of several tied names
-    repeated under all of them; ValueError for different values of tied names."""
-    all_named = {}
-    all_named.update(module.named_parameters(remove_duplicate=False))
-    all_named.update(module.named_buffers(remove_duplicate=False))
-    by_tensor = {}
-    for name, tensor in all_named.items():
-        by_tensor.setdefault(id(tensor), set()).add(name)
-    tied = {}
-    for names in by_tensor.values():
-        if len(names) > 1:
-            for n in names:
-                tied[n] = names
-    given = set(parameters_and_buffers.keys())
-    given_tied = {n for n in given if n in tied}
-    for g in given_tied:
-        names = tied[g]
-        if (len(names.intersection(given_tied)) > 1
-                and len({id(parameters_and_buffers[n]) for n in names if n in parameters_and_buffers}) != 1):
-            raise ValueError(f"functional_call got multiple values for keys {sorted(names)}, "
+    """parameters_and_buffers with each given tensor also under the other names
+    of the module tensor it replaces (weights tied in the module stay tied);
+    ValueError when tied names are given different tensors."""
+    all_named_tensors = {}
+    all_named_tensors.update(module.named_parameters(remove_duplicate=False))
+    all_named_tensors.update(module.named_buffers(remove_duplicate=False))
+    tensor_to_tied_names_map = {}
+    for name, tensor in all_named_tensors.items():
+        tensor_to_tied_names_map.setdefault(id(tensor), set()).add(name)
+    tied_names_map = {}
+    for tied_names in tensor_to_tied_names_map.values():
+        if len(tied_names) > 1:
+            for tied_name in tied_names:
+                tied_names_map[tied_name] = tied_names
+    given_names = set(parameters_and_buffers.keys())
+    given_names_for_tied_tensors = {name for name in given_names if name in tied_names_map}
+    for given_name in given_names_for_tied_tensors:
+        tied_names = tied_names_map[given_name]
+        if (len(tied_names.intersection(given_names_for_tied_tensors)) > 1
+                and len({id(parameters_and_buffers[n]) for n in tied_names if n in parameters_and_buffers}) != 1):
+            raise ValueError(f"functional_call got multiple values for keys {sorted(tied_names)}, "
                              "which are tied. Consider using tie_weights=False")
-    untied = dict(parameters_and_buffers)
-    for g in given_tied:
-        for n in tied[g]:
-            untied[n] = parameters_and_buffers[g]
-    return untied
+    untied_parameters_and_buffers = parameters_and_buffers.copy()
+    for given_name in given_names_for_tied_tensors:
+        for tied_name in tied_names_map[given_name]:
+            untied_parameters_and_buffers[tied_name] = parameters_and_buffers[given_name]
+    return untied_parameters_and_buffers
 
 
 @contextlib.contextmanager
-def _reparametrize_module(module, parameters_and_buffers, tie_weights=False, strict=False):
-    """Context in which module holds parameters_and_buffers in place of its own."""
+def _reparametrize_module(module, parameters_and_buffers, tie_weights=False, strict=False, stack_weights=False):
     if tie_weights:
-        untied = _untie_named_tensors_map(module, parameters_and_buffers)
+        untied_parameters_and_buffers = _untie_named_tensors_map(module, parameters_and_buffers)
     else:
-        untied = parameters_and_buffers
+        untied_parameters_and_buffers = parameters_and_buffers
+    accessor = _Accessor(module)
     if strict:
-        keys = set(untied)
-        valid = {n for n, _ in module.named_parameters(remove_duplicate=False)}
-        valid |= {n for n, _ in module.named_buffers(remove_duplicate=False)}
-        missing, unexpected = sorted(valid - keys), sorted(keys - valid)
-        msgs = []
-        if unexpected:
-            msgs.append(f"Unexpected key(s): {', '.join(map(repr, unexpected))}.")
-        if missing:
-            msgs.append(f"Missing key(s): {', '.join(map(repr, missing))}.")
-        if msgs:
+        missing_keys, unexpected_keys = accessor.check_keys(untied_parameters_and_buffers)
+        error_msgs = []
+        if len(unexpected_keys) > 0:
+            error_msgs.append(f"Unexpected key(s): {', '.join(map(repr, unexpected_keys))}.")
+        if len(missing_keys) > 0:
+            error_msgs.append(f"Missing key(s): {', '.join(map(repr, missing_keys))}.")
+        if len(error_msgs) > 0:
             raise RuntimeError("Error(s) in reparametrizing for {}:\n\t{}".format(
-                module._get_name(), "\n\t".join(msgs)))
-    orig = {}
+                module._get_name(), "\n\t".join(error_msgs)))
+    orig_parameters_and_buffers = {}
     try:
-        orig = _swap_tensors_dict(module, untied)
+        orig_parameters_and_buffers, _ = accessor.swap_tensors_dict(untied_parameters_and_buffers,
+                                                                    allow_missing=True)
         yield
     finally:
-        # what the call left in the module (a buffer it reassigned) goes back to the dict
-        new = _swap_tensors_dict(module, orig)
-        parameters_and_buffers.update({k: new[k] for k in parameters_and_buffers if k in new})
+        if stack_weights:
+            orig_parameters_and_buffers = dict(reversed(orig_parameters_and_buffers.items()))
+        new_parameters_and_buffers, _ = accessor.swap_tensors_dict(orig_parameters_and_buffers,
+                                                                   allow_missing=True)
+        # tensors the call replaced in the module (e.g. buffers set anew) go back into the dict
+        parameters_and_buffers.update({k: new_parameters_and_buffers[k] for k in parameters_and_buffers
+                                       if k in new_parameters_and_buffers})
 
 
-def _functional_call(module, parameters_and_buffers, args=None, kwargs=None, *, tie_weights=True,
-                     strict=False):
+def _functional_call(module, parameters_and_buffers, args=None, kwargs=None, *, tie_weights=True, strict=False):
     if kwargs is None:
         kwargs = {}
     if args is None:
@@ -160,15 +187,15 @@ def _functional_call(module, parameters_and_buffers, args=None, kwargs=None, *, 
         return module(*args, **kwargs)
 
 
-def functional_call(module, parameters_and_buffers, args=None, kwargs=None, *, tie_weights=True,
-                    strict=False):
+def functional_call(module, parameters_and_buffers, args=None, kwargs=None, *, tie_weights=True, strict=False):
     """functional_call(module, parameters_and_buffers, args=None, kwargs=None, *,
-    tie_weights=True, strict=False) -> module(*args, **kwargs) run with the given
-    tensors in place of the named parameters and buffers (deprecated: use
-    symtrace.func.functional_call)."""
-    warnings.warn("`torch.nn.utils.stateless.functional_call` is deprecated as of PyTorch 2.0 "
-                  "and will be removed in a future version of PyTorch. "
-                  "Please use `torch.func.functional_call` instead which is a drop-in replacement.",
-                  FutureWarning, stacklevel=2)
-    return _functional_call(module, parameters_and_buffers, args, kwargs, tie_weights=tie_weights,
-                            strict=strict)
+    tie_weights=True, strict=False) -> module(*args, **kwargs) computed with
+    the tensors of parameters_and_buffers (names as in named_parameters /
+    named_buffers) in place of the module's own; the module is left as it
+    was. tie_weights: a tensor given for one of several tied names replaces
+    all of them. strict: every parameter and buffer must be given, and
+    nothing else (deprecated in torch in favour of torch.func.functional_call)."""
+    warnings.warn("`torch.nn.utils.stateless.functional_call` is deprecated as of PyTorch 2.0 and will be removed "
+                  "in a future version of PyTorch. Please use `torch.func.functional_call` instead which is a "
+                  "drop-in replacement.", FutureWarning, stacklevel=2)
+    return _functional_call(module, parameters_and_buffers, args, kwargs, tie_weights=tie_weights, strict=strict)
