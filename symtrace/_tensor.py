@@ -1215,9 +1215,8 @@ class Tensor(_C.TensorBase):
         if check and (builtins.any(a == b for a, b in zip(strides, strides[1:])) or 1 in shape):
             raise RuntimeError("The tensor does not have unique dim order, or cannot map to exact one "
                                "of the given memory formats.")
-        order = _dim_order(shape, strides)
-        if ambiguity_check is True and builtins.any(
-                _dim_swap(shape, strides, order[i], order[i + 1]) != -1 for i in range(len(order) - 1)):
+        order, ambiguous = _dim_order(shape, strides, ambiguity_check is True)
+        if ambiguous:
             raise RuntimeError("The tensor does not have unique dim order.")
         return tuple(order)
 
@@ -1250,13 +1249,14 @@ def _dim_swap(shape, strides, a, b):
     return 0
 
 
-def _dim_order(shape, strides):
-    """torch._prims_common.compute_elementwise_output_logical_to_physical_perm for one tensor."""
+def _dim_order(shape, strides, check=False):
+    """(perm, ambiguous): torch._prims_common.compute_elementwise_output_logical_to_physical_perm
+    for one tensor (ambiguous: check asked, and two neighbours of perm could swap)."""
     nd = len(shape)
     if nd == 0:
-        return []
+        return [], False
     if nd == 1:
-        return [0]
+        return [0], False
     numel = 1
     for s in shape:
         numel *= s
@@ -1264,9 +1264,9 @@ def _dim_order(shape, strides):
     cl = {4: (1, 3, 2, 0), 5: (1, 4, 3, 2, 0)}.get(nd)
     channels_last = cl is not None and _contiguous_in(shape, strides, cl)
     if contiguous and not channels_last:
-        return list(range(nd))
+        return list(range(nd)), False
     if channels_last and not contiguous:
-        return [0, *range(2, nd), 1]
+        return [0, *range(2, nd), 1], False
 
     perm = list(reversed(range(nd)))
     for i in range(1, nd):
@@ -1278,7 +1278,9 @@ def _dim_order(shape, strides):
                 d1 = d0
             elif c < 0:
                 break
-    return list(reversed(perm))
+    ambiguous = check and builtins.any(_dim_swap(shape, strides, perm[i], perm[i + 1]) != -1
+                                       for i in range(nd - 1))
+    return list(reversed(perm)), ambiguous
 
 
 def _setitem_functional(t, key, value):

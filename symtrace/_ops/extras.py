@@ -16,14 +16,13 @@ from .._dtype import bool_, float32, int64
 from ._core import _check_int, _check_tensor, _is_tensor, _tname, _wrap
 from .elementwise import (add, div, floor_divide, gt, logical_and, logical_or, mul, remainder, sub,
                           to_dtype, where)
-from .creation import _dev, _scalar0, full, zeros
+from .creation import _scalar0, full, zeros
 from .dtypes import promote_types
 from .float_math import _back
 from .reductions import _vector_norm, amax, amin, sum
 from .linalg import _beta_alpha_sum, diag, matmul
 from .scans import cumprod, cumsum
 from .shape import cat, flip
-from .indexing import index_select
 from .scatter_ops import scatter_reduce
 
 _LOWER = {"symtrace.float32": "float", "symtrace.float64": "double", "symtrace.float16": "c10::Half",
@@ -242,10 +241,8 @@ def combinations(input, r=2, with_replacement=False):
     rows = list(pick(range(input.shape[0]), r))
     if not rows:
         return full((0, r), 0, dtype=input.dtype, device=input.device)
-    idx = _C.tensor([i for row in rows for i in row], int64)
-    if _dev(input.device) is not None:
-        idx = idx.to(input.device)
-    return index_select(input, 0, idx).reshape(len(rows), r)
+    # indexing with a list: its positions are a constant of a traced graph (no graph break)
+    return input[[i for row in rows for i in row]].reshape(len(rows), r)
 
 
 def unravel_index(indices, shape):
@@ -270,16 +267,10 @@ def unravel_index(indices, shape):
     if 0 in shape and indices.numel():
         raise RuntimeError("ZeroDivisionError")
     coefs = list(reversed(list(itertools.accumulate(reversed(shape[1:] + (1,)), func=operator.mul))))
-    dev = indices.device
-    c = _C.tensor(coefs, int64)
-    s = _C.tensor(list(shape), int64)
-    if _dev(dev) is not None:
-        c, s = c.to(dev), s.to(dev)
+    idx = to_dtype(indices, int64)
     if 0 in shape:              # nothing to divide: empty coordinates
-        r = full(tuple(indices.shape) + (len(shape),), 0, dtype=int64, device=dev)
-    else:
-        r = remainder(floor_divide(to_dtype(indices, int64).unsqueeze(-1), c), s)
-    return r.unbind(-1)
+        return tuple(full(tuple(indices.shape), 0, dtype=int64, device=idx.device) for _ in shape)
+    return tuple(remainder(floor_divide(idx, c), n) for c, n in zip(coefs, shape))
 
 
 # ---------------- renorm ----------------
@@ -295,7 +286,10 @@ def renorm(input, p, dim, maxnorm):
     nd = input.dim()
     if nd <= 1:
         raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {nd} dimensions")
-    d = _wrap(dim, nd, "renorm")
+    if not -nd <= dim < nd:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], but got "
+                         f"{dim})")
+    d = dim % nd
     dims = tuple(k for k in range(nd) if k != d)
     dt = input.dtype
     acc = float32 if dt.is_floating_point and dt.itemsize == 2 else None
@@ -473,6 +467,9 @@ def _index_reduce_args(input, dim, index, source, reduce, fn):
     if source.dtype is not input.dtype:
         raise RuntimeError(f"index_reduce_(): self ({_tname(input.dtype)}) and source "
                            f"({_tname(source.dtype)}) must have the same scalar type")
+    if input.dim() == 0 and source.dim() != 0:
+        raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the specified "
+                           f"dimension. Got self.shape = [] source.shape = {list(source.shape)}")
     src = source if source.dim() else source.reshape(1)
     x = input if input.dim() else input.reshape(1)
     if src.dim() != x.dim() or builtins.any(src.shape[k] != x.shape[k] for k in range(x.dim()) if k != d):
@@ -514,14 +511,16 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
     """empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False): an
     uninitialised tensor of that size and those strides (a strided view over fresh storage of
     the size they need); as torch.empty_strided."""
-    from .creation import _check_sizes, _shape_args, empty
+    from .creation import _shape_args, empty
     from .dtypes import get_default_dtype
     size = _shape_args((tuple(size),), "empty_strided")
     stride = _shape_args((tuple(stride),), "empty_strided")
     if len(size) != len(stride):
         raise RuntimeError(f"dimensionality of sizes ({len(size)}) must match dimensionality of "
                            f"strides ({len(stride)})")
-    _check_sizes(size, "empty_strided")
+    for s in size:
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
     if builtins.any(s < 0 for s in stride):
         raise RuntimeError(f"Storage size calculation overflowed with sizes={list(size)} and "
                            f"strides={list(stride)}")

@@ -19,6 +19,7 @@ from .creation import _scalar0, full, linspace, ones, zeros
 from .reductions import amax, amin, sum
 from .linalg import diagonal, matmul
 from .indexing import gather, scatter_add
+from .extras import _LOWER
 
 _histogram_t = collections.namedtuple("histogram", ["hist", "bin_edges"])
 _histogramdd_t = collections.namedtuple("histogramdd", ["hist", "bin_edges"])
@@ -125,8 +126,8 @@ def _histdd(points, edges_list, weight, density, linear, local_search):
     return hist
 
 
-def _float_input(input, what):
-    if not input.dtype.is_floating_point:
+def _float_input(input, what, halves=True):
+    if not input.dtype.is_floating_point or (not halves and input.dtype not in (float32, float64)):
         raise NotImplementedError(f"\"{what}\" not implemented for '{_tname(input.dtype)}'")
 
 
@@ -195,11 +196,6 @@ def _check_weight(points, weight, lead):
                            f"{list(weight.shape)}")
 
 
-_LOWER = {"symtrace.float32": "float", "symtrace.float64": "double", "symtrace.float16": "c10::Half",
-          "symtrace.bfloat16": "c10::BFloat16", "symtrace.int32": "int", "symtrace.int64": "long int",
-          "symtrace.bool": "bool"}
-
-
 def _histogramdd(input, bins, rng, weight, density, lead, counts_first):
     """The shared body of histogram and histogramdd: input (M, D). counts_first: the bin
     counts are checked before the range (torch.histogram's order)."""
@@ -254,9 +250,9 @@ def histogram(input, bins, *, range=None, weight=None, density=False):
     the histogram of input's values (flattened) in `bins` equal bins over range (the data's
     range, or [0, 1] for no data), or over the given edges (a 1-D tensor); weighted; density
     divides by the total and the bin widths; float inputs only, hist in input's dtype; as
-    torch.histogram."""
+    torch.histogram (float32 and float64 only, as torch on the CPU)."""
     _check_tensor(input, "histogram")
-    _float_input(input, "histogramdd")
+    _float_input(input, "histogramdd", False)
     x = input.detach().reshape(-1, 1)
     lead = (x.shape[0],)
     if weight is not None:
@@ -275,7 +271,7 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False):
     _check_tensor(input, "histogramdd")
     if input.dim() < 2:
         raise RuntimeError("torch.histogramdd: input tensor should have at least 2 dimensions")
-    _float_input(input, "histogramdd")
+    _float_input(input, "histogramdd", False)
     lead = tuple(input.shape[:-1])
     x = input.detach().reshape(-1, input.shape[-1])
     with _no_grad():
