@@ -40,6 +40,20 @@ class device:
     def __hash__(self):
         return hash(str(self))
 
+    def __enter__(self):
+        """with symtrace.device(d): factory functions given no device use d inside the block
+        (as set_default_device, restored on exit), as torch's."""
+        _DEVICE_STACK.append(_ops.creation._DEFAULT_DEVICE)
+        _ops.creation._DEFAULT_DEVICE = None if str(self) == "cpu" else str(self)
+        return self
+
+    def __exit__(self, *exc):
+        _ops.creation._DEFAULT_DEVICE = _DEVICE_STACK.pop()
+        return False
+
+
+_DEVICE_STACK = []      # the default devices that `with device(...)` blocks replaced
+
 
 class Tensor(_C.TensorBase):
     """A strided, typed, reference-counted array on a device (PyTorch's Tensor API)."""
