@@ -340,9 +340,10 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
     if x is not None and dx is not None:
         raise TypeError("trapezoid() received an invalid combination of arguments - got both x "
                         "and dx")
-    d = _y_dim(y, dim, "trapezoid")
     if x is not None and not _is_tensor(x):
-        dx, x = x, None
+        raise TypeError(f"trapezoid(): argument 'x' (position 2) must be Tensor, not {type(x).__name__} "
+                        f"(a spacing is dx=)")
+    d = _y_dim(y, dim, "trapezoid")
     if y.shape[d] == 0:
         return _zeros_except(y, d)
     n = y.shape[d]
@@ -371,9 +372,10 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
         raise TypeError("cumulative_trapezoid() received an invalid combination of arguments - got "
                         "both x and dx")
     fn = "cumulative_trapezoid"
-    d = _y_dim(y, dim, fn)
     if x is not None and not _is_tensor(x):
-        dx, x = x, None
+        raise TypeError(f"{fn}(): argument 'x' (position 2) must be Tensor, not {type(x).__name__} "
+                        f"(a spacing is dx=)")
+    d = _y_dim(y, dim, fn)
     n = y.shape[d]
     left, right = y._slice(d, 0, builtins.max(n - 1, 0), 1), y._slice(d, builtins.min(1, n), n, 1)
     if x is not None:

@@ -618,6 +618,8 @@ BAD = {
     "trapezoid_bool_x": lambda L: L.trapezoid(L.ones(2), L.tensor([True, False])),
     "trapezoid_0d": lambda L: L.trapezoid(L.tensor(1.)),
     "trapezoid_x_3d": lambda L: L.trapezoid(L.ones(2, 3), L.ones(1, 2, 3)),
+    "trapezoid_x_number": lambda L: L.trapz(L.ones(2, 3), 0.5),
+    "trapezoid_x_and_dx": lambda L: L.trapezoid(L.ones(2, 3), L.ones(3), dx=2),
     "cumulative_trapezoid_x_size": lambda L: L.cumulative_trapezoid(L.ones(2, 3), L.ones(2)),
     "cumulative_trapezoid_bool": lambda L: L.cumulative_trapezoid(L.tensor([True, False])),
     "combinations_r": lambda L: L.combinations(L.ones(3), -1),
@@ -647,7 +649,8 @@ BAD = {
     "set_default_device": lambda L: L.set_default_device("bogus"),
 }
 LOOSE = {"addr_bool_beta_float", "addmv_inplace_shape", "histogram_2d_edges", "histogramdd_range",
-         "rsub_bool", "histc_inf_data", "trapezoid_x_3d", "set_default_device"}
+         "rsub_bool", "histc_inf_data", "trapezoid_x_3d", "set_default_device", "trapezoid_x_number",
+         "trapezoid_x_and_dx"}
 
 
 @pytest.mark.parametrize("name", sorted(BAD))
