@@ -42,6 +42,12 @@ from . import multiprocessing  # noqa: F401
 multiprocessing.init_reductions()
 from .amp import autocast, is_autocast_enabled, get_autocast_dtype  # noqa: F401
 from ._compile import compile, explain, reset  # noqa: F401,E402  (shadows builtin compile on purpose)
+from ._settings import (get_num_threads, set_num_threads, get_num_interop_threads,  # noqa: F401,E402
+                        set_num_interop_threads, set_default_device, get_default_device,
+                        use_deterministic_algorithms, are_deterministic_algorithms_enabled,
+                        is_deterministic_algorithms_warn_only_enabled, set_deterministic_debug_mode,
+                        get_deterministic_debug_mode, set_float32_matmul_precision,
+                        get_float32_matmul_precision, typename, is_storage)
 
 __version__ = "0.1.0"
 
@@ -50,8 +56,9 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     """tensor(data, dtype=None): a new tensor holding a copy of data (lists, numbers,
     buffer-protocol objects such as numpy arrays, or tensors)."""
     t = _C.tensor(data, dtype)
-    if device is not None and str(device) != "cpu":
-        t = _ops.to_device(t, device)
+    dev = _ops._dev(device)      # no device: the default device (set_default_device)
+    if dev is not None:
+        t = _ops.to_device(t, dev)
     if requires_grad:
         t.requires_grad_(True)
     return t

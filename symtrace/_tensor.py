@@ -40,6 +40,20 @@ class device:
     def __hash__(self):
         return hash(str(self))
 
+    def __enter__(self):
+        """with symtrace.device(d): factory functions given no device use d inside the block
+        (as set_default_device, restored on exit), as torch's."""
+        _DEVICE_STACK.append(_ops.creation._DEFAULT_DEVICE)
+        _ops.creation._DEFAULT_DEVICE = None if str(self) == "cpu" else str(self)
+        return self
+
+    def __exit__(self, *exc):
+        _ops.creation._DEFAULT_DEVICE = _DEVICE_STACK.pop()
+        return False
+
+
+_DEVICE_STACK = []      # the default devices that `with device(...)` blocks replaced
+
 
 class Tensor(_C.TensorBase):
     """A strided, typed, reference-counted array on a device (PyTorch's Tensor API)."""
@@ -301,10 +315,17 @@ class Tensor(_C.TensorBase):
             r = self.clone()
         return r
 
+    _TYPE_NAMES = {"symtrace.float32": "FloatTensor", "symtrace.float64": "DoubleTensor",
+                   "symtrace.float16": "HalfTensor", "symtrace.bfloat16": "BFloat16Tensor",
+                   "symtrace.int32": "IntTensor", "symtrace.int64": "LongTensor",
+                   "symtrace.bool": "BoolTensor"}
+
     def type(self, dtype=None):
+        """type() -> str: 'symtrace.FloatTensor', 'symtrace.cuda.LongTensor', ... (torch's names
+        with symtrace for torch); type(dtype): self.to(dtype)."""
         if dtype is None:
-            return {float32: "symtrace.FloatTensor", float64: "symtrace.DoubleTensor",
-                    int64: "symtrace.LongTensor"}.get(self.dtype, f"symtrace.{self.dtype}")
+            name = Tensor._TYPE_NAMES.get(str(self.dtype), str(self.dtype))
+            return f"symtrace.cuda.{name}" if self.is_cuda else f"symtrace.{name}"
         return self.to(dtype)
 
     def float(self): return _ops.to_dtype(self, float32)
@@ -1101,6 +1122,208 @@ class Tensor(_C.TensorBase):
     def absolute_(self): return self.abs_()
     def positive(self): return _ops.positive(self)
 
+    # ---- more torch methods over the functional ops (symtrace/_ops/extras.py, statistics.py) ----
+    def addmv(self, mat, vec, *, beta=1, alpha=1): return _ops.addmv(self, mat, vec, beta=beta, alpha=alpha)
+    def addr(self, vec1, vec2, *, beta=1, alpha=1): return _ops.addr(self, vec1, vec2, beta=beta, alpha=alpha)
+
+    def addbmm(self, batch1, batch2, *, beta=1, alpha=1):
+        return _ops.addbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+
+    def diagflat(self, offset=0): return _ops.diagflat(self, offset)
+    def bincount(self, weights=None, minlength=0): return _ops.bincount(self, weights, minlength)
+    def histc(self, bins=100, min=0, max=0): return _ops.histc(self, bins, min, max)
+
+    def histogram(self, bins, *, range=None, weight=None, density=False):
+        return _ops.histogram(self, bins, range=range, weight=weight, density=density)
+
+    def cov(self, *, correction=1, fweights=None, aweights=None):
+        return _ops.cov(self, correction=correction, fweights=fweights, aweights=aweights)
+
+    def corrcoef(self): return _ops.corrcoef(self)
+    def renorm(self, p, dim, maxnorm): return _ops.renorm(self, p, dim, maxnorm)
+    def narrow_copy(self, dimension, start, length): return _ops.narrow_copy(self, dimension, start, length)
+
+    def slice_scatter(self, src, dim=0, start=None, end=None, step=1):
+        return _ops.slice_scatter(self, src, dim, start, end, step)
+
+    def index_reduce(self, dim, index, source, reduce, *, include_self=True):
+        return _ops.index_reduce(self, dim, index, source, reduce, include_self=include_self)
+
+    def sum_to_size(self, *size):
+        """sum_to_size(*size): self summed down to size (which self's shape must broadcast
+        from: leading dims summed away, dims of size 1 summed with keepdim); self itself when
+        the shapes are equal; as torch's."""
+        if len(size) == 1 and isinstance(size[0], (list, tuple)):
+            size = tuple(size[0])
+        size, shape = tuple(size), tuple(self.shape)
+        lead = len(shape) - len(size)
+        if lead < 0 or builtins.any(s != 1 and s != shape[lead + k] for k, s in enumerate(size)):
+            raise RuntimeError(f"size {{{list(size)}}} is not expandable to size {{{list(shape)}}}.")
+        if size == shape:
+            return self
+        r = self.sum(tuple(range(lead))) if lead else self
+        keep = tuple(k for k, s in enumerate(size) if s == 1 and r.shape[k] != 1)
+        return r.sum(keep, keepdim=True) if keep else r
+
+    def new_empty_strided(self, size, stride, dtype=None, device=None, requires_grad=False,
+                          layout=None, pin_memory=False):
+        return _ops.empty_strided(size, stride, dtype=dtype or self.dtype,
+                                  device=self.device if device is None else device,
+                                  requires_grad=requires_grad)
+
+    def apply_(self, callable):
+        """apply_(callable): every element x of self replaced by callable(x), on the host (CPU
+        tensors only, one Python call per element; self must not require grad), as torch's."""
+        self._host_map("apply_", callable, None)
+        return self
+
+    def map_(self, tensor, callable):
+        """map_(tensor, callable): every element x of self replaced by callable(x, y), y the
+        element of tensor (same dtype, broadcast to self's shape) at its position; on the host
+        (CPU only), as torch's."""
+        if not isinstance(tensor, _C.TensorBase):
+            raise TypeError(f"map_(): argument 'tensor' must be Tensor, not {type(tensor).__name__}")
+        if tensor.dtype is not self.dtype:
+            raise TypeError(f"map_: expected {self.type()} for 'other' (got {tensor.type()})")
+        self._host_map("map_", callable, tensor.expand(tuple(self.shape)))
+        return self
+
+    def _host_map(self, name, fn, other):
+        if self.requires_grad and _C._is_grad_enabled():
+            raise RuntimeError(f"Can't call {name}() on Variable that requires grad. Use "
+                               f"var.detach().{name}() instead.")
+        if self.device.type != "cpu":
+            raise TypeError(f"{name} is only implemented on CPU tensors")
+        conv = builtins.float if self.dtype.is_floating_point else \
+            (builtins.bool if self.dtype is bool_ else builtins.int)
+
+        def cast(v):
+            if not isinstance(v, (builtins.int, builtins.float, builtins.bool)) and not hasattr(v, "__float__"):
+                raise TypeError(f"must be real number, not {type(v).__name__}")
+            return conv(v)
+        xs = self.detach().reshape(-1).tolist()
+        ys = other.detach().reshape(-1).tolist() if other is not None else None
+        vals = [cast(fn(x)) for x in xs] if ys is None else [cast(fn(x, y)) for x, y in zip(xs, ys)]
+        if vals:
+            with _no_grad():
+                self.copy_(_C.tensor(vals, self.dtype).reshape(tuple(self.shape)))
+
+    def adjoint(self): return _ops.adjoint(self)
+
+    @property
+    def H(self):
+        """The conjugate transpose of a matrix: its transpose (real tensors); a 0-D tensor itself
+        (deprecated, warns once), as torch's."""
+        nd = self.dim()
+        if nd == 0:
+            import warnings
+            warnings.warn("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().",
+                          UserWarning, stacklevel=2)
+            return self
+        if nd != 2:
+            raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {nd}-D tensor."
+                               + (" For batches of matrices, consider using tensor.mH" if nd > 2 else ""))
+        return self.transpose(-2, -1)
+
+    @property
+    def is_cpu(self):
+        return self._device_str == "cpu"
+
+    def get_device(self):
+        """get_device() -> int: -1 on the CPU, else the GPU's index, as torch's."""
+        d = self.device
+        return -1 if d.type == "cpu" else (d.index or 0)
+
+    def is_inference(self): return False
+    def is_conj(self): return False
+    def is_neg(self): return False
+    def conj(self): return self
+    def conj_physical(self): return self
+    def conj_physical_(self): return self
+    def resolve_conj(self): return self
+    def resolve_neg(self): return self
+
+    def dim_order(self, *, ambiguity_check=False):
+        """dim_order(*, ambiguity_check=False) -> tuple: the dims from outermost to innermost in
+        memory (torch's rule: the dims sorted by stride, ties broken by size and position);
+        ambiguity_check=True (or a list, which symtrace's lack of memory formats leaves empty)
+        raises when the order is not unique (a size-1 dim or two equal strides); as torch's."""
+        if not isinstance(ambiguity_check, builtins.bool):
+            if not isinstance(ambiguity_check, list) or ambiguity_check:
+                raise TypeError("The ambiguity_check argument must be a bool or a list of memory formats.")
+        shape, strides = tuple(self.shape), tuple(self.stride())
+        check = ambiguity_check if isinstance(ambiguity_check, builtins.bool) else True
+        if check and (builtins.any(a == b for a, b in zip(strides, strides[1:])) or 1 in shape):
+            raise RuntimeError("The tensor does not have unique dim order, or cannot map to exact one "
+                               "of the given memory formats.")
+        order, ambiguous = _dim_order(shape, strides, ambiguity_check is True)
+        if ambiguous:
+            raise RuntimeError("The tensor does not have unique dim order.")
+        return tuple(order)
+
+def _contiguous_in(shape, strides, order):
+    """Whether strides are dense in the dim order `order` (innermost first), size-1 dims
+    ignored (torch's is_contiguous for a memory format)."""
+    expect = 1
+    for d in order:
+        if shape[d] == 1:
+            continue
+        if strides[d] != expect:
+            return False
+        expect *= shape[d]
+    return True
+
+
+def _dim_swap(shape, strides, a, b):
+    """torch's should_swap of dims a and b (1: a is inner to b, -1: outer, 0: either)."""
+    def ge(x, y):
+        return y == 0 or (x != 0 and (x >= y or x % y == 0))
+    sa, sb = strides[a], strides[b]
+    if sa == 0 or sb == 0:
+        return 0
+    if sa == sb:
+        return 0 if ge(shape[b], shape[a]) else 1
+    if ge(sb, sa):
+        return -1
+    if ge(sa, sb):
+        return 1
+    return 0
+
+
+def _dim_order(shape, strides, check=False):
+    """(perm, ambiguous): torch._prims_common.compute_elementwise_output_logical_to_physical_perm
+    for one tensor (ambiguous: check asked, and two neighbours of perm could swap)."""
+    nd = len(shape)
+    if nd == 0:
+        return [], False
+    if nd == 1:
+        return [0], False
+    numel = 1
+    for s in shape:
+        numel *= s
+    contiguous = numel < 2 or _contiguous_in(shape, strides, range(nd - 1, -1, -1))
+    cl = {4: (1, 3, 2, 0), 5: (1, 4, 3, 2, 0)}.get(nd)
+    channels_last = cl is not None and _contiguous_in(shape, strides, cl)
+    if contiguous and not channels_last:
+        return list(range(nd)), False
+    if channels_last and not contiguous:
+        return [0, *range(2, nd), 1], False
+
+    perm = list(reversed(range(nd)))
+    for i in range(1, nd):
+        d1 = i
+        for d0 in reversed(range(i)):
+            c = _dim_swap(shape, strides, perm[d0], perm[d1])
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    ambiguous = check and builtins.any(_dim_swap(shape, strides, perm[i], perm[i + 1]) != -1
+                                       for i in range(nd - 1))
+    return list(reversed(perm)), ambiguous
+
+
 def _setitem_functional(t, key, value):
     """t[key] = value where it cannot write into a view of t: index tensors or lists
     in key (any number of them, with masks, ints, slices, None, Ellipsis), or a mask
@@ -1146,7 +1369,8 @@ def _inplace_of(name):
 
 # in-place forms of out-of-place methods, as torch's: self = op(self, ...) (comparisons
 # store their bools in self's dtype)
-for _name in ("addmm", "baddbmm", "ceil", "clip", "cos", "cumsum", "eq", "erf", "floor",
+for _name in ("addmm", "addmv", "addr", "addbmm", "renorm", "index_reduce",
+              "baddbmm", "ceil", "clip", "cos", "cumsum", "eq", "erf", "floor",
               "floor_divide", "ge", "greater", "greater_equal", "gt", "le", "less",
               "less_equal", "logical_and", "logical_not", "logical_or", "lt", "ne",
               "not_equal", "pow", "remainder", "round", "sign", "sin"):

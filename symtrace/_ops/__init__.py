@@ -4,8 +4,10 @@ kernels). Every public name mirrors torch's.
 
 One file a concern, each saying at its top what it owns: _core (shared helpers),
 dtypes, elementwise, creation, float_math, indexing, shape, reductions, linalg, scans,
-random, scatter_ops, sorting (sort, topk, median, unique, ...) and aliases (small torch
-functions and aliases over the others). This file imports them and re-exports every name
+random, scatter_ops, sorting (sort, topk, median, unique, ...), aliases (small torch
+functions and aliases over the others), extras (more of those: addmv, addr, vander,
+trapezoid, index_reduce, the top-level in-place functions, ...) and statistics (bincount,
+histc, histogram, histogramdd, cov, corrcoef). This file imports them and re-exports every name
 each one defines, public and private, so that symtrace._ops.X, symtrace.X and the X the
 other files call are one object."""
 
@@ -22,11 +24,11 @@ other files call are one object."""
 # before every file that imports it.
 from . import (_core, dtypes, elementwise, creation, float_math, indexing, shape, reductions,
                linalg, scans, random, scatter_ops, sorting, aliases, special_core, special_erf,
-               special_bessel, special_gamma, special_poly, numeric)
+               special_bessel, special_gamma, special_poly, numeric, extras, statistics)
 
 for _m in (_core, dtypes, elementwise, creation, float_math, indexing, shape, reductions, linalg,
            scans, random, scatter_ops, sorting, aliases, special_core, special_erf,
-               special_bessel, special_gamma, special_poly, numeric):
+           special_bessel, special_gamma, special_poly, numeric, extras, statistics):
     globals().update((_n, _v) for _n, _v in vars(_m).items() if not _n.startswith("__"))
 del _m
 

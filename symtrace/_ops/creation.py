@@ -36,10 +36,16 @@ def _device_check(device):
         _C.empty((0,), float32, str(device))  # raises the device's error
 
 
+# The default device of factory functions (symtrace.set_default_device): None is the CPU. A
+# module global (not per thread, as torch's is) because symtrace.compile reads it as a constant.
+_DEFAULT_DEVICE = None
+
+
 def _dev(device):
-    """The device argument of a factory op for _C.op: None (the CPU) or its string."""
+    """The device argument of a factory op for _C.op: None (the CPU) or its string; no device
+    means the default device (set_default_device)."""
     if device is None:
-        return None
+        return _DEFAULT_DEVICE
     if isinstance(device, int):
         return f"cuda:{device}"
     s = str(device)
@@ -307,7 +313,8 @@ def _tri_indices(row, col, offset, lower, dtype, device, fn):
             rows += [r] * (hi - lo)
             cols += range(lo, hi)
     t = _C.tensor([rows, cols], dtype).reshape(2, len(rows))
-    return t if _dev(device) is None else to_device(t, device)
+    dev = _dev(device)
+    return t if dev is None else to_device(t, dev)
 
 
 def tril_indices(row, col, offset=0, *, dtype=int64, device=None):

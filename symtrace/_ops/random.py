@@ -221,5 +221,5 @@ def randperm(n, *, generator=None, dtype=int64, device=None, requires_grad=False
         _random.Random(seed).shuffle(vals)
         perm = _C.tensor(vals, int64)
         if _dev(device) is not None:
-            perm = to_device(perm, device)
+            perm = to_device(perm, _dev(device))
     return _rg(to_dtype(perm, dtype), requires_grad)
