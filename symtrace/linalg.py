@@ -773,7 +773,8 @@ def cond(A, p=None, *, out=None):
     _square(A, f"{fn}(ord={shown})")
     Ai, info = inv_ex(A)
     Ai = _o.where(_o.gt(info, 0).unsqueeze(-1).unsqueeze(-1), math.inf, Ai)
-    return _out(matrix_norm(A, ord) * matrix_norm(Ai, ord), out, fn)
+    r = matrix_norm(A, ord) * matrix_norm(Ai, ord)      # 0 * inf (a zero A) is inf, as torch
+    return _out(_o.nan_to_num(r, math.inf, math.inf, -math.inf), out, fn)
 
 
 # ================================================================ products
