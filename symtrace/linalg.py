@@ -28,6 +28,15 @@ Gradients. Factorizations, solvers and determinants differentiate by composition
 derivative of the computed function: torch's gradients); cholesky's is made symmetric, as
 torch's. eigh/eigvalsh and svd/svdvals (iterative) have their own backward
 (symtrace.autograd.Function) with torch's analytic formulas.
+
+Where it differs from torch: the signs of eigen- and singular vectors (any sign is a valid
+answer; LAPACK's choice is not reproduced); Q's columns past the rank of a rank-deficient
+matrix; a singular matrix under symtrace.compile gives inf/nan instead of torch's error; det's
+gradient at an exactly singular matrix is the adjugate (the derivative; torch returns 0);
+gradients torch refuses (qr 'complete' with m > n, cond with p in 1, inf, 'fro', 'nuc') or
+makes inf (repeated eigenvalues: their terms are dropped here) are given; lstsq's gels/gelsy
+assume a full-rank A (gelsd/gelss handle any rank); lu_factor(pivot=False) works on the CPU
+(torch: CUDA only); float16/bfloat16 matrix_exp runs in float32.
 """
 import builtins
 import math
