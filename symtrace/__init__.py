@@ -23,6 +23,10 @@ from . import memory  # noqa: F401
 from . import autograd  # noqa: F401
 from .autograd import (no_grad, enable_grad, set_grad_enabled, is_grad_enabled,  # noqa: F401
                        inference_mode, is_inference_mode_enabled)
+from . import linalg  # noqa: F401,E402  (symtrace.linalg, as torch.linalg)
+from ._linalg_top import (det, logdet, slogdet, inverse, cholesky, cholesky_solve,  # noqa: F401,E402
+                          cholesky_inverse, pinverse, matrix_power, matrix_exp, svd, qr, lu,
+                          lu_unpack, triangular_solve, cross, cdist)
 from . import nn  # noqa: F401
 from .nn._conv import (conv1d, conv2d, conv_transpose1d, conv_transpose2d, avg_pool1d,  # noqa: F401,E402
                        adaptive_avg_pool1d, pixel_shuffle, pixel_unshuffle, channel_shuffle, native_channel_shuffle)

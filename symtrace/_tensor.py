@@ -10,6 +10,12 @@ from . import _generator
 from ._dtype import float32, float64, float16, bfloat16, int32, int64, bool_, dtype as _dtype_type
 
 
+def _linalg():
+    """symtrace._linalg_top (imported when first used: it imports the ops and autograd)."""
+    from . import _linalg_top
+    return _linalg_top
+
+
 class device:
     """A device: symtrace.device('cpu'); compares equal to its string."""
     __slots__ = ("type", "index")
@@ -514,6 +520,25 @@ class Tensor(_C.TensorBase):
     def aminmax(self, *, dim=None, keepdim=False): return _ops.aminmax(self, dim=dim, keepdim=keepdim)
     def diag(self, diagonal=0): return _ops.diag(self, diagonal)
     def diagonal(self, offset=0, dim1=0, dim2=1): return _ops.diagonal(self, offset, dim1, dim2)
+
+    # ---- linear algebra (symtrace.linalg; torch's Tensor methods) ----
+    def det(self): return _linalg().det(self)
+    def logdet(self): return _linalg().logdet(self)
+    def slogdet(self): return _linalg().slogdet(self)
+    def inverse(self): return _linalg().inverse(self)
+    def cholesky(self, upper=False): return _linalg().cholesky(self, upper)
+    def cholesky_solve(self, input2, upper=False): return _linalg().cholesky_solve(self, input2, upper)
+    def cholesky_inverse(self, upper=False): return _linalg().cholesky_inverse(self, upper)
+    def pinverse(self, rcond=1e-15): return _linalg().pinverse(self, rcond)
+    def matrix_power(self, n): return _linalg().matrix_power(self, n)
+    def matrix_exp(self): return _linalg().matrix_exp(self)
+    def svd(self, some=True, compute_uv=True): return _linalg().svd(self, some, compute_uv)
+    def qr(self, some=True): return _linalg().qr(self, some)
+    def lu(self, pivot=True, get_infos=False): return _linalg().lu(self, pivot, get_infos)
+    def triangular_solve(self, A, upper=True, transpose=False, unitriangular=False):
+        return _linalg().triangular_solve(self, A, upper, transpose, unitriangular)
+
+    def cross(self, other, dim=None): return _linalg().cross(self, other, dim)
 
     # ---- in-place view ops: self takes the view's shape, strides and history ----
     def t_(self): return self._become(self.t())

@@ -242,18 +242,16 @@ def _vector_norm(input, p, dim, keepdim, dtype, fn):
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     """norm(input, p='fro', dim=None, keepdim=False, dtype=None): the vector p-norm over dim
     (every dim when None) for p = 'fro' (2), any real p, inf, -inf or 0 (the count of
-    nonzeros); 'nuc' is not supported (it needs an SVD). As torch.norm."""
+    nonzeros); 'nuc' the nuclear norm of the matrices in the two dims (symtrace.linalg's
+    matrix_norm). As torch.norm."""
     _check_tensor(input, "norm")
     if isinstance(p, str):
         if p == "fro" and (dim is None or isinstance(dim, int) or len(dim) <= 2):
             p = 2
-        elif p == "nuc":
-            raise NotImplementedError("norm(p='nuc'): the nuclear norm (an SVD) is not supported")
-        elif p == "fro":
-            raise RuntimeError("linalg.matrix_norm: dim must be a 2-tuple. Got "
-                               + " ".join(str(d) for d in dim))
-        else:
-            raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
+        else:   # 'nuc', or a call that matrix_norm refuses with torch's error
+            from ..linalg import matrix_norm
+            dims = list(range(input.dim())) if dim is None else ([dim] if isinstance(dim, int) else dim)
+            return matrix_norm(input, p, dims, keepdim, dtype=dtype)
     elif p is None:
         p = 2
     return _vector_norm(input, p, dim, keepdim, dtype, "linalg.vector_norm")
