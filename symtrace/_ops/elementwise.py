@@ -70,9 +70,13 @@ greater, less, greater_equal, less_equal, not_equal = gt, lt, ge, le, ne
 
 
 def _scale(input, other, alpha):
-    """other * alpha, with torch's rule that a bool result takes alpha as a bool."""
+    """other * alpha, with torch's rules: a bool result takes alpha as a bool, an integer
+    or bool result refuses a float alpha."""
     if alpha == 1:
         return other
+    if isinstance(alpha, float) and (_is_tensor(input) or _is_tensor(other)) and \
+            not result_type(input, other).is_floating_point:
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
     if _is_tensor(other) and other.dtype is bool_ and (not _is_tensor(input) or input.dtype is bool_):
         return other if alpha else logical_and(other, False)
     return mul(other, alpha) if _is_tensor(other) else other * alpha

@@ -397,10 +397,7 @@ def rsub(input, other, *, alpha=1):
     if dt is bool_:
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                            "Use the `^` or `logical_xor()` operator instead.")
-    if not dt.is_floating_point and isinstance(alpha, float):
-        raise RuntimeError("For integral input tensors, argument alpha must not be a floating "
-                           "point number.")
-    return sub(other, input, alpha=alpha)
+    return sub(other, input, alpha=alpha)   # sub refuses a float alpha for an integer result
 
 
 def _fill_value(input, value, fn):

@@ -368,3 +368,19 @@ def test_special_values(torch):
         assert_close(getattr(st, name)(x), getattr(torch, name)(tx), msg=name)
     assert_close(st.maximum(x, st.tensor(0.0)), torch.maximum(tx, torch.tensor(0.0)))
     assert_close(x / 0, tx / 0)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.sub(m.tensor([1, 2]), 5, alpha=0.5),
+    lambda m: m.add(m.tensor([1, 2]), m.tensor([1, 2]), alpha=0.5),
+    lambda m: m.tensor([1, 2]).add_(m.tensor([1, 2]), alpha=0.5),
+    lambda m: m.tensor([1, 2]).sub_(3, alpha=1.5),
+    lambda m: m.rsub(m.tensor([1, 2]), 3, alpha=0.5),
+])
+def test_float_alpha_refused_for_an_integer_result(call):
+    """add/sub/rsub with a float alpha where the result is an integer: torch's error."""
+    with pytest.raises(RuntimeError, match="For integral input tensors, argument alpha must not be a "
+                                           "floating point number."):
+        call(st)
+    assert st.add(st.tensor([1.0, 2.0]), st.tensor([1, 2]), alpha=0.5).tolist() == [1.5, 3.0]
+    assert st.add(st.tensor([1, 2]), 2.5, alpha=2).tolist() == [6.0, 7.0]
