@@ -74,6 +74,21 @@ static PyObject *trace_active(PyObject *self, PyObject *noargs)
     return PyBool_FromLong(st_rt_trace_active());
 }
 
+/* A tensor a symtrace function just built on the host from Python numbers
+ * (tril_indices' coordinates): a constant of the graph being traced, not
+ * an input without a source (which breaks the graph). Only for a tensor no
+ * traced op has read yet; outside a trace, nothing. Returns t. */
+static PyObject *trace_constant(PyObject *self, PyObject *t)
+{
+    if (!st_fe_is_tensor(t)) {
+        PyErr_Format(PyExc_TypeError, "_trace_constant: expected a Tensor, got %s",
+                     Py_TYPE(t)->tp_name);
+        return NULL;
+    }
+    st_rt_trace_constant(st_fe_unwrap(t));
+    return Py_NewRef(t);
+}
+
 /* Python code that finds it cannot state what it does in a graph (a view
  * the trace has no path back to the base for) fails the active trace: the
  * translator breaks the graph at the call and runs it eagerly. */
@@ -395,6 +410,8 @@ static PyMethodDef trace_methods[] = {
      "_trace_end(outputs, candidates=()) -> (graph, inputs)"},
     {"_trace_abort", trace_abort, METH_NOARGS, "_trace_abort(): discard"},
     {"_trace_active", trace_active, METH_NOARGS, "_trace_active() -> bool"},
+    {"_trace_constant", trace_constant, METH_O,
+     "_trace_constant(t) -> t: a tensor just built from Python numbers is a constant of the trace"},
     {"_trace_fail", trace_fail, METH_O,
      "_trace_fail(reason): fail the active trace (a graph break at the call)"},
     {"_graph_print", graph_print, METH_O, "_graph_print(graph) -> str"},

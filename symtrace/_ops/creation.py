@@ -312,7 +312,7 @@ def _tri_indices(row, col, offset, lower, dtype, device, fn):
         if hi > lo:
             rows += [r] * (hi - lo)
             cols += range(lo, hi)
-    t = _C.tensor([rows, cols], dtype).reshape(2, len(rows))
+    t = _C._trace_constant(_C.tensor([rows, cols], dtype)).reshape(2, len(rows))
     dev = _dev(device)
     return t if dev is None else to_device(t, dev)
 

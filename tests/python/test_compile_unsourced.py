@@ -145,3 +145,23 @@ def test_as_strided_is_not_baked_into_a_graph_and_is_differentiable():
     want[0, 1], want[1, 1], want[0, 2], want[1, 2] = 1, 2, 3, 4
     np.testing.assert_allclose(w.grad.numpy(), want)
     np.testing.assert_allclose(w.detach().as_strided((2,), (1,)).numpy(), w.detach().numpy()[0, :2])
+
+
+def test_tril_indices_is_a_graph_constant():
+    """tril_indices / triu_indices build their coordinates on the host: the tensor is
+    marked a constant of the trace (symtrace._C._trace_constant), so a compiled function
+    using them is one graph with no break, retranslated (guarded) per size."""
+    st.reset()
+
+    def f(x, n):
+        return x[st.tril_indices(n, n)[1]] * 2.0 + st.triu_indices(n, n, 1).sum()
+
+    assert st.explain(f, st.arange(4.0), 4).graph_break_count == 0
+    st.reset()
+    c = st.compile(f)
+    for n in (3, 4, 3):
+        x = st.arange(float(n))
+        assert c(x, n).tolist() == f(x, n).tolist()
+    stats = st._C._fe_stats()
+    assert stats["breaks"] == 0 and stats["translations"] == 2 and stats["hits"] == 1, stats
+    st.reset()
