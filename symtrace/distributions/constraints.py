@@ -3,7 +3,7 @@ values live in, as torch.distributions.constraints (same names, reprs, event_dim
 is_discrete). check(value) returns a bool tensor of value's shape less event_dim dims."""
 from .._ops import cat, eye, finfo, full, isclose, stack
 from .._dtype import bool_ as _bool
-from ._linalg import _cholesky_ex
+from ..linalg import cholesky_ex as _cholesky_ex
 
 __all__ = ["Constraint", "boolean", "cat", "corr_cholesky", "dependent", "dependent_property",
            "greater_than", "greater_than_eq", "independent", "integer_interval", "interval",

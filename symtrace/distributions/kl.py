@@ -22,7 +22,7 @@ from .gamma import Gamma
 from .independent import Independent
 from .laplace import Laplace
 from .multivariate_normal import MultivariateNormal, _batch_mahalanobis
-from ._linalg import solve_tril
+from ..linalg import solve_triangular
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
 from .poisson import Poisson
@@ -214,8 +214,9 @@ def _kl_multivariatenormal_multivariatenormal(p, q):
     half_term1 = (q._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
                   - p._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1))
     n = p.event_shape[0]
-    # solve_tril broadcasts the two batches (torch expands both to their common shape)
-    term2 = _batch_trace_XXT(solve_tril(q._unbroadcasted_scale_tril, p._unbroadcasted_scale_tril))
+    # solve_triangular broadcasts the two batches (torch expands both to their common shape)
+    term2 = _batch_trace_XXT(solve_triangular(q._unbroadcasted_scale_tril, p._unbroadcasted_scale_tril,
+                                              upper=False))
     term3 = _batch_mahalanobis(q._unbroadcasted_scale_tril, (q.loc - p.loc))
     return half_term1 + 0.5 * (term2 + term3 - n)
 

@@ -1,13 +1,14 @@
 """symtrace.distributions.MultivariateNormal: the Gaussian with a mean vector and a
 covariance, precision or lower Cholesky factor, as torch's. The Cholesky factorization
-and the triangular solves are composed of symtrace ops (_linalg.py): n steps each, so
+and the triangular solves are symtrace.linalg's (composed of ops): n steps each, so
 this is for small event sizes."""
 import math
 
 from .._C import Size
 from .._ops import broadcast_shapes, eye, flip, matmul
 from . import constraints
-from ._linalg import cholesky, cholesky_inverse, solve_tril, solve_tril_vec
+from .._linalg_top import cholesky_inverse
+from ..linalg import cholesky, solve_triangular
 from .distribution import Distribution
 from .utils import _standard_normal, lazy_property
 
@@ -22,7 +23,7 @@ def _batch_mv(bmat, bvec):
 def _batch_mahalanobis(bL, bx):
     """x^T (L L^T)^-1 x for lower-triangular L (..., n, n) and x (..., n), batches
     broadcast: |L^-1 x|^2 by forward substitution."""
-    return solve_tril_vec(bL, bx).pow(2).sum(-1)
+    return solve_triangular(bL, bx.unsqueeze(-1), upper=False).squeeze(-1).pow(2).sum(-1)
 
 
 def _precision_to_scale_tril(P):
@@ -31,7 +32,7 @@ def _precision_to_scale_tril(P):
     Lf = cholesky(flip(P, (-2, -1)))
     L_inv = flip(Lf, (-2, -1)).transpose(-2, -1)
     Id = eye(P.shape[-1], dtype=P.dtype, device=P.device)
-    return solve_tril(L_inv, Id.expand(L_inv.shape))
+    return solve_triangular(L_inv, Id.expand(L_inv.shape), upper=False)
 
 
 class MultivariateNormal(Distribution):
