@@ -226,9 +226,6 @@ class MaxUnpool1d(_MaxUnpoolNd):
 
     _n = 1
 
-    def __init__(self, kernel_size, stride=None, padding=0):
-        super().__init__(kernel_size, stride, padding)
-
     def forward(self, input, indices, output_size=None):
         return F.max_unpool1d(input, indices, self.kernel_size, self.stride, self.padding, output_size)
 
@@ -238,9 +235,6 @@ class MaxUnpool2d(_MaxUnpoolNd):
 
     _n = 2
 
-    def __init__(self, kernel_size, stride=None, padding=0):
-        super().__init__(kernel_size, stride, padding)
-
     def forward(self, input, indices, output_size=None):
         return F.max_unpool2d(input, indices, self.kernel_size, self.stride, self.padding, output_size)
 
@@ -249,9 +243,6 @@ class MaxUnpool3d(_MaxUnpoolNd):
     """MaxPool3d's partial inverse: forward(input, indices, output_size=None)."""
 
     _n = 3
-
-    def __init__(self, kernel_size, stride=None, padding=0):
-        super().__init__(kernel_size, stride, padding)
 
     def forward(self, input, indices, output_size=None):
         return F.max_unpool3d(input, indices, self.kernel_size, self.stride, self.padding, output_size)
