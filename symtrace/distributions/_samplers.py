@@ -13,15 +13,13 @@ symtrace.manual_seed makes them reproducible):
   rejection with squeeze (PTRS, 1993) above, vectorised the same way.
 - Binomial draws: inversion for n * min(p, 1 - p) < 10, Hormann's BTRS (1993) above, with
   the exact log-pmf ratio (lgamma) in the acceptance test.
-- the regularized lower incomplete gamma function P(a, x) (Gamma's cdf): its power series
-  for x < a + 1, a continued fraction for Q = 1 - P above, each a fixed number of terms.
 
 Everything is computed in float64 and cast back by the callers."""
 import math
 
 from .. import _C
 from .._dtype import bool_, float64
-from .._ops import (abs, digamma, exp, finfo, floor, lgamma, log, log1p, logical_not, ones,
+from .._ops import (abs, digamma, exp, floor, lgamma, log, log1p, logical_not, ones,
                     rand, randn, sqrt, where, zeros)
 from ..autograd import is_grad_enabled
 
@@ -220,45 +218,3 @@ def binomial(count, prob):
             rounds = 1
         out = where(big, kout, out)
     return where(flip, count - out, out)
-
-
-def gammainc(a, x):
-    """gammainc(a, x) -> P(a, x), the regularized lower incomplete gamma function, for
-    a > 0 and x >= 0 (float64 tensors of one shape; differentiable in x and a through the
-    truncated series). The number of terms is read from the values in eager mode (about
-    9 sqrt(max(a, x)) + 30); while symtrace.compile traces it is 300."""
-    tiny = finfo(float64).tiny
-    if _C._trace_active() or a.numel() == 0:
-        n_terms = 300
-    else:
-        top = max(_host(a.detach().amax()), _host(x.detach().amax()), 0.0)
-        n_terms = int(math.ceil(9 * math.sqrt(top) + 30))
-    series = x < a + 1
-    xpos = x > 0
-    # series (x < a + 1): P = x^a e^-x / Gamma(a + 1) * sum_n x^n / ((a+1)...(a+n))
-    xs = where(series & xpos, x, 1.0)
-    t = ones(tuple(x.shape), dtype=float64, device=x.device)
-    s = t
-    for n in range(1, n_terms + 1):
-        t = t * xs / (a + n)
-        s = s + t
-    p_series = exp(a * log(xs) - xs - lgamma(a + 1)) * s
-    # continued fraction (x >= a + 1): Q = x^a e^-x / Gamma(a) * 1/(x+1-a- 1(1-a)/(x+3-a- ...)),
-    # evaluated by the modified Lentz method
-    xc = where(series, a + 1, x)
-    b = xc + 1 - a
-    c = 1.0 / tiny + 0 * b
-    d = b.reciprocal()
-    h = d
-    for i in range(1, n_terms + 1):
-        an = -i * (i - a)
-        b = b + 2
-        d = an * d + b
-        d = where(abs(d) < tiny, tiny, d)
-        c = b + an / c
-        c = where(abs(c) < tiny, tiny, c)
-        d = d.reciprocal()
-        h = h * d * c
-    q_cf = exp(a * log(xc) - xc - lgamma(a)) * h
-    p = where(series, where(xpos, p_series, 0.0), 1 - q_cf)
-    return p

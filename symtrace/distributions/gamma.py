@@ -8,7 +8,8 @@ from .._C import Size
 from .._dtype import float64
 from .._ops import broadcast_tensors, digamma, exp, finfo, lgamma, log, result_type, xlogy
 from . import constraints
-from ._samplers import gamma_log_rsample, gammainc
+from ..special import gammainc
+from ._samplers import gamma_log_rsample
 from .exp_family import ExponentialFamily
 from .utils import broadcast_all
 
@@ -87,8 +88,8 @@ class Gamma(ExponentialFamily):
 
     def cdf(self, value):
         """cdf(value) -> P(concentration, rate * value), the regularized lower incomplete
-        gamma function (computed in float64; differentiable in value, and unlike torch's
-        also in concentration)."""
+        gamma function (symtrace.special.gammainc, in float64; differentiable in value, not
+        in concentration, as torch's)."""
         if self._validate_args:
             self._validate_sample(value)
         x = self.rate * value
