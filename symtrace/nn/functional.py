@@ -1544,23 +1544,15 @@ def _pair_indices(n, device):
 
 
 def _pnorm_rows(d, p):
-    """||d||_p over the last dim of d with pdist's gradient conventions (see pdist)."""
-    a = d.abs()
-    if p == 0:   # the count of nonzero differences, a zero gradient
-        cnt = (d != 0).to(d.dtype).sum(-1)
-        return _ops.where(_ops.ones_like(cnt).to(_ops.bool_), cnt, d.sum(-1))
-    if p == 1:
-        return a.sum(-1)
+    """||d||_p over the last dim of d with pdist's gradient conventions (see pdist): norm's,
+    except p = inf, whose gradient goes whole to every tying component (torch's pdist)."""
     if _math.isinf(p):
+        a = d.abs()
         with _no_grad():
             top = a.amax(-1, keepdim=True) if d.shape[-1] else _ops.zeros_like(a.sum(-1, keepdim=True))
             tie = (a == top).to(d.dtype)
         return top.squeeze(-1) + ((a - a.detach()) * tie).sum(-1)
-    zero = a == 0
-    pw = _ops.where(zero, 0.0, a.masked_fill(zero, 1.0) ** p)
-    s = pw.sum(-1)
-    sz = s == 0
-    return _ops.where(sz, 0.0, s.masked_fill(sz, 1.0) ** (1.0 / p))
+    return _ops.norm(d, p, -1)
 
 
 # ---------------- pad, local_response_norm, one_hot ----------------
