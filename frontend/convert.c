@@ -72,6 +72,17 @@ static void store_elem(char *p, st_dtype dt, const sval *v)
         *(uint8_t *)p = b;
         break;
     }
+    case ST_UINT8: case ST_INT8: {
+        int64_t i = v->kind == K_FLOAT ? f_to_i64(v->f) : v->i;
+        *(uint8_t *)p = (uint8_t)(uint64_t)i; /* wraps, as a C cast */
+        break;
+    }
+    case ST_INT16: {
+        int64_t i = v->kind == K_FLOAT ? f_to_i64(v->f) : v->i;
+        uint16_t x = (uint16_t)(uint64_t)i;
+        memcpy(p, &x, 2);
+        break;
+    }
     case ST_INT32: {
         int64_t i = v->kind == K_FLOAT ? f_to_i64(v->f) : v->i;
         int32_t x = (int32_t)(uint32_t)(uint64_t)i;
@@ -115,6 +126,21 @@ static void load_elem(const char *p, st_dtype dt, sval *v)
         v->kind = K_BOOL;
         v->i = *(const uint8_t *)p != 0;
         break;
+    case ST_UINT8:
+        v->kind = K_INT;
+        v->i = *(const uint8_t *)p;
+        break;
+    case ST_INT8:
+        v->kind = K_INT;
+        v->i = *(const int8_t *)p;
+        break;
+    case ST_INT16: {
+        int16_t x;
+        memcpy(&x, p, 2);
+        v->kind = K_INT;
+        v->i = x;
+        break;
+    }
     case ST_INT32: {
         int32_t x;
         memcpy(&x, p, 4);
@@ -331,8 +357,12 @@ static int parse_buf_format(const Py_buffer *v, buf_fmt *f, const char *what)
         f->kind = K_INT;
         if (f->size != 1 && f->size != 2 && f->size != 4 && f->size != 8)
             goto bad;
-        if (f->size < 4 || (f->size == 4 && f->is_signed))
-            f->dtype = ST_INT32;
+        if (f->size == 1)
+            f->dtype = f->is_signed ? ST_INT8 : ST_UINT8;
+        else if (f->size == 2 && f->is_signed)
+            f->dtype = ST_INT16;
+        else if (f->size < 4 || (f->size == 4 && f->is_signed))
+            f->dtype = ST_INT32; /* uint16: no such dtype, widened */
         else
             f->dtype = ST_INT64;
         return 0;
@@ -773,7 +803,8 @@ static int dl_from_dtype(st_dtype dt, DLDataType *o)
     o->bits = (uint8_t)(st_dtype_size(dt) * 8);
     switch (dt) {
     case ST_BOOL: o->code = kDLBool; break;
-    case ST_INT32: case ST_INT64: o->code = kDLInt; break;
+    case ST_UINT8: o->code = kDLUInt; break;
+    case ST_INT8: case ST_INT16: case ST_INT32: case ST_INT64: o->code = kDLInt; break;
     case ST_BFLOAT16: o->code = kDLBfloat; break;
     default: o->code = kDLFloat; break;
     }
@@ -788,7 +819,12 @@ static int dl_to_dtype(DLDataType d, st_dtype *out)
     case kDLBool:
         if (d.bits == 8) { *out = ST_BOOL; return 0; }
         break;
+    case kDLUInt:
+        if (d.bits == 8) { *out = ST_UINT8; return 0; }
+        break;
     case kDLInt:
+        if (d.bits == 8) { *out = ST_INT8; return 0; }
+        if (d.bits == 16) { *out = ST_INT16; return 0; }
         if (d.bits == 32) { *out = ST_INT32; return 0; }
         if (d.bits == 64) { *out = ST_INT64; return 0; }
         break;
@@ -1088,7 +1124,7 @@ static PyObject *fe_from_dlpack(PyObject *mod, PyObject *obj)
     if (dl_to_dtype(d->dtype, &dt) < 0) {
         PyErr_Format(PyExc_TypeError,
                      "from_dlpack: unsupported DLPack dtype (code %d, bits "
-                     "%d, lanes %d); supported: bool, int32, int64, float16,"
+                     "%d, lanes %d); supported: bool, uint8, int8, int16, int32, int64, float16,"
                      " bfloat16, float32, float64",
                      d->dtype.code, d->dtype.bits, d->dtype.lanes);
         goto fail;
@@ -1145,7 +1181,8 @@ static PyObject *numpy_view(PyObject *np, PyObject *tensor)
 {
     st_tensor *t = st_fe_unwrap(tensor);
     static const char *typestr[ST_NDTYPES] = {
-        [ST_BOOL] = "|b1", [ST_INT32] = "<i4", [ST_INT64] = "<i8",
+        [ST_BOOL] = "|b1", [ST_UINT8] = "|u1", [ST_INT8] = "|i1",
+        [ST_INT16] = "<i2", [ST_INT32] = "<i4", [ST_INT64] = "<i8",
         [ST_FLOAT16] = "<f2", [ST_BFLOAT16] = NULL, [ST_FLOAT32] = "<f4",
         [ST_FLOAT64] = "<f8",
     };

@@ -40,7 +40,7 @@ static PyObject *dtype_get_itemsize(PyObject *self, void *c)
 
 static PyObject *dtype_get_is_signed(PyObject *self, void *c)
 {
-    return PyBool_FromLong(((dtype_obj *)self)->dt != ST_BOOL);
+    return PyBool_FromLong(!st_dtype_is_unsigned(((dtype_obj *)self)->dt));
 }
 
 static PyObject *dtype_get_false(PyObject *self, void *c)
@@ -52,7 +52,7 @@ static PyGetSetDef dtype_getset[] = {
     {"is_floating_point", dtype_get_is_float, NULL,
      "True for float16, bfloat16, float32 and float64", NULL},
     {"itemsize", dtype_get_itemsize, NULL, "bytes per element", NULL},
-    {"is_signed", dtype_get_is_signed, NULL, "False only for bool", NULL},
+    {"is_signed", dtype_get_is_signed, NULL, "False for bool and uint8", NULL},
     {"is_complex", dtype_get_false, NULL, "always False", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
@@ -94,9 +94,9 @@ PyObject *st_fe_dtype_obj(st_dtype t)
 }
 
 /* Names accepted from strings, numpy dtypes (str() "float32") and torch
- * dtypes (str() "torch.float32"). numpy's narrower integer types have no
- * symtrace counterpart and are rejected here (tensor() converts such
- * buffers to int32 itself). */
+ * dtypes (str() "torch.float32"). numpy's unsigned types wider than 8 bits
+ * have no symtrace counterpart and are rejected here (tensor() widens such
+ * buffers itself). */
 static int dtype_from_name(const char *s, st_dtype *out)
 {
     static const struct { const char *name; st_dtype dt; } names[] = {
@@ -104,6 +104,8 @@ static int dtype_from_name(const char *s, st_dtype *out)
         {"float64", ST_FLOAT64}, {"double", ST_FLOAT64},
         {"float16", ST_FLOAT16}, {"half", ST_FLOAT16},
         {"bfloat16", ST_BFLOAT16},
+        {"uint8", ST_UINT8}, {"int8", ST_INT8},
+        {"int16", ST_INT16}, {"short", ST_INT16},
         {"int32", ST_INT32}, {"int", ST_INT32},
         {"int64", ST_INT64}, {"long", ST_INT64},
         {"bool", ST_BOOL}, {"bool_", ST_BOOL},
@@ -173,7 +175,8 @@ int st_fe_parse_dtype(PyObject *o, st_dtype *out, const char *what)
     }
     PyErr_Format(PyExc_TypeError,
                  "%s must be a symtrace.dtype (float32, float64, float16, "
-                 "bfloat16, int32, int64, bool) or float/int/bool, not %s %U",
+                 "bfloat16, uint8, int8, int16, int32, int64, bool) or "
+                 "float/int/bool, not %s %U",
                  what, Py_TYPE(o)->tp_name, r);
     Py_DECREF(r);
     return -1;

@@ -142,6 +142,9 @@ static int64_t *read_ints_host(st_tensor *t, int64_t *n_out)
         const char *p = src + j * (int64_t)isz;
         switch (c->dtype) {
         case ST_BOOL: r[j] = *(const uint8_t *)p != 0; break;
+        case ST_UINT8: r[j] = *(const uint8_t *)p; break;
+        case ST_INT8: r[j] = *(const int8_t *)p; break;
+        case ST_INT16: { int16_t x; memcpy(&x, p, 2); r[j] = x; break; }
         case ST_INT32: { int32_t x; memcpy(&x, p, 4); r[j] = x; break; }
         default: { int64_t x; memcpy(&x, p, 8); r[j] = x; break; }
         }
@@ -197,8 +200,31 @@ static void data_read(const char *what)
         st_rt_trace_fail(what);
 }
 
+static st_tensor *ev(st_op_id op, st_tensor *a, st_tensor *b, st_tensor *c,
+                     const st_operand *sa, const st_attrs *at);
+
 static int item_from_tensor(st_tensor *t, item *it, bool owned)
 {
+    if (t->dtype == ST_UINT8) {
+        /* PyTorch still reads a uint8 index as a mask, with a warning */
+        if (PyErr_WarnEx(PyExc_UserWarning,
+                         "indexing with dtype torch.uint8 is now deprecated, "
+                         "please use a dtype torch.bool instead.", 1) < 0) {
+            if (owned)
+                st_tensor_decref(t);
+            return -1;
+        }
+        st_attrs at;
+        memset(&at, 0, sizeof at);
+        at.dtype = ST_BOOL;
+        st_tensor *m = ev(ST_OP_CAST, t, NULL, NULL, NULL, &at);
+        if (owned)
+            st_tensor_decref(t);
+        if (!m)
+            return -1;
+        t = m;
+        owned = true;
+    }
     if (t->dtype == ST_BOOL || t->dtype == ST_INT32 ||
         t->dtype == ST_INT64) {
         if (t->ndim == 0) {

@@ -102,10 +102,8 @@ static const char *elt_name(int op)
 
 static const char *dt_name(st_dtype t)
 {
-    static const char *names[] = {"bool", "int32", "int64", "float16",
-                                  "bfloat16", "float32", "float64"};
     if ((int)t >= 0 && t < ST_NDTYPES)
-        return names[t];
+        return st_dtype_name(t);
     return "?";
 }
 

@@ -13,6 +13,9 @@ static const struct {
     bool is_float, is_int;
 } dtype_table[ST_NDTYPES] = {
     [ST_BOOL] = {1, "bool", false, false},
+    [ST_UINT8] = {1, "uint8", false, true},
+    [ST_INT8] = {1, "int8", false, true},
+    [ST_INT16] = {2, "int16", false, true},
     [ST_INT32] = {4, "int32", false, true},
     [ST_INT64] = {8, "int64", false, true},
     [ST_FLOAT16] = {2, "float16", true, false},
@@ -46,8 +49,21 @@ bool st_dtype_is_int(st_dtype t)
     return dtype_ok(t) && dtype_table[t].is_int;
 }
 
+int st_dtype_int_bits(st_dtype t)
+{
+    if (t == ST_BOOL)
+        return 1;
+    return st_dtype_is_int(t) ? (int)dtype_table[t].size * 8 : 0;
+}
+
+bool st_dtype_is_unsigned(st_dtype t)
+{
+    return t == ST_BOOL || t == ST_UINT8;
+}
+
 /* The enum order is the promotion order, except that float16 and bfloat16
- * are incomparable: together they give float32. Invalid input gives
+ * are incomparable (together they give float32) and so are uint8 and int8
+ * (together int16, the smallest type holding both ranges). Invalid input gives
  * ST_NDTYPES with a TypeError set. */
 st_dtype st_promote(st_dtype a, st_dtype b)
 {
@@ -59,6 +75,8 @@ st_dtype st_promote(st_dtype a, st_dtype b)
     if ((a == ST_FLOAT16 && b == ST_BFLOAT16) ||
         (a == ST_BFLOAT16 && b == ST_FLOAT16))
         return ST_FLOAT32;
+    if ((a == ST_UINT8 && b == ST_INT8) || (a == ST_INT8 && b == ST_UINT8))
+        return ST_INT16;
     return a > b ? a : b;
 }
 

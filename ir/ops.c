@@ -27,15 +27,22 @@ typedef struct {
 /* PyTorch ScalarType names ("Float") and C++ TypeMeta names ("float"). */
 static const char *tname(st_dtype t)
 {
-    static const char *n[ST_NDTYPES] = {"Bool", "Int", "Long", "Half",
-                                        "BFloat16", "Float", "Double"};
+    static const char *n[ST_NDTYPES] = {
+        [ST_BOOL] = "Bool", [ST_UINT8] = "Byte", [ST_INT8] = "Char",
+        [ST_INT16] = "Short", [ST_INT32] = "Int", [ST_INT64] = "Long",
+        [ST_FLOAT16] = "Half", [ST_BFLOAT16] = "BFloat16",
+        [ST_FLOAT32] = "Float", [ST_FLOAT64] = "Double"};
     return (unsigned)t < ST_NDTYPES ? n[t] : "Undefined";
 }
 
 static const char *cname(st_dtype t)
 {
-    static const char *n[ST_NDTYPES] = {"bool", "int", "long int", "c10::Half",
-                                        "c10::BFloat16", "float", "double"};
+    static const char *n[ST_NDTYPES] = {
+        [ST_BOOL] = "bool", [ST_UINT8] = "unsigned char",
+        [ST_INT8] = "signed char", [ST_INT16] = "short int",
+        [ST_INT32] = "int", [ST_INT64] = "long int",
+        [ST_FLOAT16] = "c10::Half", [ST_BFLOAT16] = "c10::BFloat16",
+        [ST_FLOAT32] = "float", [ST_FLOAT64] = "double"};
     return (unsigned)t < ST_NDTYPES ? n[t] : "undefined";
 }
 
@@ -608,9 +615,11 @@ static st_status infer_scatter_add(const ictx *c, st_meta *out)
 static const char *tensor_type_name(st_dtype t)
 {
     static const char *n[ST_NDTYPES] = {
-        "torch.BoolTensor", "torch.IntTensor", "torch.LongTensor",
-        "torch.HalfTensor", "torch.BFloat16Tensor", "torch.FloatTensor",
-        "torch.DoubleTensor"};
+        [ST_BOOL] = "torch.BoolTensor", [ST_UINT8] = "torch.ByteTensor",
+        [ST_INT8] = "torch.CharTensor", [ST_INT16] = "torch.ShortTensor",
+        [ST_INT32] = "torch.IntTensor", [ST_INT64] = "torch.LongTensor",
+        [ST_FLOAT16] = "torch.HalfTensor", [ST_BFLOAT16] = "torch.BFloat16Tensor",
+        [ST_FLOAT32] = "torch.FloatTensor", [ST_FLOAT64] = "torch.DoubleTensor"};
     return (unsigned)t < ST_NDTYPES ? n[t] : "torch.Tensor";
 }
 

@@ -33,6 +33,9 @@ void st_err_clear(void);
 /* ---- dtypes. Order matters: it is the promotion order within a category. */
 typedef enum {
     ST_BOOL = 0,
+    ST_UINT8,
+    ST_INT8,
+    ST_INT16,
     ST_INT32,
     ST_INT64,
     ST_FLOAT16,
@@ -45,7 +48,10 @@ typedef enum {
 size_t st_dtype_size(st_dtype t);
 const char *st_dtype_name(st_dtype t);      /* "float32", ... */
 bool st_dtype_is_float(st_dtype t);
-bool st_dtype_is_int(st_dtype t);           /* int32, int64 (not bool) */
+bool st_dtype_is_int(st_dtype t);           /* uint8 .. int64 (not bool) */
+/* Bits of an integer dtype's value (8/16/32/64; bool 1), 0 for floats. */
+int st_dtype_int_bits(st_dtype t);
+bool st_dtype_is_unsigned(st_dtype t);      /* bool, uint8 */
 /* Promotion of two dtypes of the same priority (PyTorch's promote_types). */
 st_dtype st_promote(st_dtype a, st_dtype b);
 /* float16/bfloat16 conversion helpers (round to nearest even). */

@@ -100,6 +100,8 @@ LLVMTypeRef st_llvm_vty(st_llvm_cg *cg, st_dtype t)
 {
     switch (t) {
     case ST_BOOL: return cg->i1;
+    case ST_UINT8: case ST_INT8: return cg->i8;
+    case ST_INT16: return cg->i16;
     case ST_INT32: return cg->i32;
     case ST_INT64: return cg->i64;
     case ST_FLOAT64: return cg->f64;
@@ -110,7 +112,8 @@ LLVMTypeRef st_llvm_vty(st_llvm_cg *cg, st_dtype t)
 LLVMTypeRef st_llvm_mty(st_llvm_cg *cg, st_dtype t)
 {
     switch (t) {
-    case ST_BOOL: return cg->i8;
+    case ST_BOOL: case ST_UINT8: case ST_INT8: return cg->i8;
+    case ST_INT16: return cg->i16;
     case ST_INT32: return cg->i32;
     case ST_INT64: return cg->i64;
     case ST_FLOAT16:
@@ -300,7 +303,7 @@ static LLVMValueRef f2int(st_llvm_cg *cg, LLVMValueRef d, st_dtype to)
     if (LLVMTypeOf(d) != cg->f64)
         d = LLVMBuildFPExt(B, d, cg->f64, "");
     LLVMValueRef inr, r, mn;
-    if (to == ST_INT32) {
+    if (to == ST_INT32) { /* narrower types: via int64, then wrapped */
         inr = LLVMBuildAnd(B, LLVMBuildFCmp(B, LLVMRealOGT, d, fc(cg->f64, -2147483649.0), ""),
                            LLVMBuildFCmp(B, LLVMRealOLT, d, fc(cg->f64, 2147483648.0), ""), "");
         r = LLVMBuildFPToSI(B, d, cg->i32, "");
@@ -312,7 +315,10 @@ static LLVMValueRef f2int(st_llvm_cg *cg, LLVMValueRef d, st_dtype to)
         mn = LLVMConstInt(cg->i64, 0x8000000000000000ull, 0);
     }
     r = LLVMBuildFreeze(B, r, "");
-    return LLVMBuildSelect(B, inr, r, mn, "");
+    r = LLVMBuildSelect(B, inr, r, mn, "");
+    if (to != ST_INT32 && to != ST_INT64) /* uint8/int8/int16: wrap */
+        r = LLVMBuildTrunc(B, r, st_llvm_vty(cg, to), "");
+    return r;
 }
 
 LLVMValueRef st_llvm_conv(st_llvm_cg *cg, LLVMValueRef v, st_dtype from,
@@ -330,19 +336,22 @@ LLVMValueRef st_llvm_conv(st_llvm_cg *cg, LLVMValueRef v, st_dtype from,
         return f2int(cg, v, to);
     if (tf) {
         LLVMTypeRef t = to == ST_FLOAT64 ? cg->f64 : cg->f32;
-        LLVMValueRef x = from == ST_BOOL ? LLVMBuildUIToFP(B, v, t, "")
-                                         : LLVMBuildSIToFP(B, v, t, "");
+        LLVMValueRef x = st_dtype_is_unsigned(from) ? LLVMBuildUIToFP(B, v, t, "")
+                                                    : LLVMBuildSIToFP(B, v, t, "");
         return exact && to != ST_FLOAT64 ? round_to(cg, x, to) : x;
     }
     if (from == to)
         return v;
     if (to == ST_BOOL)
         return LLVMBuildICmp(B, LLVMIntNE, v, LLVMConstInt(LLVMTypeOf(v), 0, 0), "");
-    if (from == ST_BOOL)
-        return LLVMBuildZExt(B, v, st_llvm_vty(cg, to), "");
-    if (to == ST_INT64)
-        return LLVMBuildSExt(B, v, cg->i64, "");
-    return LLVMBuildTrunc(B, v, cg->i32, "");
+    int fb = st_dtype_int_bits(from), tb = st_dtype_int_bits(to);
+    LLVMTypeRef tt = st_llvm_vty(cg, to);
+    if (tb < fb)
+        return LLVMBuildTrunc(B, v, tt, "");
+    if (tb == fb) /* int8 <-> uint8: the same bits */
+        return v;
+    return st_dtype_is_unsigned(from) ? LLVMBuildZExt(B, v, tt, "")
+                                      : LLVMBuildSExt(B, v, tt, "");
 }
 
 LLVMValueRef st_llvm_as_f(st_llvm_cg *cg, LLVMValueRef v, st_dtype t)
@@ -825,9 +834,10 @@ static LLVMValueRef emit_node(st_llvm_cg *cg, int ni)
             return dt == ST_FLOAT64 ? fc(cg->f64, n->f) : fc(cg->f32, (double)(float)n->f);
         if (dt == ST_BOOL)
             return LLVMConstInt(cg->i1, n->i != 0, 0);
-        if (dt == ST_INT32)
-            return LLVMConstInt(cg->i32, (uint32_t)(uint64_t)n->i, 0);
-        return st_llvm_i64c(cg, n->i);
+        if (dt == ST_INT64)
+            return st_llvm_i64c(cg, n->i);
+        /* narrower ints: LLVMConstInt keeps the low bits (wraps) */
+        return LLVMConstInt(st_llvm_vty(cg, dt), (unsigned long long)n->i, 1);
     case ST_KN_UNARY:
         return emit_unary(cg, n);
     case ST_KN_BINARY:

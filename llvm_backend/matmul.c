@@ -41,6 +41,9 @@ static inline double read_f(const char *p, st_dtype t)
     case ST_FLOAT16: return st_half_to_float(*(const uint16_t *)p);
     case ST_BFLOAT16: return st_bf16_to_float(*(const uint16_t *)p);
     case ST_BOOL: return *(const uint8_t *)p != 0;
+    case ST_UINT8: return *(const uint8_t *)p;
+    case ST_INT8: return *(const int8_t *)p;
+    case ST_INT16: return *(const int16_t *)p;
     case ST_INT32: return *(const int32_t *)p;
     case ST_INT64: return (double)*(const int64_t *)p;
     default: return 0;
@@ -51,6 +54,9 @@ static inline int64_t read_i(const char *p, st_dtype t)
 {
     switch (t) {
     case ST_BOOL: return *(const uint8_t *)p != 0;
+    case ST_UINT8: return *(const uint8_t *)p;
+    case ST_INT8: return *(const int8_t *)p;
+    case ST_INT16: return *(const int16_t *)p;
     case ST_INT32: return *(const int32_t *)p;
     case ST_INT64: return *(const int64_t *)p;
     default: {

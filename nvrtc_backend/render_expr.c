@@ -76,6 +76,9 @@ const char *st_nvrtc_vty(st_dtype t)
 {
     switch (t) {
     case ST_BOOL: return "bool";
+    case ST_UINT8: return "st_u8";
+    case ST_INT8: return "st_i8";
+    case ST_INT16: return "st_i16";
     case ST_INT32: return "int";
     case ST_INT64: return "st_i64";
     case ST_FLOAT64: return "double";
@@ -86,7 +89,9 @@ const char *st_nvrtc_vty(st_dtype t)
 const char *st_nvrtc_mty(st_dtype t)
 {
     switch (t) {
-    case ST_BOOL: return "st_u8";
+    case ST_BOOL: case ST_UINT8: return "st_u8";
+    case ST_INT8: return "st_i8";
+    case ST_INT16: return "st_i16";
     case ST_INT32: return "int";
     case ST_INT64: return "st_i64";
     case ST_FLOAT16:
@@ -159,9 +164,11 @@ void st_nvrtc_conv(char *d, const char *v, st_dtype from, st_dtype to,
     if (ff) {
         if (to == ST_BOOL)
             xs(d, "((%s) != 0)", v);
-        else
+        else if (to == ST_INT32 || to == ST_INT64)
             xs(d, "%s((double)(%s))",
                      to == ST_INT32 ? "st_d2i32" : "st_d2i64", v);
+        else /* uint8/int8/int16: through int64, wrapped (interp's f2int) */
+            xs(d, "(%s)st_d2i64((double)(%s))", vty(to), v);
         return;
     }
     if (tf) {
@@ -522,6 +529,8 @@ static void emit_node(st_nvrtc_pc *pc, int i)
             xs(o, "%s", n->i != 0 ? "true" : "false");
         else if (dt == ST_INT32)
             xs(o, "(int)0x%08xu", (uint32_t)(uint64_t)n->i);
+        else if (dt != ST_INT64)
+            xs(o, "(%s)%lld", vty(dt), (long long)n->i);
         else
             xs(o, "(st_i64)0x%016llxull", (unsigned long long)n->i);
         emit(pc, i, o);
@@ -652,6 +661,12 @@ static void store_at(st_nvrtc_pc *pc, int b, const char *off, const char *cv,
         case ST_BFLOAT16:
             st_nvrtc_sbf(pc->b, "%sst_acc_f16(%s, %s, %s);\n", pc->ind, p, cv,
                          bdt == ST_BFLOAT16 ? "true" : "false");
+            break;
+        case ST_UINT8:
+        case ST_INT8:
+        case ST_INT16:
+            st_nvrtc_sbf(pc->b, "%sst_acc_narrow(%s, (st_i64)(%s), %d);\n", pc->ind,
+                         p, cv, (int)st_dtype_size(bdt));
             break;
         default:
             st_nvrtc_sbf(pc->b, "%sst_acc_u8_or(%s, (st_u8)(%s));\n", pc->ind, p, cv);

@@ -93,23 +93,31 @@ static inline int32_t f2i32(double x)
     return INT32_MIN;
 }
 
-/* Float -> the integer representation of dtype t (int32/int64/bool). */
+/* An int64 value wrapped into integer dtype t (two's complement, as a C
+ * cast does; bool: nonzero). */
+static inline int64_t wrapi(int64_t x, st_dtype t)
+{
+    switch (t) {
+    case ST_BOOL: return x != 0;
+    case ST_UINT8: return (uint8_t)(uint64_t)x;
+    case ST_INT8: return (int8_t)(uint8_t)(uint64_t)x;
+    case ST_INT16: return (int16_t)(uint16_t)(uint64_t)x;
+    case ST_INT32: return (int32_t)(uint32_t)(uint64_t)x;
+    default: return x;
+    }
+}
+
+/* Float -> the integer representation of dtype t. Narrow types go through
+ * int64 and wrap (PyTorch's float -> uint8 of -1.0 gives 255 on x86). */
 static inline int64_t f2int(double x, st_dtype t)
 {
     if (t == ST_BOOL)
         return x != 0;
     if (t == ST_INT32)
         return f2i32(x);
-    return f2i64(x);
-}
-
-static inline int64_t wrapi(int64_t x, st_dtype t)
-{
-    if (t == ST_INT32)
-        return (int32_t)(uint32_t)(uint64_t)x;
-    if (t == ST_BOOL)
-        return x != 0;
-    return x;
+    if (t == ST_INT64)
+        return f2i64(x);
+    return wrapi(f2i64(x), t);
 }
 
 /* Rounds float values of a node of dtype t (float32 semantics). */
@@ -126,9 +134,9 @@ static void wrap_i(slot *v, int len, st_dtype t)
     if (t == ST_INT32)
         for (int j = 0; j < len; j++)
             v[j].i = (int32_t)(uint32_t)(uint64_t)v[j].i;
-    else if (t == ST_BOOL)
+    else if (t != ST_INT64)
         for (int j = 0; j < len; j++)
-            v[j].i = v[j].i != 0;
+            v[j].i = wrapi(v[j].i, t);
 }
 
 /* Converts values of dtype sdt (in src) into dtype ddt (in dst, may alias).
@@ -200,6 +208,9 @@ static inline int64_t read_i(const char *p, st_dtype t)
 {
     switch (t) {
     case ST_BOOL: return *(const uint8_t *)p != 0;
+    case ST_UINT8: return *(const uint8_t *)p;
+    case ST_INT8: return *(const int8_t *)p;
+    case ST_INT16: return *(const int16_t *)p;
     case ST_INT32: return *(const int32_t *)p;
     case ST_INT64: return *(const int64_t *)p;
     default: return 0;
@@ -255,6 +266,24 @@ static void load_strided(const char *base, int64_t st, st_dtype t, int len,
         const uint8_t *q = (const uint8_t *)base;
         for (int j = 0; j < len; j++)
             out[j].i = q[j * st] != 0;
+        break;
+    }
+    case ST_UINT8: {
+        const uint8_t *q = (const uint8_t *)base;
+        for (int j = 0; j < len; j++)
+            out[j].i = q[j * st];
+        break;
+    }
+    case ST_INT8: {
+        const int8_t *q = (const int8_t *)base;
+        for (int j = 0; j < len; j++)
+            out[j].i = q[j * st];
+        break;
+    }
+    case ST_INT16: {
+        const int16_t *q = (const int16_t *)base;
+        for (int j = 0; j < len; j++)
+            out[j].i = q[j * st];
         break;
     }
     default:
@@ -315,6 +344,24 @@ static void store_strided(char *base, int64_t st, st_dtype t, const slot *v,
         uint8_t *q = (uint8_t *)base;
         for (int j = 0; j < len; j++)
             q[j * st] = vf ? v[j].f != 0 : v[j].i != 0;
+        break;
+    }
+    case ST_UINT8: {
+        uint8_t *q = (uint8_t *)base;
+        for (int j = 0; j < len; j++)
+            q[j * st] = (uint8_t)(vf ? f2int(v[j].f, t) : v[j].i);
+        break;
+    }
+    case ST_INT8: {
+        int8_t *q = (int8_t *)base;
+        for (int j = 0; j < len; j++)
+            q[j * st] = (int8_t)(uint8_t)(vf ? f2int(v[j].f, t) : v[j].i);
+        break;
+    }
+    case ST_INT16: {
+        int16_t *q = (int16_t *)base;
+        for (int j = 0; j < len; j++)
+            q[j * st] = (int16_t)(uint16_t)(vf ? f2int(v[j].f, t) : v[j].i);
         break;
     }
     default:

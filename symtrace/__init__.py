@@ -7,8 +7,8 @@ Eager ops run as one-node graphs through symtrace's own kernel path
 (StatementIR -> fusion -> kernel IR -> backend); see DESIGN.md.
 """
 from . import _C
-from ._dtype import (float32, float64, float16, bfloat16, int32, int64, bool_ as bool,  # noqa: F401
-                     float, double, half, int, long, dtype)
+from ._dtype import (float32, float64, float16, bfloat16, uint8, int8, int16, int32, int64,  # noqa: F401
+                     bool_ as bool, float, double, half, short, int, long, dtype)
 from ._tensor import Tensor, device  # noqa: F401
 from ._C import Size  # noqa: F401  (Tensor.shape / size(), as torch.Size)
 from ._tensor_str import set_printoptions  # noqa: F401  (get/printoptions: in _tensor_str, as torch)

@@ -7,6 +7,9 @@ float32 = _C.float32
 float64 = _C.float64
 float16 = _C.float16
 bfloat16 = _C.bfloat16
+uint8 = _C.uint8
+int8 = _C.int8
+int16 = _C.int16
 int32 = _C.int32
 int64 = _C.int64
 bool_ = _C.bool
@@ -15,6 +18,7 @@ dtype = type(float32)
 float = float32
 double = float64
 half = float16
+short = int16
 int = int32
 long = int64
 

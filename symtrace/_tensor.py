@@ -7,7 +7,8 @@ import math as _math
 from . import _C
 from . import _ops
 from . import _generator
-from ._dtype import float32, float64, float16, bfloat16, int32, int64, bool_, dtype as _dtype_type
+from ._dtype import (float32, float64, float16, bfloat16, uint8, int8, int16, int32, int64, bool_,
+                     dtype as _dtype_type)
 
 
 def _linalg():
@@ -323,6 +324,8 @@ class Tensor(_C.TensorBase):
 
     _TYPE_NAMES = {"symtrace.float32": "FloatTensor", "symtrace.float64": "DoubleTensor",
                    "symtrace.float16": "HalfTensor", "symtrace.bfloat16": "BFloat16Tensor",
+                   "symtrace.uint8": "ByteTensor", "symtrace.int8": "CharTensor",
+                   "symtrace.int16": "ShortTensor",
                    "symtrace.int32": "IntTensor", "symtrace.int64": "LongTensor",
                    "symtrace.bool": "BoolTensor"}
 
@@ -340,6 +343,9 @@ class Tensor(_C.TensorBase):
     def bfloat16(self): return _ops.to_dtype(self, bfloat16)
     def long(self): return _ops.to_dtype(self, int64)
     def int(self): return _ops.to_dtype(self, int32)
+    def short(self): return _ops.to_dtype(self, int16)
+    def char(self): return _ops.to_dtype(self, int8)
+    def byte(self): return _ops.to_dtype(self, uint8)
     def bool(self): return _ops.to_dtype(self, bool_)
     def cpu(self):
         return self if self.device.type == "cpu" else _ops.to_device(self, "cpu")
@@ -953,6 +959,12 @@ class Tensor(_C.TensorBase):
                 to = 2
             elif self.dtype is int32:
                 to = 1 << 31
+            elif self.dtype is int16:
+                to = 1 << 15
+            elif self.dtype is int8:
+                to = 1 << 7
+            elif self.dtype is uint8:
+                to = 1 << 8
             else:
                 to = (1 << 63) - 1
         if from_ >= to:

@@ -849,6 +849,7 @@ def cross(input, other, *, dim=-1, out=None):
 
 
 _TYPEMETA = {float32: "float", float64: "double", int64: "long int", int32: "int",
+             _C.uint8: "unsigned char", _C.int8: "signed char", _C.int16: "short int",
              bool_: "bool", float16: "c10::Half", bfloat16: "c10::BFloat16"}
 
 

@@ -55,7 +55,7 @@ import sys
 import zipfile
 
 from . import _C
-from ._dtype import float32, float64, float16, bfloat16, int32, int64, bool_
+from ._dtype import float32, float64, float16, bfloat16, uint8, int8, int16, int32, int64, bool_
 
 __all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals",
            "safe_globals", "DEFAULT_PROTOCOL", "FORMAT_VERSION"]
@@ -67,9 +67,10 @@ _PREFIX = "archive/"
 _MARKER = "symtrace_format"
 
 _DTYPES = {"float32": float32, "float64": float64, "float16": float16, "bfloat16": bfloat16,
+           "uint8": uint8, "int8": int8, "int16": int16,
            "int32": int32, "int64": int64, "bool": bool_}
 _DTYPE_NAME = {v: k for k, v in _DTYPES.items()}
-_ITEMSIZE = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int32": 4, "int64": 8, "bool": 1}
+_ITEMSIZE = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "uint8": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "bool": 1}
 
 
 def _is_tensor(x):

@@ -349,7 +349,7 @@ def assert_allclose(actual, expected, rtol=None, atol=None, equal_nan=True, msg=
 
 
 # ---- make_tensor ----
-_INTEGRAL = (int32, int64)
+_INTEGRAL = (_C.uint8, _C.int8, _C.int16, int32, int64)
 _FLOATING = (float16, bfloat16, float32, float64)
 
 

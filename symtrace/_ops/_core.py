@@ -48,6 +48,7 @@ def _wrap(dim, nd, fn):
 
 _TNAME = {"symtrace.float32": "Float", "symtrace.float64": "Double", "symtrace.float16": "Half",
           "symtrace.bfloat16": "BFloat16", "symtrace.int32": "Int", "symtrace.int64": "Long",
+          "symtrace.uint8": "Byte", "symtrace.int8": "Char", "symtrace.int16": "Short",
           "symtrace.bool": "Bool"}
 _FMAX = {"symtrace.float32": 3.4028234663852886e38, "symtrace.float64": 1.7976931348623157e308,
          "symtrace.float16": 65504.0, "symtrace.bfloat16": 3.3895313892515355e38}

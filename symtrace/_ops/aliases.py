@@ -338,7 +338,8 @@ def _bitwise(fn, input, other, logical, op):
     a, b, dt = _bitwise_operands(fn, input, other)
     if dt is bool_:
         return logical(a, b)
-    nbytes = 4 if dt is int32 else 8
+    nbytes = {"symtrace.uint8": 1, "symtrace.int8": 1, "symtrace.int16": 2,
+              "symtrace.int32": 4}.get(str(dt), 8)
     table, weights = _consts(op, nbytes, a.device)
     ba, bb = _bytes(to_dtype(a, int64), weights), _bytes(to_dtype(b, int64), weights)
     shape = _bshape(tuple(ba.shape), tuple(bb.shape))
@@ -346,7 +347,8 @@ def _bitwise(fn, input, other, logical, op):
     r = index_select(table, 0, idx).reshape(shape)
     top = r.select(-1, nbytes - 1)
     low = sum(mul(r.narrow(-1, 0, nbytes - 1), weights.narrow(0, 0, nbytes - 1)), -1)
-    top = where(ge(top, 128), sub(top, 256), top)              # the signed top byte
+    if str(dt) != "symtrace.uint8":
+        top = where(ge(top, 128), sub(top, 256), top)          # the signed top byte
     return to_dtype(add(low, mul(top, 1 << (8 * (nbytes - 1)))), dt)
 
 

@@ -52,7 +52,7 @@ class finfo:
 
 class iinfo:
     """iinfo(type): the range of an integer dtype (bits, min, max, dtype), as torch.iinfo."""
-    _TABLE = {"int32": 32, "int64": 64}
+    _TABLE = {"uint8": 8, "int8": 8, "int16": 16, "int32": 32, "int64": 64}
 
     def __init__(self, type):
         if type is bool_:
@@ -62,7 +62,10 @@ class iinfo:
             raise TypeError("symtrace.iinfo() requires an integer input type. Use symtrace.finfo "
                             "to handle 'symtrace.iinfo'")
         self.bits = self._TABLE[name]
-        self.min, self.max = -2 ** (self.bits - 1), 2 ** (self.bits - 1) - 1
+        if name == "uint8":
+            self.min, self.max = 0, 255
+        else:
+            self.min, self.max = -2 ** (self.bits - 1), 2 ** (self.bits - 1) - 1
         self.dtype = name
 
     def __eq__(self, other):

@@ -174,15 +174,24 @@ def masked_fill(input, mask, value):
     return _op(_C.OP_MASKED_FILL, (input, mask), _attrs(floats=(float(value),)))
 
 
-_INT_RANGE = {"symtrace.int32": (-2**31, 2**31 - 1), "symtrace.int64": (-2**63, 2**63 - 1)}
+_INT_RANGE = {"symtrace.uint8": (0, 255), "symtrace.int8": (-128, 127),
+              "symtrace.int16": (-2**15, 2**15 - 1),
+              "symtrace.int32": (-2**31, 2**31 - 1), "symtrace.int64": (-2**63, 2**63 - 1)}
+
+
+_C_TYPE = {"symtrace.uint8": "uint8_t", "symtrace.int8": "int8_t", "symtrace.int16": "int16_t",
+           "symtrace.int32": "int", "symtrace.int64": "int64_t"}
 
 
 def _check_fits(value, dtype):
-    """torch refuses a fill value that overflows an integer dtype."""
+    """torch refuses a fill value that overflows an integer dtype (c10's checked convert:
+    a negative int for uint8 only needs |value| <= 255, and wraps)."""
     lim = _INT_RANGE.get(str(dtype))
     if lim is not None and isinstance(value, (int, float)) and not isinstance(value, bool):
-        if value != value or not (lim[0] <= value <= lim[1]):
-            raise RuntimeError(f"value cannot be converted to type {str(dtype)[9:]} without overflow")
+        lo = -lim[1] if lim[0] == 0 and isinstance(value, int) else lim[0]
+        if value != value or not (lo <= value <= lim[1]):
+            raise RuntimeError(f"value cannot be converted to type {_C_TYPE[str(dtype)]} "
+                               "without overflow")
 
 
 def to_dtype(input, dtype):

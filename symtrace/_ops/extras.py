@@ -27,6 +27,7 @@ from .scatter_ops import scatter_reduce
 
 _LOWER = {"symtrace.float32": "float", "symtrace.float64": "double", "symtrace.float16": "c10::Half",
           "symtrace.bfloat16": "c10::BFloat16", "symtrace.int32": "int", "symtrace.int64": "long int",
+          "symtrace.uint8": "unsigned char", "symtrace.int8": "signed char", "symtrace.int16": "short int",
           "symtrace.bool": "bool"}
 
 

@@ -196,7 +196,8 @@ def nextafter(input, other, *, out=None):
 
 
 # ---- gcd / lcm ----
-_EUCLID_STEPS = {"symtrace.int32": 46, "symtrace.int64": 92}
+_EUCLID_STEPS = {"symtrace.uint8": 14, "symtrace.int8": 14, "symtrace.int16": 26,
+                 "symtrace.int32": 46, "symtrace.int64": 92}
 
 
 def _int_pair(fn, input, other):

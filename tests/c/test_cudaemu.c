@@ -272,6 +272,9 @@ static void put(char *base, st_dtype t, int64_t i, double v)
 {
     switch (t) {
     case ST_BOOL: ((uint8_t *)base)[i] = v != 0; break;
+    case ST_UINT8: ((uint8_t *)base)[i] = (uint8_t)(int64_t)v; break;
+    case ST_INT8: ((int8_t *)base)[i] = (int8_t)(uint8_t)(int64_t)v; break;
+    case ST_INT16: ((int16_t *)base)[i] = (int16_t)(uint16_t)(int64_t)v; break;
     case ST_INT32: ((int32_t *)base)[i] = (int32_t)v; break;
     case ST_INT64: ((int64_t *)base)[i] = (int64_t)v; break;
     case ST_FLOAT16: ((uint16_t *)base)[i] = st_float_to_half((float)v); break;
@@ -285,6 +288,9 @@ static double get(const char *base, st_dtype t, int64_t i)
 {
     switch (t) {
     case ST_BOOL: return ((const uint8_t *)base)[i];
+    case ST_UINT8: return ((const uint8_t *)base)[i];
+    case ST_INT8: return ((const int8_t *)base)[i];
+    case ST_INT16: return ((const int16_t *)base)[i];
     case ST_INT32: return ((const int32_t *)base)[i];
     case ST_INT64: return (double)((const int64_t *)base)[i];
     case ST_FLOAT16: return st_half_to_float(((const uint16_t *)base)[i]);
@@ -1369,14 +1375,14 @@ static int run_random_batch(int first, int last)
  * atomics: float16/bfloat16 by 32-bit CAS, bool by OR), matmuls of every
  * dtype pair the renderer takes. One batch, one object. ---- */
 typedef struct {
-    gcase c[900];
-    bprog b[900];
+    gcase c[1600];
+    bprog b[1600];
     int n;
 } sweep;
 
 static const st_dtype all_dt[] = {ST_FLOAT32, ST_FLOAT64, ST_FLOAT16, ST_BFLOAT16,
-                                  ST_INT32, ST_INT64, ST_BOOL};
-#define NDT 7
+                                  ST_INT32, ST_INT64, ST_BOOL, ST_UINT8, ST_INT8, ST_INT16};
+#define NDT 10
 
 /* a one-op graph of op over inputs of dtypes dts, ranks nds, shapes shs;
  * idx_hi[i] > 0: input i holds indices in [0, idx_hi[i]) */
@@ -1384,7 +1390,8 @@ static void sweep_op(sweep *sw, const char *name, st_op_id op, int nin, const st
                      const int *nds, const int64_t (*shs)[4], const st_attrs *a,
                      const int64_t *idx_hi)
 {
-    if (sw->n >= 900)
+    CHECK(sw->n < 1600, "%s: the sweep is full (raise its capacity)", name);
+    if (sw->n >= 1600)
         return;
     gcase *c = &sw->c[sw->n];
     gc_init(c);
@@ -1473,9 +1480,10 @@ static void test_every_op(void)
             st_dtype dts[2] = {all_dt[d], all_dt[d]};
             sweep_op(&sw, st_op(op)->name, op, 2, dts, bnd, bsh, NULL, NULL);
         }
-        st_dtype mix[3][2] = {{ST_FLOAT32, ST_INT64}, {ST_FLOAT16, ST_FLOAT64},
-                              {ST_INT32, ST_INT64}};
-        for (int m = 0; m < 3; m++)
+        st_dtype mix[5][2] = {{ST_FLOAT32, ST_INT64}, {ST_FLOAT16, ST_FLOAT64},
+                              {ST_INT32, ST_INT64}, {ST_UINT8, ST_INT8},
+                              {ST_INT16, ST_FLOAT32}};
+        for (int m = 0; m < 5; m++)
             sweep_op(&sw, st_op(op)->name, op, 2, mix[m], bnd, bsh, NULL, NULL);
     }
     for (int d = 0; d < NDT; d++) {

@@ -290,8 +290,9 @@ static int op_of(st_graph *g, st_op_id op, const int *in, int nin, const st_attr
 }
 
 static const st_dtype all_dt[] = {ST_FLOAT32, ST_FLOAT64, ST_FLOAT16,
-                                  ST_BFLOAT16, ST_INT32, ST_INT64, ST_BOOL};
-#define NDT 7
+                                  ST_BFLOAT16, ST_INT32, ST_INT64, ST_BOOL,
+                                  ST_UINT8, ST_INT8, ST_INT16};
+#define NDT 10
 
 /* a one-op graph, added unfused and fused */
 static void one_op(group *gr, const char *name, st_op_id op, int nin,
@@ -339,9 +340,10 @@ static void elementwise_ops(group *gr)
             st_dtype dts[2] = {all_dt[d], all_dt[d]};
             one_op(gr, st_op(op)->name, op, 2, dts, bnd, bsh, NULL);
         }
-        st_dtype mix[3][2] = {{ST_FLOAT32, ST_INT64}, {ST_FLOAT16, ST_FLOAT64},
-                              {ST_INT32, ST_INT64}};
-        for (int m = 0; m < 3; m++)
+        st_dtype mix[5][2] = {{ST_FLOAT32, ST_INT64}, {ST_FLOAT16, ST_FLOAT64},
+                              {ST_INT32, ST_INT64}, {ST_UINT8, ST_INT8},
+                              {ST_INT16, ST_FLOAT32}};
+        for (int m = 0; m < 5; m++)
             one_op(gr, st_op(op)->name, op, 2, mix[m], bnd, bsh, NULL);
     }
     for (int d = 0; d < NDT; d++) {

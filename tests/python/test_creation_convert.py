@@ -12,8 +12,8 @@ from conftest import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, assert_close, dtype_n
 
 def test_dtype_aliases():
     assert st.float == st.float32 and st.double == st.float64 and st.half == st.float16
-    assert st.long == st.int64 and st.int == st.int32
-    assert len({dtype_name(sd(n)) for n in ALL_DTYPES}) == 7
+    assert st.long == st.int64 and st.int == st.int32 and st.short == st.int16
+    assert len({dtype_name(sd(n)) for n in ALL_DTYPES}) == 10
 
 
 @pytest.mark.parametrize("data,dtype,shape", [
