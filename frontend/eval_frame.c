@@ -591,7 +591,7 @@ static PyObject *translate(PyThreadState *ts, st_py_iframe *fr, code_extra *x,
         st_fe_break_clear(&brk);
         PyObject *fn = Py_NewRef(e->brk_fn);
         done(ts, fr, NULL);
-        PyObject *r = PyObject_Call(fn, result, NULL);
+        PyObject *r = st_fe_call_break(fn, result, co, f->closure);
         Py_DECREF(fn);
         Py_DECREF(result);
         return r;
@@ -655,7 +655,7 @@ static PyObject *hook(PyThreadState *ts, struct _PyInterpreterFrame *pf, int thr
         res = done(ts, fr, res);
         if (brk) {
             /* a partial graph: continue after the break (res: the arguments) */
-            PyObject *r2 = res ? PyObject_Call(brk, res, NULL) : NULL;
+            PyObject *r2 = res ? st_fe_call_break(brk, res, co, f.closure) : NULL;
             Py_XDECREF(res);
             Py_DECREF(brk);
             res = r2;

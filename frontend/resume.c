@@ -49,7 +49,7 @@
     X(STORE_ATTR) X(DELETE_ATTR) X(LOAD_ATTR) X(STORE_GLOBAL) X(DELETE_GLOBAL) \
     X(IMPORT_NAME) X(LOAD_BUILD_CLASS) X(GET_LEN) X(UNPACK_SEQUENCE) X(UNPACK_EX) \
     X(CALL_INTRINSIC_1) X(LOAD_ASSERTION_ERROR) X(MAKE_CELL) X(COPY_FREE_VARS) \
-    X(MATCH_MAPPING) X(MATCH_SEQUENCE) X(MATCH_KEYS) X(MATCH_CLASS)
+    X(MATCH_MAPPING) X(MATCH_SEQUENCE) X(MATCH_KEYS) X(MATCH_CLASS) X(MAKE_FUNCTION)
 
 enum {
 #define X(n) R_##n,
@@ -759,10 +759,13 @@ static PyObject *resume_fn(PyCodeObject *co, PyObject *globals, PyObject *closur
 
 /* One exit block of the break function: the instruction left nres items;
  * the resume function's arguments are (locals..., stack below..., those
- * items); calls it and returns its result. */
+ * items); calls it and returns its result. closure_arg >= 0: fn_const is
+ * the resume function's code, made into a function with the closure the
+ * break function got as its argument closure_arg (the calling frame's
+ * cells: a closure made anew per call must not see the first call's). */
 static void emit_exit(rs_buf *o, const st_fe_brkpt *bp, int nres, int nstack_below,
                       const bool *null, const uint8_t *lstate, int ncons, int fn_const,
-                      int none_const)
+                      int none_const, int closure_arg)
 {
     int nbelow_args = 0;
     for (int k = 0; k < nstack_below; k++)
@@ -782,7 +785,13 @@ static void emit_exit(rs_buf *o, const st_fe_brkpt *bp, int nres, int nstack_bel
     emit(o, rop[R_BINARY_OP], 0);   /* NB_ADD: (locals + below) + results */
     emit(o, rop[R_PUSH_NULL], 0);
     emit(o, rop[R_SWAP], 2);
-    emit(o, rop[R_LOAD_CONST], fn_const);
+    if (closure_arg >= 0) {
+        emit(o, rop[R_LOAD_FAST], closure_arg);
+        emit(o, rop[R_LOAD_CONST], fn_const);
+        emit(o, rop[R_MAKE_FUNCTION], 0x08);
+    } else {
+        emit(o, rop[R_LOAD_CONST], fn_const);
+    }
     emit(o, rop[R_SWAP], 2);
     emit(o, rop[R_CALL_FUNCTION_EX], 0);
     emit(o, rop[R_RETURN_VALUE], 0);
@@ -805,9 +814,11 @@ PyObject *st_fe_break_function(PyCodeObject *co, PyObject *globals, PyObject *cl
         return NULL;
     if (!fn_cache && !(fn_cache = PyDict_New()))
         return NULL;
-    /* the closure by identity (cells do not hash): the cached functions
-     * hold it, so the address stays its own while the entry lives */
-    PyObject *key = Py_BuildValue("(ONiiy#y#)", (PyObject *)co, PyLong_FromVoidPtr(closure),
+    /* with free variables the break function takes the calling frame's
+     * closure as its last argument and makes the resume function with it
+     * at each call, so one break function serves every closure */
+    int clo = co->co_nfreevars ? 1 : 0;
+    PyObject *key = Py_BuildValue("(Oiiiy#y#)", (PyObject *)co, clo,
                                   bp->start, nstack,
                                   (const char *)null, (Py_ssize_t)nstack,
                                   (const char *)lstate, (Py_ssize_t)bp->nlocals);
@@ -850,7 +861,8 @@ PyObject *st_fe_break_function(PyCodeObject *co, PyObject *globals, PyObject *cl
      * then None and the resume functions */
     Py_ssize_t nc0 = PyTuple_GET_SIZE(co->co_consts);
     PyObject *consts = PyTuple_New(nc0 + 1 + nexit);
-    PyObject *vn = PyTuple_New(ncons + nbelow + nlive);
+    int nargs = ncons + nbelow + nlive + clo, clo_arg = clo ? nargs - 1 : -1;
+    PyObject *vn = PyTuple_New(nargs);
     PyObject *res = NULL;
     rs_buf code = {0}, lines = {0}, exc = {0};
     if (!consts || !vn)
@@ -859,11 +871,16 @@ PyObject *st_fe_break_function(PyCodeObject *co, PyObject *globals, PyObject *cl
         PyTuple_SET_ITEM(consts, i, Py_NewRef(PyTuple_GET_ITEM(co->co_consts, i)));
     PyTuple_SET_ITEM(consts, nc0, Py_NewRef(Py_None));
     for (int x = 0; x < nexit; x++) {
-        PyTuple_SET_ITEM(consts, nc0 + 1 + x, fns[x]);
-        fns[x] = NULL;
+        if (clo) /* the code: made into a function per call (emit_exit) */
+            PyTuple_SET_ITEM(consts, nc0 + 1 + x, Py_NewRef(PyFunction_GET_CODE(fns[x])));
+        else {
+            PyTuple_SET_ITEM(consts, nc0 + 1 + x, fns[x]);
+            fns[x] = NULL;
+        }
     }
-    for (int k = 0; k < ncons + nbelow + nlive; k++) {
-        PyObject *s = PyUnicode_FromFormat("___arg%d", k);
+    for (int k = 0; k < nargs; k++) {
+        PyObject *s = clo_arg == k ? PyUnicode_FromString("___closure")
+                                   : PyUnicode_FromFormat("___arg%d", k);
         if (!s)
             goto done;
         PyTuple_SET_ITEM(vn, k, s);
@@ -887,21 +904,21 @@ PyObject *st_fe_break_function(PyCodeObject *co, PyObject *globals, PyObject *cl
         }
         const rs_ins *in = &c.ins[c.at_unit[bp->start]];
         rs_buf a = {0};
-        emit_exit(&a, bp, bp->nres[0], below, null, lstate, ncons, (int)nc0 + 1, (int)nc0);
+        emit_exit(&a, bp, bp->nres[0], below, null, lstate, ncons, (int)nc0 + 1, (int)nc0, clo_arg);
         emit(&code, in->op, a.n / 2);     /* forward over exit 0 to exit 1 */
         put(&code, a.b, a.n);
         free(a.b);
-        emit_exit(&code, bp, bp->nres[1], below, null, lstate, ncons, (int)nc0 + 2, (int)nc0);
+        emit_exit(&code, bp, bp->nres[1], below, null, lstate, ncons, (int)nc0 + 2, (int)nc0, clo_arg);
         code_free(&c);
     } else {
         put(&code, PyBytes_AS_STRING(orig) + 2 * bp->start, 2 * (bp->end - bp->start));
         if (bp->kind == ST_BRK_SIMPLE)
-            emit_exit(&code, bp, bp->nres[0], below, null, lstate, ncons, (int)nc0 + 1, (int)nc0);
+            emit_exit(&code, bp, bp->nres[0], below, null, lstate, ncons, (int)nc0 + 1, (int)nc0, clo_arg);
     }
     Py_DECREF(orig);
     put_sameline(&lines, code.n / 2);
     int flags = CO_OPTIMIZED | CO_NEWLOCALS;
-    PyObject *cobj = mkcode(co, &code, consts, vn, ncons + nbelow + nlive,
+    PyObject *cobj = mkcode(co, &code, consts, vn, nargs,
                             nstack + bp->nlocals + 8, flags, bp->line > 0 ? bp->line : co->co_firstlineno,
                             co->co_name, co->co_qualname, &lines, &exc, false);
     if (!cobj)
@@ -922,6 +939,23 @@ done:
     free(lines.b);
     free(exc.b);
     return res;
+}
+
+/* See st_fe_tr.h. */
+PyObject *st_fe_call_break(PyObject *brk, PyObject *args, PyCodeObject *co, PyObject *closure)
+{
+    if (!co->co_nfreevars)
+        return PyObject_Call(brk, args, NULL);
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    PyObject *a = PyTuple_New(n + 1);
+    if (!a)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++)
+        PyTuple_SET_ITEM(a, i, Py_NewRef(PyTuple_GET_ITEM(args, i)));
+    PyTuple_SET_ITEM(a, n, Py_NewRef(closure ? closure : Py_None));
+    PyObject *r = PyObject_Call(brk, a, NULL);
+    Py_DECREF(a);
+    return r;
 }
 
 void st_fe_resume_reset(void)

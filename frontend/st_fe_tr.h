@@ -368,11 +368,16 @@ void st_fe_brkpt_clear(st_fe_brkpt *bp);
  * arguments: the consumed non-NULL stack items, the non-NULL items below
  * them, the live locals, in order. Cached per (code, start, shapes); new
  * reference or NULL with an exception. closure: the frame's function's
- * (the resume functions share its cells; with free variables only). */
+ * (with free variables only: the resume functions are made from it when
+ * the cache is filled; at run time from the closure st_fe_call_break
+ * passes, so that each call's cells are its own). */
 PyObject *st_fe_break_function(PyCodeObject *co, PyObject *globals, PyObject *closure,
                                const st_fe_brkpt *bp, int nstack, const bool *null,
                                const uint8_t *lstate);
 void st_fe_resume_reset(void);
+/* Calls break function brk with args (a tuple), plus, when co has free
+ * variables, the calling frame's closure as its last argument. */
+PyObject *st_fe_call_break(PyObject *brk, PyObject *args, PyCodeObject *co, PyObject *closure);
 
 /* The compiled graph for the frame's sizes (a dynamic entry's instance,
  * made when new; borrowed), or NULL with an exception. */

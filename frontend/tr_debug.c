@@ -137,7 +137,9 @@ static PyObject *fe_translate(PyObject *self, PyObject *args, PyObject *kw)
     }
     if (e && e->brk_fn && result) {
         /* a partial graph: the rest of the frame runs (plain: no hook here) */
-        Py_SETREF(result, PyObject_Call(e->brk_fn, result, NULL));
+        Py_SETREF(result, st_fe_call_break(e->brk_fn, result,
+                                           (PyCodeObject *)PyFunction_GET_CODE(fn),
+                                           PyFunction_GET_CLOSURE(fn)));
         if (!result) {
             st_fe_entry_free(e);
             st_fe_break_clear(&brk);

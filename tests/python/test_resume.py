@@ -266,6 +266,43 @@ def test_closures_and_zero_argument_super():
         same(st.compile(f, backend="interp")(x), f(x))
 
 
+def test_a_closure_made_per_call_resumes_with_its_own_cells():
+    # the break function is shared by every closure of a code object: the
+    # resume function must get the calling frame's cells, not the first
+    # call's (LBFGS's closure read the first step's tensors before)
+    w = st.tensor([1.0])
+    seen = []
+
+    def call(fn):
+        return fn()
+
+    def f(x, k):
+        def closure():
+            print("", end="")              # a graph break inside the closure
+            loss = (w * x).sum() + k
+            seen.append(loss.item())       # and more after it
+            return loss * 2
+        return call(closure)
+
+    cf = st.compile(f, backend="interp")
+    for v in (1.0, 5.0, 7.0):
+        same(cf(st.tensor([v]), 0.5), st.tensor((v + 0.5) * 2))
+    assert seen == [1.5, 5.5, 7.5]
+
+    def g(x, flag):
+        def inner():
+            y = x * 2
+            if y.sum() > 0:                # a jump on data: a break with two exits
+                return y + x
+            return y - x
+        return inner()
+
+    cg = st.compile(g, backend="interp")
+    for v in (1.0, -3.0, 4.0, -1.0):
+        t = st.tensor([v, v])
+        same(cg(t, 0), g(t, 0))
+
+
 def test_inlined_break_unwinds_to_the_call():
     def leaf(x):
         return -x if x.sum() > 0 else x - 1
