@@ -29,7 +29,9 @@ def _zeropower_via_newtonschulz(grad, ns_coefficients, ns_steps, eps):
     ortho_grad = grad.bfloat16()
     if grad.size(0) > grad.size(1):
         ortho_grad = ortho_grad.T
-    ortho_grad = ortho_grad.div(ortho_grad.norm().clamp(min=eps))
+    # torch's bfloat16 norm sums the squares in float32 and rounds once; symtrace's rounds the
+    # sum to bfloat16 first, so the norm is taken in float32
+    ortho_grad = ortho_grad.div(ortho_grad.float().norm().bfloat16().clamp(min=eps))
     for _ in range(ns_steps):
         gram_matrix = ortho_grad @ ortho_grad.T
         # torch's bfloat16 addmm accumulates and adds beta * input in float32 and rounds once;

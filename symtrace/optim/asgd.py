@@ -19,8 +19,9 @@ class ASGD(Optimizer):
     torch's 0-d state tensors. state: step, eta, mu (0-d float32), ax.
     eta and mu are read on the host from the values this optimizer wrote
     (.item() only for a loaded or outside-written state), so a step traces
-    into one graph under symtrace.compile. foreach and capturable are
-    accepted and change nothing (capturable's arithmetic is the same up to
+    into one graph under symtrace.compile. foreach is accepted and changes
+    nothing; capturable=True raises torch's error on a cpu parameter and
+    otherwise keeps this arithmetic (torch's capturable form differs only in
     rounding); differentiable is accepted, the step is not recorded."""
 
     def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, foreach=None,
@@ -55,6 +56,7 @@ class ASGD(Optimizer):
                 lr, lambd, alpha, t0 = group["lr"], group["lambd"], group["alpha"], group["t0"]
                 lr = lr.item() if _is_tensor(lr) else lr
                 for p, grad, state in self._grads(group, self._new_state):
+                    self._check_capturable(group, p, "params, mus, etas, and state_steps")
                     step = self._next_step(p, state["step"])
                     eta_t, mu_t, ax = state["eta"], state["mu"], state["ax"]
                     eta = self._scalar_get("_eta_mirror", p, eta_t)

@@ -190,6 +190,14 @@ class Optimizer:
         t.fill_(value)
         self.__dict__.setdefault(mirror_name, {})[p] = (t, t._version, value)
 
+    @staticmethod
+    def _check_capturable(group, p, what="params and state_steps"):
+        """torch's check for capturable=True: the parameters (and the state
+        created on their device) must be on a device whose steps can be
+        captured (cuda here; torch also lists xpu, hpu, privateuseone, xla)."""
+        if group.get("capturable") and not p._device_str.startswith("cuda"):
+            raise AssertionError(f"If capturable=True, {what} must be on supported devices: ['cuda'].")
+
     def _grads(self, group, init_state=None, l2=True):
         """(p, grad, state) for each parameter of group that has a gradient:
         the single-tensor optimizers' common walk. state is filled by

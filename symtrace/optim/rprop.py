@@ -12,8 +12,9 @@ class Rprop(Optimizer):
     """torch.optim.Rprop: s = sign(g * prev); step_size *= etaplus where s > 0,
     etaminus where s < 0, then clamped to step_sizes; g = 0 where s < 0;
     p -= sign(g) * step_size; prev = g. state: step (0-d float32), prev,
-    step_size (filled with lr). foreach and capturable are accepted and
-    change nothing (one update path); differentiable is accepted, the step is
+    step_size (filled with lr). foreach is accepted and changes nothing (one
+    update path); capturable=True raises torch's error on a cpu parameter
+    and otherwise changes nothing; differentiable is accepted, the step is
     not recorded by autograd."""
 
     def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *, capturable=False,
@@ -45,6 +46,7 @@ class Rprop(Optimizer):
                 etaminus, etaplus = group["etas"]
                 step_size_min, step_size_max = group["step_sizes"]
                 for p, grad, state in self._grads(group, self._new_state, l2=False):
+                    self._check_capturable(group, p)
                     state["step"].add_(1)
                     prev, step_size = state["prev"], state["step_size"]
                     sign = grad.mul(prev).sign()
