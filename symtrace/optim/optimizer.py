@@ -172,6 +172,32 @@ class Optimizer:
         mirror[p] = (t, t._version, value)
         return value
 
+    def _scalar_get(self, mirror_name, p, t):
+        """The value of the 0-d state tensor t of parameter p as a Python
+        float: the one this optimizer last wrote (_scalar_set) when nothing
+        wrote t since (its version counter did not move), else t.item()."""
+        m = self.__dict__.setdefault(mirror_name, {}).get(p)
+        if m is not None and m[0] is t and m[1] == t._version:
+            return m[2]
+        value = t.item()
+        self.__dict__[mirror_name][p] = (t, t._version, value)
+        return value
+
+    def _scalar_set(self, mirror_name, p, t, value):
+        """t.fill_(value) for the 0-d state tensor t of parameter p; value
+        must be exactly representable in t's dtype (it is what
+        _scalar_get then returns without reading t back)."""
+        t.fill_(value)
+        self.__dict__.setdefault(mirror_name, {})[p] = (t, t._version, value)
+
+    @staticmethod
+    def _check_capturable(group, p, what="params and state_steps"):
+        """torch's check for capturable=True: the parameters (and the state
+        created on their device) must be on a device whose steps can be
+        captured (cuda here; torch also lists xpu, hpu, privateuseone, xla)."""
+        if group.get("capturable") and not p._device_str.startswith("cuda"):
+            raise AssertionError(f"If capturable=True, {what} must be on supported devices: ['cuda'].")
+
     def _grads(self, group, init_state=None, l2=True):
         """(p, grad, state) for each parameter of group that has a gradient:
         the single-tensor optimizers' common walk. state is filled by
@@ -233,6 +259,8 @@ class Optimizer:
             return value
         if isinstance(value, dict):
             return {k: Optimizer._cast_state(param, v, k) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):       # LBFGS's histories (torch casts any iterable)
+            return type(value)(Optimizer._cast_state(param, v) for v in value)
         return value
 
     def load_state_dict(self, state_dict):
