@@ -151,6 +151,10 @@ CASES = {
                    _cont(-3, 3)),
     "MixtureSameFamily": (_mix, lambda r: [r.normal(size=(3, 2)), r.normal(size=(3, 2)), r.uniform(0.5, 2, (3, 2))],
                           _cont(-3, 3)),
+    "MixtureSameFamily-MVN": (lambda M, p: M.MixtureSameFamily(M.Categorical(probs=p[0]),
+                                                               M.MultivariateNormal(p[1], scale_tril=p[2])),
+                              lambda r: [r.uniform(0.2, 1, (2,)), r.normal(size=(2, 2, 3)),
+                                         np.linalg.cholesky(_spd_params(r, (2,), 3))], _cont(-3, 3)),
     "VonMises": (lambda M, p: M.VonMises(*p), lambda r: [r.normal(size=(3, 1)), np.array([0.3, 1.0, 3.0, 6.0])],
                  _circle),
     "LKJCholesky": (lambda M, p: M.LKJCholesky(3, p[0]), lambda r: [r.uniform(0.5, 3, (2,))], _corr_chol),
@@ -523,6 +527,37 @@ def test_kl_against_torch(torch, pq):
             assert a.grad is None or np.all(a.grad.numpy() == 0)
         else:
             _close(a.grad, t.grad, rtol=1e-8, atol=1e-8, msg="kl grad")
+
+
+def test_kl_inherited_and_bregman_pairs(torch):
+    """Pairs found through the registry's subclass dispatch: Chi2 (a Gamma), HalfCauchy and
+    InverseGamma (TransformedDistributions with equal transforms), Wishart (the exponential
+    family Bregman divergence by autograd), and ExponentialFamily.entropy of the new
+    exponential families; values and gradients as torch's."""
+    rng = rng_for("kl-inherit")
+    df1, df2 = rng.uniform(1, 5, (3,)), rng.uniform(1, 5, (3,))
+    c1, c2 = _spd_params(rng, (), 3), _spd_params(rng, (), 3)
+    s1, s2 = rng.uniform(0.5, 2, (3,)), rng.uniform(0.5, 2, (3,))
+    pr = rng.uniform(0.1, 0.9, (3,))
+    res = {}
+    for M in (st, torch):
+        D = M.distributions
+        leaves = [M.tensor(a, requires_grad=True) for a in (df1, df2, s1, s2, pr)]
+        a, b, x, y, q = leaves
+        out = [D.kl_divergence(D.Chi2(a), D.Chi2(b)),
+               D.kl_divergence(D.HalfCauchy(x), D.HalfCauchy(y)),
+               D.kl_divergence(D.InverseGamma(a, x), D.InverseGamma(b, y)),
+               D.kl_divergence(D.Wishart(a + 2, covariance_matrix=M.tensor(c1)),
+                               D.Wishart(b + 2, covariance_matrix=M.tensor(c2))),
+               D.ExponentialFamily.entropy(D.ContinuousBernoulli(probs=q)),
+               D.ExponentialFamily.entropy(D.Wishart(a + 2, covariance_matrix=M.tensor(c1)))]
+        sum(o.sum() for o in out).backward()
+        res[M] = out + [t.grad for t in leaves]
+    for g, e in zip(res[st], res[torch]):
+        if e is None:   # torch's Bregman KL detaches p's natural parameters
+            assert g is None or np.all(g.numpy() == 0)
+            continue
+        _close(g, e, rtol=1e-8, atol=1e-8)
 
 
 def test_kl_registry_covers_torch(torch):
