@@ -48,9 +48,12 @@ class Kumaraswamy(TransformedDistribution):
 
     @property
     def mode(self):
-        log_mode = (self.concentration0.reciprocal() * (-self.concentration0).log1p()
-                    - (-self.concentration0 * self.concentration1).log1p())
-        bad = (self.concentration0 < 1) | (self.concentration1 < 1)
+        """((a - 1) / (a b - 1))^(1/a), nan where a < 1 or b < 1. torch 2.13's formula takes
+        log1p(-b) (nan for every b > 1), so its mode is nan everywhere: this is the closed
+        form it means."""
+        a, b = self.concentration1, self.concentration0
+        log_mode = a.reciprocal() * ((a - 1).log() - (a * b - 1).log())
+        bad = (b < 1) | (a < 1)
         return where(bad, math.nan, log_mode).exp()
 
     @property
