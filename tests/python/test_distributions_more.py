@@ -204,6 +204,9 @@ def test_against_torch(torch, name):
             continue
         _both(lambda: getattr(sd, attr), lambda: getattr(td, attr), attr, **tol)
     _both(sd.entropy, td.entropy, "entropy", **tol)
+    for attr in ["covariance_matrix", "precision_matrix", "scale_tril", "df", "probs", "logits", "temperature"]:
+        if hasattr(td, attr) and attr in dir(type(td)) + list(vars(td)):
+            _close(getattr(sd, attr), getattr(td, attr), rtol=1e-9, atol=1e-9, msg=attr)
     sv, tv = st.tensor(v), torch.tensor(v)
     _close(sd.log_prob(sv), td.log_prob(tv), msg="log_prob", **tol)
     _close(sd.log_prob(sv[0]), td.log_prob(tv[0]), msg="log_prob (batch shape)", **tol)
