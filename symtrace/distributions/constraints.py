@@ -8,7 +8,7 @@ from ..linalg import cholesky_ex as _cholesky_ex
 __all__ = ["Constraint", "boolean", "cat", "corr_cholesky", "dependent", "dependent_property",
            "greater_than", "greater_than_eq", "independent", "integer_interval", "interval",
            "half_open_interval", "is_dependent", "less_than", "lower_cholesky", "lower_triangular",
-           "multinomial", "nonnegative", "nonnegative_integer", "one_hot", "positive",
+           "MixtureSameFamilyConstraint", "multinomial", "nonnegative", "nonnegative_integer", "one_hot", "positive",
            "positive_semidefinite", "positive_definite", "positive_integer", "real", "real_vector",
            "simplex", "square", "stack", "symmetric", "unit_interval"]
 
@@ -108,6 +108,37 @@ class _IndependentConstraint(Constraint):
 
     def __repr__(self):
         return f"{self.__class__.__name__[1:]}({repr(self.base_constraint)}, {self.reinterpreted_batch_ndims})"
+
+
+class MixtureSameFamilyConstraint(Constraint):
+    """MixtureSameFamilyConstraint(base_constraint): a component distribution's support,
+    checked with the mixture's rightmost batch dim added back."""
+
+    def __init__(self, base_constraint):
+        if not isinstance(base_constraint, Constraint):
+            raise AssertionError(f"base_constraint must be a Constraint, got {type(base_constraint).__name__}")
+        self.base_constraint = base_constraint
+        super().__init__()
+
+    @property
+    def is_discrete(self):
+        return self.base_constraint.is_discrete
+
+    @property
+    def event_dim(self):
+        return self.base_constraint.event_dim
+
+    def check(self, value):
+        unsqueezed_value = value.unsqueeze(-1 - self.event_dim)
+        result = self.base_constraint.check(unsqueezed_value)
+        if value.dim() < self.event_dim:
+            raise ValueError(f"Expected value.dim() >= {self.event_dim} but got {value.dim()}")
+        num_dim_to_keep = value.dim() - self.event_dim
+        result = result.reshape(tuple(result.shape[:num_dim_to_keep]) + (-1,))
+        return result.all(-1)
+
+    def __repr__(self):
+        return f"{self.__class__.__name__}({repr(self.base_constraint)})"
 
 
 class _Boolean(Constraint):

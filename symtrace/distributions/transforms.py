@@ -1,22 +1,29 @@
 """symtrace.distributions.transforms: invertible transforms with log-det-Jacobians for
 TransformedDistribution, as torch's: the Transform base (caching, .inv), composition,
-IndependentTransform, ReshapeTransform and the elementwise Exp, Power, Sigmoid, Softplus,
-Tanh, Abs and Affine transforms, plus SoftmaxTransform."""
+IndependentTransform, ReshapeTransform, the elementwise Exp, Power, Sigmoid, Softplus,
+Tanh, Abs and Affine transforms, SoftmaxTransform, StickBreakingTransform, the matrix
+LowerCholesky, PositiveDefinite and CorrCholesky transforms, Cat/StackTransform and
+CumulativeDistributionTransform."""
 import functools
 import math
 import operator
 from numbers import Number
 
 from .._C import Size
-from .._ops import atanh, broadcast_shapes, finfo, full_like, log, sigmoid, zeros_like
-from ..nn.functional import softplus
+from .._ops import (atanh, broadcast_shapes, cat, cumsum, eye, finfo, full_like, log, ones, sigmoid,
+                    stack, zeros_like)
+from ..linalg import cholesky as _cholesky
+from ..nn.functional import logsigmoid, softplus
 from . import constraints
-from .utils import _sum_rightmost, broadcast_all, lazy_property
+from .utils import (_sum_rightmost, broadcast_all, lazy_property, tril_matrix_to_vec,
+                    vec_to_tril_matrix)
 
-__all__ = ["AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform",
-           "IndependentTransform", "PowerTransform", "ReshapeTransform", "SigmoidTransform",
-           "SoftplusTransform", "TanhTransform", "SoftmaxTransform", "Transform",
-           "identity_transform"]
+__all__ = ["AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform",
+           "CorrCholeskyTransform", "CumulativeDistributionTransform", "ExpTransform",
+           "IndependentTransform", "LowerCholeskyTransform", "PositiveDefiniteTransform",
+           "PowerTransform", "ReshapeTransform", "SigmoidTransform", "SoftplusTransform",
+           "TanhTransform", "SoftmaxTransform", "StackTransform", "StickBreakingTransform",
+           "Transform", "identity_transform"]
 
 
 def _shape_of(v):
@@ -618,3 +625,312 @@ class SoftmaxTransform(Transform):
         if len(shape) < 1:
             raise ValueError("Too few dimensions on input")
         return shape
+
+
+def _pad_one(x, before):
+    """x with a column of ones added before (before=True) or after its last dim."""
+    one = ones(tuple(x.shape[:-1]) + (1,), dtype=x.dtype, device=x.device)
+    return cat([one, x] if before else [x, one], -1)
+
+
+class CorrCholeskyTransform(Transform):
+    """Maps a vector of D(D-1)/2 reals to the lower Cholesky factor of a D x D correlation
+    matrix: tanh to (-1, 1), then stick-breaking along each row (as torch's)."""
+    domain = constraints.real_vector
+    codomain = constraints.corr_cholesky
+    bijective = True
+
+    def __eq__(self, other):
+        return isinstance(other, CorrCholeskyTransform)
+
+    def _call(self, x):
+        x = x.tanh()
+        eps = finfo(x.dtype).eps
+        x = x.clamp(min=-1 + eps, max=1 - eps)
+        r = vec_to_tril_matrix(x, diag=-1)
+        z = r ** 2
+        z1m_cumprod_sqrt = (1 - z).sqrt().cumprod(-1)
+        r = r + eye(r.shape[-1], dtype=r.dtype, device=r.device)
+        return r * _pad_one(z1m_cumprod_sqrt[..., :-1], True)
+
+    def _inverse(self, y):
+        y_cumsum = 1 - cumsum(y * y, dim=-1)
+        y_cumsum_shifted = _pad_one(y_cumsum[..., :-1], True)
+        y_vec = tril_matrix_to_vec(y, diag=-1)
+        y_cumsum_vec = tril_matrix_to_vec(y_cumsum_shifted, diag=-1)
+        t = y_vec / y_cumsum_vec.sqrt()
+        return (t.log1p() - t.neg().log1p()) / 2
+
+    def log_abs_det_jacobian(self, x, y, intermediates=None):
+        y1m_cumsum = 1 - (y * y).cumsum(dim=-1)
+        y1m_cumsum_tril = tril_matrix_to_vec(y1m_cumsum, diag=-2)
+        stick_breaking_logdet = 0.5 * y1m_cumsum_tril.log().sum(-1)
+        tanh_logdet = -2 * (x + softplus(-2 * x) - math.log(2.0)).sum(dim=-1)
+        return stick_breaking_logdet + tanh_logdet
+
+    def forward_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        N = shape[-1]
+        D = round((0.25 + 2 * N) ** 0.5 + 0.5)
+        if D * (D - 1) // 2 != N:
+            raise ValueError("Input is not a flattened lower-diagonal number")
+        return Size(tuple(shape[:-1]) + (D, D))
+
+    def inverse_shape(self, shape):
+        if len(shape) < 2:
+            raise ValueError("Too few dimensions on input")
+        if shape[-2] != shape[-1]:
+            raise ValueError("Input is not square")
+        D = shape[-1]
+        N = D * (D - 1) // 2
+        return Size(tuple(shape[:-2]) + (N,))
+
+
+class StickBreakingTransform(Transform):
+    """Maps R^(K-1) onto the K-simplex by stick-breaking (sigmoids of x - log(offset)), as
+    torch's; bijective, with a triangular Jacobian."""
+    domain = constraints.real_vector
+    codomain = constraints.simplex
+    bijective = True
+
+    def __eq__(self, other):
+        return isinstance(other, StickBreakingTransform)
+
+    def _offset(self, x, n):
+        return n - x.new_ones(x.shape[-1]).cumsum(-1)
+
+    def _call(self, x):
+        offset = self._offset(x, x.shape[-1] + 1)
+        z = _clipped_sigmoid(x - offset.log())
+        z_cumprod = (1 - z).cumprod(-1)
+        return _pad_one(z, False) * _pad_one(z_cumprod, True)
+
+    def _inverse(self, y):
+        y_crop = y[..., :-1]
+        offset = y.shape[-1] - y.new_ones(y_crop.shape[-1]).cumsum(-1)
+        sf = 1 - y_crop.cumsum(-1)
+        sf = sf.clamp(min=finfo(y.dtype).tiny)
+        return y_crop.log() - sf.log() + offset.log()
+
+    def log_abs_det_jacobian(self, x, y):
+        offset = self._offset(x, x.shape[-1] + 1)
+        x = x - offset.log()
+        return (-x + logsigmoid(x) + y[..., :-1].log()).sum(-1)
+
+    def forward_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        return Size(tuple(shape[:-1]) + (shape[-1] + 1,))
+
+    def inverse_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        return Size(tuple(shape[:-1]) + (shape[-1] - 1,))
+
+
+class LowerCholeskyTransform(Transform):
+    """Maps a square matrix to a lower-triangular one with a positive diagonal: the strict
+    lower triangle kept, the diagonal exponentiated (not bijective, no Jacobian, as torch)."""
+    domain = constraints.independent(constraints.real, 2)
+    codomain = constraints.lower_cholesky
+
+    def __eq__(self, other):
+        return isinstance(other, LowerCholeskyTransform)
+
+    def _call(self, x):
+        return x.tril(-1) + x.diagonal(dim1=-2, dim2=-1).exp().diag_embed()
+
+    def _inverse(self, y):
+        return y.tril(-1) + y.diagonal(dim1=-2, dim2=-1).log().diag_embed()
+
+
+class PositiveDefiniteTransform(Transform):
+    """Maps a square matrix to a positive-definite one, L L^T for L its
+    LowerCholeskyTransform (the inverse by symtrace.linalg.cholesky)."""
+    domain = constraints.independent(constraints.real, 2)
+    codomain = constraints.positive_definite
+
+    def __eq__(self, other):
+        return isinstance(other, PositiveDefiniteTransform)
+
+    def _call(self, x):
+        x = LowerCholeskyTransform()(x)
+        return x @ x.mT
+
+    def _inverse(self, y):
+        return LowerCholeskyTransform().inv(_cholesky(y))
+
+
+def _check_dim(t, dim, name):
+    if not -t.dim() <= dim < t.dim():
+        raise AssertionError(f"dim {dim} out of range for {name} with {t.dim()} dimensions")
+
+
+class CatTransform(Transform):
+    """CatTransform(tseq, dim=0, lengths=None, cache_size=0): applies tseq[i] to the piece
+    of length lengths[i] along dim (torch.cat's pieces)."""
+
+    def __init__(self, tseq, dim=0, lengths=None, cache_size=0):
+        if not all(isinstance(t, Transform) for t in tseq):
+            raise AssertionError("All elements of tseq must be Transform instances")
+        if cache_size:
+            tseq = [t.with_cache(cache_size) for t in tseq]
+        super().__init__(cache_size=cache_size)
+        self.transforms = list(tseq)
+        if lengths is None:
+            lengths = [1] * len(self.transforms)
+        self.lengths = list(lengths)
+        if len(self.lengths) != len(self.transforms):
+            raise AssertionError(f"lengths ({len(self.lengths)}) must match transforms ({len(self.transforms)})")
+        self.dim = dim
+
+    @lazy_property
+    def event_dim(self):
+        return max(t.event_dim for t in self.transforms)
+
+    @lazy_property
+    def length(self):
+        return sum(self.lengths)
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return CatTransform(self.transforms, self.dim, self.lengths, cache_size)
+
+    def _check(self, t, name):
+        _check_dim(t, self.dim, name)
+        if t.size(self.dim) != self.length:
+            raise AssertionError(f"{name}.size({self.dim}) = {t.size(self.dim)} must equal length {self.length}")
+
+    def _map(self, t, fn):
+        out, start = [], 0
+        for trans, length in zip(self.transforms, self.lengths):
+            out.append(fn(trans, t.narrow(self.dim, start, length)))
+            start = start + length
+        return cat(out, dim=self.dim)
+
+    def _call(self, x):
+        self._check(x, "x")
+        return self._map(x, lambda t, s: t(s))
+
+    def _inverse(self, y):
+        self._check(y, "y")
+        return self._map(y, lambda t, s: t.inv(s))
+
+    def log_abs_det_jacobian(self, x, y):
+        self._check(x, "x")
+        self._check(y, "y")
+        logdetjacs = []
+        start = 0
+        for trans, length in zip(self.transforms, self.lengths):
+            xslice = x.narrow(self.dim, start, length)
+            yslice = y.narrow(self.dim, start, length)
+            logdetjac = trans.log_abs_det_jacobian(xslice, yslice)
+            if trans.event_dim < self.event_dim:
+                logdetjac = _sum_rightmost(logdetjac, self.event_dim - trans.event_dim)
+            logdetjacs.append(logdetjac)
+            start = start + length
+        dim = self.dim
+        if dim >= 0:
+            dim = dim - x.dim()
+        dim = dim + self.event_dim
+        if dim < 0:
+            return cat(logdetjacs, dim=dim)
+        return sum(logdetjacs)
+
+    @property
+    def bijective(self):
+        return all(t.bijective for t in self.transforms)
+
+    @constraints.dependent_property
+    def domain(self):
+        return constraints.cat([t.domain for t in self.transforms], self.dim, self.lengths)
+
+    @constraints.dependent_property
+    def codomain(self):
+        return constraints.cat([t.codomain for t in self.transforms], self.dim, self.lengths)
+
+
+class StackTransform(Transform):
+    """StackTransform(tseq, dim=0, cache_size=0): applies tseq[i] to slice i along dim
+    (torch.stack's slices)."""
+
+    def __init__(self, tseq, dim=0, cache_size=0):
+        if not all(isinstance(t, Transform) for t in tseq):
+            raise AssertionError("All elements of tseq must be Transform instances")
+        if cache_size:
+            tseq = [t.with_cache(cache_size) for t in tseq]
+        super().__init__(cache_size=cache_size)
+        self.transforms = list(tseq)
+        self.dim = dim
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return StackTransform(self.transforms, self.dim, cache_size)
+
+    def _slice(self, z):
+        return [z.select(self.dim, i) for i in range(z.size(self.dim))]
+
+    def _check(self, t, name):
+        _check_dim(t, self.dim, name)
+        if t.size(self.dim) != len(self.transforms):
+            raise AssertionError(f"{name}.size({self.dim}) = {t.size(self.dim)} must equal "
+                                 f"len(transforms) {len(self.transforms)}")
+
+    def _call(self, x):
+        self._check(x, "x")
+        return stack([t(s) for s, t in zip(self._slice(x), self.transforms)], dim=self.dim)
+
+    def _inverse(self, y):
+        self._check(y, "y")
+        return stack([t.inv(s) for s, t in zip(self._slice(y), self.transforms)], dim=self.dim)
+
+    def log_abs_det_jacobian(self, x, y):
+        self._check(x, "x")
+        self._check(y, "y")
+        return stack([t.log_abs_det_jacobian(xs, ys)
+                      for xs, ys, t in zip(self._slice(x), self._slice(y), self.transforms)], dim=self.dim)
+
+    @property
+    def bijective(self):
+        return all(t.bijective for t in self.transforms)
+
+    @constraints.dependent_property
+    def domain(self):
+        return constraints.stack([t.domain for t in self.transforms], self.dim)
+
+    @constraints.dependent_property
+    def codomain(self):
+        return constraints.stack([t.codomain for t in self.transforms], self.dim)
+
+
+class CumulativeDistributionTransform(Transform):
+    """CumulativeDistributionTransform(distribution, cache_size=0): y = distribution.cdf(x)
+    on the distribution's support, inverse icdf, log |dy/dx| = log_prob(x)."""
+    bijective = True
+    codomain = constraints.unit_interval
+    sign = +1
+
+    def __init__(self, distribution, cache_size=0):
+        super().__init__(cache_size=cache_size)
+        self.distribution = distribution
+
+    @property
+    def domain(self):
+        return self.distribution.support
+
+    def _call(self, x):
+        return self.distribution.cdf(x)
+
+    def _inverse(self, y):
+        return self.distribution.icdf(y)
+
+    def log_abs_det_jacobian(self, x, y):
+        return self.distribution.log_prob(x)
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return CumulativeDistributionTransform(self.distribution, cache_size=cache_size)
