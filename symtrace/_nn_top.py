@@ -8,6 +8,7 @@ exports them."""
 import builtins
 import warnings
 
+from . import _C
 from . import _ops as _o
 from . import linalg as _la
 from .nn import functional as F
@@ -18,7 +19,9 @@ _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
 
 
 def _red(fname, reduction, pos):
-    """torch's int reduction as F's name (any other int: no reduction, as ATen's)."""
+    """torch's int reduction as F's name (any other int: no reduction, as ATen's). The
+    losses' reduction defaults to 0: torch's schemas say Mean, but its Python binding reads
+    that default as 0, so torch.kl_div(x, t) is unreduced; symtrace gives what torch gives."""
     if isinstance(reduction, builtins.bool) or not isinstance(reduction, builtins.int):
         raise TypeError(f"{fname}(): argument 'reduction' (position {pos}) must be int, not "
                         f"{type(reduction).__name__}")
@@ -26,45 +29,52 @@ def _red(fname, reduction, pos):
 
 
 # ---------------- dropout ----------------
+def _p(p):
+    """torch's top-level dropouts raise RuntimeError for a bad p (F's raise ValueError)."""
+    if not 0.0 <= p <= 1.0:
+        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {p}")
+    return p
+
+
 def dropout(input, p, train):
     """dropout(input, p, train) -> Tensor: F.dropout(input, p, train) (torch.dropout)."""
-    return F.dropout(input, p, train)
+    return F.dropout(input, _p(p), train)
 
 
 def dropout_(input, p, train):
     """dropout_(input, p, train) -> Tensor: F.dropout(..., inplace=True) (torch.dropout_)."""
-    return F.dropout(input, p, train, inplace=True)
+    return F.dropout(input, _p(p), train, inplace=True)
 
 
 def feature_dropout(input, p, train):
     """feature_dropout(input [N, C, *], p, train) -> Tensor: whole channels zeroed with
     probability p, the rest scaled by 1/(1-p) (torch.feature_dropout)."""
-    return F._dropout_impl(input, p, train, False, True, False, "feature_dropout")
+    return F._dropout_impl(input, _p(p), train, False, True, False, "feature_dropout")
 
 
 def feature_dropout_(input, p, train):
     """feature_dropout_(input, p, train) -> Tensor: feature_dropout in place."""
-    return F._dropout_impl(input, p, train, True, True, False, "feature_dropout")
+    return F._dropout_impl(input, _p(p), train, True, True, False, "feature_dropout")
 
 
 def alpha_dropout(input, p, train):
     """alpha_dropout(input, p, train) -> Tensor: F.alpha_dropout (torch.alpha_dropout)."""
-    return F.alpha_dropout(input, p, train)
+    return F.alpha_dropout(input, _p(p), train)
 
 
 def alpha_dropout_(input, p, train):
     """alpha_dropout_(input, p, train) -> Tensor: F.alpha_dropout in place."""
-    return F.alpha_dropout(input, p, train, inplace=True)
+    return F.alpha_dropout(input, _p(p), train, inplace=True)
 
 
 def feature_alpha_dropout(input, p, train):
     """feature_alpha_dropout(input, p, train) -> Tensor: F.feature_alpha_dropout."""
-    return F.feature_alpha_dropout(input, p, train)
+    return F.feature_alpha_dropout(input, _p(p), train)
 
 
 def feature_alpha_dropout_(input, p, train):
     """feature_alpha_dropout_(input, p, train) -> Tensor: F.feature_alpha_dropout in place."""
-    return F.feature_alpha_dropout(input, p, train, inplace=True)
+    return F.feature_alpha_dropout(input, _p(p), train, inplace=True)
 
 
 # ---------------- activations ----------------
@@ -126,6 +136,8 @@ def constant_pad_nd(input, pad, value=0):
     """constant_pad_nd(input, pad, value=0) -> Tensor: F.pad(input, pad, 'constant', value);
     negative pads crop (torch.constant_pad_nd)."""
     _check_tensor(input, "constant_pad_nd")
+    if len(pad) % 2:
+        raise RuntimeError(f"Length of pad must be even but instead it equals {len(pad)}")
     return F.pad(input, list(pad), "constant", value)
 
 
@@ -205,20 +217,21 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sp
     idt = indices.dtype
     offs = [builtins.int(v) for v in offsets.tolist()]
     bags = nb - 1 if include_last_offset else nb
-    ends = offs[1:] + ([n] if not include_last_offset else [])
-    bag_of = [0] * n
-    for b in builtins.range(bags):
-        for i in builtins.range(offs[b], builtins.min(ends[b], n)):
-            bag_of[i] = b
+    # ATen's offset2bag: the count of bag starts (offsets[1:bags]) at or before each index
+    bag_of = [builtins.sum(1 for o in offs[1:bags] if o <= i) for i in builtins.range(n)]
     fast_sum = mode == 0 and pad is None and weight.dtype in (_o.float32, _o.float16, _o.bfloat16)
-    offset2bag = _o.tensor([], dtype=idt) if fast_sum else _o.tensor(bag_of, dtype=idt)
-    if mode == 0:
-        bag_size = _o.zeros(nb, dtype=idt)
-        return out, offset2bag, bag_size, _o.zeros(nb, dtype=idt)
+    offset2bag = _C.tensor([], idt) if fast_sum else _C.tensor(bag_of, idt)
+    if mode == 0:   # zeros: one a bag under autograd, one an offset in the forward-only kernel
+        grad = _C._is_grad_enabled() and (weight.requires_grad or (per_sample_weights is not None
+                                                                  and per_sample_weights.requires_grad))
+        k = bags if grad else nb
+        return out, offset2bag, _o.zeros(k, dtype=idt), _o.zeros(k, dtype=idt)
     idx = indices.tolist()
-    sizes = [builtins.sum(1 for i in builtins.range(offs[b], builtins.min(ends[b], n)) if idx[i] != pad)
-             for b in builtins.range(bags)]
-    bag_size = _o.tensor(sizes, dtype=idt)
+    sizes = [0] * bags
+    for i in builtins.range(n):
+        if idx[i] != pad:
+            sizes[bag_of[i]] += 1
+    bag_size = _C.tensor(sizes, idt)
     if mode == 1:
         return out, offset2bag, bag_size, bag_size
     with _o._no_grad():
@@ -226,14 +239,14 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sp
         cols = weight.shape[1]
         maxi = []
         for b in builtins.range(bags):
-            members = [idx[i] for i in builtins.range(offs[b], builtins.min(ends[b], n)) if idx[i] != pad]
+            members = [idx[i] for i in builtins.range(n) if bag_of[i] == b and idx[i] != pad]
             if not members:
-                maxi.append([-1] * cols)
+                maxi.append([0] * cols)
                 continue
-            vals = rows[_o.tensor(members, dtype=_o.int64)]
+            vals = rows[_C.tensor(members, _o.int64)]
             arg = _o.argmax(vals, 0).tolist()
             maxi.append([members[a] for a in arg])
-    return out, offset2bag, bag_size, _o.tensor(maxi, dtype=idt).reshape(bags, cols)
+    return out, offset2bag, bag_size, _C.tensor(maxi, idt).reshape(bags, cols)
 
 
 # ---------------- normalization ----------------
@@ -255,34 +268,34 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 
 
 # ---------------- losses (int reduction) ----------------
-def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None, reduction=1):
+def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None, reduction=0):
     """binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None,
-    reduction=1) -> Tensor: F.binary_cross_entropy_with_logits (torch's top-level order)."""
+    reduction=0) -> Tensor: F.binary_cross_entropy_with_logits (torch's top-level order)."""
     r = _red("binary_cross_entropy_with_logits", reduction, 5)
     return F.binary_cross_entropy_with_logits(input, target, weight, reduction=r, pos_weight=pos_weight)
 
 
-def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=1):
-    """cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=1) -> Tensor."""
+def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=0):
+    """cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=0) -> Tensor."""
     r = _red("cosine_embedding_loss", reduction, 5)
     return F.cosine_embedding_loss(input1, input2, target, margin, reduction=r)
 
 
-def hinge_embedding_loss(input, target, margin=1.0, reduction=1):
-    """hinge_embedding_loss(input, target, margin=1.0, reduction=1) -> Tensor."""
+def hinge_embedding_loss(input, target, margin=1.0, reduction=0):
+    """hinge_embedding_loss(input, target, margin=1.0, reduction=0) -> Tensor."""
     r = _red("hinge_embedding_loss", reduction, 4)
     return F.hinge_embedding_loss(input, target, margin, reduction=r)
 
 
-def kl_div(input, target, reduction=1, *, log_target=False):
-    """kl_div(input, target, reduction=1, *, log_target=False) -> Tensor: F.kl_div with an int
-    reduction (1: the mean over all elements, not 'batchmean')."""
+def kl_div(input, target, reduction=0, *, log_target=False):
+    """kl_div(input, target, reduction=0, *, log_target=False) -> Tensor: F.kl_div with an int
+    reduction (1: the mean over all elements, not 'batchmean'; 0 by default, see _red)."""
     r = _red("kl_div", reduction, 3)
     return F.kl_div(input, target, reduction=r, log_target=log_target)
 
 
-def margin_ranking_loss(input1, input2, target, margin=0.0, reduction=1):
-    """margin_ranking_loss(input1, input2, target, margin=0.0, reduction=1) -> Tensor."""
+def margin_ranking_loss(input1, input2, target, margin=0.0, reduction=0):
+    """margin_ranking_loss(input1, input2, target, margin=0.0, reduction=0) -> Tensor."""
     r = _red("margin_ranking_loss", reduction, 5)
     return F.margin_ranking_loss(input1, input2, target, margin, reduction=r)
 
@@ -294,9 +307,9 @@ def poisson_nll_loss(input, target, log_input, full, eps, reduction):
     return F.poisson_nll_loss(input, target, log_input, full, eps=eps, reduction=r)
 
 
-def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-06, swap=False, reduction=1):
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-06, swap=False, reduction=0):
     """triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-06, swap=False,
-    reduction=1) -> Tensor."""
+    reduction=0) -> Tensor."""
     r = _red("triplet_margin_loss", reduction, 8)
     return F.triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap, reduction=r)
 

@@ -111,12 +111,13 @@ def _tname(dt):
             _C.int32: "Int", bool_: "Bool"}.get(dt, str(dt))
 
 
-def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None):
     """asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False) -> Tensor: obj
     as a tensor, sharing memory with obj (a tensor, a numpy array, a DLPack capsule or a
     buffer-protocol object) when dtype and device allow and copy is not True; copy=False
     raises where a copy is needed. A tensor that needs no copy is returned itself; one that
-    does keeps no history. As torch.asarray."""
+    does keeps no history; requires_grad unset: obj's (warns when that is True, as torch).
+    As torch.asarray."""
     np = _np()
     dev = _o._dev(device)
 
@@ -131,6 +132,12 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
         return t
 
     if isinstance(obj, _C.TensorBase):
+        if requires_grad is None and obj.requires_grad:
+            warnings.warn("torch.asarray: unspecified requires_grad now defaults to obj.requires_grad instead of "
+                          "False. Pass requires_grad=False explicitly to get the old behavior and silence this "
+                          "warning.", UserWarning, stacklevel=2)
+        if requires_grad is None:
+            requires_grad = obj.requires_grad
         same_dt = dtype is None or obj.dtype is dtype
         same_dev = dev is None or str(obj.device) == str(dev)
         if copy is False and not same_dt:
@@ -139,7 +146,7 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
         if copy is False and not same_dev:
             raise ValueError(f"can't alias tensor on device '{obj.device}' into device '{dev}'.")
         if same_dt and same_dev and not copy:
-            if requires_grad is None or requires_grad == obj.requires_grad:
+            if requires_grad == obj.requires_grad:
                 return obj
             return _finish(obj, True)
         t = obj.detach()
@@ -380,9 +387,18 @@ def _gradient_coords(x, c, d, edge_order):
 
 
 # ---------------- small functions ----------------
-for _n in ("ldexp_", "erfc_", "i0_", "gcd_", "lcm_", "detach_"):
+for _n in ("ldexp_", "erfc_", "i0_", "gcd_", "lcm_"):
     globals()[_n] = _inplace_fn(_n)
 del _n
+
+
+def detach_(input):
+    """detach_(input) -> input: a leaf stops requiring grad, in place; a tensor with history
+    is refused (symtrace cannot cut a tensor's history in place: Tensor.detach_)."""
+    _check_tensor(input, "detach_")
+    if input.is_leaf:
+        return input.requires_grad_(False)
+    return input.detach_()
 
 
 def unsafe_split(tensor, split_size, dim=0):
