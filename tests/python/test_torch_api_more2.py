@@ -281,7 +281,9 @@ def test_range_as_torch(torch):
             warnings.simplefilter("always")
             s = st.range(*args, **{k: getattr(st, v) for k, v in kw.items()})
         assert any("torch.range is deprecated" in str(x.message) for x in w)
-        t = torch.range(*args, **{k: getattr(torch, v) for k, v in kw.items()})
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t = torch.range(*args, **{k: getattr(torch, v) for k, v in kw.items()})
         compare(f"range{args}", [s], [t], torch, 1e-7)
 
 
@@ -494,6 +496,7 @@ def test_cond_compiled():
     def f(x, p):
         return st.cond(p, lambda a: a.sin() * 2, lambda a: a.cos() - 1, (x,)) + 1
     x = st.tensor(X, dtype=st.float32)
+    assert st.explain(f, x, st.tensor(True)).graph_count >= 1
     cf = st.compile(f)
     for p in (st.tensor(True), st.tensor(False), True, False):
         np.testing.assert_allclose(to_numpy(cf(x, p)), to_numpy(f(x, p)), rtol=1e-6, atol=1e-6)
@@ -553,6 +556,8 @@ def test_compiled_matches_eager():
     args = [st.tensor(rs.uniform(-1, 1, (3, 4)).astype(np.float32)), st.tensor([0., 0.5, 2.]),
             st.tensor(rs.uniform(-1, 1, (5, 4)).astype(np.float32))]
     idx = st.tensor([[1, 0], [2, 4], [3, 3]])
+    ex = st.explain(_model, *args, idx)
+    assert ex.graph_break_count == 0, ex.break_reasons
     results = []
     for fn in (_model, st.compile(_model)):
         xs = [a.detach().requires_grad_() for a in args]
