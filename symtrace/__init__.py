@@ -52,6 +52,23 @@ from ._settings import (get_num_threads, set_num_threads, get_num_interop_thread
                         is_deterministic_algorithms_warn_only_enabled, set_deterministic_debug_mode,
                         get_deterministic_debug_mode, set_float32_matmul_precision,
                         get_float32_matmul_precision, typename, is_storage)
+from ._nn_top import (dropout, dropout_, feature_dropout, feature_dropout_, alpha_dropout,  # noqa: F401,E402
+                      alpha_dropout_, feature_alpha_dropout, feature_alpha_dropout_, celu, celu_, selu,
+                      selu_, rrelu, rrelu_, threshold, threshold_, prelu, hardshrink, constant_pad_nd,
+                      conv3d, conv_transpose3d, convolution, cosine_similarity, pairwise_distance, pdist,
+                      bilinear, embedding, embedding_bag, group_norm, layer_norm, rms_norm,
+                      binary_cross_entropy_with_logits, cosine_embedding_loss, hinge_embedding_loss,
+                      kl_div, margin_ranking_loss, poisson_nll_loss, triplet_margin_loss,
+                      norm_except_dim, frobenius_norm, nuclear_norm, matrix_rank)
+from ._torch_more import (hann_window, hamming_window, blackman_window, bartlett_window,  # noqa: F401,E402
+                          kaiser_window, asarray, frombuffer, gradient, range, ldexp_, erfc_, i0_, gcd_,
+                          lcm_, detach_, unsafe_split, unsafe_chunk, unsafe_split_with_sizes,
+                          nonzero_static, vmap, cond, set_warn_always, is_warn_always_enabled,
+                          set_flush_denormal, set_autocast_enabled, set_autocast_dtype,
+                          is_autocast_cpu_enabled, set_autocast_cpu_enabled, get_autocast_cpu_dtype,
+                          set_autocast_cpu_dtype, get_autocast_gpu_dtype, set_autocast_gpu_dtype,
+                          is_autocast_cache_enabled, set_autocast_cache_enabled, clear_autocast_cache,
+                          sym_max, sym_min, sym_int, sym_float, sym_not, sym_ite, sym_sqrt, sym_sum)
 
 __version__ = "0.1.0"
 

@@ -45,14 +45,35 @@ def get_autocast_dtype(device_type):
     return _C._get_autocast(device_type)[1]
 
 
+_cache_enabled = [True]
+
+
+def is_autocast_cache_enabled():
+    """Does autocast cache its casts of weights (torch's flag; True by default)? symtrace keeps
+    no such cache (see above), so the flag only records what was set."""
+    return _cache_enabled[0]
+
+
+def set_autocast_cache_enabled(enabled):
+    """Sets the flag is_autocast_cache_enabled reads; autocast(cache_enabled=...) sets it inside."""
+    if not isinstance(enabled, bool):
+        raise TypeError(f"enabled must be a bool (got {type(enabled).__name__})")
+    _cache_enabled[0] = enabled
+
+
+def clear_autocast_cache():
+    """Empties autocast's cache of cast weights: nothing to do, symtrace keeps none."""
+
+
 class autocast:
     """autocast(device_type, dtype=None, enabled=True, cache_enabled=None)
 
     device_type: 'cpu' or 'cuda'. dtype: bfloat16 or float16 (default: the
     current autocast dtype of device_type: bfloat16 on the CPU, float16 on
     CUDA, as in PyTorch). enabled=False turns autocast off inside (for
-    a region that must run in float32). cache_enabled is accepted for
-    PyTorch's signature and has no effect. Usable as a decorator."""
+    a region that must run in float32). cache_enabled (default:
+    is_autocast_cache_enabled()) is the flag inside the block, as PyTorch's;
+    symtrace caches no casts. Usable as a decorator."""
 
     def __init__(self, device_type, dtype=None, enabled=True, cache_enabled=None):
         _check_device_type(device_type)
@@ -67,15 +88,17 @@ class autocast:
         self.device = device_type
         self.fast_dtype = dtype
         self._enabled = enabled
+        self._cache = is_autocast_cache_enabled() if cache_enabled is None else bool(cache_enabled)
         self._prevs = []
 
     def __enter__(self):
         # a stack, so that one object may be entered again inside itself
-        self._prevs.append(_C._set_autocast(self.device, self._enabled, self.fast_dtype))
+        self._prevs.append((_C._set_autocast(self.device, self._enabled, self.fast_dtype), _cache_enabled[0]))
+        _cache_enabled[0] = self._cache
         return self
 
     def __exit__(self, *exc):
-        enabled, dtype = self._prevs.pop()
+        (enabled, dtype), _cache_enabled[0] = self._prevs.pop()
         _C._set_autocast(self.device, enabled, dtype)
         return False
 
