@@ -39,6 +39,16 @@ def disable(fn=None, recursive=True, *, reason=None):
     return _disabled
 
 
+def _undisabled(fn, *args, **kwargs):
+    """fn(*args, **kwargs) with the compiler as it was outside the innermost disable(): for a
+    disabled function that calls back into user code (LBFGS.step calling its closure)."""
+    _C._fe_suspend(-1)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        _C._fe_suspend(1)
+
+
 def is_compiling():
     """True while the code runs as (part of) a compiled graph, False as Python."""
     return False

@@ -2,12 +2,13 @@
 parameters of its one group, with torch's optional strong-Wolfe line search
 (_strong_wolfe, _cubic_interpolate). The step runs eagerly: it reads losses
 and 0-d tensors on the host, and under symtrace.compile it is not captured
-(symtrace.compiler.disable, see LBFGS.step). Its 0-d quantities (ys, ro,
+(symtrace.compiler.disable, see LBFGS.step), while the user's closure it
+calls is compiled as it would be outside the step. Its 0-d quantities (ys, ro,
 H_diag, al, gtd and mostly t) stay 0-d tensors as in torch, so its state
 holds the same types."""
 from .. import _ops
 from ..autograd.grad_mode import enable_grad
-from ..compiler import disable as _disable_compile
+from ..compiler import disable as _disable_compile, _undisabled
 from ..nn.parameter import _no_grad
 from .optimizer import Optimizer, _is_tensor
 
@@ -208,11 +209,10 @@ class LBFGS(Optimizer):
         self._set_param(x)
         return loss, flat_grad
 
-    # Under symtrace.compile the step (and the closure it calls) runs as plain
-    # Python: a graph break at opt.step(closure). The frontend mis-resumes a
-    # closure made in a compiled frame after a graph break inside it (it reads
-    # the free variables of the first call again), which a training closure
-    # (zero_grad, then the model) would hit on every evaluation.
+    # Under symtrace.compile the step runs as plain Python (a graph break at
+    # opt.step(closure)): its line search reads losses on the host at every
+    # turn. The closure (zero_grad, the model, backward) is the work, and is
+    # compiled as usual (_undisabled), as torch's disable(recursive=False).
     @_disable_compile
     def step(self, closure):
         """step(closure) -> the loss closure() returned first: one L-BFGS optimization
@@ -227,7 +227,7 @@ class LBFGS(Optimizer):
 
         def closure():
             with enable_grad():
-                return user_closure()
+                return _undisabled(user_closure)
 
         group = self.param_groups[0]
         lr = group["lr"]
