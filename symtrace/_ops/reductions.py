@@ -8,7 +8,7 @@ import math
 import warnings
 
 from .. import _C
-from .._dtype import bool_, float32, float64
+from .._dtype import bfloat16, bool_, float16, float32, float64
 from ._core import KEEPDIM, _attrs, _check_tensor, _dims, _is_tensor, _op, _tname, _wrap, _wrap_dims
 from .elementwise import (abs, div, eq, gt, logical_not, maximum, minimum, mul, ne, pow, sqrt, sub,
                           to_dtype, where)
@@ -138,7 +138,7 @@ def log_softmax(input, dim, dtype=None):
 
 
 # ---- variance, standard deviation, norms ----
-def _var_mean(input, dim, unbiased, keepdim, correction, fn):
+def _var_mean(input, dim, unbiased, keepdim, correction, fn, root=False):
     _check_tensor(input, fn)
     if isinstance(dim, bool):        # the legacy var(input, unbiased)
         if unbiased is not None:
@@ -165,6 +165,8 @@ def _var_mean(input, dim, unbiased, keepdim, correction, fn):
     v = div(sum(mul(d, d), dims, keepdim), builtins.max(0, n - c))
     if not keepdim:
         m = m.reshape(v.shape)
+    if root:                          # std: the root before the one rounding to a half type
+        v = sqrt(v)
     if x is not input:
         v, m = to_dtype(v, input.dtype), to_dtype(m, input.dtype)
     return v, m
@@ -178,7 +180,7 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """std(input, dim=None, *, correction=1, keepdim=False) = sqrt(var); as torch.std."""
-    return sqrt(_var_mean(input, dim, unbiased, keepdim, correction, "std")[0])
+    return _var_mean(input, dim, unbiased, keepdim, correction, "std", root=True)[0]
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
@@ -188,8 +190,7 @@ def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """std_mean(input, dim=None, *, correction=1, keepdim=False) -> (std, mean); as torch.std_mean."""
-    v, m = _var_mean(input, dim, unbiased, keepdim, correction, "std_mean")
-    return sqrt(v), m
+    return _var_mean(input, dim, unbiased, keepdim, correction, "std_mean", root=True)
 
 
 def _safe_root(s, p):
@@ -213,6 +214,10 @@ def _vector_norm(input, p, dim, keepdim, dtype, fn):
     if dims is not None:
         _wrap_dims(dims, input.dim(), fn)
     p = float(p)
+    if input.dtype in (float16, bfloat16) and p not in (math.inf, -math.inf, 0.0):
+        # torch accumulates half types in float and rounds once: squares and the root too
+        return to_dtype(_vector_norm(to_dtype(input, float32), p, dim, keepdim, None, fn),
+                        input.dtype)
     if p in (math.inf, -math.inf):
         if input.numel() == 0:
             raise RuntimeError(f"{fn} cannot compute the {p} norm on an empty tensor because the "

@@ -195,3 +195,15 @@ def test_norm_gradients_at_zero_entries_as_torch(p):
     torch.norm(tx, p, 1).sum().backward()
     tg = tx.grad.numpy() if tx.grad is not None else np.zeros_like(g)   # torch: None for p = 0
     np.testing.assert_allclose(g, tg, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_half_norms_and_std_round_once_as_torch(torch, dtype):
+    # torch accumulates half types in float and rounds the result once: the squares,
+    # their sum and the root (norm), the variance and its root (std) stay in float
+    x = make((64, 37), dtype, low=-3, high=3)
+    for f in (lambda a: a.norm(), lambda a: a.norm(dim=1), lambda a: a.norm(p=3, dim=0),
+              lambda a: a.std(1), lambda a: a.std(), lambda a: a.var(0),
+              lambda a: (st if isinstance(a, st.Tensor) else torch).linalg.vector_norm(a, dim=1),
+              lambda a: (st if isinstance(a, st.Tensor) else torch).std_mean(a, 1)[0]):
+        check_torch(f, f, x, rtol=0, atol=0)
