@@ -40,7 +40,16 @@ class Parameter(Tensor):
         return "Parameter containing:\n" + super().__repr__()
 
 
-class Buffer(Tensor):
+class _BufferMeta(type):
+    """isinstance(x, Buffer) also holds for tensors flagged as buffers (UninitializedBuffer), as torch's."""
+
+    def __instancecheck__(cls, instance):
+        if cls is Buffer and isinstance(instance, _C.TensorBase) and getattr(instance, "_is_buffer", False):
+            return True
+        return super().__instancecheck__(instance)
+
+
+class Buffer(Tensor, metaclass=_BufferMeta):
     """Buffer(data=None, *, persistent=True): data (detached, keeping
     requires_grad) marked as a buffer: assigned as a Module attribute it is
     registered with register_buffer(name, it, persistent). torch returns a

@@ -184,6 +184,10 @@ def test_uninitialized_parameter_errors_as_torch(torch):
     assert p.requires_grad and p.is_leaf and p.dtype == st.float32 and p.grad is None
     assert UninitializedBuffer(persistent=False).persistent is False
     assert isinstance(p, nn.Parameter) and p.cls_to_become is nn.Parameter
+    for lib, U, UB in ((st, UninitializedParameter, UninitializedBuffer),
+                       (torch, torch.nn.parameter.UninitializedParameter, torch.nn.parameter.UninitializedBuffer)):
+        assert isinstance(UB(), lib.nn.Buffer) and not isinstance(U(), lib.nn.Buffer)
+        assert lib.nn.parameter.is_lazy(U()) and not lib.nn.parameter.is_lazy(lib.ones(1))
 
     def msg(fn, *a):
         with pytest.raises(Exception) as e:

@@ -587,15 +587,12 @@ class Module:
                 modules[name] = value
             else:
                 buffers = self.__dict__.get("_buffers")
-                if isinstance(value, (Buffer, UninitializedTensorMixin)) and not isinstance(value, Parameter) \
-                        or buffers is not None and name in buffers:
+                if isinstance(value, Buffer) or buffers is not None and name in buffers:
                     if value is not None and not _is_tensor(value):
                         raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "
                                         "(symtrace.nn.Buffer, symtrace.Tensor or None expected)")
                     if isinstance(value, Buffer):
-                        persistent = value.persistent
-                    elif isinstance(value, UninitializedTensorMixin):
-                        persistent = value.__dict__.get("persistent", True)
+                        persistent = getattr(value, "persistent", True)
                     else:
                         persistent = name not in self._non_persistent_buffers_set
                     self.register_buffer(name, value, persistent)
