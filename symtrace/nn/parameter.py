@@ -112,6 +112,7 @@ class UninitializedTensorMixin:
     no data (an empty tensor standing for its dtype, device and requires_grad)
     until materialize(shape); any other use raises ValueError as torch's."""
     __hash__ = Tensor.__hash__
+    _pickle_by_reduce = True      # symtrace.save pickles it by __reduce_ex__ (no data), not as a storage
     for _n in _BLOCKED_DUNDERS:
         locals()[_n] = _blocked(_n)
     del _n

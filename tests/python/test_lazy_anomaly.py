@@ -533,3 +533,24 @@ def test_record_function_decorator_and_plain_profile():
     assert sum(r.calls for r in prof.rows) >= 2 and "kernels" in text
     fn(x)
     assert len(prof.events()) == 3
+
+
+def test_lazy_module_pickle_and_save():
+    import io
+    import pickle
+    m = nn.LazyConv2d(2, 3)
+    m2 = pickle.loads(pickle.dumps(m))
+    assert type(m2) is nn.LazyConv2d and m2.has_uninitialized_params()
+    assert [type(v).__name__ for v in m2.state_dict().values()] == ["UninitializedParameter"] * 2
+    x = st.ones(1, 3, 4, 4)
+    assert tuple(m2(x).shape) == (1, 2, 2, 2) and type(m2) is nn.Conv2d and not m2._has_hooks
+    assert type(m) is nn.LazyConv2d and m.has_uninitialized_params()    # the original is untouched
+    buf = io.BytesIO()
+    st.save(nn.LazyBatchNorm1d().state_dict(), buf)
+    buf.seek(0)
+    sd = st.load(buf, weights_only=False)
+    assert [type(v).__name__ for v in sd.values()] == ["UninitializedParameter"] * 2 + \
+        ["UninitializedBuffer"] * 2 + ["Tensor"]
+    buf.seek(0)
+    with pytest.raises(Exception, match="UninitializedParameter"):   # not an allowed global, as torch's
+        st.load(buf, weights_only=True)

@@ -14,6 +14,7 @@ from ...compiler import disable as _compiler_disable
 from ..parameter import UninitializedParameter, UninitializedBuffer, is_lazy, _no_grad
 from ... import _ops
 from ..._dtype import int64
+from ...utils.hooks import RemovableHandle
 from .module import _bump_epoch
 from .linear import Linear
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
@@ -93,6 +94,26 @@ class LazyModuleMixin:
         if module.cls_to_become is not None:
             module.__class__ = module.cls_to_become
         _bump_epoch()
+
+    # pickling: the hook handles go as their ids (a handle holds its table weakly) and are
+    # made again over the unpickled tables
+    _HANDLES = (("_initialize_hook", "_forward_pre_hooks"), ("_load_hook", "_load_state_dict_pre_hooks"))
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        for attr, _ in self._HANDLES:
+            if attr in state:
+                state[attr] = state[attr].id
+        return state
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for attr, table in self._HANDLES:
+            hid = self.__dict__.get(attr)
+            if isinstance(hid, int):
+                h = RemovableHandle(self.__dict__[table])
+                h.id = hid
+                object.__setattr__(self, attr, h)
 
     def _replicate_for_data_parallel(self):
         raise RuntimeError("Modules with uninitialized parameters can't be used with `DataParallel`. Run a "
