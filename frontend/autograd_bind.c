@@ -4,7 +4,9 @@
  * nn.Parameter), custom nodes whose backward is a Python callable
  * (autograd.Function / PyLayer), the gradient hooks' owner
  * (Tensor.register_hook, retain_grad) and the saved-tensor hooks' owner
- * (autograd.graph.saved_tensors_hooks). */
+ * (autograd.graph.saved_tensors_hooks), and anomaly mode's owner
+ * (autograd.detect_anomaly: its tracebacks, NaN check and report are
+ * Python callables that symtrace.autograd.anomaly_mode registers). */
 #include "st_fe.h"
 #include "st_fe_tr.h"
 
@@ -697,6 +699,102 @@ static PyObject *f_top_saved_hooks(PyObject *m, PyObject *a) {
     return pair;
 }
 
+/* ---------------- anomaly mode ---------------- */
+/* runtime/autograd.c's anomaly interface (kept out of st_runtime.h: see there) */
+typedef st_status (*st_ad_anomaly_check_fn)(const char *node, int n, st_tensor *const *g);
+void st_ad_set_anomaly_owner(void *(*capture)(void), void (*release)(void *tb),
+                             st_ad_anomaly_check_fn check,
+                             void (*report)(const char *node, void *tb));
+void st_ad_set_anomaly(bool on, bool check_nan);
+bool st_ad_anomaly_enabled(bool *check_nan);
+
+/* capture() -> traceback object; check(name, grads) raises on NaN;
+ * report(name, traceback or None) warns (owned references) */
+static PyObject *anomaly_py_capture, *anomaly_py_check, *anomaly_py_report;
+
+static void *py_anomaly_capture(void) {
+    if (!anomaly_py_capture) return NULL;
+    PyGILState_STATE gs = PyGILState_Ensure();
+    PyObject *tb = PyObject_CallNoArgs(anomaly_py_capture);
+    if (!tb) PyErr_Clear(); /* no traceback rather than a failing op */
+    PyGILState_Release(gs);
+    return tb;
+}
+
+static st_status py_anomaly_check(const char *node, int n, st_tensor *const *g) {
+    if (!anomaly_py_check) return ST_OK;
+    PyGILState_STATE gs = PyGILState_Ensure();
+    st_status s = ST_OK;
+    PyObject *grads = PyTuple_New(n), *res = NULL;
+    for (int k = 0; grads && k < n; k++) {
+        PyObject *w = Py_None;
+        if (g[k]) {
+            st_tensor_incref(g[k]);
+            w = st_fe_wrap(g[k]);
+            if (!w) {
+                Py_CLEAR(grads);
+                break;
+            }
+        } else {
+            Py_INCREF(w);
+        }
+        PyTuple_SET_ITEM(grads, k, w);
+    }
+    if (grads) res = PyObject_CallFunction(anomaly_py_check, "sO", node, grads);
+    if (!res) /* the Python error (the NaN message) stays set for st_fe_raise */
+        s = st_err(ST_ERR_RUNTIME, "Function '%s' returned nan values", node);
+    Py_XDECREF(res);
+    Py_XDECREF(grads);
+    PyGILState_Release(gs);
+    return s;
+}
+
+static void py_anomaly_report(const char *node, void *tb) {
+    if (!anomaly_py_report) return;
+    PyGILState_STATE gs = PyGILState_Ensure();
+    PyObject *et, *ev, *etb;
+    PyErr_Fetch(&et, &ev, &etb); /* the node's error, raised after the report */
+    PyObject *res = PyObject_CallFunction(anomaly_py_report, "sO", node,
+                                          tb ? (PyObject *)tb : Py_None);
+    if (!res) PyErr_Clear();
+    Py_XDECREF(res);
+    PyErr_Restore(et, ev, etb);
+    PyGILState_Release(gs);
+}
+
+/* _C._set_anomaly_hooks(capture, check, report) */
+static PyObject *f_set_anomaly_hooks(PyObject *m, PyObject *args) {
+    PyObject *c, *k, *r;
+    if (!PyArg_ParseTuple(args, "OOO:_set_anomaly_hooks", &c, &k, &r)) return NULL;
+    if (!PyCallable_Check(c) || !PyCallable_Check(k) || !PyCallable_Check(r)) {
+        PyErr_SetString(PyExc_TypeError, "_set_anomaly_hooks: expected three callables");
+        return NULL;
+    }
+    Py_XSETREF(anomaly_py_capture, Py_NewRef(c));
+    Py_XSETREF(anomaly_py_check, Py_NewRef(k));
+    Py_XSETREF(anomaly_py_report, Py_NewRef(r));
+    st_ad_set_anomaly_owner(py_anomaly_capture, py_ctx_free, py_anomaly_check, py_anomaly_report);
+    Py_RETURN_NONE;
+}
+
+/* _C._set_anomaly_enabled(enabled, check_nan=True) */
+static PyObject *f_set_anomaly_enabled(PyObject *m, PyObject *args) {
+    int on, nan = 1;
+    if (!PyArg_ParseTuple(args, "p|p:_set_anomaly_enabled", &on, &nan)) return NULL;
+    st_ad_set_anomaly(on, nan);
+    Py_RETURN_NONE;
+}
+
+static PyObject *f_is_anomaly_enabled(PyObject *m, PyObject *a) {
+    return PyBool_FromLong(st_ad_anomaly_enabled(NULL));
+}
+
+static PyObject *f_is_anomaly_check_nan_enabled(PyObject *m, PyObject *a) {
+    bool nan;
+    st_ad_anomaly_enabled(&nan);
+    return PyBool_FromLong(nan);
+}
+
 static PyObject *f_ad_stats(PyObject *m, PyObject *a) {
     st_ad_stats s;
     st_ad_stats_get(&s);
@@ -723,6 +821,10 @@ static PyMethodDef autograd_methods[] = {
     {"_push_saved_tensors_hooks", f_push_saved_hooks, METH_VARARGS, "_push_saved_tensors_hooks(pack_hook, unpack_hook)"},
     {"_pop_saved_tensors_hooks", f_pop_saved_hooks, METH_NOARGS, "pops the innermost saved-tensor hooks"},
     {"_saved_tensors_hooks_top", f_top_saved_hooks, METH_NOARGS, "the innermost (pack_hook, unpack_hook), or None"},
+    {"_set_anomaly_hooks", f_set_anomaly_hooks, METH_VARARGS, "_set_anomaly_hooks(capture, check, report)"},
+    {"_set_anomaly_enabled", f_set_anomaly_enabled, METH_VARARGS, "_set_anomaly_enabled(enabled, check_nan=True)"},
+    {"_is_anomaly_enabled", f_is_anomaly_enabled, METH_NOARGS, "is anomaly mode on"},
+    {"_is_anomaly_check_nan_enabled", f_is_anomaly_check_nan_enabled, METH_NOARGS, "does anomaly mode check for NaN"},
     {NULL},
 };
 

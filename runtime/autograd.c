@@ -20,7 +20,14 @@
  * thread's stack of hook pairs is not empty, a recorded op node hands each
  * tensor it saves to the top pair's pack and keeps what that returns
  * instead of the tensor; every backward through the node unpacks it again
- * (saved_get), checked against the saved meta. */
+ * (saved_get), checked against the saved meta.
+ *
+ * Anomaly mode (autograd.detect_anomaly): while it is on, every new node
+ * asks the anomaly owner for the traceback of the forward call that made
+ * it (kept until the node goes); after a node ran in backward the owner
+ * checks its gradients for NaN (check_nan), and when the node failed it
+ * reports the error with that traceback. Off, it costs one flag test per
+ * node made and per node run. */
 #include "st_runtime.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +74,7 @@ struct st_ad_node {
     bool skip;                /* grad(): leads to none of the inputs asked for */
     int order_deps;           /* scratch for prune_for_grad's ordering */
     st_tensor **gbuf;         /* accumulated gradient per output */
+    void *anomaly_tb;         /* anomaly mode: the forward's traceback (owned) */
 };
 
 /* An output slot's hooks object (owned) and the tensor that retains its
@@ -84,6 +92,50 @@ static int64_t nodes_alive;
 
 bool st_ad_grad_enabled(void) { return !grad_disabled; }
 void st_ad_set_grad_enabled(bool on) { grad_disabled = !on; }
+
+/* ---------------- anomaly mode ---------------- */
+/* Declared here and in autograd_bind.c (the one owner), not in
+ * st_runtime.h: anomaly mode is a debugging aid of the Python API. */
+typedef st_status (*st_ad_anomaly_check_fn)(const char *node, int n, st_tensor *const *g);
+void st_ad_set_anomaly_owner(void *(*capture)(void), void (*release)(void *tb),
+                             st_ad_anomaly_check_fn check,
+                             void (*report)(const char *node, void *tb));
+void st_ad_set_anomaly(bool on, bool check_nan);
+bool st_ad_anomaly_enabled(bool *check_nan);
+
+static bool anomaly_on, anomaly_nan = true;
+static void *(*anomaly_capture)(void);
+static void (*anomaly_release)(void *);
+static st_ad_anomaly_check_fn anomaly_check;
+static void (*anomaly_report)(const char *, void *);
+
+void st_ad_set_anomaly_owner(void *(*capture)(void), void (*release)(void *tb),
+                             st_ad_anomaly_check_fn check,
+                             void (*report)(const char *node, void *tb)) {
+    anomaly_capture = capture;
+    anomaly_release = release;
+    anomaly_check = check;
+    anomaly_report = report;
+}
+
+/* Global, as PyTorch's AnomalyMode. */
+void st_ad_set_anomaly(bool on, bool check_nan) {
+    anomaly_on = on;
+    anomaly_nan = check_nan;
+}
+
+bool st_ad_anomaly_enabled(bool *check_nan) {
+    if (check_nan) *check_nan = anomaly_nan;
+    return anomaly_on;
+}
+
+/* After node n ran in backward with status s: its gradients' NaN check,
+ * then the report of any error with the forward's traceback. */
+static st_status anomaly_after(st_ad_node *n, st_tensor **gin, st_status s) {
+    if (s == ST_OK && anomaly_nan && anomaly_check) s = anomaly_check(n->name, n->nin, gin);
+    if (s != ST_OK && anomaly_report) anomaly_report(n->name, n->anomaly_tb);
+    return s;
+}
 
 /* ---------------- node lifetime ---------------- */
 static st_ad_node *node_new(int nin, int nout) {
@@ -103,6 +155,7 @@ static st_ad_node *node_new(int nin, int nout) {
         free(n);
         return NULL;
     }
+    if (anomaly_on && anomaly_capture) n->anomaly_tb = anomaly_capture();
     __atomic_add_fetch(&nodes_alive, 1, __ATOMIC_RELAXED);
     return n;
 }
@@ -310,6 +363,7 @@ void st_ad_node_decref(st_ad_node *n) {
                 for (int k = 0; k < n->nout; k++) st_tensor_decref(n->gbuf[k]);
             free(n->gbuf);
             slots_free(n);
+            if (n->anomaly_tb && anomaly_release) anomaly_release(n->anomaly_tb);
             free(n->cout_meta);
             free(n->next_node);
             free(n->next_nr);
@@ -1538,7 +1592,10 @@ static st_status engine_run(st_tensor *const *roots, st_tensor *const *grads, in
             gin_cap = n->nin;
         }
         for (int k = 0; k < n->nin; k++) gin[k] = NULL;
-        if (!n->skip) s = run_node(n, gin);
+        if (!n->skip) {
+            s = run_node(n, gin);
+            if (anomaly_on) s = anomaly_after(n, gin, s);
+        }
         if (n->gbuf) {
             for (int k = 0; k < n->nout; k++) {
                 st_tensor_decref(n->gbuf[k]);

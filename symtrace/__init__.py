@@ -23,6 +23,8 @@ from . import memory  # noqa: F401
 from . import autograd  # noqa: F401
 from .autograd import (no_grad, enable_grad, set_grad_enabled, is_grad_enabled,  # noqa: F401
                        inference_mode, is_inference_mode_enabled)
+from .autograd.anomaly_mode import (is_anomaly_enabled, is_anomaly_check_nan_enabled,  # noqa: F401,E402
+                                    set_anomaly_enabled)
 from . import linalg  # noqa: F401,E402  (symtrace.linalg, as torch.linalg)
 from ._linalg_top import (det, logdet, slogdet, inverse, cholesky, cholesky_solve,  # noqa: F401,E402
                           cholesky_inverse, pinverse, matrix_power, matrix_exp, svd, qr, lu,

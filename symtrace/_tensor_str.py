@@ -203,8 +203,8 @@ def _add_suffixes(text, suffixes, indent):
 def _is_plain(t):
     from . import _C
     from ._tensor import Tensor
-    from .nn.parameter import Parameter
-    return type(t) in (Tensor, Parameter, _C.TensorBase)
+    from .nn.parameter import Parameter, Buffer
+    return type(t) in (Tensor, Parameter, Buffer, _C.TensorBase)
 
 
 def _meta_suffixes(t, device):

@@ -175,7 +175,7 @@ class _Collector:
         self.index = {}
 
     def __call__(self, obj):
-        if isinstance(obj, _C.TensorBase):
+        if isinstance(obj, _C.TensorBase) and not getattr(type(obj), "_pickle_by_reduce", False):
             i = self.index.get(id(obj))
             if i is None:
                 i = self.index[id(obj)] = len(self.tensors)

@@ -1,6 +1,7 @@
 """symtrace.autograd: the tape's Python face (backward, grad, grad mode,
 custom Functions / PyLayer, gradcheck / gradgradcheck, graph: saved-tensor hooks,
-functional: vjp / jvp / jacobian / hessian / vhp / hvp)."""
+functional: vjp / jvp / jacobian / hessian / vhp / hvp, anomaly mode, the legacy
+Variable)."""
 import warnings
 
 from .. import _C
@@ -8,6 +9,9 @@ from .grad_mode import (no_grad, enable_grad, set_grad_enabled, is_grad_enabled,
                         inference_mode, is_inference_mode_enabled)
 from .function import Function, PyLayer, FunctionCtx, PyLayerContext  # noqa: F401
 from . import graph  # noqa: F401
+from .anomaly_mode import (detect_anomaly, set_detect_anomaly, is_anomaly_enabled,  # noqa: F401
+                           is_anomaly_check_nan_enabled, set_anomaly_enabled)
+from .variable import Variable  # noqa: F401
 
 
 def _seq(x):
@@ -70,6 +74,11 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     grads = _seq(grad_outputs) or (None,) * len(outputs)
     return _C._grad(outputs, grads, inputs, bool(retain_graph), bool(allow_unused),
                     bool(create_graph))
+
+
+def variable(*args, **kwargs):
+    """Deprecated in torch: always raises, naming symtrace.tensor as the replacement."""
+    raise RuntimeError("torch.autograd.variable(...) is deprecated, use torch.tensor(...) instead")
 
 
 try:

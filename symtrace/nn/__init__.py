@@ -2,7 +2,7 @@
 Parameter, init, functional and utils."""
 from . import functional  # noqa: F401
 from . import init  # noqa: F401
-from .parameter import Parameter  # noqa: F401
+from .parameter import Parameter, Buffer, UninitializedParameter, UninitializedBuffer  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .modules import (Module, Linear, Identity, Embedding, LayerNorm, Dropout, ReLU, GELU, Tanh,  # noqa: F401
                       Sigmoid, Softmax, LogSoftmax, MultiheadAttention, Sequential, ModuleList, ModuleDict,
@@ -28,4 +28,8 @@ from .modules import (MaxPool3d, AvgPool3d, AdaptiveAvgPool3d, AdaptiveMaxPool3d
                       ConstantPad1d, ConstantPad2d, ConstantPad3d, ZeroPad1d, ZeroPad2d, ZeroPad3d, ReflectionPad1d,
                       ReflectionPad2d, ReflectionPad3d, ReplicationPad1d, ReplicationPad2d, ReplicationPad3d,
                       CircularPad1d, CircularPad2d, CircularPad3d, LocalResponseNorm, ChannelShuffle, Softmax2d)
+from .modules import (LazyLinear, LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d,  # noqa: F401
+                      LazyConvTranspose2d, LazyConvTranspose3d, LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d,
+                      LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d)
+from . import parameter  # noqa: F401
 from . import utils  # noqa: F401

@@ -17,7 +17,7 @@ from ...autograd.function import Function
 from ...autograd.grad_mode import is_grad_enabled
 from ...compiler import disable as _compiler_disable
 from ...utils.hooks import RemovableHandle
-from ..parameter import Parameter, _no_grad
+from ..parameter import Parameter, Buffer, UninitializedTensorMixin, is_lazy, _no_grad
 
 __all__ = ["Module"]
 
@@ -488,6 +488,8 @@ class Module:
             raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
                             "(symtrace Tensor or None required)")
         self._buffers[name] = tensor
+        if isinstance(tensor, UninitializedTensorMixin):
+            tensor._add_owner(self, "_buffers", name)
         if persistent:
             self._non_persistent_buffers_set.discard(name)
         else:
@@ -508,6 +510,8 @@ class Module:
             raise ValueError(f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters "
                              "must be created explicitly.")
         self._parameters[name] = param
+        if isinstance(param, UninitializedTensorMixin):
+            param._add_owner(self, "_parameters", name)
 
     def add_module(self, name, module):
         if module is not None and not isinstance(module, Module):
@@ -583,11 +587,15 @@ class Module:
                 modules[name] = value
             else:
                 buffers = self.__dict__.get("_buffers")
-                if buffers is not None and name in buffers:
+                if isinstance(value, Buffer) or buffers is not None and name in buffers:
                     if value is not None and not _is_tensor(value):
                         raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "
-                                        "(symtrace.Tensor or None expected)")
-                    buffers[name] = value
+                                        "(symtrace.nn.Buffer, symtrace.Tensor or None expected)")
+                    if isinstance(value, Buffer):
+                        persistent = getattr(value, "persistent", True)
+                    else:
+                        persistent = name not in self._non_persistent_buffers_set
+                    self.register_buffer(name, value, persistent)
                 else:
                     object.__setattr__(self, name, value)
                     if name in _HOOK_TABLES:
@@ -751,6 +759,10 @@ class Module:
                 continue
             with _no_grad():
                 new = fn(p)
+            if is_lazy(p):   # still uninitialized, of the new dtype / device
+                memo[id(p)] = (p, p._converted(new) if new is not p else p)
+                self._parameters[key] = memo[id(p)][1]
+                continue
             if new is p:
                 memo[id(p)] = (p, p)
                 continue
@@ -765,7 +777,8 @@ class Module:
                 continue
             if id(b) not in memo:
                 with _no_grad():
-                    memo[id(b)] = (b, fn(b))
+                    new = fn(b)
+                memo[id(b)] = (b, b._converted(new) if is_lazy(b) and new is not b else new)
             self._buffers[key] = memo[id(b)][1]
         return self
 
@@ -925,6 +938,13 @@ class Module:
             if not _is_tensor(input_param):
                 error_msgs.append(f'While copying the parameter named "{key}", expected Tensor-like '
                                   f"object from checkpoint but received {type(input_param)}")
+                continue
+            if is_lazy(param):
+                # lazy into lazy: nothing to copy (a lazy module's load hook materialized the others)
+                if not is_lazy(input_param):
+                    error_msgs.append(f'While copying the parameter named "{key}", the parameter in the '
+                                      "current model is uninitialized (run a forward first), the one in the "
+                                      f"checkpoint has shape {_shape_str(input_param)}.")
                 continue
             if tuple(input_param.shape) != tuple(param.shape):
                 error_msgs.append(f"size mismatch for {key}: copying a param with shape "
