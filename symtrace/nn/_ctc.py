@@ -159,8 +159,10 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     tl, tl_vals = _lengths(target_lengths, "target_lengths", dev)
     batched = log_probs.dim() == 3
     lp = log_probs if batched else log_probs.unsqueeze(1)
-    tg = targets if batched else targets.unsqueeze(0)
+    tg = targets          # ATen's: an unbatched call's 1-d targets read as concatenated ones
     where = " (while checking arguments for ctc_loss_allocate_outputs)"
+    if lp.dtype not in (_C.float32, _C.float64):
+        raise NotImplementedError(f"\"ctc_loss_cpu\" not implemented for '{_tname(lp.dtype)}'")
     if lp.dim() != 3:
         raise RuntimeError(f"Expected 3-dimensional tensor, but got {lp.dim()}-dimensional tensor for argument #1 "
                            f"'log_probs'{where}")
@@ -174,8 +176,6 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         raise RuntimeError("input_lengths must be of size batch_size")
     if tl.shape[0] != n:
         raise RuntimeError("target_lengths must be of size batch_size")
-    if lp.dtype not in (_C.float32, _C.float64):
-        raise NotImplementedError(f"\"ctc_loss_cpu\" not implemented for '{_tname(lp.dtype)}'")
     if tl_vals is not None:
         for v in tl_vals:
             if v < 0:

@@ -132,8 +132,8 @@ def _clip(c, size):
 def _reflect(c, twice_low, twice_high):
     """ATen's reflect_coordinates: c reflected at the borders twice_low / 2 and twice_high / 2
     until it lies between them."""
-    if twice_low == twice_high:
-        return _ops.zeros_like(c)
+    if twice_low == twice_high:           # 0, with a zero gradient (where: no 0 * inf)
+        return _ops.where(_ops.ones_like(c, dtype=_C.bool), _ops.zeros_like(c), c)
     lo = twice_low / 2
     span = (twice_high - twice_low) / 2
     a = (c - lo).abs()
