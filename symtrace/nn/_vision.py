@@ -296,9 +296,15 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
 # ---------------- fractional max pooling ----------------
 def _as_float(v, dtype):
     """v rounded to dtype (ATen computes the interval step in the input's scalar type)."""
+    import struct
     if dtype is _C.float32:
-        import struct
         return struct.unpack("f", struct.pack("f", v))[0]
+    if dtype is _C.float16:
+        return struct.unpack("e", struct.pack("e", v))[0]
+    if dtype is _C.bfloat16:                        # float32 bits rounded to the top 16, ties to even
+        b = struct.unpack("I", struct.pack("f", v))[0]
+        b = ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) << 16
+        return struct.unpack("f", struct.pack("I", b & 0xFFFFFFFF))[0]
     return v
 
 

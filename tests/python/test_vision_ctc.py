@@ -568,3 +568,167 @@ def test_compiled_ctc_loss_matches_eager():
     lc.backward()
     np.testing.assert_allclose(xc.grad.numpy(), xe.grad.numpy(), rtol=1e-4, atol=1e-6)
     assert np.isfinite(xc.grad.numpy()).all() and not xc.grad.numpy()[:, 1].any()
+
+
+# ---------------------------------------------------------------- references without torch
+# (these run in the 3.12 venv too: numpy references and finite differences)
+def _ctc_brute_force(lp, target, blank):
+    """-log of the summed probability of every alignment of target in lp [T, C] (enumerated)."""
+    import itertools
+    T, C = lp.shape
+    total = 0.0
+    for path in itertools.product(range(C), repeat=T):
+        collapsed = [c for i, c in enumerate(path) if c != blank and (i == 0 or c != path[i - 1])]
+        if collapsed == list(target):
+            total += np.exp(sum(lp[t, c] for t, c in enumerate(path)))
+    return -np.log(total) if total > 0 else np.inf
+
+
+@pytest.mark.parametrize("target,blank", [([1, 2], 0), ([1, 1], 0), ([2], 1), ([], 0), ([0, 2, 0], 1)])
+def test_ctc_loss_matches_alignment_enumeration_and_finite_differences(target, blank):
+    rng = np.random.default_rng(len(target) + 10 * blank)
+    T, C = 5, 3
+    x = rng.standard_normal((T, C))
+    lp = x - np.log(np.exp(x).sum(1, keepdims=True))
+    exp = _ctc_brute_force(lp, target, blank)
+
+    def loss(a):
+        return F.ctc_loss(a.log_softmax(1), st.tensor(np.array(target, dtype=np.int64)), (T,), (len(target),),
+                          blank=blank, reduction="sum")
+
+    xs = st.tensor(x, requires_grad=True)
+    got = loss(xs)
+    np.testing.assert_allclose(got.item(), exp, rtol=1e-10)
+    got.backward()
+    # through log_softmax, torch's gradient convention is the true derivative: finite differences
+    num = np.zeros_like(x)
+    for i in np.ndindex(*x.shape):
+        d = np.zeros_like(x)
+        d[i] = 1e-6
+        num[i] = (loss(st.tensor(x + d)).item() - loss(st.tensor(x - d)).item()) / 2e-6
+    np.testing.assert_allclose(xs.grad.numpy(), num, rtol=1e-5, atol=1e-7)
+
+
+def test_ctc_loss_forms_agree():
+    # padded and concatenated targets, tensors and tuples, batched and unbatched: one loss
+    rng = np.random.default_rng(3)
+    lp = st.tensor(rng.standard_normal((6, 2, 4))).log_softmax(2)
+    padded = np.array([[1, 3, 3], [2, 1, 0]])
+    concat = np.array([1, 3, 3, 2, 1])
+    a = F.ctc_loss(lp, st.tensor(padded), st.tensor(np.array([6, 5])), st.tensor(np.array([3, 2])), reduction="none")
+    b = F.ctc_loss(lp, st.tensor(concat), (6, 5), (3, 2), reduction="none")
+    c = F.ctc_loss(lp[:5, 1], st.tensor(padded[1, :2]), st.tensor(np.int64(5)), st.tensor(np.int64(2)),
+                   reduction="none")
+    np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(c.item(), a.numpy()[1], rtol=1e-12)
+    assert tuple(c.shape) == ()
+    mean = F.ctc_loss(lp, st.tensor(padded), (6, 5), (3, 2))
+    np.testing.assert_allclose(mean.item(), (a.numpy() / np.array([3, 2])).mean(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("align", [False, True])
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
+def test_identity_affine_grid_samples_the_input(mode, align):
+    # the identity transform's grid hits the pixel centres: every mode returns the input
+    rng = np.random.default_rng(4)
+    x = st.tensor(rng.standard_normal((2, 3, 4, 5)))
+    theta = st.tensor(np.tile(np.eye(2, 3), (2, 1, 1)))
+    y = F.grid_sample(x, F.affine_grid(theta, [2, 3, 4, 5], align_corners=align), mode, "zeros", align)
+    np.testing.assert_allclose(y.numpy(), x.numpy(), rtol=1e-12, atol=1e-12)
+    if mode != "bicubic":
+        x3 = st.tensor(rng.standard_normal((1, 2, 3, 4, 5)))
+        t3 = st.tensor(np.eye(3, 4)[None])
+        y3 = F.grid_sample(x3, F.affine_grid(t3, [1, 2, 3, 4, 5], align_corners=align), mode, "zeros", align)
+        np.testing.assert_allclose(y3.numpy(), x3.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_grid_sample_gradient_matches_finite_differences():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((1, 2, 4, 5))
+    g = rng.uniform(-1.2, 1.2, (1, 3, 2, 2))
+    w = rng.standard_normal((1, 2, 3, 2))
+    for mode, pad in (("bilinear", "reflection"), ("bicubic", "border"), ("bilinear", "zeros")):
+        def f(gv):
+            return (F.grid_sample(st.tensor(x), gv, mode, pad, False) * st.tensor(w)).sum()
+
+        gs = st.tensor(g, requires_grad=True)
+        f(gs).backward()
+        num = np.zeros_like(g)
+        for i in np.ndindex(*g.shape):
+            d = np.zeros_like(g)
+            d[i] = 1e-6
+            num[i] = (f(st.tensor(g + d)).item() - f(st.tensor(g - d)).item()) / 2e-6
+        np.testing.assert_allclose(gs.grad.numpy(), num, rtol=1e-5, atol=1e-6, err_msg=f"{mode} {pad}")
+
+
+def _fractional_reference(x, ks, osz, samples):
+    """ATen's fractional max pooling loop (2-d) in numpy: (values, indices)."""
+    n, c, H, W = x.shape
+
+    def intervals(u, size, out, pool):
+        alpha = np.float64(size - pool) / (out - 1) if out > 1 else 0.0
+        seq = [int((i + u) * alpha) - int(u * alpha) for i in range(out)]
+        seq[-1] = size - pool
+        return seq
+
+    vals = np.zeros((n, c) + osz)
+    idx = np.zeros((n, c) + osz, dtype=np.int64)
+    for b in range(n):
+        for p in range(c):
+            sw = intervals(samples[b, p, 0], W, osz[1], ks[1])
+            sh = intervals(samples[b, p, 1], H, osz[0], ks[0])
+            for i, h0 in enumerate(sh):
+                for j, w0 in enumerate(sw):
+                    win = x[b, p, h0:h0 + ks[0], w0:w0 + ks[1]]
+                    a = int(np.argmax(win))
+                    vals[b, p, i, j] = win.flat[a]
+                    idx[b, p, i, j] = (h0 + a // ks[1]) * W + w0 + a % ks[1]
+    return vals, idx
+
+
+def test_fractional_max_pool2d_matches_reference_loop():
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((2, 3, 9, 11))
+    samples = rng.random((2, 3, 2))
+    for ks, osz in (((2, 3), (5, 6)), ((3, 2), (7, 4))):
+        v, i = F.fractional_max_pool2d(st.tensor(x), ks, osz, return_indices=True,
+                                       _random_samples=st.tensor(samples))
+        rv, ri = _fractional_reference(x, ks, osz, samples)
+        np.testing.assert_array_equal(v.numpy(), rv)
+        np.testing.assert_array_equal(i.numpy(), ri)
+
+
+def test_adaptive_log_softmax_is_a_distribution():
+    st.manual_seed(1)
+    m = nn.AdaptiveLogSoftmaxWithLoss(12, 15, [3, 8], div_value=2.0, dtype=st.float64)
+    x = st.randn(6, 12, dtype=st.float64)
+    lp = m.log_prob(x).detach()
+    np.testing.assert_allclose(lp.exp().sum(1).numpy(), np.ones(6), rtol=1e-12)
+    t = np.array([0, 2, 3, 7, 8, 14])
+    out = m(x, st.tensor(t))
+    np.testing.assert_allclose(out.output.detach().numpy(), lp.numpy()[np.arange(6), t], rtol=1e-12)
+    np.testing.assert_allclose(out.loss.item(), -lp.numpy()[np.arange(6), t].mean(), rtol=1e-12)
+    np.testing.assert_array_equal(m.predict(x).numpy(), lp.numpy().argmax(1))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_reduced_precision(torch, dtype):
+    # fractional windows computed in the input's type as ATen's (exact); grid_sample and
+    # affine_grid within the type's rounding
+    tdt, sdt = getattr(torch, dtype), getattr(st, dtype)
+    rng = np.random.default_rng(8)
+    x = torch.tensor(rng.standard_normal((2, 3, 17, 19)), dtype=tdt)
+    rs = torch.tensor(rng.random((2, 3, 2)), dtype=tdt)
+    xs, rss = st.tensor(x.float().numpy()).to(sdt), st.tensor(rs.float().numpy()).to(sdt)
+    a, ai = torch.nn.functional.fractional_max_pool2d(x, 2, (13, 11), return_indices=True, _random_samples=rs)
+    b, bi = F.fractional_max_pool2d(xs, 2, (13, 11), return_indices=True, _random_samples=rss)
+    assert_close(bi, ai)
+    assert_close(b, a, rtol=0, atol=0)
+    g = torch.tensor(rng.uniform(-1.2, 1.2, (2, 3, 3, 2)), dtype=tdt)
+    gs = st.tensor(g.float().numpy()).to(sdt)
+    for mode in ("bilinear", "nearest", "bicubic"):
+        assert_close(F.grid_sample(xs, gs, mode, "reflection", False),
+                     torch.nn.functional.grid_sample(x, g, mode, "reflection", False))
+    th = torch.tensor(rng.standard_normal((2, 2, 3)), dtype=tdt)
+    assert_close(F.affine_grid(st.tensor(th.float().numpy()).to(sdt), [2, 3, 4, 5], False),
+                 torch.nn.functional.affine_grid(th, [2, 3, 4, 5], False))
