@@ -96,11 +96,25 @@ def affine_grid(theta, size, align_corners=None):
                        "documentation of affine_grid for details.", stacklevel=2)
     elif min(size) <= 0:
         raise ValueError(f"Expected non-zero, positive output size. Got {size}")
+    return _affine_grid_generator(theta, size, align_corners)
+
+
+def _affine_grid_generator(theta, size, align_corners):
+    """torch.affine_grid_generator(theta, size, align_corners): affine_grid without its Python-level
+    checks (an empty size gives an empty grid)."""
+    _check_tensor(theta, "affine_grid_generator", "theta")
+    size = [int(s) for s in size]
+    if len(size) not in (4, 5):
+        raise RuntimeError("AffineGridGenerator needs 4d (spatial) or 5d (volumetric) inputs.")
+    spatial = size[2:]
     n, k = size[0], len(spatial)
+    if theta.dim() != 3 or tuple(theta.shape[1:]) != (k, k + 1):
+        raise RuntimeError(f"Expected a batch of {k}D affine matrices of shape Nx{k}x{k + 1} for size {size}. "
+                           f"Got {tuple(theta.shape)}.")
     if theta.shape[0] != n:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{n}, {k + 1}] but "
                            f"got: [{theta.shape[0]}, {k + 1}].")
-    base = _base_grid(spatial, align_corners, theta.dtype, theta.device)        # [P, k + 1]
+    base = _base_grid(spatial, bool(align_corners), theta.dtype, theta.device)  # [P, k + 1]
     grid = _ops.matmul(base, theta.transpose(1, 2))                            # [N, P, k]
     return grid.reshape(tuple([n] + list(spatial) + [k]))
 
@@ -442,3 +456,17 @@ def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=Non
     _random_samples=None) -> output, or (output, indices) with return_indices."""
     r = _fractional_max_pool(3, input, kernel_size, output_size, output_ratio, _random_samples)
     return r if return_indices else r[0]
+
+
+def _torch_grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
+    """torch.grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners): grid_sample with
+    the modes as ints (bilinear 0, nearest 1, bicubic 2; zeros 0, border 1, reflection 2)."""
+    if interpolation_mode not in (0, 1, 2):
+        raise RuntimeError(f"grid_sampler(): invalid interpolation_mode {interpolation_mode}")
+    if padding_mode not in (0, 1, 2):
+        raise RuntimeError(f"grid_sampler(): invalid padding_mode {padding_mode}")
+    return _grid_sampler(input, grid, interpolation_mode, padding_mode, bool(align_corners))
+
+
+_torch_grid_sampler.__name__ = _torch_grid_sampler.__qualname__ = "grid_sampler"
+_affine_grid_generator.__name__ = _affine_grid_generator.__qualname__ = "affine_grid_generator"

@@ -732,3 +732,22 @@ def test_reduced_precision(torch, dtype):
     th = torch.tensor(rng.standard_normal((2, 2, 3)), dtype=tdt)
     assert_close(F.affine_grid(st.tensor(th.float().numpy()).to(sdt), [2, 3, 4, 5], False),
                  torch.nn.functional.affine_grid(th, [2, 3, 4, 5], False))
+
+
+def test_torch_level_aliases(torch):
+    # torch.grid_sampler (modes as ints) and torch.affine_grid_generator (no Python-level checks)
+    rng = np.random.default_rng(9)
+    x, g = rng.standard_normal((2, 3, 4, 5)), rng.uniform(-1.2, 1.2, (2, 3, 2, 2))
+    for mode in (0, 1, 2):
+        for pad in (0, 1, 2):
+            assert_close(st.grid_sampler(st.tensor(x), st.tensor(g), mode, pad, True),
+                         torch.grid_sampler(torch.tensor(x), torch.tensor(g), mode, pad, True), **TOL["float64"])
+    th = rng.standard_normal((2, 2, 3))
+    for size in ([2, 3, 4, 5], [2, 3, 0, 5]):
+        assert_close(st.affine_grid_generator(st.tensor(th), size, False),
+                     torch.affine_grid_generator(torch.tensor(th), size, False), **TOL["float64"])
+    _same_error(torch, lambda: st.affine_grid_generator(st.tensor(th), [2, 3, 4], False),
+                lambda: torch.affine_grid_generator(torch.tensor(th), [2, 3, 4], False))
+    # an unknown mode: torch returns uninitialized memory; symtrace refuses
+    with pytest.raises(RuntimeError, match="invalid interpolation_mode"):
+        st.grid_sampler(st.tensor(x), st.tensor(g), 5, 0, False)
