@@ -137,10 +137,10 @@ def _unnormalize(c, size, align_corners, vectorized):
 
 
 def _clip(c, size):
-    """ATen's clip_coordinates: c clamped to [0, size - 1]; its gradient is 0 at and beyond
-    the borders (clip_coordinates_set_grad)."""
+    """ATen's clip_coordinates: c clamped to [0, size - 1], NaN to 0; its gradient is 0 at and
+    beyond the borders (clip_coordinates_set_grad)."""
     hi = size - 1
-    return _ops.where(c <= 0, _ops.zeros_like(c), _ops.where(c >= hi, _ops.full_like(c, hi), c))
+    return _ops.where(c > 0, _ops.where(c < hi, c, _ops.full_like(c, hi)), _ops.zeros_like(c))
 
 
 def _reflect(c, twice_low, twice_high):

@@ -751,3 +751,16 @@ def test_torch_level_aliases(torch):
     # an unknown mode: torch returns uninitialized memory; symtrace refuses
     with pytest.raises(RuntimeError, match="invalid interpolation_mode"):
         st.grid_sampler(st.tensor(x), st.tensor(g), 5, 0, False)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
+def test_grid_sample_non_finite_grid(torch, mode):
+    # NaN and +-inf grid coordinates: border / reflection clip them as ATen's (NaN -> 0); zeros
+    # reads nothing for them; bicubic's taps give NaN as torch's
+    x = np.arange(20, dtype=np.float64).reshape(1, 1, 4, 5) + 1
+    g = np.array([[[[np.nan, 0.3], [0.2, np.nan], [np.inf, 0.0], [-np.inf, 0.5], [1e20, 0.1]]]])
+    for pad in ("zeros", "border", "reflection"):
+        for align in (False, True):
+            assert_close(F.grid_sample(st.tensor(x), st.tensor(g), mode, pad, align),
+                         torch.nn.functional.grid_sample(torch.tensor(x), torch.tensor(g), mode, pad, align),
+                         **TOL["float64"], msg=f"{pad} {align}")
