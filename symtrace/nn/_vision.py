@@ -19,8 +19,9 @@ tensor value on the host.
   nearest's is 0.
 - fractional max pooling: ATen's interval sequence per plane and dim (computed in the input's
   dtype from the plane's random sample, so the windows are torch's exactly), the windows read
-  with one gather, their argmax (the first maximum, as ATen's loop) and the values gathered at
-  it; without _random_samples the samples are symtrace.rand's (torch's shape and range).
+  with one gather, their argmax (the first maximum, or the last NaN, as ATen's loop) and the
+  values gathered at it; without _random_samples the samples are symtrace.rand's (torch's shape
+  and range).
 """
 import warnings as _warnings
 
@@ -423,6 +424,11 @@ def _fractional_nd(x, ks, osz, rs):
     idx = idx.expand(tuple([n, c] + list(osz) + list(ks))).reshape(n, c, L * K)
     cols = x.reshape(n, c, _prod(spatial)).gather(2, idx).reshape(n, c, L, K)
     am = cols.argmax(3, keepdim=True)
+    if x.dtype.is_floating_point:
+        # ATen's loop takes a NaN whenever it meets one: the last NaN of a window wins
+        nan = cols.isnan()
+        last = (K - 1) - nan.flip(3).to(_C.int64).argmax(3, keepdim=True)
+        am = _ops.where(nan.any(3, keepdim=True), last, am)
     y = cols.gather(3, am).reshape((n, c) + tuple(osz))
     pos = idx.reshape(n, c, L, K).gather(3, am).reshape((n, c) + tuple(osz))
     return y, pos

@@ -764,3 +764,19 @@ def test_grid_sample_non_finite_grid(torch, mode):
             assert_close(F.grid_sample(st.tensor(x), st.tensor(g), mode, pad, align),
                          torch.nn.functional.grid_sample(torch.tensor(x), torch.tensor(g), mode, pad, align),
                          **TOL["float64"], msg=f"{pad} {align}")
+
+
+def test_fractional_max_pool_nan(torch):
+    # a NaN wins its window; with two, the last one (ATen's loop)
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((1, 2, 6, 6))
+    x[0, 0, 0, 0] = x[0, 0, 0, 1] = x[0, 1, 2, 2] = np.nan
+    rs = rng.random((1, 2, 2))
+    xs, xt = _pair(x, torch)
+    got, gi = F.fractional_max_pool2d(xs, 2, (4, 4), return_indices=True, _random_samples=st.tensor(rs))
+    exp, ei = torch.nn.functional.fractional_max_pool2d(xt, 2, (4, 4), return_indices=True,
+                                                        _random_samples=torch.tensor(rs))
+    assert_close(gi, ei)
+    assert_close(got.detach(), exp.detach(), **TOL["float64"])
+    _backward_both(torch, got, exp, rng)
+    assert_close(xs.grad, xt.grad, **TOL["float64"])
