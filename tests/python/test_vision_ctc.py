@@ -780,3 +780,34 @@ def test_fractional_max_pool_nan(torch):
     assert_close(got.detach(), exp.detach(), **TOL["float64"])
     _backward_both(torch, got, exp, rng)
     assert_close(xs.grad, xt.grad, **TOL["float64"])
+
+
+def test_compiled_adaptive_log_softmax_and_fractional_pool_match_eager():
+    # both are captured whole (the target check runs eagerly only) and agree with eager
+    st.manual_seed(2)
+    m = nn.AdaptiveLogSoftmaxWithLoss(8, 10, [3, 6], div_value=2.0)
+    rng = np.random.default_rng(11)
+    t = st.tensor(np.array([0, 3, 5, 7, 9]))
+    rs = st.tensor(rng.random((1, 2, 2)).astype(np.float32))
+
+    def fn(x, img):
+        o = m(x, t)
+        pooled = F.fractional_max_pool2d(img, 2, (4, 4), _random_samples=rs)
+        return o.loss + o.output.sum() + pooled.sum()
+
+    a, b = rng.standard_normal((5, 8)).astype(np.float32), rng.standard_normal((1, 2, 7, 7)).astype(np.float32)
+    e = st.explain(fn, st.tensor(a), st.tensor(b))
+    assert e.graph_break_count == 0 and e.graph_count == 1, str(e)
+    xe, xc = st.tensor(a, requires_grad=True), st.tensor(a, requires_grad=True)
+    ie, ic = st.tensor(b, requires_grad=True), st.tensor(b, requires_grad=True)
+    le = fn(xe, ie)
+    le.backward()
+    ge = [p.grad.numpy().copy() for p in m.parameters()]
+    m.zero_grad()
+    lc = st.compile(fn)(xc, ic)
+    lc.backward()
+    np.testing.assert_allclose(lc.item(), le.item(), rtol=1e-5)
+    np.testing.assert_allclose(xc.grad.numpy(), xe.grad.numpy(), rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(ic.grad.numpy(), ie.grad.numpy(), rtol=1e-4, atol=1e-6)
+    for g, p in zip(ge, m.parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), g, rtol=1e-4, atol=1e-6)

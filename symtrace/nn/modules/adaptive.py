@@ -10,7 +10,7 @@ where, so the values and gradients are torch's and nothing reads a tensor value 
 (symtrace.compile traces it whole); only the check of the target values reads them, eagerly."""
 from collections import namedtuple
 
-from ... import _C, _ops
+from ... import _ops, compiler
 from .. import functional as F
 from .container import ModuleList, Sequential
 from .linear import Linear
@@ -72,7 +72,7 @@ class AdaptiveLogSoftmaxWithLoss(Module):
         is_batched = targ_dim > 0
         input = input_ if is_batched else input_.unsqueeze(0)
         target = target_ if is_batched else target_.unsqueeze(0)
-        if (not _C._trace_active() and target.numel()
+        if (not compiler.is_compiling() and target.numel()
                 and (target.amin().item() < 0 or target.amax().item() >= self.n_classes)):
             raise RuntimeError(f"Target values should be in [0, {self.n_classes - 1}], but values in range "
                                f"[{target.min().item()}, {target.max().item()}] were found. ")
