@@ -138,8 +138,8 @@ def _ctc_nll(lp, tg, lmax, il, tl, blank, zero_infinity):
     nll = nll + extra
     if not zero_infinity:
         nll = nll + (_ops.where(imp, d, _ops.ones_like(d)).sqrt() * 0).sum((0, 2))
-    # an empty input: likelihood 1 for an empty target, else 0 (ATen's)
-    empty = _ops.where(tl == 0, _ops.zeros_like(nll), _ops.full_like(nll, float("inf")))
+    # an empty input: likelihood 1 for an empty target (loss -0.0), else 0 (ATen's)
+    empty = _ops.where(tl == 0, _ops.full_like(nll, -0.0), _ops.full_like(nll, float("inf")))
     nll = _ops.where(il == 0, empty, nll)
     if zero_infinity:
         nll = _ops.where(nll == float("inf"), _ops.zeros_like(nll), nll)
@@ -204,7 +204,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     ptg = ptg.clamp(0, C - 1)
     if n == 0 or T == 0:
         # no sequence, or every input empty: the loss is 0 (empty target) or inf
-        nll = _ops.where(tl == 0, _ops.zeros(n, dtype=lp.dtype, device=dev),
+        nll = _ops.where(tl == 0, _ops.full((n,), -0.0, dtype=lp.dtype, device=dev),
                          _ops.full((n,), float("inf"), dtype=lp.dtype, device=dev)) + lp.sum() * 0
     else:
         nll = _ctc_nll(lp, ptg, lmax, il, tl, blank, zero_infinity)

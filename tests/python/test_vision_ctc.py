@@ -324,6 +324,10 @@ CTC_CASES = [
     (5, 4, [2, 1], [5, 4], dict(blank=3)),
     (6, 5, [3], [6], dict(unbatched=True)),
     (6, 5, [2], [5], dict(unbatched=True, reduction="mean")),
+    (3, 4, [0, 0], [3, 2], {}),                                         # empty targets
+    (1, 4, [1, 0], [1, 1], {}),                                         # one time step
+    (4, 4, [0, 1, 2], [0, 4, 0], {}),                                   # empty inputs: -0.0 and inf
+    (4, 4, [0, 1, 2], [0, 4, 0], dict(zero_infinity=True, reduction="mean")),
 ]
 
 
