@@ -38,6 +38,8 @@ from .nn._conv import (_torch_max_pool1d as max_pool1d, _torch_max_pool2d as max
                        _torch_adaptive_max_pool1d as adaptive_max_pool1d)
 from .nn._batch_norm import (_torch_batch_norm as batch_norm,  # noqa: F401,E402
                              _torch_instance_norm as instance_norm)
+from .nn._vision import (_torch_grid_sampler as grid_sampler,  # noqa: F401,E402
+                         _affine_grid_generator as affine_grid_generator)
 from . import optim  # noqa: F401
 from . import func  # noqa: F401,E402  (symtrace.func, as torch.func)
 from . import config  # noqa: F401

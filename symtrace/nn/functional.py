@@ -1699,3 +1699,6 @@ from ._loss import (margin_ranking_loss, hinge_embedding_loss, soft_margin_loss,
                     multilabel_soft_margin_loss, multilabel_margin_loss, multi_margin_loss, gaussian_nll_loss,
                     poisson_nll_loss, triplet_margin_loss, triplet_margin_with_distance_loss)
 from ._embedding_bag import embedding_bag  # noqa: E402,F401
+from ._vision import (affine_grid, grid_sample, fractional_max_pool2d, fractional_max_pool3d,  # noqa: E402,F401
+                      fractional_max_pool2d_with_indices, fractional_max_pool3d_with_indices)
+from ._ctc import ctc_loss  # noqa: E402,F401

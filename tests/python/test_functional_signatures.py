@@ -23,11 +23,12 @@ from symtrace.nn.modules import activation as _sact, dropout as _sdrop  # noqa: 
 from symtrace.nn.modules import (conv as _sconv, pooling as _spool, batchnorm as _sbn,  # noqa: E402
                                  pixelshuffle as _sshuf, rnn as _srnn, transformer as _stf,
                                  padding as _spad, normalization as _snorm, loss as _sloss,
-                                 linear as _slin, sparse as _ssparse, lazy as _slazy)
+                                 linear as _slin, sparse as _ssparse, lazy as _slazy,
+                                 adaptive as _sadapt)
 
 # the files of module classes whose constructors are held to torch's
 _MODULE_FILES = (_sact, _sdrop, _sconv, _spool, _sbn, _sshuf, _srnn, _stf, _spad, _snorm, _sloss, _slin,
-                 _ssparse, _slazy)
+                 _ssparse, _slazy, _sadapt)
 # classes of those files that torch.nn does not export either (torch's internal ones)
 _INTERNAL_CLASSES = {"NonDynamicallyQuantizableLinear"}
 

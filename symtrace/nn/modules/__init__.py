@@ -12,7 +12,7 @@ from .container import Sequential, ModuleList, ModuleDict, ParameterList, Parame
 from .loss import (CrossEntropyLoss, MSELoss, NLLLoss, L1Loss, SmoothL1Loss, HuberLoss, BCELoss,  # noqa: F401
                    BCEWithLogitsLoss, KLDivLoss, CosineEmbeddingLoss, MarginRankingLoss, HingeEmbeddingLoss,
                    SoftMarginLoss, MultiLabelSoftMarginLoss, MultiLabelMarginLoss, MultiMarginLoss,
-                   GaussianNLLLoss, PoissonNLLLoss, TripletMarginLoss, TripletMarginWithDistanceLoss)
+                   GaussianNLLLoss, PoissonNLLLoss, TripletMarginLoss, TripletMarginWithDistanceLoss, CTCLoss)
 from .distance import CosineSimilarity, PairwiseDistance  # noqa: F401
 from .flatten import Flatten, Unflatten  # noqa: F401
 from .transformer import (Transformer, TransformerEncoderLayer, TransformerEncoder,  # noqa: F401
@@ -21,7 +21,8 @@ from .conv import (Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, Con
                    Fold, Unfold)  # noqa: F401
 from .pooling import (MaxPool1d, MaxPool2d, MaxPool3d, AvgPool1d, AvgPool2d, AvgPool3d,  # noqa: F401
                       AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d, AdaptiveMaxPool1d, AdaptiveMaxPool2d,
-                      AdaptiveMaxPool3d, LPPool1d, LPPool2d, LPPool3d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d)
+                      AdaptiveMaxPool3d, LPPool1d, LPPool2d, LPPool3d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d,
+                      FractionalMaxPool2d, FractionalMaxPool3d)
 from .batchnorm import (BatchNorm1d, BatchNorm2d, BatchNorm3d, InstanceNorm1d, InstanceNorm2d,  # noqa: F401
                         InstanceNorm3d)
 from .pixelshuffle import (PixelShuffle, PixelUnshuffle, ChannelShuffle, Upsample,  # noqa: F401
@@ -33,3 +34,4 @@ from .rnn import RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell, LSTMCell, GRUCel
 from .lazy import (LazyModuleMixin, LazyLinear, LazyConv1d, LazyConv2d, LazyConv3d,  # noqa: F401
                    LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d, LazyBatchNorm1d,
                    LazyBatchNorm2d, LazyBatchNorm3d, LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d)
+from .adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: F401

@@ -1,8 +1,8 @@
 """Losses (torch.nn): CrossEntropyLoss, MSELoss, NLLLoss, L1Loss, SmoothL1Loss, HuberLoss,
 BCELoss, BCEWithLogitsLoss, KLDivLoss, CosineEmbeddingLoss, MarginRankingLoss,
 HingeEmbeddingLoss, SoftMarginLoss, MultiLabelSoftMarginLoss, MultiLabelMarginLoss,
-MultiMarginLoss, GaussianNLLLoss, PoissonNLLLoss, TripletMarginLoss and
-TripletMarginWithDistanceLoss."""
+MultiMarginLoss, GaussianNLLLoss, PoissonNLLLoss, TripletMarginLoss,
+TripletMarginWithDistanceLoss and CTCLoss."""
 from .. import functional as F
 from .distance import PairwiseDistance
 from .module import Module
@@ -218,3 +218,17 @@ class TripletMarginWithDistanceLoss(_Loss):
         return F.triplet_margin_with_distance_loss(anchor, positive, negative,
                                                    distance_function=self.distance_function, margin=self.margin,
                                                    swap=self.swap, reduction=self.reduction)
+
+
+class CTCLoss(_Loss):
+    """The connectionist temporal classification loss (F.ctc_loss) of log_probs [T, N, C] against
+    targets with input_lengths and target_lengths."""
+
+    def __init__(self, blank=0, reduction="mean", zero_infinity=False):
+        super().__init__(reduction=reduction)
+        self.blank = blank
+        self.zero_infinity = zero_infinity
+
+    def forward(self, log_probs, targets, input_lengths, target_lengths):
+        return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank, self.reduction,
+                          self.zero_infinity)

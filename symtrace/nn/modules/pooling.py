@@ -1,5 +1,6 @@
 """Pooling layers (torch.nn): MaxPool1d/2d/3d, AvgPool1d/2d/3d, AdaptiveAvgPool1d/2d/3d,
-AdaptiveMaxPool1d/2d/3d, LPPool1d/2d/3d, MaxUnpool1d/2d/3d; attributes and reprs as torch's."""
+AdaptiveMaxPool1d/2d/3d, LPPool1d/2d/3d, MaxUnpool1d/2d/3d, FractionalMaxPool2d/3d; attributes
+and reprs as torch's."""
 from .. import functional as F
 from .module import Module
 
@@ -246,3 +247,57 @@ class MaxUnpool3d(_MaxUnpoolNd):
 
     def forward(self, input, indices, output_size=None):
         return F.max_unpool3d(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+
+class FractionalMaxPool2d(Module):
+    """The max over pseudo-random windows of [N, C, H, W] (or [C, H, W]) giving output_size (or
+    output_ratio of the input size); return_indices: also the argmax (flat H * W index).
+    _random_samples [N, C, 2] fixes the windows (a buffer); else they are drawn per call."""
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                 _random_samples=None):
+        super().__init__()
+        self.kernel_size = _ntuple(kernel_size, 2)
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = _ntuple(output_size, 2) if output_size is not None else None
+        self.output_ratio = _ntuple(output_ratio, 2) if output_ratio is not None else None
+        if output_size is None and output_ratio is None:
+            raise ValueError("FractionalMaxPool2d requires specifying either an output size, or a pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None:
+            if not (0 < self.output_ratio[0] < 1 and 0 < self.output_ratio[1] < 1):
+                raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input):
+        return F.fractional_max_pool2d(input, self.kernel_size, self.output_size, self.output_ratio,
+                                       self.return_indices, _random_samples=self._random_samples)
+
+
+class FractionalMaxPool3d(Module):
+    """The max over pseudo-random windows of [N, C, T, H, W] (or [C, T, H, W]), as
+    FractionalMaxPool2d; _random_samples is [N, C, 3]."""
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                 _random_samples=None):
+        super().__init__()
+        if (isinstance(kernel_size, int) and kernel_size <= 0) or (
+                isinstance(kernel_size, (tuple, list)) and not all(k > 0 for k in kernel_size)):
+            raise ValueError(f"kernel_size must be greater than 0, but got {kernel_size}")
+        self.kernel_size = _ntuple(kernel_size, 3)
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = _ntuple(output_size, 3) if output_size is not None else None
+        self.output_ratio = _ntuple(output_ratio, 3) if output_ratio is not None else None
+        if output_size is None and output_ratio is None:
+            raise ValueError("FractionalMaxPool3d requires specifying either an output size, or a pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None:
+            if not all(0 < r < 1 for r in self.output_ratio[:3]):
+                raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input):
+        return F.fractional_max_pool3d(input, self.kernel_size, self.output_size, self.output_ratio,
+                                       self.return_indices, _random_samples=self._random_samples)
