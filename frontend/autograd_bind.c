@@ -700,13 +700,7 @@ static PyObject *f_top_saved_hooks(PyObject *m, PyObject *a) {
 }
 
 /* ---------------- anomaly mode ---------------- */
-/* runtime/autograd.c's anomaly interface (kept out of st_runtime.h: see there) */
-typedef st_status (*st_ad_anomaly_check_fn)(const char *node, int n, st_tensor *const *g);
-void st_ad_set_anomaly_owner(void *(*capture)(void), void (*release)(void *tb),
-                             st_ad_anomaly_check_fn check,
-                             void (*report)(const char *node, void *tb));
-void st_ad_set_anomaly(bool on, bool check_nan);
-bool st_ad_anomaly_enabled(bool *check_nan);
+/* the owner of runtime/autograd.c's anomaly mode (st_runtime.h) */
 
 /* capture() -> traceback object; check(name, grads) raises on NaN;
  * report(name, traceback or None) warns (owned references) */

@@ -94,14 +94,6 @@ bool st_ad_grad_enabled(void) { return !grad_disabled; }
 void st_ad_set_grad_enabled(bool on) { grad_disabled = !on; }
 
 /* ---------------- anomaly mode ---------------- */
-/* Declared here and in autograd_bind.c (the one owner), not in
- * st_runtime.h: anomaly mode is a debugging aid of the Python API. */
-typedef st_status (*st_ad_anomaly_check_fn)(const char *node, int n, st_tensor *const *g);
-void st_ad_set_anomaly_owner(void *(*capture)(void), void (*release)(void *tb),
-                             st_ad_anomaly_check_fn check,
-                             void (*report)(const char *node, void *tb));
-void st_ad_set_anomaly(bool on, bool check_nan);
-bool st_ad_anomaly_enabled(bool *check_nan);
 
 static bool anomaly_on, anomaly_nan = true;
 static void *(*anomaly_capture)(void);

@@ -294,6 +294,16 @@ typedef struct st_ad_node st_ad_node;
 
 bool st_ad_grad_enabled(void);            /* thread-local, default on */
 void st_ad_set_grad_enabled(bool on);
+/* Anomaly mode (autograd.detect_anomaly; global, as PyTorch's AnomalyMode):
+ * its owner (the Python binding) captures a node's forward traceback when
+ * the node is made, checks a node's gradients for NaN after it ran in
+ * backward, and reports a failed node with its traceback. */
+typedef st_status (*st_ad_anomaly_check_fn)(const char *node, int n, st_tensor *const *g);
+void st_ad_set_anomaly_owner(void *(*capture)(void), void (*release)(void *tb),
+                             st_ad_anomaly_check_fn check,
+                             void (*report)(const char *node, void *tb));
+void st_ad_set_anomaly(bool on, bool check_nan);
+bool st_ad_anomaly_enabled(bool *check_nan);
 
 /* Records an eager op (called by st_rt_eager after it ran). */
 st_status st_ad_record(st_op_id op, const st_operand *in, int nin,
