@@ -701,6 +701,47 @@ static PyObject *m_become(PyObject *self, PyObject *arg) {
     st_fe_meta_epoch++; /* compiled guards read shapes */
     return Py_NewRef(self);
 }
+/* self.data = other (torch's Variable::set_data): self keeps its identity,
+ * its autograd state (requires_grad, grad, grad_fn, hooks) and takes
+ * other's storage, dtype and geometry; self's views keep the old storage,
+ * as torch's. */
+static PyObject *m_set_data(PyObject *self, PyObject *arg) {
+    if (!st_fe_is_tensor(arg)) {
+        PyErr_Format(PyExc_TypeError, "Variable data has to be a tensor, but got %s",
+                     Py_TYPE(arg)->tp_name);
+        return NULL;
+    }
+    st_tensor *t = st_fe_unwrap(self), *o = st_fe_unwrap(arg);
+    if (st_tensor_device(t) != st_tensor_device(o)) {
+        PyErr_SetString(PyExc_RuntimeError, "Attempted to call `variable.set_data(tensor)`, but "
+                        "`variable` and `tensor` have incompatible tensor type.");
+        return NULL;
+    }
+    if (t == o)
+        Py_RETURN_NONE;
+    /* the call breaks the graph (run again as Python after the trace aborts) */
+    st_rt_trace_will_reshape(t);
+    st_rt_trace_fail("setting .data of a tensor is not traced");
+    st_storage_incref(o->storage);
+    st_storage_decref(t->storage);
+    t->storage = o->storage;
+    t->offset = o->offset;
+    t->dtype = o->dtype;
+    t->ndim = o->ndim;
+    for (int d = 0; d < o->ndim; d++) {
+        t->shape[d] = o->shape[d];
+        t->strides[d] = o->strides[d];
+    }
+    if (t->view_base) { /* no longer a view of its old base */
+        st_tensor_decref(t->view_base);
+        t->view_base = NULL;
+    }
+    t->is_view = false;
+    t->view_grad = false;
+    t->hist++;          /* views made before see a changed history (viewhist.c) */
+    st_fe_meta_epoch++; /* compiled guards read dtypes and shapes */
+    Py_RETURN_NONE;
+}
 static PyObject *m_contiguous(PyObject *self, PyObject *a) {
     return st_fe_wrap(st_tensor_contiguous(st_fe_unwrap(self)));
 }
@@ -746,6 +787,7 @@ static PyMethodDef tensor_methods[] = {
     {"select", m_select, METH_VARARGS, "select(dim, index)"},
     {"as_strided", m_as_strided, METH_VARARGS, "as_strided(size, stride, offset)"},
     {"_become", m_become, METH_O, "_become(view): take a view's geometry and history"},
+    {"_set_data", m_set_data, METH_O, "_set_data(t): self.data = t (storage, dtype, geometry)"},
     {"contiguous", m_contiguous, METH_NOARGS, "a contiguous tensor"},
     {"clone", m_clone, METH_NOARGS, "a copy"},
     {"detach", m_detach, METH_NOARGS, "a view outside autograd"},

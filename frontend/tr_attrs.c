@@ -135,6 +135,18 @@ int tr_getattr(tr_state *s, tr_var *obj, PyObject *name, tr_var *out)
             return w < 0 ? -1 : 0;
     }
     if (st_fe_is_tensor(o)) {
+        /* an attribute the user set on the tensor (t.scale = 2.0): its
+         * instance __dict__, read through its source, so a guard sees it
+         * change; a tensor without a source breaks */
+        PyObject **dp = _PyObject_GetDictPtr(o);
+        PyObject *dv = dp && *dp ? PyDict_GetItemWithError(*dp, name) : NULL;
+        if (dv) {
+            if (!obj->src && !tr_lookup_src(s, o))
+                return tr_break(s, "attribute '%s' set on a tensor made in the frame", nm);
+            return attr_sourced(s, obj, name, Py_NewRef(dv), out);
+        }
+        if (PyErr_Occurred())
+            return tr_break_exc(s, "tensor attribute");
         PyObject *v = PyObject_GetAttr(o, name);
         if (!v)
             return tr_break_exc(s, "tensor attribute");
@@ -248,6 +260,13 @@ int tr_hasattr(tr_state *s, tr_var *obj, PyObject *name)
         tr_var tmp;
         if (tr_getattr(s, obj, name, &tmp) < 0)
             return -1;
+        /* an attribute set on a tensor can be deleted again: its presence
+         * is guarded (the type of its value; a missing one fails) */
+        if (st_fe_is_tensor(o) && tmp.src &&
+            st_fe_guard_add(&s->guards, ST_G_TYPE, tmp.src, (PyObject *)Py_TYPE(tmp.v)) < 0) {
+            tr_var_clear(&tmp);
+            return tr_break_exc(s, "guard");
+        }
         tr_var_clear(&tmp);
         return 1;
     }

@@ -64,7 +64,6 @@ _DEVICE_STACK = []      # the default devices that `with device(...)` blocks rep
 
 class Tensor(_C.TensorBase):
     """A strided, typed, reference-counted array on a device (PyTorch's Tensor API)."""
-    __slots__ = ()
 
     @property
     def device(self):
@@ -77,6 +76,12 @@ class Tensor(_C.TensorBase):
     @property
     def data(self):
         return self.detach()
+
+    @data.setter
+    def data(self, value):
+        """t.data = other: t keeps its identity and autograd state (requires_grad, grad,
+        grad_fn) and takes other's storage, dtype and shape, as torch's."""
+        self._set_data(value)
 
     def __repr__(self):
         """As torch prints tensors (the rules are in _tensor_str)."""
@@ -95,6 +100,10 @@ class Tensor(_C.TensorBase):
             r = self.clone()
         r.requires_grad_(self.requires_grad)
         memo[id(self)] = r
+        d = getattr(self, "__dict__", None)
+        if d:   # attributes set on the tensor travel, deep-copied (torch's)
+            import copy
+            r.__dict__.update(copy.deepcopy(d, memo))
         return r
 
     # ---- pickling (pickle, copy.copy, multiprocessing) ----

@@ -651,7 +651,8 @@ def _new(self, *args, device=None):
 def _resize_(self, *sizes, memory_format=None):
     """resize_(*sizes, memory_format=None) -> self: self reshaped in place to sizes, contiguous,
     over the same storage from its offset (the first elements in memory order). Growing past
-    the storage is not supported (torch reallocates it, uninitialized)."""
+    the storage moves self to a larger one that starts with the old one's elements (the rest
+    uninitialized, as torch's)."""
     if len(sizes) == 1 and isinstance(sizes[0], (list, tuple, _C.Size)):
         sizes = tuple(sizes[0])
     sizes = tuple(_int(s) for s in sizes)
@@ -670,11 +671,50 @@ def _resize_(self, *sizes, memory_format=None):
     n = 1
     for s in sizes:
         n *= s
-    have = self._storage_nbytes() // self.element_size() - self.storage_offset()
-    if n > have:
-        raise RuntimeError(f"resize_: growing a tensor past its storage ({have} elements) to {n} is not "
-                           "supported by symtrace; make a new tensor instead")
-    return self._become(self.as_strided(sizes, strides, self.storage_offset()))
+    total, off = self._storage_nbytes() // self.element_size(), self.storage_offset()
+    if n > total - off:
+        base = _o.empty(off + n, dtype=self.dtype, device=self.device)
+        if total:
+            base.narrow(0, 0, total).copy_(self.as_strided((total,), (1,), 0))
+        self._set_data(base.as_strided(sizes, strides, off))
+        return self
+    return self._become(self.as_strided(sizes, strides, off))
+
+
+_CNAME = {"symtrace.float32": "float", "symtrace.float64": "double", "symtrace.float16": "c10::Half",
+          "symtrace.bfloat16": "c10::BFloat16", "symtrace.int32": "int", "symtrace.int64": "long int",
+          "symtrace.uint8": "unsigned char", "symtrace.int8": "signed char",
+          "symtrace.int16": "short int", "symtrace.bool": "bool"}
+
+
+def _set_(self, source=None, storage_offset=0, size=None, stride=None):
+    """set_(source=None, storage_offset=0, size=None, stride=None) -> self: self shares source's
+    memory (its geometry, or size/stride from storage_offset of its storage); set_() makes self
+    empty; as torch's (symtrace has no Storage objects: source is a tensor)."""
+    if source is not None and not isinstance(source, _C.TensorBase):
+        raise TypeError(f"set_(): argument 'source' must be Tensor, not {type(source).__name__}")
+    if self.requires_grad and self.is_leaf and _C._is_grad_enabled():
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    if source is None:
+        new = _o.empty(0, dtype=self.dtype, device=self.device)
+    else:
+        if source.dtype != self.dtype:
+            raise RuntimeError(f"Could not set tensor of type {_CNAME[str(source.dtype)]} to a tensor "
+                               f"of type {_CNAME[str(self.dtype)]}")
+        if size is None:
+            new = source
+        else:
+            size = tuple(size)
+            if stride is None:
+                stride, acc = [], 1
+                for s in reversed(size):
+                    stride.append(acc)
+                    acc *= builtins.max(s, 1)
+                stride = tuple(reversed(stride))
+            new = source.as_strided(size, tuple(stride), storage_offset)
+    self._set_data(new)
+    self._bump_version()
+    return self
 
 
 def _resize_as_(self, the_template, *, memory_format=None):
@@ -715,7 +755,7 @@ def _slice_inverse(self, src, dim=0, start=None, end=None, step=1):
 
 
 _METHODS = {
-    "new": _new, "resize_": _resize_, "resize_as_": _resize_as_, "pin_memory": _pin_memory,
+    "new": _new, "resize_": _resize_, "resize_as_": _resize_as_, "set_": _set_, "pin_memory": _pin_memory,
     "is_pinned": _is_pinned, "share_memory_": _share_memory_, "is_shared": _is_shared,
     "slice_inverse": _slice_inverse, "unsafe_split": unsafe_split, "unsafe_chunk": unsafe_chunk,
     "unsafe_split_with_sizes": unsafe_split_with_sizes,

@@ -15,7 +15,6 @@ __all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer
 
 class Parameter(Tensor):
     """Parameter(data=None, requires_grad=True): a leaf aliasing data's storage."""
-    __slots__ = ()
 
     def __new__(cls, data=None, requires_grad=True):
         if data is None:
@@ -31,7 +30,7 @@ class Parameter(Tensor):
         if id(self) in memo:
             return memo[id(self)]
         r = type(self)(self.detach().clone(), self.requires_grad)
-        memo[id(self)] = r
+        memo[id(self)] = r    # (attributes set on it are not copied: torch's Parameter drops them)
         return r
 
     # pickling: Tensor.__reduce_ex__ (class, data, requires_grad; no .grad, as torch)
@@ -127,10 +126,9 @@ class UninitializedTensorMixin:
         raise ValueError(_UNINIT_MSG.format(f"<method '{name}' of 'Tensor' objects>", type(self).__name__))
 
     def materialize(self, shape, device=None, dtype=None):
-        """materialize(shape, device=None, dtype=None) -> None: a tensor of shape (uninitialized
-        memory) takes this one's place, as a cls_to_become, in every Module holding it.
-        symtrace cannot give an existing tensor new storage, so this object itself stays
-        uninitialized (torch changes it in place): read the module's attribute again."""
+        """materialize(shape, device=None, dtype=None) -> None: this tensor takes storage of shape
+        (uninitialized memory) and becomes its cls_to_become (Parameter or Tensor), in place as
+        torch's: references taken before (an optimizer, `w = m.weight`) see the new data."""
         if device is None:
             device = self.device
         if dtype is None:
@@ -138,6 +136,17 @@ class UninitializedTensorMixin:
         if isinstance(shape, int):
             shape = (shape,)
         data = _C.empty(tuple(int(s) for s in shape), dtype, None if str(device) == "cpu" else str(device))
+        try:
+            _C.TensorBase._set_data(self, data)
+            object.__setattr__(self, "__class__", self.cls_to_become)
+        except TypeError:   # a class of another layout: a new object takes this one's place
+            pass
+        else:
+            for k in ("_owners", "_materialized"):
+                self.__dict__.pop(k, None)
+            from .modules.module import _bump_epoch
+            _bump_epoch()
+            return
         if self.cls_to_become is Parameter:
             new = Parameter(data, self.requires_grad)
         else:
