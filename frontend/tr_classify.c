@@ -50,6 +50,7 @@ int tr_calls_init(void)
     tr_refs.function_cls = import_attr("symtrace.autograd.function", "Function");
     tr_refs.gradmode_cls = import_attr("symtrace.autograd.grad_mode", "_GradMode");
     tr_refs.autocast_cls = import_attr("symtrace.amp.autocast_mode", "autocast");
+    tr_refs.recfn_cls = import_attr("symtrace.profiler", "record_function");
     tr_refs.dtype_cls = import_attr("symtrace", "dtype");
     tr_refs.device_cls = import_attr("symtrace", "device");
     tr_refs.modlist_cls = import_attr("symtrace.nn", "ModuleList");
@@ -58,7 +59,7 @@ int tr_calls_init(void)
     tr_refs.is_compiling_fn = import_attr("symtrace.compiler", "is_compiling");
     if (!tr_refs.pkg_dir || !tr_refs.mod_dir || !tr_refs.nn_utils || !tr_refs.c_module || !tr_refs.builtins_mod || !tr_refs.math_mod ||
         !tr_refs.operator_mod || !tr_refs.op_mod2 || !tr_refs.nn_module_cls || !tr_refs.function_cls ||
-        !tr_refs.gradmode_cls || !tr_refs.autocast_cls || !tr_refs.dtype_cls || !tr_refs.device_cls || !tr_refs.modlist_cls || !tr_refs.seq_cls ||
+        !tr_refs.gradmode_cls || !tr_refs.autocast_cls || !tr_refs.recfn_cls || !tr_refs.dtype_cls || !tr_refs.device_cls || !tr_refs.modlist_cls || !tr_refs.seq_cls ||
         !tr_refs.moddict_cls || !tr_refs.is_compiling_fn)
         return -1;
     return 0;
@@ -108,10 +109,15 @@ bool tr_is_symtrace_module(PyObject *o)
 
 /* the context managers a with statement may enter inside a graph: they
  * set a global mode (grad, autocast) that the guards check */
+/* context managers a graph may span: grad and autocast modes (entered and
+ * left while tracing, their state a guard), and profiler labels
+ * (record_function: its range is recorded when the graph is traced, not
+ * on its replays) */
 bool tr_is_mode_ctx(PyObject *o)
 {
     return o && (PyObject_TypeCheck(o, (PyTypeObject *)tr_refs.gradmode_cls) ||
-                 PyObject_TypeCheck(o, (PyTypeObject *)tr_refs.autocast_cls));
+                 PyObject_TypeCheck(o, (PyTypeObject *)tr_refs.autocast_cls) ||
+                 PyObject_TypeCheck(o, (PyTypeObject *)tr_refs.recfn_cls));
 }
 
 static bool str_startswith(PyObject *s, PyObject *prefix)

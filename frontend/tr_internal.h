@@ -199,6 +199,7 @@ struct tr_refs {
     PyObject *nn_utils;                      /* ".../symtrace/nn/utils" (a file or a package) */
     PyObject *c_module, *builtins_mod, *math_mod, *operator_mod, *op_mod2;
     PyObject *nn_module_cls, *function_cls, *gradmode_cls, *autocast_cls, *dtype_cls, *device_cls;
+    PyObject *recfn_cls;   /* symtrace.profiler.record_function */
     PyObject *is_compiling_fn;               /* symtrace.compiler.is_compiling: True in a graph */
     PyObject *modlist_cls, *seq_cls, *moddict_cls;
 };

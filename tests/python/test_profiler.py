@@ -31,3 +31,24 @@ def test_profile_off_outside_the_block():
     assert n >= 1
     (x * 3).exp()
     assert sum(r[3] for r in st._C._rt_profile(None)) == n  # nothing recorded after exit
+
+
+def test_record_function_inside_a_compiled_function_keeps_one_graph():
+    # a labelled range does not make the frame plain: the graph spans the with block
+    # (its label is recorded when the graph is traced, not on replays)
+    def f(x):
+        with st.profiler.record_function("block"):
+            y = x * 2 + 1
+        return y.sum()
+
+    st.reset()
+    cf = st.compile(f, backend="interp")
+    x = st.ones(4)
+    with st.profiler.profile() as prof:
+        assert cf(x).item() == 12.0
+    assert [e.name for e in prof.events() if e.name == "block"] == ["block"]
+    for _ in range(2):
+        assert cf(x).item() == 12.0
+    stats = st._C._fe_stats()
+    assert stats["graphs"] == 1 and stats["breaks"] == 0
+    st.reset()
