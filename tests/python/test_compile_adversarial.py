@@ -1542,6 +1542,713 @@ def break_in_loop_with_module_state(wrap):
     return out
 
 
+# ====================================================================== batch 2: identity, code, constants
+@scenario
+def returned_input_objects_keep_identity(wrap):
+    def fn(x, xs, d):
+        xs.append(x * 2)
+        d["n"] = len(xs)
+        return x, xs, d
+
+    f, out = wrap(fn), []
+    xs, d = [], {}
+    for v in (1.0, 2.0, 3.0, 4.0):
+        x = T(v)
+        r = f(x, xs, d)
+        out.append((r[0] is x, r[1] is xs, r[2] is d, len(xs), d["n"]))
+    out.append(xs)
+    return out
+
+
+@scenario
+def function_code_replaced_between_calls(wrap):
+    def fn(x):
+        return x + 1
+
+    def other(x):
+        return x * 10
+
+    f, out, x = wrap(fn), [], T(1, 2)
+    out.append(f(x))
+    code = fn.__code__
+    fn.__code__ = other.__code__
+    out.append(f(x))
+    out.append(f(x))
+    fn.__code__ = code
+    out.append(f(x))
+    return out
+
+
+@scenario
+def same_code_other_globals(wrap):
+    import types
+
+    def fn(x):
+        return x * K  # noqa: F821 - K lives in the globals given below
+
+    out, x = [], T(1, 2)
+    fa = types.FunctionType(fn.__code__, {"K": 2.0})
+    fb = types.FunctionType(fn.__code__, {"K": -3.0})
+    ca, cb = wrap(fa), wrap(fb)
+    for g in (ca, cb, ca, cb):
+        out.append(g(x))
+    fa.__globals__["K"] = 7.0
+    out.append(ca(x))
+    out.append(cb(x))
+    return out
+
+
+@scenario
+def user_module_object_attribute_changes(wrap):
+    import types
+    cfg = types.ModuleType("cfg_adv")
+    cfg.SCALE, cfg.ACT = 2.0, "relu"
+
+    def fn(x):
+        y = x * cfg.SCALE
+        return F.relu(y) if cfg.ACT == "relu" else y.tanh()
+
+    f, out, x = wrap(fn), [], T(-1, 2)
+    for sc, act in ((2.0, "relu"), (3.0, "relu"), (3.0, "tanh"), (2.0, "relu")):
+        cfg.SCALE, cfg.ACT = sc, act
+        out.append(f(x))
+    return out
+
+
+@scenario
+def tensor_built_from_python_list_argument(wrap):
+    def fn(x, vals):
+        return x + symtrace.tensor(vals), symtrace.full((2,), vals[0])
+
+    f, out, x = wrap(fn), [], T(1, 2)
+    for vals in ([1.0, 2.0], [3.0, -1.0], [1.0, 2.0], [0.5, 0.5]):
+        out.append(f(x, vals))
+    return out
+
+
+@scenario
+def arange_length_from_argument(wrap):
+    def fn(n, k):
+        return symtrace.arange(n) * k, x_len(n)
+
+    def x_len(n):
+        return list(range(n))
+
+    f, out = wrap(fn), []
+    for n, k in ((3, 1), (5, 2), (3, 2), (1, 1), (0, 3)):
+        out.append(f(n, k))
+    return out
+
+
+@scenario
+def closure_tensor_mutated_in_place_and_through_numpy(wrap):
+    w = T(1, 2)
+
+    def fn(x):
+        return x * w
+
+    f, out, x = wrap(fn), [], T(3, 4)
+    out.append(f(x))
+    w.add_(1)
+    out.append(f(x))
+    w.numpy()[:] = [-1, -2]
+    out.append(f(x))
+    with symtrace.no_grad():
+        w.copy_(T(0.5, 0.5))
+    out.append(f(x))
+    return out
+
+
+@scenario
+def numpy_view_written_across_a_break(wrap):
+    def fn(x):
+        y = x * 2
+        a = x.numpy()
+        a[0] = 100.0
+        return y + x
+
+    f, out = wrap(fn), []
+    for v in (1.0, 2.0, 3.0, 4.0):
+        x = T(v, v)
+        out.append(f(x))
+        out.append(x)
+    return out
+
+
+@scenario
+def module_converted_to_double_after_first_call(wrap):
+    m = _lin()
+    f, out = wrap(m), []
+    out.append(f(R(2, 3)))
+    m.double()
+    out.append(f(R(2, 3).double()))
+    out.append(f(R(2, 3, seed=1).double()))
+    m.float()
+    out.append(f(R(2, 3)))
+    return out
+
+
+class _SelfToggle(nn.Module):
+    def forward(self, x):
+        self.train(not self.training)
+        if self.training:
+            return x * 2
+        return x - 1
+
+
+@scenario
+def module_toggles_its_own_training_flag(wrap):
+    m = _SelfToggle()
+    f, out, x = wrap(m), [], T(1, 2)
+    for _ in range(5):
+        out.append(f(x))
+        out.append(m.training)
+    return out
+
+
+@scenario
+def module_dict_insertion_order_changes(wrap):
+    class Heads(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.heads = nn.ModuleDict({"a": nn.Identity(), "b": nn.Tanh()})
+
+        def forward(self, x):
+            return [k for k in self.heads], symtrace.stack([h(x) for h in self.heads.values()])
+
+    m = Heads()
+    f, out, x = wrap(m), [], T(-1, 2)
+    out.append(f(x))
+    m.heads["c"] = nn.ReLU()
+    out.append(f(x))
+    del m.heads["a"]
+    out.append(f(x))
+    m.heads["a"] = nn.Sigmoid()
+    out.append(f(x))
+    return out
+
+
+@scenario
+def tensor_hook_registered_inside_with_side_effect(wrap):
+    seen = []
+
+    def fn(x, k):
+        y = x * k
+        y.register_hook(lambda g: seen.append(g.sum().item()))
+        return (y * y).sum()
+
+    f, out = wrap(fn), []
+    for k in (1.0, 2.0, 3.0, 2.0):
+        x = T(1, 2).requires_grad_()
+        l = f(x, k)
+        l.backward()
+        out.append((l, x.grad))
+    out.append(seen)
+    return out
+
+
+@scenario
+def no_grad_region_inside_with_backward(wrap):
+    def fn(x, w):
+        with symtrace.no_grad():
+            a = x * w
+        b = a * w + x
+        b.sum().backward()
+        return b
+
+    f, out = wrap(fn), []
+    for v in (1.0, 2.0, -1.0, 0.5):
+        x, w = T(v, 2).requires_grad_(), T(3, v).requires_grad_()
+        out.append(f(x, w))
+        out.append((x.grad, w.grad))
+    return out
+
+
+@scenario
+def inference_mode_inside_then_outside_use(wrap):
+    def fn(x, on):
+        with symtrace.inference_mode(on):
+            y = x * 2
+        return y, symtrace.is_inference_mode_enabled(), y.requires_grad
+
+    f, out = wrap(fn), []
+    for on in (True, False, True, False):
+        out.append(f(T(1, 2).requires_grad_(), on))
+    return out
+
+
+@scenario
+def manual_seed_inside_compiled(wrap):
+    def fn(x, seed):
+        symtrace.manual_seed(seed)
+        a = symtrace.rand(2)
+        b = symtrace.randn(2)
+        return x + a + b
+
+    f, out, x = wrap(fn), [], T(1, 2)
+    for seed in (1, 2, 1, 7):
+        out.append(f(x, seed))
+        out.append(symtrace.rand(1))
+    return out
+
+
+@scenario
+def rng_state_saved_and_restored_inside(wrap):
+    def fn(x):
+        st = symtrace.get_rng_state()
+        a = symtrace.rand(3)
+        symtrace.set_rng_state(st)
+        b = symtrace.rand(3)
+        return x + a - b, a
+
+    f, out, x = wrap(fn), [], T(1, 2, 3)
+    symtrace.manual_seed(5)
+    for _ in range(4):
+        out.append(f(x))
+    out.append(symtrace.rand(1))
+    return out
+
+
+@scenario
+def rand_in_loop_with_break(wrap):
+    def fn(x, n):
+        for _ in range(n):
+            x = x + symtrace.rand(2)
+            if x.sum() > 3:
+                x = x - 1
+        return x
+
+    f, out = wrap(fn), []
+    symtrace.manual_seed(11)
+    for n in (1, 3, 2, 4):
+        out.append(f(T(1, 1), n))
+    out.append(symtrace.rand(1))
+    return out
+
+
+# ====================================================================== batch 2: exceptions and control flow
+@scenario
+def exception_from_inlined_callee_caught_by_caller(wrap):
+    def check(x, limit):
+        if limit < 0:
+            raise ValueError("limit")
+        return x.clamp(max=limit)
+
+    def fn(x, limit):
+        try:
+            return check(x, limit)
+        except ValueError as e:
+            return x * 0 + len(str(e))
+
+    f, out, x = wrap(fn), [], T(1, 5)
+    for lim in (2, -1, 3, -2, 2):
+        out.append(f(x, lim))
+    return out
+
+
+@scenario
+def suppressing_context_manager(wrap):
+    log = []
+
+    class Suppress:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, et, ev, tb):
+            log.append(et.__name__ if et else None)
+            return et is ZeroDivisionError
+
+    def fn(x, d):
+        y = x
+        with Suppress():
+            y = x * (1 / d)
+        return y
+
+    f, out, x = wrap(fn), [], T(1, 2)
+    for d in (1, 0, 2, 0, 4):
+        out.append(f(x, d))
+    out.append(log)
+    return out
+
+
+@scenario
+def finally_return_overrides(wrap):
+    def fn(x, bad):
+        try:
+            if bad:
+                raise KeyError("k")
+            return x * 2
+        finally:
+            return x + 100  # noqa: B012 - overriding on purpose
+
+    f, out, x = wrap(fn), [], T(1, 2)
+    for bad in (False, True, False, True):
+        out.append(f(x, bad))
+    return out
+
+
+@scenario
+def exception_raised_after_item_break_caught(wrap):
+    def fn(x):
+        try:
+            v = x.sum().item()
+            if v < 0:
+                raise ArithmeticError(f"neg {v}")
+            r = x / v
+        except ArithmeticError as e:
+            r = x * 0 - 1
+            print("caught", e)
+        return r
+
+    f, out = wrap(fn), []
+    for v in (T(1, 2), T(-3, 1), T(4, 4), T(-1, -1)):
+        with captured(out):
+            out.append(f(v))
+    return out
+
+
+@scenario
+def raise_from_chaining(wrap):
+    def fn(x, k):
+        try:
+            return {"a": x}[k] * 2
+        except KeyError as e:
+            raise ValueError(f"no {k}") from e
+
+    f, out, x = wrap(fn), [], T(1, 2)
+    for k in ("a", "b", "a", "c"):
+        r = attempt(f, x, k)
+        out.append(r)
+        out.append(type(getattr(r, "__cause__", None)).__name__)
+    return out
+
+
+@scenario
+def for_else_and_continue_with_break(wrap):
+    def fn(xs):
+        acc = 0
+        for x in xs:
+            if x.sum() < 0:
+                continue
+            acc = acc + x
+            if x.sum() > 10:
+                break
+        else:
+            acc = acc * 100
+        return acc
+
+    f, out = wrap(fn), []
+    for xs in ([T(1), T(-1), T(2)], [T(20), T(1)], [T(-1)], [T(3), T(30), T(1)]):
+        out.append(f(xs))
+    return out
+
+
+@scenario
+def while_true_with_item_break(wrap):
+    def fn(x):
+        n = 0
+        while True:
+            x = x * 0.5
+            n += 1
+            if x.max().item() < 1:
+                break
+        return x, n
+
+    f, out = wrap(fn), []
+    for v in (T(4, 1), T(0.5), T(100, 3), T(2, 2)):
+        out.append(f(v))
+    return out
+
+
+@scenario
+def mutual_recursion(wrap):
+    def even(x, n):
+        return x if n == 0 else odd(x + 1, n - 1)
+
+    def odd(x, n):
+        return x * -1 if n == 0 else even(x * 2, n - 1)
+
+    f, out, x = wrap(even), [], T(1, 2)
+    for n in (0, 1, 4, 3, 1):
+        out.append(f(x, n))
+    return out
+
+
+@scenario
+def reduce_and_itertools_over_tensors(wrap):
+    import itertools
+    import operator
+
+    def fn(xs, ys):
+        a = functools.reduce(operator.add, xs)
+        b = list(itertools.accumulate(ys, operator.mul))
+        c = list(itertools.chain(xs, ys))
+        return a, b, len(c)
+
+    f, out = wrap(fn), []
+    for n, m in ((2, 2), (3, 1), (1, 3), (2, 2)):
+        out.append(f([T(float(i)) for i in range(1, n + 1)], [T(float(i)) for i in range(2, m + 2)]))
+    return out
+
+
+@scenario
+def itemgetter_attrgetter_and_sorted_key(wrap):
+    import operator
+
+    def fn(items, key):
+        xs = sorted(items, key=operator.itemgetter(key))
+        return [x[2] * 2 for x in xs]
+
+    f, out = wrap(fn), []
+    a, b, c = (1, 3, T(1.0)), (2, 1, T(2.0)), (3, 2, T(3.0))
+    for items, key in (([a, b, c], 0), ([a, b, c], 1), ([c, a], 1), ([b, c, a], 0)):
+        out.append(f(items, key))
+    return out
+
+
+@scenario
+def callable_object_call_replaced_on_class(wrap):
+    class Scaler:
+        def __init__(self, k):
+            self.k = k
+
+        def __call__(self, x):
+            return x * self.k
+
+    def fn(g, x):
+        return g(x)
+
+    f, out, x = wrap(fn), [], T(1, 2)
+    out.append(f(Scaler(2.0), x))
+    out.append(f(Scaler(3.0), x))
+    s = Scaler(4.0)
+    out.append(f(s, x))
+    s.k = -1.0
+    out.append(f(s, x))
+    return out
+
+
+@scenario
+def classmethod_and_staticmethod_with_changing_class_state(wrap):
+    class Cfg:
+        base = 1.0
+
+        @classmethod
+        def scale(cls, x):
+            return x * cls.base
+
+        @staticmethod
+        def shift(x, k):
+            return x + k
+
+    def fn(x, k):
+        return Cfg.shift(Cfg.scale(x), k)
+
+    f, out, x = wrap(fn), [], T(1, 2)
+    for base, k in ((1.0, 0), (2.0, 0), (2.0, 3), (-1.0, 1)):
+        Cfg.base = base
+        out.append(f(x, k))
+    return out
+
+
+@scenario
+def namedtuple_replace_and_int_field(wrap):
+    Cfg = collections.namedtuple("Cfg", "scale steps")
+
+    def fn(x, c):
+        for _ in range(c.steps):
+            x = x * c.scale
+        c2 = c._replace(steps=c.steps + 1)
+        return x, c2
+
+    f, out, x = wrap(fn), [], T(1, 2)
+    for c in (Cfg(2.0, 1), Cfg(2.0, 3), Cfg(0.5, 2), Cfg(2.0, 1)):
+        out.append(f(x, c))
+    return out
+
+
+@scenario
+def list_vs_tuple_input_isinstance(wrap):
+    def fn(xs):
+        if isinstance(xs, tuple):
+            return xs[0] * 2
+        if isinstance(xs, list):
+            xs.append(xs[0])
+            return xs[0] + len(xs)
+        return xs
+
+    f, out = wrap(fn), []
+    lst = [T(1.0)]
+    for v in ((T(1.0),), lst, T(5.0), lst, (T(2.0), T(3.0))):
+        out.append(f(v))
+    out.append(len(lst))
+    return out
+
+
+@scenario
+def shape_compared_to_list_argument(wrap):
+    def fn(x, want):
+        if list(x.shape) == want:
+            return x.sum()
+        return x.reshape(want).sum(0)
+
+    f, out = wrap(fn), []
+    for shape, want in (((2, 3), [2, 3]), ((2, 3), [3, 2]), ((6,), [2, 3]), ((2, 3), [6]), ((3, 2), [3, 2])):
+        out.append(f(symtrace.arange(6.0).reshape(shape), want))
+    return out
+
+
+@scenario
+def kwargs_forwarding_with_changing_keys(wrap):
+    def inner(x, scale=1.0, shift=0.0, *, power=1):
+        return (x * scale + shift) ** power
+
+    def fn(x, **kw):
+        return inner(x, **kw)
+
+    f, out, x = wrap(fn), [], T(1, 2)
+    for kw in ({}, {"scale": 2.0}, {"power": 2, "shift": 1.0}, {"shift": 1.0, "power": 2}, {"scale": 2.0}):
+        out.append(f(x, **kw))
+    r = attempt(f, x, bogus=1)
+    out.append(type(r).__name__)
+    return out
+
+
+@scenario
+def lambda_default_captures_tensor(wrap):
+    def make(w):
+        return lambda x, w=w: x * w
+
+    def fn(g, x):
+        return g(x)
+
+    f, out, x = wrap(fn), [], T(1, 2)
+    w = T(2, 2)
+    g = make(w)
+    out.append(f(g, x))
+    w.mul_(3)
+    out.append(f(g, x))
+    out.append(f(make(T(-1, 1)), x))
+    out.append(f(g, x))
+    return out
+
+
+@scenario
+def print_in_except_block_of_method(wrap):
+    class Net(nn.Module):
+        def forward(self, x, key):
+            table = {"a": 1.0}
+            try:
+                k = table[key]
+            except KeyError:
+                print("missing", key)
+                k = -1.0
+            return x * k
+
+    m = Net()
+    f, out, x = wrap(m), [], T(1, 2)
+    for key in ("a", "b", "a", "c"):
+        with captured(out):
+            out.append(f(x, key))
+    return out
+
+
+@scenario
+def generator_across_break_yields_side_effects(wrap):
+    log = []
+
+    def gen(xs):
+        for x in xs:
+            log.append("yield")
+            yield x * 2
+
+    def fn(xs):
+        g = gen(xs)
+        first = next(g)
+        print("first", first.tolist())
+        return first + sum(g)
+
+    f, out = wrap(fn), []
+    for n in (2, 3, 1, 2):
+        with captured(out):
+            out.append(f([T(float(i)) for i in range(n)]))
+    out.append(log)
+    return out
+
+
+@scenario
+def nested_closure_cells_three_levels_per_call(wrap):
+    def fn(x, a):
+        def l1(b):
+            def l2(c):
+                return x * a + b * c
+            return l2
+        return l1(a + 1)(a * 2)
+
+    f, out, x = wrap(fn), [], T(1, 2)
+    for a in (1.0, 2.0, -1.0, 1.0):
+        out.append(f(x, a))
+    return out
+
+
+@scenario
+def closures_created_in_loop_inside_compiled(wrap):
+    def fn(x, n):
+        fs = []
+        for i in range(n):
+            fs.append(lambda t, i=i: t + i)
+        late = [lambda t: t * j for j in range(n)]
+        return [g(x) for g in fs], [g(x) for g in late]
+
+    f, out, x = wrap(fn), [], T(1, 2)
+    for n in (1, 3, 2, 3):
+        out.append(f(x, n))
+    return out
+
+
+@scenario
+def dict_deleted_and_reinserted_by_function(wrap):
+    def fn(d, x):
+        v = d.pop("a", None)
+        if v is not None:
+            d["a"] = v * 2
+        d["b"] = x
+        return list(d.keys())
+
+    f, out, x = wrap(fn), [], T(1, 2)
+    d = {"a": T(1.0), "b": T(0.0)}
+    for i in range(4):
+        if i == 2:
+            del d["a"]
+        out.append(f(d, x))
+        out.append(dict(d))
+    return out
+
+
+@scenario
+def bool_of_zero_dim_in_python_and(wrap):
+    def fn(x, flag):
+        if flag and x.sum() > 0:
+            return x * 2
+        return x - 1
+
+    f, out = wrap(fn), []
+    for v, flag in ((T(1), True), (T(-1), True), (T(1), False), (T(2), True), (T(-2), False)):
+        out.append(f(v, flag))
+    return out
+
+
+@scenario
+def zero_dim_argument_used_as_python_scalar(wrap):
+    def fn(x, s):
+        return x * float(s) + int(s)
+
+    f, out, x = wrap(fn), [], T(1, 2)
+    for s in (symtrace.tensor(2.0), symtrace.tensor(3.5), symtrace.tensor(-1.0), 2, 2.5):
+        out.append(f(x, s))
+    return out
+
+
 # ====================================================================== a few on llvm
 @scenario(backend="llvm")
 def llvm_global_and_training_flag(wrap):
