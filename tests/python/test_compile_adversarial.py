@@ -2249,6 +2249,188 @@ def zero_dim_argument_used_as_python_scalar(wrap):
     return out
 
 
+# ====================================================================== batch 3: classes, functions and attributes
+class _Tab:
+    table = {"a": 1.0}
+
+
+@scenario
+def class_level_dict_item_mutated(wrap):
+    def fn(x):
+        return x * _Tab.table["a"]
+
+    f, out, x = wrap(fn), [], T(1, 2)
+    for v in (1.0, 4.0, 4.0, -1.0, 1.0):
+        _Tab.table["a"] = v
+        out.append(f(x))
+    _Tab.table["a"] = 1.0
+    return out
+
+
+class _GetAttrModule(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.vals = {"k": 2.0}
+
+    def __getattr__(self, n):
+        vals = self.__dict__.get("vals", {})
+        if n in vals:
+            return vals[n]
+        return super().__getattr__(n)
+
+    def forward(self, x):
+        return x * self.k
+
+
+@scenario
+def module_getattr_override_reads_changing_dict(wrap):
+    m = _GetAttrModule()
+    f, out, x = wrap(m), [], T(1, 2)
+    for v in (2.0, 5.0, 5.0, -1.0):
+        m.vals["k"] = v
+        out.append(f(x))
+    return out
+
+
+@scenario
+def setattr_with_name_from_argument(wrap):
+    o = _Slots(1.0, 2.0)
+
+    def fn(x, name, v):
+        setattr(o, name, v)
+        return x * o.a + o.b
+
+    f, out, x = wrap(fn), [], T(1, 2)
+    for name, v in (("a", 3.0), ("b", 5.0), ("a", 3.0), ("b", 1.0)):
+        out.append(f(x, name, v))
+        out.append((o.a, o.b))
+    return out
+
+
+@scenario
+def vars_of_object_grows_and_shrinks(wrap):
+    class O:
+        pass
+
+    def fn(x, o):
+        return x * len(vars(o)) + sum(v for v in vars(o).values())
+
+    f, out, x = wrap(fn), [], T(1, 2)
+    o = O()
+    o.a = 1.0
+    out.append(f(x, o))
+    o.b = 2.0
+    out.append(f(x, o))
+    out.append(f(x, o))
+    del o.a
+    out.append(f(x, o))
+    return out
+
+
+@scenario
+def attribute_deleted_inside(wrap):
+    class O:
+        pass
+
+    def fn(x, o):
+        r = x * o.a
+        del o.a
+        return r, hasattr(o, "a")
+
+    f, out, x = wrap(fn), [], T(1, 2)
+    for v in (2.0, 3.0, 2.0, 1.0):
+        o = O()
+        o.a = v
+        out.append(f(x, o))
+        out.append(sorted(vars(o)))
+    return out
+
+
+@scenario
+def comprehension_variable_shadows_outer_with_break(wrap):
+    def fn(x, xs):
+        i = 100
+        ys = [x * i if x.sum() > 0 else x for i in xs]
+        return sum(ys) + i
+
+    f, out = wrap(fn), []
+    for v, xs in ((1.0, [1.0, 2.0]), (-1.0, [1.0]), (1.0, [3.0, 1.0, 2.0]), (1.0, [1.0, 2.0])):
+        out.append(f(T(v, v), xs))
+    return out
+
+
+def _scaled_by_attr(x):
+    return x * _scaled_by_attr.k
+
+
+_scaled_by_attr.k = 2.0
+
+
+@scenario
+def function_attribute_changed(wrap):
+    def fn(x):
+        return _scaled_by_attr(x)
+
+    f, out, x = wrap(fn), [], T(1, 2)
+    for k in (2.0, 5.0, 5.0, -1.0):
+        _scaled_by_attr.k = k
+        out.append(f(x))
+    _scaled_by_attr.k = 2.0
+    return out
+
+
+def _make_cell():
+    k = 2.0
+
+    def get(x):
+        return x * k
+
+    def set_(v):
+        nonlocal k
+        k = v
+    return get, set_
+
+
+_CELL_GET, _CELL_SET = _make_cell()
+
+
+@scenario
+def inlined_global_closure_cell_set_from_outside(wrap):
+    def fn(x):
+        return _CELL_GET(x) + 1
+
+    f, out, x = wrap(fn), [], T(1, 2)
+    for k in (2.0, 5.0, 5.0, -1.0, 2.0):
+        _CELL_SET(k)
+        out.append(f(x))
+    return out
+
+
+class _SM:
+    @staticmethod
+    def f(x):
+        return x + 1
+
+
+@scenario
+def staticmethod_replaced_on_class(wrap):
+    orig = _SM.__dict__["f"]
+
+    def fn(x):
+        return _SM.f(x)
+
+    f, out, x = wrap(fn), [], T(1, 2)
+    out.append(f(x))
+    _SM.f = staticmethod(lambda x: x * 9)
+    try:
+        out.append(f(x))
+        out.append(f(x))
+    finally:
+        _SM.f = orig
+    out.append(f(x))
+    return out
+
+
 # ====================================================================== a few on llvm
 @scenario(backend="llvm")
 def llvm_global_and_training_flag(wrap):
