@@ -138,6 +138,15 @@ static PyObject *dict_get(PyObject *d, PyObject *k)
     return Py_XNewRef(PyDict_GetItemWithError(d, k));
 }
 
+static PyObject *modpart_get(PyObject *o, PyObject *part, PyObject *name)
+{
+    PyObject **dp = _PyObject_GetDictPtr(o);
+    if (!dp || !*dp) return NULL;
+    PyObject *pd = PyDict_GetItemWithError(*dp, part);
+    if (!pd) return NULL;
+    return dict_get(pd, name);
+}
+
 static PyObject *attr_get(PyObject *o, PyObject *name)
 {
     PyTypeObject *tp = Py_TYPE(o);
@@ -146,16 +155,21 @@ static PyObject *attr_get(PyObject *o, PyObject *name)
         v = PyObject_GenericGetAttr(o, name);   /* no user __getattr__ */
     else
         v = PyObject_GetAttr(o, name);
+    if (!v && st_fe_is_module(o) && PyErr_ExceptionMatches(PyExc_AttributeError)) {
+        /* Module.__getattr__'s lookups: a parameter, buffer or submodule
+         * registered since (an ABSENT guard must see it) */
+        static PyObject *parts[3];
+        static const char *const pn[3] = {"_parameters", "_buffers", "_modules"};
+        PyErr_Clear();
+        for (int k = 0; k < 3; k++) {
+            if (!parts[k] && !(parts[k] = PyUnicode_InternFromString(pn[k])))
+                return NULL;
+            if ((v = modpart_get(o, parts[k], name)) || PyErr_Occurred())
+                return v;
+        }
+        return NULL;
+    }
     return v ? v : missing();
-}
-
-static PyObject *modpart_get(PyObject *o, PyObject *part, PyObject *name)
-{
-    PyObject **dp = _PyObject_GetDictPtr(o);
-    if (!dp || !*dp) return NULL;
-    PyObject *pd = PyDict_GetItemWithError(*dp, part);
-    if (!pd) return NULL;
-    return dict_get(pd, name);
 }
 
 static PyObject *item_get(PyObject *o, PyObject *key)
@@ -370,12 +384,31 @@ static int is_eq_const(PyObject *v, int depth)
     return 0;
 }
 
+static int is_enum_member(PyObject *v)
+{
+    static PyObject *enum_cls;
+    if (!enum_cls) {
+        PyObject *m = PyImport_ImportModule("enum");
+        enum_cls = m ? PyObject_GetAttrString(m, "Enum") : NULL;
+        Py_XDECREF(m);
+        if (!enum_cls) {
+            PyErr_Clear();
+            return 0;
+        }
+    }
+    return PyObject_TypeCheck(v, (PyTypeObject *)enum_cls);
+}
+
 static int is_id_value(PyObject *v)
 {
     if (PyCFunction_Check(v)) {          /* a module's function, not a bound builtin method */
         PyObject *self = PyCFunction_GET_SELF(v);
         return !self || PyModule_Check(self);
     }
+    /* enum members are singletons: what == and dict lookups answer
+     * depends on which one (a TYPE guard would let Mode.B replay Mode.A) */
+    if (is_enum_member(v))
+        return 1;
     return st_fe_is_module(v) || PyFunction_Check(v) || PyType_Check(v) || PyModule_Check(v) ||
            PyCode_Check(v) || Py_IS_TYPE(v, &PyMethodDescr_Type) ||
            Py_IS_TYPE(v, &PyWrapperDescr_Type);

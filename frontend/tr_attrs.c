@@ -96,9 +96,31 @@ static int module_attr(tr_state *s, tr_var *obj, PyObject *name, tr_var *out, bo
 static int method_source(tr_state *s, tr_var *obj, PyObject *name, PyObject *fn)
 {
     st_fe_src *base = obj->src ? obj->src : tr_lookup_src(s, obj->v);
-    if (!base || tr_lookup_src(s, fn) ||
-        PyFunction_GET_GLOBALS(fn) == s->f->globals || tr_fn_origin(fn) != 0)
+    if (!base || tr_fn_origin(fn) != 0)
         return 0;
+    /* the class attribute found, unless an instance attribute shadows it
+     * later (o.apply = ...; guarded absent) or the class's is replaced
+     * (Cls.apply = ...; the ID guard below) */
+    PyObject **dp = _PyObject_GetDictPtr(obj->v);
+    if (dp && !tr_is_symtrace_module(obj->v)) {
+        PyObject *dn = PyUnicode_InternFromString("__dict__");
+        st_fe_src *ds = dn ? st_fe_src_attr(&s->srcs, base, dn) : NULL;
+        st_fe_src *is = ds ? st_fe_src_item(&s->srcs, ds, name) : NULL;
+        Py_XDECREF(dn);
+        if (!is || st_fe_guard_add(&s->guards, ST_G_ABSENT, is, NULL) < 0)
+            return tr_break_exc(s, "guard");
+    }
+    if (tr_lookup_src(s, fn)) {
+        /* already sourced elsewhere: the class's attribute still gets its
+         * own ID guard */
+        PyObject *cn = PyUnicode_FromString("__class__");
+        st_fe_src *cs = cn ? st_fe_src_attr(&s->srcs, base, cn) : NULL;
+        st_fe_src *fs = cs ? st_fe_src_attr(&s->srcs, cs, name) : NULL;
+        Py_XDECREF(cn);
+        if (!fs || st_fe_guard_add(&s->guards, ST_G_ID, fs, fn) < 0)
+            return tr_break_exc(s, "guard");
+        return 0;
+    }
     PyObject *cn = PyUnicode_FromString("__class__");
     st_fe_src *cs = cn ? st_fe_src_attr(&s->srcs, base, cn) : NULL;
     st_fe_src *fs = cs ? st_fe_src_attr(&s->srcs, cs, name) : NULL;
@@ -189,8 +211,19 @@ int tr_getattr(tr_state *s, tr_var *obj, PyObject *name, tr_var *out)
         return tr_break(s, "attribute '%s' of a %s (custom __getattribute__)", nm, t->tp_name);
     PyObject *descr = tr_mro_lookup(t, name, NULL);
     if (descr && Py_TYPE(descr)->tp_descr_set) {
-        if (PyObject_TypeCheck(descr, &PyProperty_Type))
+        if (PyObject_TypeCheck(descr, &PyProperty_Type)) {
+            /* the property object itself is guarded (Cls.k = property(...)) */
+            st_fe_src *base = obj->src ? obj->src : tr_lookup_src(s, o);
+            if (base && !is_mod) {
+                PyObject *cn = PyUnicode_InternFromString("__class__");
+                st_fe_src *cs = cn ? st_fe_src_attr(&s->srcs, base, cn) : NULL;
+                st_fe_src *ps = cs ? st_fe_src_attr(&s->srcs, cs, name) : NULL;
+                Py_XDECREF(cn);
+                if (!ps || st_fe_guard_add(&s->guards, ST_G_ID, ps, descr) < 0)
+                    return tr_break_exc(s, "guard");
+            }
             return call_fget(s, descr, obj, out);
+        }
         PyObject *v = PyObject_GetAttr(o, name);
         if (!v)
             return tr_break_exc(s, "attribute");

@@ -469,8 +469,17 @@ static int call_builtin_type(tr_state *s, PyObject *fn, tr_var *args, int nargs,
                 return tr_break(s, "type() of an iterator of unknown type");
             ty = (PyTypeObject *)args[0].it->type;
         }
-        if (tr_is_symint(a) || tr_is_lazy(a))   /* as the number they stand for */
+        bool num = tr_is_symint(a) || tr_is_lazy(a);
+        if (num)   /* as the number they stand for */
             ty = PyFloat_Check(a) ? &PyFloat_Type : &PyLong_Type;
+        if (a && args[0].aux == TR_AUX_NONE && !args[0].it && !st_fe_is_tensor(a)) {
+            /* the answer is a constant of the graph: the type of a sourced
+             * argument is guarded (type(o) is int, with o = 1 then 1.5) */
+            st_fe_src *as = args[0].src ? args[0].src
+                                        : (num || tr_is_fresh(s, a) ? NULL : tr_lookup_src(s, a));
+            if (as && st_fe_guard_add(&s->guards, ST_G_TYPE, as, (PyObject *)ty) < 0)
+                return tr_break_exc(s, "guard");
+        }
         tr_make_value(s, out, Py_NewRef((PyObject *)ty));
         return 0;
     }
@@ -856,6 +865,21 @@ int tr_call(tr_state *s, tr_var *fnv, tr_var *args, int nargs,
             PyFunction_Check(func) &&
             !PyUnicode_CompareWithASCIIString(((PyFunctionObject *)func)->func_name, "apply"))
             return call_pylayer(s, self, args, nargs, kwnames, out);
+        /* a bound method reached through a source: its self is read
+         * through method.__self__, so what the method reads of it is
+         * guarded (an EQ guard on the method only pins self's identity) */
+        st_fe_src *ms = fnv->src ? fnv->src : (tr_is_fresh(s, fn) ? NULL : tr_lookup_src(s, fn));
+        if (ms && !PyType_Check(self) && !tr_lookup_src(s, self) && !tr_is_fresh(s, self)) {
+            PyObject *sn = PyUnicode_InternFromString("__self__");
+            st_fe_src *ss = sn ? st_fe_src_attr(&s->srcs, ms, sn) : NULL;
+            Py_XDECREF(sn);
+            tr_var tmp;
+            if (!ss)
+                return tr_break_exc(s, "source");
+            if (tr_make_sourced(s, &tmp, Py_NewRef(self), ss) < 0)
+                return -1;
+            tr_var_clear(&tmp);
+        }
         return call_with_self(s, func, self, args, nargs, kwnames, out);
     }
     if (PyFunction_Check(fn)) {

@@ -241,6 +241,40 @@ static int check_operands(tr_state *s, tr_var *a, tr_var *b, const char *what)
     return 0;
 }
 
+/* `v is other` (or `is None` as a jump) decided while tracing: the answer
+ * depends on identity, so a sourced v (not a tensor: its own guards and
+ * aliasing checks cover it) is guarded: by its type against a singleton
+ * (x is None: type(x) decides; a number argument not yet guarded too), by
+ * value if a bool, number or string, else by identity (o is DEFAULT, a
+ * sentinel object). -1 with the break recorded. */
+static int guard_identity(tr_state *s, tr_var *v, PyObject *other)
+{
+    if (!v->v || st_fe_is_tensor(v->v) || v->it || v->aux != TR_AUX_NONE)
+        return 0;
+    bool lazy = tr_is_lazy(v->v);
+    st_fe_src *vs = lazy ? tr_lazy_src(s, v->v)
+                  : v->src ? v->src : (tr_is_fresh(s, v->v) ? NULL : tr_lookup_src(s, v->v));
+    if (!vs)
+        return 0;
+    PyObject *gobj;
+    st_fe_guard_kind gk;
+    if (lazy) {
+        gk = ST_G_TYPE;
+        gobj = (PyObject *)(PyFloat_Check(v->v) ? &PyFloat_Type : &PyLong_Type);
+    } else if (other == Py_None || other == Py_Ellipsis || other == Py_NotImplemented ||
+               v->v == Py_None || v->v == Py_Ellipsis || v->v == Py_NotImplemented) {
+        gk = ST_G_TYPE;
+        gobj = (PyObject *)Py_TYPE(v->v);
+    } else {
+        gk = (PyBool_Check(v->v) || PyLong_CheckExact(v->v) || PyFloat_CheckExact(v->v) ||
+              PyUnicode_CheckExact(v->v)) ? ST_G_EQ : ST_G_ID;
+        gobj = v->v;
+    }
+    if (st_fe_guard_add(&s->guards, gk, vs, gobj) < 0)
+        return tr_break_exc(s, "guard");
+    return 0;
+}
+
 static PyObject *binop(int b, PyObject *x, PyObject *y, bool inplace)
 {
     switch (b) {
@@ -1154,6 +1188,11 @@ int tr_run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
         case OP_IS_OP: {
             tr_var b = pop(fr), a = pop(fr);
             int r = (a.v == b.v) ^ (oparg & 1);
+            if (guard_identity(s, &a, b.v) < 0 || guard_identity(s, &b, a.v) < 0) {
+                tr_var_clear(&a);
+                tr_var_clear(&b);
+                return -1;
+            }
             tr_var_clear(&a);
             tr_var_clear(&b);
             if (push_value(s, fr, PyBool_FromLong(r))) return -1;
@@ -1307,7 +1346,10 @@ int tr_run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
         case OP_POP_JUMP_BACKWARD_IF_NONE: case OP_POP_JUMP_BACKWARD_IF_NOT_NONE: {
             tr_var v = pop(fr);
             bool isnone = v.v == Py_None;
+            int gr = guard_identity(s, &v, Py_None);
             tr_var_clear(&v);
+            if (gr < 0)
+                return -1;
             bool want = op == OP_POP_JUMP_IF_NONE || op == OP_POP_JUMP_FORWARD_IF_NONE ||
                         op == OP_POP_JUMP_BACKWARD_IF_NONE;
             bool back = op == OP_POP_JUMP_BACKWARD_IF_NONE || op == OP_POP_JUMP_BACKWARD_IF_NOT_NONE;

@@ -126,6 +126,30 @@ int tr_gen_resume(tr_state *s, tr_iter *it, tr_var *out)
 }
 
 /* ---------------- inlining ---------------- */
+/* A user function inlined through a source: what its identity does not
+ * pin is guarded too (fn.__code__, fn.__defaults__ and fn.__kwdefaults__
+ * can be reassigned; the defaults are bound as constants). */
+static int guard_fn_parts(tr_state *s, PyObject *fn)
+{
+    if (tr_fn_origin(fn) != 0 || tr_is_fresh(s, fn))
+        return 0;
+    st_fe_src *fs = tr_lookup_src(s, fn);
+    if (!fs)
+        return 0;
+    static const char *const parts[] = {"__code__", "__defaults__", "__kwdefaults__"};
+    PyFunctionObject *f = (PyFunctionObject *)fn;
+    PyObject *vals[3] = {f->func_code, f->func_defaults ? f->func_defaults : Py_None,
+                         f->func_kwdefaults ? f->func_kwdefaults : Py_None};
+    for (int k = 0; k < 3; k++) {
+        PyObject *nm = PyUnicode_InternFromString(parts[k]);
+        st_fe_src *ps = nm ? st_fe_src_attr(&s->srcs, fs, nm) : NULL;
+        Py_XDECREF(nm);
+        if (!ps || st_fe_guard_add(&s->guards, ST_G_ID, ps, vals[k]) < 0)
+            return tr_break_exc(s, "guard");
+    }
+    return 0;
+}
+
 int tr_inline(tr_state *s, PyObject *fn, tr_var *args, int nargs,
               PyObject *kwnames, tr_var *out)
 {
@@ -145,6 +169,8 @@ int tr_inline(tr_state *s, PyObject *fn, tr_var *args, int nargs,
         builtins = PyModule_GetDict(builtins);
     if (!builtins || !PyDict_Check(builtins))
         builtins = s->f->builtins;
+    if (guard_fn_parts(s, fn) < 0)
+        return -1;
     tr_frame *fr = frame_new(s, co, fn, PyFunction_GET_GLOBALS(fn), builtins);
     if (!fr)
         return tr_break_exc(s, "inline");
@@ -529,6 +555,11 @@ static st_fe_entry *finish(tr_state *s)
         goto fail;      /* the trace is aborted: inputs written in place are restored */
     if (tr_dyn_shapes(s))
         st_rt_trace_symbolic();
+    /* inputs need gradients where some op ran with grad on: the mode at the
+     * end is the caller's again (with enable_grad() inside a frame called
+     * under no_grad, it is off), and ops under no_grad are stop-gradient
+     * regions of the graph */
+    bool gm = st_rt_trace_grad_seen() || st_ad_grad_enabled();
     st_graph *g = st_rt_trace_end3(ol.outs, ol.nout, &ins, &nin, &wb_in, &nwb,
                                    s->dyn ? &smap : NULL, s->dyn ? &nsmap : NULL, &rg0);
     if (!g) {
@@ -556,7 +587,6 @@ static st_fe_entry *finish(tr_state *s)
         tr_break(s, "out of memory");
         goto fail_ended;
     }
-    bool gm = st_ad_grad_enabled();
     for (int k = 0; k < nin; k++) {
         PyObject *key = tr_id_key(ins[k]);
         PyObject *m = key ? PyDict_GetItem(s->srcmap, key) : NULL;
@@ -594,6 +624,7 @@ static st_fe_entry *finish(tr_state *s)
             .backend = bname,
             .input_requires_grad = rg, .writeback_out = wb_out,
             .writeback_in = wb_in, .nwriteback = nwb, .nvisible = ol.nout,
+            .grad_inside = gm && !s->guards.grad_mode,
         };
         if (s->dyn && tr_dyn_finish(s, e, g, ins, nin, smap, nsmap, &o) < 0) {
             st_ir_graph_free(g);

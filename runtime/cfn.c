@@ -31,6 +31,7 @@ struct st_rt_cfn {
     st_backend *be;            /* NULL for "eager" */
     prog fwd;                  /* plain forward */
     int nvisible;
+    bool grad_inside;          /* st_rt_cfn_opts' */
     int nwb, *wb_out, *wb_in;
     bool *wb_grad;             /* per writeback: written in grad mode */
     bool *wb_own;              /* per writeback: the old value is read only
@@ -854,6 +855,7 @@ st_rt_cfn *st_rt_cfn_new(st_graph *g, const st_rt_cfn_opts *o)
     }
     if (find_aliases(f) != ST_OK)
         goto fail;
+    f->grad_inside = o && o->grad_inside;
     if (f->be && prog_build(f->be, g, &f->fwd) != ST_OK)
         goto fail;
     if (o && o->input_requires_grad && f->be &&
@@ -1372,11 +1374,27 @@ static st_status attach_node(st_rt_cfn *f, st_tensor *const *inputs,
     return ST_OK;
 }
 
+static st_status cfn_run(st_rt_cfn *f, st_tensor *const *inputs, st_tensor **outputs);
+
 st_status st_rt_cfn_run(st_rt_cfn *f, st_tensor *const *inputs,
                         st_tensor **outputs)
 {
     if (!f || (f->g->ninputs > 0 && !inputs) || (f->nvisible > 0 && !outputs))
         return st_err(ST_ERR_VALUE, "cfn_run: null argument");
+    /* a graph whose trace turned grad on inside (enable_grad() in a frame
+     * called under no_grad) runs in grad mode, as the trace did: its
+     * no_grad parts are stop-gradient regions of the graph */
+    if (f->grad_inside && !st_ad_grad_enabled()) {
+        st_ad_set_grad_enabled(true);
+        st_status s = cfn_run(f, inputs, outputs);
+        st_ad_set_grad_enabled(false);
+        return s;
+    }
+    return cfn_run(f, inputs, outputs);
+}
+
+static st_status cfn_run(st_rt_cfn *f, st_tensor *const *inputs, st_tensor **outputs)
+{
     for (int k = 0; k < f->g->ninputs; k++) /* stale views (viewhist.c) */
         if (st_ad_view_stale(inputs[k]) && st_ad_view_refresh(inputs[k]) != ST_OK)
             return st_err_kind();

@@ -484,6 +484,9 @@ void st_ad_stats_get(st_ad_stats *out);
  * of the graph. One trace per thread; no nesting. */
 st_status st_rt_trace_begin(void);
 bool st_rt_trace_active(void);       /* active and not suspended */
+/* Some op was noted while grad mode was on (an enable_grad block inside a
+ * frame entered under no_grad counts: its inputs need their gradients). */
+bool st_rt_trace_grad_seen(void);
 /* Ends the trace: marks outputs[0..nout) as the graph's outputs and
  * returns the graph (dead statements removed; caller frees) and, through
  * *inputs (malloc'd array of new references; caller decrefs each and
@@ -632,6 +635,10 @@ typedef struct {
     const int *writeback_out, *writeback_in;
     int nwriteback;
     int nvisible;
+    /* some op of the graph ran with grad on when it was traced although
+     * the caller's mode was off (enable_grad() inside): runs record the
+     * graph's autograd node as that trace did */
+    bool grad_inside;
 } st_rt_cfn_opts;
 /* Takes ownership of g (freed on failure too). NULL + error on failure. */
 st_rt_cfn *st_rt_cfn_new(st_graph *g, const st_rt_cfn_opts *o);

@@ -90,6 +90,7 @@ typedef struct trace_state {
     geo_backup *geo;      /* geometries before an in-place view op */
     int ngeo, cap_geo;
     bool symbolic;        /* sizes are symbolic (st_rt_trace_symbolic) */
+    bool grad_seen;       /* an op was noted while grad mode was on */
     /* PyLayer capture: in_region while its forward or backward runs (no
      * stop-gradient marking then); rg_* describe the region being built */
     bool in_region;
@@ -391,6 +392,11 @@ st_status st_rt_trace_begin(void)
 bool st_rt_trace_active(void)
 {
     return cur != NULL && suspended == 0;
+}
+
+bool st_rt_trace_grad_seen(void)
+{
+    return cur != NULL && cur->grad_seen;
 }
 
 void st_rt_trace_suspend(void)
@@ -822,6 +828,8 @@ void st_rt_trace_note(st_op_id op, const st_operand *in, int nin,
     bool found[ST_MAX_OUT] = {false, false, false};
     bool through[ST_MAX_OUT] = {false, false, false};
     int first_stmt = s->g->nstmts;
+    if (st_ad_grad_enabled())
+        s->grad_seen = true;
     for (int k = 0; k < nout; k++) {
         if (!out[k]) {
             failf(s, "%s: a result is missing", st_op(op)->name);

@@ -116,9 +116,12 @@ def test_modpart_reads_dicts_without_module_getattr():
     assert p.eval(w, fx, (net,)) is net.lin.weight
     assert p.eval(p.src("attr", lin, "training"), fx, (net,)) is True
     assert p.eval(p.src("attr", x, "scale"), fx, (net,)) == 2.0
-    # Module.__getattr__ (Python) is not used for attributes: a missing one is absent
+    # Module.__getattr__ (Python) is not run for attributes: its dicts are read directly
+    # (an ABSENT guard sees a submodule, parameter or buffer registered since)
+    assert p.eval(p.src("attr", x, "lin"), fx, (net,)) is net.lin
+    assert p.eval(p.src("attr", lin, "weight"), fx, (net,)) is net.lin.weight
     with pytest.raises(LookupError):
-        p.eval(p.src("attr", x, "lin"), fx, (net,))
+        p.eval(p.src("attr", x, "not_there"), fx, (net,))
     with pytest.raises(LookupError):
         p.eval(p.src("modpart", x, "_parameters", "lin"), fx, (net,))
 
