@@ -44,6 +44,10 @@ from . import optim  # noqa: F401
 from . import func  # noqa: F401,E402  (symtrace.func, as torch.func)
 from . import config  # noqa: F401
 from . import cuda  # noqa: F401
+from . import backends  # noqa: F401,E402  (symtrace.backends, as torch.backends)
+from . import jit  # noqa: F401,E402  (symtrace.jit: torch.jit's names; no TorchScript)
+from . import distributed  # noqa: F401,E402  (symtrace.distributed: one process, as world_size 1)
+from . import hub  # noqa: F401,E402  (symtrace.hub: the cache directory; no network access)
 from . import profiler  # noqa: F401
 from . import amp  # noqa: F401
 from . import multiprocessing  # noqa: F401

@@ -33,3 +33,5 @@ from .modules import (LazyLinear, LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTr
                       LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d)
 from . import parameter  # noqa: F401
 from . import utils  # noqa: F401
+from . import parallel  # noqa: F401,E402  (nn.parallel: DistributedDataParallel, DataParallel)
+from .parallel import DataParallel  # noqa: F401,E402

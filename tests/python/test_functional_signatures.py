@@ -2,9 +2,9 @@
 that torch.nn.functional also has takes torch's parameters (names, order,
 defaults, keyword-only markers), and so do the constructors of the activation,
 dropout, convolution, pooling, padding, normalization, resampling, recurrent,
-transformer, loss, linear and embedding modules. Users port torch code verbatim; a
-missing `inplace=` or a `dim` without its default is a TypeError in the middle of
-their model.
+transformer, loss, linear, embedding and parallel (DataParallel, DistributedDataParallel)
+modules. Users port torch code verbatim; a missing `inplace=` or a `dim` without its
+default is a TypeError in the middle of their model.
 
 Torch's builtins (gelu, softplus, linear, ...) have no inspect signature: theirs
 comes from the ATen schema of the op, with `self` renamed `input` as torch's
@@ -25,10 +25,11 @@ from symtrace.nn.modules import (conv as _sconv, pooling as _spool, batchnorm as
                                  padding as _spad, normalization as _snorm, loss as _sloss,
                                  linear as _slin, sparse as _ssparse, lazy as _slazy,
                                  adaptive as _sadapt)
+from symtrace.nn.modules import parallel as _spar  # noqa: E402
 
 # the files of module classes whose constructors are held to torch's
 _MODULE_FILES = (_sact, _sdrop, _sconv, _spool, _sbn, _sshuf, _srnn, _stf, _spad, _snorm, _sloss, _slin,
-                 _ssparse, _slazy, _sadapt)
+                 _ssparse, _slazy, _sadapt, _spar)
 # classes of those files that torch.nn does not export either (torch's internal ones)
 _INTERNAL_CLASSES = {"NonDynamicallyQuantizableLinear"}
 
@@ -171,6 +172,11 @@ def _module_class(name):
     return next(getattr(m, name) for m in _MODULE_FILES if hasattr(m, name))
 
 
+def _torch_module_class(name):
+    """torch.nn.<name>, else torch.nn.parallel.<name> (DistributedDataParallel), else None."""
+    return getattr(torch.nn, name, None) or getattr(torch.nn.parallel, name, None)
+
+
 def mismatches():
     """{key: description} of every difference not in the allowlist (and of the
     allowlisted ones, under their key, when include_allowed)."""
@@ -180,7 +186,7 @@ def mismatches():
         if d:
             found["F." + n] = d
     for n in _module_classes():
-        tc = getattr(torch.nn, n, None)
+        tc = _torch_module_class(n)
         if tc is None:
             continue
         d = _diff(_params(_module_class(n)), _params(tc))
@@ -209,11 +215,12 @@ def test_function_signature_matches_torch(name):
 
 
 @needs_torch
-@pytest.mark.parametrize("name", [n for n in _module_classes() if hasattr(torch.nn, n)] if torch else [])
+@pytest.mark.parametrize("name", [n for n in _module_classes() if _torch_module_class(n) is not None]
+                         if torch else [])
 def test_module_constructor_signature_matches_torch(name):
     key = "nn." + name
     cls = _module_class(name)
-    d = _diff(_params(cls), _params(getattr(torch.nn, name)))
+    d = _diff(_params(cls), _params(_torch_module_class(name)))
     if key in ALLOWLIST:
         assert d, f"{key} is allowlisted but matches torch now: drop it from ALLOWLIST"
         return
@@ -230,8 +237,10 @@ def test_torch_inplace_functions_symtrace_has_in_place_forms():
 
 
 def test_modules_are_exported():
+    # from symtrace.nn, or from symtrace.nn.parallel (DistributedDataParallel, as torch's)
     for n in _module_classes():
-        assert getattr(snn, n, None) is not None, f"symtrace.nn.{n} is not exported"
+        assert (getattr(snn, n, None) or getattr(snn.parallel, n, None)) is not None, \
+            f"symtrace.nn.{n} is not exported"
 
 
 if __name__ == "__main__":  # the audit: print every mismatch

@@ -16,8 +16,9 @@ from .sampler import (Sampler, SequentialSampler, RandomSampler, SubsetRandomSam
                       WeightedRandomSampler, BatchSampler)
 from ._collate import default_collate, default_convert, collate, default_collate_fn_map  # noqa: F401
 from .dataloader import DataLoader, get_worker_info  # noqa: F401
+from .distributed import DistributedSampler  # noqa: F401
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset",
            "ChainDataset", "Subset", "random_split", "Sampler", "SequentialSampler", "RandomSampler",
            "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler", "default_collate",
-           "default_convert", "DataLoader", "get_worker_info"]
+           "default_convert", "DataLoader", "get_worker_info", "DistributedSampler"]
