@@ -98,6 +98,13 @@ static int method_source(tr_state *s, tr_var *obj, PyObject *name, PyObject *fn)
     st_fe_src *base = obj->src ? obj->src : tr_lookup_src(s, obj->v);
     if (!base || tr_fn_origin(fn) != 0)
         return 0;
+    /* a Module's methods: not guarded when they read the frame's globals
+     * (class attributes of a Module are not static sources: an ID guard on
+     * one, and the closure cells it reaches, would be checked on every
+     * call, 3-4x the hook's time on an encoder; replacing a method on a
+     * Module class after compiling is not seen) */
+    if (tr_is_symtrace_module(obj->v) && PyFunction_GET_GLOBALS(fn) == s->f->globals)
+        return 0;
     /* the class attribute found, unless an instance attribute shadows it
      * later (o.apply = ...; guarded absent) or the class's is replaced
      * (Cls.apply = ...; the ID guard below) */
