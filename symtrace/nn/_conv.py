@@ -665,6 +665,12 @@ def _max_pool_nd(x, ks, sd, pd, dl, out, return_indices):
     if not return_indices:
         return y
     K, L = _prod(ks), _prod(out)
+    if x.dtype.is_floating_point:
+        # ATen's loop takes every NaN it meets: a window's last NaN wins (argmax takes
+        # the first); the value is NaN either way
+        k_at = _ops.arange(K, device=x.device).reshape(1, 1, K, 1)
+        last_nan = _ops.where(_ops.isnan(cols), k_at, -1).amax(2, keepdim=True)
+        am = _ops.where(last_nan >= 0, last_nan, am)
     pos = _win_index(spatial, ks, sd, dl, out, x.device, offsets=[-p for p in pd]).reshape(1, 1, K, L)
     idx = pos.expand((n, c, K, L)).gather(2, am).reshape((n, c) + tuple(out))
     return y, idx

@@ -805,3 +805,21 @@ def test_conv3d_errors_match_torch():
             bad(torch)
         with pytest.raises(RuntimeError, match=re.escape(str(want.value))):
             bad(st)
+
+
+def test_max_pool_indices_of_windows_with_several_nans():
+    # ATen's pooling loop takes every NaN it meets: the last NaN of a window wins
+    torch = pytest.importorskip("torch")
+    nan = float("nan")
+    a = np.random.default_rng(0).standard_normal((1, 2, 4, 6)).astype(np.float32)
+    xs, xt = st.tensor(a), torch.tensor(a)
+    for (i, j) in ((0, 0), (0, 1), (1, 1), (2, 4), (3, 5), (3, 4)):
+        xs[0, 0, i, j] = nan
+        xt[0, 0, i, j] = nan
+    for f, g in ((lambda a: st.nn.functional.max_pool2d(a, 2, return_indices=True),
+                  lambda a: torch.nn.functional.max_pool2d(a, 2, return_indices=True)),
+                 (lambda a: st.nn.functional.max_pool1d(a.reshape(1, 2, 24), 4, return_indices=True),
+                  lambda a: torch.nn.functional.max_pool1d(a.reshape(1, 2, 24), 4, return_indices=True))):
+        (vs, is_), (vt, it) = f(xs), g(xt)
+        assert is_.tolist() == it.tolist()
+        np.testing.assert_array_equal(vs.numpy(), vt.numpy())
