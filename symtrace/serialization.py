@@ -180,6 +180,9 @@ class _Collector:
             if i is None:
                 i = self.index[id(obj)] = len(self.tensors)
                 self.tensors.append(obj)      # kept alive: ids and storage ids stay unique
+            attrs = getattr(obj, "__dict__", None)
+            if attrs:                         # attributes set on it travel, as torch.save keeps them
+                return ("tensor", i, dict(attrs))
             return ("tensor", i)
         if isinstance(obj, _C.dtype):
             return ("dtype", _dtype_name(obj))
@@ -564,6 +567,10 @@ class _Loader:
 
     def persistent_load(self, pid):
         from ._tensor import device
+        if isinstance(pid, tuple) and len(pid) == 3 and pid[0] == "tensor" and isinstance(pid[2], dict):
+            t = self.persistent_load(pid[:2])
+            t.__dict__.update(pid[2])
+            return t
         if isinstance(pid, tuple) and len(pid) == 2:
             tag, v = pid
             if tag == "tensor" and isinstance(v, int) and 0 <= v < len(self.tmeta):

@@ -132,3 +132,15 @@ def test_compiled_code_sees_tensor_attributes_change():
     assert cd(w).item() == 3.0
     w.data = st.ones(5, dtype=st.float64)
     assert cd(w).item() == 5.0 and cd(w).dtype == st.float64
+
+
+def test_save_load_keeps_tensor_attributes(tmp_path):
+    t = st.ones(2)
+    t.foo = [7, st.zeros(1)]
+    p = st.nn.Parameter(st.ones(3))
+    p._no_weight_decay = True
+    st.save({"t": t, "p": p, "again": t}, tmp_path / "a.pt")
+    r = st.load(tmp_path / "a.pt")
+    assert r["t"].foo[0] == 7 and r["t"].foo[1].tolist() == [0.0]
+    assert r["p"]._no_weight_decay is True and isinstance(r["p"], st.nn.Parameter)
+    assert r["again"] is r["t"]
