@@ -639,6 +639,11 @@ static bool is_part_name(PyObject *name)
             PyUnicode_CompareWithASCIIString(name, "_backward_pre_hooks") == 0);
 }
 
+static bool is_dict_name(PyObject *name)
+{
+    return name && PyUnicode_Check(name) && PyUnicode_CompareWithASCIIString(name, "__dict__") == 0;
+}
+
 /* Is name in the instance __dict__ of o (not a class attribute)? */
 static bool in_instance_dict(PyObject *o, PyObject *name)
 {
@@ -689,9 +694,14 @@ int st_fe_guards_partition(st_fe_guardset *gs, st_fe_srctab *t)
         if (b) {
             PyObject *m = fixed[b->id];
             if (s->kind == ST_SRC_MODPART) st = m != NULL;
-            else if (s->kind == ST_SRC_ATTR) st = m && in_instance_dict(m, s->name);
+            else if (s->kind == ST_SRC_ATTR)
+                /* an instance attribute, or the instance __dict__ itself
+                 * (Module.__setattr__ moves the epoch when it changes) */
+                st = m && (in_instance_dict(m, s->name) || is_dict_name(s->name));
             else if (s->kind == ST_SRC_ITEM)
-                st = b->is_static && ((b->kind == ST_SRC_ATTR && is_part_name(b->name)) || eqc[b->id]);
+                st = b->is_static && ((b->kind == ST_SRC_ATTR && (is_part_name(b->name) ||
+                                                                 is_dict_name(b->name))) ||
+                                      eqc[b->id]);
         }
         s->is_static = st && !mut[s->id];
     }

@@ -98,18 +98,13 @@ static int method_source(tr_state *s, tr_var *obj, PyObject *name, PyObject *fn)
     st_fe_src *base = obj->src ? obj->src : tr_lookup_src(s, obj->v);
     if (!base || tr_fn_origin(fn) != 0)
         return 0;
-    /* a Module's methods: not guarded when they read the frame's globals
-     * (class attributes of a Module are not static sources: an ID guard on
-     * one, and the closure cells it reaches, would be checked on every
-     * call, 3-4x the hook's time on an encoder; replacing a method on a
-     * Module class after compiling is not seen) */
-    if (tr_is_symtrace_module(obj->v) && PyFunction_GET_GLOBALS(fn) == s->f->globals)
-        return 0;
     /* the class attribute found, unless an instance attribute shadows it
-     * later (o.apply = ...; guarded absent) or the class's is replaced
-     * (Cls.apply = ...; the ID guard below) */
+     * later (o.apply = ...; guarded absent: on a Module a static guard,
+     * checked again when a Module attribute is set) or the class's is
+     * replaced (Cls.apply = ...; the ID guard below) */
+    bool is_mod = tr_is_symtrace_module(obj->v);
     PyObject **dp = _PyObject_GetDictPtr(obj->v);
-    if (dp && !tr_is_symtrace_module(obj->v)) {
+    if (dp) {
         PyObject *dn = PyUnicode_InternFromString("__dict__");
         st_fe_src *ds = dn ? st_fe_src_attr(&s->srcs, base, dn) : NULL;
         st_fe_src *is = ds ? st_fe_src_item(&s->srcs, ds, name) : NULL;
@@ -117,6 +112,13 @@ static int method_source(tr_state *s, tr_var *obj, PyObject *name, PyObject *fn)
         if (!is || st_fe_guard_add(&s->guards, ST_G_ABSENT, is, NULL) < 0)
             return tr_break_exc(s, "guard");
     }
+    /* a Module's methods: no class-attribute guard when they read the
+     * frame's globals (class attributes are not static sources: an ID
+     * guard on one, and the closure cells it reaches, would be checked on
+     * every call, 3-4x the hook's time on an encoder; replacing a method
+     * on a Module class after compiling is not seen) */
+    if (is_mod && PyFunction_GET_GLOBALS(fn) == s->f->globals)
+        return 0;
     if (tr_lookup_src(s, fn)) {
         /* already sourced elsewhere: the class's attribute still gets its
          * own ID guard */

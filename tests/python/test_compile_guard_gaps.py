@@ -71,6 +71,25 @@ def test_methods_shadowed_or_replaced_and_properties_replaced():
     same(fn, f, o2, x)
 
 
+def test_module_method_shadowed_on_the_instance():
+    # the instance-dict guard on a Module is static: checked again when a Module
+    # attribute is set, which this is
+    class M(nn.Module):
+        def helper(self, x):
+            return x * 2
+
+    def fn(mod, x):
+        return mod.helper(x)
+
+    m, x = M(), st.ones(2)
+    f = st.compile(fn, backend="interp")
+    same(fn, f, m, x)
+    m.helper = lambda t: t * 7
+    same(fn, f, m, x)
+    del m.helper
+    same(fn, f, m, x)
+
+
 def test_enable_grad_inside_a_function_called_under_no_grad():
     def g(x):
         with st.enable_grad():
