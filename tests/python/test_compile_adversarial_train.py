@@ -1,0 +1,1387 @@
+# Adversarial TRAINING programs for symtrace.compile across repeated steps:
+# each scenario is user-style training code (autograd, optimizers, hooks,
+# custom Functions, schedulers, scalers) run twice from identical initial
+# weights and data, once eagerly and once with symtrace.compile on the model
+# or on the whole step, for 4-8 steps while something it depends on changes
+# between steps (requires_grad, param groups, lr, optimizer, zero_grad mode,
+# hooks, train/eval, shapes, ...). Per step the losses, every parameter, every
+# .grad (None included), optimizer state and lr, hooks' call counts and what
+# they saw must be equal. No torch (runs under Python 3.12 too).
+import numpy as np
+import pytest
+
+import symtrace
+import symtrace.nn as nn
+import symtrace.nn.functional as F
+from symtrace.autograd import Function
+
+pytestmark = pytest.mark.skipif(not hasattr(symtrace, "compile"), reason="symtrace.compile is not built")
+
+SCENARIOS = []
+
+
+def scenario(fn=None, *, backend="interp", dynamic=None):
+    """Registers a scenario: fn(wrap) -> list of observations; wrap(f)
+    returns f itself (eager run) or symtrace.compile(f) (compiled run)."""
+    def deco(f):
+        f.backend, f.dynamic = backend, dynamic
+        SCENARIOS.append(f)
+        return f
+    return deco(fn) if fn is not None else deco
+
+
+def R(*shape, seed=0):
+    return symtrace.tensor(np.random.default_rng(seed).standard_normal(shape).astype(np.float32))
+
+
+def norm(v):
+    """A comparable, plain-Python form of an observation."""
+    if isinstance(v, symtrace.Tensor):
+        return ("T", str(v.dtype), tuple(v.shape), v.requires_grad, v.detach().numpy().copy())
+    if isinstance(v, BaseException):
+        return ("EXC", type(v).__name__, str(v))
+    if isinstance(v, (list, tuple)):
+        return (type(v).__name__, [norm(x) for x in v])
+    if isinstance(v, dict):
+        return ("dict", [(k, norm(x)) for k, x in v.items()])
+    return v
+
+
+def same(a, b, path="obs"):
+    if isinstance(a, np.ndarray):
+        assert isinstance(b, np.ndarray) and a.shape == b.shape and a.dtype == b.dtype, path
+        np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-6, err_msg=path)
+    elif isinstance(a, (list, tuple)):
+        assert isinstance(b, type(a)) and len(a) == len(b), f"{path}: {a!r} != {b!r}"
+        for i, (x, y) in enumerate(zip(a, b)):
+            same(x, y, f"{path}[{i}]")
+    elif isinstance(a, float):
+        assert isinstance(b, float), f"{path}: {a!r} != {b!r}"
+        if a != a:
+            assert b != b, path
+        else:
+            assert abs(a - b) <= 1e-6 * max(1.0, abs(a)), f"{path}: {a!r} != {b!r}"
+    else:
+        assert type(a) is type(b) and a == b, f"{path}: {a!r} != {b!r}"
+
+
+def snap(model, opt=None):
+    """Every parameter and its .grad (None too), and the optimizer's groups
+    (lr, weight_decay) and per-parameter state."""
+    out = [(n, p, p.grad, p.requires_grad) for n, p in model.named_parameters()]
+    if opt is not None:
+        for g in opt.param_groups:
+            out.append(("group", g["lr"], g.get("weight_decay"), len(g["params"])))
+            for p in g["params"]:
+                st = opt.state.get(p, {})
+                out.append(sorted((k, v) for k, v in st.items()))
+    return out
+
+
+def mlp(seed=0, d_in=4, hidden=5, d_out=3):
+    symtrace.manual_seed(seed)
+    return nn.Sequential(nn.Linear(d_in, hidden), nn.Tanh(), nn.Linear(hidden, d_out))
+
+
+def data(step, n=6, d_in=4, d_out=3):
+    return R(n, d_in, seed=100 + step), R(n, d_out, seed=200 + step)
+
+
+# ====================================================================== whole step vs model only
+@scenario
+def whole_step_sgd_momentum_compiled(wrap):
+    m = mlp()
+    opt = symtrace.optim.SGD(m.parameters(), lr=0.1, momentum=0.9, nesterov=True)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(5):
+        out.append((f(*data(s)), snap(m, opt)))
+    return out
+
+
+@scenario
+def model_only_compiled_adam(wrap):
+    m = mlp()
+    cm = wrap(m)
+    opt = symtrace.optim.Adam(m.parameters(), lr=0.01)
+    out = []
+    for s in range(5):
+        x, y = data(s)
+        opt.zero_grad()
+        loss = F.mse_loss(cm(x), y)
+        loss.backward()
+        opt.step()
+        out.append((loss, snap(m, opt)))
+    return out
+
+
+@scenario(backend="llvm")
+def llvm_whole_step_adamw(wrap):
+    m = mlp()
+    opt = symtrace.optim.AdamW(m.parameters(), lr=0.01, weight_decay=0.1)
+
+    def step(x, y):
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=False)
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(5):
+        out.append((f(*data(s)), snap(m, opt)))
+    return out
+
+
+# ====================================================================== requires_grad toggles
+@scenario
+def param_frozen_and_unfrozen_between_whole_steps(wrap):
+    m = mlp()
+    opt = symtrace.optim.SGD(m.parameters(), lr=0.1, momentum=0.5)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    f, out = wrap(step), []
+    for s, frozen in enumerate([False, True, True, False, True, False]):
+        m[0].weight.requires_grad_(not frozen)
+        out.append((f(*data(s)), snap(m, opt)))
+    return out
+
+
+@scenario
+def input_requires_grad_toggled_returns_input_grad(wrap):
+    m = mlp()
+
+    def step(x, y):
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        return loss, x.grad
+
+    f, out = wrap(step), []
+    for s in range(6):
+        m.zero_grad()
+        x, y = data(s)
+        x.requires_grad_(s % 2 == 1)
+        out.append((f(x, y), snap(m)))
+    return out
+
+
+@scenario
+def submodule_requires_grad_toggled_model_compiled(wrap):
+    m = mlp()
+    cm = wrap(m)
+    opt = symtrace.optim.Adam(m.parameters(), lr=0.02)
+    out = []
+    for s in range(6):
+        m[2].requires_grad_(s in (1, 2, 5))
+        x, y = data(s)
+        opt.zero_grad(set_to_none=True)
+        loss = F.mse_loss(cm(x), y)
+        loss.backward()
+        opt.step()
+        out.append((loss, snap(m, opt)))
+    return out
+
+
+# ====================================================================== param groups, lr, weight decay
+@scenario
+def param_group_added_mid_training(wrap):
+    symtrace.manual_seed(0)
+    a, b = nn.Linear(4, 4), nn.Linear(4, 3)
+    opt = symtrace.optim.SGD(a.parameters(), lr=0.1)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.mse_loss(b(a(x).relu()), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(6):
+        if s == 2:
+            opt.add_param_group({"params": list(b.parameters()), "lr": 0.05, "weight_decay": 0.01})
+        out.append((f(*data(s)), snap(a, opt), snap(b)))
+    return out
+
+
+@scenario
+def lr_and_weight_decay_changed_in_group_between_steps(wrap):
+    m = mlp()
+    opt = symtrace.optim.SGD([{"params": m[0].parameters()}, {"params": m[2].parameters(), "lr": 0.3}],
+                             lr=0.1, weight_decay=0.0)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(6):
+        opt.param_groups[0]["lr"] = [0.1, 0.2, 0.2, 0.05, 0.0, 1.0][s]
+        opt.param_groups[1]["weight_decay"] = [0.0, 0.0, 0.5, 0.5, 0.1, 0.0][s]
+        out.append((f(*data(s)), snap(m, opt)))
+    return out
+
+
+@scenario
+def adam_lr_changed_between_whole_steps(wrap):
+    m = mlp()
+    opt = symtrace.optim.Adam(m.parameters(), lr=0.01, betas=(0.8, 0.9))
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(6):
+        for g in opt.param_groups:
+            g["lr"] = 0.01 * (s + 1)
+        out.append((f(*data(s)), snap(m, opt)))
+    return out
+
+
+OPT = None
+
+
+def _global_opt_step(m, x, y):
+    OPT.zero_grad()
+    loss = F.mse_loss(m(x), y)
+    loss.backward()
+    OPT.step()
+    return loss
+
+
+@scenario
+def optimizer_swapped_through_a_global(wrap):
+    global OPT
+    m = mlp()
+    opts = [symtrace.optim.SGD(m.parameters(), lr=0.1), symtrace.optim.Adam(m.parameters(), lr=0.01),
+            symtrace.optim.RMSprop(m.parameters(), lr=0.01)]
+    f, out = wrap(_global_opt_step), []
+    for s, k in enumerate([0, 0, 1, 1, 2, 0, 1]):
+        OPT = opts[k]
+        out.append((f(m, *data(s)), snap(m, OPT)))
+    OPT = None
+    return out
+
+
+@scenario
+def optimizer_passed_as_argument_swapped(wrap):
+    m = mlp()
+    opts = [symtrace.optim.SGD(m.parameters(), lr=0.1, momentum=0.9),
+            symtrace.optim.Adagrad(m.parameters(), lr=0.1)]
+
+    def step(opt, x, y):
+        opt.zero_grad()
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    f, out = wrap(step), []
+    for s, k in enumerate([0, 1, 0, 1, 1]):
+        out.append((f(opts[k], *data(s)), snap(m, opts[k])))
+    return out
+
+
+# ====================================================================== zero_grad, accumulation
+@scenario
+def zero_grad_set_to_none_alternated(wrap):
+    m = mlp()
+    opt = symtrace.optim.SGD(m.parameters(), lr=0.1)
+
+    def step(x, y, none):
+        opt.zero_grad(set_to_none=none)
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        g = [p.grad.clone() for p in m.parameters()]
+        opt.step()
+        return loss, g
+
+    f, out = wrap(step), []
+    for s in range(6):
+        out.append((f(*data(s), s % 2 == 0), snap(m, opt)))
+    return out
+
+
+@scenario
+def gradient_accumulation_over_micro_batches(wrap):
+    m = mlp()
+    opt = symtrace.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+
+    def micro(x, y):
+        loss = F.mse_loss(m(x), y) / 3
+        loss.backward()
+        return loss
+
+    f, out = wrap(micro), []
+    for s in range(8):
+        out.append((f(*data(s, n=2 + s % 3)), snap(m)))
+        if s % 3 == 2:
+            opt.step()
+            opt.zero_grad()
+            out.append(snap(m, opt))
+    return out
+
+
+@scenario
+def accumulation_with_step_inside_on_flag(wrap):
+    m = mlp()
+    opt = symtrace.optim.Adam(m.parameters(), lr=0.01)
+
+    def step(x, y, do_step):
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        if do_step:
+            opt.step()
+            opt.zero_grad()
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(7):
+        out.append((f(*data(s), s % 2 == 1), snap(m, opt)))
+    return out
+
+
+# ====================================================================== retain_graph, two losses, autograd.grad
+@scenario
+def retain_graph_backward_twice(wrap):
+    m = mlp()
+
+    def step(x, y):
+        loss = F.mse_loss(m(x), y)
+        loss.backward(retain_graph=True)
+        g1 = [p.grad.clone() for p in m.parameters()]
+        (loss * 2).backward()
+        return loss, g1
+
+    f, out = wrap(step), []
+    for s in range(4):
+        m.zero_grad()
+        out.append((f(*data(s)), snap(m)))
+    return out
+
+
+@scenario
+def two_losses_backward_separately(wrap):
+    m = mlp()
+    head = nn.Linear(3, 1)
+
+    def step(x, y):
+        h = m(x)
+        l1 = F.mse_loss(h, y)
+        l2 = head(h).pow(2).mean()
+        l1.backward(retain_graph=True)
+        l2.backward()
+        return l1, l2
+
+    f, out = wrap(step), []
+    for s in range(4):
+        m.zero_grad()
+        head.zero_grad()
+        out.append((f(*data(s)), snap(m), snap(head)))
+    return out
+
+
+@scenario
+def autograd_grad_vs_backward_by_flag(wrap):
+    m = mlp()
+    params = list(m.parameters())
+
+    def step(x, y, use_grad):
+        loss = F.mse_loss(m(x), y)
+        if use_grad:
+            gs = symtrace.autograd.grad(loss, params)
+            return loss, list(gs)
+        loss.backward()
+        return loss, None
+
+    f, out = wrap(step), []
+    for s in range(6):
+        m.zero_grad(set_to_none=True)
+        out.append((f(*data(s), s % 2 == 0), snap(m)))
+    return out
+
+
+@scenario
+def autograd_grad_wrt_input_allow_unused(wrap):
+    m = mlp()
+    z = R(3, seed=7).requires_grad_()
+
+    def step(x, y):
+        loss = F.mse_loss(m(x), y)
+        gx, gz = symtrace.autograd.grad(loss, [x, z], allow_unused=True)
+        return loss, gx, gz
+
+    f, out = wrap(step), []
+    for s in range(4):
+        x, y = data(s)
+        x.requires_grad_()
+        out.append((f(x, y), snap(m)))
+    return out
+
+
+@scenario
+def gradient_penalty_create_graph(wrap):
+    m = mlp()
+    opt = symtrace.optim.SGD(m.parameters(), lr=0.05)
+
+    def step(x, y):
+        opt.zero_grad()
+        x = x.detach().requires_grad_()
+        out = m(x)
+        loss = F.mse_loss(out, y)
+        (gx,) = symtrace.autograd.grad(out.sum(), x, create_graph=True)
+        total = loss + 0.1 * gx.pow(2).sum()
+        total.backward()
+        opt.step()
+        return loss, total
+
+    f, out = wrap(step), []
+    for s in range(5):
+        out.append((f(*data(s)), snap(m, opt)))
+    return out
+
+
+@scenario
+def double_backward_through_param_grads(wrap):
+    m = mlp()
+    params = list(m.parameters())
+
+    def step(x, y):
+        loss = F.mse_loss(m(x), y)
+        gs = symtrace.autograd.grad(loss, params, create_graph=True)
+        gnorm = sum((g * g).sum() for g in gs)
+        gnorm.backward()
+        return loss, gnorm
+
+    f, out = wrap(step), []
+    for s in range(4):
+        m.zero_grad()
+        out.append((f(*data(s)), snap(m)))
+    return out
+
+
+@scenario
+def backward_with_gradient_argument_non_scalar(wrap):
+    m = mlp()
+
+    def step(x, w):
+        y = m(x)
+        y.backward(w)
+        return y
+
+    f, out = wrap(step), []
+    for s in range(4):
+        m.zero_grad(set_to_none=s % 2 == 0)
+        x, w = data(s)
+        out.append((f(x, w), snap(m)))
+    return out
+
+
+@scenario
+def retain_grad_on_intermediate(wrap):
+    m = mlp()
+
+    def step(x, y):
+        h = m[0](x)
+        h.retain_grad()
+        loss = F.mse_loss(m[2](h.tanh()), y)
+        loss.backward()
+        return loss, h.grad
+
+    f, out = wrap(step), []
+    for s in range(4):
+        m.zero_grad()
+        out.append((f(*data(s)), snap(m)))
+    return out
+
+
+# ====================================================================== hooks
+@scenario
+def tensor_hook_on_param_registered_and_removed(wrap):
+    m = mlp()
+    seen = []
+
+    def hook(g):
+        seen.append(g.clone())
+        return g * 2
+
+    def step(x, y):
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        return loss
+
+    f, out, h = wrap(step), [], None
+    for s in range(6):
+        m.zero_grad()
+        if s == 1:
+            h = m[0].weight.register_hook(hook)
+        if s == 4:
+            h.remove()
+        out.append((f(*data(s)), snap(m), len(seen)))
+    out.append(seen)
+    return out
+
+
+@scenario
+def tensor_hook_on_intermediate_inside_step(wrap):
+    m = mlp()
+    seen = []
+
+    def step(x, y, scale):
+        h = m[0](x)
+        h.register_hook(lambda g: g * scale)
+        h.register_hook(lambda g: seen.append(g.sum()))
+        loss = F.mse_loss(m[2](h.tanh()), y)
+        loss.backward()
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(5):
+        m.zero_grad()
+        out.append((f(*data(s), [1.0, 0.5, 2.0, 0.0, 1.0][s]), snap(m), len(seen)))
+    out.append(seen)
+    return out
+
+
+@scenario
+def module_forward_hooks_registered_and_removed(wrap):
+    m = mlp()
+    seen = []
+
+    def pre(mod, args):
+        seen.append(("pre", args[0].shape))
+        return (args[0] * 0.5,)
+
+    def post(mod, args, output):
+        seen.append(("post", output.sum()))
+        return output + 1
+
+    cm = wrap(m)
+    out, hs = [], []
+    for s in range(6):
+        if s == 1:
+            hs.append(m[0].register_forward_pre_hook(pre))
+        if s == 2:
+            hs.append(m[2].register_forward_hook(post))
+        if s == 4:
+            hs.pop(0).remove()
+        m.zero_grad()
+        x, y = data(s)
+        loss = F.mse_loss(cm(x), y)
+        loss.backward()
+        out.append((loss, snap(m), len(seen)))
+    out.append(seen)
+    return out
+
+
+@scenario
+def module_full_backward_hook_registered_and_removed(wrap):
+    m = mlp()
+    seen = []
+
+    def bhook(mod, gin, gout):
+        seen.append((gin[0].sum() if gin[0] is not None else None, gout[0].sum()))
+        return (gin[0] * 3,)
+
+    cm = wrap(m)
+    out, h = [], None
+    for s in range(6):
+        if s == 1:
+            h = m[2].register_full_backward_hook(bhook)
+        if s == 4:
+            h.remove()
+        m.zero_grad()
+        x, y = data(s)
+        x.requires_grad_()
+        loss = F.mse_loss(cm(x), y)
+        loss.backward()
+        out.append((loss, snap(m), x.grad, len(seen)))
+    out.append(seen)
+    return out
+
+
+@scenario
+def post_accumulate_grad_hooks_count_and_see(wrap):
+    m = mlp()
+    seen = []
+    hs = []
+
+    def step(x, y):
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(6):
+        if s == 1:
+            for n, p in m.named_parameters():
+                hs.append(p.register_post_accumulate_grad_hook(lambda p, n=n: seen.append((n, p.grad.sum()))))
+        # the order hooks of different parameters fire in is not compared
+        # (see the report: the compiled backward fires them in another order)
+        if s == 4:
+            for h in hs:
+                h.remove()
+        if s % 2 == 0:
+            m.zero_grad()
+        out.append((f(*data(s)), snap(m), len(seen)))
+    out.append(sorted(seen, key=lambda e: e[0]))
+    return out
+
+
+@scenario
+def post_accumulate_hook_steps_optimizer_per_param(wrap):
+    m = mlp()
+    opts = {p: symtrace.optim.SGD([p], lr=0.1, momentum=0.9) for p in m.parameters()}
+    for p in m.parameters():
+        def hook(p):
+            opts[p].step()
+            opts[p].zero_grad()
+        p.register_post_accumulate_grad_hook(hook)
+
+    def step(x, y):
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(5):
+        out.append((f(*data(s)), snap(m), [sorted(o.state[p].items()) for p, o in opts.items()]))
+    return out
+
+
+# ====================================================================== custom Functions
+class ScaledSquare(Function):
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x, w)
+        return x * x * w
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        gx = g * 2 * x * w if ctx.needs_input_grad[0] else None
+        gw = (g * x * x).sum(0) if ctx.needs_input_grad[1] else None
+        return gx, gw
+
+
+@scenario
+def custom_function_needs_input_grad_varies(wrap):
+    symtrace.manual_seed(0)
+    w = nn.Parameter(symtrace.randn(4))
+
+    def step(x, k):
+        y = ScaledSquare.apply(x, w) * k
+        loss = y.sum()
+        loss.backward()
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(6):
+        w.grad = None
+        x = data(s)[0]
+        x.requires_grad_(s % 2 == 0)
+        w.requires_grad_(s != 3)
+        if s == 3:
+            x.requires_grad_()
+        out.append((f(x, [1.0, 2.0][s % 2]), x.grad, w.grad))
+    return out
+
+
+class TopValue(Function):
+    @staticmethod
+    def forward(ctx, x):
+        v, i = x.max(dim=1)
+        ctx.mark_non_differentiable(i)
+        ctx.save_for_backward(x, i)
+        return v, i
+
+    @staticmethod
+    def backward(ctx, gv, gi):
+        x, i = ctx.saved_tensors
+        return symtrace.zeros_like(x).scatter(1, i.unsqueeze(1), gv.unsqueeze(1))
+
+
+@scenario
+def custom_function_mark_non_differentiable(wrap):
+    m = mlp()
+
+    def step(x):
+        v, i = TopValue.apply(m(x))
+        loss = (v * v).sum()
+        loss.backward()
+        return loss, i, i.requires_grad, v.requires_grad
+
+    f, out = wrap(step), []
+    for s in range(4):
+        m.zero_grad()
+        out.append((f(data(s)[0]), snap(m)))
+    return out
+
+
+class ClampGrad(Function):
+    """Identity forward; the gradient clamped to [-lim, lim] (lim a 0-d tensor)."""
+    @staticmethod
+    def forward(ctx, x, lim):
+        ctx.save_for_backward(lim)
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, g):
+        (lim,) = ctx.saved_tensors
+        return symtrace.minimum(symtrace.maximum(g, -lim), lim), None
+
+
+@scenario
+def custom_function_in_whole_step_with_optimizer(wrap):
+    m = mlp()
+    opt = symtrace.optim.Adam(m.parameters(), lr=0.01)
+
+    def step(x, y, lim):
+        opt.zero_grad()
+        h = ClampGrad.apply(m[0](x), lim)
+        loss = F.mse_loss(m[2](h.tanh()), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(5):
+        out.append((f(*data(s), symtrace.tensor([0.01, 0.1, 0.01, 1.0, 0.001][s])), snap(m, opt)))
+    return out
+
+
+# ====================================================================== in-place on leaves, .data, detach
+@scenario
+def weight_clipping_under_no_grad_inside_step(wrap):
+    m = mlp()
+    opt = symtrace.optim.SGD(m.parameters(), lr=0.5)
+
+    def step(x, y, c):
+        opt.zero_grad()
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        opt.step()
+        with symtrace.no_grad():
+            for p in m.parameters():
+                p.clamp_(-c, c)
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(6):
+        out.append((f(*data(s), [0.3, 0.2, 0.5, 0.1, 0.3, 0.05][s]), snap(m, opt)))
+    return out
+
+
+@scenario
+def ema_update_of_shadow_weights(wrap):
+    m = mlp()
+    symtrace.manual_seed(0)
+    ema = mlp()
+    opt = symtrace.optim.SGD(m.parameters(), lr=0.2)
+
+    def step(x, y, d):
+        opt.zero_grad()
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        opt.step()
+        with symtrace.no_grad():
+            for e, p in zip(ema.parameters(), m.parameters()):
+                e.mul_(d).add_(p, alpha=1 - d)
+        return loss, ema(x)
+
+    f, out = wrap(step), []
+    for s in range(6):
+        out.append((f(*data(s), [0.9, 0.99, 0.5, 0.9, 0.0, 0.9][s]), snap(m), snap(ema)))
+    return out
+
+
+@scenario
+def param_data_reassigned_between_steps(wrap):
+    m = mlp()
+    opt = symtrace.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(6):
+        if s in (2, 4):
+            m[0].weight.data = R(5, 4, seed=s)
+            m[2].bias.data = m[2].bias.data * 0
+        out.append((f(*data(s)), snap(m, opt)))
+    return out
+
+
+@scenario
+def param_data_assigned_inside_step(wrap):
+    m = mlp()
+
+    def step(x, y, lr):
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        for p in m.parameters():
+            p.data = p.data - lr * p.grad
+            p.grad = None
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(5):
+        out.append((f(*data(s), 0.1 * (s + 1)), snap(m)))
+    return out
+
+
+@scenario
+def detach_and_detach_inplace_in_step(wrap):
+    m = mlp()
+
+    def step(x, y, stop):
+        h = m[0](x)
+        if stop:
+            h = h.detach()
+        z = m[2](h.tanh())
+        aux = (z * 1).detach()
+        loss = F.mse_loss(z, y) + aux.sum()
+        loss.backward()
+        return loss, aux.requires_grad
+
+    f, out = wrap(step), []
+    for s in range(6):
+        m.zero_grad(set_to_none=True)
+        out.append((f(*data(s), s % 3 == 1), snap(m)))
+    return out
+
+
+@scenario
+def manual_grad_preset_before_backward(wrap):
+    m = mlp()
+
+    def step(x, y):
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(5):
+        for p in m.parameters():
+            p.grad = symtrace.ones_like(p) * s if s % 2 else None
+        out.append((f(*data(s)), snap(m)))
+    return out
+
+
+@scenario
+def grad_scaled_in_place_inside_step(wrap):
+    m = mlp()
+    opt = symtrace.optim.SGD(m.parameters(), lr=0.1)
+
+    def step(x, y, k):
+        opt.zero_grad()
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        for p in m.parameters():
+            p.grad.mul_(k)
+        opt.step()
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(5):
+        out.append((f(*data(s), [1.0, 0.5, 2.0, 0.0, 1.0][s]), snap(m, opt)))
+    return out
+
+
+# ====================================================================== grad modes inside the step
+@scenario
+def no_grad_target_and_enable_grad_inside(wrap):
+    m = mlp()
+    symtrace.manual_seed(3)
+    teacher = mlp(seed=3)
+
+    def step(x):
+        with symtrace.no_grad():
+            t = teacher(x)
+            with symtrace.enable_grad():
+                u = m(x)
+        loss = F.mse_loss(u, t)
+        loss.backward()
+        return loss, t.requires_grad, u.requires_grad
+
+    f, out = wrap(step), []
+    for s in range(5):
+        m.zero_grad()
+        out.append((f(data(s)[0]), snap(m), snap(teacher)))
+    return out
+
+
+@scenario
+def inference_mode_eval_region_in_step(wrap):
+    m = mlp()
+    opt = symtrace.optim.SGD(m.parameters(), lr=0.1)
+
+    def step(x, y):
+        with symtrace.inference_mode():
+            before = F.mse_loss(m(x), y)
+        opt.zero_grad()
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        opt.step()
+        with symtrace.no_grad():
+            after = F.mse_loss(m(x), y)
+        return before, loss, after
+
+    f, out = wrap(step), []
+    for s in range(5):
+        out.append((f(*data(s)), snap(m, opt)))
+    return out
+
+
+@scenario
+def step_called_under_outer_no_grad_sometimes(wrap):
+    m = mlp()
+
+    def step(x, y):
+        loss = F.mse_loss(m(x), y)
+        if loss.requires_grad:
+            loss.backward()
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(6):
+        m.zero_grad()
+        if s % 2:
+            with symtrace.no_grad():
+                out.append(f(*data(s)))
+        else:
+            out.append(f(*data(s)))
+        out.append(snap(m))
+    return out
+
+
+@scenario
+def set_grad_enabled_by_argument(wrap):
+    m = mlp()
+
+    def step(x, y, train):
+        with symtrace.set_grad_enabled(train):
+            loss = F.mse_loss(m(x), y)
+        if train:
+            loss.backward()
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(6):
+        m.zero_grad()
+        out.append((f(*data(s), s % 3 != 2), snap(m)))
+    return out
+
+
+# ====================================================================== train / eval, dropout, batch norm
+@scenario
+def dropout_train_eval_switched_with_seed_per_step(wrap):
+    symtrace.manual_seed(0)
+    m = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Dropout(0.5), nn.Linear(8, 3))
+    cm = wrap(m)
+    opt = symtrace.optim.SGD(m.parameters(), lr=0.1)
+    out = []
+    for s in range(6):
+        m.train(s % 3 != 2)
+        symtrace.manual_seed(10 + s)
+        x, y = data(s)
+        opt.zero_grad()
+        loss = F.mse_loss(cm(x), y)
+        loss.backward()
+        opt.step()
+        out.append((loss, m.training, snap(m, opt)))
+    return out
+
+
+@scenario
+def batchnorm_running_stats_with_train_eval_switches(wrap):
+    symtrace.manual_seed(0)
+    m = nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6, momentum=0.3), nn.ReLU(), nn.Linear(6, 3))
+    opt = symtrace.optim.SGD(m.parameters(), lr=0.1)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.mse_loss(m(x), y)
+        if m.training:
+            loss.backward()
+            opt.step()
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(8):
+        m.train(s not in (2, 5, 6))
+        out.append((f(*data(s)), snap(m, opt), m[1].running_mean, m[1].running_var,
+                    m[1].num_batches_tracked))
+    return out
+
+
+@scenario
+def batchnorm_momentum_none_and_track_toggled(wrap):
+    symtrace.manual_seed(0)
+    bn = nn.BatchNorm1d(4, momentum=None)
+    lin = nn.Linear(4, 2)
+
+    def step(x):
+        loss = lin(bn(x)).pow(2).mean()
+        loss.backward()
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(6):
+        bn.momentum = None if s < 3 else 0.5
+        bn.zero_grad()
+        lin.zero_grad()
+        out.append((f(data(s)[0] * (s + 1)), snap(bn), snap(lin), bn.running_mean, bn.running_var,
+                    bn.num_batches_tracked))
+    return out
+
+
+# ====================================================================== checkpoint, clipping, schedulers
+@scenario
+def checkpointed_block_in_whole_step(wrap):
+    from symtrace.utils.checkpoint import checkpoint
+    m = mlp()
+    opt = symtrace.optim.SGD(m.parameters(), lr=0.1)
+
+    def step(x, y, use_ckpt):
+        opt.zero_grad()
+        h = checkpoint(lambda t: m[1](m[0](t)), x, use_reentrant=False) if use_ckpt else m[1](m[0](x))
+        loss = F.mse_loss(m[2](h), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(5):
+        out.append((f(*data(s), s % 2 == 0), snap(m, opt)))
+    return out
+
+
+@scenario
+def clip_grad_norm_inside_step_with_varying_max(wrap):
+    m = mlp()
+    opt = symtrace.optim.SGD(m.parameters(), lr=0.1, momentum=0.5)
+
+    def step(x, y, mx):
+        opt.zero_grad()
+        loss = F.mse_loss(m(x), y) * 10
+        loss.backward()
+        total = nn.utils.clip_grad_norm_(m.parameters(), mx)
+        opt.step()
+        return loss, total
+
+    f, out = wrap(step), []
+    for s in range(6):
+        out.append((f(*data(s), [0.1, 1.0, 100.0, 0.5, 0.01, 2.0][s]), snap(m, opt)))
+    return out
+
+
+@scenario
+def clip_grad_value_and_inf_norm(wrap):
+    m = mlp()
+
+    def step(x, y, v):
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        nn.utils.clip_grad_value_(m.parameters(), v)
+        n = nn.utils.clip_grad_norm_(m.parameters(), 0.3, norm_type=float("inf"))
+        return loss, n
+
+    f, out = wrap(step), []
+    for s in range(5):
+        m.zero_grad()
+        out.append((f(*data(s), [0.05, 0.5, 0.01, 1.0, 0.1][s]), snap(m)))
+    return out
+
+
+@scenario
+def lr_scheduler_steps_between_whole_steps(wrap):
+    m = mlp()
+    opt = symtrace.optim.SGD(m.parameters(), lr=0.2, momentum=0.9)
+    sched = symtrace.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(7):
+        out.append((f(*data(s)), snap(m, opt), sched.get_last_lr()))
+        sched.step()
+    return out
+
+
+@scenario
+def lr_scheduler_stepped_inside_compiled_step(wrap):
+    m = mlp()
+    opt = symtrace.optim.Adam(m.parameters(), lr=0.05)
+    sched = symtrace.optim.lr_scheduler.LambdaLR(opt, lambda e: 1.0 / (1 + e))
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        opt.step()
+        sched.step()
+        return loss, opt.param_groups[0]["lr"]
+
+    f, out = wrap(step), []
+    for s in range(6):
+        out.append((f(*data(s)), snap(m, opt)))
+    return out
+
+
+@scenario
+def cosine_warm_restarts_and_reduce_on_plateau(wrap):
+    m = mlp()
+    opt = symtrace.optim.SGD(m.parameters(), lr=0.1)
+    cos = symtrace.optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=2)
+    plateau = symtrace.optim.lr_scheduler.ReduceLROnPlateau(opt, patience=0, factor=0.5)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(7):
+        loss = f(*data(s))
+        cos.step()
+        plateau.step(loss.item() if s % 2 else 10.0)
+        out.append((loss, snap(m, opt)))
+    return out
+
+
+# ====================================================================== GradScaler
+@scenario
+def grad_scaler_with_overflow_steps(wrap):
+    m = mlp()
+    opt = symtrace.optim.SGD(m.parameters(), lr=0.1)
+    scaler = symtrace.amp.GradScaler("cpu", init_scale=4.0, growth_interval=2)
+
+    def step(x, y, poison):
+        opt.zero_grad()
+        loss = F.mse_loss(m(x), y) * poison
+        scaler.scale(loss).backward()
+        scaler.unscale_(opt)
+        n = nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+        scaler.step(opt)
+        scaler.update()
+        return loss, n, scaler.get_scale()
+
+    f, out = wrap(step), []
+    for s in range(7):
+        out.append((f(*data(s), float("inf") if s in (1, 4) else 1.0), snap(m, opt)))
+    return out
+
+
+@scenario
+def grad_scaler_step_outside_compiled_model(wrap):
+    m = mlp()
+    cm = wrap(m)
+    opt = symtrace.optim.Adam(m.parameters(), lr=0.01)
+    scaler = symtrace.amp.GradScaler("cpu", init_scale=2.0 ** 10, growth_interval=1)
+    out = []
+    for s in range(6):
+        x, y = data(s)
+        if s == 3:
+            x = x * float("nan")
+        opt.zero_grad()
+        loss = F.mse_loss(cm(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        out.append((loss, scaler.get_scale(), snap(m, opt)))
+    return out
+
+
+# ====================================================================== shapes
+@scenario
+def batch_size_changes_between_steps(wrap):
+    m = mlp()
+    opt = symtrace.optim.SGD(m.parameters(), lr=0.1)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    f, out = wrap(step), []
+    for s, n in enumerate([2, 5, 2, 7, 1, 5]):
+        out.append((f(*data(s, n=n)), snap(m, opt)))
+    return out
+
+
+@scenario(dynamic=True)
+def dynamic_batch_and_sequence_lengths(wrap):
+    symtrace.manual_seed(0)
+    emb, lin = nn.Embedding(10, 4), nn.Linear(4, 2)
+    opt = symtrace.optim.Adam(list(emb.parameters()) + list(lin.parameters()), lr=0.01)
+
+    def step(tok, y):
+        opt.zero_grad()
+        h = emb(tok).mean(1)
+        loss = F.cross_entropy(lin(h), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    f, out = wrap(step), []
+    rng = np.random.default_rng(0)
+    for s, (b, t) in enumerate([(2, 3), (3, 5), (4, 2), (2, 3), (5, 7)]):
+        tok = symtrace.tensor(rng.integers(0, 10, (b, t)))
+        y = symtrace.tensor(rng.integers(0, 2, (b,)))
+        out.append((f(tok, y), snap(emb, opt), snap(lin)))
+    return out
+
+
+# ====================================================================== frozen, tied, shared
+@scenario
+def frozen_backbone_unfrozen_later_with_new_group(wrap):
+    m = mlp()
+    for p in m[0].parameters():
+        p.requires_grad_(False)
+    opt = symtrace.optim.SGD(m[2].parameters(), lr=0.1)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(6):
+        if s == 3:
+            for p in m[0].parameters():
+                p.requires_grad_(True)
+            opt.add_param_group({"params": list(m[0].parameters()), "lr": 0.01})
+        out.append((f(*data(s)), snap(m, opt)))
+    return out
+
+
+class TiedLM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(7, 4)
+        self.proj = nn.Linear(4, 4)
+        self.out = nn.Linear(4, 7, bias=False)
+        self.out.weight = self.emb.weight
+
+    def forward(self, tok):
+        return self.out(self.proj(self.emb(tok)).tanh())
+
+
+@scenario
+def tied_embedding_and_output_weights(wrap):
+    symtrace.manual_seed(0)
+    m = TiedLM()
+    opt = symtrace.optim.AdamW(m.parameters(), lr=0.01)
+
+    def step(tok, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(m(tok).reshape(-1, 7), y.reshape(-1))
+        loss.backward()
+        opt.step()
+        return loss
+
+    f, out = wrap(step), []
+    rng = np.random.default_rng(1)
+    for s in range(5):
+        tok = symtrace.tensor(rng.integers(0, 7, (2, 3)))
+        out.append((f(tok, symtrace.tensor(rng.integers(0, 7, (2, 3)))), snap(m, opt),
+                    m.out.weight is m.emb.weight))
+    return out
+
+
+@scenario
+def shared_layer_applied_twice_and_varying_depth(wrap):
+    symtrace.manual_seed(0)
+    lin = nn.Linear(4, 4)
+    opt = symtrace.optim.SGD(lin.parameters(), lr=0.05, momentum=0.9)
+
+    def step(x, depth):
+        opt.zero_grad()
+        h = x
+        for _ in range(depth):
+            h = lin(h).tanh()
+        loss = (h * h).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    f, out = wrap(step), []
+    for s, d in enumerate([2, 2, 3, 1, 2, 3]):
+        out.append((f(data(s)[0], d), snap(lin, opt)))
+    return out
+
+
+@scenario
+def same_parameter_in_two_modules_and_frozen_twin(wrap):
+    symtrace.manual_seed(0)
+    a, b = nn.Linear(4, 4), nn.Linear(4, 4)
+    b.weight = a.weight
+    opt = symtrace.optim.SGD(list(a.parameters()) + [b.bias], lr=0.1)
+
+    def step(x):
+        opt.zero_grad()
+        loss = (a(x) * b(x)).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(6):
+        b.bias.requires_grad_(s % 2 == 0)
+        out.append((f(data(s)[0]), snap(a, opt), snap(b)))
+    return out
+
+
+# ====================================================================== the test
+@pytest.mark.parametrize("sc", SCENARIOS, ids=lambda s: s.__name__)
+def test_compiled_training_matches_eager_on_every_step(sc):
+    kw = {"backend": sc.backend}
+    if sc.dynamic is not None:
+        kw["dynamic"] = sc.dynamic
+    symtrace.reset()
+    want = norm(sc(lambda f: f))
+    symtrace.reset()
+    got = norm(sc(lambda f: symtrace.compile(f, **kw)))
+    symtrace.reset()
+    assert symtrace.is_grad_enabled()
+    same(want, got)
+
+
+def test_scenario_count():
+    assert len(SCENARIOS) >= 40
