@@ -1368,6 +1368,489 @@ def same_parameter_in_two_modules_and_frozen_twin(wrap):
     return out
 
 
+# ====================================================================== several live graphs of one compiled function
+@scenario
+def losses_of_several_calls_backward_together(wrap):
+    m = mlp()
+    opt = symtrace.optim.SGD(m.parameters(), lr=0.1)
+    f = wrap(lambda x, y: F.mse_loss(m(x), y))
+    out = []
+    for s in range(4):
+        opt.zero_grad()
+        losses = [f(*data(10 * s + k)) for k in range(3)]
+        sum(losses).backward()
+        opt.step()
+        out.append((losses, snap(m, opt)))
+    return out
+
+
+@scenario(backend="llvm")
+def llvm_losses_of_several_calls_backward_in_reverse(wrap):
+    m = mlp()
+    f = wrap(lambda x, y: F.mse_loss(m(x), y) * (1 + x.abs().mean()))
+    out = []
+    for s in range(3):
+        m.zero_grad()
+        losses = [f(*data(10 * s + k, n=3 + k % 2)) for k in range(3)]
+        for k, l in enumerate(reversed(losses)):
+            l.backward()
+            out.append(snap(m))
+        out.append(losses)
+    return out
+
+
+@scenario
+def outputs_kept_across_steps_then_backward(wrap):
+    m = mlp()
+    f = wrap(lambda x: m(x).tanh())
+    kept, out = [], []
+    for s in range(5):
+        kept.append(f(data(s)[0]))
+        if s % 2 == 1:
+            m.zero_grad()
+            (kept[-1] * kept[-2]).sum().backward()
+            out.append(snap(m))
+    out.append(kept)
+    return out
+
+
+# ====================================================================== errors must be raised the same way
+@scenario
+def backward_twice_without_retain_raises(wrap):
+    m = mlp()
+
+    def step(x, y, twice):
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        if twice:
+            loss.backward()
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(4):
+        m.zero_grad()
+        try:
+            out.append(f(*data(s), s % 2 == 1))
+        except RuntimeError:
+            out.append("raised")
+        out.append(snap(m))
+    return out
+
+
+@scenario
+def inplace_on_an_unsaved_intermediate_sometimes(wrap):
+    m = mlp()
+
+    def step(x, y, poke):
+        z = m[0](x) + 1
+        if poke:
+            z.mul_(2)
+        loss = F.mse_loss(m[2](z), y)
+        loss.backward()
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(5):
+        m.zero_grad()
+        out.append((f(*data(s), s in (1, 3)), snap(m)))
+    return out
+
+
+@scenario
+def grad_of_unused_input_raises_unless_allowed(wrap):
+    m = mlp()
+    z = R(4, seed=3).requires_grad_()
+
+    def step(x, allow):
+        loss = m(x).sum()
+        return symtrace.autograd.grad(loss, [x, z], allow_unused=allow)
+
+    f, out = wrap(step), []
+    for s in range(4):
+        x = data(s)[0].requires_grad_()
+        try:
+            out.append(f(x, s % 2 == 0))
+        except RuntimeError:
+            out.append("raised")
+    return out
+
+
+# ====================================================================== grads read inside the step
+@scenario
+def manual_sgd_skipping_params_without_grad(wrap):
+    m = mlp()
+
+    def step(x, y, lr):
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        with symtrace.no_grad():
+            for p in m.parameters():
+                if p.grad is not None:
+                    p.sub_(lr * p.grad)
+                    p.grad = None
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(6):
+        m[0].weight.requires_grad_(s % 3 != 1)
+        m[2].bias.requires_grad_(s % 2 == 0)
+        out.append((f(*data(s), 0.1), snap(m)))
+    return out
+
+
+@scenario
+def sharpness_aware_two_pass_step(wrap):
+    m = mlp()
+    opt = symtrace.optim.SGD(m.parameters(), lr=0.1)
+    rho = 0.05
+
+    def step(x, y):
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        eps = []
+        with symtrace.no_grad():
+            gn = symtrace.sqrt(sum((p.grad ** 2).sum() for p in m.parameters()))
+            for p in m.parameters():
+                e = p.grad * (rho / (gn + 1e-12))
+                p.add_(e)
+                eps.append(e)
+        opt.zero_grad()
+        loss2 = F.mse_loss(m(x), y)
+        loss2.backward()
+        with symtrace.no_grad():
+            for p, e in zip(m.parameters(), eps):
+                p.sub_(e)
+        opt.step()
+        opt.zero_grad()
+        return loss, loss2
+
+    f, out = wrap(step), []
+    for s in range(5):
+        out.append((f(*data(s)), snap(m, opt)))
+    return out
+
+
+@scenario
+def weight_normalised_in_place_before_forward(wrap):
+    symtrace.manual_seed(0)
+    w = nn.Parameter(symtrace.randn(3, 4))
+
+    def step(x):
+        with symtrace.no_grad():
+            w.div_(w.norm(dim=1, keepdim=True))
+        loss = (x @ w.t()).pow(2).sum()
+        loss.backward()
+        with symtrace.no_grad():
+            w.sub_(0.1 * w.grad)
+        w.grad = None
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(6):
+        out.append((f(data(s)[0]), w))
+    return out
+
+
+@scenario
+def branch_on_requires_grad_and_grad_mode_inside(wrap):
+    m = mlp()
+
+    def step(x, y):
+        h = m(x)
+        if x.requires_grad:
+            h = h + x.sum(1, keepdim=True) * 0.1
+        if symtrace.is_grad_enabled():
+            loss = F.mse_loss(h, y)
+            loss.backward()
+            return loss, x.grad
+        return h.sum(), None
+
+    f, out = wrap(step), []
+    for s in range(6):
+        m.zero_grad()
+        x, y = data(s)
+        x.requires_grad_(s % 2 == 0)
+        with symtrace.set_grad_enabled(s != 3):
+            out.append((f(x, y), snap(m)))
+    return out
+
+
+# ====================================================================== hooks registered inside the step
+@scenario
+def feature_hook_feeds_the_loss(wrap):
+    m = mlp()
+    feats = {}
+    m[1].register_forward_hook(lambda mod, a, o: feats.__setitem__("h", o))
+    opt = symtrace.optim.SGD(m.parameters(), lr=0.1)
+
+    def step(x, y, w):
+        opt.zero_grad()
+        out = m(x)
+        loss = F.mse_loss(out, y) + w * feats["h"].pow(2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(5):
+        out.append((f(*data(s), [0.0, 1.0, 0.5, 0.0, 2.0][s]), snap(m, opt)))
+    return out
+
+
+@scenario
+def grad_hook_registered_inside_step_each_call(wrap):
+    m = mlp()
+    counts = []
+
+    def step(x, y):
+        loss = F.mse_loss(m(x), y)
+        loss.register_hook(lambda g: counts.append(float(g)))
+        loss.backward()
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(5):
+        m.zero_grad()
+        out.append((f(*data(s)), snap(m), list(counts)))
+    return out
+
+
+@scenario
+def module_backward_pre_hook_scales_and_is_removed(wrap):
+    m = mlp()
+    seen = []
+
+    def pre(mod, gout):
+        seen.append(gout[0].sum())
+        return (gout[0] * 0.5,)
+
+    cm = wrap(m)
+    out, h = [], None
+    for s in range(6):
+        if s == 1:
+            h = m.register_full_backward_pre_hook(pre)
+        if s == 4:
+            h.remove()
+        m.zero_grad()
+        x, y = data(s)
+        loss = F.mse_loss(cm(x), y)
+        loss.backward()
+        out.append((loss, snap(m), len(seen)))
+    out.append(seen)
+    return out
+
+
+# ====================================================================== optimizer state and options changed
+@scenario
+def optimizer_flags_toggled_in_group(wrap):
+    m = mlp()
+    opt = symtrace.optim.Adam(m.parameters(), lr=0.01)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(6):
+        opt.param_groups[0]["maximize"] = s == 2
+        opt.param_groups[0]["betas"] = (0.9, 0.999) if s < 4 else (0.5, 0.9)
+        out.append((f(*data(s)), snap(m, opt)))
+    return out
+
+
+@scenario
+def sgd_momentum_turned_on_and_buffers_reset(wrap):
+    m = mlp()
+    opt = symtrace.optim.SGD(m.parameters(), lr=0.1, momentum=0.0)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(7):
+        if s == 2:
+            opt.param_groups[0]["momentum"] = 0.9
+        if s == 5:
+            for st in opt.state.values():
+                st["momentum_buffer"].zero_()
+        out.append((f(*data(s)), snap(m, opt)))
+    return out
+
+
+@scenario
+def optimizer_state_dict_reloaded_between_steps(wrap):
+    m = mlp()
+    opt = symtrace.optim.Adam(m.parameters(), lr=0.01)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    f, out, saved = wrap(step), [], None
+    for s in range(7):
+        if s == 2:
+            saved = (opt.state_dict(), {k: v.clone() for k, v in m.state_dict().items()})
+        if s == 5:
+            opt.load_state_dict(saved[0])
+            m.load_state_dict(saved[1])
+        out.append((f(*data(s)), snap(m, opt)))
+    return out
+
+
+@scenario
+def optimizer_step_with_closure(wrap):
+    m = mlp()
+    opt = symtrace.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+
+    def step(x, y):
+        def closure():
+            opt.zero_grad()
+            loss = F.mse_loss(m(x), y)
+            loss.backward()
+            return loss
+        return opt.step(closure)
+
+    f, out = wrap(step), []
+    for s in range(5):
+        out.append((f(*data(s)), snap(m, opt)))
+    return out
+
+
+@scenario
+def lbfgs_closure_steps(wrap):
+    m = mlp()
+    opt = symtrace.optim.LBFGS(m.parameters(), lr=0.5, max_iter=3)
+    calls = []
+
+    def step(x, y):
+        def closure():
+            calls.append(1)
+            opt.zero_grad()
+            loss = F.mse_loss(m(x), y)
+            loss.backward()
+            return loss
+        return opt.step(closure)
+
+    f, out = wrap(step), []
+    for s in range(4):
+        out.append((f(*data(s)), snap(m), len(calls)))
+    return out
+
+
+# ====================================================================== backward variants
+@scenario
+def backward_with_inputs_subset(wrap):
+    m = mlp()
+
+    def step(x, y, first):
+        loss = F.mse_loss(m(x), y)
+        ps = list(m[0].parameters()) if first else list(m[2].parameters())
+        loss.backward(inputs=ps)
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(5):
+        m.zero_grad(set_to_none=True)
+        out.append((f(*data(s), s % 2 == 0), snap(m)))
+    return out
+
+
+@scenario
+def autograd_backward_of_two_losses_with_grad_tensors(wrap):
+    m = mlp()
+
+    def step(x, y, w1, w2):
+        h = m(x)
+        l1, l2 = F.mse_loss(h, y), h.abs().mean()
+        symtrace.autograd.backward([l1, l2], [symtrace.tensor(w1), symtrace.tensor(w2)])
+        return l1, l2
+
+    f, out = wrap(step), []
+    for s in range(5):
+        m.zero_grad()
+        out.append((f(*data(s), float(s), 1.0 - s), snap(m)))
+    return out
+
+
+@scenario
+def hessian_vector_product(wrap):
+    m = mlp()
+    params = list(m.parameters())
+
+    def step(x, y, vs):
+        loss = F.mse_loss(m(x), y)
+        gs = symtrace.autograd.grad(loss, params, create_graph=True)
+        dot = sum((g * v).sum() for g, v in zip(gs, vs))
+        hv = symtrace.autograd.grad(dot, params)
+        return loss, list(hv)
+
+    f, out = wrap(step), []
+    for s in range(4):
+        vs = [R(*p.shape, seed=50 + s + i) for i, p in enumerate(params)]
+        out.append(f(*data(s), vs))
+    return out
+
+
+# ====================================================================== module attributes read in forward
+class Gated(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(4, 3), nn.Linear(4, 3)
+        self.use_b, self.scale = False, 1.0
+
+    def forward(self, x):
+        y = self.a(x) * self.scale
+        if self.use_b:
+            y = y + self.b(x)
+        return y
+
+
+@scenario
+def module_flags_change_which_params_get_grads(wrap):
+    symtrace.manual_seed(0)
+    m = Gated()
+    cm = wrap(m)
+    opt = symtrace.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+    out = []
+    for s in range(7):
+        m.use_b = s in (1, 2, 5)
+        m.scale = [1.0, 2.0, 1.0, 0.5, 0.5, 1.0, 3.0][s]
+        x, y = data(s)
+        opt.zero_grad()
+        loss = F.mse_loss(cm(x), y)
+        loss.backward()
+        opt.step()
+        out.append((loss, snap(m, opt)))
+    return out
+
+
+@scenario
+def dropout_probability_changed_between_steps(wrap):
+    symtrace.manual_seed(0)
+    m = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.0), nn.Linear(8, 3))
+    cm = wrap(m)
+    out = []
+    for s in range(6):
+        m[1].p = [0.0, 0.5, 0.5, 0.0, 0.9, 0.2][s]
+        symtrace.manual_seed(s)
+        m.zero_grad()
+        x, y = data(s)
+        loss = F.mse_loss(cm(x), y)
+        loss.backward()
+        out.append((loss, snap(m)))
+    return out
+
+
 # ====================================================================== the test
 @pytest.mark.parametrize("sc", SCENARIOS, ids=lambda s: s.__name__)
 def test_compiled_training_matches_eager_on_every_step(sc):
