@@ -1851,6 +1851,279 @@ def dropout_probability_changed_between_steps(wrap):
     return out
 
 
+# ====================================================================== two optimizers, GAN-style
+@scenario
+def gan_step_with_discriminator_frozen_for_generator(wrap):
+    symtrace.manual_seed(0)
+    G = nn.Sequential(nn.Linear(2, 4), nn.Tanh(), nn.Linear(4, 3))
+    D = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))
+    og = symtrace.optim.Adam(G.parameters(), lr=0.01, betas=(0.5, 0.9))
+    od = symtrace.optim.SGD(D.parameters(), lr=0.05)
+
+    def step(z, real):
+        fake = G(z)
+        od.zero_grad()
+        ld = F.softplus(-D(real)).mean() + F.softplus(D(fake.detach())).mean()
+        ld.backward()
+        od.step()
+        for p in D.parameters():
+            p.requires_grad_(False)
+        og.zero_grad()
+        lg = F.softplus(-D(fake)).mean()
+        lg.backward()
+        og.step()
+        for p in D.parameters():
+            p.requires_grad_(True)
+        return ld, lg
+
+    f, out = wrap(step), []
+    for s in range(5):
+        out.append((f(R(4, 2, seed=s), R(4, 3, seed=30 + s)), snap(G, og), snap(D, od)))
+    return out
+
+
+@scenario
+def distillation_teacher_in_eval_under_no_grad(wrap):
+    symtrace.manual_seed(5)
+    teacher = nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6), nn.ReLU(), nn.Linear(6, 3))
+    teacher.eval()
+    m = mlp()
+    opt = symtrace.optim.SGD(m.parameters(), lr=0.1)
+
+    def step(x, T):
+        with symtrace.no_grad():
+            t = F.softmax(teacher(x) / T, dim=1)
+        opt.zero_grad()
+        loss = F.kl_div(F.log_softmax(m(x) / T, dim=1), t, reduction="batchmean") * T * T
+        loss.backward()
+        opt.step()
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(5):
+        out.append((f(data(s)[0], [1.0, 2.0, 4.0, 2.0, 1.0][s]), snap(m, opt), snap(teacher),
+                    teacher[1].running_mean))
+    return out
+
+
+@scenario
+def eval_and_train_called_inside_the_step(wrap):
+    symtrace.manual_seed(0)
+    m = nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6), nn.Linear(6, 3))
+    opt = symtrace.optim.SGD(m.parameters(), lr=0.1)
+
+    def step(x, y):
+        m.eval()
+        with symtrace.no_grad():
+            val = F.mse_loss(m(x), y)
+        m.train()
+        opt.zero_grad()
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        opt.step()
+        return val, loss, m.training
+
+    f, out = wrap(step), []
+    for s in range(5):
+        out.append((f(*data(s)), snap(m, opt), m[1].running_mean, m[1].running_var))
+    return out
+
+
+# ====================================================================== modules mutating themselves in forward
+class Normalizer(nn.Module):
+    """A running mean buffer updated in forward; a call counter attribute."""
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("mu", symtrace.zeros(4))
+        self.calls = 0
+        self.lin = nn.Linear(4, 3)
+
+    def forward(self, x):
+        self.calls += 1
+        if self.training:
+            with symtrace.no_grad():
+                self.mu.mul_(0.9).add_(x.mean(0), alpha=0.1)
+        return self.lin(x - self.mu)
+
+
+@scenario
+def buffer_and_counter_updated_in_forward(wrap):
+    symtrace.manual_seed(0)
+    m = Normalizer()
+    cm = wrap(m)
+    opt = symtrace.optim.SGD(m.parameters(), lr=0.1)
+    out = []
+    for s in range(6):
+        m.train(s != 3)
+        x, y = data(s)
+        opt.zero_grad()
+        loss = F.mse_loss(cm(x), y)
+        loss.backward()
+        opt.step()
+        out.append((loss, m.calls, m.mu, snap(m, opt)))
+    return out
+
+
+@scenario
+def parameter_object_replaced_between_steps(wrap):
+    m = mlp()
+    cm = wrap(m)
+    out = []
+    for s in range(6):
+        if s in (2, 4):
+            m[2].weight = nn.Parameter(R(3, 5, seed=s))
+        opt = symtrace.optim.SGD(m.parameters(), lr=0.1)
+        x, y = data(s)
+        opt.zero_grad()
+        loss = F.mse_loss(cm(x), y)
+        loss.backward()
+        opt.step()
+        out.append((loss, snap(m)))
+    return out
+
+
+@scenario
+def weight_standardised_in_forward(wrap):
+    class WSLinear(nn.Linear):
+        def forward(self, x):
+            w = self.weight
+            w = (w - w.mean(1, keepdim=True)) / (w.std(1, keepdim=True) + 1e-5)
+            return F.linear(x, w, self.bias)
+
+    symtrace.manual_seed(0)
+    m = nn.Sequential(WSLinear(4, 5), nn.GELU(), WSLinear(5, 3)).double()   # float64: the
+    cm = wrap(m)                                   # standardisation's backward cancels
+    opt = symtrace.optim.Adam(m.parameters(), lr=0.01)
+    out = []
+    for s in range(5):
+        x, y = (t.double() for t in data(s))
+        opt.zero_grad()
+        loss = F.mse_loss(cm(x), y)
+        loss.backward()
+        opt.step()
+        out.append((loss, snap(m, opt)))
+    return out
+
+
+# ====================================================================== python values out of tensors
+@scenario
+def loss_item_drives_python_logic(wrap):
+    m = mlp()
+    opt = symtrace.optim.SGD(m.parameters(), lr=0.3)
+    hist = []
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.mse_loss(m(x), y)
+        v = loss.item()
+        hist.append(v)
+        if v > 1.0:
+            loss = loss * 0.5
+        loss.backward()
+        if len(hist) > 1 and hist[-1] > hist[-2]:
+            for g in opt.param_groups:
+                g["lr"] *= 0.5
+        opt.step()
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(6):
+        out.append((f(*data(s)), snap(m, opt)))
+    out.append(hist)
+    return out
+
+
+@scenario
+def exception_in_the_middle_of_a_step(wrap):
+    m = mlp()
+    opt = symtrace.optim.SGD(m.parameters(), lr=0.1)
+    log = []
+
+    def step(x, y, bad):
+        opt.zero_grad()
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        log.append("bw")
+        if bad:
+            raise ValueError("bad batch")
+        opt.step()
+        log.append("step")
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(6):
+        try:
+            out.append(f(*data(s), s in (2, 3)))
+        except ValueError as e:
+            out.append(str(e))
+        out.append((snap(m, opt), list(log)))
+    return out
+
+
+@scenario
+def input_grad_zeroed_in_place_and_accumulated(wrap):
+    m = mlp()
+
+    def step(x, y):
+        if x.grad is not None:
+            x.grad.zero_()
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        return loss, x.grad.clone()
+
+    f, out = wrap(step), []
+    x = data(0)[0].requires_grad_()
+    for s in range(5):
+        m.zero_grad()
+        out.append((f(x, data(s)[1]), snap(m)))
+    return out
+
+
+@scenario
+def adversarial_example_fgsm_then_train(wrap):
+    m = mlp()
+    opt = symtrace.optim.SGD(m.parameters(), lr=0.1)
+
+    def step(x, y, eps):
+        x = x.clone().requires_grad_()
+        l0 = F.mse_loss(m(x), y)
+        (gx,) = symtrace.autograd.grad(l0, x)
+        xa = (x + eps * gx.sign()).detach()
+        opt.zero_grad()
+        loss = F.mse_loss(m(xa), y)
+        loss.backward()
+        opt.step()
+        return l0, loss
+
+    f, out = wrap(step), []
+    for s in range(5):
+        out.append((f(*data(s), [0.1, 0.0, 0.3, 0.1, 0.05][s]), snap(m, opt)))
+    return out
+
+
+@scenario(backend="llvm")
+def llvm_grad_accumulation_with_clip_and_scheduler(wrap):
+    m = mlp()
+    opt = symtrace.optim.AdamW(m.parameters(), lr=0.05, weight_decay=0.01)
+    sched = symtrace.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.1, total_steps=10)
+
+    def micro(x, y):
+        loss = F.mse_loss(m(x), y) / 2
+        loss.backward()
+        return loss
+
+    f, out = wrap(micro), []
+    for s in range(8):
+        out.append(f(*data(s, n=3 + s % 2)))
+        if s % 2:
+            nn.utils.clip_grad_norm_(m.parameters(), 0.5)
+            opt.step()
+            sched.step()
+            opt.zero_grad(set_to_none=s % 4 == 1)
+            out.append(snap(m, opt))
+    return out
+
+
 # ====================================================================== the test
 @pytest.mark.parametrize("sc", SCENARIOS, ids=lambda s: s.__name__)
 def test_compiled_training_matches_eager_on_every_step(sc):
