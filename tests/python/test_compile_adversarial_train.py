@@ -2124,6 +2124,206 @@ def llvm_grad_accumulation_with_clip_and_scheduler(wrap):
     return out
 
 
+# ====================================================================== loops and blocks with graph breaks inside
+@scenario
+def whole_training_loop_in_one_compiled_function(wrap):
+    m = mlp()
+    opt = symtrace.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+
+    def train(batches, accum):
+        losses = []
+        for i, (x, y) in enumerate(batches):
+            loss = F.mse_loss(m(x), y) / accum
+            loss.backward()
+            losses.append(loss.detach())
+            if (i + 1) % accum == 0:
+                opt.step()
+                opt.zero_grad()
+        return losses
+
+    f, out = wrap(train), []
+    for r, accum in enumerate([1, 2, 3, 2]):
+        out.append((f([data(10 * r + k) for k in range(accum * 2)], accum), snap(m, opt)))
+    return out
+
+
+STEP = 0
+
+
+def _counted_step(m, opt, x, y):
+    global STEP
+    STEP += 1
+    opt.zero_grad()
+    loss = F.mse_loss(m(x), y) * (1.0 if STEP % 2 else 0.5)
+    loss.backward()
+    opt.step()
+    STEP += 1
+    return loss, STEP
+
+
+@scenario
+def global_step_counter_around_breaks(wrap):
+    global STEP
+    STEP = 0
+    m = mlp()
+    opt = symtrace.optim.SGD(m.parameters(), lr=0.1)
+    f, out = wrap(_counted_step), []
+    for s in range(5):
+        if s == 3:
+            STEP = 7
+        out.append((f(m, opt, *data(s)), snap(m, opt)))
+    return out
+
+
+@scenario
+def nonlocal_counter_and_log_around_backward(wrap):
+    m = mlp()
+    n, log = 0, []
+
+    def step(x, y):
+        nonlocal n
+        n += 1
+        loss = F.mse_loss(m(x), y)
+        log.append(("fwd", n))
+        loss.backward()
+        n += 10
+        log.append(("bwd", n))
+        return loss * n
+
+    f, out = wrap(step), []
+    for s in range(4):
+        m.zero_grad()
+        out.append((f(*data(s)), snap(m), n, list(log)))
+    return out
+
+
+@scenario
+def no_grad_block_with_a_break_inside(wrap):
+    m = mlp()
+    opt = symtrace.optim.SGD(m.parameters(), lr=0.1)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        with symtrace.no_grad():
+            for p in m.parameters():
+                p.sub_(0.1 * p.grad)
+            norm = sum(p.pow(2).sum() for p in m.parameters()).item()
+            scaled = m(x) * norm
+        after = m(x).sum()
+        return loss, scaled, scaled.requires_grad, after.requires_grad, symtrace.is_grad_enabled()
+
+    f, out = wrap(step), []
+    for s in range(5):
+        out.append((f(*data(s)), snap(m, opt)))
+    return out
+
+
+@scenario
+def enable_grad_step_called_under_no_grad(wrap):
+    m = mlp()
+
+    @symtrace.enable_grad()
+    def inner(x, y):
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        return loss
+
+    def step(x, y):
+        with symtrace.no_grad():
+            pre = m(x).sum()
+            loss = inner(x, y)
+            post = m(x).sum()
+        return pre, loss, post
+
+    f, out = wrap(step), []
+    for s in range(4):
+        m.zero_grad()
+        out.append((f(*data(s)), snap(m)))
+    return out
+
+
+@scenario
+def try_finally_restores_requires_grad(wrap):
+    m = mlp()
+    log = []
+
+    def step(x, y, fail):
+        m[0].weight.requires_grad_(False)
+        try:
+            loss = F.mse_loss(m(x), y)
+            loss.backward()
+            if fail:
+                raise KeyError("x")
+            return loss
+        finally:
+            m[0].weight.requires_grad_(True)
+            log.append(m[0].weight.requires_grad)
+
+    f, out = wrap(step), []
+    for s in range(5):
+        m.zero_grad(set_to_none=True)
+        try:
+            out.append(f(*data(s), s == 2))
+        except KeyError:
+            out.append("raised")
+        out.append((snap(m), list(log)))
+    return out
+
+
+@scenario
+def batches_from_a_generator_inside_compiled(wrap):
+    m = mlp()
+    opt = symtrace.optim.Adam(m.parameters(), lr=0.01)
+
+    def batches(made):
+        # tensors made outside the compiled function (numpy arrays turned
+        # into tensors inside it, even in a generator, are stale: see the report)
+        for b in made:
+            yield b
+
+    def train(it):
+        tot = 0.0
+        for x, y in it:
+            opt.zero_grad()
+            loss = F.mse_loss(m(x), y)
+            loss.backward()
+            opt.step()
+            tot = tot + loss.item()
+        return tot
+
+    f, out = wrap(train), []
+    for r in range(3):
+        out.append((f(batches([data(10 * r + i) for i in range(2 + r)])), snap(m, opt)))
+    return out
+
+
+# ====================================================================== parameters changed before a deferred backward
+@scenario
+def optimizer_step_before_backward_of_old_graph_raises(wrap):
+    m = mlp()
+    opt = symtrace.optim.SGD(m.parameters(), lr=0.1)
+    f = wrap(lambda x, y: F.mse_loss(m(x), y))
+    out = []
+    for s in range(4):
+        opt.zero_grad()
+        loss = f(*data(s))
+        if s % 2:
+            loss.backward()
+            opt.step()
+        else:
+            with symtrace.no_grad():
+                m[0].weight.mul_(0.99)
+            try:
+                loss.backward()
+                out.append("no error")
+            except RuntimeError:
+                out.append("raised")
+        out.append((loss, snap(m, opt)))
+    return out
+
+
 # ====================================================================== the test
 @pytest.mark.parametrize("sc", SCENARIOS, ids=lambda s: s.__name__)
 def test_compiled_training_matches_eager_on_every_step(sc):
