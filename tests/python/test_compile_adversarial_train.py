@@ -7,6 +7,8 @@
 # hooks, train/eval, shapes, ...). Per step the losses, every parameter, every
 # .grad (None included), optimizer state and lr, hooks' call counts and what
 # they saw must be equal. No torch (runs under Python 3.12 too).
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -2321,6 +2323,188 @@ def optimizer_step_before_backward_of_old_graph_raises(wrap):
             except RuntimeError:
                 out.append("raised")
         out.append((loss, snap(m, opt)))
+    return out
+
+
+# ====================================================================== values read from Python objects
+@dataclasses.dataclass
+class TrainCfg:
+    lr: float = 0.1
+    clip: bool = False
+    wd: float = 0.0
+
+
+@scenario
+def config_dataclass_fields_changed_between_steps(wrap):
+    m = mlp()
+    cfg = TrainCfg()
+
+    def step(x, y):
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        with symtrace.no_grad():
+            for p in m.parameters():
+                g = p.grad.clamp(-0.05, 0.05) if cfg.clip else p.grad
+                p.mul_(1 - cfg.wd).sub_(cfg.lr * g)
+                p.grad = None
+        return loss
+
+    f, out = wrap(step), []
+    for s, (lr, clip, wd) in enumerate([(0.1, False, 0.0), (0.5, False, 0.0), (0.5, True, 0.0),
+                                        (0.2, True, 0.1), (0.2, False, 0.1)]):
+        cfg.lr, cfg.clip, cfg.wd = lr, clip, wd
+        out.append((f(*data(s)), snap(m)))
+    return out
+
+
+CLASS_W = [1.0, 1.0, 1.0]
+
+
+@scenario
+def class_weights_from_a_mutated_global_list(wrap):
+    m = mlp()
+    opt = symtrace.optim.SGD(m.parameters(), lr=0.1)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(m(x), y, weight=symtrace.tensor(CLASS_W), label_smoothing=0.1)
+        loss.backward()
+        opt.step()
+        return loss
+
+    f, out = wrap(step), []
+    for s, cw in enumerate([[1.0, 1.0, 1.0], [1.0, 5.0, 1.0], [0.1, 0.1, 3.0], [1.0, 5.0, 1.0]]):
+        CLASS_W[:] = cw
+        out.append((f(data(s)[0], symtrace.tensor([0, 1, 2, 1, 0, 2])), snap(m, opt)))
+    CLASS_W[:] = [1.0, 1.0, 1.0]
+    return out
+
+
+@scenario
+def numpy_scalar_loss_weights(wrap):
+    m = mlp()
+
+    def step(x, y, k):
+        loss = F.mse_loss(m(x), y) * k
+        loss.backward()
+        return loss
+
+    f, out = wrap(step), []
+    for s, k in enumerate([np.float32(1.0), np.float32(2.0), np.float64(0.5), np.float64(3.0)]):
+        m.zero_grad()
+        out.append((f(*data(s), k), snap(m)))
+    return out
+
+
+# ====================================================================== parametrizations and functional calls
+@scenario
+def spectral_norm_power_iteration_in_training(wrap):
+    symtrace.manual_seed(0)
+    lin = nn.utils.parametrizations.spectral_norm(nn.Linear(4, 3))
+    opt = symtrace.optim.SGD(lin.parameters(), lr=0.1)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.mse_loss(lin(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(5):
+        lin.train(s != 3)
+        out.append((f(*data(s)), snap(lin, opt), sorted((k, v) for k, v in lin.state_dict().items())))
+    return out
+
+
+@scenario
+def weight_norm_parametrization_training(wrap):
+    symtrace.manual_seed(0)
+    lin = nn.utils.parametrizations.weight_norm(nn.Linear(4, 3))
+    opt = symtrace.optim.Adam(lin.parameters(), lr=0.05)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.mse_loss(lin(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(5):
+        out.append((f(*data(s)), snap(lin, opt)))
+    return out
+
+
+@scenario
+def functional_call_with_swapped_parameter_dicts(wrap):
+    from symtrace.func import functional_call
+    m = mlp()
+    base = {k: v.detach().clone().requires_grad_() for k, v in m.named_parameters()}
+    alt = {k: (v.detach() * 0.5).requires_grad_() for k, v in m.named_parameters()}
+
+    def step(params, x, y):
+        loss = F.mse_loss(functional_call(m, params, (x,)), y)
+        gs = symtrace.autograd.grad(loss, list(params.values()))
+        return loss, list(gs)
+
+    f, out = wrap(step), []
+    for s in range(5):
+        out.append(f(base if s % 2 == 0 else alt, *data(s)))
+    return out
+
+
+@scenario
+def maml_inner_step_with_create_graph(wrap):
+    from symtrace.func import functional_call
+    m = mlp()
+    opt = symtrace.optim.Adam(m.parameters(), lr=0.01)
+
+    def step(xs, ys, xq, yq, inner_lr):
+        params = dict(m.named_parameters())
+        l_in = F.mse_loss(functional_call(m, params, (xs,)), ys)
+        gs = symtrace.autograd.grad(l_in, list(params.values()), create_graph=True)
+        fast = {k: p - inner_lr * g for (k, p), g in zip(params.items(), gs)}
+        opt.zero_grad()
+        l_out = F.mse_loss(functional_call(m, fast, (xq,)), yq)
+        l_out.backward()
+        opt.step()
+        return l_in, l_out
+
+    f, out = wrap(step), []
+    for s in range(4):
+        out.append((f(*data(s), *data(50 + s), [0.1, 0.5, 0.1, 0.0][s]), snap(m, opt)))
+    return out
+
+
+# ====================================================================== module hooks with kwargs and globals
+@scenario
+def forward_hook_with_kwargs_and_always_call(wrap):
+    m = mlp()
+    seen = []
+
+    def pre(mod, args, kwargs):
+        seen.append("pre")
+        return (args[0] + 0.1,), kwargs
+
+    def post(mod, args, kwargs, output):
+        seen.append("post")
+        return output * 2
+
+    cm = wrap(m)
+    out, hs = [], []
+    for s in range(5):
+        if s == 1:
+            hs = [m[0].register_forward_pre_hook(pre, with_kwargs=True),
+                  m[2].register_forward_hook(post, with_kwargs=True, always_call=True)]
+        if s == 3:
+            for h in hs:
+                h.remove()
+        m.zero_grad()
+        x, y = data(s)
+        loss = F.mse_loss(cm(x), y)
+        loss.backward()
+        out.append((loss, snap(m), list(seen)))
     return out
 
 
