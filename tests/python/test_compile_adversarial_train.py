@@ -2508,6 +2508,132 @@ def forward_hook_with_kwargs_and_always_call(wrap):
     return out
 
 
+# ====================================================================== saved-tensor hooks, anomaly mode, input hooks
+@scenario
+def saved_tensors_hooks_around_the_forward(wrap):
+    m = mlp()
+    packed = []
+
+    def pack(t):
+        packed.append(tuple(t.shape))
+        return t * 1
+
+    def unpack(t):
+        return t
+
+    def step(x, y, hooked):
+        if hooked:
+            with symtrace.autograd.graph.saved_tensors_hooks(pack, unpack):
+                loss = F.mse_loss(m(x), y)
+        else:
+            loss = F.mse_loss(m(x), y)
+        loss.backward()
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(5):
+        m.zero_grad()
+        out.append((f(*data(s), s % 2 == 1), snap(m), list(packed)))
+    return out
+
+
+@scenario
+def hook_on_the_input_registered_outside(wrap):
+    m = mlp()
+    seen = []
+
+    def step(x, y):
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(5):
+        m.zero_grad()
+        x, y = data(s)
+        x.requires_grad_()
+        if s % 2:
+            x.register_hook(lambda g: seen.append(g.abs().sum()) or g * 0.5)
+        out.append((f(x, y), x.grad, snap(m), len(seen)))
+    out.append(seen)
+    return out
+
+
+@scenario
+def detect_anomaly_toggled_between_steps(wrap):
+    m = mlp()
+    opt = symtrace.optim.SGD(m.parameters(), lr=0.1)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(4):
+        with symtrace.autograd.set_detect_anomaly(s % 2 == 1):
+            out.append((f(*data(s)), snap(m, opt)))
+    return out
+
+
+class NoMaterialize(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.set_materialize_grads(False)
+        ctx.save_for_backward(x)
+        return x * 2, x * 3
+
+    @staticmethod
+    def backward(ctx, g1, g2):
+        (x,) = ctx.saved_tensors
+        out = symtrace.zeros_like(x)
+        if g1 is not None:
+            out = out + g1 * 2
+        if g2 is not None:
+            out = out + g2 * 3 * x
+        return out
+
+
+@scenario
+def custom_function_one_output_unused_per_step(wrap):
+    m = mlp()
+
+    def step(x, which):
+        a, b = NoMaterialize.apply(m(x))
+        loss = a.sum() if which == 0 else (b * b).sum() if which == 1 else (a * b).sum()
+        loss.backward()
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(6):
+        m.zero_grad()
+        out.append((f(data(s)[0], s % 3), snap(m)))
+    return out
+
+
+@scenario
+def checkpoint_with_dropout_preserves_rng(wrap):
+    from symtrace.utils.checkpoint import checkpoint
+    symtrace.manual_seed(0)
+    blk = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.3), nn.Tanh(), nn.Linear(8, 3))
+    opt = symtrace.optim.SGD(blk.parameters(), lr=0.1)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.mse_loss(checkpoint(blk, x, use_reentrant=False), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(4):
+        symtrace.manual_seed(100 + s)
+        out.append((f(*data(s)), snap(blk, opt)))
+    return out
+
+
 # ====================================================================== the test
 @pytest.mark.parametrize("sc", SCENARIOS, ids=lambda s: s.__name__)
 def test_compiled_training_matches_eager_on_every_step(sc):
