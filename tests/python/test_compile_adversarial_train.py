@@ -2634,6 +2634,93 @@ def checkpoint_with_dropout_preserves_rng(wrap):
     return out
 
 
+# ====================================================================== RNG and tensor-valued hyperparameters
+@scenario
+def gradient_noise_from_the_global_rng(wrap):
+    m = mlp()
+    opt = symtrace.optim.SGD(m.parameters(), lr=0.1)
+
+    def step(x, y, std):
+        opt.zero_grad()
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        for p in m.parameters():
+            p.grad.add_(symtrace.randn_like(p) * std)
+        opt.step()
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(5):
+        if s % 2 == 0:
+            symtrace.manual_seed(s)
+        out.append((f(*data(s), [0.1, 0.01, 0.0, 0.1, 1.0][s]), snap(m, opt)))
+    return out
+
+
+@scenario
+def augmentation_with_rand_inside_the_step(wrap):
+    m = mlp()
+    opt = symtrace.optim.Adam(m.parameters(), lr=0.01)
+
+    def step(x, y):
+        mask = (symtrace.rand(x.shape) > 0.2).float()
+        x = x * mask + symtrace.randn(x.shape) * 0.01
+        opt.zero_grad()
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        opt.step()
+        return loss, mask
+
+    f, out = wrap(step), []
+    symtrace.manual_seed(7)
+    for s in range(5):
+        out.append((f(*data(s, n=3 + s % 2)), snap(m, opt)))
+    return out
+
+
+@scenario
+def tensor_lr_filled_between_steps(wrap):
+    m = mlp()
+    lr = symtrace.tensor(0.1)
+
+    def step(x, y):
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        with symtrace.no_grad():
+            for p in m.parameters():
+                p.sub_(lr * p.grad)
+                p.grad.zero_()
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(5):
+        lr.fill_([0.1, 0.5, 0.05, 0.0, 0.2][s])
+        out.append((f(*data(s)), snap(m)))
+    return out
+
+
+SCHEDULE = {"w": [1.0, 0.0, 0.5]}
+
+
+@scenario
+def new_tensor_from_a_mutated_dict_value(wrap):
+    m = mlp()
+
+    def step(x, y):
+        w = x.new_tensor(SCHEDULE["w"])
+        loss = ((m(x) - y) ** 2 * w).mean()
+        loss.backward()
+        return loss
+
+    f, out = wrap(step), []
+    for s, w in enumerate([[1.0, 0.0, 0.5], [1.0, 1.0, 1.0], [0.0, 2.0, 0.5], [1.0, 1.0, 1.0]]):
+        SCHEDULE["w"] = w if s % 2 else list(w)
+        m.zero_grad()
+        out.append((f(*data(s)), snap(m)))
+    SCHEDULE["w"] = [1.0, 0.0, 0.5]
+    return out
+
+
 # ====================================================================== the test
 @pytest.mark.parametrize("sc", SCENARIOS, ids=lambda s: s.__name__)
 def test_compiled_training_matches_eager_on_every_step(sc):
