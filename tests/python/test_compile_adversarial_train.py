@@ -2721,6 +2721,131 @@ def new_tensor_from_a_mutated_dict_value(wrap):
     return out
 
 
+# ====================================================================== compiled model under higher-order autograd outside
+@scenario
+def gradient_penalty_outside_a_compiled_model(wrap):
+    m = mlp()
+    cm = wrap(m)
+    opt = symtrace.optim.SGD(m.parameters(), lr=0.05)
+    out = []
+    for s in range(4):
+        x, y = data(s)
+        x.requires_grad_()
+        opt.zero_grad()
+        pred = cm(x)
+        (gx,) = symtrace.autograd.grad(pred.sum(), x, create_graph=True)
+        loss = F.mse_loss(pred, y) + 0.1 * gx.pow(2).sum()
+        loss.backward()
+        opt.step()
+        out.append((loss, snap(m, opt)))
+    return out
+
+
+@scenario
+def hooks_on_outputs_of_a_compiled_model(wrap):
+    m = mlp()
+    cm = wrap(m)
+    seen = []
+    out = []
+    for s in range(5):
+        m.zero_grad()
+        x, y = data(s)
+        pred = cm(x)
+        if s % 2:
+            pred.register_hook(lambda g: seen.append(g.sum()) or g * 2)
+        pred.retain_grad()
+        loss = F.mse_loss(pred, y)
+        loss.backward()
+        out.append((loss, pred.grad, snap(m), len(seen)))
+    out.append(seen)
+    return out
+
+
+@scenario
+def compiled_model_output_modified_in_place_then_backward(wrap):
+    m = mlp()
+    cm = wrap(m)
+    out = []
+    for s in range(5):
+        m.zero_grad()
+        x, y = data(s)
+        pred = cm(x)
+        if s % 2:
+            pred.mul_(2)
+        pred[0].zero_()
+        loss = F.mse_loss(pred, y)
+        loss.backward()
+        out.append((loss, snap(m)))
+    return out
+
+
+# ====================================================================== a few more on llvm
+@scenario(backend="llvm")
+def llvm_batchnorm_train_eval_and_frozen_layer(wrap):
+    symtrace.manual_seed(0)
+    m = nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6), nn.GELU(), nn.Linear(6, 3))
+    opt = symtrace.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.mse_loss(m(x), y)
+        if m.training:
+            loss.backward()
+            opt.step()
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(6):
+        m.train(s != 2)
+        m[3].weight.requires_grad_(s < 4)
+        out.append((f(*data(s)), snap(m, opt), m[1].running_mean, m[1].running_var))
+    return out
+
+
+@scenario(backend="llvm", dynamic=True)
+def llvm_dynamic_shapes_with_create_graph(wrap):
+    m = mlp()
+    opt = symtrace.optim.Adam(m.parameters(), lr=0.01)
+
+    def step(x, y):
+        opt.zero_grad()
+        x = x.detach().requires_grad_()
+        out = m(x)
+        (gx,) = symtrace.autograd.grad(out.sum(), x, create_graph=True)
+        loss = F.mse_loss(out, y) + 0.1 * gx.pow(2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    f, out = wrap(step), []
+    for s, n in enumerate([2, 5, 3, 5, 8]):
+        out.append((f(*data(s, n=n)), snap(m, opt)))
+    return out
+
+
+@scenario(backend="llvm")
+def llvm_tensor_and_module_hooks_toggled(wrap):
+    m = mlp()
+    seen = []
+    cm = wrap(m)
+    out, hs = [], []
+    for s in range(5):
+        if s == 1:
+            hs = [m[0].weight.register_hook(lambda g: g * 0.5),
+                  m[2].register_full_backward_hook(lambda mod, gi, go: seen.append(go[0].sum())),
+                  m[1].register_forward_hook(lambda mod, a, o: o * 2)]
+        if s == 3:
+            for h in hs:
+                h.remove()
+        m.zero_grad()
+        x, y = data(s)
+        loss = F.mse_loss(cm(x), y)
+        loss.backward()
+        out.append((loss, snap(m), len(seen)))
+    out.append(seen)
+    return out
+
+
 # ====================================================================== the test
 @pytest.mark.parametrize("sc", SCENARIOS, ids=lambda s: s.__name__)
 def test_compiled_training_matches_eager_on_every_step(sc):
