@@ -2846,6 +2846,89 @@ def llvm_tensor_and_module_hooks_toggled(wrap):
     return out
 
 
+# ====================================================================== hooks and grads set up inside the step
+@scenario
+def param_hook_registered_and_removed_inside_each_step(wrap):
+    m = mlp()
+    seen = []
+
+    def step(x, y, k):
+        h = m[2].weight.register_hook(lambda g: seen.append(g.sum()) or g * k)
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        h.remove()
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(5):
+        m.zero_grad()
+        out.append((f(*data(s), [1.0, 2.0, 0.5, 2.0, 0.0][s]), snap(m), len(seen)))
+    out.append(seen)
+    return out
+
+
+@scenario
+def grads_preallocated_inside_the_step(wrap):
+    m = mlp()
+
+    def step(x, y, fresh):
+        if fresh:
+            for p in m.parameters():
+                p.grad = symtrace.full_like(p, 0.01)
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(6):
+        out.append((f(*data(s), s % 2 == 0), snap(m)))
+    return out
+
+
+@scenario
+def requires_grad_switched_inside_the_step(wrap):
+    m = mlp()
+    opt = symtrace.optim.SGD(m.parameters(), lr=0.1)
+
+    def step(x, y, phase):
+        for p in m[0].parameters():
+            p.requires_grad_(phase == 0)
+        for p in m[2].parameters():
+            p.requires_grad_(phase == 1)
+        opt.zero_grad(set_to_none=True)
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    f, out = wrap(step), []
+    for s in range(6):
+        out.append((f(*data(s), s % 2), snap(m, opt)))
+    return out
+
+
+@scenario
+def ema_of_a_closure_tensor_and_loss_history(wrap):
+    m = mlp()
+    avg = [symtrace.zeros(())]
+    hist = []
+
+    def step(x, y):
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        with symtrace.no_grad():
+            avg[0].mul_(0.9).add_(loss.detach(), alpha=0.1)
+        hist.append(loss.detach())
+        return loss / (avg[0] + 1)
+
+    f, out = wrap(step), []
+    for s in range(6):
+        m.zero_grad()
+        out.append((f(*data(s)), snap(m), avg[0].clone()))
+    out.append(hist)
+    return out
+
+
 # ====================================================================== the test
 @pytest.mark.parametrize("sc", SCENARIOS, ids=lambda s: s.__name__)
 def test_compiled_training_matches_eager_on_every_step(sc):
