@@ -2982,6 +2982,46 @@ def no_grad_exited_by_exception_after_break(wrap):
     return out
 
 
+@scenario
+def model_converted_to_float64_mid_training(wrap):
+    m = mlp()
+    cm = wrap(m)
+    out = []
+    for s in range(5):
+        if s == 2:
+            m.double()
+        opt = symtrace.optim.SGD(m.parameters(), lr=0.1)
+        x, y = data(s)
+        if s >= 2:
+            x, y = x.double(), y.double()
+        opt.zero_grad()
+        loss = F.mse_loss(cm(x), y)
+        loss.backward()
+        opt.step()
+        out.append((loss, snap(m)))
+    return out
+
+
+@scenario
+def state_dict_loaded_into_a_compiled_model(wrap):
+    m = mlp()
+    other = mlp(seed=9)
+    cm = wrap(m)
+    out = []
+    for s in range(5):
+        if s in (2, 4):
+            m.load_state_dict(other.state_dict())
+        m.zero_grad()
+        x, y = data(s)
+        loss = F.mse_loss(cm(x), y)
+        loss.backward()
+        with symtrace.no_grad():
+            for p in m.parameters():
+                p.sub_(0.1 * p.grad)
+        out.append((loss, snap(m)))
+    return out
+
+
 # ====================================================================== the test
 @pytest.mark.parametrize("sc", SCENARIOS, ids=lambda s: s.__name__)
 def test_compiled_training_matches_eager_on_every_step(sc):
