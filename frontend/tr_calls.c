@@ -141,10 +141,34 @@ static const char *const tensor_deny[] = {"backward", "register_hook", "retain_g
 static const char *const tensor_meta_mut[] = {"requires_grad_", "detach_", "resize_",
                                                "resize_as_", "set_", "share_memory_", NULL};
 
+/* Host data a guard cannot see into: a numpy array or scalar, a buffer
+ * (array.array, memoryview, bytes...), also inside a list or tuple. */
+static bool is_host_data(PyObject *o, int depth)
+{
+    if (!o || st_fe_is_tensor(o) || PyUnicode_Check(o))
+        return false;
+    PyTypeObject *t = Py_TYPE(o);
+    if (!strncmp(t->tp_name, "numpy.", 6) || PyObject_CheckBuffer(o))
+        return true;
+    if ((PyList_Check(o) || PyTuple_Check(o)) && depth < 2) {
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+        for (Py_ssize_t i = 0; i < n && i < 64; i++)
+            if (is_host_data(PySequence_Fast_GET_ITEM(o, i), depth + 1))
+                return true;
+    }
+    return false;
+}
+
 static int check_symtrace_fn(tr_state *s, PyObject *fn, tr_var *args, int nargs)
 {
     char buf[200];
     const char *q = tr_qualname(fn, buf, sizeof buf);
+    /* tensor(ndarray), from_numpy, full(shape, np.float32(v)), ...: the data
+     * would become a constant of the graph, guarded by its type only */
+    for (int i = 0; i < nargs; i++)
+        if (is_host_data(args[i].v, 0))
+            return tr_break(s, "call to %s with host data (%s): its values would be a "
+                            "constant of the graph", q, Py_TYPE(args[i].v)->tp_name);
     const char *last = strrchr(q, '.');
     last = last ? last + 1 : q;
     /* state machines that sync or step (GradScaler keeps its scale in a
@@ -178,6 +202,22 @@ static int check_symtrace_fn(tr_state *s, PyObject *fn, tr_var *args, int nargs)
 static int call_pylayer(tr_state *s, PyObject *cls, tr_var *args, int nargs,
                         PyObject *kwnames, tr_var *out)
 {
+    /* forward and backward run for real on these values while traced: what
+     * they read of the arguments that are not tensors (a scale, a flag) is
+     * guarded by value (what they read of globals is not: see README) */
+    for (int i = 0; i < nargs; i++) {
+        tr_var *v = &args[i];
+        if (!v->v || st_fe_is_tensor(v->v) || v->it || v->aux != TR_AUX_NONE)
+            continue;
+        if (tr_is_lazy(v->v)) {
+            if (tr_lazy_plain_var(s, v) < 0)
+                return -1;
+            continue;
+        }
+        st_fe_src *vs = v->src ? v->src : (tr_is_fresh(s, v->v) ? NULL : tr_lookup_src(s, v->v));
+        if (vs && st_fe_guard_value(&s->guards, vs, v->v) < 0)
+            return tr_break_exc(s, "guard");
+    }
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
     PyObject *a = PyTuple_New(nargs - nkw), *kw = nkw ? PyDict_New() : NULL;
     if (!a || (nkw && !kw)) {

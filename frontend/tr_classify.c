@@ -51,6 +51,8 @@ int tr_calls_init(void)
     tr_refs.gradmode_cls = import_attr("symtrace.autograd.grad_mode", "_GradMode");
     tr_refs.autocast_cls = import_attr("symtrace.amp.autocast_mode", "autocast");
     tr_refs.recfn_cls = import_attr("symtrace.profiler", "record_function");
+    tr_refs.mode_snapshot = import_attr("symtrace.autograd.grad_mode", "_mode_snapshot");
+    tr_refs.mode_restore = import_attr("symtrace.autograd.grad_mode", "_mode_restore");
     tr_refs.dtype_cls = import_attr("symtrace", "dtype");
     tr_refs.device_cls = import_attr("symtrace", "device");
     tr_refs.modlist_cls = import_attr("symtrace.nn", "ModuleList");
@@ -59,7 +61,7 @@ int tr_calls_init(void)
     tr_refs.is_compiling_fn = import_attr("symtrace.compiler", "is_compiling");
     if (!tr_refs.pkg_dir || !tr_refs.mod_dir || !tr_refs.nn_utils || !tr_refs.c_module || !tr_refs.builtins_mod || !tr_refs.math_mod ||
         !tr_refs.operator_mod || !tr_refs.op_mod2 || !tr_refs.nn_module_cls || !tr_refs.function_cls ||
-        !tr_refs.gradmode_cls || !tr_refs.autocast_cls || !tr_refs.recfn_cls || !tr_refs.dtype_cls || !tr_refs.device_cls || !tr_refs.modlist_cls || !tr_refs.seq_cls ||
+        !tr_refs.gradmode_cls || !tr_refs.autocast_cls || !tr_refs.recfn_cls || !tr_refs.mode_snapshot || !tr_refs.mode_restore || !tr_refs.dtype_cls || !tr_refs.device_cls || !tr_refs.modlist_cls || !tr_refs.seq_cls ||
         !tr_refs.moddict_cls || !tr_refs.is_compiling_fn)
         return -1;
     return 0;

@@ -200,6 +200,7 @@ struct tr_refs {
     PyObject *c_module, *builtins_mod, *math_mod, *operator_mod, *op_mod2;
     PyObject *nn_module_cls, *function_cls, *gradmode_cls, *autocast_cls, *dtype_cls, *device_cls;
     PyObject *recfn_cls;   /* symtrace.profiler.record_function */
+    PyObject *mode_snapshot, *mode_restore;   /* autograd.grad_mode's Python-side modes */
     PyObject *is_compiling_fn;               /* symtrace.compiler.is_compiling: True in a graph */
     PyObject *modlist_cls, *seq_cls, *moddict_cls;
 };

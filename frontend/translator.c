@@ -798,6 +798,26 @@ typedef struct {
 /* ---------------- st_fe_translate ---------------- */
 /* One translation; bp: stop before bp->start in the root frame and make a
  * partial graph (result: the break function's arguments). */
+static void restore_pymodes(PyObject *snap)
+{
+    if (!snap)
+        return;
+#if PY_VERSION_HEX >= 0x030C0000
+    PyObject *exc = PyErr_GetRaisedException();
+#else
+    PyObject *et, *exc, *tb;
+    PyErr_Fetch(&et, &exc, &tb);
+#endif
+    PyObject *r = PyObject_CallOneArg(tr_refs.mode_restore, snap);
+    Py_XDECREF(r);
+    PyErr_Clear();
+#if PY_VERSION_HEX >= 0x030C0000
+    PyErr_SetRaisedException(exc);
+#else
+    PyErr_Restore(et, exc, tb);
+#endif
+}
+
 static st_fe_entry *translate_once(const st_fe_frame *f, const st_fe_options *opts,
                                    PyObject **result, st_fe_break *brk,
                                    const st_fe_brkpt *bp, tr_outcome *oc)
@@ -830,6 +850,11 @@ static st_fe_entry *translate_once(const st_fe_frame *f, const st_fe_options *op
     st_rt_rng_get_state(&seed, &off);
     bool grad = st_ad_grad_enabled();
     uint32_t autocast = st_rt_autocast_state();
+    /* the Python side of the modes a with block may enter while tracing
+     * (inference_mode's depth): put back if the translation stops inside */
+    PyObject *pymodes = PyObject_CallNoArgs(tr_refs.mode_snapshot);
+    if (!pymodes)
+        PyErr_Clear();
     s->guards.grad_mode = grad;
     s->guards.autocast = autocast;
     s->guards.module_epoch = st_fe_module_epoch;
@@ -1006,6 +1031,7 @@ broke:
 broke_ended:
     tracing = false;
     st_rt_rng_set_state(seed, off);
+    restore_pymodes(pymodes);
     st_ad_set_grad_enabled(grad);
     st_rt_autocast_swap(autocast);
     if (!s->broke || s->fatal)
@@ -1029,12 +1055,14 @@ error:
     if (tracing)
         st_rt_trace_abort();
     st_rt_rng_set_state(seed, off);
+    restore_pymodes(pymodes);
     st_ad_set_grad_enabled(grad);
     st_rt_autocast_swap(autocast);
     brk->reason[0] = 0;
     if (!PyErr_Occurred())
         PyErr_SetString(PyExc_RuntimeError, "symtrace: translation failed");
 cleanup:
+    Py_XDECREF(pymodes);
     frame_free(fr);
     s->top = NULL;
     while (s->gens) {          /* none left (their iterators went with the frames) */

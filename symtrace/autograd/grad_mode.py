@@ -64,6 +64,16 @@ class set_grad_enabled(_GradMode):
 _inference = threading.local()
 
 
+def _mode_snapshot():
+    """The Python side of the modes (inference_mode's depth), for the translator: a
+    translation that stops inside a `with inference_mode()` block puts it back."""
+    return getattr(_inference, "depth", 0)
+
+
+def _mode_restore(depth):
+    _inference.depth = depth
+
+
 def is_inference_mode_enabled():
     """True inside an inference_mode(True) region (this thread)."""
     return getattr(_inference, "depth", 0) > 0

@@ -192,3 +192,64 @@ def test_bound_method_passed_in_reads_its_self():
     same(fn, f, s.m, x)
     s.k = 3.0
     same(fn, f, s.m, x)
+
+
+def test_inference_mode_is_left_when_the_translation_stops_inside_it():
+    w = st.ones(2).requires_grad_()
+
+    def step(x):
+        with st.inference_mode():
+            n = (x * w).sum().item()           # a graph break inside the block
+        return n
+
+    @st.inference_mode()
+    def g(x):
+        return (x * w).sum().item()
+
+    def step2(x):
+        return g(x) + 1
+
+    for fn, want in ((step, 2.0), (step2, 3.0)):
+        c = st.compile(fn, backend="interp")
+        for _ in range(3):
+            assert c(st.ones(2)) == want
+            assert not st.is_inference_mode_enabled() and st.is_grad_enabled()
+
+
+def test_host_data_made_into_a_tensor_is_not_a_stale_constant():
+    import array
+
+    import numpy as np
+    f = st.compile(lambda a: st.tensor(a) * 2, backend="interp")
+    for v in ([1.0, 2.0], [5.0, 6.0], [7.0]):
+        assert f(np.array(v, dtype=np.float32)).tolist() == [2 * t for t in v]
+    g = st.compile(lambda v: st.full((2,), v) + 1, backend="interp")
+    for v in (1.0, 2.0):
+        assert g(np.float32(v)).tolist() == [v + 1] * 2
+    h = st.compile(lambda v: st.as_tensor(v) + 1, backend="interp")
+    for v in (array.array("f", [1, 2]), array.array("f", [3])):
+        assert h(v).tolist() == [t + 1 for t in v]
+
+
+def test_custom_function_arguments_that_are_not_tensors_are_guarded():
+    from symtrace.autograd import Function
+
+    class Affine(Function):
+        @staticmethod
+        def forward(ctx, x, a):
+            ctx.a = a
+            return x * a
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * ctx.a, None
+
+    def step(x, a):
+        y = Affine.apply(x, a)
+        y.sum().backward()
+        return y, x.grad
+
+    f = st.compile(step, backend="interp")
+    for a in (1.0, 2.0, 3.0, 2.0):
+        y, g = f(st.ones(2).requires_grad_(), a)
+        assert y.tolist() == [a, a] and g.tolist() == [a, a]
