@@ -200,3 +200,16 @@ class Function:
 
 
 PyLayer = Function
+
+
+def once_differentiable(fn):
+    """once_differentiable(backward): marks a custom Function's backward as not
+    differentiable itself (it runs under no_grad; a gradient of its gradient is then
+    not recorded), as torch.autograd.function.once_differentiable."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(ctx, *args):
+        with no_grad():
+            return fn(ctx, *args)
+    return wrapper

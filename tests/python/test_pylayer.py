@@ -414,3 +414,24 @@ def test_saved_tensors_freed_after_backward_and_no_cycles():
     finally:
         if was_enabled:
             gc.enable()
+
+
+def test_once_differentiable_backward():
+    from symtrace.autograd.function import once_differentiable
+
+    class Sq(st.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        @once_differentiable
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            assert not st.is_grad_enabled()
+            return 2 * x * g
+
+    x = st.tensor([3.0, -1.0], requires_grad=True)
+    Sq.apply(x).sum().backward()
+    assert x.grad.tolist() == [6.0, -2.0]
