@@ -28,7 +28,9 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
     """sum(input, dim=None, keepdim=False, *, dtype=None)."""
     if dtype is not None:
         input = to_dtype(input, dtype)
-    return _reduce(_C.OP_SUM, input, dim, keepdim, "sum")
+    r = _reduce(_C.OP_SUM, input, dim, keepdim, "sum")
+    # an explicit small integer dtype is kept (the kernel widens to int64; wrapping agrees)
+    return r if dtype is None or r.dtype is dtype else to_dtype(r, dtype)
 
 
 def mean(input, dim=None, keepdim=False, *, dtype=None):
@@ -41,7 +43,9 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
 def prod(input, dim=None, keepdim=False, *, dtype=None):
     if dtype is not None:
         input = to_dtype(input, dtype)
-    return _reduce(_C.OP_PROD, input, dim, keepdim, "prod")
+    r = _reduce(_C.OP_PROD, input, dim, keepdim, "prod")
+    # an explicit small integer dtype is kept (the kernel widens to int64; wrapping agrees)
+    return r if dtype is None or r.dtype is dtype else to_dtype(r, dtype)
 
 
 def amax(input, dim=(), keepdim=False):
