@@ -5,7 +5,7 @@ to_dtype; and addcmul, addcdiv and lerp written over them."""
 import builtins
 
 from .. import _C
-from .._dtype import bool_
+from .._dtype import bfloat16, bool_, float16, float32
 from ._core import HAS_MAX, HAS_MIN, INT_VALUE, _attrs, _check_tensor, _is_tensor, _op, _tname
 
 
@@ -108,6 +108,21 @@ def div(input, other, *, rounding_mode=None):
     if rounding_mode == "floor":
         return _op(_C.OP_FLOOR_DIVIDE, (input, other))
     if rounding_mode == "trunc":
+        dt = result_type(input, other)
+        if not dt.is_floating_point and dt is not bool_:
+            # integers: floor quotient, one up where it rounded down a negative
+            # non-exact quotient (exact for every int64; the float path is not)
+            q = _op(_C.OP_FLOOR_DIVIDE, (input, other))
+            r = remainder(input, other)
+            if not _is_tensor(other):
+                differ = ge(input, 0) if other < 0 else lt(input, 0)
+            elif not _is_tensor(input):
+                differ = ge(other, 0) if input < 0 else lt(other, 0)
+            else:
+                differ = ne(lt(input, 0), lt(other, 0))
+            up = logical_and(ne(r, 0), differ)
+            q = add(q, up.to(q.dtype))
+            return q if q.dtype is dt else q.to(dt)
         q = _op(_C.OP_DIV, (input, other))
         r = where(q < 0, ceil(q), floor(q))
         dt = result_type(input, other)
@@ -235,11 +250,15 @@ def lerp(input, end, weight):
     if end.dtype is not input.dtype:
         raise RuntimeError(f"expected dtype {_tname(input.dtype).lower()} for `end` but got dtype "
                            f"{_tname(end.dtype).lower()}")
+    if _is_tensor(weight) and weight.dim() and weight.dtype is not input.dtype:
+        raise RuntimeError(f"expected dtype {_tname(input.dtype).lower()} for `weight` but got "
+                           f"dtype {_tname(weight.dtype).lower()}")
+    if input.dtype in (float16, bfloat16):
+        # torch computes half lerp in float32 (end - input overflows float16 otherwise)
+        w = to_dtype(weight, float32) if _is_tensor(weight) else weight
+        return lerp(to_dtype(input, float32), to_dtype(end, float32), w).to(input.dtype)
     diff = sub(end, input)
     if _is_tensor(weight):
-        if weight.dim() and weight.dtype is not input.dtype:
-            raise RuntimeError(f"expected dtype {_tname(input.dtype).lower()} for `weight` but got "
-                               f"dtype {_tname(weight.dtype).lower()}")
         return where(lt(abs(weight), 0.5), add(input, mul(weight, diff)),
                      sub(end, mul(diff, sub(1, weight))))
     if builtins.abs(weight) < 0.5:

@@ -232,6 +232,13 @@ def fmod(input, other):
     if not dt.is_floating_point and not _is_tensor(other) and other == 0:
         raise RuntimeError("ZeroDivisionError")
     a = to_dtype(input, dt)
+    if not dt.is_floating_point and _is_tensor(other):
+        # integers: |INT_MIN| wraps, so no abs(): the floor remainder (divisor's sign)
+        # moved back by the divisor where its sign is not the dividend's
+        b = to_dtype(other, dt)
+        r = remainder(a, b)
+        fix = logical_and(ne(r, 0), ne(lt(r, 0), lt(a, 0)))
+        return where(fix, sub(r, b), r)
     if _is_tensor(other):
         b = to_dtype(other, dt)
         b = where(lt(b, 0), neg(b), b)

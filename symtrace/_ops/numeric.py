@@ -9,7 +9,7 @@ import builtins
 import collections
 import math
 
-from .._dtype import bool_, float32, float64, int32
+from .._dtype import bfloat16, bool_, float16, float32, float64, int32
 from ._core import _bshape, _check_tensor, _tname
 from .elementwise import (abs, add, div, eq, floor, floor_divide, ge, gt, le, log, logical_and,
                           logical_not, logical_or, lt, mul, ne, neg, pow, remainder, result_type,
@@ -34,6 +34,9 @@ def round(input, *, decimals=0, out=None):
         return _out(_round(input), out, "round")
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"round_cpu\" not implemented for '{_tname(input.dtype)}'")
+    if input.dtype in (float16, bfloat16):
+        # torch scales half inputs in float32 (x * 10**d overflows float16)
+        return _out(round(input.float(), decimals=decimals).to(input.dtype), out, "round")
     p = 10.0 ** builtins.abs(decimals)
     r = mul(_round(div(input, p)), p) if decimals < 0 else div(_round(mul(input, p)), p)
     return _out(r, out, "round")

@@ -8,9 +8,9 @@ import math
 import warnings
 
 from .. import _C
-from .._dtype import bfloat16, bool_, float16, float32, float64
+from .._dtype import bfloat16, bool_, float16, float32, float64, uint8
 from ._core import KEEPDIM, _attrs, _check_tensor, _dims, _is_tensor, _op, _tname, _wrap, _wrap_dims
-from .elementwise import (abs, div, eq, gt, logical_not, maximum, minimum, mul, ne, pow, sqrt, sub,
+from .elementwise import (abs, div, eq, exp, gt, log, logical_not, maximum, minimum, mul, ne, pow, sqrt, sub,
                           to_dtype, where)
 from .creation import _scalar0
 from .float_math import isnan
@@ -28,7 +28,9 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
     """sum(input, dim=None, keepdim=False, *, dtype=None)."""
     if dtype is not None:
         input = to_dtype(input, dtype)
-    return _reduce(_C.OP_SUM, input, dim, keepdim, "sum")
+    r = _reduce(_C.OP_SUM, input, dim, keepdim, "sum")
+    # an explicit small integer dtype is kept (the kernel widens to int64; wrapping agrees)
+    return r if dtype is None or r.dtype is dtype else to_dtype(r, dtype)
 
 
 def mean(input, dim=None, keepdim=False, *, dtype=None):
@@ -41,7 +43,9 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
 def prod(input, dim=None, keepdim=False, *, dtype=None):
     if dtype is not None:
         input = to_dtype(input, dtype)
-    return _reduce(_C.OP_PROD, input, dim, keepdim, "prod")
+    r = _reduce(_C.OP_PROD, input, dim, keepdim, "prod")
+    # an explicit small integer dtype is kept (the kernel widens to int64; wrapping agrees)
+    return r if dtype is None or r.dtype is dtype else to_dtype(r, dtype)
 
 
 def amax(input, dim=(), keepdim=False):
@@ -55,6 +59,8 @@ def logsumexp(input, dim, keepdim=False):
     _check_tensor(input, "logsumexp")
     if not input.dtype.is_floating_point:  # torch computes integers in the default float
         input = to_dtype(input, _C.float32)
+    if input.numel() == 0:   # the kernel's max step rejects an empty reduction: log(0) = -inf
+        return log(sum(exp(input), dim, keepdim))
     return _reduce(_C.OP_LOGSUMEXP, input, dim, keepdim, "logsumexp")
 
 
@@ -127,6 +133,9 @@ def softmax(input, dim, dtype=None):
     _check_tensor(input, "softmax")
     if dtype is not None:
         input = to_dtype(input, dtype)
+    if input.numel() == 0 and input.dtype.is_floating_point:   # nothing to normalise
+        _wrap(dim, input.dim(), "softmax")
+        return input.clone()
     return _op(_C.OP_SOFTMAX, (input,), _attrs(ints=(dim,)))
 
 
@@ -134,6 +143,9 @@ def log_softmax(input, dim, dtype=None):
     _check_tensor(input, "log_softmax")
     if dtype is not None:
         input = to_dtype(input, dtype)
+    if input.numel() == 0 and input.dtype.is_floating_point:   # nothing to normalise
+        _wrap(dim, input.dim(), "log_softmax")
+        return input.clone()
     return _op(_C.OP_LOG_SOFTMAX, (input,), _attrs(ints=(dim,)))
 
 
@@ -278,8 +290,9 @@ def any(input, dim=None, keepdim=False):
     _check_tensor(input, "any")
     nz = ne(input, 0)
     if isinstance(dim, (list, tuple)) and not dim:     # dim=(): nothing reduced, as torch
-        return nz
-    return gt(sum(nz, _reduce_dims(input, dim, "any"), keepdim), 0)
+        return nz.to(uint8) if input.dtype is uint8 else nz
+    r = gt(sum(nz, _reduce_dims(input, dim, "any"), keepdim), 0)
+    return r.to(uint8) if input.dtype is uint8 else r     # torch keeps uint8 for uint8
 
 
 def all(input, dim=None, keepdim=False):
@@ -287,8 +300,10 @@ def all(input, dim=None, keepdim=False):
     an empty reduction); as torch.all."""
     _check_tensor(input, "all")
     if isinstance(dim, (list, tuple)) and not dim:
-        return ne(input, 0)
-    return eq(sum(eq(input, 0), _reduce_dims(input, dim, "all"), keepdim), 0)
+        r = ne(input, 0)
+    else:
+        r = eq(sum(eq(input, 0), _reduce_dims(input, dim, "all"), keepdim), 0)
+    return r.to(uint8) if input.dtype is uint8 else r
 
 
 def count_nonzero(input, dim=None):
