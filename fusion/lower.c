@@ -271,8 +271,20 @@ int st_fuse_ew_node(st_kernel *k, const st_graph *g, const st_stmt *s,
             st_meta ms[2] = {*vmeta(g, s->in[0]), *vmeta(g, s->in[1])};
             cdt = st_result_type(ms, 2);
         }
-        int l0 = n_cast(k, ld[0], cdt); /* sequenced: node order */
-        int l1 = n_cast(k, ld[1], cdt);
+        /* a half-type op computes in float (PyTorch's opmath): an operand
+         * that is not of the half type (a Python number, a 0-d float32 or
+         * int tensor: anything else would have promoted the result) is
+         * taken to float, not rounded to the half type first (half(0.5) *
+         * 1e5 is 49984, not inf) */
+        st_dtype c0 = cdt, c1 = cdt;
+        if ((cdt == ST_FLOAT16 || cdt == ST_BFLOAT16) && !is_compare(s->op) && !is_logical(s->op)) {
+            if (k->nodes[ld[0]].dtype != cdt)
+                c0 = ST_FLOAT32;
+            if (k->nodes[ld[1]].dtype != cdt)
+                c1 = ST_FLOAT32;
+        }
+        int l0 = n_cast(k, ld[0], c0); /* sequenced: node order */
+        int l1 = n_cast(k, ld[1], c1);
         r = n_binary(k, s->op, l0, l1, odt);
     } else {
         st_err(ST_ERR_RUNTIME, "lower: %s is not elementwise",

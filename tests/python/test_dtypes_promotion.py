@@ -95,3 +95,15 @@ def test_result_dtype_of_unary_float_ops(torch):
             check_torch(getattr(st, name), getattr(torch, name), x)
         check_torch(st.mean, torch.mean, x)
         check_torch(st.sum, torch.sum, x)
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+def test_half_ops_with_numbers_compute_in_float(torch, dt):
+    # torch's opmath: a Python number (or a 0-d float32/int tensor) meets a half tensor in
+    # float, not rounded to the half type first (half(0.5) * 1e5 is 49984, not inf)
+    x = make((4,), dt, values=[0.5, 3.0, -0.25, 1e-3])
+    for f in (lambda a: a * 1e5, lambda a: a / 1e-5, lambda a: a * 100000, lambda a: a + 1e-4,
+              lambda a: a - 0.1, lambda a: 3.3 * a, lambda a: a * a.new_tensor(1e5).float()
+              if False else a * 7.77, lambda a: 1e5 - a):
+        check_torch(f, f, x, rtol=0, atol=0)
+    check_torch(lambda a: a * st.tensor(1e5), lambda a: a * torch.tensor(1e5), x, rtol=0, atol=0)
