@@ -751,14 +751,15 @@ static PyObject *plain_impl(tr_state *s, PyObject *o, int depth, bool syms)
             if (!tr_is_symint(v) && !tr_is_lazy(v) && !PyTuple_Check(v) && !PyList_Check(v))
                 continue;
             PyObject *p = plain_impl(s, v, depth + 1, syms);
-            if (!p || PyDict_SetItem(o, k, p) < 0) {
-                Py_XDECREF(p);
+            if (!p)
                 return NULL;
-            }
+            /* a new value for a key it has: no resize, the walk goes on (a
+             * restart here looped forever on a list value, which comes back
+             * as itself: d.setdefault("k", []).append(x)) */
+            int rc = p != v ? PyDict_SetItem(o, k, p) : 0;
             Py_DECREF(p);
-            pos = 0;   /* restart: the dict may have been resized (it was not) */
-            if (depth > 6)
-                break;
+            if (rc < 0)
+                return NULL;
         }
         return Py_NewRef(o);
     }

@@ -253,3 +253,22 @@ def test_custom_function_arguments_that_are_not_tensors_are_guarded():
     for a in (1.0, 2.0, 3.0, 2.0):
         y, g = f(st.ones(2).requires_grad_(), a)
         assert y.tolist() == [a, a] and g.tolist() == [a, a]
+
+
+def test_dict_holding_a_list_does_not_hang_the_translator():
+    # a lazy/symbolic-number walk over a dict restarted at every list value, forever
+    def f(d, x):
+        d.setdefault("acc", []).append(x)
+        return len(d)
+
+    def tm(t):
+        if isinstance(t, dict):
+            return {k: tm(v) for k, v in t.items()}
+        if isinstance(t, list):
+            return [tm(v) for v in t]
+        return t * 3
+
+    d = {}
+    assert st.compile(f, backend="interp")(d, st.ones(1)) == 1 and len(d["acc"]) == 1
+    r = st.compile(tm, backend="interp")({"b": [st.ones(1)], "c": (st.ones(1),)})
+    assert r["b"][0].tolist() == [3.0]
