@@ -1396,6 +1396,8 @@ int tr_dyn_before_call(tr_state *s, PyObject *fn, tr_var *args, int nargs,
         return tr_break_exc(s, "dynamic shapes");
     st_graph *g = st_rt_trace_graph();
     dc->n0 = g ? g->nstmts : 0;
+    for (int i = 0; dc->kind == 0 && i < nargs; i++)
+        dc->targs |= args[i].v && st_fe_is_tensor(args[i].v);
     /* everything but a shape argument is specialized; shape arguments go
      * in as their values (their expressions are attached afterwards) */
     for (int i = 0; i < nargs; i++) {
@@ -1424,6 +1426,20 @@ PyObject *tr_dyn_after_call(tr_state *s, tr_dyncall *dc, PyObject *r)
     if (!s->dyn || !r) {
         Py_CLEAR(dc->shape);
         return r;
+    }
+    if (dc->kind == 0 && dc->targs && s->dyn->shapes) {
+        /* a symtrace function run for real on tensors whose sizes may be
+         * symbolic, which made an arange from them inside (flip, roll: an
+         * index of the traced size): a constant of the graph that an
+         * instance for another size would keep. The frame is translated
+         * again with static shapes */
+        st_graph *g = st_rt_trace_graph();
+        for (int si = dc->n0; g && si < g->nstmts; si++)
+            if (g->stmts[si].op == ST_OP_ARANGE) {
+                Py_DECREF(r);
+                tr_break(s, "dynamic shapes: a call made an index from a size inside");
+                return NULL;
+            }
     }
     if (dc->kind == 2)
         return tr_dyn_wrap_size(s, dc->tensor, r, PyTuple_Check(r) ? 0 : 1, dc->dim);

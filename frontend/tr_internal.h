@@ -261,6 +261,7 @@ int tr_bind_args(PyObject *fn, PyObject *const *args, Py_ssize_t nargs,
 /* ---- tr_dynamic.c: dynamic shapes (see its top comment) */
 typedef struct {
     int kind, n0, dim;
+    bool targs;              /* a tensor among the arguments (kind 0) */
     PyObject *tensor;        /* borrowed */
     PyObject *shape;         /* owned */
 } tr_dyncall;

@@ -272,3 +272,17 @@ def test_dict_holding_a_list_does_not_hang_the_translator():
     assert st.compile(f, backend="interp")(d, st.ones(1)) == 1 and len(d["acc"]) == 1
     r = st.compile(tm, backend="interp")({"b": [st.ones(1)], "c": (st.ones(1),)})
     assert r["b"][0].tolist() == [3.0]
+
+
+def test_dynamic_shapes_do_not_keep_an_index_made_from_a_size():
+    # flip (an arange inside a symtrace function run for real) baked the traced size into a
+    # graph that dynamic shapes then reused for other sizes
+    def f(x):
+        if x.shape[0] > 4:
+            return x[:4] * 2
+        return x.flip(0)
+
+    cf = st.compile(f, backend="interp", dynamic=True)
+    for n in (3, 6, 2, 8, 4, 5):
+        x = st.arange(n) * 1.0
+        assert cf(x).tolist() == f(x).tolist()
