@@ -4,6 +4,19 @@
 # dtypes, shapes, errors, gradients) and symtrace.compile (llvm and interp) against eager.
 # Also the regressions of the Python fixes this sweep made (integer div(trunc)/fmod, half
 # lerp/round(decimals), softmax/logsumexp over empty dims, any/all on uint8, sum(dtype=)).
+# Known differences from torch, left out of the comparisons (found by this sweep):
+# - signs of zero: relu/log1p/elu/pow(x, 0.5) of -0.0 give +0 (torch -0); gelu of -0 and of
+#   large negatives gives -0 (torch +0), hardswish likewise; cumsum([-0.]) and
+#   binary_cross_entropy(0, 0) give -0 (torch +0); bfloat16 fmax/fmin of (-0, 0) pick the
+#   other zero; converting -NaN to bfloat16 drops its sign.
+# - hardswish(-inf) is 0 (torch NaN).
+# - gradients at NaN/inf/ties: relu at NaN 0 (torch 1), maximum/minimum of two NaNs 0
+#   (torch 1), copysign with a NaN input 0 (torch NaN), fmod's divisor gradient at an inf
+#   dividend NaN (torch -inf), atan2 at (0, 0) +0 (torch -0), std(correction=0) of one
+#   element NaN (torch 0), nanmean of all-NaN 0 (torch NaN), kl_div's target gradient at
+#   target 0 finite (torch NaN), norm(p=0) a zero gradient (torch None).
+# - einsum diagonals ("ii->") are not supported; softmax of an empty integer tensor raises;
+#   norm(p=inf) of an empty tensor along a non-empty dim raises.
 import math
 
 import numpy as np
