@@ -865,6 +865,13 @@ static int call_cmethod(tr_state *s, PyObject *fn, tr_var *args, int nargs,
             if (v)
                 return tr_item_var(s, src, args[0].v, v, out);
         }
+        /* a lookup in a dict from outside by a key no source can hold (a
+         * tensor, hashed by identity): what it finds would be a constant */
+        if (PyDict_Check(self) && nargs >= 1 && !tr_is_fresh(s, self) && !tr_const_key(args[0].v) &&
+            (!strcmp(nm, "get") || !strcmp(nm, "__getitem__") || !strcmp(nm, "__contains__") ||
+             !strcmp(nm, "setdefault") || !strcmp(nm, "pop")))
+            return tr_break(s, "dict.%s keyed by a %s (its value would be a constant)", nm,
+                            tr_type_name(args[0].v));
         for (int i = 0; i < nargs; i++)
             if (args[i].it)
                 return tr_break(s, "an iterator passed to %s", nm);

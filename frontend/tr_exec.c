@@ -1205,6 +1205,12 @@ int tr_run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
                 rc = tr_break(s, "'in' on a tensor (data-dependent)");
             if (!rc && !tr_safe_type(a.v) && !PyDict_Check(b.v) && !PyAnySet_Check(b.v))
                 rc = tr_break(s, "'in' with a %s (its __eq__ may run)", tr_type_name(a.v));
+            /* membership by identity (a tensor key) in a dict or set from
+             * outside: the answer would be a constant no guard re-checks */
+            if (!rc && (PyDict_Check(b.v) || PyAnySet_Check(b.v)) && !tr_const_key(a.v) &&
+                !tr_is_fresh(s, b.v))
+                rc = tr_break(s, "'in' of a %s key in a %s from outside", tr_type_name(a.v),
+                              tr_type_name(b.v));
             if (!rc) {
                 r = PySequence_Contains(b.v, a.v);
                 const char *why = NULL;

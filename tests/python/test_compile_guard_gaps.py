@@ -286,3 +286,27 @@ def test_dynamic_shapes_do_not_keep_an_index_made_from_a_size():
     for n in (3, 6, 2, 8, 4, 5):
         x = st.arange(n) * 1.0
         assert cf(x).tolist() == f(x).tolist()
+
+
+def test_dict_lookups_keyed_by_tensors():
+    # a tensor key hashes by identity: no source can hold it, so a lookup breaks the graph
+    # (its value, or the answer of `in`, would have been a constant of the graph)
+    def count(d, x):
+        d[x] = d.get(x, 0) + 1
+        return d[x], len(d)
+
+    def member(d, x):
+        return x * 2 if x in d else x - 1
+
+    for fn in (count, member):
+        cf = st.compile(fn, backend="interp")
+        for f in (fn, cf):
+            d = {}
+            a, b = st.ones(1), st.ones(1)
+            if fn is member:
+                d[a] = 1
+            out = [f(d, x) for x in (a, b, a, a)]
+            if f is fn:
+                want = out
+        assert [o if isinstance(o, tuple) else o.tolist() for o in out] == \
+            [w if isinstance(w, tuple) else w.tolist() for w in want]
