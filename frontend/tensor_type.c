@@ -742,6 +742,25 @@ static PyObject *m_set_data(PyObject *self, PyObject *arg) {
     st_fe_meta_epoch++; /* compiled guards read dtypes and shapes */
     Py_RETURN_NONE;
 }
+/* detach_(): self leaves the graph in place (a leaf that requires no
+ * grad), as torch's; views refuse, with torch's message. */
+static PyObject *m_detach_inplace(PyObject *self, PyObject *a) {
+    st_tensor *t = st_fe_unwrap(self);
+    if (t->view_base) {
+        PyErr_SetString(PyExc_RuntimeError, "Can't detach views in-place. Use detach() instead.");
+        return NULL;
+    }
+    st_rt_trace_fail("detach_() is not traced");
+    if (t->grad_fn) {
+        st_ad_node_decref(t->grad_fn);
+        t->grad_fn = NULL;
+        t->output_nr = 0;
+        t->hist++;
+    }
+    t->requires_grad = false;
+    t->retains_grad = false;
+    return Py_NewRef(self);
+}
 static PyObject *m_contiguous(PyObject *self, PyObject *a) {
     return st_fe_wrap(st_tensor_contiguous(st_fe_unwrap(self)));
 }
@@ -788,6 +807,7 @@ static PyMethodDef tensor_methods[] = {
     {"as_strided", m_as_strided, METH_VARARGS, "as_strided(size, stride, offset)"},
     {"_become", m_become, METH_O, "_become(view): take a view's geometry and history"},
     {"_set_data", m_set_data, METH_O, "_set_data(t): self.data = t (storage, dtype, geometry)"},
+    {"detach_", m_detach_inplace, METH_NOARGS, "detach_() -> self: self leaves the graph in place"},
     {"contiguous", m_contiguous, METH_NOARGS, "a contiguous tensor"},
     {"clone", m_clone, METH_NOARGS, "a copy"},
     {"detach", m_detach, METH_NOARGS, "a view outside autograd"},

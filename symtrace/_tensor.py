@@ -285,9 +285,6 @@ class Tensor(_C.TensorBase):
         self.requires_grad = requires_grad
         return self
 
-    def detach_(self):
-        raise NotImplementedError("detach_() is not supported; use detach()")
-
     def _is_view(self):
         """True for a view made by a view function (self._base is the tensor it views)."""
         return self._base is not None

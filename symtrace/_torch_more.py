@@ -393,11 +393,8 @@ del _n
 
 
 def detach_(input):
-    """detach_(input) -> input: a leaf stops requiring grad, in place; a tensor with history
-    is refused (symtrace cannot cut a tensor's history in place: Tensor.detach_)."""
+    """detach_(input) -> input: input leaves the graph in place (Tensor.detach_), as torch's."""
     _check_tensor(input, "detach_")
-    if input.is_leaf:
-        return input.requires_grad_(False)
     return input.detach_()
 
 

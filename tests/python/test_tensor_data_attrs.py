@@ -144,3 +144,17 @@ def test_save_load_keeps_tensor_attributes(tmp_path):
     assert r["t"].foo[0] == 7 and r["t"].foo[1].tolist() == [0.0]
     assert r["p"]._no_weight_decay is True and isinstance(r["p"], st.nn.Parameter)
     assert r["again"] is r["t"]
+
+
+def test_detach_inplace_as_torch(torch):
+    for L in (st, torch):
+        x = L.ones(2, requires_grad=True)
+        y = x * 2
+        assert y.detach_() is y and not y.requires_grad and y.grad_fn is None and y.is_leaf
+        with pytest.raises(RuntimeError, match="Can't detach views in-place"):
+            (x * 2)[0:1].detach_()
+        x.detach_()
+        assert not x.requires_grad
+        h = (L.ones(3, requires_grad=True) * 3).sum()
+        L.detach_(h)                          # truncated BPTT's hidden.detach_()
+        assert h.grad_fn is None
