@@ -119,3 +119,39 @@ def test_compiled_sees_a_hook_table_changed_in_place():
     np.testing.assert_allclose(_np(f(x)), base + 1.0, rtol=1e-6)
     m[2]._forward_hooks.clear()
     np.testing.assert_allclose(_np(f(x)), base)
+
+
+def test_global_module_forward_hooks_as_torch():
+    torch = pytest.importorskip("torch")
+    from symtrace.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+    from torch.nn.modules.module import register_module_forward_hook as t_fwd
+    from torch.nn.modules.module import register_module_forward_pre_hook as t_pre
+    logs = []
+    for L, fwd, pre in ((st, register_module_forward_hook, register_module_forward_pre_hook),
+                        (torch, t_fwd, t_pre)):
+        seen = []
+        m = L.nn.Sequential(L.nn.Linear(2, 2), L.nn.ReLU())
+        m[0].register_forward_hook(lambda mod, a, o: seen.append("own-" + type(mod).__name__))
+        h1 = fwd(lambda mod, a, o: seen.append(type(mod).__name__))
+        h2 = pre(lambda mod, a: seen.append("pre-" + type(mod).__name__))
+        m(L.ones(1, 2))
+        h1.remove()
+        h2.remove()
+        m(L.ones(1, 2))
+        logs.append(seen)
+    assert logs[0] == logs[1]
+
+
+def test_global_module_forward_hook_reaches_compiled_modules():
+    from symtrace.nn.modules.module import register_module_forward_hook
+    seen = []
+    m = st.nn.Sequential(st.nn.Linear(2, 2), st.nn.ReLU())
+    c = st.compile(m, backend="interp")
+    c(st.ones(1, 2))
+    h = register_module_forward_hook(lambda mod, a, o: seen.append(type(mod).__name__))
+    c(st.ones(1, 2))
+    assert seen == ["Linear", "ReLU", "Sequential"]
+    h.remove()
+    seen.clear()
+    c(st.ones(1, 2))
+    assert seen == []

@@ -19,7 +19,42 @@ from ...compiler import disable as _compiler_disable
 from ...utils.hooks import RemovableHandle
 from ..parameter import Parameter, Buffer, UninitializedTensorMixin, is_lazy, _no_grad
 
-__all__ = ["Module"]
+__all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook"]
+
+# Global forward hooks (torch.nn.modules.module's): every Module's call runs them, before its
+# own hooks. Entries as a Module's tables: (hook, with_kwargs, always_call). Compiled graphs
+# read these tables as constants (symtrace's own module code is not guarded), so adding or
+# removing one drops every compiled entry (a debugging aid: rare, and then recompiled).
+_global_forward_pre_hooks = OrderedDict()
+_global_forward_hooks = OrderedDict()
+
+
+def _global_hooks_changed():
+    _bump_epoch()
+    _C._fe_reset()
+
+
+def register_module_forward_pre_hook(hook):
+    """register_module_forward_pre_hook(hook) -> handle: hook(module, args) runs before every
+    Module's forward (before its own pre-hooks), as torch's (a global debugging hook)."""
+    if not callable(hook):
+        raise TypeError(f"hook must be callable, got {type(hook).__name__}")
+    _global_hooks_changed()
+    handle = RemovableHandle(_global_forward_pre_hooks, on_remove=_global_hooks_changed)
+    _global_forward_pre_hooks[handle.id] = (hook, False, False)
+    return handle
+
+
+def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
+    """register_module_forward_hook(hook, *, with_kwargs=False, always_call=False) -> handle:
+    hook(module, args, output) runs after every Module's forward (before its own hooks), as
+    torch's."""
+    if not callable(hook):
+        raise TypeError(f"hook must be callable, got {type(hook).__name__}")
+    _global_hooks_changed()
+    handle = RemovableHandle(_global_forward_hooks, on_remove=_global_hooks_changed)
+    _global_forward_hooks[handle.id] = (hook, with_kwargs, always_call)
+    return handle
 
 # Compiled frames skip their guards on a Module's registered children until
 # a Module changes: every attribute set/delete and registration bumps this.
@@ -360,7 +395,7 @@ class Module:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
-        if self._has_hooks:
+        if self._has_hooks or _global_forward_pre_hooks or _global_forward_hooks:
             return self._call_with_hooks(args, kwargs)
         return self.forward(*args, **kwargs)
 
@@ -370,6 +405,10 @@ class Module:
         backward hooks, the tensor arguments (after the pre-hooks) and the
         outputs (after the forward hooks) are wrapped for them."""
         pre, post = self._forward_pre_hooks, self._forward_hooks
+        if _global_forward_pre_hooks:     # the global hooks first, as torch's
+            pre = OrderedDict(list(_global_forward_pre_hooks.items()) + list(pre.items() if pre else ()))
+        if _global_forward_hooks:
+            post = OrderedDict(list(_global_forward_hooks.items()) + list(post.items() if post else ()))
         bw = None
         if self._backward_hooks or self._backward_pre_hooks:
             # the hooks registered now are the ones this call's backward runs
