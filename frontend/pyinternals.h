@@ -106,19 +106,6 @@ static inline void st_py_frame_clear_and_pop(PyThreadState *ts, st_py_iframe *fr
 #error "pyinternals.h: this CPython version has not been checked"
 #endif
 
-/* Saving the current exception around logging: PyErr_Fetch/PyErr_Restore
- * (Python/errors.c) in 3.11; deprecated in 3.12, which has
- * PyErr_GetRaisedException/PyErr_SetRaisedException. */
-typedef struct { PyObject *t, *v, *tb; } st_py_exc;
-#if ST_PY311
-static inline void st_py_err_save(st_py_exc *e) { PyErr_Fetch(&e->t, &e->v, &e->tb); }
-static inline void st_py_err_restore(st_py_exc *e) { PyErr_Restore(e->t, e->v, e->tb); }
-#else
-static inline void st_py_err_save(st_py_exc *e)
-{ e->t = e->tb = NULL; e->v = PyErr_GetRaisedException(); }
-static inline void st_py_err_restore(st_py_exc *e) { PyErr_SetRaisedException(e->v); }
-#endif
-
 /* Include/internal/pycore_frame.h (3.11, 3.12): enum _frameowner. */
 #define ST_FRAME_OWNED_BY_THREAD 0
 

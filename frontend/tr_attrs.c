@@ -93,6 +93,19 @@ static int module_attr(tr_state *s, tr_var *obj, PyObject *name, tr_var *out, bo
 /* A method found on the class of a sourced object: the function gets the
  * source type(obj).name (ID-guarded), so that the globals it reads have
  * sources too (fn.__globals__[...]). */
+/* The source base.__class__.name (a class attribute read through an
+ * instance), or NULL with the exception of the break recorded. */
+static st_fe_src *class_attr_src(tr_state *s, st_fe_src *base, PyObject *name)
+{
+    PyObject *cn = PyUnicode_InternFromString("__class__");
+    st_fe_src *cs = cn ? st_fe_src_attr(&s->srcs, base, cn) : NULL;
+    st_fe_src *fs = cs ? st_fe_src_attr(&s->srcs, cs, name) : NULL;
+    Py_XDECREF(cn);
+    if (!fs)
+        tr_break_exc(s, "source");
+    return fs;
+}
+
 static int method_source(tr_state *s, tr_var *obj, PyObject *name, PyObject *fn)
 {
     st_fe_src *base = obj->src ? obj->src : tr_lookup_src(s, obj->v);
@@ -119,24 +132,17 @@ static int method_source(tr_state *s, tr_var *obj, PyObject *name, PyObject *fn)
      * on a Module class after compiling is not seen) */
     if (is_mod && PyFunction_GET_GLOBALS(fn) == s->f->globals)
         return 0;
+    st_fe_src *fs = class_attr_src(s, base, name);
+    if (!fs)
+        return -1;
     if (tr_lookup_src(s, fn)) {
         /* already sourced elsewhere: the class's attribute still gets its
          * own ID guard */
-        PyObject *cn = PyUnicode_FromString("__class__");
-        st_fe_src *cs = cn ? st_fe_src_attr(&s->srcs, base, cn) : NULL;
-        st_fe_src *fs = cs ? st_fe_src_attr(&s->srcs, cs, name) : NULL;
-        Py_XDECREF(cn);
-        if (!fs || st_fe_guard_add(&s->guards, ST_G_ID, fs, fn) < 0)
+        if (st_fe_guard_add(&s->guards, ST_G_ID, fs, fn) < 0)
             return tr_break_exc(s, "guard");
         return 0;
     }
-    PyObject *cn = PyUnicode_FromString("__class__");
-    st_fe_src *cs = cn ? st_fe_src_attr(&s->srcs, base, cn) : NULL;
-    st_fe_src *fs = cs ? st_fe_src_attr(&s->srcs, cs, name) : NULL;
-    Py_XDECREF(cn);
     tr_var tmp;
-    if (!fs)
-        return tr_break_exc(s, "source");
     if (tr_make_sourced(s, &tmp, Py_NewRef(fn), fs) < 0)
         return -1;
     tr_var_clear(&tmp);
@@ -224,11 +230,10 @@ int tr_getattr(tr_state *s, tr_var *obj, PyObject *name, tr_var *out)
             /* the property object itself is guarded (Cls.k = property(...)) */
             st_fe_src *base = obj->src ? obj->src : tr_lookup_src(s, o);
             if (base && !is_mod) {
-                PyObject *cn = PyUnicode_InternFromString("__class__");
-                st_fe_src *cs = cn ? st_fe_src_attr(&s->srcs, base, cn) : NULL;
-                st_fe_src *ps = cs ? st_fe_src_attr(&s->srcs, cs, name) : NULL;
-                Py_XDECREF(cn);
-                if (!ps || st_fe_guard_add(&s->guards, ST_G_ID, ps, descr) < 0)
+                st_fe_src *ps = class_attr_src(s, base, name);
+                if (!ps)
+                    return -1;
+                if (st_fe_guard_add(&s->guards, ST_G_ID, ps, descr) < 0)
                     return tr_break_exc(s, "guard");
             }
             return call_fget(s, descr, obj, out);

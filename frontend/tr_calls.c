@@ -214,7 +214,7 @@ static int call_pylayer(tr_state *s, PyObject *cls, tr_var *args, int nargs,
                 return -1;
             continue;
         }
-        st_fe_src *vs = v->src ? v->src : (tr_is_fresh(s, v->v) ? NULL : tr_lookup_src(s, v->v));
+        st_fe_src *vs = tr_var_src(s, v);
         if (vs && st_fe_guard_value(&s->guards, vs, v->v) < 0)
             return tr_break_exc(s, "guard");
     }
@@ -515,8 +515,7 @@ static int call_builtin_type(tr_state *s, PyObject *fn, tr_var *args, int nargs,
         if (a && args[0].aux == TR_AUX_NONE && !args[0].it && !st_fe_is_tensor(a)) {
             /* the answer is a constant of the graph: the type of a sourced
              * argument is guarded (type(o) is int, with o = 1 then 1.5) */
-            st_fe_src *as = args[0].src ? args[0].src
-                                        : (num || tr_is_fresh(s, a) ? NULL : tr_lookup_src(s, a));
+            st_fe_src *as = args[0].src ? args[0].src : num ? NULL : tr_var_src(s, &args[0]);
             if (as && st_fe_guard_add(&s->guards, ST_G_TYPE, as, (PyObject *)ty) < 0)
                 return tr_break_exc(s, "guard");
         }
@@ -915,7 +914,7 @@ int tr_call(tr_state *s, tr_var *fnv, tr_var *args, int nargs,
         /* a bound method reached through a source: its self is read
          * through method.__self__, so what the method reads of it is
          * guarded (an EQ guard on the method only pins self's identity) */
-        st_fe_src *ms = fnv->src ? fnv->src : (tr_is_fresh(s, fn) ? NULL : tr_lookup_src(s, fn));
+        st_fe_src *ms = tr_var_src(s, fnv);
         if (ms && !PyType_Check(self) && !tr_lookup_src(s, self) && !tr_is_fresh(s, self)) {
             PyObject *sn = PyUnicode_InternFromString("__self__");
             st_fe_src *ss = sn ? st_fe_src_attr(&s->srcs, ms, sn) : NULL;

@@ -252,8 +252,7 @@ static int guard_identity(tr_state *s, tr_var *v, PyObject *other)
     if (!v->v || st_fe_is_tensor(v->v) || v->it || v->aux != TR_AUX_NONE)
         return 0;
     bool lazy = tr_is_lazy(v->v);
-    st_fe_src *vs = lazy ? tr_lazy_src(s, v->v)
-                  : v->src ? v->src : (tr_is_fresh(s, v->v) ? NULL : tr_lookup_src(s, v->v));
+    st_fe_src *vs = lazy ? tr_lazy_src(s, v->v) : tr_var_src(s, v);
     if (!vs)
         return 0;
     PyObject *gobj;

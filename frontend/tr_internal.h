@@ -144,6 +144,9 @@ void tr_make_value(tr_state *s, tr_var *out, PyObject *v);
 void tr_var_clear(tr_var *v);
 void tr_var_copy(tr_var *dst, const tr_var *src);
 st_fe_src *tr_lookup_src(tr_state *s, PyObject *o);
+/* v's source: its own, else (not made in the frame) the one its object was
+ * read through; NULL: none. */
+st_fe_src *tr_var_src(tr_state *s, const tr_var *v);
 bool tr_is_fresh(tr_state *s, PyObject *o);
 int tr_mark_fresh(tr_state *s, PyObject *o);
 /* Runs code in a new frame (inlined call): binds fn's arguments, runs to

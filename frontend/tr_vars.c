@@ -51,6 +51,13 @@ bool tr_is_plain_const(PyObject *o)
            o == Py_Ellipsis;
 }
 
+st_fe_src *tr_var_src(tr_state *s, const tr_var *v)
+{
+    if (v->src)
+        return v->src;
+    return tr_is_fresh(s, v->v) ? NULL : tr_lookup_src(s, v->v);
+}
+
 st_fe_src *tr_lookup_src(tr_state *s, PyObject *o)
 {
     if (!o || tr_is_plain_const(o))

@@ -802,20 +802,12 @@ static void restore_pymodes(PyObject *snap)
 {
     if (!snap)
         return;
-#if PY_VERSION_HEX >= 0x030C0000
-    PyObject *exc = PyErr_GetRaisedException();
-#else
-    PyObject *et, *exc, *tb;
-    PyErr_Fetch(&et, &exc, &tb);
-#endif
+    st_py_exc exc;
+    st_py_err_save(&exc);
     PyObject *r = PyObject_CallOneArg(tr_refs.mode_restore, snap);
     Py_XDECREF(r);
     PyErr_Clear();
-#if PY_VERSION_HEX >= 0x030C0000
-    PyErr_SetRaisedException(exc);
-#else
-    PyErr_Restore(et, exc, tb);
-#endif
+    st_py_err_restore(&exc);
 }
 
 static st_fe_entry *translate_once(const st_fe_frame *f, const st_fe_options *opts,

@@ -14,7 +14,7 @@ from . import _C
 from . import _ops as _o
 from ._dtype import float32, float64, float16, bfloat16, int64, bool_, dtype as _dtype_cls
 from ._ops._core import _check_tensor
-from ._ops.extras import _inplace_fn
+from ._ops.extras import _LOWER, _inplace_fn
 from ._symint import SymInt
 from ._tensor import Tensor
 from .amp import autocast_mode as _ac
@@ -678,12 +678,6 @@ def _resize_(self, *sizes, memory_format=None):
     return self._become(self.as_strided(sizes, strides, off))
 
 
-_CNAME = {"symtrace.float32": "float", "symtrace.float64": "double", "symtrace.float16": "c10::Half",
-          "symtrace.bfloat16": "c10::BFloat16", "symtrace.int32": "int", "symtrace.int64": "long int",
-          "symtrace.uint8": "unsigned char", "symtrace.int8": "signed char",
-          "symtrace.int16": "short int", "symtrace.bool": "bool"}
-
-
 def _set_(self, source=None, storage_offset=0, size=None, stride=None):
     """set_(source=None, storage_offset=0, size=None, stride=None) -> self: self shares source's
     memory (its geometry, or size/stride from storage_offset of its storage); set_() makes self
@@ -696,8 +690,8 @@ def _set_(self, source=None, storage_offset=0, size=None, stride=None):
         new = _o.empty(0, dtype=self.dtype, device=self.device)
     else:
         if source.dtype != self.dtype:
-            raise RuntimeError(f"Could not set tensor of type {_CNAME[str(source.dtype)]} to a tensor "
-                               f"of type {_CNAME[str(self.dtype)]}")
+            raise RuntimeError(f"Could not set tensor of type {_LOWER[str(source.dtype)]} to a tensor "
+                               f"of type {_LOWER[str(self.dtype)]}")
         if size is None:
             new = source
         else:

@@ -44,6 +44,7 @@ import math
 from . import _C
 from . import _ops as _o
 from ._dtype import bool_, float16, bfloat16, float32, float64, int32, int64
+from ._ops.extras import _LOWER
 from ._ops._core import _bshape, _check_tensor, _is_tensor, _tname, _wrap
 from ._ops.sorting import _return_type
 from .autograd.function import Function
@@ -848,9 +849,6 @@ def cross(input, other, *, dim=-1, out=None):
     return _out(r, out, fn)
 
 
-_TYPEMETA = {float32: "float", float64: "double", int64: "long int", int32: "int",
-             _C.uint8: "unsigned char", _C.int8: "signed char", _C.int16: "short int",
-             bool_: "bool", float16: "c10::Half", bfloat16: "c10::BFloat16"}
 
 
 def multi_dot(tensors, *, out=None):
@@ -874,7 +872,7 @@ def multi_dot(tensors, *, out=None):
     for i, t in enumerate(ts):
         if t.dtype is not ts[0].dtype:
             raise RuntimeError(f"{fn}: all tensors must have be the same dtype but tensor 0 is "
-                               f"{_TYPEMETA.get(ts[0].dtype)} and tensor {i} {_TYPEMETA.get(t.dtype)}")
+                               f"{_LOWER.get(str(ts[0].dtype))} and tensor {i} {_LOWER.get(str(t.dtype))}")
     if first:
         ts[0] = ts[0].unsqueeze(0)
     if last:

@@ -9,7 +9,7 @@ import warnings
 from .. import _C
 from .._dtype import _scalar_dtype, bool_, float32, float64, int64
 from ._core import INT_VALUE, _attrs, _check_int, _check_tensor, _is_tensor, _op, _tname
-from .elementwise import add, div, eq, lt, mul, pow, sub, to_dtype, where
+from .elementwise import _check_fits, add, div, eq, lt, mul, pow, sub, to_dtype, where
 
 
 # ---------------- creation ----------------
@@ -102,7 +102,6 @@ def _full(size, fill_value, *, dtype=None, device=None):
         fill_value = fill_value.item()
     if dtype is None:
         dtype = _scalar_dtype(fill_value)
-    from .elementwise import _check_fits
     _check_fits(fill_value, dtype)
     if isinstance(fill_value, float) and not dtype.is_floating_point:
         # as torch: a float fill truncates toward zero for integer dtypes; bool is != 0
