@@ -2,7 +2,8 @@
  * construction, the readable dump (st_kernel_print) and the structural hash
  * (st_kernel_hash) that keys compiled kernels. Owns: st_kernel_init,
  * st_kernel_clear, st_kernel_node, st_kernel_add_buf, st_kernel_print,
- * st_kernel_slab_args, st_kernel_hash. */
+ * st_kernel_slab_args, st_kernel_hash, st_kernel_row_frames,
+ * st_kernel_outer_stores. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -622,4 +623,57 @@ st_status st_kernel_verify(const st_kernel *k, int idx, const char *who)
     }
     return ST_OK;
 #undef BAD
+}
+
+/* ---------------- row frames of a REDUCE kernel ---------------- */
+
+void st_kernel_row_frames(const st_kernel *k, char *red, char *outer)
+{
+    int ro = k->rank - k->nred;
+    for (int i = 0; i < k->nnodes; i++) {
+        const st_knode *n = &k->nodes[i];
+        bool r = n->kind == ST_KN_REDUCED, o = true;
+        if (n->kind == ST_KN_LOAD && n->buf >= 0 && n->buf < k->nbufs)
+            for (int d = ro; d < k->rank; d++)
+                o &= k->bufs[n->buf].dimmap[d] < 0;
+        else if (n->kind == ST_KN_INDEX)
+            o = n->i >= 0 && n->i < ro;
+        else if (n->kind == ST_KN_RAND)
+            o = false;
+        int ops[3] = {n->a, n->b, n->c};
+        for (int j = 0; j < 3; j++)
+            if (ops[j] >= 0 && ops[j] < i) {
+                r |= red[ops[j]];
+                o &= outer[ops[j]];
+            }
+        red[i] = r;
+        outer[i] = o;
+    }
+}
+
+int st_kernel_outer_stores(const st_kernel *k, bool outer[ST_K_MAX_STORES])
+{
+    memset(outer, 0, sizeof(bool) * ST_K_MAX_STORES);
+    if (k->kind != ST_K_REDUCE || !k->final_per_point || k->nnodes < 1)
+        return 0;
+    char *red = calloc((size_t)k->nnodes, 1), *oc = calloc((size_t)k->nnodes, 1);
+    int n = 0;
+    if (red && oc) {
+        st_kernel_row_frames(k, red, oc);
+        int ro = k->rank - k->nred;
+        for (int s = 0; s < k->nstores; s++) {
+            int bi = k->stores[s].buf, ni = k->stores[s].node;
+            if (k->stores[s].indexed || k->stores[s].accumulate || bi < 0 ||
+                bi >= k->nbufs || ni < 0 || ni >= k->nnodes || !oc[ni])
+                continue;
+            bool rowfree = true;
+            for (int d = ro; d < k->rank; d++)
+                rowfree &= k->bufs[bi].dimmap[d] < 0;
+            outer[s] = rowfree;
+            n += rowfree;
+        }
+    }
+    free(red);
+    free(oc);
+    return n;
 }

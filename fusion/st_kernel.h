@@ -304,5 +304,18 @@ st_status st_kernel_verify(const st_kernel *k, int idx, const char *who);
 char *st_kernel_print(const st_kernel *k);
 /* xxHash of the kernel's structure (what a compiled kernel depends on). */
 uint64_t st_kernel_hash(const st_kernel *k);
+/* Per node of a REDUCE kernel: red[i], whether it depends on a REDUCED
+ * node; outer[i], whether its value is constant along the row (params,
+ * constants, reduced results, loads broadcast along every row dim,
+ * coordinates of outer dims). Both arrays hold k->nnodes entries. */
+void st_kernel_row_frames(const st_kernel *k, char *red, char *outer);
+/* A REDUCE kernel with a per-point epilogue: marks in outer[s] the plain
+ * stores made once per outer point (a buffer that spans no row dim, a
+ * value constant along the row: a row sum stored beside a per-point
+ * output). With an empty row (R == 0) the per-point epilogue visits no
+ * point, so a backend makes these stores per outer point instead: the
+ * sum of an empty row is 0, not what the buffer held. Returns how many
+ * (0 for any other kernel). */
+int st_kernel_outer_stores(const st_kernel *k, bool outer[ST_K_MAX_STORES]);
 
 #endif

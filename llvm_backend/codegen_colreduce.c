@@ -76,25 +76,7 @@ static bool plan(const st_kernel *k, col_t *c, char *red, char *outer, char *mar
     c->rank = k->rank;
     c->ro = k->rank - k->nred;
     c->chunk = sdt != ST_FLOAT64;
-    for (int i = 0; i < k->nnodes; i++) {
-        const st_knode *n = &k->nodes[i];
-        bool r = n->kind == ST_KN_REDUCED, o = true;
-        if (n->kind == ST_KN_LOAD)
-            for (int d = c->ro; d < c->rank; d++)
-                o &= k->bufs[n->buf].dimmap[d] < 0;
-        else if (n->kind == ST_KN_INDEX)
-            o = n->i >= 0 && n->i < c->ro;
-        else if (n->kind == ST_KN_RAND)
-            o = false;
-        int ops[3] = {n->a, n->b, n->c};
-        for (int j = 0; j < 3; j++)
-            if (ops[j] >= 0) {
-                r |= red[ops[j]];
-                o &= outer[ops[j]];
-            }
-        red[i] = r;
-        outer[i] = o;
-    }
+    st_kernel_row_frames(k, red, outer);
     bool indexed[ST_K_MAX_BUFS] = {0};
     memset(mark, 0, (size_t)k->nnodes);
     mark[k->reduce[0].src] = 1;

@@ -902,6 +902,23 @@ out:
     return st;
 }
 
+/* The epilogue's stores once per outer point (row coordinates unset,
+ * offsets of the outer point, linear index o); only: those marked, or all */
+static void outer_stores(st_llvm_cg *cg, const rctx *rc, const bool *only)
+{
+    const st_kernel *k = cg->k;
+    st_llvm_reset_memo(cg);
+    memcpy(cg->coord, rc->outer_coord, sizeof rc->outer_coord);
+    for (int d = rc->ro; d < ST_MAX_DIMS; d++)
+        cg->coord[d] = NULL;
+    for (int b = 0; b < k->nbufs; b++)
+        cg->off[b] = rc->obase[b];
+    cg->lin = rc->o;
+    for (int s = 0; s < k->nstores; s++)
+        if (!only || only[s])
+            st_llvm_store(cg, s);
+}
+
 static void emit_reduce(st_llvm_cg *cg)
 {
     const st_kernel *k = cg->k;
@@ -978,18 +995,23 @@ static void emit_reduce(st_llvm_cg *cg)
     rc.mode = -1;
     rc.pass = k->nreduce;
     rc.chunk = false;
-    if (k->final_per_point) {
-        row_walk(cg, &rc);
+    bool os[ST_K_MAX_STORES];
+    if (!k->final_per_point) {
+        outer_stores(cg, &rc, NULL);
     } else {
-        st_llvm_reset_memo(cg);
-        memcpy(cg->coord, rc.outer_coord, sizeof rc.outer_coord);
-        for (int d = rc.ro; d < ST_MAX_DIMS; d++)
-            cg->coord[d] = NULL;
-        for (int b = 0; b < k->nbufs; b++)
-            cg->off[b] = rc.obase[b];
-        cg->lin = rc.o;
-        for (int s = 0; s < k->nstores; s++)
-            st_llvm_store(cg, s);
+        row_walk(cg, &rc);
+        if (st_kernel_outer_stores(k, os)) {
+            /* an empty row visits no point: its row-constant stores (a sum
+             * beside a per-point output) are made per outer point */
+            LLVMBasicBlockRef eb = st_llvm_bb(cg, "emptyrow"),
+                              jb = st_llvm_bb(cg, "emptyrow_done");
+            LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntEQ, rc.R, I64(0), ""), eb, jb);
+            LLVMPositionBuilderAtEnd(B, eb);
+            outer_stores(cg, &rc, os);
+            LLVMBuildBr(B, jb);
+            LLVMPositionBuilderAtEnd(B, jb);
+            st_llvm_reset_memo(cg);
+        }
     }
     st_llvm_loop_end(cg, &O);
     LLVMBuildRet(B, LLVMConstInt(cg->i32, 0, 0));

@@ -37,7 +37,7 @@
 
 #include "llvm_internal.h"
 
-#define FORMAT_VERSION "st-llvm-obj-16" /* 16: uint8/int8/int16 renumbered the dtypes */
+#define FORMAT_VERSION "st-llvm-obj-17" /* 17: per-point reductions store row sums of empty rows */
 
 /* one compiled kernel, kept for the process (until
  * st_llvm_cache_clear_memory finds it unused) */

@@ -535,8 +535,19 @@ static void render_reduce(st_nvrtc_pc *pc, const char *name)
         SB("        acc%d = st_row_reduce(acc%d, %s, st_smem);\n", r, r, combiner(op, accf));
         reduced_value(pc, r, op, accf, "        ");
     }
+    bool os[ST_K_MAX_STORES];
     if (k->final_per_point) {
         row_walk(pc, ro, -1, false);
+        if (st_kernel_outer_stores(k, os)) {
+            /* an empty row visits no point: its row-constant stores (a sum
+             * beside a per-point output) are made per outer point */
+            bool skip[ST_K_MAX_STORES];
+            for (int s = 0; s < k->nstores; s++)
+                skip[s] = !os[s];
+            SB("        if (R == 0 && threadIdx.x == 0) {\n");
+            outer_stores(pc, ro, "            ", "                ", skip);
+            SB("        }\n");
+        }
     } else {
         SB("        if (threadIdx.x == 0) {\n");
         outer_stores(pc, ro, "            ", "                ", NULL);
@@ -567,25 +578,7 @@ void st_nvrtc_col_plan(const st_kernel *k, st_nvrtc_col *c)
     char *mark = calloc((size_t)k->nnodes + 1, 1);
     if (!red || !outer || !mark)
         goto done;
-    for (int i = 0; i < k->nnodes; i++) {
-        const st_knode *n = &k->nodes[i];
-        bool r = n->kind == ST_KN_REDUCED, o = true;
-        if (n->kind == ST_KN_LOAD && n->buf >= 0 && n->buf < k->nbufs)
-            for (int d = ro; d < k->rank; d++)
-                o &= k->bufs[n->buf].dimmap[d] < 0;
-        else if (n->kind == ST_KN_INDEX)
-            o = n->i >= 0 && n->i < ro;
-        else if (n->kind == ST_KN_RAND)
-            o = false;
-        int ops[3] = {n->a, n->b, n->c};
-        for (int j = 0; j < 3; j++)
-            if (ops[j] >= 0 && ops[j] < i) {
-                r |= red[ops[j]];
-                o &= outer[ops[j]];
-            }
-        red[i] = r;
-        outer[i] = o;
-    }
+    st_kernel_row_frames(k, red, outer);
     mark[src] = 1;
     for (int s = 0; s < k->nstores; s++) {
         int bi = k->stores[s].buf, ni = k->stores[s].node;

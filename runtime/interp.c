@@ -48,6 +48,11 @@ typedef struct {
     int *list[ST_K_MAX_REDUCE + 1], n[ST_K_MAX_REDUCE + 1];
     int *reduced, nreduced; /* REDUCE/MATMUL: the REDUCED nodes */
     int nreduce;      /* REDUCE: reductions (k->nreduce, at least 1) */
+    /* REDUCE with a per-point epilogue: the stores made per outer point
+     * when the row is empty (st_kernel_outer_stores) and the nodes they
+     * need; olist NULL when there are none */
+    bool ostore[ST_K_MAX_STORES];
+    int *olist, on;
     bool index_dims;  /* an INDEX node reads a dim coordinate (no collapse) */
 } kinfo;
 
@@ -898,11 +903,13 @@ static st_status store_scatter(blk *b, int s)
     return ST_OK;
 }
 
-static st_status do_stores(blk *b)
+static st_status do_stores(blk *b, const bool *only)
 {
     const st_kernel *k = b->k;
     for (int s = 0; s < k->nstores; s++) {
         int bi = k->stores[s].buf, ni = k->stores[s].node;
+        if (only && !only[s])
+            continue;
         if (k->stores[s].indexed || k->stores[s].accumulate) {
             st_status st = store_scatter(b, s);
             if (st != ST_OK)
@@ -993,7 +1000,7 @@ static st_status run_elementwise(const st_kernel *k, const kinfo *ki,
             s = eval_list(&b, ki->list[0], ki->n[0]);
             if (s != ST_OK)
                 return s;
-            s = do_stores(&b);
+            s = do_stores(&b, NULL);
             if (s != ST_OK)
                 return s;
         }
@@ -1193,7 +1200,7 @@ static st_status row_pass(const st_kernel *k, const kinfo *ki, int pass,
                 acc_add(c, k->reduce[pass].op,
                         nv(&b, k->reduce[pass].src), b.len, pos);
             } else {
-                s = do_stores(&b);
+                s = do_stores(&b, NULL);
                 if (s != ST_OK)
                     return s;
             }
@@ -1286,7 +1293,10 @@ static st_status run_reduce(const st_kernel *k, const kinfo *ki,
                         return s;
                 }
             }
-            if (k->final_per_point)
+            /* a per-point epilogue ran in the row pass; with an empty row
+             * its row-constant stores are made here, per outer point */
+            bool empty_row = k->final_per_point && R == 0 && ki->olist;
+            if (k->final_per_point && !empty_row)
                 continue;
             for (int t = 0; t < ki->nreduced; t++) {
                 int ni = ki->reduced[t];
@@ -1297,10 +1307,11 @@ static st_status run_reduce(const st_kernel *k, const kinfo *ki,
                             &nv(&b, ni)[j], k->nodes[ni].dtype, 1, false);
             }
             blk_offsets(&b);
-            s = eval_list(&b, ki->list[nred_ops], ki->n[nred_ops]);
+            s = empty_row ? eval_list(&b, ki->olist, ki->on)
+                          : eval_list(&b, ki->list[nred_ops], ki->n[nred_ops]);
             if (s != ST_OK)
                 return s;
-            s = do_stores(&b);
+            s = do_stores(&b, empty_row ? ki->ostore : NULL);
             if (s != ST_OK)
                 return s;
         }
@@ -1436,7 +1447,7 @@ static st_status mm_epilogue(const st_kernel *k, const kinfo *ki,
         blk_offsets(&b);
         st_status s = eval_list(&b, ki->list[0], ki->n[0]);
         if (s == ST_OK)
-            s = do_stores(&b);
+            s = do_stores(&b, NULL);
         if (s != ST_OK)
             return s;
     }
@@ -1620,6 +1631,7 @@ static void kinfo_free(kinfo *ki)
 {
     for (int p = 0; p <= ST_K_MAX_REDUCE; p++)
         free(ki->list[p]);
+    free(ki->olist);
     free(ki->reduced);
 }
 
@@ -1655,6 +1667,15 @@ static st_status kinfo_build(const st_kernel *k, kinfo *ki)
             return st_err(ST_ERR_MEMORY, "interp: out of memory");
     }
     ki->list[nr] = needed(k, roots, nroots, &ki->n[nr]);
+    if (st_kernel_outer_stores(k, ki->ostore)) {
+        int oroots[ST_K_MAX_STORES], no = 0;
+        for (int s = 0; s < k->nstores; s++)
+            if (ki->ostore[s])
+                oroots[no++] = k->stores[s].node;
+        ki->olist = needed(k, oroots, no, &ki->on);
+        if (!ki->olist)
+            return st_err(ST_ERR_MEMORY, "interp: out of memory");
+    }
     ki->reduced = malloc(sizeof(int) * ((size_t)k->nnodes + 1));
     if (!ki->list[nr] || !ki->reduced)
         return st_err(ST_ERR_MEMORY, "interp: out of memory");
