@@ -610,7 +610,9 @@ def float_at_break(x):
     return x * s
 
 
-@pytest.mark.xfail(strict=True, reason=_FLOAT)
+# not strict: whether the eager and the compiled float32 sums of this data differ
+# depends on the host's vector width (they agree on an AVX-512 machine)
+@pytest.mark.xfail(strict=False, reason=_FLOAT)
 def test_float_at_break_second_call_hits():
     """A float read at the break on data whose float32 sum depends on the
     summation order: the second identical call must reuse the resume."""
