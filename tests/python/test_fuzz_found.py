@@ -1,0 +1,99 @@
+# Regressions of the bugs scripts/fuzz_compile.py (the differential fuzzer of compiled
+# graphs against torch) found, each with expected values, eager and compiled; and a
+# small fixed-seed smoke run of the fuzzer itself (needs torch, its reference).
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import symtrace as st
+
+BACKENDS = [b for b in ("llvm", "interp") if st._C._fe_backend_available(b)]
+MODES = ["eager"] + BACKENDS
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    st.reset()
+    yield
+    st.reset()
+
+
+def _maybe_compiled(fn, mode):
+    return fn if mode == "eager" else st.compile(fn, backend=mode, fullgraph=True)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_clamp_inplace_under_autograd(mode):
+    # clamp_ on a tensor that requires grad: its backward needs the values before the
+    # write (torch saves the original); symtrace raised 'modified by an inplace operation'
+    def f(a):
+        x = a * 1
+        x.clamp_(min=-1, max=0.5)
+        return x
+
+    a = st.tensor([1.0, 0.25, -3.0, -0.5], requires_grad=True)
+    out = _maybe_compiled(f, mode)(a)
+    (out * st.tensor([1.0, 2.0, 3.0, 4.0])).sum().backward()
+    np.testing.assert_allclose(out.detach().numpy(), [0.5, 0.25, -1.0, -0.5])
+    np.testing.assert_allclose(a.grad.numpy(), [0.0, 2.0, 0.0, 4.0])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_softmax_methods_take_dtype(mode):
+    # Tensor.softmax / Tensor.log_softmax(dim, dtype=None) as torch's: the method forms
+    # raised TypeError on dtype
+    def f(x):
+        return x.softmax(1, dtype=st.float32), x.log_softmax(0, dtype=st.float32)
+
+    x = st.tensor([[0.0, 1.0], [2.0, 3.0]], dtype=st.float16)
+    s, ls = _maybe_compiled(f, mode)(x)
+    assert s.dtype == st.float32 and ls.dtype == st.float32
+    e = np.exp([0.0, 1.0])
+    np.testing.assert_allclose(s.numpy(), np.tile(e / e.sum(), (2, 1)), rtol=1e-6)
+    lse = np.log1p(np.exp(2.0))  # over dim 0: columns [0, 2] and [1, 3]
+    np.testing.assert_allclose(ls.numpy(), [[-lse, -lse], [2 - lse, 2 - lse]], rtol=1e-6)
+
+
+# ------------------------------------------------------------- the fuzzer itself
+
+def _fuzzer():
+    pytest.importorskip("torch")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    sys.path.insert(0, os.path.join(root, "scripts"))
+    try:
+        import fuzz_compile
+    finally:
+        sys.path.pop(0)
+    return fuzz_compile
+
+
+def test_fuzzer_smoke_fixed_seeds():
+    # a few seeds through every run (eager, compiled twice, gradients) on the CPU
+    # backends: no mismatch with torch
+    fz = _fuzzer()
+    nstmts = 0
+    for seed in (3, 7, 8, 12, 25, 40):
+        prog = fz.generate(seed)
+        nstmts += len(prog.stmts)
+        found = fz.check(prog, backends=BACKENDS)
+        assert not found, "seed %d: %s\n%s" % (seed, found, fz.reproducer(prog, found[0][0]))
+    assert nstmts >= 18  # the programs are not trivial
+
+
+def test_fuzzer_reports_a_difference():
+    # the comparison is not vacuous: a changed value, dtype or raise is reported
+    fz = _fuzzer()
+    ref = fz.Outcome(outs=[(np.array([1.0, 2.0]), "float32", (2,), False)], inputs=[np.zeros(2)])
+    off = fz.Outcome(outs=[(np.array([1.0, 2.1]), "float32", (2,), False)], inputs=[np.zeros(2)])
+    dt = fz.Outcome(outs=[(np.array([1.0, 2.0]), "float16", (2,), False)], inputs=[np.zeros(2)])
+    side = fz.Outcome(outs=ref.outs, inputs=[np.ones(2)])
+    assert [k for k, _ in fz.compare(ref, off)] == ["value"]
+    assert [k for k, _ in fz.compare(ref, dt)] == ["dtype"]
+    assert [k for k, _ in fz.compare(ref, side)] == ["side-effect"]
+    assert [k for k, _ in fz.compare(ref, fz.Outcome(exc=RuntimeError("x"), where="call"))] == \
+        ["raise-call"]
+    assert [k for k, _ in fz.compare(fz.Outcome(exc=RuntimeError("x"), where="call"), ref)] == \
+        ["no-raise"]
+    assert fz.compare(ref, ref) == []
