@@ -56,6 +56,40 @@ def test_softmax_methods_take_dtype(mode):
     np.testing.assert_allclose(ls.numpy(), [[-lse, -lse], [2 - lse, 2 - lse]], rtol=1e-6)
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_exp2_gradient_reads_its_result(mode):
+    # exp2(x) is pow(2, x): its exponent's gradient g * y * log(2) reads the result, as
+    # torch's, so writing into x afterwards is fine (it raised 'modified by an inplace
+    # operation ... PowBackward0')
+    def f(x):
+        y = st.exp2(x)
+        x.add_(1)
+        return y
+
+    a = st.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    _maybe_compiled(f, mode)(a * 1).backward(st.tensor([1.0, 2.0, 3.0]))
+    np.testing.assert_allclose(a.grad.numpy(), np.array([1.0, 2.0, 3.0]) * np.exp2([0.5, -1.0, 2.0])
+                               * np.log(2.0), rtol=1e-6)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_pow_exponent_gradient_at_zero_base(mode):
+    # the exponent's gradient from the result keeps torch's values at a zero base: 0 for
+    # exponents >= 0, -inf for negative ones, NaN for NaN
+    def f(e, b):
+        return st.pow(b, e) + 0.0 ** e + 3.0 ** e
+
+    e = st.tensor([1.0, 0.0, -2.0, 0.5, float("nan")], requires_grad=True)
+    b = st.tensor([0.0, 0.0, 0.0, 2.0, 0.0])
+    g = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    _maybe_compiled(f, mode)(e, b).backward(st.tensor(g.astype(np.float32)))
+    ev = np.array([1.0, 0.0, -2.0, 0.5, np.nan])
+    want = g * 3.0 ** ev * np.log(3.0)
+    want[2] = -np.inf
+    want[3] += 4.0 * 2.0 ** 0.5 * np.log(2.0)
+    np.testing.assert_allclose(e.grad.numpy(), want, rtol=1e-6)
+
+
 # ------------------------------------------------------------- the fuzzer itself
 
 def _fuzzer():
