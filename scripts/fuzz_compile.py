@@ -42,6 +42,7 @@ BACKENDS = ("llvm", "interp", "cudaemu")
 TOL = {"float32": 2e-4, "float64": 1e-9, "float16": 2e-2, "bfloat16": 8e-2}
 GTOL = {"float32": 2e-3, "float64": 1e-7, "float16": 5e-2, "bfloat16": 1.6e-1}
 MAX_NUMEL = 4096
+COMPILE_KW = {}  # extra symtrace.compile arguments (--dynamic)
 
 
 # Known differences (tests/python/test_edge_numerics.py's docstring lists them): a
@@ -642,7 +643,7 @@ def run(prog, lib, mode="eager", grad=False, calls=1, weights_seed=0):
     an Outcome per call. mode: 'eager' or a symtrace backend."""
     fn = build(prog, lib)
     if mode != "eager":
-        fn = st.compile(fn, backend=mode)
+        fn = st.compile(fn, backend=mode, **COMPILE_KW)
     res = []
     for _ in range(calls):
         res.append(_call(fn, prog, lib, grad, weights_seed))
@@ -660,7 +661,7 @@ def _call(fn, prog, lib, grad, weights_seed):
         o = Outcome(outs=[(to_np(t), dname(t.dtype), tuple(t.shape), bool(t.requires_grad))
                           for t in outs])
         if not grad:
-            o.inputs = [to_np(m[0]) for m in made]
+            o.inputs = [(to_np(m[0]), dname(m[0].dtype)) for m in made]
             return o
         wr = np.random.default_rng(weights_seed)
         loss = None
@@ -730,8 +731,8 @@ def compare(ref, got, gtol=GTOL["float32"]):
         if m:
             bad.append(("value", "output %d (%s): %s" % (k, r[1], m)))
     if ref.inputs is not None and got.inputs is not None:
-        for k, (r, g) in enumerate(zip(ref.inputs, got.inputs)):
-            m = _close(g, r, "float32" if r.dtype.kind == "f" else "int", TOL)
+        for k, ((r, dt), (g, _)) in enumerate(zip(ref.inputs, got.inputs)):
+            m = _close(g, r, dt, TOL)
             if m:
                 bad.append(("side-effect", "input x%d afterwards: %s" % (k, m)))
     if ref.grads is not None and got.grads is not None:
@@ -887,6 +888,10 @@ def reproducer(prog, label):
     fn = "f_st" if mode == "eager" else 'st.compile(f_st, backend="%s")' % mode
     if "-grad" not in label:
         lines.append("print(f_torch(%s))" % ", ".join(args_t))
+        if label.endswith("#2"):  # the second call: the cached entry
+            lines.append("g = %s" % fn)
+            lines.append("g(%s)" % ", ".join(args_s))
+            fn = "g"
         lines.append("print(%s(%s))" % (fn, ", ".join(args_s)))
         return "\n".join(lines)
     # gradients: float bases require grad, the arguments are views of their clones
@@ -921,8 +926,11 @@ def main(argv=None):
     ap.add_argument("--backends", default=",".join(BACKENDS))
     ap.add_argument("--no-grad", action="store_true", help="skip the gradient runs")
     ap.add_argument("--show", action="store_true", help="print every program")
+    ap.add_argument("--dynamic", action="store_true", help="compile with dynamic=True")
     ap.add_argument("-q", "--quiet", action="store_true", help="one line per mismatching seed")
     a = ap.parse_args(argv)
+    if a.dynamic:
+        COMPILE_KW["dynamic"] = True
     backends = [b for b in a.backends.split(",") if b]
     for b in backends:
         if not st._C._fe_backend_available(b):

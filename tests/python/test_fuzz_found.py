@@ -119,10 +119,11 @@ def test_fuzzer_smoke_fixed_seeds():
 def test_fuzzer_reports_a_difference():
     # the comparison is not vacuous: a changed value, dtype or raise is reported
     fz = _fuzzer()
-    ref = fz.Outcome(outs=[(np.array([1.0, 2.0]), "float32", (2,), False)], inputs=[np.zeros(2)])
-    off = fz.Outcome(outs=[(np.array([1.0, 2.1]), "float32", (2,), False)], inputs=[np.zeros(2)])
-    dt = fz.Outcome(outs=[(np.array([1.0, 2.0]), "float16", (2,), False)], inputs=[np.zeros(2)])
-    side = fz.Outcome(outs=ref.outs, inputs=[np.ones(2)])
+    x = [(np.zeros(2), "float32")]
+    ref = fz.Outcome(outs=[(np.array([1.0, 2.0]), "float32", (2,), False)], inputs=x)
+    off = fz.Outcome(outs=[(np.array([1.0, 2.1]), "float32", (2,), False)], inputs=x)
+    dt = fz.Outcome(outs=[(np.array([1.0, 2.0]), "float16", (2,), False)], inputs=x)
+    side = fz.Outcome(outs=ref.outs, inputs=[(np.ones(2), "float32")])
     assert [k for k, _ in fz.compare(ref, off)] == ["value"]
     assert [k for k, _ in fz.compare(ref, dt)] == ["dtype"]
     assert [k for k, _ in fz.compare(ref, side)] == ["side-effect"]
