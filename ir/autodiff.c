@@ -421,6 +421,7 @@ static void r_binary(ad *c, rule *r)
     case ST_OP_MUL: ra = db; rb = da; break;
     case ST_OP_DIV: ra = db; rb = true; break;
     case ST_OP_REMAINDER: ra = rb = db; break;
+    case ST_OP_POW: ra = true; rb = da; break;
     case ST_OP_ADD: case ST_OP_SUB: ra = rb = false; break;
     default: ra = rb = true; break;
     }
@@ -460,11 +461,15 @@ static void r_binary(ad *c, rule *r)
             ga = E3(c, ST_OP_WHERE, E2(c, ST_OP_EQ, b, F(c, 0.0)),
                     F(c, 0.0), t);
         }
-        if (db) { /* where(a == 0 & b >= 0, 0, g a^b log(a)) */
-            int t = mul(c, g, mul(c, E2(c, ST_OP_POW, a, b),
-                                  E1(c, ST_OP_LOG, a)));
+        if (db) { /* where(a == 0 & b >= 0, 0, g y log(a)), y = a^b, as
+                   * torch's: from the result, not b, so that writing into
+                   * the exponent afterwards (2 ** x; x.add_(1)) leaves the
+                   * gradient's values whole. At a == 0, b >= 0 is y <= 1
+                   * (y is 0 or 1; inf or NaN otherwise). */
+            int y = up(c, r->y);
+            int t = mul(c, g, mul(c, y, E1(c, ST_OP_LOG, a)));
             int z = E2(c, ST_OP_LOGICAL_AND, E2(c, ST_OP_EQ, a, F(c, 0.0)),
-                       E2(c, ST_OP_GE, b, F(c, 0.0)));
+                       E2(c, ST_OP_LE, y, F(c, 1.0)));
             gb = E3(c, ST_OP_WHERE, z, F(c, 0.0), t);
         }
         break;
@@ -1184,7 +1189,7 @@ static const struct {
     {ST_OP_COS, B0}, {ST_OP_RECIPROCAL, BO}, {ST_OP_FLOOR, 0},
     {ST_OP_CEIL, 0}, {ST_OP_ROUND, 0}, {ST_OP_SIGN, 0}, {ST_OP_CAST, 0},
     {ST_OP_ADD, 0}, {ST_OP_SUB, 0}, {ST_OP_MUL, B0 | B1},
-    {ST_OP_DIV, B0 | B1}, {ST_OP_POW, B0 | B1}, {ST_OP_MAXIMUM, B0 | B1},
+    {ST_OP_DIV, B0 | B1}, {ST_OP_POW, B0 | B1 | BO}, {ST_OP_MAXIMUM, B0 | B1},
     {ST_OP_MINIMUM, B0 | B1}, {ST_OP_REMAINDER, B0 | B1},
     {ST_OP_WHERE, B0},
     {ST_OP_SUM, 0}, {ST_OP_MEAN, 0}, {ST_OP_AMAX, B0 | BO},
@@ -1213,6 +1218,8 @@ unsigned st_ir_vjp_saves_for(st_op_id op, unsigned needs)
         return all & (((needs & B0) ? B1 : 0u) | ((needs & B1) ? B0 : 0u));
     case ST_OP_DIV:    /* ga = g / b, gb = -g a / b^2 */
         return all & (((needs & (B0 | B1)) ? B1 : 0u) | ((needs & B1) ? B0 : 0u));
+    case ST_OP_POW:    /* ga = g b a^(b-1), gb = g y log(a) */
+        return all & (((needs & B0) ? B0 | B1 : 0u) | ((needs & B1) ? B0 | BO : 0u));
     default:
         return all;
     }

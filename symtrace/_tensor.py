@@ -442,8 +442,8 @@ class Tensor(_C.TensorBase):
     def min(self, dim=None, keepdim=False): return _ops.min(self, dim, keepdim)
     def any(self, dim=None, keepdim=False): return _ops.any(self, dim, keepdim)
     def all(self, dim=None, keepdim=False): return _ops.all(self, dim, keepdim)
-    def softmax(self, dim): return _ops.softmax(self, dim)
-    def log_softmax(self, dim): return _ops.log_softmax(self, dim)
+    def softmax(self, dim, dtype=None): return _ops.softmax(self, dim, dtype)
+    def log_softmax(self, dim, dtype=None): return _ops.log_softmax(self, dim, dtype)
     def matmul(self, other): return _ops.matmul(self, other)
     def index_select(self, dim, index): return _ops.index_select(self, dim, index)
     def repeat_interleave(self, repeats, dim=None, *, output_size=None):
@@ -719,7 +719,7 @@ class Tensor(_C.TensorBase):
         return self.copy_(result)
 
     def clamp_(self, min=None, max=None):
-        return self._assign(_ops.clamp(self, min, max), "clamp_")
+        return self._via(_ops.clamp, "clamp_", min, max)
 
     def fill_(self, value):
         if isinstance(value, _C.TensorBase):
