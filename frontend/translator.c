@@ -150,6 +150,33 @@ static int guard_fn_parts(tr_state *s, PyObject *fn)
     return 0;
 }
 
+/* The source of the default that fills slot i of fn (not passed by the
+ * caller): fn.__defaults__[d] or fn.__kwdefaults__[name], so that it is
+ * guarded as a value read from there (a list default appended to, or
+ * __kwdefaults__ changed in place, misses). *src NULL: fn has no source
+ * (made in the frame, or symtrace's own): the default is a constant. */
+static int default_src(tr_state *s, PyObject *fn, int i, st_fe_src **src)
+{
+    *src = NULL;
+    PyCodeObject *co = (PyCodeObject *)PyFunction_GET_CODE(fn);
+    int argc = co->co_argcount, total = argc + co->co_kwonlyargcount;
+    if (i >= total || tr_fn_origin(fn) != 0 || tr_is_fresh(s, fn))
+        return 0;
+    st_fe_src *fs = tr_lookup_src(s, fn);
+    if (!fs)
+        return 0;
+    PyObject *defs = PyFunction_GET_DEFAULTS(fn);
+    Py_ssize_t ndef = defs ? PyTuple_GET_SIZE(defs) : 0;
+    PyObject *nm = PyUnicode_InternFromString(i < argc ? "__defaults__" : "__kwdefaults__");
+    PyObject *key = !nm ? NULL : i < argc ? PyLong_FromSsize_t(i - (argc - ndef))
+                                          : Py_NewRef(tr_local_name(co, i));
+    st_fe_src *ps = key ? st_fe_src_attr(&s->srcs, fs, nm) : NULL;
+    *src = ps ? st_fe_src_item(&s->srcs, ps, key) : NULL;
+    Py_XDECREF(nm);
+    Py_XDECREF(key);
+    return *src ? 0 : tr_break_exc(s, "source");
+}
+
 int tr_inline(tr_state *s, PyObject *fn, tr_var *args, int nargs,
               PyObject *kwnames, tr_var *out)
 {
@@ -247,9 +274,19 @@ int tr_inline(tr_state *s, PyObject *fn, tr_var *args, int nargs,
             tr_var_copy(l, &args[from]);
             Py_DECREF(slots[i]);
         } else {
-            tr_make_value(s, l, slots[i]);
-            if (PyTuple_Check(slots[i]) || PyDict_Check(slots[i]))
-                tr_mark_fresh(s, slots[i]);
+            st_fe_src *ds;
+            if (default_src(s, fn, i, &ds) < 0)
+                goto done;
+            if (ds) {
+                if (tr_make_sourced(s, l, slots[i], ds) < 0) {
+                    slots[i] = NULL;   /* stolen */
+                    goto done;
+                }
+            } else {
+                tr_make_value(s, l, slots[i]);
+                if (PyTuple_Check(slots[i]) || PyDict_Check(slots[i]))
+                    tr_mark_fresh(s, slots[i]);
+            }
         }
         slots[i] = NULL;
     }
