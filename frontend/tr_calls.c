@@ -452,7 +452,10 @@ static int call_builtin_type(tr_state *s, PyObject *fn, tr_var *args, int nargs,
         tr_var **lists = calloc((size_t)nseq + 1, sizeof(tr_var *));
         int *lens = calloc((size_t)nseq + 1, sizeof(int));
         int rc = lists && lens ? 0 : tr_break(s, "out of memory"), m = -1;
+        PyObject *watch = NULL;    /* enumerate, zip: item j is item j of each */
         for (int i = 0; rc == 0 && i < nseq; i++) {
+            if (t != &PyReversed_Type && (rc = tr_iter_watch(s, &args[i], &watch)) < 0)
+                break;
             rc = tr_unroll(s, &args[i], &lists[i], &lens[i]);
             tr_iter_take(&args[i]);
             if (m < 0 || lens[i] < m)
@@ -489,6 +492,10 @@ static int call_builtin_type(tr_state *s, PyObject *fn, tr_var *args, int nargs,
         PyObject *rt = t == &PyReversed_Type ? reversed_type(args[0].v) : Py_NewRef(fn);
         rc = finish_unrolled(s, lists, lens, nseq, &l, rc, rt, out);
         Py_XDECREF(rt);
+        if (rc == 0 && out->it)
+            out->it->watch = watch;
+        else
+            Py_XDECREF(watch);
         return rc;
     }
     static PyTypeObject *pure[] = {&PyLong_Type, &PyFloat_Type, &PyBool_Type, &PyUnicode_Type,

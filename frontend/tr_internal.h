@@ -53,6 +53,12 @@ struct tr_iter {
      * once: in Python it would be consumed item by item, interleaved with
      * other uses, so any other use breaks. */
     bool taken;
+    /* Owned list of (container, snapshot tuple, offset) or NULL: the
+     * mutable containers (list, dict, set, dict view) whose items these
+     * are, item i being the container's item i + offset when the iterator
+     * was made. Python iterates them live, so a change to one while the
+     * iterator is in use (lst.append in a for over lst) breaks. */
+    PyObject *watch;
 };
 
 /* One frame being executed (the root, or an inlined call). */
@@ -247,6 +253,11 @@ int tr_unroll(tr_state *s, tr_var *obj, tr_var **items, int *n);
 int tr_iter_next(tr_state *s, tr_var *itv, tr_var *out);
 /* v is an iterator var: map/filter/zip/enumerate took what is left of it */
 void tr_iter_take(tr_var *v);
+/* Before obj's items are unrolled for an iterator made from it one to one
+ * (iter, enumerate, zip): appends to *watch (a new list when NULL) what
+ * that iterator must watch (obj itself when a mutable container, or the
+ * watch of the iterator obj). -1: break. */
+int tr_iter_watch(tr_state *s, tr_var *obj, PyObject **watch);
 void tr_iter_decref(tr_iter *it);
 bool tr_safe_type(PyObject *o);          /* operators may run for real */
 bool tr_is_symtrace_module(PyObject *o); /* a symtrace.nn.Module instance */

@@ -3,7 +3,8 @@
 # Each test runs the same function eagerly and under symtrace.compile and
 # compares. Covers what test_compile_adversarial_py.py, test_compile_breaks.py,
 # test_compile_iterators.py, test_resume.py and test_compile_guard_gaps.py do
-# not: defaults of inlined functions changed in place between calls, ...
+# not: defaults of inlined functions changed in place between calls, lists
+# and dicts changed while a loop iterates them, ...
 # No torch needed (the eager run is the reference); runs under .venv312 too.
 import numpy as np
 import pytest
@@ -67,3 +68,76 @@ def test_inlined_defaults_changed_in_place_are_guarded():
     finally:
         _kw_scaled.__kwdefaults__["k"] = 2.0
         _listed.__defaults__[0][:] = [1.0]
+
+
+# ------------------------------------------------ containers changed while iterated
+def _entry(fn):
+    return next((v for k, v in _C._fe_stats()["codes"].items()
+                 if k.startswith(fn.__qualname__ + " (")), None)
+
+
+def _grow_while_iterating(x, lst):
+    for v in lst:                      # Python reads the list live: appended items come too
+        if len(lst) < 5:
+            lst.append(v * 2)
+    return lst
+
+
+def _dict_grows_while_iterating(x):
+    d = {"a": x, "b": x + 1}
+    try:
+        for k in d:
+            d[k + "x"] = x
+    except RuntimeError as e:          # dictionary changed size during iteration
+        return str(e), len(d)
+    return "no error", len(d)
+
+
+def _zip_while_removing(x, lst):
+    for a, b in zip(lst, lst[1:]):
+        if len(lst) > 2:
+            lst.remove(b)
+    return lst
+
+
+def _next_after_pop(x, lst):
+    it = iter(lst)
+    a = next(it)
+    lst.pop()
+    return a, list(it)
+
+
+@pytest.mark.parametrize("fn, args", [
+    (_grow_while_iterating, lambda: (T(1.0), [T(1.0), T(2.0)])),
+    (_grow_while_iterating, lambda: (T(1.0), [T(3.0)])),
+    (_dict_grows_while_iterating, lambda: (T(2.0),)),
+    (_zip_while_removing, lambda: (T(1.0), [1, 2, 3, 4])),
+    (_next_after_pop, lambda: (T(1.0), [T(1.0), T(2.0), T(3.0)])),
+], ids=["list-grows", "list-grows-from-one", "dict-grows", "zip-remove", "next-after-pop"])
+def test_container_changed_while_iterated(fn, args):
+    """Iterators over lists and dicts were unrolled from a snapshot: a list
+    appended to inside `for v in lst` stopped at the old length, a dict
+    growing inside its loop raised no RuntimeError (the compiled function
+    returned None). Now a change to the container while its iterator is in
+    use breaks the graph and Python runs it."""
+    c = st.compile(fn, backend="interp")
+    for _ in range(2):
+        same(c(*args()), fn(*args()))
+
+
+def test_items_rewritten_in_their_own_loop_stay_captured():
+    """What Python allows (rewriting the current item, a dict's values)
+    does not break."""
+    def f(x, lst):
+        for i, v in enumerate(lst):
+            lst[i] = v * 2
+        d = {"a": x, "b": x + 1}
+        for k, v in d.items():
+            d[k] = v * 3
+        return lst, d["a"] + d["b"]
+    c = st.compile(f, backend="interp")
+    for k in range(3):
+        same(c(T(1.0), [T(k), T(2.0)]), f(T(1.0), [T(k), T(2.0)]))
+    e = _entry(f)
+    assert e is not None and not e["plain"] and e["entries"] == 1, e
+    assert _C._fe_stats()["breaks"] == 0
