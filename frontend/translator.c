@@ -15,6 +15,8 @@ static void frame_free(tr_frame *fr)
 {
     if (!fr)
         return;
+    if (fr->yield_in_try && fr->closed)
+        *fr->closed = true;    /* dropped unfinished: Python would run its cleanup */
     if (fr->gprev) {           /* off the live generator frames */
         *fr->gprev = fr->gnext;
         if (fr->gnext)
@@ -86,12 +88,26 @@ static int gen_make(tr_state *s, tr_frame *fr, tr_var *out)
         return -1;
     }
     out->it->gen = fr;
+    fr->closed = &s->gen_closed;
     fr->gnext = s->gens;
     if (s->gens)
         s->gens->gprev = &fr->gnext;
     fr->gprev = &s->gens;
     s->gens = fr;
     return 0;
+}
+
+int tr_gen_check_closed(tr_state *s)
+{
+    bool pending = s->gen_closed;
+    for (tr_frame *g = s->gens; g && !pending; g = g->gnext)
+        pending = g->yield_in_try;
+    if (!pending)
+        return 0;
+    s->gen_closed = false;
+    s->no_resume = true;   /* the generator would not exist in Python to be closed */
+    return tr_break(s, "a generator left suspended inside a try or with block (closing it "
+                    "runs its finally/__exit__ code in Python)");
 }
 
 int tr_gen_resume(tr_state *s, tr_iter *it, tr_var *out)
@@ -106,6 +122,7 @@ int tr_gen_resume(tr_state *s, tr_iter *it, tr_var *out)
     fr->depth = depth;
     fr->parent = s->top;
     fr->running = true;
+    fr->yield_in_try = false;
     s->top = fr;
     tr_var y = {0};
     int rc = tr_run_frame(s, fr, &y);
@@ -975,6 +992,10 @@ static st_fe_entry *translate_once(const st_fe_frame *f, const st_fe_options *op
     }
     if (run < 0)
         goto broke;
+    if (tr_gen_check_closed(s) < 0) {
+        tr_var_clear(&ret);
+        goto broke;
+    }
     if (ret.it || ret.aux == TR_AUX_SUPER) {
         tr_var_clear(&ret);
         tr_break(s, "returns an iterator");

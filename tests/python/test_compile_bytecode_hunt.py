@@ -4,7 +4,8 @@
 # compares. Covers what test_compile_adversarial_py.py, test_compile_breaks.py,
 # test_compile_iterators.py, test_resume.py and test_compile_guard_gaps.py do
 # not: defaults of inlined functions changed in place between calls, lists
-# and dicts changed while a loop iterates them, ...
+# and dicts changed while a loop iterates them, generators abandoned while
+# suspended inside try/finally or a with block, ...
 # No torch needed (the eager run is the reference); runs under .venv312 too.
 import numpy as np
 import pytest
@@ -138,6 +139,90 @@ def test_items_rewritten_in_their_own_loop_stay_captured():
     c = st.compile(f, backend="interp")
     for k in range(3):
         same(c(T(1.0), [T(k), T(2.0)]), f(T(1.0), [T(k), T(2.0)]))
+    e = _entry(f)
+    assert e is not None and not e["plain"] and e["entries"] == 1, e
+    assert _C._fe_stats()["breaks"] == 0
+
+
+# ------------------------------------------------ generators closed unfinished
+def _gen_with_cleanup(x, log):
+    try:
+        yield x
+        yield x * 2
+    finally:
+        log.append("closed")
+
+
+def _first_by_break(x, log):
+    for v in _gen_with_cleanup(x, log):
+        r = v + 1
+        break
+    return r, list(log)
+
+
+def _first_by_next_kept_in_a_local(x, log):
+    it = _gen_with_cleanup(x, log)     # closed when the frame returns
+    return next(it) * 5
+
+
+def _first_in_an_inlined_call(x, log):
+    def take(y):
+        return next(iter(_gen_with_cleanup(y, log)))
+    y = take(x) + 1
+    return y, list(log)
+
+
+def _wrapped_yield_from(x, log):
+    try:
+        yield from _gen_with_cleanup(x, log)
+    finally:
+        log.append("outer closed")
+
+
+def _first_through_yield_from(x, log):
+    g = _wrapped_yield_from(x, log)
+    a = next(g)
+    del g
+    return a, list(log)
+
+
+def _grad_mode_gen(x):
+    with st.no_grad():
+        yield x * 2
+
+
+def _first_under_the_generators_no_grad(x, log):
+    for v in _grad_mode_gen(x):
+        log.append(st.is_grad_enabled())
+        return v
+    return x
+
+
+@pytest.mark.parametrize("fn", [_first_by_break, _first_by_next_kept_in_a_local,
+                                _first_in_an_inlined_call, _first_through_yield_from,
+                                _first_under_the_generators_no_grad])
+def test_generator_left_suspended_in_a_try_runs_its_cleanup(fn):
+    """A generator abandoned while suspended inside try/finally or a with
+    block is closed by Python (its finally / __exit__ runs); the translator
+    dropped its frame silently, so `log` missed "closed". Now that breaks
+    the graph and Python runs the frame."""
+    c = st.compile(fn, backend="interp")
+    for k in range(2):
+        want_log, got_log = [], []
+        want = fn(T(1.0 + k), want_log)
+        got = c(T(1.0 + k), got_log)
+        same(got, want)
+        assert got_log == want_log and want_log, (got_log, want_log)
+
+
+def test_generator_with_cleanup_consumed_to_the_end_stays_captured():
+    def f(x):
+        log = []
+        s = sum(_gen_with_cleanup(x, log))
+        return s, list(_wrapped_yield_from(x, log)), len(log)
+    c = st.compile(f, backend="interp")
+    for k in range(3):
+        same(c(T(float(k))), f(T(float(k))))
     e = _entry(f)
     assert e is not None and not e["plain"] and e["entries"] == 1, e
     assert _C._fe_stats()["breaks"] == 0
