@@ -5,8 +5,13 @@
 # test_compile_iterators.py, test_resume.py and test_compile_guard_gaps.py do
 # not: defaults of inlined functions changed in place between calls, lists
 # and dicts changed while a loop iterates them, generators abandoned while
-# suspended inside try/finally or a with block, ...
+# suspended inside try/finally or a with block, sys._getframe reaching the
+# compiled frame, ...
 # No torch needed (the eager run is the reference); runs under .venv312 too.
+import inspect
+import logging
+import sys
+
 import numpy as np
 import pytest
 
@@ -226,3 +231,62 @@ def test_generator_with_cleanup_consumed_to_the_end_stays_captured():
     e = _entry(f)
     assert e is not None and not e["plain"] and e["entries"] == 1, e
     assert _C._fe_stats()["breaks"] == 0
+
+
+# ------------------------------------------------ frame introspection
+def _callers_locals():
+    return sorted(sys._getframe(1).f_locals)
+
+
+def _reads_its_callers_locals(x):
+    secret = x * 2
+    names = _callers_locals()
+    return secret, names
+
+
+def _reads_its_own_line(x):
+    fr = inspect.currentframe()
+    y = x * 2
+    return y, fr.f_code.co_name, fr.f_lineno - _reads_its_own_line.__code__.co_firstlineno
+
+
+@pytest.mark.parametrize("fn", [_reads_its_callers_locals, _reads_its_own_line])
+def test_frame_read_through_getframe_is_the_real_frame(fn):
+    """sys._getframe() reaching the compiled frame itself got the partial
+    graph's break function instead: its f_locals were ___arg0.., its
+    f_lineno stayed at the call. Such a frame now runs as plain Python."""
+    c = st.compile(fn, backend="interp")
+    for k in range(2):
+        same(c(T(1.0 + k)), fn(T(1.0 + k)))
+
+
+def test_logging_inside_keeps_its_partial_graph():
+    """logging's findCaller calls sys._getframe deeper down: the record
+    still names the user's function and line, and the frame keeps its
+    partial graph (no plain fallback)."""
+    records = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            records.append((record.funcName, record.lineno, record.getMessage()))
+
+    log = logging.getLogger("symtrace.test_bytecode_hunt")
+    log.setLevel(logging.INFO)
+    log.propagate = False
+    h = Keep()
+    log.addHandler(h)
+    try:
+        log.info("warm")            # fills the logger's level cache
+
+        def f(x):
+            y = x * 2
+            log.info("shape %s", tuple(y.shape))
+            return y + 1
+        c = st.compile(f, backend="interp")
+        records.clear()
+        same(c(T(1.0, 2.0)), f(T(1.0, 2.0)))
+        assert records[0] == records[1] and records[0][0] == "f", records
+        e = _entry(f)
+        assert e is not None and not e["plain"], e
+    finally:
+        log.removeHandler(h)
