@@ -6,7 +6,7 @@
 # not: defaults of inlined functions changed in place between calls, lists
 # and dicts changed while a loop iterates them, generators abandoned while
 # suspended inside try/finally or a with block, sys._getframe reaching the
-# compiled frame, ...
+# compiled frame (and logging, which must keep its partial graph).
 # No torch needed (the eager run is the reference); runs under .venv312 too.
 import inspect
 import logging
