@@ -146,6 +146,21 @@ static int read_exc_varint(const uint8_t *p, int n, int *pos)
     return v;
 }
 
+int st_fe_exc_handler(PyCodeObject *co, int unit)
+{
+    const uint8_t *p = (const uint8_t *)PyBytes_AS_STRING(co->co_exceptiontable);
+    int n = (int)PyBytes_GET_SIZE(co->co_exceptiontable), pos = 0;
+    while (pos < n) {
+        int s = read_exc_varint(p, n, &pos), len = read_exc_varint(p, n, &pos);
+        int t = read_exc_varint(p, n, &pos), dl = read_exc_varint(p, n, &pos);
+        if (s < 0 || len < 0 || t < 0 || dl < 0)
+            return -1;
+        if (s <= unit && unit < s + len)
+            return t;
+    }
+    return -1;
+}
+
 static int code_decode(PyCodeObject *co, rs_code *c)
 {
     memset(c, 0, sizeof *c);

@@ -361,6 +361,9 @@ typedef struct {
 /* 0: bp filled; 1: cannot resume there (why says why; no exception);
  * -1: error (exception set). */
 int st_fe_resume_plan(PyCodeObject *co, int at, st_fe_brkpt *bp, char *why, size_t nwhy);
+/* The handler (code unit) of the exception table entry that covers code
+ * unit `unit` of co, or -1 when none does. */
+int st_fe_exc_handler(PyCodeObject *co, int unit);
 void st_fe_brkpt_clear(st_fe_brkpt *bp);
 /* The break function for bp with nstack items on the stack at bp->start
  * (null[k]: slot k is a NULL marker) and lstate[i] per local: 0 dead

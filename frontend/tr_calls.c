@@ -452,7 +452,10 @@ static int call_builtin_type(tr_state *s, PyObject *fn, tr_var *args, int nargs,
         tr_var **lists = calloc((size_t)nseq + 1, sizeof(tr_var *));
         int *lens = calloc((size_t)nseq + 1, sizeof(int));
         int rc = lists && lens ? 0 : tr_break(s, "out of memory"), m = -1;
+        PyObject *watch = NULL;    /* enumerate, zip: item j is item j of each */
         for (int i = 0; rc == 0 && i < nseq; i++) {
+            if (t != &PyReversed_Type && (rc = tr_iter_watch(s, &args[i], &watch)) < 0)
+                break;
             rc = tr_unroll(s, &args[i], &lists[i], &lens[i]);
             tr_iter_take(&args[i]);
             if (m < 0 || lens[i] < m)
@@ -489,6 +492,10 @@ static int call_builtin_type(tr_state *s, PyObject *fn, tr_var *args, int nargs,
         PyObject *rt = t == &PyReversed_Type ? reversed_type(args[0].v) : Py_NewRef(fn);
         rc = finish_unrolled(s, lists, lens, nseq, &l, rc, rt, out);
         Py_XDECREF(rt);
+        if (rc == 0 && out->it)
+            out->it->watch = watch;
+        else
+            Py_XDECREF(watch);
         return rc;
     }
     static PyTypeObject *pure[] = {&PyLong_Type, &PyFloat_Type, &PyBool_Type, &PyUnicode_Type,
@@ -790,6 +797,22 @@ static const char *const ro_methods[] = {"copy", "index", "count", "get", "keys"
     "items", "__contains__", "__getitem__", "__len__", "issubset", "issuperset",
     "union", "intersection", "difference", "symmetric_difference", "isdisjoint", NULL};
 
+/* sys._getframe(k): a break. When the frame it returns is the frame being
+ * translated (inspect.currentframe() there, sys._getframe(1) in a helper
+ * it calls), a break function would stand in for it, with other locals
+ * (f_locals) and a line that moves on: the frame runs as plain Python. */
+static int getframe_break(tr_state *s, tr_var *args, int nargs)
+{
+    long k = 0;
+    bool known = nargs == 0 || (args[0].v && PyLong_CheckExact(args[0].v));
+    if (nargs >= 1 && known)
+        k = PyLong_AsLong(args[0].v);
+    PyErr_Clear();
+    if (!known || !s->top || s->top->depth - k == 0)
+        s->no_resume = true;
+    return tr_break(s, "call to sys._getframe is not supported");
+}
+
 static int call_cmethod(tr_state *s, PyObject *fn, tr_var *args, int nargs,
                         PyObject *kwnames, tr_var *out)
 {
@@ -814,6 +837,10 @@ static int call_cmethod(tr_state *s, PyObject *fn, tr_var *args, int nargs,
                     return tr_break(s, "%s() of a %s", nm, tr_type_name(args[i].v));
             return real_call(s, fn, args, nargs, kwnames, out);
         }
+        const char *mn = self ? PyModule_GetName(self) : NULL;
+        PyErr_Clear();
+        if (mn && !strcmp(mn, "sys") && !strcmp(nm, "_getframe"))
+            return getframe_break(s, args, nargs);
         return unsupported(s, fn);
     }
     if (st_fe_is_tensor(self)) {

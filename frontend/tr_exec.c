@@ -31,7 +31,7 @@
     X(MAKE_FUNCTION) X(FORMAT_VALUE) X(BEFORE_WITH) X(IMPORT_NAME) X(IMPORT_FROM) \
     X(CALL_INTRINSIC_1) X(EXTENDED_ARG) X(GET_LEN) X(RETURN_GENERATOR) X(YIELD_VALUE) \
     X(LOAD_ASSERTION_ERROR) X(RAISE_VARARGS) X(RERAISE) X(LOAD_BUILD_CLASS) \
-    X(GET_YIELD_FROM_ITER) X(SEND) X(END_SEND)
+    X(GET_YIELD_FROM_ITER) X(SEND) X(END_SEND) X(CLEANUP_THROW)
 
 enum {
 #define X(n) OP_##n,
@@ -49,7 +49,7 @@ static int cache_of[256];       /* inline cache code units */
 static PyObject *real_opname;   /* opcode.opname list */
 static int nb_of[64];           /* BINARY_OP arg -> 0..12 (base op), +100 inplace */
 static int n_nb;
-static int intr_list_to_tuple = -1, intr_unary_positive = -1;
+static int intr_list_to_tuple = -1, intr_unary_positive = -1, intr_stopiteration_error = -1;
 
 static int tr_init_done;
 
@@ -115,6 +115,8 @@ int tr_exec_init(void)
                 intr_list_to_tuple = (int)i;
             if (nm && !strcmp(nm, "INTRINSIC_UNARY_POSITIVE"))
                 intr_unary_positive = (int)i;
+            if (nm && !strcmp(nm, "INTRINSIC_STOPITERATION_ERROR"))
+                intr_stopiteration_error = (int)i;
             Py_XDECREF(t);
         }
         Py_DECREF(intr);
@@ -642,12 +644,35 @@ static int do_send(tr_state *s, tr_frame *fr, int target)
 }
 
 /* Executes one frame until it returns (*ret) or breaks (-1). */
+/* Code unit u of a generator's frame is inside a try or with block of
+ * the user's: an exception table entry covers it whose handler is not
+ * one the compiler adds to every generator (3.12: StopIteration turned
+ * into RuntimeError) or to a yield from (3.12: CLEANUP_THROW, which
+ * re-raises to what covers it). */
+static bool in_user_try(tr_frame *fr, int u)
+{
+    for (int hops = 0; hops < 8; hops++) {
+        int h = st_fe_exc_handler(fr->code, u);
+        if (h < 0 || h >= fr->ncode)
+            return false;
+        int op = op_of[fr->bc[2 * h]];
+        if (op == OP_CALL_INTRINSIC_1 && fr->bc[2 * h + 1] == intr_stopiteration_error)
+            return false;
+        if (op != OP_CLEANUP_THROW)
+            return true;
+        u = h;
+    }
+    return true;
+}
+
 int tr_run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
 {
     PyObject *consts = fr->code->co_consts, *names = fr->code->co_names;
     int arg = 0;
     bool ext = false;
     for (;;) {
+        if (s->gen_closed && !ext)
+            return tr_gen_check_closed(s);
         if (!ext && fr->depth == 0 && fr->pc == s->stop_at) {
             s->stopped = true;       /* a partial graph ends here (translator.c) */
             return -2;
@@ -745,6 +770,7 @@ int tr_run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
             if (!fr->is_genexpr)
                 return tr_break(s, "yield is not supported");
             *ret = pop(fr);
+            fr->yield_in_try = in_user_try(fr, fr->lasti);
             tr_var v = {0};
             v.v = Py_NewRef(Py_None);   /* what the resume sends (always None) */
             if (push(s, fr, &v)) {

@@ -53,6 +53,12 @@ struct tr_iter {
      * once: in Python it would be consumed item by item, interleaved with
      * other uses, so any other use breaks. */
     bool taken;
+    /* Owned list of (container, snapshot tuple, offset) or NULL: the
+     * mutable containers (list, dict, set, dict view) whose items these
+     * are, item i being the container's item i + offset when the iterator
+     * was made. Python iterates them live, so a change to one while the
+     * iterator is in use (lst.append in a for over lst) breaks. */
+    PyObject *watch;
 };
 
 /* One frame being executed (the root, or an inlined call). */
@@ -78,6 +84,11 @@ typedef struct tr_frame {
     bool running;            /* ... and running now */
     /* the live generator frames (tr_state.gens), suspended or running */
     struct tr_frame *gnext, **gprev;
+    /* a generator's frame suspended at a yield inside a try or with block:
+     * closing it runs Python code (finally, __exit__), so when the frame is
+     * dropped unfinished *closed is set (tr_state.gen_closed) */
+    bool yield_in_try;
+    bool *closed;
 } tr_frame;
 
 struct tr_dyn;
@@ -115,6 +126,7 @@ typedef struct {
     PyObject *live_seen;     /* ids of mutable containers templated there */
     struct tr_dyn *dyn;      /* dynamic shapes (tr_dynamic.c), or NULL */
     tr_frame *gens;          /* generator frames alive (their iterators own them) */
+    bool gen_closed;         /* one suspended in a try/with block was dropped: a break */
     PyObject *lazies;        /* id(LazyInt/LazyFloat) -> (obj, src id) (tr_dynamic.c) */
 } tr_state;
 
@@ -243,10 +255,18 @@ int tr_iter_of(tr_state *s, tr_var *obj, tr_var *out);
 int tr_iter_from(tr_state *s, tr_var *items, int n, PyObject *type, tr_var *out);
 /* Items of an iterable as vars (n, *items malloc'd); an iterator is consumed */
 int tr_unroll(tr_state *s, tr_var *obj, tr_var **items, int *n);
+/* A generator frame suspended now or left unfinished: its cleanup code
+ * (finally, __exit__) would run in Python when it is closed. -1: break */
+int tr_gen_check_closed(tr_state *s);
 /* The next item of an iterator var: 1 (out set), 0 exhausted, -1 break */
 int tr_iter_next(tr_state *s, tr_var *itv, tr_var *out);
 /* v is an iterator var: map/filter/zip/enumerate took what is left of it */
 void tr_iter_take(tr_var *v);
+/* Before obj's items are unrolled for an iterator made from it one to one
+ * (iter, enumerate, zip): appends to *watch (a new list when NULL) what
+ * that iterator must watch (obj itself when a mutable container, or the
+ * watch of the iterator obj). -1: break. */
+int tr_iter_watch(tr_state *s, tr_var *obj, PyObject **watch);
 void tr_iter_decref(tr_iter *it);
 bool tr_safe_type(PyObject *o);          /* operators may run for real */
 bool tr_is_symtrace_module(PyObject *o); /* a symtrace.nn.Module instance */

@@ -21,7 +21,109 @@ void tr_iter_decref(tr_iter *it)
     tr_frame_free(it->gen);
     Py_XDECREF(it->type);
     tr_var_clear(&it->ret);
+    Py_XDECREF(it->watch);
     free(it);
+}
+
+/* ---------------- containers changed while iterated ---------------- */
+static bool watched_kind(PyObject *o)
+{
+    return o && (PyList_CheckExact(o) || PyDict_CheckExact(o) || PySet_CheckExact(o) ||
+                 PyDictKeys_Check(o) || PyDictValues_Check(o) || PyDictItems_Check(o));
+}
+
+int tr_iter_watch(tr_state *s, tr_var *obj, PyObject **watch)
+{
+    if (obj->it && !obj->it->watch)
+        return 0;
+    if (!obj->it && (obj->aux != TR_AUX_NONE && obj->aux != TR_AUX_KEYS &&
+                     obj->aux != TR_AUX_VALUES && obj->aux != TR_AUX_ITEMS))
+        return 0;
+    if (!obj->it && !watched_kind(obj->v))
+        return 0;
+    if (!*watch && !(*watch = PyList_New(0)))
+        return tr_break_exc(s, "iterator");
+    if (obj->it) {
+        tr_iter *it = obj->it;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(it->watch); i++) {
+            PyObject *e = PyList_GET_ITEM(it->watch, i);
+            long off = PyLong_AsLong(PyTuple_GET_ITEM(e, 2)) + it->pos;
+            PyObject *ne = Py_BuildValue("(OOl)", PyTuple_GET_ITEM(e, 0),
+                                         PyTuple_GET_ITEM(e, 1), off);
+            if (!ne || PyList_Append(*watch, ne) < 0) {
+                Py_XDECREF(ne);
+                return tr_break_exc(s, "iterator");
+            }
+            Py_DECREF(ne);
+        }
+        return 0;
+    }
+    PyObject *snap = PySequence_Tuple(obj->v);
+    PyObject *e = snap ? Py_BuildValue("(ONi)", obj->v, snap, 0) : NULL;
+    if (!e || PyList_Append(*watch, e) < 0) {
+        Py_XDECREF(e);
+        return tr_break_exc(s, "iterator");
+    }
+    Py_DECREF(e);
+    return 0;
+}
+
+/* one item of a container against its snapshot: the same objects (an item
+ * pair of a dict's items() compared by key and value); only the key where
+ * value is false (an item already produced: changing its value is fine) */
+static bool same_item(PyObject *a, PyObject *b, bool value)
+{
+    if (a == b)
+        return true;
+    if (!PyTuple_CheckExact(a) || !PyTuple_CheckExact(b) || PyTuple_GET_SIZE(a) != 2 ||
+        PyTuple_GET_SIZE(b) != 2)
+        return false;
+    return PyTuple_GET_ITEM(a, 0) == PyTuple_GET_ITEM(b, 0) &&
+           (!value || PyTuple_GET_ITEM(a, 1) == PyTuple_GET_ITEM(b, 1));
+}
+
+/* 1: the container of watch entry e no longer gives what its snapshot
+ * holds from item pos on (nor the same number of items), 0: unchanged */
+static int watch_changed(tr_state *s, PyObject *e, int pos)
+{
+    PyObject *c = PyTuple_GET_ITEM(e, 0), *snap = PyTuple_GET_ITEM(e, 1);
+    PyObject *sh = tr_fx_substitute(s, c);   /* a list/dict from outside, mutated: its shadow */
+    if (sh)
+        c = sh;
+    Py_ssize_t n = PyTuple_GET_SIZE(snap);
+    long first = PyLong_AsLong(PyTuple_GET_ITEM(e, 2)) + pos;
+    if (PyObject_Size(c) != n) {
+        PyErr_Clear();
+        return 1;
+    }
+    /* items already produced: a list's or a dict's values may change, keys not */
+    bool keyed = !PyList_CheckExact(c) && !PyDictValues_Check(c);
+    if (PyList_CheckExact(c)) {
+        for (Py_ssize_t i = first < 0 ? 0 : first; i < n; i++)
+            if (PyList_GET_ITEM(c, i) != PyTuple_GET_ITEM(snap, i))
+                return 1;
+        return 0;
+    }
+    PyObject *it = PyObject_GetIter(c), *v;
+    if (!it) {
+        PyErr_Clear();
+        return 1;
+    }
+    Py_ssize_t i = 0;
+    int changed = 0;
+    while (!changed && (v = PyIter_Next(it))) {
+        if (i >= n || ((i >= first || keyed) &&
+                       !same_item(v, PyTuple_GET_ITEM(snap, i), i >= first)))
+            changed = 1;
+        Py_DECREF(v);
+        i++;
+    }
+    Py_DECREF(it);
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        changed = 1;
+    }
+    return changed || i != n;
 }
 
 static int taken_break(tr_state *s)
@@ -38,6 +140,12 @@ int tr_iter_next(tr_state *s, tr_var *itv, tr_var *out)
         return tr_break(s, "next() of a %s", tr_type_name(itv->v));
     if (it->taken)
         return taken_break(s);
+    for (Py_ssize_t i = 0; it->watch && i < PyList_GET_SIZE(it->watch); i++) {
+        PyObject *c = PyTuple_GET_ITEM(PyList_GET_ITEM(it->watch, i), 0);
+        if (watch_changed(s, PyList_GET_ITEM(it->watch, i), it->pos))
+            return tr_break(s, "a %s changed while an iterator over it was in use "
+                            "(Python iterates it live)", tr_type_name(c));
+    }
     if (it->pos < it->n) {
         tr_var_copy(out, &it->items[it->pos++]);
         return 1;
@@ -323,11 +431,18 @@ int tr_iter_of(tr_state *s, tr_var *obj, tr_var *out)
     }
     tr_var *items;
     int n;
-    if (tr_unroll(s, obj, &items, &n) < 0)
+    PyObject *watch = NULL;
+    if (tr_iter_watch(s, obj, &watch) < 0 || tr_unroll(s, obj, &items, &n) < 0) {
+        Py_XDECREF(watch);
         return -1;
+    }
     PyObject *t = real_iter_type(obj->v);
     int rc = tr_iter_from(s, items, n, t, out);
     Py_XDECREF(t);
+    if (rc == 0)
+        out->it->watch = watch;
+    else
+        Py_XDECREF(watch);
     return rc;
 }
 

@@ -15,6 +15,8 @@ static void frame_free(tr_frame *fr)
 {
     if (!fr)
         return;
+    if (fr->yield_in_try && fr->closed)
+        *fr->closed = true;    /* dropped unfinished: Python would run its cleanup */
     if (fr->gprev) {           /* off the live generator frames */
         *fr->gprev = fr->gnext;
         if (fr->gnext)
@@ -86,12 +88,26 @@ static int gen_make(tr_state *s, tr_frame *fr, tr_var *out)
         return -1;
     }
     out->it->gen = fr;
+    fr->closed = &s->gen_closed;
     fr->gnext = s->gens;
     if (s->gens)
         s->gens->gprev = &fr->gnext;
     fr->gprev = &s->gens;
     s->gens = fr;
     return 0;
+}
+
+int tr_gen_check_closed(tr_state *s)
+{
+    bool pending = s->gen_closed;
+    for (tr_frame *g = s->gens; g && !pending; g = g->gnext)
+        pending = g->yield_in_try;
+    if (!pending)
+        return 0;
+    s->gen_closed = false;
+    s->no_resume = true;   /* the generator would not exist in Python to be closed */
+    return tr_break(s, "a generator left suspended inside a try or with block (closing it "
+                    "runs its finally/__exit__ code in Python)");
 }
 
 int tr_gen_resume(tr_state *s, tr_iter *it, tr_var *out)
@@ -106,6 +122,7 @@ int tr_gen_resume(tr_state *s, tr_iter *it, tr_var *out)
     fr->depth = depth;
     fr->parent = s->top;
     fr->running = true;
+    fr->yield_in_try = false;
     s->top = fr;
     tr_var y = {0};
     int rc = tr_run_frame(s, fr, &y);
@@ -148,6 +165,33 @@ static int guard_fn_parts(tr_state *s, PyObject *fn)
             return tr_break_exc(s, "guard");
     }
     return 0;
+}
+
+/* The source of the default that fills slot i of fn (not passed by the
+ * caller): fn.__defaults__[d] or fn.__kwdefaults__[name], so that it is
+ * guarded as a value read from there (a list default appended to, or
+ * __kwdefaults__ changed in place, misses). *src NULL: fn has no source
+ * (made in the frame, or symtrace's own): the default is a constant. */
+static int default_src(tr_state *s, PyObject *fn, int i, st_fe_src **src)
+{
+    *src = NULL;
+    PyCodeObject *co = (PyCodeObject *)PyFunction_GET_CODE(fn);
+    int argc = co->co_argcount, total = argc + co->co_kwonlyargcount;
+    if (i >= total || tr_fn_origin(fn) != 0 || tr_is_fresh(s, fn))
+        return 0;
+    st_fe_src *fs = tr_lookup_src(s, fn);
+    if (!fs)
+        return 0;
+    PyObject *defs = PyFunction_GET_DEFAULTS(fn);
+    Py_ssize_t ndef = defs ? PyTuple_GET_SIZE(defs) : 0;
+    PyObject *nm = PyUnicode_InternFromString(i < argc ? "__defaults__" : "__kwdefaults__");
+    PyObject *key = !nm ? NULL : i < argc ? PyLong_FromSsize_t(i - (argc - ndef))
+                                          : Py_NewRef(tr_local_name(co, i));
+    st_fe_src *ps = key ? st_fe_src_attr(&s->srcs, fs, nm) : NULL;
+    *src = ps ? st_fe_src_item(&s->srcs, ps, key) : NULL;
+    Py_XDECREF(nm);
+    Py_XDECREF(key);
+    return *src ? 0 : tr_break_exc(s, "source");
 }
 
 int tr_inline(tr_state *s, PyObject *fn, tr_var *args, int nargs,
@@ -247,9 +291,19 @@ int tr_inline(tr_state *s, PyObject *fn, tr_var *args, int nargs,
             tr_var_copy(l, &args[from]);
             Py_DECREF(slots[i]);
         } else {
-            tr_make_value(s, l, slots[i]);
-            if (PyTuple_Check(slots[i]) || PyDict_Check(slots[i]))
-                tr_mark_fresh(s, slots[i]);
+            st_fe_src *ds;
+            if (default_src(s, fn, i, &ds) < 0)
+                goto done;
+            if (ds) {
+                if (tr_make_sourced(s, l, slots[i], ds) < 0) {
+                    slots[i] = NULL;   /* stolen */
+                    goto done;
+                }
+            } else {
+                tr_make_value(s, l, slots[i]);
+                if (PyTuple_Check(slots[i]) || PyDict_Check(slots[i]))
+                    tr_mark_fresh(s, slots[i]);
+            }
         }
         slots[i] = NULL;
     }
@@ -938,6 +992,10 @@ static st_fe_entry *translate_once(const st_fe_frame *f, const st_fe_options *op
     }
     if (run < 0)
         goto broke;
+    if (tr_gen_check_closed(s) < 0) {
+        tr_var_clear(&ret);
+        goto broke;
+    }
     if (ret.it || ret.aux == TR_AUX_SUPER) {
         tr_var_clear(&ret);
         tr_break(s, "returns an iterator");
