@@ -1402,6 +1402,24 @@ static st_status to_node(st_ad_node *n, int nr, st_tensor *g) {
     return ST_OK;
 }
 
+/* The custom node whose backward runs on this thread (NULL: none). */
+static _Thread_local st_ad_node *running_custom;
+
+st_tensor *st_ad_saved_output(st_tensor *t, int nr) {
+    st_ad_node *n = running_custom;
+    if (!engine_creates || !n || nr < 0 || nr >= n->nout) {
+        st_tensor_incref(t);
+        return t;
+    }
+    st_tensor *a = alias(t);
+    if (!a) {
+        if (!st_err_kind()) st_err(ST_ERR_MEMORY, "autograd: out of memory");
+        return NULL;
+    }
+    attach(a, n, nr);
+    return a;
+}
+
 static st_status run_node(st_ad_node *n, st_tensor **gin) {
     if (n->freed)
         return st_err(ST_ERR_RUNTIME,
@@ -1417,7 +1435,10 @@ static st_status run_node(st_ad_node *n, st_tensor **gin) {
             n->gbuf = calloc((size_t)(n->nout > 0 ? n->nout : 1), sizeof *n->gbuf);
             if (!n->gbuf) return st_err(ST_ERR_MEMORY, "autograd: out of host memory");
         }
+        st_ad_node *outer = running_custom;
+        running_custom = n;
         st_status s = n->fn(n->ctx, n->nout, n->gbuf, n->nin, gin);
+        running_custom = outer;
         if (s == ST_OK && engine_creates && n->once) s = delay_errors(n, gin);
         if (s != ST_OK) return s;
         for (int k = 0; k < n->nin; k++)
