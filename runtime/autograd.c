@@ -1425,11 +1425,11 @@ static st_status run_node(st_ad_node *n, st_tensor **gin) {
         return st_err(ST_ERR_RUNTIME,
                       "Trying to backward through the graph a second time (or "
                       "directly access saved tensors after they have already "
-                      "been freed) in %s. Saved intermediate values of the graph "
+                      "been freed). Saved intermediate values of the graph "
                       "are freed when you call .backward() or autograd.grad(). "
                       "Specify retain_graph=True if you need to backward "
                       "through the graph a second time or if you need to "
-                      "access saved tensors after calling backward.", n->name);
+                      "access saved tensors after calling backward.");
     if (n->custom) {
         if (!n->gbuf) { /* no gradient reached any output: all NULL */
             n->gbuf = calloc((size_t)(n->nout > 0 ? n->nout : 1), sizeof *n->gbuf);
@@ -1528,10 +1528,13 @@ static st_status engine_run(st_tensor *const *roots, st_tensor *const *grads, in
             break;
         }
         if (grads && grads[k]) {
-            st_meta m;
-            st_tensor_meta(r, &m);
-            if (check_grad("backward: grad_tensors", grads[k], &m) != ST_OK) {
-                s = st_err_kind();
+            if (grads[k]->ndim != r->ndim ||
+                memcmp(grads[k]->shape, r->shape, sizeof(int64_t) * (size_t)r->ndim)) {
+                char a[128], b[128];
+                s = st_err(ST_ERR_RUNTIME, "Mismatch in shape: grad_output[%d] has a shape "
+                           "of %s and output[%d] has a shape of %s.", k,
+                           st_shape_str(grads[k]->shape, grads[k]->ndim, a, sizeof a), k,
+                           st_shape_str(r->shape, r->ndim, b, sizeof b));
                 break;
             }
             st_tensor_incref(grads[k]);
@@ -1679,7 +1682,7 @@ st_status st_ad_backward_create(st_tensor *const *roots, st_tensor *const *grads
                                 int n, bool retain_graph, bool create_graph) {
     if (refresh_all(roots, n) != ST_OK) return st_err_kind();
     sink sk = {.accumulate = true};
-    return engine(roots, grads, n, retain_graph || create_graph, create_graph, &sk);
+    return engine(roots, grads, n, retain_graph, create_graph, &sk);
 }
 
 st_status st_ad_grad(st_tensor *const *outs, st_tensor *const *gouts, int n,
@@ -1695,6 +1698,10 @@ st_status st_ad_grad_create(st_tensor *const *outs, st_tensor *const *gouts, int
     for (int k = 0; k < ninputs; k++) results[k] = NULL;
     if (refresh_all(outs, n) != ST_OK || refresh_all(inputs, ninputs) != ST_OK)
         return st_err_kind();
+    for (int k = 0; k < n; k++) /* the outputs first, as torch */
+        if (!outs[k]->requires_grad)
+            return st_err(ST_ERR_RUNTIME, "element %d of tensors does not require grad "
+                          "and does not have a grad_fn", k);
     for (int k = 0; k < ninputs; k++) {
         if (!inputs[k]->requires_grad)
             return st_err(ST_ERR_RUNTIME, "One of the differentiated Tensors "
@@ -1702,12 +1709,12 @@ st_status st_ad_grad_create(st_tensor *const *outs, st_tensor *const *gouts, int
     }
     sink sk = {.accumulate = false, .inputs = inputs, .ninputs = ninputs,
                .results = results};
-    st_status s = engine(outs, gouts, n, retain_graph || create_graph, create_graph, &sk);
+    st_status s = engine(outs, gouts, n, retain_graph, create_graph, &sk);
     for (int k = 0; s == ST_OK && k < ninputs; k++)
         if (!results[k] && !allow_unused)
-            s = st_err(ST_ERR_RUNTIME, "One of the differentiated Tensors "
+            s = st_err(ST_ERR_RUNTIME, "The differentiated Tensor at index %d "
                        "appears to not have been used in the graph. Set "
-                       "allow_unused=True if this is the desired behavior.");
+                       "allow_unused=True if this is the desired behavior.", k);
     if (s != ST_OK)
         for (int k = 0; k < ninputs; k++) {
             st_tensor_decref(results[k]);

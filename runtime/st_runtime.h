@@ -459,7 +459,8 @@ int st_ad_saved_hooks_depth(void);
 st_status st_ad_backward(st_tensor *const *roots, st_tensor *const *grads,
                          int n, bool retain_graph);
 /* create_graph: the backward's own ops are recorded (higher-order
- * gradients); implies retain_graph. */
+ * gradients); the graph is freed unless retain_graph (torch's callers pass
+ * retain_graph=create_graph by default). */
 st_status st_ad_backward_create(st_tensor *const *roots, st_tensor *const *grads,
                                 int n, bool retain_graph, bool create_graph);
 /* autograd.grad(): results[k] = d(sum outs*gouts)/d(inputs[k]) as new

@@ -352,3 +352,159 @@ def test_compiled_function_whose_forward_breaks_keeps_its_saved_tensors():
         return (E.apply(a * 2, 3.0) ** 2).sum()
     out, (ga,) = eager_vs_compiled(f, [1., 2., 3.])
     np.testing.assert_allclose(ga, [144., 576., 1296.])
+
+
+# ---------------- autograd.grad and backward ----------------
+
+def test_grad_materialize_grads(L):
+    a, b = T(L, [1., 2.]), T(L, [3.])
+    ga, gb = L.autograd.grad((a * a).sum(), [a, b], materialize_grads=True)
+    close(ga, [2., 4.])
+    close(gb, [0.])
+    with pytest.raises(ValueError, match="Expected allow_unused to be True or not passed"):
+        L.autograd.grad((a * a).sum(), [a, b], materialize_grads=True, allow_unused=False)
+
+
+def test_grad_is_grads_batched(L):
+    a = T(L, [1., 2.])
+    (j,) = L.autograd.grad(a * a, a, grad_outputs=L.eye(2), is_grads_batched=True)
+    close(j, [[2., 0.], [0., 4.]])
+
+
+def test_unused_input_error_names_its_index(L):
+    a, b = T(L, [1., 2.]), T(L, [3.])
+    with pytest.raises(RuntimeError, match="The differentiated Tensor at index 1 appears to "
+                                           "not have been used in the graph"):
+        L.autograd.grad((a * a).sum(), [a, b])
+
+
+def test_grad_output_of_a_wrong_shape(L):
+    a = T(L, [1., 2.])
+    with pytest.raises(RuntimeError, match="Mismatch in shape: grad_output\\[0\\] has a shape of "
+                                           ".*3.* and output\\[0\\] has a shape of .*2"):
+        L.autograd.grad([a * 3], a, grad_outputs=[L.ones(3)])
+
+
+def test_grad_checks_the_outputs_before_the_inputs(L):
+    a = T(L, [1., 2.], grad=False)
+    with pytest.raises(RuntimeError, match="element 0 of tensors does not require grad and does "
+                                           "not have a grad_fn"):
+        L.autograd.grad((a * a).sum(), a)
+
+
+FREED = ("Trying to backward through the graph a second time (or directly access saved tensors "
+         "after they have already been freed). Saved intermediate values")
+
+
+def test_second_backward_error_text(L):
+    a = T(L, [1., 2.])
+    y = a.exp().sum()
+    y.backward()
+    with pytest.raises(RuntimeError) as ei:
+        y.backward()
+    assert str(ei.value).startswith(FREED), str(ei.value)
+
+
+@pytest.mark.parametrize("how", ["grad", "backward"])
+def test_create_graph_with_retain_graph_false_frees_the_graph(L, how):
+    a = T(L, [1., 2.])
+    y = a.exp().sum()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if how == "grad":
+            (g,) = L.autograd.grad(y, a, create_graph=True, retain_graph=False)
+        else:
+            y.backward(create_graph=True, retain_graph=False)
+            g = a.grad
+    assert g.requires_grad
+    with pytest.raises(RuntimeError) as ei:
+        L.autograd.grad(y, a)
+    assert str(ei.value).startswith(FREED)
+
+
+def test_hessian_vector_product_then_third_order(L):
+    a, v = T(L, [1., 2.]), T(L, [1., -1.], grad=False)
+    y = (a.sin() * a.exp()).sum()
+    (g,) = L.autograd.grad(y, a, create_graph=True)
+    (hv,) = L.autograd.grad((g * v).sum(), a, create_graph=True)
+    (t,) = L.autograd.grad(hv.sum(), a)
+    x = np.array([1., 2.])
+    close(g, np.exp(x) * (np.sin(x) + np.cos(x)))
+    close(hv, 2 * np.exp(x) * np.cos(x) * [1., -1.])
+    close(t, 2 * np.exp(x) * (np.cos(x) - np.sin(x)) * [1., -1.])
+
+
+def test_backward_inputs_empty_error_text(L):
+    a = T(L, [1., 2.])
+    with pytest.raises(RuntimeError, match="`inputs` argument to `backward\\(\\)` cannot be empty"):
+        (a * a).sum().backward(inputs=[])
+
+
+# ---------------- grad mode ----------------
+
+def test_bare_no_grad_and_enable_grad_decorators(L):
+    @L.no_grad
+    def f(x):
+        return x * 2, L.is_grad_enabled()
+
+    @L.enable_grad
+    def g(x):
+        return x * 2
+
+    y, on = f(T(L, [1.]))
+    assert not y.requires_grad and not on and L.is_grad_enabled()
+    with L.no_grad():
+        assert g(T(L, [1.])).requires_grad
+
+
+@pytest.mark.parametrize("mode", ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode"])
+def test_decorated_generator_runs_its_steps_in_the_mode(L, mode):
+    inside = {"no_grad": False, "enable_grad": True, "set_grad_enabled": False,
+              "inference_mode": False}[mode]
+    deco = {"no_grad": L.no_grad, "enable_grad": L.enable_grad,
+            "set_grad_enabled": lambda: L.set_grad_enabled(False),  # sets the mode at once
+            "inference_mode": L.inference_mode}[mode]()
+    outside = not inside
+
+    @deco
+    def gen(x):
+        got = yield L.is_grad_enabled(), (x * 2).requires_grad
+        yield got, L.is_grad_enabled()
+        return "done"
+
+    with L.set_grad_enabled(outside):
+        it = gen(T(L, [1.]))
+        first = next(it)
+        between = L.is_grad_enabled()
+        second = it.send("sent")
+        with pytest.raises(StopIteration) as stop:
+            next(it)
+    assert first == (inside, inside) and between == outside
+    assert second == ("sent", inside) and stop.value.value == "done"
+    assert L.is_grad_enabled()
+
+
+def test_decorated_generator_throw_and_close_run_in_the_mode(L):
+    seen = []
+
+    @L.no_grad()
+    def gen():
+        try:
+            yield 1
+        except ValueError:
+            seen.append(("throw", L.is_grad_enabled()))
+            yield 2
+        finally:
+            seen.append(("close", L.is_grad_enabled()))
+
+    it = gen()
+    next(it)
+    assert it.throw(ValueError()) == 2
+    it.close()
+    assert seen == [("throw", False), ("close", False)] and L.is_grad_enabled()
+
+
+def test_set_grad_enabled_wants_a_bool(L):
+    with pytest.raises(TypeError, match="must be bool, not str"):
+        L.set_grad_enabled("yes")
+    assert L.is_grad_enabled()
