@@ -508,3 +508,57 @@ def test_set_grad_enabled_wants_a_bool(L):
     with pytest.raises(TypeError, match="must be bool, not str"):
         L.set_grad_enabled("yes")
     assert L.is_grad_enabled()
+
+
+# ---------------- compiled: in-place writes into values saved for backward ----------------
+
+def _sigmoid_then_scaled(a):
+    c = a.sigmoid()       # saves its output
+    c.mul_(2)
+    return c.sum()
+
+
+def _saved_operand_zeroed(a, w):
+    b = a * 1
+    c = b * w             # saves b (for w's gradient) and w
+    b.zero_()
+    return c.sum()
+
+
+def _tanh_then_shifted(a):
+    c = (a * 2).tanh()
+    c.add_(1)
+    return (c * 3).sum()
+
+
+@needs_compile
+@pytest.mark.parametrize("fn", [_sigmoid_then_scaled, _saved_operand_zeroed, _tanh_then_shifted])
+def test_compiled_write_into_a_saved_value_raises_as_eager(fn):
+    n = fn.__code__.co_argcount
+    st.reset()
+    cf = st.compile(fn)
+    try:
+        for f in (fn, cf, cf, cf):   # eager, then the translation and two compiled calls
+            out = f(*[T(st, [1., 2.]) for _ in range(n)])
+            with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+                out.backward()
+    finally:
+        st.reset()
+
+
+@needs_compile
+def test_compiled_in_place_write_no_saved_value_needs_stays_one_graph():
+    def f(a, w):
+        b = a * w
+        c = b + 2         # add saves nothing
+        b.relu_()         # relu_ saves its own result
+        return (c * b).sum()
+    eager_vs_compiled(f, [1., -2., 3.], [0.5, 1., -1.])
+    st.reset()
+    cf = st.compile(f)
+    try:
+        cf(T(st, [1., -2., 3.]), T(st, [0.5, 1., -1.]))
+        codes = st._C._fe_stats()["codes"]
+        assert not any("__resume" in k for k in codes), codes
+    finally:
+        st.reset()
