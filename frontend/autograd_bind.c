@@ -563,6 +563,22 @@ static PyObject *f_custom_node(PyObject *m, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* _C._saved_output(t, nr): what a custom Function saved of its output nr,
+ * as ctx.saved_tensors hands it back: inside that node's backward under
+ * create_graph=True an alias whose history is the node's output nr, else
+ * t itself (st_ad_saved_output). */
+static PyObject *f_saved_output(PyObject *m, PyObject *args) {
+    PyObject *o;
+    int nr;
+    if (!PyArg_ParseTuple(args, "Oi:_saved_output", &o, &nr)) return NULL;
+    if (!st_fe_is_tensor(o)) {
+        PyErr_SetString(PyExc_TypeError, "_saved_output: expected a Tensor");
+        return NULL;
+    }
+    st_tensor *t = st_ad_saved_output(st_fe_unwrap(o), nr);
+    return t ? st_fe_wrap(t) : st_fe_raise();
+}
+
 /* ---------------- gradient hooks ----------------
  * A slot's hooks object is a Python object (symtrace.autograd.hooks):
  * hooks(grad) -> Tensor or None, hooks._post(leaf). */
@@ -808,6 +824,7 @@ static PyMethodDef autograd_methods[] = {
     {"_autocast_policy", f_autocast_policy, METH_VARARGS, "what autocast does to an op on a device type"},
     {"_make_subclass", f_make_subclass, METH_VARARGS, "_make_subclass(cls, t, requires_grad)"},
     {"_custom_node", f_custom_node, METH_VARARGS, "_custom_node(name, backward, inputs, outputs)"},
+    {"_saved_output", f_saved_output, METH_VARARGS, "_saved_output(t, nr): a custom Function's saved output as its backward reads it"},
     {"_autograd_stats", f_ad_stats, METH_NOARGS, "tape and VJP program counters"},
     {"_grad_hooks", f_grad_hooks, METH_O, "the hooks object of a tensor's gradient slot, or None"},
     {"_set_grad_hooks", f_set_grad_hooks, METH_VARARGS, "_set_grad_hooks(t, hooks)"},

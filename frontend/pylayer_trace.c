@@ -12,10 +12,11 @@
  * e.g. ctx.saved_tensors); None gradients become zeros. The forward's real
  * outputs are returned, with an eager tape node attached (as apply does),
  * so the result computed during translation has gradients too. What cannot
- * be captured (keyword arguments, non-tensor outputs, an input returned as
- * is, a failing backward, data reads) fails the trace with a reason and the
- * forward's result is still returned (or NULL with the forward's
- * exception). */
+ * be captured (non-tensor outputs, an input returned as is, a forward that
+ * marks an input dirty, a failing backward, data reads) fails the trace
+ * with a reason and the forward's result is still returned (or NULL with
+ * the forward's exception). Keyword arguments are bound to forward's
+ * positions first, as Function.apply does. */
 #include "st_fe_tr.h"
 
 #include <stdlib.h>
@@ -212,6 +213,8 @@ static void fail(PyObject *cls, const char *what)
     st_rt_trace_region_cancel(buf);
 }
 
+static PyObject *trace_positional(PyObject *cls, PyObject *args);
+
 PyObject *st_fe_trace_pylayer(PyObject *cls, PyObject *args, PyObject *kwargs)
 {
     if (!st_rt_trace_active()) {
@@ -225,10 +228,25 @@ PyObject *st_fe_trace_pylayer(PyObject *cls, PyObject *args, PyObject *kwargs)
         return NULL;
     }
     if (kwargs && PyDict_Size(kwargs) > 0) {
-        st_rt_trace_fail("PyLayer.apply with keyword arguments cannot be "
-                         "traced");
-        Py_RETURN_NONE;
+        /* keywords go to forward's positions, as apply binds them */
+        PyObject *mod = fn_module();
+        PyObject *bind = mod ? PyObject_GetAttrString(mod, "_bind_for_trace") : NULL;
+        PyObject *bound = bind ? PyObject_CallFunctionObjArgs(bind, cls, args, kwargs, NULL)
+                               : NULL;
+        Py_XDECREF(bind);
+        Py_XDECREF(mod);
+        if (!bound)
+            return NULL;
+        PyObject *r = trace_positional(cls, bound);
+        Py_DECREF(bound);
+        return r;
     }
+    return trace_positional(cls, args);
+}
+
+/* st_fe_trace_pylayer with the arguments all positional. */
+static PyObject *trace_positional(PyObject *cls, PyObject *args)
+{
     PyObject *mod = fn_module();
     PyObject *ctx_cls = mod ? PyObject_GetAttrString(mod, "FunctionCtx") : NULL;
     PyObject *ctx = ctx_cls ? PyObject_CallNoArgs(ctx_cls) : NULL;
@@ -262,12 +280,25 @@ PyObject *st_fe_trace_pylayer(PyObject *cls, PyObject *args, PyObject *kwargs)
         Py_DECREF(ctx);
         Py_RETURN_NONE; /* the trace is failed */
     }
-    outs = call_nograd(cls, "forward", ctx, args);
+    /* forward(ctx, *args), or forward(*args) then setup_context */
+    outs = call_nograd(cls, "_forward_with_ctx", ctx, args);
     if (!outs) {
         st_rt_trace_region_cancel("forward raised");
         Py_XDECREF(keep);
         Py_DECREF(ctx);
         return NULL;
+    }
+    /* ctx.mark_dirty: an in-place forward is not captured (the trace fails;
+     * the call runs as Python, its inputs put back first) */
+    PyObject *dirty = PyObject_GetAttrString(ctx, "_dirty");
+    int nd = dirty ? PyObject_IsTrue(dirty) : -1;
+    Py_XDECREF(dirty);
+    if (nd != 0) {
+        fail(cls, "ctx.mark_dirty (a forward writing into its input) is not traced");
+        Py_XDECREF(keep);
+        Py_DECREF(ctx);
+        PyErr_Clear();
+        return outs;
     }
     bool single = !PyTuple_Check(outs);
     outs_t = single ? PyTuple_Pack(1, outs) : (Py_INCREF(outs), outs);

@@ -531,10 +531,63 @@ static st_status pack_saved(st_ad_node *n, const st_operand *in, int nin, bool i
     return ST_OK;
 }
 
+/* ---------------- traced in-place writes into saved values ----------------
+ * While a trace records (symtrace.compile translating a frame), the
+ * storages that recorded nodes saved are listed per trace graph. An
+ * in-place op recorded on one of them fails the trace (a graph break at
+ * the op): the compiled graph would read the value from before the write
+ * and give the functional gradient where eager's backward raises "modified
+ * by an inplace operation"; split there, the write runs after the graph
+ * whose node saved the value, whose backward then checks its version as
+ * eager's does. Only writes recorded in grad mode into tensors that
+ * require grad are seen (not y.add_(1) under no_grad, nor into values that
+ * need no gradient). A node gone since (nothing would raise) only costs
+ * the break; a backward that frees the graph empties the list. */
+static _Thread_local struct {
+    const void *graph;            /* the trace the list belongs to */
+    const st_storage **items;
+    int n, cap;
+} traced_saves;
+
+static void traced_save(const st_graph *g, const st_tensor *t) {
+    if (!t) return;
+    if (traced_saves.graph != g) {
+        traced_saves.graph = g;
+        traced_saves.n = 0;
+    }
+    for (int i = 0; i < traced_saves.n; i++)
+        if (traced_saves.items[i] == t->storage) return;
+    if (traced_saves.n == traced_saves.cap) {
+        int nc = traced_saves.cap ? traced_saves.cap * 2 : 16;
+        const st_storage **ni = realloc(traced_saves.items, sizeof *ni * (size_t)nc);
+        if (!ni) return; /* unlisted: the compiled gradient may miss eager's error */
+        traced_saves.items = ni;
+        traced_saves.cap = nc;
+    }
+    traced_saves.items[traced_saves.n++] = t->storage;
+}
+
+static void traced_write(const st_graph *g, const st_tensor *t) {
+    if (!g || traced_saves.graph != g) return;
+    for (int i = 0; i < traced_saves.n; i++)
+        if (traced_saves.items[i] == t->storage) {
+            /* recorded inside st_rt_eager's suspension of the trace: lifted
+             * for the failure, which a suspended trace ignores */
+            bool suspended = !st_rt_trace_active();
+            if (suspended) st_rt_trace_resume();
+            st_rt_trace_fail("an in-place write into a value saved for backward (eager's "
+                             "backward raises 'modified by an inplace operation')");
+            if (suspended) st_rt_trace_suspend();
+            return;
+        }
+}
+
 st_status st_ad_record(st_op_id op, const st_operand *in, int nin,
                        const st_attrs *attrs, st_tensor **out, int nout,
                        bool inplace) {
     if (grad_disabled || nout != 1) return ST_OK;
+    const st_graph *tg = st_rt_trace_graph(); /* st_rt_eager suspends it around the op */
+    if (inplace && tg) traced_write(tg, out[0]);
     st_ir_autodiff_init(); /* idempotent: the VJP slots, whatever ran first */
     /* the gradients the backward will want: those of the operands that
      * get an edge (set_edge's test); only what their rule reads is kept */
@@ -571,6 +624,8 @@ st_status st_ad_record(st_op_id op, const st_operand *in, int nin,
         if (!n->saved_out) goto oom;
     }
     if (shooks.n && pack_saved(n, in, nin, inplace) != ST_OK) goto oom;
+    for (int k = 0; tg && k < nin; k++) traced_save(tg, n->saved_in[k]);
+    if (tg) traced_save(tg, n->saved_out);
     attach(out[0], n, 0);
     st_ad_node_decref(n); /* the output holds it now */
     return ST_OK;
@@ -605,6 +660,7 @@ static st_status zero_grads(void *ctx, int nout, st_tensor *const *gout, int nin
 
 st_status st_ad_record_overwrite(st_op_id op, st_tensor *t) {
     if (grad_disabled || !t || !t->requires_grad || !t->grad_fn) return ST_OK;
+    traced_write(st_rt_trace_graph(), t);
     st_ad_node *n = node_new(1, 1);
     if (!n) return st_err(ST_ERR_MEMORY, "autograd: out of host memory");
     n->custom = true;
@@ -1402,22 +1458,43 @@ static st_status to_node(st_ad_node *n, int nr, st_tensor *g) {
     return ST_OK;
 }
 
+/* The custom node whose backward runs on this thread (NULL: none). */
+static _Thread_local st_ad_node *running_custom;
+
+st_tensor *st_ad_saved_output(st_tensor *t, int nr) {
+    st_ad_node *n = running_custom;
+    if (!engine_creates || !n || nr < 0 || nr >= n->nout) {
+        st_tensor_incref(t);
+        return t;
+    }
+    st_tensor *a = alias(t);
+    if (!a) {
+        if (!st_err_kind()) st_err(ST_ERR_MEMORY, "autograd: out of memory");
+        return NULL;
+    }
+    attach(a, n, nr);
+    return a;
+}
+
 static st_status run_node(st_ad_node *n, st_tensor **gin) {
     if (n->freed)
         return st_err(ST_ERR_RUNTIME,
                       "Trying to backward through the graph a second time (or "
                       "directly access saved tensors after they have already "
-                      "been freed) in %s. Saved intermediate values of the graph "
+                      "been freed). Saved intermediate values of the graph "
                       "are freed when you call .backward() or autograd.grad(). "
                       "Specify retain_graph=True if you need to backward "
                       "through the graph a second time or if you need to "
-                      "access saved tensors after calling backward.", n->name);
+                      "access saved tensors after calling backward.");
     if (n->custom) {
         if (!n->gbuf) { /* no gradient reached any output: all NULL */
             n->gbuf = calloc((size_t)(n->nout > 0 ? n->nout : 1), sizeof *n->gbuf);
             if (!n->gbuf) return st_err(ST_ERR_MEMORY, "autograd: out of host memory");
         }
+        st_ad_node *outer = running_custom;
+        running_custom = n;
         st_status s = n->fn(n->ctx, n->nout, n->gbuf, n->nin, gin);
+        running_custom = outer;
         if (s == ST_OK && engine_creates && n->once) s = delay_errors(n, gin);
         if (s != ST_OK) return s;
         for (int k = 0; k < n->nin; k++)
@@ -1489,6 +1566,7 @@ static st_status prune_for_grad(const nodelist *all, const sink *sk) {
 static st_status engine_run(st_tensor *const *roots, st_tensor *const *grads, int nroots,
                             bool retain, sink *sk) {
     st_status s = ST_OK;
+    if (!retain) traced_saves.n = 0; /* what was saved is mostly freed now */
     nodelist all = {0}, ready = {0}, stack = {0};
     st_tensor *root_g[64];
     if (nroots > 64) return st_err(ST_ERR_VALUE, "backward: at most 64 roots");
@@ -1507,10 +1585,13 @@ static st_status engine_run(st_tensor *const *roots, st_tensor *const *grads, in
             break;
         }
         if (grads && grads[k]) {
-            st_meta m;
-            st_tensor_meta(r, &m);
-            if (check_grad("backward: grad_tensors", grads[k], &m) != ST_OK) {
-                s = st_err_kind();
+            if (grads[k]->ndim != r->ndim ||
+                memcmp(grads[k]->shape, r->shape, sizeof(int64_t) * (size_t)r->ndim)) {
+                char a[128], b[128];
+                s = st_err(ST_ERR_RUNTIME, "Mismatch in shape: grad_output[%d] has a shape "
+                           "of %s and output[%d] has a shape of %s.", k,
+                           st_shape_str(grads[k]->shape, grads[k]->ndim, a, sizeof a), k,
+                           st_shape_str(r->shape, r->ndim, b, sizeof b));
                 break;
             }
             st_tensor_incref(grads[k]);
@@ -1658,7 +1739,7 @@ st_status st_ad_backward_create(st_tensor *const *roots, st_tensor *const *grads
                                 int n, bool retain_graph, bool create_graph) {
     if (refresh_all(roots, n) != ST_OK) return st_err_kind();
     sink sk = {.accumulate = true};
-    return engine(roots, grads, n, retain_graph || create_graph, create_graph, &sk);
+    return engine(roots, grads, n, retain_graph, create_graph, &sk);
 }
 
 st_status st_ad_grad(st_tensor *const *outs, st_tensor *const *gouts, int n,
@@ -1674,6 +1755,10 @@ st_status st_ad_grad_create(st_tensor *const *outs, st_tensor *const *gouts, int
     for (int k = 0; k < ninputs; k++) results[k] = NULL;
     if (refresh_all(outs, n) != ST_OK || refresh_all(inputs, ninputs) != ST_OK)
         return st_err_kind();
+    for (int k = 0; k < n; k++) /* the outputs first, as torch */
+        if (!outs[k]->requires_grad)
+            return st_err(ST_ERR_RUNTIME, "element %d of tensors does not require grad "
+                          "and does not have a grad_fn", k);
     for (int k = 0; k < ninputs; k++) {
         if (!inputs[k]->requires_grad)
             return st_err(ST_ERR_RUNTIME, "One of the differentiated Tensors "
@@ -1681,12 +1766,12 @@ st_status st_ad_grad_create(st_tensor *const *outs, st_tensor *const *gouts, int
     }
     sink sk = {.accumulate = false, .inputs = inputs, .ninputs = ninputs,
                .results = results};
-    st_status s = engine(outs, gouts, n, retain_graph || create_graph, create_graph, &sk);
+    st_status s = engine(outs, gouts, n, retain_graph, create_graph, &sk);
     for (int k = 0; s == ST_OK && k < ninputs; k++)
         if (!results[k] && !allow_unused)
-            s = st_err(ST_ERR_RUNTIME, "One of the differentiated Tensors "
+            s = st_err(ST_ERR_RUNTIME, "The differentiated Tensor at index %d "
                        "appears to not have been used in the graph. Set "
-                       "allow_unused=True if this is the desired behavior.");
+                       "allow_unused=True if this is the desired behavior.", k);
     if (s != ST_OK)
         for (int k = 0; k < ninputs; k++) {
             st_tensor_decref(results[k]);

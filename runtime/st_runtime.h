@@ -328,6 +328,12 @@ bool st_ad_retaining(void);
 /* Inside a backward: whether it runs with create_graph=True (its ops are
  * recorded, so the gradients it makes have histories). */
 bool st_ad_creating(void);
+/* Inside a custom node's backward run with create_graph=True: a new alias
+ * of t (what the node saved of its output nr) whose history is that
+ * output of the running node, so a gradient of the gradient flows through
+ * the node again (torch's unpacked saved output). Otherwise t itself (a
+ * new reference). NULL when out of memory. */
+st_tensor *st_ad_saved_output(st_tensor *t, int nr);
 /* n's backward is not itself differentiable (it runs compiled kernels, or
  * ops on detached values): under create_graph its gradients get a node
  * that raises if a second backward reaches it, as torch's
@@ -453,7 +459,8 @@ int st_ad_saved_hooks_depth(void);
 st_status st_ad_backward(st_tensor *const *roots, st_tensor *const *grads,
                          int n, bool retain_graph);
 /* create_graph: the backward's own ops are recorded (higher-order
- * gradients); implies retain_graph. */
+ * gradients); the graph is freed unless retain_graph (torch's callers pass
+ * retain_graph=create_graph by default). */
 st_status st_ad_backward_create(st_tensor *const *roots, st_tensor *const *grads,
                                 int n, bool retain_graph, bool create_graph);
 /* autograd.grad(): results[k] = d(sum outs*gouts)/d(inputs[k]) as new

@@ -44,7 +44,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         return
     inputs = _seq(inputs)
     if not inputs:
-        raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+        raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
     # only these accumulate (leaves or not): grad() over them, added to .grad
     got = _C._grad(tensors, grads, inputs, bool(retain_graph), True, bool(create_graph))
     if create_graph:    # .grad keeps the gradient's history
@@ -63,17 +63,51 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
-         allow_unused=False, is_grads_batched=False):
+         allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """Gradients of outputs with respect to inputs, as a tuple; .grad is untouched.
 
-    create_graph=True: the gradients have a history (see backward)."""
+    create_graph=True: the gradients have a history (see backward).
+    materialize_grads=True: zeros instead of None for unused inputs.
+    is_grads_batched=True: the first dimension of each grad_outputs entry is a
+    batch; each row is differentiated (the graph retained between them) and the
+    results stacked."""
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, "
+                         "but got: allow_unused=False.")
+    if allow_unused is None:
+        allow_unused = materialize_grads
     if retain_graph is None:
         retain_graph = create_graph
     outputs = _seq(outputs)
     inputs = _seq(inputs)
     grads = _seq(grad_outputs) or (None,) * len(outputs)
-    return _C._grad(outputs, grads, inputs, bool(retain_graph), bool(allow_unused),
-                    bool(create_graph))
+    if is_grads_batched:
+        got = _batched_grad(outputs, grads, inputs, bool(retain_graph), bool(allow_unused),
+                            bool(create_graph))
+    else:
+        got = _C._grad(outputs, grads, inputs, bool(retain_graph), bool(allow_unused),
+                       bool(create_graph))
+    if materialize_grads:
+        from .._ops import zeros_like
+        got = tuple(zeros_like(i) if g is None else g for g, i in zip(got, inputs))
+    return got
+
+
+def _batched_grad(outputs, grads, inputs, retain, allow_unused, create):
+    """grad() once per row of the batched grad_outputs, stacked (torch vmaps it)."""
+    sizes = {g.shape[0] for g in grads if g is not None and g.dim() > 0}
+    if any(g is None or g.dim() == 0 for g in grads) or len(sizes) != 1:
+        raise RuntimeError("If `is_grads_batched=True`, we interpret the first dimension of each "
+                           "grad_output as the batch dimension: every grad_output must be a "
+                           "tensor with the same (non-empty) first dimension")
+    (n,) = sizes
+    rows = []
+    for b in range(n):
+        rows.append(_C._grad(outputs, tuple(g[b] for g in grads), inputs,
+                             retain or b < n - 1, allow_unused, create))
+    from .._ops import stack
+    return tuple(None if rows[0][k] is None else stack([r[k] for r in rows])
+                 for k in range(len(inputs)))
 
 
 def variable(*args, **kwargs):

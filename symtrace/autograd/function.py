@@ -4,7 +4,8 @@ and attaches one tape node whose backward calls the user's backward. Under
 saved-tensor hooks (autograd.graph), what ctx.save_for_backward kept is packed
 once the node is recorded, and ctx.saved_tensors unpacks it."""
 from .. import _C
-from .grad_mode import no_grad, is_grad_enabled
+from .grad_mode import no_grad, enable_grad, is_grad_enabled
+from ._apply_args import bind_apply_args
 
 
 class FunctionCtx:
@@ -12,19 +13,43 @@ class FunctionCtx:
 
     def __init__(self):
         self.needs_input_grad = ()
+        self._to_save = None
         self._saved = None
         self._non_differentiable = set()
+        self._dirty = {}
         self.materialize_grads = True
 
     def save_for_backward(self, *tensors):
         """Keeps tensors (or None) for backward; read them as ctx.saved_tensors."""
         for i, t in enumerate(tensors):
             if t is not None and not isinstance(t, _C.TensorBase):
-                raise TypeError(f"save_for_backward can only save tensors, but argument {i} "
-                                f"was {type(t).__name__}")
-        # detached aliases: no reference cycle through an output's grad_fn
-        self._saved = tuple(None if t is None else (t.detach(), t._version) for t in tensors)
-        self._saved_ids = tuple(id(t) for t in tensors)   # which were inputs (pack hooks)
+                raise TypeError(f"save_for_backward can only save variables, but argument {i} "
+                                f"is of type {type(t).__name__}")
+        self._to_save = tensors
+
+    def _finish_saved(self, inputs, outs, diff):
+        """After forward (as torch, versions are taken now): a saved input is kept
+        as the input itself, with its history, so a backward run with
+        create_graph=True is differentiable through it (as torch unpacks a saved
+        input); a saved output (dirty inputs are outputs) as a detached alias
+        with its output number (its history is this node: a reference cycle;
+        saved_tensors links it back under create_graph)."""
+        if self._to_save is None:
+            return
+        ins = {id(a): a for a in inputs if id(a) not in self._dirty}
+        out_nr = {id(o): (k if d is not None else -1)
+                  for k, (o, d) in enumerate(zip(outs, diff)) if isinstance(o, _C.TensorBase)}
+        saved = []
+        for t in self._to_save:
+            if t is None:
+                saved.append(None)
+            elif id(t) in ins:
+                saved.append((t, t._version, -1))
+            else:
+                saved.append((t.detach(), t._version, out_nr.get(id(t), -1)))
+        self._saved_ids = tuple(id(t) for t in self._to_save)
+        self._saved = tuple(saved)
+        self._to_save = None
 
     def _pack_saved(self, inputs, hooks):
         """The node is recorded under saved-tensor hooks (pack, unpack): each saved
@@ -52,19 +77,10 @@ class FunctionCtx:
                 out.append(_Packed(unpack, obj, tuple(t.shape), t.dtype))
         self._saved = tuple(out)
 
-    def _keep_inputs(self, inputs):
-        """A saved input is kept as the input itself, with its history, so a
-        backward run with create_graph=True is differentiable through it (as
-        torch unpacks a saved input); outputs stay detached aliases (an
-        output's history is this node: a reference cycle)."""
-        if self._saved is None:
-            return
-        by_id = {id(a): a for a in inputs}
-        self._saved = tuple(entry if entry is None or i not in by_id else (by_id[i], entry[1])
-                            for entry, i in zip(self._saved, self._saved_ids))
-
     @property
     def saved_tensors(self):
+        if self._to_save is not None:   # read in forward, or a traced backward
+            self._finish_saved((), (), ())
         if self._saved is None:
             return ()
         out = []
@@ -75,24 +91,36 @@ class FunctionCtx:
             if isinstance(entry, _Packed):
                 out.append(entry.unpack())
                 continue
-            t, ver = entry
+            t, ver, nr = entry
             if t._version != ver:
                 raise RuntimeError(
                     "one of the variables needed for gradient computation has been modified by "
-                    f"an inplace operation: [{t.dtype} {list(t.shape)}] is at version "
+                    f"an inplace operation: [{_dtype_name(t)} {list(t.shape)}] is at version "
                     f"{t._version}; expected version {ver} instead.")
-            out.append(t)
+            out.append(t if nr < 0 else _C._saved_output(t, nr))
         return tuple(out)
 
     def saved_tensor(self):
         """Paddle's spelling of saved_tensors."""
         return self.saved_tensors
 
+    def mark_dirty(self, *tensors):
+        """Marks inputs forward modified in place; they must be returned as
+        outputs, and take this node as their history (torch's mark_dirty)."""
+        for t in tensors:
+            if not isinstance(t, _C.TensorBase):
+                raise TypeError(f"mark_dirty can only mark tensors, got {type(t).__name__}")
+            self._dirty[id(t)] = t
+
     def mark_non_differentiable(self, *tensors):
         self._non_differentiable.update(id(t) for t in tensors)
 
     def set_materialize_grads(self, value):
         self.materialize_grads = bool(value)
+
+
+def _dtype_name(t):
+    return str(t.dtype).rsplit(".", 1)[-1]
 
 
 PyLayerContext = FunctionCtx
@@ -119,19 +147,27 @@ class _Packed:
 
 
 class Function:
-    """Subclass with static forward(ctx, *args) and backward(ctx, *grads);
-    call Cls.apply(*args)."""
+    """Subclass with static forward(ctx, *args) and backward(ctx, *grads), or
+    forward(*args) with setup_context(ctx, inputs, output) and backward (torch's
+    two styles); call Cls.apply(*args)."""
 
     @staticmethod
     def forward(ctx, *args, **kwargs):
         raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
 
     @staticmethod
+    def setup_context(ctx, inputs, output):
+        raise NotImplementedError("setup_context is not implemented.")
+
+    @staticmethod
     def backward(ctx, *grad_outputs):
         raise NotImplementedError("You must implement the backward function for custom autograd.Function.")
 
     @classmethod
-    def apply(cls, *args):
+    def apply(cls, *args, **kwargs):
+        setup = cls.setup_context is not Function.setup_context
+        if kwargs or setup:
+            args = bind_apply_args(cls.forward, args, kwargs, setup)
         if _C._trace_active() and is_grad_enabled():
             # being traced: captured as a region whose gradient is this
             # backward (frontend/pylayer_trace.c)
@@ -140,22 +176,24 @@ class Function:
         is_t = [isinstance(a, _C.TensorBase) for a in args]
         ctx.needs_input_grad = tuple(t and a.requires_grad for t, a in zip(is_t, args))
         with no_grad():
-            outs = cls.forward(ctx, *args)
+            outs = _plain(cls._forward_with_ctx, ctx, *args)
         single = not isinstance(outs, tuple)
         outs_t = (outs,) if single else outs
-        if not (is_grad_enabled() and any(ctx.needs_input_grad)):
+        record = is_grad_enabled() and any(ctx.needs_input_grad)
+        dirty_views = _check_dirty(ctx, outs_t, record)
+        inputs = [a for a, t in zip(args, is_t) if t]
+        if not record:
             return outs
-        hooks = _C._saved_tensors_hooks_top()
-        if hooks is not None:
-            ctx._pack_saved([a for a, t in zip(args, is_t) if t], hooks)
-        else:
-            ctx._keep_inputs([a for a, t in zip(args, is_t) if t])
-        # an input returned as-is becomes a fresh alias, so its own history stays
-        ids = {id(a) for a, t in zip(args, is_t) if t}
+        # an input returned as-is (not dirty) becomes a fresh alias, so its own history stays
+        ids = {id(a) for a in inputs if id(a) not in ctx._dirty}
         outs_t = tuple(o.detach() if isinstance(o, _C.TensorBase) and id(o) in ids else o for o in outs_t)
         nd = ctx._non_differentiable
         diff = tuple(o if isinstance(o, _C.TensorBase) and id(o) not in nd and o.dtype.is_floating_point
                      else None for o in outs_t)
+        ctx._finish_saved(inputs, outs_t, diff)
+        hooks = _C._saved_tensors_hooks_top()
+        if hooks is not None:
+            ctx._pack_saved(inputs, hooks)
         metas = [(tuple(o.shape), o.dtype) if o is not None else None for o in diff]
         in_metas = [(tuple(a.shape), a.dtype) if t else None for a, t in zip(args, is_t)]
         name = cls.__name__ + "Backward"
@@ -166,37 +204,108 @@ class Function:
                 grads = tuple(zeros(m[0], dtype=m[1]) if g is None and m is not None else g
                               for g, m in zip(grads, metas))
             res = cls.backward(ctx, *grads)
-            if not isinstance(res, tuple):
-                res = (res,)
-            if len(res) != len(args):
-                raise RuntimeError(f"function {name} returned an incorrect number of gradients "
-                                   f"(expected {len(args)}, got {len(res)})")
-            out = []
-            for i, (g, m) in enumerate(zip(res, in_metas)):
-                if m is None:
-                    if g is not None:
-                        raise RuntimeError(f"function {name} returned a gradient different than "
-                                           f"None at position {i + 1}, but the corresponding "
-                                           f"forward input was not a Tensor")
-                    out.append(None)
-                    continue
-                if g is None:
-                    out.append(None)
-                    continue
-                if not isinstance(g, _C.TensorBase):
-                    raise TypeError(f"function {name} returned a {type(g).__name__} as gradient "
-                                    f"{i}; expected a Tensor or None")
-                if tuple(g.shape) != m[0]:
-                    raise RuntimeError(f"Function {name} returned an invalid gradient at index {i} "
-                                       f"- got {list(g.shape)} but expected shape compatible with "
-                                       f"{list(m[0])}")
-                if g.dtype is not m[1]:
-                    g = g.to(m[1])
-                out.append(g)
-            return tuple(out)
+            return _check_grads(name, res, in_metas)
 
-        _C._custom_node(name, backward, tuple(a if t else None for a, t in zip(args, is_t)), diff)
+        # a dirty view gets the node through a copy into it (its base's history
+        # records the write, as torch's CopySlices)
+        node_outs = tuple(o.detach().clone() if o is not None and id(o) in dirty_views else o
+                          for o in diff)
+        _C._custom_node(name, backward, tuple(a if t else None for a, t in zip(args, is_t)), node_outs)
+        if dirty_views:
+            with enable_grad():
+                for o, n in zip(diff, node_outs):
+                    if o is not n:
+                        o.copy_(n)
         return outs_t[0] if single else outs_t
+
+
+    @classmethod
+    def _forward_with_ctx(cls, ctx, *args):
+        """forward(ctx, *args), or forward(*args) then setup_context(ctx, args, output)."""
+        if cls.setup_context is Function.setup_context:
+            return cls.forward(ctx, *args)
+        outs = cls.forward(*args)
+        cls.setup_context(ctx, args, outs)
+        return outs
+
+
+def _bind_for_trace(cls, args, kwargs):
+    """apply's keyword arguments bound to positions, for frontend/pylayer_trace.c."""
+    return bind_apply_args(cls.forward, args, kwargs,
+                           cls.setup_context is not Function.setup_context)
+
+
+def _plain(fn, *args):
+    """fn(*args) as plain Python, never compiled on its own (symtrace.compile):
+    a forward frame captured apart from apply (after a graph break in it) would
+    lose what it does to ctx (save_for_backward, mark_dirty)."""
+    suspend = getattr(_C, "_fe_suspend", None)
+    if suspend is None:
+        return fn(*args)
+    suspend(1)
+    try:
+        return fn(*args)
+    finally:
+        suspend(-1)
+
+
+def _check_dirty(ctx, outs_t, record):
+    """Dirty inputs must be returned; their version is bumped (as torch's). Returns
+    the ids of the dirty views whose history goes through their base."""
+    if not ctx._dirty:
+        return set()
+    returned = {id(o) for o in outs_t}
+    if any(i not in returned for i in ctx._dirty):
+        raise RuntimeError("Some elements marked as dirty during the forward method were not "
+                           "returned as output. The inputs that are modified inplace must all be "
+                           "outputs of the Function.")
+    views = set()
+    for i, t in ctx._dirty.items():
+        if record and t.requires_grad and t.is_leaf:
+            raise RuntimeError("a leaf Variable that requires grad has been used in an in-place "
+                               "operation.")
+        t._bump_version()
+        base = t._base
+        if record and base is not None and (base.requires_grad or t.requires_grad):
+            views.add(i)
+    return views
+
+
+def _check_grads(name, res, in_metas):
+    """The gradients a custom backward returned, checked against the inputs as
+    torch does: one per input (extra trailing Nones allowed), None for a non-tensor,
+    a tensor of the input's shape, cast to the input's dtype."""
+    if not isinstance(res, tuple):
+        res = (res,)
+    n = len(in_metas)
+    if len(res) > n and all(g is None for g in res[n:]):
+        res = res[:n]
+    if len(res) != n:
+        raise RuntimeError(f"function {name} returned an incorrect number of gradients "
+                           f"(expected {n}, got {len(res)})")
+    out = []
+    for i, (g, m) in enumerate(zip(res, in_metas)):
+        if m is None:
+            if g is not None:
+                raise RuntimeError(f"function {name} returned a gradient different than "
+                                   f"None at position {i + 1}, but the corresponding "
+                                   f"forward input was not a Variable")
+            out.append(None)
+            continue
+        if g is None:
+            out.append(None)
+            continue
+        if not isinstance(g, _C.TensorBase):
+            raise TypeError(f"function {name} returned a {type(g).__name__} as gradient "
+                            f"{i}; expected a Tensor or None")
+        if tuple(g.shape) != m[0]:
+            raise RuntimeError(f"Function {name} returned an invalid gradient at index {i} "
+                               f"- got {list(g.shape)} but expected shape compatible with "
+                               f"{list(m[0])}")
+        if g.dtype is not m[1]:
+            g = g.to(m[1])
+        out.append(g)
+    return tuple(out)
 
 
 PyLayer = Function

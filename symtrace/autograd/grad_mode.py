@@ -1,6 +1,9 @@
 """Grad mode: no_grad, enable_grad, set_grad_enabled, inference_mode (context
-managers and decorators, thread-local as in PyTorch)."""
+managers and decorators, thread-local as in PyTorch). A decorated generator
+function runs each of its steps inside the mode, the caller's code between
+them outside it, as torch's."""
 import functools
+import inspect
 import threading
 
 from .. import _C
@@ -8,6 +11,37 @@ from .. import _C
 
 def is_grad_enabled():
     return _C._is_grad_enabled()
+
+
+def _decorate(make_mode, fn):
+    """fn run inside a fresh make_mode() context on each call; for a generator
+    function, each step of the generator (send, throw, close) is."""
+    if not inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with make_mode():
+                return fn(*args, **kwargs)
+        return wrapper
+
+    @functools.wraps(fn)
+    def gen_wrapper(*args, **kwargs):
+        gen = fn(*args, **kwargs)
+        step, value = gen.send, None
+        while True:
+            try:
+                with make_mode():
+                    out = step(value)
+            except StopIteration as stop:
+                return stop.value
+            try:
+                step, value = gen.send, (yield out)
+            except GeneratorExit:
+                with make_mode():
+                    gen.close()
+                raise
+            except BaseException as e:  # thrown in by the caller: into fn's generator
+                step, value = gen.throw, e
+    return gen_wrapper
 
 
 class _GradMode:
@@ -22,19 +56,27 @@ class _GradMode:
         return False
 
     def __call__(self, fn):
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with self.__class__():
-                return fn(*args, **kwargs)
-        return wrapper
+        return _decorate(self.__class__, fn)
 
 
-class no_grad(_GradMode):
+class _BareDecorator(_GradMode):
+    """Usable as @mode as well as @mode() (torch's no_grad and enable_grad)."""
+
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+    def __init__(self, orig_func=None):
+        pass
+
+
+class no_grad(_BareDecorator):
     """Ops inside are not recorded on the tape (results don't require grad)."""
     _mode = False
 
 
-class enable_grad(_GradMode):
+class enable_grad(_BareDecorator):
     """Re-enables recording inside a no_grad region."""
     _mode = True
 
@@ -44,7 +86,10 @@ class set_grad_enabled(_GradMode):
     as a context manager it restores the previous mode on exit."""
 
     def __init__(self, mode):
-        self._mode = bool(mode)
+        if not isinstance(mode, bool):
+            raise TypeError("set_grad_enabled(): argument 'enabled' (position 1) must be bool, "
+                            f"not {type(mode).__name__}")
+        self._mode = mode
         self._prev = _C._set_grad_enabled(self._mode)
 
     def __enter__(self):
@@ -53,12 +98,7 @@ class set_grad_enabled(_GradMode):
     def __call__(self, fn):
         _C._set_grad_enabled(self._prev)
         mode = self._mode
-
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with set_grad_enabled(mode):
-                return fn(*args, **kwargs)
-        return wrapper
+        return _decorate(lambda: set_grad_enabled(mode), fn)
 
 
 _inference = threading.local()
@@ -106,9 +146,4 @@ class inference_mode(_GradMode):
 
     def __call__(self, fn):
         mode = self.mode
-
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with inference_mode(mode):
-                return fn(*args, **kwargs)
-        return wrapper
+        return _decorate(lambda: inference_mode(mode), fn)

@@ -171,8 +171,10 @@ def _differentiable_args(level, args, argnums):
     return _replace_args(args, tree_unflatten(flat, spec), argnums), flat, spec
 
 
-def _grads(outputs, inputs, grad_outputs=None, retain_graph=False, create_graph=False):
-    """autograd.grad over the outputs that require grad; zeros for unused inputs."""
+def _grads(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False):
+    """autograd.grad over the outputs that require grad; zeros for unused inputs. The
+    graph is retained when create_graph (a transform around this one differentiates
+    through it)."""
     if grad_outputs is None:
         grad_outputs = (None,) * len(outputs)
     pairs = [(o, g) for o, g in zip(outputs, grad_outputs) if o.requires_grad]
