@@ -520,7 +520,7 @@ static int eager_on(st_op_id op, const st_operand *in, int nin,
      * write through a view under autograd (st_view_inplace) comes later */
     for (int k = 0; given && k < ST_MAX_OUT; k++) {
         const st_tensor *t = given[k];
-        if (!t)
+        if (!t || st_tensor_numel(t) == 0) /* no element, none shared */
             continue;
         const st_tensor *src = op == ST_OP_COPY && nin == 1 ? in[0].t : NULL;
         bool fill = op == ST_OP_FULL || (op == ST_OP_COPY && nin == 1 && !src);

@@ -77,8 +77,10 @@ def _scale(input, other, alpha):
     if isinstance(alpha, float) and (_is_tensor(input) or _is_tensor(other)) and \
             not result_type(input, other).is_floating_point:
         raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
-    if _is_tensor(other) and other.dtype is bool_ and (not _is_tensor(input) or input.dtype is bool_):
-        return other if alpha else logical_and(other, False)
+    if (_is_tensor(input) or _is_tensor(other)) and result_type(input, other) is bool_:
+        if _is_tensor(other):
+            return other if alpha else logical_and(other, False)
+        return bool(other) and bool(alpha)
     return mul(other, alpha) if _is_tensor(other) else other * alpha
 
 

@@ -229,8 +229,16 @@ def fmod(input, other):
     dt = result_type(input, other)
     if dt is bool_:
         raise NotImplementedError("\"fmod\" not implemented for 'Bool'")
-    if not dt.is_floating_point and not _is_tensor(other) and other == 0:
-        raise RuntimeError("ZeroDivisionError")
+    if not dt.is_floating_point and not _is_tensor(other):
+        # a number divisor of an integer tensor is first converted to its dtype, wrapping
+        # as torch's does (uint8: -2 is 254)
+        bits = dt.itemsize * 8
+        other = int(other) & ((1 << bits) - 1)
+        if dt.is_signed and other >= 1 << (bits - 1):
+            other -= 1 << bits
+        if other == 0:
+            raise RuntimeError("ZeroDivisionError")
+        other = full((), other, dtype=dt, device=input.device)
     a = to_dtype(input, dt)
     if not dt.is_floating_point and _is_tensor(other):
         # integers: |INT_MIN| wraps, so no abs(): the floor remainder (divisor's sign)

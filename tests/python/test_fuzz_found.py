@@ -103,6 +103,38 @@ def _fuzzer():
     return fuzz_compile
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_fmod_of_small_ints_by_a_number_wraps_it_to_their_dtype(mode):
+    # torch converts the number to the tensor's dtype first: uint8 -2 is 254, int8 200 is -56
+    f = _maybe_compiled(lambda u, i: (u.fmod(-2), i.fmod(200), i.fmod(-3)), mode)
+    u = st.tensor([9, 6, 3, 250], dtype=st.uint8)
+    a, b, c = f(u, u.to(st.int8))
+    assert a.tolist() == [9, 6, 3, 250] and a.dtype is st.uint8
+    assert b.tolist() == [9, 6, 3, -6] and b.dtype is st.int8
+    assert c.tolist() == [0, 0, 0, -0]
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        u.fmod(256)          # 256 is 0 in uint8
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_bool_add_takes_alpha_as_a_bool(mode):
+    f = _maybe_compiled(lambda b: (b.add(True, alpha=2), st.add(True, b, alpha=3),
+                                   b.add(False, alpha=2), b.clone().add_(True, alpha=0)), mode)
+    b = st.tensor([True, False])
+    for r, want in zip(f(b), ([True, True], [True, True], [True, False], [True, False])):
+        assert r.dtype is st.bool and r.tolist() == want
+    assert st.tensor([1, 2]).add(True, alpha=3).tolist() == [4, 5]
+
+
+def test_in_place_on_an_empty_expanded_tensor():
+    # no element, so none shared: torch writes nothing and raises nothing
+    for t in (st.ones(1, 0).expand(5, 0), st.ones(0, 1).expand(0, 3)):
+        assert tuple(t.add_(1).shape) == tuple(t.shape)
+        assert tuple(t.mul_(st.ones(tuple(t.shape))).shape) == tuple(t.shape)
+    with pytest.raises(RuntimeError, match="single memory location"):
+        st.ones(1, 2).expand(5, 2).add_(1)
+
+
 def test_fuzzer_smoke_fixed_seeds():
     # a few seeds through every run (eager, compiled twice, gradients) on the CPU
     # backends: no mismatch with torch
