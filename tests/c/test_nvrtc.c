@@ -23,7 +23,7 @@
 
 #ifdef __SANITIZE_ADDRESS__
 /* libnvrtc keeps allocations of its own until exit */
-const char *__lsan_default_suppressions(void);
+__attribute__((visibility("default"))) const char *__lsan_default_suppressions(void);
 const char *__lsan_default_suppressions(void)
 {
     return "leak:libnvrtc\n";
