@@ -107,3 +107,77 @@ def test_interpolate_mode_errors_as_torch(torch):
                         ((1, 1, 4, 4), "trilinear"), ((1, 1, 4, 4, 4), "bilinear"),
                         ((1, 1, 2, 2, 2, 2), "nearest"), ((1, 1, 0, 2, 2), "trilinear")]:
         assert outcome(st, shape, mode) == outcome(torch, shape, mode), (shape, mode)
+
+
+# ====================================================================== SWA and EMA weights (optim.swa_utils)
+def small_bn_net(L):
+    nn = L.nn
+    return nn.Sequential(nn.Linear(5, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 2))
+
+
+def swa_program(L, model, wrap, strategy):
+    su = L.optim.swa_utils
+    rng = np.random.default_rng(7)
+    data = [(L.tensor(rng.standard_normal((6, 5)).astype(np.float32)),
+             L.tensor(rng.standard_normal((6, 2)).astype(np.float32))) for _ in range(7)]
+    swa = su.AveragedModel(model)
+    ema = su.AveragedModel(model, multi_avg_fn=su.get_ema_multi_avg_fn(0.8), use_buffers=True)
+    ema1 = su.AveragedModel(model, avg_fn=su.get_ema_avg_fn(0.7))
+    opt = L.optim.SGD([{"params": model[0].parameters()}, {"params": model[3].parameters(), "lr": 0.02}],
+                      lr=0.05, momentum=0.9)
+    sched = su.SWALR(opt, swa_lr=[0.01, 0.005], anneal_epochs=3, anneal_strategy=strategy)
+
+    def step(x, y):
+        loss = L.nn.functional.mse_loss(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    f, obs = wrap(step), []
+    for i, (x, y) in enumerate(data):
+        obs.append(f(x, y).item())
+        ema.update_parameters(model)
+        ema1.update_parameters(model)
+        if i >= 2:
+            swa.update_parameters(model)
+            sched.step()
+        obs += [g["lr"] for g in opt.param_groups]
+    sd = sched.state_dict()
+    sched2 = su.SWALR(opt, swa_lr=0.5)
+    sched2.load_state_dict(sd)
+    sched2.step()
+    obs += sched2.get_last_lr() + [int(swa.n_averaged), int(ema.n_averaged)]
+    su.update_bn([(x, y) for x, y in data[:3]], swa)
+    with L.no_grad():
+        swa.eval()
+        ema.eval()
+        obs += [as_np(swa(data[0][0])), as_np(ema(data[0][0])), as_np(ema1(data[0][0]))]
+    obs += [as_np(b) for b in swa.module[1].buffers()] + [as_np(b) for b in ema.module[1].buffers()]
+    return obs
+
+
+@MODES
+@pytest.mark.parametrize("strategy", ["cos", "linear"])
+def test_swa_and_ema_weights_as_torch(torch, mode, strategy):
+    tm, sm = twins(torch, small_bn_net)()
+    want = swa_program(torch, tm, eager, strategy)
+    got = swa_program(st, sm, WRAPS[mode], strategy)
+    assert len(got) == len(want)
+    for i, (g, w) in enumerate(zip(got, want)):
+        same(f"obs[{i}]", g, w)
+    check_params(tm, sm)
+
+
+def test_swa_utils_errors_as_torch(torch):
+    for L in (torch, st):
+        su = L.optim.swa_utils
+        opt = L.optim.SGD(L.nn.Linear(2, 2).parameters(), lr=0.1)
+        with pytest.raises(ValueError, match="anneal_strategy must be one of 'cos' or 'linear', instead got exp"):
+            su.SWALR(opt, 0.1, anneal_strategy="exp")
+        with pytest.raises(ValueError, match="anneal_epochs must be equal or greater than 0, got -1"):
+            su.SWALR(opt, 0.1, anneal_epochs=-1)
+        with pytest.raises(ValueError, match=r"Invalid decay value 1.5 provided. Please provide a value in \[0,1\]"):
+            su.get_ema_multi_avg_fn(1.5)
+        with pytest.raises(AssertionError, match="Only one of avg_fn and multi_avg_fn"):
+            su.AveragedModel(L.nn.Linear(2, 2), avg_fn=su.get_swa_avg_fn(), multi_avg_fn=su.get_swa_multi_avg_fn())
