@@ -844,3 +844,50 @@ def test_mixed_accumulation_eval_and_checkpoint_resume_like_torch(torch, mode):
     for i, (g, w) in enumerate(zip(got, want)):
         same(f"obs[{i}]", as_np(g), as_np(w))
     check_params(tm, sm)
+
+
+# ====================================================================== memory formats (channels_last)
+def test_memory_format_objects_and_tensor_layouts_as_torch(torch):
+    a = np.random.default_rng(0).standard_normal((2, 3, 4, 5)).astype(np.float32)
+    for L in (torch, st):
+        x = L.tensor(a)
+        y = x.to(memory_format=L.channels_last)
+        assert y.stride() == (60, 1, 15, 3)
+        assert y.is_contiguous(memory_format=L.channels_last) and not y.is_contiguous()
+        assert y.contiguous().stride() == (60, 20, 5, 1)
+        assert y.contiguous(memory_format=L.channels_last) is y
+        assert x.contiguous(memory_format=L.contiguous_format) is x
+        assert not x.is_contiguous(memory_format=L.channels_last)
+        z = L.tensor(np.zeros((2, 3, 2, 2, 2), np.float32)).contiguous(memory_format=L.channels_last_3d)
+        assert z.stride() == (24, 1, 12, 6, 3)
+        np.testing.assert_array_equal(as_np(y), a)
+        assert isinstance(L.channels_last, L.memory_format)
+        with pytest.raises(RuntimeError, match="required rank 4 tensor to use channels_last format"):
+            L.ones(2, 3, 4).contiguous(memory_format=L.channels_last)
+        with pytest.raises(RuntimeError, match="required rank 5 tensor to use channels_last_3d format"):
+            L.ones(2, 3, 4).to(memory_format=L.channels_last_3d)
+        with pytest.raises(TypeError, match="argument 'memory_format' must be"):
+            L.ones(2, 3, 4, 5).contiguous(memory_format=3)
+    assert repr(st.channels_last) == "symtrace.channels_last"
+
+
+@MODES
+def test_channels_last_cnn_trains_like_torch(torch, mode):
+    """torchvision's reference recipe with --channels-last: the model and every batch
+    converted with memory_format=channels_last."""
+    def program(L, model, wrap):
+        model = model.to(memory_format=L.channels_last)
+        opt = L.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+        data = batches(9, 3, lambda r: (r.standard_normal((4, 3, 10, 10)).astype(np.float32), r.integers(0, 10, 4)))
+
+        def train_step(x, y):
+            x = x.contiguous(memory_format=L.channels_last)
+            loss = L.nn.functional.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            return loss
+        step = wrap(train_step)
+        return [step(L.tensor(x).to(memory_format=L.channels_last), L.tensor(y)).item() for x, y in data]
+    tm, sm = run_twins(torch, build_resnet, program, mode, "resnet-channels-last")
+    check_params(tm, sm)
