@@ -57,6 +57,9 @@ from . import amp  # noqa: F401
 from . import multiprocessing  # noqa: F401
 multiprocessing.init_reductions()
 from .amp import autocast, is_autocast_enabled, get_autocast_dtype  # noqa: F401
+from . import _cuda_amp  # noqa: E402  (symtrace.cuda.amp: torch.cuda.amp's deprecated names)
+cuda.amp = _cuda_amp
+_sys.modules[__name__ + ".cuda.amp"] = _cuda_amp
 from ._compile import compile, explain, reset  # noqa: F401,E402  (shadows builtin compile on purpose)
 from ._settings import (get_num_threads, set_num_threads, get_num_interop_threads,  # noqa: F401,E402
                         set_num_interop_threads, set_default_device, get_default_device,

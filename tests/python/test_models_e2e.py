@@ -9,6 +9,8 @@
 # outputs, parameters and gradients must agree, and the compiled runs must hold
 # in a sane number of graphs. Also the API pieces these programs needed
 # (interpolate's bicubic and trilinear modes, ...).
+import warnings
+
 import numpy as np
 import pytest
 
@@ -891,3 +893,73 @@ def test_channels_last_cnn_trains_like_torch(torch, mode):
         return [step(L.tensor(x).to(memory_format=L.channels_last), L.tensor(y)).item() for x, y in data]
     tm, sm = run_twins(torch, build_resnet, program, mode, "resnet-channels-last")
     check_params(tm, sm)
+
+
+# ====================================================================== older scripts' spellings: torch.cuda.amp, SyncBatchNorm
+def test_cuda_amp_deprecated_names_work_as_torch_without_a_gpu():
+    from symtrace.cuda.amp import GradScaler, autocast       # an import path, as torch.cuda.amp
+    with pytest.warns(FutureWarning, match="deprecated"):
+        with autocast(enabled=True):
+            y = st.ones(2, 2) @ st.ones(2, 2)
+    assert y.dtype == st.float32                               # a CUDA autocast leaves cpu ops alone
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        scaler = GradScaler(init_scale=1024.0)
+    assert any(w.category is FutureWarning and "deprecated" in str(w.message) for w in caught)
+    assert isinstance(scaler, st.amp.GradScaler)
+    if not st.cuda.is_available():
+        # as torch's: a CUDA scaler on a machine without CUDA warns and turns itself off
+        with pytest.warns(UserWarning, match="CUDA is not available.  Disabling"):
+            scaler = st.amp.GradScaler("cuda")
+        assert not scaler.is_enabled()
+        m = st.nn.Linear(3, 1)
+        opt = st.optim.SGD(m.parameters(), lr=0.1)
+        loss = m(st.ones(2, 3)).sum()
+        assert scaler.scale(loss) is loss
+        loss.backward()
+        scaler.step(opt)
+        scaler.update()
+        assert scaler.get_scale() == 1.0
+
+
+def test_cuda_amp_as_torch(torch):
+    for L in (torch, st):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            sc = L.cuda.amp.GradScaler()
+            assert sc.is_enabled() == L.cuda.is_available()
+            assert isinstance(sc, L.amp.GradScaler)
+            assert isinstance(L.cuda.amp.autocast(), L.amp.autocast)
+
+
+def test_sync_batchnorm_converts_and_trains_like_torch(torch):
+    """A DDP recipe's convert_sync_batchnorm on one process: BatchNorm, sharing the
+    converted layers' parameters and statistics."""
+    def program(L, model, wrap):
+        model = L.nn.SyncBatchNorm.convert_sync_batchnorm(model)
+        assert type(model.layer1.bn1) is L.nn.SyncBatchNorm
+        assert type(model.stem[1]) is L.nn.SyncBatchNorm
+        opt = L.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+        data = batches(10, 3, lambda r: (r.standard_normal((4, 3, 8, 8)).astype(np.float32), r.integers(0, 10, 4)))
+        obs = []
+        for x, y in data:
+            loss = L.nn.functional.cross_entropy(model(L.tensor(x)), L.tensor(y))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            obs.append(loss.item())
+        model.eval()
+        with L.no_grad():
+            obs.append(wrap(model)(L.tensor(data[0][0])))
+        return obs
+    tm, sm = run_twins(torch, build_resnet, program, "compiled", "resnet-syncbn")
+    check_params(tm, sm)
+    assert repr(sm.layer1.bn1) == repr(tm.layer1.bn1)
+    for L in (torch, st):
+        bn = L.nn.BatchNorm1d(3)
+        sbn = L.nn.SyncBatchNorm.convert_sync_batchnorm(bn)
+        assert sbn.weight is bn.weight and sbn.running_mean is bn.running_mean
+        with pytest.raises(ValueError, match=r"expected at least 2D input \(got 1D input\)"):
+            sbn(L.ones(3))
+        with pytest.raises(ValueError, match="SyncBatchNorm number of input channels should be non-zero"):
+            L.nn.SyncBatchNorm(3)(L.ones(2, 0, 2))
