@@ -963,3 +963,26 @@ def test_sync_batchnorm_converts_and_trains_like_torch(torch):
             sbn(L.ones(3))
         with pytest.raises(ValueError, match="SyncBatchNorm number of input channels should be non-zero"):
             L.nn.SyncBatchNorm(3)(L.ones(2, 0, 2))
+
+
+# ====================================================================== cat under autograd frees its inputs without the gc
+def test_cat_with_grad_leaves_no_garbage_cycle():
+    """An unrolled RNN or a U-Net cats under autograd at every step: the inputs must be
+    freed as soon as the graph is, not at the next garbage collection (a class made
+    per cat call held them in a reference cycle; the leak test of test_resume saw it)."""
+    import gc
+    gc.collect()
+    gc.disable()
+    try:
+        base = st.memory.memory_allocated()
+        a = st.randn(64, 32, requires_grad=True)
+        b = st.randn(16, 32, requires_grad=True)
+        y = st.cat([a, b * 2], 0)
+        (y * st.arange(80.0)[:, None]).sum().backward()
+        np.testing.assert_array_equal(as_np(b.grad), 2 * np.arange(64.0, 80.0)[:, None].repeat(32, 1))
+        np.testing.assert_array_equal(as_np(a.grad), np.arange(64.0)[:, None].repeat(32, 1))
+        y = st.cat([a, b], 0)
+        del a, b, y
+        assert st.memory.memory_allocated() == base
+    finally:
+        gc.enable()
