@@ -8,7 +8,9 @@
 # and with symtrace.compile (the step or the model); the per-step losses,
 # outputs, parameters and gradients must agree, and the compiled runs must hold
 # in a sane number of graphs. Also the API pieces these programs needed
-# (interpolate's bicubic and trilinear modes, ...).
+# (interpolate's bicubic and trilinear modes, optim.swa_utils, memory formats,
+# torch.cuda.amp's names, SyncBatchNorm) and that a step's cat, a checkpoint's
+# save/load and load_state_dict free their tensors without the garbage collector.
 import warnings
 
 import numpy as np
@@ -895,7 +897,7 @@ def test_channels_last_cnn_trains_like_torch(torch, mode):
     check_params(tm, sm)
 
 
-# ====================================================================== older scripts' spellings: torch.cuda.amp, SyncBatchNorm
+# ================================================ older scripts' spellings: torch.cuda.amp, SyncBatchNorm
 def test_cuda_amp_deprecated_names_work_as_torch_without_a_gpu():
     from symtrace.cuda.amp import GradScaler, autocast       # an import path, as torch.cuda.amp
     with pytest.warns(FutureWarning, match="deprecated"):
@@ -965,7 +967,7 @@ def test_sync_batchnorm_converts_and_trains_like_torch(torch):
             L.nn.SyncBatchNorm(3)(L.ones(2, 0, 2))
 
 
-# ====================================================================== cat under autograd frees its inputs without the gc
+# ==================================================== cat, save/load and load_state_dict free without the gc
 def test_cat_with_grad_leaves_no_garbage_cycle():
     """An unrolled RNN or a U-Net cats under autograd at every step: the inputs must be
     freed as soon as the graph is, not at the next garbage collection (a class made
