@@ -965,6 +965,8 @@ def test_sync_batchnorm_converts_and_trains_like_torch(torch):
             sbn(L.ones(3))
         with pytest.raises(ValueError, match="SyncBatchNorm number of input channels should be non-zero"):
             L.nn.SyncBatchNorm(3)(L.ones(2, 0, 2))
+        nobias = L.nn.SyncBatchNorm(3, bias=False)
+        assert nobias.bias is None and [n for n, _ in nobias.named_parameters()] == ["weight"]
 
 
 # ==================================================== cat, save/load and load_state_dict free without the gc
