@@ -6,10 +6,14 @@
 Eager ops run as one-node graphs through symtrace's own kernel path
 (StatementIR -> fusion -> kernel IR -> backend); see DESIGN.md.
 """
+import sys as _sys
+
 from . import _C
 from ._dtype import (float32, float64, float16, bfloat16, uint8, int8, int16, int32, int64,  # noqa: F401
                      bool_ as bool, float, double, half, short, int, long, dtype)
 from ._tensor import Tensor, device  # noqa: F401
+from ._memory_format import (memory_format, contiguous_format, channels_last,  # noqa: F401
+                             channels_last_3d, preserve_format)
 from ._C import Size  # noqa: F401  (Tensor.shape / size(), as torch.Size)
 from ._tensor_str import set_printoptions  # noqa: F401  (get/printoptions: in _tensor_str, as torch)
 from ._ops import *  # noqa: F401,F403
@@ -53,6 +57,9 @@ from . import amp  # noqa: F401
 from . import multiprocessing  # noqa: F401
 multiprocessing.init_reductions()
 from .amp import autocast, is_autocast_enabled, get_autocast_dtype  # noqa: F401
+from . import _cuda_amp  # noqa: E402  (symtrace.cuda.amp: torch.cuda.amp's deprecated names)
+cuda.amp = _cuda_amp
+_sys.modules[__name__ + ".cuda.amp"] = _cuda_amp
 from ._compile import compile, explain, reset  # noqa: F401,E402  (shadows builtin compile on purpose)
 from ._settings import (get_num_threads, set_num_threads, get_num_interop_threads,  # noqa: F401,E402
                         set_num_interop_threads, set_default_device, get_default_device,

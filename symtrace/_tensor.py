@@ -7,6 +7,7 @@ import math as _math
 from . import _C
 from . import _ops
 from . import _generator
+from . import _memory_format as _mf
 from ._dtype import (float32, float64, float16, bfloat16, uint8, int8, int16, int32, int64, bool_,
                      dtype as _dtype_type)
 
@@ -305,11 +306,27 @@ class Tensor(_C.TensorBase):
         """backward() (and autograd.grad) fill .grad of this non-leaf tensor too."""
         _C._retain_grad(self)
 
+    # ---- memory formats (symtrace/_memory_format.py) ----
+    def contiguous(self, memory_format=None):
+        """contiguous(memory_format=symtrace.contiguous_format): self when it is dense in
+        that format, else a copy that is (channels_last: NHWC strides)."""
+        if memory_format is None or memory_format is _mf.contiguous_format:
+            return _C.TensorBase.contiguous(self)
+        return _mf.contiguous(self, memory_format)
+
+    def is_contiguous(self, memory_format=None):
+        """is_contiguous(memory_format=symtrace.contiguous_format): dense in that format?"""
+        if memory_format is None or memory_format is _mf.contiguous_format:
+            return _C.TensorBase.is_contiguous(self)
+        return _mf.is_contiguous(self, memory_format)
+
     # ---- conversion ----
     def to(self, *args, **kwargs):
-        """to(dtype) / to(device) / to(other): dtype and device conversion."""
+        """to(dtype) / to(device) / to(other), memory_format=...: dtype, device and
+        layout conversion."""
         dt = kwargs.get("dtype")
         dev = kwargs.get("device")
+        fmt = kwargs.get("memory_format")
         for a in args:
             if isinstance(a, _dtype_type):
                 dt = a
@@ -326,6 +343,8 @@ class Tensor(_C.TensorBase):
             r = _ops.to_device(r, dev)
         if kwargs.get("copy") and r is self:
             r = self.clone()
+        if fmt is not None:
+            r = _mf.contiguous(r, fmt)
         return r
 
     _TYPE_NAMES = {"symtrace.float32": "FloatTensor", "symtrace.float64": "DoubleTensor",

@@ -318,6 +318,54 @@ def _is_path(f):
     return isinstance(f, (str, bytes, os.PathLike))
 
 
+# The pickler and unpickler classes are made once per pickle module and hold their
+# collector / loader on the instance: a class made per call, closing over them, was a
+# reference cycle that kept every saved or loaded tensor alive until the next gc.
+_PICKLERS = {}
+_UNPICKLERS = {}
+
+
+def _pickler_class(pickle_module):
+    cls = _PICKLERS.get(pickle_module)
+    if cls is None:
+        class _Pickler(pickle_module.Pickler):
+            def persistent_id(self, obj):
+                return self.st_collect(obj)
+        cls = _PICKLERS[pickle_module] = _Pickler
+    return cls
+
+
+def _unpickler_class(pickle_module, weights_only):
+    key = (pickle_module, weights_only)
+    cls = _UNPICKLERS.get(key)
+    if cls is not None:
+        return cls
+    if weights_only:
+        class _Unpickler(pickle.Unpickler):
+            def find_class(self, module, name):
+                if (module, name) in _compat_pickle.NAME_MAPPING:       # Python 2 names (protocol < 3)
+                    module, name = _compat_pickle.NAME_MAPPING[(module, name)]
+                module = _compat_pickle.IMPORT_MAPPING.get(module, module)
+                full = f"{module}.{name}"
+                obj = _ALLOWED.get(full)
+                if obj is None:
+                    obj = _safe_globals.get(full)
+                if obj is None:
+                    raise _unsupported_global(full)
+                return obj
+
+            def persistent_load(self, pid):
+                return self.st_loader.persistent_load(pid)
+        cls = _Unpickler
+    else:
+        class _FullUnpickler(pickle_module.Unpickler):
+            def persistent_load(self, pid):
+                return self.st_loader.persistent_load(pid)
+        cls = _FullUnpickler
+    _UNPICKLERS[key] = cls
+    return cls
+
+
 def save(obj, f, pickle_module=None, pickle_protocol=DEFAULT_PROTOCOL, _use_new_zipfile_serialization=True):
     """save(obj, f): writes obj (tensors, state_dicts, optimizer state, nested
     dicts/lists/tuples of tensors and Python values) to f, a path or a writable
@@ -328,12 +376,9 @@ def save(obj, f, pickle_module=None, pickle_protocol=DEFAULT_PROTOCOL, _use_new_
     pickle_module = pickle if pickle_module is None else pickle_module
     collect = _Collector()
     buf = io.BytesIO()
-
-    class _Pickler(pickle_module.Pickler):
-        def persistent_id(self, obj):
-            return collect(obj)
-
-    _Pickler(buf, protocol=pickle_protocol).dump(obj)   # errors here touch no file
+    pickler = _pickler_class(pickle_module)(buf, protocol=pickle_protocol)
+    pickler.st_collect = collect
+    pickler.dump(obj)   # errors here touch no file
     sources, smeta, tmeta = _plan(collect.tensors)
     data_pkl = buf.getvalue()
     if _is_path(f):
@@ -626,28 +671,11 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
 
 
 def _unpickle(data_pkl, loader, pickle_module, weights_only, pickle_load_args):
+    unpickler = _unpickler_class(pickle_module, bool(weights_only))(io.BytesIO(data_pkl), **pickle_load_args)
+    unpickler.st_loader = loader
     if weights_only:
-        class _Unpickler(pickle.Unpickler):
-            def find_class(self, module, name):
-                if (module, name) in _compat_pickle.NAME_MAPPING:       # Python 2 names (protocol < 3)
-                    module, name = _compat_pickle.NAME_MAPPING[(module, name)]
-                module = _compat_pickle.IMPORT_MAPPING.get(module, module)
-                full = f"{module}.{name}"
-                obj = _ALLOWED.get(full)
-                if obj is None:
-                    obj = _safe_globals.get(full)
-                if obj is None:
-                    raise _unsupported_global(full)
-                return obj
-
-            def persistent_load(self, pid):
-                return loader.persistent_load(pid)
         try:
-            return _Unpickler(io.BytesIO(data_pkl), **pickle_load_args).load()
+            return unpickler.load()
         except pickle.UnpicklingError as e:
             raise _weights_only_error(str(e)) from None
-
-    class _FullUnpickler(pickle_module.Unpickler):
-        def persistent_load(self, pid):
-            return loader.persistent_load(pid)
-    return _FullUnpickler(io.BytesIO(data_pkl), **pickle_load_args).load()
+    return unpickler.load()

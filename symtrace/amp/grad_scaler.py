@@ -13,6 +13,8 @@ step takes it as an input: a new scale is no new graph). step() reads
 whether a gradient overflowed with .item(), a sync (a graph break inside a
 compiled step), as PyTorch's does. bfloat16 autocast has float32's range
 and needs no scaler."""
+import warnings
+
 from .. import _ops
 from .._dtype import float32, float16, bfloat16
 
@@ -34,6 +36,11 @@ class GradScaler:
             raise ValueError(f"GradScaler: growth_interval should be a positive int, got {growth_interval!r}")
         self._device = device
         self._enabled = bool(enabled)
+        if self._enabled and device == "cuda":
+            from .. import cuda
+            if not cuda.is_available():     # as torch's: a CUDA scaler on a machine without one is off
+                warnings.warn("symtrace.cuda.amp.GradScaler is enabled, but CUDA is not available.  Disabling.")
+                self._enabled = False
         self._scale_value = float(init_scale)
         self._growth_factor = float(growth_factor)
         self._backoff_factor = float(backoff_factor)

@@ -27,7 +27,8 @@ from .modules import (MaxPool3d, AvgPool3d, AdaptiveAvgPool3d, AdaptiveMaxPool3d
                       LPPool2d, LPPool3d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d, BatchNorm3d, InstanceNorm3d,
                       ConstantPad1d, ConstantPad2d, ConstantPad3d, ZeroPad1d, ZeroPad2d, ZeroPad3d, ReflectionPad1d,
                       ReflectionPad2d, ReflectionPad3d, ReplicationPad1d, ReplicationPad2d, ReplicationPad3d,
-                      CircularPad1d, CircularPad2d, CircularPad3d, LocalResponseNorm, ChannelShuffle, Softmax2d)
+                      CircularPad1d, CircularPad2d, CircularPad3d, LocalResponseNorm, ChannelShuffle, Softmax2d,
+                      SyncBatchNorm)
 from .modules import (LazyLinear, LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d,  # noqa: F401
                       LazyConvTranspose2d, LazyConvTranspose3d, LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d,
                       LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d)

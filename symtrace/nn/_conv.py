@@ -1353,8 +1353,36 @@ def _linear_weights(size, out, align_corners, scale, dtype, device):
     return i0, i1, w0.to(dtype), w1.to(dtype)
 
 
+def _cubic_weights(size, out, align_corners, scale, dtype, device):
+    """torch's bicubic interpolation of each output position (cubic convolution, A = -0.75):
+    [(index, weight)] for the 4 taps at floor(src) - 1 .. floor(src) + 2, indices clamped to
+    the input (upsample_bicubic2d's compute_indices_weights_cubic)."""
+    cdt = _C.float64 if dtype is _C.float64 else _C.float32
+    rnd = (lambda v: v) if cdt is _C.float64 else _f32
+    if align_corners:
+        s = rnd(rnd(size - 1) / (out - 1)) if out > 1 else 0.0
+    else:
+        s = rnd(1.0 / scale) if scale is not None and scale > 0 else rnd(rnd(size) / out)
+    pos = _ops.arange(out, dtype=cdt, device=device)
+    src = pos * s if align_corners else (pos + 0.5) * s - 0.5
+    base = src.floor().clamp(max=size - 1)
+    t = (src - base).clamp(0, 1)
+    base = base.to(_C.int64)
+    a = -0.75
+
+    def near(x):                   # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):                    # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    u = 1 - t
+    weights = (far(t + 1), near(t), near(u), far(u + 1))
+    return [((base + (j - 1)).clamp(0, size - 1), w.to(dtype)) for j, w in enumerate(weights)]
+
+
 def _interp_size_error(spatial, out):
-    names = ("H", "W") if len(spatial) == 2 else ("W",)
+    names = ("D", "H", "W")[3 - len(spatial):]
     a = ", ".join(f"{n}: {v}" for n, v in zip(names, spatial))
     b = ", ".join(f"{n}: {v}" for n, v in zip(names, out))
     sep = " and " if len(spatial) == 1 else " "
@@ -1363,10 +1391,12 @@ def _interp_size_error(spatial, out):
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
-    """interpolate(input [N, C, W] or [N, C, H, W], size=None, scale_factor=None, mode='nearest',
-    align_corners=None, recompute_scale_factor=None, antialias=False). Modes: 'nearest',
-    'nearest-exact', 'linear' (3-d), 'bilinear' (4-d), 'area'; 'bicubic', 'trilinear',
-    'lanczos' and antialias=True raise NotImplementedError."""
+    """interpolate(input [N, C, W], [N, C, H, W] or [N, C, D, H, W], size=None, scale_factor=None,
+    mode='nearest', align_corners=None, recompute_scale_factor=None, antialias=False). Modes:
+    'nearest', 'nearest-exact', 'area', 'linear' (3-d), 'bilinear' and 'bicubic' (4-d),
+    'trilinear' (5-d), each separable: one index_select (nearest) or a weighted sum of 2
+    (linear) or 4 (cubic) index_selects per spatial dim; 'lanczos' and antialias=True raise
+    NotImplementedError."""
     _check_tensor(input, "interpolate")
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
@@ -1414,16 +1444,15 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and input.dim() == 4):
         raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires a "
                          "4-D tensor as input")
-    known = ("nearest", "nearest-exact", "linear", "bilinear", "area")
-    if mode in known and ((mode == "linear" and dim != 1) or (mode == "bilinear" and dim != 2)):
-        need = "3D" if mode == "linear" else "4D"
-        if dim + 2 in (3, 4, 5):
-            raise NotImplementedError(f"Got {dim + 2}D input, but {mode} mode needs {need} input")
-    if mode not in known or dim not in (1, 2):
-        if dim == 3 or mode in ("bicubic", "trilinear", "lanczos"):
-            raise NotImplementedError(f"symtrace: interpolate(mode='{mode}') of a {dim + 2}D input is not "
-                                      f"supported (modes: nearest, nearest-exact, linear, bilinear, area; 3D and "
-                                      f"4D inputs)")
+    need = {"linear": 1, "bilinear": 2, "trilinear": 3}
+    if mode in need and dim != need[mode] and dim in (1, 2, 3):
+        raise NotImplementedError(f"Got {dim + 2}D input, but {mode} mode needs {need[mode] + 2}D input")
+    known = ("nearest", "nearest-exact", "linear", "bilinear", "trilinear", "area")
+    if not ((mode in known and dim in (1, 2, 3)) or (mode == "bicubic" and dim == 2)):
+        if mode == "lanczos" and dim == 2:
+            if not antialias:
+                raise ValueError("Lanczos mode requires antialias=True")
+            raise NotImplementedError("symtrace: interpolate(mode='lanczos', antialias=True) is not supported")
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {dim + 2}D) for "
                                   f"the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area "
                                   f"| nearest-exact (got {mode})")
@@ -1447,10 +1476,18 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             if idx is not None:
                 x = x.index_select(d, idx)
         else:
-            i0, i1, w0, w1 = _linear_weights(n_in, n_out, align_corners, scales[i], input.dtype, input.device)
             shape = [1] * input.dim()
             shape[d] = n_out
-            x = x.index_select(d, i0) * w0.reshape(tuple(shape)) + x.index_select(d, i1) * w1.reshape(tuple(shape))
+            if mode == "bicubic":
+                taps = _cubic_weights(n_in, n_out, align_corners, scales[i], input.dtype, input.device)
+            else:
+                i0, i1, w0, w1 = _linear_weights(n_in, n_out, align_corners, scales[i], input.dtype, input.device)
+                taps = ((i0, w0), (i1, w1))
+            y = None
+            for idx, w in taps:
+                term = x.index_select(d, idx) * w.reshape(tuple(shape))
+                y = term if y is None else y + term
+            x = y
     return x.clone() if x is input else x
 
 

@@ -522,7 +522,7 @@ def test_conv_dtype_mismatch_and_non_float_interpolate():
     with pytest.raises(RuntimeError, match=r"Input type \(Float\) and weight type \(Double\) should be the same"):
         SF.conv2d(st.zeros(1, 2, 4, 4), st.zeros(1, 2, 3, 3, dtype=st.float64))
     with pytest.raises(NotImplementedError, match="bicubic"):
-        SF.interpolate(st.zeros(1, 2, 4, 4), size=3, mode="bicubic")
+        SF.interpolate(st.zeros(1, 2, 4), size=3, mode="bicubic")
 
 
 # ---------------- modules ----------------

@@ -24,7 +24,7 @@ from .pooling import (MaxPool1d, MaxPool2d, MaxPool3d, AvgPool1d, AvgPool2d, Avg
                       AdaptiveMaxPool3d, LPPool1d, LPPool2d, LPPool3d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d,
                       FractionalMaxPool2d, FractionalMaxPool3d)
 from .batchnorm import (BatchNorm1d, BatchNorm2d, BatchNorm3d, InstanceNorm1d, InstanceNorm2d,  # noqa: F401
-                        InstanceNorm3d)
+                        InstanceNorm3d, SyncBatchNorm)
 from .pixelshuffle import (PixelShuffle, PixelUnshuffle, ChannelShuffle, Upsample,  # noqa: F401
                            UpsamplingNearest2d, UpsamplingBilinear2d)
 from .padding import (ConstantPad1d, ConstantPad2d, ConstantPad3d, ZeroPad1d, ZeroPad2d, ZeroPad3d,  # noqa: F401

@@ -1,4 +1,4 @@
-"""BatchNorm1d/2d/3d, InstanceNorm1d/2d/3d (torch.nn): parameters weight
+"""BatchNorm1d/2d/3d, SyncBatchNorm, InstanceNorm1d/2d/3d (torch.nn): parameters weight
 (ones) and bias (zeros) when affine, buffers running_mean (zeros), running_var (ones) and
 num_batches_tracked (int64 0) when track_running_stats, under torch's state_dict keys so
 that a torch state_dict loads. In training the batch statistics normalize and the running
@@ -217,3 +217,43 @@ class InstanceNorm3d(_InstanceNorm):
     def _check_input_dim(self, input):
         if input.dim() not in (4, 5):
             raise ValueError(f"expected 4D or 5D input (got {input.dim()}D input)")
+
+
+class SyncBatchNorm(_BatchNorm):
+    """SyncBatchNorm(num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+    process_group=None): batch normalization whose statistics torch reduces across the
+    processes of a distributed job. symtrace runs one process (symtrace.distributed's
+    world size 1), where it is BatchNorm over any [N, C, *] input, as torch's without
+    an initialized process group."""
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                 process_group=None, device=None, dtype=None, *, bias=True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
+        self.process_group = process_group
+
+    def _check_input_dim(self, input):
+        if input.dim() < 2:
+            raise ValueError(f"expected at least 2D input (got {input.dim()}D input)")
+        if input.shape[1] == 0:
+            raise ValueError("SyncBatchNorm number of input channels should be non-zero")
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module, process_group=None):
+        """module with every BatchNorm*d in it replaced by a SyncBatchNorm that shares its
+        parameters and running statistics (module itself when it is one)."""
+        out = module
+        if isinstance(module, _BatchNorm):
+            out = cls(module.num_features, module.eps, module.momentum, module.affine,
+                      module.track_running_stats, process_group)
+            if module.affine:
+                out.weight = module.weight
+                out.bias = module.bias
+            out.running_mean = module.running_mean
+            out.running_var = module.running_var
+            out.num_batches_tracked = module.num_batches_tracked
+            out.training = module.training
+            if hasattr(module, "qconfig"):
+                out.qconfig = module.qconfig
+        for name, child in module.named_children():
+            out.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        return out
