@@ -146,14 +146,25 @@ static int read_exc_varint(const uint8_t *p, int n, int *pos)
     return v;
 }
 
+/* One entry of a 3.11+ exception table at *pos (start, length, target,
+ * depth and lasti, in code units); false when the table is malformed. */
+static bool read_exc_entry(const uint8_t *p, int n, int *pos, int *s, int *len,
+                           int *t, int *dl)
+{
+    *s = read_exc_varint(p, n, pos);
+    *len = read_exc_varint(p, n, pos);
+    *t = read_exc_varint(p, n, pos);
+    *dl = read_exc_varint(p, n, pos);
+    return *s >= 0 && *len >= 0 && *t >= 0 && *dl >= 0;
+}
+
 int st_fe_exc_handler(PyCodeObject *co, int unit)
 {
     const uint8_t *p = (const uint8_t *)PyBytes_AS_STRING(co->co_exceptiontable);
     int n = (int)PyBytes_GET_SIZE(co->co_exceptiontable), pos = 0;
     while (pos < n) {
-        int s = read_exc_varint(p, n, &pos), len = read_exc_varint(p, n, &pos);
-        int t = read_exc_varint(p, n, &pos), dl = read_exc_varint(p, n, &pos);
-        if (s < 0 || len < 0 || t < 0 || dl < 0)
+        int s, len, t, dl;
+        if (!read_exc_entry(p, n, &pos, &s, &len, &t, &dl))
             return -1;
         if (s <= unit && unit < s + len)
             return t;
@@ -201,9 +212,8 @@ static int code_decode(PyCodeObject *co, rs_code *c)
     const uint8_t *p = (const uint8_t *)PyBytes_AS_STRING(et);
     int n = (int)PyBytes_GET_SIZE(et), pos = 0, cap = 0;
     while (pos < n) {
-        int s = read_exc_varint(p, n, &pos), len = read_exc_varint(p, n, &pos);
-        int t = read_exc_varint(p, n, &pos), dl = read_exc_varint(p, n, &pos);
-        if (s < 0 || len < 0 || t < 0 || dl < 0) {
+        int s, len, t, dl;
+        if (!read_exc_entry(p, n, &pos, &s, &len, &t, &dl)) {
             PyErr_SetString(PyExc_SystemError, "resume: malformed exception table");
             return -1;
         }
@@ -735,9 +745,8 @@ static PyObject *resume_fn(PyCodeObject *co, PyObject *globals, PyObject *closur
         const uint8_t *p = (const uint8_t *)PyBytes_AS_STRING(co->co_exceptiontable);
         int n = (int)PyBytes_GET_SIZE(co->co_exceptiontable), pos = 0;
         while (pos < n) {
-            int s = read_exc_varint(p, n, &pos), len = read_exc_varint(p, n, &pos);
-            int t = read_exc_varint(p, n, &pos), dl = read_exc_varint(p, n, &pos);
-            if (s < 0 || len < 0 || t < 0 || dl < 0)
+            int s, len, t, dl;
+            if (!read_exc_entry(p, n, &pos, &s, &len, &t, &dl))
                 break;
             put_exc_varint(&exc, (unsigned)(s + P), true);
             put_exc_varint(&exc, (unsigned)len, false);

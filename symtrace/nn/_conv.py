@@ -1336,14 +1336,19 @@ def _nearest_index(size, out, scale, exact, device):
     return (pos * s).floor().to(_C.int64).clamp(max=size - 1)
 
 
-def _linear_weights(size, out, align_corners, scale, dtype, device):
-    """torch's linear interpolation of each output position: (i0, i1, w0, w1)."""
+def _src_scale(size, out, align_corners, scale, dtype):
+    """(compute dtype, the input step per output position), rounded as torch's
+    area_pixel_compute_scale in that dtype."""
     cdt = _C.float64 if dtype is _C.float64 else _C.float32
     rnd = (lambda v: v) if cdt is _C.float64 else _f32
     if align_corners:
-        s = rnd(rnd(size - 1) / (out - 1)) if out > 1 else 0.0
-    else:
-        s = rnd(1.0 / scale) if scale is not None and scale > 0 else rnd(rnd(size) / out)
+        return cdt, (rnd(rnd(size - 1) / (out - 1)) if out > 1 else 0.0)
+    return cdt, (rnd(1.0 / scale) if scale is not None and scale > 0 else rnd(rnd(size) / out))
+
+
+def _linear_weights(size, out, align_corners, scale, dtype, device):
+    """torch's linear interpolation of each output position: (i0, i1, w0, w1)."""
+    cdt, s = _src_scale(size, out, align_corners, scale, dtype)
     pos = _ops.arange(out, dtype=cdt, device=device)
     src = pos * s if align_corners else ((pos + 0.5) * s - 0.5).clamp(min=0)
     i0 = src.to(_C.int64)
@@ -1357,12 +1362,7 @@ def _cubic_weights(size, out, align_corners, scale, dtype, device):
     """torch's bicubic interpolation of each output position (cubic convolution, A = -0.75):
     [(index, weight)] for the 4 taps at floor(src) - 1 .. floor(src) + 2, indices clamped to
     the input (upsample_bicubic2d's compute_indices_weights_cubic)."""
-    cdt = _C.float64 if dtype is _C.float64 else _C.float32
-    rnd = (lambda v: v) if cdt is _C.float64 else _f32
-    if align_corners:
-        s = rnd(rnd(size - 1) / (out - 1)) if out > 1 else 0.0
-    else:
-        s = rnd(1.0 / scale) if scale is not None and scale > 0 else rnd(rnd(size) / out)
+    cdt, s = _src_scale(size, out, align_corners, scale, dtype)
     pos = _ops.arange(out, dtype=cdt, device=device)
     src = pos * s if align_corners else (pos + 0.5) * s - 0.5
     base = src.floor().clamp(max=size - 1)
