@@ -115,3 +115,65 @@ def test_auto_dynamic_fallback_static_not_retried():
     s = _stats()
     assert s["graphs"] == 4
     assert s["translations"] == 4
+
+
+# ---------------- cat under dynamic shapes (frontend/tr_dynamic.c cat_after) ----------------
+def _np_cat(xs, d):
+    return np.concatenate(xs, axis=d)
+
+
+def test_cat_dynamic_true_one_graph():
+    f = st.compile(lambda a, x: st.cat([a, x], 1).sum(), dynamic=True, backend="interp")
+    for n in range(3, 8):
+        assert f(st.ones(2, n), st.ones(2, 1)).item() == 2 * (n + 1)
+    assert _stats()["graphs"] == 1      # torch: 1
+
+
+@pytest.mark.parametrize("case", ["neg_dim_three_parts", "kw_tensors", "dim0"])
+def test_cat_dynamic_values(case):
+    rng = np.random.default_rng(3)
+    if case == "neg_dim_three_parts":
+        fn = lambda a, b: st.cat((a, b, a), dim=-1).sum(0)           # noqa: E731
+        ref = lambda a, b: _np_cat([a, b, a], -1).sum(0)               # noqa: E731
+        shapes = [((4, n), (4, m)) for n, m in ((2, 3), (3, 5), (5, 2), (6, 9))]
+    elif case == "kw_tensors":
+        fn = lambda a, b: st.concat(tensors=[a, b], dim=1) * 2        # noqa: E731
+        ref = lambda a, b: _np_cat([a, b], 1) * 2                     # noqa: E731
+        shapes = [((7, n), (7, 2)) for n in (3, 4, 5)]
+    else:
+        fn = lambda a, b: st.cat([a, b]) + 1                          # noqa: E731
+        ref = lambda a, b: _np_cat([a, b], 0) + 1                     # noqa: E731
+        shapes = [((n, 6), (11, 6)) for n in (2, 3, 5, 7)]
+    f = st.compile(fn, dynamic=True, backend="interp")
+    for sh in shapes:
+        xs = [rng.standard_normal(s).astype(np.float32) for s in sh]
+        np.testing.assert_allclose(f(*[st.tensor(x) for x in xs]).numpy(), ref(*xs),
+                                   rtol=1e-5, atol=1e-6)
+    assert _stats()["graphs"] == 1
+
+
+def test_cat_dynamic_matches_torch():
+    torch = pytest.importorskip("torch")
+    f = st.compile(lambda a, b: st.cat([a, b.relu()], 1).softmax(-1), dynamic=True,
+                   backend="interp")
+    rng = np.random.default_rng(4)
+    for n in (2, 5, 9):
+        a = rng.standard_normal((3, n)).astype(np.float32)
+        b = rng.standard_normal((3, 4)).astype(np.float32)
+        want = torch.cat([torch.tensor(a), torch.tensor(b).relu()], 1).softmax(-1)
+        np.testing.assert_allclose(f(st.tensor(a), st.tensor(b)).numpy(), want.numpy(),
+                                   rtol=1e-5, atol=1e-6)
+    assert _stats()["graphs"] == 1
+
+
+def test_kv_cache_loop_auto_dynamic():
+    # a growing cache concatenated per step: static once, then one dynamic graph
+    # (before: a graph per step, then "cache limit reached")
+    c = st.compile(lambda x, p: st.cat([p, x], 1).sum(1), backend="interp")
+    p = st.zeros(2, 1)
+    for i in range(80):
+        p = st.cat([p, st.ones(2, 1)], 1)
+        assert c(st.ones(2, 1), p).tolist() == [float(i + 2)] * 2
+    s = _stats()
+    assert s["graphs"] == 2
+    assert s["fallbacks"] == 0
