@@ -25,6 +25,7 @@ typedef struct {
     vectorcallfunc vc;
     const char *backend;      /* static string */
     bool fullgraph, dynamic;
+    bool auto_dynamic;        /* dynamic=None: static first, sizes that change become symbols */
 } compiled_obj;
 
 static PyObject *compiled_vc(PyObject *self, PyObject *const *args, size_t nargsf,
@@ -32,7 +33,8 @@ static PyObject *compiled_vc(PyObject *self, PyObject *const *args, size_t nargs
 {
     compiled_obj *c = (compiled_obj *)self;
     st_fe_options o = {.backend = c->backend, .fullgraph = c->fullgraph || strict,
-                       .dynamic = c->dynamic, .log_level = log_level,
+                       .dynamic = c->dynamic, .auto_dynamic = c->auto_dynamic,
+                       .log_level = log_level,
                        .no_partial = !partial};
     st_fe_hook_enter(&o);
     PyObject *r = PyObject_Vectorcall(c->fn, args, nargsf, kwnames);
@@ -114,14 +116,17 @@ static PyTypeObject compiled_type = {
 
 static const char *const backends[] = {"llvm", "nvrtc", "interp", "eager", "cudaemu", NULL};
 
-/* _fe_compiled(fn, backend, fullgraph, dynamic) */
+/* _fe_compiled(fn, backend, fullgraph, dynamic, automatic): automatic (with
+ * dynamic false) is torch's dynamic=None: a frame translated again because
+ * only tensor sizes changed is translated with dynamic shapes */
 static PyObject *f_compiled(PyObject *m, PyObject *args)
 {
     (void)m;
     PyObject *fn;
     const char *backend;
-    int fullgraph = 0, dynamic = 0;
-    if (!PyArg_ParseTuple(args, "Os|pp:_fe_compiled", &fn, &backend, &fullgraph, &dynamic))
+    int fullgraph = 0, dynamic = 0, automatic = 0;
+    if (!PyArg_ParseTuple(args, "Os|ppp:_fe_compiled", &fn, &backend, &fullgraph, &dynamic,
+                          &automatic))
         return NULL;
     if (!PyCallable_Check(fn)) return PyErr_Format(PyExc_TypeError, "symtrace.compile: %R is not callable", fn);
     const char *b = NULL;
@@ -139,6 +144,7 @@ static PyObject *f_compiled(PyObject *m, PyObject *args)
     c->backend = b;
     c->fullgraph = fullgraph;
     c->dynamic = dynamic;
+    c->auto_dynamic = automatic && !dynamic;
     PyObject_GC_Track((PyObject *)c);
     if (!c->dict) { Py_DECREF(c); return NULL; }
     static const char *const fwd[] = {"__name__", "__qualname__", "__doc__", "__module__", NULL};
@@ -570,7 +576,7 @@ static PyObject *f_suspend(PyObject *m, PyObject *arg)
 
 static PyMethodDef compile_methods[] = {
     {"_fe_suspend", f_suspend, METH_O, "_fe_suspend(delta): frames run plain on this thread while > 0"},
-    {"_fe_compiled", f_compiled, METH_VARARGS, "_fe_compiled(fn, backend, fullgraph, dynamic)"},
+    {"_fe_compiled", f_compiled, METH_VARARGS, "_fe_compiled(fn, backend, fullgraph, dynamic, automatic)"},
     {"_fe_reset", f_reset, METH_NOARGS, "drop every compiled entry and plain mark"},
     {"_fe_bump_module_epoch", f_bump_module, METH_NOARGS, NULL},
     {"_fe_bump_meta_epoch", f_bump_meta, METH_NOARGS, NULL},

@@ -4,7 +4,9 @@
  * files, codes marked plain); the per-code cache of compiled entries on the
  * code object's extra slot (guards checked in C, a hit run from C without
  * evaluating the frame, a miss translated, a break or the cache limit marks
- * the code plain); statistics, logging and explain records. */
+ * the code plain); automatic dynamic shapes (a miss on tensor sizes alone
+ * is translated with dynamic shapes); statistics, logging and explain
+ * records. */
 #include "st_fe_hook.h"
 #include "pyinternals.h"
 
@@ -92,6 +94,8 @@ typedef struct code_extra {
     int n;
     bool skip;                        /* by file: never translated */
     bool plain;                       /* by a break or the cache limit */
+    bool auto_static;                 /* automatic dynamic shapes could not express
+                                         the frame: later size misses stay static */
     PyObject *reason;                 /* why plain (str) */
 } code_extra;
 
@@ -130,6 +134,7 @@ static void extra_clear(code_extra *x)
     x->entries = NULL;
     x->n = 0;
     x->plain = false;
+    x->auto_static = false;
     Py_CLEAR(x->reason);
     free_nodes(n);
 }
@@ -248,6 +253,7 @@ void st_fe_hook_reset(void)
         x->entries = NULL;
         x->n = 0;
         x->plain = false;
+        x->auto_static = false;
         Py_CLEAR(x->reason);
     }
     free_nodes(all);
@@ -505,7 +511,9 @@ static int try_entries(code_extra *x, const st_fe_frame *f, const st_fe_options 
     PyObject *memo_s[MEMO_SMALL];
     for (cnode *n = x->entries; n; n = n->next) {
         st_fe_entry *e = n->e;
-        if (n->dynamic != o->dynamic || strcmp(n->backend, o->backend) != 0) continue;
+        /* dynamic=None uses static and dynamic entries alike */
+        if ((n->dynamic != o->dynamic && !o->auto_dynamic) || strcmp(n->backend, o->backend) != 0)
+            continue;
         int ns = e->srcs.n;
         PyObject **memo = ns <= MEMO_SMALL ? memo_s : calloc((size_t)ns, sizeof *memo);
         if (!memo) { PyErr_NoMemory(); return -1; }
@@ -539,6 +547,32 @@ static int try_entries(code_extra *x, const st_fe_frame *f, const st_fe_options 
     return 0;
 }
 
+/* Automatic dynamic shapes (torch's dynamic=None): did the frame miss only
+ * because tensor sizes changed? Yes when a static entry's guards would all
+ * pass with sizes left out. */
+static bool size_miss(code_extra *x, const st_fe_frame *f, const st_fe_options *o)
+{
+    for (cnode *n = x->entries; n; n = n->next) {
+        st_fe_entry *e = n->e;
+        if (n->dynamic || n->dead || strcmp(n->backend, o->backend) != 0) continue;
+        int ns = e->srcs.n;
+        PyObject **memo = calloc((size_t)ns + 1, sizeof *memo);
+        if (!memo) { PyErr_Clear(); return false; }
+        n->busy++;
+        int r = st_fe_guards_size_miss(&e->guards, f, memo);
+        n->busy--;
+        st_fe_memo_clear(memo, ns);
+        free(memo);
+        if (r < 0) PyErr_Clear();
+        if (n->dead) {
+            if (!n->busy) free_node(n);
+            return false;
+        }
+        if (r == 1) return true;
+    }
+    return false;
+}
+
 static PyObject *translate(PyThreadState *ts, st_py_iframe *fr, code_extra *x,
                            const st_fe_frame *f, const st_fe_options *o)
 {
@@ -570,6 +604,9 @@ static PyObject *translate(PyThreadState *ts, st_py_iframe *fr, code_extra *x,
         if (n->nfront < 0) n->nfront = e->guards.n;
         n->backend = o->backend;
         n->dynamic = o->dynamic;
+        /* an automatic dynamic translation that came back static (the
+         * static retry): later size misses are translated static at once */
+        if (o->auto_dynamic && o->dynamic && e->cfn && !e->dyn) x->auto_static = true;
         n->next = x->entries;
         x->entries = n;
         x->n++;
@@ -676,6 +713,19 @@ static PyObject *hook(PyThreadState *ts, struct _PyInterpreterFrame *pf, int thr
         log_line("running as plain Python", co, why);   /* always: compilation stops here */
         record("break", co, why, NULL, 0, NULL);
         return ST_DEFAULT_EVAL(ts, fr, 0);
+    }
+    st_fe_options oa;
+    if (o->auto_dynamic && !o->dynamic && !x->auto_static && x->n > 0) {
+        tls.suspended++;          /* Python run by guards runs plain */
+        bool sized = size_miss(x, &f, o);
+        tls.suspended--;
+        if (sized) {
+            if (o->log_level >= 1)
+                log_line("translating with dynamic shapes", co, "tensor sizes changed");
+            oa = *o;
+            oa.dynamic = true;
+            o = &oa;
+        }
     }
     return translate(ts, fr, x, &f, o);
 }

@@ -504,8 +504,9 @@ static int const_eq(PyObject *a, PyObject *b)
     return PyObject_RichCompareBool(a, b, Py_EQ);
 }
 
-/* One guard on its value v (NULL: the source found nothing). 1/0/-1. */
-static int check_one(const st_fe_guard *g, PyObject *v)
+/* One guard on its value v (NULL: the source found nothing). 1/0/-1.
+ * any_size: a TENSOR guard ignores sizes and strides (st_fe_guards_size_miss). */
+static int check_one(const st_fe_guard *g, PyObject *v, bool any_size)
 {
     if (g->kind == ST_G_ABSENT) return v == NULL;
     if (!v) return 0;
@@ -524,7 +525,9 @@ static int check_one(const st_fe_guard *g, PyObject *v)
         if ((int)t->dtype != g->dtype || t->ndim != g->ndim ||
             t->requires_grad != g->requires_grad)
             return 0;
-        if (g->dyn) {
+        if (any_size) {
+            /* sizes and strides left out */
+        } else if (g->dyn) {
             /* symbolic dims: any size >= 2, contiguous */
             int64_t st = 1;
             for (int i = t->ndim - 1; i >= 0; i--) {
@@ -563,9 +566,11 @@ static int check_one(const st_fe_guard *g, PyObject *v)
     }
 }
 
-/* Guards [0, hi) are checked; static ones only when check_static. */
-static int check_range(st_fe_guardset *gs, const st_fe_frame *f, PyObject **memo,
-                       const st_fe_guard **failed, int hi, bool check_static)
+/* Guards [0, hi) are checked; static ones only when check_static.
+ * any_size: tensor sizes are not checked, and the epochs are not recorded
+ * (a pass says nothing about the sizes the entry was made for). */
+static int check_range_(st_fe_guardset *gs, const st_fe_frame *f, PyObject **memo,
+                        const st_fe_guard **failed, int hi, bool check_static, bool any_size)
 {
     if (st_ad_grad_enabled() != gs->grad_mode || st_rt_autocast_state() != gs->autocast) {
         if (failed) *failed = NULL;
@@ -599,19 +604,30 @@ static int check_range(st_fe_guardset *gs, const st_fe_frame *f, PyObject **memo
         }
         PyObject *v = st_fe_src_eval(g->src, f, memo);
         if (!v && PyErr_Occurred()) return -1;
-        int r = check_one(g, v);
+        int r = check_one(g, v, any_size);
         Py_XDECREF(v);
         if (r <= 0) {
             if (failed) *failed = g;
             return r;
         }
     }
-    if (check_static) {
+    if (check_static && !any_size) {
         gs->module_epoch = st_fe_module_epoch;
         gs->meta_epoch = st_fe_meta_epoch;
         watch(gs, memo);
     }
     return 1;
+}
+
+static int check_range(st_fe_guardset *gs, const st_fe_frame *f, PyObject **memo,
+                       const st_fe_guard **failed, int hi, bool check_static)
+{
+    return check_range_(gs, f, memo, failed, hi, check_static, false);
+}
+
+int st_fe_guards_size_miss(st_fe_guardset *gs, const st_fe_frame *f, PyObject **memo)
+{
+    return check_range_(gs, f, memo, NULL, gs->n, true, true);
 }
 
 static bool epochs_held(const st_fe_guardset *gs)

@@ -29,6 +29,9 @@ bool st_fe_guards_held(const st_fe_guardset *gs);
  * the check find out (one dict-stamp scan per hit, not two). */
 int st_fe_guards_check_front(st_fe_guardset *gs, const st_fe_frame *f, PyObject **memo,
                              const st_fe_guard **failed, int nfront, int held);
+/* Would every guard pass if tensor sizes (and strides) were not checked?
+ * 1/0/-1; leaves the epochs alone (automatic dynamic shapes, eval_frame.c). */
+int st_fe_guards_size_miss(st_fe_guardset *gs, const st_fe_frame *f, PyObject **memo);
 
 /* ---- running a hit with inputs known in advance (entry.c): pre[k], when
  * not NULL, is graph input k (borrowed; the caller keeps its Python object

@@ -281,7 +281,10 @@ int st_fe_effects_replay(const st_fe_effect *fx, int n, PyObject *const *outs,
 typedef struct {
     const char *backend;     /* "llvm", "nvrtc", "interp", "eager", "cudaemu" */
     bool fullgraph;          /* a break raises (also SYMTRACE_STRICT=1) */
-    bool dynamic;            /* issue 7; false for now */
+    bool dynamic;            /* dynamic shapes (tr_dynamic.c) */
+    bool auto_dynamic;       /* dynamic=None (with dynamic false): a frame whose entries
+                                missed only on tensor sizes is translated with dynamic
+                                shapes (eval_frame.c) */
     bool no_partial;         /* a break makes the whole frame plain Python
                                 (no partial graph; the translator's own tests) */
     int log_level;           /* SYMTRACE_LOG */

@@ -20,7 +20,8 @@
  * Reshape targets and creation sizes. A SymInt passed to view, reshape,
  * expand, zeros/ones/full/empty/rand/randn or as a slice bound of a tensor
  * subscript makes that attribute of the recorded statement an expression
- * (the statement is found among those the call recorded by op and values).
+ * (the statement is found among those the call recorded by op and values);
+ * so do the parts' sizes for the buffer and slice bounds of a cat.
  * The entry keeps the graph as a template with those expressions; a call
  * with other sizes instantiates it (clone, substitute, re-infer) and
  * compiles that instance, whose kernels come from the kernel cache
@@ -1276,6 +1277,8 @@ static PyObject *symtrace_fn(const char *name)
     return f;
 }
 
+static bool has_attr(const symattr *a, int n, int stmt, int slot);
+
 static int push_attr(tr_state *s, int stmt, int slot, int expr)
 {
     struct tr_dyn *d = s->dyn;
@@ -1292,7 +1295,8 @@ static int push_attr(tr_state *s, int stmt, int slot, int expr)
 }
 
 /* Which call this is: 1 a shape-taking one (items: its shape arguments),
- * 2 size(), 3 numel(), 4 len(tensor), 0 any other. */
+ * 2 size(), 3 numel(), 4 len(tensor), 6 arange, 7 cat (shape: the
+ * tensors), 0 any other. */
 static int classify(PyObject *fn, tr_var *args, int nargs, PyObject *kwnames,
                     PyObject **tensor, PyObject **shape, int *keep_lo, int *keep_hi)
 {
@@ -1347,6 +1351,18 @@ static int classify(PyObject *fn, tr_var *args, int nargs, PyObject *kwnames,
                 *keep_hi = npos;
                 return 1;
             }
+        if (fn == symtrace_fn("cat")) {
+            /* cat(tensors, dim): its buffer and slice bounds are sums of
+             * the parts' sizes (cat_after) */
+            PyObject *ts = npos >= 1 ? args[0].v : NULL;
+            for (int k = 0; !ts && kwnames && k < (int)PyTuple_GET_SIZE(kwnames); k++)
+                if (!PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, k), "tensors"))
+                    ts = args[npos + k].v;
+            if (!ts || !(PyTuple_Check(ts) || PyList_Check(ts)))
+                return 0;
+            *shape = Py_NewRef(ts);
+            return 7;
+        }
         if (fn == symtrace_fn("full") && npos >= 1) {
             *shape = Py_NewRef(args[0].v);
             *keep_hi = 1;
@@ -1415,7 +1431,124 @@ int tr_dyn_before_call(tr_state *s, PyObject *fn, tr_var *args, int nargs,
         int ov = 0;
         dc->dim = (int)PyLong_AsLongAndOverflow(args[0].v, &ov);
     }
+    if (dc->kind == 7) {
+        /* cat's dim: positional, or the keyword dim= (its value after the
+         * positional ones) */
+        int npos = nargs - (kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0);
+        PyObject *dv = npos >= 2 ? args[1].v : NULL;
+        for (int k = 0; !dv && kwnames && k < (int)PyTuple_GET_SIZE(kwnames); k++)
+            if (!PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, k), "dim"))
+                dv = args[npos + k].v;
+        int ov = 0;
+        dc->dim = dv ? (int)PyLong_AsLongAndOverflow(dv, &ov) : 0;
+        if (dv && (!PyLong_Check(dv) || ov)) {
+            PyErr_Clear();
+            dc->kind = 0;           /* cat raises on it itself */
+            Py_CLEAR(dc->shape);
+        }
+        /* the parts' size expressions now: probing after cat ran would
+         * re-infer its statements before their sizes are expressions */
+        Py_ssize_t np = dc->shape ? PySequence_Size(dc->shape) : 0;
+        for (Py_ssize_t i = 0; i < np; i++) {
+            PyObject *it = PySequence_GetItem(dc->shape, i);
+            if (it && st_fe_is_tensor(it) && !dims_of(s, st_fe_unwrap(it)))
+                PyErr_Clear();
+            Py_XDECREF(it);
+        }
+        if (np < 0)
+            PyErr_Clear();
+    }
     return 0;
+}
+
+/* After cat(tensors, dim): it recorded full(shape) and one slice_scatter
+ * per non-empty part (symtrace/_ops/shape.py _cat_into); their size and
+ * bounds become sums of the parts' size expressions, so that the graph
+ * holds at other sizes. Nothing found (cat under autograd, a mixed
+ * dtype): validation decides. 0, or -1 (no memory). */
+static int cat_after(tr_state *s, tr_dyncall *dc, PyObject *r)
+{
+    PyObject *seq = PySequence_Fast(dc->shape, "cat");
+    if (!seq) {
+        PyErr_Clear();
+        return 0;
+    }
+    st_tensor *out = st_fe_is_tensor(r) ? st_fe_unwrap(r) : NULL;
+    int np = (int)PySequence_Fast_GET_SIZE(seq), nd = out ? out->ndim : 0;
+    int d = dc->dim < 0 ? dc->dim + nd : dc->dim;
+    int rc = 0;
+    st_tensor *ref = NULL;
+    int total = -1, found = -1;
+    st_graph *g = st_rt_trace_graph();
+    if (!out || d < 0 || d >= nd || !g)
+        goto done;
+    for (int si = dc->n0; si < g->nstmts && found < 0; si++) {
+        const st_stmt *st = &g->stmts[si];
+        if (st->op != ST_OP_FULL || st->nin > 0 || st->attrs.ndims != nd)
+            continue;
+        bool m = true;
+        for (int k = 0; k < nd && m; k++)
+            m = st->attrs.dims[k] == out->shape[k];
+        if (m)
+            found = si;
+    }
+    if (found < 0)
+        goto done;
+    int64_t off = 0;
+    for (int i = 0; i < np; i++) {
+        PyObject *it = PySequence_Fast_GET_ITEM(seq, i);
+        if (!st_fe_is_tensor(it))
+            goto done;
+        st_tensor *t = st_fe_unwrap(it);
+        if (t->ndim == 1 && t->shape[0] == 0 && nd != 1)
+            continue;            /* torch's legacy skip of 1-D empty parts */
+        if (t->ndim != nd)
+            goto done;
+        int e = dim_expr(s, t, d);
+        if (e < 0)
+            goto done;
+        int stop = total < 0 ? e : sx_new(tab(s), ST_SX_ADD, total, e, 0);
+        if (stop < 0)
+            goto nomem;
+        if (t->shape[d] > 0) {
+            /* the part's slice of the buffer (a view, then written: the
+             * slice and the slice_scatter it became) */
+            int start = total < 0 ? sx_new(tab(s), ST_SX_CONST, -1, -1, 0) : total, hit = 0;
+            if (start < 0)
+                goto nomem;
+            for (int k = found + 1; k < g->nstmts; k++) {
+                const st_stmt *st = &g->stmts[k];
+                if ((st->op != ST_OP_SLICE && st->op != ST_OP_SLICE_SCATTER) ||
+                    st->attrs.i[0] != d || st->attrs.i[1] != off ||
+                    st->attrs.i[2] != off + t->shape[d] || has_attr(s->dyn->attr, s->dyn->nattr, k, 101))
+                    continue;
+                if (push_attr(s, k, 101, start) < 0 || push_attr(s, k, 102, stop) < 0)
+                    goto nomem;
+                hit += st->op == ST_OP_SLICE_SCATTER;
+                if (st->op == ST_OP_SLICE_SCATTER)
+                    break;
+            }
+            if (!hit)
+                goto done;
+        }
+        off += t->shape[d];
+        total = stop;
+        if (!ref)
+            ref = t;
+    }
+    if (!ref || total < 0)
+        goto done;
+    for (int k = 0; k < nd; k++) {
+        int e = k == d ? total : dim_expr(s, ref, k);
+        if (e < 0 || push_attr(s, found, k, e) < 0)
+            goto nomem;
+    }
+    goto done;
+nomem:
+    rc = -1;
+done:
+    Py_DECREF(seq);
+    return rc;
 }
 
 /* After a shape-taking call: the statement that holds its shape gets the
@@ -1440,6 +1573,15 @@ PyObject *tr_dyn_after_call(tr_state *s, tr_dyncall *dc, PyObject *r)
                 tr_break(s, "dynamic shapes: a call made an index from a size inside");
                 return NULL;
             }
+    }
+    if (dc->kind == 7) {
+        int rc = cat_after(s, dc, r);
+        Py_CLEAR(dc->shape);
+        if (rc < 0) {
+            Py_DECREF(r);
+            return PyErr_NoMemory();
+        }
+        return r;
     }
     if (dc->kind == 2)
         return tr_dyn_wrap_size(s, dc->tensor, r, PyTuple_Check(r) ? 0 : 1, dc->dim);
@@ -1706,8 +1848,6 @@ int tr_dyn_after_subscr(tr_state *s, tr_dynsub *ds)
     }
     return 0;
 }
-
-static bool has_attr(const symattr *a, int n, int stmt, int slot);
 
 /* ---------------- validation ---------------- */
 /* Before the trace ends (so that a failure still restores inputs written

@@ -93,7 +93,9 @@ def _compile_callable(fn, backend, fullgraph, dynamic):
                           "(CPython 3.11 and 3.12 only); functions run eagerly", RuntimeWarning,
                           stacklevel=3)
         return _eager(fn)
-    return _C._fe_compiled(fn, backend, bool(fullgraph), bool(dynamic))
+    # dynamic None: automatic dynamic shapes (static first; a frame translated
+    # again because only tensor sizes changed gets symbolic sizes)
+    return _C._fe_compiled(fn, backend, bool(fullgraph), bool(dynamic), dynamic is None)
 
 
 class OptimizedModule(Module):
@@ -103,7 +105,7 @@ class OptimizedModule(Module):
     changes are the original's; `_orig_mod` is the original."""
     __slots__ = ("_orig_mod", "_st_call", "_st_opts")
 
-    def __init__(self, mod, backend, fullgraph=False, dynamic=False):
+    def __init__(self, mod, backend, fullgraph=False, dynamic=None):
         object.__setattr__(self, "_orig_mod", mod)
         object.__setattr__(self, "__dict__", mod.__dict__)
         object.__setattr__(self, "_st_opts", (backend, fullgraph, dynamic))
@@ -150,14 +152,20 @@ def compile(model=None, *, backend=None, fullgraph=False, dynamic=None, mode=Non
     SYMTRACE_DYNAMIC=1 when dynamic is None): the sizes of tensor arguments
     are symbols, one graph serves every batch size and sequence length
     (guards keep ranks, dtypes, devices and the size relations the code
-    relied on); frames it cannot express run with static shapes."""
+    relied on); frames it cannot express run with static shapes.
+    dynamic=None (the default; SYMTRACE_DYNAMIC unset): automatic, as torch's:
+    static shapes first; a frame translated again because only tensor sizes
+    changed is translated with dynamic shapes. dynamic=False (or
+    SYMTRACE_DYNAMIC=0): always static shapes."""
     if mode not in _MODES:
         raise ValueError(f"symtrace.compile: unknown mode {mode!r} "
                          f"(choices: {', '.join(str(m) for m in _MODES)})")
     be = _resolve_backend(backend)
     if dynamic is None:
-        dynamic = os.environ.get("SYMTRACE_DYNAMIC", "0") not in ("", "0")
-    dyn = bool(dynamic)
+        env = os.environ.get("SYMTRACE_DYNAMIC", "")
+        if env != "":
+            dynamic = env != "0"
+    dyn = None if dynamic is None else bool(dynamic)
 
     def wrap(m):
         if isinstance(m, OptimizedModule):

@@ -166,15 +166,27 @@ def test_gradients_across_shapes():
     assert stats()["translations"] == 1
 
 
-def test_static_by_default_retranslates_per_shape():
+def test_static_retranslates_per_shape():
     m = Encoder()
     m.eval()
-    c = st.compile(m, backend=BACKEND)
+    c = st.compile(m, backend=BACKEND, dynamic=False)
     rng = np.random.default_rng(3)
     for b, s in SHAPES[:3]:
         args = _batch(rng, b, s, "bool")
         close(c(*args), m(*args))
     assert stats()["translations"] == 3
+
+
+def test_default_is_automatic_dynamic():
+    # dynamic=None: static for the first shape, then dynamic for the next ones
+    m = Encoder()
+    m.eval()
+    c = st.compile(m, backend=BACKEND)
+    rng = np.random.default_rng(3)
+    for b, s in SHAPES[:4]:
+        args = _batch(rng, b, s, "bool")
+        close(c(*args), m(*args))
+    assert stats()["translations"] == 2
 
 
 # ---------------------------------------------------------------- guards
