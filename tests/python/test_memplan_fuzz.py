@@ -118,10 +118,14 @@ def test_fuzz_smoke():
     fm = fuzzer()
     fm.STATS.clear()
     bad = {}
-    for seed in (157, 3, 9, 15, 19):
-        found = fm.check_program(fm.generate(seed), BACKENDS)
+    # 157 of fuzz_compile's own generator: the setitem above; the others draw
+    # reshapes that copy, full_like of one, scatters and setitem on intermediates
+    for seed, plain, dyn in ((157, True, False), (6, False, False), (13, False, False),
+                             (30, False, True)):
+        found = [f for f in fm.check_program(fm.generate(seed, plain=plain), BACKENDS,
+                                             dynamic=dyn) if f[0] not in fm.KNOWN]
         if found:
             bad[seed] = found[:3]
     assert not bad, bad
-    assert fm.STATS.get("fwd", 0) >= 5 * len(BACKENDS), fm.STATS
+    assert fm.STATS.get("fwd", 0) >= 4 * len(BACKENDS), fm.STATS
     assert fm.STATS.get("bwd", 0) >= 1 and fm.STATS.get("dyn", 0) >= 1, fm.STATS
