@@ -231,7 +231,10 @@ static st_status exec_impl(st_kprog *p, st_backend *be, void *compiled,
         if (!arena) return st_err_kind();
     }
 
-    /* last kernel using each value (views count as users of their input) */
+    /* last kernel using each value (views count as users of their input;
+     * a view no kernel reads dies at its own step, as the plan has it: held
+     * longer, it would keep a reshape's copy, or its root base's refcount
+     * up, so that take_base could not take the base) */
     int lastbuf[256];
     int *last = g->nvalues <= 256 ? lastbuf : malloc(sizeof(int) * (size_t)g->nvalues);
     if (!last) return st_err(ST_ERR_MEMORY, "exec: out of host memory");
@@ -252,6 +255,7 @@ static st_status exec_impl(st_kprog *p, st_backend *be, void *compiled,
         if (k->kind == ST_K_VIEW) {
             const st_stmt *st = &g->stmts[k->stmt];
             for (int j = 0; j < st->nin; j++) last[st->in[j]] = i;
+            last[st->out[0]] = i; /* later readers move it on */
         } else {
             for (int b = 0; b < k->nbufs; b++) last[k->bufs[b].value] = i;
         }
@@ -262,7 +266,6 @@ static st_status exec_impl(st_kprog *p, st_backend *be, void *compiled,
         if (k->kind == ST_K_VIEW) {
             const st_stmt *st = &g->stmts[k->stmt];
             st_tensor *src = vals[st->in[0]];
-            record(trace, al, i);
             if (!src) {
                 s = st_err(ST_ERR_RUNTIME, "%s: input is unbound", k->name);
                 break;
@@ -275,6 +278,9 @@ static st_status exec_impl(st_kprog *p, st_backend *be, void *compiled,
             if (vals[st->out[0]]) st_tensor_decref(vals[st->out[0]]);
             vals[st->out[0]] = o;
             flags[st->out[0]] = flags[st->in[0]] & V_FRESH;
+            /* after the view: a reshape that copies holds its copy while
+             * this step runs (as a kernel's outputs are counted) */
+            record(trace, al, i);
         } else if (copy_onto_itself(g, k, vals)) {
             record(trace, al, i); /* the second kernel writes (and bumps) */
         } else if (plan && plan->inplace[i] && take_base(g, k, vals)) {
