@@ -1887,6 +1887,23 @@ int tr_dyn_validate(tr_state *s)
                 continue;
             }
         }
+        /* an input written in place keeps its sizes at the probes when it
+         * kept them in the trace (x.zero_() records a full of the traced
+         * sizes: its write-back would not fit another size) */
+        for (int k = 0; !why[0] && k < nin && k < g->ninputs; k++) {
+            int v = st_rt_trace_find(ins[k]), vi = g->inputs[k];
+            if (v < 0 || v == vi || v >= g->nvalues)
+                continue;
+            const st_meta *ti = &sv.metas[vi], *tv = &sv.metas[v];
+            const st_meta *pi = &g->values[vi].meta, *pv2 = &g->values[v].meta;
+            bool kept = ti->ndim == tv->ndim &&
+                        !memcmp(ti->shape, tv->shape, sizeof(int64_t) * (size_t)ti->ndim);
+            bool keeps = pi->ndim == pv2->ndim &&
+                         !memcmp(pi->shape, pv2->shape, sizeof(int64_t) * (size_t)pi->ndim);
+            if (kept && !keeps)
+                snprintf(why, sizeof why, "an input written in place gets a value of the "
+                         "traced sizes");
+        }
         for (int si = 0; !why[0] && si < g->nstmts; si++) {
             const st_stmt *st = &g->stmts[si];
             if (st->op != ST_OP_SLICE || (has_attr(d->attr, d->nattr, si, 101) &&

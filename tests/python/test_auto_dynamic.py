@@ -177,3 +177,32 @@ def test_kv_cache_loop_auto_dynamic():
     s = _stats()
     assert s["graphs"] == 2
     assert s["fallbacks"] == 0
+
+
+@pytest.mark.parametrize("dynamic", [None, True])
+def test_input_filled_in_place_at_other_sizes(dynamic):
+    # zero_() records a full of the traced sizes: the dynamic graph would write a
+    # [4, 3] value back into a [6, 5] input ("output with shape [6, 5] doesn't match
+    # the broadcast shape [4, 3]"); the frame is translated static instead
+    def f(x):
+        x.zero_()
+        return x.mean(0) + 1
+
+    cf = st.compile(f, dynamic=dynamic)
+    for shape in ((4, 3), (4, 3), (6, 5), (2, 7)):
+        x = st.ones(*shape)
+        y = cf(x)
+        assert tuple(y.shape) == (shape[1],) and y.tolist() == [1.0] * shape[1]
+        assert x.sum().item() == 0.0
+
+
+def test_input_added_in_place_stays_one_dynamic_graph():
+    def f(x):
+        x.add_(1)
+        return x.sum(0)
+
+    cf = st.compile(f, dynamic=True)
+    for n in (3, 5, 7):
+        x = st.ones(n, 4)
+        assert cf(x).tolist() == [2.0 * n] * 4 and x.sum().item() == 8.0 * n
+    assert _stats()["graphs"] == 1
