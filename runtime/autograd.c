@@ -539,10 +539,14 @@ static st_status pack_saved(st_ad_node *n, const st_operand *in, int nin, bool i
  * and give the functional gradient where eager's backward raises "modified
  * by an inplace operation"; split there, the write runs after the graph
  * whose node saved the value, whose backward then checks its version as
- * eager's does. Only writes recorded in grad mode into tensors that
- * require grad are seen (not y.add_(1) under no_grad, nor into values that
- * need no gradient). A node gone since (nothing would raise) only costs
- * the break; a backward that frees the graph empties the list. */
+ * eager's does. Every traced in-place write into a value the trace made is
+ * seen (st_ad_trace_will_write, before the op runs, so an in-place op's
+ * own saves do not count), in grad mode or not, into values that require
+ * grad or not: c.mul_(2) under no_grad after c = a.sigmoid() raises at
+ * backward eagerly. (A graph input written in place is written back by the
+ * compiled node, which checks its version itself: runtime/cfn.c.) A node gone
+ * since (nothing would raise) only costs the break; a backward that frees
+ * the graph empties the list. */
 static _Thread_local struct {
     const void *graph;            /* the trace the list belongs to */
     const st_storage **items;
@@ -580,6 +584,10 @@ static void traced_write(const st_graph *g, const st_tensor *t) {
             if (suspended) st_rt_trace_suspend();
             return;
         }
+}
+
+void st_ad_trace_will_write(const st_tensor *t) {
+    if (t) traced_write(st_rt_trace_graph(), t);
 }
 
 st_status st_ad_record(st_op_id op, const st_operand *in, int nin,

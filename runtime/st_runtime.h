@@ -316,6 +316,13 @@ st_status st_ad_record(st_op_id op, const st_operand *in, int nin,
  * gradient from it and it still requires grad, as torch's. */
 st_status st_ad_record_overwrite(st_op_id op, st_tensor *t);
 
+/* A traced in-place write into t, a tensor the trace made, is about to
+ * happen (st_rt_trace_will_write, in any grad mode): when a node recorded
+ * in this trace saved t's storage,
+ * the trace fails there (a graph break), so the write runs after the graph
+ * whose node saved the value, and backward checks its version as eager's. */
+void st_ad_trace_will_write(const st_tensor *t);
+
 /* A custom node's backward: grads of its outputs in gout[0..nout) (NULL:
  * no gradient flowed into that output), fills gin[0..nin) with new
  * references or NULL. */
