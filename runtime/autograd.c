@@ -39,7 +39,10 @@ struct st_ad_node {
     int64_t refcount;
     char name[48];
     bool custom, freed;
+    bool saves;               /* a backward after freed needs what was released */
     bool once;                /* a custom backward that is not differentiable */
+    bool keep_ctx;            /* st_ad_node_keep_ctx: ctx stays until the node goes */
+    void (*ctx_release)(void *ctx);
     /* op nodes */
     st_op_id op;
     st_attrs attrs;
@@ -154,7 +157,9 @@ static st_ad_node *node_new(int nin, int nout) {
 
 static st_ad_saved_owner saved_owner;
 
-static void release_saved(st_ad_node *n) {
+/* What n saved goes: after a backward that does not retain the graph, or
+ * (dying) with the node. A kept ctx only drops its saved tensors then. */
+static void release_saved(st_ad_node *n, bool dying) {
     for (int k = 0; k < ST_MAX_IN; k++) {
         st_tensor_decref(n->saved_in[k]);
         n->saved_in[k] = NULL;
@@ -168,7 +173,12 @@ static void release_saved(st_ad_node *n) {
             if (p[k] && saved_owner.release) saved_owner.release(p[k]);
         free(p);
     }
-    if (n->custom && n->ctx_free && n->ctx) n->ctx_free(n->ctx);
+    if (!n->custom || !n->ctx) return;
+    if (n->keep_ctx && !dying) {
+        if (n->ctx_release) n->ctx_release(n->ctx);
+        return;
+    }
+    if (n->ctx_free) n->ctx_free(n->ctx);
     n->ctx = NULL;
 }
 
@@ -334,7 +344,7 @@ void st_ad_node_decref(st_ad_node *n) {
     int sp = 0, cap = 64;
     while (n) {
         if (__atomic_sub_fetch(&n->refcount, 1, __ATOMIC_ACQ_REL) == 0) {
-            release_saved(n);
+            release_saved(n, true);
             for (int k = 0; k < n->nin; k++) {
                 st_tensor_decref(n->next_leaf[k]);
                 st_ad_node *nx = n->next_node[k];
@@ -631,6 +641,8 @@ st_status st_ad_record(st_op_id op, const st_operand *in, int nin,
         n->saved_out_ver = out[0]->storage->version;
         if (!n->saved_out) goto oom;
     }
+    /* a scalar operand its rule reads counts, as torch saves it (a * 2) */
+    n->saves = (saves & (ST_VJP_SAVES_OUT | ((1u << nin) - 1))) != 0;
     if (shooks.n && pack_saved(n, in, nin, inplace) != ST_OK) goto oom;
     for (int k = 0; tg && k < nin; k++) traced_save(tg, n->saved_in[k]);
     if (tg) traced_save(tg, n->saved_out);
@@ -706,6 +718,7 @@ st_ad_node *st_ad_custom_node(const char *name, st_ad_custom_fn fn, void *ctx,
     n->fn = fn;
     n->ctx = ctx;
     n->ctx_free = ctx_free;
+    n->saves = ctx != NULL;   /* freed with it, unless st_ad_node_keep_ctx */
     snprintf(n->name, sizeof n->name, "%s", name ? name : "CustomBackward");
     n->cout_meta = calloc((size_t)(nout > 0 ? nout : 1), sizeof *n->cout_meta);
     if (!n->cout_meta) {
@@ -1180,6 +1193,7 @@ static st_status delay_errors(st_ad_node *n, st_tensor **gin) {
     d->fn = delayed_error;
     d->ctx = name;
     d->ctx_free = free;
+    d->keep_ctx = true;       /* its name, for the error of every backward */
     snprintf(d->name, sizeof d->name, "DelayedError");
     for (int k = 0; k < n->nin; k++) {
         if (k < ST_MAX_IN) d->in_meta[k] = n->in_meta[k];
@@ -1211,6 +1225,13 @@ static st_status delay_errors(st_ad_node *n, st_tensor **gin) {
 
 void st_ad_node_set_once_differentiable(st_ad_node *n) {
     if (n) n->once = true;
+}
+
+void st_ad_node_keep_ctx(st_ad_node *n, void (*release_saved)(void *ctx)) {
+    if (!n || !n->custom) return;
+    n->keep_ctx = true;
+    n->ctx_release = release_saved;
+    n->saves = false;
 }
 
 void st_ad_stats_get(st_ad_stats *out) {
@@ -1485,7 +1506,7 @@ st_tensor *st_ad_saved_output(st_tensor *t, int nr) {
 }
 
 static st_status run_node(st_ad_node *n, st_tensor **gin) {
-    if (n->freed)
+    if (n->freed && n->saves)
         return st_err(ST_ERR_RUNTIME,
                       "Trying to backward through the graph a second time (or "
                       "directly access saved tensors after they have already "
@@ -1684,7 +1705,7 @@ static st_status engine_run(st_tensor *const *roots, st_tensor *const *grads, in
             }
         }
         if (s == ST_OK && !retain && !n->skip) {
-            release_saved(n);
+            release_saved(n, false);
             n->freed = true;
         }
         for (int k = 0; k < n->nin; k++) {

@@ -346,6 +346,13 @@ st_tensor *st_ad_saved_output(st_tensor *t, int nr);
  * that raises if a second backward reaches it, as torch's
  * once_differentiable. */
 void st_ad_node_set_once_differentiable(st_ad_node *n);
+/* n's ctx holds no saved tensor that a backward frees: it stays until the
+ * node goes (ctx_free then), and n may run again after a backward that did
+ * not retain the graph, as torch's nodes that saved nothing. Such a
+ * backward calls release_saved(ctx) (when not NULL) instead of freeing the
+ * ctx: the ctx drops what it saved, and raises itself if it is needed
+ * again (a custom Function's ctx.saved_tensors). */
+void st_ad_node_keep_ctx(st_ad_node *n, void (*release_saved)(void *ctx));
 /* Attaches a custom node as grad_fn of outputs[k] (each gets requires_grad,
  * output_nr k; NULL entries are non-differentiable). inputs are the
  * tensors the node differentiates to (NULL for non-tensor arguments);

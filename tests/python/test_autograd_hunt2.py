@@ -160,3 +160,186 @@ def test_compiled_no_grad_write_that_keeps_the_history_stays_one_graph():
         assert not any("__resume" in k for k in codes), codes
     finally:
         st.reset()
+
+
+# ---------------- 2. a second backward through a graph that saved nothing ----------------
+
+FREED = ("Trying to backward through the graph a second time (or directly access saved tensors "
+         "after they have already been freed).")
+
+
+def test_second_backward_through_views_and_a_sum(L):
+    a = L.ones(2, requires_grad=True)
+    y = a.reshape(2, 1)[0].sum()
+    y.backward()
+    y.backward()          # nothing was saved: torch runs it again
+    close(a.grad, [2., 0.])
+
+
+def test_second_backward_through_ops_that_save_nothing(L):
+    a = T(L, [1., 2.])
+    y = ((a + 1) - a.t() * 1 + L.cat([a, a])[:2]).sum()   # * 1 saves its scalar
+    y2 = (a + 1).neg().sum()
+    y2.backward()
+    y2.backward()
+    close(a.grad, [-2., -2.])
+    y.backward()
+    with pytest.raises(RuntimeError) as ei:
+        y.backward()      # the scalar of * 1 was saved (as torch saves it)
+    assert str(ei.value).startswith(FREED)
+
+
+def test_second_backward_through_a_scalar_product_raises(L):
+    a = T(L, [1., 2.])
+    y = (a * 2).sum()
+    y.backward()
+    with pytest.raises(RuntimeError) as ei:
+        y.backward()
+    assert str(ei.value).startswith(FREED)
+
+
+def _twice(L):
+    class Twice(L.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, k):
+            ctx.k = k
+            return x * k
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * ctx.k, None
+    return Twice
+
+
+def _saving(L):
+    class Saving(L.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * g * x
+    return Saving
+
+
+def test_second_backward_through_a_custom_function_without_saved_tensors(L):
+    a = T(L, [1., 2.])
+    y = _twice(L).apply(a, 3.0).sum()
+    y.backward()
+    y.backward()
+    close(a.grad, [6., 6.])
+
+
+def test_second_backward_through_a_custom_function_reading_freed_tensors_raises(L):
+    a = T(L, [1., 2.])
+    y = _saving(L).apply(a)
+    y.sum().backward()
+    close(a.grad, [2., 4.])
+    with pytest.raises(RuntimeError) as ei:
+        y.sum().backward()
+    assert str(ei.value).startswith(FREED)
+    with pytest.raises(RuntimeError) as ei:
+        y.grad_fn.saved_tensors
+    assert str(ei.value).startswith(FREED)
+
+
+def test_custom_function_retained_graph_keeps_its_saved_tensors(L):
+    a = T(L, [1., 2.])
+    y = _saving(L).apply(a)
+    y.sum().backward(retain_graph=True)
+    y.sum().backward()
+    close(a.grad, [4., 8.])
+
+
+# ---------------- 3. a custom Function's grad_fn is its ctx ----------------
+
+def _scaled(L, seen):
+    class Scaled(L.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, w, k):
+            seen.append(ctx)
+            ctx.k = k
+            ctx.save_for_backward(x, w)
+            return x * w * k
+
+        @staticmethod
+        def backward(ctx, g):
+            x, w = ctx.saved_tensors
+            return g * w * ctx.k, g * x * ctx.k, None
+    return Scaled
+
+
+def test_custom_function_grad_fn_is_its_ctx(L):
+    seen = []
+    a, w = T(L, [1., 2.]), T(L, [3., 4.], grad=False)
+    y = _scaled(L, seen).apply(a, w, 2.0)
+    gf = y.grad_fn
+    assert gf is seen[0] and y.grad_fn is gf
+    assert type(gf).__name__ == "ScaledBackward" and gf.name() == "ScaledBackward"
+    assert gf.k == 2.0 and gf.needs_input_grad == (True, False, False)
+    x, ww = gf.saved_tensors
+    assert x is a
+    close(ww, [3., 4.])
+    assert gf.next_functions[0][0].variable is a
+    (ga,) = gf.apply(L.ones(2))[:1]     # torch's ctx.apply runs backward
+    close(ga, [6., 8.])
+    y.sum().backward()
+    close(a.grad, [6., 8.])
+
+
+def test_custom_function_ctx_is_its_backward_class_even_when_not_recorded(L):
+    seen = []
+    with L.no_grad():
+        _scaled(L, seen).apply(T(L, [1.]), T(L, [2.]), 1.0)
+    assert type(seen[0]).__name__ == "ScaledBackward"
+
+
+def test_custom_function_ctx_that_keeps_its_output_is_collected():
+    import gc
+
+    class Keep(st.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x * 2
+            ctx.me, ctx.y = ctx, y
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    gc.collect()
+    base = st._C._autograd_stats()["nodes_alive"]
+    a = T(st, [1., 2.])
+    for _ in range(20):
+        y = Keep.apply(a)
+        gf = y.grad_fn
+        y.sum().backward(retain_graph=True)
+        del y, gf
+    gc.collect()
+    assert st._C._autograd_stats()["nodes_alive"] == base
+    close(a.grad, [40., 40.])
+
+
+@needs_compile
+def test_compiled_custom_functions_get_their_backward_class_as_ctx():
+    Twice = _twice(st)
+    seen = []
+    Scaled = _scaled(st, seen)
+
+    def f(a, w):
+        return (Twice.apply(a, 3.0) * Scaled.apply(a, w, 2.0)).sum()
+    st.reset()
+    cf = st.compile(f)
+    try:
+        for k in range(3):
+            a, w = T(st, [1., 2.]), T(st, [3., 4.])
+            cf(a, w).backward()
+            close(a.grad, [36., 96.])     # d/da 6 a^2 w
+            close(w.grad, [6., 24.])
+        assert seen and all(type(c).__name__ == "ScaledBackward" for c in seen)
+    finally:
+        st.reset()
