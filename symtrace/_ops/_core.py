@@ -59,6 +59,14 @@ def _tname(dt):
     return _TNAME.get(str(dt), str(dt))
 
 
+def _check_grad_dtype(input, dtype):
+    """torch refuses an integer or bool dtype= on a sum, prod, cumsum, cumprod or nansum
+    whose input needs a gradient in grad mode (the result could not carry it)."""
+    if dtype is not None and not dtype.is_floating_point and _is_tensor(input) and \
+            input.requires_grad and _C._is_grad_enabled():
+        raise RuntimeError(f"Autograd not support dtype: {_tname(dtype)}")
+
+
 def _wrap_dims(dims, nd, fn):
     """Wrapped, checked reduction dims (a 0-d tensor takes dim 0 and -1, as in torch)."""
     out = tuple(_wrap(d, builtins.max(nd, 1), fn) for d in dims)
