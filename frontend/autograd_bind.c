@@ -171,7 +171,20 @@ static int set_requires_grad(PyObject *self, PyObject *v, void *c) {
 }
 
 static PyObject *get_grad(PyObject *self, void *c) {
-    st_tensor *g = st_fe_unwrap(self)->grad;
+    st_tensor *t = fresh(self);
+    if (!t) return NULL;
+    st_tensor *g = t->grad;
+    /* torch's warning (TensorBase::grad), on each read */
+    if (!g && t->grad_fn && !t->retains_grad &&
+        PyErr_WarnEx(PyExc_UserWarning,
+                     "The .grad attribute of a Tensor that is not a leaf Tensor is being "
+                     "accessed. Its .grad attribute won't be populated during "
+                     "autograd.backward(). If you indeed want the .grad field to be populated "
+                     "for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you "
+                     "access the non-leaf Tensor by mistake, make sure you access the leaf "
+                     "Tensor instead. See github.com/pytorch/pytorch/pull/30531 for more "
+                     "information.", 1) < 0)
+        return NULL;
     if (!g) Py_RETURN_NONE;
     st_tensor_incref(g);
     return st_fe_wrap(g);
@@ -507,9 +520,9 @@ static st_status py_backward(void *ctx, int nout, st_tensor *const *gout, int ni
     for (int k = 0; k < nin; k++) {
         PyObject *o = PySequence_Fast_GET_ITEM(seq, k);
         if (o == Py_None) continue;
-        if (!st_fe_is_tensor(o)) {
-            PyErr_Format(PyExc_TypeError, "function backward returned a %s as gradient "
-                         "%d; expected a Tensor or None", Py_TYPE(o)->tp_name, k);
+        if (!st_fe_is_tensor(o)) {   /* torch's text */
+            PyErr_Format(PyExc_RuntimeError, "expected Variable or None (got %s)",
+                         Py_TYPE(o)->tp_name);
             goto pyerr;
         }
         gin[k] = st_fe_unwrap(o);
@@ -665,9 +678,9 @@ static st_status py_hook_call(void *hooks, int when, st_tensor *t, st_tensor *g,
     if (!res) {
         s = st_err(ST_ERR_RUNTIME, "a gradient hook raised"); /* the Python error stays */
     } else if (when == ST_AD_HOOK_GRAD && res != Py_None && res != arg) {
-        if (!st_fe_is_tensor(res)) {
-            PyErr_Format(PyExc_TypeError, "a gradient hook returned a %s; expected a "
-                         "Tensor or None", Py_TYPE(res)->tp_name);
+        if (!st_fe_is_tensor(res)) {   /* torch's text */
+            PyErr_Format(PyExc_TypeError, "expected Variable, but hook returned '%s'",
+                         Py_TYPE(res)->tp_name);
             s = st_err(ST_ERR_RUNTIME, "a gradient hook returned a non-tensor");
         } else {
             *out = st_fe_unwrap(res);

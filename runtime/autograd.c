@@ -600,6 +600,9 @@ void st_ad_trace_will_write(const st_tensor *t) {
     if (t) traced_write(st_rt_trace_graph(), t);
 }
 
+static st_ad_node *wrap_overwrite(st_ad_node *n, st_tensor *t);
+static bool reaches(const st_ad_node *n, const st_ad_node *target);
+
 st_status st_ad_record(st_op_id op, const st_operand *in, int nin,
                        const st_attrs *attrs, st_tensor **out, int nout,
                        bool inplace) {
@@ -646,6 +649,13 @@ st_status st_ad_record(st_op_id op, const st_operand *in, int nin,
     if (shooks.n && pack_saved(n, in, nin, inplace) != ST_OK) goto oom;
     for (int k = 0; tg && k < nin; k++) traced_save(tg, n->saved_in[k]);
     if (tg) traced_save(tg, n->saved_out);
+    if (inplace && op == ST_OP_COPY && out[0]->grad_fn && !reaches(n, out[0]->grad_fn)) {
+        /* copy_ over a history the source does not lead to */
+        st_ad_node *w = wrap_overwrite(n, out[0]);
+        if (!w) goto oom;
+        st_ad_node_decref(n);
+        n = w;
+    }
     attach(out[0], n, 0);
     st_ad_node_decref(n); /* the output holds it now */
     return ST_OK;
@@ -676,6 +686,58 @@ static st_status zero_grads(void *ctx, int nout, st_tensor *const *gout, int nin
     st_tensor_decref(done);
     gin[0] = z;
     return ST_OK;
+}
+
+/* copy_ over a history: torch's CopyBackwards sends zeros into the
+ * overwritten history and the gradient into the source's. Here a node
+ * with two edges: the old history (zeros) and the copy's own node n. */
+static st_status overwrite_grads(void *ctx, int nout, st_tensor *const *gout, int nin,
+                                 st_tensor **gin) {
+    st_status s = zero_grads(ctx, nout, gout, 1, gin);
+    if (s != ST_OK || nin < 2) return s;
+    gin[1] = nout > 0 ? gout[0] : NULL;
+    st_tensor_incref(gin[1]);
+    return ST_OK;
+}
+
+/* Does the history below n reach node target within a few nodes? (the
+ * in-place forms written as self.copy_(f(self)) reach it at once; not
+ * found, the wrap is only an extra node) */
+static bool reaches(const st_ad_node *n, const st_ad_node *target) {
+    const st_ad_node *seen[32];
+    int ns = 0;
+    seen[ns++] = n;
+    for (int i = 0; i < ns; i++)
+        for (int k = 0; k < seen[i]->nin; k++) {
+            const st_ad_node *nx = seen[i]->next_node[k];
+            if (!nx) continue;
+            if (nx == target) return true;
+            bool dup = false;
+            for (int j = 0; j < ns && !dup; j++) dup = seen[j] == nx;
+            if (!dup && ns < 32) seen[ns++] = nx;
+        }
+    return false;
+}
+
+static st_ad_node *wrap_overwrite(st_ad_node *n, st_tensor *t) {
+    st_ad_node *w = node_new(2, 1);
+    if (!w) return NULL;
+    w->custom = true;
+    w->fn = overwrite_grads;
+    snprintf(w->name, sizeof w->name, "CopyBackwards");
+    st_tensor_meta(t, &w->in_meta[0]);
+    set_edge(w, 0, t);              /* t's history before the write */
+    w->in_meta[1] = n->out_meta;
+    st_ad_node_incref(n);
+    w->next_node[1] = n;
+    w->next_nr[1] = 0;
+    w->cout_meta = calloc(1, sizeof *w->cout_meta);
+    if (!w->cout_meta) {
+        st_ad_node_decref(w);
+        return NULL;
+    }
+    w->cout_meta[0] = n->out_meta;
+    return w;
 }
 
 st_status st_ad_record_overwrite(st_op_id op, st_tensor *t) {
@@ -911,16 +973,56 @@ static ventry *vbuild(const vkey *key, uint64_t h, const st_ad_node *n,
     return e;
 }
 
-static st_status check_version(const st_ad_node *n, const st_tensor *t,
+/* torch's legacy type name of t ("symtrace.FloatTensor", as Tensor.type()) */
+static void type_name(const st_tensor *t, char *buf, size_t cap) {
+    static const char *n[ST_NDTYPES] = {
+        [ST_BOOL] = "Bool", [ST_UINT8] = "Byte", [ST_INT8] = "Char",
+        [ST_INT16] = "Short", [ST_INT32] = "Int", [ST_INT64] = "Long",
+        [ST_FLOAT16] = "Half", [ST_BFLOAT16] = "BFloat16",
+        [ST_FLOAT32] = "Float", [ST_FLOAT64] = "Double"};
+    const char *d = (unsigned)t->dtype < ST_NDTYPES && n[t->dtype] ? n[t->dtype] : "";
+    bool cuda = st_tensor_device(t)->type == ST_DEV_CUDA;
+    snprintf(buf, cap, "symtrace.%s%sTensor", cuda ? "cuda." : "", d);
+}
+
+/* A node's name as torch 2.13's version error names it: without its
+ * "Backward<N>" ("SigmoidBackward0" -> "Sigmoid"). */
+static void op_name(const st_ad_node *n, char *buf, size_t cap) {
+    snprintf(buf, cap, "%s", n->name);
+    char *b = NULL;
+    for (char *p = strstr(buf, "Backward"); p; p = strstr(p + 1, "Backward")) b = p;
+    if (!b || b == buf) return;
+    const char *q = b + 8;
+    while (*q >= '0' && *q <= '9') q++;
+    if (!*q) *b = '\0';
+}
+
+/* Saved slot k of n (ST_MAX_IN: its output) was written since it was
+ * saved: torch's error, naming the history the value had (a saved output:
+ * n itself; an input: its history when saved). */
+static st_status check_version(const st_ad_node *n, int k, const st_tensor *t,
                                uint32_t ver) {
     if (!t || t->storage->version == ver) return ST_OK;
-    char sb[128];
+    char sb[128], tn[48], which[96] = "", on[48];
+    const st_ad_node *h = k < ST_MAX_IN && k < n->nin ? n->next_node[k] : n;
+    if (h) {
+        op_name(h, on, sizeof on);
+        snprintf(which, sizeof which, ", which is output %d of %s,",
+                 k < ST_MAX_IN ? n->next_nr[k] : 0, on);
+    }
+    type_name(t, tn, sizeof tn);
     return st_err(ST_ERR_RUNTIME,
                   "one of the variables needed for gradient computation has "
-                  "been modified by an inplace operation: [%s %s], which is "
-                  "used by %s, is at version %u; expected version %u instead",
-                  st_dtype_name(t->dtype), st_shape_str(t->shape, t->ndim, sb, sizeof sb),
-                  n->name, (unsigned)t->storage->version, (unsigned)ver);
+                  "been modified by an inplace operation: [%s %s]%s is at version %u; "
+                  "expected version %u instead. Hint: %s", tn,
+                  st_shape_str(t->shape, t->ndim, sb, sizeof sb), which,
+                  (unsigned)t->storage->version, (unsigned)ver,
+                  anomaly_on ? "the backtrace further above shows the operation that failed "
+                               "to compute its gradient. The variable in question was changed "
+                               "in there or anywhere later. Good luck!"
+                             : "enable anomaly detection to find the operation that failed to "
+                               "compute its gradient, with "
+                               "symtrace.autograd.set_detect_anomaly(True, check_nan=False).");
 }
 
 static st_status apply_vjp(st_ad_node *n, st_tensor *gout, st_tensor **sv, st_tensor **gin);
@@ -940,7 +1042,7 @@ static st_status saved_get(st_ad_node *n, int k, st_device_type dev, st_tensor *
     if (!p) {
         st_tensor *t = k < ST_MAX_IN ? n->saved_in[k] : n->saved_out;
         uint32_t ver = k < ST_MAX_IN ? n->saved_in_ver[k] : n->saved_out_ver;
-        if (check_version(n, t, ver) != ST_OK) return st_err_kind();
+        if (check_version(n, k, t, ver) != ST_OK) return st_err_kind();
         st_tensor_incref(t);
         *out = t;
         return ST_OK;
@@ -1674,16 +1776,20 @@ static st_status engine_run(st_tensor *const *roots, st_tensor *const *grads, in
     int gin_cap = 0;
     while (ready.n && s == ST_OK) {
         st_ad_node *n = ready.items[--ready.n];
-        if (!n->skip || captures(sk, n)) s = output_hooks(n);
-        if (s != ST_OK) break;
-        /* a non-leaf input of grad(): its gradient is complete now */
-        for (int k = 0; !sk->accumulate && k < sk->ninputs; k++) {
+        /* a non-leaf input of grad(): its gradient is complete now; taken
+         * before its tensor hooks when n runs on (they run as it does), after
+         * them when it does not, as torch's engine */
+        if (n->skip && captures(sk, n)) s = output_hooks(n);
+        for (int k = 0; s == ST_OK && !sk->accumulate && k < sk->ninputs; k++) {
             st_tensor *t = sk->inputs[k];
             if (t->grad_fn == n && n->gbuf && n->gbuf[t->output_nr]) {
                 st_tensor_incref(n->gbuf[t->output_nr]);
+                st_tensor_decref(sk->results[k]);
                 sk->results[k] = n->gbuf[t->output_nr];
             }
         }
+        if (s == ST_OK && !n->skip) s = output_hooks(n);
+        if (s != ST_OK) break;
         if (n->nin > gin_cap) {
             st_tensor **ng = realloc(gin, sizeof *ng * (size_t)n->nin);
             if (!ng) {

@@ -99,10 +99,7 @@ class FunctionCtx:
                 continue
             t, ver, nr = entry
             if t._version != ver:
-                raise RuntimeError(
-                    "one of the variables needed for gradient computation has been modified by "
-                    f"an inplace operation: [{_dtype_name(t)} {list(t.shape)}] is at version "
-                    f"{t._version}; expected version {ver} instead.")
+                raise RuntimeError(_version_error(t, ver, nr, self))
             out.append(t if nr < 0 else _C._saved_output(t, nr))
         return tuple(out)
 
@@ -125,8 +122,31 @@ class FunctionCtx:
         self.materialize_grads = bool(value)
 
 
-def _dtype_name(t):
-    return str(t.dtype).rsplit(".", 1)[-1]
+def _op_name(name):
+    """A node's name as torch 2.13's version error names it ("ExpBackward0" -> "Exp")."""
+    i = name.rfind("Backward")
+    rest = name[i + 8:]
+    return name[:i] if i > 0 and (rest == "" or rest.isdigit()) else name
+
+
+def _version_error(t, ver, nr, ctx):
+    """torch's error for a saved tensor written since it was saved: a saved input names
+    its history now (torch saves the input itself), a saved output this node."""
+    if nr >= 0:
+        which = f", which is output {nr} of {_op_name(type(ctx).__name__)},"
+    elif t.grad_fn is not None:
+        which = f", which is output {t.output_nr} of {_op_name(t.grad_fn.name())},"
+    else:
+        which = ""
+    from .anomaly_mode import is_anomaly_enabled
+    hint = ("the backtrace further above shows the operation that failed to compute its "
+            "gradient. The variable in question was changed in there or anywhere later. Good "
+            "luck!" if is_anomaly_enabled() else
+            "enable anomaly detection to find the operation that failed to compute its "
+            "gradient, with symtrace.autograd.set_detect_anomaly(True, check_nan=False).")
+    return ("one of the variables needed for gradient computation has been modified by an "
+            f"inplace operation: [{t.type()} {list(t.shape)}]{which} is at version "
+            f"{t._version}; expected version {ver} instead. Hint: {hint}")
 
 
 PyLayerContext = FunctionCtx
@@ -336,9 +356,8 @@ def _check_grads(name, res, in_metas):
         if g is None:
             out.append(None)
             continue
-        if not isinstance(g, _C.TensorBase):
-            raise TypeError(f"function {name} returned a {type(g).__name__} as gradient "
-                            f"{i}; expected a Tensor or None")
+        if not isinstance(g, _C.TensorBase):   # torch's text
+            raise RuntimeError(f"expected Variable or None (got {type(g).__name__})")
         if tuple(g.shape) != m[0]:
             raise RuntimeError(f"Function {name} returned an invalid gradient at index {i} "
                                f"- got {list(g.shape)} but expected shape compatible with "

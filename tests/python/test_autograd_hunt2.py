@@ -343,3 +343,271 @@ def test_compiled_custom_functions_get_their_backward_class_as_ctx():
         assert seen and all(type(c).__name__ == "ScaledBackward" for c in seen)
     finally:
         st.reset()
+
+
+# ---------------- 4. autograd.grad on a non-leaf with a tensor hook ----------------
+
+def test_grad_of_a_hooked_non_leaf_input_is_after_its_hook(L):
+    # the graph stops at b: its hook runs, then its gradient is taken
+    a = T(L, [1., 2.])
+    b = a * 2
+    b.register_hook(lambda g: g * 10)
+    (gb,) = L.autograd.grad((b * b).sum(), b)
+    close(gb, [40., 80.])
+
+
+@pytest.mark.parametrize("order", ["ba", "ab"])
+def test_grad_of_a_hooked_non_leaf_that_the_graph_runs_through(L, order):
+    # b's node runs on (a is asked for too): b's gradient is taken before its hook,
+    # which still reaches a (torch 2.13's engine)
+    a = T(L, [1., 2.])
+    b = a * 2
+    b.register_hook(lambda g: g * 10)
+    got = L.autograd.grad((b * b).sum(), [b, a] if order == "ba" else [a, b])
+    gb, ga = got if order == "ba" else got[::-1]
+    close(gb, [4., 8.])
+    close(ga, [80., 160.])
+
+
+# ---------------- 5. reading .grad of a non-leaf warns ----------------
+
+NON_LEAF = ("The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its "
+            ".grad attribute won't be populated during autograd.backward(). If you indeed want "
+            "the .grad field to be populated for a non-leaf Tensor, use .retain_grad() on the "
+            "non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure you access "
+            "the leaf Tensor instead. See github.com/pytorch/pytorch/pull/30531 for more "
+            "information.")
+
+
+def grad_warnings(read):
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        value = read()
+    return value, [x for x in w if "not a leaf Tensor" in str(x.message)]
+
+
+def test_non_leaf_grad_read_warns_each_time(L):
+    a = T(L, [1., 2.])
+    b = a * 2
+    b.sum().backward()
+    g, w = grad_warnings(lambda: (b.grad, b.grad)[0])
+    assert g is None and len(w) == 2
+    assert all(x.category is UserWarning and str(x.message).startswith(NON_LEAF) for x in w)
+    assert w[0].filename == __file__   # attributed to the reading line
+
+
+def test_grad_reads_that_do_not_warn(L):
+    a = T(L, [1., 2.])
+    b = a * 2
+    b.retain_grad()
+    c = a * 3
+    c.grad = L.ones(2)
+    d = L.ones(2) * 2
+    with L.no_grad():
+        e = a * 2
+    for t in (a, b, c, d, e, a.detach()):
+        _, w = grad_warnings(lambda: t.grad)
+        assert not w, t
+    _, w = grad_warnings(lambda: a[:1].grad)     # a view of a leaf is no leaf
+    assert len(w) == 1
+
+
+# ---------------- 6. copy_ over a tensor's history ----------------
+
+def test_copy_over_a_history_sends_it_zeros(L):
+    a, b = T(L, [3., 4.]), T(L, [1., 2.])
+    x = b.clone()
+    x.copy_(a * 1)
+    (x * 2).sum().backward()
+    close(b.grad, [0., 0.])        # torch's CopyBackwards: zeros, not None
+    close(a.grad, [2., 2.])
+    assert x.grad_fn.name().endswith("CopyBackwards")
+
+
+def test_copy_of_a_function_of_itself_sends_the_gradient_through(L):
+    b = T(L, [1., 2.])
+    x = b * 3
+    x.copy_(x + x.detach())        # the new value depends on the old one
+    (x * x).sum().backward()
+    close(b.grad, [36., 72.])
+
+
+def test_copy_broadcast_from_a_smaller_source(L):
+    a, b = T(L, [3.]), T(L, [[1., 2.], [3., 4.]])
+    x = b.clone()
+    x.copy_(a)
+    (x * x).sum().backward()
+    close(b.grad, [[0., 0.], [0., 0.]])
+    close(a.grad, [24.])
+
+
+# ---------------- 7. an integer dtype= where a gradient is needed ----------------
+
+INT_DTYPE_OPS = {
+    "sum": lambda x, d: x.sum(dtype=d), "sum_dim": lambda x, d: x.sum(0, dtype=d),
+    "prod": lambda x, d: x.prod(dtype=d), "prod_dim": lambda x, d: x.prod(0, dtype=d),
+    "cumsum": lambda x, d: x.cumsum(0, dtype=d), "cumprod": lambda x, d: x.cumprod(0, dtype=d),
+    "nansum": lambda x, d: x.nansum(dtype=d),
+}
+
+
+@pytest.mark.parametrize("op", sorted(INT_DTYPE_OPS))
+@pytest.mark.parametrize("dt, name", [("int64", "Long"), ("int32", "Int")])
+def test_integer_dtype_on_an_input_that_requires_grad_raises(L, op, dt, name):
+    fn = INT_DTYPE_OPS[op]
+    a = T(L, [1., 2.])
+    with pytest.raises(RuntimeError, match=f"^Autograd not support dtype: {name}$"):
+        fn(a, getattr(L, dt))
+    with L.no_grad():
+        r = fn(a, getattr(L, dt))          # no gradient wanted: fine
+    assert not r.requires_grad and not r.dtype.is_floating_point
+    r = fn(T(L, [1., 2.], grad=False), getattr(L, dt))
+    assert not r.dtype.is_floating_point
+    r = fn(a, L.float64)
+    assert r.dtype == L.float64 and r.requires_grad
+
+
+def test_torch_functions_with_an_integer_dtype_raise(L):
+    a = T(L, [1., 2.])
+    for f in (lambda: L.sum(a, dtype=L.int64), lambda: L.cumsum(a, 0, dtype=L.int64),
+              lambda: L.prod(a, dtype=L.int64)):
+        with pytest.raises(RuntimeError, match="^Autograd not support dtype: Long$"):
+            f()
+
+
+def test_mean_with_an_integer_dtype_names_the_optional_dtype(L):
+    for a in (T(L, [1., 2.]), T(L, [1., 2.], grad=False)):
+        with pytest.raises(RuntimeError, match="mean\\(\\): could not infer output dtype. "
+                                               "Optional dtype must be either a floating point "
+                                               "or complex dtype. Got: Long"):
+            a.mean(dtype=L.int64)
+
+
+@needs_compile
+def test_compiled_integer_dtype_raises_as_eager():
+    def f(a):
+        return a.sum(dtype=st.int64)
+    st.reset()
+    cf = st.compile(f)
+    try:
+        for _ in range(3):
+            with pytest.raises(RuntimeError, match="Autograd not support dtype: Long"):
+                cf(T(st, [1., 2.]))
+            assert cf(T(st, [1., 2.], grad=False)).tolist() == 3
+    finally:
+        st.reset()
+
+
+# ---------------- 8. error texts ----------------
+
+def test_custom_backward_returning_a_number(L):
+    class F(L.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return 1.0
+
+    with pytest.raises(RuntimeError, match="^expected Variable or None \\(got float\\)$"):
+        F.apply(T(L, [1., 2.])).sum().backward()
+
+
+@pytest.mark.parametrize("leaf", [True, False])
+def test_hook_returning_a_non_tensor(L, leaf):
+    a = T(L, [1., 2.])
+    t = a if leaf else a * 2
+    t.register_hook(lambda g: "x")
+    with pytest.raises(TypeError, match="^expected Variable, but hook returned 'str'$"):
+        (t * 3).sum().backward()
+
+
+def version_error(dt, shape, which, now=1, was=0, anomaly=False):
+    hint = ("the backtrace further above shows the operation that failed to compute its "
+            "gradient. The variable in question was changed in there or anywhere later. Good "
+            "luck!" if anomaly else
+            "enable anomaly detection to find the operation that failed to compute its "
+            "gradient, with (torch|symtrace).autograd.set_detect_anomaly\\(True, "
+            "check_nan=False\\).")
+    w = f", which is output {which[0]} of {which[1]}," if which else ""
+    return (f"^one of the variables needed for gradient computation has been modified by an "
+            f"inplace operation: \\[(torch|symtrace).{dt}Tensor \\[{shape}\\]\\]{w} is at "
+            f"version {now}; expected version {was} instead. Hint: {hint}$")
+
+
+def test_version_error_of_a_saved_output(L):
+    a = T(L, [[1., 2., 3.], [4., 5., 6.]])
+    c = a.sigmoid()
+    c.mul_(2)
+    with pytest.raises(RuntimeError, match=version_error("Float", "2, 3", (0, "Sigmoid"))):
+        c.sum().backward()
+
+
+def test_version_error_of_a_saved_scalar_output_under_no_grad(L):
+    a = L.tensor(2.0, dtype=L.float64, requires_grad=True)
+    c = a.exp()
+    with L.no_grad():
+        c.add_(1)
+    with pytest.raises(RuntimeError, match=version_error("Double", "", (0, "Exp"))):
+        c.backward()
+
+
+def test_version_error_of_a_saved_leaf(L):
+    a, w = T(L, [1., 2.]), T(L, [3., 4.], grad=False)
+    c = a * w
+    w.add_(1)
+    with pytest.raises(RuntimeError, match=version_error("Float", "2", None)):
+        c.sum().backward()
+
+
+def test_version_error_under_anomaly_mode(L):
+    a = T(L, [1., 2.])
+    c = a.exp()
+    c.add_(1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with L.autograd.detect_anomaly():
+            with pytest.raises(RuntimeError, match=version_error("Float", "2", (0, "Exp"),
+                                                                 anomaly=True)):
+                c.sum().backward()
+
+
+def test_version_error_of_a_custom_function_saved_output(L):
+    class F(L.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x * 2
+            ctx.save_for_backward(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            (y,) = ctx.saved_tensors
+            return g * y
+
+    y = F.apply(T(L, [1., 2.]))
+    with L.no_grad():
+        y.add_(1)
+    with pytest.raises(RuntimeError, match=version_error("Float", "2", (0, "F"))):
+        y.sum().backward()
+
+
+def test_version_error_of_a_custom_function_saved_input(L):
+    class F(L.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * x
+
+    x = T(L, [1., 2.])
+    y = x * 1
+    z = F.apply(y)
+    y.add_(1)          # torch names the saved input's history now: add_'s
+    with pytest.raises(RuntimeError, match=version_error("Float", "2", (0, "Add"))):
+        z.sum().backward()
