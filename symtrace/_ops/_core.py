@@ -62,8 +62,8 @@ def _tname(dt):
 def _check_grad_dtype(input, dtype):
     """torch refuses an integer or bool dtype= on a sum, prod, cumsum, cumprod or nansum
     whose input needs a gradient in grad mode (the result could not carry it)."""
-    if dtype is not None and not dtype.is_floating_point and _is_tensor(input) and \
-            input.requires_grad and _C._is_grad_enabled():
+    if getattr(dtype, "is_floating_point", True) is False and _is_tensor(input) and \
+            input.requires_grad and _C._is_grad_enabled():   # (bad dtypes are refused later)
         raise RuntimeError(f"Autograd not support dtype: {_tname(dtype)}")
 
 

@@ -37,7 +37,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
 
 def mean(input, dim=None, keepdim=False, *, dtype=None):
     """mean(input, dim=None, keepdim=False, *, dtype=None)."""
-    if dtype is not None and not dtype.is_floating_point:
+    if getattr(dtype, "is_floating_point", True) is False:
         raise RuntimeError("mean(): could not infer output dtype. Optional dtype must be either "
                            f"a floating point or complex dtype. Got: {_tname(dtype)}")
     if dtype is not None:

@@ -105,19 +105,33 @@ def _cat_checked(parts, d):
     shape = list(ref.shape)
     shape[d] = total
     if grad and _C._is_grad_enabled():
+        return _cat_function().apply(d, shape, dt, *parts)
+    return _cat_into(parts, d, shape, dt)
+
+
+_CAT = None
+
+
+def _cat_function():
+    """The autograd.Function of cat, made once (a class made per call would keep each
+    call's inputs alive through its ctx, the tape node's, until the garbage collector
+    frees the class, one graph layer a pass)."""
+    global _CAT
+    if _CAT is None:
         from ..autograd.function import Function
 
         class _Cat(Function):
             """cat's backward hands each input its slice of the gradient."""
             @staticmethod
-            def forward(ctx, *ts):
+            def forward(ctx, d, shape, dt, *ts):
+                ctx.d, ctx.sizes = d, [t.shape[d] for t in ts]
                 return _cat_into(ts, d, shape, dt)
 
             @staticmethod
             def backward(ctx, g):
-                return split(g, [t.shape[d] for t in parts], d)
-        return _Cat.apply(*parts)
-    return _cat_into(parts, d, shape, dt)
+                return (None, None, None) + tuple(split(g, ctx.sizes, ctx.d))
+        _CAT = _Cat
+    return _CAT
 
 
 def _cat_into(parts, d, shape, dt):
