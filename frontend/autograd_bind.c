@@ -10,11 +10,16 @@
 #include "st_fe.h"
 #include "st_fe_tr.h"
 
-/* ---------------- Node: what tensor.grad_fn returns ---------------- */
+/* ---------------- Node: what tensor.grad_fn returns ----------------
+ * A custom Function's node is its ctx, as torch's: the ctx is an instance
+ * of a Python subclass of Node (symtrace.autograd.function), which the
+ * tape node owns as its ctx and which points back at the node without
+ * owning it (weak; cleared when the node goes). */
 typedef struct {
     PyObject_HEAD
-    st_ad_node *node;   /* owned; NULL for an AccumulateGrad */
+    st_ad_node *node;   /* owned (not when weak); NULL for an AccumulateGrad */
     st_tensor *leaf;    /* owned; the leaf of an AccumulateGrad */
+    int weak;           /* a custom Function's ctx: the node owns it */
 } node_obj;
 
 static PyTypeObject node_type;
@@ -29,6 +34,7 @@ static PyObject *wrap_node(st_ad_node *n, st_tensor *leaf) {
     if (!o) return NULL;
     o->node = n;
     o->leaf = leaf;
+    o->weak = 0;
     if (n) {
         st_ad_node_incref(n);
         st_ad_node_set_pyobj(n, o);
@@ -37,24 +43,33 @@ static PyObject *wrap_node(st_ad_node *n, st_tensor *leaf) {
     return (PyObject *)o;
 }
 
+/* Node() from Python: a custom Function's ctx before its node exists. */
+static PyObject *node_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
+    node_obj *o = (node_obj *)tp->tp_alloc(tp, 0);
+    if (o) o->weak = 1;
+    return (PyObject *)o;
+}
+
 static void node_dealloc(PyObject *self) {
     node_obj *o = (node_obj *)self;
     if (o->node && st_ad_node_pyobj(o->node) == self) st_ad_node_set_pyobj(o->node, NULL);
-    if (o->node) st_ad_node_decref(o->node);
+    if (o->node && !o->weak) st_ad_node_decref(o->node);
     st_tensor_decref(o->leaf);
-    PyObject_Free(self);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static const char *node_name_of(PyObject *self) {
+    node_obj *o = (node_obj *)self;
+    if (o->node) return st_ad_node_name(o->node);
+    return o->leaf || !o->weak ? "AccumulateGrad" : Py_TYPE(self)->tp_name;
 }
 
 static PyObject *node_name(PyObject *self, PyObject *a) {
-    node_obj *o = (node_obj *)self;
-    return PyUnicode_FromString(o->node ? st_ad_node_name(o->node) : "AccumulateGrad");
+    return PyUnicode_FromString(node_name_of(self));
 }
 
 static PyObject *node_repr(PyObject *self) {
-    node_obj *o = (node_obj *)self;
-    return PyUnicode_FromFormat("<%s object at %p>",
-                                o->node ? st_ad_node_name(o->node) : "AccumulateGrad",
-                                self);
+    return PyUnicode_FromFormat("<%s object at %p>", node_name_of(self), self);
 }
 
 static PyObject *node_next_functions(PyObject *self, void *c) {
@@ -102,8 +117,9 @@ static PyTypeObject node_type = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "symtrace._C.Node",
     .tp_basicsize = sizeof(node_obj),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
     .tp_doc = "A node of the autograd tape (tensor.grad_fn).",
+    .tp_new = node_new,
     .tp_dealloc = node_dealloc,
     .tp_repr = node_repr,
     .tp_methods = node_methods,
@@ -155,7 +171,20 @@ static int set_requires_grad(PyObject *self, PyObject *v, void *c) {
 }
 
 static PyObject *get_grad(PyObject *self, void *c) {
-    st_tensor *g = st_fe_unwrap(self)->grad;
+    st_tensor *t = fresh(self);
+    if (!t) return NULL;
+    st_tensor *g = t->grad;
+    /* torch's warning (TensorBase::grad), on each read */
+    if (!g && t->grad_fn && !t->retains_grad &&
+        PyErr_WarnEx(PyExc_UserWarning,
+                     "The .grad attribute of a Tensor that is not a leaf Tensor is being "
+                     "accessed. Its .grad attribute won't be populated during "
+                     "autograd.backward(). If you indeed want the .grad field to be populated "
+                     "for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you "
+                     "access the non-leaf Tensor by mistake, make sure you access the leaf "
+                     "Tensor instead. See github.com/pytorch/pytorch/pull/30531 for more "
+                     "information.", 1) < 0)
+        return NULL;
     if (!g) Py_RETURN_NONE;
     st_tensor_incref(g);
     return st_fe_wrap(g);
@@ -446,7 +475,16 @@ static PyObject *f_make_subclass(PyObject *m, PyObject *args) {
     return (PyObject *)o;
 }
 
-/* A custom node's backward calls the Python callable with the output
+/* owner.<meth>(*args) */
+static PyObject *call_owner(PyObject *owner, const char *meth, PyObject *args) {
+    PyObject *f = PyObject_GetAttrString(owner, meth);
+    PyObject *r = f ? PyObject_CallObject(f, args) : NULL;
+    Py_XDECREF(f);
+    return r;
+}
+
+/* A custom node's backward calls the Python callable (a custom
+ * Function's ctx: its _st_backward method) with the output
  * gradients (Tensor or None) and takes a sequence of one gradient (Tensor
  * or None) per input. */
 static st_status py_backward(void *ctx, int nout, st_tensor *const *gout, int nin,
@@ -467,7 +505,9 @@ static st_status py_backward(void *ctx, int nout, st_tensor *const *gout, int ni
         }
         PyTuple_SET_ITEM(args, k, w);
     }
-    res = PyObject_CallObject((PyObject *)ctx, args);
+    res = PyObject_TypeCheck((PyObject *)ctx, &node_type)
+              ? call_owner((PyObject *)ctx, "_st_backward", args)
+              : PyObject_CallObject((PyObject *)ctx, args);
     if (!res) goto pyerr;
     seq = PySequence_Fast(res, "a custom backward must return a sequence");
     if (!seq) goto pyerr;
@@ -480,9 +520,9 @@ static st_status py_backward(void *ctx, int nout, st_tensor *const *gout, int ni
     for (int k = 0; k < nin; k++) {
         PyObject *o = PySequence_Fast_GET_ITEM(seq, k);
         if (o == Py_None) continue;
-        if (!st_fe_is_tensor(o)) {
-            PyErr_Format(PyExc_TypeError, "function backward returned a %s as gradient "
-                         "%d; expected a Tensor or None", Py_TYPE(o)->tp_name, k);
+        if (!st_fe_is_tensor(o)) {   /* torch's text */
+            PyErr_Format(PyExc_RuntimeError, "expected Variable or None (got %s)",
+                         Py_TYPE(o)->tp_name);
             goto pyerr;
         }
         gin[k] = st_fe_unwrap(o);
@@ -510,6 +550,29 @@ static void py_ctx_free(void *ctx) {
     PyGILState_Release(gs);
 }
 
+/* A custom Function's ctx, owned by its node: the node goes, so the ctx
+ * (which may live on) points at it no more. */
+static void py_owner_free(void *ctx) {
+    PyGILState_STATE gs = PyGILState_Ensure();
+    node_obj *o = ctx;
+    o->node = NULL;
+    Py_DECREF((PyObject *)ctx);
+    PyGILState_Release(gs);
+}
+
+/* After a backward that did not retain the graph: the ctx drops its saved
+ * tensors (ctx._st_free_saved()); an error there cannot be raised. */
+static void py_owner_release(void *ctx) {
+    PyGILState_STATE gs = PyGILState_Ensure();
+    PyObject *et, *ev, *etb;
+    PyErr_Fetch(&et, &ev, &etb);
+    PyObject *r = PyObject_CallMethod((PyObject *)ctx, "_st_free_saved", NULL);
+    if (!r) PyErr_WriteUnraisable((PyObject *)ctx);
+    Py_XDECREF(r);
+    PyErr_Restore(et, ev, etb);
+    PyGILState_Release(gs);
+}
+
 /* tp_traverse of tensors: the Python objects (hooks, custom Function
  * backward callables) that t reaches through C references of its own,
  * when the wrapper is t's only holder. A tensor shared with other C
@@ -523,7 +586,8 @@ typedef struct {
 
 static int visit_py(void *obj, void (*release)(void *), void *arg) {
     gc_visit *v = arg;
-    return release == py_ctx_free ? v->visit((PyObject *)obj, v->arg) : 0;
+    return release == py_ctx_free || release == py_owner_free
+               ? v->visit((PyObject *)obj, v->arg) : 0;
 }
 
 int st_fe_visit_owned(st_tensor *t, visitproc visit, void *arg) {
@@ -534,13 +598,18 @@ int st_fe_visit_owned(st_tensor *t, visitproc visit, void *arg) {
 
 /* _C._custom_node(name, backward, inputs, outputs): inputs are Tensors or
  * None (non-tensor arguments), outputs Tensors or None (not
- * differentiable); the outputs become results of the node. */
+ * differentiable); the outputs become results of the node. backward is a
+ * callable, or a custom Function's ctx (an instance of a Node subclass not
+ * yet attached): the node owns it until the node goes, calls its
+ * _st_backward, calls its _st_free_saved after a backward that frees the
+ * graph (the node may run again: ctx.saved_tensors raises then), and
+ * grad_fn is that ctx. */
 static PyObject *f_custom_node(PyObject *m, PyObject *args) {
     const char *name;
     PyObject *fn, *is, *os;
     if (!PyArg_ParseTuple(args, "sOOO:_custom_node", &name, &fn, &is, &os)) return NULL;
-    if (!PyCallable_Check(fn)) {
-        PyErr_SetString(PyExc_TypeError, "_custom_node: backward must be callable");
+    if (!PyCallable_Check(fn) && !PyObject_TypeCheck(fn, &node_type)) {
+        PyErr_SetString(PyExc_TypeError, "_custom_node: backward must be callable or a ctx");
         return NULL;
     }
     st_tensor **ins = NULL, **outs = NULL;
@@ -550,14 +619,27 @@ static PyObject *f_custom_node(PyObject *m, PyObject *args) {
         PyMem_Free(ins);
         return NULL;
     }
+    bool owner = PyObject_TypeCheck(fn, &node_type);
+    if (owner && (((node_obj *)fn)->node || ((node_obj *)fn)->leaf || !((node_obj *)fn)->weak)) {
+        PyMem_Free(ins);
+        PyMem_Free(outs);
+        PyErr_SetString(PyExc_RuntimeError, "_custom_node: this ctx already has a node");
+        return NULL;
+    }
     Py_INCREF(fn);
-    st_ad_node *n = st_ad_custom_node(name, py_backward, fn, py_ctx_free, (int)ni, ins,
+    st_ad_node *n = st_ad_custom_node(name, py_backward, fn,
+                                      owner ? py_owner_free : py_ctx_free, (int)ni, ins,
                                       (int)no, outs);
     PyMem_Free(ins);
     PyMem_Free(outs);
     if (!n) {
         Py_DECREF(fn);
         return st_fe_raise();
+    }
+    if (owner) {
+        ((node_obj *)fn)->node = n;   /* weak: n owns fn */
+        st_ad_node_set_pyobj(n, fn);
+        st_ad_node_keep_ctx(n, py_owner_release);
     }
     st_ad_node_decref(n); /* the outputs hold it */
     Py_RETURN_NONE;
@@ -596,9 +678,9 @@ static st_status py_hook_call(void *hooks, int when, st_tensor *t, st_tensor *g,
     if (!res) {
         s = st_err(ST_ERR_RUNTIME, "a gradient hook raised"); /* the Python error stays */
     } else if (when == ST_AD_HOOK_GRAD && res != Py_None && res != arg) {
-        if (!st_fe_is_tensor(res)) {
-            PyErr_Format(PyExc_TypeError, "a gradient hook returned a %s; expected a "
-                         "Tensor or None", Py_TYPE(res)->tp_name);
+        if (!st_fe_is_tensor(res)) {   /* torch's text */
+            PyErr_Format(PyExc_TypeError, "expected Variable, but hook returned '%s'",
+                         Py_TYPE(res)->tp_name);
             s = st_err(ST_ERR_RUNTIME, "a gradient hook returned a non-tensor");
         } else {
             *out = st_fe_unwrap(res);

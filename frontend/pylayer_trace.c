@@ -4,7 +4,8 @@
  * custom VJP of that region of the graph (runtime/trace.c region capture,
  * st_ir_region).
  *
- * Steps: a real ctx (FunctionCtx) is made; Cls.forward(ctx, *args) runs
+ * Steps: a real ctx (the Function's <Name>Backward, which becomes the
+ * eager node below) is made; Cls.forward(ctx, *args) runs
  * for real under no_grad while the trace records its ops as the region's
  * forward; then Cls.backward(ctx, *ones_like(outputs)) runs for real under
  * no_grad while a sub-trace records it as the region's backward graph
@@ -128,9 +129,10 @@ static int attach_eager(PyObject *cls, PyObject *ctx, PyObject *args,
     PyObject *name = PyObject_GetAttrString(cls, "__name__");
     PyObject *nm = name ? PyUnicode_FromFormat("%UBackward", name) : NULL;
     Py_XDECREF(name);
-    if (fn && cm && nm) {
+    /* the ctx becomes the node (grad_fn), its backward this one */
+    if (fn && cm && nm && PyObject_SetAttrString(ctx, "_st_backward", fn) == 0) {
         st_rt_trace_suspend();
-        r = PyObject_CallMethod(cm, "_custom_node", "OOOO", nm, fn, ins, diff);
+        r = PyObject_CallMethod(cm, "_custom_node", "OOOO", nm, ctx, ins, diff);
         st_rt_trace_resume();
     }
     Py_XDECREF(nm);
@@ -248,9 +250,11 @@ PyObject *st_fe_trace_pylayer(PyObject *cls, PyObject *args, PyObject *kwargs)
 static PyObject *trace_positional(PyObject *cls, PyObject *args)
 {
     PyObject *mod = fn_module();
-    PyObject *ctx_cls = mod ? PyObject_GetAttrString(mod, "FunctionCtx") : NULL;
+    PyObject *mk = mod ? PyObject_GetAttrString(mod, "_backward_cls") : NULL;
+    PyObject *ctx_cls = mk ? PyObject_CallOneArg(mk, cls) : NULL;
     PyObject *ctx = ctx_cls ? PyObject_CallNoArgs(ctx_cls) : NULL;
     Py_XDECREF(mod);
+    Py_XDECREF(mk);
     Py_XDECREF(ctx_cls);
     if (!ctx)
         return NULL;

@@ -39,7 +39,10 @@ struct st_ad_node {
     int64_t refcount;
     char name[48];
     bool custom, freed;
+    bool saves;               /* a backward after freed needs what was released */
     bool once;                /* a custom backward that is not differentiable */
+    bool keep_ctx;            /* st_ad_node_keep_ctx: ctx stays until the node goes */
+    void (*ctx_release)(void *ctx);
     /* op nodes */
     st_op_id op;
     st_attrs attrs;
@@ -154,7 +157,9 @@ static st_ad_node *node_new(int nin, int nout) {
 
 static st_ad_saved_owner saved_owner;
 
-static void release_saved(st_ad_node *n) {
+/* What n saved goes: after a backward that does not retain the graph, or
+ * (dying) with the node. A kept ctx only drops its saved tensors then. */
+static void release_saved(st_ad_node *n, bool dying) {
     for (int k = 0; k < ST_MAX_IN; k++) {
         st_tensor_decref(n->saved_in[k]);
         n->saved_in[k] = NULL;
@@ -168,7 +173,12 @@ static void release_saved(st_ad_node *n) {
             if (p[k] && saved_owner.release) saved_owner.release(p[k]);
         free(p);
     }
-    if (n->custom && n->ctx_free && n->ctx) n->ctx_free(n->ctx);
+    if (!n->custom || !n->ctx) return;
+    if (n->keep_ctx && !dying) {
+        if (n->ctx_release) n->ctx_release(n->ctx);
+        return;
+    }
+    if (n->ctx_free) n->ctx_free(n->ctx);
     n->ctx = NULL;
 }
 
@@ -334,7 +344,7 @@ void st_ad_node_decref(st_ad_node *n) {
     int sp = 0, cap = 64;
     while (n) {
         if (__atomic_sub_fetch(&n->refcount, 1, __ATOMIC_ACQ_REL) == 0) {
-            release_saved(n);
+            release_saved(n, true);
             for (int k = 0; k < n->nin; k++) {
                 st_tensor_decref(n->next_leaf[k]);
                 st_ad_node *nx = n->next_node[k];
@@ -539,10 +549,14 @@ static st_status pack_saved(st_ad_node *n, const st_operand *in, int nin, bool i
  * and give the functional gradient where eager's backward raises "modified
  * by an inplace operation"; split there, the write runs after the graph
  * whose node saved the value, whose backward then checks its version as
- * eager's does. Only writes recorded in grad mode into tensors that
- * require grad are seen (not y.add_(1) under no_grad, nor into values that
- * need no gradient). A node gone since (nothing would raise) only costs
- * the break; a backward that frees the graph empties the list. */
+ * eager's does. Every traced in-place write into a value the trace made is
+ * seen (st_ad_trace_will_write, before the op runs, so an in-place op's
+ * own saves do not count), in grad mode or not, into values that require
+ * grad or not: c.mul_(2) under no_grad after c = a.sigmoid() raises at
+ * backward eagerly. (A graph input written in place is written back by the
+ * compiled node, which checks its version itself: runtime/cfn.c.) A node gone
+ * since (nothing would raise) only costs the break; a backward that frees
+ * the graph empties the list. */
 static _Thread_local struct {
     const void *graph;            /* the trace the list belongs to */
     const st_storage **items;
@@ -581,6 +595,13 @@ static void traced_write(const st_graph *g, const st_tensor *t) {
             return;
         }
 }
+
+void st_ad_trace_will_write(const st_tensor *t) {
+    if (t) traced_write(st_rt_trace_graph(), t);
+}
+
+static st_ad_node *wrap_overwrite(st_ad_node *n, st_tensor *t);
+static bool reaches(const st_ad_node *n, const st_ad_node *target);
 
 st_status st_ad_record(st_op_id op, const st_operand *in, int nin,
                        const st_attrs *attrs, st_tensor **out, int nout,
@@ -623,9 +644,18 @@ st_status st_ad_record(st_op_id op, const st_operand *in, int nin,
         n->saved_out_ver = out[0]->storage->version;
         if (!n->saved_out) goto oom;
     }
+    /* a scalar operand its rule reads counts, as torch saves it (a * 2) */
+    n->saves = (saves & (ST_VJP_SAVES_OUT | ((1u << nin) - 1))) != 0;
     if (shooks.n && pack_saved(n, in, nin, inplace) != ST_OK) goto oom;
     for (int k = 0; tg && k < nin; k++) traced_save(tg, n->saved_in[k]);
     if (tg) traced_save(tg, n->saved_out);
+    if (inplace && op == ST_OP_COPY && out[0]->grad_fn && !reaches(n, out[0]->grad_fn)) {
+        /* copy_ over a history the source does not lead to */
+        st_ad_node *w = wrap_overwrite(n, out[0]);
+        if (!w) goto oom;
+        st_ad_node_decref(n);
+        n = w;
+    }
     attach(out[0], n, 0);
     st_ad_node_decref(n); /* the output holds it now */
     return ST_OK;
@@ -656,6 +686,58 @@ static st_status zero_grads(void *ctx, int nout, st_tensor *const *gout, int nin
     st_tensor_decref(done);
     gin[0] = z;
     return ST_OK;
+}
+
+/* copy_ over a history: torch's CopyBackwards sends zeros into the
+ * overwritten history and the gradient into the source's. Here a node
+ * with two edges: the old history (zeros) and the copy's own node n. */
+static st_status overwrite_grads(void *ctx, int nout, st_tensor *const *gout, int nin,
+                                 st_tensor **gin) {
+    st_status s = zero_grads(ctx, nout, gout, 1, gin);
+    if (s != ST_OK || nin < 2) return s;
+    gin[1] = nout > 0 ? gout[0] : NULL;
+    st_tensor_incref(gin[1]);
+    return ST_OK;
+}
+
+/* Does the history below n reach node target within a few nodes? (the
+ * in-place forms written as self.copy_(f(self)) reach it at once; not
+ * found, the wrap is only an extra node) */
+static bool reaches(const st_ad_node *n, const st_ad_node *target) {
+    const st_ad_node *seen[32];
+    int ns = 0;
+    seen[ns++] = n;
+    for (int i = 0; i < ns; i++)
+        for (int k = 0; k < seen[i]->nin; k++) {
+            const st_ad_node *nx = seen[i]->next_node[k];
+            if (!nx) continue;
+            if (nx == target) return true;
+            bool dup = false;
+            for (int j = 0; j < ns && !dup; j++) dup = seen[j] == nx;
+            if (!dup && ns < 32) seen[ns++] = nx;
+        }
+    return false;
+}
+
+static st_ad_node *wrap_overwrite(st_ad_node *n, st_tensor *t) {
+    st_ad_node *w = node_new(2, 1);
+    if (!w) return NULL;
+    w->custom = true;
+    w->fn = overwrite_grads;
+    snprintf(w->name, sizeof w->name, "CopyBackwards");
+    st_tensor_meta(t, &w->in_meta[0]);
+    set_edge(w, 0, t);              /* t's history before the write */
+    w->in_meta[1] = n->out_meta;
+    st_ad_node_incref(n);
+    w->next_node[1] = n;
+    w->next_nr[1] = 0;
+    w->cout_meta = calloc(1, sizeof *w->cout_meta);
+    if (!w->cout_meta) {
+        st_ad_node_decref(w);
+        return NULL;
+    }
+    w->cout_meta[0] = n->out_meta;
+    return w;
 }
 
 st_status st_ad_record_overwrite(st_op_id op, st_tensor *t) {
@@ -698,6 +780,7 @@ st_ad_node *st_ad_custom_node(const char *name, st_ad_custom_fn fn, void *ctx,
     n->fn = fn;
     n->ctx = ctx;
     n->ctx_free = ctx_free;
+    n->saves = ctx != NULL;   /* freed with it, unless st_ad_node_keep_ctx */
     snprintf(n->name, sizeof n->name, "%s", name ? name : "CustomBackward");
     n->cout_meta = calloc((size_t)(nout > 0 ? nout : 1), sizeof *n->cout_meta);
     if (!n->cout_meta) {
@@ -890,16 +973,56 @@ static ventry *vbuild(const vkey *key, uint64_t h, const st_ad_node *n,
     return e;
 }
 
-static st_status check_version(const st_ad_node *n, const st_tensor *t,
+/* torch's legacy type name of t ("symtrace.FloatTensor", as Tensor.type()) */
+static void type_name(const st_tensor *t, char *buf, size_t cap) {
+    static const char *n[ST_NDTYPES] = {
+        [ST_BOOL] = "Bool", [ST_UINT8] = "Byte", [ST_INT8] = "Char",
+        [ST_INT16] = "Short", [ST_INT32] = "Int", [ST_INT64] = "Long",
+        [ST_FLOAT16] = "Half", [ST_BFLOAT16] = "BFloat16",
+        [ST_FLOAT32] = "Float", [ST_FLOAT64] = "Double"};
+    const char *d = (unsigned)t->dtype < ST_NDTYPES && n[t->dtype] ? n[t->dtype] : "";
+    bool cuda = st_tensor_device(t)->type == ST_DEV_CUDA;
+    snprintf(buf, cap, "symtrace.%s%sTensor", cuda ? "cuda." : "", d);
+}
+
+/* A node's name as torch 2.13's version error names it: without its
+ * "Backward<N>" ("SigmoidBackward0" -> "Sigmoid"). */
+static void op_name(const st_ad_node *n, char *buf, size_t cap) {
+    snprintf(buf, cap, "%s", n->name);
+    char *b = NULL;
+    for (char *p = strstr(buf, "Backward"); p; p = strstr(p + 1, "Backward")) b = p;
+    if (!b || b == buf) return;
+    const char *q = b + 8;
+    while (*q >= '0' && *q <= '9') q++;
+    if (!*q) *b = '\0';
+}
+
+/* Saved slot k of n (ST_MAX_IN: its output) was written since it was
+ * saved: torch's error, naming the history the value had (a saved output:
+ * n itself; an input: its history when saved). */
+static st_status check_version(const st_ad_node *n, int k, const st_tensor *t,
                                uint32_t ver) {
     if (!t || t->storage->version == ver) return ST_OK;
-    char sb[128];
+    char sb[128], tn[48], which[96] = "", on[48];
+    const st_ad_node *h = k < ST_MAX_IN && k < n->nin ? n->next_node[k] : n;
+    if (h) {
+        op_name(h, on, sizeof on);
+        snprintf(which, sizeof which, ", which is output %d of %s,",
+                 k < ST_MAX_IN ? n->next_nr[k] : 0, on);
+    }
+    type_name(t, tn, sizeof tn);
     return st_err(ST_ERR_RUNTIME,
                   "one of the variables needed for gradient computation has "
-                  "been modified by an inplace operation: [%s %s], which is "
-                  "used by %s, is at version %u; expected version %u instead",
-                  st_dtype_name(t->dtype), st_shape_str(t->shape, t->ndim, sb, sizeof sb),
-                  n->name, (unsigned)t->storage->version, (unsigned)ver);
+                  "been modified by an inplace operation: [%s %s]%s is at version %u; "
+                  "expected version %u instead. Hint: %s", tn,
+                  st_shape_str(t->shape, t->ndim, sb, sizeof sb), which,
+                  (unsigned)t->storage->version, (unsigned)ver,
+                  anomaly_on ? "the backtrace further above shows the operation that failed "
+                               "to compute its gradient. The variable in question was changed "
+                               "in there or anywhere later. Good luck!"
+                             : "enable anomaly detection to find the operation that failed to "
+                               "compute its gradient, with "
+                               "symtrace.autograd.set_detect_anomaly(True, check_nan=False).");
 }
 
 static st_status apply_vjp(st_ad_node *n, st_tensor *gout, st_tensor **sv, st_tensor **gin);
@@ -919,7 +1042,7 @@ static st_status saved_get(st_ad_node *n, int k, st_device_type dev, st_tensor *
     if (!p) {
         st_tensor *t = k < ST_MAX_IN ? n->saved_in[k] : n->saved_out;
         uint32_t ver = k < ST_MAX_IN ? n->saved_in_ver[k] : n->saved_out_ver;
-        if (check_version(n, t, ver) != ST_OK) return st_err_kind();
+        if (check_version(n, k, t, ver) != ST_OK) return st_err_kind();
         st_tensor_incref(t);
         *out = t;
         return ST_OK;
@@ -1172,6 +1295,7 @@ static st_status delay_errors(st_ad_node *n, st_tensor **gin) {
     d->fn = delayed_error;
     d->ctx = name;
     d->ctx_free = free;
+    d->keep_ctx = true;       /* its name, for the error of every backward */
     snprintf(d->name, sizeof d->name, "DelayedError");
     for (int k = 0; k < n->nin; k++) {
         if (k < ST_MAX_IN) d->in_meta[k] = n->in_meta[k];
@@ -1203,6 +1327,13 @@ static st_status delay_errors(st_ad_node *n, st_tensor **gin) {
 
 void st_ad_node_set_once_differentiable(st_ad_node *n) {
     if (n) n->once = true;
+}
+
+void st_ad_node_keep_ctx(st_ad_node *n, void (*release_saved)(void *ctx)) {
+    if (!n || !n->custom) return;
+    n->keep_ctx = true;
+    n->ctx_release = release_saved;
+    n->saves = false;
 }
 
 void st_ad_stats_get(st_ad_stats *out) {
@@ -1477,7 +1608,7 @@ st_tensor *st_ad_saved_output(st_tensor *t, int nr) {
 }
 
 static st_status run_node(st_ad_node *n, st_tensor **gin) {
-    if (n->freed)
+    if (n->freed && n->saves)
         return st_err(ST_ERR_RUNTIME,
                       "Trying to backward through the graph a second time (or "
                       "directly access saved tensors after they have already "
@@ -1645,16 +1776,20 @@ static st_status engine_run(st_tensor *const *roots, st_tensor *const *grads, in
     int gin_cap = 0;
     while (ready.n && s == ST_OK) {
         st_ad_node *n = ready.items[--ready.n];
-        if (!n->skip || captures(sk, n)) s = output_hooks(n);
-        if (s != ST_OK) break;
-        /* a non-leaf input of grad(): its gradient is complete now */
-        for (int k = 0; !sk->accumulate && k < sk->ninputs; k++) {
+        /* a non-leaf input of grad(): its gradient is complete now; taken
+         * before its tensor hooks when n runs on (they run as it does), after
+         * them when it does not, as torch's engine */
+        if (n->skip && captures(sk, n)) s = output_hooks(n);
+        for (int k = 0; s == ST_OK && !sk->accumulate && k < sk->ninputs; k++) {
             st_tensor *t = sk->inputs[k];
             if (t->grad_fn == n && n->gbuf && n->gbuf[t->output_nr]) {
                 st_tensor_incref(n->gbuf[t->output_nr]);
+                st_tensor_decref(sk->results[k]);
                 sk->results[k] = n->gbuf[t->output_nr];
             }
         }
+        if (s == ST_OK && !n->skip) s = output_hooks(n);
+        if (s != ST_OK) break;
         if (n->nin > gin_cap) {
             st_tensor **ng = realloc(gin, sizeof *ng * (size_t)n->nin);
             if (!ng) {
@@ -1676,7 +1811,7 @@ static st_status engine_run(st_tensor *const *roots, st_tensor *const *grads, in
             }
         }
         if (s == ST_OK && !retain && !n->skip) {
-            release_saved(n);
+            release_saved(n, false);
             n->freed = true;
         }
         for (int k = 0; k < n->nin; k++) {

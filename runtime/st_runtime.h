@@ -316,6 +316,13 @@ st_status st_ad_record(st_op_id op, const st_operand *in, int nin,
  * gradient from it and it still requires grad, as torch's. */
 st_status st_ad_record_overwrite(st_op_id op, st_tensor *t);
 
+/* A traced in-place write into t, a tensor the trace made, is about to
+ * happen (st_rt_trace_will_write, in any grad mode): when a node recorded
+ * in this trace saved t's storage,
+ * the trace fails there (a graph break), so the write runs after the graph
+ * whose node saved the value, and backward checks its version as eager's. */
+void st_ad_trace_will_write(const st_tensor *t);
+
 /* A custom node's backward: grads of its outputs in gout[0..nout) (NULL:
  * no gradient flowed into that output), fills gin[0..nin) with new
  * references or NULL. */
@@ -339,6 +346,13 @@ st_tensor *st_ad_saved_output(st_tensor *t, int nr);
  * that raises if a second backward reaches it, as torch's
  * once_differentiable. */
 void st_ad_node_set_once_differentiable(st_ad_node *n);
+/* n's ctx holds no saved tensor that a backward frees: it stays until the
+ * node goes (ctx_free then), and n may run again after a backward that did
+ * not retain the graph, as torch's nodes that saved nothing. Such a
+ * backward calls release_saved(ctx) (when not NULL) instead of freeing the
+ * ctx: the ctx drops what it saved, and raises itself if it is needed
+ * again (a custom Function's ctx.saved_tensors). */
+void st_ad_node_keep_ctx(st_ad_node *n, void (*release_saved)(void *ctx));
 /* Attaches a custom node as grad_fn of outputs[k] (each gets requires_grad,
  * output_nr k; NULL entries are non-differentiable). inputs are the
  * tensors the node differentiates to (NULL for non-tensor arguments);

@@ -448,8 +448,13 @@ void st_rt_trace_will_write(st_tensor *t)
     if (!s || suspended || !t || !t->storage)
         return;
     tslot *e = find(s, t);
-    if ((e && e->created) || created_storage(s, t->storage))
+    if ((e && e->created) || created_storage(s, t->storage)) {
+        /* a value of the graph that a recorded node saved: the graph ends
+         * before the write (an input written in place is the compiled
+         * node's to check: runtime/cfn.c) */
+        st_ad_trace_will_write(t);
         return;
+    }
     if (s->parent) {
         failf(s, "a PyLayer backward writes in place into a tensor it did "
               "not create");
@@ -764,20 +769,22 @@ static void mark_nograd(trace_state *s, int first, int end)
     }
 }
 
-/* A leaf that requires grad, written in place under no_grad, stays the
- * same leaf (eager: later uses still send it gradients). Its new value v
- * becomes v + (x - stop_gradient(x)), x its graph input: exactly v, with
- * the gradient of x. */
-static void keep_leaf_grad(trace_state *s, st_tensor *t)
+/* A tensor that requires grad, written in place under no_grad, keeps its
+ * history (eager: later uses still send gradients there, a leaf's to
+ * itself, a computed tensor's to its grad_fn). Its new value v, made in a
+ * stop-gradient region, becomes v + (x - stop_gradient(x)): exactly v,
+ * with the gradient of x, x being a leaf's graph input, else the value it
+ * held before the write (old). */
+static void keep_grad(trace_state *s, st_tensor *t, int old)
 {
-    if (!t->requires_grad || t->grad_fn || !st_dtype_is_float(t->dtype))
+    if (!t->requires_grad || !st_dtype_is_float(t->dtype))
         return;
-    int x = -1;
+    int x = t->grad_fn ? old : -1;
     for (int k = 0; k < s->ninputs && x < 0; k++)
         if (s->inputs[k] == t)
             x = s->g->inputs[k];
     tslot *e = find(s, t);
-    if (x < 0 || !e || e->value == x)
+    if (x < 0 || !e || e->value == x || e->value == old)
         return;
     int v = e->value, first = s->g->nstmts, outs[ST_MAX_OUT];
     st_attrs a;
@@ -797,12 +804,56 @@ static void keep_leaf_grad(trace_state *s, st_tensor *t)
         e->value = r;
 }
 
+/* Before a write under no_grad: the traced tensors that require grad and
+ * that it changes (the written ones; through a view, every tensor of that
+ * storage), with the values they hold now. *n of them in a new array
+ * (NULL: none, or out of memory, which only loses their gradients). */
+typedef struct {
+    st_tensor *t;
+    int old;
+} kept_val;
+
+static kept_val *kept_before(trace_state *s, st_tensor *const *out, int nout,
+                             const bool *found, const bool *through, int *n)
+{
+    kept_val *kv = NULL;
+    int cap = 0;
+    *n = 0;
+    for (int k = 0; k < nout; k++) {
+        if (!found[k])
+            continue;
+        for (size_t i = 0; i < (through[k] ? s->cap : 1); i++) {
+            tslot *e = through[k] ? &s->slots[i] : find(s, out[k]);
+            if (!e || !e->t || e->t->storage != out[k]->storage ||
+                !e->t->requires_grad || !st_dtype_is_float(e->t->dtype))
+                continue;
+            bool dup = false;
+            for (int j = 0; j < *n && !dup; j++)
+                dup = kv[j].t == e->t;
+            if (dup)
+                continue;
+            if (*n == cap) {
+                int nc = cap ? cap * 2 : 4;
+                kept_val *g = realloc(kv, sizeof *g * (size_t)nc);
+                if (!g)
+                    return kv;
+                kv = g;
+                cap = nc;
+            }
+            kv[(*n)++] = (kept_val){e->t, e->value};
+        }
+    }
+    return kv;
+}
+
 void st_rt_trace_note(st_op_id op, const st_operand *in, int nin,
                       const st_attrs *attrs, st_tensor *const *out, int nout)
 {
     trace_state *s = cur;
     if (!s || suspended || s->failed)
         return;
+    int nkept = 0;
+    kept_val *kept = NULL;
     /* the error state of the op that ran is not ours to touch */
     st_status saved_kind = st_err_kind();
     char saved_msg[256] = "";
@@ -844,6 +895,9 @@ void st_rt_trace_note(st_op_id op, const st_operand *in, int nin,
             goto restore;
         }
     }
+    /* under no_grad, what the write changes keeps its gradient (below) */
+    if (!st_ad_grad_enabled() && !s->in_region)
+        kept = kept_before(s, out, nout, found, through, &nkept);
     int r;
     r = emit(s, op, ids, nin, attrs, outs);
     if (r < 0)
@@ -892,11 +946,11 @@ void st_rt_trace_note(st_op_id op, const st_operand *in, int nin,
      * when it ends here) */
     if (!st_ad_grad_enabled() && !s->in_region && s->g->nstmts > first_stmt) {
         mark_nograd(s, first_stmt, s->g->nstmts);
-        for (int k = 0; k < nout; k++)
-            if (found[k])
-                keep_leaf_grad(s, out[k]);
+        for (int k = 0; k < nkept && !s->failed; k++)
+            keep_grad(s, kept[k].t, kept[k].old);
     }
 restore:
+    free(kept);
     if (saved_kind != ST_OK)
         st_err(saved_kind, "%s", saved_msg);
     else

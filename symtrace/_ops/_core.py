@@ -59,6 +59,14 @@ def _tname(dt):
     return _TNAME.get(str(dt), str(dt))
 
 
+def _check_grad_dtype(input, dtype):
+    """torch refuses an integer or bool dtype= on a sum, prod, cumsum, cumprod or nansum
+    whose input needs a gradient in grad mode (the result could not carry it)."""
+    if getattr(dtype, "is_floating_point", True) is False and _is_tensor(input) and \
+            input.requires_grad and _C._is_grad_enabled():   # (bad dtypes are refused later)
+        raise RuntimeError(f"Autograd not support dtype: {_tname(dtype)}")
+
+
 def _wrap_dims(dims, nd, fn):
     """Wrapped, checked reduction dims (a 0-d tensor takes dim 0 and -1, as in torch)."""
     out = tuple(_wrap(d, builtins.max(nd, 1), fn) for d in dims)

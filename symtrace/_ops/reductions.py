@@ -9,7 +9,8 @@ import warnings
 
 from .. import _C
 from .._dtype import bfloat16, bool_, float16, float32, float64, uint8
-from ._core import KEEPDIM, _attrs, _check_tensor, _dims, _is_tensor, _op, _tname, _wrap, _wrap_dims
+from ._core import (KEEPDIM, _attrs, _check_grad_dtype, _check_tensor, _dims, _is_tensor, _op, _tname,
+                    _wrap, _wrap_dims)
 from .elementwise import (abs, div, eq, exp, gt, log, logical_not, maximum, minimum, mul, ne, pow, sqrt, sub,
                           to_dtype, where)
 from .creation import _scalar0
@@ -26,6 +27,7 @@ def _reduce(opid, input, dim, keepdim, fname):
 
 def sum(input, dim=None, keepdim=False, *, dtype=None):
     """sum(input, dim=None, keepdim=False, *, dtype=None)."""
+    _check_grad_dtype(input, dtype)
     if dtype is not None:
         input = to_dtype(input, dtype)
     r = _reduce(_C.OP_SUM, input, dim, keepdim, "sum")
@@ -35,12 +37,16 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
 
 def mean(input, dim=None, keepdim=False, *, dtype=None):
     """mean(input, dim=None, keepdim=False, *, dtype=None)."""
+    if getattr(dtype, "is_floating_point", True) is False:
+        raise RuntimeError("mean(): could not infer output dtype. Optional dtype must be either "
+                           f"a floating point or complex dtype. Got: {_tname(dtype)}")
     if dtype is not None:
         input = to_dtype(input, dtype)
     return _reduce(_C.OP_MEAN, input, dim, keepdim, "mean")
 
 
 def prod(input, dim=None, keepdim=False, *, dtype=None):
+    _check_grad_dtype(input, dtype)
     if dtype is not None:
         input = to_dtype(input, dtype)
     r = _reduce(_C.OP_PROD, input, dim, keepdim, "prod")
@@ -318,6 +324,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
     """nansum(input, dim=None, keepdim=False, *, dtype=None): sum with nan counted as 0;
     as torch.nansum."""
     _check_tensor(input, "nansum")
+    _check_grad_dtype(input, dtype)
     if dtype is not None:
         input = to_dtype(input, dtype)
     if input.dtype.is_floating_point:

@@ -3,7 +3,7 @@ diff."""
 import builtins
 
 from .._dtype import bool_, float32, float64, int64
-from ._core import _check_int, _check_tensor, _tname, _wrap
+from ._core import _check_grad_dtype, _check_int, _check_tensor, _tname, _wrap
 from .elementwise import add, clamp, ge, mul, ne, sub, to_dtype, where
 from .creation import arange
 from .float_math import _back, _logaddexp, _opmath
@@ -20,6 +20,7 @@ def cumsum(input, dim, *, dtype=None):
     computed before, spread them to every position as 0 * inf). Float sums may differ from a
     left-to-right sum in the last bits."""
     _check_tensor(input, "cumsum")
+    _check_grad_dtype(input, dtype)
     if dtype is not None:
         input = to_dtype(input, dtype)
     nd = input.dim()
@@ -57,6 +58,7 @@ def cumprod(input, dim, *, dtype=None):
     multiplications, so zeros are fine, also for the gradient; float results may differ
     from a left-to-right product in the last bits."""
     _check_tensor(input, "cumprod")
+    _check_grad_dtype(input, dtype)
     if dtype is not None:
         input = to_dtype(input, dtype)
     d = _wrap(dim, builtins.max(input.dim(), 1), "cumprod")

@@ -1,6 +1,10 @@
 """Custom autograd functions: Function (alias PyLayer, as in Paddle) with a
 user forward and backward. Eagerly, apply() runs forward without recording
-and attaches one tape node whose backward calls the user's backward. Under
+and attaches one tape node whose backward calls the user's backward. The ctx
+is an instance of the Function's backward class (<Name>Backward, a subclass of
+BackwardCFunction and so of _C.Node): once recorded, it is the outputs'
+grad_fn, as torch's. A backward that frees the graph frees what the ctx saved
+(ctx.saved_tensors raises then) but the node may run again. Under
 saved-tensor hooks (autograd.graph), what ctx.save_for_backward kept is packed
 once the node is recorded, and ctx.saved_tensors unpacks it."""
 from .. import _C
@@ -81,6 +85,8 @@ class FunctionCtx:
     def saved_tensors(self):
         if self._to_save is not None:   # read in forward, or a traced backward
             self._finish_saved((), (), ())
+        if self._saved is _FREED:
+            raise RuntimeError(FREED_MESSAGE)
         if self._saved is None:
             return ()
         out = []
@@ -93,10 +99,7 @@ class FunctionCtx:
                 continue
             t, ver, nr = entry
             if t._version != ver:
-                raise RuntimeError(
-                    "one of the variables needed for gradient computation has been modified by "
-                    f"an inplace operation: [{_dtype_name(t)} {list(t.shape)}] is at version "
-                    f"{t._version}; expected version {ver} instead.")
+                raise RuntimeError(_version_error(t, ver, nr, self))
             out.append(t if nr < 0 else _C._saved_output(t, nr))
         return tuple(out)
 
@@ -119,11 +122,77 @@ class FunctionCtx:
         self.materialize_grads = bool(value)
 
 
-def _dtype_name(t):
-    return str(t.dtype).rsplit(".", 1)[-1]
+def _op_name(name):
+    """A node's name as torch 2.13's version error names it ("ExpBackward0" -> "Exp")."""
+    i = name.rfind("Backward")
+    rest = name[i + 8:]
+    return name[:i] if i > 0 and (rest == "" or rest.isdigit()) else name
+
+
+def _version_error(t, ver, nr, ctx):
+    """torch's error for a saved tensor written since it was saved: a saved input names
+    its history now (torch saves the input itself), a saved output this node."""
+    if nr >= 0:
+        which = f", which is output {nr} of {_op_name(type(ctx).__name__)},"
+    elif t.grad_fn is not None:
+        which = f", which is output {t.output_nr} of {_op_name(t.grad_fn.name())},"
+    else:
+        which = ""
+    from .anomaly_mode import is_anomaly_enabled
+    hint = ("the backtrace further above shows the operation that failed to compute its "
+            "gradient. The variable in question was changed in there or anywhere later. Good "
+            "luck!" if is_anomaly_enabled() else
+            "enable anomaly detection to find the operation that failed to compute its "
+            "gradient, with symtrace.autograd.set_detect_anomaly(True, check_nan=False).")
+    return ("one of the variables needed for gradient computation has been modified by an "
+            f"inplace operation: [{t.type()} {list(t.shape)}]{which} is at version "
+            f"{t._version}; expected version {ver} instead. Hint: {hint}")
 
 
 PyLayerContext = FunctionCtx
+
+_FREED = object()   # ctx._saved after a backward that freed the graph
+FREED_MESSAGE = (
+    "Trying to backward through the graph a second time (or directly access saved tensors "
+    "after they have already been freed). Saved intermediate values of the graph are freed "
+    "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+    "backward through the graph a second time or if you need to access saved tensors after "
+    "calling backward.")
+
+
+class BackwardCFunction(_C.Node, FunctionCtx):
+    """The ctx of a custom Function and, once recorded, its node (y.grad_fn), as
+    torch's: each Function subclass gets a subclass named <Name>Backward."""
+    _forward_cls = None
+
+    def apply(self, *grads):
+        """Runs the Function's backward with this ctx (torch's ctx.apply)."""
+        return self._forward_cls.backward(self, *grads)
+
+    def _st_backward(self, *grads):
+        """The tape node's backward: the output gradients (None where none
+        flowed, zeros when materialize_grads) -> one checked gradient per input."""
+        if self.materialize_grads:
+            from .._ops import zeros
+            grads = tuple(zeros(m[0], dtype=m[1]) if g is None and m is not None else g
+                          for g, m in zip(grads, self._st_out_metas))
+        res = self._forward_cls.backward(self, *grads)
+        return _check_grads(type(self).__name__, res, self._st_in_metas)
+
+    def _st_free_saved(self):
+        """After a backward that freed the graph (symtrace._C calls it)."""
+        self._saved = _FREED
+        self._saved_ids = ()
+
+
+def _backward_cls(cls):
+    """cls's <Name>Backward class (made once per Function subclass)."""
+    bc = cls.__dict__.get("_backward_cls")
+    if bc is None:
+        bc = type(cls.__name__ + "Backward", (BackwardCFunction,),
+                  {"_forward_cls": cls, "__module__": cls.__module__})
+        cls._backward_cls = bc
+    return bc
 
 
 class _Packed:
@@ -172,7 +241,7 @@ class Function:
             # being traced: captured as a region whose gradient is this
             # backward (frontend/pylayer_trace.c)
             return _C._trace_pylayer(cls, *args)
-        ctx = FunctionCtx()
+        ctx = _backward_cls(cls)()
         is_t = [isinstance(a, _C.TensorBase) for a in args]
         ctx.needs_input_grad = tuple(t and a.requires_grad for t, a in zip(is_t, args))
         with no_grad():
@@ -194,23 +263,15 @@ class Function:
         hooks = _C._saved_tensors_hooks_top()
         if hooks is not None:
             ctx._pack_saved(inputs, hooks)
-        metas = [(tuple(o.shape), o.dtype) if o is not None else None for o in diff]
-        in_metas = [(tuple(a.shape), a.dtype) if t else None for a, t in zip(args, is_t)]
-        name = cls.__name__ + "Backward"
-
-        def backward(*grads):
-            if ctx.materialize_grads:
-                from .._ops import zeros
-                grads = tuple(zeros(m[0], dtype=m[1]) if g is None and m is not None else g
-                              for g, m in zip(grads, metas))
-            res = cls.backward(ctx, *grads)
-            return _check_grads(name, res, in_metas)
+        ctx._st_out_metas = [(tuple(o.shape), o.dtype) if o is not None else None for o in diff]
+        ctx._st_in_metas = [(tuple(a.shape), a.dtype) if t else None for a, t in zip(args, is_t)]
+        name = type(ctx).__name__
 
         # a dirty view gets the node through a copy into it (its base's history
         # records the write, as torch's CopySlices)
         node_outs = tuple(o.detach().clone() if o is not None and id(o) in dirty_views else o
                           for o in diff)
-        _C._custom_node(name, backward, tuple(a if t else None for a, t in zip(args, is_t)), node_outs)
+        _C._custom_node(name, ctx, tuple(a if t else None for a, t in zip(args, is_t)), node_outs)
         if dirty_views:
             with enable_grad():
                 for o, n in zip(diff, node_outs):
@@ -295,9 +356,8 @@ def _check_grads(name, res, in_metas):
         if g is None:
             out.append(None)
             continue
-        if not isinstance(g, _C.TensorBase):
-            raise TypeError(f"function {name} returned a {type(g).__name__} as gradient "
-                            f"{i}; expected a Tensor or None")
+        if not isinstance(g, _C.TensorBase):   # torch's text
+            raise RuntimeError(f"expected Variable or None (got {type(g).__name__})")
         if tuple(g.shape) != m[0]:
             raise RuntimeError(f"Function {name} returned an invalid gradient at index {i} "
                                f"- got {list(g.shape)} but expected shape compatible with "

@@ -31,8 +31,7 @@ class _GradHooks:
             if r is None:
                 continue
             if not isinstance(r, _C.TensorBase):
-                raise TypeError(f"hook '{_name(hook)}' returned a {type(r).__name__}; "
-                                "expected a Tensor or None")
+                raise TypeError(f"expected Variable, but hook returned '{type(r).__name__}'")
             if tuple(r.shape) != tuple(grad.shape):
                 raise RuntimeError(f"hook '{_name(hook)}' has changed the size of value "
                                    f"(was {list(grad.shape)} got {list(r.shape)})")
