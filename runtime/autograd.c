@@ -563,6 +563,13 @@ static _Thread_local struct {
     int n, cap;
 } traced_saves;
 
+/* A new trace starts an empty list: its graph may sit where a freed one
+ * was, and the old list's storages be reused by the new trace's tensors. */
+void st_ad_traced_saves_clear(void) {
+    traced_saves.graph = NULL;
+    traced_saves.n = 0;
+}
+
 static void traced_save(const st_graph *g, const st_tensor *t) {
     if (!t) return;
     if (traced_saves.graph != g) {

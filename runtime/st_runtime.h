@@ -305,6 +305,10 @@ void st_ad_set_anomaly_owner(void *(*capture)(void), void (*release)(void *tb),
 void st_ad_set_anomaly(bool on, bool check_nan);
 bool st_ad_anomaly_enabled(bool *check_nan);
 
+/* Forgets the storages that nodes recorded in a trace saved (a write into
+ * one breaks the graph): st_rt_trace_begin calls it for each new trace. */
+void st_ad_traced_saves_clear(void);
+
 /* Records an eager op (called by st_rt_eager after it ran). */
 st_status st_ad_record(st_op_id op, const st_operand *in, int nin,
                        const st_attrs *attrs, st_tensor **out, int nout,

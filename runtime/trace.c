@@ -384,6 +384,7 @@ st_status st_rt_trace_begin(void)
         return st_err(ST_ERR_MEMORY, "trace_begin: out of host memory");
     }
     st_ir_autodiff_init();
+    st_ad_traced_saves_clear();
     cur = s;
     suspended = 0;
     return ST_OK;
