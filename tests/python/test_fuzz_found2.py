@@ -1,0 +1,40 @@
+# Regressions of the bugs the widened differential fuzzer (scripts/fuzz_compile.py with
+# scripts/fuzz_more_ops.py: indexing, sorting, promotion, movement ops, norms, view
+# chains, --dynamic) found in its second long run, each with expected values, eager and
+# compiled (the compiled functions called twice: the capture and the cached entry).
+import numpy as np
+import pytest
+
+import symtrace as st
+
+BACKENDS = [b for b in ("llvm", "interp") if st._C._fe_backend_available(b)]
+MODES = ["eager"] + BACKENDS
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    st.reset()
+    yield
+    st.reset()
+
+
+def _maybe_compiled(fn, mode):
+    return fn if mode == "eager" else st.compile(fn, backend=mode, fullgraph=True)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_reshape_pulled_only_through_scalar_operands(mode):
+    # viewfold pulled reshape(u) < 0 into u's space, then on through a where whose other
+    # operands are not 0-d: the cached entry's result had the reshape's shape [2] where
+    # broadcasting gives [1, 2]
+    def f(x):
+        return (st.where(x.half().reshape(2) < 0, x, -x),
+                st.copysign(x, (x == x).half().view(-1).cos()))
+
+    g = _maybe_compiled(f, mode)
+    x = st.tensor([[-0.5, 0.25]])
+    for _ in range(2):
+        w, c = g(x)
+        assert tuple(w.shape) == (1, 2) and tuple(c.shape) == (1, 2)
+        np.testing.assert_array_equal(w.numpy(), [[-0.5, -0.25]])
+        np.testing.assert_array_equal(c.numpy(), [[0.5, 0.25]])
