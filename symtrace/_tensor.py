@@ -1082,9 +1082,14 @@ class Tensor(_C.TensorBase):
     def __rxor__(self, other): return _ops.bitwise_xor(other, self)
     def __ixor__(self, other): return self.bitwise_xor_(other)
 
-    # & | ~ on integer tensors are bitwise, as torch's (bool ones stay the C logical kernels)
+    # & | ~ on integer tensors are bitwise, as torch's (bool ones stay the C logical kernels);
+    # so are bool tensors with an integer (or float) number: True & -1 is int64 1, as torch's
     def _bitwise_ints(self, other=None):
-        return self.dtype is not bool_ or (isinstance(other, _C.TensorBase) and other.dtype is not bool_)
+        if self.dtype is not bool_:
+            return True
+        if isinstance(other, _C.TensorBase):
+            return other.dtype is not bool_
+        return isinstance(other, (int, float)) and not isinstance(other, bool)
 
     def __and__(self, other):
         return _ops.bitwise_and(self, other) if self._bitwise_ints(other) else _C.TensorBase.__and__(self, other)

@@ -38,3 +38,17 @@ def test_reshape_pulled_only_through_scalar_operands(mode):
         assert tuple(w.shape) == (1, 2) and tuple(c.shape) == (1, 2)
         np.testing.assert_array_equal(w.numpy(), [[-0.5, -0.25]])
         np.testing.assert_array_equal(c.numpy(), [[0.5, 0.25]])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_bool_tensor_and_or_an_int_number_is_bitwise(mode):
+    # torch: a bool tensor & | an integer number promotes to int64 and is bitwise;
+    # symtrace raised "& and | are supported on bool tensors only"
+    g = _maybe_compiled(lambda b: (b & -1, b | 2, -1 & b, 6 | b, b & True, b | False), mode)
+    b = st.tensor([True, False])
+    for _ in range(2):
+        r = g(b)
+        assert [t.dtype for t in r] == [st.int64] * 4 + [st.bool] * 2
+        assert [t.tolist() for t in r] == [[1, 0], [3, 2], [1, 0], [7, 6], [True, False], [True, False]]
+    with pytest.raises(NotImplementedError, match="not implemented for 'Float'"):
+        b & 1.5
