@@ -52,3 +52,16 @@ def test_bool_tensor_and_or_an_int_number_is_bitwise(mode):
         assert [t.tolist() for t in r] == [[1, 0], [3, 2], [1, 0], [7, 6], [True, False], [True, False]]
     with pytest.raises(NotImplementedError, match="not implemented for 'Float'"):
         b & 1.5
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_pow_exponent_gradient_keeps_a_nan_incoming_gradient(mode):
+    # torch multiplies the incoming gradient outside its where: a NaN gradient (here from
+    # log_softmax of an inf) stays NaN where the base is 0 and the exponent >= 0;
+    # symtrace's where dropped it to 0
+    def f(e):
+        return (st.zeros(2) ** e).log_softmax(0)
+
+    e = st.tensor([-1.0, 0.5], requires_grad=True)
+    _maybe_compiled(f, mode)(e).backward(st.tensor([1.0, 2.0]))
+    assert np.isnan(e.grad.numpy()).all()
