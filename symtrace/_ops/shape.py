@@ -275,7 +275,10 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     shape = tuple(input.shape)
     big = shape[:d + 1] + (r,) + shape[d + 1:]
     out = shape[:d] + (shape[d] * r,) + shape[d + 1:]
-    return input.unsqueeze(d + 1).expand(big).reshape(out)
+    # reshape of the expanded view copies, except where it is a view itself (r == 1, or
+    # a size-1 input dim): torch's result is always a fresh tensor that can be written to
+    res = input.unsqueeze(d + 1).expand(big).reshape(out)
+    return res.clone() if r == 1 or shape[d] == 1 else res
 
 
 def unbind(input, dim=0):

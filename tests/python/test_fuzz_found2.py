@@ -65,3 +65,24 @@ def test_pow_exponent_gradient_keeps_a_nan_incoming_gradient(mode):
     e = st.tensor([-1.0, 0.5], requires_grad=True)
     _maybe_compiled(f, mode)(e).backward(st.tensor([1.0, 2.0]))
     assert np.isnan(e.grad.numpy()).all()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_repeat_interleave_gives_a_fresh_tensor(mode):
+    # the result was a view (of a 0-d or size-1 input expanded: stride 0, so an in-place
+    # write raised; with repeats=1 the input itself, which the write then changed);
+    # torch's is a new tensor
+    def f(s, v, c):
+        a = st.repeat_interleave(s, 2)
+        b = v.repeat_interleave(1)
+        d = c.repeat_interleave(3, dim=1)
+        a.mul_(0.5)
+        b.add_(1)
+        d.add_(1)
+        return a, b, d
+
+    s, v, c = st.tensor(3.0), st.tensor([1.0, 2.0]), st.tensor([[1.0], [2.0]])
+    a, b, d = _maybe_compiled(f, mode)(s, v, c)
+    assert a.tolist() == [1.5, 1.5] and b.tolist() == [2.0, 3.0]
+    assert d.tolist() == [[2.0, 2.0, 2.0], [3.0, 3.0, 3.0]]
+    assert s.item() == 3.0 and v.tolist() == [1.0, 2.0] and c.tolist() == [[1.0], [2.0]]
