@@ -86,3 +86,15 @@ def test_repeat_interleave_gives_a_fresh_tensor(mode):
     assert a.tolist() == [1.5, 1.5] and b.tolist() == [2.0, 3.0]
     assert d.tolist() == [[2.0, 2.0, 2.0], [3.0, 3.0, 3.0]]
     assert s.item() == 3.0 and v.tolist() == [1.0, 2.0] and c.tolist() == [[1.0], [2.0]]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_group_norm_of_an_empty_tensor(mode):
+    # reshape(n, groups, -1) of no element raised 'ambiguous'; torch gives an empty result
+    f = _maybe_compiled(lambda x: st.nn.functional.group_norm(x, 2, st.ones(4), st.zeros(4)), mode)
+    for shape in ((0, 4, 3), (2, 4, 0), (0, 4)):
+        x = st.ones(*shape, requires_grad=True)
+        y = f(x)
+        assert tuple(y.shape) == shape
+        y.sum().backward()
+        assert tuple(x.grad.shape) == shape
