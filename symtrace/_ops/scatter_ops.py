@@ -58,7 +58,7 @@ def _mean_of(total, count, dtype):
     """total / count (count > 0): true division for floats, floor division for integers."""
     if dtype.is_floating_point:
         return div(total, to_dtype(count, dtype))
-    return floor_divide(total, count)
+    return floor_divide(total, to_dtype(count, dtype))   # in total's dtype (int8 stays int8)
 
 
 def _scatter_replace(input, dim, index, src):
@@ -98,6 +98,8 @@ def _scatter_dense(input, d, index, src, reduce, include_self, fn):
         ident = info.min if reduce == "amax" else info.max
     vals = where(onehot, s.unsqueeze(-1), _scalar0(input, ident))
     red = {"prod": prod, "amax": amax, "amin": amin}[reduce](vals, d)
+    if red.dtype is not dt:  # prod of small ints gives int64: back to input's (wrapping) dtype
+        red = to_dtype(red, dt)
     red = movedim(red, -1, d)
     hit = movedim(any(onehot, d), -1, d)
     base = input

@@ -98,3 +98,21 @@ def test_group_norm_of_an_empty_tensor(mode):
         assert tuple(y.shape) == shape
         y.sum().backward()
         assert tuple(x.grad.shape) == shape
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_scatter_reduce_prod_and_mean_keep_small_int_dtypes(mode):
+    # 'prod' and 'mean' of int8 / uint8 gave int64 (a prod / a count in int64); torch
+    # keeps the input's dtype (prod wrapping, mean floored)
+    def f(x, u):
+        i = st.tensor([0, 0, 1, 1, 1])
+        return (x.scatter_reduce(0, i, x, "prod"), x.scatter_reduce(0, i, x, "mean", include_self=False),
+                u.scatter_reduce(0, i, u, "prod", include_self=False))
+
+    x = st.tensor([4, -4, 2, 7, -3], dtype=st.int8)
+    u = st.tensor([4, 250, 2, 7, 3], dtype=st.uint8)
+    p, m, q = _maybe_compiled(f, mode)(x, u)
+    assert (p.dtype, m.dtype, q.dtype) == (st.int8, st.int8, st.uint8)
+    assert p.tolist() == [-64, -88, 2, 7, -3]    # 4 * 4 * -4; -4 * 2 * 7 * -3 = 168 wraps to -88
+    assert m.tolist() == [0, 2, 2, 7, -3]
+    assert q.tolist() == [232, 42, 2, 7, 3]
