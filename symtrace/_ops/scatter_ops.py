@@ -101,11 +101,14 @@ def _scatter_dense(input, d, index, src, reduce, include_self, fn):
     if red.dtype is not dt:  # prod of small ints gives int64: back to input's (wrapping) dtype
         red = to_dtype(red, dt)
     red = movedim(red, -1, d)
-    hit = movedim(any(onehot, d), -1, d)
+    # where something lands, from scatter_add's counts: its kernel also checks index's
+    # bounds, which the one-hot alone would not (an index out of range matches nothing)
+    hit = gt(_hits(input, d, index), 0)
     base = input
     for k, e in enumerate(ishape):
         if k != d and base.shape[k] != e:
             base = base._slice(k, 0, e, 1)
+            hit = hit._slice(k, 0, e, 1)
     if include_self:
         red = {"prod": mul, "amax": maximum, "amin": minimum}[reduce](base, red)
     out = where(hit, red, base)

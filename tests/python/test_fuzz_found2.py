@@ -116,3 +116,19 @@ def test_scatter_reduce_prod_and_mean_keep_small_int_dtypes(mode):
     assert p.tolist() == [-64, -88, 2, 7, -3]    # 4 * 4 * -4; -4 * 2 * 7 * -3 = 168 wraps to -88
     assert m.tolist() == [0, 2, 2, 7, -3]
     assert q.tolist() == [232, 42, 2, 7, 3]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_scatter_reduce_prod_amax_check_the_index_bounds(mode):
+    # the one-hot of 'prod' / 'amax' / 'amin' matched nothing for an index out of range
+    # and went on; torch raises (as symtrace's 'sum' did); under dynamic shapes the cached
+    # graph met it with a smaller input
+    f = lambda x, i, r: x.scatter_reduce(0, i, st.ones(1), r)  # noqa: E731
+    g = f if mode == "eager" else st.compile(f, backend=mode, dynamic=True)
+    for r in ("prod", "amax", "amin"):
+        assert g(st.full((3,), 2.0), st.tensor([1]), r).tolist() == \
+            {"prod": [2.0, 2.0, 2.0], "amax": [2.0, 2.0, 2.0], "amin": [2.0, 1.0, 2.0]}[r]
+        # symtrace's scatter kernels report an index out of range as IndexError (torch:
+        # RuntimeError), as its scatter_add does
+        with pytest.raises(IndexError, match="index 1 is out of bounds for dimension 0 with size 1"):
+            g(st.ones(1), st.tensor([1]), r)
