@@ -11,7 +11,7 @@ from ._core import _attrs, _bshape, _check_tensor, _is_tensor, _no_grad, _tname,
 from .dtypes import iinfo
 from .elementwise import (add, clamp, div, eq, floor_divide, gt, lt, maximum, minimum, mul, ne,
                           remainder, sub, to_dtype, where)
-from .creation import _scalar0, _zero_of, arange, full, ones, to_device, zeros
+from .creation import _scalar0, _zero_of, arange, full, ones, ones_like, to_device, zeros
 from .indexing import _scatter, index_select, scatter_add
 from .shape import cat, movedim, stack
 from .reductions import amax, amin, any, prod, sum
@@ -287,7 +287,9 @@ def index_fill(input, dim, index, value):
     slice once, a repeated index too); as torch.index_fill."""
     d, n, idx, val = _index_fill_checked(input, dim, index, value)
     nd = input.dim()
-    hit = any(eq(arange(n, device=input.device).unsqueeze(1), idx), 1)
+    # the slices named, counted by a scatter_add: its kernel also checks the index's bounds
+    # (a one-hot against arange matched nothing for an index out of range, and went on)
+    hit = gt(scatter_add(zeros((n,), dtype=int64, device=input.device), 0, idx, ones_like(idx)), 0)
     shape = [1] * nd
     if nd:
         shape[d] = n

@@ -132,3 +132,15 @@ def test_scatter_reduce_prod_amax_check_the_index_bounds(mode):
         # RuntimeError), as its scatter_add does
         with pytest.raises(IndexError, match="index 1 is out of bounds for dimension 0 with size 1"):
             g(st.ones(1), st.tensor([1]), r)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_index_fill_checks_the_index_bounds(mode):
+    # index_fill's one-hot against arange matched nothing for an index out of range and
+    # went on (eager too); torch raises IndexError
+    f = lambda x, i: x.index_fill(0, i, 2.5)  # noqa: E731
+    g = f if mode == "eager" else st.compile(f, backend=mode, dynamic=True)
+    assert g(st.ones(4), st.tensor([2, -1])).tolist() == [1.0, 1.0, 2.5, 2.5]
+    for bad in ([2], [-3]):
+        with pytest.raises(IndexError, match="out of bounds for dimension 0 with size 2"):
+            g(st.ones(2), st.tensor(bad))
