@@ -17,6 +17,11 @@ import numpy as np
 import torch
 
 
+def _overlaps(t):
+    """Whether t's elements share memory (a stride 0 over a dim of size > 1)."""
+    return any(s == 0 and n > 1 for s, n in zip(t.stride(), t.shape))
+
+
 def _numel(shape):
     n = 1
     for d in shape:
@@ -168,7 +173,7 @@ class MoreOps:
             m = self.var(lambda u: u.dtype == torch.bool)
             mask = m if m is not None and self.p(0.5) else "%s > 0" % x
             val = self.scalar(t) if self.p(0.7) else "L.tensor(%s)" % self.scalar()
-            if self.p(0.3):
+            if self.p(0.3) and not _overlaps(t):  # (torch only warns on an expanded target)
                 return "%s.masked_fill_(%s, %s)" % (x, mask, val), None
             return "%s = %s.masked_fill(%s, %s)" % (z, x, mask, val), z
         if k == "setitem_idx":
@@ -205,7 +210,7 @@ class MoreOps:
         if k == "argsort":
             return "%s = %s.argsort(%d, descending=%s, stable=True)" % (z, x, d, self.p(0.5)), z
         if k == "topk":
-            kk = int(self.r.integers(0, n + 1))
+            kk = int(self.r.integers(0 if t.dim() else 1, n + 1))  # (torch: topk(0) of 0-d is 1 element)
             part = "values" if tied else self.ch(["values", "indices"])
             return "%s = %s.topk(%d, %d, largest=%s).%s" % (z, x, kk, d, self.p(0.5), part), z
         if k in ("cummax", "cummin"):
@@ -472,6 +477,8 @@ class MoreOps:
             if shape is None:
                 break
         w = self.ch(["add_", "mul_", "fill_", "zero_", "setitem", "copy_", "neg_", "masked_fill_"])
+        if w == "masked_fill_" and base in self.env and _overlaps(self.env[base]):
+            w = "neg_"  # (torch only warns on an expanded target)
         if w in ("add_", "mul_"):
             lines.append(("%s.%s(%s)" % (cur, w, self.ch(["2", "-1", "0.5"])), None))
         elif w == "fill_":
