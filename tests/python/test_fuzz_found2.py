@@ -144,3 +144,21 @@ def test_index_fill_checks_the_index_bounds(mode):
     for bad in ([2], [-3]):
         with pytest.raises(IndexError, match="out of bounds for dimension 0 with size 2"):
             g(st.ones(2), st.tensor(bad))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_std_gradient_at_equal_values_is_zero(mode):
+    # std of equal values is 0: torch's backward masks it to a zero gradient; symtrace's
+    # sqrt gave inf * 0 = NaN (one element with correction=0, a constant row, a
+    # log_softmax over a dim of size 1)
+    def f(x, y, z):
+        return (x.std(1, correction=0).sum() + st.std_mean(y, 1)[0].sum()
+                + z.log_softmax(0).std())
+
+    x = st.tensor([[3.0, 3.0], [1.0, 2.0]], requires_grad=True)
+    y = st.tensor([[2.0, 2.0, 2.0]], requires_grad=True)
+    z = st.tensor([[0.5, -1.0, 2.0]], requires_grad=True)
+    _maybe_compiled(f, mode)(x, y, z).backward()
+    np.testing.assert_allclose(x.grad.numpy(), [[0.0, 0.0], [-0.5, 0.5]], atol=1e-6)
+    np.testing.assert_array_equal(y.grad.numpy(), [[0.0, 0.0, 0.0]])
+    np.testing.assert_array_equal(z.grad.numpy(), [[0.0, 0.0, 0.0]])
