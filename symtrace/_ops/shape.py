@@ -68,8 +68,10 @@ def cat(tensors, dim=0):
         if not _is_tensor(t):
             raise TypeError(f"cat(): expected a sequence of Tensors, but element {i} is "
                             f"{type(t).__name__}")
-    # torch skips 1-D empty tensors in cat (legacy behaviour)
+    # torch skips 1-D empty tensors in cat's shape checks (legacy behaviour); they still take
+    # part in the dtype promotion and in autograd (an empty gradient)
     parts = [t for t in tensors if not (t.dim() == 1 and t.shape[0] == 0)] or tensors[:1]
+    skipped = [t for t in tensors if t.dim() == 1 and t.shape[0] == 0 and t is not parts[0]]
     ref = parts[0]
     nd = ref.dim()
     if nd == 0:
@@ -88,17 +90,18 @@ def cat(tensors, dim=0):
                                f"Expected size {rs[k]} but got size {ts[k]} for "
                                f"tensor number {i} in the list (shapes {list(rs)} "
                                f"and {list(ts)}).")
-    return _cat_checked(parts, d)
+    return _cat_checked(parts, d, skipped)
 
 
-def _cat_checked(parts, d):
-    """cat of parts checked already (one rank, the same sizes but along d)."""
+def _cat_checked(parts, d, skipped=()):
+    """cat of parts checked already (one rank, the same sizes but along d); skipped: 1-D
+    empty tensors left out of the result that still promote its dtype and get gradients."""
     ref = parts[0]
     dt = ref.dtype
     total = 0
     grad = False
-    for t in parts:
-        total += t.shape[d]
+    for t in list(parts) + list(skipped):
+        total += t.shape[d] if len(t.shape) == len(ref.shape) else 0
         grad = grad or t.requires_grad
         if t.dtype != dt:   # promotion (torch's result_type over the parts)
             dt = _C.result_type(_C.empty((1,), dt), t)
@@ -111,12 +114,13 @@ def _cat_checked(parts, d):
             """cat's backward hands each input its slice of the gradient."""
             @staticmethod
             def forward(ctx, *ts):
-                return _cat_into(ts, d, shape, dt)
+                return _cat_into(ts[:len(parts)], d, shape, dt)
 
             @staticmethod
             def backward(ctx, g):
-                return split(g, [t.shape[d] for t in parts], d)
-        return _Cat.apply(*parts)
+                return tuple(split(g, [t.shape[d] for t in parts], d)) + tuple(
+                    g.new_zeros((0,)) for _ in skipped)
+        return _Cat.apply(*parts, *skipped)
     return _cat_into(parts, d, shape, dt)
 
 

@@ -162,3 +162,22 @@ def test_std_gradient_at_equal_values_is_zero(mode):
     np.testing.assert_allclose(x.grad.numpy(), [[0.0, 0.0], [-0.5, 0.5]], atol=1e-6)
     np.testing.assert_array_equal(y.grad.numpy(), [[0.0, 0.0, 0.0]])
     np.testing.assert_array_equal(z.grad.numpy(), [[0.0, 0.0, 0.0]])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_cat_skips_1d_empty_tensors_only_in_its_shape_checks(mode):
+    # torch leaves 1-D empty tensors out of cat's shape checks, but they still promote the
+    # dtype and get (empty) gradients; symtrace dropped them altogether: an int result of
+    # cat([ints, empty floats]), no requires_grad (so F.pad of an empty tensor lost it)
+    def f(a, e, x):
+        return (st.cat([a, e.detach()]), st.cat([a.float(), e]),
+                st.nn.functional.pad(e, (1, 0), value=0.5), st.cat([x, e, x * 2]))
+
+    a = st.ones(2, 2, dtype=st.int64)
+    e = st.ones(0, requires_grad=True)
+    x = st.tensor([1.0, 2.0], requires_grad=True)
+    r, c, p, y = _maybe_compiled(f, mode)(a, e, x)
+    assert r.dtype is st.float32 and r.tolist() == [[1.0, 1.0], [1.0, 1.0]]
+    assert c.requires_grad and p.requires_grad and p.tolist() == [0.5]
+    (c.sum() + p.sum() + y.sum()).backward()
+    assert tuple(e.grad.shape) == (0,) and x.grad.tolist() == [3.0, 3.0]
