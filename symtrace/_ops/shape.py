@@ -220,9 +220,16 @@ def _repeat(input, sizes):
         if r < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {r}: {out}")
     inter, big = [], []
-    for r, s in zip(sizes, shape):
-        inter += [1, s]
-        big += [r, s]
+    for r, s in zip(sizes, shape):   # a unit dim only where something repeats
+        inter += [s] if r == 1 else [1, s]
+        big += [s] if r == 1 else [r, s]
+    if len(big) > 8:
+        # over symtrace's 8 dims: one repeated dim at a time, r copies joined by cat
+        e = input.reshape(shape)
+        for k, r in enumerate(sizes):
+            if r != 1:
+                e = cat([e] * r, k) if r else e._slice(k, 0, 0, 1).clone()
+        return e
     e = input.reshape(tuple(inter)).expand(tuple(big))
     # a copy always (an expand of unit sizes can reshape into a stride-0 view)
     e = e.clone() if e.is_contiguous() else e.contiguous()

@@ -181,3 +181,19 @@ def test_cat_skips_1d_empty_tensors_only_in_its_shape_checks(mode):
     assert c.requires_grad and p.requires_grad and p.tolist() == [0.5]
     (c.sum() + p.sum() + y.sum()).backward()
     assert tuple(e.grad.shape) == (0,) and x.grad.tolist() == [3.0, 3.0]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_repeat_and_tile_of_many_dims(mode):
+    # repeat interleaved a unit dim before every dim: 2 * rank dims, over symtrace's 8 for
+    # a 5-d tensor ('reshape: at most 8 dimensions'); torch's result has the input's rank
+    x = np.arange(24, dtype=np.float32).reshape(2, 1, 3, 2, 2)
+    f = _maybe_compiled(lambda t: (st.tile(t, (1, 2, 2, 1, 1)), t.repeat(2, 2, 1, 2, 1, 2, 1, 2),
+                                   t.repeat(1, 1, 1, 3, 1, 1)), mode)
+    t = st.tensor(x, requires_grad=True)
+    a, b, c = f(t)
+    np.testing.assert_array_equal(a.detach().numpy(), np.tile(x, (1, 2, 2, 1, 1)))
+    np.testing.assert_array_equal(b.detach().numpy(), np.tile(x, (2, 2, 1, 2, 1, 2, 1, 2)))
+    np.testing.assert_array_equal(c.detach().numpy(), np.tile(x, (1, 1, 1, 3, 1, 1)))
+    (a.sum() + b.sum() + c.sum()).backward()
+    np.testing.assert_array_equal(t.grad.numpy(), np.full(x.shape, 4 + 32 + 3, np.float32))
