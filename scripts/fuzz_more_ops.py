@@ -165,7 +165,8 @@ class MoreOps:
             acc = self.p(0.6)
             m = self.ch([1, 2, 3, 4]) if acc else min(n0, self.ch([1, 2, 3]))
             idx = self._idx([m], n0, neg=True) if acc else self._uidx([m], 0, n0)
-            val = self.ch(["L.tensor(%s)" % self.scalar(t), "%s[0]" % x, "%s[:1]" % x])
+            # (values that alias the target are read while it is written: undefined)
+            val = self.ch(["L.tensor(%s)" % self.scalar(t), "%s[0].clone()" % x, "%s[:1] * 2" % x])
             if self.p(0.5):
                 return "%s.index_put_((%s,), %s, accumulate=%s)" % (x, idx, val, acc), None
             return "%s = %s.index_put((%s,), %s, accumulate=%s)" % (z, x, idx, val, acc), z
@@ -208,7 +209,7 @@ class MoreOps:
             return "%s = L.sort(%s, dim=%d, descending=%s, stable=True)[%d]" % (
                 z, x, d, self.p(0.5), 0 if part == "values" else 1), z
         if k == "argsort":
-            return "%s = %s.argsort(%d, descending=%s, stable=True)" % (z, x, d, self.p(0.5)), z
+            return "%s = %s.argsort(dim=%d, descending=%s, stable=True)" % (z, x, d, self.p(0.5)), z
         if k == "topk":
             kk = int(self.r.integers(0 if t.dim() else 1, n + 1))  # (torch: topk(0) of 0-d is 1 element)
             part = "values" if tied else self.ch(["values", "indices"])
