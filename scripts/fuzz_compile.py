@@ -1043,7 +1043,12 @@ def main(argv=None):
     seeds = [a.seed] if a.seed is not None else range(a.start, a.start + a.seeds)
     nbad = 0
     for seed in seeds:
-        prog = generate(seed)
+        try:
+            prog = generate(seed)
+        except Exception as e:  # noqa: BLE001  (a generator bug: said, and the run goes on)
+            nbad += 1
+            print("=== seed %d: the generator failed: %s: %s" % (seed, type(e).__name__, e))
+            continue
         if a.show:
             print("# seed %d\n%s" % (seed, prog.source()))
         sys.stdout.flush()

@@ -320,7 +320,7 @@ class MoreOps:
         return None
 
     def t_einsum(self):
-        x = self.var(lambda u: u.dim() >= 1)
+        x = self.var(lambda u: 1 <= u.dim() <= 4)
         if x is None:
             return None
         t = self.env[x]
