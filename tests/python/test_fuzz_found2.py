@@ -197,3 +197,15 @@ def test_repeat_and_tile_of_many_dims(mode):
     np.testing.assert_array_equal(c.detach().numpy(), np.tile(x, (1, 1, 1, 3, 1, 1)))
     (a.sum() + b.sum() + c.sum()).backward()
     np.testing.assert_array_equal(t.grad.numpy(), np.full(x.shape, 4 + 32 + 3, np.float32))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_einsum_of_small_ints_with_a_broadcast_contraction(mode):
+    # 'bij,bjk' with j of size 1 on one side sums the other side first: int64, and the
+    # product then refused int64 @ int16; torch gives the int64 product
+    a = st.tensor([[[-1, 5]], [[4, 2]]], dtype=st.int16)
+    b = st.tensor([[[1], [2]], [[3], [-1]]], dtype=st.int16)
+    f = _maybe_compiled(lambda a, b: (st.einsum("bij,bjk->bik", a, a), st.einsum("bij,bjk->bik", b, a)), mode)
+    r, q = f(a, b)
+    assert r.dtype is st.int64 and r.tolist() == [[[-4, 20]], [[24, 12]]]
+    assert q.dtype is st.int16 and q.tolist() == [[[-1, 5], [-2, 10]], [[12, 6], [-4, -2]]]
