@@ -1221,6 +1221,9 @@ unsigned st_ir_vjp_saves_for(st_op_id op, unsigned needs)
         return all & (((needs & (B0 | B1)) ? B1 : 0u) | ((needs & B1) ? B0 : 0u));
     case ST_OP_POW:    /* ga = g b a^(b-1), gb = g y log(a) */
         return all & (((needs & B0) ? B0 | B1 : 0u) | ((needs & B1) ? B0 | BO : 0u));
+    case ST_OP_REMAINDER: /* ga = g, gb = -g floor(a / b): a write into a
+                           * after x % 2 is fine, as torch's */
+        return all & ((needs & B1) ? B0 | B1 : 0u);
     default:
         return all;
     }
