@@ -880,7 +880,11 @@ class Tensor(_C.TensorBase):
 
     def index_add_(self, dim, index, source, *, alpha=1):
         d, idx, src = _ops._index_along(self, dim, index, source, "index_add_")
-        return self._scatter_in_place(_C.OP_SCATTER_ADD, d, idx, _ops.mul(src, alpha) if alpha != 1 else src)
+        if alpha != 1:
+            src = _ops.mul(src, alpha)
+            if self.dtype is bool_:   # bool * 2 is int64: back to bool (nonzero), as torch's
+                src = src.to(bool_)
+        return self._scatter_in_place(_C.OP_SCATTER_ADD, d, idx, src)
 
     def index_copy_(self, dim, index, source):
         d, idx, src = _ops._index_along(self, dim, index, source, "index_copy_")

@@ -232,6 +232,8 @@ def index_add(input, dim, index, source, *, alpha=1):
     d, idx, src = _index_along(input, dim, index, source, "index_add")
     if alpha != 1:
         src = mul(src, alpha)
+        if input.dtype is bool_:   # bool * 2 is int64: back to bool (nonzero), as torch's
+            src = to_dtype(src, bool_)
     x = input if input.dim() else input.reshape(1)
     r = scatter_add(x, d, idx, src)
     return r if input.dim() else r.reshape(())

@@ -233,3 +233,17 @@ def test_remainder_by_a_number_saves_nothing(mode):
     y.fill_(2.0)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         v.sum().backward()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_index_add_of_bools_with_an_alpha(mode):
+    # source * alpha of bools is int64: scatter_add then refused bool vs int64; torch adds
+    # (ors) the nonzero products into the bool tensor
+    def f(x, s):
+        y = x.clone()
+        y.index_add_(0, st.tensor([2, 2]), s, alpha=3)
+        return x.index_add(0, st.tensor([0, 1]), s, alpha=2), y
+
+    r, y = _maybe_compiled(f, mode)(st.tensor([True, False, False]), st.tensor([False, True]))
+    assert r.dtype is st.bool and r.tolist() == [True, True, False]
+    assert y.dtype is st.bool and y.tolist() == [True, False, True]
