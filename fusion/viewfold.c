@@ -591,6 +591,13 @@ static void rewrite(vctx *c)
             for (int i = 0; i < s->nin; i++)
                 if (c->pend[s->in[i]] >= 0 && c->map[s->in[i]] < 0)
                     pulled = s->in[i];
+            /* pulled on only when the other operands are 0-d, as the
+             * first pull (pullable): where(lt(reshape(u), 0), x, y) with
+             * x of u's shape broadcasts the reshaped value, in u's space
+             * it would not (the pending reshape is emitted instead) */
+            for (int i = 0; i < s->nin && pulled >= 0; i++)
+                if (s->in[i] != pulled && g->values[s->in[i]].meta.ndim != 0)
+                    pulled = -1;
         }
         for (int i = 0; i < s->nin && !c->failed; i++) {
             int a = s->in[i];
@@ -608,9 +615,12 @@ static void rewrite(vctx *c)
             /* ew(u-space) then the reshape: same dtype, u's shape */
             const st_meta *nm = &c->ng->values[out[0]].meta;
             const st_meta *src = &c->ng->values[c->pend[pulled]].meta;
+            st_meta re;
             if (nm->dtype != g->values[v].meta.dtype || nm->ndim != src->ndim ||
-                memcmp(nm->shape, src->shape, sizeof(int64_t) * (size_t)nm->ndim)) {
-                c->failed = true;
+                memcmp(nm->shape, src->shape, sizeof(int64_t) * (size_t)nm->ndim) ||
+                !infer1(ST_OP_RESHAPE, nm, &c->pend_attrs[pulled], &re) ||
+                !meta_eq(&re, &g->values[v].meta)) {
+                c->failed = true; /* and the reshape then gives v */
                 break;
             }
             c->pend[v] = out[0];

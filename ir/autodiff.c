@@ -461,16 +461,17 @@ static void r_binary(ad *c, rule *r)
             ga = E3(c, ST_OP_WHERE, E2(c, ST_OP_EQ, b, F(c, 0.0)),
                     F(c, 0.0), t);
         }
-        if (db) { /* where(a == 0 & b >= 0, 0, g y log(a)), y = a^b, as
+        if (db) { /* g where(a == 0 & b >= 0, 0, y log(a)), y = a^b, as
                    * torch's: from the result, not b, so that writing into
                    * the exponent afterwards (2 ** x; x.add_(1)) leaves the
                    * gradient's values whole. At a == 0, b >= 0 is y <= 1
-                   * (y is 0 or 1; inf or NaN otherwise). */
+                   * (y is 0 or 1; inf or NaN otherwise). g multiplies
+                   * outside the where, so a NaN g stays NaN there too. */
             int y = up(c, r->y);
-            int t = mul(c, g, mul(c, y, E1(c, ST_OP_LOG, a)));
+            int t = mul(c, y, E1(c, ST_OP_LOG, a));
             int z = E2(c, ST_OP_LOGICAL_AND, E2(c, ST_OP_EQ, a, F(c, 0.0)),
                        E2(c, ST_OP_LE, y, F(c, 1.0)));
-            gb = E3(c, ST_OP_WHERE, z, F(c, 0.0), t);
+            gb = mul(c, g, E3(c, ST_OP_WHERE, z, F(c, 0.0), t));
         }
         break;
     }
@@ -1220,6 +1221,9 @@ unsigned st_ir_vjp_saves_for(st_op_id op, unsigned needs)
         return all & (((needs & (B0 | B1)) ? B1 : 0u) | ((needs & B1) ? B0 : 0u));
     case ST_OP_POW:    /* ga = g b a^(b-1), gb = g y log(a) */
         return all & (((needs & B0) ? B0 | B1 : 0u) | ((needs & B1) ? B0 | BO : 0u));
+    case ST_OP_REMAINDER: /* ga = g, gb = -g floor(a / b): a write into a
+                           * after x % 2 is fine, as torch's */
+        return all & ((needs & B1) ? B0 | B1 : 0u);
     default:
         return all;
     }

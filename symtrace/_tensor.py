@@ -899,7 +899,11 @@ class Tensor(_C.TensorBase):
 
     def index_add_(self, dim, index, source, *, alpha=1):
         d, idx, src = _ops._index_along(self, dim, index, source, "index_add_")
-        return self._scatter_in_place(_C.OP_SCATTER_ADD, d, idx, _ops.mul(src, alpha) if alpha != 1 else src)
+        if alpha != 1:
+            src = _ops.mul(src, alpha)
+            if self.dtype is bool_:   # bool * 2 is int64: back to bool (nonzero), as torch's
+                src = src.to(bool_)
+        return self._scatter_in_place(_C.OP_SCATTER_ADD, d, idx, src)
 
     def index_copy_(self, dim, index, source):
         d, idx, src = _ops._index_along(self, dim, index, source, "index_copy_")
@@ -1101,9 +1105,14 @@ class Tensor(_C.TensorBase):
     def __rxor__(self, other): return _ops.bitwise_xor(other, self)
     def __ixor__(self, other): return self.bitwise_xor_(other)
 
-    # & | ~ on integer tensors are bitwise, as torch's (bool ones stay the C logical kernels)
+    # & | ~ on integer tensors are bitwise, as torch's (bool ones stay the C logical kernels);
+    # so are bool tensors with an integer (or float) number: True & -1 is int64 1, as torch's
     def _bitwise_ints(self, other=None):
-        return self.dtype is not bool_ or (isinstance(other, _C.TensorBase) and other.dtype is not bool_)
+        if self.dtype is not bool_:
+            return True
+        if isinstance(other, _C.TensorBase):
+            return other.dtype is not bool_
+        return isinstance(other, (int, float)) and not isinstance(other, bool)
 
     def __and__(self, other):
         return _ops.bitwise_and(self, other) if self._bitwise_ints(other) else _C.TensorBase.__and__(self, other)

@@ -209,6 +209,9 @@ def _einsum_pair(a, ak, b, bk, later):
                 b = sum(b, bk.index(k), True)
             else:
                 a = sum(a, ak.index(k), True)
+    if a.dtype is not b.dtype:        # an integer side summed first is int64: so is the
+        dt = _C.result_type(a, b)     # product (as torch's, where it does not refuse)
+        a, b = to_dtype(a, dt), to_dtype(b, dt)
     a = _einsum_align(a, ak, batch + afree + contr)
     b = _einsum_align(b, bk, batch + contr + bfree)
     nb, na = len(batch), len(afree)

@@ -183,8 +183,9 @@ def _var_mean(input, dim, unbiased, keepdim, correction, fn, root=False):
     v = div(sum(mul(d, d), dims, keepdim), builtins.max(0, n - c))
     if not keepdim:
         m = m.reshape(v.shape)
-    if root:                          # std: the root before the one rounding to a half type
-        v = sqrt(v)
+    if root:                          # std: the root before the one rounding to a half type;
+        # its gradient at std == 0 (equal values) is 0, as torch's, not inf * 0 = NaN
+        v = _safe_root(v, 2) if v.requires_grad else sqrt(v)
     if x is not input:
         v, m = to_dtype(v, input.dtype), to_dtype(m, input.dtype)
     return v, m

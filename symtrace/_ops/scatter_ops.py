@@ -11,7 +11,7 @@ from ._core import _attrs, _bshape, _check_tensor, _is_tensor, _no_grad, _tname,
 from .dtypes import iinfo
 from .elementwise import (add, clamp, div, eq, floor_divide, gt, lt, maximum, minimum, mul, ne,
                           remainder, sub, to_dtype, where)
-from .creation import _scalar0, _zero_of, arange, full, ones, to_device, zeros
+from .creation import _scalar0, _zero_of, arange, full, ones, ones_like, to_device, zeros
 from .indexing import _scatter, index_select, scatter_add
 from .shape import cat, movedim, stack
 from .reductions import amax, amin, any, prod, sum
@@ -58,7 +58,7 @@ def _mean_of(total, count, dtype):
     """total / count (count > 0): true division for floats, floor division for integers."""
     if dtype.is_floating_point:
         return div(total, to_dtype(count, dtype))
-    return floor_divide(total, count)
+    return floor_divide(total, to_dtype(count, dtype))   # in total's dtype (int8 stays int8)
 
 
 def _scatter_replace(input, dim, index, src):
@@ -98,12 +98,17 @@ def _scatter_dense(input, d, index, src, reduce, include_self, fn):
         ident = info.min if reduce == "amax" else info.max
     vals = where(onehot, s.unsqueeze(-1), _scalar0(input, ident))
     red = {"prod": prod, "amax": amax, "amin": amin}[reduce](vals, d)
+    if red.dtype is not dt:  # prod of small ints gives int64: back to input's (wrapping) dtype
+        red = to_dtype(red, dt)
     red = movedim(red, -1, d)
-    hit = movedim(any(onehot, d), -1, d)
+    # where something lands, from scatter_add's counts: its kernel also checks index's
+    # bounds, which the one-hot alone would not (an index out of range matches nothing)
+    hit = gt(_hits(input, d, index), 0)
     base = input
     for k, e in enumerate(ishape):
         if k != d and base.shape[k] != e:
             base = base._slice(k, 0, e, 1)
+            hit = hit._slice(k, 0, e, 1)
     if include_self:
         red = {"prod": mul, "amax": maximum, "amin": minimum}[reduce](base, red)
     out = where(hit, red, base)
@@ -227,6 +232,8 @@ def index_add(input, dim, index, source, *, alpha=1):
     d, idx, src = _index_along(input, dim, index, source, "index_add")
     if alpha != 1:
         src = mul(src, alpha)
+        if input.dtype is bool_:   # bool * 2 is int64: back to bool (nonzero), as torch's
+            src = to_dtype(src, bool_)
     x = input if input.dim() else input.reshape(1)
     r = scatter_add(x, d, idx, src)
     return r if input.dim() else r.reshape(())
@@ -282,7 +289,9 @@ def index_fill(input, dim, index, value):
     slice once, a repeated index too); as torch.index_fill."""
     d, n, idx, val = _index_fill_checked(input, dim, index, value)
     nd = input.dim()
-    hit = any(eq(arange(n, device=input.device).unsqueeze(1), idx), 1)
+    # the slices named, counted by a scatter_add: its kernel also checks the index's bounds
+    # (a one-hot against arange matched nothing for an index out of range, and went on)
+    hit = gt(scatter_add(zeros((n,), dtype=int64, device=input.device), 0, idx, ones_like(idx)), 0)
     shape = [1] * nd
     if nd:
         shape[d] = n

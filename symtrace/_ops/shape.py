@@ -68,8 +68,10 @@ def cat(tensors, dim=0):
         if not _is_tensor(t):
             raise TypeError(f"cat(): expected a sequence of Tensors, but element {i} is "
                             f"{type(t).__name__}")
-    # torch skips 1-D empty tensors in cat (legacy behaviour)
+    # torch skips 1-D empty tensors in cat's shape checks (legacy behaviour); they still take
+    # part in the dtype promotion and in autograd (an empty gradient)
     parts = [t for t in tensors if not (t.dim() == 1 and t.shape[0] == 0)] or tensors[:1]
+    skipped = [t for t in tensors if t.dim() == 1 and t.shape[0] == 0 and t is not parts[0]]
     ref = parts[0]
     nd = ref.dim()
     if nd == 0:
@@ -88,24 +90,25 @@ def cat(tensors, dim=0):
                                f"Expected size {rs[k]} but got size {ts[k]} for "
                                f"tensor number {i} in the list (shapes {list(rs)} "
                                f"and {list(ts)}).")
-    return _cat_checked(parts, d)
+    return _cat_checked(parts, d, skipped)
 
 
-def _cat_checked(parts, d):
-    """cat of parts checked already (one rank, the same sizes but along d)."""
+def _cat_checked(parts, d, skipped=()):
+    """cat of parts checked already (one rank, the same sizes but along d); skipped: 1-D
+    empty tensors left out of the result that still promote its dtype and get gradients."""
     ref = parts[0]
     dt = ref.dtype
     total = 0
     grad = False
-    for t in parts:
-        total += t.shape[d]
+    for t in list(parts) + list(skipped):
+        total += t.shape[d] if len(t.shape) == len(ref.shape) else 0
         grad = grad or t.requires_grad
         if t.dtype != dt:   # promotion (torch's result_type over the parts)
             dt = _C.result_type(_C.empty((1,), dt), t)
     shape = list(ref.shape)
     shape[d] = total
     if grad and _C._is_grad_enabled():
-        return _cat_function().apply(d, tuple(shape), dt, *parts)
+        return _cat_function().apply(d, tuple(shape), dt, len(parts), *parts, *skipped)
     return _cat_into(parts, d, shape, dt)
 
 
@@ -122,13 +125,16 @@ def _cat_function():
         class _Cat(Function):
             """cat's backward hands each input its slice of the gradient."""
             @staticmethod
-            def forward(ctx, d, shape, dt, *ts):
-                ctx.d, ctx.sizes = d, [t.shape[d] for t in ts]
-                return _cat_into(ts, d, list(shape), dt)
+            def forward(ctx, d, shape, dt, nparts, *ts):
+                ctx.d, ctx.sizes = d, [t.shape[d] for t in ts[:nparts]]
+                ctx.nskip = len(ts) - nparts
+                return _cat_into(ts[:nparts], d, list(shape), dt)
 
             @staticmethod
             def backward(ctx, g):
-                return (None, None, None, *split(g, ctx.sizes, ctx.d))
+                # the skipped 1-D empty tensors get empty gradients
+                return (None, None, None, None, *split(g, ctx.sizes, ctx.d),
+                        *(g.new_zeros((0,)) for _ in range(ctx.nskip)))
         _CAT = _Cat
     return _CAT
 
@@ -229,9 +235,16 @@ def _repeat(input, sizes):
         if r < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {r}: {out}")
     inter, big = [], []
-    for r, s in zip(sizes, shape):
-        inter += [1, s]
-        big += [r, s]
+    for r, s in zip(sizes, shape):   # a unit dim only where something repeats
+        inter += [s] if r == 1 else [1, s]
+        big += [s] if r == 1 else [r, s]
+    if len(big) > 8:
+        # over symtrace's 8 dims: one repeated dim at a time, r copies joined by cat
+        e = input.reshape(shape)
+        for k, r in enumerate(sizes):
+            if r != 1:
+                e = cat([e] * r, k) if r else e._slice(k, 0, 0, 1).clone()
+        return e
     e = input.reshape(tuple(inter)).expand(tuple(big))
     # a copy always (an expand of unit sizes can reshape into a stride-0 view)
     e = e.clone() if e.is_contiguous() else e.contiguous()
@@ -288,7 +301,10 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     shape = tuple(input.shape)
     big = shape[:d + 1] + (r,) + shape[d + 1:]
     out = shape[:d] + (shape[d] * r,) + shape[d + 1:]
-    return input.unsqueeze(d + 1).expand(big).reshape(out)
+    # reshape of the expanded view copies, except where it is a view itself (r == 1, or
+    # a size-1 input dim): torch's result is always a fresh tensor that can be written to
+    res = input.unsqueeze(d + 1).expand(big).reshape(out)
+    return res.clone() if r == 1 or shape[d] == 1 else res
 
 
 def unbind(input, dim=0):

@@ -1378,7 +1378,13 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
             raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of channels in "
                                f"input, but got {name} of shape {list(t.shape)} and input of shape "
                                f"{list(input.shape)}")
-    x = input.reshape(n, num_groups, -1)
+    if input.numel():
+        x = input.reshape(n, num_groups, -1)
+    else:  # -1 is ambiguous with no element: the group size spelled out
+        inner = c // num_groups
+        for s in input.shape[2:]:
+            inner *= s
+        x = input.reshape(n, num_groups, inner)
     mu = x.mean(-1, keepdim=True)
     d = x - mu
     var = (d * d).mean(-1, keepdim=True)

@@ -12,9 +12,9 @@
 # - hardswish(-inf) is 0 (torch NaN).
 # - gradients at NaN/inf/ties: relu at NaN 0 (torch 1), maximum/minimum of two NaNs 0
 #   (torch 1), copysign with a NaN input 0 (torch NaN), fmod's divisor gradient at an inf
-#   dividend NaN (torch -inf), atan2 at (0, 0) +0 (torch -0), std(correction=0) of one
-#   element NaN (torch 0), nanmean of all-NaN 0 (torch NaN), kl_div's target gradient at
-#   target 0 finite (torch NaN), norm(p=0) a zero gradient (torch None).
+#   dividend NaN (torch -inf), atan2 at (0, 0) +0 (torch -0), nanmean of all-NaN 0
+#   (torch NaN), kl_div's target gradient at target 0 finite (torch NaN), norm(p=0) a
+#   zero gradient (torch None).
 # - einsum diagonals ("ii->") are not supported; softmax of an empty integer tensor raises;
 #   norm(p=inf) of an empty tensor along a non-empty dim raises.
 import math
