@@ -1850,6 +1850,38 @@ int tr_dyn_after_subscr(tr_state *s, tr_dynsub *ds)
 }
 
 /* ---------------- validation ---------------- */
+/* A creation size, expand or reshape target that the translator did not
+ * make an expression but that equals a size symbol's value: a size read
+ * where the translator could not follow it (zeros_like(x), expand_as(x),
+ * x.clone().fill_(1): library code building a shape from x.shape), which
+ * would keep the traced size at every other size. Conservative: a
+ * constant that only happens to equal a symbol's value also counts (the
+ * frame then runs static, which is always right). */
+static bool unexplained_size(tr_state *s, const st_graph *g)
+{
+    struct tr_dyn *d = s->dyn;
+    st_fe_symtab *tb = tab(s);
+    for (int si = 0; si < g->nstmts; si++) {
+        const st_stmt *st = &g->stmts[si];
+        switch (st->op) {
+        case ST_OP_FULL: case ST_OP_RAND: case ST_OP_RANDN: case ST_OP_RANDINT:
+        case ST_OP_EXPAND: case ST_OP_RESHAPE:
+            break;
+        default:
+            continue;
+        }
+        for (int j = 0; j < st->attrs.ndims; j++) {
+            int64_t v = st->attrs.dims[j];
+            if (v < 2 || has_attr(d->attr, d->nattr, si, j))
+                continue;
+            for (int k = 0; k < tb->nsym; k++)
+                if (tb->dim[k] >= 0 && !d->pinned[k] && tb->val[k] == v)
+                    return true;
+        }
+    }
+    return false;
+}
+
 /* Before the trace ends (so that a failure still restores inputs written
  * in place): the graph so far must re-infer at both probe points, and a
  * slice of a symbolic dim must have its bounds explained. -1: a break
@@ -1873,6 +1905,9 @@ int tr_dyn_validate(tr_state *s)
     if (save_graph(s, g, &sv) < 0)
         return tr_break(s, "out of memory");
     char why[300] = "";
+    if (unexplained_size(s, g))
+        snprintf(why, sizeof why, "a size attribute equal to a symbolic size, computed where "
+                 "the translator could not see it");
     int rounds = 0;
     for (int p = 0; p < NPROBE && !why[0]; p++) {
         int64_t pv[MAXSYM];

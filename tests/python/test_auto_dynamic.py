@@ -206,3 +206,19 @@ def test_input_added_in_place_stays_one_dynamic_graph():
         x = st.ones(n, 4)
         assert cf(x).tolist() == [2.0 * n] * 4 and x.sum().item() == 8.0 * n
     assert _stats()["graphs"] == 1
+
+
+@pytest.mark.parametrize("dynamic", [None, True])
+@pytest.mark.parametrize("fn", [
+    lambda x: st.zeros_like(x),
+    lambda x: st.ones(1, 4).expand_as(x),
+    lambda x: x.clone().fill_(1),
+    lambda x: st.rand_like(x) * 0,
+], ids=["zeros_like", "expand_as", "clone_fill", "rand_like"])
+def test_sizes_read_inside_library_code_never_stay_traced(fn, dynamic):
+    # library code builds these shapes from plain ints: a dynamic graph kept the first
+    # call's sizes and returned them silently at every other size; now the frame runs
+    # with static entries
+    cf = st.compile(fn, dynamic=dynamic)
+    for n in (2, 3, 5, 3):
+        assert tuple(cf(st.ones(n, 4)).shape) == (n, 4)
