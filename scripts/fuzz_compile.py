@@ -908,6 +908,12 @@ def minimize(prog, label, kind):
         except Exception:  # noqa: BLE001
             return False
 
+    return shrink(prog, still)
+
+
+def shrink(prog, still):
+    """Drops statements, outputs, inputs and input views of prog while still(program)
+    holds (the minimizer of this fuzzer and of scripts/fuzz_memplan.py)."""
     def defined(stmts, inputs):
         names = {i.name for i in inputs}
         for s in stmts:

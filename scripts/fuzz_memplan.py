@@ -336,47 +336,7 @@ def minimize(prog, kind, label, backends=BACKENDS):
         except Exception:  # noqa: BLE001
             return False
 
-    def defined(stmts, inputs):
-        names = {i.name for i in inputs}
-        for s in stmts:
-            m = re.match(r"\s*(v\d+) = ", s)
-            if m:
-                names.add(m.group(1))
-        return names
-
-    changed = True
-    while changed:
-        changed = False
-        for i in reversed(range(len(prog.stmts))):
-            stmts = prog.stmts[:i] + prog.stmts[i + 1:]
-            have = defined(stmts, prog.inputs)
-            outs = [o for o in prog.outputs if o in have]
-            if not outs:
-                cand = [n for n in re.findall(r"\b(v\d+|x\d+)\b", " ".join(stmts)) if n in have]
-                outs = [cand[-1]] if cand else [prog.inputs[0].name]
-            p = prog.copy(stmts=stmts, outputs=outs)
-            if still(p):
-                prog, changed = p, True
-        if len(prog.outputs) > 1:
-            for o in list(prog.outputs):
-                p = prog.copy(outputs=[x for x in prog.outputs if x != o])
-                if still(p):
-                    prog, changed = p, True
-                    break
-        text = " ".join(prog.stmts + prog.outputs)
-        for inp in list(prog.inputs):
-            if not re.search(r"\b%s\b" % inp.name, text) and len(prog.inputs) > 1:
-                p = prog.copy(inputs=[i for i in prog.inputs if i is not inp])
-                if still(p):
-                    prog, changed = p, True
-        for k, inp in enumerate(prog.inputs):
-            if inp.view != "b":
-                ins = list(prog.inputs)
-                ins[k] = fc.Input(inp.name, inp.dtype, fc._view_values(inp), "b")
-                p = prog.copy(inputs=ins)
-                if still(p):
-                    prog, changed = p, True
-    return prog
+    return fc.shrink(prog, still)
 
 
 def reproducer(prog, label):
