@@ -543,7 +543,7 @@ static st_status pack_saved(st_ad_node *n, const st_operand *in, int nin, bool i
 
 /* ---------------- traced in-place writes into saved values ----------------
  * While a trace records (symtrace.compile translating a frame), the
- * storages that recorded nodes saved are listed per trace graph. An
+ * storages that recorded nodes saved carry the trace's tag. An
  * in-place op recorded on one of them fails the trace (a graph break at
  * the op): the compiled graph would read the value from before the write
  * and give the functional gradient where eager's backward raises "modified
@@ -556,55 +556,37 @@ static st_status pack_saved(st_ad_node *n, const st_operand *in, int nin, bool i
  * backward eagerly. (A graph input written in place is written back by the
  * compiled node, which checks its version itself: runtime/cfn.c.) A node gone
  * since (nothing would raise) only costs the break; a backward that frees
- * the graph empties the list. */
-static _Thread_local struct {
-    const void *graph;            /* the trace the list belongs to */
-    const st_storage **items;
-    int n, cap;
-} traced_saves;
+ * the graph draws a new tag.
+ * The tag: a number per trace (st_ad_traced_saves_clear draws a fresh one,
+ * unique across threads), written into each storage a recorded node saves;
+ * a write finds its storage tagged with the current number. A storage freed
+ * and reused by a later trace carries an old number: no stale match. */
+static uint64_t trace_tags;                    /* the last number drawn */
+static _Thread_local uint64_t traced_tag;      /* this thread's trace's; 0: none */
 
-/* A new trace starts an empty list: its graph may sit where a freed one
- * was, and the old list's storages be reused by the new trace's tensors. */
 void st_ad_traced_saves_clear(void) {
-    traced_saves.graph = NULL;
-    traced_saves.n = 0;
+    traced_tag = __atomic_add_fetch(&trace_tags, 1, __ATOMIC_RELAXED);
 }
 
-static void traced_save(const st_graph *g, const st_tensor *t) {
-    if (!t) return;
-    if (traced_saves.graph != g) {
-        traced_saves.graph = g;
-        traced_saves.n = 0;
-    }
-    for (int i = 0; i < traced_saves.n; i++)
-        if (traced_saves.items[i] == t->storage) return;
-    if (traced_saves.n == traced_saves.cap) {
-        int nc = traced_saves.cap ? traced_saves.cap * 2 : 16;
-        const st_storage **ni = realloc(traced_saves.items, sizeof *ni * (size_t)nc);
-        if (!ni) return; /* unlisted: the compiled gradient may miss eager's error */
-        traced_saves.items = ni;
-        traced_saves.cap = nc;
-    }
-    traced_saves.items[traced_saves.n++] = t->storage;
+static void traced_save(const st_tensor *t) {
+    if (t && t->storage && traced_tag) t->storage->traced_save = traced_tag;
 }
 
-static void traced_write(const st_graph *g, const st_tensor *t) {
-    if (!g || traced_saves.graph != g) return;
-    for (int i = 0; i < traced_saves.n; i++)
-        if (traced_saves.items[i] == t->storage) {
-            /* recorded inside st_rt_eager's suspension of the trace: lifted
-             * for the failure, which a suspended trace ignores */
-            bool suspended = !st_rt_trace_active();
-            if (suspended) st_rt_trace_resume();
-            st_rt_trace_fail("an in-place write into a value saved for backward (eager's "
-                             "backward raises 'modified by an inplace operation')");
-            if (suspended) st_rt_trace_suspend();
-            return;
-        }
+static void traced_write(const st_tensor *t) {
+    if (!t || !t->storage || !traced_tag || t->storage->traced_save != traced_tag ||
+        !st_rt_trace_graph())
+        return;
+    /* recorded inside st_rt_eager's suspension of the trace: lifted for the
+     * failure, which a suspended trace ignores */
+    bool suspended = !st_rt_trace_active();
+    if (suspended) st_rt_trace_resume();
+    st_rt_trace_fail("an in-place write into a value saved for backward (eager's "
+                     "backward raises 'modified by an inplace operation')");
+    if (suspended) st_rt_trace_suspend();
 }
 
 void st_ad_trace_will_write(const st_tensor *t) {
-    if (t) traced_write(st_rt_trace_graph(), t);
+    traced_write(t);
 }
 
 static st_ad_node *wrap_overwrite(st_ad_node *n, st_tensor *t);
@@ -615,7 +597,7 @@ st_status st_ad_record(st_op_id op, const st_operand *in, int nin,
                        bool inplace) {
     if (grad_disabled || nout != 1) return ST_OK;
     const st_graph *tg = st_rt_trace_graph(); /* st_rt_eager suspends it around the op */
-    if (inplace && tg) traced_write(tg, out[0]);
+    if (inplace && tg) traced_write(out[0]);
     st_ir_autodiff_init(); /* idempotent: the VJP slots, whatever ran first */
     /* the gradients the backward will want: those of the operands that
      * get an edge (set_edge's test); only what their rule reads is kept */
@@ -654,8 +636,8 @@ st_status st_ad_record(st_op_id op, const st_operand *in, int nin,
     /* a scalar operand its rule reads counts, as torch saves it (a * 2) */
     n->saves = (saves & (ST_VJP_SAVES_OUT | ((1u << nin) - 1))) != 0;
     if (shooks.n && pack_saved(n, in, nin, inplace) != ST_OK) goto oom;
-    for (int k = 0; tg && k < nin; k++) traced_save(tg, n->saved_in[k]);
-    if (tg) traced_save(tg, n->saved_out);
+    for (int k = 0; tg && k < nin; k++) traced_save(n->saved_in[k]);
+    if (tg) traced_save(n->saved_out);
     if (inplace && op == ST_OP_COPY && out[0]->grad_fn && !reaches(n, out[0]->grad_fn)) {
         /* copy_ over a history the source does not lead to */
         st_ad_node *w = wrap_overwrite(n, out[0]);
@@ -749,7 +731,7 @@ static st_ad_node *wrap_overwrite(st_ad_node *n, st_tensor *t) {
 
 st_status st_ad_record_overwrite(st_op_id op, st_tensor *t) {
     if (grad_disabled || !t || !t->requires_grad || !t->grad_fn) return ST_OK;
-    traced_write(st_rt_trace_graph(), t);
+    traced_write(t);
     st_ad_node *n = node_new(1, 1);
     if (!n) return st_err(ST_ERR_MEMORY, "autograd: out of host memory");
     n->custom = true;
@@ -1704,7 +1686,7 @@ static st_status prune_for_grad(const nodelist *all, const sink *sk) {
 static st_status engine_run(st_tensor *const *roots, st_tensor *const *grads, int nroots,
                             bool retain, sink *sk) {
     st_status s = ST_OK;
-    if (!retain) traced_saves.n = 0; /* what was saved is mostly freed now */
+    if (!retain && traced_tag) st_ad_traced_saves_clear(); /* what was saved is mostly freed now */
     nodelist all = {0}, ready = {0}, stack = {0};
     st_tensor *root_g[64];
     if (nroots > 64) return st_err(ST_ERR_VALUE, "backward: at most 64 roots");

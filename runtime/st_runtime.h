@@ -90,6 +90,9 @@ typedef struct st_storage {
      * ops): shared by all views, so autograd can tell when a tensor it
      * saved was modified afterwards */
     uint32_t version;
+    /* the trace whose recorded node saved it (runtime/autograd.c: an
+     * in-place write into it breaks that trace's graph); 0: none */
+    uint64_t traced_save;
 } st_storage;
 
 typedef struct st_tensor {
@@ -305,8 +308,9 @@ void st_ad_set_anomaly_owner(void *(*capture)(void), void (*release)(void *tb),
 void st_ad_set_anomaly(bool on, bool check_nan);
 bool st_ad_anomaly_enabled(bool *check_nan);
 
-/* Forgets the storages that nodes recorded in a trace saved (a write into
- * one breaks the graph): st_rt_trace_begin calls it for each new trace. */
+/* Starts a new tag for the storages that nodes recorded in a trace save (a
+ * write into one breaks the graph), forgetting the earlier ones:
+ * st_rt_trace_begin calls it for each new trace. */
 void st_ad_traced_saves_clear(void);
 
 /* Records an eager op (called by st_rt_eager after it ran). */
