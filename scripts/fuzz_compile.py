@@ -1033,18 +1033,24 @@ def reproducer(prog, label):
 
 # --------------------------------------------------------------------- main
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def seed_args(doc, grad_help, backends=BACKENDS):
+    """The command line both fuzzers share (this one and scripts/fuzz_memplan.py)."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, default=50, help="how many seeds to run")
     ap.add_argument("--start", type=int, default=0, help="first seed")
     ap.add_argument("--seed", type=int, default=None, help="run just this seed")
     ap.add_argument("--minimize", action="store_true", help="shrink each mismatching program")
-    ap.add_argument("--backends", default=",".join(BACKENDS))
-    ap.add_argument("--no-grad", action="store_true", help="skip the gradient runs")
+    ap.add_argument("--backends", default=",".join(backends))
+    ap.add_argument("--no-grad", action="store_true", help=grad_help)
     ap.add_argument("--show", action="store_true", help="print every program")
+    ap.add_argument("-q", "--quiet", action="store_true", help="one line per mismatching seed")
+    return ap
+
+
+def main(argv=None):
+    ap = seed_args(__doc__, "skip the gradient runs")
     ap.add_argument("--dynamic", action="store_true",
                     help="compile with dynamic=True and call with other sizes between calls")
-    ap.add_argument("-q", "--quiet", action="store_true", help="one line per mismatching seed")
     a = ap.parse_args(argv)
     if a.dynamic:
         COMPILE_KW["dynamic"] = True

@@ -33,7 +33,6 @@ reproducer (after --minimize: with statements, outputs, inputs and input views d
 while the same kind of mismatch remains). Exit status 1 when some seed mismatched.
 The library part (check_program, generate) is what tests/python/test_memplan_fuzz.py
 imports."""
-import argparse
 import gc
 import os
 import re
@@ -391,18 +390,10 @@ def reproducer(prog, label):
 # --------------------------------------------------------------------- main
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--seeds", type=int, default=50, help="how many seeds to run")
-    ap.add_argument("--start", type=int, default=0, help="first seed")
-    ap.add_argument("--seed", type=int, default=None, help="run just this seed")
-    ap.add_argument("--minimize", action="store_true", help="shrink each mismatching program")
-    ap.add_argument("--backends", default=",".join(BACKENDS))
-    ap.add_argument("--no-grad", action="store_true", help="skip the backward graphs")
+    ap = fc.seed_args(__doc__, "skip the backward graphs", BACKENDS)
     ap.add_argument("--no-dynamic", action="store_true", help="skip the other sizes")
-    ap.add_argument("--show", action="store_true", help="print every program")
     ap.add_argument("--all", action="store_true", help="also report the known kinds (KNOWN)")
     ap.add_argument("--plain", action="store_true", help="fuzz_compile's generator as it is")
-    ap.add_argument("-q", "--quiet", action="store_true", help="one line per mismatching seed")
     a = ap.parse_args(argv)
     backends = [b for b in a.backends.split(",") if b and _C._fe_backend_available(b)]
     seeds = [a.seed] if a.seed is not None else range(a.start, a.start + a.seeds)

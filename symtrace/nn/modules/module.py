@@ -34,27 +34,27 @@ def _global_hooks_changed():
     _C._fe_reset()
 
 
-def register_module_forward_pre_hook(hook):
-    """register_module_forward_pre_hook(hook) -> handle: hook(module, args) runs before every
-    Module's forward (before its own pre-hooks), as torch's (a global debugging hook)."""
+def _add_global_hook(table, hook, with_kwargs, always_call):
+    """hook put in one of the global tables; compiled frames see the change."""
     if not callable(hook):
         raise TypeError(f"hook must be callable, got {type(hook).__name__}")
     _global_hooks_changed()
-    handle = RemovableHandle(_global_forward_pre_hooks, on_remove=_global_hooks_changed)
-    _global_forward_pre_hooks[handle.id] = (hook, False, False)
+    handle = RemovableHandle(table, on_remove=_global_hooks_changed)
+    table[handle.id] = (hook, with_kwargs, always_call)
     return handle
+
+
+def register_module_forward_pre_hook(hook):
+    """register_module_forward_pre_hook(hook) -> handle: hook(module, args) runs before every
+    Module's forward (before its own pre-hooks), as torch's (a global debugging hook)."""
+    return _add_global_hook(_global_forward_pre_hooks, hook, False, False)
 
 
 def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
     """register_module_forward_hook(hook, *, with_kwargs=False, always_call=False) -> handle:
     hook(module, args, output) runs after every Module's forward (before its own hooks), as
     torch's."""
-    if not callable(hook):
-        raise TypeError(f"hook must be callable, got {type(hook).__name__}")
-    _global_hooks_changed()
-    handle = RemovableHandle(_global_forward_hooks, on_remove=_global_hooks_changed)
-    _global_forward_hooks[handle.id] = (hook, with_kwargs, always_call)
-    return handle
+    return _add_global_hook(_global_forward_hooks, hook, with_kwargs, always_call)
 
 # Compiled frames skip their guards on a Module's registered children until
 # a Module changes: every attribute set/delete and registration bumps this.
