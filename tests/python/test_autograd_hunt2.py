@@ -16,23 +16,7 @@ import pytest
 import symtrace as st
 
 
-@pytest.fixture(params=["symtrace", "torch"])
-def L(request):
-    if request.param == "torch":
-        return pytest.importorskip("torch")
-    return st
-
-
-def T(L, a, grad=True):
-    return L.tensor(np.array(a, dtype=np.float32), requires_grad=grad)
-
-
-def N(t):
-    return None if t is None else np.array(t.detach().double().numpy())
-
-
-def close(a, b):
-    np.testing.assert_allclose(N(a), np.array(b, dtype=np.float64), rtol=1e-5, atol=1e-6)
+from autograd_vs_torch import L, N, T, close  # noqa: F401  (L: a fixture)
 
 
 needs_compile = pytest.mark.skipif(not hasattr(st, "compile"), reason="symtrace.compile is not built")
