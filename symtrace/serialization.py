@@ -38,7 +38,8 @@ pickle.UnpicklingError; add_safe_globals / safe_globals extend the allowlist.
 Writing to a path is atomic: the archive is written to a temporary file in the
 same directory, fsync'ed, then renamed over the destination (os.replace), so a
 crash or an exception leaves either the old file or the new one, never a partial
-one. Not supported: loading torch.save files, mmap=True.
+one. symtrace.load also reads PyTorch checkpoints (torch.save's zip and legacy
+layouts) without torch: see _torch_checkpoint.py. Not supported: mmap=True.
 """
 import _compat_pickle
 import codecs
@@ -54,7 +55,7 @@ import secrets
 import sys
 import zipfile
 
-from . import _C
+from . import _C, _torch_checkpoint
 from ._dtype import float32, float64, float16, bfloat16, uint8, int8, int16, int32, int64, bool_
 
 __all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals",
@@ -366,11 +367,15 @@ def _unpickler_class(pickle_module, weights_only):
     return cls
 
 
-def save(obj, f, pickle_module=None, pickle_protocol=DEFAULT_PROTOCOL, _use_new_zipfile_serialization=True):
-    """save(obj, f): writes obj (tensors, state_dicts, optimizer state, nested
-    dicts/lists/tuples of tensors and Python values) to f, a path or a writable
-    binary file object. See the module docstring for the format; paths are
-    written atomically."""
+def save(obj, f, pickle_module=None, pickle_protocol=DEFAULT_PROTOCOL, _use_new_zipfile_serialization=True,
+         *, format="symtrace"):
+    """save(obj, f, *, format="symtrace"): writes obj (tensors, state_dicts, optimizer
+    state, nested dicts/lists/tuples of tensors and Python values) to f, a path or a
+    writable binary file object. See the module docstring for the format; paths are
+    written atomically. format="torch" writes torch.save's zip layout instead, which
+    torch.load reads (and symtrace.load too)."""
+    if format not in ("symtrace", "torch"):
+        raise ValueError(f"symtrace.save: format must be 'symtrace' or 'torch', got {format!r}")
     if not _use_new_zipfile_serialization:
         raise NotImplementedError("symtrace.save writes only the zip format")
     pickle_module = pickle if pickle_module is None else pickle_module
@@ -381,6 +386,14 @@ def save(obj, f, pickle_module=None, pickle_protocol=DEFAULT_PROTOCOL, _use_new_
     pickler.dump(obj)   # errors here touch no file
     sources, smeta, tmeta = _plan(collect.tensors)
     data_pkl = buf.getvalue()
+    if format == "torch":
+        data_pkl = _torch_checkpoint.dumps(obj, collect.tensors, tmeta, smeta)
+
+    def write(fh):
+        if format == "torch":
+            _torch_checkpoint.write_archive(fh, "archive", data_pkl, sources, _host_bytes)
+        else:
+            _write_archive(fh, data_pkl, smeta, tmeta, sources)
     if _is_path(f):
         path = os.fsdecode(os.fspath(f))
         if os.path.islink(path):        # replace the link's target, as open(path, "wb") writes it
@@ -388,7 +401,7 @@ def save(obj, f, pickle_module=None, pickle_protocol=DEFAULT_PROTOCOL, _use_new_
         fd, tmp, d = _open_temp(path)
         try:
             with os.fdopen(fd, "wb") as fh:
-                _write_archive(fh, data_pkl, smeta, tmeta, sources)
+                write(fh)
                 fh.flush()
                 os.fsync(fh.fileno())
             os.replace(tmp, path)
@@ -403,7 +416,7 @@ def save(obj, f, pickle_module=None, pickle_protocol=DEFAULT_PROTOCOL, _use_new_
         if not hasattr(f, "write"):
             raise AttributeError(f"symtrace.save: f must be a path or a writable binary file object, "
                                  f"got {type(f).__name__}")
-        _write_archive(f, data_pkl, smeta, tmeta, sources)
+        write(f)
         if hasattr(f, "flush"):
             f.flush()
 
@@ -434,13 +447,9 @@ def _open_zip(fh, name):
     names = zf.namelist()
     marker = [n for n in names if n.endswith("/" + _MARKER) and n.count("/") == 1]
     if not marker:
+        if _torch_checkpoint.is_torch_zip(names):
+            return zf, None
         zf.close()
-        if any(n.endswith("/data.pkl") for n in names) and any(
-                n.endswith("/version") or n.endswith("/.data/version") for n in names):
-            raise RuntimeError(
-                f"symtrace.load: {name} is a PyTorch checkpoint (written by torch.save), not a symtrace "
-                "checkpoint; symtrace.load reads files written by symtrace.save. Load it with torch.load "
-                "and convert its tensors (e.g. symtrace.tensor(t.numpy())).")
         raise RuntimeError(f"symtrace.load: {name} is not a symtrace checkpoint: a zip archive without "
                            f"the '{_PREFIX}{_MARKER}' record that symtrace.save writes")
     prefix = marker[0][: -len(_MARKER)]
@@ -650,8 +659,14 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
             seekable = getattr(f, "seekable", None)
             if seekable is None or not seekable():
                 fh = io.BytesIO(f.read())
+        if _torch_checkpoint.is_legacy(fh):
+            return _load_torch(name, _torch_checkpoint.load_legacy, fh, map_location, weights_only,
+                               pickle_module, pickle_load_args)
         zf, prefix = _open_zip(fh, name)
         stack.enter_context(zf)
+        if prefix is None:
+            return _load_torch(name, _torch_checkpoint.load_zip, zf, map_location, weights_only,
+                               pickle_module, pickle_load_args)
         try:
             version = _read(zf, prefix + _MARKER).decode("utf-8", "replace").split()
             if len(version) != 2 or version[0] != _MAGIC or not version[1].isdigit():
@@ -668,6 +683,20 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
             raise RuntimeError(f"symtrace.load: {name} is a corrupt symtrace checkpoint: {e}") from None
         except (zipfile.BadZipFile, EOFError, zipfile.LargeZipFile) as e:
             raise RuntimeError(f"symtrace.load: {name} is a corrupt symtrace checkpoint: {e}") from None
+
+
+def _load_torch(name, reader, src, map_location, weights_only, pickle_module, pickle_load_args):
+    """A PyTorch checkpoint (torch.save's zip or legacy layout) read by _torch_checkpoint."""
+    try:
+        return reader(src, map_location, weights_only, pickle_module, pickle_load_args)
+    except _torch_checkpoint.CheckpointError as e:
+        raise RuntimeError(f"symtrace.load: cannot read the PyTorch checkpoint {name}: {e}") from None
+    except pickle.UnpicklingError as e:
+        if weights_only:
+            raise _weights_only_error(str(e)) from None
+        raise
+    except (zipfile.BadZipFile, EOFError, zipfile.LargeZipFile) as e:
+        raise RuntimeError(f"symtrace.load: {name} is a corrupt PyTorch checkpoint: {e}") from None
 
 
 def _unpickle(data_pkl, loader, pickle_module, weights_only, pickle_load_args):
