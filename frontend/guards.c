@@ -102,6 +102,13 @@ st_fe_src *st_fe_src_modpart(st_fe_srctab *t, st_fe_src *base, PyObject *part,
 { return intern(t, ST_SRC_MODPART, 0, name, part, base); }
 st_fe_src *st_fe_src_item(st_fe_srctab *t, st_fe_src *base, PyObject *key)
 { return intern(t, ST_SRC_ITEM, 0, NULL, key, base); }
+st_fe_src *st_fe_src_viewdict(st_fe_srctab *t, st_fe_src *base)
+{ return intern(t, ST_SRC_VIEWDICT, 0, NULL, NULL, base); }
+
+int st_fe_is_dict_view(PyObject *v)
+{
+    return v && (PyDictKeys_Check(v) || PyDictValues_Check(v) || PyDictItems_Check(v));
+}
 
 PyObject *st_fe_src_repr(const st_fe_src *s)
 {
@@ -115,6 +122,7 @@ PyObject *st_fe_src_repr(const st_fe_src *s)
     case ST_SRC_ATTR:    r = PyUnicode_FromFormat("%U.%U", b, s->name); break;
     case ST_SRC_MODPART: r = PyUnicode_FromFormat("%U.%U[%R]", b, s->key, s->name); break;
     case ST_SRC_ITEM:    r = PyUnicode_FromFormat("%U[%R]", b, s->key); break;
+    case ST_SRC_VIEWDICT: r = PyUnicode_FromFormat("%U.mapping", b); break;
     default: PyErr_SetString(PyExc_SystemError, "bad source kind");
     }
     Py_XDECREF(b);
@@ -207,6 +215,9 @@ PyObject *st_fe_src_eval(const st_fe_src *s, const st_fe_frame *f, PyObject **me
     case ST_SRC_ATTR:    v = attr_get(b, s->name); break;
     case ST_SRC_MODPART: v = modpart_get(b, s->key, s->name); break;
     case ST_SRC_ITEM:    v = item_get(b, s->key); break;
+    case ST_SRC_VIEWDICT:
+        v = st_fe_is_dict_view(b) ? Py_XNewRef((PyObject *)((_PyDictViewObject *)b)->dv_dict) : NULL;
+        break;
     default: PyErr_SetString(PyExc_SystemError, "bad source kind");
     }
     Py_XDECREF(b);
@@ -431,6 +442,73 @@ int st_fe_guard_alias(st_fe_guardset *gs, st_fe_src *s, st_fe_src *s2)
     return 0;
 }
 
+/* ---------------- CONTENTS: sets and dict views ---------------- */
+static int const_eq(PyObject *a, PyObject *b);
+
+/* One item of a set's CONTENTS snapshot: a constant itself; any other
+ * object a weak reference to it, or, when it takes none, a 1-list holding
+ * it (identity either way; a set's items are hashable, so no lists). New
+ * reference. */
+static PyObject *snap_item(PyObject *x)
+{
+    if (is_eq_const(x, 0))
+        return Py_NewRef(x);
+    PyObject *w = PyWeakref_NewRef(x, NULL);
+    if (w) return w;
+    PyErr_Clear();
+    PyObject *box = PyList_New(1);
+    if (box) PyList_SET_ITEM(box, 0, Py_NewRef(x));
+    return box;
+}
+
+static int snap_match(PyObject *want, PyObject *x)
+{
+    if (PyWeakref_CheckRef(want)) return PyWeakref_GetObject(want) == x;
+    if (PyList_CheckExact(want)) return PyList_GET_ITEM(want, 0) == x;
+    return const_eq(x, want);
+}
+
+static int guard_contents(st_fe_guardset *gs, st_fe_src *s, PyObject *v)
+{
+    PyObject *items = PySequence_Tuple(v);
+    if (!items) return -1;
+    Py_ssize_t n = PyTuple_GET_SIZE(items);
+    PyObject *snap = PyTuple_New(n);
+    for (Py_ssize_t i = 0; snap && i < n; i++) {
+        PyObject *e = snap_item(PyTuple_GET_ITEM(items, i));
+        if (!e) Py_CLEAR(snap);
+        else PyTuple_SET_ITEM(snap, i, e);
+    }
+    Py_DECREF(items);
+    if (!snap) return -1;
+    st_fe_guard *g = push(gs, ST_G_CONTENTS, s);
+    if (!g) { Py_DECREF(snap); return -1; }
+    g->obj = Py_NewRef((PyObject *)Py_TYPE(v));
+    g->keys = snap;
+    return 0;
+}
+
+static int check_contents(const st_fe_guard *g, PyObject *v)
+{
+    if ((PyObject *)Py_TYPE(v) != g->obj) return 0;
+    Py_ssize_t n = PyTuple_GET_SIZE(g->keys), i = 0;
+    if (PyObject_Length(v) != n) {
+        if (PyErr_Occurred()) return -1;
+        return 0;
+    }
+    PyObject *it = PyObject_GetIter(v), *x;
+    if (!it) return -1;
+    int r = 1;
+    while (r > 0 && (x = PyIter_Next(it))) {
+        r = i < n ? snap_match(PyTuple_GET_ITEM(g->keys, i), x) : 0;
+        i++;
+        Py_DECREF(x);
+    }
+    Py_DECREF(it);
+    if (PyErr_Occurred()) return -1;
+    return r > 0 && i == n;
+}
+
 int st_fe_guard_value(st_fe_guardset *gs, st_fe_src *s, PyObject *v)
 {
     if (find(gs, s, -1)) return 0;
@@ -472,6 +550,11 @@ int st_fe_guard_value(st_fe_guardset *gs, st_fe_src *s, PyObject *v)
         g->keys = kt;
         return 0;
     }
+    /* sets and frozensets: the translator reads their items (iteration,
+     * len, in) as constants, so the items are the guard. (A dict view's
+     * items are read through the dict it views: tr_make_sourced.) */
+    if (PyAnySet_Check(v)) return guard_contents(gs, s, v);
+    if (PyRange_Check(v)) return st_fe_guard_add(gs, ST_G_EQ, s, v);
     return st_fe_guard_add(gs, ST_G_TYPE, s, (PyObject *)Py_TYPE(v));
 }
 
@@ -562,6 +645,7 @@ static int check_one(const st_fe_guard *g, PyObject *v, bool any_size)
         }
         return 1;
     }
+    case ST_G_CONTENTS: return check_contents(g, v);
     default: return 0;
     }
 }
@@ -696,7 +780,8 @@ int st_fe_guards_partition(st_fe_guardset *gs, st_fe_srctab *t)
     if (!mut) { free(fixed); free(eqc); free(tmp); return -1; }
     for (int i = 0; i < gs->n; i++) {
         const st_fe_guard *g = &gs->v[i];
-        if (g->kind == ST_G_LEN || g->kind == ST_G_DICT_KEYS || g->kind == ST_G_TYPE)
+        if (g->kind == ST_G_LEN || g->kind == ST_G_DICT_KEYS || g->kind == ST_G_TYPE ||
+            g->kind == ST_G_CONTENTS)
             mut[g->src->id] = !(g->src->kind == ST_SRC_ATTR && is_part_name(g->src->name));
     }
     /* Static: read from a Module fixed by identity, through what only
@@ -796,6 +881,10 @@ static PyObject *describe_one(const st_fe_guard *g)
         Py_XDECREF(l);
         break;
     }
+    case ST_G_CONTENTS:
+        r = PyUnicode_FromFormat("CONTENTS: type(%U) is %s and tuple(%U) matches %R (objects by identity)",
+                                 src, ((PyTypeObject *)g->obj)->tp_name, src, g->keys);
+        break;
     case ST_G_ABSENT:
         r = PyUnicode_FromFormat("ABSENT: %U is not set", src);
         break;

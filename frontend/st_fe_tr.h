@@ -64,6 +64,8 @@ typedef enum {
                          "_buffers" or "_modules" (key holds the part str) */
     ST_SRC_ITEM,      /* base[key]: key a constant (int index, str, or other
                          hashable constant) of a tuple, list or dict */
+    ST_SRC_VIEWDICT,  /* the dict a dict view (keys(), values(), items())
+                         reads: its items then have ITEM sources */
     ST_SRC__COUNT
 } st_fe_src_kind;
 
@@ -98,6 +100,8 @@ st_fe_src *st_fe_src_attr(st_fe_srctab *t, st_fe_src *base, PyObject *name);
 st_fe_src *st_fe_src_modpart(st_fe_srctab *t, st_fe_src *base,
                              PyObject *part, PyObject *name);
 st_fe_src *st_fe_src_item(st_fe_srctab *t, st_fe_src *base, PyObject *key);
+st_fe_src *st_fe_src_viewdict(st_fe_srctab *t, st_fe_src *base);
+int st_fe_is_dict_view(PyObject *v);   /* dict_keys/values/items and OrderedDict's */
 /* "L['x']", "G['F'].linear", "L['self']._modules['layers']._modules['0']",
  * TorchDynamo's spelling; returns a new str. */
 PyObject *st_fe_src_repr(const st_fe_src *s);
@@ -118,6 +122,11 @@ typedef enum {
                          requires_grad (and is_leaf-ness not needed) */
     ST_G_LEN,         /* type(v) is obj and len(v) == len (tuple, list, dict) */
     ST_G_DICT_KEYS,   /* type(v) is obj (dict/OrderedDict) and tuple(v.keys()) == keys */
+    ST_G_CONTENTS,    /* type(v) is obj (set, frozenset) and tuple(v) matches
+                         keys item by item: constants by value, other objects
+                         by identity (a weak reference where they take one):
+                         the translator reads a set's items as constants,
+                         with no source of their own */
     ST_G_ABSENT,      /* evaluating the source finds nothing (an attribute
                          that hasattr() found missing, a global not yet set) */
     ST_G_ALIAS,       /* v is the value of src2 (one object read through two

@@ -154,6 +154,24 @@ static int expose_items(tr_state *s, PyObject *v, st_fe_src *src)
     return rc;
 }
 
+/* A dict view from outside the frame (an argument; the view a resume
+ * function gets after a break at d.items()): read as the view of a
+ * sourced dict (aux), through the dict it views, so that its keys are
+ * guarded and its values are graph inputs, not constants of this call. */
+static int sourced_view(tr_state *s, tr_var *out, PyObject *v, st_fe_src *src)
+{
+    st_fe_src *ds = st_fe_src_viewdict(&s->srcs, src);
+    if (!ds)
+        return tr_break_exc(s, "source");
+    tr_var d;
+    if (tr_make_sourced(s, &d, Py_NewRef((PyObject *)((_PyDictViewObject *)v)->dv_dict), ds) < 0)
+        return -1;
+    tr_var_clear(&d);
+    out->aux = PyDictKeys_Check(v) ? TR_AUX_KEYS : PyDictValues_Check(v) ? TR_AUX_VALUES : TR_AUX_ITEMS;
+    out->src = ds;
+    return 0;
+}
+
 int tr_make_sourced(tr_state *s, tr_var *out, PyObject *v, st_fe_src *src)
 {
     memset(out, 0, sizeof *out);
@@ -168,6 +186,8 @@ int tr_make_sourced(tr_state *s, tr_var *out, PyObject *v, st_fe_src *src)
         return 0;
     if (st_fe_guard_value(&s->guards, src, v) < 0)
         return tr_break_exc(s, "guard");
+    if (st_fe_is_dict_view(v))
+        return sourced_view(s, out, v, src);
     if (s->dyn && st_fe_is_tensor(v) && tr_dyn_source(s, v, src) < 0)
         return -1;
     if (!tr_is_plain_const(v)) {
