@@ -209,3 +209,74 @@ def test_clamp_tensor_bounds_without_grad_keeps_the_dtype(L):
     r = L.clamp(L.tensor([1., 5., 9.], requires_grad=True), L.tensor([2.], dtype=L.float64),
                 L.tensor([6.], dtype=L.float64))
     assert r.dtype == L.float64 and N(r).tolist() == [2., 5., 6.]
+
+
+# ---------------- 4. flip / roll save no index a freeing backward loses ----------------
+
+@pytest.mark.parametrize("op", [lambda a: a.flip(0), lambda a: a.flip(0, 1), lambda a: a.roll(1, 1),
+                                lambda a: a.rot90(1, [0, 1]), lambda a: a.fliplr()],
+                         ids=["flip0", "flip01", "roll", "rot90", "fliplr"])
+def test_second_backward_through_flip_and_roll(L, op):
+    a = T(L, [[1., 2., 3.], [4., 5., 6.]])
+    y = op(a).sum()
+    y.backward()
+    y.backward()          # torch's FlipBackward saves nothing
+    close(a.grad, [[2.] * 3] * 2)
+
+
+def test_second_backward_through_index_select_still_raises(L):
+    a = T(L, [1., 2., 3.])
+    y = a.index_select(0, L.tensor([2, 0])).sum()
+    y.backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        y.backward()
+
+
+def test_flip_with_retain_graph_and_saved_values(L):
+    a = T(L, [3., 1., 2.])
+    y = a.flip(0).exp().sum()
+    y.backward(retain_graph=True)
+    y.backward()
+    close(a.grad, 2 * np.exp([3., 1., 2.]))
+
+
+# ---------------- 5. the version error names a saved input's history as it is now ----------------
+
+def _version_error(L, dt, shape, which):
+    w = f", which is output 0 of {which}," if which else ""
+    return (f"^one of the variables needed for gradient computation has been modified by an "
+            f"inplace operation: \\[(torch|symtrace).{dt}Tensor \\[{shape}\\]\\]{w} is at "
+            f"version 1; expected version 0 instead. Hint: ")
+
+
+@pytest.mark.parametrize("write, which", [
+    (lambda b, a: b.mul_(2), "Mul"),            # a write in grad mode: its history now
+    (lambda b, a: b.add_(a), "Add"),
+    (lambda b, a: b.add_(1), "Add"),
+])
+def test_version_error_names_the_history_after_the_write(L, write, which):
+    a = T(L, [1., 2.])
+    b = a.exp()
+    c = b.sin()                                  # saves b (an input)
+    write(b, a)
+    with pytest.raises(RuntimeError, match=_version_error(L, "Float", "2", which)):
+        c.sum().backward()
+
+
+def test_version_error_after_a_no_grad_write_names_the_history_then(L):
+    a = T(L, [1., 2.])
+    b = a.exp()
+    c = b.sin()
+    with L.no_grad():
+        b.mul_(2)                                # no new history: still Exp's output
+    with pytest.raises(RuntimeError, match=_version_error(L, "Float", "2", "Exp")):
+        c.sum().backward()
+
+
+def test_version_error_of_an_input_saved_twice(L):
+    a = T(L, [1., 2.])
+    c = a * 1
+    s = (c * c).sum()                            # mul saves c as both inputs
+    c.add_(1)
+    with pytest.raises(RuntimeError, match=_version_error(L, "Float", "2", "Add")):
+        s.backward()
