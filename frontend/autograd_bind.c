@@ -925,6 +925,7 @@ int st_fe_init_autograd(PyObject *m) {
     if (PyType_Ready(&node_type) < 0) return -1;
     Py_INCREF(&node_type);
     if (PyModule_AddObject(m, "Node", (PyObject *)&node_type) < 0) return -1;
+    if (PyModule_AddIntConstant(m, "AD_KEEP_INDEX", ST_AD_KEEP_INDEX) < 0) return -1;
     st_ad_set_hook_owner(py_hook_call, py_ctx_free);
     static const st_ad_saved_owner saved = {py_saved_pack, py_saved_unpack, py_ctx_free};
     st_ad_set_saved_hooks_owner(&saved);

@@ -42,6 +42,7 @@ struct st_ad_node {
     bool saves;               /* a backward after freed needs what was released */
     bool once;                /* a custom backward that is not differentiable */
     bool keep_ctx;            /* st_ad_node_keep_ctx: ctx stays until the node goes */
+    unsigned kept;            /* saved_in slots a freeing backward keeps (ST_AD_KEEP_INDEX) */
     void (*ctx_release)(void *ctx);
     /* op nodes */
     st_op_id op;
@@ -161,6 +162,7 @@ static st_ad_saved_owner saved_owner;
  * (dying) with the node. A kept ctx only drops its saved tensors then. */
 static void release_saved(st_ad_node *n, bool dying) {
     for (int k = 0; k < ST_MAX_IN; k++) {
+        if (!dying && (n->kept >> k & 1u)) continue;
         st_tensor_decref(n->saved_in[k]);
         n->saved_in[k] = NULL;
     }
@@ -436,6 +438,10 @@ static void attach(st_tensor *out, st_ad_node *n, int nr) {
     out->output_nr = nr;
     out->requires_grad = true;
     out->hist++; /* its views' histories are stale now (viewhist.c) */
+    if (out->storage) {
+        snprintf(out->storage->ad_name, sizeof out->storage->ad_name, "%s", n->name);
+        out->storage->ad_ver = out->storage->version;
+    }
     if (retain) {
         out->retains_grad = false;
         if (st_ad_retain_grad(out) != ST_OK) st_err_clear();
@@ -632,6 +638,12 @@ st_status st_ad_record(st_op_id op, const st_operand *in, int nin,
         n->saved_out = alias(out[0]);
         n->saved_out_ver = out[0]->storage->version;
         if (!n->saved_out) goto oom;
+    }
+    /* a constant index made for the op (flip, roll) stays: not counted */
+    if (op == ST_OP_INDEX_SELECT && attrs && (attrs->flags & ST_AD_KEEP_INDEX) && !shooks.n &&
+        n->saved_in[1]) {
+        n->kept = 1u << 1;
+        saves &= ~n->kept;
     }
     /* a scalar operand its rule reads counts, as torch saves it (a * 2) */
     n->saves = (saves & (ST_VJP_SAVES_OUT | ((1u << nin) - 1))) != 0;
@@ -976,8 +988,8 @@ static void type_name(const st_tensor *t, char *buf, size_t cap) {
 
 /* A node's name as torch 2.13's version error names it: without its
  * "Backward<N>" ("SigmoidBackward0" -> "Sigmoid"). */
-static void op_name(const st_ad_node *n, char *buf, size_t cap) {
-    snprintf(buf, cap, "%s", n->name);
+static void op_name(const char *name, char *buf, size_t cap) {
+    snprintf(buf, cap, "%s", name);
     char *b = NULL;
     for (char *p = strstr(buf, "Backward"); p; p = strstr(p + 1, "Backward")) b = p;
     if (!b || b == buf) return;
@@ -987,15 +999,18 @@ static void op_name(const st_ad_node *n, char *buf, size_t cap) {
 }
 
 /* Saved slot k of n (ST_MAX_IN: its output) was written since it was
- * saved: torch's error, naming the history the value had (a saved output:
- * n itself; an input: its history when saved). */
+ * saved: torch's error, naming the history the value has (a saved output:
+ * n itself; an input: the history a write in grad mode gave it since it
+ * was saved, else its history when saved). */
 static st_status check_version(const st_ad_node *n, int k, const st_tensor *t,
                                uint32_t ver) {
     if (!t || t->storage->version == ver) return ST_OK;
     char sb[128], tn[48], which[96] = "", on[48];
     const st_ad_node *h = k < ST_MAX_IN && k < n->nin ? n->next_node[k] : n;
-    if (h) {
-        op_name(h, on, sizeof on);
+    bool rewritten = k < ST_MAX_IN && t->storage->ad_name[0] &&
+                     (int32_t)(t->storage->ad_ver - ver) > 0;
+    if (h || rewritten) {
+        op_name(rewritten ? t->storage->ad_name : h->name, on, sizeof on);
         snprintf(which, sizeof which, ", which is output %d of %s,",
                  k < ST_MAX_IN ? n->next_nr[k] : 0, on);
     }

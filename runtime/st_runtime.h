@@ -93,6 +93,11 @@ typedef struct st_storage {
     /* the trace whose recorded node saved it (runtime/autograd.c: an
      * in-place write into it breaks that trace's graph); 0: none */
     uint64_t traced_save;
+    /* the name of the last history autograd gave a tensor of this storage
+     * and the version it had then (runtime/autograd.c): a version error
+     * names a saved input's history as it is now, as torch */
+    char ad_name[48];
+    uint32_t ad_ver;
 } st_storage;
 
 typedef struct st_tensor {
@@ -312,6 +317,12 @@ bool st_ad_anomaly_enabled(bool *check_nan);
  * write into one breaks the graph), forgetting the earlier ones:
  * st_rt_trace_begin calls it for each new trace. */
 void st_ad_traced_saves_clear(void);
+
+/* attrs.flags bit of an index_select whose index is a constant made for it
+ * (flip, roll): its node keeps the index through a backward that frees the
+ * graph (torch's FlipBackward saves nothing), so a second backward runs.
+ * Above the ST_ATTR_* bits; the op itself ignores it. */
+#define ST_AD_KEEP_INDEX (1 << 20)
 
 /* Records an eager op (called by st_rt_eager after it ran). */
 st_status st_ad_record(st_op_id op, const st_operand *in, int nin,

@@ -805,6 +805,26 @@ static void keep_grad(trace_state *s, st_tensor *t, int old)
         e->value = r;
 }
 
+/* copy_ (fill_, zero_) in grad mode over a tensor t that requires grad:
+ * eager's CopyBackwards sends zeros into the history t had (old) and the
+ * result keeps requiring grad even when the source does not. The traced
+ * new value v alone depends only on the source: a cached run would return
+ * t without a history (or leave old's inputs without a gradient). It
+ * becomes where(false, old, v): exactly v, with a dependence on old whose
+ * gradient is zero. Returns the value t holds from now on (-1: failed). */
+static int overwritten(trace_state *s, st_tensor *t, int old, int v)
+{
+    if (!t->requires_grad || !st_dtype_is_float(t->dtype) || old == v)
+        return v;
+    int c = st_ir_add_const(s->g, ST_BOOL, 0, 0);
+    if (c < 0) {
+        failf(s, "constant: %s", st_err_msg());
+        st_err_clear();
+        return -1;
+    }
+    return emit1(s, ST_OP_WHERE, c, old, v, 3, NULL);
+}
+
 /* Before a write under no_grad: the traced tensors that require grad and
  * that it changes (the written ones; through a view, every tensor of that
  * storage), with the values they hold now. *n of them in a new array
@@ -899,6 +919,11 @@ void st_rt_trace_note(st_op_id op, const st_operand *in, int nin,
     /* under no_grad, what the write changes keeps its gradient (below) */
     if (!st_ad_grad_enabled() && !s->in_region)
         kept = kept_before(s, out, nout, found, through, &nkept);
+    /* a copy_ in grad mode: the value the target held (below) */
+    int olds[ST_MAX_OUT] = {-1, -1, -1};
+    for (int k = 0; k < nout && op == ST_OP_COPY; k++)
+        if (found[k] && !through[k])
+            olds[k] = find(s, out[k])->value;
     int r;
     r = emit(s, op, ids, nin, attrs, outs);
     if (r < 0)
@@ -931,6 +956,9 @@ void st_rt_trace_note(st_op_id op, const st_operand *in, int nin,
             if ((v = emit(s, ST_OP_CAST, &v, 1, &ca, co)) < 0)
                 goto restore;
         }
+        if (olds[k] >= 0 && st_ad_grad_enabled() && !s->in_region &&
+            (v = overwritten(s, t, olds[k], v)) < 0)
+            goto restore;
         if (!map_set(s, t, v, !found[k] && st_op(op)->kind != ST_OPK_VIEW))
             goto restore;
         if (!found[k] && st_op(op)->kind == ST_OPK_VIEW && nin == 1 &&

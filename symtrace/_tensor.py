@@ -745,6 +745,8 @@ class Tensor(_C.TensorBase):
             if value.dim() != 0:
                 raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor "
                                    f"with {value.dim()} dimensions.")
+            if value.requires_grad:     # its gradient: the sum of self's (torch's FillBackward)
+                return self.copy_(value.expand(self.shape))
             value = value.item()
         return self._inplace(_C.OP_COPY, (_ops.full((), value, dtype=self.dtype,
                                                     device=self.device).expand(self.shape),))

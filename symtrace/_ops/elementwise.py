@@ -162,6 +162,8 @@ def clamp(input, min=None, max=None):
             r = maximum(r, min)
         if max is not None:
             r = minimum(r, max)
+        if builtins.any(_is_tensor(t) and t.requires_grad for t in (input, min, max)):
+            return _clamp_grads(input, min, max, r)
         return r
     flags = (HAS_MIN if min is not None else 0) | (HAS_MAX if max is not None else 0)
     ints = builtins.all(v is None or (isinstance(v, int)) for v in (min, max))
@@ -174,6 +176,24 @@ def clamp(input, min=None, max=None):
 
 
 clip = clamp
+
+
+def _clamp_grads(x, lo, hi, r):
+    """clamp with tensor bounds, r its value, with torch's gradients (clamp_backward_min_max):
+    x's where lo <= x <= hi, lo's where x < lo < hi, hi's where x > hi or hi < lo; none
+    elsewhere (x below lo == hi, NaNs): where() picks the operand that gets each element's
+    gradient, the rest reads r without one."""
+    out = r.detach()
+    if hi is not None:
+        pick_hi = gt(x, hi) if lo is None else logical_or(gt(x, hi), lt(hi, lo))
+        out = where(pick_hi, hi, out)
+    if lo is not None:
+        pick_lo = lt(x, lo) if hi is None else logical_and(lt(x, lo), lt(lo, hi))
+        out = where(pick_lo, lo, out)
+    inside = ge(x, lo) if hi is None else le(x, hi) if lo is None else \
+        logical_and(ge(x, lo), le(x, hi))
+    out = where(inside, x, out)
+    return out if out.dtype is r.dtype else to_dtype(out, r.dtype)
 
 
 def masked_fill(input, mask, value):

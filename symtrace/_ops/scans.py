@@ -14,7 +14,7 @@ from .shape import cat
 # ---------------- scans ----------------
 def cumsum(input, dim, *, dtype=None):
     """cumsum(input, dim, *, dtype=None): running sums along dim, as torch.cumsum; integer
-    and bool inputs give int64 (exact, with int64 wraparound). A log-depth scan of additions
+    and bool inputs give int64 (exact, with int64 wraparound), or dtype when given. A log-depth scan of additions
     (_scan), in float32 for float16/bfloat16: an inf or NaN reaches only the sums at and
     after it, in the gradient too (a product with a triangular matrix of ones, as this was
     computed before, spread them to every position as 0 * inf). Float sums may differ from a
@@ -26,7 +26,7 @@ def cumsum(input, dim, *, dtype=None):
     nd = input.dim()
     d = _wrap(dim, builtins.max(nd, 1), "cumsum")
     dt = input.dtype
-    out_dt = dt if dt.is_floating_point else int64
+    out_dt = dt if dt.is_floating_point or dtype is not None else int64
     work = dt if dt in (float32, float64) else (float32 if dt.is_floating_point else int64)
     if nd == 0:
         return to_dtype(input, out_dt) if out_dt is not dt else input.clone()
@@ -54,7 +54,7 @@ def _scan(x, d, combine):
 
 def cumprod(input, dim, *, dtype=None):
     """cumprod(input, dim, *, dtype=None): running products along dim, as torch.cumprod
-    (integers and bools give int64, exact with int64 wraparound). A log-depth scan of
+    (integers and bools give int64, exact with int64 wraparound, or dtype when given). A log-depth scan of
     multiplications, so zeros are fine, also for the gradient; float results may differ
     from a left-to-right product in the last bits."""
     _check_tensor(input, "cumprod")
@@ -64,8 +64,11 @@ def cumprod(input, dim, *, dtype=None):
     d = _wrap(dim, builtins.max(input.dim(), 1), "cumprod")
     x = to_dtype(input, input.dtype if input.dtype.is_floating_point else int64)
     if x.dim() == 0:
-        return x.clone() if x is input else x
-    r = _scan(x, d, mul)
+        r = x
+    else:
+        r = _scan(x, d, mul)
+    if dtype is not None:            # an integer dtype= is kept (int64 wraps as it does)
+        r = to_dtype(r, dtype)
     return r.clone() if r is input else r
 
 

@@ -8,7 +8,7 @@ import warnings
 
 from .. import _C
 from .._dtype import bool_, int64
-from ._core import _check_tensor, _is_tensor, _op, _wrap, _wrap_dims
+from ._core import _attrs, _check_tensor, _is_tensor, _op, _wrap, _wrap_dims
 from .elementwise import remainder
 from .creation import arange
 from .indexing import index_select
@@ -349,7 +349,7 @@ def flip(input, dims):
     for d in _wrap_dims(dims, nd, "flip"):
         n = r.shape[d] if nd else 1
         if n > 1:
-            r = index_select(r, d, arange(n - 1, -1, -1, device=input.device))
+            r = _reindex(r, d, arange(n - 1, -1, -1, device=input.device))
     return input.clone() if r is input else r
 
 
@@ -377,8 +377,15 @@ def roll(input, shifts, dims=None):
         s = s % n if n else 0
         if s:   # out[i] = r[(i - s) mod n]
             idx = remainder(arange(n - s, 2 * n - s, device=input.device), n)
-            r = index_select(r, d, idx)
+            r = _reindex(r, d, idx)
     return input.clone() if r is input else r
+
+
+def _reindex(input, d, idx):
+    """index_select(input, d, idx) for an index made here (flip, roll): its autograd node
+    keeps idx through a backward that frees the graph, as torch's FlipBackward saves
+    nothing and a second backward runs."""
+    return _op(_C.OP_INDEX_SELECT, (input, idx), _attrs(ints=(d,), flags=_C.AD_KEEP_INDEX))
 
 
 # ---- shape ----
