@@ -1104,6 +1104,27 @@ class Tensor(_C.TensorBase):
     def __xor__(self, other): return _ops.bitwise_xor(self, other)
     def __rxor__(self, other): return _ops.bitwise_xor(other, self)
     def __ixor__(self, other): return self.bitwise_xor_(other)
+    def bitwise_left_shift(self, other): return _ops.bitwise_left_shift(self, other)
+    def bitwise_right_shift(self, other): return _ops.bitwise_right_shift(self, other)
+    def bitwise_left_shift_(self, other): return self._via(_ops.bitwise_left_shift, "bitwise_left_shift_", other)
+    def bitwise_right_shift_(self, other): return self._via(_ops.bitwise_right_shift, "bitwise_right_shift_", other)
+
+    # << and >>: Python's TypeError for an operand that is no tensor or number, as torch's
+    def _shift(self, fn, a, b, other):
+        return fn(a, b) if isinstance(other, (_C.TensorBase, int, float)) else NotImplemented
+
+    def __lshift__(self, other): return self._shift(_ops.bitwise_left_shift, self, other, other)
+    def __rlshift__(self, other): return self._shift(_ops.bitwise_left_shift, other, self, other)
+    def __rshift__(self, other): return self._shift(_ops.bitwise_right_shift, self, other, other)
+    def __rrshift__(self, other): return self._shift(_ops.bitwise_right_shift, other, self, other)
+
+    def __ilshift__(self, other):
+        return self.bitwise_left_shift_(other) if isinstance(other, (_C.TensorBase, int, float)) \
+            else NotImplemented
+
+    def __irshift__(self, other):
+        return self.bitwise_right_shift_(other) if isinstance(other, (_C.TensorBase, int, float)) \
+            else NotImplemented
 
     # & | ~ on integer tensors are bitwise, as torch's (bool ones stay the C logical kernels);
     # so are bool tensors with an integer (or float) number: True & -1 is int64 1, as torch's
