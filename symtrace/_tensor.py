@@ -875,10 +875,12 @@ class Tensor(_C.TensorBase):
     # self skipped), O(index) as torch's, also under autograd: the scatter's VJP saves only
     # the index, and a write through a view (a flat one of self) runs in place too
     # (runtime/viewhist.c). index_fill_ with a value that requires grad and scatter_'s
-    # other reductions go out of place and are copied back (_via).
-    def _scatter_in_place(self, opid, dim, index, src):
+    # other reductions go out of place and are copied back (_via). An index out of range:
+    # torch's exception (kind, fmt) for the op (_ops._bad_index).
+    def _scatter_in_place(self, opid, dim, index, src, kind=RuntimeError, fmt="{}"):
         x = self if self.dim() else self.reshape(1)
-        _C.op(opid, (x, index, src), _ops._attrs(ints=(dim,)), x)
+        with _ops._bad_index(kind, fmt):
+            _C.op(opid, (x, index, src), _ops._attrs(ints=(dim,)), x)
         return self
 
     def scatter_(self, dim, index, src=None, value=None, *, reduce=None):
@@ -903,16 +905,17 @@ class Tensor(_C.TensorBase):
             src = _ops.mul(src, alpha)
             if self.dtype is bool_:   # bool * 2 is int64: back to bool (nonzero), as torch's
                 src = src.to(bool_)
-        return self._scatter_in_place(_C.OP_SCATTER_ADD, d, idx, src)
+        return self._scatter_in_place(_C.OP_SCATTER_ADD, d, idx, src, IndexError,
+                                      "index out of range in self: {}")
 
     def index_copy_(self, dim, index, source):
         d, idx, src = _ops._index_along(self, dim, index, source, "index_copy_")
-        return self._scatter_in_place(_C.OP_SCATTER, d, idx, src)
+        return self._scatter_in_place(_C.OP_SCATTER, d, idx, src, IndexError, "index_copy_(): {}")
     def index_fill_(self, dim, index, value):
         if isinstance(value, _C.TensorBase) and value.requires_grad and _C._is_grad_enabled():
             return self._via(_ops.index_fill, "index_fill_", dim, index, value)
         d, idx, src = _ops._index_fill_args(self, dim, index, value)
-        return self._scatter_in_place(_C.OP_SCATTER, d, idx, src)
+        return self._scatter_in_place(_C.OP_SCATTER, d, idx, src, IndexError)
     def masked_scatter_(self, mask, source): return self._via(_ops.masked_scatter, "masked_scatter_", mask, source)
 
     def bernoulli_(self, p=0.5, *, generator=None):

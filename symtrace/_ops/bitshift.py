@@ -9,11 +9,11 @@ from .elementwise import (add, floor_divide, ge, logical_or, lt, mul, pow, remai
                           sub, to_dtype, where)
 from .creation import full
 
-_BITS = {"symtrace.uint8": 8, "symtrace.int8": 8, "symtrace.int16": 16, "symtrace.int32": 32,
+_SHIFT_BITS = {"symtrace.uint8": 8, "symtrace.int8": 8, "symtrace.int16": 16, "symtrace.int32": 32,
          "symtrace.int64": 64}
 
 
-def _operands(fn, kernel, input, other):
+def _shift_operands(fn, kernel, input, other):
     """(input, shift) as int64 tensors holding the values torch shifts (a number first wrapped to
     the result dtype, a shift first cast to it, as torch does), the result dtype and its bits."""
     if not _is_tensor(input) and not _is_tensor(other):
@@ -28,7 +28,7 @@ def _operands(fn, kernel, input, other):
     dt = result_type(input, other)
     if dt.is_floating_point or dt is bool_:
         raise NotImplementedError(f"\"{kernel}_cpu\" not implemented for '{_tname(dt)}'")
-    bits = _BITS[str(dt)]
+    bits = _SHIFT_BITS[str(dt)]
     dev = (input if _is_tensor(input) else other).device
 
     def as64(v):
@@ -41,7 +41,7 @@ def _operands(fn, kernel, input, other):
     return as64(input), as64(other), dt, bits
 
 
-def _wrap(r, dt, bits):
+def _wrap_bits(r, dt, bits):
     """r (int64, in [-2**62, 2**62]) reduced to dt's range modulo 2**bits, then cast to dt."""
     r = remainder(r, 1 << bits)
     if str(dt) != "symtrace.uint8":
@@ -65,13 +65,13 @@ def _shl64(a, s):
 def bitwise_left_shift(input, other):
     """bitwise_left_shift(input, other): input << other for integer tensors (either may be a
     number), as torch: wraps in the result dtype; a shift < 0 or >= the bit width gives 0."""
-    a, s, dt, bits = _operands("bitwise_left_shift", "lshift", input, other)
+    a, s, dt, bits = _shift_operands("bitwise_left_shift", "lshift", input, other)
     bad = logical_or(lt(s, 0), ge(s, bits))
     s = where(bad, 0, s)
     if bits == 64:
         r = to_dtype(_shl64(a, s), dt)
     else:
-        r = _wrap(mul(a, pow(2, s)), dt, bits)       # |a| < 2**31, 2**s <= 2**31
+        r = _wrap_bits(mul(a, pow(2, s)), dt, bits)       # |a| < 2**31, 2**s <= 2**31
     return where(bad, 0, r)
 
 
@@ -79,7 +79,7 @@ def bitwise_right_shift(input, other):
     """bitwise_right_shift(input, other): input >> other for integer tensors, as torch:
     arithmetic for signed dtypes (floor division by 2**other), logical for uint8; a shift < 0
     or >= the bit width gives the sign fill (-1 or 0)."""
-    a, s, dt, bits = _operands("bitwise_right_shift", "rshift", input, other)
+    a, s, dt, bits = _shift_operands("bitwise_right_shift", "rshift", input, other)
     s = where(logical_or(lt(s, 0), ge(s, bits)), bits, s)   # floor(a / 2**bits): the sign fill
     half = floor_divide(s, 2)                               # two steps keep 2**k <= 2**32
     r = floor_divide(floor_divide(a, pow(2, half)), pow(2, sub(s, half)))

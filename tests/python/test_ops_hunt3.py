@@ -101,3 +101,84 @@ def test_shifts_compiled_equal_eager(name):
     want = [t.tolist() for t in (sa << ss, sa >> ss, 3 << ss)]
     for _ in range(2):
         assert [t.tolist() for t in f(sa, ss)] == want
+
+
+# ---------------- out-of-range indices: torch's exception types (eager) ----------------
+def _x():
+    return st.zeros(2, 2)
+
+
+BAD_INDEX = [
+    # (call, torch's type, a text torch's message has, a text naming index and size)
+    (lambda: st.gather(_x(), 1, st.tensor([[0, 2], [1, 0]])), RuntimeError, "index 2", "size 2"),
+    (lambda: _x().scatter_(1, st.tensor([[0, 2], [1, 0]]), 1.0), RuntimeError, "index 2", "size 2"),
+    (lambda: _x().scatter(1, st.tensor([[0, 2], [1, 0]]), st.ones(2, 2)), RuntimeError, "index 2", "size 2"),
+    (lambda: _x().scatter_add(1, st.tensor([[0, 2], [1, 0]]), st.ones(2, 2)), RuntimeError, "index 2", "size 2"),
+    (lambda: _x().scatter_add_(1, st.tensor([[0, 2], [1, 0]]), st.ones(2, 2)), RuntimeError, "index 2", "size 2"),
+    (lambda: _x().scatter_reduce(1, st.tensor([[0, 2], [1, 0]]), st.ones(2, 2), "sum"), RuntimeError,
+     "index 2", "size 2"),
+    (lambda: _x().scatter_reduce(1, st.tensor([[0, 2], [1, 0]]), st.ones(2, 2), "amax"), RuntimeError,
+     "index 2", "size 2"),
+    (lambda: st.zeros(3).index_add_(0, st.tensor([0, 5]), st.ones(2)), IndexError,
+     "index out of range in self", "index 5 is out of bounds for dimension 0 with size 3"),
+    (lambda: st.zeros(3).index_add(0, st.tensor([0, -4]), st.ones(2)), IndexError,
+     "index out of range in self", "index -4"),
+    (lambda: st.index_select(st.zeros(3), 0, st.tensor([0, 5])), IndexError,
+     "index out of range in self", "index 5 is out of bounds for dimension 0 with size 3"),
+    (lambda: st.nn.functional.embedding(st.tensor([0, 5]), st.zeros(3, 2)), IndexError,
+     "index out of range in self", "index 5 is out of bounds for dimension 0 with size 3"),
+    (lambda: st.zeros(3).index_copy_(0, st.tensor([0, 5]), st.ones(2)), IndexError,
+     "index_copy_(): index 5 is out of bounds for dimension 0 with size 3", "size 3"),
+    (lambda: st.zeros(3).index_copy(0, st.tensor([0, 5]), st.ones(2)), IndexError,
+     "index_copy_(): index 5 is out of bounds", "size 3"),
+    (lambda: st.zeros(3).index_fill_(0, st.tensor([0, 5]), 1.0), IndexError,
+     "index 5 is out of bounds for dimension 0 with size 3", "size 3"),
+    (lambda: st.zeros(3).index_fill(0, st.tensor([0, -5]), 1.0), IndexError, "out of bounds", "size 3"),
+    (lambda: st.take(st.zeros(3), st.tensor([0, 5])), IndexError,
+     "out of range: tried to access index 5 on a tensor of 3 elements.", "5"),
+    (lambda: st.take(st.zeros(2, 3), st.tensor([[1, -9]])), IndexError,
+     "out of range: tried to access index -9 on a tensor of 6 elements.", "-9"),
+    (lambda: st.zeros(3).put_(st.tensor([5]), st.tensor([1.0])), IndexError,
+     "out of range: tried to access index 5 on a tensor of 3 elements.", "5"),
+    (lambda: st.zeros(3).put(st.tensor([-5]), st.tensor([1.0]), accumulate=True), IndexError,
+     "out of range: tried to access index -5 on a tensor of 3 elements.", "-5"),
+    (lambda: st.take_along_dim(st.zeros(3), st.tensor([5])), RuntimeError, "index 5", "size 3"),
+]
+
+
+@pytest.mark.parametrize("k", range(len(BAD_INDEX)))
+def test_out_of_range_index_raises_torchs_type(k):
+    call, kind, torch_text, ours = BAD_INDEX[k]
+    with pytest.raises(Exception) as info:
+        call()
+    assert type(info.value) is kind, (type(info.value), str(info.value))
+    assert torch_text in str(info.value) and ours in str(info.value)
+
+
+def test_out_of_range_index_types_are_torchs():
+    torch = _torch()
+    pairs = [
+        (lambda m: m.zeros(2, 2).scatter_(1, m.tensor([[0, 2], [1, 0]]), 1.0)),
+        (lambda m: m.zeros(2, 2).scatter_add(1, m.tensor([[0, 2], [1, 0]]), m.ones(2, 2))),
+        (lambda m: m.gather(m.zeros(2, 2), 1, m.tensor([[0, 2], [1, 0]]))),
+        (lambda m: m.zeros(3).index_add_(0, m.tensor([0, 5]), m.ones(2))),
+        (lambda m: m.index_select(m.zeros(3), 0, m.tensor([-1]))),
+        (lambda m: m.take(m.zeros(3), m.tensor([-4]))),
+        (lambda m: m.zeros(3).index_copy_(0, m.tensor([3]), m.ones(1))),
+    ]
+    for f in pairs:
+        got = []
+        for m in (torch, st):
+            with pytest.raises(Exception) as info:
+                f(m)
+            got.append(type(info.value))
+        assert got[0] is got[1]
+
+
+def test_in_range_indices_still_work():
+    assert st.take(st.tensor([1.0, 2.0, 3.0]), st.tensor([-1, 0])).tolist() == [3.0, 1.0]
+    x = st.zeros(3)
+    x.put_(st.tensor([-1]), st.tensor([4.0]))
+    assert x.tolist() == [0.0, 0.0, 4.0]
+    assert st.zeros(3).index_add(0, st.tensor([2, 2]), st.ones(2)).tolist() == [0.0, 0.0, 2.0]
+    assert st.zeros(2, 2).scatter(1, st.tensor([[1], [0]]), 5.0).tolist() == [[0.0, 5.0], [5.0, 0.0]]
