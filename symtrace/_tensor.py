@@ -1107,6 +1107,17 @@ class Tensor(_C.TensorBase):
     def __xor__(self, other): return _ops.bitwise_xor(self, other)
     def __rxor__(self, other): return _ops.bitwise_xor(other, self)
     def __ixor__(self, other): return self.bitwise_xor_(other)
+    def angle(self): return _ops.angle(self)
+
+    @property
+    def real(self):
+        """A real tensor's real part: itself, as torch's."""
+        return self
+
+    @property
+    def imag(self):
+        return _ops.imag(self)
+
     def bitwise_left_shift(self, other): return _ops.bitwise_left_shift(self, other)
     def bitwise_right_shift(self, other): return _ops.bitwise_right_shift(self, other)
     def bitwise_left_shift_(self, other): return self._via(_ops.bitwise_left_shift, "bitwise_left_shift_", other)
@@ -1228,7 +1239,7 @@ class Tensor(_C.TensorBase):
     def bincount(self, weights=None, minlength=0): return _ops.bincount(self, weights, minlength)
     def histc(self, bins=100, min=0, max=0): return _ops.histc(self, bins, min, max)
 
-    def histogram(self, bins, *, range=None, weight=None, density=False):
+    def histogram(self, bins=100, *, range=None, weight=None, density=False):
         return _ops.histogram(self, bins, range=range, weight=weight, density=density)
 
     def cov(self, *, correction=1, fweights=None, aweights=None):

@@ -182,3 +182,90 @@ def test_in_range_indices_still_work():
     assert x.tolist() == [0.0, 0.0, 4.0]
     assert st.zeros(3).index_add(0, st.tensor([2, 2]), st.ones(2)).tolist() == [0.0, 0.0, 2.0]
     assert st.zeros(2, 2).scatter(1, st.tensor([[1], [0]]), 5.0).tolist() == [[0.0, 5.0], [5.0, 0.0]]
+
+
+# ---------------- ops the walk over torch.Tensor found missing ----------------
+def test_angle_real_imag_of_real_tensors():
+    nan, inf = float("nan"), float("inf")
+    r = st.angle(st.tensor([1.0, -2.0, 0.0, -0.0, nan, -inf]))
+    assert r.dtype is st.float32
+    got = r.tolist()
+    assert got[:4] == pytest.approx([0.0, 3.14159265, 0.0, 0.0]) and got[4] != got[4]
+    assert got[5] == pytest.approx(3.14159265)
+    r = st.tensor([3, -2, 0]).angle()
+    assert r.dtype is st.float32 and r.tolist() == pytest.approx([0.0, 3.14159265, 0.0])
+    assert st.angle(st.tensor([1.0], dtype=st.float64)).dtype is st.float64
+    x = st.tensor([1.0, -2.0], requires_grad=True)
+    st.angle(x).sum().backward()
+    assert x.grad.tolist() == [0.0, 0.0]                 # torch: zero for real input
+    y = st.tensor([1.0, 2.0])
+    assert y.real is y and st.real(y) is y
+    with pytest.raises(RuntimeError, match="imag is not implemented for tensors with non-complex"):
+        y.imag
+    with pytest.raises(RuntimeError, match="imag is not implemented"):
+        st.imag(y)
+
+
+def test_angle_matches_torch():
+    torch = _torch()
+    vals = [1.0, -2.0, 0.0, -0.0, float("-inf"), 5.5]
+    assert st.angle(st.tensor(vals)).tolist() == pytest.approx(torch.angle(torch.tensor(vals)).tolist())
+    assert st.angle(st.tensor([3, -2])).tolist() == pytest.approx(torch.angle(torch.tensor([3, -2])).tolist())
+
+
+COPIES = [
+    ("t_copy", (), (3, 2)), ("permute_copy", ((2, 0, 1),), (4, 2, 3)), ("transpose_copy", (0, 2), (4, 3, 2)),
+    ("squeeze_copy", (), (2, 3, 4)), ("unsqueeze_copy", (1,), (2, 1, 3, 4)), ("select_copy", (1, 2), (2, 4)),
+    ("diagonal_copy", (0, 1, 2), (2, 3)), ("expand_copy", ((2, 2, 3, 4),), (2, 2, 3, 4)),
+    ("view_copy", ((6, 4),), (6, 4)), ("detach_copy", (), (2, 3, 4)), ("alias_copy", (), (2, 3, 4)),
+    ("slice_copy", (2, 1, 3), (2, 3, 2)), ("unfold_copy", (2, 2, 2), (2, 3, 2, 2)),
+    ("as_strided_copy", ((2, 2), (1, 2)), (2, 2)),
+]
+
+
+@pytest.mark.parametrize("name,args,shape", COPIES)
+def test_view_copies_are_contiguous_copies(name, args, shape):
+    base = st.arange(24, dtype=st.float32).reshape(2, 3, 4)
+    if name == "t_copy":
+        base = st.arange(6, dtype=st.float32).reshape(2, 3)
+    view_name = {"alias_copy": None, "slice_copy": None}.get(name, name[:-5])
+    r = getattr(st, name)(base, *args)
+    assert tuple(r.shape) == shape and r.is_contiguous()
+    if view_name:
+        assert r.tolist() == getattr(base, view_name)(*args).tolist()
+    before = base.tolist()
+    r.fill_(-1.0)                                        # a storage of its own
+    assert base.tolist() == before
+
+
+def test_view_copies_match_torch():
+    torch = _torch()
+    tb, sb = torch.arange(24.0).reshape(2, 3, 4), st.arange(24, dtype=st.float32).reshape(2, 3, 4)
+    for name, args, _ in COPIES[1:]:
+        want = getattr(torch, name)(tb, *args)
+        got = getattr(st, name)(sb, *args)
+        assert got.tolist() == want.tolist() and tuple(got.stride()) == want.stride(), name
+    assert [t.tolist() for t in st.unbind_copy(sb, 1)] == [t.tolist() for t in torch.unbind_copy(tb, 1)]
+    assert [t.tolist() for t in st.split_copy(sb, 2, 2)] == [t.tolist() for t in torch.split_copy(tb, 2, 2)]
+    assert [t.tolist() for t in st.split_with_sizes_copy(sb, [1, 3], 2)] == \
+        [t.tolist() for t in torch.split_with_sizes_copy(tb, [1, 3], 2)]
+
+
+def test_histogram_default_bins_is_100():
+    h, edges = st.tensor([1.0, 2.0, 3.0]).histogram()
+    assert tuple(h.shape) == (100,) and tuple(edges.shape) == (101,)
+    assert h.sum().item() == 3.0
+    assert st.histogram(st.tensor([1.0, 2.0]))[0].shape == (100,)
+
+
+@pytest.mark.skipif(not hasattr(st, "compile"), reason="symtrace.compile is not built")
+def test_new_ops_compiled_equal_eager():
+    def f(x, i):
+        return (st.angle(x - 1.0), st.permute_copy(x, (1, 0)) * 2, st.t_copy(x).sum(0),
+                st.slice_copy(x, 1, 0, 2), x.real + 1, i << 3, i >> 1)
+    x = st.tensor([[0.5, -1.5, 2.0], [3.0, 0.25, -0.75]])
+    i = st.tensor([[3, -2, 5], [0, 7, -1]])
+    want = [t.tolist() for t in f(x, i)]
+    g = st.compile(f)
+    for _ in range(3):
+        assert [t.tolist() for t in g(x, i)] == want
