@@ -8,6 +8,7 @@
  * re-inferred per call, scalars arrive as kernel parameters. Also owns
  * the copy between devices (st_rt_to_device). */
 #include "st_runtime.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
@@ -502,6 +503,13 @@ static int eager_run(st_op_id op, const st_operand *in, int nin,
         }
     int n = eager_on(op, in, nin, attrs, given, out, st_rt_backend_for(dev->type));
     for (int j = 0; j < nin; j++) st_tensor_decref(movedt[j]);
+    /* an embedding index out of range: torch's text first, then the index and size */
+    if (n < 0 && op == ST_OP_EMBEDDING && st_err_kind() == ST_ERR_INDEX &&
+        strstr(st_err_msg(), "out of bounds for dimension")) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "%s", st_err_msg());
+        st_err(ST_ERR_INDEX, "index out of range in self: %s", msg);
+    }
     return n;
 }
 

@@ -877,10 +877,12 @@ class Tensor(_C.TensorBase):
     # self skipped), O(index) as torch's, also under autograd: the scatter's VJP saves only
     # the index, and a write through a view (a flat one of self) runs in place too
     # (runtime/viewhist.c). index_fill_ with a value that requires grad and scatter_'s
-    # other reductions go out of place and are copied back (_via).
-    def _scatter_in_place(self, opid, dim, index, src):
+    # other reductions go out of place and are copied back (_via). An index out of range:
+    # torch's exception (kind, fmt) for the op (_ops._bad_index).
+    def _scatter_in_place(self, opid, dim, index, src, kind=RuntimeError, fmt="{}"):
         x = self if self.dim() else self.reshape(1)
-        _C.op(opid, (x, index, src), _ops._attrs(ints=(dim,)), x)
+        with _ops._bad_index(kind, fmt):
+            _C.op(opid, (x, index, src), _ops._attrs(ints=(dim,)), x)
         return self
 
     def scatter_(self, dim, index, src=None, value=None, *, reduce=None):
@@ -905,16 +907,17 @@ class Tensor(_C.TensorBase):
             src = _ops.mul(src, alpha)
             if self.dtype is bool_:   # bool * 2 is int64: back to bool (nonzero), as torch's
                 src = src.to(bool_)
-        return self._scatter_in_place(_C.OP_SCATTER_ADD, d, idx, src)
+        return self._scatter_in_place(_C.OP_SCATTER_ADD, d, idx, src, IndexError,
+                                      "index out of range in self: {}")
 
     def index_copy_(self, dim, index, source):
         d, idx, src = _ops._index_along(self, dim, index, source, "index_copy_")
-        return self._scatter_in_place(_C.OP_SCATTER, d, idx, src)
+        return self._scatter_in_place(_C.OP_SCATTER, d, idx, src, IndexError, "index_copy_(): {}")
     def index_fill_(self, dim, index, value):
         if isinstance(value, _C.TensorBase) and value.requires_grad and _C._is_grad_enabled():
             return self._via(_ops.index_fill, "index_fill_", dim, index, value)
         d, idx, src = _ops._index_fill_args(self, dim, index, value)
-        return self._scatter_in_place(_C.OP_SCATTER, d, idx, src)
+        return self._scatter_in_place(_C.OP_SCATTER, d, idx, src, IndexError)
     def masked_scatter_(self, mask, source): return self._via(_ops.masked_scatter, "masked_scatter_", mask, source)
 
     def bernoulli_(self, p=0.5, *, generator=None):
@@ -1106,6 +1109,38 @@ class Tensor(_C.TensorBase):
     def __xor__(self, other): return _ops.bitwise_xor(self, other)
     def __rxor__(self, other): return _ops.bitwise_xor(other, self)
     def __ixor__(self, other): return self.bitwise_xor_(other)
+    def angle(self): return _ops.angle(self)
+
+    @property
+    def real(self):
+        """A real tensor's real part: itself, as torch's."""
+        return self
+
+    @property
+    def imag(self):
+        return _ops.imag(self)
+
+    def bitwise_left_shift(self, other): return _ops.bitwise_left_shift(self, other)
+    def bitwise_right_shift(self, other): return _ops.bitwise_right_shift(self, other)
+    def bitwise_left_shift_(self, other): return self._via(_ops.bitwise_left_shift, "bitwise_left_shift_", other)
+    def bitwise_right_shift_(self, other): return self._via(_ops.bitwise_right_shift, "bitwise_right_shift_", other)
+
+    # << and >>: Python's TypeError for an operand that is no tensor or number, as torch's
+    def _shift(self, fn, a, b, other):
+        return fn(a, b) if isinstance(other, (_C.TensorBase, int, float)) else NotImplemented
+
+    def __lshift__(self, other): return self._shift(_ops.bitwise_left_shift, self, other, other)
+    def __rlshift__(self, other): return self._shift(_ops.bitwise_left_shift, other, self, other)
+    def __rshift__(self, other): return self._shift(_ops.bitwise_right_shift, self, other, other)
+    def __rrshift__(self, other): return self._shift(_ops.bitwise_right_shift, other, self, other)
+
+    def __ilshift__(self, other):
+        return self.bitwise_left_shift_(other) if isinstance(other, (_C.TensorBase, int, float)) \
+            else NotImplemented
+
+    def __irshift__(self, other):
+        return self.bitwise_right_shift_(other) if isinstance(other, (_C.TensorBase, int, float)) \
+            else NotImplemented
 
     # & | ~ on integer tensors are bitwise, as torch's (bool ones stay the C logical kernels);
     # so are bool tensors with an integer (or float) number: True & -1 is int64 1, as torch's
@@ -1206,7 +1241,7 @@ class Tensor(_C.TensorBase):
     def bincount(self, weights=None, minlength=0): return _ops.bincount(self, weights, minlength)
     def histc(self, bins=100, min=0, max=0): return _ops.histc(self, bins, min, max)
 
-    def histogram(self, bins, *, range=None, weight=None, density=False):
+    def histogram(self, bins=100, *, range=None, weight=None, density=False):
         return _ops.histogram(self, bins, range=range, weight=weight, density=density)
 
     def cov(self, *, correction=1, fweights=None, aweights=None):

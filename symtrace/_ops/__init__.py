@@ -7,7 +7,8 @@ dtypes, elementwise, creation, float_math, indexing, shape, reductions, linalg, 
 random, scatter_ops, sorting (sort, topk, median, unique, ...), aliases (small torch
 functions and aliases over the others), extras (more of those: addmv, addr, vander,
 trapezoid, index_reduce, the top-level in-place functions, ...) and statistics (bincount,
-histc, histogram, histogramdd, cov, corrcoef). This file imports them and re-exports every name
+histc, histogram, histogramdd, cov, corrcoef), bitshift (bitwise_left/right_shift) and
+view_copies (torch's *_copy functions). This file imports them and re-exports every name
 each one defines, public and private, so that symtrace._ops.X, symtrace.X and the X the
 other files call are one object."""
 
@@ -24,11 +25,11 @@ other files call are one object."""
 # before every file that imports it.
 from . import (_core, dtypes, elementwise, creation, float_math, indexing, shape, reductions,
                linalg, scans, random, scatter_ops, sorting, aliases, special_core, special_erf,
-               special_bessel, special_gamma, special_poly, numeric, extras, statistics)
+               special_bessel, special_gamma, special_poly, numeric, extras, statistics, bitshift, view_copies)
 
 for _m in (_core, dtypes, elementwise, creation, float_math, indexing, shape, reductions, linalg,
            scans, random, scatter_ops, sorting, aliases, special_core, special_erf,
-           special_bessel, special_gamma, special_poly, numeric, extras, statistics):
+           special_bessel, special_gamma, special_poly, numeric, extras, statistics, bitshift, view_copies):
     globals().update((_n, _v) for _n, _v in vars(_m).items() if not _n.startswith("__"))
 del _m
 

@@ -3,7 +3,7 @@ tolerance comparisons (isclose, allclose, equal), nan_to_num; the exp/log family
 (log1p, expm1, log2, log10, exp2, ...), trunc/frac/fmod, hyperbolic and inverse
 trigonometric functions, atan2; and the binary float functions (logaddexp, hypot, xlogy,
 copysign, heaviside, float_power, ...), with the precision helpers they run in
-(_to_float, _wide, _opmath, _back)."""
+(_to_float, _wide, _opmath, _back); and angle, real and imag for real tensors."""
 import builtins
 import math
 
@@ -13,6 +13,7 @@ from ._core import _FMAX, _check_tensor, _is_tensor, _tname
 from .elementwise import (abs, add, ceil, clamp, div, eq, exp, floor, ge, gt, le, log, logical_and,
                           logical_not, logical_or, lt, mul, ne, neg, pow, reciprocal, remainder,
                           result_type, round, sin, sqrt, sub, tanh, to_dtype, where)
+from .dtypes import get_default_dtype
 from .creation import _scalar0, full, ones_like, zeros_like
 
 
@@ -549,3 +550,25 @@ def float_power(input, exponent):
     a = to_dtype(input, float64) if _is_tensor(input) else float(input)
     b = to_dtype(exponent, float64) if _is_tensor(exponent) else float(exponent)
     return pow(a, b)
+
+
+# ---- torch's complex-number functions on real tensors (symtrace has no complex dtypes) ----
+def angle(input):
+    """angle(input): the argument of a real number: pi where input < 0, 0 elsewhere, nan kept;
+    integer and bool tensors give the default float dtype; as torch.angle (gradient 0)."""
+    _check_tensor(input, "angle")
+    x = input if input.dtype.is_floating_point else to_dtype(input, get_default_dtype())
+    zero = zeros_like(x)
+    return where(ne(x, x), x, where(lt(x, 0), add(zero, math.pi), zero))
+
+
+def real(input):
+    """real(input): input itself (a real tensor is its own real part), as torch.real."""
+    _check_tensor(input, "real")
+    return input
+
+
+def imag(input):
+    """imag(input): torch's RuntimeError (a real tensor has no imaginary part)."""
+    _check_tensor(input, "imag")
+    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")

@@ -1,6 +1,9 @@
 """Reads by index: the index_select, gather and scatter_add kernels, and take,
 take_along_dim and masked_select written over them. The writes by index (scatter,
-index_add, ...) and nonzero are in scatter_ops.py."""
+index_add, ...) and nonzero are in scatter_ops.py. _bad_index gives an index kernel's
+out-of-range error torch's exception type and text for the op that ran it."""
+import contextlib
+
 from .. import _C
 from .._dtype import bool_, int64
 from ._core import _attrs, _bshape, _check_tensor, _op, _tname, _wrap
@@ -9,19 +12,39 @@ from .creation import to_device
 
 
 # ---------------- indexing ----------------
+@contextlib.contextmanager
+def _bad_index(kind, fmt="{}"):
+    """Re-raises the index kernels' IndexError "index i is out of bounds for dimension d
+    with size n" as torch's exception for the op: kind(fmt with the message); torch raises
+    RuntimeError for gather and the scatters, IndexError for the index_* ops. Eager only: a
+    compiled graph's kernel raises the IndexError itself, so under a trace (the first call of
+    a compiled function runs its ops) the error stays that IndexError, as on later calls."""
+    try:
+        yield
+    except IndexError as e:
+        if "out of bounds for dimension" not in str(e) or _C._trace_active():
+            raise
+        raise kind(fmt.format(e)) from None
+
+
 def index_select(input, dim, index):
     _check_tensor(input, "index_select")
     _check_tensor(index, "index_select", "index")
-    return _op(_C.OP_INDEX_SELECT, (input, index), _attrs(ints=(dim,)))
+    with _bad_index(IndexError, "index out of range in self: {}"):    # torch's text, then ours
+        return _op(_C.OP_INDEX_SELECT, (input, index), _attrs(ints=(dim,)))
 
 
 def gather(input, dim, index):
     _check_tensor(input, "gather")
     _check_tensor(index, "gather", "index")
-    try:
+    with _bad_index(RuntimeError):
         return _op(_C.OP_GATHER, (input, index), _attrs(ints=(dim,)))
-    except IndexError as e:  # torch reports gather's bad index as a RuntimeError
-        raise RuntimeError(str(e)) from None
+
+
+def _scatter_add(input, dim, index, src):
+    """The scatter_add primitive, its out-of-range IndexError unchanged (for the index_*
+    ops, which torch reports as IndexError)."""
+    return _op(_C.OP_SCATTER_ADD, (input, index, src), _attrs(ints=(dim,)))
 
 
 def scatter_add(input, dim, index, src):
@@ -31,7 +54,8 @@ def scatter_add(input, dim, index, src):
     _check_tensor(input, "scatter_add")
     _check_tensor(index, "scatter_add", "index")
     _check_tensor(src, "scatter_add", "src")
-    return _op(_C.OP_SCATTER_ADD, (input, index, src), _attrs(ints=(dim,)))
+    with _bad_index(RuntimeError):
+        return _scatter_add(input, dim, index, src)
 
 
 def _scatter(input, dim, index, src):
@@ -91,7 +115,19 @@ def take(input, index):
     flat = input.reshape(-1)
     idx = index.reshape(-1)
     idx = where(lt(idx, 0), add(idx, n), idx)
-    return index_select(flat, 0, idx).reshape(tuple(index.shape))
+    try:
+        return index_select(flat, 0, idx).reshape(tuple(index.shape))
+    except IndexError as e:
+        _raise_flat_range(e, index, n)
+
+
+def _raise_flat_range(e, index, n):
+    """torch's IndexError for take and put: the first index outside [-n, n) (read from
+    index: on this error path only), else e."""
+    bad = next((i for i in index.reshape(-1).tolist() if not -n <= i < n), None)
+    if bad is None:
+        raise e
+    raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} elements.") from None
 
 
 def masked_select(input, mask):

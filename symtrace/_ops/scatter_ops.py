@@ -12,7 +12,7 @@ from .dtypes import iinfo
 from .elementwise import (add, clamp, div, eq, floor_divide, gt, lt, maximum, minimum, mul, ne,
                           remainder, sub, to_dtype, where)
 from .creation import _scalar0, _zero_of, arange, full, ones, ones_like, to_device, zeros
-from .indexing import _scatter, index_select, scatter_add
+from .indexing import _bad_index, _raise_flat_range, _scatter, _scatter_add, index_select, scatter_add
 from .shape import cat, movedim, stack
 from .reductions import amax, amin, any, prod, sum
 from .scans import _scan
@@ -166,7 +166,8 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None):
         return scatter_add(input, d, index, src)
     if reduce == "multiply":
         return _scatter_dense(input, d, index, src, "prod", True, "scatter")
-    return _scatter_replace(input, d, index, src)
+    with _bad_index(RuntimeError):
+        return _scatter_replace(input, d, index, src)
 
 
 def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
@@ -184,7 +185,8 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     if index.numel() == 0:
         return input.clone()
     if reduce in ("prod", "amax", "amin"):
-        return _scatter_dense(input, d, index, src, reduce, include_self, "scatter_reduce")
+        with _bad_index(RuntimeError):
+            return _scatter_dense(input, d, index, src, reduce, include_self, "scatter_reduce")
     cnt = _hits(input, d, index)
     hit = gt(cnt, 0)
     base = input if include_self else where(hit, _zero_of(input), input)
@@ -235,7 +237,8 @@ def index_add(input, dim, index, source, *, alpha=1):
         if input.dtype is bool_:   # bool * 2 is int64: back to bool (nonzero), as torch's
             src = to_dtype(src, bool_)
     x = input if input.dim() else input.reshape(1)
-    r = scatter_add(x, d, idx, src)
+    with _bad_index(IndexError, "index out of range in self: {}"):    # torch's text, then ours
+        r = _scatter_add(x, d, idx, src)
     return r if input.dim() else r.reshape(())
 
 
@@ -245,7 +248,8 @@ def index_copy(input, dim, index, source):
     unspecified); as torch.index_copy."""
     d, idx, src = _index_along(input, dim, index, source, "index_copy")
     x = input if input.dim() else input.reshape(1)
-    r = _scatter_replace(x, d, idx, src)
+    with _bad_index(IndexError, "index_copy_(): {}"):
+        r = _scatter_replace(x, d, idx, src)
     return r if input.dim() else r.reshape(())
 
 
@@ -291,7 +295,7 @@ def index_fill(input, dim, index, value):
     nd = input.dim()
     # the slices named, counted by a scatter_add: its kernel also checks the index's bounds
     # (a one-hot against arange matched nothing for an index out of range, and went on)
-    hit = gt(scatter_add(zeros((n,), dtype=int64, device=input.device), 0, idx, ones_like(idx)), 0)
+    hit = gt(_scatter_add(zeros((n,), dtype=int64, device=input.device), 0, idx, ones_like(idx)), 0)
     shape = [1] * nd
     if nd:
         shape[d] = n
@@ -437,7 +441,10 @@ def _put_args(input, index, source):
                            f"{index.numel()}")
     # positions in input seen as 1-D: only the shape counts (a 0-stride stand-in)
     shape1 = _scalar0(input, 0).expand((n,))
-    pos = _positions(shape1, index.reshape(-1)) if n else index.reshape(-1)
+    try:
+        pos = _positions(shape1, index.reshape(-1)) if n else index.reshape(-1)
+    except IndexError as e:
+        _raise_flat_range(e, index, n)
     return pos, _put_values(input, pos, source.reshape(-1), "put")
 
 

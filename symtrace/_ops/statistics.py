@@ -245,7 +245,7 @@ def _histogramdd(input, bins, rng, weight, density, lead, counts_first):
     return _histdd(input, edges, weight, density, True, True), edges
 
 
-def histogram(input, bins, *, range=None, weight=None, density=False):
+def histogram(input, bins=100, *, range=None, weight=None, density=False):
     """histogram(input, bins, *, range=None, weight=None, density=False) -> (hist, bin_edges):
     the histogram of input's values (flattened) in `bins` equal bins over range (the data's
     range, or [0, 1] for no data), or over the given edges (a 1-D tensor); weighted; density

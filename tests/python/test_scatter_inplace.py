@@ -141,7 +141,8 @@ def test_row_index_out_of_bounds_raises(backend):
     src = st.tensor(np.ones((3, 4), np.float32))
     sc = st.compile(lambda w, i, s: (w + 0.0).scatter_add(0, i.unsqueeze(1).expand(-1, 4), s),
                     backend=backend)
-    with pytest.raises(IndexError):
+    # RuntimeError where the frame ran eagerly (torch's), IndexError from a graph's kernel
+    with pytest.raises((IndexError, RuntimeError), match="out of bounds"):
         sc(w, st.tensor(np.array([0, 10, 2])), src)
     out = sc(w, st.tensor(np.array([0, 9, 0])), src)
     want = w.numpy().copy()
@@ -155,5 +156,5 @@ def test_threaded_scatter_out_of_bounds_raises():
     w = st.zeros(100, 512)
     idx = np.random.default_rng(5).integers(0, 100, 200)
     idx[150] = 100
-    with pytest.raises(IndexError, match="out of bounds"):
+    with pytest.raises(RuntimeError, match="out of bounds"):   # torch's type for scatter_add
         w.scatter_add(0, st.tensor(idx).unsqueeze(1).expand(-1, 512), st.ones(200, 512))
