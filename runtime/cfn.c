@@ -1010,6 +1010,13 @@ static void drop_inputs(bctx *c)
     c->in_ver = NULL;
 }
 
+/* st_ad_node_keep_ctx's release after a backward that frees the graph:
+ * only the inputs kept for a create_graph backward go */
+static void release_inputs(void *ctx)
+{
+    drop_inputs(ctx);
+}
+
 /* Is input k one the run writes back into (not read by the saved values,
  * as f->recompute says: a later write to it does not matter)? */
 static bool written_input(const st_rt_cfn *f, int k)
@@ -1370,6 +1377,8 @@ static st_status attach_node(st_rt_cfn *f, st_tensor *const *inputs,
     }
     if (!c->inputs) /* the forward cannot run again: compiled kernels only */
         st_ad_node_set_once_differentiable(n);
+    if (f->info.nsaved == 0) /* saved nothing: a second backward runs, as torch's */
+        st_ad_node_keep_ctx(n, release_inputs);
     st_ad_node_decref(n);
     return ST_OK;
 }

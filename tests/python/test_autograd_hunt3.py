@@ -280,3 +280,25 @@ def test_version_error_of_an_input_saved_twice(L):
     c.add_(1)
     with pytest.raises(RuntimeError, match=_version_error(L, "Float", "2", "Add")):
         s.backward()
+
+
+@pytest.mark.parametrize("call", [0, 1, 2])
+def test_compiled_second_backward_through_a_graph_that_saved_nothing(call):
+    # torch refuses a second backward only when it needs a freed saved tensor;
+    # the compiled node refused it always (from the cached calls on)
+    cf = st.compile(lambda a: a.reshape(2, 1)[0].sum())
+    for _ in range(call + 1):
+        a = st.ones(2, requires_grad=True)
+        y = cf(a)
+        y.backward()
+        y.backward()
+        assert a.grad.tolist() == [2.0, 0.0]
+
+
+def test_compiled_second_backward_that_needs_saved_values_still_raises():
+    cf = st.compile(lambda a: (a * a).sum())
+    for _ in range(2):
+        y = cf(st.ones(2, requires_grad=True))
+        y.backward()
+        with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+            y.backward()
