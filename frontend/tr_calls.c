@@ -976,6 +976,15 @@ int tr_call(tr_state *s, tr_var *fnv, tr_var *args, int nargs,
              * that the user function it wraps is translated too */
             return tr_inline(s, fn, args, nargs, kwnames, out);
         }
+        if (org == 1 && tr_dyn_shapes(s) && fd &&
+            PyDict_GetItemString(fd, "_symtrace_dyn_inline")) {
+            /* library code whose shape math dynamic shapes can follow
+             * (symtrace/_symint.py dyn_inline): its sizes stay symbolic */
+            s->lib_inline++;
+            int rc = tr_inline(s, fn, args, nargs, kwnames, out);
+            s->lib_inline--;
+            return rc;
+        }
         if (org == 1) {
             if (check_symtrace_fn(s, fn, args, nargs) < 0)
                 return -1;

@@ -1040,6 +1040,58 @@ static void probe_vals(tr_state *s, int p, int64_t *out)
  * size of a tensor without symbols (a weight's: x @ w with x's last dim a
  * symbol), guarding them equal to it, as TorchDynamo's shape checks would.
  * Returns how many it pinned. */
+static bool weight_dim(tr_state *s, st_tensor *const *ins, int nin, int64_t v)
+{
+    for (int i = 0; i < nin; i++) {
+        PyObject *key = tr_id_key(ins[i]);
+        bool symbolic = key && PyDict_Contains(s->dyn->tsyms, key) == 1;
+        Py_XDECREF(key);
+        for (int d = 0; !symbolic && d < ins[i]->ndim; d++)
+            if (ins[i]->shape[d] == v)
+                return true;
+    }
+    return false;
+}
+
+/* No single symbol is a weight's size: pin the symbols of a run of a
+ * symbolic input's dims whose product is one (flatten then linear: C*H*W
+ * equal to the weight's in-features, TorchDynamo's s1*s2*s3 == 192). */
+static int pin_products(tr_state *s, st_tensor *const *ins, int nin)
+{
+    st_fe_symtab *tb = tab(s);
+    int n = 0;
+    for (int i = 0; i < nin; i++) {
+        PyObject *key = tr_id_key(ins[i]);
+        PyObject *ex = key ? PyDict_GetItem(s->dyn->tsyms, key) : NULL;
+        Py_XDECREF(key);
+        if (!ex || !PyTuple_Check(ex))
+            continue;
+        int nd = (int)PyTuple_GET_SIZE(ex);
+        for (int a = 0; a < nd; a++) {
+            int64_t prod = 1;
+            for (int b = a; b < nd; b++) {
+                prod *= ins[i]->ndim > b ? ins[i]->shape[b] : 1;
+                if (b == a || prod < 2 || !weight_dim(s, ins, nin, prod))
+                    continue;
+                for (int d = a; d <= b; d++) {
+                    int e = (int)PyLong_AsLong(PyTuple_GET_ITEM(ex, d));
+                    if (e < 0 || e >= tb->nx || tb->x[e].op != ST_SX_SYM ||
+                        s->dyn->pinned[tb->x[e].c])
+                        continue;
+                    int c = sx_new(tb, ST_SX_CONST, -1, -1, tb->val[tb->x[e].c]);
+                    if (c < 0 || add_rel(s, e, c, ST_SXC_EQ, true) < 0) {
+                        PyErr_Clear();
+                        continue;
+                    }
+                    s->dyn->pinned[tb->x[e].c] = true;
+                    n++;
+                }
+            }
+        }
+    }
+    return n;
+}
+
 static int pin_candidates(tr_state *s, st_tensor *const *ins, int nin)
 {
     st_fe_symtab *tb = tab(s);
@@ -1071,6 +1123,8 @@ static int pin_candidates(tr_state *s, st_tensor *const *ins, int nin)
         s->dyn->pinned[k] = true;
         n++;
     }
+    if (n == 0)
+        n = pin_products(s, ins, nin);
     return n;
 }
 

@@ -128,6 +128,9 @@ typedef struct {
     tr_frame *gens;          /* generator frames alive (their iterators own them) */
     bool gen_closed;         /* one suspended in a try/with block was dropped: a break */
     PyObject *lazies;        /* id(LazyInt/LazyFloat) -> (obj, src id) (tr_dynamic.c) */
+    int lib_inline;          /* symtrace library functions being inlined under dynamic
+                                shapes (marked _symtrace_dyn_inline): a break inside
+                                one is a dynamic-shapes failure (a static retry) */
 } tr_state;
 
 /* One recorded side effect: obj is the target (SETATTR) or the original

@@ -12,6 +12,7 @@ from ._core import _check_tensor, _is_tensor, _op, _wrap, _wrap_dims
 from .elementwise import remainder
 from .creation import arange
 from .indexing import index_select
+from .._symint import dyn_inline
 
 
 # ---------------- movement ----------------
@@ -20,6 +21,7 @@ def reshape(input, shape):
     return input.reshape(shape)
 
 
+@dyn_inline
 def flatten(input, start_dim=0, end_dim=-1):
     """flatten(input, start_dim=0, end_dim=-1)."""
     _check_tensor(input, "flatten")
@@ -34,7 +36,10 @@ def flatten(input, start_dim=0, end_dim=-1):
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     shape = input.shape
-    return input.reshape(shape[:s] + (math.prod(shape[s:e + 1]),) + shape[e + 1:])
+    n = 1
+    for v in shape[s:e + 1]:     # not math.prod: a product of sizes that stays symbolic
+        n = n * v
+    return input.reshape(shape[:s] + (n,) + shape[e + 1:])
 
 
 def permute(input, dims):
