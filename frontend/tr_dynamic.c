@@ -1388,6 +1388,9 @@ static int classify(PyObject *fn, tr_var *args, int nargs, PyObject *kwnames,
                 *tensor = args[0].v;
                 return 4;
             }
+            if (!strcmp(nm, "len") && npos == 1 && !kwnames &&
+                (PyTuple_Check(args[0].v) || PyList_Check(args[0].v)))
+                return 5;        /* len(x.shape): the items' values are not read */
         }
         return 0;
     }

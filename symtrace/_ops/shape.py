@@ -161,6 +161,7 @@ def _cat_into(parts, d, shape, dt):
 concat = concatenate = cat
 
 
+@dyn_inline
 def stack(tensors, dim=0):
     if _is_tensor(tensors) or not isinstance(tensors, (list, tuple)):
         raise TypeError(f"stack(): argument 'tensors' must be tuple of Tensors, not {type(tensors).__name__}")
@@ -176,7 +177,11 @@ def stack(tensors, dim=0):
             raise RuntimeError(f"stack expects each tensor to be equal size, but got "
                                f"{list(s0)} at entry 0 and {list(t.shape)} at entry {i}")
     d = _wrap(dim, len(s0) + 1, "stack")
-    return _cat_checked([t.unsqueeze(d) for t in tensors], d)
+    # through cat: under dynamic shapes the translator knows its buffer and bounds
+    parts = []
+    for t in tensors:        # a loop, not a comprehension: the translator unrolls it
+        parts.append(t.unsqueeze(d))
+    return cat(parts, d)
 
 
 def split(tensor, split_size_or_sections, dim=0):
