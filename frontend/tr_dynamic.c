@@ -1469,8 +1469,17 @@ int tr_dyn_before_call(tr_state *s, PyObject *fn, tr_var *args, int nargs,
         return tr_break_exc(s, "dynamic shapes");
     st_graph *g = st_rt_trace_graph();
     dc->n0 = g ? g->nstmts : 0;
-    for (int i = 0; dc->kind == 0 && i < nargs; i++)
-        dc->targs |= args[i].v && st_fe_is_tensor(args[i].v);
+    for (int i = -1; dc->kind == 0 && i < nargs; i++) {
+        PyObject *o = i >= 0 ? args[i].v
+                    : PyCFunction_Check(fn) ? PyCFunction_GET_SELF(fn) : NULL;
+        bool t = o && st_fe_is_tensor(o);
+        dc->targs |= t && i >= 0;
+        if (t && dc->nt < 4) {
+            st_tensor *tt = st_fe_unwrap(o);
+            dc->tnd[dc->nt] = tt->ndim;
+            memcpy(dc->tshape[dc->nt++], tt->shape, sizeof(int64_t) * (size_t)tt->ndim);
+        }
+    }
     /* everything but a shape argument is specialized; shape arguments go
      * in as their values (their expressions are attached afterwards) */
     for (int i = 0; i < nargs; i++) {
@@ -1608,6 +1617,63 @@ done:
     return rc;
 }
 
+/* A number that a product p of the sizes of the call's tensors would
+ * give (p, p - 1, 1 / p, 1 / (p - 1), p / (p - 1)), the product taking at
+ * least one dim equal to a symbol's value. 0, 1, 2 and 0.5 are left out:
+ * too common as plain constants (gelu's 0.5), at the price of missing a
+ * divisor of 2 or 3 elements. */
+static bool size_number(tr_state *s, const tr_dyncall *dc, double v)
+{
+    st_fe_symtab *tb = tab(s);
+    double av = v < 0 ? -v : v;
+    if (av == 0 || av == 1 || av == 2 || av == 0.5)
+        return false;
+    for (int t = 0; t < dc->nt; t++) {
+        int nd = dc->tnd[t];
+        for (unsigned m = 1; m < (1u << nd); m++) {
+            double p = 1;
+            bool sym = false;
+            for (int d = 0; d < nd; d++) {
+                if (!(m & (1u << d)))
+                    continue;
+                int64_t x = dc->tshape[t][d];
+                p *= (double)x;
+                for (int k = 0; k < tb->nsym && !sym; k++)
+                    sym = x >= 2 && tb->dim[k] >= 0 && !s->dyn->pinned[k] && tb->val[k] == x;
+            }
+            if (!sym || p < 2)
+                continue;
+            const double c[5] = {p, p - 1, 1 / p, 1 / (p - 1), p / (p - 1)};
+            for (int j = 0; j < 5; j++) {
+                double d = c[j] - v;
+                if ((d < 0 ? -d : d) <= 1e-12 * (c[j] < 0 ? -c[j] : c[j]))
+                    return true;
+            }
+        }
+    }
+    return false;
+}
+
+/* A real call on tensors whose sizes may be symbolic that put a number
+ * made of their sizes into the graph as a constant (var's divisor n - 1,
+ * batch_norm's n / (n - 1)): an instance for other sizes would keep it. */
+static bool folded_size(tr_state *s, const tr_dyncall *dc, const st_graph *g)
+{
+    for (int si = dc->n0; si < g->nstmts; si++) {
+        const st_stmt *st = &g->stmts[si];
+        for (int j = 0; j < st->nin; j++) {
+            const st_value *v = &g->values[st->in[j]];
+            if (v->kind == ST_VAL_CONST && size_number(s, dc, v->fconst))
+                return true;
+        }
+        if (st->op == ST_OP_FULL &&
+            size_number(s, dc, (st->attrs.flags & ST_ATTR_INT_VALUE) ? (double)st->attrs.i[0]
+                                                                     : st->attrs.f[0]))
+            return true;
+    }
+    return false;
+}
+
 /* After a shape-taking call: the statement that holds its shape gets the
  * SymInts' expressions; none found: they are specialized. r: the result
  * (steals; returns the value to use). */
@@ -1630,6 +1696,14 @@ PyObject *tr_dyn_after_call(tr_state *s, tr_dyncall *dc, PyObject *r)
                 tr_break(s, "dynamic shapes: a call made an index from a size inside");
                 return NULL;
             }
+    }
+    if (dc->kind == 0 && dc->nt > 0 && s->dyn->shapes) {
+        st_graph *g = st_rt_trace_graph();
+        if (g && folded_size(s, dc, g)) {
+            Py_DECREF(r);
+            tr_break(s, "dynamic shapes: a call made a constant of the graph from a size inside");
+            return NULL;
+        }
     }
     if (dc->kind == 7) {
         int rc = cat_after(s, dc, r);

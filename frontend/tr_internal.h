@@ -288,6 +288,10 @@ int tr_bind_args(PyObject *fn, PyObject *const *args, Py_ssize_t nargs,
 typedef struct {
     int kind, n0, dim;
     bool targs;              /* a tensor among the arguments (kind 0) */
+    int nt;                  /* the shapes of (up to 4 of) those tensors and a
+                                method's self, for folded_size */
+    int tnd[4];
+    int64_t tshape[4][ST_MAX_DIMS];
     PyObject *tensor;        /* borrowed */
     PyObject *shape;         /* owned */
 } tr_dyncall;

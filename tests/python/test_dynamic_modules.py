@@ -150,3 +150,30 @@ def test_len_of_a_shape_keeps_sizes_symbolic():
         x = st.randn(n, 2, 5)
         _close(f(x).numpy(), g(x).numpy())
     assert _graphs() == 1
+
+
+# ---------------- a size folded into a constant by a real call ----------------
+@pytest.mark.parametrize("case", ["var_dims", "var_correction0", "var_mean"])
+def test_var_divisor_follows_the_size(case):
+    # var recorded sum / (n - 1) with n of the first call as a constant: the dynamic
+    # graph divided by 19 at every later size (wrong values, no error); now a call that
+    # makes a graph constant from a size is translated with static shapes
+    fn, ref = {
+        "var_dims": (lambda x: x.var((0, 2), keepdim=True),
+                     lambda a: a.var((0, 2), keepdims=True, ddof=1)),
+        "var_correction0": (lambda x: x.var(0, correction=0) * 3, lambda a: a.var(0) * 3),
+        "var_mean": (lambda x: st.var_mean(x, (0, 1))[0], lambda a: a.var((0, 1), ddof=1)),
+    }[case]
+    f = st.compile(fn, dynamic=True, backend="interp")
+    for n in (4, 6, 9):
+        xv = np.random.default_rng(n).standard_normal((n, 3, 5)).astype(np.float32)
+        _close(f(st.tensor(xv)).numpy(), ref(xv.astype(np.float64)))
+
+
+def test_constants_that_do_not_depend_on_sizes_stay_dynamic():
+    # gelu's 0.5 and a scale of 3 are not sizes: one graph
+    f = st.compile(lambda x: F.gelu(x) * 3 + x.mean(0), dynamic=True, backend="interp")
+    for n in (4, 6, 9):
+        x = st.randn(n, 5)
+        _close(f(x).numpy(), (F.gelu(x) * 3 + x.mean(0)).numpy())
+    assert _graphs() == 1
