@@ -1040,12 +1040,26 @@ static void probe_vals(tr_state *s, int p, int64_t *out)
  * size of a tensor without symbols (a weight's: x @ w with x's last dim a
  * symbol), guarding them equal to it, as TorchDynamo's shape checks would.
  * Returns how many it pinned. */
+/* t's dims are known to the translation with at least one not a constant
+ * (a tensor whose dims were only read, a buffer's, has constants there). */
+static bool sym_dims(tr_state *s, st_tensor *t)
+{
+    PyObject *key = tr_id_key(t);
+    PyObject *ex = key ? PyDict_GetItem(s->dyn->tsyms, key) : NULL;
+    Py_XDECREF(key);
+    PyErr_Clear();
+    for (Py_ssize_t d = 0; ex && PyTuple_Check(ex) && d < PyTuple_GET_SIZE(ex); d++) {
+        int e = (int)PyLong_AsLong(PyTuple_GET_ITEM(ex, d));
+        if (e < 0 || !sx_is_const(tab(s), e))
+            return true;
+    }
+    return false;
+}
+
 static bool weight_dim(tr_state *s, st_tensor *const *ins, int nin, int64_t v)
 {
     for (int i = 0; i < nin; i++) {
-        PyObject *key = tr_id_key(ins[i]);
-        bool symbolic = key && PyDict_Contains(s->dyn->tsyms, key) == 1;
-        Py_XDECREF(key);
+        bool symbolic = sym_dims(s, ins[i]);
         for (int d = 0; !symbolic && d < ins[i]->ndim; d++)
             if (ins[i]->shape[d] == v)
                 return true;
@@ -1101,10 +1115,7 @@ static int pin_candidates(tr_state *s, st_tensor *const *ins, int nin)
             continue;
         bool hit = false;
         for (int i = 0; i < nin && !hit; i++) {
-            PyObject *key = tr_id_key(ins[i]);
-            bool symbolic = key && PyDict_Contains(s->dyn->tsyms, key) == 1;
-            Py_XDECREF(key);
-            if (symbolic)
+            if (sym_dims(s, ins[i]))
                 continue;
             for (int d = 0; d < ins[i]->ndim && !hit; d++)
                 hit = ins[i]->shape[d] == tb->val[k];

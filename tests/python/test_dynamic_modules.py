@@ -177,3 +177,80 @@ def test_constants_that_do_not_depend_on_sizes_stay_dynamic():
         x = st.randn(n, 5)
         _close(f(x).numpy(), (F.gelu(x) * 3 + x.mean(0)).numpy())
     assert _graphs() == 1
+
+
+# ---------------- batch norm ----------------
+def _bn_pair(cls, c):
+    a, b = cls(c), cls(c)
+    with st.no_grad():
+        for p, q in zip(a.parameters(), b.parameters()):
+            v = st.randn(*p.shape)
+            p.copy_(v)
+            q.copy_(v)
+    return a, b
+
+
+@pytest.mark.parametrize("backward", [False, True], ids=["fwd", "fwd_bwd"])
+@pytest.mark.parametrize("cls,shape_of", [
+    (st.nn.BatchNorm2d, lambda n: (n, 3, 6, 5)),
+    (st.nn.BatchNorm1d, lambda n: (n, 3)),
+    (st.nn.BatchNorm1d, lambda n: (n, 3, 7)),
+], ids=["2d", "1d", "1d_seq"])
+def test_batch_norm_training_one_graph(cls, shape_of, backward):
+    # batch_norm ran for real: mean.reshape(C) and the unbiasing n / (n - 1) were
+    # constants of one call's sizes (a graph per batch size)
+    net, ref = _bn_pair(cls, 3)
+    c = st.compile(net, dynamic=True, backend="interp")
+    rng = np.random.default_rng(2)
+    for n in (4, 5, 8, 6):
+        xv = rng.standard_normal(shape_of(n)).astype(np.float32)
+        x, xr = st.tensor(xv, requires_grad=backward), st.tensor(xv, requires_grad=backward)
+        y, yr = c(x), ref(xr)
+        _close(y.detach().numpy(), yr.detach().numpy(), 1e-4)
+        if backward:
+            (y * y).sum().backward()
+            (yr * yr).sum().backward()
+            _close(x.grad.numpy(), xr.grad.numpy(), 1e-4)
+            for p, q in zip(net.parameters(), ref.parameters()):
+                _close(p.grad.numpy(), q.grad.numpy(), 1e-3)
+                p.grad = q.grad = None
+        _close(net.running_mean.numpy(), ref.running_mean.numpy())
+        _close(net.running_var.numpy(), ref.running_var.numpy())
+    assert net.num_batches_tracked.item() == 4
+    assert _graphs() == 1
+
+
+def test_batch_norm_eval_one_graph():
+    net, ref = _bn_pair(st.nn.BatchNorm2d, 3)
+    for m in (net, ref):
+        m.running_mean.copy_(st.tensor([0.5, -1.0, 2.0]))
+        m.running_var.copy_(st.tensor([2.0, 0.5, 1.5]))
+        m.eval()
+    c = st.compile(net, dynamic=True, backend="interp")
+    for n in (4, 3, 5):
+        x = st.randn(n, 3, 6, 5)
+        _close(c(x).detach().numpy(), ref(x).detach().numpy())
+    assert _graphs() == 1
+
+
+def test_batch_norm_matches_torch():
+    torch = pytest.importorskip("torch")
+    net = st.nn.BatchNorm2d(3)
+    tn = torch.nn.BatchNorm2d(3)
+    c = st.compile(net, dynamic=True, backend="interp")
+    for n in (4, 3, 5):
+        xv = np.random.default_rng(n).standard_normal((n, 3, 6, 5)).astype(np.float32)
+        _close(c(st.tensor(xv)).detach().numpy(), tn(torch.tensor(xv)).detach().numpy(), 1e-4)
+    _close(net.running_var.numpy(), tn.running_var.numpy())
+    _close(net.running_mean.numpy(), tn.running_mean.numpy())
+    assert _graphs() == 1
+
+
+def test_batch_norm_wrong_channels_raise_as_eager():
+    net = st.nn.BatchNorm2d(3)
+    c = st.compile(net, dynamic=True, backend="interp")
+    c(st.randn(4, 3, 5, 5))
+    with pytest.raises(RuntimeError, match="running_mean should contain 4 elements not 3"):
+        net(st.randn(4, 4, 5, 5))
+    with pytest.raises(RuntimeError, match="running_mean should contain 4 elements not 3"):
+        c(st.randn(4, 4, 5, 5))
