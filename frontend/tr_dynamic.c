@@ -1988,6 +1988,21 @@ int tr_dyn_after_subscr(tr_state *s, tr_dynsub *ds)
             return tr_break(s, "out of memory");
         k++;
     }
+    /* a write (x[:, a:b] = v): the slice_scatters that put the parts back,
+     * innermost first */
+    for (int si = ds->n0; g && si < g->nstmts; si++) {
+        const st_stmt *st = &g->stmts[si];
+        if (st->op != ST_OP_SLICE_SCATTER || has_attr(s->dyn->attr, s->dyn->nattr, si, 101))
+            continue;
+        for (int j = 0; j < ds->n; j++)
+            if (st->attrs.i[0] == ds->w[j].dim && st->attrs.i[1] == ds->w[j].vstart &&
+                st->attrs.i[2] == ds->w[j].vstop) {
+                if (push_attr(s, si, 101, ds->w[j].start) < 0 ||
+                    push_attr(s, si, 102, ds->w[j].stop) < 0)
+                    return tr_break(s, "out of memory");
+                break;
+            }
+    }
     return 0;
 }
 

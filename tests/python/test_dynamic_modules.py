@@ -254,3 +254,40 @@ def test_batch_norm_wrong_channels_raise_as_eager():
         net(st.randn(4, 4, 5, 5))
     with pytest.raises(RuntimeError, match="running_mean should contain 4 elements not 3"):
         c(st.randn(4, 4, 5, 5))
+
+
+# ---------------- writes through slices ----------------
+@pytest.mark.parametrize("dynamic", [False, None, True])
+def test_write_through_an_int_argument_slice_is_guarded(dynamic):
+    # x[:, n:] = 0 with n a number argument: the store never guarded n, so a second
+    # call with another n reused the first graph (an empty slice: the write lost)
+    def g(x, n):
+        y = x.clone()
+        y[:, n:] = 0
+        return y
+    c = st.compile(g, dynamic=dynamic, backend="interp")
+    for m, n in ((5, 5), (5, 3), (5, 2), (6, 6), (6, 1)):
+        x = st.ones(3, m)
+        assert c(x, n).sum().item() == g(x, n).sum().item() == 3 * min(n, m)
+
+
+@pytest.mark.parametrize("case", ["tail", "empty_at_size", "both_ends"])
+def test_write_through_a_size_slice_one_graph(case):
+    # the bounds of a write are expressions of the sizes (before: no expression for
+    # the slice_scatter, a static graph per size)
+    def g(x):
+        y = x.clone()
+        n = y.shape[1]
+        if case == "tail":
+            y[:, n - 2:] = 0
+        elif case == "empty_at_size":
+            y[:, n:] = 0          # empty at every size: y unchanged
+        else:
+            y[1:-1, 1:n - 1] = 7
+        return y * 2
+    c = st.compile(g, dynamic=True, backend="interp")
+    rng = np.random.default_rng(0)
+    for m in (5, 6, 9):
+        x = st.tensor(rng.standard_normal((4, m)).astype(np.float32))
+        _close(c(x).numpy(), g(x).numpy())
+    assert _graphs() == 1
