@@ -34,6 +34,7 @@
 #include "tr_internal.h"
 #include "st_ir.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1630,7 +1631,8 @@ done:
 
 /* A number that a product p of the sizes of the call's tensors would
  * give (p, p - 1, 1 / p, 1 / (p - 1), p / (p - 1)), the product taking at
- * least one dim equal to a symbol's value. 0, 1, 2 and 0.5 are left out:
+ * least one dim equal to a symbol's value; sqrt(p) and 1 / sqrt(p) too
+ * (attention's scale). 0, 1, 2 and 0.5 are left out:
  * too common as plain constants (gelu's 0.5), at the price of missing a
  * divisor of 2 or 3 elements. */
 static bool size_number(tr_state *s, const tr_dyncall *dc, double v)
@@ -1654,8 +1656,8 @@ static bool size_number(tr_state *s, const tr_dyncall *dc, double v)
             }
             if (!sym || p < 2)
                 continue;
-            const double c[5] = {p, p - 1, 1 / p, 1 / (p - 1), p / (p - 1)};
-            for (int j = 0; j < 5; j++) {
+            const double c[7] = {p, p - 1, 1 / p, 1 / (p - 1), p / (p - 1), sqrt(p), 1 / sqrt(p)};
+            for (int j = 0; j < (p >= 3 ? 7 : 5); j++) {     /* sqrt(2): gelu's, not a size */
                 double d = c[j] - v;
                 if ((d < 0 ? -d : d) <= 1e-12 * (c[j] < 0 ? -c[j] : c[j]))
                     return true;

@@ -291,3 +291,25 @@ def test_write_through_a_size_slice_one_graph(case):
         x = st.tensor(rng.standard_normal((4, m)).astype(np.float32))
         _close(c(x).numpy(), g(x).numpy())
     assert _graphs() == 1
+
+
+def test_attention_scale_follows_the_head_size():
+    # sdpa's 1 / sqrt(E) was a constant of the first call: the one dynamic graph scaled
+    # every later head size by it (wrong values, no error)
+    fn = lambda q: F.scaled_dot_product_attention(q, q, q * 2)   # noqa: E731
+    f = st.compile(fn, dynamic=True, backend="interp")
+    for L, E in ((4, 8), (4, 16), (6, 32)):
+        q = st.randn(2, L, E)
+        _close(f(q).numpy(), fn(q).numpy())
+
+
+def test_attention_scale_matches_torch():
+    torch = pytest.importorskip("torch")
+    f = st.compile(lambda q, k: F.scaled_dot_product_attention(q, k, k), dynamic=True,
+                   backend="interp")
+    for L, E in ((3, 8), (5, 16)):
+        qv, kv = (np.random.default_rng(E + j).standard_normal((2, L, E)).astype(np.float32)
+                  for j in (0, 1))
+        want = torch.nn.functional.scaled_dot_product_attention(torch.tensor(qv), torch.tensor(kv),
+                                                                torch.tensor(kv))
+        _close(f(st.tensor(qv), st.tensor(kv)).numpy(), want.numpy())
