@@ -976,6 +976,18 @@ int tr_call(tr_state *s, tr_var *fnv, tr_var *args, int nargs,
              * that the user function it wraps is translated too */
             return tr_inline(s, fn, args, nargs, kwnames, out);
         }
+        PyObject *cn = ((PyCodeObject *)PyFunction_GET_CODE(fn))->co_name;
+        bool nested = s->lib_inline > 0 && PyUnicode_Check(cn) &&
+                      PyUnicode_READ_CHAR(cn, 0) == '<';   /* <listcomp>, <genexpr>, <lambda> */
+        if (org == 1 && tr_dyn_shapes(s) &&
+            (nested || (fd && PyDict_GetItemString(fd, "_symtrace_dyn_inline")))) {
+            /* library code whose shape math dynamic shapes can follow
+             * (symtrace/_symint.py dyn_inline): its sizes stay symbolic */
+            s->lib_inline++;
+            int rc = tr_inline(s, fn, args, nargs, kwnames, out);
+            s->lib_inline--;
+            return rc;
+        }
         if (org == 1) {
             if (check_symtrace_fn(s, fn, args, nargs) < 0)
                 return -1;

@@ -34,6 +34,7 @@
 #include "tr_internal.h"
 #include "st_ir.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1040,6 +1041,72 @@ static void probe_vals(tr_state *s, int p, int64_t *out)
  * size of a tensor without symbols (a weight's: x @ w with x's last dim a
  * symbol), guarding them equal to it, as TorchDynamo's shape checks would.
  * Returns how many it pinned. */
+/* t's dims are known to the translation with at least one not a constant
+ * (a tensor whose dims were only read, a buffer's, has constants there). */
+static bool sym_dims(tr_state *s, st_tensor *t)
+{
+    PyObject *key = tr_id_key(t);
+    PyObject *ex = key ? PyDict_GetItem(s->dyn->tsyms, key) : NULL;
+    Py_XDECREF(key);
+    PyErr_Clear();
+    for (Py_ssize_t d = 0; ex && PyTuple_Check(ex) && d < PyTuple_GET_SIZE(ex); d++) {
+        int e = (int)PyLong_AsLong(PyTuple_GET_ITEM(ex, d));
+        if (e < 0 || !sx_is_const(tab(s), e))
+            return true;
+    }
+    return false;
+}
+
+static bool weight_dim(tr_state *s, st_tensor *const *ins, int nin, int64_t v)
+{
+    for (int i = 0; i < nin; i++) {
+        bool symbolic = sym_dims(s, ins[i]);
+        for (int d = 0; !symbolic && d < ins[i]->ndim; d++)
+            if (ins[i]->shape[d] == v)
+                return true;
+    }
+    return false;
+}
+
+/* No single symbol is a weight's size: pin the symbols of a run of a
+ * symbolic input's dims whose product is one (flatten then linear: C*H*W
+ * equal to the weight's in-features, TorchDynamo's s1*s2*s3 == 192). */
+static int pin_products(tr_state *s, st_tensor *const *ins, int nin)
+{
+    st_fe_symtab *tb = tab(s);
+    int n = 0;
+    for (int i = 0; i < nin; i++) {
+        PyObject *key = tr_id_key(ins[i]);
+        PyObject *ex = key ? PyDict_GetItem(s->dyn->tsyms, key) : NULL;
+        Py_XDECREF(key);
+        if (!ex || !PyTuple_Check(ex))
+            continue;
+        int nd = (int)PyTuple_GET_SIZE(ex);
+        for (int a = 0; a < nd; a++) {
+            int64_t prod = 1;
+            for (int b = a; b < nd; b++) {
+                prod *= ins[i]->ndim > b ? ins[i]->shape[b] : 1;
+                if (b == a || prod < 2 || !weight_dim(s, ins, nin, prod))
+                    continue;
+                for (int d = a; d <= b; d++) {
+                    int e = (int)PyLong_AsLong(PyTuple_GET_ITEM(ex, d));
+                    if (e < 0 || e >= tb->nx || tb->x[e].op != ST_SX_SYM ||
+                        s->dyn->pinned[tb->x[e].c])
+                        continue;
+                    int c = sx_new(tb, ST_SX_CONST, -1, -1, tb->val[tb->x[e].c]);
+                    if (c < 0 || add_rel(s, e, c, ST_SXC_EQ, true) < 0) {
+                        PyErr_Clear();
+                        continue;
+                    }
+                    s->dyn->pinned[tb->x[e].c] = true;
+                    n++;
+                }
+            }
+        }
+    }
+    return n;
+}
+
 static int pin_candidates(tr_state *s, st_tensor *const *ins, int nin)
 {
     st_fe_symtab *tb = tab(s);
@@ -1049,10 +1116,7 @@ static int pin_candidates(tr_state *s, st_tensor *const *ins, int nin)
             continue;
         bool hit = false;
         for (int i = 0; i < nin && !hit; i++) {
-            PyObject *key = tr_id_key(ins[i]);
-            bool symbolic = key && PyDict_Contains(s->dyn->tsyms, key) == 1;
-            Py_XDECREF(key);
-            if (symbolic)
+            if (sym_dims(s, ins[i]))
                 continue;
             for (int d = 0; d < ins[i]->ndim && !hit; d++)
                 hit = ins[i]->shape[d] == tb->val[k];
@@ -1071,6 +1135,8 @@ static int pin_candidates(tr_state *s, st_tensor *const *ins, int nin)
         s->dyn->pinned[k] = true;
         n++;
     }
+    if (n == 0)
+        n = pin_products(s, ins, nin);
     return n;
 }
 
@@ -1334,6 +1400,9 @@ static int classify(PyObject *fn, tr_var *args, int nargs, PyObject *kwnames,
                 *tensor = args[0].v;
                 return 4;
             }
+            if (!strcmp(nm, "len") && npos == 1 && !kwnames &&
+                (PyTuple_Check(args[0].v) || PyList_Check(args[0].v)))
+                return 5;        /* len(x.shape): the items' values are not read */
         }
         return 0;
     }
@@ -1412,8 +1481,17 @@ int tr_dyn_before_call(tr_state *s, PyObject *fn, tr_var *args, int nargs,
         return tr_break_exc(s, "dynamic shapes");
     st_graph *g = st_rt_trace_graph();
     dc->n0 = g ? g->nstmts : 0;
-    for (int i = 0; dc->kind == 0 && i < nargs; i++)
-        dc->targs |= args[i].v && st_fe_is_tensor(args[i].v);
+    for (int i = -1; dc->kind == 0 && i < nargs; i++) {
+        PyObject *o = i >= 0 ? args[i].v
+                    : PyCFunction_Check(fn) ? PyCFunction_GET_SELF(fn) : NULL;
+        bool t = o && st_fe_is_tensor(o);
+        dc->targs |= t && i >= 0;
+        if (t && dc->nt < 4) {
+            st_tensor *tt = st_fe_unwrap(o);
+            dc->tnd[dc->nt] = tt->ndim;
+            memcpy(dc->tshape[dc->nt++], tt->shape, sizeof(int64_t) * (size_t)tt->ndim);
+        }
+    }
     /* everything but a shape argument is specialized; shape arguments go
      * in as their values (their expressions are attached afterwards) */
     for (int i = 0; i < nargs; i++) {
@@ -1551,6 +1629,64 @@ done:
     return rc;
 }
 
+/* A number that a product p of the sizes of the call's tensors would
+ * give (p, p - 1, 1 / p, 1 / (p - 1), p / (p - 1)), the product taking at
+ * least one dim equal to a symbol's value; sqrt(p) and 1 / sqrt(p) too
+ * (attention's scale). 0, 1, 2 and 0.5 are left out:
+ * too common as plain constants (gelu's 0.5), at the price of missing a
+ * divisor of 2 or 3 elements. */
+static bool size_number(tr_state *s, const tr_dyncall *dc, double v)
+{
+    st_fe_symtab *tb = tab(s);
+    double av = v < 0 ? -v : v;
+    if (av == 0 || av == 1 || av == 2 || av == 0.5)
+        return false;
+    for (int t = 0; t < dc->nt; t++) {
+        int nd = dc->tnd[t];
+        for (unsigned m = 1; m < (1u << nd); m++) {
+            double p = 1;
+            bool sym = false;
+            for (int d = 0; d < nd; d++) {
+                if (!(m & (1u << d)))
+                    continue;
+                int64_t x = dc->tshape[t][d];
+                p *= (double)x;
+                for (int k = 0; k < tb->nsym && !sym; k++)
+                    sym = x >= 2 && tb->dim[k] >= 0 && !s->dyn->pinned[k] && tb->val[k] == x;
+            }
+            if (!sym || p < 2)
+                continue;
+            const double c[7] = {p, p - 1, 1 / p, 1 / (p - 1), p / (p - 1), sqrt(p), 1 / sqrt(p)};
+            for (int j = 0; j < (p >= 3 ? 7 : 5); j++) {     /* sqrt(2): gelu's, not a size */
+                double d = c[j] - v;
+                if ((d < 0 ? -d : d) <= 1e-12 * (c[j] < 0 ? -c[j] : c[j]))
+                    return true;
+            }
+        }
+    }
+    return false;
+}
+
+/* A real call on tensors whose sizes may be symbolic that put a number
+ * made of their sizes into the graph as a constant (var's divisor n - 1,
+ * batch_norm's n / (n - 1)): an instance for other sizes would keep it. */
+static bool folded_size(tr_state *s, const tr_dyncall *dc, const st_graph *g)
+{
+    for (int si = dc->n0; si < g->nstmts; si++) {
+        const st_stmt *st = &g->stmts[si];
+        for (int j = 0; j < st->nin; j++) {
+            const st_value *v = &g->values[st->in[j]];
+            if (v->kind == ST_VAL_CONST && size_number(s, dc, v->fconst))
+                return true;
+        }
+        if (st->op == ST_OP_FULL &&
+            size_number(s, dc, (st->attrs.flags & ST_ATTR_INT_VALUE) ? (double)st->attrs.i[0]
+                                                                     : st->attrs.f[0]))
+            return true;
+    }
+    return false;
+}
+
 /* After a shape-taking call: the statement that holds its shape gets the
  * SymInts' expressions; none found: they are specialized. r: the result
  * (steals; returns the value to use). */
@@ -1573,6 +1709,14 @@ PyObject *tr_dyn_after_call(tr_state *s, tr_dyncall *dc, PyObject *r)
                 tr_break(s, "dynamic shapes: a call made an index from a size inside");
                 return NULL;
             }
+    }
+    if (dc->kind == 0 && dc->nt > 0 && s->dyn->shapes) {
+        st_graph *g = st_rt_trace_graph();
+        if (g && folded_size(s, dc, g)) {
+            Py_DECREF(r);
+            tr_break(s, "dynamic shapes: a call made a constant of the graph from a size inside");
+            return NULL;
+        }
     }
     if (dc->kind == 7) {
         int rc = cat_after(s, dc, r);
@@ -1845,6 +1989,21 @@ int tr_dyn_after_subscr(tr_state *s, tr_dynsub *ds)
         if (push_attr(s, si, 101, ds->w[k].start) < 0 || push_attr(s, si, 102, ds->w[k].stop) < 0)
             return tr_break(s, "out of memory");
         k++;
+    }
+    /* a write (x[:, a:b] = v): the slice_scatters that put the parts back,
+     * innermost first */
+    for (int si = ds->n0; g && si < g->nstmts; si++) {
+        const st_stmt *st = &g->stmts[si];
+        if (st->op != ST_OP_SLICE_SCATTER || has_attr(s->dyn->attr, s->dyn->nattr, si, 101))
+            continue;
+        for (int j = 0; j < ds->n; j++)
+            if (st->attrs.i[0] == ds->w[j].dim && st->attrs.i[1] == ds->w[j].vstart &&
+                st->attrs.i[2] == ds->w[j].vstop) {
+                if (push_attr(s, si, 101, ds->w[j].start) < 0 ||
+                    push_attr(s, si, 102, ds->w[j].stop) < 0)
+                    return tr_break(s, "out of memory");
+                break;
+            }
     }
     return 0;
 }

@@ -1292,9 +1292,22 @@ int tr_run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
                 !(op == OP_STORE_SUBSCR && !tr_dyn_shapes(s) && st_fe_setitem_is_fill(k.v, v.v)))
                 rc = tr_break(s, "data-dependent: indexing with a bool mask, a 0-d "
                               "tensor or tensors in a list reads their values");
+            /* number arguments and sizes in the key, as tr_subscr's: a lazy
+             * one guarded; under dynamic shapes the slice bounds become
+             * expressions, with guards on Python's clamping (a write through
+             * an empty slice records nothing, and would hold at every size) */
+            tr_dynsub ds = {0};
+            if (!rc && s->lazies && tr_lazy_plain_var(s, &k) < 0)
+                rc = -1;
+            if (!rc && !tr_dyn_shapes(s) && tr_dyn_plain_var(s, &k) < 0)
+                rc = -1;
+            if (!rc && s->dyn && st_fe_is_tensor(o.v) && tr_dyn_before_subscr(s, o.v, k.v, &ds) < 0)
+                rc = -1;
             if (!rc && (op == OP_DELETE_SUBSCR ? PyObject_DelItem(o.v, k.v)
                                                : PyObject_SetItem(o.v, k.v, v.v)) < 0)
                 rc = tr_break_exc(s, "item store");
+            if (!rc && s->dyn && st_fe_is_tensor(o.v) && tr_dyn_after_subscr(s, &ds) < 0)
+                rc = -1;
             if (!rc && st_rt_trace_failed(NULL)) {
                 const char *why = NULL;
                 st_rt_trace_failed(&why);

@@ -128,6 +128,9 @@ typedef struct {
     tr_frame *gens;          /* generator frames alive (their iterators own them) */
     bool gen_closed;         /* one suspended in a try/with block was dropped: a break */
     PyObject *lazies;        /* id(LazyInt/LazyFloat) -> (obj, src id) (tr_dynamic.c) */
+    int lib_inline;          /* symtrace library functions being inlined under dynamic
+                                shapes (marked _symtrace_dyn_inline): a break inside
+                                one is a dynamic-shapes failure (a static retry) */
 } tr_state;
 
 /* One recorded side effect: obj is the target (SETATTR) or the original
@@ -285,6 +288,10 @@ int tr_bind_args(PyObject *fn, PyObject *const *args, Py_ssize_t nargs,
 typedef struct {
     int kind, n0, dim;
     bool targs;              /* a tensor among the arguments (kind 0) */
+    int nt;                  /* the shapes of (up to 4 of) those tensors and a
+                                method's self, for folded_size */
+    int tnd[4];
+    int64_t tshape[4][ST_MAX_DIMS];
     PyObject *tensor;        /* borrowed */
     PyObject *shape;         /* owned */
 } tr_dyncall;

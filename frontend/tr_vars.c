@@ -260,7 +260,14 @@ int tr_break(tr_state *s, const char *fmt, ...)
     s->broke = true;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(s->brk->reason, sizeof s->brk->reason, fmt, ap);
+    size_t pre = 0;
+    if (s->lib_inline > 0 && strncmp(fmt, "dynamic shapes", 14)) {
+        /* inside library code followed only for dynamic shapes: the
+         * frame is translated again with static shapes (a real call) */
+        pre = (size_t)snprintf(s->brk->reason, sizeof s->brk->reason,
+                               "dynamic shapes: in library code: ");
+    }
+    vsnprintf(s->brk->reason + pre, sizeof s->brk->reason - pre, fmt, ap);
     va_end(ap);
     tr_frame *fr = s->top;
     if (fr) {

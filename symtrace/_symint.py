@@ -136,3 +136,15 @@ class LazyFloat(_LazyScalar, float):
     __slots__ = ()
 
     def __reduce__(self): return (float, (_lz(self),))
+
+
+def dyn_inline(fn):
+    """Marks a library function whose shape math dynamic shapes can follow:
+    under symtrace.compile(dynamic=True) the translator inlines it (its
+    tensors' sizes are SymInts there, so reshape targets and creation sizes
+    stay expressions) instead of running it for real on plain ints. A graph
+    break inside it translates the frame again with static shapes. Only
+    +, -, *, //, % and comparisons on sizes, and shape-taking calls the
+    translator knows (view/reshape/expand, zeros/ones/full/empty, cat)."""
+    fn._symtrace_dyn_inline = True
+    return fn

@@ -5,6 +5,7 @@ import builtins
 import math as _math
 
 from . import _C
+from ._symint import dyn_inline as _dyn_inline
 from . import _ops
 from . import _generator
 from . import _memory_format as _mf
@@ -382,6 +383,7 @@ class Tensor(_C.TensorBase):
     def is_floating_point(self):
         return self.dtype.is_floating_point
 
+    @_dyn_inline
     def flatten(self, start_dim=0, end_dim=-1): return _ops.flatten(self, start_dim, end_dim)
     def view_as(self, other): return self.view(other.shape)
     def reshape_as(self, other): return self.reshape(other.shape)

@@ -12,6 +12,7 @@ from ._core import _attrs, _check_tensor, _is_tensor, _op, _wrap, _wrap_dims
 from .elementwise import remainder
 from .creation import arange
 from .indexing import index_select
+from .._symint import dyn_inline
 
 
 # ---------------- movement ----------------
@@ -20,6 +21,7 @@ def reshape(input, shape):
     return input.reshape(shape)
 
 
+@dyn_inline
 def flatten(input, start_dim=0, end_dim=-1):
     """flatten(input, start_dim=0, end_dim=-1)."""
     _check_tensor(input, "flatten")
@@ -34,7 +36,10 @@ def flatten(input, start_dim=0, end_dim=-1):
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     shape = input.shape
-    return input.reshape(shape[:s] + (math.prod(shape[s:e + 1]),) + shape[e + 1:])
+    n = 1
+    for v in shape[s:e + 1]:     # not math.prod: a product of sizes that stays symbolic
+        n = n * v
+    return input.reshape(shape[:s] + (n,) + shape[e + 1:])
 
 
 def permute(input, dims):
@@ -156,6 +161,7 @@ def _cat_into(parts, d, shape, dt):
 concat = concatenate = cat
 
 
+@dyn_inline
 def stack(tensors, dim=0):
     if _is_tensor(tensors) or not isinstance(tensors, (list, tuple)):
         raise TypeError(f"stack(): argument 'tensors' must be tuple of Tensors, not {type(tensors).__name__}")
@@ -171,7 +177,11 @@ def stack(tensors, dim=0):
             raise RuntimeError(f"stack expects each tensor to be equal size, but got "
                                f"{list(s0)} at entry 0 and {list(t.shape)} at entry {i}")
     d = _wrap(dim, len(s0) + 1, "stack")
-    return _cat_checked([t.unsqueeze(d) for t in tensors], d)
+    # through cat: under dynamic shapes the translator knows its buffer and bounds
+    parts = []
+    for t in tensors:        # a loop, not a comprehension: the translator unrolls it
+        parts.append(t.unsqueeze(d))
+    return cat(parts, d)
 
 
 def split(tensor, split_size_or_sections, dim=0):

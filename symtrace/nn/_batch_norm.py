@@ -6,12 +6,19 @@ Training statistics are the mean and the biased variance over (N, *spatial) per 
 (instance_norm: over *spatial per sample and channel). The running statistics are updated
 in place under no_grad, as torch's: running = (1 - momentum) * running + momentum * stat,
 the variance unbiased (n / (n - 1)). momentum may be a tensor (BatchNorm's cumulative
-average, 1 / num_batches_tracked, so that no tensor value is read on the host)."""
+average, 1 / num_batches_tracked, so that no tensor value is read on the host).
+
+batch_norm is dyn_inline (symtrace/_symint.py): under symtrace.compile(dynamic=True) its
+shape math stays symbolic, and the unbiasing factor is a tensor computed from an expanded
+view of the reduced sizes, not a Python float of one call's sizes."""
 from .. import _ops
 from ..autograd import no_grad as _no_grad
 from .._ops import _check_tensor
+from .._symint import dyn_inline
+from ..compiler import is_compiling as _is_compiling
 
 
+@dyn_inline
 def _verify_batch_size(size):
     size_prods = size[0]
     for i in range(len(size) - 2):
@@ -28,6 +35,7 @@ def _verify_spatial_size(size):
         raise ValueError(f"Expected more than 1 spatial element when training, got input size {tuple(size)}")
 
 
+@dyn_inline
 def _check_features(name, t, c, times=1):
     if t is not None and t.numel() * times != c:
         raise RuntimeError(f"{name} should contain {c} elements not {t.numel() * times}")
@@ -42,6 +50,7 @@ def _update_running(running, stat, momentum):
         running.copy_(running * (1 - momentum) + stat * momentum)
 
 
+@dyn_inline
 def _normalize(input, running_mean, running_var, weight, bias, training, momentum, eps, dims):
     """The shared body: (input - mean) / sqrt(var + eps) * weight + bias with the
     statistics over dims (training) or the running ones; the running statistics updated
@@ -59,7 +68,16 @@ def _normalize(input, running_mean, running_var, weight, bias, training, momentu
             for i in dims:
                 n *= input.shape[i]
             _update_running(running_mean, mean.reshape(c) if 0 in dims else mean.reshape(-1, c).mean(0), momentum)
-            unbiased = var * (n / (n - 1)) if n > 1 else var
+            if not _is_compiling():
+                unbiased = var * (n / (n - 1)) if n > 1 else var
+            elif n > 1:
+                # traced (inlined under dynamic shapes): n as a tensor, the sum of a
+                # view of a one expanded to the reduced sizes, so that the graph
+                # holds at every size
+                cnt = _ops.ones((), dtype=var.dtype).expand([input.shape[i] for i in dims]).sum()
+                unbiased = var * (cnt / (cnt - 1))
+            else:
+                unbiased = var
             _update_running(running_var, unbiased.reshape(c) if 0 in dims else unbiased.reshape(-1, c).mean(0),
                             momentum)
     else:
@@ -74,6 +92,7 @@ def _normalize(input, running_mean, running_var, weight, bias, training, momentu
     return y
 
 
+@dyn_inline
 def _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps):
     """batch_norm without the Python-level checks (momentum may be a tensor)."""
     if input.dim() < 2:
@@ -95,6 +114,7 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
     return _normalize(input, running_mean, running_var, weight, bias, training, momentum, eps, dims)
 
 
+@dyn_inline
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
     """batch_norm(input [N, C, *], running_mean, running_var, weight=None, bias=None,
     training=False, momentum=0.1, eps=1e-5): per channel, normalizes with the batch's
