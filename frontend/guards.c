@@ -541,7 +541,10 @@ int st_fe_guard_value(st_fe_guardset *gs, st_fe_src *s, PyObject *v)
         return 0;
     }
     if (PyDict_Check(v)) {
-        PyObject *keys = PyDict_Keys(v), *kt = keys ? PyList_AsTuple(keys) : NULL;
+        /* an OrderedDict's order is its own (move_to_end changes it, not
+         * the order of the dict underneath): its keys as it iterates them */
+        PyObject *keys = PyODict_Check(v) ? PySequence_List(v) : PyDict_Keys(v);
+        PyObject *kt = keys ? PyList_AsTuple(keys) : NULL;
         Py_XDECREF(keys);
         if (!kt) return -1;
         st_fe_guard *g = push(gs, ST_G_DICT_KEYS, s);
@@ -637,6 +640,7 @@ static int check_one(const st_fe_guard *g, PyObject *v, bool any_size)
         Py_ssize_t n = PyTuple_GET_SIZE(g->keys), pos = 0, i = 0;
         if (PyDict_GET_SIZE(v) != n) return 0;
         PyObject *k, *val;
+        if (PyODict_Check(v)) return check_contents(g, v);   /* its own order */
         while (PyDict_Next(v, &pos, &k, &val)) {
             PyObject *want = PyTuple_GET_ITEM(g->keys, i++);
             if (k == want) continue;

@@ -129,3 +129,17 @@ def test_the_values_of_a_dict_view_are_graph_inputs():
     assert st._C._fe_stats()["graphs"] == 2
     d["c"] = st.ones(2)                    # another key: the dict's keys are guarded
     assert c(st.zeros(2), d.values()).tolist() == [3.0 + 1.0 + 1.0 + 3] * 2
+
+
+def test_an_ordered_dict_reordered_between_calls():
+    # move_to_end changes an OrderedDict's order, not the order of the dict
+    # underneath, which the keys guard used to compare
+    def f(x, d):
+        return st.stack([x * v for v in d.values()]), list(d)
+
+    c = st.compile(f, backend="interp")
+    d = collections.OrderedDict(a=1.0, b=2.0, c=3.0)
+    for _ in range(3):
+        got, want = c(st.ones(1), d), f(st.ones(1), d)
+        assert got[0].flatten().tolist() == want[0].flatten().tolist() and got[1] == want[1]
+        d.move_to_end("a")
