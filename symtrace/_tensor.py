@@ -1124,8 +1124,13 @@ class Tensor(_C.TensorBase):
 
     def bitwise_left_shift(self, other): return _ops.bitwise_left_shift(self, other)
     def bitwise_right_shift(self, other): return _ops.bitwise_right_shift(self, other)
-    def bitwise_left_shift_(self, other): return self._via(_ops.bitwise_left_shift, "bitwise_left_shift_", other)
-    def bitwise_right_shift_(self, other): return self._via(_ops.bitwise_right_shift, "bitwise_right_shift_", other)
+    def bitwise_left_shift_(self, other):
+        _ops._check_inplace("bitwise_left_shift_", self, other)
+        return self._via(_ops.bitwise_left_shift, "bitwise_left_shift_", other)
+
+    def bitwise_right_shift_(self, other):
+        _ops._check_inplace("bitwise_right_shift_", self, other)
+        return self._via(_ops.bitwise_right_shift, "bitwise_right_shift_", other)
 
     # << and >>: Python's TypeError for an operand that is no tensor or number, as torch's
     def _shift(self, fn, a, b, other):

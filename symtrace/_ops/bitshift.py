@@ -41,6 +41,14 @@ def _shift_operands(fn, kernel, input, other):
     return as64(input), as64(other), dt, bits
 
 
+def _check_inplace(fn, input, other):
+    """An in-place shift: torch first checks that the result dtype casts to input's."""
+    dt = result_type(input, other)
+    if dt.is_floating_point and not input.dtype.is_floating_point:
+        raise RuntimeError(f"result type {_tname(dt)} can't be cast to the desired output type "
+                           f"{_tname(input.dtype)}")
+
+
 def _wrap_bits(r, dt, bits):
     """r (int64, in [-2**62, 2**62]) reduced to dt's range modulo 2**bits, then cast to dt."""
     r = remainder(r, 1 << bits)

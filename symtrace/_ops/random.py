@@ -136,8 +136,9 @@ def bernoulli(input, p=None, *, generator=None):
     if generator is not None:
         return _generator.run(generator, bernoulli, input, p)
     _check_tensor(input, "bernoulli")
-    if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"\"bernoulli\" not implemented for '{_tname(input.dtype)}'")
+    if not input.dtype.is_floating_point and p is None:   # input's values as probabilities
+        raise NotImplementedError(f"\"bernoulli_tensor_cpu_p_\" not implemented for "
+                                  f"'{_tname(input.dtype)}'")
     u = rand(tuple(input.shape), dtype=float64 if input.dtype is float64 else float32,
              device=input.device)
     return to_dtype(lt(u, input if p is None else p), input.dtype)

@@ -269,3 +269,24 @@ def test_new_ops_compiled_equal_eager():
     g = st.compile(f)
     for _ in range(3):
         assert [t.tolist() for t in g(x, i)] == want
+
+
+@pytest.mark.parametrize("dt", ["int64", "int32", "uint8", "int8", "bool"])
+def test_bernoulli_of_an_integer_tensor_with_a_number_p(dt):
+    # torch draws with p and keeps the input's dtype; symtrace raised NotImplementedError
+    st.manual_seed(0)
+    x = st.ones(4000, dtype=getattr(st, dt))
+    r = x.bernoulli(0.25)
+    assert r.dtype == x.dtype and set(r.int().tolist()) <= {0, 1}
+    assert abs(r.float().mean().item() - 0.25) < 0.05
+    with pytest.raises(NotImplementedError, match="bernoulli"):
+        x.bernoulli()                      # its own values as probabilities: torch refuses too
+
+
+def test_in_place_shift_by_a_float_tensor_raises_torchs_cast_error():
+    x = st.tensor([1], dtype=st.int8)
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output type Char"):
+        x.bitwise_left_shift_(st.tensor([7.0]))
+    with pytest.raises(RuntimeError, match="result type Float can't be cast"):
+        x.bitwise_right_shift_(st.tensor([1.0]))
+    assert x.tolist() == [1]
