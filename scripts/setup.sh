@@ -35,7 +35,7 @@ done
 
 APT_PKGS=(build-essential pkg-config ninja-build libxxhash-dev libopenblas-dev
           llvm-19-dev python3-venv python3-dev)
-REQS_311=(numpy pytest h5py matplotlib tqdm meson ninja torch==2.13.0
+REQS_311=(numpy pytest h5py matplotlib tqdm meson ninja torch==2.13.0 safetensors
           nvidia-cuda-nvrtc==13.5.37)
 REQS_312=(numpy pytest meson ninja)
 
