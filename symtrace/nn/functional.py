@@ -121,6 +121,12 @@ def linear(input, weight, bias=None):
     if isinstance(weight, _C.TensorBase) and weight.dim() == 1 and isinstance(input, _C.TensorBase):
         out = input.matmul(weight)
         return out if bias is None else out + bias
+    if (isinstance(weight, _C.TensorBase) and isinstance(input, _C.TensorBase) and weight.dim() == 2
+            and (weight.numel() == 0 or input.numel() == 0)):
+        # zero-width layers (AdaptiveLogSoftmaxWithLoss' small tails): OP_LINEAR's
+        # backward reshapes to [-1, 0], which has no answer for 0 elements
+        out = input.matmul(weight.t())
+        return out if bias is None else out + bias
     ins = (input, weight) if bias is None else (input, weight, bias)
     return _C.op(_C.OP_LINEAR, ins, _attrs(flags=HAS_BIAS if bias is not None else 0))
 

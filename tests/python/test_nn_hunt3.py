@@ -66,3 +66,52 @@ def test_embedding_options_match_torch(kw):
 def test_embedding_sparse_names_what_is_missing():
     with pytest.raises(NotImplementedError, match="sparse"):
         st.nn.Embedding(4, 2, sparse=True)
+
+
+# ---------------------------------------------------------------- zero-width Linear
+@pytest.mark.parametrize("n_in,n_out,bias", [(0, 3, True), (6, 0, False), (0, 0, True), (6, 0, True)])
+def test_linear_zero_width_backward(n_in, n_out, bias):
+    rng = np.random.default_rng(0)
+    x = st.tensor(rng.normal(size=(5, n_in)).astype(np.float32), requires_grad=True)
+    w = st.tensor(rng.normal(size=(n_out, n_in)).astype(np.float32), requires_grad=True)
+    b = st.tensor(np.arange(n_out, dtype=np.float32), requires_grad=True) if bias else None
+    y = st.nn.functional.linear(x, w, b)
+    assert tuple(y.shape) == (5, n_out)
+    (y * 2).sum().backward()          # raised "cannot reshape tensor of 0 elements into shape [-1, 0]"
+    _close(y, np.broadcast_to(np.arange(n_out, dtype=np.float32), (5, n_out)) if bias else np.zeros((5, n_out)))
+    _close(x.grad, np.zeros((5, n_in)))
+    _close(w.grad, np.zeros((n_out, n_in)))
+    if bias:
+        _close(b.grad, np.full(n_out, 10.0))
+
+
+# ---------------------------------------------------------------- AdaptiveLogSoftmaxWithLoss
+def _asm_run(L, state, x, target):
+    m = L.nn.AdaptiveLogSoftmaxWithLoss(6, 10, [4, 8])     # div_value 4: the last tail is 6 -> 0 -> 2
+    m.load_state_dict({k: L.tensor(v) for k, v in state.items()})
+    xt = L.tensor(x, requires_grad=True)
+    out = m(xt, L.tensor(target))
+    (out.output.sum() + out.loss).backward()
+    return [out.output, out.loss, xt.grad] + [p.grad for _, p in m.named_parameters()], \
+        [k for k, _ in m.named_parameters()]
+
+
+@pytest.mark.parametrize("target", [[4, 5, 2, 1, 4], [0, 9, 8, 5, 3]])
+def test_adaptive_log_softmax_zero_width_tail_and_unused_cluster_grads(target):
+    torch = pytest.importorskip("torch")
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")        # "Initializing zero-element tensors is a no-op"
+        torch.manual_seed(0)
+        state = {k: v.numpy().copy() for k, v in torch.nn.AdaptiveLogSoftmaxWithLoss(6, 10, [4, 8]).state_dict()
+                 .items()}
+        x = np.random.default_rng(1).uniform(-1, 1, (5, 6)).astype(np.float32)
+        target = np.array(target)
+        want, names = _asm_run(torch, state, x, target)
+        got, st_names = _asm_run(st, state, x, target)
+    assert st_names == names
+    for name, g, w in zip(["output", "loss", "x.grad"] + names, got, want):
+        # a cluster no target falls in is not run: its weights' grad is None, as torch's
+        assert (g is None) == (w is None), name
+        if w is not None:
+            np.testing.assert_allclose(_np(g), _np(w), rtol=1e-5, atol=1e-6, err_msg=name)
