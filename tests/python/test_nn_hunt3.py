@@ -115,3 +115,46 @@ def test_adaptive_log_softmax_zero_width_tail_and_unused_cluster_grads(target):
         assert (g is None) == (w is None), name
         if w is not None:
             np.testing.assert_allclose(_np(g), _np(w), rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+# ---------------------------------------------------------------- load_state_dict(assign=True)
+def _assign_run(L):
+    m = L.nn.Sequential(L.nn.Linear(3, 2), L.nn.BatchNorm1d(2))
+    m[0].weight.requires_grad_(False)
+    sd = {"0.weight": L.tensor(np.ones((2, 3))),                       # float64: kept, as the tensor itself
+          "0.bias": L.nn.Parameter(L.tensor(np.full(2, 2.0, np.float32))),
+          "1.weight": L.tensor(np.full(2, 3.0, np.float32)),
+          "1.bias": L.tensor(np.zeros(2, np.float32), requires_grad=True),
+          "1.running_mean": L.tensor(np.full(2, 0.5, np.float32)),
+          "1.running_var": L.tensor(np.full(2, 4.0, np.float32)),
+          "1.num_batches_tracked": L.tensor(7)}
+    r = m.load_state_dict(sd, assign=True)
+    return m, sd, r
+
+
+def test_load_state_dict_assign_puts_the_tensors_themselves():
+    m, sd, r = _assign_run(st)
+    assert r.missing_keys == [] and r.unexpected_keys == []
+    w, b = m[0].weight, m[0].bias
+    assert isinstance(w, st.nn.Parameter) and w.dtype == st.float64 and not w.requires_grad
+    assert b is sd["0.bias"] and b.requires_grad
+    assert isinstance(m[1].weight, st.nn.Parameter) and m[1].weight.requires_grad
+    assert m[1].running_var is sd["1.running_var"] and int(m[1].num_batches_tracked) == 7
+    assert [n for n, _ in m.named_parameters()] == ["0.weight", "0.bias", "1.weight", "1.bias"]
+    m.eval()
+    _close(m[1](st.ones(1, 2)), np.full((1, 2), (1 - 0.5) / np.sqrt(4 + 1e-5) * 3))
+    sd["1.running_var"].fill_(1.0)      # the module holds the very tensor
+    _close(m[1].running_var, [1.0, 1.0])
+
+
+def test_load_state_dict_assign_matches_torch():
+    torch = pytest.importorskip("torch")
+    (tm, tsd, tr), (sm, ssd, sr) = _assign_run(torch), _assign_run(st)
+    for (tn, tp), (sn, sp) in zip(tm.state_dict(keep_vars=True).items(), sm.state_dict(keep_vars=True).items()):
+        assert tn == sn
+        assert str(tp.dtype).split(".")[1] == str(sp.dtype).split(".")[1], tn
+        assert type(tp).__name__ == type(sp).__name__ and tp.requires_grad == sp.requires_grad, tn
+        assert (tp is tsd[tn]) == (sp is ssd[sn]), tn
+        _close(sp, _np(tp))
+    with pytest.raises(RuntimeError, match="size mismatch"):
+        st.nn.Linear(3, 2).load_state_dict({"weight": st.zeros(2, 4), "bias": st.zeros(2)}, assign=True)
