@@ -93,7 +93,9 @@ class Adam(Optimizer):
                         if _fused.supported(ts):
                             sc = scalars.get(step)
                             if sc is None:
-                                sc = scalars[step] = _fused.Scalars(lr, beta1, beta2, eps, weight_decay,
+                                # a Tensor lr (torch allows one) enters the fused update as its value
+                                lr_f = lr.item() if _is_tensor(lr) else lr
+                                sc = scalars[step] = _fused.Scalars(lr_f, beta1, beta2, eps, weight_decay,
                                                                     decoupled, step)
                             _fused.adam_update(ts, sc, amsgrad, maximize)
                             continue

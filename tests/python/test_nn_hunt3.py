@@ -158,3 +158,33 @@ def test_load_state_dict_assign_matches_torch():
         _close(sp, _np(tp))
     with pytest.raises(RuntimeError, match="size mismatch"):
         st.nn.Linear(3, 2).load_state_dict({"weight": st.zeros(2, 4), "bias": st.zeros(2)}, assign=True)
+
+
+# ---------------------------------------------------------------- optimizers
+P0 = np.random.default_rng(0).normal(size=(3, 4)).astype(np.float32)
+G0 = np.random.default_rng(1).normal(size=(3, 4)).astype(np.float32)
+
+
+def _opt_steps(L, name, lr, sched=False, **kw):
+    p = L.nn.Parameter(L.tensor(P0.copy()))
+    o = getattr(L.optim, name)([p], lr=lr, **kw)
+    s = L.optim.lr_scheduler.StepLR(o, 1, 0.5) if sched else None
+    for i in range(3):
+        p.grad = L.tensor(G0 * (i + 1))
+        o.step()
+        if s is not None:
+            s.step()
+    return p, o.param_groups[0]["lr"]
+
+
+@pytest.mark.parametrize("name,kw", [("Adam", {}), ("AdamW", dict(fused=True)),
+                                     ("Adam", dict(amsgrad=True, weight_decay=0.1, foreach=False))])
+def test_adam_tensor_lr(name, kw):
+    # a Tensor lr raised "run: consts: constant 5 takes a Python number" in the fused update
+    torch = pytest.importorskip("torch")
+    for sched in (False, True):
+        lr = st.tensor(0.01)
+        p, lr_after = _opt_steps(st, name, lr, sched, **kw)
+        tp, tlr = _opt_steps(torch, name, torch.tensor(0.01), sched, **kw)
+        _close(p, _np(tp), rtol=1e-5, atol=1e-7)
+        assert lr_after is lr and float(lr_after) == pytest.approx(float(tlr))
