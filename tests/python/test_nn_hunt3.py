@@ -188,3 +188,68 @@ def test_adam_tensor_lr(name, kw):
         tp, tlr = _opt_steps(torch, name, torch.tensor(0.01), sched, **kw)
         _close(p, _np(tp), rtol=1e-5, atol=1e-7)
         assert lr_after is lr and float(lr_after) == pytest.approx(float(tlr))
+
+
+def _hooks_run(L):
+    import pickle
+    from importlib import import_module
+    optmod = import_module(L.__name__ + ".optim.optimizer")
+    log = []
+    p = L.nn.Parameter(L.tensor(P0.copy()))
+    q = L.nn.Parameter(L.ones(2))
+    o = L.optim.Adam([p], lr=0.1)
+    o.register_step_pre_hook(lambda opt, a, k: log.append(("pre", type(opt).__name__, len(a), a[0] is opt, sorted(k))))
+    h = o.register_step_post_hook(lambda opt, a, k: log.append(("post", len(a), sorted(k))))
+    g1 = optmod.register_optimizer_step_pre_hook(lambda opt, a, k: log.append("gpre"))
+    g2 = optmod.register_optimizer_step_post_hook(lambda opt, a, k: log.append("gpost"))
+    # a pre hook's (args, kwargs) replace step's (args hold the optimizer): here a closure is passed in
+    o.register_step_pre_hook(lambda opt, a, k: ((opt,), {"closure": lambda: log.append("closure") or 1.5}))
+    try:
+        p.grad = L.tensor(G0)
+        loss = o.step()
+        h.remove()
+        p.grad = L.tensor(G0)
+        o.step()
+    finally:
+        g1.remove()
+        g2.remove()
+    log.append(("loss", loss))
+    o.add_param_group({"params": [q], "lr": 0.5})
+    o.register_state_dict_pre_hook(lambda opt: log.append("sd_pre"))
+    o.register_state_dict_post_hook(lambda opt, sd: dict(sd, extra=len(sd["param_groups"])))
+    o.register_state_dict_post_hook(lambda opt, sd: log.append(("sd_post", sd.get("extra"))), prepend=True)
+    sd = o.state_dict()
+    log.append(("extra", sd["extra"], sd["param_groups"][1]["lr"]))
+
+    def lpre(opt, sd):
+        sd = dict(sd)
+        sd["param_groups"] = [dict(g, lr=g["lr"] * 2) for g in sd["param_groups"]]
+        return sd
+    o3 = L.optim.Adam([{"params": [p]}, {"params": [q]}], lr=0.1)
+    o3.register_load_state_dict_pre_hook(lpre)
+    o3.register_load_state_dict_post_hook(lambda opt: log.append(("loaded", [g["lr"] for g in opt.param_groups])))
+    o3.load_state_dict({k: v for k, v in sd.items() if k != "extra"})
+    o4 = pickle.loads(pickle.dumps(o3))        # an unpickled optimizer takes hooks too
+    o4.register_step_post_hook(lambda opt, a, k: log.append("o4 post"))
+    o4.step()
+    return log, p
+
+
+def test_optimizer_hooks_match_torch():
+    torch = pytest.importorskip("torch")
+    want, tp = _hooks_run(torch)
+    got, sp = _hooks_run(st)
+    assert got == want
+    _close(sp, _np(tp))
+
+
+def test_optimizer_hooks_expected_order():
+    log, _ = _hooks_run(st)
+    assert log[:4] == ["gpre", ("pre", "Adam", 1, True, []), "closure", ("post", 1, ["closure"])]
+    assert log[4:8] == ["gpost", "gpre", ("pre", "Adam", 1, True, []), "closure"]
+    assert log[8:] == ["gpost", ("loss", 1.5), "sd_pre", ("sd_post", None), ("extra", 2, 0.5),
+                       ("loaded", [0.2, 1.0]), "o4 post"]
+    with pytest.raises(RuntimeError, match="must return None or a tuple"):
+        o = st.optim.SGD([st.nn.Parameter(st.ones(1))], lr=0.1)
+        o.register_step_pre_hook(lambda opt, a, k: 3)
+        o.step()
