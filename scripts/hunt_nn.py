@@ -556,9 +556,19 @@ def optim_cases():
                   ("OneCycleLR", dict(max_lr=0.1, total_steps=6, anneal_strategy="linear", three_phase=True)),
                   ("LambdaLR", dict(lr_lambda="lam")), ("MultiplicativeLR", dict(lr_lambda="lam")),
                   ("ReduceLROnPlateau", dict(patience=0, factor=0.5)),
+                  ("ReduceLROnPlateau", dict(mode="max", patience=1, cooldown=1, threshold=0.05,
+                                             threshold_mode="abs", min_lr=0.03, factor=0.3)),
+                  ("OneCycleLR", dict(max_lr=[0.1, 0.2], total_steps=6, base_momentum=0.8, max_momentum=0.95,
+                                      div_factor=10.0, final_div_factor=100.0, pct_start=0.4, opt="adam2")),
+                  ("CyclicLR", dict(base_lr=0.01, max_lr=0.1, step_size_up=2, step_size_down=1,
+                                    base_momentum=0.7, max_momentum=0.9)),
+                  ("LinearLR", dict(start_factor=1.0, end_factor=0.1, total_iters=3, opt="adam2")),
+                  ("CosineAnnealingWarmRestarts", dict(T_0=3, eta_min=0.0, opt="adam2")),
+                  ("PolynomialLR", dict(total_iters=2, power=0.5, opt="adam2")),
+                  ("MultiStepLR", dict(milestones=[2, 2, 4], gamma=0.5)),
                   ("SequentialLR", dict(milestones=[2])), ("ChainedScheduler", {})]:
         cs.append(dict(kind="sched", cls=s, kw=kw, label="%s%s" % (s, {k: v for k, v in kw.items()
-                                                                        if k != "lr_lambda"})))
+                                                                        if k != "lr_lambda"})[:60]))
     return cs
 
 
@@ -630,7 +640,7 @@ def run_optim_case(case, do_compile):
     rng = np.random.default_rng(3)
     shapes = [(3, 4), (4,)] if name != "Muon" else [(3, 4)]
     p0 = [rng.uniform(-1, 1, s).astype(np.float32) for s in shapes]
-    grads = [[rng.uniform(-1, 1, s).astype(np.float32) for s in shapes] for _ in range(5)]
+    grads = [[rng.uniform(-1, 1, s).astype(np.float32) for s in shapes] for _ in range(8)]
     target = [rng.uniform(-1, 1, s).astype(np.float32) for s in shapes]
 
     def make_opt(L, ps, grouped):
@@ -642,7 +652,10 @@ def run_optim_case(case, do_compile):
                 groups = [{"params": ps[:1]}, {"params": ps[1:], "lr": lr * 0.5}]
                 return getattr(L.optim, name)(groups, lr=lr, **kw, **extra), None
             return getattr(L.optim, name)(ps, **kw, **extra), None
-        opt = L.optim.SGD(ps, lr=0.1, momentum=0.9)
+        if kw.pop("opt", None) == "adam2":          # two groups, betas (OneCycleLR cycles beta1)
+            opt = L.optim.Adam([{"params": ps[:1]}, {"params": ps[1:], "lr": 0.05}], lr=0.1, foreach=False)
+        else:
+            opt = L.optim.SGD(ps, lr=0.1, momentum=0.9)
         S = L.optim.lr_scheduler
         if kw.get("lr_lambda") == "lam":
             kw["lr_lambda"] = (lambda e: 0.9 ** e) if name == "MultiplicativeLR" else (lambda e: 1.0 / (e + 1))
@@ -665,7 +678,7 @@ def run_optim_case(case, do_compile):
         if mode == "compiled" and L is not torch and name != "LBFGS":
             step = st.compile(opt.step)
         hist = []
-        for i in range(5):
+        for i in range(5 if name != "ReduceLROnPlateau" else 8):
             if mode == "resume" and i == 3 and L is not torch:
                 # a checkpoint round trip: fresh optimizer (and scheduler) loading the state dicts
                 osd = opt.state_dict()
@@ -692,7 +705,7 @@ def run_optim_case(case, do_compile):
                 step()
             if sched is not None:
                 if name == "ReduceLROnPlateau":
-                    sched.step([1.0, 0.9, 0.95, 0.97, 0.99][i])
+                    sched.step([1.0, 0.9, 0.95, 0.97, 0.99, 0.9, 1.2, 1.2][i])
                 else:
                     sched.step()
             sd = opt.state_dict()
