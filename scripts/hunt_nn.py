@@ -66,6 +66,30 @@ def K(name, value):
     return ("kw", name, value, 0)
 
 
+def resized(spec):
+    """spec with the first dim of every tensor input one larger, or None when the
+    tensor inputs do not share a first dim (or hold a square mask)"""
+    firsts = []
+
+    def walk(e):
+        kind, shape, lo, hi = e
+        if kind == "kw":
+            return walk(lo) if isinstance(lo, tuple) and lo and isinstance(lo[0], str) and len(lo) == 4 else True
+        if kind == "m" or not shape:
+            return False
+        firsts.append(shape[0])
+        return True
+    if not all(walk(e) for e in spec) or not firsts or len(set(firsts)) != 1:
+        return None
+
+    def grow(e):
+        kind, shape, lo, hi = e
+        if kind == "kw":
+            return (kind, shape, grow(lo), hi) if isinstance(lo, tuple) and len(lo) == 4 else e
+        return (kind, (shape[0] + 1,) + tuple(shape[1:]), lo, hi)
+    return [grow(e) for e in spec]
+
+
 def make_inputs(spec, seed):
     rng = np.random.default_rng(seed)
     out = []
@@ -479,6 +503,16 @@ def run_nn_case(case, do_compile):
     if do_compile:
         modes.append(("compiled", st.compile, 1))
         modes.append(("compiled-2nd-call", st.compile, 2))
+        spec2 = resized(case["ins"]) if case["cls"] not in ("CTCLoss", "EmbeddingBag") else None
+        if spec2 is not None:
+            ins2 = make_inputs(spec2, 2)
+            tm.load_state_dict(state)
+            tm.zero_grad(set_to_none=True)
+            try:
+                want2 = run_lib(torch, tm, ins2, grad, case["cls"])
+                modes.append(("compiled-resized", st.compile, 3))
+            except Exception:
+                pass            # the first dim is not a batch dim for this module (torch refuses)
     for mode, wrap, calls in modes:
         sm2 = build(st, case)
         sm2.load_state_dict({k: st.tensor(v.numpy()) for k, v in state.items()})
@@ -486,11 +520,14 @@ def run_nn_case(case, do_compile):
             sm2.eval()
         try:
             wrapped = wrap(sm2)
-            for _ in range(calls):
-                # the 2nd call runs the cached graph: from the same weights and buffers again
+            for c in range(calls):
+                # the 2nd call runs the cached graph: from the same weights and buffers again;
+                # "resized": calls 2 and 3 have a first dim one larger (a new or a dynamic graph)
                 sm2.load_state_dict({k: st.tensor(v.numpy()) for k, v in state.items()})
                 sm2.zero_grad(set_to_none=True)
-                got = run_lib(st, wrapped, ins, grad, case["cls"])
+                got = run_lib(st, wrapped, ins2 if mode == "compiled-resized" and c else ins, grad, case["cls"])
+            if mode == "compiled-resized":
+                want = want2
         except Exception as e:
             tb = traceback.extract_tb(e.__traceback__)[-1]
             return "crash", "%s: %s: %s (%s:%d)" % (mode, type(e).__name__, str(e)[:160].replace("\n", " "),
