@@ -151,6 +151,12 @@ def nn_cases():
         shape = (3, 4, 2, 2) if a in ("Softmax2d", "PReLU") else (4, 6)
         add(a, args, kw, ins=[F(*shape, lo=-3, hi=3)], train=(a != "RReLU"),
             label=a + ("[%s]" % ",".join("%s=%s" % i for i in kw.items()) if kw else ""))
+    for a, args in [("ReLU", ()), ("ReLU6", ()), ("ELU", (0.5,)), ("SELU", ()), ("CELU", (0.7,)), ("SiLU", ()),
+                    ("Mish", ()), ("Hardswish", ()), ("Hardsigmoid", ()), ("Hardtanh", (-0.3, 0.4)),
+                    ("LeakyReLU", (0.1,)), ("Threshold", (0.2, -1.0)), ("RReLU", (0.1, 0.3)), ("Dropout", (0.5,)),
+                    ("AlphaDropout", (0.5,)), ("Dropout1d", (0.5,))]:
+        add(a, args, dict(inplace=True, _pre_linear=6), ins=[F(4, 6, lo=-3, hi=3)],
+            train=a not in ("RReLU", "Dropout", "AlphaDropout", "Dropout1d"), label=a + "[inplace]")
     add("MultiheadAttention", (8, 2), ins=[F(3, 2, 8), F(4, 2, 8), F(4, 2, 8)])
     add("MultiheadAttention", (8, 2), dict(batch_first=True, bias=False), ins=[F(2, 3, 8), F(2, 4, 8), F(2, 4, 8)],
         label="MultiheadAttention[bf,nobias]")
@@ -385,7 +391,10 @@ def build(L, case):
         return m.double() if DOUBLE else m
     cls = getattr(nn, case["cls"])
     kw = {}
+    pre = case["kw"].get("_pre_linear")
     for k, v in case["kw"].items():
+        if k == "_pre_linear":
+            continue
         if isinstance(v, str) and v[:1] == "W" and v[1:].isdigit():
             n = int(v[1:])
             v = L.tensor(np.linspace(0.5, 1.5, n).astype(np.float64 if DOUBLE else np.float32))
@@ -394,6 +403,8 @@ def build(L, case):
             v = L.tensor(np.random.default_rng(5).uniform(0, 1, shape).astype(np.float32))
         kw[k] = v
     m = cls(*case["args"], **kw)
+    if pre:         # in-place layers: after a Linear, so that they write into a non-leaf
+        m = nn.Sequential(nn.Linear(pre, pre), m)
     return m.double() if DOUBLE else m
 
 
@@ -725,6 +736,18 @@ def run_optim_case(case, do_compile):
                 if sched is not None:
                     sched.load_state_dict(ssd)
                 step = opt.step
+            if mode == "from-torch" and i == 3:
+                # a torch checkpoint (tensors via numpy) loaded into this optimizer
+                if L is torch:
+                    # converted now: torch's state_dict refers to the tensors later steps update
+                    torch_ckpt["opt"] = _to_st(opt.state_dict())
+                    torch_ckpt["sched"] = _to_st(sched.state_dict()) if sched is not None else None
+                else:
+                    opt, sched = make_opt(L, ps, False)
+                    opt.load_state_dict(torch_ckpt["opt"])
+                    if sched is not None:
+                        sched.load_state_dict(torch_ckpt["sched"])
+                    step = opt.step
             if name == "LBFGS":
                 tg = [L.tensor(t) for t in target]
 
@@ -757,7 +780,17 @@ def run_optim_case(case, do_compile):
                 rec["last_lr"] = list(sched.get_last_lr()) if hasattr(sched, "get_last_lr") else None
             hist.append(rec)
         return hist
-    modes = ["eager", "groups", "resume"] + (["compiled"] if do_compile else [])
+    torch_ckpt = {}
+
+    def _to_st(v):
+        if isinstance(v, dict):
+            return {k: _to_st(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return type(v)(_to_st(x) for x in v)
+        if isinstance(v, torch.Tensor):
+            return st.tensor(v.detach().numpy().copy())
+        return v
+    modes = ["eager", "groups", "resume", "from-torch"] + (["compiled"] if do_compile else [])
     for mode in modes:
         if mode == "groups" and case["kind"] != "optim":
             continue
