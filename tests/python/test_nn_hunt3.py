@@ -253,3 +253,28 @@ def test_optimizer_hooks_expected_order():
         o = st.optim.SGD([st.nn.Parameter(st.ones(1))], lr=0.1)
         o.register_step_pre_hook(lambda opt, a, k: 3)
         o.step()
+
+
+def test_adam_tensor_lr_equals_float_lr():
+    for name, kw in [("Adam", {}), ("AdamW", dict(fused=True)), ("Adam", dict(amsgrad=True, foreach=False))]:
+        lr = st.tensor(0.01)
+        p, _ = _opt_steps(st, name, lr, True, **kw)
+        q, _ = _opt_steps(st, name, float(st.tensor(0.01)), True, **kw)
+        _close(p, _np(q), rtol=1e-6, atol=1e-7)
+        assert float(lr) == pytest.approx(0.01 * 0.5 ** 3)    # StepLR wrote into the tensor
+
+
+def test_adaptive_log_softmax_unused_cluster_has_no_grad():
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = st.nn.AdaptiveLogSoftmaxWithLoss(6, 10, [4, 8])     # tail 1: Linear(6, 0), Linear(0, 2)
+    x = st.tensor(np.random.default_rng(1).uniform(-1, 1, (5, 6)).astype(np.float32), requires_grad=True)
+    out = m(x, st.tensor(np.array([4, 5, 2, 1, 4])))            # no target in [8, 10)
+    (out.output.sum() + out.loss).backward()
+    assert [n for n, p in m.named_parameters() if p.grad is None] == ["tail.1.0.weight", "tail.1.1.weight"]
+    assert x.grad is not None and np.isfinite(_np(x.grad)).all()
+    out = m(x, st.tensor(np.array([9, 8, 2, 1, 4])))            # now it is run, through its zero-width layers
+    out.loss.backward()
+    _close(m.tail[1][0].weight.grad, np.zeros((0, 6)))
+    assert np.isclose(float(out.loss), float(-out.output.mean()))
