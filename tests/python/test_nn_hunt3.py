@@ -278,3 +278,46 @@ def test_adaptive_log_softmax_unused_cluster_has_no_grad():
     out.loss.backward()
     _close(m.tail[1][0].weight.grad, np.zeros((0, 6)))
     assert np.isclose(float(out.loss), float(-out.output.mean()))
+
+
+# ---------------------------------------------------------------- empty batches, integer inputs
+def _mha_empty_run(L, shape, batch_first, **kw):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    ref = torch.nn.MultiheadAttention(8, 2, batch_first=batch_first, **kw)
+    m = L.nn.MultiheadAttention(8, 2, batch_first=batch_first, **kw)
+    m.load_state_dict({k: L.tensor(v.detach().numpy()) for k, v in ref.state_dict().items()})
+    x = L.tensor(np.ones(shape, np.float32), requires_grad=True)
+    out, w = m(x, x, x)
+    out.sum().backward()
+    return tuple(out.shape), tuple(w.shape), tuple(x.grad.shape)
+
+
+@pytest.mark.parametrize("shape,batch_first", [((0, 3, 8), True), ((2, 0, 8), True), ((0, 2, 8), False),
+                                               ((3, 0, 8), False)])
+def test_multihead_attention_empty_batch_or_sequence(shape, batch_first):
+    # raised "cannot reshape tensor of 0 elements into shape [3, 0, -1]"
+    torch = pytest.importorskip("torch")
+    for kw in ({}, dict(bias=False)):
+        assert _mha_empty_run(st, shape, batch_first, **kw) == _mha_empty_run(torch, shape, batch_first, **kw)
+
+
+def test_transformer_encoder_layer_empty_batch():
+    m = st.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0)
+    assert tuple(m(st.randn(0, 2, 8)).shape) == (0, 2, 8)
+    assert tuple(m(st.randn(3, 0, 8)).shape) == (3, 0, 8)
+
+
+def test_glu_on_an_empty_halving_dim():
+    x = st.ones(0, 6, requires_grad=True)        # raised ValueError from split's single piece
+    y = st.nn.functional.glu(x, 0)
+    assert tuple(y.shape) == (0, 6)
+    y.sum().backward()
+    assert tuple(x.grad.shape) == (0, 6)
+    a = np.array([[1.0, -2.0], [0.5, 3.0]], np.float32)
+    _close(st.nn.GLU(0)(st.tensor(a)), a[:1] / (1 + np.exp(-a[1:])))
+
+
+def test_rms_norm_integer_input_names_the_dtype():
+    with pytest.raises(NotImplementedError, match="\"rms_norm\" not implemented for 'Long'"):
+        st.nn.RMSNorm(4)(st.ones(2, 4, dtype=st.int64))
