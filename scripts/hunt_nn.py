@@ -107,6 +107,8 @@ def make_inputs(spec, seed):
         elif kind == "m":
             tri = np.triu(np.ones(shape, bool), 1)
             out.append(("c", tri if lo else np.where(tri, -np.inf, 0.0).astype(np.float64 if DOUBLE else np.float32)))
+        elif kind == "d":
+            out.append(("f", rng.uniform(lo, hi, shape).astype(np.float64)))
         elif kind in "fc":
             out.append((kind, rng.uniform(lo, hi, shape).astype(np.float64 if DOUBLE else np.float32)))
         elif kind == "i":
@@ -807,8 +809,87 @@ def run_optim_case(case, do_compile):
                 kind = "keys" if " keys " in m else "mismatch"
                 return kind, m
     return "ok", ""
+# ---------------------------------------------------------------- bad inputs
+BAD_VARIANTS = ("rank-", "rank+", "last+1", "int", "f64", "empty")
+
+
+def bad_spec(spec, variant):
+    """spec with its first tensor input broken as variant says, or None"""
+    spec = list(spec)
+    for j, (kind, shape, lo, hi) in enumerate(spec):
+        if kind in ("f", "c"):
+            break
+    else:
+        return None
+    if variant == "rank-":
+        if len(shape) < 2:
+            return None
+        spec[j] = (kind, shape[1:], lo, hi)
+    elif variant == "rank+":
+        spec[j] = (kind, (2,) + tuple(shape), lo, hi)
+    elif variant == "last+1":
+        spec[j] = (kind, tuple(shape[:-1]) + (shape[-1] + 1,), lo, hi)
+    elif variant == "int":
+        spec[j] = ("i", shape, 0, 3)
+    elif variant == "f64":
+        spec[j] = ("d", shape, lo, hi)
+    elif variant == "empty":
+        r = resized(spec)
+        if r is None:
+            return None
+        spec = [(k, (0,) + tuple(sh[1:]), a, b) if k != "kw" else (k, sh, a, b) for k, sh, a, b in spec]
+    return spec
+
+
+def run_bad_case(case, do_compile):
+    """torch and symtrace on a broken input: both raise, or both run and agree."""
+    import torch
+    import symtrace as st
+    spec = bad_spec(case["ins"], case["variant"])
+    if spec is None or not hasattr(st.nn, case["cls"]) and not case["label"].startswith("Sequential"):
+        return "skip", ""
+    torch.manual_seed(0)
+    tm = build(torch, case)
+    state = {k: v.detach().clone() for k, v in tm.state_dict().items()}
+    ins = make_inputs(spec, 1)
+    if not case["train"]:
+        tm.eval()
+    try:
+        want = run_lib(torch, tm, ins, case["grad"], case["cls"])
+        terr = ttype = None
+    except Exception as e:
+        ttype = type(e).__name__
+        terr = "%s: %s" % (ttype, str(e)[:100].replace("\n", " "))
+    modes = [("eager", lambda m: m)] + ([("compiled", st.compile)] if do_compile else [])
+    for mode, wrap in modes:
+        sm = build(st, case)
+        sm.load_state_dict({k: st.tensor(v.numpy()) for k, v in state.items()})
+        if not case["train"]:
+            sm.eval()
+        try:
+            got = run_lib(st, wrap(sm), ins, case["grad"], case["cls"])
+        except Exception as e:
+            if terr is None:
+                return "st-raises", "%s: %s: %s" % (mode, type(e).__name__, str(e)[:140].replace("\n", " "))
+            if type(e).__name__ != ttype and type(e).__name__ in (
+                    "AssertionError", "SystemError", "IndexError", "KeyError", "AttributeError",
+                    "UnboundLocalError", "ZeroDivisionError", "TypeError", "ValueError"):
+                return "bad-error", "%s: %s: %s (torch: %s)" % (mode, type(e).__name__, str(e)[:100], terr)
+            continue
+        if terr is not None:
+            return "st-accepts", "%s: torch raises %s" % (mode, terr)
+        for what, a, b in (("out", want[0], got[0]), ("grad_in", want[1], got[1])):
+            m = compare(what, a, b, mode)
+            if m:
+                return "mismatch", m
+    return "ok", ""
+
+
 # ---------------------------------------------------------------- driver
 def all_cases():
+    if os.environ.get("HUNT_BAD") == "1":
+        return [dict(c, kind="bad", variant=v, label="%s<%s>" % (c["label"], v))
+                for c in nn_cases() for v in BAD_VARIANTS]
     return [dict(c, kind="nn") for c in nn_cases()] + optim_cases()
 
 
@@ -824,6 +905,8 @@ def child(start, k, do_compile):
         try:
             if c["kind"] == "nn":
                 res, msg = run_nn_case(c, do_compile)
+            elif c["kind"] == "bad":
+                res, msg = run_bad_case(c, do_compile)
             else:
                 res, msg = run_optim_case(c, do_compile)
         except Exception as e:
@@ -837,10 +920,14 @@ def main():
     ap.add_argument("--no-compile", action="store_true")
     ap.add_argument("-v", action="store_true", help="print the ok cases too")
     ap.add_argument("--double", action="store_true", help="nn cases in float64")
+    ap.add_argument("--bad", action="store_true", help="nn cases on broken inputs (%s): both raise, or both "
+                    "run and agree" % ", ".join(BAD_VARIANTS))
     ap.add_argument("--child", type=int, default=None)
     a = ap.parse_args()
     if a.double:
         os.environ["HUNT_DOUBLE"] = "1"
+    if a.bad:
+        os.environ["HUNT_BAD"] = "1"
     if a.child is not None:
         return child(a.child, a.k, not a.no_compile)
     n = len(all_cases())
@@ -861,7 +948,7 @@ def main():
             else:
                 cur = None
                 results.append(r)
-                if a.v or r["res"] != "ok":
+                if a.v or r["res"] not in ("ok", "skip"):
                     print("%-48s %-9s %s" % (r["label"][:48], r["res"], r["msg"]), flush=True)
         rc = p.wait()
         if cur is None:
