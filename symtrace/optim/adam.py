@@ -5,12 +5,13 @@ unless fused=False; else op by op."""
 from .. import _ops
 from ..nn.parameter import _no_grad
 from . import _fused
-from .optimizer import Optimizer, _enable_grad, _is_tensor
+from .optimizer import Optimizer, _enable_grad, _is_tensor, _check_tensor_lr
 
 __all__ = ["Adam", "AdamW"]
 
 
 def _check_args(lr, betas, eps, weight_decay):
+    _check_tensor_lr(lr)
     if not 0.0 <= lr:
         raise ValueError(f"Invalid learning rate: {lr}")
     if not 0.0 <= eps:

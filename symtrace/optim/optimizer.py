@@ -27,6 +27,12 @@ def _is_tensor(x):
     return isinstance(x, _C.TensorBase)
 
 
+def _check_tensor_lr(lr):
+    """torch's check of a Tensor lr (before the lr >= 0 comparison would raise on it)."""
+    if _is_tensor(lr) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+
+
 def _f32(x):
     """x rounded to float32 (as a Python float)."""
     return struct.unpack("f", struct.pack("f", x))[0]

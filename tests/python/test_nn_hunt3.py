@@ -321,3 +321,11 @@ def test_glu_on_an_empty_halving_dim():
 def test_rms_norm_integer_input_names_the_dtype():
     with pytest.raises(NotImplementedError, match="\"rms_norm\" not implemented for 'Long'"):
         st.nn.RMSNorm(4)(st.ones(2, 4, dtype=st.int64))
+
+
+@pytest.mark.parametrize("name", ["Adam", "AdamW", "Adamax", "RAdam", "NAdam", "SGD", "Adagrad", "RMSprop",
+                                  "Adadelta", "Rprop", "ASGD"])
+def test_tensor_lr_of_two_elements_is_refused_as_torch(name):
+    # Adam, SGD, NAdam, Adagrad, RMSprop, Adadelta raised RuntimeError from comparing the tensor with 0
+    with pytest.raises(ValueError, match="Tensor lr must be 1-element"):
+        getattr(st.optim, name)([st.nn.Parameter(st.ones(1))], lr=st.tensor([0.1, 0.2]))
