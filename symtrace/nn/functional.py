@@ -121,6 +121,12 @@ def linear(input, weight, bias=None):
     if isinstance(weight, _C.TensorBase) and weight.dim() == 1 and isinstance(input, _C.TensorBase):
         out = input.matmul(weight)
         return out if bias is None else out + bias
+    if (isinstance(weight, _C.TensorBase) and isinstance(input, _C.TensorBase) and weight.dim() == 2
+            and (weight.numel() == 0 or input.numel() == 0)):
+        # zero-width layers (AdaptiveLogSoftmaxWithLoss' small tails): OP_LINEAR's
+        # backward reshapes to [-1, 0], which has no answer for 0 elements
+        out = input.matmul(weight.t())
+        return out if bias is None else out + bias
     ins = (input, weight) if bias is None else (input, weight, bias)
     return _C.op(_C.OP_LINEAR, ins, _attrs(flags=HAS_BIAS if bias is not None else 0))
 
@@ -691,7 +697,8 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
             w = dropout(w, dropout_p)
         out = _ops.matmul(w, v)                                   # [N*H, L, hd]
         out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
-        out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
+        out = linear(out, out_proj_weight, out_proj_bias)
+        out = out.reshape(tgt_len, bsz, out.shape[-1])      # no -1: bsz or tgt_len may be 0
         w = w.reshape(bsz, num_heads, tgt_len, src_len)
         if average_attn_weights:
             w = w.mean(1)
@@ -703,13 +710,14 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         if attn_mask.shape[0] == 1 and attn_mask.dim() == 3:
             attn_mask = attn_mask.unsqueeze(0)
         else:
-            attn_mask = attn_mask.reshape(bsz, num_heads, -1, src_len)
+            attn_mask = attn_mask.reshape(bsz, num_heads, attn_mask.shape[-2], src_len)
     q = q.reshape(bsz, num_heads, tgt_len, head_dim)
     k = k.reshape(bsz, num_heads, src_len, head_dim)
     v = v.reshape(bsz, num_heads, src_len, head_dim)
     out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
     out = out.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
-    out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
+    out = linear(out, out_proj_weight, out_proj_bias)
+    out = out.reshape(tgt_len, bsz, out.shape[-1])
     if not is_batched:
         out = out.squeeze(1)
     return out, None
@@ -1027,7 +1035,7 @@ def glu(input, dim=-1):
     if n % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {n}")
     _check_float(input, "glu")
-    a, b = _ops.split(input, n // 2, d)
+    a, b = input.narrow(d, 0, n // 2), input.narrow(d, n // 2, n // 2)     # (split(0) gives one piece)
     return a * sigmoid(b)
 
 
@@ -1353,6 +1361,8 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
                            f"[*, {', '.join(map(str, normalized_shape))}], but got input of size "
                            f"{list(input.shape)}")
     dt = input.dtype
+    if not dt.is_floating_point and not dt.is_complex:
+        raise NotImplementedError(f"\"rms_norm\" not implemented for '{_tname(dt)}'")
     x = input.to(_C.float32) if dt in (_C.float16, _C.bfloat16) else input
     if eps is None:
         eps = _finfo_eps(x.dtype)

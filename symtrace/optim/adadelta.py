@@ -1,7 +1,7 @@
 """Adadelta (torch.optim.Adadelta, the single-tensor update)."""
 from .. import _ops
 from ..nn.parameter import _no_grad
-from .optimizer import Optimizer
+from .optimizer import Optimizer, _check_tensor_lr
 
 __all__ = ["Adadelta"]
 
@@ -13,6 +13,7 @@ class Adadelta(Optimizer):
 
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *, capturable=False,
                  maximize=False, differentiable=False):
+        _check_tensor_lr(lr)
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= rho <= 1.0:

@@ -1,7 +1,7 @@
 """Adagrad (torch.optim.Adagrad, the single-tensor update on dense gradients)."""
 from .. import _ops
 from ..nn.parameter import _no_grad
-from .optimizer import Optimizer
+from .optimizer import Optimizer, _check_tensor_lr
 
 __all__ = ["Adagrad"]
 
@@ -14,6 +14,7 @@ class Adagrad(Optimizer):
 
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
                  foreach=None, *, maximize=False, differentiable=False, fused=None):
+        _check_tensor_lr(lr)
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= lr_decay:

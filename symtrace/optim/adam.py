@@ -5,12 +5,13 @@ unless fused=False; else op by op."""
 from .. import _ops
 from ..nn.parameter import _no_grad
 from . import _fused
-from .optimizer import Optimizer, _enable_grad, _is_tensor
+from .optimizer import Optimizer, _enable_grad, _is_tensor, _check_tensor_lr
 
 __all__ = ["Adam", "AdamW"]
 
 
 def _check_args(lr, betas, eps, weight_decay):
+    _check_tensor_lr(lr)
     if not 0.0 <= lr:
         raise ValueError(f"Invalid learning rate: {lr}")
     if not 0.0 <= eps:
@@ -93,7 +94,9 @@ class Adam(Optimizer):
                         if _fused.supported(ts):
                             sc = scalars.get(step)
                             if sc is None:
-                                sc = scalars[step] = _fused.Scalars(lr, beta1, beta2, eps, weight_decay,
+                                # a Tensor lr (torch allows one) enters the fused update as its value
+                                lr_f = lr.item() if _is_tensor(lr) else lr
+                                sc = scalars[step] = _fused.Scalars(lr_f, beta1, beta2, eps, weight_decay,
                                                                     decoupled, step)
                             _fused.adam_update(ts, sc, amsgrad, maximize)
                             continue

@@ -1,7 +1,7 @@
 """NAdam (torch.optim.NAdam, the single-tensor update)."""
 from .. import _ops
 from ..nn.parameter import _no_grad
-from .optimizer import Optimizer, _lerp_
+from .optimizer import Optimizer, _lerp_, _check_tensor_lr
 
 __all__ = ["NAdam"]
 
@@ -18,6 +18,7 @@ class NAdam(Optimizer):
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
                  decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False):
+        _check_tensor_lr(lr)
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= eps:

@@ -1,5 +1,6 @@
 """symtrace.optim.Optimizer: parameter groups, per-parameter state, zero_grad
-and state_dict save/load in torch.optim's layout."""
+and state_dict save/load in torch.optim's layout; the register_*_hook methods
+(the hook tables and the step wrapper are optim/_hooks.py's)."""
 import struct
 from collections import defaultdict
 from copy import deepcopy
@@ -8,8 +9,10 @@ from itertools import chain
 from .. import _C
 from ..autograd.grad_mode import enable_grad as _enable_grad  # noqa: F401  (used by the optimizers)
 from ..nn.parameter import _no_grad
+from . import _hooks
+from ._hooks import register_optimizer_step_pre_hook, register_optimizer_step_post_hook  # noqa: F401
 
-__all__ = ["Optimizer", "required"]
+__all__ = ["Optimizer", "required", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
 
 
 class _RequiredParameter:
@@ -22,6 +25,12 @@ required = _RequiredParameter()
 
 def _is_tensor(x):
     return isinstance(x, _C.TensorBase)
+
+
+def _check_tensor_lr(lr):
+    """torch's check of a Tensor lr (before the lr >= 0 comparison would raise on it)."""
+    if _is_tensor(lr) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
 
 
 def _f32(x):
@@ -66,6 +75,32 @@ class Optimizer:
             param_groups = [{"params": param_groups}]
         for group in param_groups:
             self.add_param_group(group)
+        _hooks.patch_step(type(self))
+
+    # ---------------- hooks (torch.optim.Optimizer's) ----------------
+    def register_step_pre_hook(self, hook):
+        """hook(optimizer, args, kwargs) -> None or (new_args, new_kwargs), before step()."""
+        return _hooks._add(_hooks.table(self, "_optimizer_step_pre_hooks"), hook)
+
+    def register_step_post_hook(self, hook):
+        """hook(optimizer, args, kwargs) -> None, after step()."""
+        return _hooks._add(_hooks.table(self, "_optimizer_step_post_hooks"), hook)
+
+    def register_state_dict_pre_hook(self, hook, prepend=False):
+        """hook(optimizer) -> None, at the start of state_dict()."""
+        return _hooks._add(_hooks.table(self, "_optimizer_state_dict_pre_hooks"), hook, prepend)
+
+    def register_state_dict_post_hook(self, hook, prepend=False):
+        """hook(optimizer, state_dict) -> None or a state_dict state_dict() returns instead."""
+        return _hooks._add(_hooks.table(self, "_optimizer_state_dict_post_hooks"), hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook, prepend=False):
+        """hook(optimizer, state_dict) -> None or the state_dict to load instead."""
+        return _hooks._add(_hooks.table(self, "_optimizer_load_state_dict_pre_hooks"), hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook, prepend=False):
+        """hook(optimizer) -> None, at the end of load_state_dict()."""
+        return _hooks._add(_hooks.table(self, "_optimizer_load_state_dict_post_hooks"), hook, prepend)
 
     def __getstate__(self):
         return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
@@ -232,6 +267,8 @@ class Optimizer:
         """{'state': {index: {...}}, 'param_groups': [{..., 'params': [indices]}]}:
         parameters are named by their position across the groups; state tensors
         are references (as torch)."""
+        for hook in list(self.__dict__.get("_optimizer_state_dict_pre_hooks", {}).values()):
+            hook(self)
         param_mappings = {}
         start_index = 0
 
@@ -247,7 +284,12 @@ class Optimizer:
 
         param_groups = [pack_group(g) for g in self.param_groups]
         packed_state = {(param_mappings[id(k)] if _is_tensor(k) else k): v for k, v in self.state.items()}
-        return {"state": packed_state, "param_groups": param_groups}
+        state_dict = {"state": packed_state, "param_groups": param_groups}
+        for hook in list(self.__dict__.get("_optimizer_state_dict_post_hooks", {}).values()):
+            result = hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        return state_dict
 
     @staticmethod
     def _cast_state(param, value, key=None):
@@ -265,6 +307,11 @@ class Optimizer:
 
     def load_state_dict(self, state_dict):
         """Loads a state_dict() (copied: the optimizer does not alias it)."""
+        state_dict = state_dict.copy()
+        for hook in list(self.__dict__.get("_optimizer_load_state_dict_pre_hooks", {}).values()):
+            result = hook(self, state_dict)
+            if result is not None:
+                state_dict = result
         state_dict = _copy_state(state_dict)
         groups = self.param_groups
         saved_groups = state_dict["param_groups"]
@@ -291,3 +338,5 @@ class Optimizer:
 
         self.param_groups = [update_group(g, ng) for g, ng in zip(groups, saved_groups)]
         self.state = state
+        for hook in list(self.__dict__.get("_optimizer_load_state_dict_post_hooks", {}).values()):
+            hook(self)

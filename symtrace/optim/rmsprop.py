@@ -1,7 +1,7 @@
 """RMSprop (torch.optim.RMSprop, the single-tensor update)."""
 from .. import _ops
 from ..nn.parameter import _no_grad
-from .optimizer import Optimizer, _lerp_
+from .optimizer import Optimizer, _lerp_, _check_tensor_lr
 
 __all__ = ["RMSprop"]
 
@@ -15,6 +15,7 @@ class RMSprop(Optimizer):
 
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
                  capturable=False, foreach=None, maximize=False, differentiable=False):
+        _check_tensor_lr(lr)
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= eps:

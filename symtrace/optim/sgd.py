@@ -1,6 +1,6 @@
 """SGD with momentum, dampening, Nesterov and weight decay (torch.optim.SGD)."""
 from ..nn.parameter import _no_grad
-from .optimizer import Optimizer
+from .optimizer import Optimizer, _check_tensor_lr
 
 __all__ = ["SGD"]
 
@@ -12,6 +12,7 @@ class SGD(Optimizer):
 
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
                  maximize=False, foreach=None, differentiable=False, fused=None):
+        _check_tensor_lr(lr)
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if momentum < 0.0:

@@ -81,6 +81,8 @@ class AdaptiveLogSoftmaxWithLoss(Module):
         for i in range(1, len(self.cutoffs)):
             low, high = self.cutoffs[i - 1], self.cutoffs[i]
             mask = (target >= low) & (target < high)
+            if not compiler.is_compiling() and not mask.any().item():
+                continue        # as torch: a cluster no target falls in is not run (its weights get no grad)
             rel = (target - low).clamp(0, high - low - 1)
             cluster_logprob = F.log_softmax(self.tail[i - 1](input), dim=1)
             local = cluster_logprob.gather(1, rel.unsqueeze(1)).squeeze(1)

@@ -990,6 +990,16 @@ class Module:
                                   f"{_shape_str(input_param)} from checkpoint, the shape in current "
                                   f"model is {_shape_str(param)}.")
                 continue
+            if local_metadata.get("assign_to_params_buffers", False):
+                # assign=True: the checkpoint's tensor itself (its dtype and device) takes the
+                # place; a parameter keeps the module's requires_grad
+                if name in self._parameters:
+                    if not isinstance(input_param, Parameter):
+                        input_param = Parameter(input_param, requires_grad=param.requires_grad)
+                    else:
+                        input_param.requires_grad_(param.requires_grad)
+                setattr(self, name, input_param)
+                continue
             try:
                 with _no_grad():
                     param.copy_(input_param)
@@ -1007,12 +1017,12 @@ class Module:
 
     def load_state_dict(self, state_dict, strict=True, assign=False):
         """Copies state_dict's tensors into the parameters and buffers in place
-        (under no_grad). strict: keys must match exactly. Returns
+        (under no_grad); assign=True puts the state_dict's tensors themselves in their
+        place (parameters wrapped as Parameter, keeping the module's requires_grad).
+        strict: keys must match exactly. Returns
         (missing_keys, unexpected_keys); raises RuntimeError listing every problem."""
         if not isinstance(state_dict, dict):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
-        if assign:
-            raise NotImplementedError("load_state_dict(assign=True) is not supported")
         missing_keys, unexpected_keys, error_msgs = [], [], []
         metadata = getattr(state_dict, "_metadata", None)
         state_dict = OrderedDict(state_dict)
@@ -1020,7 +1030,9 @@ class Module:
             state_dict._metadata = metadata
 
         def load(module, prefix=""):
-            local_metadata = {} if metadata is None else metadata.get(prefix[:-1], {})
+            local_metadata = dict({} if metadata is None else metadata.get(prefix[:-1], {}))
+            if assign:
+                local_metadata["assign_to_params_buffers"] = True
             module._load_from_state_dict(state_dict, prefix, local_metadata, True, missing_keys,
                                          unexpected_keys, error_msgs)
             for name, child in module._modules.items():
