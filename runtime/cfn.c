@@ -465,6 +465,15 @@ static bool in_nograd(const st_graph *g, int si)
     return false;
 }
 
+/* Is statement si inside a custom-gradient (PyLayer) region? */
+static bool in_pylayer(const st_graph *g, int si)
+{
+    for (int r = 0; r < g->nregions; r++)
+        if (g->regions[r].bwd && si >= g->regions[r].first && si < g->regions[r].end)
+            return true;
+    return false;
+}
+
 /* wb_own[m]: every statement that reads input wb_in[m]'s old value and
  * may save it leads to the value written back into it (x.mul_(w);
  * x.add_(1)): the in-place ops themselves read it, and eager saves what
@@ -536,7 +545,7 @@ static st_status find_aliases(st_rt_cfn *f)
         f->alias_in[k] = f->alias_out[k] = -1;
         f->alias_at[k] = used;
         int v = g->outputs[k], chain[64], nc = 0, j = -1;
-        bool old_input = false;
+        bool old_input = false, region = false;
         for (;;) {
             /* the first value up the chain that an input holds after the run */
             for (int m = 0; m < f->nwb && j < 0; m++)
@@ -559,10 +568,18 @@ static st_status find_aliases(st_rt_cfn *f)
             const st_stmt *st = &g->stmts[p];
             if (st_op(st->op)->kind != ST_OPK_VIEW || st->nout != 1)
                 break;
+            region |= in_pylayer(g, p);
             chain[nc++] = p;
             v = st->in[0];
         }
         if (nc == 0 || nc == 64 || old_input)   /* an input returned as is: the frontend's */
+            continue;
+        /* a view a custom Function's forward returned is that Function's
+         * output: its gradient comes from the region's backward (made as a
+         * view of its root, it had none, or the view's, from the second
+         * call). The price: a view of an input is not remade as one (a
+         * write into it does not reach the input, as it does in eager). */
+        if (region)
             continue;
         if (j < 0) {
             /* a view of a computed value (y.expand(...), y[::2], y.t()):
