@@ -419,6 +419,10 @@ static PyObject *specialize(tr_state *s, PyObject *o)
         int c = sx_new(tab(s), ST_SX_CONST, -1, -1, v);
         if (c < 0 || add_rel(s, e, c, ST_SXC_EQ, true) < 0)
             return NULL;
+        /* a size symbol guarded to its value is a constant for the probes
+         * too (int(x.shape[2]) in library code keeping a dim static) */
+        if (s->dyn && tab(s)->x[e].op == ST_SX_SYM)
+            s->dyn->pinned[tab(s)->x[e].c] = true;
     }
     return PyLong_FromLongLong(v);
 }
@@ -1788,16 +1792,16 @@ PyObject *tr_dyn_after_call(tr_state *s, tr_dyncall *dc, PyObject *r)
         if (Py_TYPE(it) == (PyTypeObject *)st_fe_symint_cls) {
             ex[k] = fold_values(s, expr_of(s, it));
             any |= ex[k] >= 0;
-        } else if (val[k] == -1) {
-            /* the runtime records the size it inferred: -1 again, so that
-             * an instance infers it for its sizes */
-            ex[k] = sx_new(tab(s), ST_SX_CONST, -1, -1, -1);
+        } else {
+            /* -1: the runtime records the size it inferred: -1 again, so
+             * that an instance infers it for its sizes. A plain int: a
+             * constant the translated code gave (or a size it guarded),
+             * not one read where the translator could not see it
+             * (unexplained_size) */
+            ex[k] = sx_new(tab(s), ST_SX_CONST, -1, -1, val[k]);
         }
     }
-    if (!any) {
-        Py_DECREF(seq);
-        return r;
-    }
+    (void)any;   /* all plain: the statement's dims are constants given by the code */
     st_graph *g = st_rt_trace_graph();
     int found = -1;
     for (int si = dc->n0; ok && g && si < g->nstmts && found < 0; si++) {
@@ -1813,7 +1817,7 @@ PyObject *tr_dyn_after_call(tr_state *s, tr_dyncall *dc, PyObject *r)
             found = si;
     }
     for (int k = 0; k < n; k++) {
-        if (ex[k] < 0 || (found < 0 && val[k] == -1))
+        if (ex[k] < 0 || (found < 0 && !tr_is_symint(PySequence_Fast_GET_ITEM(seq, k))))
             continue;
         if (found >= 0) {
             if (push_attr(s, found, k, ex[k]) < 0) {
@@ -2296,7 +2300,18 @@ void *st_fe_dyn_cfn(st_fe_entry *e, const st_fe_frame *f, PyObject **memo)
 }
 
 /* ---------------- module functions ---------------- */
+/* _dyn_shapes(): True while a frame is translated with dynamic shapes (library
+ * code run for real inside it then avoids autograd Functions, whose traced
+ * backward keeps the traced sizes: symtrace/_ops/shape.py cat). */
+static PyObject *py_dyn_shapes(PyObject *m, PyObject *noargs)
+{
+    (void)m;
+    (void)noargs;
+    return PyBool_FromLong(cur && tr_dyn_shapes(cur));
+}
+
 static PyMethodDef dyn_methods[] = {
+    {"_dyn_shapes", py_dyn_shapes, METH_NOARGS, "True while translating with dynamic shapes"},
     {"_fe_set_symint", set_symint, METH_VARARGS, "registers symtrace._symint's classes"},
     {"_lazy_spec", py_lazy_spec, METH_O, "a lazy argument's value, guarded"},
     {"_sym_op", sym_op, METH_VARARGS, "SymInt arithmetic (op, a, b)"},
