@@ -222,3 +222,93 @@ def test_cnn_training_one_graph():
     # one translation; the later sizes are instances of its template
     assert stats["graphs"] == 1 and stats["translations"] == 1
     assert stats["instances"] == 2
+
+
+# ---------------- autograd.Function traced in a dynamic frame ----------------
+def _functions():
+    from symtrace.autograd import Function
+
+    class Sq(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            return 2 * x * g
+
+    class Flat(Function):
+        # shape math on plain ints in both directions: the traced sizes
+        @staticmethod
+        def forward(ctx, x):
+            ctx.shape = tuple(x.shape)
+            return x.reshape(x.shape[0], -1) * 2.5
+
+        @staticmethod
+        def backward(ctx, g):
+            return g.reshape(ctx.shape) * 2.5
+
+    class Mean0(Function):
+        # a number made of the batch size (1 / n) in the backward
+        @staticmethod
+        def forward(ctx, x):
+            ctx.n = x.shape[0]
+            return x.sum(0)
+
+        @staticmethod
+        def backward(ctx, g):
+            return (g / ctx.n).expand(ctx.n, *g.shape)
+    return Sq, Flat, Mean0
+
+
+def _grads_over_sizes(f, shape_of, sizes):
+    c = st.compile(f, dynamic=True, backend="interp")
+    for n in sizes:
+        xv = np.random.default_rng(n).standard_normal(shape_of(n)).astype(np.float32)
+        a, b = st.tensor(xv, requires_grad=True), st.tensor(xv, requires_grad=True)
+        ya, yb = c(a), f(b)
+        _close(ya.detach().numpy(), yb.detach().numpy())
+        (ya ** 2).sum().backward()
+        (yb ** 2).sum().backward()
+        _close(a.grad.numpy(), b.grad.numpy(), 1e-4)
+
+
+def test_function_backward_one_graph():
+    # the Function's traced backward kept the traced sizes ("a PyLayer's traced
+    # backward is not symbolic"): a static graph per batch size
+    Sq, Flat, _ = _functions()
+    _grads_over_sizes(lambda x: Flat.apply(Sq.apply(x)).sum(1), lambda n: (n, 2, 5), (4, 3, 5, 6))
+    assert _graphs() == 1
+
+
+def test_function_backward_matches_torch():
+    torch = pytest.importorskip("torch")
+    Sq, Flat, _ = _functions()
+
+    class TSq(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            return 2 * x * g
+    c = st.compile(lambda x: Flat.apply(Sq.apply(x)).sum(1), dynamic=True, backend="interp")
+    for n in (4, 3, 5):
+        xv = np.random.default_rng(n).standard_normal((n, 2, 5)).astype(np.float32)
+        a, t = st.tensor(xv, requires_grad=True), torch.tensor(xv, requires_grad=True)
+        (c(a) ** 2).sum().backward()
+        ((TSq.apply(t).reshape(n, -1) * 2.5).sum(1) ** 2).sum().backward()
+        _close(a.grad.numpy(), t.grad.numpy(), 1e-4)
+    assert _graphs() == 1
+
+
+def test_function_folding_a_size_stays_static():
+    # 1 / n in the backward is a constant of its graph: no instance may reuse it
+    _, _, Mean0 = _functions()
+    _grads_over_sizes(lambda x: Mean0.apply(x) * 1.0, lambda n: (n, 7), (4, 3, 5))
+    assert _graphs() == 3
