@@ -429,8 +429,16 @@ static PyObject *specialize(tr_state *s, PyObject *o)
             return NULL;
         /* a size symbol guarded to its value is a constant for the probes
          * too (int(x.shape[2]) in library code keeping a dim static) */
-        if (s->dyn && tab(s)->x[e].op == ST_SX_SYM)
-            s->dyn->pinned[tab(s)->x[e].c] = true;
+        if (s->dyn && tab(s)->x[e].op == ST_SX_SYM) {
+            /* with the dims' symbols of the same value, merged into this
+             * one (duck sizing: their own are no longer used) */
+            st_fe_symtab *tb = tab(s);
+            int k = (int)tb->x[e].c;
+            s->dyn->pinned[k] = true;
+            for (int j = 0; j < tb->nsym; j++)
+                if (tb->dim[j] >= 0 && tb->val[j] == tb->val[k])
+                    s->dyn->pinned[j] = true;
+        }
     }
     return PyLong_FromLongLong(v);
 }

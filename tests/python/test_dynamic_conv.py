@@ -65,6 +65,7 @@ POOLS = {
     "avg": lambda: nn.AvgPool2d(2),
     "avg_pad": lambda: nn.AvgPool2d(3, stride=2, padding=1),
     "adaptive_avg": lambda: nn.AdaptiveAvgPool2d((2, 2)),
+    "adaptive_avg_uneven": lambda: nn.AdaptiveAvgPool2d(3),
 }
 
 
@@ -72,7 +73,8 @@ POOLS = {
 @pytest.mark.parametrize("kind", sorted(POOLS))
 def test_pooling_one_graph(kind, backward):
     # the pooling front ends ran for real on plain ints: a reshape of the traced batch
-    # size in every graph (a static graph per size)
+    # size in every graph (a static graph per size); adaptive_avg_uneven: a square
+    # input's two spatial dims share one size symbol, both guarded by int() of one
     _run_module(POOLS[kind], lambda n: (n, 3, 8, 8), backward=backward)
     assert _graphs() == 1
 
