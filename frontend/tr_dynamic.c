@@ -65,10 +65,18 @@ struct tr_dyn {
     char why[256];
 };
 
+/* A size attribute of a statement of region r's backward graph (a
+ * PyLayer's traced backward), as an expression (region_attrs). */
+typedef struct {
+    int region, stmt, slot, expr;
+} rattr;
+
 struct st_fe_dyn {
     st_graph *tmpl;              /* at the translation's sizes */
     symattr *attr;               /* statement indices of tmpl */
     int nattr;
+    rattr *rattr;                /* tmpl's regions' backward graphs */
+    int nrattr;
     int nin;
     int *in_expr;                /* per graph input, per dim: expr or -1 */
     /* compile options (owned copies) */
@@ -419,6 +427,18 @@ static PyObject *specialize(tr_state *s, PyObject *o)
         int c = sx_new(tab(s), ST_SX_CONST, -1, -1, v);
         if (c < 0 || add_rel(s, e, c, ST_SXC_EQ, true) < 0)
             return NULL;
+        /* a size symbol guarded to its value is a constant for the probes
+         * too (int(x.shape[2]) in library code keeping a dim static) */
+        if (s->dyn && tab(s)->x[e].op == ST_SX_SYM) {
+            /* with the dims' symbols of the same value, merged into this
+             * one (duck sizing: their own are no longer used) */
+            st_fe_symtab *tb = tab(s);
+            int k = (int)tb->x[e].c;
+            s->dyn->pinned[k] = true;
+            for (int j = 0; j < tb->nsym; j++)
+                if (tb->dim[j] >= 0 && tb->val[j] == tb->val[k])
+                    s->dyn->pinned[j] = true;
+        }
     }
     return PyLong_FromLongLong(v);
 }
@@ -1788,16 +1808,16 @@ PyObject *tr_dyn_after_call(tr_state *s, tr_dyncall *dc, PyObject *r)
         if (Py_TYPE(it) == (PyTypeObject *)st_fe_symint_cls) {
             ex[k] = fold_values(s, expr_of(s, it));
             any |= ex[k] >= 0;
-        } else if (val[k] == -1) {
-            /* the runtime records the size it inferred: -1 again, so that
-             * an instance infers it for its sizes */
-            ex[k] = sx_new(tab(s), ST_SX_CONST, -1, -1, -1);
+        } else {
+            /* -1: the runtime records the size it inferred: -1 again, so
+             * that an instance infers it for its sizes. A plain int: a
+             * constant the translated code gave (or a size it guarded),
+             * not one read where the translator could not see it
+             * (unexplained_size) */
+            ex[k] = sx_new(tab(s), ST_SX_CONST, -1, -1, val[k]);
         }
     }
-    if (!any) {
-        Py_DECREF(seq);
-        return r;
-    }
+    (void)any;   /* all plain: the statement's dims are constants given by the code */
     st_graph *g = st_rt_trace_graph();
     int found = -1;
     for (int si = dc->n0; ok && g && si < g->nstmts && found < 0; si++) {
@@ -1813,7 +1833,7 @@ PyObject *tr_dyn_after_call(tr_state *s, tr_dyncall *dc, PyObject *r)
             found = si;
     }
     for (int k = 0; k < n; k++) {
-        if (ex[k] < 0 || (found < 0 && val[k] == -1))
+        if (ex[k] < 0 || (found < 0 && !tr_is_symint(PySequence_Fast_GET_ITEM(seq, k))))
             continue;
         if (found >= 0) {
             if (push_attr(s, found, k, ex[k]) < 0) {
@@ -2008,6 +2028,217 @@ int tr_dyn_after_subscr(tr_state *s, tr_dynsub *ds)
     return 0;
 }
 
+/* ---------------- PyLayer backward graphs ----------------
+ * A PyLayer (autograd.Function) traced in the frame has its backward
+ * traced once, at the traced sizes, into a graph of its own (a region's
+ * bwd, frontend/pylayer_trace.c). Its inputs are the forward outputs'
+ * gradients and forward values: at other sizes their metas are those of
+ * the instance's values. Its size attributes (reshape/expand targets,
+ * creation sizes, slice bounds), computed by the backward from plain
+ * ints, are matched by value to the batch-like symbols: a value equal to
+ * one free symbol's value, or a multiple of exactly one (c * s). The
+ * probes check the result: the backward must re-infer at both and give
+ * gradients of its inputs' sizes, or the frame is translated static. */
+static int rattr_push(rattr **a, int *n, int *cap, rattr x)
+{
+    if (*n == *cap) {
+        int nc = *cap ? 2 * *cap : 16;
+        rattr *m = realloc(*a, sizeof *m * (size_t)nc);
+        if (!m)
+            return -1;
+        *a = m;
+        *cap = nc;
+    }
+    (*a)[(*n)++] = x;
+    return 0;
+}
+
+/* The expression of size v, or -1 (a constant). -2: no memory. */
+static int match_size(tr_state *s, int64_t v)
+{
+    st_fe_symtab *tb = tab(s);
+    if (v < 2 || v > ((int64_t)1 << 40))
+        return -1;
+    int eq = -1, neq = 0, mul = -1, nmul = 0;
+    for (int k = 0; k < tb->nsym; k++) {
+        if (tb->dim[k] < 0 || s->dyn->pinned[k] || tb->val[k] < 2)
+            continue;
+        if (tb->val[k] == v) {
+            eq = k;
+            neq++;
+        } else if (v % tb->val[k] == 0) {
+            mul = k;
+            nmul++;
+        }
+    }
+    if (neq == 0) {
+        /* s_i * s_j (a flattened pair of dims), when exactly one pair gives v */
+        int pa = -1, pb = -1, np = 0;
+        for (int i = 0; i < tb->nsym; i++)
+            for (int j = i; j < tb->nsym; j++) {
+                if (tb->dim[i] < 0 || tb->dim[j] < 0 || s->dyn->pinned[i] || s->dyn->pinned[j] ||
+                    tb->val[i] < 2 || tb->val[j] < 2 || tb->val[i] * tb->val[j] != v)
+                    continue;
+                pa = i;
+                pb = j;
+                np++;
+            }
+        if (np == 1) {
+            int a = sx_new(tb, ST_SX_SYM, -1, -1, pa), b = sx_new(tb, ST_SX_SYM, -1, -1, pb);
+            int e = a < 0 || b < 0 ? -1 : sx_new(tb, ST_SX_MUL, a, b, 0);
+            return e < 0 ? -2 : e;
+        }
+    }
+    int k = neq == 1 ? eq : neq == 0 && nmul == 1 ? mul : -1;
+    if (k < 0)
+        return -1;
+    int e = sx_new(tb, ST_SX_SYM, -1, -1, k);
+    if (e >= 0 && tb->val[k] != v) {
+        int c = sx_new(tb, ST_SX_CONST, -1, -1, v / tb->val[k]);
+        e = c < 0 ? -1 : sx_new(tb, ST_SX_MUL, e, c, 0);
+    }
+    return e < 0 ? -2 : e;
+}
+
+/* A number made of a free size symbol's value p (or of two: p = s_i * s_j):
+ * p, p - 1, 1 / p, 1 / (p - 1), p / (p - 1), sqrt(p), 1 / sqrt(p), as
+ * size_number; 0, 1, 2 and 0.5 left out. */
+static bool sym_number(tr_state *s, double v)
+{
+    st_fe_symtab *tb = tab(s);
+    double av = v < 0 ? -v : v;
+    if (av == 0 || av == 1 || av == 2 || av == 0.5 || v != v)
+        return false;
+    for (int i = 0; i < tb->nsym; i++)
+        for (int j = -1; j < tb->nsym; j++) {
+            if (tb->dim[i] < 0 || s->dyn->pinned[i] || tb->val[i] < 2)
+                continue;
+            if (j >= 0 && (j < i || tb->dim[j] < 0 || s->dyn->pinned[j] || tb->val[j] < 2))
+                continue;
+            double p = (double)tb->val[i] * (j >= 0 ? (double)tb->val[j] : 1.0);
+            const double c[7] = {p, p - 1, 1 / p, 1 / (p - 1), p / (p - 1), sqrt(p), 1 / sqrt(p)};
+            for (int q = 0; q < (p >= 3 ? 7 : 5); q++) {
+                double d = c[q] - v;
+                if ((d < 0 ? -d : d) <= 1e-12 * (c[q] < 0 ? -c[q] : c[q]))
+                    return true;
+            }
+        }
+    return false;
+}
+
+/* Statements [a, b) of g hold a constant made of a size (a PyLayer that
+ * divided by x.shape[0] on a plain int): an instance would keep it. */
+static bool stmts_fold_size(tr_state *s, const st_graph *g, int a, int b)
+{
+    for (int si = a; si < b && si < g->nstmts; si++) {
+        const st_stmt *st = &g->stmts[si];
+        for (int j = 0; j < st->nin; j++) {
+            const st_value *v = &g->values[st->in[j]];
+            if (v->kind == ST_VAL_CONST && sym_number(s, v->fconst))
+                return true;
+        }
+        if (st->op == ST_OP_FULL &&
+            sym_number(s, (st->attrs.flags & ST_ATTR_INT_VALUE) ? (double)st->attrs.i[0] : st->attrs.f[0]))
+            return true;
+    }
+    return false;
+}
+
+/* The size attributes of g's regions' backward graphs as expressions
+ * (*out malloc'd). -1: no memory. */
+static int region_attrs(tr_state *s, const st_graph *g, rattr **out, int *nout)
+{
+    int cap = 0;
+    *out = NULL;
+    *nout = 0;
+    for (int r = 0; r < g->nregions; r++) {
+        const st_graph *b = g->regions[r].bwd;
+        for (int si = 0; b && si < b->nstmts; si++) {
+            const st_stmt *st = &b->stmts[si];
+            int slots[ST_MAX_DIMS + 2], ns = 0;
+            switch (st->op) {
+            case ST_OP_FULL: case ST_OP_RAND: case ST_OP_RANDN:
+                if (st->op == ST_OP_FULL && st->nin > 0)
+                    break;
+                /* fall through */
+            case ST_OP_EXPAND: case ST_OP_RESHAPE:
+                for (int j = 0; j < st->attrs.ndims && j < ST_MAX_DIMS; j++)
+                    slots[ns++] = j;
+                break;
+            case ST_OP_SLICE: case ST_OP_SLICE_SCATTER:
+                slots[ns++] = 101;
+                slots[ns++] = 102;
+                break;
+            default:
+                break;
+            }
+            for (int j = 0; j < ns; j++) {
+                int64_t v = slots[j] < 100 ? st->attrs.dims[slots[j]] : st->attrs.i[slots[j] - 100];
+                int e = match_size(s, v);
+                if (e == -2 || (e >= 0 && rattr_push(out, nout, &cap,
+                                                     (rattr){r, si, slots[j], e}) < 0)) {
+                    free(*out);
+                    *out = NULL;
+                    return -1;
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+/* g's regions' backward graphs at symbol values sym, after g itself was
+ * instantiated and re-inferred there: inputs' metas from g's values, the
+ * attributes substituted, re-inferred, and the gradients checked against
+ * the sizes of the region's inputs. -1: the backward does not hold. */
+static int region_sync(const st_fe_symtab *tb, st_graph *g, const rattr *a, int na,
+                       const int64_t *sym)
+{
+    for (int r = 0; r < g->nregions; r++) {
+        st_ir_region *rg = &g->regions[r];
+        st_graph *b = rg->bwd;
+        if (!b)
+            continue;
+        if (b->ninputs != rg->nout + rg->nread || b->noutputs != rg->nin)
+            return -1;
+        for (int k = 0; k < b->ninputs; k++) {
+            int v = k < rg->nout ? rg->out[k] : rg->read[k - rg->nout];
+            st_meta *m = &b->values[b->inputs[k]].meta;
+            if (v < 0 || v >= g->nvalues) {
+                /* a dead output: its gradient (zeros) keeps the traced
+                 * sizes; good only if they are g's constants */
+                continue;
+            }
+            const st_meta *gm = &g->values[v].meta;
+            if (gm->ndim != m->ndim)
+                return -1;
+            memcpy(m->shape, gm->shape, sizeof(int64_t) * (size_t)gm->ndim);
+        }
+        for (int i = 0; i < na; i++) {
+            if (a[i].region != r)
+                continue;
+            int64_t v;
+            if (a[i].stmt >= b->nstmts || st_fe_sx_eval(tb, a[i].expr, sym, &v) < 0)
+                return -1;
+            st_attrs *at = &b->stmts[a[i].stmt].attrs;
+            if (a[i].slot < 100) at->dims[a[i].slot] = v;
+            else at->i[a[i].slot - 100] = v;
+        }
+        if (st_ir_reinfer(b) != ST_OK)
+            return -1;
+        for (int k = 0; k < rg->nin; k++) {
+            const st_meta *om = &b->values[b->outputs[k]].meta;
+            if (rg->in[k] < 0 || rg->in[k] >= g->nvalues)
+                continue;
+            const st_meta *im = &g->values[rg->in[k]].meta;
+            if (om->ndim != im->ndim ||
+                memcmp(om->shape, im->shape, sizeof(int64_t) * (size_t)om->ndim))
+                return -1;
+        }
+    }
+    return 0;
+}
+
 /* ---------------- validation ---------------- */
 /* A creation size, expand or reshape target that the translator did not
  * make an expression but that equals a size symbol's value: a size read
@@ -2055,9 +2286,92 @@ int tr_dyn_validate(tr_state *s)
     st_graph *g = st_rt_trace_graph();
     if (!g)
         return tr_break(s, "dynamic shapes: no trace");
+    /* a PyLayer's traced backward: its graph at the probes too (the
+     * originals kept aside, the probed copies dropped) */
+    int nbwd = 0;
     for (int r = 0; r < g->nregions; r++)
-        if (g->regions[r].bwd)
-            return tr_break(s, "dynamic shapes: a PyLayer's traced backward is not symbolic");
+        nbwd += g->regions[r].bwd != NULL;
+    rattr *ra = NULL;
+    int nra = 0;
+    st_graph **bsave = nbwd ? calloc((size_t)g->nregions, sizeof *bsave) : NULL;
+    if (nbwd && (!bsave || region_attrs(s, g, &ra, &nra) < 0)) {
+        free(bsave);
+        return tr_break(s, "out of memory");
+    }
+    /* the PyLayers' forwards ran for real too: their size attributes
+     * matched the same way (the probes check them with the rest); a
+     * number made of a size in a forward or a backward stays static */
+    for (int r = 0; nbwd && r < g->nregions; r++) {
+        if (!g->regions[r].bwd)
+            continue;
+        if (stmts_fold_size(s, g, g->regions[r].first, g->regions[r].end) ||
+            stmts_fold_size(s, g->regions[r].bwd, 0, g->regions[r].bwd->nstmts)) {
+            free(bsave);
+            free(ra);
+            return tr_break(s, "dynamic shapes: a PyLayer made a constant of the graph from a size");
+        }
+        for (int si = g->regions[r].first; si < g->regions[r].end && si < g->nstmts; si++) {
+            const st_stmt *st = &g->stmts[si];
+            int slots[ST_MAX_DIMS + 2], ns = 0;
+            if (st->op == ST_OP_EXPAND || st->op == ST_OP_RESHAPE ||
+                ((st->op == ST_OP_FULL || st->op == ST_OP_RAND || st->op == ST_OP_RANDN) &&
+                 st->nin == 0)) {
+                for (int j = 0; j < st->attrs.ndims && j < ST_MAX_DIMS; j++)
+                    slots[ns++] = j;
+            } else if (st->op == ST_OP_SLICE || st->op == ST_OP_SLICE_SCATTER) {
+                slots[ns++] = 101;
+                slots[ns++] = 102;
+            }
+            for (int j = 0; j < ns; j++) {
+                if (has_attr(d->attr, d->nattr, si, slots[j]))
+                    continue;
+                int64_t v = slots[j] < 100 ? st->attrs.dims[slots[j]] : st->attrs.i[slots[j] - 100];
+                int e = match_size(s, v);
+                if (e == -2 || (e >= 0 && push_attr(s, si, slots[j], e) < 0)) {
+                    free(bsave);
+                    free(ra);
+                    return tr_break(s, "out of memory");
+                }
+            }
+        }
+    }
+    /* the PyLayers' forwards ran for real too: their size attributes
+     * matched the same way (the probes check them with the rest); a
+     * number made of a size in a forward or a backward stays static */
+    for (int r = 0; nbwd && r < g->nregions; r++) {
+        if (!g->regions[r].bwd)
+            continue;
+        if (stmts_fold_size(s, g, g->regions[r].first, g->regions[r].end) ||
+            stmts_fold_size(s, g->regions[r].bwd, 0, g->regions[r].bwd->nstmts)) {
+            free(bsave);
+            free(ra);
+            return tr_break(s, "dynamic shapes: a PyLayer made a constant of the graph from a size");
+        }
+        for (int si = g->regions[r].first; si < g->regions[r].end && si < g->nstmts; si++) {
+            const st_stmt *st = &g->stmts[si];
+            int slots[ST_MAX_DIMS + 2], ns = 0;
+            if (st->op == ST_OP_EXPAND || st->op == ST_OP_RESHAPE ||
+                ((st->op == ST_OP_FULL || st->op == ST_OP_RAND || st->op == ST_OP_RANDN) &&
+                 st->nin == 0)) {
+                for (int j = 0; j < st->attrs.ndims && j < ST_MAX_DIMS; j++)
+                    slots[ns++] = j;
+            } else if (st->op == ST_OP_SLICE || st->op == ST_OP_SLICE_SCATTER) {
+                slots[ns++] = 101;
+                slots[ns++] = 102;
+            }
+            for (int j = 0; j < ns; j++) {
+                if (has_attr(d->attr, d->nattr, si, slots[j]))
+                    continue;
+                int64_t v = slots[j] < 100 ? st->attrs.dims[slots[j]] : st->attrs.i[slots[j] - 100];
+                int e = match_size(s, v);
+                if (e == -2 || (e >= 0 && push_attr(s, si, slots[j], e) < 0)) {
+                    free(bsave);
+                    free(ra);
+                    return tr_break(s, "out of memory");
+                }
+            }
+        }
+    }
     int nin = 0;
     st_tensor *const *ins = st_rt_trace_inputs(&nin);
     saved sv;
@@ -2071,7 +2385,30 @@ int tr_dyn_validate(tr_state *s)
     for (int p = 0; p < NPROBE && !why[0]; p++) {
         int64_t pv[MAXSYM];
         probe_vals(s, p, pv);
-        if (apply_at(s, g, ins, nin, pv) < 0) {
+        for (int r = 0; nbwd && r < g->nregions; r++) {
+            if (!g->regions[r].bwd)
+                continue;
+            st_graph *c = st_ir_graph_clone(g->regions[r].bwd);
+            if (!c) {
+                st_err_clear();
+                snprintf(why, sizeof why, "out of memory");
+                break;
+            }
+            bsave[r] = g->regions[r].bwd;
+            g->regions[r].bwd = c;
+        }
+        int bad = why[0] ? 0 : apply_at(s, g, ins, nin, pv);
+        if (!why[0] && bad == 0 && nbwd && region_sync(tab(s), g, ra, nra, pv) < 0) {
+            st_err_clear();
+            snprintf(why, sizeof why, "a PyLayer's traced backward does not hold at other sizes");
+        }
+        for (int r = 0; nbwd && r < g->nregions; r++)
+            if (bsave[r]) {
+                st_ir_graph_free(g->regions[r].bwd);
+                g->regions[r].bwd = bsave[r];
+                bsave[r] = NULL;
+            }
+        if (!why[0] && bad < 0) {
             snprintf(why, sizeof why, "%s", st_err_msg());
             st_err_clear();
             if (rounds++ < 3 && pin_candidates(s, ins, nin) > 0) {
@@ -2111,6 +2448,8 @@ int tr_dyn_validate(tr_state *s)
         restore_graph(s, g, &sv);
     }
     saved_free(&sv);
+    free(bsave);
+    free(ra);
     if (why[0])
         return tr_break(s, "dynamic shapes: the graph does not hold at other sizes (%s)", why);
     return 0;
@@ -2175,6 +2514,8 @@ int tr_dyn_finish(tr_state *s, st_fe_entry *e, const st_graph *g, st_tensor *con
         if (ns >= 0)
             dy->attr[dy->nattr++] = (symattr){ns, d->attr[i].slot, d->attr[i].expr};
     }
+    if (region_attrs(s, g, &dy->rattr, &dy->nrattr) < 0)
+        return tr_break(s, "out of memory");
     dy->nin = nin;
     for (int k = 0; k < nin; k++) {
         PyObject *key = tr_id_key(ins[k]);
@@ -2232,6 +2573,7 @@ void st_fe_dyn_free(struct st_fe_dyn *dy)
     }
     st_ir_graph_free(dy->tmpl);
     free(dy->attr);
+    free(dy->rattr);
     free(dy->in_expr);
     free(dy->rg);
     free(dy->wb_out);
@@ -2259,7 +2601,10 @@ void *st_fe_dyn_cfn(st_fe_entry *e, const st_fe_frame *f, PyObject **memo)
      * come from the kernel cache) */
     st_graph *g = st_ir_graph_clone(dy->tmpl);
     if (!g || inst_apply(tb, g, dy->attr, dy->nattr, dy->in_expr, dy->nin, vals) < 0 ||
-        st_ir_reinfer(g) != ST_OK) {
+        st_ir_reinfer(g) != ST_OK ||
+        (g->nregions && region_sync(tb, g, dy->rattr, dy->nrattr, vals) < 0)) {
+        if (g && st_err_kind() == ST_OK)
+            st_err(ST_ERR_VALUE, "dynamic shapes: a PyLayer's backward does not hold at these sizes");
         st_ir_graph_free(g);
         st_fe_raise();
         return NULL;
@@ -2296,7 +2641,18 @@ void *st_fe_dyn_cfn(st_fe_entry *e, const st_fe_frame *f, PyObject **memo)
 }
 
 /* ---------------- module functions ---------------- */
+/* _dyn_shapes(): True while a frame is translated with dynamic shapes (library
+ * code run for real inside it then avoids autograd Functions, whose traced
+ * backward keeps the traced sizes: symtrace/_ops/shape.py cat). */
+static PyObject *py_dyn_shapes(PyObject *m, PyObject *noargs)
+{
+    (void)m;
+    (void)noargs;
+    return PyBool_FromLong(cur && tr_dyn_shapes(cur));
+}
+
 static PyMethodDef dyn_methods[] = {
+    {"_dyn_shapes", py_dyn_shapes, METH_NOARGS, "True while translating with dynamic shapes"},
     {"_fe_set_symint", set_symint, METH_VARARGS, "registers symtrace._symint's classes"},
     {"_lazy_spec", py_lazy_spec, METH_O, "a lazy argument's value, guarded"},
     {"_sym_op", sym_op, METH_VARARGS, "SymInt arithmetic (op, a, b)"},

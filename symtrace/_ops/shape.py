@@ -112,7 +112,9 @@ def _cat_checked(parts, d, skipped=()):
             dt = _C.result_type(_C.empty((1,), dt), t)
     shape = list(ref.shape)
     shape[d] = total
-    if grad and _C._is_grad_enabled():
+    if grad and _C._is_grad_enabled() and not _C._dyn_shapes():
+        # (translated with dynamic shapes: the writes below are traced, and the compiled
+        # graph derives their gradient for every size)
         return _cat_function().apply(d, tuple(shape), dt, len(parts), *parts, *skipped)
     return _cat_into(parts, d, shape, dt)
 

@@ -45,6 +45,8 @@ import warnings as _warnings
 from .. import _C, _ops
 from ..autograd.function import Function
 from .._ops import _check_tensor, _check_int, _tname
+from .._symint import dyn_inline
+from ..compiler import is_compiling as _is_compiling
 from .functional import pad as _pad
 
 
@@ -118,6 +120,17 @@ def _check_dtype(input, kernel, ints=(), floats=None):
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{_tname(dt)}'")
 
 
+@dyn_inline
+def _pin_planes(x, k):
+    """Under symtrace.compile(dynamic=True) (this code inlined, its sizes SymInts): the
+    channel and k spatial sizes guarded to their values (int() specializes them), so that
+    only the batch size stays symbolic: window geometry, divisors and averaging matrices
+    are then built from plain ints, as they are eagerly."""
+    if _is_compiling():
+        for d in range(x.dim() - k - 1, x.dim()):
+            int(x.shape[d])
+
+
 # ---------------- windows: im2col and col2im ----------------
 def _win_index(sizes, kernel, stride, dilation, blocks, device, offsets=None):
     """[K * L] int64: the flat position in a [*sizes] plane of point k of window l
@@ -149,6 +162,7 @@ def _flat_pads(pads):
     return out
 
 
+@dyn_inline
 def _im2col(x, kernel, stride, dilation, pads, blocks, value=0.0):
     """x [N, C, *S] -> [N, C, K, L]: the kernel points of every window (see the file's
     docstring); pads: (left, right) per spatial dim, filled with value."""
@@ -173,6 +187,14 @@ def _im2col(x, kernel, stride, dilation, pads, blocks, value=0.0):
             split += [blocks[i], kernel[i]]
         perm = [0, 1] + [3 + 2 * i for i in range(k)] + [2 + 2 * i for i in range(k)]
         return x.reshape(tuple(split)).permute(*perm).reshape(n, c, K, L)
+    if K <= _VIEWS_MAX_K and _is_compiling():
+        # inlined under dynamic shapes: the views stacked as plain ops, whose gradient the
+        # compiled graph derives for every batch size (a Function's traced backward keeps
+        # the traced sizes)
+        views = []
+        for pt in _points(kernel):
+            views.append(_window(x, pt, stride, dilation, blocks))
+        return _ops.stack(views, 2).reshape(n, c, K, L)
     if K <= _VIEWS_MAX_K:
         return _Windows.apply(x, tuple(kernel), tuple(stride), tuple(dilation), tuple(blocks))
     idx = _win_index(sizes, kernel, stride, dilation, blocks, x.device)
@@ -364,9 +386,11 @@ def _check_same_dtype(input, weight, bias):
                            f"should be the same")
 
 
+@dyn_inline
 def _conv(name, k, input, weight, bias, stride, padding, dilation, groups):
     input, unbatched, stride, padding, dilation, _ = _conv_checks(
         name, input, weight, bias, k, False, stride, padding, dilation, None, groups)
+    _pin_planes(input, k)
     ksize = tuple(weight.shape[2:])
     pads = _conv_pads(padding, k, stride, dilation, ksize)
     spatial = tuple(input.shape[2:])
@@ -422,6 +446,7 @@ def _conv_transpose(name, k, input, weight, bias, stride, padding, output_paddin
     return y.squeeze(0) if unbatched else y
 
 
+@dyn_inline
 def conv1d(input, weight, bias=None, stride=[1], padding=[0], dilation=[1], groups=1):  # noqa: B006
     """conv1d(input [N, C, L] or [C, L], weight [OC, C/groups, K], bias=None, stride=1,
     padding=0 (or 'valid'/'same'), dilation=1, groups=1) (torch's builtin signature: the list
@@ -429,12 +454,14 @@ def conv1d(input, weight, bias=None, stride=[1], padding=[0], dilation=[1], grou
     return _conv("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
 
 
+@dyn_inline
 def conv2d(input, weight, bias=None, stride=[1, 1], padding=[0, 0], dilation=[1, 1], groups=1):  # noqa: B006
     """conv2d(input [N, C, H, W] or [C, H, W], weight [OC, C/groups, KH, KW], bias=None,
     stride=1, padding=0 (or 'valid'/'same'), dilation=1, groups=1)."""
     return _conv("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
 
 
+@dyn_inline
 def conv3d(input, weight, bias=None, stride=[1, 1, 1], padding=[0, 0, 0], dilation=[1, 1, 1],  # noqa: B006
            groups=1):
     """conv3d(input [N, C, D, H, W] or [C, D, H, W], weight [OC, C/groups, KD, KH, KW],
@@ -559,6 +586,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
 
 
 # ---------------- pooling ----------------
+@dyn_inline
 def _pool_out(size, k, pad, stride, dilation, ceil_mode):
     """torch's pooling_output_shape (with its checks)."""
     if stride == 0:
@@ -636,6 +664,7 @@ def _pool_shape_check(x, ks, sd, pd, dl, out, fn="", check_input_size=False):
                            f"({'x'.join(map(str, (c,) + tuple(out)))}). Output size is too small")
 
 
+@dyn_inline
 def _pool_pads(spatial, ks, sd, pd, dl, out):
     """(left, right) per dim: the padding, and on the right what ceil_mode's last windows
     need beyond it."""
@@ -653,6 +682,7 @@ def _neg_fill(dtype):
     return _ops.iinfo(dtype).min if dtype is not _C.bool else 0
 
 
+@dyn_inline
 def _max_pool_nd(x, ks, sd, pd, dl, out, return_indices):
     """x batched [N, C, *S]; the max of each window, and its flat index in S."""
     k = len(ks)
@@ -676,6 +706,7 @@ def _max_pool_nd(x, ks, sd, pd, dl, out, return_indices):
     return y, idx
 
 
+@dyn_inline
 def _unbatch(r, unbatched):
     """A pooling result (a tensor, or a tuple with the indices) without the batch dim
     added for an unbatched input."""
@@ -684,6 +715,7 @@ def _unbatch(r, unbatched):
     return tuple(t.squeeze(0) for t in r) if isinstance(r, tuple) else r.squeeze(0)
 
 
+@dyn_inline
 def _max_pool_impl(k, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
     """max_pool2d / max_pool3d (k = 2, 3) with torch's checks, in torch's order."""
     fname = f"max_pool{k}d"
@@ -692,6 +724,7 @@ def _max_pool_impl(k, input, kernel_size, stride, padding, dilation, ceil_mode, 
     nd = input.dim()
     if nd not in (k + 1, k + 2):
         raise RuntimeError(f"non-empty {k + 1}D or {k + 2}D (batch mode) tensor expected for input")
+    _pin_planes(input, k)
     spatial = tuple(input.shape[-k:])
     out = tuple(_pool_out(spatial[i], ks[i], pd[i], sd[i], dl[i], ceil_mode) for i in range(k))
     _pool_shape_check(input, ks, sd, pd, dl, out, "max_pool3d_with_indices_out_cpu_template()")
@@ -710,6 +743,7 @@ def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation
     return _max_pool_impl(2, input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
+@dyn_inline
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """max_pool2d(input [N, C, H, W] or [C, H, W], kernel_size, stride=None (= kernel_size),
     padding=0, dilation=1, ceil_mode=False, return_indices=False): the max of each window
@@ -784,6 +818,7 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     return _max_pool1d_impl(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
 
 
+@dyn_inline
 def _avg_divisor(spatial, ks, sd, pd, out, count_include_pad, dtype, device):
     """[L]: torch's avg_pool divisor of each output position (the window clipped to the
     padded input, or to the input without count_include_pad)."""
@@ -802,6 +837,7 @@ def _avg_divisor(spatial, ks, sd, pd, out, count_include_pad, dtype, device):
     return div.clamp(min=1).reshape(-1).to(dtype)
 
 
+@dyn_inline
 def _avg_pool_nd(x, ks, sd, pd, out, ceil_mode, count_include_pad, divisor_override):
     n, c = x.shape[0], x.shape[1]
     spatial = tuple(x.shape[2:])
@@ -822,6 +858,7 @@ def _avg_pool_nd(x, ks, sd, pd, out, ceil_mode, count_include_pad, divisor_overr
     return y.reshape((n, c) + tuple(out))
 
 
+@dyn_inline
 def _avg_pool_impl(k, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
     """avg_pool2d / avg_pool3d (k = 2, 3) with torch's checks, in torch's order."""
     fname = f"avg_pool{k}d"
@@ -839,6 +876,7 @@ def _avg_pool_impl(k, input, kernel_size, stride, padding, ceil_mode, count_incl
             raise RuntimeError("non-empty 4D or 5D (batch mode) tensor expected for input")
         if divisor_override is not None and divisor_override == 0:
             raise RuntimeError("divisor must be not zero")
+    _pin_planes(input, min(k, nd - 1))
     spatial = tuple(input.shape[-k:])
     out = tuple(_pool_out(spatial[i], ks[i], pd[i], sd[i], 1, ceil_mode) for i in range(k))
     _pool_shape_check(input, ks, sd, pd, (1,) * k, out, "avg_pool3d()", check_input_size=True)
@@ -850,6 +888,7 @@ def _avg_pool_impl(k, input, kernel_size, stride, padding, ceil_mode, count_incl
     return _unbatch(_avg_pool_nd(x, ks, sd, pd, out, ceil_mode, count_include_pad, divisor_override), nd == k + 1)
 
 
+@dyn_inline
 def avg_pool2d(input, kernel_size, stride=[], padding=[0, 0], ceil_mode=False, count_include_pad=True,  # noqa: B006
                divisor_override=None):
     """avg_pool2d(input [N, C, H, W] or [C, H, W], kernel_size, stride=None/[] (= kernel_size),
@@ -906,6 +945,7 @@ def _empty_of(x, out):
     return x.reshape(n, c, _prod(x.shape[2:]))._slice(2, 0, 0, 1).reshape((n, c) + tuple(out))
 
 
+@dyn_inline
 def _adaptive_avg_nd(x, out):
     """x batched [N, C, *S] -> [N, C, *out]."""
     k = len(out)
@@ -926,8 +966,8 @@ def _adaptive_avg_nd(x, out):
         d = 2 + i
         if d == y.dim() - 1:
             y = y.matmul(m.t())
-        else:
-            y = m.matmul(y.movedim(d, -2)).movedim(-2, d)
+        else:   # on the right, as the last dim's: no broadcast of m to y's batch dims
+            y = y.movedim(d, -1).matmul(m.t()).movedim(-1, d)
     return y
 
 
@@ -944,6 +984,7 @@ def _nonempty_planes(input, fname):
                                f"input has sizes {_size_str(input.shape)} with dimension {i} being empty")
 
 
+@dyn_inline
 def _adaptive_avg_impl(k, input, output_size):
     """adaptive_avg_pool2d / adaptive_avg_pool3d (k = 2, 3) with torch's checks."""
     fname = f"adaptive_avg_pool{k}d"
@@ -959,11 +1000,13 @@ def _adaptive_avg_impl(k, input, output_size):
     if nd not in (k + 1, k + 2):
         raise RuntimeError(f"{fname}(): Expected {k + 1}D or {k + 2}D tensor, but got {_size_str(input.shape)}")
     _nonempty_planes(input, fname)
+    _pin_planes(input, k)
     _check_dtype(input, fname if k == 2 else "adaptive_avg_pool3d_cpu")
     x = input.unsqueeze(0) if nd == k + 1 else input
     return _unbatch(_adaptive_avg_nd(x, osz), nd == k + 1)
 
 
+@dyn_inline
 def adaptive_avg_pool2d(input, output_size):
     """adaptive_avg_pool2d(input [N, C, H, W] or [C, H, W], output_size (int, pair; None keeps
     that dim)): the mean over torch's adaptive windows."""

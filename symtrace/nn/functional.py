@@ -7,6 +7,7 @@ import warnings as _warnings
 
 from .. import _C, _ops
 from ..autograd import no_grad as _no_grad
+from .._symint import dyn_inline as _dyn_inline
 from .._ops import (KEEPDIM, HAS_WEIGHT, HAS_BIAS, TANH, _attrs,  # noqa: F401
                     _check_tensor, sigmoid, tanh)
 
@@ -469,6 +470,7 @@ def _none_or_dtype(input):
     raise RuntimeError("input to _none_or_dtype() must be None or torch.Tensor")
 
 
+@_dyn_inline
 def _causal_mask(L, S, dtype, device=None):
     """[L, S] additive mask: -inf above the diagonal."""
     i = _ops.arange(L, device=device).reshape(L, 1)
@@ -476,6 +478,7 @@ def _causal_mask(L, S, dtype, device=None):
     return _ops.zeros((L, S), dtype=dtype, device=device).masked_fill(j > i, float("-inf"))
 
 
+@_dyn_inline
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, *, scale=None, enable_gqa=False):
     """softmax(q @ k^T * scale + mask) @ v over the last two dims (torch's SDPA):
@@ -1585,6 +1588,7 @@ def _pad_index(n, left, right, mode, dev):
     return (n - 1) - ((n - 1) - q.abs()).abs()   # reflect
 
 
+@_dyn_inline
 def pad(input, pad, mode="constant", value=None):
     """pad(input, pad, mode='constant', value=None): pad = (left, right) pairs from the last dim
     backwards; negative entries crop. Modes: 'constant' (any dims), 'reflect', 'replicate',
@@ -1637,6 +1641,7 @@ def pad(input, pad, mode="constant", value=None):
     return input.clone() if x is input else x
 
 
+@_dyn_inline
 def _pad_fill(x, d, n, value):
     """A block of value shaped as x but n long along dim d."""
     shape = list(x.shape)
@@ -1644,6 +1649,7 @@ def _pad_fill(x, d, n, value):
     return _ops.full(tuple(shape), value, dtype=x.dtype, device=x.device)
 
 
+@_dyn_inline
 def _pad_constant(input, pad, value):
     x = input
     nd = input.dim()
