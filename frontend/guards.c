@@ -511,7 +511,13 @@ static int check_contents(const st_fe_guard *g, PyObject *v)
 
 int st_fe_guard_value(st_fe_guardset *gs, st_fe_src *s, PyObject *v)
 {
-    if (find(gs, s, -1)) return 0;
+    /* a TYPE guard added on its own (`a is None`, type(a) of a lazy number
+     * argument) does not stand for the value's own guard: a number read
+     * later still gets its EQ guard */
+    for (int i = 0; i < gs->n; i++)
+        if (gs->v[i].src == s && gs->v[i].kind != ST_G_SYM && gs->v[i].kind != ST_G_ALIAS &&
+            gs->v[i].kind != ST_G_TYPE)
+            return 0;
     if (st_fe_is_tensor(v)) {
         st_fe_guard *g = push(gs, ST_G_TENSOR, s);
         if (!g) return -1;
