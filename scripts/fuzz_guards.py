@@ -625,15 +625,21 @@ def _run(args):
 
 
 def _supervise(args):
-    """runs the seeds in child processes, one after the crash of another"""
+    """runs the seeds in child processes, one after the crash of another; --time bounds
+    the whole run"""
     s, end = args.start, args.start + args.seeds
+    t0 = time.time()
     total = collections.Counter()
     while s < end:
+        left = args.time - (time.time() - t0) if args.time else 0
+        if args.time and left <= 0:
+            break
         cmd = [sys.executable, os.path.abspath(__file__), "--start", str(s), "--seeds", str(end - s),
-               "--progress"] + (["--show"] if args.show else [])
-        p = subprocess.run(cmd, capture_output=True, text=True)
+               "--progress"] + (["--show"] if args.show else []) + (["--time", str(left)] if left else [])
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         last = s - 1
-        for ln in p.stdout.splitlines():
+        for ln in p.stdout:
+            ln = ln.rstrip("\n")
             if ln.startswith("SEED "):
                 last = int(ln.split()[1])
             elif ln.startswith("STATS "):
@@ -642,10 +648,12 @@ def _supervise(args):
                     total[k] += int(v)
             else:
                 print(ln, flush=True)
-        if p.returncode not in (0, 1):
-            print(f"FINDING seed={last} kind=crash rc={p.returncode} {p.stderr[-300:]!r}", flush=True)
+        err = p.stderr.read()
+        rc = p.wait()
+        if rc not in (0, 1):
+            print(f"FINDING seed={last} kind=crash rc={rc} {err[-300:]!r}", flush=True)
             total["find_crash"] += 1
-            total["programs"] += 1
+            total["programs"] += last - s + 1
             s = last + 1
         else:
             s = end
