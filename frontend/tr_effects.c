@@ -300,6 +300,18 @@ PyObject *tr_fx_unshadow(tr_state *s, PyObject *v, int depth)
     PyObject *e = orig_entry(s, v);
     if (e)
         return Py_NewRef(PyTuple_GET_ITEM(e, 0));
+    if (s->fx_orig && (PyMethod_Check(v) || PyCFunction_Check(v))) {
+        /* a method of a shadow live at a break (lst.append while
+         * lst.append(t.item()) broke): bound to the original again */
+        bool py = PyMethod_Check(v);
+        PyObject *self = py ? PyMethod_GET_SELF(v) : PyCFunction_GET_SELF(v);
+        PyObject *o = self ? orig_entry(s, self) : NULL;
+        if (!o)
+            return Py_NewRef(v);
+        o = PyTuple_GET_ITEM(o, 0);
+        return py ? PyMethod_New(PyMethod_GET_FUNCTION(v), o)
+                  : PyObject_GetAttrString(o, ((PyCFunctionObject *)v)->m_ml->ml_name);
+    }
     if (!s->fx_orig || depth > 32 ||
         !(PyTuple_CheckExact(v) || PyList_CheckExact(v) || PyDict_CheckExact(v)))
         return Py_NewRef(v);

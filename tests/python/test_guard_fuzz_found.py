@@ -67,3 +67,25 @@ def test_fuzzer_smoke_fixed_seeds():
         prog = fuzz_guards.generate(s)
         found += [(s,) + f[:3] for f in fuzz_guards.check(prog)]
     assert not found, found
+
+
+def _append_then_break(x, py):
+    # lst.append on the stack while the argument breaks (float of a tensor):
+    # the resume function got the bound method of the frame's shadow copy of
+    # the list on the first call, and the append was lost
+    py.append(1)
+    py.append(float(x.sum()))
+    return x + 1
+
+
+@pytest.mark.parametrize("backend", ["interp", "llvm"])
+def test_append_of_an_argument_list_across_a_break(backend):
+    if not st._C._fe_backend_available(backend):
+        pytest.skip(backend)
+    c = st.compile(_append_then_break, backend=backend)
+    for i in range(4):
+        want, got = [], []
+        w = _append_then_break(st.full((2,), float(i)), want)
+        g = c(st.full((2,), float(i)), got)
+        assert g.tolist() == w.tolist() and got == want, (i, got, want)
+
