@@ -790,8 +790,9 @@ int st_fe_guards_partition(st_fe_guardset *gs, st_fe_srctab *t)
     if (!mut) { free(fixed); free(eqc); free(tmp); return -1; }
     for (int i = 0; i < gs->n; i++) {
         const st_fe_guard *g = &gs->v[i];
-        if (g->kind == ST_G_LEN || g->kind == ST_G_DICT_KEYS || g->kind == ST_G_TYPE ||
-            g->kind == ST_G_CONTENTS)
+        /* (an int's TYPE guard, a value symbol's, is as immutable as an EQ) */
+        if (g->kind == ST_G_LEN || g->kind == ST_G_DICT_KEYS || g->kind == ST_G_CONTENTS ||
+            (g->kind == ST_G_TYPE && g->obj != (PyObject *)&PyLong_Type))
             mut[g->src->id] = !(g->src->kind == ST_SRC_ATTR && is_part_name(g->src->name));
     }
     /* Static: read from a Module fixed by identity, through what only

@@ -89,3 +89,32 @@ def test_append_of_an_argument_list_across_a_break(backend):
         g = c(st.full((2,), float(i)), got)
         assert g.tolist() == w.tolist() and got == want, (i, got, want)
 
+
+
+class _Mode:
+    """an object with an int attribute, and an int in its place later"""
+
+    def __init__(self, v):
+        self.value = v
+
+
+@pytest.mark.parametrize("dynamic", [None, False, True])
+def test_int_global_replaced_by_an_object_after_a_break(dynamic):
+    # G['g'] = 1 became a value symbol, live at the break of g.value
+    # (AttributeError), with no guard on its type: the object put back then
+    # reached that entry, which read it as an int ("a symbolic value cannot
+    # be evaluated")
+    ns = {"g": _Mode(2)}
+    exec("def f(x):\n    return x + g.value\n", ns)
+    c = st.compile(ns["f"], backend="interp", dynamic=dynamic)
+    for v in (_Mode(2), 1, _Mode(2), _Mode(3), 1, _Mode(2)):
+        ns["g"] = v
+        try:
+            want = ("ok", ns["f"](st.ones(1)).tolist())
+        except AttributeError:
+            want = ("raise",)
+        try:
+            got = ("ok", c(st.ones(1)).tolist())
+        except AttributeError:
+            got = ("raise",)
+        assert got == want, v
