@@ -105,6 +105,8 @@ class Net(st.nn.Module):
         return self.sub(x) + self.buf
 
 holder = P()
+mholder = st.nn.Module()
+dholder = {}
 '''
 
 # ---------------------------------------------------------------- fragments
@@ -284,7 +286,7 @@ kind("tensor", ["st.ones(3)", "st.arange(3.0)", "st.full((1,), 2.0)"],
       "S = S.t() if S.dim() == 2 else S", "S = st.arange(4.0)[::2]", "S.requires_grad_(False)"])
 # tensor-dependent branches: graph breaks, so the state reaches resume functions too
 BREAKS = ["if acc.sum() > 5:\n    acc = acc + 1\nelse:\n    acc = acc - 1", "py.append(float(acc.sum()))"]
-ACCESS = ("global", "arg", "closure", "holder")
+ACCESS = ("global", "arg", "closure", "holder", "module", "item")
 
 
 class Frag:
@@ -297,13 +299,24 @@ class Frag:
 
     def ref(self):
         return {"global": self.g, "arg": f"a{self.i}", "closure": f"c{self.i}",
-                "holder": f"holder.f{self.i}"}[self.access]
+                "holder": f"holder.f{self.i}", "module": f"mholder.f{self.i}",
+                "item": f"dholder['f{self.i}']"}[self.access]
+
+    def unref(self):
+        """deletes what the function reads (the next mutation puts it back)"""
+        return {"global": f"del {self.g}", "arg": f"{self.g} = None", "closure": f"_set{self.i}(None)",
+                "holder": f"del holder.f{self.i}", "module": f"delattr(mholder, 'f{self.i}')",
+                "item": f"del dholder['f{self.i}']"}[self.access]
 
     def sync(self):
         if self.access == "closure":
             return f"_set{self.i}({self.g})" if True else ""
         if self.access == "holder":
             return f"if getattr(holder, 'f{self.i}', None) is not {self.g}: holder.f{self.i} = {self.g}"
+        if self.access == "module":
+            return f"if getattr(mholder, 'f{self.i}', None) is not {self.g}: setattr(mholder, 'f{self.i}', {self.g})"
+        if self.access == "item":
+            return f"if dholder.get('f{self.i}') is not {self.g}: dholder['f{self.i}'] = {self.g}"
         return ""
 
 
@@ -324,7 +337,7 @@ class Program:
         fr = [f for f in self.frags if f is not None]
         setup = PRELUDE + "".join(f"{f.g} = {f.init}\n" for f in fr)
         args = ["x"] + [f"a{f.i}" for f in fr if f.access == "arg"]
-        lines = ["acc = x * 1.0", "py = []"]
+        lines = ["acc = st.zeros(3) + x.sum() / x.shape[0]", "py = []"]
         for fi, u in self.body:
             if fi >= 0 and self.frags[fi] is None:
                 continue
@@ -340,9 +353,9 @@ class Program:
         src += "    return fn, {" + ", ".join(f"'_set{f.i}': _set{f.i}" for f in cells) + "}\n"
         src += "fn, _setters = _mk()\nglobals().update(_setters)\n"
         for f in fr:
-            if f.access == "holder":
-                src += f"holder.f{f.i} = {f.g}\n"
-        call = "fn(st.arange(float(n_)).reshape(-1)[:3] + st.zeros(3) if n_ >= 3 else st.ones(3) * n_, " + \
+            if f.access in ("holder", "module", "item"):
+                src += f.sync() + "\n"
+        call = "fn(st.arange(float(n_)) + 1, " + \
             "".join(f"{f.g}, " for f in fr if f.access == "arg") + ")"
         return setup, src, call
 
@@ -355,7 +368,7 @@ class Program:
             out.append(f"# call {k}: n_ = {self.sizes[k]}; {call}")
             for fi, m in step:
                 if self.frags[fi] is not None:
-                    mut = re.sub(r"\bS\b", self.frags[fi].g, m)
+                    mut = self.frags[fi].unref() if m == "__del__" else re.sub(r"\bS\b", self.frags[fi].g, m)
                     out.append(f"#   then: {mut}; {self.frags[fi].sync()}")
         out.append(f"# configs: {self.configs}")
         return "\n".join(out)
@@ -381,7 +394,13 @@ def generate(seed, ncalls=NCALLS):
         step = []
         for _ in range(rng.choice((0, 1, 1, 1, 2, 3))):
             fi = rng.randrange(nf)
-            step.append((fi, rng.choice(K[frags[fi].kname][2])))
+            r = rng.random()
+            if r < 0.08:       # the way the function reaches it goes away
+                step.append((fi, "__del__"))
+            elif r < 0.2:      # another kind's value in its place
+                step.append((fi, "S = " + rng.choice(K[rng.choice(names)][0])))
+            else:
+                step.append((fi, rng.choice(K[frags[fi].kname][2])))
         steps.append(step)
     sizes = [rng.choice((3, 3, 3, 4, 5, 1, 2)) for _ in range(ncalls)]
     return Program(frags, body, steps, sizes, list(CONFIGS))
@@ -481,14 +500,17 @@ def run_program(prog, config):
             f = prog.frags[fi]
             if f is None:
                 continue
-            code = re.sub(r"\bS\b", f.g, m)
+            code = f.unref() if m == "__del__" else re.sub(r"\bS\b", f.g, m)
             try:
                 exec(compile(code, "<mut>", "exec"), ns)
             except Exception:  # noqa: BLE001 - a mutation that does not apply is skipped
                 pass
             sy = f.sync()
-            if sy:
-                exec(sy, ns)
+            if sy and m != "__del__" and f.g in ns:
+                try:
+                    exec(sy, ns)
+                except Exception:  # noqa: BLE001 - Module.__setattr__ refuses some
+                    pass
     return recs
 
 
