@@ -118,3 +118,30 @@ def test_int_global_replaced_by_an_object_after_a_break(dynamic):
         except AttributeError:
             got = ("raise",)
         assert got == want, v
+
+
+def test_module_containers_are_indexed_as_eager():
+    # a ModuleDict by its keys only (md[0]: KeyError), a ModuleList by
+    # position only (ml['0']: TypeError); compiled, md[0] was its first module
+    md = st.nn.ModuleDict({"a": st.nn.ReLU(), "b": st.nn.Tanh()})
+    ml = st.nn.ModuleList([st.nn.ReLU(), st.nn.Tanh()])
+    sq = st.nn.Sequential(st.nn.ReLU(), st.nn.Tanh())
+
+    def by_key(x, k):
+        return md[k](x - 0.5)
+
+    def by_pos(x, k):
+        return ml[k](x - 0.5) + sq[k](x)
+
+    for fn in (by_key, by_pos):
+        c = st.compile(fn, backend="interp")
+        for k in ("a", 0, "b", 1, -1, True, "0", "a"):
+            try:
+                want = ("ok", fn(st.ones(2), k).tolist())
+            except (KeyError, TypeError, IndexError) as e:
+                want = ("raise", type(e))
+            try:
+                got = ("ok", c(st.ones(2), k).tolist())
+            except (KeyError, TypeError, IndexError) as e:
+                got = ("raise", type(e))
+            assert got == want, (fn.__name__, k)
