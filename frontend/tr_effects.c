@@ -114,6 +114,12 @@ int tr_fx_store_attr(tr_state *s, tr_var *obj, PyObject *name, tr_var *val)
     if (descr && Py_TYPE(descr)->tp_descr_set)
         return tr_break(s, "side effect: attribute store '%s' through a descriptor of %s "
                         "(not supported)", nm, t->tp_name);
+    if (!is_mod && !PyModule_Check(o) && !descr && t->tp_dictoffset == 0)
+        /* no instance dict (a dict, a list, __slots__ without the name):
+         * the store raises, which a replay after the graph would do too
+         * late, after the graph's own effects */
+        return tr_break(s, "side effect: attribute store '%s' on a %s, which has no "
+                        "__dict__", nm, t->tp_name);
     if (is_mod && (nm[0] == '_' && (!strcmp(nm, "_parameters") || !strcmp(nm, "_buffers") ||
                                     !strcmp(nm, "_modules") || !strcmp(nm, "training"))))
         return tr_break(s, "side effect: store to Module.%s (not supported)", nm);

@@ -145,3 +145,36 @@ def test_module_containers_are_indexed_as_eager():
             except (KeyError, TypeError, IndexError) as e:
                 got = ("raise", type(e))
             assert got == want, (fn.__name__, k)
+
+
+class _Slotted:
+    __slots__ = ("a",)
+
+
+@pytest.mark.parametrize("make", [dict, _Slotted], ids=["dict", "slots"])
+def test_a_failing_attribute_store_comes_before_later_effects(make):
+    # `g.b = 1.0` on an object without a __dict__ raises: eagerly before
+    # the in-place add that follows; compiled, the store was a side effect
+    # replayed after the graph, so the add had already happened
+    class Obj:
+        pass
+
+    def run(fn, objs):
+        t = st.zeros(1)
+        ns = {"t": t}
+        exec("def f(x):\n    g.b = 1.0\n    t.add_(1)\n    return x + 1\n", ns)
+        f = fn(ns["f"])
+        out = []
+        for o in objs:
+            ns["g"] = o
+            try:
+                out.append(f(st.ones(1)).tolist())
+            except AttributeError:
+                out.append("raise")
+            out.append(t.tolist())
+        return out
+
+    objs = lambda: [Obj(), make(), make(), Obj(), make()]  # noqa: E731
+    want = run(lambda f: f, objs())
+    got = run(lambda f: st.compile(f, backend="interp"), objs())
+    assert got == want
