@@ -7,12 +7,15 @@ A seed draws a small program: 1-4 *fragments*, each a piece of Python state (a n
 defaultdict/set/frozenset/dict view/range/nested container, a plain object, a __slots__
 object, a property, a class attribute, a dataclass, a namedtuple, an nn.Module with
 attributes/buffers/submodules, an nn.ModuleList/ModuleDict) reached by the function as a
-global, an argument, a closure cell or an attribute of a holder object, and 1-3 *uses*
+global, an argument, a closure cell, an attribute of a plain object or of an nn.Module, or
+an item of a dict, and 1-3 *uses*
 of it (attribute/item reads, .get/getattr/hasattr with defaults, len, `in`, iteration,
 isinstance/type checks, branches, ints feeding shapes, scalars feeding tensor ops, Python
 values returned, some writes back into the state). Between calls the driver applies
 random *mutations* (change a value, add/remove a key, reorder, replace the object,
-mutate in place, swap the type, delete an attribute, rebind a global).
+mutate in place, swap the type, delete an attribute, rebind a global, put another
+fragment kind's value in place, delete the reference the function reads). The tensor
+argument's size varies between calls.
 
 The same program runs eagerly and under symtrace.compile(fn, backend=B, dynamic=D) for
 B in interp, llvm and D in None, True, each in a fresh namespace built from the same
