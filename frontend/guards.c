@@ -511,7 +511,13 @@ static int check_contents(const st_fe_guard *g, PyObject *v)
 
 int st_fe_guard_value(st_fe_guardset *gs, st_fe_src *s, PyObject *v)
 {
-    if (find(gs, s, -1)) return 0;
+    /* a TYPE guard added on its own (`a is None`, type(a) of a lazy number
+     * argument) does not stand for the value's own guard: a number read
+     * later still gets its EQ guard */
+    for (int i = 0; i < gs->n; i++)
+        if (gs->v[i].src == s && gs->v[i].kind != ST_G_SYM && gs->v[i].kind != ST_G_ALIAS &&
+            gs->v[i].kind != ST_G_TYPE)
+            return 0;
     if (st_fe_is_tensor(v)) {
         st_fe_guard *g = push(gs, ST_G_TENSOR, s);
         if (!g) return -1;
@@ -784,8 +790,9 @@ int st_fe_guards_partition(st_fe_guardset *gs, st_fe_srctab *t)
     if (!mut) { free(fixed); free(eqc); free(tmp); return -1; }
     for (int i = 0; i < gs->n; i++) {
         const st_fe_guard *g = &gs->v[i];
-        if (g->kind == ST_G_LEN || g->kind == ST_G_DICT_KEYS || g->kind == ST_G_TYPE ||
-            g->kind == ST_G_CONTENTS)
+        /* (an int's TYPE guard, a value symbol's, is as immutable as an EQ) */
+        if (g->kind == ST_G_LEN || g->kind == ST_G_DICT_KEYS || g->kind == ST_G_CONTENTS ||
+            (g->kind == ST_G_TYPE && g->obj != (PyObject *)&PyLong_Type))
             mut[g->src->id] = !(g->src->kind == ST_SRC_ATTR && is_part_name(g->src->name));
     }
     /* Static: read from a Module fixed by identity, through what only

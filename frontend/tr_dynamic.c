@@ -862,6 +862,11 @@ int tr_value_symbol(tr_state *s, tr_var *out, PyObject *v, st_fe_src *src)
     long long x = PyLong_AsLongLongAndOverflow(v, &ov);
     if (ov)
         return 0;
+    /* the symbol is read as an int on every call (a live value at a
+     * break, a returned one): its type is guarded even where no relation
+     * on its value is (G['n'] = Mode.B after n = 1) */
+    if (st_fe_guard_add(&s->guards, ST_G_TYPE, src, (PyObject *)&PyLong_Type) < 0)
+        return tr_break_exc(s, "guard");
     int k = new_symbol(s, src, -1, x);
     if (k < 0)
         return 0;

@@ -114,6 +114,12 @@ int tr_fx_store_attr(tr_state *s, tr_var *obj, PyObject *name, tr_var *val)
     if (descr && Py_TYPE(descr)->tp_descr_set)
         return tr_break(s, "side effect: attribute store '%s' through a descriptor of %s "
                         "(not supported)", nm, t->tp_name);
+    if (!is_mod && !PyModule_Check(o) && !descr && t->tp_dictoffset == 0)
+        /* no instance dict (a dict, a list, __slots__ without the name):
+         * the store raises, which a replay after the graph would do too
+         * late, after the graph's own effects */
+        return tr_break(s, "side effect: attribute store '%s' on a %s, which has no "
+                        "__dict__", nm, t->tp_name);
     if (is_mod && (nm[0] == '_' && (!strcmp(nm, "_parameters") || !strcmp(nm, "_buffers") ||
                                     !strcmp(nm, "_modules") || !strcmp(nm, "training"))))
         return tr_break(s, "side effect: store to Module.%s (not supported)", nm);
@@ -300,6 +306,18 @@ PyObject *tr_fx_unshadow(tr_state *s, PyObject *v, int depth)
     PyObject *e = orig_entry(s, v);
     if (e)
         return Py_NewRef(PyTuple_GET_ITEM(e, 0));
+    if (s->fx_orig && (PyMethod_Check(v) || PyCFunction_Check(v))) {
+        /* a method of a shadow live at a break (lst.append while
+         * lst.append(t.item()) broke): bound to the original again */
+        bool py = PyMethod_Check(v);
+        PyObject *self = py ? PyMethod_GET_SELF(v) : PyCFunction_GET_SELF(v);
+        PyObject *o = self ? orig_entry(s, self) : NULL;
+        if (!o)
+            return Py_NewRef(v);
+        o = PyTuple_GET_ITEM(o, 0);
+        return py ? PyMethod_New(PyMethod_GET_FUNCTION(v), o)
+                  : PyObject_GetAttrString(o, ((PyCFunctionObject *)v)->m_ml->ml_name);
+    }
     if (!s->fx_orig || depth > 32 ||
         !(PyTuple_CheckExact(v) || PyList_CheckExact(v) || PyDict_CheckExact(v)))
         return Py_NewRef(v);

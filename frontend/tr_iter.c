@@ -546,7 +546,11 @@ int tr_subscr(tr_state *s, tr_var *obj, tr_var *key, tr_var *out)
         if (!md)
             return -1;
         PyObject *sk = NULL;
-        if (PyLong_Check(k)) {
+        /* a ModuleDict is indexed by its keys only (md[0] is a KeyError),
+         * a ModuleList or Sequential by position only (ml['0'] a TypeError):
+         * the rest breaks, and eager answers */
+        bool by_key = tr_is_kind(o, tr_refs.moddict_cls);
+        if (PyLong_Check(k) && !by_key) {
             Py_ssize_t i = PyLong_AsSsize_t(k), n = PyDict_GET_SIZE(md);
             if (i < 0)
                 i += n;
@@ -561,7 +565,7 @@ int tr_subscr(tr_state *s, tr_var *obj, tr_var *key, tr_var *out)
                     sk = Py_NewRef(kk);
                     break;
                 }
-        } else if (PyUnicode_Check(k)) {
+        } else if (PyUnicode_CheckExact(k) && by_key) {
             sk = Py_NewRef(k);
         }
         PyObject *v = sk ? PyDict_GetItemWithError(md, sk) : NULL;

@@ -815,7 +815,12 @@ static int bound_method_arg(tr_state *s, tr_var *out, PyObject *v, st_fe_src *sr
     bool py = PyMethod_Check(v);
     PyObject *self = py ? PyMethod_GET_SELF(v)
                         : (PyCFunction_Check(v) ? PyCFunction_GET_SELF(v) : NULL);
-    if (!self || !st_fe_is_tensor(self))
+    /* a list's, dict's or set's builtin method too (lst.append on the stack
+     * while lst.append(t.item()) broke): its container gets a source, so
+     * that the call's mutation is replayed on it, not on a copy */
+    bool container = self && !py && (PyList_CheckExact(self) || PyDict_CheckExact(self) ||
+                                     PyAnySet_CheckExact(self));
+    if (!self || (!st_fe_is_tensor(self) && !container))
         return 0;
     PyObject *sn = PyUnicode_FromString("__self__");
     PyObject *mn = PyUnicode_FromString(py ? "__func__" : "__name__");
