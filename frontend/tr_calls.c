@@ -852,7 +852,12 @@ static int call_cmethod(tr_state *s, PyObject *fn, tr_var *args, int nargs,
         return real_call(s, fn, args, nargs, kwnames, out);
     }
     if (PyList_Check(self) || PyDict_Check(self) || PyAnySet_CheckExact(self)) {
-        if (!tr_safe_type(self))
+        /* a user dict subclass (ModelOutput): any of dict's methods on one
+         * made in the frame; the read-only ones on one read from a source
+         * (guarded by its keys like a dict) */
+        if (!tr_safe_type(self) && !tr_fresh_user_obj(s, self) &&
+            !(PyDict_Check(self) && tr_plain_user_type(Py_TYPE(self)) &&
+              tr_name_in(nm, ro_methods) && tr_lookup_src(s, self)))
             return unsupported(s, fn);
         if (!tr_name_in(nm, ro_methods) && !tr_is_fresh(s, self)) {
             /* a list/dict from outside: the call goes to its shadow */
@@ -922,6 +927,29 @@ static int call_cmethod(tr_state *s, PyObject *fn, tr_var *args, int nargs,
         return real_call(s, fn, args, nargs, kwnames, out);
     }
     return unsupported(s, fn);
+}
+
+/* A slot or method of object, dict or OrderedDict (C code) called on a
+ * user object made in the frame: bound (method-wrapper, oc its self) or
+ * through the class (dict.keys(obj)). */
+static bool c_slot_of_fresh(tr_state *s, const char *tn, PyObject *fn, PyObject *oc,
+                            tr_var *args, int nargs)
+{
+    PyObject *self = !strcmp(tn, "method-wrapper") ? oc : nargs >= 1 ? args[0].v : NULL;
+    if (!self || !tr_fresh_user_obj(s, self))
+        return false;
+    for (int i = 0; i < nargs; i++)
+        if (args[i].it || args[i].aux == TR_AUX_SUPER)
+            return false;
+    PyObject *cls = !strcmp(tn, "method-wrapper") ? PyObject_GetAttrString(fn, "__objclass__")
+                                                  : Py_XNewRef(oc);
+    PyErr_Clear();
+    bool ok = cls && PyType_Check(cls) &&
+              (cls == (PyObject *)&PyBaseObject_Type || cls == (PyObject *)&PyDict_Type ||
+               !strcmp(((PyTypeObject *)cls)->tp_name, "collections.OrderedDict")) &&
+              PyObject_TypeCheck(self, (PyTypeObject *)cls);
+    Py_XDECREF(cls);
+    return ok;
 }
 
 int tr_call(tr_state *s, tr_var *fnv, tr_var *args, int nargs,
@@ -1008,6 +1036,10 @@ int tr_call(tr_state *s, tr_var *fnv, tr_var *args, int nargs,
         } else if (oc == (PyObject *)&PyBaseObject_Type && nm && !strcmp(nm, "__init__") &&
                    nargs == 1) {
             rc = real_call(s, fn, args, nargs, kwnames, out);
+        } else if (c_slot_of_fresh(s, tn, fn, oc, args, nargs)) {
+            /* object's, dict's or OrderedDict's own slot on a user object
+             * made in the frame (super().__setitem__(k, v) in a subclass) */
+            rc = real_call(s, fn, args, nargs, kwnames, out);
         } else if (oc && PyType_Check(oc) && nargs >= 1 && tr_safe_type(args[0].v) &&
                    (oc == (PyObject *)&PyUnicode_Type || oc == (PyObject *)&PyTuple_Type ||
                     oc == (PyObject *)&PyLong_Type || oc == (PyObject *)&PyFloat_Type ||
@@ -1038,7 +1070,8 @@ int tr_call(tr_state *s, tr_var *fnv, tr_var *args, int nargs,
         if (tr_module_starts(fn, "symtrace") && !tr_module_starts(fn, "symtrace.nn") &&
             !tr_module_starts(fn, "symtrace.optim"))
             return real_call(s, fn, args, nargs, kwnames, out);
-        if (Py_TYPE(fn) != &PyType_Type || t->tp_new != PyBaseObject_Type.tp_new)
+        if (Py_TYPE(fn) != &PyType_Type ||
+            (t->tp_new != PyBaseObject_Type.tp_new && !tr_plain_user_type(t)))
             return tr_break(s, "constructing a %s (custom __new__ or metaclass) is not "
                             "supported", t->tp_name);
         PyObject *empty = PyTuple_New(0);
