@@ -501,8 +501,10 @@ static int call_builtin_type(tr_state *s, PyObject *fn, tr_var *args, int nargs,
     static PyTypeObject *pure[] = {&PyLong_Type, &PyFloat_Type, &PyBool_Type, &PyUnicode_Type,
         &PyTuple_Type, &PyList_Type, &PyDict_Type, &PySet_Type, &PyFrozenSet_Type,
         &PySlice_Type, &PyRange_Type, &PyComplex_Type, &PyBytes_Type, NULL};
+    /* OrderedDict too (Module.__init__'s tables, for a Module made in the frame) */
+    bool od = !strcmp(t->tp_name, "collections.OrderedDict");
     for (int i = 0; pure[i]; i++)
-        if (t == pure[i]) {
+        if (t == pure[i] || od) {
             for (int k = 0; k < nargs; k++)
                 if (!tr_safe_type(args[k].v) || args[k].it)
                     return tr_break(s, "%s() of a %s", t->tp_name, tr_type_name(args[k].v));
@@ -825,6 +827,16 @@ static int call_cmethod(tr_state *s, PyObject *fn, tr_var *args, int nargs,
             static const char *const private_ok[] = {"_is_grad_enabled",
                 "_set_grad_enabled", "_get_autocast", "_set_autocast", "_make_subclass", "_cuda_is_available",
                 "_cuda_device_count", "_cuda_device_name", NULL};
+            if (!strcmp(nm, "_fe_bump_module_epoch") && nargs == 0 && s->top &&
+                s->top->code->co_argcount > 0 && s->top->locals[0].v &&
+                tr_is_symtrace_module(s->top->locals[0].v) && tr_is_fresh(s, s->top->locals[0].v)) {
+                /* a Module method registering on a Module made in the
+                 * frame (a loss built in forward): no entry guards that
+                 * module, nothing to mark stale. On any other module the
+                 * call breaks, so that the change runs as Python with it */
+                tr_make_value(s, out, Py_NewRef(Py_None));
+                return 0;
+            }
             if (!strcmp(nm, "manual_seed") || (nm[0] == '_' && !tr_name_in(nm, private_ok)))
                 return unsupported(s, fn);
             return real_call(s, fn, args, nargs, kwnames, out);

@@ -877,8 +877,10 @@ int tr_run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
                               "(not supported yet)", PyUnicode_AsUTF8(name));
             else if (!st_fe_is_tensor(obj.v) && !tr_is_fresh(s, obj.v))
                 rc = tr_fx_store_attr(s, &obj, name, &val);
-            else if (tr_fresh_user_obj(s, obj.v) && tr_py_dunder(obj.v, "__setattr__")) {
-                /* a user object made in the frame: its __setattr__, inlined */
+            else if ((tr_fresh_user_obj(s, obj.v) || tr_is_symtrace_module(obj.v)) &&
+                     tr_py_dunder(obj.v, "__setattr__")) {
+                /* a user object or Module made in the frame (a loss built
+                 * in forward): its __setattr__, inlined */
                 tr_var a[2] = {{0}}, r;
                 a[0].v = Py_NewRef(name);
                 tr_var_copy(&a[1], &val);
