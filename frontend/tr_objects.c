@@ -76,6 +76,27 @@ int tr_call_dunder(tr_state *s, PyObject *fn, tr_var *o, tr_var *args, int nargs
     return rc;
 }
 
+/* A user dict subclass's items as its C base (dict or OrderedDict: its
+ * own order) lists them, whatever items() the class defines: new list. */
+static PyObject *c_items(PyObject *v)
+{
+    PyObject *mro = Py_TYPE(v)->tp_mro;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mro); i++) {
+        PyTypeObject *b = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
+        if (b->tp_flags & Py_TPFLAGS_HEAPTYPE)
+            continue;
+        PyObject *m = PyDict_GetItemString(b->tp_dict, "items");   /* dict's or OrderedDict's */
+        PyObject *view = m ? PyObject_CallOneArg(m, v) : NULL;
+        PyObject *l = view ? PySequence_List(view) : NULL;
+        Py_XDECREF(view);
+        if (!l && !PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "no C items()");
+        return l;
+    }
+    PyErr_SetString(PyExc_TypeError, "not a dict subclass");
+    return NULL;
+}
+
 /* The template of a fresh user object: obj = (type, item keys, attribute
  * names), items = the item values then the attribute values. */
 int tr_obj_tmpl_parts(PyObject *v, PyObject **spec, PyObject **vals)
@@ -86,7 +107,7 @@ int tr_obj_tmpl_parts(PyObject *v, PyObject **spec, PyObject **vals)
         return -1;
     Py_ssize_t ni = PyDict_Check(v) ? PyDict_Size(v) : 0, na = PyDict_GET_SIZE(d);
     PyObject *keys = PyTuple_New(ni), *names = PyTuple_New(na), *vs = PyTuple_New(ni + na);
-    PyObject *items = ni ? PyMapping_Items(v) : NULL;   /* OrderedDict: its own order */
+    PyObject *items = ni ? c_items(v) : NULL;
     int rc = keys && names && vs && (!ni || (items && PyList_GET_SIZE(items) == ni)) ? 0 : -1;
     for (Py_ssize_t i = 0; rc == 0 && i < ni; i++) {
         PyObject *kv = PyList_GET_ITEM(items, i);
