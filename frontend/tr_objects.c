@@ -85,8 +85,10 @@ static PyObject *c_items(PyObject *v)
         PyTypeObject *b = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
         if (b->tp_flags & Py_TPFLAGS_HEAPTYPE)
             continue;
-        PyObject *m = PyDict_GetItemString(b->tp_dict, "items");   /* dict's or OrderedDict's */
+        /* dict's or OrderedDict's (3.12 keeps a static type's dict off tp_dict) */
+        PyObject *m = PyObject_GetAttrString((PyObject *)b, "items");
         PyObject *view = m ? PyObject_CallOneArg(m, v) : NULL;
+        Py_XDECREF(m);
         PyObject *l = view ? PySequence_List(view) : NULL;
         Py_XDECREF(view);
         if (!l && !PyErr_Occurred())
