@@ -825,7 +825,7 @@ static int call_cmethod(tr_state *s, PyObject *fn, tr_var *args, int nargs,
             /* _C's private functions drive the runtime (trace, autograd,
              * caches): only these few are plain reads or scoped modes */
             static const char *const private_ok[] = {"_is_grad_enabled",
-                "_set_grad_enabled", "_get_autocast", "_set_autocast", "_make_subclass", "_cuda_is_available",
+                "_set_grad_enabled", "_get_autocast", "_set_autocast", "_cuda_is_available",
                 "_cuda_device_count", "_cuda_device_name", NULL};
             if (!strcmp(nm, "_fe_bump_module_epoch") && nargs == 0 && s->top &&
                 s->top->code->co_argcount > 0 && s->top->locals[0].v &&
@@ -837,6 +837,10 @@ static int call_cmethod(tr_state *s, PyObject *fn, tr_var *args, int nargs,
                 tr_make_value(s, out, Py_NewRef(Py_None));
                 return 0;
             }
+            /* _make_subclass (Parameter.__new__) is not listed: its result,
+             * a new tensor made outside the trace, would be a constant of
+             * the graph, and a second call would get the first call's
+             * Parameter; the call breaks and runs as Python */
             if (!strcmp(nm, "manual_seed") || (nm[0] == '_' && !tr_name_in(nm, private_ok)))
                 return unsupported(s, fn);
             return real_call(s, fn, args, nargs, kwnames, out);

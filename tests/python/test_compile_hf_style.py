@@ -279,3 +279,27 @@ def test_hf_bert_compiled_matches_torch():
     got = _train(st, m, bs, "model")
     np.testing.assert_allclose(got, want, rtol=1e-4)
     assert _stats()[1] <= 2
+
+
+def test_parameters_made_in_the_frame_are_new_on_every_call():
+    # _C._make_subclass's result (Parameter.__new__) was a constant of the graph:
+    # the second Parameter made was the first call's, sharing its storage
+    P = st.nn.Parameter
+
+    def f(d):
+        return P(d)
+
+    c = st.compile(f)
+    for v in (1.0, 0.0, 3.0):
+        p = c(st.full((2,), v))
+        assert type(p) is P and p.tolist() == [v, v]
+
+    def g(x):
+        ln = st.nn.LayerNorm(4)
+        ln.weight.data.fill_(2.0)     # must not reach ln.bias
+        return ln(x)
+
+    x = st.tensor([[1.0, 2.0, 3.0, 4.0]])
+    c = st.compile(g)
+    for _ in range(2):
+        _same(g(x), c(x))
