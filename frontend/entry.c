@@ -75,6 +75,31 @@ PyObject *st_fe_tmpl_build(const st_fe_tmpl *t, PyObject *const *outs,
         }
         return PyLong_FromLongLong(v);
     }
+    case ST_T_OBJECT: {
+        PyTypeObject *tp = (PyTypeObject *)PyTuple_GET_ITEM(t->obj, 0);
+        PyObject *keys = PyTuple_GET_ITEM(t->obj, 1), *names = PyTuple_GET_ITEM(t->obj, 2);
+        Py_ssize_t ni = PyTuple_GET_SIZE(keys);
+        PyObject *empty = PyTuple_New(0);
+        PyObject *o = empty ? tp->tp_new(tp, empty, NULL) : NULL;
+        Py_XDECREF(empty);
+        PyObject *d = o ? PyObject_GenericGetDict(o, NULL) : NULL;
+        if (!d) { Py_XDECREF(o); return NULL; }
+        /* items and attributes stored in C: the class's Python
+         * __setitem__/__setattr__ ran in the frame, not again here */
+        for (int i = 0; i < t->n; i++) {
+            PyObject *v = st_fe_tmpl_build(t->items[i], outs, f, memo);
+            int r = -1;
+            if (v && i < ni)
+                r = PyODict_Check(o) ? PyODict_SetItem(o, PyTuple_GET_ITEM(keys, i), v)
+                                     : PyDict_SetItem(o, PyTuple_GET_ITEM(keys, i), v);
+            else if (v)
+                r = PyDict_SetItem(d, PyTuple_GET_ITEM(names, i - ni), v);
+            Py_XDECREF(v);
+            if (r < 0) { Py_DECREF(d); Py_DECREF(o); return NULL; }
+        }
+        Py_DECREF(d);
+        return o;
+    }
     case ST_T_METHOD: {
         PyObject *self = st_fe_tmpl_build(t->items[0], outs, f, memo);
         if (!self) return NULL;

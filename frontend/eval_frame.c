@@ -76,6 +76,7 @@ static bool tmpl_runs_python(const st_fe_tmpl *t)
     if (t->kind == ST_T_TUPLE && t->obj && t->obj != (PyObject *)&PyTuple_Type &&
         t->obj != (PyObject *)&st_fe_size_type) return true;   /* a Size is built in C */
     if (t->kind == ST_T_METHOD) return true;   /* getattr may run a descriptor */
+    if (t->kind == ST_T_OBJECT) return true;   /* a user object (its __del__ may run) */
     for (int i = 0; i < t->n; i++)
         if (tmpl_runs_python(t->items[i])) return true;
     return false;

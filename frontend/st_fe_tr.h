@@ -244,6 +244,10 @@ typedef enum {
                          (a Python method) or the name (a builtin's) */
     ST_T_SYM,         /* an int: expression index over sym's symbols (sizes
                          and int attributes read on the frame) */
+    ST_T_OBJECT,      /* a user object made in the frame (tr_objects.c): obj =
+                         (type, item keys, attribute names), items = the item
+                         values then the attribute values; built with the
+                         type's C tp_new, C item stores and __dict__ stores */
 } st_fe_tmpl_kind;
 
 typedef struct st_fe_tmpl {

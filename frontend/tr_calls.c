@@ -501,8 +501,10 @@ static int call_builtin_type(tr_state *s, PyObject *fn, tr_var *args, int nargs,
     static PyTypeObject *pure[] = {&PyLong_Type, &PyFloat_Type, &PyBool_Type, &PyUnicode_Type,
         &PyTuple_Type, &PyList_Type, &PyDict_Type, &PySet_Type, &PyFrozenSet_Type,
         &PySlice_Type, &PyRange_Type, &PyComplex_Type, &PyBytes_Type, NULL};
+    /* OrderedDict too (Module.__init__'s tables, for a Module made in the frame) */
+    bool od = !strcmp(t->tp_name, "collections.OrderedDict");
     for (int i = 0; pure[i]; i++)
-        if (t == pure[i]) {
+        if (t == pure[i] || od) {
             for (int k = 0; k < nargs; k++)
                 if (!tr_safe_type(args[k].v) || args[k].it)
                     return tr_break(s, "%s() of a %s", t->tp_name, tr_type_name(args[k].v));
@@ -823,8 +825,22 @@ static int call_cmethod(tr_state *s, PyObject *fn, tr_var *args, int nargs,
             /* _C's private functions drive the runtime (trace, autograd,
              * caches): only these few are plain reads or scoped modes */
             static const char *const private_ok[] = {"_is_grad_enabled",
-                "_set_grad_enabled", "_get_autocast", "_set_autocast", "_make_subclass", "_cuda_is_available",
+                "_set_grad_enabled", "_get_autocast", "_set_autocast", "_cuda_is_available",
                 "_cuda_device_count", "_cuda_device_name", NULL};
+            if (!strcmp(nm, "_fe_bump_module_epoch") && nargs == 0 && s->top &&
+                s->top->code->co_argcount > 0 && s->top->locals[0].v &&
+                tr_is_symtrace_module(s->top->locals[0].v) && tr_is_fresh(s, s->top->locals[0].v)) {
+                /* a Module method registering on a Module made in the
+                 * frame (a loss built in forward): no entry guards that
+                 * module, nothing to mark stale. On any other module the
+                 * call breaks, so that the change runs as Python with it */
+                tr_make_value(s, out, Py_NewRef(Py_None));
+                return 0;
+            }
+            /* _make_subclass (Parameter.__new__) is not listed: its result,
+             * a new tensor made outside the trace, would be a constant of
+             * the graph, and a second call would get the first call's
+             * Parameter; the call breaks and runs as Python */
             if (!strcmp(nm, "manual_seed") || (nm[0] == '_' && !tr_name_in(nm, private_ok)))
                 return unsupported(s, fn);
             return real_call(s, fn, args, nargs, kwnames, out);
@@ -852,7 +868,12 @@ static int call_cmethod(tr_state *s, PyObject *fn, tr_var *args, int nargs,
         return real_call(s, fn, args, nargs, kwnames, out);
     }
     if (PyList_Check(self) || PyDict_Check(self) || PyAnySet_CheckExact(self)) {
-        if (!tr_safe_type(self))
+        /* a user dict subclass (ModelOutput): any of dict's methods on one
+         * made in the frame; the read-only ones on one read from a source
+         * (guarded by its keys like a dict) */
+        if (!tr_safe_type(self) && !tr_fresh_user_obj(s, self) &&
+            !(PyDict_Check(self) && tr_plain_user_type(Py_TYPE(self)) &&
+              tr_name_in(nm, ro_methods) && tr_lookup_src(s, self)))
             return unsupported(s, fn);
         if (!tr_name_in(nm, ro_methods) && !tr_is_fresh(s, self)) {
             /* a list/dict from outside: the call goes to its shadow */
@@ -922,6 +943,29 @@ static int call_cmethod(tr_state *s, PyObject *fn, tr_var *args, int nargs,
         return real_call(s, fn, args, nargs, kwnames, out);
     }
     return unsupported(s, fn);
+}
+
+/* A slot or method of object, dict or OrderedDict (C code) called on a
+ * user object made in the frame: bound (method-wrapper, oc its self) or
+ * through the class (dict.keys(obj)). */
+static bool c_slot_of_fresh(tr_state *s, const char *tn, PyObject *fn, PyObject *oc,
+                            tr_var *args, int nargs)
+{
+    PyObject *self = !strcmp(tn, "method-wrapper") ? oc : nargs >= 1 ? args[0].v : NULL;
+    if (!self || !tr_fresh_user_obj(s, self))
+        return false;
+    for (int i = 0; i < nargs; i++)
+        if (args[i].it || args[i].aux == TR_AUX_SUPER)
+            return false;
+    PyObject *cls = !strcmp(tn, "method-wrapper") ? PyObject_GetAttrString(fn, "__objclass__")
+                                                  : Py_XNewRef(oc);
+    PyErr_Clear();
+    bool ok = cls && PyType_Check(cls) &&
+              (cls == (PyObject *)&PyBaseObject_Type || cls == (PyObject *)&PyDict_Type ||
+               !strcmp(((PyTypeObject *)cls)->tp_name, "collections.OrderedDict")) &&
+              PyObject_TypeCheck(self, (PyTypeObject *)cls);
+    Py_XDECREF(cls);
+    return ok;
 }
 
 int tr_call(tr_state *s, tr_var *fnv, tr_var *args, int nargs,
@@ -1020,6 +1064,10 @@ int tr_call(tr_state *s, tr_var *fnv, tr_var *args, int nargs,
         } else if (oc == (PyObject *)&PyBaseObject_Type && nm && !strcmp(nm, "__init__") &&
                    nargs == 1) {
             rc = real_call(s, fn, args, nargs, kwnames, out);
+        } else if (c_slot_of_fresh(s, tn, fn, oc, args, nargs)) {
+            /* object's, dict's or OrderedDict's own slot on a user object
+             * made in the frame (super().__setitem__(k, v) in a subclass) */
+            rc = real_call(s, fn, args, nargs, kwnames, out);
         } else if (oc && PyType_Check(oc) && nargs >= 1 && tr_safe_type(args[0].v) &&
                    (oc == (PyObject *)&PyUnicode_Type || oc == (PyObject *)&PyTuple_Type ||
                     oc == (PyObject *)&PyLong_Type || oc == (PyObject *)&PyFloat_Type ||
@@ -1050,7 +1098,8 @@ int tr_call(tr_state *s, tr_var *fnv, tr_var *args, int nargs,
         if (tr_module_starts(fn, "symtrace") && !tr_module_starts(fn, "symtrace.nn") &&
             !tr_module_starts(fn, "symtrace.optim"))
             return real_call(s, fn, args, nargs, kwnames, out);
-        if (Py_TYPE(fn) != &PyType_Type || t->tp_new != PyBaseObject_Type.tp_new)
+        if (Py_TYPE(fn) != &PyType_Type ||
+            (t->tp_new != PyBaseObject_Type.tp_new && !tr_plain_user_type(t)))
             return tr_break(s, "constructing a %s (custom __new__ or metaclass) is not "
                             "supported", t->tp_name);
         PyObject *empty = PyTuple_New(0);

@@ -877,7 +877,19 @@ int tr_run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
                               "(not supported yet)", PyUnicode_AsUTF8(name));
             else if (!st_fe_is_tensor(obj.v) && !tr_is_fresh(s, obj.v))
                 rc = tr_fx_store_attr(s, &obj, name, &val);
-            else if (!st_fe_is_tensor(obj.v) && !tr_safe_type(obj.v) &&
+            else if ((tr_fresh_user_obj(s, obj.v) || tr_is_symtrace_module(obj.v)) &&
+                     tr_py_dunder(obj.v, "__setattr__")) {
+                /* a user object or Module made in the frame (a loss built
+                 * in forward): its __setattr__, inlined */
+                tr_var a[2] = {{0}}, r;
+                a[0].v = Py_NewRef(name);
+                tr_var_copy(&a[1], &val);
+                rc = tr_call_dunder(s, tr_py_dunder(obj.v, "__setattr__"), &obj, a, 2, &r);
+                tr_var_clear(&a[0]);
+                tr_var_clear(&a[1]);
+                if (rc == 0)
+                    tr_var_clear(&r);
+            } else if (!st_fe_is_tensor(obj.v) && !tr_safe_type(obj.v) &&
                      Py_TYPE(obj.v)->tp_setattro != PyObject_GenericSetAttr)
                 rc = tr_break(s, "attribute store on a %s with __setattr__",
                               tr_type_name(obj.v));
@@ -1285,7 +1297,26 @@ int tr_run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
             if (op != OP_DELETE_SUBSCR)
                 v = pop(fr);
             int rc = k.v ? tr_fx_redirect(s, &o, "item store") : tr_break_exc(s, "slice");
-            if (!rc && !st_fe_is_tensor(o.v) && !tr_safe_type(o.v))
+            PyObject *dunder = !rc && op != OP_STORE_SLICE && tr_fresh_user_obj(s, o.v)
+                ? tr_py_dunder(o.v, op == OP_STORE_SUBSCR ? "__setitem__" : "__delitem__") : NULL;
+            if (dunder) {
+                /* a user object made in the frame: its Python __setitem__ */
+                tr_var a[2] = {{0}}, r;
+                tr_var_copy(&a[0], &k);
+                tr_var_copy(&a[1], &v);
+                rc = tr_call_dunder(s, dunder, &o, a, op == OP_STORE_SUBSCR ? 2 : 1, &r);
+                tr_var_clear(&a[0]);
+                tr_var_clear(&a[1]);
+                if (rc == 0)
+                    tr_var_clear(&r);
+                tr_var_clear(&k);
+                tr_var_clear(&o);
+                tr_var_clear(&v);
+                if (rc < 0) return -1;
+                break;
+            }
+            if (!rc && !st_fe_is_tensor(o.v) && !tr_safe_type(o.v) &&
+                !(PyDict_Check(o.v) && tr_fresh_user_obj(s, o.v)))
                 rc = tr_break(s, "item store on a %s", tr_type_name(o.v));
             /* a fill through one mask (x[x < 0] = 0) is a where(): traced */
             if (!rc && st_fe_is_tensor(o.v) && tr_key_reads_values(s, k.v) &&

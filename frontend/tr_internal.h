@@ -284,6 +284,13 @@ bool tr_is_mode_ctx(PyObject *o);
 int tr_bind_args(PyObject *fn, PyObject *const *args, Py_ssize_t nargs,
                  PyObject *kwnames, PyObject **locals, int nlocals);
 
+/* ---- tr_objects.c: instances of plain user classes made in the frame */
+bool tr_plain_user_type(PyTypeObject *t);
+bool tr_fresh_user_obj(tr_state *s, PyObject *o);
+PyObject *tr_py_dunder(PyObject *o, const char *name);   /* borrowed Python function or NULL */
+int tr_call_dunder(tr_state *s, PyObject *fn, tr_var *o, tr_var *args, int nargs, tr_var *out);
+int tr_obj_tmpl_parts(PyObject *v, PyObject **spec, PyObject **vals);
+
 /* ---- tr_dynamic.c: dynamic shapes (see its top comment) */
 typedef struct {
     int kind, n0, dim;

@@ -578,6 +578,17 @@ int tr_subscr(tr_state *s, tr_var *obj, tr_var *key, tr_var *out)
         Py_DECREF(md);
         return rc;
     }
+    PyObject *gi = !tr_is_symtrace_module(o) ? tr_py_dunder(o, "__getitem__") : NULL;
+    if (gi)   /* a user class's __getitem__ (ModelOutput's out[0], out["loss"]) */
+        return tr_call_dunder(s, gi, obj, key, 1, out);
+    if (PyDict_Check(o) && tr_fresh_user_obj(s, o)) {
+        /* dict's own lookup on a user dict subclass made in the frame */
+        PyObject *r = PyObject_GetItem(o, k);
+        if (!r)
+            return tr_break_exc(s, "subscript");
+        tr_make_value(s, out, r);
+        return 0;
+    }
     if (!tr_safe_type(o) || (!tr_safe_type(k) && !PyDict_Check(o)))
         return tr_break(s, "subscript of a %s with a %s is not supported",
                         tr_type_name(o), tr_type_name(k));

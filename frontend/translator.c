@@ -452,6 +452,23 @@ static int tmpl_of(tr_state *s, PyObject *v, outlist *ol, st_fe_tmpl **out, int 
             PyTuple_SET_ITEM(items, k, Py_NewRef(val));
             k++;
         }
+    } else if (tr_fresh_user_obj(s, v)) {
+        /* an instance of a plain user class made in the frame (tr_objects.c):
+         * rebuilt on every call; one object in two places would be two */
+        if (!(s->tmpl_live && (PyList_Check(v) || PyDict_Check(v)))) {
+            PyObject *k = tr_id_key(v);
+            int seen = k ? PyDict_Contains(s->live_seen, k) : -1;
+            if (seen == 0 && PyDict_SetItem(s->live_seen, k, Py_None) < 0)
+                seen = -1;
+            Py_XDECREF(k);
+            if (seen != 0)
+                return seen < 0 ? tr_break_exc(s, "user object")
+                                : tr_break(s, "a %s made in the frame is reached twice from "
+                                           "the results (aliasing)", tr_type_name(v));
+        }
+        t->kind = ST_T_OBJECT;
+        if (tr_obj_tmpl_parts(v, &t->obj, &items) < 0)
+            return tr_break_exc(s, "user object");
     } else if (s->tmpl_what && tr_lookup_src(s, v)) {
         /* a side effect's value read from the frame (a module, a function) */
         t->kind = ST_T_SOURCE;

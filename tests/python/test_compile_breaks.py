@@ -69,7 +69,7 @@ FAILING_KNOWN = {
     "counts:i_class_def": _CLASS,
     "counts:i_del_deref": _CELLS, "counts:n_closure": _CELLS,
     "counts:n_lambda": _LIVEFN, "counts:i_coroutine": _LIVEFN,
-    "counts:v_user_object": _LIVEOBJ, "counts:i_del_attr": _LIVEOBJ,
+    "counts:i_del_attr": _LIVEOBJ,
     "counts:v_iterator_live": _ITER,
 }
 

@@ -570,7 +570,7 @@ def test_same_list_through_two_arguments():
 
 
 class _Opaque:
-    pass
+    __slots__ = ("a",)     # slots: not rebuilt like a plain user object (tr_objects.c)
 
 
 _HOLD = Box()

@@ -575,7 +575,7 @@ def test_break_reasons_misc():
 
 def test_returns_unsupported_type_breaks():
     class Thing:
-        pass
+        __slots__ = ()     # slots: not rebuilt like a plain user object (tr_objects.c)
 
     def f(x):
         return Thing()

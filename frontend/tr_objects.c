@@ -1,0 +1,137 @@
+/* frontend/tr_objects.c - instances of plain user classes made in the
+ * frame (HuggingFace's ModelOutput: a @dataclass that subclasses dict or
+ * OrderedDict): which classes the translator builds itself, their Python
+ * dunders (__setattr__, __setitem__, __getitem__) inlined, their C dict
+ * methods run for real, and how the entry rebuilds one on every call (the
+ * ST_T_OBJECT template: entry.c). */
+#include "tr_internal.h"
+
+#include <string.h>
+
+/* A class whose instances the translator may make and the entry may
+ * rebuild: a heap type of metaclass type, with object's or dict's
+ * tp_new (no Python __new__), instances with a __dict__ and no slots of
+ * their own, and no C base other than object, dict and OrderedDict. */
+bool tr_plain_user_type(PyTypeObject *t)
+{
+    if (!(t->tp_flags & Py_TPFLAGS_HEAPTYPE) || Py_TYPE(t) != &PyType_Type || t->tp_itemsize)
+        return false;
+    if (t->tp_new != PyBaseObject_Type.tp_new && t->tp_new != PyDict_Type.tp_new)
+        return false;
+    if (!t->tp_dictoffset && !(t->tp_flags & Py_TPFLAGS_MANAGED_DICT))
+        return false;
+    PyObject *mro = t->tp_mro;
+    if (!mro)
+        return false;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mro); i++) {
+        PyTypeObject *b = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
+        if (b->tp_flags & Py_TPFLAGS_HEAPTYPE) {
+            if (b->tp_dict && PyDict_GetItemString(b->tp_dict, "__slots__"))
+                return false;
+            if (Py_TYPE(b) != &PyType_Type)
+                return false;
+            continue;
+        }
+        if (b != &PyBaseObject_Type && b != &PyDict_Type && strcmp(b->tp_name, "collections.OrderedDict"))
+            return false;
+    }
+    return true;
+}
+
+/* o is an instance of a plain user class made in this frame. */
+bool tr_fresh_user_obj(tr_state *s, PyObject *o)
+{
+    return o && !PyType_Check(o) && !st_fe_is_tensor(o) && tr_plain_user_type(Py_TYPE(o)) &&
+           !tr_is_symtrace_module(o) && tr_is_fresh(s, o);
+}
+
+/* type(o).name when it is a Python function (borrowed), else NULL. */
+PyObject *tr_py_dunder(PyObject *o, const char *name)
+{
+    PyTypeObject *t = Py_TYPE(o);
+    if (!(t->tp_flags & Py_TPFLAGS_HEAPTYPE))
+        return NULL;
+    PyObject *n = PyUnicode_InternFromString(name);
+    PyObject *f = n ? tr_mro_lookup(t, n, NULL) : NULL;
+    Py_XDECREF(n);
+    PyErr_Clear();
+    return f && PyFunction_Check(f) ? f : NULL;
+}
+
+/* Calls the Python function fn(o, args...), inlined; the result in out. */
+int tr_call_dunder(tr_state *s, PyObject *fn, tr_var *o, tr_var *args, int nargs, tr_var *out)
+{
+    tr_var all[4] = {{0}};
+    if (nargs > 3)
+        return tr_break(s, "too many arguments");
+    tr_var_copy(&all[0], o);
+    for (int i = 0; i < nargs; i++)
+        tr_var_copy(&all[i + 1], &args[i]);
+    tr_var fv = {0};
+    fv.v = Py_NewRef(fn);
+    int rc = tr_call(s, &fv, all, nargs + 1, NULL, out);
+    tr_var_clear(&fv);
+    for (int i = 0; i <= nargs; i++)
+        tr_var_clear(&all[i]);
+    return rc;
+}
+
+/* A user dict subclass's items as its C base (dict or OrderedDict: its
+ * own order) lists them, whatever items() the class defines: new list. */
+static PyObject *c_items(PyObject *v)
+{
+    PyObject *mro = Py_TYPE(v)->tp_mro;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mro); i++) {
+        PyTypeObject *b = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
+        if (b->tp_flags & Py_TPFLAGS_HEAPTYPE)
+            continue;
+        /* dict's or OrderedDict's (3.12 keeps a static type's dict off tp_dict) */
+        PyObject *m = PyObject_GetAttrString((PyObject *)b, "items");
+        PyObject *view = m ? PyObject_CallOneArg(m, v) : NULL;
+        Py_XDECREF(m);
+        PyObject *l = view ? PySequence_List(view) : NULL;
+        Py_XDECREF(view);
+        if (!l && !PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "no C items()");
+        return l;
+    }
+    PyErr_SetString(PyExc_TypeError, "not a dict subclass");
+    return NULL;
+}
+
+/* The template of a fresh user object: obj = (type, item keys, attribute
+ * names), items = the item values then the attribute values. */
+int tr_obj_tmpl_parts(PyObject *v, PyObject **spec, PyObject **vals)
+{
+    *spec = *vals = NULL;
+    PyObject *d = PyObject_GenericGetDict(v, NULL);
+    if (!d)
+        return -1;
+    Py_ssize_t ni = PyDict_Check(v) ? PyDict_Size(v) : 0, na = PyDict_GET_SIZE(d);
+    PyObject *keys = PyTuple_New(ni), *names = PyTuple_New(na), *vs = PyTuple_New(ni + na);
+    PyObject *items = ni ? c_items(v) : NULL;
+    int rc = keys && names && vs && (!ni || (items && PyList_GET_SIZE(items) == ni)) ? 0 : -1;
+    for (Py_ssize_t i = 0; rc == 0 && i < ni; i++) {
+        PyObject *kv = PyList_GET_ITEM(items, i);
+        PyTuple_SET_ITEM(keys, i, Py_NewRef(PyTuple_GET_ITEM(kv, 0)));
+        PyTuple_SET_ITEM(vs, i, Py_NewRef(PyTuple_GET_ITEM(kv, 1)));
+    }
+    Py_ssize_t pos = 0, j = 0;
+    PyObject *k, *val;
+    while (rc == 0 && PyDict_Next(d, &pos, &k, &val)) {
+        PyTuple_SET_ITEM(names, j, Py_NewRef(k));
+        PyTuple_SET_ITEM(vs, ni + j, Py_NewRef(val));
+        j++;
+    }
+    Py_XDECREF(items);
+    Py_DECREF(d);
+    if (rc == 0 && !(*spec = PyTuple_Pack(3, (PyObject *)Py_TYPE(v), keys, names)))
+        rc = -1;
+    Py_XDECREF(keys);
+    Py_XDECREF(names);
+    if (rc == 0)
+        *vals = vs;
+    else
+        Py_XDECREF(vs);
+    return rc;
+}
