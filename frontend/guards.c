@@ -468,9 +468,37 @@ static int snap_match(PyObject *want, PyObject *x)
     return const_eq(x, want);
 }
 
+/* An iterator over v's items as its C type keeps them, never a subclass's
+ * Python __iter__ (a guard must not run user code): an OrderedDict's keys
+ * in its own order, a set's items. */
+static PyObject *raw_iter(PyObject *v)
+{
+    if (PyODict_Check(v)) return PyODict_Type.tp_iter(v);
+    if (PyAnySet_Check(v)) return PySet_Type.tp_iter(v);
+    return PyObject_GetIter(v);
+}
+
+static Py_ssize_t raw_len(PyObject *v)
+{
+    if (PyDict_Check(v)) return PyDict_GET_SIZE(v);
+    if (PyAnySet_Check(v)) return PySet_GET_SIZE(v);
+    return PyObject_Length(v);
+}
+
+static PyObject *raw_tuple(PyObject *v)
+{
+    PyObject *it = raw_iter(v);
+    if (!it) return NULL;
+    PyObject *l = PySequence_List(it);
+    Py_DECREF(it);
+    PyObject *t = l ? PyList_AsTuple(l) : NULL;
+    Py_XDECREF(l);
+    return t;
+}
+
 static int guard_contents(st_fe_guardset *gs, st_fe_src *s, PyObject *v)
 {
-    PyObject *items = PySequence_Tuple(v);
+    PyObject *items = raw_tuple(v);
     if (!items) return -1;
     Py_ssize_t n = PyTuple_GET_SIZE(items);
     PyObject *snap = PyTuple_New(n);
@@ -492,11 +520,11 @@ static int check_contents(const st_fe_guard *g, PyObject *v)
 {
     if ((PyObject *)Py_TYPE(v) != g->obj) return 0;
     Py_ssize_t n = PyTuple_GET_SIZE(g->keys), i = 0;
-    if (PyObject_Length(v) != n) {
+    if (raw_len(v) != n) {
         if (PyErr_Occurred()) return -1;
         return 0;
     }
-    PyObject *it = PyObject_GetIter(v), *x;
+    PyObject *it = raw_iter(v), *x;
     if (!it) return -1;
     int r = 1;
     while (r > 0 && (x = PyIter_Next(it))) {
@@ -549,9 +577,14 @@ int st_fe_guard_value(st_fe_guardset *gs, st_fe_src *s, PyObject *v)
     if (PyDict_Check(v)) {
         /* an OrderedDict's order is its own (move_to_end changes it, not
          * the order of the dict underneath): its keys as it iterates them */
-        PyObject *keys = PyODict_Check(v) ? PySequence_List(v) : PyDict_Keys(v);
-        PyObject *kt = keys ? PyList_AsTuple(keys) : NULL;
-        Py_XDECREF(keys);
+        PyObject *kt;
+        if (PyODict_Check(v)) {
+            kt = raw_tuple(v);
+        } else {
+            PyObject *keys = PyDict_Keys(v);
+            kt = keys ? PyList_AsTuple(keys) : NULL;
+            Py_XDECREF(keys);
+        }
         if (!kt) return -1;
         st_fe_guard *g = push(gs, ST_G_DICT_KEYS, s);
         if (!g) { Py_DECREF(kt); return -1; }

@@ -143,3 +143,25 @@ def test_an_ordered_dict_reordered_between_calls():
         got, want = c(st.ones(1), d), f(st.ones(1), d)
         assert got[0].flatten().tolist() == want[0].flatten().tolist() and got[1] == want[1]
         d.move_to_end("a")
+
+
+def test_guards_do_not_run_a_subclass_iter():
+    # the keys guard of an OrderedDict subclass (HF's ModelOutput is one) and the
+    # CONTENTS guard of a set read the C-level items, never a Python __iter__
+    calls = []
+
+    class OD(collections.OrderedDict):
+        def __iter__(self):
+            calls.append(1)
+            return super().__iter__()
+
+    def f(x, d):
+        return x * d["b"]
+
+    c = st.compile(f, backend="interp")
+    d = OD(a=st.ones(1), b=st.full((1,), 5.0))
+    for _ in range(3):
+        assert c(st.ones(1), d).tolist() == [5.0]
+    d.move_to_end("a")
+    assert c(st.ones(1), d).tolist() == [5.0]
+    assert calls == []
