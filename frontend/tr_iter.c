@@ -258,6 +258,64 @@ int tr_is_kind(PyObject *o, PyObject *cls)
     return PyObject_TypeCheck(o, (PyTypeObject *)cls);
 }
 
+/* The (key, value) pairs a dict view o walks, in its order, read at the C
+ * level: an OrderedDict's views (od.values()) in the OrderedDict's order,
+ * a plain dict view (dict.values(od) too) in the dict's. New list. */
+static PyObject *view_pairs(PyObject *o)
+{
+    if (!st_fe_is_dict_view(o)) {
+        PyObject *mp = PyObject_GetAttrString(o, "mapping");
+        PyObject *its = mp ? PyObject_CallMethod(mp, "items", NULL) : NULL;
+        PyObject *seq = its ? PySequence_List(its) : NULL;
+        Py_XDECREF(mp);
+        Py_XDECREF(its);
+        return seq;
+    }
+    PyObject *d = (PyObject *)((_PyDictViewObject *)o)->dv_dict;
+    PyObject *seq = PyList_New(0);
+    if (!seq || !d)
+        return seq;
+    if (!strncmp(Py_TYPE(o)->tp_name, "odict_", 6) && PyODict_Check(d)) {
+        PyObject *it = PyODict_Type.tp_iter(d), *k;
+        if (!it) {
+            Py_DECREF(seq);
+            return NULL;
+        }
+        while ((k = PyIter_Next(it))) {
+            PyObject *v = PyDict_GetItemWithError(d, k);
+            PyObject *kv = v ? PyTuple_Pack(2, k, v) : NULL;
+            Py_DECREF(k);
+            if (!kv || PyList_Append(seq, kv) < 0) {
+                Py_XDECREF(kv);
+                Py_DECREF(it);
+                Py_DECREF(seq);
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_RuntimeError, "OrderedDict changed while read");
+                return NULL;
+            }
+            Py_DECREF(kv);
+        }
+        Py_DECREF(it);
+        if (PyErr_Occurred()) {
+            Py_DECREF(seq);
+            return NULL;
+        }
+        return seq;
+    }
+    Py_ssize_t pos = 0;
+    PyObject *k, *v;
+    while (PyDict_Next(d, &pos, &k, &v)) {
+        PyObject *kv = PyTuple_Pack(2, k, v);
+        if (!kv || PyList_Append(seq, kv) < 0) {
+            Py_XDECREF(kv);
+            Py_DECREF(seq);
+            return NULL;
+        }
+        Py_DECREF(kv);
+    }
+    return seq;
+}
+
 int tr_unroll(tr_state *s, tr_var *obj, tr_var **items, int *n)
 {
     tr_vlist l = {0};
@@ -273,11 +331,7 @@ int tr_unroll(tr_state *s, tr_var *obj, tr_var **items, int *n)
         if (got < 0)
             goto fail;
     } else if (obj->aux == TR_AUX_KEYS || obj->aux == TR_AUX_VALUES || obj->aux == TR_AUX_ITEMS) {
-        PyObject *mp = PyObject_GetAttrString(o, "mapping");
-        PyObject *its = mp ? PyObject_CallMethod(mp, "items", NULL) : NULL;
-        PyObject *seq = its ? PySequence_List(its) : NULL;
-        Py_XDECREF(mp);
-        Py_XDECREF(its);
+        PyObject *seq = view_pairs(o);
         if (!seq) {
             tr_break_exc(s, "dict view");
             goto fail;

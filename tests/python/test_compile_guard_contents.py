@@ -165,3 +165,22 @@ def test_guards_do_not_run_a_subclass_iter():
     d.move_to_end("a")
     assert c(st.ones(1), d).tolist() == [5.0]
     assert calls == []
+
+
+@pytest.mark.parametrize("read", ["od.values", "dict.values", "items", "iter"])
+@pytest.mark.parametrize("sub", [False, True])
+def test_ordered_dict_views_read_in_their_own_order(read, sub):
+    # od.values() walks the OrderedDict's order, dict.values(od) the dict's
+    # underneath: move_to_end changes only the first
+    cls = type("OD", (collections.OrderedDict,), {}) if sub else collections.OrderedDict
+    fns = {"od.values": lambda x, d: x * list(d.values())[0],
+           "dict.values": lambda x, d: x * list(dict.values(d))[0],
+           "items": lambda x, d: x * [v for _, v in d.items()][0],
+           "iter": lambda x, d: x * d[next(iter(d))]}
+    f = fns[read]
+    c = st.compile(f, backend="interp")
+    d = cls(a=st.ones(1), b=st.full((1,), 5.0))
+    assert c(st.ones(1), d).tolist() == f(st.ones(1), d).tolist()
+    d.move_to_end("a")
+    for _ in range(2):
+        assert c(st.ones(1), d).tolist() == f(st.ones(1), d).tolist()
