@@ -24,6 +24,7 @@ from .linalg import _beta_alpha_sum, diag, matmul
 from .scans import cumprod, cumsum
 from .shape import cat, flip
 from .scatter_ops import scatter_reduce
+from ..amp._policy import autocast_op
 
 _LOWER = {"symtrace.float32": "float", "symtrace.float64": "double", "symtrace.float16": "c10::Half",
           "symtrace.bfloat16": "c10::BFloat16", "symtrace.int32": "int", "symtrace.int64": "long int",
@@ -99,6 +100,7 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):
     return add(a if beta == 1 else mul(a, beta), prod)
 
 
+@autocast_op("lower")
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """addbmm(input, batch1, batch2, *, beta=1, alpha=1) = beta * input + alpha * sum_b
     batch1[b] @ batch2[b] (one matrix product over the batch and inner dims together), input
