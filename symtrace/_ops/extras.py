@@ -33,6 +33,8 @@ _LOWER = {"symtrace.float32": "float", "symtrace.float64": "double", "symtrace.f
 
 
 # ---------------- products ----------------
+@autocast_op("off", devices=("cpu",))      # torch: float32 on the CPU, the autocast dtype on CUDA
+@autocast_op("lower", devices=("cuda",))
 def addmv(input, mat, vec, *, beta=1, alpha=1):
     """addmv(input, mat, vec, *, beta=1, alpha=1) = beta * input + alpha * (mat @ vec), input
     broadcast to (n,) (beta = 0 ignores it, NaN included); one dtype for all three; as

@@ -127,3 +127,30 @@ def test_grad_scaler_matches_torch_on_cpu():
             rec.append((float(sc.get_scale()), g.tolist(), w.detach().numpy().tolist()))
         out[lib] = rec
     np.testing.assert_equal(out[st], out[torch])
+
+
+def _mixed_cases(M):
+    F, t = M.nn.functional, M.tensor
+    return {
+        "addmv": lambda a: M.addmv(t(np.zeros(4, np.float32)), a, a[0]),
+    }
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("name", list(_mixed_cases(st)))
+def test_cpu_autocast_keeps_float32_products_torch_does_not_lower(name, compiled):
+    res = []
+    for M in (torch, st):
+        leaf = M.tensor(X, requires_grad=True)
+        fn = _mixed_cases(M)[name]
+        if compiled and M is st:
+            fn = st.compile(fn)
+        with M.autocast("cpu", dtype=M.bfloat16):
+            y = fn(leaf)
+        y.sum().backward()
+        res.append((y, leaf.grad))
+    (ty, tg), (sy, sg) = res
+    assert str(sy.dtype).split(".")[-1] == str(ty.dtype).split(".")[-1] == "float32"
+    assert sg.dtype is st.float32
+    np.testing.assert_allclose(sy.detach().numpy(), ty.detach().numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(sg.numpy(), tg.numpy(), rtol=1e-4, atol=1e-4)
