@@ -1744,6 +1744,7 @@ _pad_fp32 = _autocast_op("fp32", devices=("cpu",))(pad)
 _pad_any = pad
 
 
+@_dyn_inline
 def pad(input, pad, mode="constant", value=None):  # noqa: F811
     """pad(input, pad, mode='constant', value=None): see _pad_any; under CPU autocast the
     reflect and replicate modes run in float32, as torch's."""
