@@ -27,6 +27,7 @@ from .shape import flip, split
 from .reductions import sum
 from .linalg import matmul
 from .sorting import _dim
+from ..amp._policy import autocast_op
 
 
 # ---- aliases and views ----
@@ -110,6 +111,7 @@ def _vector_product(fn, input, other, name):
     return matmul(input, other)
 
 
+@autocast_op("off")
 def dot(input, tensor):
     """dot(input, tensor): the inner product of two 1-D tensors of one dtype, as torch.dot."""
     return _vector_product("dot", input, tensor, "tensor")
@@ -120,6 +122,7 @@ def vdot(input, other):
     return _vector_product("vdot", input, other, "other")
 
 
+@autocast_op("off", devices=("cpu",))
 def mv(input, vec):
     """mv(input, vec): the product of an (n, m) matrix and an m-vector, as torch.mv."""
     _check_tensor(input, "mv")

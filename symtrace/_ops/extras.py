@@ -24,6 +24,7 @@ from .linalg import _beta_alpha_sum, diag, matmul
 from .scans import cumprod, cumsum
 from .shape import cat, flip
 from .scatter_ops import scatter_reduce
+from ..amp._policy import autocast_op
 
 _LOWER = {"symtrace.float32": "float", "symtrace.float64": "double", "symtrace.float16": "c10::Half",
           "symtrace.bfloat16": "c10::BFloat16", "symtrace.int32": "int", "symtrace.int64": "long int",
@@ -32,6 +33,8 @@ _LOWER = {"symtrace.float32": "float", "symtrace.float64": "double", "symtrace.f
 
 
 # ---------------- products ----------------
+@autocast_op("off", devices=("cpu",))      # torch: float32 on the CPU, the autocast dtype on CUDA
+@autocast_op("lower", devices=("cuda",))
 def addmv(input, mat, vec, *, beta=1, alpha=1):
     """addmv(input, mat, vec, *, beta=1, alpha=1) = beta * input + alpha * (mat @ vec), input
     broadcast to (n,) (beta = 0 ignores it, NaN included); one dtype for all three; as
@@ -99,6 +102,7 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):
     return add(a if beta == 1 else mul(a, beta), prod)
 
 
+@autocast_op("lower")
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """addbmm(input, batch1, batch2, *, beta=1, alpha=1) = beta * input + alpha * sum_b
     batch1[b] @ batch2[b] (one matrix product over the batch and inner dims together), input

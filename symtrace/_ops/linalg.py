@@ -12,6 +12,7 @@ from .creation import _scalar0, _zero_of, arange, full, zeros
 from .indexing import index_select
 from .shape import _dim_list, cat, movedim
 from .reductions import sum
+from ..amp._policy import autocast_op
 
 
 # ---------------- matmul ----------------
@@ -120,6 +121,7 @@ def _beta_alpha_sum(input, prod, beta, alpha):
     return add(inp if beta == 1 else mul(inp, beta), prod)
 
 
+@autocast_op("lower")
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     """addmm(input, mat1, mat2, *, beta=1, alpha=1) = beta * input + alpha * (mat1 @ mat2);
     as torch.addmm."""
@@ -136,6 +138,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     return _beta_alpha_sum(input, matmul(mat1, mat2), beta, alpha)
 
 
+@autocast_op("lower")
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """baddbmm(input, batch1, batch2, *, beta=1, alpha=1) = beta * input + alpha * bmm(batch1, batch2);
     as torch.baddbmm."""
@@ -376,6 +379,7 @@ def diag(input, diagonal=0):
     raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.dim()}D")
 
 
+@autocast_op("fp32", devices=("cpu",))
 def trace(input):
     """trace(input) -> 0-d Tensor: the sum of a matrix's main diagonal (integers give
     int64); as torch.trace."""

@@ -16,6 +16,7 @@ from .indexing import _bad_index, _raise_flat_range, _scatter, _scatter_add, ind
 from .shape import cat, movedim, stack
 from .reductions import amax, amin, any, prod, sum
 from .scans import _scan
+from ..amp._policy import autocast_op
 
 
 # ---- one_hot ----
@@ -242,6 +243,7 @@ def index_add(input, dim, index, source, *, alpha=1):
     return r if input.dim() else r.reshape(())
 
 
+@autocast_op("promote")
 def index_copy(input, dim, index, source):
     """index_copy(input, dim, index, source): input with input[.., index[i], ..] = source[.., i, ..]
     along dim (the scatter primitive); a repeated index gets one of its sources (torch:

@@ -32,6 +32,7 @@ from .float_math import isnan
 from .indexing import gather, index_select
 from .shape import movedim
 from .reductions import any, sum
+from ..amp._policy import autocast_op
 
 
 # ---- result types, as torch.return_types ----
@@ -421,6 +422,7 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, fn):
     return movedim(r, -1, 0).reshape((qv.shape[0],) + out_shape)
 
 
+@autocast_op("fp32", devices=("cpu",))
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     """quantile(input, q, dim=None, keepdim=False, *, interpolation='linear'): the q-th
     quantiles (q a float or a 1-D tensor of input's dtype, in [0, 1]) along dim (the flattened
@@ -431,6 +433,7 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     return _quantile(input, q, dim, keepdim, interpolation, False, "quantile")
 
 
+@autocast_op("fp32", devices=("cpu",))
 def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     """nanquantile(...): quantile ignoring NaN (NaN where a row is all NaN), as
     torch.nanquantile."""

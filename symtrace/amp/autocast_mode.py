@@ -12,6 +12,9 @@ guards check the autocast state it was traced under):
   - on CUDA, scatter_add: its floating operands to the widest of them;
   - everything else runs in its operands' dtypes, with the usual type
     promotion (bfloat16 + float32 is float32).
+Ops written in Python over the runtime's ops (addmm, baddbmm, addbmm, conv,
+prelu, the losses, pad, trace, quantile, index_copy, dot, mv) follow torch's
+lists through the decorator in _policy.py.
 float64 tensors are never cast, nor are tensors on another device type.
 Ops that write into a given tensor (out=, in place) are not cast. Backward
 runs with autocast off, in the dtypes the forward chose. Differences from

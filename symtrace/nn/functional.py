@@ -1724,3 +1724,31 @@ from ._embedding_bag import embedding_bag  # noqa: E402,F401
 from ._vision import (affine_grid, grid_sample, fractional_max_pool2d, fractional_max_pool3d,  # noqa: E402,F401
                       fractional_max_pool2d_with_indices, fractional_max_pool3d_with_indices)
 from ._ctc import ctc_loss  # noqa: E402,F401
+
+
+# ---------------- autocast's policy for the ops above that are Python composites (symtrace/amp/_policy.py) ----
+# torch's lists: products in the autocast dtype, the losses in float32 (binary_cross_entropy only on
+# the CPU: torch refuses it under CUDA autocast), and the CPU's float32 reflect/replicate pads.
+from ..amp._policy import autocast_op as _autocast_op  # noqa: E402
+
+for _n in ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "prelu"):
+    globals()[_n] = _autocast_op("lower")(globals()[_n])
+for _n in ("nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy_with_logits",
+           "kl_div", "cosine_embedding_loss", "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss",
+           "multilabel_margin_loss", "multi_margin_loss", "poisson_nll_loss", "triplet_margin_loss", "ctc_loss"):
+    globals()[_n] = _autocast_op("fp32")(globals()[_n])
+binary_cross_entropy = _autocast_op("fp32", devices=("cpu",))(binary_cross_entropy)
+del _n
+
+_pad_fp32 = _autocast_op("fp32", devices=("cpu",))(pad)
+_pad_any = pad
+
+
+@_dyn_inline
+def pad(input, pad, mode="constant", value=None):  # noqa: F811
+    """pad(input, pad, mode='constant', value=None): see _pad_any; under CPU autocast the
+    reflect and replicate modes run in float32, as torch's."""
+    return (_pad_fp32 if mode in ("reflect", "replicate") else _pad_any)(input, pad, mode, value)
+
+
+pad.__doc__ = _pad_any.__doc__
