@@ -9,6 +9,7 @@ from . import linalg as _la
 from . import _ops as _o
 from ._dtype import float32, float64, int32, int64
 from ._ops._core import _check_tensor, _tname
+from .amp._policy import autocast_op
 
 _mT = _la._mT
 
@@ -194,6 +195,7 @@ _CDIST_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
                 "donot_use_mm_for_euclid_dist")
 
 
+@autocast_op("fp32")
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     """cdist(x1, x2, p=2.0, compute_mode='use_mm_for_euclid_dist_if_necessary') -> Tensor: the
     p-norm distances (..., P, R) between the rows of x1 (..., P, M) and x2 (..., R, M), batch

@@ -48,6 +48,7 @@ from ._ops.extras import _LOWER
 from ._ops._core import _bshape, _check_tensor, _is_tensor, _tname, _wrap
 from ._ops.sorting import _return_type
 from .autograd.function import Function
+from .amp._policy import autocast_op
 
 __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eigh",
            "eigvalsh", "householder_product", "inv", "inv_ex", "lstsq", "lu", "lu_factor",
@@ -818,6 +819,7 @@ def matmul(input, other, *, out=None):
     return _out(_o.matmul(input, other), out, "linalg.matmul")
 
 
+@autocast_op("lower", ("cpu",))     # in torch's CPU autocast lower list
 def vecdot(x, y, *, dim=-1, out=None):
     """linalg.vecdot(x, y, *, dim=-1) -> Tensor: sum(x * y, dim), broadcasting; floating
     dtypes; as torch.linalg.vecdot."""

@@ -154,3 +154,16 @@ def test_cpu_autocast_keeps_float32_products_torch_does_not_lower(name, compiled
     assert sg.dtype is st.float32
     np.testing.assert_allclose(sy.detach().numpy(), ty.detach().numpy(), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(sg.numpy(), tg.numpy(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["lstm", "vecdot", "cdist"])
+def test_lstm_vecdot_cdist_dtypes_under_cpu_autocast_as_torch(name):
+    torch = pytest.importorskip("torch")
+    ops = {"lstm": lambda L: L.nn.LSTM(4, 3)(L.ones(2, 1, 4))[0],
+           "vecdot": lambda L: L.linalg.vecdot(L.ones(3), L.ones(3)),
+           "cdist": lambda L: L.cdist(L.ones(2, 3).bfloat16(), L.ones(2, 3).bfloat16())}
+    got = []
+    for L in (torch, st):
+        with L.autocast("cpu", dtype=L.bfloat16):
+            got.append(str(ops[name](L).dtype).split(".")[-1])
+    assert got[0] == got[1]

@@ -14,6 +14,7 @@ import numbers
 import warnings
 
 from ... import _C, _ops
+from ..._dtype import float64
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
@@ -37,6 +38,17 @@ def _host_sizes(batch_sizes):
 
 def _autocast_on():
     return _C._get_autocast("cpu")[0] or _C._get_autocast("cuda")[0]
+
+
+def _autocast_lstm(input, hx):
+    """LSTM is in autocast's lower list (torch): under autocast its input and states
+    run in the low dtype (its products are lowered anyway), so its outputs are too."""
+    dev = str(input.device).split(":")[0]
+    on, low = _C._get_autocast(dev) if dev in ("cpu", "cuda") else (False, None)
+    if not on or not input.dtype.is_floating_point or input.dtype is float64:
+        return input, hx
+    return input.to(low), tuple(h.to(low) if h.dtype.is_floating_point and h.dtype is not float64 else h
+                                for h in hx)
 
 
 def _step(mode, gi, state, w_hh, b_hh, w_hr):
@@ -431,6 +443,7 @@ class LSTM(RNNBase):
                                            f"({hx[0].dim()}-D, {hx[1].dim()}-D) tensors")
                     hx = (hx[0].unsqueeze(1), hx[1].unsqueeze(1))
             self.check_forward_args(input, hx, None)
+        input, hx = _autocast_lstm(input, hx)
         output, hidden = self._run(input, (hx[0], hx[1]), sizes)
         if isinstance(orig_input, PackedSequence):
             return PackedSequence(output, batch_sizes, sorted_indices, unsorted_indices), \
