@@ -307,7 +307,10 @@ def _embed_last(v, offset):
     c = arange(m, device=v.device)
     on = eq(sub(c, r), offset)
     if n == 0:
-        return full(tuple(v.shape[:-1]) + (m, m), 0, dtype=v.dtype, device=v.device)
+        z = full(tuple(v.shape[:-1]) + (m, m), 0, dtype=v.dtype, device=v.device)
+        if v.requires_grad:  # no element, but the result keeps v's history (as torch's)
+            z = add(z, sum(v, -1, keepdim=True).unsqueeze(-1))
+        return z
     idx = clamp(minimum(r, c), max=n - 1).reshape(-1)
     vals = index_select(v, v.dim() - 1, idx).reshape(tuple(v.shape[:-1]) + (m, m))
     return where(on, vals, _zero_of(v))

@@ -1,0 +1,49 @@
+# Regressions of the bugs the differential fuzzer (scripts/fuzz_compile.py with
+# scripts/fuzz_more_ops.py and scripts/fuzz_nn_ops.py: shifts, tensor-bound clamp,
+# fill_ / copy_ / zero_ with grad, conv / pool / SDPA, cumsum / cumprod dtype=, second
+# backwards, --dynamic batch sizes) found in its third long run, each with expected
+# values, eager and compiled (the compiled functions called twice: the capture and the
+# cached entry).
+import numpy as np
+import pytest
+
+import symtrace as st
+
+BACKENDS = [b for b in ("llvm", "interp") if st._C._fe_backend_available(b)]
+MODES = ["eager"] + BACKENDS
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    st.reset()
+    yield
+    st.reset()
+
+
+def _maybe_compiled(fn, mode):
+    return fn if mode == "eager" else st.compile(fn, backend=mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("offset", [-1, 0, 2])
+def test_diag_embed_of_empty_keeps_history(mode, offset):
+    # diag_embed of a tensor with no element returned fresh zeros: the result did not
+    # require grad where torch's does (fuzz seed 100408)
+    def f(x):
+        return st.diag_embed(x.sqrt(), offset)
+
+    g = _maybe_compiled(f, mode)
+    m = abs(offset)
+    for _ in range(2):
+        x = st.zeros(0, requires_grad=True)
+        y = g(x)
+        assert tuple(y.shape) == (m, m) and y.requires_grad
+        np.testing.assert_array_equal(y.detach().numpy(), np.zeros((m, m), np.float32))
+        (y * 2).sum().backward()
+        assert x.grad is not None and tuple(x.grad.shape) == (0,)
+
+
+def test_diag_embed_of_empty_without_grad():
+    y = st.diag_embed(st.zeros(2, 0, dtype=st.int64), 1)
+    assert tuple(y.shape) == (2, 1, 1) and y.dtype == st.int64 and not y.requires_grad
+    np.testing.assert_array_equal(y.numpy(), np.zeros((2, 1, 1), np.int64))
