@@ -47,3 +47,28 @@ def test_diag_embed_of_empty_without_grad():
     y = st.diag_embed(st.zeros(2, 0, dtype=st.int64), 1)
     assert tuple(y.shape) == (2, 1, 1) and y.dtype == st.int64 and not y.requires_grad
     np.testing.assert_array_equal(y.numpy(), np.zeros((2, 1, 1), np.int64))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_bitwise_ops_wrap_out_of_range_int_scalars(mode):
+    # int8 & -129 raised "value cannot be converted to type int8_t without overflow":
+    # torch's bitwise ops wrap the scalar into the dtype (fuzz seed 101742)
+    def f(x, u):
+        return x & -129, 200 ^ x, x | 300, u & -1, st.bitwise_xor(u, 513)
+
+    g = _maybe_compiled(f, mode)
+    for _ in range(2):
+        a, b, c, d, e = g(st.tensor([4, -2, 5], dtype=st.int8), st.tensor([3, 250], dtype=st.uint8))
+        assert a.dtype == st.int8 and d.dtype == st.uint8
+        assert a.tolist() == [4, 126, 5]
+        assert b.tolist() == [-52, 54, -51]
+        assert c.tolist() == [44, -2, 45]
+        assert d.tolist() == [3, 250]
+        assert e.tolist() == [2, 251]
+
+
+def test_bitwise_inplace_wraps_int_scalars():
+    x = st.tensor([4, -2, 5], dtype=st.int16)
+    x.bitwise_or_(-32769)
+    x &= 70000
+    assert x.tolist() == [4464, 4464, 4464]
