@@ -182,7 +182,7 @@ def _clamp_grads(x, lo, hi, r):
     """clamp with tensor bounds, r its value, with torch's gradients (clamp_backward_min_max):
     x's where lo <= x <= hi, lo's where x < lo < hi, hi's where x > hi or hi < lo; none
     elsewhere (x below lo == hi, NaNs): where() picks the operand that gets each element's
-    gradient, the rest reads r without one."""
+    gradient, the rest reads r without one; r's NaNs are kept."""
     out = r.detach()
     if hi is not None:
         pick_hi = gt(x, hi) if lo is None else logical_or(gt(x, hi), lt(hi, lo))
@@ -193,6 +193,10 @@ def _clamp_grads(x, lo, hi, r):
     inside = ge(x, lo) if hi is None else le(x, hi) if lo is None else \
         logical_and(ge(x, lo), le(x, hi))
     out = where(inside, x, out)
+    if r.dtype.is_floating_point:
+        # a NaN (in x, or a bound) stays in the value where a bound took the gradient (hi <
+        # lo, x > hi with a NaN lo): torch's value is maximum / minimum's NaN
+        out = where(ne(r, r), add(out, r.detach()), out)
     return out if out.dtype is r.dtype else to_dtype(out, r.dtype)
 
 

@@ -72,3 +72,26 @@ def test_bitwise_inplace_wraps_int_scalars():
     x.bitwise_or_(-32769)
     x &= 70000
     assert x.tolist() == [4464, 4464, 4464]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_clamp_crossed_tensor_bounds_keep_nan_with_grad(mode):
+    # clamp(x, lo, hi) with lo > hi and a NaN x gave hi where x required grad (the
+    # gradient path picked hi's value); torch's value is NaN and hi still gets the
+    # gradient (fuzz seed 100928)
+    nan = float("nan")
+
+    def f(x, lo, hi):
+        return st.clamp(x * 1, lo, hi)
+
+    g = _maybe_compiled(f, mode)
+    for _ in range(2):
+        x = st.tensor([nan, nan, 3.0, 0.5, nan], requires_grad=True)
+        lo = st.tensor([1.0, 0.0, 1.0, 0.0, nan], requires_grad=True)
+        hi = st.tensor([0.0, 2.0, 0.0, 1.0, 1.0], requires_grad=True)
+        y = g(x, lo, hi)
+        np.testing.assert_array_equal(y.detach().numpy(), [nan, nan, 0.0, 0.5, nan])
+        y.backward(st.tensor([1.0, 2.0, 3.0, 4.0, 5.0]))
+        np.testing.assert_array_equal(x.grad.numpy(), [0, 0, 0, 4, 0])
+        np.testing.assert_array_equal(lo.grad.numpy(), [0, 0, 0, 0, 0])
+        np.testing.assert_array_equal(hi.grad.numpy(), [1, 0, 3, 0, 0])
