@@ -741,11 +741,14 @@ def _call(fn, prog, lib, grad, weights_seed, alt=False):
             return o
         wr = np.random.default_rng(weights_seed)
         loss = None
-        for t in outs:
-            if t.requires_grad and t.is_floating_point():
-                w = wr.standard_normal(tuple(t.shape)).astype(np.float32)
-                term = (t.float() * lib.tensor(w)).sum()
-                loss = term if loss is None else loss + term
+        try:  # (torch refuses to read a multi-output view whose base was written in place)
+            for t in outs:
+                if t.requires_grad and t.is_floating_point():
+                    w = wr.standard_normal(tuple(t.shape)).astype(np.float32)
+                    term = (t.float() * lib.tensor(w)).sum()
+                    loss = term if loss is None else loss + term
+        except Exception as e:  # noqa: BLE001
+            return Outcome(exc=e, where="backward")
         if loss is None:
             o.grads = []
             return o
