@@ -95,3 +95,31 @@ def test_clamp_crossed_tensor_bounds_keep_nan_with_grad(mode):
         np.testing.assert_array_equal(x.grad.numpy(), [0, 0, 0, 4, 0])
         np.testing.assert_array_equal(lo.grad.numpy(), [0, 0, 0, 0, 0])
         np.testing.assert_array_equal(hi.grad.numpy(), [1, 0, 3, 0, 0])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_dropout_p_one_is_input_times_zero(mode):
+    # dropout(p=1) gave zeros where torch gives input * 0: NaN for NaN and inf, -0.0 for
+    # negatives (fuzz seed 100735)
+    nan, inf = float("nan"), float("inf")
+
+    def f(x):
+        return st.nn.functional.dropout(x * 1, p=1.0, training=True)
+
+    g = _maybe_compiled(f, mode)
+    for _ in range(2):
+        x = st.tensor([nan, inf, -1.0, 2.0], requires_grad=True)
+        y = g(x)
+        v = y.detach().numpy()
+        np.testing.assert_array_equal(v, [nan, nan, 0.0, 0.0])
+        assert np.signbit(v[2]) and not np.signbit(v[3])
+        y.sum().backward()
+        np.testing.assert_array_equal(x.grad.numpy(), [0.0, 0.0, 0.0, 0.0])
+
+
+def test_dropout_p_one_inplace():
+    x = st.tensor([float("nan"), -3.0, 1.0])
+    y = st.nn.functional.dropout(x, p=1.0, training=True, inplace=True)
+    assert y is x
+    np.testing.assert_array_equal(x.numpy(), [float("nan"), 0.0, 0.0])
+    assert np.signbit(x.numpy()[1])
