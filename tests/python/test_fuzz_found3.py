@@ -123,3 +123,42 @@ def test_dropout_p_one_inplace():
     assert y is x
     np.testing.assert_array_equal(x.numpy(), [float("nan"), 0.0, 0.0])
     assert np.signbit(x.numpy()[1])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_min_max_dim_of_0d_then_written_in_place(mode):
+    # x.min(0).values of a 0-d x went through amin, whose backward saved x: an in-place
+    # write to x afterwards failed the backward (torch saves only the index; fuzz seed
+    # 102330)
+    def f(x):
+        x = x * 1
+        v = st.exp2(x.min(0).values)
+        w = x.max(-1, keepdim=True)
+        x.clamp_(max=0.5)
+        return v * 2 + w.values, w.indices
+
+    g = _maybe_compiled(f, mode)
+    for _ in range(2):
+        x = st.tensor(1.5, requires_grad=True)
+        y, i = g(x)
+        np.testing.assert_allclose(y.item(), 2 * 2 ** 1.5 + 1.5, rtol=1e-6)
+        assert i.item() == 0 and i.dtype == st.int64
+        y.backward()
+        np.testing.assert_allclose(x.grad.item(), 2 * np.log(2) * 2 ** 1.5 + 1, rtol=1e-6)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_fill_with_tensor_value_refuses_expanded_target(mode):
+    # fill_ with a 0-d tensor value wrote into an expanded view; torch refuses it (a number
+    # fills as is; fuzz seed 102592)
+    def f(x):
+        return x.exp().expand(2, -1).fill_(x.sum())
+
+    def h(x):
+        return x.exp().expand(2, -1).fill_(3.0) * 1
+
+    g, k = _maybe_compiled(f, mode), _maybe_compiled(h, mode)
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+            g(st.tensor([[1.0, 2.0]]))
+        np.testing.assert_array_equal(k(st.tensor([[1.0, 2.0]])).numpy(), np.full((2, 2), 3.0))
