@@ -217,8 +217,10 @@ def _einsum_pair(a, ak, b, bk, later):
     nb, na = len(batch), len(afree)
     fa, fb = tuple(a.shape[nb:nb + na]), tuple(b.shape[nb + len(contr):])
     kk = math.prod(a.shape[nb + na:])
-    r = matmul(a.reshape(tuple(a.shape[:nb]) + (math.prod(fa), kk)),
-               b.reshape(tuple(b.shape[:nb]) + (kk, math.prod(fb))))
+    a = a.reshape(tuple(a.shape[:nb]) + (math.prod(fa), kk))
+    b = b.reshape(tuple(b.shape[:nb]) + (kk, math.prod(fb)))
+    # bools have no matmul; contracted dims of size 1 are a product (torch's too)
+    r = mul(a, b) if kk == 1 and a.dtype is bool_ else matmul(a, b)
     return r.reshape(tuple(r.shape[:nb]) + fa + fb), order
 
 

@@ -162,3 +162,24 @@ def test_fill_with_tensor_value_refuses_expanded_target(mode):
         with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
             g(st.tensor([[1.0, 2.0]]))
         np.testing.assert_array_equal(k(st.tensor([[1.0, 2.0]])).numpy(), np.full((2, 2), 3.0))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_einsum_of_bools_contracting_size_one_dims(mode):
+    # einsum of bools whose contracted dims have size 1 is a product in torch; symtrace
+    # sent it to matmul, which refuses bools (fuzz seed 102391)
+    def f(x, y):
+        return st.einsum("ij,ij->i", x, x), st.einsum("ij,kj->ik", x, x), st.einsum("bij,bkj->bik", y, y)
+
+    g = _maybe_compiled(f, mode)
+    x = st.tensor([[True], [False]])
+    y = st.tensor([[True, False, True], [False, True, True]]).reshape(2, 3, 1)
+    for _ in range(2):
+        a, b, c = g(x, y)
+        assert a.dtype == st.bool and b.dtype == st.bool and c.dtype == st.bool
+        assert a.tolist() == [True, False]
+        assert b.tolist() == [[True, False], [False, False]]
+        assert c.tolist() == [[[True, False, True], [False, False, False], [True, False, True]],
+                              [[False, False, False], [False, True, True], [False, True, True]]]
+    with pytest.raises(RuntimeError, match="not implemented for 'Bool'"):
+        st.einsum("ij,kj->ik", x.t(), x.t())
