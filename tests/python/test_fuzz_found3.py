@@ -183,3 +183,24 @@ def test_einsum_of_bools_contracting_size_one_dims(mode):
                               [[False, False, False], [False, True, True], [False, True, True]]]
     with pytest.raises(RuntimeError, match="not implemented for 'Bool'"):
         st.einsum("ij,kj->ik", x.t(), x.t())
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_adaptive_avg_pool2d_without_channels(mode):
+    # adaptive_avg_pool2d refused an input with no channel ([1, 0, 1, 1]); torch checks only
+    # its spatial dims (3-d pooling and max pooling check all; fuzz seed 200464, --dynamic)
+    F = st.nn.functional
+
+    def f(x):
+        return F.adaptive_avg_pool2d(x, 2) * 2
+
+    g = _maybe_compiled(f, mode)
+    for _ in range(2):
+        assert tuple(g(st.ones(1, 0, 1, 1)).shape) == (1, 0, 2, 2)
+        y = g(st.ones(1, 1, 1, 1))
+        np.testing.assert_array_equal(y.numpy(), np.full((1, 1, 2, 2), 2.0, np.float32))
+    assert tuple(F.adaptive_avg_pool1d(st.ones(2, 0, 3), 2).shape) == (2, 0, 2)
+    for fn, shape in ((F.adaptive_avg_pool2d, (2, 0, 3)), (F.adaptive_max_pool2d, (1, 0, 1, 1)),
+                      (F.adaptive_avg_pool3d, (1, 0, 2, 2, 2))):
+        with pytest.raises(RuntimeError, match="non-zero size for non-batch dimensions"):
+            fn(st.ones(*shape), 2)
