@@ -92,8 +92,10 @@ def gelu(input, *, approximate="none"):
     return _C.op(_C.OP_GELU, (input,), _attrs(flags=TANH if approximate == "tanh" else 0))
 
 
+@_dyn_inline
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
-    """layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5)."""
+    """layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5). Inlined under
+    dynamic=True: its check of input's last dims against normalized_shape becomes a guard."""
     _check_tensor(input, "layer_norm")
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)

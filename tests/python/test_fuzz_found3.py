@@ -221,3 +221,26 @@ def test_repeat_interleave_of_expanded_input_is_writable(mode):
         v, x = g(st.tensor([0.5]).expand(3))
         np.testing.assert_array_equal(v.numpy(), [-0.5, 0.5, 0.5, -0.5, 0.5, 0.5])
         np.testing.assert_array_equal(x.numpy(), [0.5, 0.5, 0.5])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_dynamic_layer_norm_checks_normalized_shape(backend):
+    # under dynamic=True layer_norm ran on plain ints, so its check of the input's last dims
+    # against normalized_shape made no guard: a later input [2, 4] was normalized over 4
+    # where torch raises (fuzz --dynamic, seeds 2009xx); batch sizes still share the graph
+    F = st.nn.functional
+    if not st._C._fe_supported():
+        pytest.skip("no frame hook on this Python")
+
+    def f(x):
+        return F.layer_norm(x * 2, (3,), st.tensor([0.5, 1.0, 1.5]), None) + 1
+
+    g = st.compile(f, backend=backend, dynamic=True)
+    for rows in (2, 5, 3):
+        x = st.tensor(np.tile([[1.0, 2.0, 3.0]], (rows, 1)).astype(np.float32))
+        z = np.array([-2.0, 0.0, 2.0]) / np.sqrt(8 / 3 + 1e-5)  # [0.3876, 1, 2.8371] with w, + 1
+        np.testing.assert_allclose(g(x).numpy(), np.tile(z * [0.5, 1.0, 1.5] + 1, (rows, 1)),
+                                   rtol=1e-5, atol=1e-5)
+        with pytest.raises(RuntimeError, match=r"Given normalized_shape=\[3\]"):
+            g(st.ones(rows, 4))
+    assert st._C._fe_stats()["translations"] <= 2
