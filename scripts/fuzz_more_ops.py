@@ -293,7 +293,7 @@ class MoreOps:
         if k == "flip" and nd >= 2:
             return "%s = %s.flip(0, -1)" % (z, x), z
         if k in ("tril", "triu") and nd >= 2:
-            if self.p(0.3):
+            if self.p(0.3) and not _overlaps(t):  # (torch writes an expanded target as is)
                 return "%s.%s_(%d)" % (x, k, self.ch([0, 1, -1, 2])), None
             return "%s = L.%s(%s, %d)" % (z, k, x, self.ch([0, 0, 1, -1, 2, -3])), z
         if k == "diagonal" and nd >= 2:
