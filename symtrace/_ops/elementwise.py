@@ -70,8 +70,8 @@ greater, less, greater_equal, less_equal, not_equal = gt, lt, ge, le, ne
 
 
 def _scale(input, other, alpha):
-    """other * alpha, with torch's rules: a bool result takes alpha as a bool, an integer
-    or bool result refuses a float alpha."""
+    """other * alpha, with torch's rules: computed in the result's dtype; a bool result takes
+    alpha as a bool, an integer or bool result refuses a float alpha."""
     if alpha == 1:
         return other
     if isinstance(alpha, float) and (_is_tensor(input) or _is_tensor(other)) and \
@@ -81,7 +81,10 @@ def _scale(input, other, alpha):
         if _is_tensor(other):
             return other if alpha else logical_and(other, False)
         return bool(other) and bool(alpha)
-    return mul(other, alpha) if _is_tensor(other) else other * alpha
+    if not _is_tensor(other):
+        return other * alpha
+    rt = result_type(input, other)  # in the result's dtype: uint8 1 * -1 is -1 for int32 + uint8
+    return mul(other if other.dtype is rt else to_dtype(other, rt), alpha)
 
 
 def add(input, other, *, alpha=1, out=None):

@@ -247,3 +247,22 @@ def test_dynamic_layer_norm_checks_normalized_shape(backend):
             g(st.ones(*shape))
     np.testing.assert_allclose(g(st.tensor([[1.0, 2.0, 3.0]])).numpy(), [z + 1],
                                rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_add_alpha_scales_in_the_result_dtype(mode):
+    # x.add_(y, alpha=-1) with int32 x and uint8 y scaled y in uint8 (1 * -1 wrapped to 255:
+    # -3 became 252); a bool y scaled by 2 gave an int64 result; torch scales in the result
+    # dtype (fuzz --dynamic seed 201633)
+    def f(x, u, b):
+        x = x.clone()
+        x.add_(u.view(1), alpha=-1)
+        return x, st.add(u, b, alpha=2), st.sub(x, u, alpha=3)
+
+    g = _maybe_compiled(f, mode)
+    for _ in range(2):
+        x, s, d = g(st.tensor([[-3, -4], [3, -1]], dtype=st.int32), st.tensor(1, dtype=st.uint8),
+                    st.tensor([True, False]))
+        assert x.dtype == st.int32 and x.tolist() == [[-4, -5], [2, -2]]
+        assert s.dtype == st.uint8 and s.tolist() == [3, 1]
+        assert d.dtype == st.int32 and d.tolist() == [[-7, -8], [-1, -5]]
