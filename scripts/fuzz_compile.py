@@ -35,6 +35,7 @@ import torch  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fuzz_more_ops import MoreOps  # noqa: E402
+from fuzz_nn_ops import NnOps  # noqa: E402
 sys.path.pop(0)
 
 FLOATS = ("float32", "float16", "bfloat16", "float64")
@@ -92,8 +93,9 @@ class Program:
     """Statements (Python source lines over the names L = the library, F = its
     nn.functional, the inputs and earlier values) and the names returned."""
 
-    def __init__(self, seed, inputs, stmts, outputs):
+    def __init__(self, seed, inputs, stmts, outputs, twice=False):
         self.seed, self.inputs, self.stmts, self.outputs = seed, inputs, list(stmts), list(outputs)
+        self.twice = twice  # the gradient runs call backward twice (retain_graph=True first)
 
     def source(self, lib="L", fname="prog"):
         lines = ["def %s(%s):" % (fname, ", ".join(i.name for i in self.inputs))]
@@ -107,7 +109,7 @@ class Program:
         return any(i.dtype in FLOATS for i in self.inputs)
 
     def copy(self, **kw):
-        p = Program(self.seed, list(self.inputs), self.stmts, self.outputs)
+        p = Program(self.seed, list(self.inputs), self.stmts, self.outputs, self.twice)
         for k, v in kw.items():
             setattr(p, k, v)
         return p
@@ -173,7 +175,7 @@ def _layout(lay, s, d):
     return list(s), "b"
 
 
-class Gen(MoreOps):
+class Gen(MoreOps, NnOps):
     """Draws one program; keeps torch values of every name (the oracle)."""
 
     def __init__(self, seed, max_ops=None):
@@ -183,6 +185,7 @@ class Gen(MoreOps):
         self.stmts = []
         self.nvar = 0
         self.max_ops = max_ops
+        self.twice = False
         self.inputs = self._inputs()
         for i in self.inputs:
             self.env[i.name] = make_tensor(torch, i)[1]
@@ -234,8 +237,13 @@ class Gen(MoreOps):
         program of a seed is the same with and without --dynamic: each dim of the common
         shape changes with probability 0.6 (to 1..6, rarely 0), the same for all inputs."""
         r = np.random.default_rng(self.seed + 7919 * 10 ** 6)
-        alt = [int(r.integers(1, 7)) if r.random() < 0.6 else d for d in shape]
-        alt = [0 if r.random() < 0.03 else d for d in alt]
+        # only the batch (leading) dim (conv, pools, SDPA): drawn apart, so that the other
+        # seeds keep the sizes they had before
+        if shape and np.random.default_rng(self.seed + 7907 * 10 ** 6).random() < 0.4:
+            alt = [int(r.integers(1, 7))] + list(shape[1:])
+        else:
+            alt = [int(r.integers(1, 7)) if r.random() < 0.6 else d for d in shape]
+            alt = [0 if r.random() < 0.03 else d for d in alt]
         for inp in out:
             drop, ones, lay, d = inp.alt
             s = [1 if o else x for x, o in zip(alt[drop:], ones)]
@@ -640,13 +648,15 @@ class Gen(MoreOps):
                      "(%(x)s + 1).log1p().clamp(min=-3) + %(y)s.cumsum(%(d)d)"])
         return "%s = %s" % (z, f % {"x": x, "y": y, "d": d}), z
 
-    TEMPLATES = (("t_fused", 8), ("t_unary", 14), ("t_binary", 18), ("t_where", 4), ("t_clamp", 3), ("t_cast", 5),
+    BASE_TEMPLATES = (("t_fused", 8), ("t_unary", 14), ("t_binary", 18), ("t_where", 4), ("t_clamp", 3), ("t_cast", 5),
                  ("t_reduce", 10), ("t_view", 18), ("t_cat", 4), ("t_softmax", 5),
                  ("t_matmul", 4), ("t_inplace", 10),
                  # fuzz_more_ops.MoreOps
                  ("t_index", 12), ("t_sort", 5), ("t_bounds", 3), ("t_promote", 5), ("t_move", 8),
                  ("t_einsum", 3), ("t_bmm", 3), ("t_norm", 5), ("t_catviews", 3), ("t_viewchain", 5),
                  ("t_detach", 3))
+    # the third round's templates (fuzz_nn_ops); scripts/fuzz_memplan.py draws without them
+    TEMPLATES = BASE_TEMPLATES + NnOps.NN_TEMPLATES
 
     def draw(self):
         names = [n for n, _ in self.TEMPLATES]
@@ -679,7 +689,7 @@ class Gen(MoreOps):
             o = self.ch(tensors)
             if o not in outs:
                 outs.append(o)
-        return Program(self.seed, self.inputs, self.stmts, outs)
+        return Program(self.seed, self.inputs, self.stmts, outs, self.twice)
 
 
 def generate(seed, max_ops=None):
@@ -735,15 +745,20 @@ def _call(fn, prog, lib, grad, weights_seed, alt=False):
             return o
         wr = np.random.default_rng(weights_seed)
         loss = None
-        for t in outs:
-            if t.requires_grad and t.is_floating_point():
-                w = wr.standard_normal(tuple(t.shape)).astype(np.float32)
-                term = (t.float() * lib.tensor(w)).sum()
-                loss = term if loss is None else loss + term
+        try:  # (torch refuses to read a multi-output view whose base was written in place)
+            for t in outs:
+                if t.requires_grad and t.is_floating_point():
+                    w = wr.standard_normal(tuple(t.shape)).astype(np.float32)
+                    term = (t.float() * lib.tensor(w)).sum()
+                    loss = term if loss is None else loss + term
+        except Exception as e:  # noqa: BLE001
+            return Outcome(exc=e, where="backward")
         if loss is None:
             o.grads = []
             return o
         try:
+            if prog.twice:  # a second backward through the retained graph: gradients add up
+                loss.backward(retain_graph=True)
             loss.backward()
         except Exception as e:  # noqa: BLE001
             return Outcome(exc=e, where="backward")
@@ -1025,8 +1040,11 @@ def reproducer(prog, label):
                          for i, a in zip(prog.inputs, args))
         lines.append("outs = %s(%s)" % (f, call))
         lines.append("wr = np.random.default_rng(0)")
-        lines.append("sum(((o.float() * %s.tensor(wr.standard_normal(tuple(o.shape)).astype(np.float32)))"
-                     ".sum() for o in outs if o.requires_grad and o.is_floating_point())).backward()" % lib)
+        lines.append("loss = sum(((o.float() * %s.tensor(wr.standard_normal(tuple(o.shape)).astype(np.float32)))"
+                     ".sum() for o in outs if o.requires_grad and o.is_floating_point()))" % lib)
+        if prog.twice:
+            lines.append("loss.backward(retain_graph=True)")
+        lines.append("loss.backward()")
         lines.append("print(%r, [b.grad for b in (%s,)])" % (lib, ", ".join("b_" + i.name for i in prog.inputs)))
     return "\n".join(lines)
 
@@ -1051,6 +1069,8 @@ def main(argv=None):
     ap = seed_args(__doc__, "skip the gradient runs")
     ap.add_argument("--dynamic", action="store_true",
                     help="compile with dynamic=True and call with other sizes between calls")
+    ap.add_argument("--progress", type=int, default=0, metavar="N",
+                    help="a line every N seeds (long runs)")
     a = ap.parse_args(argv)
     if a.dynamic:
         COMPILE_KW["dynamic"] = True
@@ -1072,6 +1092,8 @@ def main(argv=None):
         if a.show:
             print("# seed %d\n%s" % (seed, prog.source()))
         sys.stdout.flush()
+        if a.progress and seed % a.progress == 0:
+            print("-- seed %d (%d mismatched so far)" % (seed, nbad), flush=True)
         found = check(prog, backends, grad=not a.no_grad)
         if not found:
             continue

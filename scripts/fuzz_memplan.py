@@ -97,13 +97,18 @@ class MemGen(fc.Gen):
         return "%s = %s * 2; %s[%s] = %s" % (z, x, z, self.ch(["0:1", "..., :1", "-1", "1:"]),
                                              self.scalar()), z
 
-    TEMPLATES = fc.Gen.TEMPLATES + (("t_reshape_copy", 8), ("t_scatter", 5),
+    TEMPLATES = fc.Gen.BASE_TEMPLATES + (("t_reshape_copy", 8), ("t_scatter", 5),
                                     ("t_setitem_fresh", 5))
 
 
 def generate(seed, max_ops=None, plain=False):
     """The program of a seed: MemGen's draw, or fuzz_compile's own with plain."""
-    return (fc.Gen if plain else MemGen)(seed, max_ops).draw()
+    return (PlainGen if plain else MemGen)(seed, max_ops).draw()
+
+
+class PlainGen(fc.Gen):
+    """fuzz_compile's generator as its seeds drew before its third-round templates."""
+    TEMPLATES = fc.Gen.BASE_TEMPLATES
 
 
 def requested():

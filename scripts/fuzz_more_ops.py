@@ -167,7 +167,7 @@ class MoreOps:
             idx = self._idx([m], n0, neg=True) if acc else self._uidx([m], 0, n0)
             # (values that alias the target are read while it is written: undefined)
             val = self.ch(["L.tensor(%s)" % self.scalar(t), "%s[0].clone()" % x, "%s[:1] * 2" % x])
-            if self.p(0.5):
+            if self.p(0.5) and not _overlaps(t):  # (on an expanded target torch only warns)
                 return "%s.index_put_((%s,), %s, accumulate=%s)" % (x, idx, val, acc), None
             return "%s = %s.index_put((%s,), %s, accumulate=%s)" % (z, x, idx, val, acc), z
         if k == "masked_fill":
@@ -177,6 +177,8 @@ class MoreOps:
             if self.p(0.3) and not _overlaps(t):  # (torch only warns on an expanded target)
                 return "%s.masked_fill_(%s, %s)" % (x, mask, val), None
             return "%s = %s.masked_fill(%s, %s)" % (z, x, mask, val), z
+        if k in ("setitem_idx", "setitem_mask") and _overlaps(t):
+            return None  # torch only warns (index_put_ on an expanded tensor is deprecated)
         if k == "setitem_idx":
             if n == 0:
                 return None
@@ -291,7 +293,7 @@ class MoreOps:
         if k == "flip" and nd >= 2:
             return "%s = %s.flip(0, -1)" % (z, x), z
         if k in ("tril", "triu") and nd >= 2:
-            if self.p(0.3):
+            if self.p(0.3) and not _overlaps(t):  # (torch writes an expanded target as is)
                 return "%s.%s_(%d)" % (x, k, self.ch([0, 1, -1, 2])), None
             return "%s = L.%s(%s, %d)" % (z, k, x, self.ch([0, 0, 1, -1, 2, -3])), z
         if k == "diagonal" and nd >= 2:

@@ -747,6 +747,11 @@ class Tensor(_C.TensorBase):
             if value.dim() != 0:
                 raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor "
                                    f"with {value.dim()} dimensions.")
+            if any(sd == 0 and n > 1 for sd, n in zip(self.stride(), self.shape)):
+                # torch checks the overlap for a tensor value only (a number fills as is)
+                raise RuntimeError("unsupported operation: more than one element of the written-to "
+                                   "tensor refers to a single memory location. Please clone() the "
+                                   "tensor before performing the operation.")
             if value.requires_grad:     # its gradient: the sum of self's (torch's FillBackward)
                 return self.copy_(value.expand(self.shape))
             value = value.item()

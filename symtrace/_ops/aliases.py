@@ -329,9 +329,22 @@ def _bitwise_operands(fn, input, other):
     if dt.is_floating_point:
         raise NotImplementedError(f"\"{fn}_cpu\" not implemented for '{_tname(dt)}'")
     dev = (input if _is_tensor(input) else other).device
-    a = to_dtype(input, dt) if _is_tensor(input) else full((), input, dtype=dt, device=dev)
-    b = to_dtype(other, dt) if _is_tensor(other) else full((), other, dtype=dt, device=dev)
+    a = to_dtype(input, dt) if _is_tensor(input) else full((), _wrapped(input, dt), dtype=dt, device=dev)
+    b = to_dtype(other, dt) if _is_tensor(other) else full((), _wrapped(other, dt), dtype=dt, device=dev)
     return a, b, dt
+
+
+_NBITS = {"symtrace.uint8": 8, "symtrace.int8": 8, "symtrace.int16": 16, "symtrace.int32": 32}
+
+
+def _wrapped(v, dt):
+    """An int scalar as torch's bitwise ops take it for a narrower integer dtype: wrapped
+    (two's complement: int8 & -129 reads 127, uint8 | 300 reads 44), not refused."""
+    n = _NBITS.get(str(dt))
+    if n is None or isinstance(v, bool) or not isinstance(v, int):
+        return v
+    v %= 1 << n
+    return v - (1 << n) if str(dt) != "symtrace.uint8" and v >= 1 << (n - 1) else v
 
 
 def _bitwise(fn, input, other, logical, op):

@@ -70,8 +70,8 @@ greater, less, greater_equal, less_equal, not_equal = gt, lt, ge, le, ne
 
 
 def _scale(input, other, alpha):
-    """other * alpha, with torch's rules: a bool result takes alpha as a bool, an integer
-    or bool result refuses a float alpha."""
+    """other * alpha, with torch's rules: computed in the result's dtype; a bool result takes
+    alpha as a bool, an integer or bool result refuses a float alpha."""
     if alpha == 1:
         return other
     if isinstance(alpha, float) and (_is_tensor(input) or _is_tensor(other)) and \
@@ -81,7 +81,10 @@ def _scale(input, other, alpha):
         if _is_tensor(other):
             return other if alpha else logical_and(other, False)
         return bool(other) and bool(alpha)
-    return mul(other, alpha) if _is_tensor(other) else other * alpha
+    if not _is_tensor(other):
+        return other * alpha
+    rt = result_type(input, other)  # in the result's dtype: uint8 1 * -1 is -1 for int32 + uint8
+    return mul(other if other.dtype is rt else to_dtype(other, rt), alpha)
 
 
 def add(input, other, *, alpha=1, out=None):
@@ -182,7 +185,7 @@ def _clamp_grads(x, lo, hi, r):
     """clamp with tensor bounds, r its value, with torch's gradients (clamp_backward_min_max):
     x's where lo <= x <= hi, lo's where x < lo < hi, hi's where x > hi or hi < lo; none
     elsewhere (x below lo == hi, NaNs): where() picks the operand that gets each element's
-    gradient, the rest reads r without one."""
+    gradient, the rest reads r without one; r's NaNs are kept."""
     out = r.detach()
     if hi is not None:
         pick_hi = gt(x, hi) if lo is None else logical_or(gt(x, hi), lt(hi, lo))
@@ -193,6 +196,10 @@ def _clamp_grads(x, lo, hi, r):
     inside = ge(x, lo) if hi is None else le(x, hi) if lo is None else \
         logical_and(ge(x, lo), le(x, hi))
     out = where(inside, x, out)
+    if r.dtype.is_floating_point:
+        # a NaN (in x, or a bound) stays in the value where a bound took the gradient (hi <
+        # lo, x > hi with a NaN lo): torch's value is maximum / minimum's NaN
+        out = where(ne(r, r), add(out, r.detach()), out)
     return out if out.dtype is r.dtype else to_dtype(out, r.dtype)
 
 

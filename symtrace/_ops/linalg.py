@@ -220,8 +220,10 @@ def _einsum_pair(a, ak, b, bk, later):
     nb, na = len(batch), len(afree)
     fa, fb = tuple(a.shape[nb:nb + na]), tuple(b.shape[nb + len(contr):])
     kk = math.prod(a.shape[nb + na:])
-    r = matmul(a.reshape(tuple(a.shape[:nb]) + (math.prod(fa), kk)),
-               b.reshape(tuple(b.shape[:nb]) + (kk, math.prod(fb))))
+    a = a.reshape(tuple(a.shape[:nb]) + (math.prod(fa), kk))
+    b = b.reshape(tuple(b.shape[:nb]) + (kk, math.prod(fb)))
+    # bools have no matmul; contracted dims of size 1 are a product (torch's too)
+    r = mul(a, b) if kk == 1 and a.dtype is bool_ else matmul(a, b)
     return r.reshape(tuple(r.shape[:nb]) + fa + fb), order
 
 
@@ -310,7 +312,10 @@ def _embed_last(v, offset):
     c = arange(m, device=v.device)
     on = eq(sub(c, r), offset)
     if n == 0:
-        return full(tuple(v.shape[:-1]) + (m, m), 0, dtype=v.dtype, device=v.device)
+        z = full(tuple(v.shape[:-1]) + (m, m), 0, dtype=v.dtype, device=v.device)
+        if v.requires_grad:  # no element, but the result keeps v's history (as torch's)
+            z = add(z, sum(v, -1, keepdim=True).unsqueeze(-1))
+        return z
     idx = clamp(minimum(r, c), max=n - 1).reshape(-1)
     vals = index_select(v, v.dim() - 1, idx).reshape(tuple(v.shape[:-1]) + (m, m))
     return where(on, vals, _zero_of(v))

@@ -98,6 +98,10 @@ def _minmax_dim(input, dim, keepdim, red, arg):
     """max/min along dim. When a gradient is wanted the values are gathered at the
     returned indices, so ties send it to that index only, as torch (amax/amin split it)."""
     src = input.int() if input.dtype is bool_ else input
+    if input.dim() == 0 and input.requires_grad and _C._is_grad_enabled():
+        # a 0-d input is its own value; amin/amax's backward would save it, so an in-place
+        # write to it afterwards failed the backward (torch saves only the index)
+        return _minmax(input.clone(), arg(src, dim, keepdim))
     if not (input.requires_grad and _C._is_grad_enabled() and input.dim() > 0
             and input.numel() > 0):
         return _minmax(red(input, dim, keepdim), arg(src, dim, keepdim))

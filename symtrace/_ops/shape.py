@@ -314,9 +314,10 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     big = shape[:d + 1] + (r,) + shape[d + 1:]
     out = shape[:d] + (shape[d] * r,) + shape[d + 1:]
     # reshape of the expanded view copies, except where it is a view itself (r == 1, or
-    # a size-1 input dim): torch's result is always a fresh tensor that can be written to
+    # a size-1 input dim; or an expanded input, stride 0 along dim: then an overlapping
+    # view): torch's result is always a fresh tensor that can be written to
     res = input.unsqueeze(d + 1).expand(big).reshape(out)
-    return res.clone() if r == 1 or shape[d] == 1 else res
+    return res.clone() if r == 1 or shape[d] == 1 else res.contiguous()
 
 
 def unbind(input, dim=0):

@@ -977,8 +977,8 @@ def _adaptive_out(output_size, input, k):
     return tuple(osz) if _seq(osz) else (osz,) * k
 
 
-def _nonempty_planes(input, fname):
-    for i in range(1, input.dim()):
+def _nonempty_planes(input, fname, first=1):
+    for i in range(first, input.dim()):
         if input.shape[i] == 0:
             raise RuntimeError(f"{fname}(): Expected input to have non-zero size for non-batch dimensions, but "
                                f"input has sizes {_size_str(input.shape)} with dimension {i} being empty")
@@ -999,7 +999,8 @@ def _adaptive_avg_impl(k, input, output_size):
     nd = input.dim()
     if nd not in (k + 1, k + 2):
         raise RuntimeError(f"{fname}(): Expected {k + 1}D or {k + 2}D tensor, but got {_size_str(input.shape)}")
-    _nonempty_planes(input, fname)
+    # torch's 2-d average checks only the spatial dims (no channel is fine), the 3-d all
+    _nonempty_planes(input, fname, nd - 2 if k == 2 else 1)
     _pin_planes(input, k)
     _check_dtype(input, fname if k == 2 else "adaptive_avg_pool3d_cpu")
     x = input.unsqueeze(0) if nd == k + 1 else input

@@ -92,8 +92,10 @@ def gelu(input, *, approximate="none"):
     return _C.op(_C.OP_GELU, (input,), _attrs(flags=TANH if approximate == "tanh" else 0))
 
 
+@_dyn_inline
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
-    """layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5)."""
+    """layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5). Inlined under
+    dynamic=True: its check of input's last dims against normalized_shape becomes a guard."""
     _check_tensor(input, "layer_norm")
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
@@ -192,11 +194,13 @@ def _check_p(p):
 def dropout(input, p=0.5, training=True, inplace=False):
     """dropout(input, p=0.5, training=True, inplace=False): zeroes each element with
     probability p and scales the rest by 1/(1-p); input itself when not training or
-    p == 0 (as torch)."""
+    p == 0, input * 0 when p == 1 (as torch)."""
     _check_p(p)
     _check_tensor(input, "dropout")
     if not training or p == 0.0:
         return input
+    if p == 1.0:  # x * 0, as torch: NaN and inf give NaN, negatives -0.0
+        return input.mul_(0) if inplace else input * 0
     if inplace:   # the backward keeps only the mask
         return _write(input, lambda x: _C.op(_C.OP_DROPOUT, (x,), _attrs(floats=(float(p),))), "dropout_",
                       reads_input=False)
