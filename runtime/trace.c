@@ -919,10 +919,12 @@ void st_rt_trace_note(st_op_id op, const st_operand *in, int nin,
     /* under no_grad, what the write changes keeps its gradient (below) */
     if (!st_ad_grad_enabled() && !s->in_region)
         kept = kept_before(s, out, nout, found, through, &nkept);
-    /* a copy_ in grad mode: the value the target held (below) */
+    /* a copy_ in grad mode: the value the target held (below); through a
+     * view too, so that the base the write reaches keeps its dependence
+     * (v.zero_() on v = y.flatten(): y's new value is a reshape of v's) */
     int olds[ST_MAX_OUT] = {-1, -1, -1};
     for (int k = 0; k < nout && op == ST_OP_COPY; k++)
-        if (found[k] && !through[k])
+        if (found[k])
             olds[k] = find(s, out[k])->value;
     int r;
     r = emit(s, op, ids, nin, attrs, outs);

@@ -302,3 +302,31 @@ def test_compiled_second_backward_that_needs_saved_values_still_raises():
         y.backward()
         with pytest.raises(RuntimeError, match="backward through the graph a second time"):
             y.backward()
+
+
+@pytest.mark.parametrize("backend", ["interp", "llvm"])
+def test_compiled_overwrite_through_a_view_keeps_requires_grad(backend):
+    # zero_ through a flatten() view of a tensor that requires grad: the base's
+    # new value is a reshape of the view's, which had no dependence on the old
+    # base, so cached calls returned it without requires_grad (found by h-fuzz3)
+    if not st._C._fe_backend_available(backend):
+        pytest.skip(backend)
+
+    def f(x):
+        v = x.clone().flatten()
+        v.zero_()
+        return v
+
+    def g(x):
+        y = x * 2
+        y.flatten().zero_()
+        y.t()[0].fill_(3.0)
+        return (y * x).sum()
+
+    cf, cg = st.compile(f, backend=backend), st.compile(g, backend=backend)
+    for _ in range(3):
+        assert cf(st.tensor([1.0, 2.0], requires_grad=True).clone()).requires_grad
+        x = st.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        r = cg(x)
+        r.backward()
+        assert r.item() == 12.0 and x.grad.tolist() == [[3.0, 0.0], [3.0, 0.0]]
