@@ -71,7 +71,11 @@ greater, less, greater_equal, less_equal, not_equal = gt, lt, ge, le, ne
 
 def _scale(input, other, alpha):
     """other * alpha, with torch's rules: computed in the result's dtype; a bool result takes
-    alpha as a bool, an integer or bool result refuses a float alpha."""
+    alpha as a bool, an integer or bool result refuses a float alpha, a bool alpha needs a
+    bool result."""
+    if isinstance(alpha, bool) and (_is_tensor(input) or _is_tensor(other)) and \
+            result_type(input, other) is not bool_:
+        raise RuntimeError("Boolean alpha only supported for Boolean results.")
     if alpha == 1:
         return other
     if isinstance(alpha, float) and (_is_tensor(input) or _is_tensor(other)) and \
@@ -95,8 +99,25 @@ def add(input, other, *, alpha=1, out=None):
     return _op(_C.OP_ADD, (input, other), None, out)
 
 
+def _check_no_bool_sub(input, other):
+    """torch refuses a bool operand of a subtraction (before any alpha scaling)."""
+    if not (_is_tensor(input) or _is_tensor(other)):
+        return
+
+    def is_bool(v):
+        return (_is_tensor(v) and v.dtype is bool_) or isinstance(v, bool)
+    if is_bool(input) and is_bool(other):
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                           "Use the `^` or `logical_xor()` operator instead.")
+    if is_bool(input) or is_bool(other):
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
+                           "If you are trying to invert a mask, use the `~` or `logical_not()` "
+                           "operator instead.")
+
+
 def sub(input, other, *, alpha=1, out=None):
     """sub(input, other, *, alpha=1): input - alpha * other."""
+    _check_no_bool_sub(input, other)
     other = _scale(input, other, alpha)
     if not _is_tensor(input) and not _is_tensor(other):
         raise TypeError("sub(): expected at least one Tensor argument")

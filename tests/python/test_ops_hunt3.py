@@ -290,3 +290,17 @@ def test_in_place_shift_by_a_float_tensor_raises_torchs_cast_error():
     with pytest.raises(RuntimeError, match="result type Float can't be cast"):
         x.bitwise_right_shift_(st.tensor([1.0]))
     assert x.tolist() == [1]
+
+
+def test_bool_alpha_and_bool_subtraction_are_refused_as_torch():
+    with pytest.raises(RuntimeError, match="Boolean alpha only supported for Boolean results"):
+        st.add(st.tensor([1, 2]), st.tensor([3, 4]), alpha=True)
+    with pytest.raises(RuntimeError, match="Boolean alpha only supported for Boolean results"):
+        st.add(st.tensor([1.0]), 2.0, alpha=False)
+    assert st.add(st.tensor([True, False]), st.tensor([True, True]), alpha=True).tolist() == [True, True]
+    with pytest.raises(RuntimeError, match="with a bool tensor is not supported"):
+        st.sub(st.tensor([1, 2]), st.tensor([True, False]), alpha=2)    # was [-1, 2]
+    with pytest.raises(RuntimeError, match="with a bool tensor is not supported"):
+        st.sub(st.tensor([1.0]), True)
+    with pytest.raises(RuntimeError, match="with two bool tensors is not supported"):
+        st.sub(st.tensor([True]), True)
