@@ -2340,43 +2340,6 @@ int tr_dyn_validate(tr_state *s)
             }
         }
     }
-    /* the PyLayers' forwards ran for real too: their size attributes
-     * matched the same way (the probes check them with the rest); a
-     * number made of a size in a forward or a backward stays static */
-    for (int r = 0; nbwd && r < g->nregions; r++) {
-        if (!g->regions[r].bwd)
-            continue;
-        if (stmts_fold_size(s, g, g->regions[r].first, g->regions[r].end) ||
-            stmts_fold_size(s, g->regions[r].bwd, 0, g->regions[r].bwd->nstmts)) {
-            free(bsave);
-            free(ra);
-            return tr_break(s, "dynamic shapes: a PyLayer made a constant of the graph from a size");
-        }
-        for (int si = g->regions[r].first; si < g->regions[r].end && si < g->nstmts; si++) {
-            const st_stmt *st = &g->stmts[si];
-            int slots[ST_MAX_DIMS + 2], ns = 0;
-            if (st->op == ST_OP_EXPAND || st->op == ST_OP_RESHAPE ||
-                ((st->op == ST_OP_FULL || st->op == ST_OP_RAND || st->op == ST_OP_RANDN) &&
-                 st->nin == 0)) {
-                for (int j = 0; j < st->attrs.ndims && j < ST_MAX_DIMS; j++)
-                    slots[ns++] = j;
-            } else if (st->op == ST_OP_SLICE || st->op == ST_OP_SLICE_SCATTER) {
-                slots[ns++] = 101;
-                slots[ns++] = 102;
-            }
-            for (int j = 0; j < ns; j++) {
-                if (has_attr(d->attr, d->nattr, si, slots[j]))
-                    continue;
-                int64_t v = slots[j] < 100 ? st->attrs.dims[slots[j]] : st->attrs.i[slots[j] - 100];
-                int e = match_size(s, v);
-                if (e == -2 || (e >= 0 && push_attr(s, si, slots[j], e) < 0)) {
-                    free(bsave);
-                    free(ra);
-                    return tr_break(s, "out of memory");
-                }
-            }
-        }
-    }
     int nin = 0;
     st_tensor *const *ins = st_rt_trace_inputs(&nin);
     saved sv;
