@@ -8,52 +8,7 @@ import pytest
 
 import symtrace as st
 import symtrace.nn.functional as F
-
-
-@pytest.fixture(autouse=True)
-def _fresh(monkeypatch):
-    monkeypatch.delenv("SYMTRACE_DYNAMIC", raising=False)
-    st.reset()
-    yield
-    st.reset()
-
-
-def _graphs():
-    return st._C._fe_stats()["graphs"]
-
-
-def _close(a, b, tol=1e-5):
-    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=tol, atol=tol)
-
-
-def _run_module(make, shape_of, sizes=(4, 3, 5), backward=False):
-    """The compiled module against eager on the same parameters, per size:
-    outputs, and with backward the input's and the parameters' grads."""
-    st.manual_seed(0)
-    net = make()
-    c = st.compile(net, dynamic=True, backend="interp")
-    rng = np.random.default_rng(1)
-    for n in sizes:
-        xv = rng.standard_normal(shape_of(n)).astype(np.float32)
-        outs = []
-        for fn in (c, net):
-            x = st.tensor(xv, requires_grad=backward)
-            for p in net.parameters():
-                p.grad = None
-            y = fn(x)
-            if backward:
-                (y * y).sum().backward()
-                outs.append((y.detach().numpy(), x.grad.numpy(),
-                             [p.grad.numpy().copy() for p in net.parameters()]))
-            else:
-                outs.append((y.detach().numpy(),))
-        (got, want) = outs
-        _close(got[0], want[0])
-        if backward:
-            _close(got[1], want[1])
-            for a, b in zip(got[2], want[2]):
-                _close(a, b, 1e-4)
-    return net
+from dynamic_helpers import close as _close, fresh_dynamic, graphs as _graphs, run_module as _run_module  # noqa: F401
 
 
 @pytest.mark.parametrize("backward", [False, True], ids=["fwd", "fwd_bwd"])
