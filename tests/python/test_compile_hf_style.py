@@ -4,7 +4,6 @@
 # returned by the compiled frame, and nn.Module construction inside forward
 # (nn.CrossEntropyLoss() per call). Each test checks the graph/break counts
 # and the values against eager, over several calls with different inputs.
-import collections
 import dataclasses
 from typing import Optional
 
@@ -27,29 +26,7 @@ def _stats():
     return s["graphs"], s["breaks"], s["fallbacks"]
 
 
-class ModelOutput(collections.OrderedDict):
-    def __post_init__(self):
-        for f in dataclasses.fields(self):
-            v = getattr(self, f.name)
-            if v is not None:
-                self[f.name] = v
-
-    def __getitem__(self, k):
-        if isinstance(k, str):
-            return dict(self.items())[k]
-        return self.to_tuple()[k]
-
-    def __setitem__(self, key, value):
-        super().__setitem__(key, value)
-        super().__setattr__(key, value)
-
-    def __setattr__(self, name, value):
-        if name in self.keys() and value is not None:
-            super().__setitem__(name, value)
-        super().__setattr__(name, value)
-
-    def to_tuple(self):
-        return tuple(self[k] for k in self.keys())
+ModelOutput = hf_bert_model.ModelOutput     # HF's pattern, as the model file writes it
 
 
 @dataclasses.dataclass
