@@ -9,19 +9,7 @@ import pytest
 
 import symtrace as st
 
-BACKENDS = [b for b in ("llvm", "interp") if st._C._fe_backend_available(b)]
-MODES = ["eager"] + BACKENDS
-
-
-@pytest.fixture(autouse=True)
-def _fresh():
-    st.reset()
-    yield
-    st.reset()
-
-
-def _maybe_compiled(fn, mode):
-    return fn if mode == "eager" else st.compile(fn, backend=mode, fullgraph=True)
+from fuzz_found_helpers import BACKENDS, MODES, fresh_frontend, maybe_compiled  # noqa: F401
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -34,7 +22,7 @@ def test_clamp_inplace_under_autograd(mode):
         return x
 
     a = st.tensor([1.0, 0.25, -3.0, -0.5], requires_grad=True)
-    out = _maybe_compiled(f, mode)(a)
+    out = maybe_compiled(f, mode)(a)
     (out * st.tensor([1.0, 2.0, 3.0, 4.0])).sum().backward()
     np.testing.assert_allclose(out.detach().numpy(), [0.5, 0.25, -1.0, -0.5])
     np.testing.assert_allclose(a.grad.numpy(), [0.0, 2.0, 0.0, 4.0])
@@ -48,7 +36,7 @@ def test_softmax_methods_take_dtype(mode):
         return x.softmax(1, dtype=st.float32), x.log_softmax(0, dtype=st.float32)
 
     x = st.tensor([[0.0, 1.0], [2.0, 3.0]], dtype=st.float16)
-    s, ls = _maybe_compiled(f, mode)(x)
+    s, ls = maybe_compiled(f, mode)(x)
     assert s.dtype == st.float32 and ls.dtype == st.float32
     e = np.exp([0.0, 1.0])
     np.testing.assert_allclose(s.numpy(), np.tile(e / e.sum(), (2, 1)), rtol=1e-6)
@@ -67,7 +55,7 @@ def test_exp2_gradient_reads_its_result(mode):
         return y
 
     a = st.tensor([0.5, -1.0, 2.0], requires_grad=True)
-    _maybe_compiled(f, mode)(a * 1).backward(st.tensor([1.0, 2.0, 3.0]))
+    maybe_compiled(f, mode)(a * 1).backward(st.tensor([1.0, 2.0, 3.0]))
     np.testing.assert_allclose(a.grad.numpy(), np.array([1.0, 2.0, 3.0]) * np.exp2([0.5, -1.0, 2.0])
                                * np.log(2.0), rtol=1e-6)
 
@@ -82,7 +70,7 @@ def test_pow_exponent_gradient_at_zero_base(mode):
     e = st.tensor([1.0, 0.0, -2.0, 0.5, float("nan")], requires_grad=True)
     b = st.tensor([0.0, 0.0, 0.0, 2.0, 0.0])
     g = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
-    _maybe_compiled(f, mode)(e, b).backward(st.tensor(g.astype(np.float32)))
+    maybe_compiled(f, mode)(e, b).backward(st.tensor(g.astype(np.float32)))
     ev = np.array([1.0, 0.0, -2.0, 0.5, np.nan])
     want = g * 3.0 ** ev * np.log(3.0)
     want[2] = -np.inf
@@ -106,7 +94,7 @@ def _fuzzer():
 @pytest.mark.parametrize("mode", MODES)
 def test_fmod_of_small_ints_by_a_number_wraps_it_to_their_dtype(mode):
     # torch converts the number to the tensor's dtype first: uint8 -2 is 254, int8 200 is -56
-    f = _maybe_compiled(lambda u, i: (u.fmod(-2), i.fmod(200), i.fmod(-3)), mode)
+    f = maybe_compiled(lambda u, i: (u.fmod(-2), i.fmod(200), i.fmod(-3)), mode)
     u = st.tensor([9, 6, 3, 250], dtype=st.uint8)
     a, b, c = f(u, u.to(st.int8))
     assert a.tolist() == [9, 6, 3, 250] and a.dtype is st.uint8
@@ -118,7 +106,7 @@ def test_fmod_of_small_ints_by_a_number_wraps_it_to_their_dtype(mode):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_bool_add_takes_alpha_as_a_bool(mode):
-    f = _maybe_compiled(lambda b: (b.add(True, alpha=2), st.add(True, b, alpha=3),
+    f = maybe_compiled(lambda b: (b.add(True, alpha=2), st.add(True, b, alpha=3),
                                    b.add(False, alpha=2), b.clone().add_(True, alpha=0)), mode)
     b = st.tensor([True, False])
     for r, want in zip(f(b), ([True, True], [True, True], [True, False], [True, False])):

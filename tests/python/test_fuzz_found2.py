@@ -7,19 +7,7 @@ import pytest
 
 import symtrace as st
 
-BACKENDS = [b for b in ("llvm", "interp") if st._C._fe_backend_available(b)]
-MODES = ["eager"] + BACKENDS
-
-
-@pytest.fixture(autouse=True)
-def _fresh():
-    st.reset()
-    yield
-    st.reset()
-
-
-def _maybe_compiled(fn, mode):
-    return fn if mode == "eager" else st.compile(fn, backend=mode, fullgraph=True)
+from fuzz_found_helpers import BACKENDS, MODES, fresh_frontend, maybe_compiled  # noqa: F401
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -31,7 +19,7 @@ def test_reshape_pulled_only_through_scalar_operands(mode):
         return (st.where(x.half().reshape(2) < 0, x, -x),
                 st.copysign(x, (x == x).half().view(-1).cos()))
 
-    g = _maybe_compiled(f, mode)
+    g = maybe_compiled(f, mode)
     x = st.tensor([[-0.5, 0.25]])
     for _ in range(2):
         w, c = g(x)
@@ -44,7 +32,7 @@ def test_reshape_pulled_only_through_scalar_operands(mode):
 def test_bool_tensor_and_or_an_int_number_is_bitwise(mode):
     # torch: a bool tensor & | an integer number promotes to int64 and is bitwise;
     # symtrace raised "& and | are supported on bool tensors only"
-    g = _maybe_compiled(lambda b: (b & -1, b | 2, -1 & b, 6 | b, b & True, b | False), mode)
+    g = maybe_compiled(lambda b: (b & -1, b | 2, -1 & b, 6 | b, b & True, b | False), mode)
     b = st.tensor([True, False])
     for _ in range(2):
         r = g(b)
@@ -63,7 +51,7 @@ def test_pow_exponent_gradient_keeps_a_nan_incoming_gradient(mode):
         return (st.zeros(2) ** e).log_softmax(0)
 
     e = st.tensor([-1.0, 0.5], requires_grad=True)
-    _maybe_compiled(f, mode)(e).backward(st.tensor([1.0, 2.0]))
+    maybe_compiled(f, mode)(e).backward(st.tensor([1.0, 2.0]))
     assert np.isnan(e.grad.numpy()).all()
 
 
@@ -82,7 +70,7 @@ def test_repeat_interleave_gives_a_fresh_tensor(mode):
         return a, b, d
 
     s, v, c = st.tensor(3.0), st.tensor([1.0, 2.0]), st.tensor([[1.0], [2.0]])
-    a, b, d = _maybe_compiled(f, mode)(s, v, c)
+    a, b, d = maybe_compiled(f, mode)(s, v, c)
     assert a.tolist() == [1.5, 1.5] and b.tolist() == [2.0, 3.0]
     assert d.tolist() == [[2.0, 2.0, 2.0], [3.0, 3.0, 3.0]]
     assert s.item() == 3.0 and v.tolist() == [1.0, 2.0] and c.tolist() == [[1.0], [2.0]]
@@ -91,7 +79,7 @@ def test_repeat_interleave_gives_a_fresh_tensor(mode):
 @pytest.mark.parametrize("mode", MODES)
 def test_group_norm_of_an_empty_tensor(mode):
     # reshape(n, groups, -1) of no element raised 'ambiguous'; torch gives an empty result
-    f = _maybe_compiled(lambda x: st.nn.functional.group_norm(x, 2, st.ones(4), st.zeros(4)), mode)
+    f = maybe_compiled(lambda x: st.nn.functional.group_norm(x, 2, st.ones(4), st.zeros(4)), mode)
     for shape in ((0, 4, 3), (2, 4, 0), (0, 4)):
         x = st.ones(*shape, requires_grad=True)
         y = f(x)
@@ -111,7 +99,7 @@ def test_scatter_reduce_prod_and_mean_keep_small_int_dtypes(mode):
 
     x = st.tensor([4, -4, 2, 7, -3], dtype=st.int8)
     u = st.tensor([4, 250, 2, 7, 3], dtype=st.uint8)
-    p, m, q = _maybe_compiled(f, mode)(x, u)
+    p, m, q = maybe_compiled(f, mode)(x, u)
     assert (p.dtype, m.dtype, q.dtype) == (st.int8, st.int8, st.uint8)
     assert p.tolist() == [-64, -88, 2, 7, -3]    # 4 * 4 * -4; -4 * 2 * 7 * -3 = 168 wraps to -88
     assert m.tolist() == [0, 2, 2, 7, -3]
@@ -159,7 +147,7 @@ def test_std_gradient_at_equal_values_is_zero(mode):
     x = st.tensor([[3.0, 3.0], [1.0, 2.0]], requires_grad=True)
     y = st.tensor([[2.0, 2.0, 2.0]], requires_grad=True)
     z = st.tensor([[0.5, -1.0, 2.0]], requires_grad=True)
-    _maybe_compiled(f, mode)(x, y, z).backward()
+    maybe_compiled(f, mode)(x, y, z).backward()
     np.testing.assert_allclose(x.grad.numpy(), [[0.0, 0.0], [-0.5, 0.5]], atol=1e-6)
     np.testing.assert_array_equal(y.grad.numpy(), [[0.0, 0.0, 0.0]])
     np.testing.assert_array_equal(z.grad.numpy(), [[0.0, 0.0, 0.0]])
@@ -177,7 +165,7 @@ def test_cat_skips_1d_empty_tensors_only_in_its_shape_checks(mode):
     a = st.ones(2, 2, dtype=st.int64)
     e = st.ones(0, requires_grad=True)
     x = st.tensor([1.0, 2.0], requires_grad=True)
-    r, c, p, y = _maybe_compiled(f, mode)(a, e, x)
+    r, c, p, y = maybe_compiled(f, mode)(a, e, x)
     assert r.dtype is st.float32 and r.tolist() == [[1.0, 1.0], [1.0, 1.0]]
     assert c.requires_grad and p.requires_grad and p.tolist() == [0.5]
     (c.sum() + p.sum() + y.sum()).backward()
@@ -189,7 +177,7 @@ def test_repeat_and_tile_of_many_dims(mode):
     # repeat interleaved a unit dim before every dim: 2 * rank dims, over symtrace's 8 for
     # a 5-d tensor ('reshape: at most 8 dimensions'); torch's result has the input's rank
     x = np.arange(24, dtype=np.float32).reshape(2, 1, 3, 2, 2)
-    f = _maybe_compiled(lambda t: (st.tile(t, (1, 2, 2, 1, 1)), t.repeat(2, 2, 1, 2, 1, 2, 1, 2),
+    f = maybe_compiled(lambda t: (st.tile(t, (1, 2, 2, 1, 1)), t.repeat(2, 2, 1, 2, 1, 2, 1, 2),
                                    t.repeat(1, 1, 1, 3, 1, 1)), mode)
     t = st.tensor(x, requires_grad=True)
     a, b, c = f(t)
@@ -206,7 +194,7 @@ def test_einsum_of_small_ints_with_a_broadcast_contraction(mode):
     # product then refused int64 @ int16; torch gives the int64 product
     a = st.tensor([[[-1, 5]], [[4, 2]]], dtype=st.int16)
     b = st.tensor([[[1], [2]], [[3], [-1]]], dtype=st.int16)
-    f = _maybe_compiled(lambda a, b: (st.einsum("bij,bjk->bik", a, a), st.einsum("bij,bjk->bik", b, a)), mode)
+    f = maybe_compiled(lambda a, b: (st.einsum("bij,bjk->bik", a, a), st.einsum("bij,bjk->bik", b, a)), mode)
     r, q = f(a, b)
     assert r.dtype is st.int64 and r.tolist() == [[[-4, 20]], [[24, 12]]]
     assert q.dtype is st.int16 and q.tolist() == [[[-1, 5], [-2, 10]], [[12, 6], [-4, -2]]]
@@ -224,7 +212,7 @@ def test_remainder_by_a_number_saves_nothing(mode):
         return v
 
     x = st.tensor([-1.5, 2.5], requires_grad=True)
-    out = _maybe_compiled(f, mode)(x)
+    out = maybe_compiled(f, mode)(x)
     np.testing.assert_allclose(out.detach().numpy(), [0.5, 0.5])
     out.backward(st.tensor([1.0, 3.0]))
     np.testing.assert_array_equal(x.grad.numpy(), [1.0, 3.0])
@@ -245,6 +233,6 @@ def test_index_add_of_bools_with_an_alpha(mode):
         y.index_add_(0, st.tensor([2, 2]), s, alpha=3)
         return x.index_add(0, st.tensor([0, 1]), s, alpha=2), y
 
-    r, y = _maybe_compiled(f, mode)(st.tensor([True, False, False]), st.tensor([False, True]))
+    r, y = maybe_compiled(f, mode)(st.tensor([True, False, False]), st.tensor([False, True]))
     assert r.dtype is st.bool and r.tolist() == [True, True, False]
     assert y.dtype is st.bool and y.tolist() == [True, False, True]

@@ -9,19 +9,11 @@ import pytest
 
 import symtrace as st
 
-BACKENDS = [b for b in ("llvm", "interp") if st._C._fe_backend_available(b)]
-MODES = ["eager"] + BACKENDS
-
-
-@pytest.fixture(autouse=True)
-def _fresh():
-    st.reset()
-    yield
-    st.reset()
+from fuzz_found_helpers import BACKENDS, MODES, fresh_frontend, maybe_compiled  # noqa: F401
 
 
 def _maybe_compiled(fn, mode):
-    return fn if mode == "eager" else st.compile(fn, backend=mode)
+    return maybe_compiled(fn, mode, fullgraph=False)
 
 
 @pytest.mark.parametrize("mode", MODES)
