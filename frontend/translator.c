@@ -327,6 +327,18 @@ done:
 }
 
 /* ---------------- finishing ---------------- */
+/* Marks v as met in this template (by identity): 0 the first time, 1 when
+ * it was met before (one object in two places), -1 on error. */
+static int seen_before(tr_state *s, PyObject *v)
+{
+    PyObject *k = tr_id_key(v);
+    int seen = k ? PyDict_Contains(s->live_seen, k) : -1;
+    if (seen == 0 && PyDict_SetItem(s->live_seen, k, Py_None) < 0)
+        seen = -1;
+    Py_XDECREF(k);
+    return seen;
+}
+
 typedef struct {
     st_tensor **outs;
     int nout, cap;
@@ -377,11 +389,7 @@ static int tmpl_of(tr_state *s, PyObject *v, outlist *ol, st_fe_tmpl **out, int 
             return 0;
         }
         if (PyList_Check(v) || PyDict_Check(v)) {
-            PyObject *k = tr_id_key(v);
-            int seen = k ? PyDict_Contains(s->live_seen, k) : -1;
-            if (seen == 0 && PyDict_SetItem(s->live_seen, k, Py_None) < 0)
-                seen = -1;
-            Py_XDECREF(k);
+            int seen = seen_before(s, v);
             if (seen != 0)
                 return seen < 0 ? tr_break_exc(s, "live values")
                                 : tr_break(s, "a %s made in the frame is live at the graph "
@@ -456,11 +464,7 @@ static int tmpl_of(tr_state *s, PyObject *v, outlist *ol, st_fe_tmpl **out, int 
         /* an instance of a plain user class made in the frame (tr_objects.c):
          * rebuilt on every call; one object in two places would be two */
         if (!(s->tmpl_live && (PyList_Check(v) || PyDict_Check(v)))) {
-            PyObject *k = tr_id_key(v);
-            int seen = k ? PyDict_Contains(s->live_seen, k) : -1;
-            if (seen == 0 && PyDict_SetItem(s->live_seen, k, Py_None) < 0)
-                seen = -1;
-            Py_XDECREF(k);
+            int seen = seen_before(s, v);
             if (seen != 0)
                 return seen < 0 ? tr_break_exc(s, "user object")
                                 : tr_break(s, "a %s made in the frame is reached twice from "
