@@ -441,6 +441,15 @@ static int *dup_ints(const int *a, int n, bool *ok)
     return r;
 }
 
+bool st_ir_stmt_in_region(const st_graph *g, int si, bool custom)
+{
+    for (int r = 0; si >= 0 && r < g->nregions; r++)
+        if ((g->regions[r].bwd != NULL) == custom && si >= g->regions[r].first &&
+            si < g->regions[r].end)
+            return true;
+    return false;
+}
+
 int st_ir_add_region(st_graph *g, const st_ir_region *r)
 {
     if (!g || !r || r->first < 0 || r->end < r->first || r->nin < 0 ||

@@ -410,6 +410,9 @@ st_graph *st_ir_forward_saving(const st_graph *fwd,
 int st_ir_add_region(st_graph *g, const st_ir_region *r);
 /* Frees g's regions (st_ir_graph_free calls it). */
 void st_ir_regions_clear(st_graph *g);
+/* Is statement si inside a region of g: a custom-gradient (PyLayer) one when
+ * custom, else a stop-gradient one (traced under no_grad)? */
+bool st_ir_stmt_in_region(const st_graph *g, int si, bool custom);
 /* Which values of g depend on wrt (value ids) through differentiable
  * statements and regions (what gets a gradient): malloc'd flags per value,
  * NULL on out of memory. */

@@ -459,19 +459,7 @@ static void log_saved(const st_graph *g, const st_ir_bwd_info *info)
 /* Is statement si inside a stop-gradient region (traced under no_grad)? */
 static bool in_nograd(const st_graph *g, int si)
 {
-    for (int r = 0; r < g->nregions; r++)
-        if (!g->regions[r].bwd && si >= g->regions[r].first && si < g->regions[r].end)
-            return true;
-    return false;
-}
-
-/* Is statement si inside a custom-gradient (PyLayer) region? */
-static bool in_pylayer(const st_graph *g, int si)
-{
-    for (int r = 0; r < g->nregions; r++)
-        if (g->regions[r].bwd && si >= g->regions[r].first && si < g->regions[r].end)
-            return true;
-    return false;
+    return st_ir_stmt_in_region(g, si, false);
 }
 
 /* wb_own[m]: every statement that reads input wb_in[m]'s old value and
@@ -568,7 +556,7 @@ static st_status find_aliases(st_rt_cfn *f)
             const st_stmt *st = &g->stmts[p];
             if (st_op(st->op)->kind != ST_OPK_VIEW || st->nout != 1)
                 break;
-            region |= in_pylayer(g, p);
+            region |= st_ir_stmt_in_region(g, p, true);
             chain[nc++] = p;
             v = st->in[0];
         }
@@ -669,11 +657,7 @@ static bool *needed(const st_graph *g, const int *outs, int n)
         const st_op_def *def = st_op(st->op);
         if (in_nograd(g, si))
             continue;
-        bool bwd_region = false;
-        for (int r = 0; r < g->nregions && !bwd_region; r++)
-            bwd_region = g->regions[r].bwd && si >= g->regions[r].first &&
-                         si < g->regions[r].end;
-        if (!bwd_region && (!def || !def->vjp))
+        if (!st_ir_stmt_in_region(g, si, true) && (!def || !def->vjp))
             continue;
         /* as st_ir_grad_reach: only float values carry a gradient (an
          * input read only through .int() gets none) */

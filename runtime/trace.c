@@ -1117,17 +1117,6 @@ done:
  * final value, so the compiled function can return it as a view of the
  * input (runtime/cfn.c, find_aliases) and not as a copy: the same data,
  * now with the aliasing eager code has. -1: not such a view. */
-/* Was value v computed inside a PyLayer region (a custom Function's
- * forward)? */
-static bool from_pylayer(const st_graph *g, int v)
-{
-    int p = v >= 0 ? g->values[v].producer : -1;
-    for (int r = 0; p >= 0 && r < g->nregions; r++)
-        if (g->regions[r].bwd && p >= g->regions[r].first && p < g->regions[r].end)
-            return true;
-    return false;
-}
-
 static int view_of_input(trace_state *s, st_tensor *t)
 {
     tslot *chain[64];
@@ -1136,7 +1125,7 @@ static int view_of_input(trace_state *s, st_tensor *t)
     while (e && e->vsrc && n < 64) {
         /* a view a custom Function's forward returned is its output, with
          * the Function's backward: not remade as a plain view of the input */
-        if (from_pylayer(s->g, e->value))
+        if (e->value >= 0 && st_ir_stmt_in_region(s->g, s->g->values[e->value].producer, true))
             return -1;
         chain[n++] = e;
         e = find(s, e->vsrc);
