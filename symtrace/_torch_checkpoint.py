@@ -168,7 +168,7 @@ def _storage_pid(pid):
     return stype, str(key), location, numel
 
 
-def _fill(t, src_read, nbytes, what):
+def fill(t, src_read, nbytes, what):
     """Reads nbytes into the CPU tensor t's memory through src_read(memoryview)."""
     import ctypes
     if not nbytes:
@@ -217,7 +217,7 @@ def load_zip(zf, map_location, weights_only, pickle_module, pickle_load_args):
             raise CheckpointError(f"record {name} holds {info.file_size} bytes, expected {nbytes} "
                                   f"({numel} x {stype.name})")
         with zf.open(info) as src:
-            _fill(t, src.readinto, nbytes, f"record {name}")
+            fill(t, src.readinto, nbytes, f"record {name}")
         s = storages[key] = _place(t, location, map_location)
         return s
 
@@ -277,7 +277,7 @@ def load_legacy(fh, map_location, weights_only, pickle_module, pickle_load_args)
         (numel,) = struct.unpack("<q", head)
         if numel != t.numel():
             raise CheckpointError(f"storage {key} holds {numel} elements, expected {t.numel()}")
-        _fill(t, fh.readinto, numel * t.element_size(), f"storage {key}")
+        fill(t, fh.readinto, numel * t.element_size(), f"storage {key}")
     if map_location is None and all(loc == "cpu" for _, _, loc in cpu.values()):
         return obj
     # The object's tensors are views of CPU storages; placing them elsewhere reads

@@ -554,18 +554,11 @@ class _Loader:
                            f"expected {nbytes} ({numel} x {m['dtype']})")
         t = _C.empty((numel,), dt)
         if nbytes:
-            dst = memoryview((ctypes.c_char * nbytes).from_address(t.data_ptr())).cast("B")
             with self.zf.open(info) as src:
-                got = 0
-                while got < nbytes:
-                    r = src.readinto(dst[got:])
-                    if not r:
-                        raise _Corrupt(f"record {info.filename} is truncated")
-                    got += r
-            if sys.byteorder != "little" and t.element_size() > 1:  # pragma: no cover
-                import numpy as np
-                np.frombuffer(dst, dtype=f"u{t.element_size()}").byteswap(inplace=True)
-            del dst
+                try:
+                    _torch_checkpoint.fill(t, src.readinto, nbytes, f"record {info.filename}")
+                except _torch_checkpoint.CheckpointError as e:
+                    raise _Corrupt(str(e)) from None
         s = self.storages[k] = _place(t, location, self.map_location)
         return s
 

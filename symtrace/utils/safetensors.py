@@ -12,13 +12,13 @@ copies them, so reloading gives separate tensors). Loading validates the header
 (offsets in order, inside the file, matching dtype x shape) and raises ValueError
 naming the file and the tensor for anything that does not fit.
 """
-import ctypes
+import io
 import json
 import os
 import struct
-import sys
 
 from .. import _C
+from .._torch_checkpoint import fill
 from .._dtype import float32, float64, float16, bfloat16, uint8, int8, int16, int32, int64, bool_
 
 __all__ = ["load_file", "save_file", "load", "save", "safe_open"]
@@ -30,18 +30,9 @@ _MAX_HEADER = 100 * 1000 * 1000        # the package's limit on the JSON header
 
 
 def _to_host_bytes(t):
-    t = t.detach()
-    if t._device_str != "cpu":
-        t = t.to("cpu")
-    t = t.contiguous()
-    n = t.numel() * t.element_size()
-    if n == 0:
-        return b""
-    buf = bytes(memoryview((ctypes.c_char * n).from_address(t.data_ptr())).cast("B"))
-    if sys.byteorder != "little" and t.element_size() > 1:  # pragma: no cover
-        import numpy as np
-        buf = np.frombuffer(buf, dtype=f"u{t.element_size()}").byteswap().tobytes()
-    return buf
+    from ..serialization import _host_bytes
+    buf, owner = _host_bytes(t.detach())
+    return bytes(buf)
 
 
 def save(tensors, metadata=None):
@@ -145,14 +136,7 @@ def _entries(header, data_len, what):
 
 def _tensor_from(buf, dt, shape, device):
     t = _C.empty(shape, dt)
-    n = len(buf)
-    if n:
-        dst = memoryview((ctypes.c_char * n).from_address(t.data_ptr())).cast("B")
-        dst[:] = buf
-        if sys.byteorder != "little" and t.element_size() > 1:  # pragma: no cover
-            import numpy as np
-            np.frombuffer(dst, dtype=f"u{t.element_size()}").byteswap(inplace=True)
-        del dst
+    fill(t, io.BytesIO(buf).readinto, len(buf), "a tensor")
     return t if device in (None, "cpu") else t.to(device)
 
 
