@@ -315,6 +315,29 @@ def _fsync_dir(d):
         os.close(fd)
 
 
+def _write_atomic(f, write):
+    """write(fh) into a temporary file next to the path f, fsync'ed, then renamed
+    over it (a link's target is replaced, as open(f, "wb") writes it): a crash or
+    an exception leaves the old file or the new one, never a partial one."""
+    path = os.fsdecode(os.fspath(f))
+    if os.path.islink(path):
+        path = os.path.realpath(path)
+    fd, tmp, d = _open_temp(path)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    _fsync_dir(d)
+
+
 def _is_path(f):
     return isinstance(f, (str, bytes, os.PathLike))
 
@@ -395,23 +418,7 @@ def save(obj, f, pickle_module=None, pickle_protocol=DEFAULT_PROTOCOL, _use_new_
         else:
             _write_archive(fh, data_pkl, smeta, tmeta, sources)
     if _is_path(f):
-        path = os.fsdecode(os.fspath(f))
-        if os.path.islink(path):        # replace the link's target, as open(path, "wb") writes it
-            path = os.path.realpath(path)
-        fd, tmp, d = _open_temp(path)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                write(fh)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
-        _fsync_dir(d)
+        _write_atomic(f, write)
     else:
         if not hasattr(f, "write"):
             raise AttributeError(f"symtrace.save: f must be a path or a writable binary file object, "

@@ -66,23 +66,11 @@ def save(tensors, metadata=None):
 
 
 def save_file(tensors, filename, metadata=None):
-    """save_file(tensors, filename, metadata=None): writes save()'s bytes to filename
-    (atomically: a temporary file renamed over it)."""
+    """save_file(tensors, filename, metadata=None): writes save()'s bytes to filename,
+    atomically (symtrace.serialization._write_atomic)."""
+    from ..serialization import _write_atomic
     data = save(tensors, metadata)
-    filename = os.fspath(filename)
-    tmp = f"{filename}.tmp{os.getpid()}"
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, filename)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    _write_atomic(filename, lambda fh: fh.write(data))
 
 
 def _parse_header(read, total, what):
