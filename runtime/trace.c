@@ -56,6 +56,7 @@ typedef struct {
     st_tensor *vsrc;
     st_op_id vop;
     st_attrs vattrs;
+    bool vdetach;   /* the view is a detach: no gradient crosses it */
     int64_t seq;    /* insertion order */
     bool konst;     /* an input made from shapes and code constants
                        (st_rt_trace_constant): safe to keep as it is */
@@ -250,6 +251,7 @@ static bool map_set(trace_state *s, st_tensor *t, int v, bool created)
     s->slots[j].value = v;
     s->slots[j].created = created;
     s->slots[j].vsrc = NULL;
+    s->slots[j].vdetach = false;
     s->slots[j].konst = false;
     s->slots[j].seq = s->nseq++;
     s->n++;
@@ -662,6 +664,37 @@ static bool other_view(const tslot *o, const st_tensor *cur, const st_storage *s
     return true;
 }
 
+static void mark_nograd(trace_state *s, int first, int end);
+
+/* A write through a detached alias (x.detach().add_(1)) changes src's data
+ * but not its history: eager autograd still sends src's gradient where it
+ * went before the write, and nothing into what was written. src's new
+ * value becomes stop_gradient(nv) + (old - stop_gradient(old)): exactly
+ * nv, with old's gradient when src requires grad (none otherwise). */
+static int detached_write(trace_state *s, const st_tensor *src, int nv)
+{
+    tslot *e = find(s, src);
+    int old = e ? e->value : -1, first = s->g->nstmts;
+    /* copies: emitting statements may move the value array */
+    const st_meta m = s->g->values[nv].meta;
+    st_attrs a;
+    memset(&a, 0, sizeof a);
+    a.ndims = m.ndim;
+    for (int d = 0; d < m.ndim; d++)
+        a.dims[d] = m.shape[d];
+    bool grad = old >= 0 && src->requires_grad && st_dtype_is_float(src->dtype);
+    int sv = emit1(s, ST_OP_RESHAPE, nv, 0, 0, 1, &a);
+    int so = grad && sv >= 0 ? emit1(s, ST_OP_RESHAPE, old, 0, 0, 1, &a) : -1;
+    if (sv < 0 || (grad && so < 0))
+        return -1;
+    if (!s->in_region)
+        mark_nograd(s, first, s->g->nstmts);
+    if (!grad)
+        return sv;
+    int z = emit1(s, ST_OP_SUB, old, so, 0, 2, NULL);
+    return z < 0 ? -1 : emit1(s, ST_OP_ADD, sv, z, 0, 2, NULL);
+}
+
 static bool write_through(trace_state *s, st_tensor *t)
 {
     /* up the chain: each source gets its new value */
@@ -681,6 +714,8 @@ static bool write_through(trace_state *s, st_tensor *t)
             return false;
         }
         cur = e->vsrc;
+        if (e->vdetach && (nv = detached_write(s, cur, nv)) < 0)
+            return false;
         if (!map_set(s, cur, nv, false))
             return false;
         e = find(s, cur);
@@ -735,7 +770,10 @@ static bool write_through(trace_state *s, st_tensor *t)
             continue;
         tslot *src = find(s, next->vsrc);
         int in = src ? src->value : -1, outs[ST_MAX_OUT];
+        int first = s->g->nstmts;
         int v = in < 0 ? -1 : emit(s, next->vop, &in, 1, &next->vattrs, outs);
+        if (v >= 0 && next->vdetach && !s->in_region)
+            mark_nograd(s, first, s->g->nstmts);
         if (v < 0)
             ok = false;
         else
@@ -1132,16 +1170,22 @@ static int view_of_input(trace_state *s, st_tensor *t)
     }
     if (n == 0 || n == 64 || !e)
         return -1;
-    bool input = false;
+    bool input = false, detached = false;
     for (int k = 0; k < s->ninputs && !input; k++)
         input = s->inputs[k] == e->t;
+    for (int k = 0; k < n; k++)
+        detached |= chain[k]->vdetach;
     /* a view made under no_grad of an input that requires grad does not
-     * require grad: left as computed */
-    if (!input || t->requires_grad != e->t->requires_grad)
+     * require grad: left as computed; one through a detach never does */
+    if (!input || t->requires_grad != (e->t->requires_grad && !detached))
         return -1;
     int v = e->value, outs[ST_MAX_OUT];
-    for (int k = n - 1; k >= 0 && v >= 0; k--)
+    for (int k = n - 1; k >= 0 && v >= 0; k--) {
+        int first = s->g->nstmts;
         v = emit(s, chain[k]->vop, &v, 1, &chain[k]->vattrs, outs);
+        if (v >= 0 && chain[k]->vdetach)
+            mark_nograd(s, first, s->g->nstmts);
+    }
     return v;
 }
 
@@ -1366,6 +1410,13 @@ void st_rt_trace_detach(st_tensor *src, st_tensor *out)
     int r = emit(s, ST_OP_PERMUTE, &v, 1, &a, outs);
     if (r < 0 || !map_set(s, out, r, false))
         return;
+    /* out aliases src: a write into either reaches the other (runtime
+     * writes through views), with no gradient across (detached_write) */
+    tslot *e = find(s, out);
+    e->vsrc = src;
+    e->vop = ST_OP_PERMUTE;
+    e->vattrs = a;
+    e->vdetach = true;
     if (!s->in_region)
         mark_nograd(s, first, s->g->nstmts);
 }

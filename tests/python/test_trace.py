@@ -196,10 +196,23 @@ def test_inplace_into_view_is_written_through():
     graph, inputs = _C._trace_end((h,), (x,))
     (got,) = _C._run_graph(graph, inputs)
     np.testing.assert_allclose(np_of(got), np_of(h), rtol=1e-6)
-    # an alias the trace did not make still fails
+    # an alias made by a traced detach() is written through (no gradient
+    # crosses it)
     a = st.randn(4)
+    a0 = np_of(a).copy()
     _C._trace_begin()
     b = a.detach()
+    c = a * 1.0
+    b.add_(1.0)
+    c = c + a
+    graph, inputs = _C._trace_end((c,))
+    a.copy_(st.tensor(a0))
+    (got,) = _C._run_graph(graph, inputs)
+    np.testing.assert_allclose(np_of(got), 2 * a0 + 1, rtol=1e-6)
+    # an alias the trace did not make still fails
+    a = st.randn(4)
+    b = a.detach()
+    _C._trace_begin()
     c = a * 1.0
     b.add_(1.0)
     c = c + a
