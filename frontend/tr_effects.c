@@ -223,7 +223,22 @@ st_fe_src *tr_fx_shadow_src(tr_state *s, PyObject *o)
     return (id >= 0 && id < s->srcs.n) ? s->srcs.v[id] : NULL;
 }
 
-/* every slot (and unrolled iterator's item) holding o now holds sh */
+/* A view of sh of the kind of view v (keys/values/items) when v views o;
+ * NULL otherwise (or on error, cleared: the slot keeps the stale view) */
+static PyObject *view_of_shadow(PyObject *v, PyObject *o, PyObject *sh)
+{
+    if (!st_fe_is_dict_view(v) || (PyObject *)((_PyDictViewObject *)v)->dv_dict != o)
+        return NULL;
+    const char *kind = PyDictKeys_Check(v) ? "keys" : PyDictValues_Check(v) ? "values" : "items";
+    PyObject *r = PyObject_CallMethod(sh, kind, NULL);
+    if (!r)
+        PyErr_Clear();
+    return r;
+}
+
+/* every slot (and unrolled iterator's item) holding o now holds sh; a
+ * view of o passed in (d.keys() given as an argument) becomes that view
+ * of sh, so that it shows what the frame writes into o (as a view does) */
 static void replace_in(tr_var *v, int n, PyObject *o, PyObject *sh, int depth)
 {
     for (int i = 0; i < n; i++) {
@@ -231,6 +246,12 @@ static void replace_in(tr_var *v, int n, PyObject *o, PyObject *sh, int depth)
             replace_in(v[i].it->items, v[i].it->n, o, sh, depth + 1);
         if (v[i].v == o && !v[i].it && v[i].aux == TR_AUX_NONE) {
             Py_SETREF(v[i].v, Py_NewRef(sh));
+            v[i].src = NULL;
+        }
+        PyObject *nv = !v[i].it && v[i].aux >= TR_AUX_KEYS && v[i].aux <= TR_AUX_ITEMS
+                       ? view_of_shadow(v[i].v, o, sh) : NULL;
+        if (nv) {
+            Py_SETREF(v[i].v, nv);
             v[i].src = NULL;
         }
     }

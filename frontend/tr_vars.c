@@ -166,9 +166,21 @@ static int sourced_view(tr_state *s, tr_var *out, PyObject *v, st_fe_src *src)
     tr_var d;
     if (tr_make_sourced(s, &d, Py_NewRef((PyObject *)((_PyDictViewObject *)v)->dv_dict), ds) < 0)
         return -1;
-    tr_var_clear(&d);
     out->aux = PyDictKeys_Check(v) ? TR_AUX_KEYS : PyDictValues_Check(v) ? TR_AUX_VALUES : TR_AUX_ITEMS;
     out->src = ds;
+    if (!d.src) {
+        /* the dict was written in this frame: d is its shadow, and the
+         * view shows the shadow (as the in-frame d.keys() does) */
+        const char *kind = out->aux == TR_AUX_KEYS ? "keys" : out->aux == TR_AUX_VALUES ? "values" : "items";
+        PyObject *sv = PyObject_CallMethod(d.v, kind, NULL);
+        tr_var_clear(&d);
+        if (!sv)
+            return tr_break_exc(s, "dict view");
+        Py_SETREF(out->v, sv);
+        out->src = NULL;
+        return 0;
+    }
+    tr_var_clear(&d);
     return 0;
 }
 

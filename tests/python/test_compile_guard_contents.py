@@ -184,3 +184,36 @@ def test_ordered_dict_views_read_in_their_own_order(read, sub):
     d.move_to_end("a")
     for _ in range(2):
         assert c(st.ones(1), d).tolist() == f(st.ones(1), d).tolist()
+
+
+def _write_then_read(d, view, x):
+    n0 = len(view)
+    d["new"] = x * 2
+    d["a"] = d["a"] + 1
+    out = x + 10 * n0 + len(view)
+    for item in view:
+        if isinstance(item, str):
+            out = out + d[item]
+        elif isinstance(item, tuple):
+            out = out + item[1] * len(item[0])
+        else:
+            out = out + item
+    return out
+
+
+@pytest.mark.parametrize("kind", ["keys", "values", "items"])
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_a_view_argument_shows_writes_into_its_dict(kind, wrapped):
+    # the view is passed in; the frame writes into its dict: len() and
+    # iteration after the write see the new item and the new value
+    def f(d, view, x):
+        return _write_then_read(d, view[0] if wrapped else view, x)
+
+    cf = st.compile(f)
+    for i in range(3):
+        outs = []
+        for fn in (f, cf):
+            d = {"a": st.ones(2) * i, "b": st.ones(2) * 2}
+            view = getattr(d, kind)()
+            outs.append((fn(d, (view,) if wrapped else view, st.ones(2) * i).tolist(), sorted(d)))
+        assert outs[1] == outs[0]
