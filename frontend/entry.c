@@ -14,10 +14,27 @@ void st_fe_tmpl_free(st_fe_tmpl *t)
     free(t);
 }
 
+static PyObject *build_node(const st_fe_tmpl *t, PyObject *const *outs,
+                            const st_fe_frame *f, PyObject **memo, PyObject **shared);
+
 PyObject *st_fe_tmpl_build(const st_fe_tmpl *t, PyObject *const *outs,
-                           const st_fe_frame *f, PyObject **memo)
+                           const st_fe_frame *f, PyObject **memo, PyObject **shared)
+{
+    if (t->kind == ST_T_REF)
+        t = t->ref;
+    if (t->share > 0 && shared && shared[t->share - 1])
+        return Py_NewRef(shared[t->share - 1]);
+    PyObject *v = build_node(t, outs, f, memo, shared);
+    if (v && t->share > 0 && shared)
+        shared[t->share - 1] = Py_NewRef(v);
+    return v;
+}
+
+static PyObject *build_node(const st_fe_tmpl *t, PyObject *const *outs,
+                            const st_fe_frame *f, PyObject **memo, PyObject **shared)
 {
     switch (t->kind) {
+    case ST_T_REF: break;
     case ST_T_CONST: return Py_NewRef(t->obj);
     case ST_T_OUTPUT:
         if (!outs || !outs[t->index]) {
@@ -35,7 +52,7 @@ PyObject *st_fe_tmpl_build(const st_fe_tmpl *t, PyObject *const *outs,
         PyObject *c = t->kind == ST_T_LIST ? PyList_New(t->n) : PyTuple_New(t->n);
         if (!c) return NULL;
         for (int i = 0; i < t->n; i++) {
-            PyObject *v = st_fe_tmpl_build(t->items[i], outs, f, memo);
+            PyObject *v = st_fe_tmpl_build(t->items[i], outs, f, memo, shared);
             if (!v) { Py_DECREF(c); return NULL; }
             if (t->kind == ST_T_LIST) PyList_SET_ITEM(c, i, v);
             else PyTuple_SET_ITEM(c, i, v);
@@ -58,7 +75,7 @@ PyObject *st_fe_tmpl_build(const st_fe_tmpl *t, PyObject *const *outs,
         PyObject *d = PyDict_New();
         if (!d) return NULL;
         for (int i = 0; i < t->n; i++) {
-            PyObject *v = st_fe_tmpl_build(t->items[i], outs, f, memo);
+            PyObject *v = st_fe_tmpl_build(t->items[i], outs, f, memo, shared);
             int r = v ? PyDict_SetItem(d, PyTuple_GET_ITEM(t->obj, i), v) : -1;
             Py_XDECREF(v);
             if (r < 0) { Py_DECREF(d); return NULL; }
@@ -87,7 +104,7 @@ PyObject *st_fe_tmpl_build(const st_fe_tmpl *t, PyObject *const *outs,
         /* items and attributes stored in C: the class's Python
          * __setitem__/__setattr__ ran in the frame, not again here */
         for (int i = 0; i < t->n; i++) {
-            PyObject *v = st_fe_tmpl_build(t->items[i], outs, f, memo);
+            PyObject *v = st_fe_tmpl_build(t->items[i], outs, f, memo, shared);
             int r = -1;
             if (v && i < ni)
                 r = PyODict_Check(o) ? PyODict_SetItem(o, PyTuple_GET_ITEM(keys, i), v)
@@ -101,7 +118,7 @@ PyObject *st_fe_tmpl_build(const st_fe_tmpl *t, PyObject *const *outs,
         return o;
     }
     case ST_T_METHOD: {
-        PyObject *self = st_fe_tmpl_build(t->items[0], outs, f, memo);
+        PyObject *self = st_fe_tmpl_build(t->items[0], outs, f, memo, shared);
         if (!self) return NULL;
         PyObject *r = PyUnicode_Check(t->obj) ? PyObject_GetAttr(self, t->obj)
                                               : PyMethod_New(t->obj, self);
@@ -115,7 +132,7 @@ PyObject *st_fe_tmpl_build(const st_fe_tmpl *t, PyObject *const *outs,
 
 /* ---------------- side effects ---------------- */
 int st_fe_effects_replay(const st_fe_effect *fx, int n, PyObject *const *outs,
-                         const st_fe_frame *f, PyObject **memo)
+                         const st_fe_frame *f, PyObject **memo, PyObject **shared)
 {
     PyObject *tg_s[16], **tg = tg_s;
     int rc = -1, got = 0;
@@ -136,7 +153,7 @@ int st_fe_effects_replay(const st_fe_effect *fx, int n, PyObject *const *outs,
         }
     }
     for (int i = 0; i < n; i++) {
-        PyObject *v = st_fe_tmpl_build(fx[i].val, outs, f, memo), *t = tg[i];
+        PyObject *v = st_fe_tmpl_build(fx[i].val, outs, f, memo, shared), *t = tg[i];
         int r = -1;
         if (!v)
             goto done;
@@ -171,6 +188,24 @@ done:
     return rc;
 }
 
+/* Evaluates (into memo) every source t reads. */
+static int presource(const st_fe_tmpl *t, const st_fe_frame *f, PyObject **memo)
+{
+    if (t->kind == ST_T_SOURCE) {
+        PyObject *v = st_fe_src_eval(t->src, f, memo);
+        if (!v) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_SystemError, "return template's source is missing");
+            return -1;
+        }
+        Py_DECREF(v);
+    }
+    for (int i = 0; i < t->n; i++)
+        if (presource(t->items[i], f, memo) < 0)
+            return -1;
+    return 0;
+}
+
 #define SMALL 64
 
 PyObject *st_fe_entry_run(st_fe_entry *e, const st_fe_frame *f, PyObject **memo)
@@ -185,7 +220,7 @@ PyObject *st_fe_entry_run_pre(st_fe_entry *e, const st_fe_frame *f, PyObject **m
     PyObject *ins_obj_s[SMALL], **ins_obj = ins_obj_s;
     st_tensor *outs_s[SMALL], **outs = outs_s;
     PyObject *pouts_s[SMALL], **pouts = pouts_s;
-    PyObject *res = NULL;
+    PyObject *res = NULL, **shared = NULL;
     int nin = e->ninputs, nout = e->noutputs, got = 0, nown = 0, nwrapped = 0;
     if (nin > SMALL) {
         ins = malloc((size_t)nin * sizeof *ins);
@@ -254,10 +289,24 @@ PyObject *st_fe_entry_run_pre(st_fe_entry *e, const st_fe_frame *f, PyObject **m
         }
     }
     e->hits++;
-    if (e->neffects > 0 && st_fe_effects_replay(e->effects, e->neffects, pouts, f, memo) < 0)
+    if (e->nshare > 0 && !(shared = calloc((size_t)e->nshare, sizeof *shared))) {
+        PyErr_NoMemory();
         goto done;
-    res = st_fe_tmpl_build(e->ret, pouts, f, memo);
+    }
+    /* the objects the result reads from the frame, as they were before
+     * the side effects (which may rebind or refill them) */
+    if (e->neffects > 0 && memo && presource(e->ret, f, memo) < 0)
+        goto done;
+    for (int k = 0; k < e->neffects && memo; k++)
+        if (presource(e->effects[k].val, f, memo) < 0)
+            goto done;
+    if (e->neffects > 0 &&
+        st_fe_effects_replay(e->effects, e->neffects, pouts, f, memo, shared) < 0)
+        goto done;
+    res = st_fe_tmpl_build(e->ret, pouts, f, memo, shared);
 done:
+    for (int k = 0; shared && k < e->nshare; k++) Py_XDECREF(shared[k]);
+    free(shared);
     for (int k = 0; k < nown; k++) Py_DECREF(ins_obj[k]);
     for (int k = 0; k < nwrapped; k++) Py_DECREF(pouts[k]);
     if (ins != ins_s) free(ins);

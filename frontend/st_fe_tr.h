@@ -248,6 +248,8 @@ typedef enum {
                          (type, item keys, attribute names), items = the item
                          values then the attribute values; built with the
                          type's C tp_new, C item stores and __dict__ stores */
+    ST_T_REF,         /* the object ref builds (a list, dict or user object
+                         made in the frame, met again): the same object */
 } st_fe_tmpl_kind;
 
 typedef struct st_fe_tmpl {
@@ -259,12 +261,20 @@ typedef struct st_fe_tmpl {
     struct st_fe_tmpl **items;
     int n;
     const struct st_fe_symtab *sym;   /* SYM: the entry's (borrowed) */
+    /* Sharing: an object met in several places of an entry's templates
+     * (returned and stored, in two results) is built once. The first
+     * node has share = k + 1 (slot k of the build's shared array); the
+     * others are REF nodes naming it (borrowed: the same entry owns it). */
+    int share;
+    const struct st_fe_tmpl *ref;
 } st_fe_tmpl;
 
 void st_fe_tmpl_free(st_fe_tmpl *t);
-/* Builds the value; outs are the graph outputs (borrowed). */
+/* Builds the value; outs are the graph outputs (borrowed); shared: the
+ * entry's nshare slots, NULL-initialised, holding the shared objects
+ * built so far (owned: the caller drops them after the last build). */
 PyObject *st_fe_tmpl_build(const st_fe_tmpl *t, PyObject *const *outs,
-                           const st_fe_frame *f, PyObject **memo);
+                           const st_fe_frame *f, PyObject **memo, PyObject **shared);
 
 /* ---------------- side effects ----------------
  * Mutations of objects that existed before the frame, recorded during
@@ -288,7 +298,7 @@ typedef struct {
 /* Applies fx[0..n) (outs: graph outputs, borrowed). 0, or -1 with an
  * exception (effects before the failing one stay applied, as in eager). */
 int st_fe_effects_replay(const st_fe_effect *fx, int n, PyObject *const *outs,
-                         const st_fe_frame *f, PyObject **memo);
+                         const st_fe_frame *f, PyObject **memo, PyObject **shared);
 
 /* ---------------- options and breaks ---------------- */
 typedef struct {
@@ -330,6 +340,7 @@ typedef struct st_fe_entry {
     uint64_t hits;
     st_fe_effect *effects;   /* replayed after the graph, in order (owned) */
     int neffects;
+    int nshare;              /* shared template objects (st_fe_tmpl.share) */
     /* A partial graph (resume.c): ret builds the arguments of brk_fn, the
      * break function that performs the breaking instruction and continues
      * in a resume function; the frame's result is its result. */

@@ -123,7 +123,8 @@ typedef struct {
     int brk_depth;           /* inlining depth of the frame that broke */
     bool no_resume;          /* the break leaves state a partial graph cannot replay */
     bool tmpl_live;          /* templating the live values at a break */
-    PyObject *live_seen;     /* ids of mutable containers templated there */
+    PyObject *live_seen;     /* objects the templates made (translator.c, share_node) */
+    int nshare;              /* shared template objects (st_fe_tmpl.share) */
     struct tr_dyn *dyn;      /* dynamic shapes (tr_dynamic.c), or NULL */
     tr_frame *gens;          /* generator frames alive (their iterators own them) */
     bool gen_closed;         /* one suspended in a try/with block was dropped: a break */

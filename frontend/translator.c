@@ -327,16 +327,45 @@ done:
 }
 
 /* ---------------- finishing ---------------- */
-/* Marks v as met in this template (by identity): 0 the first time, 1 when
- * it was met before (one object in two places), -1 on error. */
-static int seen_before(tr_state *s, PyObject *v)
+/* Sharing (st_fe_tmpl.share): a list, dict or user object made in the
+ * frame that the templates meet again becomes a REF node naming its first
+ * node. s->live_seen maps id(v) to (v, first node, done); 1: t is now a
+ * REF, 0: t is v's first node (share_done when its items are made), -1:
+ * error or break (v contains itself). */
+static int share_node(tr_state *s, PyObject *v, st_fe_tmpl *t)
 {
     PyObject *k = tr_id_key(v);
-    int seen = k ? PyDict_Contains(s->live_seen, k) : -1;
-    if (seen == 0 && PyDict_SetItem(s->live_seen, k, Py_None) < 0)
-        seen = -1;
+    PyObject *e = k ? PyDict_GetItemWithError(s->live_seen, k) : NULL;
+    if (e) {
+        Py_DECREF(k);
+        if (PyTuple_GET_ITEM(e, 2) != Py_True)
+            return tr_break(s, "a %s made in the frame contains itself", tr_type_name(v));
+        st_fe_tmpl *first = PyLong_AsVoidPtr(PyTuple_GET_ITEM(e, 1));
+        if (!first->share)
+            first->share = ++s->nshare;
+        t->kind = ST_T_REF;
+        t->ref = first;
+        return 1;
+    }
+    PyObject *p = k && !PyErr_Occurred() ? PyLong_FromVoidPtr(t) : NULL;
+    PyObject *ne = p ? PyTuple_Pack(3, v, p, Py_False) : NULL;
+    int rc = ne && PyDict_SetItem(s->live_seen, k, ne) == 0 ? 0 : -1;
+    Py_XDECREF(p);
+    Py_XDECREF(ne);
     Py_XDECREF(k);
-    return seen;
+    return rc < 0 ? tr_break_exc(s, "return") : 0;
+}
+
+static int share_done(tr_state *s, PyObject *v)
+{
+    PyObject *k = tr_id_key(v);
+    PyObject *e = k ? PyDict_GetItemWithError(s->live_seen, k) : NULL;
+    PyObject *ne = e ? PyTuple_Pack(3, PyTuple_GET_ITEM(e, 0), PyTuple_GET_ITEM(e, 1), Py_True)
+                     : NULL;
+    int rc = ne && PyDict_SetItem(s->live_seen, k, ne) == 0 ? 0 : -1;
+    Py_XDECREF(ne);
+    Py_XDECREF(k);
+    return rc < 0 ? tr_break_exc(s, "return") : 0;
 }
 
 typedef struct {
@@ -379,21 +408,15 @@ static int tmpl_of(tr_state *s, PyObject *v, outlist *ol, st_fe_tmpl **out, int 
         t->src = shsrc;
         return 0;
     }
-    if (s->tmpl_live && !st_fe_is_tensor(v) && !tr_is_plain_const(v)) {
-        /* a live value at a break keeps its identity: an object read from
-         * the frame is passed as that object */
+    if (!st_fe_is_tensor(v) && !tr_is_plain_const(v)) {
+        /* an object read from the frame (a list argument, self.cache)
+         * keeps its identity: returned, stored or live at a break, it is
+         * that object */
         st_fe_src *src = tr_lookup_src(s, v);
         if (src) {
             t->kind = ST_T_SOURCE;
             t->src = src;
             return 0;
-        }
-        if (PyList_Check(v) || PyDict_Check(v)) {
-            int seen = seen_before(s, v);
-            if (seen != 0)
-                return seen < 0 ? tr_break_exc(s, "live values")
-                                : tr_break(s, "a %s made in the frame is live at the graph "
-                                           "break in two places (aliasing)", tr_type_name(v));
         }
     }
     if (st_fe_is_tensor(v)) {
@@ -442,6 +465,14 @@ static int tmpl_of(tr_state *s, PyObject *v, outlist *ol, st_fe_tmpl **out, int 
     PyObject *items = NULL;
     if (depth > 32)
         return tr_break(s, "returns a structure nested too deep (or containing itself)");
+    /* a list, dict or user object made in the frame: one object however
+     * often the results and stored values reach it */
+    bool shareable = PyList_CheckExact(v) || PyDict_CheckExact(v) || tr_fresh_user_obj(s, v);
+    if (shareable) {
+        int sh = share_node(s, v, t);
+        if (sh != 0)
+            return sh < 0 ? -1 : 0;
+    }
     if (PyTuple_Check(v)) {
         t->kind = ST_T_TUPLE;
         t->obj = Py_NewRef((PyObject *)Py_TYPE(v));
@@ -462,22 +493,10 @@ static int tmpl_of(tr_state *s, PyObject *v, outlist *ol, st_fe_tmpl **out, int 
         }
     } else if (tr_fresh_user_obj(s, v)) {
         /* an instance of a plain user class made in the frame (tr_objects.c):
-         * rebuilt on every call; one object in two places would be two */
-        if (!(s->tmpl_live && (PyList_Check(v) || PyDict_Check(v)))) {
-            int seen = seen_before(s, v);
-            if (seen != 0)
-                return seen < 0 ? tr_break_exc(s, "user object")
-                                : tr_break(s, "a %s made in the frame is reached twice from "
-                                           "the results (aliasing)", tr_type_name(v));
-        }
+         * rebuilt on every call */
         t->kind = ST_T_OBJECT;
         if (tr_obj_tmpl_parts(v, &t->obj, &items) < 0)
             return tr_break_exc(s, "user object");
-    } else if (s->tmpl_what && tr_lookup_src(s, v)) {
-        /* a side effect's value read from the frame (a module, a function) */
-        t->kind = ST_T_SOURCE;
-        t->src = tr_lookup_src(s, v);
-        return 0;
     } else if (s->tmpl_live && (PyMethod_Check(v) ||
                                 (PyCFunction_Check(v) && PyCFunction_GET_SELF(v) &&
                                  !PyModule_Check(PyCFunction_GET_SELF(v))))) {
@@ -524,7 +543,7 @@ static int tmpl_of(tr_state *s, PyObject *v, outlist *ol, st_fe_tmpl **out, int 
             return -1;
         }
     Py_DECREF(items);
-    return 0;
+    return shareable ? share_done(s, v) : 0;
 }
 
 /* A graph output that is just a graph input (a captured tensor returned
@@ -622,10 +641,13 @@ static st_fe_entry *finish(tr_state *s)
         tr_break(s, "out of memory");
         return NULL;
     }
+    PyDict_Clear(s->live_seen);
+    s->nshare = 0;
     if (tmpl_of(s, s->retval, &ol, &e->ret, 0) < 0)
         goto fail;
     if (effects_of(s, e, &ol) < 0)
         goto fail;
+    e->nshare = s->nshare;
     if (s->dyn && tr_dyn_validate(s) < 0)
         goto fail;      /* the trace is aborted: inputs written in place are restored */
     if (tr_dyn_shapes(s))

@@ -61,15 +61,12 @@ _CELLS = ("a frame with cell variables (a closure made inside it) gets no partia
           "'the function has cell variables'")
 _LIVEFN = ("a function object made in the frame (lambda, async def) live at the break: no partial "
            "graph ('a live value is a function')")
-_LIVEOBJ = ("a user object made in the frame (_Box(...), _Obj()) live at the break: no partial "
-            "graph ('a live value is a _Box')")
 _ITER = ("an iterator live at the break (it = iter([...]); next(it) after it): no partial graph "
          "(\"local 'it' holds an iterator or context manager\"), the frame runs plain")
 FAILING_KNOWN = {
     "counts:i_class_def": _CLASS,
     "counts:i_del_deref": _CELLS, "counts:n_closure": _CELLS,
     "counts:n_lambda": _LIVEFN, "counts:i_coroutine": _LIVEFN,
-    "counts:i_del_attr": _LIVEOBJ,
     "counts:v_iterator_live": _ITER,
 }
 

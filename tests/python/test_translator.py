@@ -585,7 +585,7 @@ def test_returns_unsupported_type_breaks():
         l.append(l)
         return l
     brk(f, T(3), reason="returns a")
-    brk(g, T(3), reason="nested too deep")
+    brk(g, T(3), reason="contains itself")
 
 
 def test_rng_and_grad_mode_restored_on_break():
