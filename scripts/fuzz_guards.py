@@ -42,6 +42,7 @@ import subprocess
 import sys
 import time
 import traceback
+import types
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import symtrace as st  # noqa: E402
@@ -482,6 +483,23 @@ def P_kls(ns):
     return [ns["P"].kls, ns["P2"].kls, ns["Pr"].__dict__["v"].fget.__name__]
 
 
+_IMMUTABLE = (int, float, complex, str, bytes, bool, type(None), tuple, frozenset, range,
+              enum.Enum, st.Tensor, st.dtype)
+
+
+def ident_sig(py, ns, prog):
+    """Which mutable values returned are (by identity) the program's state objects or
+    earlier returned values: eager returns the object itself, never a copy."""
+    objs = [(f.g, ns.get(f.g)) for f in prog.frags if f is not None]
+    sig = []
+    for i, v in enumerate(py):
+        if isinstance(v, _IMMUTABLE) or isinstance(v, (type, types.FunctionType, types.MethodType,
+                                                       types.BuiltinFunctionType)):
+            continue
+        sig.append((i, [g for g, o in objs if o is v], [j for j in range(i) if py[j] is v]))
+    return sig
+
+
 def run_program(prog, config):
     """Runs prog's calls in a fresh namespace; config None: eagerly. A list of per-call
     records (exception type or (tensor dump, py dump), state dump)."""
@@ -497,7 +515,7 @@ def run_program(prog, config):
         ns["n_"] = prog.sizes[k]
         try:
             acc, py = eval(call, ns)
-            res = (canon(acc), canon(py))
+            res = (canon(acc), canon(py), ident_sig(py, ns, prog))
         except Exception as e:  # noqa: BLE001 - eager's exceptions are part of the result
             res = ("raise", type(e).__name__, str(e)[:200])
         recs.append((res, _state(prog, ns)))
@@ -528,13 +546,15 @@ def classify(want, got):
         if wr[1] != gr[1]:
             return "raise"
     else:
-        (wt, wp), (gt, gp) = wr, gr
+        (wt, wp, wi), (gt, gp, gi) = wr, gr
         if wt[:3] != gt[:3]:
             return "meta"
         if not close(wt, gt):
             return "value"
         if not close(wp, gp):
             return "py"
+        if wi != gi:
+            return "identity"
     if not close(ws, gs):
         return "state"
     return None
