@@ -640,6 +640,11 @@ st_tensor *st_tensor_apply_view(st_tensor *t, st_op_id op, const st_attrs *attrs
     case ST_OP_SQUEEZE: {
         if (attrs->ndims == 0)
             return st_tensor_squeeze(t, ST_SQUEEZE_ALL);
+        /* as the other view functions: a view whose base was written since
+         * takes its new history first (a compiled function's squeeze(-1) of
+         * an input view it wrote: the gradient saw the old values) */
+        if (st_ad_view_stale(t) && st_ad_view_refresh(t) != ST_OK)
+            return NULL;
         bool mask[ST_MAX_DIMS] = {0};
         for (int k = 0; k < attrs->ndims; k++) {
             int64_t d = attrs->dims[k];
