@@ -208,6 +208,8 @@ class ViewGen(fc.Gen):
         if k == "clamp_":
             return "%s.clamp_(%s, %s)" % (x, self.ch(["-1", "0", "None"]), self.ch(["1", "0.5"])), None
         if k == "masked_fill_":
+            if _overlaps(t):
+                return None  # torch only warns (a write into an expanded tensor)
             m = self.ch(["%s > 0" % x, "%s < %s" % (x, y) if y else "%s != 0" % x])
             return "%s.masked_fill_(%s, %s)" % (x, m, sc), None
         if not nd or not s[0]:
