@@ -434,6 +434,13 @@ static st_tensor *reshape_view(st_tensor *t, int ndim, const int64_t *shape, boo
     if (r && src != t)
         st_view_mark(src, r); /* a view of the copy, its root */
     st_tensor_decref(src);
+    /* the copy is no one else's (a trace may map it): r is no view, as
+     * torch's _unsafe_view of a clone, so detach_() on it is allowed */
+    if (r && src != t && r->view_base == src) {
+        r->view_base = NULL;
+        r->is_view = false;
+        st_tensor_decref(src);
+    }
     return r;
 }
 
