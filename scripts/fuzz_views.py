@@ -25,7 +25,6 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fuzz_compile as fc  # noqa: E402
 from fuzz_compile import Input, Program  # noqa: E402
-from fuzz_more_ops import _overlaps  # noqa: E402
 sys.path.pop(0)
 
 st = fc.st
@@ -42,6 +41,16 @@ fc.KNOWN += [
                  r"its base has been modified inplace)\. This view is the output of a function "
                  r"that returns multiple views"),
 ]
+
+def _overlaps(t):
+    """Whether two of t's elements share memory (an expand, an unfold with step < size,
+    an as_strided): torch writes into those in an unspecified order, or only warns."""
+    if t.numel() < 2:
+        return False
+    span = t.storage_offset() + 1 + sum((n - 1) * abs(s) for n, s in zip(t.shape, t.stride()))
+    offs = torch.arange(span).as_strided(t.shape, t.stride(), t.storage_offset())
+    return int(offs.unique().numel()) < t.numel()
+
 
 # input layouts: (base shape from the argument's shape s, view source)
 def _layout(r, s):
@@ -191,6 +200,8 @@ class ViewGen(fc.Gen):
         s = list(t.shape)
         nd = t.dim()
         fl = t.is_floating_point()
+        if _overlaps(t) and 0 not in t.stride():
+            return None  # (torch writes overlapping unfold / as_strided views in any order)
         y = self.partner(t) if self.p(0.5) else None
         k = self.ch(["add_", "mul_", "copy_", "zero_", "fill_", "clamp_", "index_put_", "masked_fill_",
                      "scatter_", "setitem", "iadd", "sub_"])
@@ -212,8 +223,8 @@ class ViewGen(fc.Gen):
                 return None  # torch only warns (a write into an expanded tensor)
             m = self.ch(["%s > 0" % x, "%s < %s" % (x, y) if y else "%s != 0" % x])
             return "%s.masked_fill_(%s, %s)" % (x, m, sc), None
-        if not nd or not s[0]:
-            return None
+        if not nd or not s[0] or _overlaps(t):
+            return None  # (into an expanded tensor torch's indexed writes only warn)
         if k == "index_put_":
             acc = self.p(0.6)
             m = int(self.ch([1, 2, 3]))
@@ -234,8 +245,6 @@ class ViewGen(fc.Gen):
                 return "%s.scatter_(%d, %s, %s)" % (x, d, idx, sc), None
             return "%s.scatter_(%d, %s, L.ones(%s, dtype=%s.dtype).mul(%s))" % (
                 x, d, idx, ", ".join(map(str, shp)), x, sc), None
-        if _overlaps(t):
-            return None  # torch only warns (index_put_ on an expanded tensor is deprecated)
         # setitem: slices, masks, unique int tensors, None
         key = self.ch(["%s > 0" % x, self._uidx(s[0], min(s[0], 2)), ":, %s" % self._uidx(s[1], min(s[1], 2))
                        if nd >= 2 and s[1] else "0", "1::2", "..., 0", "None, 0"])
@@ -258,6 +267,8 @@ class ViewGen(fc.Gen):
                 return None
             return [("%s = %s" % (z, src), z), ("%s.detach_()" % z, None)]
         # a write through a detached alias, then a read of the original
+        if _overlaps(self.env[x]) and 0 not in self.env[x].stride():
+            return None
         w = self.new()
         op = self.ch(["add_(1)", "mul_(2)", "zero_()", "fill_(3)", "clamp_(max=0.5)"])
         return [("%s = %s.detach()" % (z, x), z), ("%s.%s" % (z, op), None),
