@@ -16,6 +16,7 @@ draws the programs and adds the exception-type comparison.
 
   scripts/fuzz_views.py --seeds 300 [--start 0] [--minimize] [--backends llvm,interp] [-q]
 """
+import contextlib
 import os
 import sys
 
@@ -29,18 +30,19 @@ sys.path.pop(0)
 
 st = fc.st
 
-# Known differences (the brief of this round): not reported, counted.
-fc.KNOWN += [
+# Known differences, on top of fuzz_compile.KNOWN (not reported, counted; only while this
+# fuzzer runs: see _patched)
+VIEW_KNOWN = [
     # compiled gather / scatter out of range: IndexError where torch gives RuntimeError
     ("exc-type", r"torch RuntimeError.*(gather|scatter).*symtrace IndexError"),
-    # version-counter error text when compiled; index_fill's negative-index message
-    # in-place writes into (views of) outputs of split / chunk / unbind / diagonal-of-
-    # multi-views while they need gradients: torch refuses ("is the output of a function
-    # that returns multiple views"), symtrace eager and compiled run them (reported)
+    # in-place writes into (views of) outputs of split / chunk / unbind while they need
+    # gradients: torch refuses ("... is the output of a function that returns multiple
+    # views"), symtrace eager and compiled run them (reported; not fixed)
     ("no-raise", r"is a view and (is being modified inplace|its base or another view of "
                  r"its base has been modified inplace)\. This view is the output of a function "
                  r"that returns multiple views"),
 ]
+
 
 def _overlaps(t):
     """Whether two of t's elements share memory (an expand, an unfold with step < size,
@@ -421,29 +423,42 @@ def compare(ref, got, gtol=fc.GTOL["float32"], low="float32"):
     return bad
 
 
-STRICT = {"on": False}
+@contextlib.contextmanager
+def _patched(strict=False):
+    """fuzz_compile's check / minimize with this fuzzer's comparison and known
+    differences. strict: where torch's backward refuses a saved tensor written in place,
+    symtrace must refuse too (fuzz_compile then compares the compiled gradients with
+    symtrace eager's instead: symtrace saves copies of overwritten operands, x.mul_(x))."""
+    saved = fc.compare, fc._saved_differs, list(fc.KNOWN)
+    fc.compare = compare
+    if strict:
+        fc._saved_differs = lambda o: False
+    fc.KNOWN[:] = saved[2] + VIEW_KNOWN
+    try:
+        yield
+    finally:
+        fc.compare, fc._saved_differs = saved[0], saved[1]
+        fc.KNOWN[:] = saved[2]
 
 
-def _saved_differs(o):
-    # torch's backward refused a saved tensor written in place: symtrace has version
-    # counters too, so it must refuse as well (fuzz_compile falls back to symtrace eager)
-    return False if STRICT["on"] else _orig_saved_differs(o)
-
-
-_orig_saved_differs = fc._saved_differs
+def check(prog, backends=("llvm", "interp"), grad=True, strict=False):
+    """Every run of the program against torch: a list of (label, kind, message)."""
+    with _patched(strict):
+        return fc.check(prog, backends, grad=grad)
 
 
 def main(argv=None):
-    fc.compare = compare
-    fc._saved_differs = _saved_differs
-    fc.generate = generate
+    with _patched(strict="--strict-saved" in (sys.argv[1:] if argv is None else argv)):
+        return _main(argv)
+
+
+def _main(argv):
     ap = fc.seed_args(__doc__, "skip the gradient runs", backends=("llvm", "interp"))
     ap.add_argument("--strict-saved", action="store_true",
                     help="where torch's backward refuses an overwritten saved tensor, symtrace "
                          "must refuse too (by default, as fuzz_compile: its compiled gradients "
                          "are compared with its eager ones; symtrace saves copies where it can)")
     a = ap.parse_args(argv)
-    STRICT["on"] = a.strict_saved
     backends = [b for b in a.backends.split(",") if b and st._C._fe_backend_available(b)]
     seeds = [a.seed] if a.seed is not None else range(a.start, a.start + a.seeds)
     nbad, kinds_all = 0, {}
@@ -458,7 +473,7 @@ def main(argv=None):
             print("# seed %d\n%s" % (seed, prog.source()))
         sys.stdout.flush()
         try:
-            found = fc.check(prog, backends, grad=not a.no_grad)
+            found = fc.check(prog, backends, grad=not a.no_grad)  # (patched: see main)
         except Exception as e:  # noqa: BLE001  (a crash of the harness itself)
             found = [("harness", "crash", "%s: %s" % (type(e).__name__, e))]
         if not found:

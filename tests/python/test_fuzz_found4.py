@@ -2,7 +2,10 @@
 # in-place writes through them, detach / .data, advanced indexing, inputs that are views
 # of bigger tensors, error types) found in its first run, each with expected values,
 # eager and compiled (the compiled functions called three times with fresh values: the
-# capture and the cached entry).
+# capture and the cached entry); and a fixed-seed smoke run of that fuzzer (needs torch).
+import os
+import sys
+
 import numpy as np
 import pytest
 
@@ -87,3 +90,35 @@ def test_detach_inplace_of_copying_reshape_compiled(mode):
     for k in range(3):
         v = g(st.arange(12.0).reshape(2, 3, 2) + k)
         np.testing.assert_array_equal(v.numpy(), np.array([[0, 2, 4, 1, 3, 5, 6, 8, 10, 7, 9, 11]]) + k)
+
+
+def _fuzzer():
+    pytest.importorskip("torch")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    sys.path.insert(0, os.path.join(root, "scripts"))
+    try:
+        import fuzz_views
+    finally:
+        sys.path.pop(0)
+    return fuzz_views
+
+
+def test_view_fuzzer_smoke_fixed_seeds():
+    # a few seeds through every run (eager, compiled three times, gradients): no mismatch
+    fz = _fuzzer()
+    nstmts = nwrites = 0
+    for seed in (4, 7, 10, 21, 26, 150):
+        prog = fz.generate(seed)
+        nstmts += len(prog.stmts)
+        nwrites += sum(1 for s in prog.stmts if "_(" in s or "] =" in s or "+=" in s)
+        found = fz.check(prog, backends=BACKENDS)
+        assert not found, "seed %d: %s\n%s" % (seed, found, fz.fc.reproducer(prog, found[0][0]))
+    assert nstmts >= 40 and nwrites >= 15  # the programs are not trivial
+
+
+def test_view_fuzzer_compares_exception_types():
+    fz = _fuzzer()
+    ref = fz.fc.Outcome(exc=RuntimeError("x"), where="call")
+    assert [k for k, _ in fz.compare(ref, fz.fc.Outcome(exc=IndexError("x"), where="call"))] == \
+        ["exc-type"]
+    assert fz.compare(ref, fz.fc.Outcome(exc=RuntimeError("y"), where="call")) == []
