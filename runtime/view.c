@@ -434,6 +434,13 @@ static st_tensor *reshape_view(st_tensor *t, int ndim, const int64_t *shape, boo
     if (r && src != t)
         st_view_mark(src, r); /* a view of the copy, its root */
     st_tensor_decref(src);
+    /* the copy is no one else's (a trace may map it): r is no view, as
+     * torch's _unsafe_view of a clone, so detach_() on it is allowed */
+    if (r && src != t && r->view_base == src) {
+        r->view_base = NULL;
+        r->is_view = false;
+        st_tensor_decref(src);
+    }
     return r;
 }
 
@@ -640,6 +647,11 @@ st_tensor *st_tensor_apply_view(st_tensor *t, st_op_id op, const st_attrs *attrs
     case ST_OP_SQUEEZE: {
         if (attrs->ndims == 0)
             return st_tensor_squeeze(t, ST_SQUEEZE_ALL);
+        /* as the other view functions: a view whose base was written since
+         * takes its new history first (a compiled function's squeeze(-1) of
+         * an input view it wrote: the gradient saw the old values) */
+        if (st_ad_view_stale(t) && st_ad_view_refresh(t) != ST_OK)
+            return NULL;
         bool mask[ST_MAX_DIMS] = {0};
         for (int k = 0; k < attrs->ndims; k++) {
             int64_t d = attrs->dims[k];
