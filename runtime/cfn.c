@@ -942,6 +942,15 @@ static st_tensor *zeros_of(const st_meta *m)
 
 /* The backward graph of the outputs in mask alone, or -1 (then the full
  * one runs with zeros): its saved values must be among the forward's. */
+/* Does backward variant vi read saved tensor k? */
+static bool variant_reads(const st_rt_cfn *f, int vi, int k)
+{
+    for (int j = 0; j < f->var[vi].nsaved; j++)
+        if (f->var[vi].map[j] == k)
+            return true;
+    return false;
+}
+
 static int variant_of(st_rt_cfn *f, uint64_t mask)
 {
     for (int v = 0; v < f->nvar; v++)
@@ -1149,7 +1158,13 @@ static st_status node_backward(void *ctx, int nout, st_tensor *const *gout,
         goto done;
     }
     for (int k = 0; k < nsaved; k++)
-        if (!c->saved[k]) {
+        if (c->saved[k] && vi >= 0 && !variant_reads(f, vi, k)) {
+            /* a variant reads only what the outputs that got gradients
+             * need: a tensor only another output's gradient reads may have
+             * been written since (y = z.exp() returned, then y.mul_(2),
+             * then a backward from z alone: eager's exp node is never run) */
+            continue;
+        } else if (!c->saved[k]) {
             s = st_err(ST_ERR_RUNTIME, "CompiledFunctionBackward: the saved "
                        "tensors were handed to an earlier backward and freed; "
                        "use retain_graph=True to backward twice");
