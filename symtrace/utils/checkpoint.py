@@ -383,6 +383,11 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True,
                                      determinism_check == "default", bool(early_stop))
 
 
+# symtrace.compile's translator inlines `function` in place of the call (frontend/
+# tr_checkpoint.c) and marks what it records as a checkpoint range of the graph
+checkpoint._symtrace_checkpoint = True
+
+
 @_compiler_disable
 def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwargs):
     """checkpoint_sequential(functions, segments, input, use_reentrant=None,
