@@ -233,34 +233,61 @@ static bool random_op(st_op_id op)
     return st_op(op)->kind == ST_OPK_RANDOM || op == ST_OP_DROPOUT;
 }
 
-/* The range of forward value v's producer (-1: none, or a random draw,
- * which is never recomputed: its numbers are kept instead). */
-static int ckpt_of(const st_graph *f, const int *ck, int v)
+/* The range of forward value v's producer (-1: none, or a value kept from
+ * the forward: a random draw, whose numbers are not drawn again). */
+static int ckpt_of(const st_graph *f, const int *ck, const bool *drawn, int v)
 {
     const st_value *val = &f->values[v];
-    if (val->kind != ST_VAL_STMT)
+    if (val->kind != ST_VAL_STMT || drawn[v])
         return -1;
-    const st_stmt *s = &f->stmts[val->producer];
-    return random_op(s->op) ? -1 : ck[val->producer];
+    return ck[val->producer];
+}
+
+/* drawn[v]: v is a random draw, or a value of the same size that pointwise
+ * statements make from draws no other statement reads, and constants (a
+ * dropout's keep mask, ge(rand, p): the bool mask is kept, not the float
+ * draw). The last of such a chain is what the backward is handed. */
+static void ckpt_drawn(const st_graph *f, const int *nread, bool *drawn)
+{
+    for (int si = 0; si < f->nstmts; si++) {
+        const st_stmt *s = &f->stmts[si];
+        if (random_op(s->op)) {
+            for (int k = 0; k < s->nout; k++)
+                drawn[s->out[k]] = true;
+            continue;
+        }
+        if (!pointwise(s->op) || s->nout != 1)
+            continue;
+        int64_t n = st_meta_numel(&f->values[s->out[0]].meta);
+        bool any = false, ok = true;
+        for (int k = 0; ok && k < s->nin; k++) {
+            int u = s->in[k];
+            if (f->values[u].kind == ST_VAL_CONST)
+                continue;
+            ok = drawn[u] && nread[u] == 1 && st_meta_numel(&f->values[u].meta) == n;
+            any = true;
+        }
+        drawn[s->out[0]] = ok && any;
+    }
 }
 
 /* Makes forward value v (read while recomputing range r) available to the
  * backward graph: recomputed itself when range r made it, saved otherwise
  * (a region input, a random draw). ckr marks the recomputed values. */
-static void ckpt_need(const st_graph *f, const int *ck, int r, int v, bool *avail,
-                      bool *ckr)
+static void ckpt_need(const st_graph *f, const int *ck, const bool *drawn, int r, int v,
+                      bool *avail, bool *ckr)
 {
     const st_value *val = &f->values[v];
     if (val->kind == ST_VAL_CONST || avail[v] || ckr[v])
         return;
-    if (ckpt_of(f, ck, v) != r) {
+    if (ckpt_of(f, ck, drawn, v) != r) {
         avail[v] = true;
         return;
     }
     ckr[v] = true;
     const st_stmt *s = &f->stmts[val->producer];
     for (int k = 0; k < s->nin; k++)
-        ckpt_need(f, ck, r, s->in[k], avail, ckr);
+        ckpt_need(f, ck, drawn, r, s->in[k], avail, ckr);
 }
 
 /* Checkpointing (see the top): the saved values (avail) that a range
@@ -278,8 +305,13 @@ static bool ckpt_plan(const st_graph *f, bool *avail, bool *remat, bool *ckr)
         return true;
     int nf = f->nvalues > 0 ? f->nvalues : 1;
     bool *outside = calloc((size_t)nf, sizeof *outside);
-    if (!outside) {
+    bool *drawn = calloc((size_t)nf, sizeof *drawn);
+    int *nread = calloc((size_t)nf, sizeof *nread);
+    if (!outside || !drawn || !nread) {
         free(ck);
+        free(outside);
+        free(drawn);
+        free(nread);
         st_err(ST_ERR_MEMORY, "backward: out of memory");
         return false;
     }
@@ -289,24 +321,30 @@ static bool ckpt_plan(const st_graph *f, bool *avail, bool *remat, bool *ckr)
         const st_stmt *s = &f->stmts[si];
         for (int k = 0; k < s->nin; k++) {
             int u = s->in[k];
+            nread[u]++;
             if (f->values[u].kind == ST_VAL_STMT && ck[f->values[u].producer] != ck[si])
                 outside[u] = true;
         }
     }
+    for (int k = 0; k < f->noutputs; k++)
+        nread[f->outputs[k]]++;
+    ckpt_drawn(f, nread, drawn);
     /* the candidates first, so that none of them counts as saved */
     for (int v = 0; v < f->nvalues; v++)
-        if (avail[v] && !outside[v] && ckpt_of(f, ck, v) >= 0) {
+        if (avail[v] && !outside[v] && ckpt_of(f, ck, drawn, v) >= 0) {
             avail[v] = false;
             ckr[v] = true;
         }
     for (int v = 0; v < f->nvalues; v++) {
         if (!ckr[v] || f->values[v].kind != ST_VAL_STMT)
             continue;
-        int r = ckpt_of(f, ck, v);
+        int r = ckpt_of(f, ck, drawn, v);
         const st_stmt *s = &f->stmts[f->values[v].producer];
         for (int k = 0; k < s->nin; k++)
-            ckpt_need(f, ck, r, s->in[k], avail, ckr);
+            ckpt_need(f, ck, drawn, r, s->in[k], avail, ckr);
     }
+    free(drawn);
+    free(nread);
     /* a pointwise rematerialization reading a value now recomputed or
      * saved: replay_value follows either */
     for (int v = 0; v < f->nvalues; v++)

@@ -44,10 +44,16 @@ use_reentrant (as torch 2.13): not passing it warns (UserWarning) and means True
          reentrant checkpoint still writes the parameters' .grad (torch raises there).
   False: the saved-tensor-hooks variant above; keyword arguments allowed.
 
-Under symtrace.compile, checkpoint and checkpoint_sequential are graph breaks (as torch,
-whose checkpoint is wrapped in _disable_dynamo when dynamo cannot make it a higher
-order op): they run as plain Python, with nothing inside compiled, so compiled and eager
-runs give the same results and the activations are freed all the same. While some
+Under symtrace.compile, checkpoint is a higher-order op, as in torch.compile: the
+translator inlines `function` into the graph (frontend/tr_checkpoint.c) and marks what
+it records as a checkpoint range, whose values the backward graph recomputes from the
+range's inputs instead of saving them (ir/backward.c; random draws, a dropout's, are
+kept, so the masks are the forward's). Not passing use_reentrant warns when the call is
+translated. A call eager checkpoint would refuse or treat apart (context_fn, keyword
+arguments or debug with use_reentrant=True, a reentrant call with no input requiring
+grad) and a function the translator cannot inline are graph breaks: checkpoint then runs
+as plain Python, with nothing inside compiled. checkpoint_sequential is a graph break
+(its checkpoints run eagerly). While some
 other trace is recording (symtrace.compile's translator real-calling a symtrace
 function that calls checkpoint), `function` simply runs in that trace: results and
 gradients are right, no memory is saved.
