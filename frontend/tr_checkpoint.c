@@ -149,7 +149,13 @@ int tr_checkpoint(tr_state *s, PyObject *fn, tr_var *args, int nargs, PyObject *
     }
     st_graph *g = st_rt_trace_graph();
     int first = g ? g->nstmts : -1;
-    int rc = tr_call(s, &args[0], fa, n, fkw, out);
+    /* a closure of symtrace's own (checkpoint_sequential's chunk) is
+     * inlined too: a real call would read the modules it holds unsourced */
+    PyObject *f0 = args[0].v;
+    int rc = PyFunction_Check(f0) && ((PyFunctionObject *)f0)->func_closure &&
+                     tr_fn_origin(f0) == 1
+                 ? tr_inline(s, f0, fa, n, fkw, out)
+                 : tr_call(s, &args[0], fa, n, fkw, out);
     for (int i = 0; i < n; i++)
         tr_var_clear(&fa[i]);
     free(fa);

@@ -32,6 +32,18 @@
  * Values a product or a reduction reads stay saved (recomputing them would
  * cost a kernel of their own).
  *
+ * Activation checkpointing (the graph's checkpoint ranges, st_ir_add_checkpoint:
+ * a checkpoint(fn, ...) call traced inline): a value a range (the outermost
+ * holding its statement) makes, that the backward would save and that no
+ * statement outside the range nor a graph output reads, is not saved but
+ * recomputed in the backward graph, whatever its statement (products,
+ * reductions, softmax...), by replaying the range's statements it depends
+ * on, just before its first reader; what those read from outside the range
+ * is saved instead (its inputs: torch's checkpoint keeps them). Random
+ * draws are never drawn again: a draw, or the same-size value pointwise
+ * statements make from draws nothing else reads (a dropout's bool keep
+ * mask ge(rand, p)), is saved, so the backward uses the forward's numbers.
+ *
  * Backward graph inputs: saved forward values (ascending forward value id),
  * then the loss gradient, an input of the loss's meta (callers feed ones for
  * a scalar loss). Outputs: one gradient per wrt entry, of that value's shape

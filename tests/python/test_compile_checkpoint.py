@@ -5,15 +5,16 @@
 # and torch (skipped without torch): graph and break counts, gradients for both
 # use_reentrant values, dropout masks equal to eager's with the same seed, lower peak
 # memory of a compiled deep MLP, a second backward with retain_graph, nested
-# checkpoints, keyword and non-tensor arguments, the warning, and the fallback to a
-# break when the function itself breaks.
+# checkpoints, keyword and non-tensor arguments, the warning, checkpoint_sequential,
+# the HF-style BERT with gradient checkpointing, and the fallback to a break when the
+# function itself breaks.
 import warnings
 
 import numpy as np
 import pytest
 
 import symtrace as st
-from symtrace.utils.checkpoint import checkpoint
+from symtrace.utils.checkpoint import checkpoint, checkpoint_sequential
 
 D = 16
 
@@ -369,3 +370,33 @@ def test_hf_bert_gradient_checkpointing_compiles_without_extra_breaks():
     np.testing.assert_allclose(comp[0], eager[0], rtol=1e-5)
     np.testing.assert_allclose(plain[0], eager[0], rtol=1e-5)
     assert comp[1] < 0.6 * plain[1], (comp[1], plain[1])
+
+
+@pytest.mark.parametrize("how", [None, False, True])
+def test_checkpoint_sequential(how):
+    nn = st.nn
+    st.manual_seed(0)
+    m = nn.Sequential(*[l for _ in range(4) for l in (nn.Linear(D, D), nn.Tanh(), nn.Dropout(0.1))])
+
+    def f(x):
+        return (checkpoint_sequential(m, 3, x, use_reentrant=how) ** 2).sum()
+
+    def run(fn):
+        for p in m.parameters():
+            p.grad = None
+        x = st.tensor(_x((4, D), 9)).requires_grad_(True)
+        st.manual_seed(3)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            loss = fn(x)
+        loss.backward()
+        return (loss.item(), [x.grad.numpy().copy()] + [p.grad.numpy().copy() for p in m.parameters()],
+                [str(x.message) for x in w if "use_reentrant" in str(x.message)])
+
+    eager = run(f)
+    st.reset()
+    comp = run(st.compile(f))
+    assert stats() == (1, 0)
+    assert comp[0] == pytest.approx(eager[0], rel=1e-6)
+    assert_close(comp[1], eager[1])
+    assert len(comp[2]) == len(eager[2]) == (how is None)
