@@ -83,7 +83,7 @@ int tr_checkpoint(tr_state *s, PyObject *fn, tr_var *args, int nargs, PyObject *
             opt[o] = &args[npos + j];
             if (!opt[o]->v || opt[o]->it || opt[o]->aux != TR_AUX_NONE)
                 return tr_break(s, "checkpoint: option %s is not a plain value", nm);
-            if (o != 2 && guard_opt(s, opt[o]) < 0)
+            if (guard_opt(s, opt[o]) < 0)
                 return -1;
         } else {
             nfw++;

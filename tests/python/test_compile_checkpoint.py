@@ -400,3 +400,32 @@ def test_checkpoint_sequential(how):
     assert comp[0] == pytest.approx(eager[0], rel=1e-6)
     assert_close(comp[1], eager[1])
     assert len(comp[2]) == len(eager[2]) == (how is None)
+
+
+CONTEXT_FN = None
+
+
+def test_context_fn_other_than_the_default_runs_eagerly_and_is_guarded():
+    import contextlib
+    from symtrace.utils.checkpoint import noop_context_fn
+    global CONTEXT_FN
+    lin = st.nn.Linear(D, D)
+    calls = []
+
+    def my_ctx():
+        calls.append(1)
+        return contextlib.nullcontext(), contextlib.nullcontext()
+
+    def f(x):
+        return checkpoint(lin, x, use_reentrant=False, context_fn=CONTEXT_FN).sum()
+
+    st.reset()
+    x = st.tensor(_x((2, D))).requires_grad_(True)
+    cf = st.compile(f)
+    CONTEXT_FN = noop_context_fn
+    cf(x).backward()
+    assert stats() == (1, 0)
+    CONTEXT_FN = my_ctx
+    cf(x).backward()                  # the guard on context_fn fails: translated again
+    assert stats()[1] == 1 and calls == [1]      # eager checkpoint called it
+    CONTEXT_FN = None
