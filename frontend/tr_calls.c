@@ -1008,6 +1008,13 @@ int tr_call(tr_state *s, tr_var *fnv, tr_var *args, int nargs,
         /* compiler.disable's mark, in the function's own __dict__ (a
          * lookup there raises nothing for the functions that lack it) */
         PyObject *fd = ((PyFunctionObject *)fn)->func_dict;
+        if (fd && PyDict_GetItemString(fd, "_symtrace_checkpoint"))
+            return tr_checkpoint(s, fn, args, nargs, kwnames, out);
+        PyObject *seq = fd ? PyDict_GetItemString(fd, "_symtrace_checkpoint_sequential") : NULL;
+        PyObject *wrapped = seq ? PyDict_GetItemString(fd, "__wrapped__") : NULL;
+        if (wrapped && PyFunction_Check(wrapped))
+            /* its Python body, whose checkpoint calls are inlined as above */
+            return tr_inline(s, wrapped, args, nargs, kwnames, out);
         PyObject *dis = fd ? PyDict_GetItemString(fd, "_symtrace_disabled") : NULL;
         if (dis && PyObject_IsTrue(dis)) {
             char qb[200];

@@ -132,6 +132,9 @@ typedef struct {
     int lib_inline;          /* symtrace library functions being inlined under dynamic
                                 shapes (marked _symtrace_dyn_inline): a break inside
                                 one is a dynamic-shapes failure (a static retry) */
+    int *ckpt;               /* checkpoint(fn, ...) calls inlined: pairs [first, end)
+                                of trace statements (tr_checkpoint.c); malloc'd */
+    int nckpt, capckpt;
 } tr_state;
 
 /* One recorded side effect: obj is the target (SETATTR) or the original
@@ -145,6 +148,14 @@ typedef struct tr_fx {
 #define TR_MAX_STEPS 200000
 #define TR_MAX_DEPTH 48
 #define TR_MAX_EXPOSED 4096
+
+/* ---- tr_checkpoint.c: a call to symtrace.utils.checkpoint.checkpoint (fn is
+ * it): function inlined, its statements recorded as a checkpoint range. */
+int tr_checkpoint(tr_state *s, PyObject *fn, tr_var *args, int nargs, PyObject *kwnames,
+                  tr_var *out);
+/* Adds the ranges to the final graph g; smap: the trace's statement ->
+ * g's statement (-1: dropped), nsmap of them. 0, or -1 with the error set. */
+int tr_checkpoint_apply(tr_state *s, st_graph *g, const int *smap, int nsmap);
 
 /* ---- tr_vars.c, translator.c */
 /* Records a break (first one wins) with the innermost frame's file and

@@ -657,11 +657,17 @@ static st_fe_entry *finish(tr_state *s)
      * under no_grad, it is off), and ops under no_grad are stop-gradient
      * regions of the graph */
     bool gm = st_rt_trace_grad_seen() || st_ad_grad_enabled();
+    bool want_smap = s->dyn || s->nckpt > 0;
     st_graph *g = st_rt_trace_end3(ol.outs, ol.nout, &ins, &nin, &wb_in, &nwb,
-                                   s->dyn ? &smap : NULL, s->dyn ? &nsmap : NULL, &rg0);
+                                   want_smap ? &smap : NULL, want_smap ? &nsmap : NULL, &rg0);
     if (!g) {
         const char *m = st_err_msg();
         tr_break(s, "%s%s", strncmp(m, "trace failed: ", 14) ? "trace failed: " : "", m);
+        goto fail_ended;
+    }
+    if (s->nckpt > 0 && tr_checkpoint_apply(s, g, smap, nsmap) < 0) {
+        tr_break(s, "checkpoint: %s", st_err_msg());
+        st_ir_graph_free(g);
         goto fail_ended;
     }
     e->nops = g->nstmts;
@@ -1177,6 +1183,7 @@ cleanup:
     Py_XDECREF(s->fresh);
     Py_XDECREF(s->cellmap);
     Py_XDECREF(s->live_seen);
+    free(s->ckpt);
     tr_dyn_leave(prevcur);
     tr_dyn_end(s);
     st_fe_guardset_clear(&s->guards);

@@ -32,6 +32,18 @@
  * Values a product or a reduction reads stay saved (recomputing them would
  * cost a kernel of their own).
  *
+ * Activation checkpointing (the graph's checkpoint ranges, st_ir_add_checkpoint:
+ * a checkpoint(fn, ...) call traced inline): a value a range (the outermost
+ * holding its statement) makes, that the backward would save and that no
+ * statement outside the range nor a graph output reads, is not saved but
+ * recomputed in the backward graph, whatever its statement (products,
+ * reductions, softmax...), by replaying the range's statements it depends
+ * on, just before its first reader; what those read from outside the range
+ * is saved instead (its inputs: torch's checkpoint keeps them). Random
+ * draws are never drawn again: a draw, or the same-size value pointwise
+ * statements make from draws nothing else reads (a dropout's bool keep
+ * mask ge(rand, p)), is saved, so the backward uses the forward's numbers.
+ *
  * Backward graph inputs: saved forward values (ascending forward value id),
  * then the loss gradient, an input of the loss's meta (callers feed ones for
  * a scalar loss). Outputs: one gradient per wrt entry, of that value's shape
@@ -194,7 +206,165 @@ static int replay_value(const st_graph *f, st_graph *b, int v, int *fmap)
             return -1;
     if (st_ir_add_stmt(b, s->op, in, s->nin, &s->attrs, out) < 0)
         return -1;
-    return fmap[v] = out[0];
+    for (int k = 0; k < s->nout; k++)
+        if (fmap[s->out[k]] < 0)
+            fmap[s->out[k]] = out[k];
+    return fmap[v];
+}
+
+/* ---------------- activation checkpointing ----------------
+ * ck[si]: the outermost checkpoint range holding forward statement si, or
+ * -1 (NULL when the graph has none; *oom on failure). */
+static int *ckpt_map(const st_graph *f, bool *oom)
+{
+    *oom = false;
+    if (!f->nckpt)
+        return NULL;
+    int *m = malloc(sizeof(int) * (size_t)(f->nstmts > 0 ? f->nstmts : 1));
+    if (!m) {
+        *oom = true;
+        return NULL;
+    }
+    for (int si = 0; si < f->nstmts; si++)
+        m[si] = -1;
+    for (int r = 0; r < f->nckpt; r++) {
+        int a = f->ckpt[2 * r], e = f->ckpt[2 * r + 1];
+        for (int si = a < 0 ? 0 : a; si < e && si < f->nstmts; si++) {
+            int o = m[si];
+            /* the outermost: the range that starts first, then ends last */
+            if (o < 0 || a < f->ckpt[2 * o] ||
+                (a == f->ckpt[2 * o] && e > f->ckpt[2 * o + 1]))
+                m[si] = r;
+        }
+    }
+    return m;
+}
+
+static bool random_op(st_op_id op)
+{
+    return st_op(op)->kind == ST_OPK_RANDOM || op == ST_OP_DROPOUT;
+}
+
+/* The range of forward value v's producer (-1: none, or a value kept from
+ * the forward: a random draw, whose numbers are not drawn again). */
+static int ckpt_of(const st_graph *f, const int *ck, const bool *drawn, int v)
+{
+    const st_value *val = &f->values[v];
+    if (val->kind != ST_VAL_STMT || drawn[v])
+        return -1;
+    return ck[val->producer];
+}
+
+/* drawn[v]: v is a random draw, or a value of the same size that pointwise
+ * statements make from draws no other statement reads, and constants (a
+ * dropout's keep mask, ge(rand, p): the bool mask is kept, not the float
+ * draw). The last of such a chain is what the backward is handed. */
+static void ckpt_drawn(const st_graph *f, const int *nread, bool *drawn)
+{
+    for (int si = 0; si < f->nstmts; si++) {
+        const st_stmt *s = &f->stmts[si];
+        if (random_op(s->op)) {
+            for (int k = 0; k < s->nout; k++)
+                drawn[s->out[k]] = true;
+            continue;
+        }
+        if (!pointwise(s->op) || s->nout != 1)
+            continue;
+        int64_t n = st_meta_numel(&f->values[s->out[0]].meta);
+        bool any = false, ok = true;
+        for (int k = 0; ok && k < s->nin; k++) {
+            int u = s->in[k];
+            if (f->values[u].kind == ST_VAL_CONST)
+                continue;
+            ok = drawn[u] && nread[u] == 1 && st_meta_numel(&f->values[u].meta) == n;
+            any = true;
+        }
+        drawn[s->out[0]] = ok && any;
+    }
+}
+
+/* Makes forward value v (read while recomputing range r) available to the
+ * backward graph: recomputed itself when range r made it, saved otherwise
+ * (a region input, a random draw). ckr marks the recomputed values. */
+static void ckpt_need(const st_graph *f, const int *ck, const bool *drawn, int r, int v,
+                      bool *avail, bool *ckr)
+{
+    const st_value *val = &f->values[v];
+    if (val->kind == ST_VAL_CONST || avail[v] || ckr[v])
+        return;
+    if (ckpt_of(f, ck, drawn, v) != r) {
+        avail[v] = true;
+        return;
+    }
+    ckr[v] = true;
+    const st_stmt *s = &f->stmts[val->producer];
+    for (int k = 0; k < s->nin; k++)
+        ckpt_need(f, ck, drawn, r, s->in[k], avail, ckr);
+}
+
+/* Checkpointing (see the top): the saved values (avail) that a range
+ * makes and that only statements of that range read are recomputed
+ * instead (ckr), from the values the range reads from outside, saved. */
+static bool ckpt_plan(const st_graph *f, bool *avail, bool *remat, bool *ckr)
+{
+    bool oom;
+    int *ck = ckpt_map(f, &oom);
+    if (oom) {
+        st_err(ST_ERR_MEMORY, "backward: out of memory");
+        return false;
+    }
+    if (!ck)
+        return true;
+    int nf = f->nvalues > 0 ? f->nvalues : 1;
+    bool *outside = calloc((size_t)nf, sizeof *outside);
+    bool *drawn = calloc((size_t)nf, sizeof *drawn);
+    int *nread = calloc((size_t)nf, sizeof *nread);
+    if (!outside || !drawn || !nread) {
+        free(ck);
+        free(outside);
+        free(drawn);
+        free(nread);
+        st_err(ST_ERR_MEMORY, "backward: out of memory");
+        return false;
+    }
+    for (int k = 0; k < f->noutputs; k++)
+        outside[f->outputs[k]] = true;
+    for (int si = 0; si < f->nstmts; si++) {
+        const st_stmt *s = &f->stmts[si];
+        for (int k = 0; k < s->nin; k++) {
+            int u = s->in[k];
+            nread[u]++;
+            if (f->values[u].kind == ST_VAL_STMT && ck[f->values[u].producer] != ck[si])
+                outside[u] = true;
+        }
+    }
+    for (int k = 0; k < f->noutputs; k++)
+        nread[f->outputs[k]]++;
+    ckpt_drawn(f, nread, drawn);
+    /* the candidates first, so that none of them counts as saved */
+    for (int v = 0; v < f->nvalues; v++)
+        if (avail[v] && !outside[v] && ckpt_of(f, ck, drawn, v) >= 0) {
+            avail[v] = false;
+            ckr[v] = true;
+        }
+    for (int v = 0; v < f->nvalues; v++) {
+        if (!ckr[v] || f->values[v].kind != ST_VAL_STMT)
+            continue;
+        int r = ckpt_of(f, ck, drawn, v);
+        const st_stmt *s = &f->stmts[f->values[v].producer];
+        for (int k = 0; k < s->nin; k++)
+            ckpt_need(f, ck, drawn, r, s->in[k], avail, ckr);
+    }
+    free(drawn);
+    free(nread);
+    /* a pointwise rematerialization reading a value now recomputed or
+     * saved: replay_value follows either */
+    for (int v = 0; v < f->nvalues; v++)
+        if (avail[v])
+            remat[v] = ckr[v] = false;
+    free(outside);
+    free(ck);
+    return true;
 }
 
 /* Compacts the working graph into the backward graph (see the top). */
@@ -210,7 +380,7 @@ static st_graph *compact(bctx *c, const int *seeds, int nseeds,
     int *map = malloc(sizeof(int) * (size_t)nv);
     /* which working input is the placeholder of which forward value */
     int *fwd_of = malloc(sizeof(int) * (size_t)nv);
-    bool *avail = NULL, *remat = NULL;
+    bool *avail = NULL, *remat = NULL, *ckr = NULL;
     int *fmap = NULL;
     st_graph *b = st_ir_graph_new();
     bool ok = live && keep && shape_only && map && fwd_of && b;
@@ -246,9 +416,10 @@ static st_graph *compact(bctx *c, const int *seeds, int nseeds,
     int nf = c->f->nvalues > 0 ? c->f->nvalues : 1;
     avail = calloc((size_t)nf, sizeof *avail);
     remat = calloc((size_t)nf, sizeof *remat);
+    ckr = calloc((size_t)nf, sizeof *ckr);
     fmap = malloc(sizeof(int) * (size_t)nf);
     bool *only_pw = calloc((size_t)nv, sizeof *only_pw);
-    if (!avail || !remat || !fmap || !only_pw) {
+    if (!avail || !remat || !ckr || !fmap || !only_pw) {
         free(only_pw);
         ok = false;
         st_err(ST_ERR_MEMORY, "backward: out of memory");
@@ -279,13 +450,14 @@ static st_graph *compact(bctx *c, const int *seeds, int nseeds,
         avail[v] = !remat[v];
     }
     free(only_pw);
+    if (!ckpt_plan(c->f, avail, remat, ckr)) {
+        ok = false;
+        goto done;
+    }
     /* inputs: the saved forward values in forward order, then the seed */
     int nsaved = 0;
-    for (int v = 0; v < c->f->nvalues; v++) {
-        int p = c->ph[v];
-        if (p >= 0 && fwd_of[p] == v && live[p] && !remat[v])
-            nsaved++;
-    }
+    for (int v = 0; v < c->f->nvalues; v++)
+        nsaved += avail[v];
     info->saved = malloc(sizeof(int) * (size_t)(nsaved > 0 ? nsaved : 1));
     if (!info->saved) {
         ok = false;
@@ -293,12 +465,15 @@ static st_graph *compact(bctx *c, const int *seeds, int nseeds,
         goto done;
     }
     for (int v = 0; v < c->f->nvalues && ok; v++) {
-        int p = c->ph[v];
-        if (p < 0 || fwd_of[p] != v || !live[p] || remat[v])
+        if (!avail[v])
             continue;
-        map[p] = st_ir_add_input(b, &w->values[p].meta, false);
-        ok = map[p] >= 0;
-        fmap[v] = map[p];
+        int p = c->ph[v];
+        /* a value a checkpoint's recomputation reads has no placeholder
+         * when no rule reads it */
+        fmap[v] = st_ir_add_input(b, &c->f->values[v].meta, false);
+        ok = fmap[v] >= 0;
+        if (p >= 0 && fwd_of[p] == v)
+            map[p] = fmap[v];
         info->saved[info->nsaved++] = v;
     }
     info->grad_input = info->nsaved;
@@ -326,7 +501,7 @@ static st_graph *compact(bctx *c, const int *seeds, int nseeds,
             int v = s->in[k];
             /* a rematerialized value: replayed just before its first
              * reader, so that fusion can fold it into that kernel */
-            if (map[v] < 0 && fwd_of[v] >= 0 && remat[fwd_of[v]])
+            if (map[v] < 0 && fwd_of[v] >= 0 && (remat[fwd_of[v]] || ckr[fwd_of[v]]))
                 map[v] = replay_value(c->f, b, fwd_of[v], fmap);
             if (map[v] < 0 && w->values[v].kind == ST_VAL_CONST)
                 map[v] = st_ir_add_const(b, w->values[v].meta.dtype,
@@ -360,6 +535,7 @@ done:
     free(fwd_of);
     free(avail);
     free(remat);
+    free(ckr);
     free(fmap);
     if (!ok) {
         st_ir_graph_free(b);
@@ -427,6 +603,33 @@ void st_ir_regions_clear(st_graph *g)
     free(g->regions);
     g->regions = NULL;
     g->nregions = g->cap_regions = 0;
+    free(g->ckpt);
+    g->ckpt = NULL;
+    g->nckpt = g->cap_ckpt = 0;
+}
+
+int st_ir_add_checkpoint(st_graph *g, int first, int end)
+{
+    if (!g || first < 0 || end < first || end > g->nstmts) {
+        st_err(ST_ERR_VALUE, "add_checkpoint: bad range");
+        return -1;
+    }
+    if (end == first)
+        return 0;
+    if (g->nckpt == g->cap_ckpt) {
+        int nc = g->cap_ckpt ? g->cap_ckpt * 2 : 8;
+        int *n = realloc(g->ckpt, sizeof(int) * 2 * (size_t)nc);
+        if (!n) {
+            st_err(ST_ERR_MEMORY, "add_checkpoint: out of memory");
+            return -1;
+        }
+        g->ckpt = n;
+        g->cap_ckpt = nc;
+    }
+    g->ckpt[2 * g->nckpt] = first;
+    g->ckpt[2 * g->nckpt + 1] = end;
+    g->nckpt++;
+    return 0;
 }
 
 static int *dup_ints(const int *a, int n, bool *ok)
@@ -907,7 +1110,11 @@ st_graph *st_ir_graph_clone(const st_graph *g)
     c->outputs = NULL;
     c->regions = NULL;
     c->nregions = c->cap_regions = 0;
+    c->ckpt = NULL;
+    c->nckpt = c->cap_ckpt = 0;
     bool ok = true;
+    for (int k = 0; ok && k < g->nckpt; k++)
+        ok = st_ir_add_checkpoint(c, g->ckpt[2 * k], g->ckpt[2 * k + 1]) == 0;
 #define DUP(field, n, cap)                                                        \
     do {                                                                          \
         c->cap = g->n;                                                            \

@@ -305,6 +305,9 @@ typedef struct st_graph {
     int *outputs; int noutputs, cap_outputs;
     int next_var, next_param;
     st_ir_region *regions; int nregions, cap_regions; /* owned */
+    /* activation-checkpoint ranges (st_ir_add_checkpoint): pairs
+     * [ckpt[2k], ckpt[2k+1]) of statements, malloc'd, owned */
+    int *ckpt; int nckpt, cap_ckpt;
 } st_graph;
 
 st_graph *st_ir_graph_new(void);
@@ -408,8 +411,15 @@ st_graph *st_ir_forward_saving(const st_graph *fwd,
 /* Appends a region (copies the in/out/read arrays, takes bwd; bwd is
  * freed on failure too). Returns its index or -1 with the error set. */
 int st_ir_add_region(st_graph *g, const st_ir_region *r);
-/* Frees g's regions (st_ir_graph_free calls it). */
+/* Frees g's regions and checkpoint ranges (st_ir_graph_free calls it). */
 void st_ir_regions_clear(st_graph *g);
+/* Marks statements [first, end) as an activation-checkpoint region (a
+ * checkpoint(fn, ...) call traced inline): the backward graph does not
+ * take the values they make from the forward but recomputes them from the
+ * region's inputs (see ir/backward.c). Ranges may nest; copies of a graph
+ * other than st_ir_graph_clone drop them. Returns 0, or -1 with the error
+ * set. */
+int st_ir_add_checkpoint(st_graph *g, int first, int end);
 /* Is statement si inside a region of g: a custom-gradient (PyLayer) one when
  * custom, else a stop-gradient one (traced under no_grad)? */
 bool st_ir_stmt_in_region(const st_graph *g, int si, bool custom);

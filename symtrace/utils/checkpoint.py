@@ -44,10 +44,16 @@ use_reentrant (as torch 2.13): not passing it warns (UserWarning) and means True
          reentrant checkpoint still writes the parameters' .grad (torch raises there).
   False: the saved-tensor-hooks variant above; keyword arguments allowed.
 
-Under symtrace.compile, checkpoint and checkpoint_sequential are graph breaks (as torch,
-whose checkpoint is wrapped in _disable_dynamo when dynamo cannot make it a higher
-order op): they run as plain Python, with nothing inside compiled, so compiled and eager
-runs give the same results and the activations are freed all the same. While some
+Under symtrace.compile, checkpoint is a higher-order op, as in torch.compile: the
+translator inlines `function` into the graph (frontend/tr_checkpoint.c) and marks what
+it records as a checkpoint range, whose values the backward graph recomputes from the
+range's inputs instead of saving them (ir/backward.c; random draws, a dropout's, are
+kept, so the masks are the forward's). Not passing use_reentrant warns when the call is
+translated. A call eager checkpoint would refuse or treat apart (context_fn, keyword
+arguments or debug with use_reentrant=True, a reentrant call with no input requiring
+grad) and a function the translator cannot inline are graph breaks: checkpoint then runs
+as plain Python, with nothing inside compiled. checkpoint_sequential's body is translated
+as user code (its checkpoint calls as above). While some
 other trace is recording (symtrace.compile's translator real-calling a symtrace
 function that calls checkpoint), `function` simply runs in that trace: results and
 gradients are right, no memory is saved.
@@ -383,6 +389,22 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True,
                                      determinism_check == "default", bool(early_stop))
 
 
+# symtrace.compile's translator inlines `function` in place of the call (frontend/
+# tr_checkpoint.c) and marks what it records as a checkpoint range of the graph
+checkpoint._symtrace_checkpoint = True
+
+
+def _warn_sequential_use_reentrant():
+    # a function of its own: compile calls it for real (no break), eager warns the same
+    warnings.warn(
+        "symtrace.utils.checkpoint.checkpoint_sequential: the use_reentrant "
+        "parameter should be passed explicitly (torch.utils.checkpoint announces "
+        "an exception for calls without it). use_reentrant=False is "
+        "recommended, but if you need to preserve the current default "
+        "behavior, you can pass use_reentrant=True. Refer to docs for more "
+        "details on the differences between the two variants.", stacklevel=4)
+
+
 @_compiler_disable
 def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwargs):
     """checkpoint_sequential(functions, segments, input, use_reentrant=None,
@@ -390,13 +412,7 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwar
     functions) in order on input, in `segments` chunks of which all but the last are
     checkpointed, as torch.utils.checkpoint.checkpoint_sequential."""
     if use_reentrant is None:
-        warnings.warn(
-            "symtrace.utils.checkpoint.checkpoint_sequential: the use_reentrant "
-            "parameter should be passed explicitly (torch.utils.checkpoint announces "
-            "an exception for calls without it). use_reentrant=False is "
-            "recommended, but if you need to preserve the current default "
-            "behavior, you can pass use_reentrant=True. Refer to docs for more "
-            "details on the differences between the two variants.", stacklevel=3)
+        _warn_sequential_use_reentrant()
         use_reentrant = True
     preserve = kwargs.pop("preserve_rng_state", True)
     if kwargs:
@@ -411,10 +427,10 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwar
             return input
         return forward
 
-    from ..nn import Sequential
-    if isinstance(functions, Sequential):
-        functions = list(functions.children())
-    functions = list(functions)
+    # an nn.Sequential is indexed as it is (its children in order), so that compile
+    # reads each module through it
+    if not hasattr(functions, "__getitem__"):
+        functions = list(functions)
     segment_size = len(functions) // segments
     # the last chunk is not checkpointed (its output's graph is needed right away)
     end = -1
@@ -422,4 +438,10 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwar
         end = start + segment_size - 1
         input = checkpoint(run_function(start, end, functions), input,
                            use_reentrant=use_reentrant, preserve_rng_state=preserve)
-    return run_function(end + 1, len(functions) - 1, functions)(input)
+    for j in range(end + 1, len(functions)):
+        input = functions[j](input)
+    return input
+
+
+# the translator runs its body (checkpoint_sequential.__wrapped__) as user code
+checkpoint_sequential._symtrace_checkpoint_sequential = True

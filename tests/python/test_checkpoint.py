@@ -6,7 +6,7 @@
 # preserve_rng_state), checkpoint_sequential, nested checkpoints, kwargs, non-tensor
 # inputs and None outputs, torch's warnings and errors, the determinism check,
 # context_fn, autocast, peak memory of a deep MLP, and a whole training step under
-# symtrace.compile (equal to eager; the checkpoint call is a graph break).
+# symtrace.compile (equal to eager; the checkpoint call is inlined, no graph break).
 import warnings
 
 import numpy as np
@@ -448,5 +448,5 @@ def test_compiled_training_step_equals_eager():
     _, step = make()
     rep = st.explain(step, *data[0])
     reasons = [b.reason for b in rep.break_reasons]
-    assert any("call to checkpoint" in r for r in reasons), str(rep)
-    assert rep.graph_count >= 2, str(rep)
+    # checkpoint is inlined into the graph (tests/python/test_compile_checkpoint.py)
+    assert not any("checkpoint" in r for r in reasons), str(rep)
