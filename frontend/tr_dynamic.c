@@ -1183,12 +1183,14 @@ static int probe(tr_state *s, int v, int64_t out[NPROBE][ST_MAX_DIMS], int *ndim
         int64_t pv[MAXSYM];
         probe_vals(s, p, pv);
         if (apply_at(s, g, ins, nin, pv) < 0) {
+            char why[200];
+            snprintf(why, sizeof why, " (%s)", st_err_msg());
             st_err_clear();
             if (!retried && pin_candidates(s, ins, nin) > 0) {
                 retried = true;
                 p = -1;          /* again, from the first probe */
             } else {
-                dyn_fail(s, "the graph does not hold at other sizes%s", "");
+                dyn_fail(s, "the graph does not hold at other sizes%s", why);
                 rc = -1;
             }
         } else {
