@@ -56,6 +56,9 @@ struct tr_dyn {
     bool shapes;                 /* dynamic shapes on (else: int attributes only) */
     bool pinned[MAXSYM];         /* symbols guarded to their value (a graph
                                     that does not hold otherwise) */
+    int alias[MAXSYM];           /* j + 1: a dim's symbol guarded equal to
+                                    symbol j (duck sizing, where the graph
+                                    needs it); 0: its own */
     PyObject *tsyms;             /* id(st_tensor) -> tuple of expr ids per dim */
     PyObject *symints;           /* id(SymInt) -> (SymInt, expr id) */
     PyObject *srcmask;           /* src id -> dyn mask of its TENSOR guard */
@@ -417,6 +420,17 @@ static int add_rel(tr_state *s, int a, int b, int op, bool want)
     return 0;
 }
 
+/* Symbol k pinned (guarded to its value by the caller), with the symbols
+ * aliased to the same one (duck sizing: guarded equal to it). */
+static void pin_class(tr_state *s, int k)
+{
+    st_fe_symtab *tb = tab(s);
+    int r = s->dyn->alias[k] ? s->dyn->alias[k] - 1 : k;
+    for (int j = 0; j < tb->nsym; j++)
+        if (j == k || j == r || s->dyn->alias[j] == r + 1)
+            s->dyn->pinned[j] = true;
+}
+
 /* The plain int of a SymInt, its value guarded. New reference. */
 static PyObject *specialize(tr_state *s, PyObject *o)
 {
@@ -429,16 +443,8 @@ static PyObject *specialize(tr_state *s, PyObject *o)
             return NULL;
         /* a size symbol guarded to its value is a constant for the probes
          * too (int(x.shape[2]) in library code keeping a dim static) */
-        if (s->dyn && tab(s)->x[e].op == ST_SX_SYM) {
-            /* with the dims' symbols of the same value, merged into this
-             * one (duck sizing: their own are no longer used) */
-            st_fe_symtab *tb = tab(s);
-            int k = (int)tb->x[e].c;
-            s->dyn->pinned[k] = true;
-            for (int j = 0; j < tb->nsym; j++)
-                if (tb->dim[j] >= 0 && tb->val[j] == tb->val[k])
-                    s->dyn->pinned[j] = true;
-        }
+        if (s->dyn && tab(s)->x[e].op == ST_SX_SYM)
+            pin_class(s, (int)tab(s)->x[e].c);
     }
     return PyLong_FromLongLong(v);
 }
@@ -945,31 +951,21 @@ int tr_dyn_source(tr_state *s, PyObject *v, st_fe_src *src)
     for (int d = 0; ex && d < t->ndim; d++) {
         int e;
         if (contig && t->shape[d] >= 2 && tb->nsym < MAXSYM) {
-            /* duck sizing: a size equal to an earlier symbol's is that
-             * symbol, guarded equal (TorchDynamo's default) */
-            int same = -1;
-            for (int k2 = 0; k2 < tb->nsym && same < 0; k2++)
-                if (tb->dim[k2] >= 0 && tb->val[k2] == t->shape[d])
-                    same = k2;
+            /* a symbol of its own, also where the size equals another's:
+             * duck sizing (TorchDynamo's default: one symbol, guarded
+             * equal) only where the graph needs it (repair), so that a
+             * batch of 16 next to a hidden size of 16 stays symbolic */
             int kk = new_symbol(s, src, d, t->shape[d]);
             if (kk < 0) {
                 Py_DECREF(ex);
                 Py_DECREF(k);
                 return tr_break(s, "out of memory");
             }
-            int mine = sx_new(tb, ST_SX_SYM, -1, -1, kk);
-            e = mine;
-            if (same >= 0) {
-                int x = -1;
-                for (int i = 0; i < tb->nx && x < 0; i++)
-                    if (tb->x[i].op == ST_SX_SYM && tb->x[i].c == same)
-                        x = i;
-                if (x < 0 || add_rel(s, mine, x, ST_SXC_EQ, true) < 0) {
-                    Py_DECREF(ex);
-                    Py_DECREF(k);
-                    return tr_break(s, "out of memory");
-                }
-                e = x;
+            e = sx_new(tb, ST_SX_SYM, -1, -1, kk);
+            if (e < 0) {
+                Py_DECREF(ex);
+                Py_DECREF(k);
+                return tr_break(s, "out of memory");
             }
             mask |= 1u << d;
         } else {
@@ -1058,14 +1054,18 @@ static int apply_at(tr_state *s, st_graph *g, st_tensor *const *ins, int nin,
 static void probe_vals(tr_state *s, int p, int64_t *out)
 {
     st_fe_symtab *tb = tab(s);
-    for (int k = 0; k < tb->nsym; k++)
-        out[k] = s->dyn->pinned[k] ? tb->val[k] : primes[p][k];
+    for (int k = 0; k < tb->nsym; k++) {
+        int r = s->dyn->alias[k] ? s->dyn->alias[k] - 1 : k;
+        out[k] = s->dyn->pinned[k] || s->dyn->pinned[r] ? tb->val[k] : primes[p][r];
+    }
 }
 
-/* The graph did not hold at the probes: pin the symbols whose value is a
- * size of a tensor without symbols (a weight's: x @ w with x's last dim a
- * symbol), guarding them equal to it, as TorchDynamo's shape checks would.
- * Returns how many it pinned. */
+/* k's probe value is not its own prime (pinned, or an alias). */
+static bool not_free(tr_state *s, int k)
+{
+    return s->dyn->pinned[k] || s->dyn->alias[k];
+}
+
 /* t's dims are known to the translation with at least one not a constant
  * (a tensor whose dims were only read, a buffer's, has constants there). */
 static bool sym_dims(tr_state *s, st_tensor *t)
@@ -1093,13 +1093,31 @@ static bool weight_dim(tr_state *s, st_tensor *const *ins, int nin, int64_t v)
     return false;
 }
 
-/* No single symbol is a weight's size: pin the symbols of a run of a
- * symbolic input's dims whose product is one (flatten then linear: C*H*W
- * equal to the weight's in-features, TorchDynamo's s1*s2*s3 == 192). */
-static int pin_products(tr_state *s, st_tensor *const *ins, int nin)
+/* A repair of a graph that does not hold at the probes: pin symbol k to
+ * its value (cls false), or make it a member of the class of the free
+ * symbols of its value (cls: duck sizing, each member guarded equal to the
+ * class's first). */
+typedef struct {
+    int k;
+    bool cls, on;
+} fix;
+
+static int fix_push(fix *f, int n, int k, bool cls)
+{
+    for (int i = 0; i < n; i++)
+        if (f[i].k == k && f[i].cls == cls)
+            return n;
+    if (n < 2 * MAXSYM)
+        f[n++] = (fix){k, cls, true};
+    return n;
+}
+
+/* No single symbol is a weight's size: the symbols of a run of a symbolic
+ * input's dims whose product is one (flatten then linear: C*H*W equal to
+ * the weight's in-features, TorchDynamo's s1*s2*s3 == 192). */
+static int product_pins(tr_state *s, st_tensor *const *ins, int nin, fix *f, int n)
 {
     st_fe_symtab *tb = tab(s);
-    int n = 0;
     for (int i = 0; i < nin; i++) {
         PyObject *key = tr_id_key(ins[i]);
         PyObject *ex = key ? PyDict_GetItem(s->dyn->tsyms, key) : NULL;
@@ -1118,24 +1136,39 @@ static int pin_products(tr_state *s, st_tensor *const *ins, int nin)
                     if (e < 0 || e >= tb->nx || tb->x[e].op != ST_SX_SYM ||
                         s->dyn->pinned[tb->x[e].c])
                         continue;
-                    int c = sx_new(tb, ST_SX_CONST, -1, -1, tb->val[tb->x[e].c]);
-                    if (c < 0 || add_rel(s, e, c, ST_SXC_EQ, true) < 0) {
-                        PyErr_Clear();
-                        continue;
-                    }
-                    s->dyn->pinned[tb->x[e].c] = true;
-                    n++;
+                    n = fix_push(f, n, (int)tb->x[e].c, false);
                 }
             }
         }
     }
+    PyErr_Clear();
     return n;
 }
 
-static int pin_candidates(tr_state *s, st_tensor *const *ins, int nin)
+/* The repairs to try: every free dim symbol a member of its value's class
+ * where another dim symbol has its value (pinned where that one is), and
+ * pinned where its value is a size of a tensor without symbols (a
+ * weight's: x @ w with x's last dim a symbol), as TorchDynamo's shape
+ * checks would; none of those: the product runs. */
+static int fix_candidates(tr_state *s, st_tensor *const *ins, int nin, fix *f)
 {
     st_fe_symtab *tb = tab(s);
-    int n = 0;
+    int n = 0, npin = 0;
+    for (int k = 0; k < tb->nsym; k++) {
+        if (tb->dim[k] < 0 || not_free(s, k))
+            continue;
+        for (int j = 0; j < tb->nsym; j++) {
+            if (j == k || tb->dim[j] < 0 || tb->val[j] != tb->val[k])
+                continue;
+            int r = s->dyn->alias[j] ? s->dyn->alias[j] - 1 : j;
+            if (s->dyn->pinned[j] || s->dyn->pinned[r]) {
+                n = fix_push(f, n, k, false);
+                npin++;
+            } else {
+                n = fix_push(f, n, k, true);
+            }
+        }
+    }
     for (int k = 0; k < tb->nsym; k++) {
         if (s->dyn->pinned[k])
             continue;
@@ -1146,23 +1179,121 @@ static int pin_candidates(tr_state *s, st_tensor *const *ins, int nin)
             for (int d = 0; d < ins[i]->ndim && !hit; d++)
                 hit = ins[i]->shape[d] == tb->val[k];
         }
-        if (!hit)
+        if (hit) {
+            n = fix_push(f, n, k, false);
+            npin++;
+        }
+    }
+    if (npin == 0)
+        n = product_pins(s, ins, nin, f, n);
+    return n;
+}
+
+/* The graph re-infers at both probe points (restored after each). */
+static bool holds(tr_state *s, st_graph *g, st_tensor *const *ins, int nin, const saved *sv)
+{
+    bool ok = true;
+    for (int p = 0; p < NPROBE && ok; p++) {
+        int64_t pv[MAXSYM];
+        probe_vals(s, p, pv);
+        ok = apply_at(s, g, ins, nin, pv) == 0;
+        if (!ok)
+            st_err_clear();
+        restore_graph(s, g, sv);
+    }
+    return ok;
+}
+
+/* The class member of k's value that the others of the class alias: the
+ * first one on. */
+static int fix_rep(tr_state *s, const fix *f, int n, int k)
+{
+    st_fe_symtab *tb = tab(s);
+    int r = -1;
+    for (int i = 0; i < n; i++)
+        if (f[i].on && f[i].cls && tb->val[f[i].k] == tb->val[k] && (r < 0 || f[i].k < r))
+            r = f[i].k;
+    return r;
+}
+
+static void fixes_set(tr_state *s, const fix *f, int n, const bool *was_pinned, const int *was_alias)
+{
+    memcpy(s->dyn->pinned, was_pinned, sizeof s->dyn->pinned);
+    memcpy(s->dyn->alias, was_alias, sizeof s->dyn->alias);
+    for (int i = 0; i < n; i++) {
+        if (!f[i].on)
             continue;
-        int sy = -1;
-        for (int i = 0; i < tb->nx && sy < 0; i++)
-            if (tb->x[i].op == ST_SX_SYM && tb->x[i].c == k)
-                sy = i;
-        int c = sx_new(tb, ST_SX_CONST, -1, -1, tb->val[k]);
-        if (sy < 0 || c < 0 || add_rel(s, sy, c, ST_SXC_EQ, true) < 0) {
+        if (!f[i].cls) {
+            s->dyn->pinned[f[i].k] = true;
+            continue;
+        }
+        int r = fix_rep(s, f, n, f[i].k);
+        if (r != f[i].k)
+            s->dyn->alias[f[i].k] = r + 1;
+    }
+}
+
+static int sym_expr_of(tr_state *s, int k)
+{
+    st_fe_symtab *tb = tab(s);
+    for (int i = 0; i < tb->nx; i++)
+        if (tb->x[i].op == ST_SX_SYM && tb->x[i].c == k)
+            return i;
+    return sx_new(tb, ST_SX_SYM, -1, -1, k);
+}
+
+/* The graph (g, restored from sv first) did not hold at the probes: the
+ * fewest pins and class members (of the candidates, dropped one by one:
+ * class members first, then pins, outer dims first) under which it holds,
+ * each guarded. Returns how many it made (0: none helps). */
+static int repair(tr_state *s, st_graph *g, st_tensor *const *ins, int nin, const saved *sv)
+{
+    restore_graph(s, g, sv);
+    fix f[2 * MAXSYM];
+    int n = fix_candidates(s, ins, nin, f);
+    if (n == 0)
+        return 0;
+    bool was_pinned[MAXSYM];
+    int was_alias[MAXSYM];
+    memcpy(was_pinned, s->dyn->pinned, sizeof was_pinned);
+    memcpy(was_alias, s->dyn->alias, sizeof was_alias);
+    fixes_set(s, f, n, was_pinned, was_alias);
+    if (!holds(s, g, ins, nin, sv)) {
+        fixes_set(s, f, 0, was_pinned, was_alias);
+        return 0;
+    }
+    st_fe_symtab *tb = tab(s);
+    for (int pass = 0; pass < 2; pass++)
+        for (int dim = 0; dim < ST_MAX_DIMS; dim++)
+            for (int i = 0; i < n; i++) {
+                if ((pass == 0) != f[i].cls || tb->dim[f[i].k] != dim)
+                    continue;
+                f[i].on = false;
+                fixes_set(s, f, n, was_pinned, was_alias);
+                if (!holds(s, g, ins, nin, sv))
+                    f[i].on = true;
+            }
+    fixes_set(s, f, 0, was_pinned, was_alias);
+    int made = 0;
+    for (int i = 0; i < n; i++) {
+        if (!f[i].on)
+            continue;
+        int r = f[i].cls ? fix_rep(s, f, n, f[i].k) : -1;
+        if (f[i].cls && r == f[i].k)
+            continue;            /* the class's first: the others are guarded equal to it */
+        int sk = sym_expr_of(s, f[i].k);
+        int o = f[i].cls ? sym_expr_of(s, r) : sx_new(tb, ST_SX_CONST, -1, -1, tb->val[f[i].k]);
+        if (sk < 0 || o < 0 || add_rel(s, sk, o, ST_SXC_EQ, true) < 0) {
             PyErr_Clear();
             continue;
         }
-        s->dyn->pinned[k] = true;
-        n++;
+        if (f[i].cls)
+            s->dyn->alias[f[i].k] = r + 1;
+        else
+            s->dyn->pinned[f[i].k] = true;
+        made++;
     }
-    if (n == 0)
-        n = pin_products(s, ins, nin);
-    return n;
+    return made;
 }
 
 /* The dims of traced value v at the probe points: out[p][d]. 0 ok, -1 the
@@ -1186,7 +1317,7 @@ static int probe(tr_state *s, int v, int64_t out[NPROBE][ST_MAX_DIMS], int *ndim
             char why[200];
             snprintf(why, sizeof why, " (%s)", st_err_msg());
             st_err_clear();
-            if (!retried && pin_candidates(s, ins, nin) > 0) {
+            if (!retried && repair(s, g, ins, nin, &sv) > 0) {
                 retried = true;
                 p = -1;          /* again, from the first probe */
             } else {
@@ -1213,7 +1344,7 @@ static int recover(tr_state *s, int64_t r0, const int64_t *r)
     int e[MAXSYM] = {0};
     int64_t c = r[0];
     for (int k = 0; k < tb->nsym && c != 0; k++)
-        while (!s->dyn->pinned[k] && c % primes[0][k] == 0 && e[k] < 4) {
+        while (!not_free(s, k) && c % primes[0][k] == 0 && e[k] < 4) {
             c /= primes[0][k];
             e[k]++;
         }
@@ -1241,7 +1372,7 @@ static int recover(tr_state *s, int64_t r0, const int64_t *r)
         }
     }
     for (int k = 0; k < tb->nsym; k++) {
-        if (s->dyn->pinned[k])
+        if (not_free(s, k))
             continue;
         int64_t cc = r[0] - primes[0][k];
         if (r[1] - primes[1][k] == cc && r0 - tb->val[k] == cc) {
@@ -2381,7 +2512,7 @@ int tr_dyn_validate(tr_state *s)
         if (!why[0] && bad < 0) {
             snprintf(why, sizeof why, "%s", st_err_msg());
             st_err_clear();
-            if (rounds++ < 3 && pin_candidates(s, ins, nin) > 0) {
+            if (rounds++ < 3 && repair(s, g, ins, nin, &sv) > 0) {
                 why[0] = 0;
                 restore_graph(s, g, &sv);
                 p = -1;          /* again, from the first probe */

@@ -76,3 +76,52 @@ def test_transformer_encoder_layer_matches_torch():
             want = ref(torch.tensor(xv), src_key_padding_mask=torch.tensor(m)).numpy()
         _close(got, want, 1e-4)
     assert _graphs() == 1
+
+
+# ---------------- a batch size equal to a hidden / channel size ----------------
+from dynamic_helpers import run_module as _run_module  # noqa: E402
+
+EQUAL_SIZES = {
+    # first batch size equal to a weight's size: duck sizing made the batch the same
+    # symbol as the hidden / channel dim, which the weight pins: a second graph
+    "linear": (lambda: nn.Linear(16, 16), lambda n: (n, 16), (16, 8, 12)),
+    "mlp": (lambda: nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 8)),
+            lambda n: (n, 8), (8, 5, 16)),
+    "layernorm": (lambda: nn.LayerNorm(16), lambda n: (n, 16), (16, 8, 12)),
+    "linear_3d": (lambda: nn.Linear(6, 6), lambda n: (n, 6, 6), (6, 4, 7)),
+    "conv": (lambda: nn.Conv2d(3, 4, 3, padding=1), lambda n: (n, 3, 7, 9), (3, 4, 5)),
+}
+
+
+@pytest.mark.parametrize("backward", [False, True], ids=["fwd", "fwd_bwd"])
+@pytest.mark.parametrize("kind", sorted(EQUAL_SIZES))
+def test_batch_equal_to_weight_size_one_graph(kind, backward):
+    make, shape_of, sizes = EQUAL_SIZES[kind]
+    _run_module(make, shape_of, sizes=sizes, backward=backward)
+    assert _graphs() == 1
+
+
+def test_equal_sizes_only_guarded_where_needed():
+    # x @ w with every size 4 at translation: only x.size(1) == w.size(0) is guarded;
+    # the others change freely, and a call that breaks the needed one raises as eager
+    f = st.compile(lambda x, w: x @ w, dynamic=True, backend="interp")
+    rng = np.random.default_rng(3)
+    for n, k, m in ((4, 4, 4), (3, 4, 6), (5, 7, 2)):
+        xv = rng.standard_normal((n, k)).astype(np.float32)
+        wv = rng.standard_normal((k, m)).astype(np.float32)
+        _close(f(st.tensor(xv), st.tensor(wv)).numpy(), xv @ wv, 1e-4)
+    assert _graphs() == 1
+    with pytest.raises(RuntimeError, match="cannot be multiplied"):
+        f(st.randn(3, 5), st.randn(4, 5))
+
+
+def test_equal_sizes_needed_equal_stay_guarded():
+    # a + b of equal sizes needs them equal (the graph does not hold otherwise): the
+    # equality is guarded, and unequal sizes raise as eager
+    f = st.compile(lambda a, b: (a + b).softmax(0), dynamic=True, backend="interp")
+    for n in (4, 6, 9):
+        a, b = st.randn(n, 3), st.randn(n, 3)
+        _close(f(a, b).numpy(), (a + b).softmax(0).numpy())
+    assert _graphs() == 1
+    with pytest.raises(RuntimeError):
+        f(st.randn(4, 3), st.randn(5, 3))
