@@ -1107,7 +1107,7 @@ static int fix_push(fix *f, int n, int k, bool cls)
     for (int i = 0; i < n; i++)
         if (f[i].k == k && f[i].cls == cls)
             return n;
-    if (n < 2 * MAXSYM)
+    if (n < 3 * MAXSYM)
         f[n++] = (fix){k, cls, true};
     return n;
 }
@@ -1249,20 +1249,27 @@ static int sym_expr_of(tr_state *s, int k)
 static int repair(tr_state *s, st_graph *g, st_tensor *const *ins, int nin, const saved *sv)
 {
     restore_graph(s, g, sv);
-    fix f[2 * MAXSYM];
+    fix f[3 * MAXSYM];
     int n = fix_candidates(s, ins, nin, f);
-    if (n == 0)
-        return 0;
     bool was_pinned[MAXSYM];
     int was_alias[MAXSYM];
     memcpy(was_pinned, s->dyn->pinned, sizeof was_pinned);
     memcpy(was_alias, s->dyn->alias, sizeof was_alias);
     fixes_set(s, f, n, was_pinned, was_alias);
-    if (!holds(s, g, ins, nin, sv)) {
-        fixes_set(s, f, 0, was_pinned, was_alias);
-        return 0;
-    }
     st_fe_symtab *tb = tab(s);
+    if (!holds(s, g, ins, nin, sv)) {
+        /* last: every free dim symbol pinned, then freed one by one as
+         * the others (x.view(b, 2, -1): the product of the other dims
+         * must stay even, their symbols are pinned and b stays free) */
+        for (int k = 0; k < tb->nsym; k++)
+            if (tb->dim[k] >= 0 && !not_free(s, k))
+                n = fix_push(f, n, k, false);
+        fixes_set(s, f, n, was_pinned, was_alias);
+        if (!holds(s, g, ins, nin, sv)) {
+            fixes_set(s, f, 0, was_pinned, was_alias);
+            return 0;
+        }
+    }
     for (int pass = 0; pass < 2; pass++)
         for (int dim = 0; dim < ST_MAX_DIMS; dim++)
             for (int i = 0; i < n; i++) {
@@ -1790,15 +1797,19 @@ done:
 /* A number that a product p of the sizes of the call's tensors would
  * give (p, p - 1, 1 / p, 1 / (p - 1), p / (p - 1)), the product taking at
  * least one dim equal to a symbol's value; sqrt(p) and 1 / sqrt(p) too
- * (attention's scale). 0, 1, 2 and 0.5 are left out:
- * too common as plain constants (gelu's 0.5), at the price of missing a
- * divisor of 2 or 3 elements. */
-static bool size_number(tr_state *s, const tr_dyncall *dc, double v)
+ * (attention's scale). 0 and 1 are left out; 2 and 0.5 are too common as
+ * plain constants (gelu's 0.5, pow's 2) to translate the frame static for
+ * them: 2 says that the call has one, and a free symbol of value 2 or 3 in
+ * its tensors (their p, p - 1, 1 / p or 1 / (p - 1)) is then pinned
+ * (kl_div's batchmean divided by a batch of 2). 1: a size number. */
+static int size_number(tr_state *s, const tr_dyncall *dc, double v)
 {
     st_fe_symtab *tb = tab(s);
     double av = v < 0 ? -v : v;
-    if (av == 0 || av == 1 || av == 2 || av == 0.5)
-        return false;
+    if (av == 0 || av == 1)
+        return 0;
+    if (av == 2 || av == 0.5)
+        return 2;
     for (int t = 0; t < dc->nt; t++) {
         int nd = dc->tnd[t];
         for (unsigned m = 1; m < (1u << nd); m++) {
@@ -1818,31 +1829,59 @@ static bool size_number(tr_state *s, const tr_dyncall *dc, double v)
             for (int j = 0; j < (p >= 3 ? 7 : 5); j++) {     /* sqrt(2): gelu's, not a size */
                 double d = c[j] - v;
                 if ((d < 0 ? -d : d) <= 1e-12 * (c[j] < 0 ? -c[j] : c[j]))
-                    return true;
+                    return 1;
             }
         }
     }
-    return false;
+    return 0;
 }
 
 /* A real call on tensors whose sizes may be symbolic that put a number
  * made of their sizes into the graph as a constant (var's divisor n - 1,
  * batch_norm's n / (n - 1)): an instance for other sizes would keep it. */
-static bool folded_size(tr_state *s, const tr_dyncall *dc, const st_graph *g)
+static int folded_size(tr_state *s, const tr_dyncall *dc, const st_graph *g)
 {
+    int r = 0;
     for (int si = dc->n0; si < g->nstmts; si++) {
         const st_stmt *st = &g->stmts[si];
         for (int j = 0; j < st->nin; j++) {
             const st_value *v = &g->values[st->in[j]];
-            if (v->kind == ST_VAL_CONST && size_number(s, dc, v->fconst))
-                return true;
+            int x = v->kind == ST_VAL_CONST ? size_number(s, dc, v->fconst) : 0;
+            if (x == 1)
+                return 1;
+            r |= x;
         }
-        if (st->op == ST_OP_FULL &&
-            size_number(s, dc, (st->attrs.flags & ST_ATTR_INT_VALUE) ? (double)st->attrs.i[0]
-                                                                     : st->attrs.f[0]))
-            return true;
+        if (st->op == ST_OP_FULL) {
+            int x = size_number(s, dc, (st->attrs.flags & ST_ATTR_INT_VALUE) ? (double)st->attrs.i[0]
+                                                                             : st->attrs.f[0]);
+            if (x == 1)
+                return 1;
+            r |= x;
+        }
     }
-    return false;
+    return r;
+}
+
+/* The call made a 2 or a 0.5 (folded_size): the free symbols of value 2
+ * or 3 among its tensors' sizes guarded to their values. 0, -1 error. */
+static int pin_small(tr_state *s, const tr_dyncall *dc)
+{
+    st_fe_symtab *tb = tab(s);
+    for (int k = 0; k < tb->nsym; k++) {
+        if (tb->dim[k] < 0 || s->dyn->pinned[k] || (tb->val[k] != 2 && tb->val[k] != 3))
+            continue;
+        bool in = false;
+        for (int t = 0; t < dc->nt && !in; t++)
+            for (int d = 0; d < dc->tnd[t] && !in; d++)
+                in = dc->tshape[t][d] == tb->val[k];
+        if (!in)
+            continue;
+        int sy = sym_expr_of(s, k), c = sx_new(tb, ST_SX_CONST, -1, -1, tb->val[k]);
+        if (sy < 0 || c < 0 || add_rel(s, sy, c, ST_SXC_EQ, true) < 0)
+            return -1;
+        pin_class(s, k);
+    }
+    return 0;
 }
 
 /* After a shape-taking call: the statement that holds its shape gets the
@@ -1870,10 +1909,15 @@ PyObject *tr_dyn_after_call(tr_state *s, tr_dyncall *dc, PyObject *r)
     }
     if (dc->kind == 0 && dc->nt > 0 && s->dyn->shapes) {
         st_graph *g = st_rt_trace_graph();
-        if (g && folded_size(s, dc, g)) {
+        int fs = g ? folded_size(s, dc, g) : 0;
+        if (fs == 1) {
             Py_DECREF(r);
             tr_break(s, "dynamic shapes: a call made a constant of the graph from a size inside");
             return NULL;
+        }
+        if (fs == 2 && pin_small(s, dc) < 0) {
+            Py_DECREF(r);
+            return PyErr_Occurred() ? NULL : PyErr_NoMemory();
         }
     }
     if (dc->kind == 7) {

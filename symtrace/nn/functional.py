@@ -1316,8 +1316,13 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     else:  # xlogy(t, t) - t * x: 0 where t == 0
         r = target * (_ops.log(target.masked_fill(target == 0, 1.0)) - input)
     if reduction == "batchmean":
-        s = r.sum()
-        return s / input.shape[0] if input.dim() != 0 else s
+        # the sum over all but the batch dim, averaged over it: sum / size(0) without
+        # a constant made of the batch size (one graph for every batch size when compiled)
+        if input.dim() == 0:
+            return r.sum()
+        if r.dim() != input.dim() or r.shape[0] != input.shape[0]:   # a broadcast target
+            return r.sum() / input.shape[0]
+        return (r.sum(tuple(range(1, r.dim()))) if r.dim() > 1 else r).mean()
     return _reduce(r, reduction)
 
 
