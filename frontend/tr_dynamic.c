@@ -1204,19 +1204,27 @@ static bool holds(tr_state *s, st_graph *g, st_tensor *const *ins, int nin, cons
     return ok;
 }
 
-/* The class member of k's value that the others of the class alias: the
- * first one on. */
-static int fix_rep(tr_state *s, const fix *f, int n, int k)
+/* Classes of equal sizes: by value (by_dim false: duck sizing), or by
+ * value and dim index (the batch dims of several inputs, apart from their
+ * feature dims of the same value). */
+static bool same_class(tr_state *s, int a, int b, bool by_dim)
 {
     st_fe_symtab *tb = tab(s);
+    return tb->val[a] == tb->val[b] && (!by_dim || tb->dim[a] == tb->dim[b]);
+}
+
+/* The class member that the others of k's class alias: the first one on. */
+static int fix_rep(tr_state *s, const fix *f, int n, int k, bool by_dim)
+{
     int r = -1;
     for (int i = 0; i < n; i++)
-        if (f[i].on && f[i].cls && tb->val[f[i].k] == tb->val[k] && (r < 0 || f[i].k < r))
+        if (f[i].on && f[i].cls && same_class(s, f[i].k, k, by_dim) && (r < 0 || f[i].k < r))
             r = f[i].k;
     return r;
 }
 
-static void fixes_set(tr_state *s, const fix *f, int n, const bool *was_pinned, const int *was_alias)
+static void fixes_set(tr_state *s, const fix *f, int n, bool by_dim, const bool *was_pinned,
+                      const int *was_alias)
 {
     memcpy(s->dyn->pinned, was_pinned, sizeof s->dyn->pinned);
     memcpy(s->dyn->alias, was_alias, sizeof s->dyn->alias);
@@ -1227,10 +1235,57 @@ static void fixes_set(tr_state *s, const fix *f, int n, const bool *was_pinned, 
             s->dyn->pinned[f[i].k] = true;
             continue;
         }
-        int r = fix_rep(s, f, n, f[i].k);
+        int r = fix_rep(s, f, n, f[i].k, by_dim);
         if (r != f[i].k)
             s->dyn->alias[f[i].k] = r + 1;
     }
+}
+
+/* k is an on member of a class (of by_dim) */
+static bool fix_member(tr_state *s, const fix *f, int n, int k)
+{
+    for (int i = 0; i < n; i++)
+        if (f[i].on && f[i].cls && f[i].k == k)
+            return true;
+    return false;
+}
+
+/* The fewest of fixes f (all on, known to hold) under which the graph
+ * holds, dropped one by one, outer dims first. by_dim false: class
+ * members first, then pins; true: pins first, a class's members' pins
+ * dropped together (its members then share one probe value), then class
+ * members. Returns how many symbols it pins. */
+static int minimize(tr_state *s, st_graph *g, st_tensor *const *ins, int nin, const saved *sv,
+                    fix *f, int n, bool by_dim, const bool *was_pinned, const int *was_alias)
+{
+    st_fe_symtab *tb = tab(s);
+    for (int pass = 0; pass < 2; pass++) {
+        bool cls = by_dim ? pass == 1 : pass == 0;
+        for (int dim = 0; dim < ST_MAX_DIMS; dim++)
+            for (int i = 0; i < n; i++) {
+                if (f[i].cls != cls || !f[i].on || tb->dim[f[i].k] != dim)
+                    continue;
+                bool off[3 * MAXSYM] = {false};
+                off[i] = true;
+                if (by_dim && !cls && fix_member(s, f, n, f[i].k))
+                    for (int j = 0; j < n; j++)
+                        if (!f[j].cls && f[j].on && fix_member(s, f, n, f[j].k) &&
+                            same_class(s, f[j].k, f[i].k, true))
+                            off[j] = true;
+                for (int j = 0; j < n; j++)
+                    if (off[j])
+                        f[j].on = false;
+                fixes_set(s, f, n, by_dim, was_pinned, was_alias);
+                if (!holds(s, g, ins, nin, sv))
+                    for (int j = 0; j < n; j++)
+                        if (off[j])
+                            f[j].on = true;
+            }
+    }
+    int np = 0;
+    for (int i = 0; i < n; i++)
+        np += f[i].on && !f[i].cls;
+    return np;
 }
 
 static int sym_expr_of(tr_state *s, int k)
@@ -1243,20 +1298,20 @@ static int sym_expr_of(tr_state *s, int k)
 }
 
 /* The graph (g, restored from sv first) did not hold at the probes: the
- * fewest pins and class members (of the candidates, dropped one by one:
- * class members first, then pins, outer dims first) under which it holds,
- * each guarded. Returns how many it made (0: none helps). */
+ * fewest pins and class members (minimize, with classes by value and by
+ * value and dim: the one that pins fewer) under which it holds, each
+ * guarded. Returns how many it made (0: none helps). */
 static int repair(tr_state *s, st_graph *g, st_tensor *const *ins, int nin, const saved *sv)
 {
     restore_graph(s, g, sv);
-    fix f[3 * MAXSYM];
+    fix f[3 * MAXSYM], f2[3 * MAXSYM];
     int n = fix_candidates(s, ins, nin, f);
     bool was_pinned[MAXSYM];
     int was_alias[MAXSYM];
     memcpy(was_pinned, s->dyn->pinned, sizeof was_pinned);
     memcpy(was_alias, s->dyn->alias, sizeof was_alias);
-    fixes_set(s, f, n, was_pinned, was_alias);
     st_fe_symtab *tb = tab(s);
+    fixes_set(s, f, n, false, was_pinned, was_alias);
     if (!holds(s, g, ins, nin, sv)) {
         /* last: every free dim symbol pinned, then freed one by one as
          * the others (x.view(b, 2, -1): the product of the other dims
@@ -1264,28 +1319,27 @@ static int repair(tr_state *s, st_graph *g, st_tensor *const *ins, int nin, cons
         for (int k = 0; k < tb->nsym; k++)
             if (tb->dim[k] >= 0 && !not_free(s, k))
                 n = fix_push(f, n, k, false);
-        fixes_set(s, f, n, was_pinned, was_alias);
+        fixes_set(s, f, n, false, was_pinned, was_alias);
         if (!holds(s, g, ins, nin, sv)) {
-            fixes_set(s, f, 0, was_pinned, was_alias);
+            fixes_set(s, f, 0, false, was_pinned, was_alias);
             return 0;
         }
     }
-    for (int pass = 0; pass < 2; pass++)
-        for (int dim = 0; dim < ST_MAX_DIMS; dim++)
-            for (int i = 0; i < n; i++) {
-                if ((pass == 0) != f[i].cls || tb->dim[f[i].k] != dim)
-                    continue;
-                f[i].on = false;
-                fixes_set(s, f, n, was_pinned, was_alias);
-                if (!holds(s, g, ins, nin, sv))
-                    f[i].on = true;
-            }
-    fixes_set(s, f, 0, was_pinned, was_alias);
+    memcpy(f2, f, sizeof(fix) * (size_t)n);
+    int pa = minimize(s, g, ins, nin, sv, f, n, false, was_pinned, was_alias);
+    int pb = -1;
+    fixes_set(s, f2, n, true, was_pinned, was_alias);
+    if (holds(s, g, ins, nin, sv))
+        pb = minimize(s, g, ins, nin, sv, f2, n, true, was_pinned, was_alias);
+    bool by_dim = pb >= 0 && pb < pa;
+    if (by_dim)
+        memcpy(f, f2, sizeof(fix) * (size_t)n);
+    fixes_set(s, f, 0, by_dim, was_pinned, was_alias);
     int made = 0;
     for (int i = 0; i < n; i++) {
         if (!f[i].on)
             continue;
-        int r = f[i].cls ? fix_rep(s, f, n, f[i].k) : -1;
+        int r = f[i].cls ? fix_rep(s, f, n, f[i].k, by_dim) : -1;
         if (f[i].cls && r == f[i].k)
             continue;            /* the class's first: the others are guarded equal to it */
         int sk = sym_expr_of(s, f[i].k);
@@ -2284,13 +2338,15 @@ static int match_size(tr_state *s, int64_t v)
 
 /* A number made of a free size symbol's value p (or of two: p = s_i * s_j):
  * p, p - 1, 1 / p, 1 / (p - 1), p / (p - 1), sqrt(p), 1 / sqrt(p), as
- * size_number; 0, 1, 2 and 0.5 left out. */
-static bool sym_number(tr_state *s, double v)
+ * size_number: 1; 0 and 1 left out; 2 and 0.5: 2 (pin_small_all). */
+static int sym_number(tr_state *s, double v)
 {
     st_fe_symtab *tb = tab(s);
     double av = v < 0 ? -v : v;
-    if (av == 0 || av == 1 || av == 2 || av == 0.5 || v != v)
-        return false;
+    if (av == 0 || av == 1 || v != v)
+        return 0;
+    if (av == 2 || av == 0.5)
+        return 2;
     for (int i = 0; i < tb->nsym; i++)
         for (int j = -1; j < tb->nsym; j++) {
             if (tb->dim[i] < 0 || s->dyn->pinned[i] || tb->val[i] < 2)
@@ -2302,28 +2358,52 @@ static bool sym_number(tr_state *s, double v)
             for (int q = 0; q < (p >= 3 ? 7 : 5); q++) {
                 double d = c[q] - v;
                 if ((d < 0 ? -d : d) <= 1e-12 * (c[q] < 0 ? -c[q] : c[q]))
-                    return true;
+                    return 1;
             }
         }
-    return false;
+    return 0;
 }
 
 /* Statements [a, b) of g hold a constant made of a size (a PyLayer that
- * divided by x.shape[0] on a plain int): an instance would keep it. */
-static bool stmts_fold_size(tr_state *s, const st_graph *g, int a, int b)
+ * divided by x.shape[0] on a plain int): an instance would keep it (1);
+ * 2: only a 2 or a 0.5, which a size of 2 or 3 would give (pin_small_all). */
+static int stmts_fold_size(tr_state *s, const st_graph *g, int a, int b)
 {
+    int r = 0;
     for (int si = a; si < b && si < g->nstmts; si++) {
         const st_stmt *st = &g->stmts[si];
         for (int j = 0; j < st->nin; j++) {
             const st_value *v = &g->values[st->in[j]];
-            if (v->kind == ST_VAL_CONST && sym_number(s, v->fconst))
-                return true;
+            int x = v->kind == ST_VAL_CONST ? sym_number(s, v->fconst) : 0;
+            if (x == 1)
+                return 1;
+            r |= x;
         }
-        if (st->op == ST_OP_FULL &&
-            sym_number(s, (st->attrs.flags & ST_ATTR_INT_VALUE) ? (double)st->attrs.i[0] : st->attrs.f[0]))
-            return true;
+        if (st->op == ST_OP_FULL) {
+            int x = sym_number(s, (st->attrs.flags & ST_ATTR_INT_VALUE) ? (double)st->attrs.i[0]
+                                                                         : st->attrs.f[0]);
+            if (x == 1)
+                return 1;
+            r |= x;
+        }
     }
-    return false;
+    return r;
+}
+
+/* A PyLayer made a 2 or a 0.5: every free dim symbol of value 2 or 3
+ * guarded to its value (1 / 2 of a batch of 2 kept by its graph). */
+static int pin_small_all(tr_state *s)
+{
+    st_fe_symtab *tb = tab(s);
+    for (int k = 0; k < tb->nsym; k++) {
+        if (tb->dim[k] < 0 || s->dyn->pinned[k] || (tb->val[k] != 2 && tb->val[k] != 3))
+            continue;
+        int sy = sym_expr_of(s, k), c = sx_new(tb, ST_SX_CONST, -1, -1, tb->val[k]);
+        if (sy < 0 || c < 0 || add_rel(s, sy, c, ST_SXC_EQ, true) < 0)
+            return -1;
+        pin_class(s, k);
+    }
+    return 0;
 }
 
 /* The size attributes of g's regions' backward graphs as expressions
@@ -2486,11 +2566,17 @@ int tr_dyn_validate(tr_state *s)
     for (int r = 0; nbwd && r < g->nregions; r++) {
         if (!g->regions[r].bwd)
             continue;
-        if (stmts_fold_size(s, g, g->regions[r].first, g->regions[r].end) ||
-            stmts_fold_size(s, g->regions[r].bwd, 0, g->regions[r].bwd->nstmts)) {
+        int fa = stmts_fold_size(s, g, g->regions[r].first, g->regions[r].end);
+        int fb = fa == 1 ? 1 : stmts_fold_size(s, g->regions[r].bwd, 0, g->regions[r].bwd->nstmts);
+        if (fa == 1 || fb == 1) {
             free(bsave);
             free(ra);
             return tr_break(s, "dynamic shapes: a PyLayer made a constant of the graph from a size");
+        }
+        if ((fa | fb) && pin_small_all(s) < 0) {
+            free(bsave);
+            free(ra);
+            return tr_break_exc(s, "dynamic shapes");
         }
         for (int si = g->regions[r].first; si < g->regions[r].end && si < g->nstmts; si++) {
             const st_stmt *st = &g->stmts[si];

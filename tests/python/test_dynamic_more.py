@@ -101,6 +101,23 @@ def test_batch_equal_to_weight_size_one_graph(kind, backward):
     assert _graphs() == 1
 
 
+def test_batches_of_several_inputs_equal_to_hidden_one_graph():
+    # x1, x2 [16, 16] through their own Linear(16, 16), added: the batch dims must be
+    # equal (one class) and the feature dims pinned; one class of every 16 pinned them all
+    st.manual_seed(0)
+    l1, l2 = nn.Linear(16, 16), nn.Linear(16, 16)
+
+    def fn(a, b):
+        return (l1(a).relu() + l2(b)).sum(1)
+    f = st.compile(fn, dynamic=True, backend="interp")
+    rng = np.random.default_rng(8)
+    for n in (16, 8, 12):
+        av, bv = (rng.standard_normal((n, 16)).astype(np.float32) for _ in range(2))
+        _close(f(st.tensor(av), st.tensor(bv)).detach().numpy(),
+               fn(st.tensor(av), st.tensor(bv)).detach().numpy(), 1e-4)
+    assert _graphs() == 1
+
+
 def test_equal_sizes_only_guarded_where_needed():
     # x @ w with every size 4 at translation: only x.size(1) == w.size(0) is guarded;
     # the others change freely, and a call that breaks the needed one raises as eager
@@ -192,3 +209,35 @@ def test_size_of_two_folded_into_a_call_is_not_kept():
     for n in (2, 4, 6, 2, 3):
         xv = rng.standard_normal((n, 3)).astype(np.float32)
         _close(f(st.tensor(xv)).numpy(), fn(st.tensor(xv)).numpy())
+
+
+def test_pylayer_dividing_by_a_batch_of_two_is_not_kept():
+    # an autograd.Function's forward and backward run for real: x.sum(0) / x.shape[0]
+    # with a first batch of 2 put 0.5 into the graph, left out of the folded-size check
+    # (every later batch size got 1/2: a wrong value and gradient)
+    from symtrace.autograd import Function
+
+    class MeanB(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.n = x.shape[0]
+            return x.sum(0) / x.shape[0]
+
+        @staticmethod
+        def backward(ctx, g):
+            return g.expand(ctx.n, *g.shape) / ctx.n
+
+    def fn(x):
+        return MeanB.apply(x) * 3.0
+    f = st.compile(fn, dynamic=True, backend="interp")
+    rng = np.random.default_rng(9)
+    for n in (2, 4, 6, 2, 3):
+        xv = rng.standard_normal((n, 3)).astype(np.float32)
+        outs = []
+        for fun in (f, fn):
+            x = st.tensor(xv, requires_grad=True)
+            y = fun(x)
+            (y * y).sum().backward()
+            outs.append((y.detach().numpy(), x.grad.numpy()))
+        _close(outs[0][0], outs[1][0])
+        _close(outs[0][1], outs[1][1])
