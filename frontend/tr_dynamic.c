@@ -56,6 +56,9 @@ struct tr_dyn {
     bool shapes;                 /* dynamic shapes on (else: int attributes only) */
     bool pinned[MAXSYM];         /* symbols guarded to their value (a graph
                                     that does not hold otherwise) */
+    int alias[MAXSYM];           /* j + 1: a dim's symbol guarded equal to
+                                    symbol j (duck sizing, where the graph
+                                    needs it); 0: its own */
     PyObject *tsyms;             /* id(st_tensor) -> tuple of expr ids per dim */
     PyObject *symints;           /* id(SymInt) -> (SymInt, expr id) */
     PyObject *srcmask;           /* src id -> dyn mask of its TENSOR guard */
@@ -417,6 +420,17 @@ static int add_rel(tr_state *s, int a, int b, int op, bool want)
     return 0;
 }
 
+/* Symbol k pinned (guarded to its value by the caller), with the symbols
+ * aliased to the same one (duck sizing: guarded equal to it). */
+static void pin_class(tr_state *s, int k)
+{
+    st_fe_symtab *tb = tab(s);
+    int r = s->dyn->alias[k] ? s->dyn->alias[k] - 1 : k;
+    for (int j = 0; j < tb->nsym; j++)
+        if (j == k || j == r || s->dyn->alias[j] == r + 1)
+            s->dyn->pinned[j] = true;
+}
+
 /* The plain int of a SymInt, its value guarded. New reference. */
 static PyObject *specialize(tr_state *s, PyObject *o)
 {
@@ -429,16 +443,8 @@ static PyObject *specialize(tr_state *s, PyObject *o)
             return NULL;
         /* a size symbol guarded to its value is a constant for the probes
          * too (int(x.shape[2]) in library code keeping a dim static) */
-        if (s->dyn && tab(s)->x[e].op == ST_SX_SYM) {
-            /* with the dims' symbols of the same value, merged into this
-             * one (duck sizing: their own are no longer used) */
-            st_fe_symtab *tb = tab(s);
-            int k = (int)tb->x[e].c;
-            s->dyn->pinned[k] = true;
-            for (int j = 0; j < tb->nsym; j++)
-                if (tb->dim[j] >= 0 && tb->val[j] == tb->val[k])
-                    s->dyn->pinned[j] = true;
-        }
+        if (s->dyn && tab(s)->x[e].op == ST_SX_SYM)
+            pin_class(s, (int)tab(s)->x[e].c);
     }
     return PyLong_FromLongLong(v);
 }
@@ -945,31 +951,21 @@ int tr_dyn_source(tr_state *s, PyObject *v, st_fe_src *src)
     for (int d = 0; ex && d < t->ndim; d++) {
         int e;
         if (contig && t->shape[d] >= 2 && tb->nsym < MAXSYM) {
-            /* duck sizing: a size equal to an earlier symbol's is that
-             * symbol, guarded equal (TorchDynamo's default) */
-            int same = -1;
-            for (int k2 = 0; k2 < tb->nsym && same < 0; k2++)
-                if (tb->dim[k2] >= 0 && tb->val[k2] == t->shape[d])
-                    same = k2;
+            /* a symbol of its own, also where the size equals another's:
+             * duck sizing (TorchDynamo's default: one symbol, guarded
+             * equal) only where the graph needs it (repair), so that a
+             * batch of 16 next to a hidden size of 16 stays symbolic */
             int kk = new_symbol(s, src, d, t->shape[d]);
             if (kk < 0) {
                 Py_DECREF(ex);
                 Py_DECREF(k);
                 return tr_break(s, "out of memory");
             }
-            int mine = sx_new(tb, ST_SX_SYM, -1, -1, kk);
-            e = mine;
-            if (same >= 0) {
-                int x = -1;
-                for (int i = 0; i < tb->nx && x < 0; i++)
-                    if (tb->x[i].op == ST_SX_SYM && tb->x[i].c == same)
-                        x = i;
-                if (x < 0 || add_rel(s, mine, x, ST_SXC_EQ, true) < 0) {
-                    Py_DECREF(ex);
-                    Py_DECREF(k);
-                    return tr_break(s, "out of memory");
-                }
-                e = x;
+            e = sx_new(tb, ST_SX_SYM, -1, -1, kk);
+            if (e < 0) {
+                Py_DECREF(ex);
+                Py_DECREF(k);
+                return tr_break(s, "out of memory");
             }
             mask |= 1u << d;
         } else {
@@ -1058,14 +1054,18 @@ static int apply_at(tr_state *s, st_graph *g, st_tensor *const *ins, int nin,
 static void probe_vals(tr_state *s, int p, int64_t *out)
 {
     st_fe_symtab *tb = tab(s);
-    for (int k = 0; k < tb->nsym; k++)
-        out[k] = s->dyn->pinned[k] ? tb->val[k] : primes[p][k];
+    for (int k = 0; k < tb->nsym; k++) {
+        int r = s->dyn->alias[k] ? s->dyn->alias[k] - 1 : k;
+        out[k] = s->dyn->pinned[k] || s->dyn->pinned[r] ? tb->val[k] : primes[p][r];
+    }
 }
 
-/* The graph did not hold at the probes: pin the symbols whose value is a
- * size of a tensor without symbols (a weight's: x @ w with x's last dim a
- * symbol), guarding them equal to it, as TorchDynamo's shape checks would.
- * Returns how many it pinned. */
+/* k's probe value is not its own prime (pinned, or an alias). */
+static bool not_free(tr_state *s, int k)
+{
+    return s->dyn->pinned[k] || s->dyn->alias[k];
+}
+
 /* t's dims are known to the translation with at least one not a constant
  * (a tensor whose dims were only read, a buffer's, has constants there). */
 static bool sym_dims(tr_state *s, st_tensor *t)
@@ -1093,13 +1093,31 @@ static bool weight_dim(tr_state *s, st_tensor *const *ins, int nin, int64_t v)
     return false;
 }
 
-/* No single symbol is a weight's size: pin the symbols of a run of a
- * symbolic input's dims whose product is one (flatten then linear: C*H*W
- * equal to the weight's in-features, TorchDynamo's s1*s2*s3 == 192). */
-static int pin_products(tr_state *s, st_tensor *const *ins, int nin)
+/* A repair of a graph that does not hold at the probes: pin symbol k to
+ * its value (cls false), or make it a member of the class of the free
+ * symbols of its value (cls: duck sizing, each member guarded equal to the
+ * class's first). */
+typedef struct {
+    int k;
+    bool cls, on;
+} fix;
+
+static int fix_push(fix *f, int n, int k, bool cls)
+{
+    for (int i = 0; i < n; i++)
+        if (f[i].k == k && f[i].cls == cls)
+            return n;
+    if (n < 3 * MAXSYM)
+        f[n++] = (fix){k, cls, true};
+    return n;
+}
+
+/* No single symbol is a weight's size: the symbols of a run of a symbolic
+ * input's dims whose product is one (flatten then linear: C*H*W equal to
+ * the weight's in-features, TorchDynamo's s1*s2*s3 == 192). */
+static int product_pins(tr_state *s, st_tensor *const *ins, int nin, fix *f, int n)
 {
     st_fe_symtab *tb = tab(s);
-    int n = 0;
     for (int i = 0; i < nin; i++) {
         PyObject *key = tr_id_key(ins[i]);
         PyObject *ex = key ? PyDict_GetItem(s->dyn->tsyms, key) : NULL;
@@ -1118,24 +1136,39 @@ static int pin_products(tr_state *s, st_tensor *const *ins, int nin)
                     if (e < 0 || e >= tb->nx || tb->x[e].op != ST_SX_SYM ||
                         s->dyn->pinned[tb->x[e].c])
                         continue;
-                    int c = sx_new(tb, ST_SX_CONST, -1, -1, tb->val[tb->x[e].c]);
-                    if (c < 0 || add_rel(s, e, c, ST_SXC_EQ, true) < 0) {
-                        PyErr_Clear();
-                        continue;
-                    }
-                    s->dyn->pinned[tb->x[e].c] = true;
-                    n++;
+                    n = fix_push(f, n, (int)tb->x[e].c, false);
                 }
             }
         }
     }
+    PyErr_Clear();
     return n;
 }
 
-static int pin_candidates(tr_state *s, st_tensor *const *ins, int nin)
+/* The repairs to try: every free dim symbol a member of its value's class
+ * where another dim symbol has its value (pinned where that one is), and
+ * pinned where its value is a size of a tensor without symbols (a
+ * weight's: x @ w with x's last dim a symbol), as TorchDynamo's shape
+ * checks would; none of those: the product runs. */
+static int fix_candidates(tr_state *s, st_tensor *const *ins, int nin, fix *f)
 {
     st_fe_symtab *tb = tab(s);
-    int n = 0;
+    int n = 0, npin = 0;
+    for (int k = 0; k < tb->nsym; k++) {
+        if (tb->dim[k] < 0 || not_free(s, k))
+            continue;
+        for (int j = 0; j < tb->nsym; j++) {
+            if (j == k || tb->dim[j] < 0 || tb->val[j] != tb->val[k])
+                continue;
+            int r = s->dyn->alias[j] ? s->dyn->alias[j] - 1 : j;
+            if (s->dyn->pinned[j] || s->dyn->pinned[r]) {
+                n = fix_push(f, n, k, false);
+                npin++;
+            } else {
+                n = fix_push(f, n, k, true);
+            }
+        }
+    }
     for (int k = 0; k < tb->nsym; k++) {
         if (s->dyn->pinned[k])
             continue;
@@ -1146,23 +1179,182 @@ static int pin_candidates(tr_state *s, st_tensor *const *ins, int nin)
             for (int d = 0; d < ins[i]->ndim && !hit; d++)
                 hit = ins[i]->shape[d] == tb->val[k];
         }
-        if (!hit)
+        if (hit) {
+            n = fix_push(f, n, k, false);
+            npin++;
+        }
+    }
+    if (npin == 0)
+        n = product_pins(s, ins, nin, f, n);
+    return n;
+}
+
+/* The graph re-infers at both probe points (restored after each). */
+static bool holds(tr_state *s, st_graph *g, st_tensor *const *ins, int nin, const saved *sv)
+{
+    bool ok = true;
+    for (int p = 0; p < NPROBE && ok; p++) {
+        int64_t pv[MAXSYM];
+        probe_vals(s, p, pv);
+        ok = apply_at(s, g, ins, nin, pv) == 0;
+        if (!ok)
+            st_err_clear();
+        restore_graph(s, g, sv);
+    }
+    return ok;
+}
+
+/* Classes of equal sizes: by value (by_dim false: duck sizing), or by
+ * value and dim index (the batch dims of several inputs, apart from their
+ * feature dims of the same value). */
+static bool same_class(tr_state *s, int a, int b, bool by_dim)
+{
+    st_fe_symtab *tb = tab(s);
+    return tb->val[a] == tb->val[b] && (!by_dim || tb->dim[a] == tb->dim[b]);
+}
+
+/* The class member that the others of k's class alias: the first one on. */
+static int fix_rep(tr_state *s, const fix *f, int n, int k, bool by_dim)
+{
+    int r = -1;
+    for (int i = 0; i < n; i++)
+        if (f[i].on && f[i].cls && same_class(s, f[i].k, k, by_dim) && (r < 0 || f[i].k < r))
+            r = f[i].k;
+    return r;
+}
+
+static void fixes_set(tr_state *s, const fix *f, int n, bool by_dim, const bool *was_pinned,
+                      const int *was_alias)
+{
+    memcpy(s->dyn->pinned, was_pinned, sizeof s->dyn->pinned);
+    memcpy(s->dyn->alias, was_alias, sizeof s->dyn->alias);
+    for (int i = 0; i < n; i++) {
+        if (!f[i].on)
             continue;
-        int sy = -1;
-        for (int i = 0; i < tb->nx && sy < 0; i++)
-            if (tb->x[i].op == ST_SX_SYM && tb->x[i].c == k)
-                sy = i;
-        int c = sx_new(tb, ST_SX_CONST, -1, -1, tb->val[k]);
-        if (sy < 0 || c < 0 || add_rel(s, sy, c, ST_SXC_EQ, true) < 0) {
+        if (!f[i].cls) {
+            s->dyn->pinned[f[i].k] = true;
+            continue;
+        }
+        int r = fix_rep(s, f, n, f[i].k, by_dim);
+        if (r != f[i].k)
+            s->dyn->alias[f[i].k] = r + 1;
+    }
+}
+
+/* k is an on member of a class (of by_dim) */
+static bool fix_member(tr_state *s, const fix *f, int n, int k)
+{
+    for (int i = 0; i < n; i++)
+        if (f[i].on && f[i].cls && f[i].k == k)
+            return true;
+    return false;
+}
+
+/* The fewest of fixes f (all on, known to hold) under which the graph
+ * holds, dropped one by one, outer dims first. by_dim false: class
+ * members first, then pins; true: pins first, a class's members' pins
+ * dropped together (its members then share one probe value), then class
+ * members. Returns how many symbols it pins. */
+static int minimize(tr_state *s, st_graph *g, st_tensor *const *ins, int nin, const saved *sv,
+                    fix *f, int n, bool by_dim, const bool *was_pinned, const int *was_alias)
+{
+    st_fe_symtab *tb = tab(s);
+    for (int pass = 0; pass < 2; pass++) {
+        bool cls = by_dim ? pass == 1 : pass == 0;
+        for (int dim = 0; dim < ST_MAX_DIMS; dim++)
+            for (int i = 0; i < n; i++) {
+                if (f[i].cls != cls || !f[i].on || tb->dim[f[i].k] != dim)
+                    continue;
+                bool off[3 * MAXSYM] = {false};
+                off[i] = true;
+                if (by_dim && !cls && fix_member(s, f, n, f[i].k))
+                    for (int j = 0; j < n; j++)
+                        if (!f[j].cls && f[j].on && fix_member(s, f, n, f[j].k) &&
+                            same_class(s, f[j].k, f[i].k, true))
+                            off[j] = true;
+                for (int j = 0; j < n; j++)
+                    if (off[j])
+                        f[j].on = false;
+                fixes_set(s, f, n, by_dim, was_pinned, was_alias);
+                if (!holds(s, g, ins, nin, sv))
+                    for (int j = 0; j < n; j++)
+                        if (off[j])
+                            f[j].on = true;
+            }
+    }
+    int np = 0;
+    for (int i = 0; i < n; i++)
+        np += f[i].on && !f[i].cls;
+    return np;
+}
+
+static int sym_expr_of(tr_state *s, int k)
+{
+    st_fe_symtab *tb = tab(s);
+    for (int i = 0; i < tb->nx; i++)
+        if (tb->x[i].op == ST_SX_SYM && tb->x[i].c == k)
+            return i;
+    return sx_new(tb, ST_SX_SYM, -1, -1, k);
+}
+
+/* The graph (g, restored from sv first) did not hold at the probes: the
+ * fewest pins and class members (minimize, with classes by value and by
+ * value and dim: the one that pins fewer) under which it holds, each
+ * guarded. Returns how many it made (0: none helps). */
+static int repair(tr_state *s, st_graph *g, st_tensor *const *ins, int nin, const saved *sv)
+{
+    restore_graph(s, g, sv);
+    fix f[3 * MAXSYM], f2[3 * MAXSYM];
+    int n = fix_candidates(s, ins, nin, f);
+    bool was_pinned[MAXSYM];
+    int was_alias[MAXSYM];
+    memcpy(was_pinned, s->dyn->pinned, sizeof was_pinned);
+    memcpy(was_alias, s->dyn->alias, sizeof was_alias);
+    st_fe_symtab *tb = tab(s);
+    fixes_set(s, f, n, false, was_pinned, was_alias);
+    if (!holds(s, g, ins, nin, sv)) {
+        /* last: every free dim symbol pinned, then freed one by one as
+         * the others (x.view(b, 2, -1): the product of the other dims
+         * must stay even, their symbols are pinned and b stays free) */
+        for (int k = 0; k < tb->nsym; k++)
+            if (tb->dim[k] >= 0 && !not_free(s, k))
+                n = fix_push(f, n, k, false);
+        fixes_set(s, f, n, false, was_pinned, was_alias);
+        if (!holds(s, g, ins, nin, sv)) {
+            fixes_set(s, f, 0, false, was_pinned, was_alias);
+            return 0;
+        }
+    }
+    memcpy(f2, f, sizeof(fix) * (size_t)n);
+    int pa = minimize(s, g, ins, nin, sv, f, n, false, was_pinned, was_alias);
+    int pb = -1;
+    fixes_set(s, f2, n, true, was_pinned, was_alias);
+    if (holds(s, g, ins, nin, sv))
+        pb = minimize(s, g, ins, nin, sv, f2, n, true, was_pinned, was_alias);
+    bool by_dim = pb >= 0 && pb < pa;
+    if (by_dim)
+        memcpy(f, f2, sizeof(fix) * (size_t)n);
+    fixes_set(s, f, 0, by_dim, was_pinned, was_alias);
+    int made = 0;
+    for (int i = 0; i < n; i++) {
+        if (!f[i].on)
+            continue;
+        int r = f[i].cls ? fix_rep(s, f, n, f[i].k, by_dim) : -1;
+        if (f[i].cls && r == f[i].k)
+            continue;            /* the class's first: the others are guarded equal to it */
+        int sk = sym_expr_of(s, f[i].k);
+        int o = f[i].cls ? sym_expr_of(s, r) : sx_new(tb, ST_SX_CONST, -1, -1, tb->val[f[i].k]);
+        if (sk < 0 || o < 0 || add_rel(s, sk, o, ST_SXC_EQ, true) < 0) {
             PyErr_Clear();
             continue;
         }
-        s->dyn->pinned[k] = true;
-        n++;
+        if (f[i].cls)
+            s->dyn->alias[f[i].k] = r + 1;
+        else
+            s->dyn->pinned[f[i].k] = true;
+        made++;
     }
-    if (n == 0)
-        n = pin_products(s, ins, nin);
-    return n;
+    return made;
 }
 
 /* The dims of traced value v at the probe points: out[p][d]. 0 ok, -1 the
@@ -1183,12 +1375,14 @@ static int probe(tr_state *s, int v, int64_t out[NPROBE][ST_MAX_DIMS], int *ndim
         int64_t pv[MAXSYM];
         probe_vals(s, p, pv);
         if (apply_at(s, g, ins, nin, pv) < 0) {
+            char why[200];
+            snprintf(why, sizeof why, " (%s)", st_err_msg());
             st_err_clear();
-            if (!retried && pin_candidates(s, ins, nin) > 0) {
+            if (!retried && repair(s, g, ins, nin, &sv) > 0) {
                 retried = true;
                 p = -1;          /* again, from the first probe */
             } else {
-                dyn_fail(s, "the graph does not hold at other sizes%s", "");
+                dyn_fail(s, "the graph does not hold at other sizes%s", why);
                 rc = -1;
             }
         } else {
@@ -1211,7 +1405,7 @@ static int recover(tr_state *s, int64_t r0, const int64_t *r)
     int e[MAXSYM] = {0};
     int64_t c = r[0];
     for (int k = 0; k < tb->nsym && c != 0; k++)
-        while (!s->dyn->pinned[k] && c % primes[0][k] == 0 && e[k] < 4) {
+        while (!not_free(s, k) && c % primes[0][k] == 0 && e[k] < 4) {
             c /= primes[0][k];
             e[k]++;
         }
@@ -1239,7 +1433,7 @@ static int recover(tr_state *s, int64_t r0, const int64_t *r)
         }
     }
     for (int k = 0; k < tb->nsym; k++) {
-        if (s->dyn->pinned[k])
+        if (not_free(s, k))
             continue;
         int64_t cc = r[0] - primes[0][k];
         if (r[1] - primes[1][k] == cc && r0 - tb->val[k] == cc) {
@@ -1657,15 +1851,19 @@ done:
 /* A number that a product p of the sizes of the call's tensors would
  * give (p, p - 1, 1 / p, 1 / (p - 1), p / (p - 1)), the product taking at
  * least one dim equal to a symbol's value; sqrt(p) and 1 / sqrt(p) too
- * (attention's scale). 0, 1, 2 and 0.5 are left out:
- * too common as plain constants (gelu's 0.5), at the price of missing a
- * divisor of 2 or 3 elements. */
-static bool size_number(tr_state *s, const tr_dyncall *dc, double v)
+ * (attention's scale). 0 and 1 are left out; 2 and 0.5 are too common as
+ * plain constants (gelu's 0.5, pow's 2) to translate the frame static for
+ * them: 2 says that the call has one, and a free symbol of value 2 or 3 in
+ * its tensors (their p, p - 1, 1 / p or 1 / (p - 1)) is then pinned
+ * (kl_div's batchmean divided by a batch of 2). 1: a size number. */
+static int size_number(tr_state *s, const tr_dyncall *dc, double v)
 {
     st_fe_symtab *tb = tab(s);
     double av = v < 0 ? -v : v;
-    if (av == 0 || av == 1 || av == 2 || av == 0.5)
-        return false;
+    if (av == 0 || av == 1)
+        return 0;
+    if (av == 2 || av == 0.5)
+        return 2;
     for (int t = 0; t < dc->nt; t++) {
         int nd = dc->tnd[t];
         for (unsigned m = 1; m < (1u << nd); m++) {
@@ -1685,31 +1883,59 @@ static bool size_number(tr_state *s, const tr_dyncall *dc, double v)
             for (int j = 0; j < (p >= 3 ? 7 : 5); j++) {     /* sqrt(2): gelu's, not a size */
                 double d = c[j] - v;
                 if ((d < 0 ? -d : d) <= 1e-12 * (c[j] < 0 ? -c[j] : c[j]))
-                    return true;
+                    return 1;
             }
         }
     }
-    return false;
+    return 0;
 }
 
 /* A real call on tensors whose sizes may be symbolic that put a number
  * made of their sizes into the graph as a constant (var's divisor n - 1,
  * batch_norm's n / (n - 1)): an instance for other sizes would keep it. */
-static bool folded_size(tr_state *s, const tr_dyncall *dc, const st_graph *g)
+static int folded_size(tr_state *s, const tr_dyncall *dc, const st_graph *g)
 {
+    int r = 0;
     for (int si = dc->n0; si < g->nstmts; si++) {
         const st_stmt *st = &g->stmts[si];
         for (int j = 0; j < st->nin; j++) {
             const st_value *v = &g->values[st->in[j]];
-            if (v->kind == ST_VAL_CONST && size_number(s, dc, v->fconst))
-                return true;
+            int x = v->kind == ST_VAL_CONST ? size_number(s, dc, v->fconst) : 0;
+            if (x == 1)
+                return 1;
+            r |= x;
         }
-        if (st->op == ST_OP_FULL &&
-            size_number(s, dc, (st->attrs.flags & ST_ATTR_INT_VALUE) ? (double)st->attrs.i[0]
-                                                                     : st->attrs.f[0]))
-            return true;
+        if (st->op == ST_OP_FULL) {
+            int x = size_number(s, dc, (st->attrs.flags & ST_ATTR_INT_VALUE) ? (double)st->attrs.i[0]
+                                                                             : st->attrs.f[0]);
+            if (x == 1)
+                return 1;
+            r |= x;
+        }
     }
-    return false;
+    return r;
+}
+
+/* The call made a 2 or a 0.5 (folded_size): the free symbols of value 2
+ * or 3 among its tensors' sizes guarded to their values. 0, -1 error. */
+static int pin_small(tr_state *s, const tr_dyncall *dc)
+{
+    st_fe_symtab *tb = tab(s);
+    for (int k = 0; k < tb->nsym; k++) {
+        if (tb->dim[k] < 0 || s->dyn->pinned[k] || (tb->val[k] != 2 && tb->val[k] != 3))
+            continue;
+        bool in = false;
+        for (int t = 0; t < dc->nt && !in; t++)
+            for (int d = 0; d < dc->tnd[t] && !in; d++)
+                in = dc->tshape[t][d] == tb->val[k];
+        if (!in)
+            continue;
+        int sy = sym_expr_of(s, k), c = sx_new(tb, ST_SX_CONST, -1, -1, tb->val[k]);
+        if (sy < 0 || c < 0 || add_rel(s, sy, c, ST_SXC_EQ, true) < 0)
+            return -1;
+        pin_class(s, k);
+    }
+    return 0;
 }
 
 /* After a shape-taking call: the statement that holds its shape gets the
@@ -1737,10 +1963,15 @@ PyObject *tr_dyn_after_call(tr_state *s, tr_dyncall *dc, PyObject *r)
     }
     if (dc->kind == 0 && dc->nt > 0 && s->dyn->shapes) {
         st_graph *g = st_rt_trace_graph();
-        if (g && folded_size(s, dc, g)) {
+        int fs = g ? folded_size(s, dc, g) : 0;
+        if (fs == 1) {
             Py_DECREF(r);
             tr_break(s, "dynamic shapes: a call made a constant of the graph from a size inside");
             return NULL;
+        }
+        if (fs == 2 && pin_small(s, dc) < 0) {
+            Py_DECREF(r);
+            return PyErr_Occurred() ? NULL : PyErr_NoMemory();
         }
     }
     if (dc->kind == 7) {
@@ -2107,13 +2338,15 @@ static int match_size(tr_state *s, int64_t v)
 
 /* A number made of a free size symbol's value p (or of two: p = s_i * s_j):
  * p, p - 1, 1 / p, 1 / (p - 1), p / (p - 1), sqrt(p), 1 / sqrt(p), as
- * size_number; 0, 1, 2 and 0.5 left out. */
-static bool sym_number(tr_state *s, double v)
+ * size_number: 1; 0 and 1 left out; 2 and 0.5: 2 (pin_small_all). */
+static int sym_number(tr_state *s, double v)
 {
     st_fe_symtab *tb = tab(s);
     double av = v < 0 ? -v : v;
-    if (av == 0 || av == 1 || av == 2 || av == 0.5 || v != v)
-        return false;
+    if (av == 0 || av == 1 || v != v)
+        return 0;
+    if (av == 2 || av == 0.5)
+        return 2;
     for (int i = 0; i < tb->nsym; i++)
         for (int j = -1; j < tb->nsym; j++) {
             if (tb->dim[i] < 0 || s->dyn->pinned[i] || tb->val[i] < 2)
@@ -2125,28 +2358,52 @@ static bool sym_number(tr_state *s, double v)
             for (int q = 0; q < (p >= 3 ? 7 : 5); q++) {
                 double d = c[q] - v;
                 if ((d < 0 ? -d : d) <= 1e-12 * (c[q] < 0 ? -c[q] : c[q]))
-                    return true;
+                    return 1;
             }
         }
-    return false;
+    return 0;
 }
 
 /* Statements [a, b) of g hold a constant made of a size (a PyLayer that
- * divided by x.shape[0] on a plain int): an instance would keep it. */
-static bool stmts_fold_size(tr_state *s, const st_graph *g, int a, int b)
+ * divided by x.shape[0] on a plain int): an instance would keep it (1);
+ * 2: only a 2 or a 0.5, which a size of 2 or 3 would give (pin_small_all). */
+static int stmts_fold_size(tr_state *s, const st_graph *g, int a, int b)
 {
+    int r = 0;
     for (int si = a; si < b && si < g->nstmts; si++) {
         const st_stmt *st = &g->stmts[si];
         for (int j = 0; j < st->nin; j++) {
             const st_value *v = &g->values[st->in[j]];
-            if (v->kind == ST_VAL_CONST && sym_number(s, v->fconst))
-                return true;
+            int x = v->kind == ST_VAL_CONST ? sym_number(s, v->fconst) : 0;
+            if (x == 1)
+                return 1;
+            r |= x;
         }
-        if (st->op == ST_OP_FULL &&
-            sym_number(s, (st->attrs.flags & ST_ATTR_INT_VALUE) ? (double)st->attrs.i[0] : st->attrs.f[0]))
-            return true;
+        if (st->op == ST_OP_FULL) {
+            int x = sym_number(s, (st->attrs.flags & ST_ATTR_INT_VALUE) ? (double)st->attrs.i[0]
+                                                                         : st->attrs.f[0]);
+            if (x == 1)
+                return 1;
+            r |= x;
+        }
     }
-    return false;
+    return r;
+}
+
+/* A PyLayer made a 2 or a 0.5: every free dim symbol of value 2 or 3
+ * guarded to its value (1 / 2 of a batch of 2 kept by its graph). */
+static int pin_small_all(tr_state *s)
+{
+    st_fe_symtab *tb = tab(s);
+    for (int k = 0; k < tb->nsym; k++) {
+        if (tb->dim[k] < 0 || s->dyn->pinned[k] || (tb->val[k] != 2 && tb->val[k] != 3))
+            continue;
+        int sy = sym_expr_of(s, k), c = sx_new(tb, ST_SX_CONST, -1, -1, tb->val[k]);
+        if (sy < 0 || c < 0 || add_rel(s, sy, c, ST_SXC_EQ, true) < 0)
+            return -1;
+        pin_class(s, k);
+    }
+    return 0;
 }
 
 /* The size attributes of g's regions' backward graphs as expressions
@@ -2309,11 +2566,17 @@ int tr_dyn_validate(tr_state *s)
     for (int r = 0; nbwd && r < g->nregions; r++) {
         if (!g->regions[r].bwd)
             continue;
-        if (stmts_fold_size(s, g, g->regions[r].first, g->regions[r].end) ||
-            stmts_fold_size(s, g->regions[r].bwd, 0, g->regions[r].bwd->nstmts)) {
+        int fa = stmts_fold_size(s, g, g->regions[r].first, g->regions[r].end);
+        int fb = fa == 1 ? 1 : stmts_fold_size(s, g->regions[r].bwd, 0, g->regions[r].bwd->nstmts);
+        if (fa == 1 || fb == 1) {
             free(bsave);
             free(ra);
             return tr_break(s, "dynamic shapes: a PyLayer made a constant of the graph from a size");
+        }
+        if ((fa | fb) && pin_small_all(s) < 0) {
+            free(bsave);
+            free(ra);
+            return tr_break_exc(s, "dynamic shapes");
         }
         for (int si = g->regions[r].first; si < g->regions[r].end && si < g->nstmts; si++) {
             const st_stmt *st = &g->stmts[si];
@@ -2379,7 +2642,7 @@ int tr_dyn_validate(tr_state *s)
         if (!why[0] && bad < 0) {
             snprintf(why, sizeof why, "%s", st_err_msg());
             st_err_clear();
-            if (rounds++ < 3 && pin_candidates(s, ins, nin) > 0) {
+            if (rounds++ < 3 && repair(s, g, ins, nin, &sv) > 0) {
                 why[0] = 0;
                 restore_graph(s, g, &sv);
                 p = -1;          /* again, from the first probe */

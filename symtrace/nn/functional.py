@@ -449,6 +449,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     return _weighted_reduce(r, weight, input, reduction)
 
 
+@_dyn_inline
 def _canonical_mask(mask, mask_name, other_type, other_name, target_type, check_other=True):
     """A bool mask (True = not allowed) becomes an additive float mask (-inf / 0);
     a float mask is returned as is (torch.nn.functional._canonical_mask)."""
@@ -572,6 +573,7 @@ def _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads):
                          "query tensor")
 
 
+@_dyn_inline
 def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads, in_proj_weight,
                                  in_proj_bias, bias_k, bias_v, add_zero_attn, dropout_p,
                                  out_proj_weight, out_proj_bias, training=True, key_padding_mask=None,
@@ -1314,8 +1316,13 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     else:  # xlogy(t, t) - t * x: 0 where t == 0
         r = target * (_ops.log(target.masked_fill(target == 0, 1.0)) - input)
     if reduction == "batchmean":
-        s = r.sum()
-        return s / input.shape[0] if input.dim() != 0 else s
+        # the sum over all but the batch dim, averaged over it: sum / size(0) without
+        # a constant made of the batch size (one graph for every batch size when compiled)
+        if input.dim() == 0:
+            return r.sum()
+        if r.dim() != input.dim() or r.shape[0] != input.shape[0]:   # a broadcast target
+            return r.sum() / input.shape[0]
+        return (r.sum(tuple(range(1, r.dim()))) if r.dim() > 1 else r).mean()
     return _reduce(r, reduction)
 
 
