@@ -215,3 +215,81 @@ def test_router_topk_in_one_graph_with_gradients():
         c(x, w2).backward()
         np.testing.assert_allclose(_arr(w2.grad), _arr(w1.grad), rtol=1e-5, atol=1e-7)
     assert _stats()[:2] == (1, 0)
+
+
+# ---- automatic dynamic shapes: the *_like factories, new_*, fill_ keep sizes symbolic
+def _t5_batch(r, s):
+    mask = np.ones((2, s), np.int64)
+    mask[1, s - 2:] = 0
+    return r.integers(0, 64, (2, s)), mask, r.integers(0, 5, 2)
+
+
+def test_t5_relative_bias_over_lengths_is_one_dynamic_graph():
+    # L.min(rel, L.zeros_like(rel)) / L.full_like(large, n - 1) in the bucket code made
+    # their size outside the translator's view: one static graph per length (4)
+    st.manual_seed(0)
+    m = mm.build_t5(st)
+    c = st.compile(m)
+    r = np.random.default_rng(0)
+    for s in (6, 8, 10, 12):
+        args = [st.tensor(a) for a in _t5_batch(r, s)]
+        np.testing.assert_allclose(c(*args).item(), m(*args).item(), rtol=1e-5)
+    assert _stats() == (2, 0, 0)
+
+
+def test_t5_over_lengths_matches_torch():
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    tm = mm.build_t5(torch)
+    m = _st_model("t5", {k: v.detach().numpy().copy() for k, v in tm.state_dict().items()})
+    c = st.compile(m)
+    r = np.random.default_rng(1)
+    for s in (5, 7, 9):
+        b = _t5_batch(r, s)
+        np.testing.assert_allclose(c(*[st.tensor(a) for a in b]).item(),
+                                   tm(*[torch.tensor(a) for a in b]).item(), rtol=1e-4)
+
+
+LIKE = {
+    "zeros_like": lambda x: st.min(x, st.zeros_like(x)),
+    "ones_like": lambda x: st.ones_like(x) * x,
+    "full_like": lambda x: st.full_like(x, 2, dtype=st.long) + x,
+    "new_zeros": lambda x: x.new_zeros(x.shape) + x,
+    "new_ones": lambda x: x.new_ones(x.shape[0], x.shape[1]) + x,
+    "new_full": lambda x: x.new_full(x.shape, 3.0) + x,
+    "rand_like": lambda x: st.rand_like(x) * 0 + x,
+    "randn_like": lambda x: st.randn_like(x) * 0 + x,
+    "fill_": lambda x: (x * 1).fill_(2.0) + x,
+    "zero_": lambda x: (x * 1).zero_() + x,
+    "fill_tensor": lambda x: (x * 1).fill_(x.sum()) + x,
+}
+
+
+@pytest.mark.parametrize("name", list(LIKE))
+def test_like_factories_keep_sizes_symbolic(name):
+    f = LIKE[name]
+    c = st.compile(f)
+    for n in (4, 5, 6, 7):
+        x = st.randn(2, n)
+        np.testing.assert_allclose(_arr(c(x)), _arr(f(x)), rtol=1e-6)
+    assert _stats()[:2] == (2, 0)     # static, then one dynamic graph for every later size
+
+
+def test_fill_with_a_tensor_value_reads_no_value():
+    torch = pytest.importorskip("torch")
+    # fill_(0-d tensor) took value.item(): a graph break under compile
+    def f(x, v):
+        y = x * 1
+        y.fill_(v * 2)
+        return y
+
+    c = st.compile(f)
+    for val, dt in ((2.5, st.float32), (2.5, st.int64), (0.0, st.bool), (1.5, st.float16)):
+        x = st.zeros(2, 3, dtype=dt)
+        v = st.tensor(val)
+        want = torch.zeros(2, 3, dtype=getattr(torch, str(dt).split(".")[-1])).fill_(torch.tensor(val) * 2)
+        assert c(x, v).tolist() == want.tolist() == f(x, v).tolist()
+    assert _stats()[1] == 0
+    v = st.tensor(2.0, requires_grad=True)
+    (c(st.zeros(3), v) * st.tensor([1.0, 2.0, 3.0])).sum().backward()
+    assert v.grad.item() == 12.0
