@@ -4,8 +4,11 @@ and the indices of ranks 0..k-1 are picked out with eq/sum. Every op is a graph 
 router's topk (a mixture of experts) stays in the graph instead of breaking it as the
 host sort of sorting.py does. The order is sorting.py's exactly: NaN the largest, among
 equal values the lower index first. It costs rows * n * n comparisons, so it is taken
-only for short rows (_RANK_MAX_N) and a bounded total (_RANK_MAX_ELEMS)."""
+only for short rows (_RANK_MAX_N) and a bounded total (_RANK_MAX_ELEMS). It and topk are
+dyn_inline: under dynamic shapes the translator follows the row length into arange."""
+from .. import _C
 from .._dtype import bool_, int64
+from .._symint import dyn_inline
 from ._core import _no_grad
 from .creation import arange
 from .elementwise import eq, gt, logical_and, logical_not, logical_or, lt, mul
@@ -18,11 +21,15 @@ _RANK_MAX_ELEMS = 1 << 22
 
 
 def _rank_fits(x, d):
-    """Whether x (at least 1-D) along dim d is small enough for _rank_topk."""
+    """Whether topk of x (at least 1-D) along dim d takes _rank_topk_indices: while a graph
+    is traced (here, not in topk: under dynamic shapes topk's own code is translated, and
+    this runs for real), with rows short enough."""
     n = x.shape[d]
-    return 0 < n <= _RANK_MAX_N and x.numel() * n <= _RANK_MAX_ELEMS and x.dtype is not bool_
+    return (_C._trace_active() and 0 < n <= _RANK_MAX_N and x.numel() * n <= _RANK_MAX_ELEMS
+            and x.dtype is not bool_)
 
 
+@dyn_inline
 def _rank_topk_indices(x, d, k, largest):
     """The int64 indices (x's shape with dim d of size k) of topk(x, k, d, largest)."""
     with _no_grad():

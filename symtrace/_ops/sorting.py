@@ -23,6 +23,7 @@ import math
 import numpy as np
 
 from .. import _C
+from .._symint import dyn_inline
 from .._dtype import bfloat16, bool_, float16, float32, float64, int32, int64
 from ._core import _check_int, _check_tensor, _is_tensor, _no_grad, _tname
 from .elementwise import (ceil, clamp, eq, floor, ge, le, lerp, logical_and, logical_not,
@@ -194,6 +195,7 @@ def msort(input):
     return sort(input, 0).values
 
 
+@dyn_inline
 def topk(input, k, dim=-1, largest=True, sorted=True):
     """topk(input, k, dim=-1, largest=True, sorted=True) -> (values, indices): the k largest
     (or smallest) elements along dim, NaN the largest, as torch.topk. The order is found on the
@@ -211,7 +213,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     if input.dtype is bool_:
         raise RuntimeError("topk does not support bool dtypes on CPU")
     x = input if nd else input.reshape(1)
-    if _C._trace_active() and _rank_fits(x, d):
+    if _rank_fits(x, d):
         # in a graph: ranks counted by graph ops (rank_select.py), the same order, no read
         idx = _rank_topk_indices(x, d, k, bool(largest))
     else:
