@@ -1,7 +1,8 @@
 # tests/python/modern_models.py - tiny models written in the idioms of today's model
 # code, for test_compile_modern_models.py: a Llama decoder (RMSNorm, rotary embeddings
 # with cos/sin buffers and rotate_half, SwiGLU, grouped-query attention, causal SDPA,
-# a preallocated KV cache for greedy decoding), a T5 encoder layer (bucketed relative
+# a preallocated KV cache for greedy decoding, sliced by an int position or written at
+# tensor positions as a static cache), a T5 encoder layer (bucketed relative
 # position bias, unscaled attention), a ViT (Conv2d patches, cls token, learned
 # positions, pre-norm) and a top-2 mixture of experts (index_select / nonzero /
 # index_add_). Each is written once against a library argument L (torch or symtrace).
@@ -60,13 +61,22 @@ def build_llama(L, vocab=64, dim=32, n_heads=4, n_kv_heads=2, hidden=48, n_layer
             self.o_proj = nn.Linear(n_heads * head_dim, dim, bias=False)
             self.use_interleave = use_interleave
 
-        def forward(self, x, cos, sin, cache=None, pos=0):
+        def forward(self, x, cos, sin, cache=None, pos=0, cache_position=None):
             b, s, _ = x.size()
             q = self.q_proj(x).view(b, s, n_heads, head_dim).transpose(1, 2)
             k = self.k_proj(x).view(b, s, n_kv_heads, head_dim).transpose(1, 2)
             v = self.v_proj(x).view(b, s, n_kv_heads, head_dim).transpose(1, 2)
             q, k = apply_rotary(q, k, cos, sin)
-            if cache is not None:
+            mask = None
+            if cache is not None and cache_position is not None:
+                # a static cache (HF's StaticCache): written at tensor positions, read whole,
+                # with a mask of the positions filled so far: no Python int changes per step
+                k_cache, v_cache = cache
+                k_cache.index_copy_(2, cache_position, k)
+                v_cache.index_copy_(2, cache_position, v)
+                k, v = k_cache, v_cache
+                mask = (L.arange(k.shape[2], device=x.device)[None, :] <= cache_position[:, None])[None, None]
+            elif cache is not None:
                 k_cache, v_cache = cache
                 k_cache[:, :, pos:pos + s] = k
                 v_cache[:, :, pos:pos + s] = v
@@ -79,7 +89,9 @@ def build_llama(L, vocab=64, dim=32, n_heads=4, n_kv_heads=2, hidden=48, n_layer
             else:
                 k = repeat_kv(k, n_rep)
                 v = repeat_kv(v, n_rep)
-            if cache is None:
+            if mask is not None:
+                o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+            elif cache is None:
                 o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
             elif s == 1:
                 o = F.scaled_dot_product_attention(q, k, v)
@@ -107,8 +119,8 @@ def build_llama(L, vocab=64, dim=32, n_heads=4, n_kv_heads=2, hidden=48, n_layer
             self.post_attention_layernorm = RMSNorm(dim)
             self.mlp = MLP()
 
-        def forward(self, x, cos, sin, cache=None, pos=0):
-            x = x + self.self_attn(self.input_layernorm(x), cos, sin, cache, pos)
+        def forward(self, x, cos, sin, cache=None, pos=0, cache_position=None):
+            x = x + self.self_attn(self.input_layernorm(x), cos, sin, cache, pos, cache_position)
             return x + self.mlp(self.post_attention_layernorm(x))
 
     class Llama(nn.Module):
@@ -120,14 +132,16 @@ def build_llama(L, vocab=64, dim=32, n_heads=4, n_kv_heads=2, hidden=48, n_layer
             self.rotary = Rotary()
             self.lm_head = nn.Linear(dim, vocab, bias=False)
 
-        def forward(self, input_ids, labels=None, position_ids=None, caches=None, pos=0):
+        def forward(self, input_ids, labels=None, position_ids=None, caches=None, pos=0, cache_position=None):
             b, s = input_ids.shape
-            if position_ids is None:
+            if position_ids is None and cache_position is not None:
+                position_ids = cache_position.unsqueeze(0).expand(b, -1)
+            elif position_ids is None:
                 position_ids = L.arange(pos, pos + s, device=input_ids.device).unsqueeze(0).expand(b, -1)
             cos, sin = self.rotary(position_ids)
             h = self.embed_tokens(input_ids)
             for i, layer in enumerate(self.layers):
-                h = layer(h, cos, sin, None if caches is None else caches[i], pos)
+                h = layer(h, cos, sin, None if caches is None else caches[i], pos, cache_position)
             logits = self.lm_head(self.norm(h))
             if labels is None:
                 return logits
@@ -157,6 +171,22 @@ def greedy_decode(L, model, prompt, n_new, step_fn=None):
             tok = logits[:, -1].argmax(-1, keepdim=True)
             out.append(tok)
             pos += 1
+    return L.cat(out, dim=1)
+
+
+def greedy_decode_static(L, model, prompt, n_new, step_fn=None):
+    """greedy_decode with a static cache: positions passed as a tensor (cache_position)."""
+    b, s = prompt.shape
+    caches = model.new_caches(b, s + n_new)
+    step_fn = step_fn or model
+    with L.no_grad():
+        logits = step_fn(prompt, caches=caches, cache_position=L.arange(s))
+        tok = logits[:, -1].argmax(-1, keepdim=True)
+        out = [tok]
+        for p in range(s, s + n_new - 1):
+            logits = step_fn(tok, caches=caches, cache_position=L.tensor([p]))
+            tok = logits[:, -1].argmax(-1, keepdim=True)
+            out.append(tok)
     return L.cat(out, dim=1)
 
 

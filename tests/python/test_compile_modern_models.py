@@ -358,3 +358,21 @@ def test_children_read_after_a_registering_store_stays_right():
     del m.extra
     assert c(st.ones(1), 3.0).tolist() == [1.0]
     assert m.extra == 3.0
+
+
+def test_static_cache_decode_compiled_matches_torch():
+    # HF's StaticCache idiom: index_copy_ at a cache_position tensor and a mask, so no
+    # Python int changes between steps: prefill + decode, not a graph per position.
+    # Still 4 graphs and 1 break: the decode step is translated with dynamic shapes, where
+    # cos_cached[position_ids] (an int tensor subscript) is not traced yet
+    torch = pytest.importorskip("torch")
+    tm, m = _decode_pair(torch)
+    prompt = np.random.default_rng(2).integers(0, 64, (2, 5))
+    want = mm.greedy_decode(torch, tm, torch.tensor(prompt), 8).tolist()
+    assert mm.greedy_decode_static(torch, tm, torch.tensor(prompt), 8).tolist() == want
+    assert mm.greedy_decode_static(st, m, st.tensor(prompt), 8).tolist() == want
+    c = st.compile(m)
+    for _ in range(2):
+        assert mm.greedy_decode_static(st, m, st.tensor(prompt), 8, step_fn=c).tolist() == want
+    graphs, breaks, fallbacks = _stats()
+    assert graphs <= 4 and breaks <= 1 and fallbacks == 0, (graphs, breaks, fallbacks)
