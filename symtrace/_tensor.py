@@ -471,6 +471,7 @@ class Tensor(_C.TensorBase):
     def log_softmax(self, dim, dtype=None): return _ops.log_softmax(self, dim, dtype)
     def matmul(self, other): return _ops.matmul(self, other)
     def index_select(self, dim, index): return _ops.index_select(self, dim, index)
+    @_dyn_inline
     def repeat_interleave(self, repeats, dim=None, *, output_size=None):
         return _ops.repeat_interleave(self, repeats, dim, output_size=output_size)
     def gather(self, dim, index): return _ops.gather(self, dim, index)
