@@ -141,6 +141,35 @@ int tr_fx_store_attr(tr_state *s, tr_var *obj, PyObject *name, tr_var *val)
     return fx_push(s, ST_FX_SETATTR, src, o, name, val->v);
 }
 
+/* Would setattr(obj, name, v), replayed, put v into one of a Module's
+ * _parameters, _buffers or _modules (Module.__setattr__)? Yes for a tensor
+ * or a Module, and for a name one of them holds; a plain value (a bool, a
+ * number, a string) goes to the instance dict. Anything but a Module: yes. */
+static bool module_store_registers(PyObject *obj, PyObject *name, PyObject *v)
+{
+    if (!tr_is_symtrace_module(obj) || st_fe_is_tensor(v) || tr_is_symtrace_module(v))
+        return true;
+    if (!(PyBool_Check(v) || PyLong_CheckExact(v) || PyFloat_CheckExact(v) ||
+          PyUnicode_CheckExact(v)))
+        return true;
+    PyObject **dp = _PyObject_GetDictPtr(obj);
+    PyObject *d = dp ? *dp : NULL;
+    if (!d)
+        return true;
+    static const char *const regs[] = {"_parameters", "_buffers", "_modules"};
+    for (int i = 0; i < 3; i++) {
+        PyObject *r = PyDict_GetItemString(d, regs[i]);
+        if (!r || !PyDict_Check(r))
+            return true;
+        int has = PyDict_Contains(r, name);
+        if (has != 0) {
+            PyErr_Clear();
+            return true;
+        }
+    }
+    return false;
+}
+
 int tr_fx_load_attr(tr_state *s, PyObject *obj, PyObject *name, tr_var *out)
 {
     if (obj && PyModule_Check(obj)) {
@@ -156,14 +185,20 @@ int tr_fx_load_attr(tr_state *s, PyObject *obj, PyObject *name, tr_var *out)
     Py_DECREF(k);
     if (!e) {
         /* the dicts the stores would have gone to are stale while the
-         * stores are pending */
+         * stores are pending: __dict__ always; a Module's _parameters,
+         * _buffers and _modules only when a pending store would register
+         * into one of them at its replay (module.train()'s store of
+         * `training` does not, and its loop over children() reads _modules) */
         const char *nm = PyUnicode_AsUTF8(name);
-        if (nm && (!strcmp(nm, "__dict__") || !strcmp(nm, "_parameters") ||
-                   !strcmp(nm, "_buffers") || !strcmp(nm, "_modules"))) {
+        bool whole = nm && !strcmp(nm, "__dict__");
+        if (nm && (whole || !strcmp(nm, "_parameters") || !strcmp(nm, "_buffers") ||
+                   !strcmp(nm, "_modules"))) {
             PyObject *key, *val;
             Py_ssize_t pos = 0;
             while (PyDict_Next(s->fx_attr, &pos, &key, &val))
-                if (PyTuple_GET_ITEM(val, 0) == obj)
+                if (PyTuple_GET_ITEM(val, 0) == obj &&
+                    (whole || module_store_registers(obj, PyTuple_GET_ITEM(key, 1),
+                                                     PyTuple_GET_ITEM(val, 1))))
                     return tr_break(s, "side effect: reads %s of a %s after an attribute "
                                     "store in the frame (not supported)", nm, tr_type_name(obj));
         }

@@ -531,6 +531,36 @@ static bool traced_index(PyObject *o)
     return t->ndim > 0 && (t->dtype == ST_INT64 || t->dtype == ST_INT32);
 }
 
+/* x[idx] under dynamic shapes with x at least 1-D and idx one int index
+ * tensor (the rotary cache read cos[position_ids]): taken by translating
+ * symtrace._ops.indexing._index_rows, whose reshape target the translator
+ * follows (__getitem__ run for real computes it out of its sight). */
+static bool rows_key(tr_state *s, PyObject *o, PyObject *k)
+{
+    return tr_dyn_shapes(s) && st_fe_is_tensor(o) && st_fe_unwrap(o)->ndim > 0 && traced_index(k);
+}
+
+static int index_rows(tr_state *s, tr_var *obj, tr_var *key, tr_var *out)
+{
+    static PyObject *fn;
+    if (!fn) {
+        PyObject *m = PyImport_ImportModule("symtrace._ops.indexing");
+        fn = m ? PyObject_GetAttrString(m, "_index_rows") : NULL;
+        Py_XDECREF(m);
+        if (!fn)
+            return tr_break_exc(s, "tensor indexing");
+    }
+    tr_var a[2] = {{0}};
+    tr_var_copy(&a[0], obj);
+    tr_var_copy(&a[1], key);
+    s->lib_inline++;
+    int rc = tr_inline(s, fn, a, 2, NULL, out);
+    s->lib_inline--;
+    tr_var_clear(&a[0]);
+    tr_var_clear(&a[1]);
+    return rc;
+}
+
 bool tr_key_reads_values(tr_state *s, PyObject *k)
 {
     if (!tr_has_tensor(k))
@@ -570,6 +600,8 @@ int tr_subscr(tr_state *s, tr_var *obj, tr_var *key, tr_var *out)
     if (st_fe_is_tensor(o)) {
         if (!st_fe_is_tensor(k) && !tr_safe_type(k))
             return tr_break(s, "tensor index of type %s", tr_type_name(k));
+        if (rows_key(s, o, k))
+            return index_rows(s, obj, key, out);
         if (tr_key_reads_values(s, k))
             return tr_break(s, "data-dependent: indexing with a bool mask, a 0-d "
                             "tensor or tensors in a list reads their values");

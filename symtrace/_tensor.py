@@ -394,15 +394,19 @@ class Tensor(_C.TensorBase):
         if self.dim() > 2:
             raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.dim()}D")
         return self.T
+    @_dyn_inline
     def new_zeros(self, *size, dtype=None, device=None):
         return _ops.zeros(*size, dtype=dtype or self.dtype, device=device or self.device)
 
+    @_dyn_inline
     def new_ones(self, *size, dtype=None, device=None):
         return _ops.ones(*size, dtype=dtype or self.dtype, device=device or self.device)
 
+    @_dyn_inline
     def new_full(self, size, fill_value, dtype=None, device=None):
         return _ops.full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device)
 
+    @_dyn_inline
     def new_empty(self, *size, dtype=None, device=None):
         return _ops.empty(*size, dtype=dtype or self.dtype, device=device or self.device)
     def new_tensor(self, data, dtype=None): return _C.tensor(data, dtype or self.dtype)
@@ -467,6 +471,7 @@ class Tensor(_C.TensorBase):
     def log_softmax(self, dim, dtype=None): return _ops.log_softmax(self, dim, dtype)
     def matmul(self, other): return _ops.matmul(self, other)
     def index_select(self, dim, index): return _ops.index_select(self, dim, index)
+    @_dyn_inline
     def repeat_interleave(self, repeats, dim=None, *, output_size=None):
         return _ops.repeat_interleave(self, repeats, dim, output_size=output_size)
     def gather(self, dim, index): return _ops.gather(self, dim, index)
@@ -742,6 +747,7 @@ class Tensor(_C.TensorBase):
     def clamp_(self, min=None, max=None):
         return self._via(_ops.clamp, "clamp_", min, max)
 
+    @_dyn_inline
     def fill_(self, value):
         if isinstance(value, _C.TensorBase):
             if value.dim() != 0:
@@ -752,12 +758,13 @@ class Tensor(_C.TensorBase):
                 raise RuntimeError("unsupported operation: more than one element of the written-to "
                                    "tensor refers to a single memory location. Please clone() the "
                                    "tensor before performing the operation.")
-            if value.requires_grad:     # its gradient: the sum of self's (torch's FillBackward)
-                return self.copy_(value.expand(self.shape))
-            value = value.item()
+            # a copy, not value.item(): no value read (a graph break under compile); with
+            # grad, value's gradient is the sum of self's (torch's FillBackward)
+            return self.copy_(value.expand(self.shape))
         return self._inplace(_C.OP_COPY, (_ops.full((), value, dtype=self.dtype,
                                                     device=self.device).expand(self.shape),))
 
+    @_dyn_inline
     def zero_(self): return self.fill_(0)
 
     def fill_diagonal_(self, fill_value, wrap=False):

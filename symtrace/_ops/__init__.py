@@ -4,7 +4,8 @@ kernels). Every public name mirrors torch's.
 
 One file a concern, each saying at its top what it owns: _core (shared helpers),
 dtypes, elementwise, creation, float_math, indexing, shape, reductions, linalg, scans,
-random, scatter_ops, sorting (sort, topk, median, unique, ...), aliases (small torch
+random, scatter_ops, rank_select (topk by counted ranks, for graphs), sorting (sort,
+topk, median, unique, ...), aliases (small torch
 functions and aliases over the others), extras (more of those: addmv, addr, vander,
 trapezoid, index_reduce, the top-level in-place functions, ...) and statistics (bincount,
 histc, histogram, histogramdd, cov, corrcoef), bitshift (bitwise_left/right_shift) and
@@ -24,11 +25,11 @@ other files call are one object."""
 # imports nonzero (scatter_ops) at its end for where(condition); so elementwise comes
 # before every file that imports it.
 from . import (_core, dtypes, elementwise, creation, float_math, indexing, shape, reductions,
-               linalg, scans, random, scatter_ops, sorting, aliases, special_core, special_erf,
-               special_bessel, special_gamma, special_poly, numeric, extras, statistics, bitshift, view_copies)
+               linalg, scans, random, scatter_ops, rank_select, sorting, aliases, special_core,
+               special_erf, special_bessel, special_gamma, special_poly, numeric, extras, statistics, bitshift, view_copies)
 
 for _m in (_core, dtypes, elementwise, creation, float_math, indexing, shape, reductions, linalg,
-           scans, random, scatter_ops, sorting, aliases, special_core, special_erf,
+           scans, random, scatter_ops, rank_select, sorting, aliases, special_core, special_erf,
            special_bessel, special_gamma, special_poly, numeric, extras, statistics, bitshift, view_copies):
     globals().update((_n, _v) for _n, _v in vars(_m).items() if not _n.startswith("__"))
 del _m

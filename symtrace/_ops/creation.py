@@ -7,6 +7,7 @@ import math
 import warnings
 
 from .. import _C
+from .._symint import dyn_inline
 from .._dtype import _scalar_dtype, bool_, float32, float64, int64
 from ._core import INT_VALUE, _attrs, _check_int, _check_tensor, _is_tensor, _op, _tname
 from .elementwise import _check_fits, add, div, eq, lt, mul, pow, sub, to_dtype, where
@@ -128,24 +129,31 @@ def empty(*size, dtype=None, device=None, requires_grad=False):
     return _rg(_C.empty(shape, dtype or float32, _dev(device)), requires_grad)
 
 
+@dyn_inline
 def _like(fn, input, dtype, device, *args, **kw):
+    # the *_like factories are dyn_inline: under dynamic shapes the translator follows
+    # input.shape into the factory, so the new tensor's size stays symbolic
     _check_tensor(input, fn.__name__)
     return fn(input.shape, *args, dtype=dtype or input.dtype,
               device=input.device if device is None else device, **kw)
 
 
+@dyn_inline
 def zeros_like(input, *, dtype=None, device=None, requires_grad=False):
     return _rg(_like(zeros, input, dtype, device), requires_grad)
 
 
+@dyn_inline
 def ones_like(input, *, dtype=None, device=None, requires_grad=False):
     return _rg(_like(ones, input, dtype, device), requires_grad)
 
 
+@dyn_inline
 def empty_like(input, *, dtype=None, device=None, requires_grad=False):
     return _rg(_like(empty, input, dtype, device), requires_grad)
 
 
+@dyn_inline
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False):
     _check_tensor(input, "full_like")
     return full(input.shape, fill_value, dtype=dtype or input.dtype,

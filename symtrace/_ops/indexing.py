@@ -34,6 +34,18 @@ def index_select(input, dim, index):
         return _op(_C.OP_INDEX_SELECT, (input, index), _attrs(ints=(dim,)))
 
 
+def _index_rows(input, index):
+    """input[index] for one int index tensor (at least 1-D) and input at least 1-D: the rows
+    of input at index (negative ones from the end), of shape index.shape + input.shape[1:].
+    The translator takes this path for such a subscript under dynamic shapes
+    (frontend/tr_iter.c): translated, not run, its reshape target stays an expression of the
+    index's symbolic sizes (Tensor.__getitem__ computes it where the translator cannot see)."""
+    n = input.shape[0]
+    flat = index.reshape(-1)
+    flat = where(lt(flat, 0), add(flat, n), flat)
+    return index_select(input, 0, flat).reshape(tuple(index.shape) + tuple(input.shape[1:]))
+
+
 def gather(input, dim, index):
     _check_tensor(input, "gather")
     _check_tensor(index, "gather", "index")

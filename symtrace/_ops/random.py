@@ -3,6 +3,7 @@
 import math
 
 from .. import _C
+from .._symint import dyn_inline
 from .. import _generator
 from .._dtype import float32, float64, int64
 from ._core import _FMAX, _attrs, _bshape, _check_int, _check_tensor, _is_tensor, _op, _tname
@@ -61,12 +62,14 @@ def randint(low, high=None, size=None, *, dtype=None, device=None, generator=Non
                None, _dev(device))
 
 
+@dyn_inline
 def rand_like(input, *, generator=None, dtype=None, device=None, requires_grad=False):
     _check_tensor(input, "rand_like")
     return rand(input.shape, dtype=dtype or input.dtype, device=device or input.device, generator=generator,
                 requires_grad=requires_grad)
 
 
+@dyn_inline
 def randn_like(input, *, generator=None, dtype=None, device=None, requires_grad=False):
     _check_tensor(input, "randn_like")
     return randn(input.shape, dtype=dtype or input.dtype, device=device or input.device, generator=generator,

@@ -273,11 +273,13 @@ def tile(input, dims):
     return _repeat(input, (1,) * (input.dim() - len(dims)) + dims)
 
 
+@dyn_inline
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     """repeat_interleave(input, repeats, dim=None): each element repeated `repeats` times along
     dim (input flattened when dim is None); as torch.repeat_interleave. An int (or one-element)
     repeats is a view expanded then reshaped; per-element repeats (a tensor or a list) need the
-    counts' values (under compile a graph break) and gather by an index built from them."""
+    counts' values (under compile a graph break) and gather by an index built from them.
+    dyn_inline: an int repeats' expand/reshape sizes stay symbolic (GQA's k/v repeat)."""
     _check_tensor(input, "repeat_interleave")
     if repeats is None:
         raise NotImplementedError("repeat_interleave(repeats): the one-argument form is not supported")

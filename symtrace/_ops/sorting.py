@@ -23,6 +23,7 @@ import math
 import numpy as np
 
 from .. import _C
+from .._symint import dyn_inline
 from .._dtype import bfloat16, bool_, float16, float32, float64, int32, int64
 from ._core import _check_int, _check_tensor, _is_tensor, _no_grad, _tname
 from .elementwise import (ceil, clamp, eq, floor, ge, le, lerp, logical_and, logical_not,
@@ -30,6 +31,7 @@ from .elementwise import (ceil, clamp, eq, floor, ge, le, lerp, logical_and, log
 from .creation import arange, full, to_device, zeros
 from .float_math import isnan
 from .indexing import gather, index_select
+from .rank_select import _rank_fits, _rank_topk_indices
 from .shape import movedim
 from .reductions import any, sum
 from ..amp._policy import autocast_op
@@ -193,10 +195,12 @@ def msort(input):
     return sort(input, 0).values
 
 
+@dyn_inline
 def topk(input, k, dim=-1, largest=True, sorted=True):
     """topk(input, k, dim=-1, largest=True, sorted=True) -> (values, indices): the k largest
     (or smallest) elements along dim, NaN the largest, as torch.topk. The order is found on the
-    host (a graph break under symtrace.compile); the result is always sorted (torch's
+    host (under symtrace.compile, rows short enough are ranked by graph ops instead,
+    rank_select.py: no break); the result is always sorted (torch's
     sorted=False order is unspecified); among equal values the lower index comes first.
     Values are gathered from input, so the gradient goes to the selected elements."""
     _check_tensor(input, "topk")
@@ -209,8 +213,12 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     if input.dtype is bool_:
         raise RuntimeError("topk does not support bool dtypes on CPU")
     x = input if nd else input.reshape(1)
-    o = _order(_host(x), d, bool(largest))
-    idx = _long(np.take(o, np.arange(k), axis=d), input)
+    if _rank_fits(x, d):
+        # in a graph: ranks counted by graph ops (rank_select.py), the same order, no read
+        idx = _rank_topk_indices(x, d, k, bool(largest))
+    else:
+        o = _order(_host(x), d, bool(largest))
+        idx = _long(np.take(o, np.arange(k), axis=d), input)
     vals = gather(x, d, idx)
     if nd == 0:
         vals, idx = vals.reshape(()), idx.reshape(())
