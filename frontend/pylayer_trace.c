@@ -217,6 +217,24 @@ static void fail(PyObject *cls, const char *what)
 
 static PyObject *trace_positional(PyObject *cls, PyObject *args);
 
+PyObject *st_fe_pylayer_side_effect(PyObject *cls)
+{
+    static PyObject *fn;
+    if (!fn) {
+        PyObject *m = PyImport_ImportModule("symtrace.autograd._effects");
+        fn = m ? PyObject_GetAttrString(m, "side_effect") : NULL;
+        Py_XDECREF(m);
+        if (!fn)
+            return NULL;
+    }
+    PyObject *r = PyObject_CallOneArg(fn, cls);
+    if (r && r != Py_None && !PyUnicode_Check(r)) {
+        Py_DECREF(r);
+        Py_RETURN_NONE;
+    }
+    return r;
+}
+
 PyObject *st_fe_trace_pylayer(PyObject *cls, PyObject *args, PyObject *kwargs)
 {
     if (!st_rt_trace_active()) {
@@ -229,6 +247,29 @@ PyObject *st_fe_trace_pylayer(PyObject *cls, PyObject *args, PyObject *kwargs)
         PyErr_SetString(PyExc_TypeError, "st_fe_trace_pylayer: cls must be a class");
         return NULL;
     }
+    /* Python side effects in forward/backward would happen at this capture
+     * only: the trace fails (a graph break) and the Function runs eagerly,
+     * on every call (symtrace/autograd/_effects.py; the translator breaks
+     * before such a call, tr_calls.c: this is apply reached from code it
+     * runs for real) */
+    PyObject *why = st_fe_pylayer_side_effect(cls);
+    if (!why)
+        return NULL;
+    if (why != Py_None) {
+        char buf[400];
+        snprintf(buf, sizeof buf, "PyLayer %s: Python side effect: %s",
+                 ((PyTypeObject *)cls)->tp_name, PyUnicode_AsUTF8(why));
+        Py_DECREF(why);
+        st_rt_trace_fail(buf);
+        /* (suspended: apply takes its eager path, not this one again) */
+        st_rt_trace_suspend();
+        PyObject *ap = PyObject_GetAttrString(cls, "apply");
+        PyObject *r = ap ? PyObject_Call(ap, args, kwargs) : NULL;
+        Py_XDECREF(ap);
+        st_rt_trace_resume();
+        return r;
+    }
+    Py_DECREF(why);
     if (kwargs && PyDict_Size(kwargs) > 0) {
         /* keywords go to forward's positions, as apply binds them */
         PyObject *mod = fn_module();

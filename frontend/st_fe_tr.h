@@ -429,5 +429,9 @@ PyObject *st_fe_entry_run(st_fe_entry *e, const st_fe_frame *f, PyObject **memo)
  * result (real tensors, as apply would). NULL with an exception, or with
  * the trace marked failed (st_rt_trace_failed) when it cannot. */
 PyObject *st_fe_trace_pylayer(PyObject *cls, PyObject *args, PyObject *kwargs);
+/* symtrace.autograd._effects.side_effect(cls): a str naming a Python side
+ * effect of cls's forward/backward (which a capture would perform once),
+ * None, or NULL with an exception */
+PyObject *st_fe_pylayer_side_effect(PyObject *cls);
 
 #endif

@@ -205,6 +205,18 @@ static int call_pylayer(tr_state *s, PyObject *cls, tr_var *args, int nargs,
     /* forward and backward run for real on these values while traced: what
      * they read of the arguments that are not tensors (a scale, a flag) is
      * guarded by value (what they read of globals is not: see README) */
+    PyObject *why = st_fe_pylayer_side_effect(cls);
+    if (!why)
+        return tr_break_exc(s, "PyLayer");
+    if (why != Py_None) {
+        /* performed by the capture only: a break before the call, which
+         * then runs eagerly on every call */
+        int rc = tr_break(s, "PyLayer %s: Python side effect: %s",
+                          ((PyTypeObject *)cls)->tp_name, PyUnicode_AsUTF8(why));
+        Py_DECREF(why);
+        return rc;
+    }
+    Py_DECREF(why);
     for (int i = 0; i < nargs; i++) {
         tr_var *v = &args[i];
         if (!v->v || st_fe_is_tensor(v->v) || v->it || v->aux != TR_AUX_NONE)

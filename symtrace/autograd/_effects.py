@@ -1,0 +1,214 @@
+"""symtrace.autograd._effects: does a custom Function's Python code have side effects?
+
+Inside symtrace.compile, an autograd.Function met in a frame is captured by running its
+forward and backward once, for real, while the trace records their tensor ops
+(frontend/pylayer_trace.c). Tensor ops become the graph; plain Python does not: a forward
+that appends to a list from outside, stores a global, sets an attribute of an object from
+outside, or prints, would do so at the capture only, and never again on a cached call.
+TorchDynamo graph-breaks on such a Function; so does symtrace: side_effect(cls) names the
+first such statement found, and the translator then runs that Function eagerly (a graph
+break), every call.
+
+The check reads bytecode (forward, setup_context, backward/vjp, and the functions and
+comprehensions defined inside them), without running it:
+  - STORE_GLOBAL / DELETE_GLOBAL, and STORE_DEREF / DELETE_DEREF of an enclosing
+    function's variable;
+  - attribute stores and deletions on objects that are not the function's own locals
+    (ctx and objects made inside are fine; a global, a closure variable, an argument);
+  - item stores and deletions on globals and closure variables (writes into tensors are
+    traced: arguments and locals are fine);
+  - calls of mutating methods (append, update, ...) on globals and closure variables
+    that hold plain Python objects (not modules, classes or functions), and print().
+Functions the Function calls are not read (a helper that mutates a global is not seen).
+"""
+import builtins
+import dis
+import types
+
+__all__ = ["side_effect"]
+
+_MUTATORS = frozenset({
+    "append", "extend", "insert", "pop", "popitem", "remove", "clear", "update",
+    "setdefault", "add", "discard", "appendleft", "extendleft", "popleft", "put",
+    "put_nowait", "write", "writelines", "__setitem__", "__delitem__", "__setattr__",
+})
+_OUTSIDE = frozenset({"LOAD_GLOBAL", "LOAD_DEREF", "LOAD_CLASSDEREF", "LOAD_NAME"})
+_cache = {}
+
+
+def _code_of(fn):
+    fn = getattr(fn, "__func__", fn)
+    while hasattr(fn, "__wrapped__"):
+        fn = fn.__wrapped__
+    return getattr(fn, "__code__", None), fn
+
+
+def _outside_value(ins, fn, code):
+    """(True, value) for a load of a global / closure variable (value: its current
+    object, or a sentinel when it cannot be read); (False, None) otherwise."""
+    if ins.opname not in _OUTSIDE:
+        return False, None
+    if ins.opname in ("LOAD_DEREF", "LOAD_CLASSDEREF"):
+        if ins.argval not in code.co_freevars:
+            return False, None        # a cell of this function: its own local
+        cells = getattr(fn, "__closure__", None) or ()
+        i = code.co_freevars.index(ins.argval)
+        try:
+            return True, cells[i].cell_contents if i < len(cells) else _UNKNOWN
+        except ValueError:
+            return True, _UNKNOWN
+    g = getattr(fn, "__globals__", {})
+    if ins.argval in g:
+        return True, g[ins.argval]
+    return True, getattr(builtins, ins.argval, _UNKNOWN)
+
+
+class _Unknown:
+    pass
+
+
+_UNKNOWN = _Unknown()
+
+
+def _plain_object(v):
+    """a value whose mutation is a side effect worth a break (not a module, class,
+    function or the like, whose attributes a call would not change)"""
+    return not isinstance(v, (types.ModuleType, type, types.FunctionType,
+                              types.BuiltinFunctionType, types.MethodType))
+
+
+def _pusher(instrs, i, depth):
+    """the instruction that pushed the value `depth` slots below the top of the stack
+    just before instrs[i] runs (None when the walk back crosses a branch)"""
+    need = depth + 1
+    for j in range(i - 1, -1, -1):
+        ins = instrs[j]
+        if "JUMP" in ins.opname or ins.opname in ("FOR_ITER", "SEND", "RETURN_VALUE"):
+            return None
+        try:
+            eff = dis.stack_effect(ins.opcode, ins.arg if ins.opcode >= dis.HAVE_ARGUMENT else None,
+                                   jump=False)
+        except ValueError:
+            return None
+        need -= eff
+        if need <= 0:
+            return ins
+        if ins.is_jump_target:
+            return None
+    return None
+
+
+def _base_of(instrs, j):
+    """follows a chain of attribute loads back to the load of its base object:
+    (base instruction, [attribute names]) or (None, None)"""
+    names = []
+    while j is not None and j >= 0 and instrs[j].opname in ("LOAD_ATTR", "LOAD_METHOD"):
+        names.append(instrs[j].argval)
+        j -= 1
+    if j is None or j < 0:
+        return None, None
+    return instrs[j], names[::-1]
+
+
+def _resolve(v, names):
+    for n in names:
+        try:
+            v = getattr(v, n)
+        except Exception:  # noqa: BLE001 - an attribute the scan cannot read
+            return _UNKNOWN
+    return v
+
+
+def _local(ins):
+    return ins.opname.startswith("LOAD_FAST")
+
+
+def _scan(fn, code, params, first):
+    instrs = list(dis.get_instructions(code))
+    index = {id(ins): k for k, ins in enumerate(instrs)}
+    for k, ins in enumerate(instrs):
+        op = ins.opname
+        line = ins.positions.lineno if ins.positions and ins.positions.lineno else code.co_firstlineno
+        where = f"{code.co_name} ({code.co_filename}:{line})"
+        if op in ("STORE_GLOBAL", "DELETE_GLOBAL"):
+            return f"{where} stores the global {ins.argval!r}"
+        if op in ("STORE_DEREF", "DELETE_DEREF") and ins.argval in code.co_freevars:
+            return f"{where} stores the enclosing function's variable {ins.argval!r}"
+        if op in ("STORE_ATTR", "DELETE_ATTR"):
+            tgt = _pusher(instrs, k, 0)
+            if tgt is None:
+                return f"{where} sets the attribute {ins.argval!r} of an object it did not make"
+            base, _ = _base_of(instrs, index[id(tgt)])
+            if base is None:
+                return f"{where} sets the attribute {ins.argval!r} of an object it did not make"
+            if _local(base) and (base.argval == first or base.argval not in params):
+                continue      # ctx, or an object made inside
+            return f"{where} sets the attribute {ins.argval!r} of {base.argval!r}"
+        if op in ("STORE_SUBSCR", "DELETE_SUBSCR"):
+            tgt = _pusher(instrs, k, 1)
+            if tgt is None:
+                continue      # a write whose target is an expression: a tensor's, traced
+            base, names = _base_of(instrs, index[id(tgt)])
+            if base is None:
+                continue
+            out, v = _outside_value(base, fn, code)
+            if out and _plain_object(_resolve(v, names)):
+                return f"{where} writes an item of {base.argval!r}"
+            continue
+        if op in ("LOAD_METHOD", "LOAD_ATTR") and ins.argval in _MUTATORS:
+            base, names = _base_of(instrs, k - 1)
+            if base is None:
+                continue
+            out, v = _outside_value(base, fn, code)
+            if out and _plain_object(_resolve(v, names)):
+                return f"{where} calls {'.'.join([base.argval] + names + [ins.argval])}()"
+            continue
+        if op == "LOAD_GLOBAL" and ins.argval == "print":
+            out, v = _outside_value(ins, fn, code)
+            if v is builtins.print:
+                return f"{where} calls print()"
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            # a function or comprehension defined inside: its own locals
+            r = _scan(fn, c, set(c.co_varnames[:c.co_argcount + c.co_kwonlyargcount]), None)
+            if r:
+                return r
+    return None
+
+
+def _check(fn, has_ctx):
+    code, raw = _code_of(fn)
+    if code is None:
+        return None
+    key = (code, id(getattr(raw, "__globals__", None)), has_ctx)
+    if key not in _cache:
+        nparams = code.co_argcount + code.co_kwonlyargcount + \
+            bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)
+        params = set(code.co_varnames[:nparams])
+        first = code.co_varnames[0] if code.co_argcount and has_ctx else None
+        try:
+            _cache[key] = _scan(raw, code, params, first)
+        except Exception:  # noqa: BLE001 - bytecode the scan does not know: assume clean
+            _cache[key] = None
+    return _cache[key]
+
+
+def side_effect(cls):
+    """The first Python side effect found in cls's forward, setup_context or backward
+    (a sentence naming it), or None."""
+    fns = {}
+    for name in ("forward", "setup_context", "backward", "vjp"):
+        fn = None
+        for base in cls.__mro__:
+            if name in base.__dict__:
+                fn = base.__dict__[name]
+                break
+        mod = getattr(getattr(fn, "__func__", fn), "__module__", "") or ""
+        if fn is not None and not mod.startswith("symtrace.autograd"):
+            fns[name] = fn     # (not the base class's defaults)
+    for name, fn in fns.items():
+        # a forward without ctx (setup_context style) has no ctx to write into
+        r = _check(fn, has_ctx=not (name == "forward" and "setup_context" in fns))
+        if r:
+            return r
+    return None

@@ -1,0 +1,111 @@
+# A custom autograd.Function whose forward or backward has Python side effects
+# (appends to a list from outside, stores a global, prints) inside
+# symtrace.compile: the capture runs forward and backward once, for real, so the
+# side effects happened on the first call only and cached calls skipped them.
+# Such a Function is now a graph break (symtrace/autograd/_effects.py reads its
+# bytecode; frontend/tr_calls.c breaks before the call) and runs eagerly on
+# every call, as TorchDynamo graph-breaks on it. Clean Functions stay in the graph.
+import pytest
+
+import symtrace as st
+from symtrace.autograd._effects import side_effect
+
+LOG = []
+CFG = {"scale": 2.0}
+
+
+class Holder:
+    hist = []
+
+
+class Logs(st.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        LOG.append("fwd")
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        LOG.append("bwd")
+        return g * 2
+
+
+class Clean(st.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        ctx.k = CFG["scale"]          # reading a global is no side effect
+        buf = {}
+        buf["y"] = x * ctx.k         # nor writing an object made inside
+        return buf["y"]
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * ctx.k
+
+
+def _fn(body):
+    ns = {"st": st, "LOG": LOG, "CFG": CFG, "Holder": Holder}
+    exec("class F(st.autograd.Function):\n"
+         "    @staticmethod\n"
+         "    def forward(ctx, x):\n"
+         f"        {body}\n"
+         "        return x * 2\n"
+         "    @staticmethod\n"
+         "    def backward(ctx, g):\n"
+         "        return g * 2\n", ns)
+    return ns["F"]
+
+
+@pytest.mark.parametrize("body,found", [
+    ("LOG.append(1)", "calls LOG.append()"),
+    ("CFG['scale'] = 3", "writes an item of 'CFG'"),
+    ("Holder.hist.append(1)", "calls Holder.hist.append()"),
+    ("print('x')", "calls print()"),
+    ("global LOG; LOG = []", "stores the global 'LOG'"),
+    ("x.tag = 1", "sets the attribute 'tag' of 'x'"),
+])
+def test_side_effects_found(body, found):
+    assert found in side_effect(_fn(body))
+
+
+@pytest.mark.parametrize("body", [
+    "pass", "ctx.save_for_backward(x); ctx.k = 2", "d = {}; d['a'] = 1",
+    "y = st.zeros(3); y[0] = 1", "x[0] = 1", "ctx.s = CFG['scale']",
+    "l = [v * 2 for v in range(3)]", "st.add(x, x)",
+])
+def test_clean_code_is_not_flagged(body):
+    assert side_effect(_fn(body)) is None
+
+
+def test_a_logging_function_logs_on_every_compiled_call():
+    st.reset()
+    LOG.clear()
+
+    def f(x):
+        return Logs.apply(x * 1) + 1
+
+    cf = st.compile(f)
+    for k in range(3):
+        x = st.ones(2, requires_grad=True)
+        cf(x).sum().backward()
+        assert x.grad.tolist() == [2.0, 2.0]
+        assert LOG == ["fwd", "bwd"] * (k + 1)
+    assert st._C._fe_stats()["breaks"] == 1
+
+
+def test_a_clean_function_stays_in_one_graph():
+    st.reset()
+
+    def f(x):
+        return Clean.apply(x * 1) + 1
+
+    cf = st.compile(f)
+    for _ in range(3):
+        x = st.ones(2, requires_grad=True)
+        assert cf(x).tolist() == [3.0, 3.0]
+        cf(x).sum().backward()
+        assert x.grad.tolist() == [2.0, 2.0]
+    stats = st._C._fe_stats()
+    assert stats["breaks"] == 0 and stats["graphs"] == 1
