@@ -217,6 +217,24 @@ static void fail(PyObject *cls, const char *what)
 
 static PyObject *trace_positional(PyObject *cls, PyObject *args);
 
+PyObject *st_fe_pylayer_globals_read(PyObject *cls)
+{
+    static PyObject *fn;
+    if (!fn) {
+        PyObject *m = PyImport_ImportModule("symtrace.autograd._effects");
+        fn = m ? PyObject_GetAttrString(m, "globals_read") : NULL;
+        Py_XDECREF(m);
+        if (!fn)
+            return NULL;
+    }
+    PyObject *r = PyObject_CallOneArg(fn, cls);
+    if (r && !PyList_Check(r)) {
+        Py_DECREF(r);
+        return PyList_New(0);
+    }
+    return r;
+}
+
 PyObject *st_fe_pylayer_side_effect(PyObject *cls)
 {
     static PyObject *fn;

@@ -433,5 +433,9 @@ PyObject *st_fe_trace_pylayer(PyObject *cls, PyObject *args, PyObject *kwargs);
  * effect of cls's forward/backward (which a capture would perform once),
  * None, or NULL with an exception */
 PyObject *st_fe_pylayer_side_effect(PyObject *cls);
+/* symtrace.autograd._effects.globals_read(cls): a list of (method name,
+ * global name, value), the plain constants cls's methods read from their
+ * module's globals; NULL with an exception */
+PyObject *st_fe_pylayer_globals_read(PyObject *cls);
 
 #endif

@@ -199,12 +199,42 @@ static int check_symtrace_fn(tr_state *s, PyObject *fn, tr_var *args, int nargs)
     return 0;
 }
 
+/* The plain constants a custom Function's methods read from their module's
+ * globals (ALPHA in `return -ALPHA * g`) are baked into the capture: each is
+ * guarded by value through cls.<method>.__globals__[name] (when cls has a
+ * source; one made in the frame is made anew anyway). */
+static int guard_pylayer_globals(tr_state *s, PyObject *cls)
+{
+    st_fe_src *cs = tr_lookup_src(s, cls);
+    if (!cs)
+        return 0;
+    PyObject *l = st_fe_pylayer_globals_read(cls);
+    if (!l)
+        return tr_break_exc(s, "PyLayer globals");
+    PyObject *gn = PyUnicode_InternFromString("__globals__");
+    int rc = gn ? 0 : tr_break_exc(s, "PyLayer globals");
+    for (Py_ssize_t i = 0; rc == 0 && i < PyList_GET_SIZE(l); i++) {
+        PyObject *e = PyList_GET_ITEM(l, i);
+        if (!PyTuple_Check(e) || PyTuple_GET_SIZE(e) != 3)
+            continue;
+        st_fe_src *ms = st_fe_src_attr(&s->srcs, cs, PyTuple_GET_ITEM(e, 0));
+        st_fe_src *gs = ms ? st_fe_src_attr(&s->srcs, ms, gn) : NULL;
+        st_fe_src *vs = gs ? st_fe_src_item(&s->srcs, gs, PyTuple_GET_ITEM(e, 1)) : NULL;
+        if (!vs || st_fe_guard_value(&s->guards, vs, PyTuple_GET_ITEM(e, 2)) < 0)
+            rc = tr_break_exc(s, "guard");
+    }
+    Py_XDECREF(gn);
+    Py_DECREF(l);
+    return rc;
+}
+
 static int call_pylayer(tr_state *s, PyObject *cls, tr_var *args, int nargs,
                         PyObject *kwnames, tr_var *out)
 {
     /* forward and backward run for real on these values while traced: what
      * they read of the arguments that are not tensors (a scale, a flag) is
-     * guarded by value (what they read of globals is not: see README) */
+     * guarded by value, and so are the plain constants they read from
+     * their module's globals (guard_pylayer_globals) */
     PyObject *why = st_fe_pylayer_side_effect(cls);
     if (!why)
         return tr_break_exc(s, "PyLayer");
@@ -217,6 +247,8 @@ static int call_pylayer(tr_state *s, PyObject *cls, tr_var *args, int nargs,
         return rc;
     }
     Py_DECREF(why);
+    if (guard_pylayer_globals(s, cls) < 0)
+        return -1;
     for (int i = 0; i < nargs; i++) {
         tr_var *v = &args[i];
         if (!v->v || st_fe_is_tensor(v->v) || v->it || v->aux != TR_AUX_NONE)

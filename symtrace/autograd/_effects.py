@@ -20,12 +20,17 @@ comprehensions defined inside them), without running it:
   - calls of mutating methods (append, update, ...) on globals and closure variables
     that hold plain Python objects (not modules, classes or functions), and print().
 Functions the Function calls are not read (a helper that mutates a global is not seen).
+
+globals_read(cls) lists the module globals holding plain constants (numbers, strings,
+None, tuples of them) that forward/setup_context/backward read: the capture bakes their
+values into the graph, so the translator guards them (a later call after ALPHA changed
+translates again).
 """
 import builtins
 import dis
 import types
 
-__all__ = ["side_effect"]
+__all__ = ["side_effect", "globals_read"]
 
 _MUTATORS = frozenset({
     "append", "extend", "insert", "pop", "popitem", "remove", "clear", "update",
@@ -193,9 +198,9 @@ def _check(fn, has_ctx):
     return _cache[key]
 
 
-def side_effect(cls):
-    """The first Python side effect found in cls's forward, setup_context or backward
-    (a sentence naming it), or None."""
+def _methods(cls):
+    """{name: function} of cls's forward, setup_context, backward and vjp that are not the
+    base class's defaults"""
     fns = {}
     for name in ("forward", "setup_context", "backward", "vjp"):
         fn = None
@@ -205,7 +210,48 @@ def side_effect(cls):
                 break
         mod = getattr(getattr(fn, "__func__", fn), "__module__", "") or ""
         if fn is not None and not mod.startswith("symtrace.autograd"):
-            fns[name] = fn     # (not the base class's defaults)
+            fns[name] = fn
+    return fns
+
+
+def _constant(v, depth=0):
+    if isinstance(v, (bool, int, float, complex, str, bytes, type(None))):
+        return True
+    return isinstance(v, tuple) and depth < 3 and all(_constant(x, depth + 1) for x in v)
+
+
+def _global_names(code, acc):
+    for ins in dis.get_instructions(code):
+        if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
+            acc.add(ins.argval)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            _global_names(c, acc)
+    return acc
+
+
+def globals_read(cls):
+    """[(method name, global name, value)] for the module globals holding plain
+    constants that cls's forward/setup_context/backward read"""
+    out = []
+    for name, fn in _methods(cls).items():
+        code, raw = _code_of(fn)
+        g = getattr(raw, "__globals__", None)
+        if code is None or g is None or getattr(cls, name, None) is not raw:
+            continue     # (a wrapped method: cls.name.__globals__ is not raw's)
+        key = ("names", code)
+        if key not in _cache:
+            _cache[key] = sorted(_global_names(code, set()))
+        for gname in _cache[key]:
+            if gname in g and _constant(g[gname]):
+                out.append((name, gname, g[gname]))
+    return out
+
+
+def side_effect(cls):
+    """The first Python side effect found in cls's forward, setup_context or backward
+    (a sentence naming it), or None."""
+    fns = _methods(cls)
     for name, fn in fns.items():
         # a forward without ctx (setup_context style) has no ctx to write into
         r = _check(fn, has_ctx=not (name == "forward" and "setup_context" in fns))

@@ -109,3 +109,39 @@ def test_a_clean_function_stays_in_one_graph():
         assert x.grad.tolist() == [2.0, 2.0]
     stats = st._C._fe_stats()
     assert stats["breaks"] == 0 and stats["graphs"] == 1
+
+
+ALPHA = 1.0
+
+
+class Reverse(st.autograd.Function):
+    # gradient reversal scaled by a module global (a schedule changes it)
+    @staticmethod
+    def forward(ctx, x):
+        return x * ALPHA
+
+    @staticmethod
+    def backward(ctx, g):
+        return -ALPHA * g
+
+
+def test_globals_a_function_reads_are_guarded():
+    global ALPHA
+    st.reset()
+
+    def f(x):
+        return Reverse.apply(x * 1) + 1
+
+    cf = st.compile(f)
+    try:
+        for a in (1.0, 2.0, 2.0, 0.5):
+            ALPHA = a
+            x = st.ones(2, requires_grad=True)
+            y = cf(x)
+            y.sum().backward()
+            assert y.tolist() == [1.0 + a] * 2
+            assert x.grad.tolist() == [-a] * 2
+        stats = st._C._fe_stats()
+        assert stats["graphs"] == 3 and stats["breaks"] == 0
+    finally:
+        ALPHA = 1.0
