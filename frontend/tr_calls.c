@@ -201,8 +201,8 @@ static int check_symtrace_fn(tr_state *s, PyObject *fn, tr_var *args, int nargs)
 
 /* The plain constants a custom Function's methods read from their module's
  * globals (ALPHA in `return -ALPHA * g`) are baked into the capture: each is
- * guarded by value through cls.<method>.__globals__[name] (when cls has a
- * source; one made in the frame is made anew anyway). */
+ * guarded by value through cls.<method>.__globals__[name], a tensor by
+ * identity (when cls has a source; one made in the frame is made anew). */
 static int guard_pylayer_globals(tr_state *s, PyObject *cls)
 {
     st_fe_src *cs = tr_lookup_src(s, cls);
@@ -220,7 +220,10 @@ static int guard_pylayer_globals(tr_state *s, PyObject *cls)
         st_fe_src *ms = st_fe_src_attr(&s->srcs, cs, PyTuple_GET_ITEM(e, 0));
         st_fe_src *gs = ms ? st_fe_src_attr(&s->srcs, ms, gn) : NULL;
         st_fe_src *vs = gs ? st_fe_src_item(&s->srcs, gs, PyTuple_GET_ITEM(e, 1)) : NULL;
-        if (!vs || st_fe_guard_value(&s->guards, vs, PyTuple_GET_ITEM(e, 2)) < 0)
+        PyObject *v = PyTuple_GET_ITEM(e, 2);
+        /* a tensor: the capture read that tensor (its identity) */
+        if (!vs || (st_fe_is_tensor(v) ? st_fe_guard_add(&s->guards, ST_G_ID, vs, v)
+                                       : st_fe_guard_value(&s->guards, vs, v)) < 0)
             rc = tr_break_exc(s, "guard");
     }
     Py_XDECREF(gn);

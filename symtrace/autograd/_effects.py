@@ -22,13 +22,16 @@ comprehensions defined inside them), without running it:
 Functions the Function calls are not read (a helper that mutates a global is not seen).
 
 globals_read(cls) lists the module globals holding plain constants (numbers, strings,
-None, tuples of them) that forward/setup_context/backward read: the capture bakes their
-values into the graph, so the translator guards them (a later call after ALPHA changed
+None, tuples of them) or tensors that forward/setup_context/backward read: the capture
+bakes the constants' values and the tensors' identities into the graph, so the translator
+guards them (a later call after ALPHA changed, or after a global mask was rebound,
 translates again).
 """
 import builtins
 import dis
 import types
+
+from .. import _C
 
 __all__ = ["side_effect", "globals_read"]
 
@@ -232,7 +235,7 @@ def _global_names(code, acc):
 
 def globals_read(cls):
     """[(method name, global name, value)] for the module globals holding plain
-    constants that cls's forward/setup_context/backward read"""
+    constants or tensors that cls's forward/setup_context/backward read"""
     out = []
     for name, fn in _methods(cls).items():
         code, raw = _code_of(fn)
@@ -243,7 +246,7 @@ def globals_read(cls):
         if key not in _cache:
             _cache[key] = sorted(_global_names(code, set()))
         for gname in _cache[key]:
-            if gname in g and _constant(g[gname]):
+            if gname in g and (_constant(g[gname]) or isinstance(g[gname], _C.TensorBase)):
                 out.append((name, gname, g[gname]))
     return out
 

@@ -145,3 +145,35 @@ def test_globals_a_function_reads_are_guarded():
         assert stats["graphs"] == 3 and stats["breaks"] == 0
     finally:
         ALPHA = 1.0
+
+
+MASK = st.tensor([1.0, 0.0])
+
+
+class Masked(st.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * MASK
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * MASK
+
+
+def test_a_global_tensor_rebound_is_read_anew():
+    global MASK
+    st.reset()
+
+    def f(x):
+        return Masked.apply(x * 1)
+
+    cf = st.compile(f)
+    try:
+        for m in ([1.0, 0.0], [0.0, 1.0], [0.0, 1.0]):
+            MASK = st.tensor(m)
+            x = st.ones(2, requires_grad=True)
+            y = cf(x)
+            y.sum().backward()
+            assert y.tolist() == m and x.grad.tolist() == m
+    finally:
+        MASK = st.tensor([1.0, 0.0])
