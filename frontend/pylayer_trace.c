@@ -217,17 +217,24 @@ static void fail(PyObject *cls, const char *what)
 
 static PyObject *trace_positional(PyObject *cls, PyObject *args);
 
-PyObject *st_fe_pylayer_globals_read(PyObject *cls)
+/* symtrace.autograd._effects.<name>(cls) (the functions looked up once). */
+static PyObject *effects_call(int which, PyObject *cls)
 {
-    static PyObject *fn;
-    if (!fn) {
+    static const char *const names[2] = {"globals_read", "side_effect"};
+    static PyObject *fns[2];
+    if (!fns[which]) {
         PyObject *m = PyImport_ImportModule("symtrace.autograd._effects");
-        fn = m ? PyObject_GetAttrString(m, "globals_read") : NULL;
+        fns[which] = m ? PyObject_GetAttrString(m, names[which]) : NULL;
         Py_XDECREF(m);
-        if (!fn)
+        if (!fns[which])
             return NULL;
     }
-    PyObject *r = PyObject_CallOneArg(fn, cls);
+    return PyObject_CallOneArg(fns[which], cls);
+}
+
+PyObject *st_fe_pylayer_globals_read(PyObject *cls)
+{
+    PyObject *r = effects_call(0, cls);
     if (r && !PyList_Check(r)) {
         Py_DECREF(r);
         return PyList_New(0);
@@ -237,15 +244,7 @@ PyObject *st_fe_pylayer_globals_read(PyObject *cls)
 
 PyObject *st_fe_pylayer_side_effect(PyObject *cls)
 {
-    static PyObject *fn;
-    if (!fn) {
-        PyObject *m = PyImport_ImportModule("symtrace.autograd._effects");
-        fn = m ? PyObject_GetAttrString(m, "side_effect") : NULL;
-        Py_XDECREF(m);
-        if (!fn)
-            return NULL;
-    }
-    PyObject *r = PyObject_CallOneArg(fn, cls);
+    PyObject *r = effects_call(1, cls);
     if (r && r != Py_None && !PyUnicode_Check(r)) {
         Py_DECREF(r);
         Py_RETURN_NONE;
