@@ -186,8 +186,11 @@ def stack(tensors, dim=0):
     return cat(parts, d)
 
 
+@dyn_inline
 def split(tensor, split_size_or_sections, dim=0):
-    """split(tensor, split_size_or_sections, dim=0) -> tuple of views."""
+    """split(tensor, split_size_or_sections, dim=0) -> tuple of views.
+    dyn_inline: the pieces are subscripts, whose bounds the translator keeps symbolic,
+    so a split along a static dim (GPT-2's fused c_attn) leaves the other sizes dynamic."""
     _check_tensor(tensor, "split", "tensor")
     nd = tensor.dim()
     d = _wrap(dim, nd, "split")
@@ -205,12 +208,14 @@ def split(tensor, split_size_or_sections, dim=0):
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} "
                                f"(input tensor's size at dimension {d}), but got split_sizes={sizes}")
     out, off = [], 0
-    for s in sizes:
-        out.append(tensor._slice(d, off, off + s, 1))
+    lead = (slice(None),) * d
+    for s in sizes:          # a loop, not a comprehension: the translator unrolls it
+        out.append(tensor[lead + (slice(off, off + s),)])
         off += s
     return tuple(out)
 
 
+@dyn_inline
 def chunk(input, chunks, dim=0):
     _check_tensor(input, "chunk")
     if not isinstance(chunks, int) or isinstance(chunks, bool):
