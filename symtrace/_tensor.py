@@ -388,7 +388,9 @@ class Tensor(_C.TensorBase):
     def view_as(self, other): return self.view(other.shape)
     def reshape_as(self, other): return self.reshape(other.shape)
     def expand_as(self, other): return self.expand(other.shape)
+    @_dyn_inline
     def split(self, split_size, dim=0): return _ops.split(self, split_size, dim)
+    @_dyn_inline
     def chunk(self, chunks, dim=0): return _ops.chunk(self, chunks, dim)
     def t(self):
         if self.dim() > 2:

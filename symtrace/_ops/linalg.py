@@ -113,12 +113,16 @@ def _beta_alpha_sum(input, prod, beta, alpha):
     if input.dtype is not prod.dtype:
         raise RuntimeError(f"self and mat2 must have the same dtype, but got {_tname(input.dtype)} "
                            f"and {_tname(prod.dtype)}")
-    inp = input.expand(prod.shape)
+    ish, psh = tuple(input.shape), tuple(prod.shape)
+    if len(ish) > len(psh) or builtins.any(a != 1 and a != b for a, b in zip(ish[::-1], psh[::-1])):
+        input.expand(psh)                  # raises expand's error
+    # a broadcasting add, not an expand to prod's sizes: under dynamic shapes those would
+    # be constants of the graph (HF's Conv1D, an addmm over batch * seq rows, specialized)
     if alpha != 1:
         prod = mul(prod, alpha)
     if beta == 0:
         return prod
-    return add(inp if beta == 1 else mul(inp, beta), prod)
+    return add(input if beta == 1 else mul(input, beta), prod)
 
 
 @autocast_op("lower")

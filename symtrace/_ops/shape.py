@@ -186,31 +186,53 @@ def stack(tensors, dim=0):
     return cat(parts, d)
 
 
+@dyn_inline
+def _piece(tensor, d, start, end):
+    """The view tensor[..., start:end, ...] along d, as a subscript: a translation under
+    dynamic shapes keeps its bounds symbolic."""
+    return tensor[(slice(None),) * d + (slice(start, end),)]
+
+
+@dyn_inline
 def split(tensor, split_size_or_sections, dim=0):
-    """split(tensor, split_size_or_sections, dim=0) -> tuple of views."""
+    """split(tensor, split_size_or_sections, dim=0) -> tuple of views.
+    dyn_inline: under dynamic shapes the pieces are subscripts, whose bounds the translator
+    keeps symbolic, counted by comparisons (guards on relations, not values), so a split
+    (GPT-2's fused c_attn) no longer specializes the tensor's other sizes."""
     _check_tensor(tensor, "split", "tensor")
     nd = tensor.dim()
     d = _wrap(dim, nd, "split")
     n = tensor.shape[d]
+    out = []
     if isinstance(split_size_or_sections, int):
         s = split_size_or_sections
         if s <= 0 and not (s == 0 and n == 0):
             raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}"
                                if s == 0 else f"split expects split_size be non-negative, but got split_size={s}")
-        # at least one piece (an empty one for an empty dim), as torch's
-        sizes = ([s] * (n // s) + ([n % s] if n % s else []) if s else [0]) or [0]
-    else:
-        sizes = list(split_size_or_sections)
-        if builtins.sum(sizes) != n:
-            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} "
-                               f"(input tensor's size at dimension {d}), but got split_sizes={sizes}")
-    out, off = [], 0
+        if s == 0:
+            return (_piece(tensor, d, 0, 0),)
+        # at least one piece (an empty one for an empty dim), as torch's; the last one
+        # is what is left (a loop, not a comprehension: the translator unrolls it)
+        off = 0
+        while True:
+            end = off + s
+            if end >= n:
+                out.append(_piece(tensor, d, off, None))
+                return tuple(out)
+            out.append(_piece(tensor, d, off, end))
+            off = end
+    sizes = list(split_size_or_sections)
+    if builtins.sum(sizes) != n:
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} "
+                           f"(input tensor's size at dimension {d}), but got split_sizes={sizes}")
+    off = 0
     for s in sizes:
-        out.append(tensor._slice(d, off, off + s, 1))
+        out.append(_piece(tensor, d, off, off + s))
         off += s
     return tuple(out)
 
 
+@dyn_inline
 def chunk(input, chunks, dim=0):
     _check_tensor(input, "chunk")
     if not isinstance(chunks, int) or isinstance(chunks, bool):

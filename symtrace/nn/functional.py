@@ -524,7 +524,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     return _ops.matmul(attn, value)
 
 
+@_dyn_inline
 def _in_projection_packed(q, k, v, w, b=None):
+    # dyn_inline: its chunk/split are followed too (run for real, their subscripts'
+    # full-range slices would be constants of a dynamic-shape graph)
     E = q.shape[-1]
     if k is v and q is k:  # self-attention: one matmul for q, k and v
         proj = linear(q, w, b)
