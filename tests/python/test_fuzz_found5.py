@@ -4,6 +4,10 @@
 # functions called several times: the capture and the cached entry); and a fixed-seed
 # smoke run of fuzz_compile's fourth-round templates (scripts/fuzz_merge_ops.py: needs
 # torch, the reference).
+import os
+import sys
+
+import numpy as np
 import pytest
 
 import symtrace as st
@@ -53,3 +57,42 @@ def test_setitem_number_into_an_expanded_tensor_dynamic(mode):
         with pytest.raises(RuntimeError, match=OVERLAP):
             g(st.zeros(1, 3).expand(n, 3))
     assert g(st.zeros(3, 2)).tolist() == [[1.0] * 2] * 2
+
+
+# ------------------------------------------------------------- the fuzzer itself
+
+def _fuzzer():
+    pytest.importorskip("torch")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    sys.path.insert(0, os.path.join(root, "scripts"))
+    try:
+        import fuzz_compile
+    finally:
+        sys.path.pop(0)
+    return fuzz_compile
+
+
+def test_fuzzer_fourth_round_smoke_fixed_seeds():
+    # programs with checkpoint(..., use_reentrant=False), *_like factories, a dict
+    # argument and the same list returned twice: no mismatch with torch (eager, compiled
+    # twice, gradients through the checkpoint)
+    fz = _fuzzer()
+    text, wraps = "", set()
+    for seed in (3, 4, 5, 7):
+        prog = fz.generate(seed)
+        text += prog.source()
+        wraps.add(prog.wrap)
+        found = fz.check(prog, backends=BACKENDS)
+        assert not found, "seed %d: %s\n%s" % (seed, found, fz.reproducer(prog, found[0][0]))
+    assert "checkpoint(" in text and "_like(" in text
+    assert {"dict", "twice", "dict twice"} <= wraps
+
+
+def test_fuzzer_reports_a_returned_list_that_is_not_the_same():
+    # the identity comparison is not vacuous
+    fz = _fuzzer()
+    outs = [(np.array([1.0]), "float32", (1,), False)]
+    ref = fz.Outcome(outs=outs, same="tuple of lists")
+    got = fz.Outcome(outs=outs, same="tuple of two lists of lists")
+    assert [k for k, _ in fz.compare(ref, got)] == ["identity"]
+    assert fz.compare(ref, fz.Outcome(outs=outs, same="tuple of lists")) == []
