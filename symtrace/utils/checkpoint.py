@@ -60,10 +60,12 @@ gradients are right, no memory is saved.
 """
 import contextlib
 import warnings
+import weakref
 
 from .. import _C
 from .. import random as _random
 from ..autograd import Function, backward as _autograd_backward
+from ..autograd.function import _version_error
 from ..autograd.graph import saved_tensors_hooks
 from ..autograd.grad_mode import enable_grad, is_grad_enabled, no_grad
 from ..compiler import disable as _compiler_disable
@@ -261,6 +263,10 @@ class _Frame:
     def __init__(self, function, args, kwargs, preserve, rec_ctx, check, early_stop):
         self.function = function
         self.args = tuple(_detached(a) for a in args)
+        # the tensor arguments' versions: as torch's (which saves them for backward), one
+        # written in place since is refused when the recomputation needs it
+        self.versions = [(k, a._version, weakref.ref(a)) for k, a in enumerate(args)
+                         if _is_tensor(a)]
         self.kwargs = {k: _detached(v) for k, v in kwargs.items()}
         self.preserve = preserve
         self.rec_ctx = rec_ctx
@@ -287,7 +293,15 @@ class _Frame:
                 f"position {h.idx} (the forward saved {len(frame.metas)})")
         return t
 
+    def _check_versions(self):
+        for k, ver, ref in self.versions:
+            if self.args[k]._version != ver:
+                orig = ref()
+                raise RuntimeError(_version_error(orig if orig is not None else self.args[k],
+                                                  ver, -1, None))
+
     def recompute(self):
+        self._check_versions()
         n = len(self.metas)
         got = {}
         count = [0]

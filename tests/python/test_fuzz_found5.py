@@ -59,6 +59,53 @@ def test_setitem_number_into_an_expanded_tensor_dynamic(mode):
     assert g(st.zeros(3, 2)).tolist() == [[1.0] * 2] * 2
 
 
+MODIFIED = "modified by an inplace operation"
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("written", ["grad_arg", "other_arg", "none"])
+def test_checkpoint_argument_written_after_it_refuses_the_backward(mode, written):
+    # checkpoint(use_reentrant=False) saves its tensor arguments as torch does: one
+    # written in place after the checkpoint (x0.select(0, 0).add_(3)) makes the backward
+    # raise torch's version error. Eager recomputed from the written values instead and
+    # gave wrong gradients silently (fuzz --dynamic seed 610261)
+    def f(x, w):
+        x = x.clone()
+        y = st.utils.checkpoint.checkpoint(lambda a, c: a.sin() * a * c, x, w,
+                                           use_reentrant=False)
+        if written == "grad_arg":
+            x.select(0, 0).add_(3)
+        elif written == "other_arg":
+            w.add_(1)
+        return y
+
+    # (compiled: the write into a value saved for backward is a graph break, by design)
+    g = maybe_compiled(f, mode, fullgraph=written == "none")
+    for _ in range(2):
+        b = st.tensor([[0.5, -1.0, 2.0], [0.0, 1.5, -0.5]], requires_grad=True)
+        w = st.tensor([1.0, 2.0, 3.0])
+        y = g(b, w)
+        if written != "none":
+            with pytest.raises(RuntimeError, match=MODIFIED):
+                y.sum().backward()
+            continue
+        y.sum().backward()
+        x = b.detach()
+        want = (x.sin() + x * x.cos()) * w          # d/dx (x sin x * w)
+        np.testing.assert_allclose(b.grad.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("reentrant", [False, True])
+def test_checkpoint_version_error_names_the_tensor_as_torch(reentrant):
+    b = st.ones(2, 3, requires_grad=True)
+    x = b.clone()
+    y = st.utils.checkpoint.checkpoint(lambda a: a.sin() * a, x, use_reentrant=reentrant)
+    x.select(0, 0).add_(3)
+    with pytest.raises(RuntimeError, match=r"\[symtrace.FloatTensor \[2, 3\]\], which is output 0 "
+                                           r"of CopySlices, is at version 1; expected version 0"):
+        y.sum().backward()
+
+
 # ------------------------------------------------------------- the fuzzer itself
 
 def _fuzzer():
