@@ -106,6 +106,34 @@ def test_checkpoint_version_error_names_the_tensor_as_torch(reentrant):
         y.sum().backward()
 
 
+POOL1D = r"max_pool1d: Expected 2D or 3D \(batch mode\) tensor with optional 0 dim batch size"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_max_pool1d_refuses_an_empty_channel_or_length(mode):
+    # torch's max_pool1d allows an empty batch only; symtrace pooled [3, 0, 3] into
+    # [3, 0, 2] (eager, and compiled with dynamic sizes: fuzz --dynamic seed 610256)
+    g = maybe_compiled(lambda x: st.nn.functional.max_pool1d(x, 2, stride=2, padding=1), mode)
+    for _ in range(2):
+        y = g(st.tensor([[[1.0, -2.0, 3.0]], [[0.5, 4.0, -1.0]]]))
+        assert y.tolist() == [[[1.0, 3.0]], [[0.5, 4.0]]]
+        assert tuple(g(st.ones(0, 2, 3)).shape) == (0, 2, 2)
+    for shape in ((3, 0, 3), (3, 3, 0), (0, 3), (3, 0)):
+        with pytest.raises(RuntimeError, match=POOL1D):
+            g(st.ones(*shape))
+
+
+@pytest.mark.parametrize("mode", BACKENDS)
+def test_max_pool1d_empty_channels_dynamic(mode):
+    g = st.compile(lambda x: st.nn.functional.max_pool1d(x, 2, stride=2, padding=1),
+                   backend=mode, dynamic=True)
+    assert tuple(g(st.ones(2, 5, 3)).shape) == (2, 5, 2)
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match=POOL1D):
+            g(st.ones(3, 0, 3))
+    assert g(st.ones(4, 1, 3) * 2).tolist() == [[[2.0, 2.0]]] * 4
+
+
 # ------------------------------------------------------------- the fuzzer itself
 
 def _fuzzer():
