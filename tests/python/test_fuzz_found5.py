@@ -134,6 +134,25 @@ def test_max_pool1d_empty_channels_dynamic(mode):
     assert g(st.ones(4, 1, 3) * 2).tolist() == [[[2.0, 2.0]]] * 4
 
 
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("dynamic", [None, True])
+def test_roll_by_a_multiple_of_the_size_then_other_sizes(mode, dynamic):
+    # x.roll(2, -1) of a size-2 tensor is a copy: roll took that branch on the size
+    # inside, so the graph compiled with dynamic=True for it had no roll left and served
+    # every later size (x.roll(2, -1) - x gave zeros; fuzz --dynamic seed 630272)
+    def f(x):
+        return x.roll(2, -1) - x, x.roll(-4, 0)
+
+    g = f if mode == "eager" else st.compile(f, backend=mode, dynamic=dynamic)
+    want = {5: ([3.0, 3.0, -2.0, -2.0, -2.0], [4.0, 0.0, 1.0, 2.0, 3.0]),
+            2: ([0.0, 0.0], [0.0, 1.0]),
+            3: ([1.0, 1.0, -2.0], [1.0, 2.0, 0.0]),
+            4: ([2.0, 2.0, -2.0, -2.0], [0.0, 1.0, 2.0, 3.0])}
+    for n in (5, 2, 5, 3, 4, 2):
+        a, b = g(st.arange(float(n)))
+        assert (a.tolist(), b.tolist()) == want[n], n
+
+
 # ------------------------------------------------------------- the fuzzer itself
 
 def _fuzzer():
