@@ -153,6 +153,56 @@ def test_roll_by_a_multiple_of_the_size_then_other_sizes(mode, dynamic):
         assert (a.tolist(), b.tolist()) == want[n], n
 
 
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("fn", ["exp", "sigmoid", "pair"])
+def test_checkpoint_output_written_in_place_afterwards(mode, fn):
+    # a checkpointed exp / sigmoid / softmax saves its own output; torch recomputes it in
+    # the backward, so writing the checkpoint's result in place afterwards is fine. The
+    # compiled graph saved it (a graph output is read outside the range) and its backward
+    # failed the version check (fuzz seed 620037)
+    def f(x):
+        body = {"exp": lambda a: a.exp(), "sigmoid": lambda a: a.sigmoid(),
+                "pair": lambda a: (a.exp(), a + 1)}[fn]
+        y = st.utils.checkpoint.checkpoint(body, x, use_reentrant=False)
+        y = y[0] if fn == "pair" else y
+        y.mul_(2)
+        return y * x
+
+    g = maybe_compiled(f, mode, fullgraph=False)
+    if mode != "eager":
+        # the capture call's history is the translation's eager run, without the
+        # checkpoint (its backward still refuses: the xfail below); the cached calls after
+        # it are what this checks
+        g(st.ones(2, 3, requires_grad=True).clone())
+    for _ in range(2):
+        b = st.tensor([[0.5, -1.0, 2.0], [0.0, 1.5, -0.5]], requires_grad=True)
+        out = g(b.clone())
+        out.sum().backward()
+        x = b.detach()
+        e = x.sigmoid() if fn == "sigmoid" else x.exp()
+        want_out = 2 * e * x
+        want_grad = 2 * e * (1 - e) * x + 2 * e if fn == "sigmoid" else 2 * e * (1 + x)
+        np.testing.assert_allclose(out.detach().numpy(), want_out.numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(b.grad.numpy(), want_grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.xfail(strict=True, reason="not fixed (frontend): the translator breaks the graph at "
+                   "the write as if eager saved the checkpointed exp's output, and the capture "
+                   "call's history is its eager run, which did save it")
+@pytest.mark.parametrize("mode", BACKENDS)
+def test_checkpoint_output_written_in_place_capture_call(mode):
+    def f(x):
+        y = st.utils.checkpoint.checkpoint(lambda a: a.exp(), x, use_reentrant=False)
+        y.mul_(2)
+        return y * x
+
+    g = maybe_compiled(f, mode, fullgraph=False)
+    b = st.tensor([0.5, -1.0], requires_grad=True)
+    g(b.clone()).sum().backward()
+    np.testing.assert_allclose(b.grad.numpy(), (2 * b.detach().exp() * (1 + b.detach())).numpy(),
+                               rtol=1e-5)
+
+
 # ------------------------------------------------------------- the fuzzer itself
 
 def _fuzzer():
