@@ -74,6 +74,9 @@ KNOWN = [
     ("no-raise", r"\(call\): expected scalar type \w+ but found \w+; symtrace"),
     # torch skips its dtype check for products with no element (bool @ bool of size 0)
     ("raise", r"(matmul|einsum).*not implemented for 'Bool'.*\b0\b"),
+    # in-place writes into (views of) outputs of split / chunk / unbind while they need
+    # gradients: torch refuses, symtrace runs them (fuzz_views.VIEW_KNOWN; not fixed)
+    ("no-raise", r"This view is the output of a function that returns multiple views"),
 ]
 
 
