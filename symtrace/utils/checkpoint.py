@@ -301,14 +301,18 @@ class _Frame:
                                                   ver, -1, None))
 
     def recompute(self):
-        self._check_versions()
         n = len(self.metas)
         got = {}
         count = [0]
+        # whether a recomputed saved tensor may hold the arguments' values: a float one or
+        # one that needs grad (not an index: symtrace's flip saves an arange where torch's
+        # saves nothing, and torch checks the versions only when it recomputes)
+        valued = [False]
 
         def pack_rec(t):
             i = count[0]
             count[0] += 1
+            valued[0] = valued[0] or t.requires_grad or t.is_floating_point()
             if i < n:
                 got[i] = t.detach()
             if self.early_stop and count[0] >= n:
@@ -330,6 +334,8 @@ class _Frame:
                     self.function(*self.args, **self.kwargs)
             except _StopRecomputation:
                 pass
+        if valued[0]:
+            self._check_versions()
         if self.check:
             if count[0] > n:
                 raise CheckpointError(

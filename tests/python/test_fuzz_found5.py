@@ -95,6 +95,27 @@ def test_checkpoint_argument_written_after_it_refuses_the_backward(mode, written
         np.testing.assert_allclose(b.grad.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_checkpoint_argument_written_when_nothing_valued_is_saved(mode):
+    # torch checks the saved arguments only when it recomputes, which a flip (it saves
+    # nothing) never makes it do; symtrace's flip saves its index (an arange), whose
+    # recomputation must not refuse the written argument (fuzz seed 700257)
+    def f(x):
+        v = x * 1
+        y = st.utils.checkpoint.checkpoint(lambda a: a.flip(-1), v, use_reentrant=False)
+        v.copy_(y * 2)
+        return v * x
+
+    g = maybe_compiled(f, mode, fullgraph=False)
+    for _ in range(2):
+        b = st.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        out = g(b.clone())
+        assert out.tolist() == [6.0, 8.0, 6.0]
+        out.sum().backward()
+        # out = 2 * flip(x) * x: d/dx_i = 2 * x[n-1-i] + 2 * x[n-1-i] (through flip)
+        assert b.grad.tolist() == [12.0, 8.0, 4.0]
+
+
 @pytest.mark.parametrize("reentrant", [False, True])
 def test_checkpoint_version_error_names_the_tensor_as_torch(reentrant):
     b = st.ones(2, 3, requires_grad=True)
