@@ -35,7 +35,7 @@
  * Activation checkpointing (the graph's checkpoint ranges, st_ir_add_checkpoint:
  * a checkpoint(fn, ...) call traced inline): a value a range (the outermost
  * holding its statement) makes, that the backward would save and that no
- * statement outside the range nor a graph output reads, is not saved but
+ * statement outside the range reads (a graph output included), is not saved but
  * recomputed in the backward graph, whatever its statement (products,
  * reductions, softmax...), by replaying the range's statements it depends
  * on, just before its first reader; what those read from outside the range
@@ -327,8 +327,10 @@ static bool ckpt_plan(const st_graph *f, bool *avail, bool *remat, bool *ckr)
         st_err(ST_ERR_MEMORY, "backward: out of memory");
         return false;
     }
-    for (int k = 0; k < f->noutputs; k++)
-        outside[f->outputs[k]] = true;
+    /* a graph output the range made is recomputed too, as torch's checkpoint
+     * does: saved, a later in-place write into it (y = checkpoint(fn, x);
+     * y.mul_(2)) would fail the backward's version check where torch's
+     * (and eager's) backward runs */
     for (int si = 0; si < f->nstmts; si++) {
         const st_stmt *s = &f->stmts[si];
         for (int k = 0; k < s->nin; k++) {

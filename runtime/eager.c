@@ -525,13 +525,16 @@ static int eager_on(st_op_id op, const st_operand *in, int nin,
      * a fill is defined (every element gets the same value), as torch's;
      * not from a broadcast source that needs a gradient (its gradient
      * would count each overlapping element). The one check of it: the
-     * write through a view under autograd (st_view_inplace) comes later */
+     * write through a view under autograd (st_view_inplace) comes later.
+     * A FULL into a given tensor is setitem's number (x[...] = 1), which
+     * torch writes as a copy_ and refuses here; fill_ is a COPY of a
+     * broadcast number (bsrc) */
     for (int k = 0; given && k < ST_MAX_OUT; k++) {
         const st_tensor *t = given[k];
         if (!t || st_tensor_numel(t) == 0) /* no element, none shared */
             continue;
         const st_tensor *src = op == ST_OP_COPY && nin == 1 ? in[0].t : NULL;
-        bool fill = op == ST_OP_FULL || (op == ST_OP_COPY && nin == 1 && !src);
+        bool fill = op == ST_OP_COPY && nin == 1 && !src;
         bool bsrc = src && src->ndim == t->ndim &&
                     !(src->requires_grad && st_ad_grad_enabled());
         for (int d = 0; d < t->ndim; d++)

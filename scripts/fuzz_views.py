@@ -149,6 +149,11 @@ class ViewGen(fc.Gen):
         if k == "unfold" and n:
             return "%s.unfold(%d, %d, %d)" % (x, d, int(self.r.integers(1, n + 1)), self.ch([1, 2]))
         if k == "as_strided":
+            # reads the memory as laid out: only where the layout is symtrace's too (torch
+            # gives an elementwise result its operand's strides, symtrace a contiguous one)
+            root = t._base if t._base is not None else t
+            if not root.is_contiguous():
+                return None
             st_ = list(t.stride())
             m = max(1, s[-1] // 2)
             off = "" if self.p(0.5) else ", %d" % (t.storage_offset() + self.ch([0, 1]))

@@ -411,8 +411,9 @@ def roll(input, shifts, dims=None):
     for s, d in zip(shifts, dims):
         d = _wrap(d, input.dim(), "roll")
         n = r.shape[d]
-        s = s % n if n else 0
-        if s:   # out[i] = r[(i - s) mod n]
+        if n:   # out[i] = r[(i - s) mod n]; also where s % n is 0: a copy there would be
+            # right for this size only, in a graph compiled for any size (dynamic=True)
+            s = s % n
             idx = remainder(arange(n - s, 2 * n - s, device=input.device), n)
             r = _reindex(r, d, idx)
     return input.clone() if r is input else r

@@ -766,7 +766,9 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 def _max_pool1d_impl(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
     _check_tensor(input, "max_pool1d")
-    if input.dim() not in (2, 3):
+    # torch's max_pool1d refuses a size-0 channel or length first (only the batch may be
+    # empty); max_pool1d_with_indices leaves that to the 2-d op's own check below
+    if input.dim() not in (2, 3) or (not return_indices and 0 in tuple(input.shape)[-2:]):
         raise RuntimeError(f"max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size "
                            f"for input, but got:{_size_str(input.shape)}")
 

@@ -60,10 +60,12 @@ gradients are right, no memory is saved.
 """
 import contextlib
 import warnings
+import weakref
 
 from .. import _C
 from .. import random as _random
 from ..autograd import Function, backward as _autograd_backward
+from ..autograd.function import _version_error
 from ..autograd.graph import saved_tensors_hooks
 from ..autograd.grad_mode import enable_grad, is_grad_enabled, no_grad
 from ..compiler import disable as _compiler_disable
@@ -261,6 +263,10 @@ class _Frame:
     def __init__(self, function, args, kwargs, preserve, rec_ctx, check, early_stop):
         self.function = function
         self.args = tuple(_detached(a) for a in args)
+        # the tensor arguments' versions: as torch's (which saves them for backward), one
+        # written in place since is refused when the recomputation needs it
+        self.versions = [(k, a._version, weakref.ref(a)) for k, a in enumerate(args)
+                         if _is_tensor(a)]
         self.kwargs = {k: _detached(v) for k, v in kwargs.items()}
         self.preserve = preserve
         self.rec_ctx = rec_ctx
@@ -287,14 +293,26 @@ class _Frame:
                 f"position {h.idx} (the forward saved {len(frame.metas)})")
         return t
 
+    def _check_versions(self):
+        for k, ver, ref in self.versions:
+            if self.args[k]._version != ver:
+                orig = ref()
+                raise RuntimeError(_version_error(orig if orig is not None else self.args[k],
+                                                  ver, -1, None))
+
     def recompute(self):
         n = len(self.metas)
         got = {}
         count = [0]
+        # whether a recomputed saved tensor may hold the arguments' values: a float one or
+        # one that needs grad (not an index: symtrace's flip saves an arange where torch's
+        # saves nothing, and torch checks the versions only when it recomputes)
+        valued = [False]
 
         def pack_rec(t):
             i = count[0]
             count[0] += 1
+            valued[0] = valued[0] or t.requires_grad or t.is_floating_point()
             if i < n:
                 got[i] = t.detach()
             if self.early_stop and count[0] >= n:
@@ -316,6 +334,8 @@ class _Frame:
                     self.function(*self.args, **self.kwargs)
             except _StopRecomputation:
                 pass
+        if valued[0]:
+            self._check_versions()
         if self.check:
             if count[0] > n:
                 raise CheckpointError(
