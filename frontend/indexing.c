@@ -582,6 +582,14 @@ typedef struct {
     int64_t mul;                /* its stride in the merged dim */
 } adv_group;
 
+static bool has_negative(const int64_t *v, int64_t n)
+{
+    for (int64_t e = 0; e < n; e++)
+        if (v[e] < 0)
+            return true;
+    return false;
+}
+
 /* Fills g[0..*ng) from k's advanced items (on error the caller frees
  * g[j].v for j < *ng). Mask shapes are checked here, as torch does before
  * broadcasting. */
@@ -629,6 +637,15 @@ static int adv_groups(st_tensor *cur, key_t_ *k, adv_group *g, int *ng)
                 a->dev = it->adv;          /* values stay on the device */
             else if (!(a->v = read_ints_host(it->adv, &n)))
                 return -1;
+            if (a->v && st_rt_trace_active() && has_negative(a->v, n)) {
+                /* x[[-5, 3]]: a negative index wraps by the dim's size,
+                 * which a dynamic-shape graph has as a symbol: wrapped in
+                 * the graph (the index a constant of it), not here */
+                free(a->v);
+                a->v = NULL;
+                st_rt_trace_constant(it->adv);
+                a->dev = it->adv;
+            }
             a->span = 1;
             a->size = cur->shape[it->dim];
             a->ndim = it->adv->ndim;
