@@ -367,16 +367,19 @@ def test_custom_function_backward_runs_without_autocast_compiled_too(backend):
 
 
 # ---------------- custom_fwd / custom_bwd ----------------
-def _amp_fn(m, cast=True):
+def _amp_fn(m, cast=True, record=True):
     amp = st.amp if m is st else torch.amp
     base = st.autograd.Function if m is st else torch.autograd.Function
+    # record=False: nothing noted (appending to `seen` is a Python side effect,
+    # which makes the Function a graph break under symtrace.compile)
     seen = []
+    note = seen.append if record else (lambda item: None)
 
     class MM(base):
         @staticmethod
         @amp.custom_fwd(device_type="cpu", cast_inputs=m.float32 if cast else None)
         def forward(ctx, a, b):
-            seen.append(("fwd", m.is_autocast_enabled("cpu"), str(a.dtype).split(".")[-1]))
+            note(("fwd", m.is_autocast_enabled("cpu"), str(a.dtype).split(".")[-1]))
             ctx.save_for_backward(a, b)
             return a @ b
 
@@ -384,7 +387,7 @@ def _amp_fn(m, cast=True):
         @amp.custom_bwd(device_type="cpu")
         def backward(ctx, g):
             a, b = ctx.saved_tensors
-            seen.append(("bwd", m.is_autocast_enabled("cpu"), str((g @ b.T).dtype).split(".")[-1]))
+            note(("bwd", m.is_autocast_enabled("cpu"), str((g @ b.T).dtype).split(".")[-1]))
             return g @ b.T, a.T @ g
     return MM, seen
 
@@ -418,12 +421,14 @@ def test_custom_fwd_bwd_as_torch(cast):
 @pytest.mark.parametrize("backend", [b for b in CPU_BACKENDS if b != "eager"])
 def test_custom_fwd_bwd_compiled_as_eager(backend):
     """No cast_inputs: the backward runs under the forward's autocast, in a
-    compiled graph's traced region as eagerly."""
+    compiled graph's traced region as eagerly (its bfloat16 products give the
+    eager gradients; the compiled Function records nothing, as a recording one
+    is a graph break)."""
     st.reset()
     a0, b0 = st.randn(6, 5), st.randn(5, 4)
     out = []
     for compiled in (False, True):
-        MM, seen = _amp_fn(st, cast=False)
+        MM, seen = _amp_fn(st, cast=False, record=not compiled)
 
         def f(a, b):
             with st.autocast("cpu"):
@@ -437,7 +442,7 @@ def test_custom_fwd_bwd_compiled_as_eager(backend):
             z.backward()
             assert ydt is st.bfloat16 and a.grad.dtype is st.float32
             out.append((a.grad.numpy(), b.grad.numpy()))
-        assert ("bwd", True, "bfloat16") in seen
+        assert compiled or ("bwd", True, "bfloat16") in seen
     for ga, gb in out[1:]:
         np.testing.assert_allclose(ga, out[0][0], rtol=1e-6, atol=1e-6)
         np.testing.assert_allclose(gb, out[0][1], rtol=1e-6, atol=1e-6)
