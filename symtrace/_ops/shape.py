@@ -204,9 +204,14 @@ def split(tensor, split_size_or_sections, dim=0):
         if builtins.sum(sizes) != n:
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} "
                                f"(input tensor's size at dimension {d}), but got split_sizes={sizes}")
+    # outputs of a multi-view function: torch refuses in-place writes into them under
+    # autograd (Split for an int size, SplitWithSizes for a list; unsafe_split clears it)
+    kind = 1 if isinstance(split_size_or_sections, int) else 2
     out, off = [], 0
     for s in sizes:
-        out.append(tensor._slice(d, off, off + s, 1))
+        v = tensor._slice(d, off, off + s, 1)
+        v._multi_view(kind, len(out))
+        out.append(v)
         off += s
     return tuple(out)
 
@@ -328,7 +333,12 @@ def unbind(input, dim=0):
     if input.dim() == 0:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     d = _wrap(dim, input.dim(), "unbind")
-    return tuple(input.select(d, i) for i in range(input.shape[d]))
+    out = []
+    for i in range(input.shape[d]):   # outputs of a multi-view function, as split's
+        v = input.select(d, i)
+        v._multi_view(3, i)
+        out.append(v)
+    return tuple(out)
 
 
 def narrow(input, dim, start, length):
