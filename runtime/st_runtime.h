@@ -145,6 +145,10 @@ enum { ST_VIEW_MULTI_NONE, ST_VIEW_MULTI_SPLIT, ST_VIEW_MULTI_SPLIT_SIZES,
 /* ... and it was used after its base's history changed (torch's second
  * rule refused it while traced): made again stale */
 #define ST_VIEW_MULTI_STALE (1 << 29)
+/* A traced output that was no view although a view statement made it (a
+ * reshape that copied: torch's _unsafe_view of the copy): the compiled
+ * function's run returns it as no view either (runtime/cfn.c) */
+#define ST_VIEW_OWN (1 << 28)
 
 st_storage *st_storage_new(st_device *dev, size_t nbytes);
 /* Wraps external memory; ext_free(ctx) is called on last release. */

@@ -1246,11 +1246,15 @@ static st_graph *end_impl(st_tensor *const *outputs, int nout,
          * since (its use then fails as eager's) */
         st_tensor *o = outputs[k];
         int p = ids[k] >= 0 ? s->g->values[ids[k]].producer : -1;
-        if (p >= 0 && o->view_multi && st_op(s->g->stmts[p].op)->kind == ST_OPK_VIEW &&
-            s->g->stmts[p].nout == 1)
+        bool vs = p >= 0 && st_op(s->g->stmts[p].op)->kind == ST_OPK_VIEW &&
+                  s->g->stmts[p].nout == 1;
+        if (vs && o->view_multi)
             s->g->stmts[p].attrs.flags =
                 ST_VIEW_MULTI_FLAGS(o->view_multi, o->view_multi_nr) |
                 (st_ad_view_stale(o) ? ST_VIEW_MULTI_STALE : 0);
+        /* a view statement's result that was no view (a copying reshape) */
+        if (vs && !o->view_base && !o->is_view)
+            s->g->stmts[p].attrs.flags |= ST_VIEW_OWN;
     }
     /* a tensor the trace made (or a view it made of an input) that became
      * a leaf requiring grad (st.ones(2, requires_grad=True), x.detach()
