@@ -663,12 +663,19 @@ static PyObject *m_as_strided(PyObject *self, PyObject *args) {
      * the graph. Its history, when the base requires grad, is made on
      * first use as a gather of its elements from the base (viewhist.c) */
     st_rt_trace_fail("as_strided: a raw strided view is not traced");
+    /* as the other view functions: a stale source first (a split output
+     * whose base changed refuses it, as torch's) */
+    if (st_ad_view_stale(t) && st_ad_view_refresh(t) != ST_OK) return st_fe_raise();
     st_tensor *r = st_tensor_view_of(t, nd, shape, strides, off);
     if (!r) return st_fe_raise();
     st_view_mark(t, r);
     if (r->view_base && r->view_grad && r->view_base->requires_grad) {
         r->base_hist = r->view_base->hist - 1; /* stale: history on first use */
-        if (st_ad_view_refresh(r) != ST_OK) {
+        uint8_t mv = r->view_multi; /* made stale here, not by a write */
+        r->view_multi = 0;
+        st_status rs = st_ad_view_refresh(r);
+        r->view_multi = mv;
+        if (rs != ST_OK) {
             st_tensor_decref(r);
             return st_fe_raise();
         }
