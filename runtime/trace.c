@@ -355,7 +355,10 @@ static void restore(trace_state *s)
             if (t->grad_fn)
                 st_ad_node_decref(t->grad_fn);
             t->grad_fn = b->grad_fn;
-            t->hist++;   /* its views' histories are stale again */
+            /* the history its views were made against is back (views made
+             * while tracing, after the write, see a change): a split output
+             * of it is no view of a modified base (viewhist.c) */
+            t->hist = b->hist;
         }
         t->output_nr = b->output_nr;
         t->requires_grad = b->requires_grad;
