@@ -599,6 +599,20 @@ static PyObject *m_unsqueeze(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "L:unsqueeze", &d)) return NULL;
     return st_fe_wrap(st_tensor_unsqueeze(st_fe_unwrap(self), d));
 }
+/* _multi_view(kind, nr): self is output nr of split / split_with_sizes /
+ * unbind (kind 1, 2, 3; 0: none, as unsafe_split's), whose in-place writes
+ * under autograd torch refuses (runtime/viewhist.c) */
+static PyObject *m_multi_view(PyObject *self, PyObject *args) {
+    int kind, nr;
+    if (!PyArg_ParseTuple(args, "ii:_multi_view", &kind, &nr))
+        return NULL;
+    if (kind < 0 || kind > ST_VIEW_MULTI_UNBIND) {
+        PyErr_Format(PyExc_ValueError, "_multi_view: unknown kind %d", kind);
+        return NULL;
+    }
+    st_view_multi_mark(st_fe_unwrap(self), kind, nr);
+    Py_RETURN_NONE;
+}
 static PyObject *m_slice(PyObject *self, PyObject *args) {
     long long dim, start, stop, step = 1;
     if (!PyArg_ParseTuple(args, "LLL|L:_slice", &dim, &start, &stop, &step))
@@ -649,12 +663,19 @@ static PyObject *m_as_strided(PyObject *self, PyObject *args) {
      * the graph. Its history, when the base requires grad, is made on
      * first use as a gather of its elements from the base (viewhist.c) */
     st_rt_trace_fail("as_strided: a raw strided view is not traced");
+    /* as the other view functions: a stale source first (a split output
+     * whose base changed refuses it, as torch's) */
+    if (st_ad_view_stale(t) && st_ad_view_refresh(t) != ST_OK) return st_fe_raise();
     st_tensor *r = st_tensor_view_of(t, nd, shape, strides, off);
     if (!r) return st_fe_raise();
     st_view_mark(t, r);
     if (r->view_base && r->view_grad && r->view_base->requires_grad) {
         r->base_hist = r->view_base->hist - 1; /* stale: history on first use */
-        if (st_ad_view_refresh(r) != ST_OK) {
+        uint8_t mv = r->view_multi; /* made stale here, not by a write */
+        r->view_multi = 0;
+        st_status rs = st_ad_view_refresh(r);
+        r->view_multi = mv;
+        if (rs != ST_OK) {
             st_tensor_decref(r);
             return st_fe_raise();
         }
@@ -803,6 +824,7 @@ static PyMethodDef tensor_methods[] = {
     {"squeeze", m_squeeze, METH_VARARGS, "squeeze(dim=None)"},
     {"unsqueeze", m_unsqueeze, METH_VARARGS, "unsqueeze(dim)"},
     {"_slice", m_slice, METH_VARARGS, "_slice(dim, start, stop, step=1)"},
+    {"_multi_view", m_multi_view, METH_VARARGS, "_multi_view(kind, nr): mark a split/unbind output"},
     {"select", m_select, METH_VARARGS, "select(dim, index)"},
     {"as_strided", m_as_strided, METH_VARARGS, "as_strided(size, stride, offset)"},
     {"_become", m_become, METH_O, "_become(view): take a view's geometry and history"},

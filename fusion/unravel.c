@@ -121,13 +121,18 @@ static void needs_tensor(const st_kprog *p, bool *keep)
  * graph output, a matmul operand, a view's source), becomes an
  * elementwise kernel that writes it: one unravel load and a store, so
  * the copy is generated code like any other kernel's. */
-static st_status materialize(const st_graph *g, int si, st_kernel *k)
+static st_status materialize(st_graph *g, int si, st_kernel *k)
 {
-    const st_stmt *s = &g->stmts[si];
+    st_stmt *s = &g->stmts[si];
     int r = s->out[0], src = unravel_source(g, r);
     const st_meta *m = &g->values[r].meta;
-    if (m->ndim < 1)
-        return ST_OK; /* a 0-d result: the view step copies one element */
+    if (m->ndim < 1) {
+        /* a 0-d result: the view step reshapes the chain's source (one
+         * element: always a view), whose other reshape steps are dropped
+         * (reading its own input left it unbound) */
+        s->in[0] = src;
+        return ST_OK;
+    }
     st_kernel nk;
     st_kernel_init(&nk, ST_K_ELEMENTWISE, m->ndim);
     snprintf(nk.name, sizeof nk.name, "k%d_reshape", si);
@@ -237,7 +242,7 @@ st_status st_fuse_unravel_reshapes(st_kprog *p)
             continue;
         }
         if (unravels && st == ST_OK)
-            st = materialize(g, k->stmt, k);
+            st = materialize(p->graph, k->stmt, k);
         if (n != i)
             p->kernels[n] = *k;
         n++;

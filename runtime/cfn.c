@@ -1515,8 +1515,15 @@ static st_status cfn_run(st_rt_cfn *f, st_tensor *const *inputs, st_tensor **out
             seen = inputs[j] == b;
         for (int j = 0; !seen && j < f->nvisible; j++)
             seen = outs[j] == b;
-        if (!seen && f->alias_in[k] < 0 && f->alias_out[k] < 0) {
+        /* ... and so is one that was no view when traced (a reshape that
+         * copied, made again as a view of the program's copy) */
+        int last = f->alias_at[k + 1] - 1;
+        bool own = last >= f->alias_at[k] &&
+                   (f->g->stmts[f->alias_stmt[last]].attrs.flags & ST_VIEW_OWN);
+        if (!seen && ((f->alias_in[k] < 0 && f->alias_out[k] < 0) || own)) {
             outs[k]->view_base = NULL;
+            if (own)
+                outs[k]->is_view = false;
             st_tensor_decref(b);
         }
     }

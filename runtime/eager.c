@@ -318,6 +318,20 @@ static bool order_dependent(const st_tensor *o, const st_tensor *x, bool same_to
  * notes it on the active trace (runtime/trace.c) once it succeeded. A
  * dropout the tape records is the exception: the ops it is recorded as
  * are traced themselves, so the trace and the tape agree by construction. */
+/* t is a multi-view output (split, unbind) that this op writes into under
+ * autograd: refused as a write (st_view_inplace), so it is not refreshed
+ * first (that would refuse it as a use after its base changed). */
+static bool multi_written(const st_tensor *t, st_tensor *const *given)
+{
+    if (!t || !given || !t->view_multi || !t->view_grad || !st_ad_grad_enabled() ||
+        !t->view_base->requires_grad)
+        return false;
+    for (int k = 0; k < ST_MAX_OUT; k++)
+        if (given[k] == t)
+            return true;
+    return false;
+}
+
 int st_rt_eager(st_op_id op, const st_operand *in, int nin,
                 const st_attrs *attrs, st_tensor **given, st_tensor **out) {
     if (!given && st_rt_autocast_state()) { /* runtime/autocast.c */
@@ -445,9 +459,11 @@ static int eager_run(st_op_id op, const st_operand *in, int nin,
                       "allowed."), -1;
     /* views whose base's history changed get theirs first (viewhist.c) */
     for (int k = 0; k < nin; k++)
-        if (st_ad_view_stale(in[k].t) && st_ad_view_refresh(in[k].t) != ST_OK) return -1;
+        if (!multi_written(in[k].t, given) && st_ad_view_stale(in[k].t) &&
+            st_ad_view_refresh(in[k].t) != ST_OK) return -1;
     for (int k = 0; given && k < ST_MAX_OUT; k++)
-        if (st_ad_view_stale(given[k]) && st_ad_view_refresh(given[k]) != ST_OK) return -1;
+        if (!multi_written(given[k], given) && st_ad_view_stale(given[k]) &&
+            st_ad_view_refresh(given[k]) != ST_OK) return -1;
     /* the device: the tensor operands' (all on one; a 0-d CPU tensor
      * joins a GPU op as PyTorch allows, copied over), else the given
      * result's, else the factory device */

@@ -128,7 +128,27 @@ typedef struct st_tensor {
     uint32_t base_hist;
     bool view_grad;
     struct st_tensor *view_base;
+    /* an output of a function that returns several views (split, chunk,
+     * unbind; ST_VIEW_MULTI_*, 0: none) or a view of one (view_multi_nr
+     * -1, else the output's number): torch refuses in-place writes into
+     * it under autograd, and its use after its base's history changed */
+    uint8_t view_multi;
+    int32_t view_multi_nr;
 } st_tensor;
+enum { ST_VIEW_MULTI_NONE, ST_VIEW_MULTI_SPLIT, ST_VIEW_MULTI_SPLIT_SIZES,
+       ST_VIEW_MULTI_UNBIND };
+/* A traced view statement that made a multi-view output carries it in its
+ * attrs' flags (no view op reads them otherwise): st_tensor_apply_view
+ * marks what it makes again (a compiled function's outputs, runtime/cfn.c) */
+#define ST_VIEW_MULTI_ATTR (1 << 30)
+#define ST_VIEW_MULTI_FLAGS(kind, nr) (ST_VIEW_MULTI_ATTR | ((kind) << 20) | ((nr) & 0xfffff))
+/* ... and it was used after its base's history changed (torch's second
+ * rule refused it while traced): made again stale */
+#define ST_VIEW_MULTI_STALE (1 << 29)
+/* A traced output that was no view although a view statement made it (a
+ * reshape that copied: torch's _unsafe_view of the copy): the compiled
+ * function's run returns it as no view either (runtime/cfn.c) */
+#define ST_VIEW_OWN (1 << 28)
 
 st_storage *st_storage_new(st_device *dev, size_t nbytes);
 /* Wraps external memory; ext_free(ctx) is called on last release. */
@@ -407,6 +427,15 @@ void st_view_mark(st_tensor *src, st_tensor *r);
 /* A view whose base nobody else holds (an op's temporary it was reshaped
  * from) becomes a tensor of its own (no _base, not a view). */
 void st_view_unbase(st_tensor *t);
+/* Marks r as output nr of a multi-view function (kind ST_VIEW_MULTI_*; 0
+ * clears: unsafe_split). An in-place write into such a view (or a view of
+ * it) while grad mode is on and the base or an operand needs gradients
+ * fails (st_view_inplace), and so does its use in grad mode after its base's
+ * history changed (st_ad_view_refresh), with torch's messages. */
+void st_view_multi_mark(st_tensor *r, int kind, int nr);
+/* The error of writing into (indirect: using after its base changed) the
+ * multi-view output v; returns the status set. */
+st_status st_view_multi_error(const st_tensor *v, bool indirect);
 static inline bool st_ad_view_stale(const st_tensor *t) {
     return t && t->view_base && t->base_hist != t->view_base->hist;
 }

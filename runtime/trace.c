@@ -355,7 +355,10 @@ static void restore(trace_state *s)
             if (t->grad_fn)
                 st_ad_node_decref(t->grad_fn);
             t->grad_fn = b->grad_fn;
-            t->hist++;   /* its views' histories are stale again */
+            /* the history its views were made against is back (views made
+             * while tracing, after the write, see a change): a split output
+             * of it is no view of a modified base (viewhist.c) */
+            t->hist = b->hist;
         }
         t->output_nr = b->output_nr;
         t->requires_grad = b->requires_grad;
@@ -1182,7 +1185,12 @@ static int view_of_input(trace_state *s, st_tensor *t)
     int v = e->value, outs[ST_MAX_OUT];
     for (int k = n - 1; k >= 0 && v >= 0; k--) {
         int first = s->g->nstmts;
-        v = emit(s, chain[k]->vop, &v, 1, &chain[k]->vattrs, outs);
+        /* a split / unbind output's mark (viewhist.c) goes with it */
+        st_attrs a = chain[k]->vattrs;
+        int p = chain[k]->value >= 0 ? s->g->values[chain[k]->value].producer : -1;
+        if (p >= 0 && (s->g->stmts[p].attrs.flags & ST_VIEW_MULTI_ATTR))
+            a.flags = s->g->stmts[p].attrs.flags;
+        v = emit(s, chain[k]->vop, &v, 1, &a, outs);
         if (v >= 0 && chain[k]->vdetach)
             mark_nograd(s, first, s->g->nstmts);
     }
@@ -1236,6 +1244,20 @@ static st_graph *end_impl(st_tensor *const *outputs, int nout,
         int rv = s->symbolic ? -1 : view_of_input(s, outputs[k]);
         if (rv >= 0)
             ids[k] = rv;
+        /* a split / unbind output (or a view of one) is made again as one
+         * by the run (viewhist.c), stale if its base's history changed
+         * since (its use then fails as eager's) */
+        st_tensor *o = outputs[k];
+        int p = ids[k] >= 0 ? s->g->values[ids[k]].producer : -1;
+        bool vs = p >= 0 && st_op(s->g->stmts[p].op)->kind == ST_OPK_VIEW &&
+                  s->g->stmts[p].nout == 1;
+        if (vs && o->view_multi)
+            s->g->stmts[p].attrs.flags =
+                ST_VIEW_MULTI_FLAGS(o->view_multi, o->view_multi_nr) |
+                (st_ad_view_stale(o) ? ST_VIEW_MULTI_STALE : 0);
+        /* a view statement's result that was no view (a copying reshape) */
+        if (vs && !o->view_base && !o->is_view)
+            s->g->stmts[p].attrs.flags |= ST_VIEW_OWN;
     }
     /* a tensor the trace made (or a view it made of an input) that became
      * a leaf requiring grad (st.ones(2, requires_grad=True), x.detach()

@@ -612,7 +612,21 @@ st_tensor *st_tensor_unsqueeze(st_tensor *t, int64_t dim)
 
 /* ---------------- view statements ---------------- */
 
+static st_tensor *apply_view(st_tensor *t, st_op_id op, const st_attrs *attrs);
+
 st_tensor *st_tensor_apply_view(st_tensor *t, st_op_id op, const st_attrs *attrs)
+{
+    st_tensor *r = apply_view(t, op, attrs);
+    if (r && attrs && (attrs->flags & ST_VIEW_MULTI_ATTR)) { /* an output of split, unbind */
+        int nr = attrs->flags & 0xfffff;
+        st_view_multi_mark(r, (attrs->flags >> 20) & 0xff, nr == 0xfffff ? -1 : nr);
+        if ((attrs->flags & ST_VIEW_MULTI_STALE) && r->view_base)
+            r->base_hist = r->view_base->hist - 1;
+    }
+    return r;
+}
+
+static st_tensor *apply_view(st_tensor *t, st_op_id op, const st_attrs *attrs)
 {
     if (!check_tensor("apply_view", t))
         return NULL;

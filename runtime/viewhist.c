@@ -11,6 +11,7 @@
  * row-major order, computed on the host from the two layouts. */
 #include "st_runtime.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +27,65 @@ void st_view_mark(st_tensor *src, st_tensor *r)
     r->view_base = root;
     r->base_hist = root->hist;
     r->view_grad = st_ad_grad_enabled();
+    if (src->view_multi && !own) { /* a view of a multi-view output is one too */
+        r->view_multi = src->view_multi;
+        r->view_multi_nr = -1;
+    }
+}
+
+/* ---------------- outputs of multi-view functions ---------------- */
+
+/* The attrs of the traced view statement that made t (NULL: none). */
+static st_attrs *traced_view_attrs(const st_tensor *t)
+{
+    st_graph *g = st_rt_trace_active() ? st_rt_trace_graph() : NULL;
+    int v = g ? st_rt_trace_find(t) : -1;
+    int p = v >= 0 && v < g->nvalues ? g->values[v].producer : -1;
+    if (p < 0 || st_op(g->stmts[p].op)->kind != ST_OPK_VIEW || g->stmts[p].nout != 1)
+        return NULL;
+    return &g->stmts[p].attrs;
+}
+
+void st_view_multi_mark(st_tensor *r, int kind, int nr)
+{
+    if (!r)
+        return;
+    r->view_multi = r->view_base ? (uint8_t)kind : 0;
+    r->view_multi_nr = nr;
+    /* traced: the view statement that made r carries the mark, for the
+     * compiled function to make its output again as one */
+    st_attrs *a = traced_view_attrs(r);
+    if (a && r->view_multi)
+        a->flags = ST_VIEW_MULTI_FLAGS(kind, nr) | (a->flags & ST_VIEW_MULTI_STALE);
+    else if (a && (a->flags & ST_VIEW_MULTI_ATTR))
+        a->flags = 0;
+}
+
+st_status st_view_multi_error(const st_tensor *v, bool indirect)
+{
+    static const char *const fn[] = {"", "Split", "SplitWithSizes", "Unbind"};
+    const char *what = indirect ? "its base or another view of its base has been "
+                                  "modified inplace" : "is being modified inplace";
+    char head[200];
+    if (v->view_multi_nr >= 0 && v->grad_fn && v->view_multi < 4) {
+        snprintf(head, sizeof head, "Output %d of %s is a view and %s.",
+                 (int)v->view_multi_nr, fn[v->view_multi], what);
+    } else if (v->grad_fn) {
+        /* a view of one: its own node's name without "Backward<n>", as torch's */
+        char nm[64];
+        snprintf(nm, sizeof nm, "%s", st_ad_node_name(v->grad_fn));
+        char *b = strstr(nm, "Backward");
+        if (b)
+            *b = 0;
+        snprintf(head, sizeof head, "Output %d of %s is a view and %s.", v->output_nr,
+                 strcmp(nm, "Reshape") ? nm : "View", what);
+    } else {
+        snprintf(head, sizeof head, "A view was created in no_grad mode and %s.", what);
+    }
+    return st_err(ST_ERR_RUNTIME, "%s This view is the output of a function that returns "
+                  "multiple views. Such functions do not allow the output views to be "
+                  "modified inplace. You should replace the inplace operation by an "
+                  "out-of-place one.", head);
 }
 
 void st_view_unbase(st_tensor *t)
@@ -179,6 +239,13 @@ st_status st_ad_view_refresh(st_tensor *t)
     if (!st_ad_view_stale(t))
         return ST_OK;
     st_tensor *b = t->view_base;
+    if (t->view_multi && t->view_grad && b->requires_grad) {
+        /* torch's second rule for multi-view outputs: no new history; under
+         * no_grad nothing reads it (it stays stale for a later use) */
+        if (!st_ad_grad_enabled())
+            return ST_OK;
+        return st_view_multi_error(t, true);
+    }
     t->base_hist = b->hist;
     if (!t->view_grad || !b->requires_grad || !st_dtype_is_float(t->dtype) ||
         (t->requires_grad && !t->grad_fn))
@@ -470,6 +537,8 @@ int st_view_inplace(st_op_id op, const st_operand *in, int nin,
     const char *name = st_op(op)->name;
     st_tensor *b = v->view_base;
     char b1[160], b2[160];
+    if (v->view_multi && v->view_grad)
+        return st_view_multi_error(v, false), -1;
     if (b->requires_grad && !b->grad_fn)
         return st_err(ST_ERR_RUNTIME, "%s: a view of a leaf Variable that requires grad "
                       "is being used in an in-place operation.", name), -1;

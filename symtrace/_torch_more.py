@@ -400,24 +400,31 @@ def detach_(input):
 
 def unsafe_split(tensor, split_size, dim=0):
     """unsafe_split(tensor, split_size, dim=0) -> tuple: split(tensor, split_size, dim), as
-    torch.unsafe_split (symtrace's views need no unsafe form)."""
+    torch.unsafe_split: views that allow in-place writes under autograd."""
     _check_tensor(tensor, "unsafe_split")
     if isinstance(split_size, _bool) or not isinstance(split_size, _int):
         raise TypeError(f"unsafe_split(): argument 'split_size' (position 2) must be int, not "
                         f"{type(split_size).__name__}")
-    return tuple(_o.split(tensor, split_size, dim))
+    return _unsafe(_o.split(tensor, split_size, dim))
+
+
+def _unsafe(views):
+    """views as plain views: torch's unsafe_* forms allow in-place writes into them."""
+    for v in views:
+        v._multi_view(0, 0)
+    return tuple(views)
 
 
 def unsafe_chunk(input, chunks, dim=0):
     """unsafe_chunk(input, chunks, dim=0) -> tuple: chunk(input, chunks, dim)."""
     _check_tensor(input, "unsafe_chunk")
-    return tuple(_o.chunk(input, chunks, dim))
+    return _unsafe(_o.chunk(input, chunks, dim))
 
 
 def unsafe_split_with_sizes(input, split_sizes, dim=0):
     """unsafe_split_with_sizes(input, split_sizes, dim=0) -> tuple: split_with_sizes(...)."""
     _check_tensor(input, "unsafe_split_with_sizes")
-    return tuple(_o.split_with_sizes(input, split_sizes, dim))
+    return _unsafe(_o.split_with_sizes(input, split_sizes, dim))
 
 
 def nonzero_static(input, *, size, fill_value=-1):

@@ -193,6 +193,14 @@ def _piece(tensor, d, start, end):
     return tensor[(slice(None),) * d + (slice(start, end),)]
 
 
+def _multi(v, kind, nr):
+    """v, marked as output nr of a multi-view function: torch refuses in-place writes
+    into such outputs under autograd (kind 1: Split for an int size, 2: SplitWithSizes
+    for a list; unsafe_split clears it)"""
+    v._multi_view(kind, nr)
+    return v
+
+
 @dyn_inline
 def split(tensor, split_size_or_sections, dim=0):
     """split(tensor, split_size_or_sections, dim=0) -> tuple of views.
@@ -210,16 +218,16 @@ def split(tensor, split_size_or_sections, dim=0):
             raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}"
                                if s == 0 else f"split expects split_size be non-negative, but got split_size={s}")
         if s == 0:
-            return (_piece(tensor, d, 0, 0),)
+            return (_multi(_piece(tensor, d, 0, 0), 1, 0),)
         # at least one piece (an empty one for an empty dim), as torch's; the last one
         # is what is left (a loop, not a comprehension: the translator unrolls it)
         off = 0
         while True:
             end = off + s
             if end >= n:
-                out.append(_piece(tensor, d, off, None))
+                out.append(_multi(_piece(tensor, d, off, None), 1, len(out)))
                 return tuple(out)
-            out.append(_piece(tensor, d, off, end))
+            out.append(_multi(_piece(tensor, d, off, end), 1, len(out)))
             off = end
     sizes = list(split_size_or_sections)
     if builtins.sum(sizes) != n:
@@ -227,7 +235,7 @@ def split(tensor, split_size_or_sections, dim=0):
                            f"(input tensor's size at dimension {d}), but got split_sizes={sizes}")
     off = 0
     for s in sizes:
-        out.append(_piece(tensor, d, off, off + s))
+        out.append(_multi(_piece(tensor, d, off, off + s), 2, len(out)))
         off += s
     return tuple(out)
 
@@ -350,7 +358,12 @@ def unbind(input, dim=0):
     if input.dim() == 0:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     d = _wrap(dim, input.dim(), "unbind")
-    return tuple(input.select(d, i) for i in range(input.shape[d]))
+    out = []
+    for i in range(input.shape[d]):   # outputs of a multi-view function, as split's
+        v = input.select(d, i)
+        v._multi_view(3, i)
+        out.append(v)
+    return tuple(out)
 
 
 def narrow(input, dim, start, length):

@@ -78,8 +78,6 @@ def test_copying_reshape_written_in_place_keeps_gradient():
 
 
 @pytest.mark.parametrize("mode", BACKENDS)
-@pytest.mark.xfail(strict=True, reason="the cached call returns the reshape as a view of the "
-                   "program's copy (runtime/cfn.c): detach_() refuses; see the fuzz4 report")
 def test_detach_inplace_of_copying_reshape_compiled(mode):
     def f(x):
         v = x.permute(0, 2, 1).reshape(1, -1)
