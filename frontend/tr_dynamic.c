@@ -59,6 +59,9 @@ struct tr_dyn {
     int alias[MAXSYM];           /* j + 1: a dim's symbol guarded equal to
                                     symbol j (duck sizing, where the graph
                                     needs it); 0: its own */
+    int64_t mod[MAXSYM];         /* m >= 2: the symbol guarded divisible by m
+                                    (x.reshape(b // 2, -1)): its probe values
+                                    are m * a prime; 0: none */
     PyObject *tsyms;             /* id(st_tensor) -> tuple of expr ids per dim */
     PyObject *symints;           /* id(SymInt) -> (SymInt, expr id) */
     PyObject *srcmask;           /* src id -> dyn mask of its TENSOR guard */
@@ -1056,8 +1059,15 @@ static void probe_vals(tr_state *s, int p, int64_t *out)
     st_fe_symtab *tb = tab(s);
     for (int k = 0; k < tb->nsym; k++) {
         int r = s->dyn->alias[k] ? s->dyn->alias[k] - 1 : k;
-        out[k] = s->dyn->pinned[k] || s->dyn->pinned[r] ? tb->val[k] : primes[p][r];
+        out[k] = s->dyn->pinned[k] || s->dyn->pinned[r] ? tb->val[k]
+               : primes[p][r] * (s->dyn->mod[r] ? s->dyn->mod[r] : 1);
     }
+}
+
+/* The factor of free symbol k's probe values besides its prime. */
+static int64_t mod_of(tr_state *s, int k)
+{
+    return s->dyn->mod[k] ? s->dyn->mod[k] : 1;
 }
 
 /* k's probe value is not its own prime (pinned, or an alias). */
@@ -1297,6 +1307,46 @@ static int sym_expr_of(tr_state *s, int k)
     return sx_new(tb, ST_SX_SYM, -1, -1, k);
 }
 
+/* The free dim symbols guarded divisible by their value, then each
+ * reduced to none or the smallest divisor under which the graph still
+ * holds (x.reshape(b // 2, -1), x.chunk(2): b even, as TorchDynamo's
+ * Mod(s0, 2) == 0). Returns how many it keeps; 0: mods as they were. */
+static int try_mods(tr_state *s, st_graph *g, st_tensor *const *ins, int nin, const saved *sv)
+{
+    st_fe_symtab *tb = tab(s);
+    int64_t was[MAXSYM];
+    memcpy(was, s->dyn->mod, sizeof was);
+    int cand[MAXSYM], n = 0;
+    for (int k = 0; k < tb->nsym; k++)
+        if (tb->dim[k] >= 0 && !not_free(s, k) && !s->dyn->mod[k] && tb->val[k] >= 2) {
+            s->dyn->mod[k] = tb->val[k];
+            cand[n++] = k;
+        }
+    if (!n || !holds(s, g, ins, nin, sv)) {
+        memcpy(s->dyn->mod, was, sizeof was);
+        return 0;
+    }
+    int kept = 0;
+    for (int i = 0; i < n; i++) {
+        int k = cand[i];
+        int64_t full = s->dyn->mod[k];
+        s->dyn->mod[k] = 0;
+        if (holds(s, g, ins, nin, sv))
+            continue;
+        int64_t m = 2;
+        for (; m < full; m++) {
+            if (full % m)
+                continue;
+            s->dyn->mod[k] = m;
+            if (holds(s, g, ins, nin, sv))
+                break;
+        }
+        s->dyn->mod[k] = m;
+        kept++;
+    }
+    return kept;
+}
+
 /* The graph (g, restored from sv first) did not hold at the probes: the
  * fewest pins and class members (minimize, with classes by value and by
  * value and dim: the one that pins fewer) under which it holds, each
@@ -1312,7 +1362,9 @@ static int repair(tr_state *s, st_graph *g, st_tensor *const *ins, int nin, cons
     memcpy(was_alias, s->dyn->alias, sizeof was_alias);
     st_fe_symtab *tb = tab(s);
     fixes_set(s, f, n, false, was_pinned, was_alias);
-    if (!holds(s, g, ins, nin, sv)) {
+    int64_t was_mod[MAXSYM];
+    memcpy(was_mod, s->dyn->mod, sizeof was_mod);
+    if (!holds(s, g, ins, nin, sv) && try_mods(s, g, ins, nin, sv) == 0) {
         /* last: every free dim symbol pinned, then freed one by one as
          * the others (x.view(b, 2, -1): the product of the other dims
          * must stay even, their symbols are pinned and b stays free) */
@@ -1336,6 +1388,19 @@ static int repair(tr_state *s, st_graph *g, st_tensor *const *ins, int nin, cons
         memcpy(f, f2, sizeof(fix) * (size_t)n);
     fixes_set(s, f, 0, by_dim, was_pinned, was_alias);
     int made = 0;
+    for (int k = 0; k < tb->nsym; k++) {
+        if (s->dyn->mod[k] == was_mod[k])
+            continue;
+        int sk = sym_expr_of(s, k);
+        int m = sk < 0 ? -1 : sx_new(tb, ST_SX_MOD, sk, sx_new(tb, ST_SX_CONST, -1, -1, s->dyn->mod[k]), 0);
+        int z = sx_new(tb, ST_SX_CONST, -1, -1, 0);
+        if (m < 0 || z < 0 || add_rel(s, m, z, ST_SXC_EQ, true) < 0) {
+            PyErr_Clear();
+            s->dyn->mod[k] = was_mod[k];
+            continue;
+        }
+        made++;
+    }
     for (int i = 0; i < n; i++) {
         if (!f[i].on)
             continue;
@@ -1410,12 +1475,28 @@ static int recover(tr_state *s, int64_t r0, const int64_t *r)
             e[k]++;
         }
     if (c != 0) {
-        int64_t v1 = c, v0 = c;
+        /* symbols divisible by m probe at m * p: c holds their m's too;
+         * the expression is then (c * s_i * ...) // M, exact under the
+         * divisibility guards */
+        int64_t v1 = c, v0 = c, mm = 1;
         for (int k = 0; k < tb->nsym; k++)
             for (int j = 0; j < e[k]; j++) {
                 v1 *= primes[1][k];
                 v0 *= tb->val[k];
+                mm *= mod_of(s, k);
             }
+        int64_t gc = c < 0 ? -c : c, gm = mm;
+        while (gm) {
+            int64_t t = gc % gm;
+            gc = gm;
+            gm = t;
+        }
+        c /= gc;
+        mm /= gc;
+        if (v0 % mm != 0)
+            v0 = -1;
+        else
+            v0 /= mm;
         if (v1 == r[1] && v0 == r0) {
             int x = -1;
             for (int k = 0; k < tb->nsym; k++)
@@ -1428,6 +1509,8 @@ static int recover(tr_state *s, int64_t r0, const int64_t *r)
                 }
             if (c != 1 && x >= 0)
                 x = sx_new(tb, ST_SX_MUL, sx_new(tb, ST_SX_CONST, -1, -1, c), x, 0);
+            if (mm != 1 && x >= 0)
+                x = sx_new(tb, ST_SX_FLOORDIV, x, sx_new(tb, ST_SX_CONST, -1, -1, mm), 0);
             if (x >= 0)
                 return x;
         }
@@ -1435,10 +1518,16 @@ static int recover(tr_state *s, int64_t r0, const int64_t *r)
     for (int k = 0; k < tb->nsym; k++) {
         if (not_free(s, k))
             continue;
-        int64_t cc = r[0] - primes[0][k];
-        if (r[1] - primes[1][k] == cc && r0 - tb->val[k] == cc) {
-            int sy = sx_new(tb, ST_SX_SYM, -1, -1, k);
-            return cc ? sx_new(tb, ST_SX_ADD, sy, sx_new(tb, ST_SX_CONST, -1, -1, cc), 0) : sy;
+        /* s_i + c, or with s_i divisible by m: s_i // m + c */
+        for (int64_t m = mod_of(s, k); m >= 1; m = m > 1 ? 1 : 0) {
+            int64_t q = mod_of(s, k) / m;
+            int64_t cc = r[0] - primes[0][k] * q;
+            if (r[1] - primes[1][k] * q == cc && r0 - tb->val[k] / m == cc) {
+                int sy = sx_new(tb, ST_SX_SYM, -1, -1, k);
+                if (m > 1)
+                    sy = sx_new(tb, ST_SX_FLOORDIV, sy, sx_new(tb, ST_SX_CONST, -1, -1, m), 0);
+                return cc ? sx_new(tb, ST_SX_ADD, sy, sx_new(tb, ST_SX_CONST, -1, -1, cc), 0) : sy;
+            }
         }
     }
     return -1;
@@ -1594,6 +1683,8 @@ static int classify(PyObject *fn, tr_var *args, int nargs, PyObject *kwnames,
         *keep_hi = 1;            /* tuple(x.shape): the sizes stay symbolic */
         return 5;
     }
+    if (fn == (PyObject *)&PySlice_Type && !kwnames && nargs >= 1 && nargs <= 3)
+        return 5;                /* slice(a, b): its bounds stay symbolic (a subscript's) */
     if (PyCFunction_Check(fn)) {
         PyObject *self = PyCFunction_GET_SELF(fn);
         const char *nm = ((PyCFunctionObject *)fn)->m_ml->ml_name;
@@ -1601,6 +1692,10 @@ static int classify(PyObject *fn, tr_var *args, int nargs, PyObject *kwnames,
             *tensor = self;
             if (!strcmp(nm, "size") && npos <= 1 && !kwnames) return 2;
             if (!strcmp(nm, "numel") && npos == 0) return 3;
+            if (!strcmp(nm, "_slice") && !kwnames && (npos == 3 || npos == 4) &&
+                (npos == 3 || (PyLong_Check(args[3].v) && !tr_is_symint(args[3].v) &&
+                               PyLong_AsLongLong(args[3].v) == 1)))
+                return 8;        /* split's pieces: the bounds stay symbolic (slice_after) */
             if ((!strcmp(nm, "view") || !strcmp(nm, "reshape") || !strcmp(nm, "expand")) &&
                 !kwnames && npos >= 1) {
                 *keep_hi = npos;
@@ -1678,6 +1773,88 @@ static int classify(PyObject *fn, tr_var *args, int nargs, PyObject *kwnames,
     return 0;
 }
 
+/* t._slice(d, start, stop) (split's pieces, symtrace/_ops/shape.py): the
+ * bounds' expressions, guarded 0 <= start <= stop <= size as the values
+ * are (else specialized: _slice does not clamp), in dc->shape as
+ * (start expr, stop expr, start, stop). 0, or -1 with an exception. */
+static int slice_before(tr_state *s, tr_dyncall *dc, tr_var *args)
+{
+    PyObject *sym = dc->shape;            /* (start, stop) as given */
+    dc->shape = NULL;
+    st_tensor *t = st_fe_unwrap(dc->tensor);
+    int ov = 0;
+    long d = PyLong_Check(args[0].v) ? PyLong_AsLongAndOverflow(args[0].v, &ov) : -1;
+    if (d < 0 && !ov && PyLong_Check(args[0].v))
+        d += t->ndim;
+    PyObject *a = sym ? PyTuple_GET_ITEM(sym, 0) : NULL, *b = sym ? PyTuple_GET_ITEM(sym, 1) : NULL;
+    bool any = a && (tr_is_symint(a) || tr_is_symint(b));
+    if (!any || ov || d < 0 || d >= t->ndim || !PyLong_Check(a) || !PyLong_Check(b)) {
+        /* plain bounds, or a bad call (_slice raises): specialized */
+        for (int i = 0; any && i < 2; i++) {
+            PyObject *p = tr_is_symint(PyTuple_GET_ITEM(sym, i)) ? specialize(s, PyTuple_GET_ITEM(sym, i)) : NULL;
+            if (tr_is_symint(PyTuple_GET_ITEM(sym, i)) && !p) {
+                Py_DECREF(sym);
+                return -1;
+            }
+            Py_XDECREF(p);
+        }
+        Py_XDECREF(sym);
+        dc->kind = 0;
+        return 0;
+    }
+    st_fe_symtab *tb = tab(s);
+    int size = dim_expr(s, t, (int)d);
+    int ea = fold_values(s, expr_of(s, a)), eb = fold_values(s, expr_of(s, b));
+    int64_t va = PyLong_AsLongLong(a), vb = PyLong_AsLongLong(b);
+    Py_DECREF(sym);
+    if (size < 0 || ea < 0 || eb < 0)
+        return PyErr_Occurred() ? -1 : tr_break(s, "dynamic shapes: a slice bound");
+    int zero = sx_new(tb, ST_SX_CONST, -1, -1, 0);
+    if (va < 0 || vb < va || vb > t->shape[d]) {
+        dc->kind = 0;
+        PyObject *p = tr_is_symint(a) ? specialize(s, a) : NULL;
+        PyObject *q = tr_is_symint(b) ? specialize(s, b) : NULL;
+        int bad = (tr_is_symint(a) && !p) || (tr_is_symint(b) && !q);
+        Py_XDECREF(p);
+        Py_XDECREF(q);
+        return bad ? -1 : 0;
+    }
+    if (add_rel(s, ea, zero, ST_SXC_GE, true) < 0 || add_rel(s, eb, ea, ST_SXC_GE, true) < 0 ||
+        add_rel(s, eb, size, ST_SXC_LE, true) < 0)
+        return -1;
+    dc->dim = (int)d;
+    dc->shape = Py_BuildValue("(iiLL)", ea, eb, (long long)va, (long long)vb);
+    return dc->shape ? 0 : -1;
+}
+
+/* After t._slice: its SLICE statement gets the bounds' expressions; none
+ * recorded (the whole dim: a view of t) needs none, the guards keep it
+ * the whole dim. 0, -1 no memory. */
+static int slice_after(tr_state *s, tr_dyncall *dc)
+{
+    int ea = (int)PyLong_AsLong(PyTuple_GET_ITEM(dc->shape, 0));
+    int eb = (int)PyLong_AsLong(PyTuple_GET_ITEM(dc->shape, 1));
+    int64_t va = PyLong_AsLongLong(PyTuple_GET_ITEM(dc->shape, 2));
+    int64_t vb = PyLong_AsLongLong(PyTuple_GET_ITEM(dc->shape, 3));
+    st_graph *g = st_rt_trace_graph();
+    for (int si = dc->n0; g && si < g->nstmts; si++) {
+        const st_stmt *st = &g->stmts[si];
+        if (st->op == ST_OP_SLICE && st->attrs.i[0] == dc->dim && st->attrs.i[1] == va &&
+            st->attrs.i[2] == vb)
+            return push_attr(s, si, 101, ea) < 0 || push_attr(s, si, 102, eb) < 0 ? -1 : 0;
+    }
+    st_tensor *t = st_fe_unwrap(dc->tensor);
+    int size = dim_expr(s, t, dc->dim);
+    int zero = sx_new(tab(s), ST_SX_CONST, -1, -1, 0);
+    if (va == 0 && vb == t->shape[dc->dim] && size >= 0 && zero >= 0) {
+        if (add_rel(s, ea, zero, ST_SXC_EQ, true) < 0 || add_rel(s, eb, size, ST_SXC_EQ, true) < 0)
+            return -1;
+        return 0;
+    }
+    return add_rel(s, ea, sx_new(tab(s), ST_SX_CONST, -1, -1, va), ST_SXC_EQ, true) < 0 ||
+           add_rel(s, eb, sx_new(tab(s), ST_SX_CONST, -1, -1, vb), ST_SXC_EQ, true) < 0 ? -1 : 0;
+}
+
 int tr_dyn_before_call(tr_state *s, PyObject *fn, tr_var *args, int nargs,
                        PyObject *kwnames, tr_dyncall *dc)
 {
@@ -1714,6 +1891,16 @@ int tr_dyn_before_call(tr_state *s, PyObject *fn, tr_var *args, int nargs,
     /* everything but a shape argument is specialized; shape arguments go
      * in as their values (their expressions are attached afterwards) */
     for (int i = 0; i < nargs; i++) {
+        if (dc->kind == 8 && (i == 1 || i == 2)) {
+            /* _slice's bounds: their expressions kept (slice_before) */
+            if (!dc->shape && !(dc->shape = PyTuple_Pack(2, args[1].v, args[2].v)))
+                return -1;
+            PyObject *v = values_of(s, args[i].v);
+            if (!v)
+                return tr_break_exc(s, "dynamic shapes");
+            Py_SETREF(args[i].v, v);
+            continue;
+        }
         if ((dc->kind == 1 || dc->kind == 6) && i >= lo && i < hi) {
             PyObject *v = values_of(s, args[i].v);
             if (!v)
@@ -1728,6 +1915,8 @@ int tr_dyn_before_call(tr_state *s, PyObject *fn, tr_var *args, int nargs,
         int ov = 0;
         dc->dim = (int)PyLong_AsLongAndOverflow(args[0].v, &ov);
     }
+    if (dc->kind == 8 && slice_before(s, dc, args) < 0)
+        return -1;
     if (dc->kind == 7) {
         /* cat's dim: positional, or the keyword dim= (its value after the
          * positional ones) */
@@ -1973,6 +2162,15 @@ PyObject *tr_dyn_after_call(tr_state *s, tr_dyncall *dc, PyObject *r)
             Py_DECREF(r);
             return PyErr_Occurred() ? NULL : PyErr_NoMemory();
         }
+    }
+    if (dc->kind == 8) {
+        int rc = slice_after(s, dc);
+        Py_CLEAR(dc->shape);
+        if (rc < 0) {
+            Py_DECREF(r);
+            return PyErr_Occurred() ? NULL : PyErr_NoMemory();
+        }
+        return r;
     }
     if (dc->kind == 7) {
         int rc = cat_after(s, dc, r);

@@ -388,7 +388,9 @@ class Tensor(_C.TensorBase):
     def view_as(self, other): return self.view(other.shape)
     def reshape_as(self, other): return self.reshape(other.shape)
     def expand_as(self, other): return self.expand(other.shape)
+    @_dyn_inline
     def split(self, split_size, dim=0): return _ops.split(self, split_size, dim)
+    @_dyn_inline
     def chunk(self, chunks, dim=0): return _ops.chunk(self, chunks, dim)
     def t(self):
         if self.dim() > 2:
@@ -646,6 +648,7 @@ class Tensor(_C.TensorBase):
     moveaxis = movedim
     def swapaxes(self, axis0, axis1): return _ops.swapaxes(self, axis0, axis1)
     def swapdims(self, dim0, dim1): return _ops.swapdims(self, dim0, dim1)
+    @_dyn_inline
     def unflatten(self, dim, sizes): return _ops.unflatten(self, dim, sizes)
     def rot90(self, k=1, dims=(0, 1)): return _ops.rot90(self, k, dims)
     def kron(self, other): return _ops.kron(self, other)

@@ -186,6 +186,7 @@ def stack(tensors, dim=0):
     return cat(parts, d)
 
 
+@dyn_inline
 def split(tensor, split_size_or_sections, dim=0):
     """split(tensor, split_size_or_sections, dim=0) -> tuple of views."""
     _check_tensor(tensor, "split", "tensor")
@@ -205,12 +206,13 @@ def split(tensor, split_size_or_sections, dim=0):
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} "
                                f"(input tensor's size at dimension {d}), but got split_sizes={sizes}")
     out, off = [], 0
-    for s in sizes:
+    for s in sizes:      # (dynamic shapes: the translator follows _slice's bounds)
         out.append(tensor._slice(d, off, off + s, 1))
         off += s
     return tuple(out)
 
 
+@dyn_inline
 def chunk(input, chunks, dim=0):
     _check_tensor(input, "chunk")
     if not isinstance(chunks, int) or isinstance(chunks, bool):
@@ -451,6 +453,7 @@ def swapdims(input, dim0, dim1):
     return transpose(input, dim0, dim1)
 
 
+@dyn_inline
 def unflatten(input, dim, sizes):
     """unflatten(input, dim, sizes): dim split into sizes (one may be -1); as torch.unflatten."""
     _check_tensor(input, "unflatten")
@@ -461,7 +464,10 @@ def unflatten(input, dim, sizes):
     n = input.shape[d] if input.dim() else 1
     if sizes.count(-1) > 1:
         raise RuntimeError("only one dimension can be inferred")
-    known = math.prod(s for s in sizes if s != -1)
+    known = 1
+    for s in sizes:      # a loop: dynamic shapes follow it (symtrace/_symint.py)
+        if s != -1:
+            known *= s
     if -1 in sizes:
         if known == 0 or n % known:
             raise RuntimeError(f"unflatten: Provided sizes {sizes} don't multiply up to the size of "

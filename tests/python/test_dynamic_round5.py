@@ -1,0 +1,97 @@
+"""dynamic=True, round five: sizes that must be divisible (x.reshape(b // 2, -1), chunk,
+split, unflatten over even batch sizes: one graph, guarded s0 % 2 == 0, as torch's
+Mod(s0, 2) == 0), and sizes that break the guard (an odd batch) translated again, never
+a wrong result. Graph counts, and values and grads against eager (and torch where it is
+installed)."""
+import numpy as np
+import pytest
+
+import symtrace as st
+from dynamic_helpers import close as _close, fresh_dynamic, graphs as _graphs  # noqa: F401
+
+
+def _outs(y):
+    return [t for t in y] if isinstance(y, (tuple, list)) else [y]
+
+
+def _run(f, shapes, backward=True):
+    """f compiled against eager per shape: outputs and the input's grad."""
+    c = st.compile(f, dynamic=True, backend="interp")
+    rng = np.random.default_rng(0)
+    for shp in shapes:
+        xv = rng.standard_normal(shp).astype(np.float32)
+        res = []
+        for fn in (c, f):
+            x = st.tensor(xv, requires_grad=backward)
+            ys = _outs(fn(x))
+            if backward:
+                loss = None
+                for i, y in enumerate(ys):
+                    t = (y * y * (i + 1)).sum()
+                    loss = t if loss is None else loss + t
+                loss.backward()
+            res.append(([y.detach().numpy() for y in ys], x.grad.numpy() if backward else None))
+        (got, gg), (want, gw) = res
+        assert len(got) == len(want)
+        for a, b in zip(got, want):
+            assert a.shape == b.shape
+            _close(a, b)
+        if backward:
+            _close(gg, gw)
+
+
+DIVISIBLE = {
+    "reshape_half": lambda x: x.reshape(x.shape[0] // 2, -1) * 2,
+    "chunk": lambda x: x.chunk(2, 0),
+    "split_half": lambda x: x.split(x.shape[0] // 2),
+    "unflatten": lambda x: x.unflatten(0, (2, -1)) * 2,
+}
+
+
+@pytest.mark.parametrize("kind", sorted(DIVISIBLE))
+def test_divisible_batch_one_graph(kind):
+    # the probes are odd primes: the reshape / slices did not hold there, and the batch
+    # was pinned, a graph per size
+    _run(DIVISIBLE[kind], [(b, 3) for b in (4, 6, 8, 10)])
+    assert _graphs() == 1
+
+
+@pytest.mark.parametrize("kind", sorted(DIVISIBLE))
+def test_odd_batch_after_even_translates_again(kind):
+    # the graph for even batches is guarded on b % 2 == 0: an odd one (5: chunk gives
+    # 3 + 2, split(2) three pieces, reshape(2, -1) of 5 x 4 is 2 x 10) is a new graph
+    f = DIVISIBLE[kind]
+    if kind == "unflatten":
+        _run(f, [(4, 3), (6, 3)])
+        assert _graphs() == 1
+        c = st.compile(f, dynamic=True, backend="interp")
+        with pytest.raises(Exception):
+            c(st.randn(5, 3))
+        return
+    _run(f, [(4, 4), (6, 4), (5, 4), (9, 4), (8, 4)])
+    assert _graphs() >= 2
+
+
+def test_divisible_matches_torch():
+    torch = pytest.importorskip("torch")
+    c = st.compile(lambda x: [t * 2 for t in x.chunk(2, 0)] + [x.reshape(x.shape[0] // 2, -1)],
+                   dynamic=True, backend="interp")
+    rng = np.random.default_rng(3)
+    for b in (4, 6, 10, 5):
+        xv = rng.standard_normal((b, 4)).astype(np.float32)
+        got = c(st.tensor(xv))
+        t = torch.tensor(xv)
+        want = [u * 2 for u in t.chunk(2, 0)] + [t.reshape(b // 2, -1)]
+        assert len(got) == len(want)
+        for a, w in zip(got, want):
+            _close(a.numpy(), w.numpy())
+    assert _graphs() == 2
+
+
+def test_divisible_by_four():
+    # b // 4: the guard is b % 4 == 0, a batch of 6 (even, not a multiple of 4) recompiles
+    f = lambda x: x.reshape(x.shape[0] // 4, -1) * 2   # noqa: E731
+    _run(f, [(8, 3), (12, 3), (16, 3)])
+    assert _graphs() == 1
+    _run(f, [(6, 2)])
+    assert _graphs() == 2
