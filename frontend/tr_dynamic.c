@@ -1640,6 +1640,52 @@ fail:
     return NULL;
 }
 
+/* ---------------- sizes as tensor operands ---------------- */
+/* A tensor op with a size (x * x.shape[0], x.sum() / x.numel(); op: the
+ * binary op's base index, tr_exec.c binop): the SymInt operand becomes a
+ * 0-d tensor of the graph whose value follows the sizes (ones of that
+ * many, summed: symtrace/_ops/creation.py _size_tensor), so that the op
+ * does not make the size a guarded constant. 1 replaced, 0 left as it is
+ * (check_operands specializes it), -1 break. */
+int tr_dyn_size_operand(tr_state *s, int op, tr_var *a, tr_var *b)
+{
+    if (!tr_dyn_shapes(s) || !a->v || !b->v ||
+        !(op == 0 || op == 2 || op == 5 || op == 6 || op == 10 || op == 11))
+        return 0;
+    tr_var *v = tr_is_symint(a->v) && st_fe_is_tensor(b->v) ? a
+              : tr_is_symint(b->v) && st_fe_is_tensor(a->v) ? b : NULL;
+    if (!v)
+        return 0;
+    int e = expr_of(s, v->v);
+    if (e < 0 || sx_is_const(tab(s), e))
+        return 0;
+    static PyObject *fn;
+    if (!fn) {
+        PyObject *m = PyImport_ImportModule("symtrace._ops.creation");
+        fn = m ? PyObject_GetAttrString(m, "_size_tensor") : NULL;
+        Py_XDECREF(m);
+        if (!fn)
+            return tr_break_exc(s, "dynamic shapes");
+    }
+    tr_var args[2] = {{0}}, out = {0};
+    tr_var_copy(&args[0], v);
+    tr_var_copy(&args[1], v == a ? b : a);
+    s->lib_inline++;
+    int rc = tr_inline(s, fn, args, 2, NULL, &out);
+    s->lib_inline--;
+    tr_var_clear(&args[0]);
+    tr_var_clear(&args[1]);
+    if (rc < 0)
+        return -1;
+    if (!out.v || !st_fe_is_tensor(out.v)) {
+        tr_var_clear(&out);
+        return 0;
+    }
+    tr_var_clear(v);
+    *v = out;
+    return 1;
+}
+
 /* ---------------- calls ---------------- */
 static PyObject *symtrace_fn(const char *name)
 {

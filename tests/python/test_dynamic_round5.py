@@ -95,3 +95,49 @@ def test_divisible_by_four():
     assert _graphs() == 1
     _run(f, [(6, 2)])
     assert _graphs() == 2
+
+
+# ---------------- a size as an operand of a tensor op ----------------
+SCALAR = {
+    "mul_size": lambda x: x * x.shape[0],
+    "mul_half_size": lambda x: x * (x.shape[0] // 2),
+    "sum_div_size": lambda x: x.sum() / x.shape[0],
+    "div_numel": lambda x: x / x.numel(),
+    "rsub_size": lambda x: x.shape[1] - x,
+    "radd_mul": lambda x: (x.shape[0] + 1) * x + x.shape[1],
+}
+
+
+@pytest.mark.parametrize("kind", sorted(SCALAR))
+def test_size_operand_one_graph(kind):
+    # the size met a tensor: its value became a guarded constant, a graph per size
+    _run(SCALAR[kind], [(b, n) for b, n in ((4, 3), (6, 5), (5, 7), (9, 2))])
+    assert _graphs() == 1
+
+
+def test_size_operand_int_dtypes_match_torch():
+    torch = pytest.importorskip("torch")
+
+    def f(x):
+        return x * x.shape[0], x // x.shape[1], x % x.shape[1], x / x.shape[0], x.shape[1] - x
+    c = st.compile(f, dynamic=True, backend="interp")
+    rng = np.random.default_rng(4)
+    for b, n in ((4, 3), (6, 5), (5, 7)):
+        xv = rng.integers(-20, 20, (b, n)).astype(np.int32)
+        got = c(st.tensor(xv))
+        want = f(torch.tensor(xv))
+        for a, w in zip(got, want):
+            assert str(a.dtype).split(".")[-1] == str(w.dtype).split(".")[-1]
+            _close(a.numpy(), w.numpy())
+    assert _graphs() == 1
+
+
+def test_size_operand_half_stays_static():
+    # half: the size stays a guarded constant (ones summed in half would round); a graph
+    # per size, values as eager
+    f = lambda x: x * x.shape[0]   # noqa: E731
+    c = st.compile(f, dynamic=True, backend="interp")
+    for b in (4, 6):
+        x = st.randn(b, 3).half()
+        _close(c(x).float().numpy(), f(x).float().numpy(), 1e-3)
+    assert _graphs() == 2
