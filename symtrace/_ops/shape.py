@@ -9,7 +9,6 @@ import warnings
 from .. import _C
 from .._dtype import bool_, int64
 from ._core import _attrs, _check_tensor, _is_tensor, _op, _wrap, _wrap_dims
-from .elementwise import remainder
 from .creation import arange
 from .indexing import index_select
 from .._symint import dyn_inline
@@ -354,6 +353,7 @@ def narrow(input, dim, start, length):
     return input._slice(d, start, start + length, 1)
 
 
+@dyn_inline
 def flip(input, dims):
     """flip(input, dims): a copy with the order of elements reversed along dims (an
     index_select with a reversed arange); as torch.flip."""
@@ -366,10 +366,12 @@ def flip(input, dims):
     for d in _wrap_dims(dims, nd, "flip"):
         n = r.shape[d] if nd else 1
         if n > 1:
-            r = _reindex(r, d, arange(n - 1, -1, -1, device=input.device))
+            # (n - 1) - arange(n): under dynamic shapes (dyn_inline) both follow n
+            r = _reindex(r, d, (n - 1) - arange(n, device=input.device))
     return input.clone() if r is input else r
 
 
+@dyn_inline
 def roll(input, shifts, dims=None):
     """roll(input, shifts, dims=None): elements shifted cyclically along dims (the flattened
     input when None), an index_select per dim with the rotated arange (a cat of two slices
@@ -393,7 +395,7 @@ def roll(input, shifts, dims=None):
         n = r.shape[d]
         s = s % n if n else 0
         if s:   # out[i] = r[(i - s) mod n]
-            idx = remainder(arange(n - s, 2 * n - s, device=input.device), n)
+            idx = (arange(n, device=input.device) + (n - s)) % n   # (follows n: see flip)
             r = _reindex(r, d, idx)
     return input.clone() if r is input else r
 
