@@ -67,6 +67,7 @@ struct tr_dyn {
     PyObject *srcmask;           /* src id -> dyn mask of its TENSOR guard */
     symattr *attr;
     int nattr, capattr;
+    int rv, rd;                  /* the traced value and dim recover explains (-1: none) */
     bool failed;
     char why[256];
 };
@@ -300,6 +301,7 @@ int tr_dyn_begin(tr_state *s, bool shapes)
     if (!s->dyn->tsyms || !s->dyn->symints || !s->dyn->srcmask)
         return -1;
     s->dyn->shapes = shapes;
+    s->dyn->rv = -1;
     return 0;
 }
 
@@ -1364,7 +1366,20 @@ static int repair(tr_state *s, st_graph *g, st_tensor *const *ins, int nin, cons
     fixes_set(s, f, n, false, was_pinned, was_alias);
     int64_t was_mod[MAXSYM];
     memcpy(was_mod, s->dyn->mod, sizeof was_mod);
-    if (!holds(s, g, ins, nin, sv) && try_mods(s, g, ins, nin, sv) == 0) {
+    bool ok = holds(s, g, ins, nin, sv);
+    if (!ok) {
+        /* divisibility first with the candidates off (an alias of two sizes
+         * that must both be even is not needed), then with them on */
+        fixes_set(s, f, 0, false, was_pinned, was_alias);
+        ok = try_mods(s, g, ins, nin, sv) > 0;
+        fixes_set(s, f, n, false, was_pinned, was_alias);
+        ok = ok && holds(s, g, ins, nin, sv);
+        if (!ok) {
+            memcpy(s->dyn->mod, was_mod, sizeof was_mod);
+            ok = try_mods(s, g, ins, nin, sv) > 0;
+        }
+    }
+    if (!ok) {
         /* last: every free dim symbol pinned, then freed one by one as
          * the others (x.view(b, 2, -1): the product of the other dims
          * must stay even, their symbols are pinned and b stays free) */
@@ -1460,8 +1475,36 @@ static int probe(tr_state *s, int v, int64_t out[NPROBE][ST_MAX_DIMS], int *ndim
     return rc;
 }
 
+/* Dim d of traced value v with the symbols at probe point 0 but symbol k
+ * (and its aliases) at x: 0 (*out), -1 it does not re-infer there. */
+static int dim_at(tr_state *s, int v, int d, int k, int64_t x, int64_t *out)
+{
+    st_graph *g = st_rt_trace_graph();
+    int nin = 0;
+    st_tensor *const *ins = st_rt_trace_inputs(&nin);
+    saved sv;
+    if (!g || v < 0 || save_graph(s, g, &sv) < 0)
+        return -1;
+    int64_t pv[MAXSYM];
+    probe_vals(s, 0, pv);
+    for (int j = 0; j < tab(s)->nsym; j++)
+        if (j == k || s->dyn->alias[j] == k + 1)
+            pv[j] = x;
+    int rc = apply_at(s, g, ins, nin, pv);
+    if (rc < 0)
+        st_err_clear();
+    else if (g->values[v].meta.ndim > d)
+        *out = g->values[v].meta.shape[d];
+    else
+        rc = -1;
+    restore_graph(s, g, &sv);
+    saved_free(&sv);
+    return rc;
+}
+
 /* An expression with value r0 at the translation's sizes and r[p] at the
- * probe points: c * s_i * s_j * ..., or s_i + c. -1 when neither. */
+ * probe points: c * s_i * s_j * ..., s_i + c, or (s_i + a) // b + c. -1
+ * when none. */
 static int recover(tr_state *s, int64_t r0, const int64_t *r)
 {
     st_fe_symtab *tb = tab(s);
@@ -1530,7 +1573,101 @@ static int recover(tr_state *s, int64_t r0, const int64_t *r)
             }
         }
     }
+    /* (s_i + a) // b + c: a conv's or a pool's output size at stride b. a
+     * (its residue mod b) must be the only one that fits the three points,
+     * else the points do not tell which (odd probes, an odd size: none) */
+    for (int k = 0; k < tb->nsym; k++) {
+        if (not_free(s, k) || tb->dim[k] < 0)
+            continue;
+        int64_t p0 = primes[0][k] * mod_of(s, k), p1 = primes[1][k] * mod_of(s, k);
+        for (int64_t b = 2; b <= 8; b++) {
+            int fits = 0;
+            int64_t fa = 0, fc = 0;
+            bool fit[8] = {false};
+            for (int64_t a = 0; a < b; a++) {
+                int64_t c = r[0] - floordiv(p0 + a, b);
+                if (r[1] == floordiv(p1 + a, b) + c && r0 == floordiv(tb->val[k] + a, b) + c) {
+                    fit[a] = true;
+                    fits++;
+                    fa = a;
+                    fc = c;
+                }
+            }
+            /* more than one fits (the points' residues mod b do not cover
+             * them all): the dim re-inferred with s_i at p0 + j * m for the
+             * residues missing, until one is left */
+            for (int64_t j = 1; fits > 1 && j < b && s->dyn->rv >= 0; j++) {
+                int64_t x = p0 + j * mod_of(s, k), y;
+                if (dim_at(s, s->dyn->rv, s->dyn->rd, k, x, &y) < 0)
+                    return -1;
+                fits = 0;
+                for (int64_t a = 0; a < b; a++) {
+                    int64_t c = r[0] - floordiv(p0 + a, b);
+                    fit[a] = fit[a] && y == floordiv(x + a, b) + c;
+                    if (fit[a]) {
+                        fits++;
+                        fa = a;
+                        fc = c;
+                    }
+                }
+            }
+            if (fits > 1)
+                return -1;
+            if (fits == 1) {
+                int x = sx_new(tb, ST_SX_SYM, -1, -1, k);
+                if (fa)
+                    x = sx_new(tb, ST_SX_ADD, x, sx_new(tb, ST_SX_CONST, -1, -1, fa), 0);
+                x = sx_new(tb, ST_SX_FLOORDIV, x, sx_new(tb, ST_SX_CONST, -1, -1, b), 0);
+                return fc ? sx_new(tb, ST_SX_ADD, x, sx_new(tb, ST_SX_CONST, -1, -1, fc), 0) : x;
+            }
+        }
+    }
     return -1;
+}
+
+/* Dim d of traced value v (of size now) has no expression recover finds
+ * (a strided window count at an odd size: the odd probes do not tell
+ * (s + 1) // 2 from s // 2; ceil_mode's extra padding): the free symbols
+ * it depends on (the graph re-inferred with one of them moved) pinned to
+ * their values, as the sizes it was traced at. Returns how many. */
+static int pin_involved(tr_state *s, int v, int d, int64_t now)
+{
+    st_graph *g = st_rt_trace_graph();
+    st_fe_symtab *tb = tab(s);
+    int nin = 0;
+    st_tensor *const *ins = st_rt_trace_inputs(&nin);
+    saved sv;
+    if (!g || save_graph(s, g, &sv) < 0)
+        return 0;
+    bool hit[MAXSYM] = {false};
+    for (int k = 0; k < tb->nsym; k++) {
+        if (tb->dim[k] < 0 || not_free(s, k))
+            continue;
+        int64_t pv[MAXSYM];
+        for (int j = 0; j < tb->nsym; j++) {
+            int r = s->dyn->alias[j] ? s->dyn->alias[j] - 1 : j;
+            pv[j] = r == k ? primes[0][k] * mod_of(s, k) : tb->val[j];
+        }
+        bool ok = apply_at(s, g, ins, nin, pv) == 0;
+        if (!ok)
+            st_err_clear();
+        hit[k] = !ok || g->values[v].meta.ndim <= d || g->values[v].meta.shape[d] != now;
+        restore_graph(s, g, &sv);
+    }
+    saved_free(&sv);
+    int n = 0;
+    for (int k = 0; k < tb->nsym; k++) {
+        if (!hit[k])
+            continue;
+        int sy = sym_expr_of(s, k), c = sx_new(tb, ST_SX_CONST, -1, -1, tb->val[k]);
+        if (sy < 0 || c < 0 || add_rel(s, sy, c, ST_SXC_EQ, true) < 0) {
+            PyErr_Clear();
+            continue;
+        }
+        pin_class(s, k);
+        n++;
+    }
+    return n;
 }
 
 /* The dims of t as a tuple of expression ids (borrowed from tsyms). */
@@ -1548,12 +1685,28 @@ static PyObject *dims_of(tr_state *s, st_tensor *t)
     int64_t pr[NPROBE][ST_MAX_DIMS];
     int nd = 0;
     bool probed = v >= 0 && tab(s)->nsym > 0 && probe(s, v, pr, &nd) == 0 && nd == t->ndim;
+    for (int d = 0, tries = 0; probed && d < t->ndim && tries < 4; d++) {
+        int64_t r[NPROBE] = {pr[0][d], pr[1][d]};
+        s->dyn->rv = v;
+        s->dyn->rd = d;
+        int e = recover(s, t->shape[d], r);
+        s->dyn->rv = -1;
+        if (e >= 0 || pin_involved(s, v, d, t->shape[d]) == 0)
+            continue;
+        /* pinned what it depends on: probed again */
+        tries++;
+        d = -1;
+        probed = probe(s, v, pr, &nd) == 0 && nd == t->ndim;
+    }
     ex = PyTuple_New(t->ndim);
     for (int d = 0; ex && d < t->ndim; d++) {
         int e = -1;
         if (probed) {
             int64_t r[NPROBE] = {pr[0][d], pr[1][d]};
+            s->dyn->rv = v;
+            s->dyn->rd = d;
             e = recover(s, t->shape[d], r);
+            s->dyn->rv = -1;
             if (e < 0) {
                 char b[64];
                 snprintf(b, sizeof b, "%lld", (long long)t->shape[d]);
@@ -1739,9 +1892,10 @@ static int classify(PyObject *fn, tr_var *args, int nargs, PyObject *kwnames,
             if (!strcmp(nm, "size") && npos <= 1 && !kwnames) return 2;
             if (!strcmp(nm, "numel") && npos == 0) return 3;
             if (!strcmp(nm, "_slice") && !kwnames && (npos == 3 || npos == 4) &&
-                (npos == 3 || (PyLong_Check(args[3].v) && !tr_is_symint(args[3].v) &&
-                               PyLong_AsLongLong(args[3].v) == 1)))
-                return 8;        /* split's pieces: the bounds stay symbolic (slice_after) */
+                (npos == 3 || (PyLong_Check(args[3].v) && !PyBool_Check(args[3].v) &&
+                               PyLong_AsLongLong(args[3].v) >= 1)))
+                return 8;        /* split's pieces, conv's windows: the bounds stay
+                                    symbolic (slice_after); the step a constant */
             if ((!strcmp(nm, "view") || !strcmp(nm, "reshape") || !strcmp(nm, "expand")) &&
                 !kwnames && npos >= 1) {
                 *keep_hi = npos;
@@ -1823,7 +1977,7 @@ static int classify(PyObject *fn, tr_var *args, int nargs, PyObject *kwnames,
  * bounds' expressions, guarded 0 <= start <= stop <= size as the values
  * are (else specialized: _slice does not clamp), in dc->shape as
  * (start expr, stop expr, start, stop). 0, or -1 with an exception. */
-static int slice_before(tr_state *s, tr_dyncall *dc, tr_var *args)
+static int slice_before(tr_state *s, tr_dyncall *dc, tr_var *args, int nargs)
 {
     PyObject *sym = dc->shape;            /* (start, stop) as given */
     dc->shape = NULL;
@@ -1869,6 +2023,7 @@ static int slice_before(tr_state *s, tr_dyncall *dc, tr_var *args)
         add_rel(s, eb, size, ST_SXC_LE, true) < 0)
         return -1;
     dc->dim = (int)d;
+    dc->step = nargs >= 4 ? PyLong_AsLongLong(args[3].v) : 1;   /* (plain by now) */
     dc->shape = Py_BuildValue("(iiLL)", ea, eb, (long long)va, (long long)vb);
     return dc->shape ? 0 : -1;
 }
@@ -1876,17 +2031,41 @@ static int slice_before(tr_state *s, tr_dyncall *dc, tr_var *args)
 /* After t._slice: its SLICE statement gets the bounds' expressions; none
  * recorded (the whole dim: a view of t) needs none, the guards keep it
  * the whole dim. 0, -1 no memory. */
-static int slice_after(tr_state *s, tr_dyncall *dc)
+static int slice_after(tr_state *s, tr_dyncall *dc, PyObject *r)
 {
     int ea = (int)PyLong_AsLong(PyTuple_GET_ITEM(dc->shape, 0));
     int eb = (int)PyLong_AsLong(PyTuple_GET_ITEM(dc->shape, 1));
     int64_t va = PyLong_AsLongLong(PyTuple_GET_ITEM(dc->shape, 2));
     int64_t vb = PyLong_AsLongLong(PyTuple_GET_ITEM(dc->shape, 3));
+    /* the result's dims: the input's, dim d ceil((stop - start) / step), so
+     * that no probe has to explain them (a crop to whole windows,
+     * 2 * ((s - 2) // 2 + 1), is no form recover knows) */
+    PyObject *in = dims_of(s, st_fe_unwrap(dc->tensor));
+    st_tensor *rt = r && st_fe_is_tensor(r) ? st_fe_unwrap(r) : NULL;
+    if (!in)
+        PyErr_Clear();
+    else if (rt && PyTuple_GET_SIZE(in) == rt->ndim && dc->dim < rt->ndim) {
+        st_fe_symtab *tb = tab(s);
+        int len = sx_new(tb, ST_SX_SUB, eb, ea, 0);
+        if (len >= 0 && dc->step > 1)
+            len = sx_new(tb, ST_SX_FLOORDIV,
+                         sx_new(tb, ST_SX_ADD, len, sx_new(tb, ST_SX_CONST, -1, -1, dc->step - 1), 0),
+                         sx_new(tb, ST_SX_CONST, -1, -1, dc->step), 0);
+        PyObject *ex = len >= 0 ? PyTuple_New(rt->ndim) : NULL;
+        for (int d = 0; ex && d < rt->ndim; d++)
+            PyTuple_SET_ITEM(ex, d, d == dc->dim ? PyLong_FromLong(len)
+                                                 : Py_NewRef(PyTuple_GET_ITEM(in, d)));
+        PyObject *k = ex ? tr_id_key(rt) : NULL;
+        if (!k || PyDict_SetItem(s->dyn->tsyms, k, ex) < 0)
+            PyErr_Clear();
+        Py_XDECREF(k);
+        Py_XDECREF(ex);
+    }
     st_graph *g = st_rt_trace_graph();
     for (int si = dc->n0; g && si < g->nstmts; si++) {
         const st_stmt *st = &g->stmts[si];
         if (st->op == ST_OP_SLICE && st->attrs.i[0] == dc->dim && st->attrs.i[1] == va &&
-            st->attrs.i[2] == vb)
+            st->attrs.i[2] == vb && st->attrs.i[3] == dc->step)
             return push_attr(s, si, 101, ea) < 0 || push_attr(s, si, 102, eb) < 0 ? -1 : 0;
     }
     st_tensor *t = st_fe_unwrap(dc->tensor);
@@ -1961,7 +2140,7 @@ int tr_dyn_before_call(tr_state *s, PyObject *fn, tr_var *args, int nargs,
         int ov = 0;
         dc->dim = (int)PyLong_AsLongAndOverflow(args[0].v, &ov);
     }
-    if (dc->kind == 8 && slice_before(s, dc, args) < 0)
+    if (dc->kind == 8 && slice_before(s, dc, args, nargs) < 0)
         return -1;
     if (dc->kind == 7) {
         /* cat's dim: positional, or the keyword dim= (its value after the
@@ -2210,7 +2389,7 @@ PyObject *tr_dyn_after_call(tr_state *s, tr_dyncall *dc, PyObject *r)
         }
     }
     if (dc->kind == 8) {
-        int rc = slice_after(s, dc);
+        int rc = slice_after(s, dc, r);
         Py_CLEAR(dc->shape);
         if (rc < 0) {
             Py_DECREF(r);

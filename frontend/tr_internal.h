@@ -306,6 +306,7 @@ int tr_obj_tmpl_parts(PyObject *v, PyObject **spec, PyObject **vals);
 /* ---- tr_dynamic.c: dynamic shapes (see its top comment) */
 typedef struct {
     int kind, n0, dim;
+    int64_t step;            /* kind 8 (_slice): its step */
     bool targs;              /* a tensor among the arguments (kind 0) */
     int nt;                  /* the shapes of (up to 4 of) those tensors and a
                                 method's self, for folded_size */

@@ -211,3 +211,94 @@ def test_automatic_dynamic_view_two_graphs():
         x = st.randn(2, n, 16)
         _close(c(x).numpy(), f(x).numpy())
     assert _graphs() == 2
+
+
+# ---------------- spatial sizes of conv and pooling ----------------
+import symtrace.nn as nn  # noqa: E402
+
+SPATIAL = {
+    "conv_pad1": lambda: nn.Conv2d(3, 4, 3, padding=1),
+    "conv_stride2": lambda: nn.Conv2d(3, 4, 3, stride=2),
+    "conv_dilation2": lambda: nn.Conv2d(3, 4, 3, dilation=2, padding=1),
+    "max_pool2": lambda: nn.MaxPool2d(2),
+    "max_pool3s2p1": lambda: nn.MaxPool2d(3, 2, 1),
+    "avg_pool2": lambda: nn.AvgPool2d(2),
+    "avg_pool3s2p1": lambda: nn.AvgPool2d(3, 2, 1),
+    "avg_pool_no_pad_count": lambda: nn.AvgPool2d(3, 2, 1, count_include_pad=False),
+    "adaptive1": lambda: nn.AdaptiveAvgPool2d(1),
+    "adaptive3": lambda: nn.AdaptiveAvgPool2d(3),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(SPATIAL))
+def test_spatial_sizes_one_graph(kind):
+    # _pin_planes guarded the channel and spatial sizes to their values: a graph per
+    # H, W. Now they are symbols; window counts (s + a) // b + c, crops of whole windows
+    # and averaging matrices follow them
+    net = SPATIAL[kind]()
+    c = st.compile(net, dynamic=True, backend="interp")
+    rng = np.random.default_rng(6)
+    for h, w in ((8, 8), (10, 10), (12, 9), (11, 13)):
+        xv = rng.standard_normal((2, 3, h, w)).astype(np.float32)
+        res = []
+        for fn in (c, net):
+            x = st.tensor(xv, requires_grad=True)
+            for p in net.parameters():
+                p.grad = None
+            y = fn(x)
+            (y * y).sum().backward()
+            res.append((y.detach().numpy(), x.grad.numpy(), [p.grad.numpy().copy() for p in net.parameters()]))
+        (y1, g1, p1), (y2, g2, p2) = res
+        assert y1.shape == y2.shape
+        _close(y1, y2, 1e-4)
+        _close(g1, g2, 1e-4)
+        for a, b in zip(p1, p2):
+            _close(a, b, 1e-4)
+    assert _graphs() == 1
+
+
+def test_spatial_sizes_match_torch():
+    torch = pytest.importorskip("torch")
+    st.manual_seed(0)
+    conv = nn.Conv2d(3, 4, 3, stride=2, padding=1)
+    ref = torch.nn.Conv2d(3, 4, 3, stride=2, padding=1)
+    ref.load_state_dict({k: torch.tensor(v.detach().numpy()) for k, v in conv.state_dict().items()})
+
+    def f(x, F):
+        y = conv(x) if F is st.nn.functional else ref(x)
+        return (F.max_pool2d(y, 2) + F.avg_pool2d(y, 2), F.adaptive_avg_pool2d(y, 3),
+                F.max_pool2d(x, 3, 2, 1))
+    c = st.compile(lambda x: f(x, st.nn.functional), dynamic=True, backend="interp")
+    rng = np.random.default_rng(7)
+    for h, w in ((8, 8), (10, 10), (12, 9), (15, 14)):
+        xv = rng.standard_normal((2, 3, h, w)).astype(np.float32)
+        got = c(st.tensor(xv))
+        with torch.no_grad():
+            want = f(torch.tensor(xv), torch.nn.functional)
+        for a, b in zip(got, want):
+            assert tuple(a.shape) == tuple(b.shape)
+            _close(a.detach().numpy(), b.numpy(), 1e-4)
+    assert _graphs() == 1
+
+
+def test_ceil_mode_spatial_sizes_stay_correct():
+    # ceil_mode's extra right padding depends on the size's parity: the spatial sizes are
+    # pinned there (a graph per size), the batch stays symbolic; values as eager
+    pool = nn.MaxPool2d(3, stride=2, ceil_mode=True)
+    c = st.compile(pool, dynamic=True, backend="interp")
+    for n, h, w in ((2, 8, 8), (3, 8, 8), (2, 9, 9), (4, 9, 9), (2, 10, 7)):
+        x = st.randn(n, 3, h, w)
+        _close(c(x).numpy(), pool(x).numpy())
+    assert _graphs() == 3
+
+
+def test_stride2_conv_first_odd_size_stays_correct():
+    # traced at 7 x 9 (odd: the probes cannot tell (s + 1) // 2 from s // 2): the
+    # spatial sizes are pinned there, and an even size is a new graph, never a wrong one
+    st.manual_seed(0)
+    conv = nn.Conv2d(3, 4, 3, stride=2)
+    c = st.compile(conv, dynamic=True, backend="interp")
+    for n, h, w in ((2, 7, 9), (3, 7, 9), (2, 8, 10), (2, 12, 6)):
+        x = st.randn(n, 3, h, w)
+        _close(c(x).detach().numpy(), conv(x).detach().numpy(), 1e-4)
+    assert _graphs() <= 3
