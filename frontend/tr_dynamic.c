@@ -1613,6 +1613,14 @@ static int recover(tr_state *s, int64_t r0, const int64_t *r)
             }
             if (fits > 1)
                 return -1;
+            if (fits == 1 && s->dyn->rv >= 0) {
+                /* confirmed at one more point, s_i alone moved (no other
+                 * symbol's size it would depend on) */
+                int64_t x = p0 + mod_of(s, k), y;
+                if (dim_at(s, s->dyn->rv, s->dyn->rd, k, x, &y) < 0 ||
+                    y != floordiv(x + fa, b) + fc)
+                    return -1;
+            }
             if (fits == 1) {
                 int x = sx_new(tb, ST_SX_SYM, -1, -1, k);
                 if (fa)
@@ -2006,9 +2014,10 @@ static int slice_before(tr_state *s, tr_dyncall *dc, tr_var *args, int nargs)
     int size = dim_expr(s, t, (int)d);
     int ea = fold_values(s, expr_of(s, a)), eb = fold_values(s, expr_of(s, b));
     int64_t va = PyLong_AsLongLong(a), vb = PyLong_AsLongLong(b);
-    Py_DECREF(sym);
-    if (size < 0 || ea < 0 || eb < 0)
+    if (size < 0 || ea < 0 || eb < 0) {
+        Py_DECREF(sym);
         return PyErr_Occurred() ? -1 : tr_break(s, "dynamic shapes: a slice bound");
+    }
     int zero = sx_new(tb, ST_SX_CONST, -1, -1, 0);
     if (va < 0 || vb < va || vb > t->shape[d]) {
         dc->kind = 0;
@@ -2017,8 +2026,10 @@ static int slice_before(tr_state *s, tr_dyncall *dc, tr_var *args, int nargs)
         int bad = (tr_is_symint(a) && !p) || (tr_is_symint(b) && !q);
         Py_XDECREF(p);
         Py_XDECREF(q);
+        Py_DECREF(sym);          /* (a and b are its items) */
         return bad ? -1 : 0;
     }
+    Py_DECREF(sym);
     if (add_rel(s, ea, zero, ST_SXC_GE, true) < 0 || add_rel(s, eb, ea, ST_SXC_GE, true) < 0 ||
         add_rel(s, eb, size, ST_SXC_LE, true) < 0)
         return -1;
