@@ -59,11 +59,15 @@ struct tr_dyn {
     int alias[MAXSYM];           /* j + 1: a dim's symbol guarded equal to
                                     symbol j (duck sizing, where the graph
                                     needs it); 0: its own */
+    int64_t mod[MAXSYM];         /* m >= 2: the symbol guarded divisible by m
+                                    (x.reshape(b // 2, -1)): its probe values
+                                    are m * a prime; 0: none */
     PyObject *tsyms;             /* id(st_tensor) -> tuple of expr ids per dim */
     PyObject *symints;           /* id(SymInt) -> (SymInt, expr id) */
     PyObject *srcmask;           /* src id -> dyn mask of its TENSOR guard */
     symattr *attr;
     int nattr, capattr;
+    int rv, rd;                  /* the traced value and dim recover explains (-1: none) */
     bool failed;
     char why[256];
 };
@@ -297,6 +301,7 @@ int tr_dyn_begin(tr_state *s, bool shapes)
     if (!s->dyn->tsyms || !s->dyn->symints || !s->dyn->srcmask)
         return -1;
     s->dyn->shapes = shapes;
+    s->dyn->rv = -1;
     return 0;
 }
 
@@ -1056,8 +1061,15 @@ static void probe_vals(tr_state *s, int p, int64_t *out)
     st_fe_symtab *tb = tab(s);
     for (int k = 0; k < tb->nsym; k++) {
         int r = s->dyn->alias[k] ? s->dyn->alias[k] - 1 : k;
-        out[k] = s->dyn->pinned[k] || s->dyn->pinned[r] ? tb->val[k] : primes[p][r];
+        out[k] = s->dyn->pinned[k] || s->dyn->pinned[r] ? tb->val[k]
+               : primes[p][r] * (s->dyn->mod[r] ? s->dyn->mod[r] : 1);
     }
+}
+
+/* The factor of free symbol k's probe values besides its prime. */
+static int64_t mod_of(tr_state *s, int k)
+{
+    return s->dyn->mod[k] ? s->dyn->mod[k] : 1;
 }
 
 /* k's probe value is not its own prime (pinned, or an alias). */
@@ -1297,6 +1309,46 @@ static int sym_expr_of(tr_state *s, int k)
     return sx_new(tb, ST_SX_SYM, -1, -1, k);
 }
 
+/* The free dim symbols guarded divisible by their value, then each
+ * reduced to none or the smallest divisor under which the graph still
+ * holds (x.reshape(b // 2, -1), x.chunk(2): b even, as TorchDynamo's
+ * Mod(s0, 2) == 0). Returns how many it keeps; 0: mods as they were. */
+static int try_mods(tr_state *s, st_graph *g, st_tensor *const *ins, int nin, const saved *sv)
+{
+    st_fe_symtab *tb = tab(s);
+    int64_t was[MAXSYM];
+    memcpy(was, s->dyn->mod, sizeof was);
+    int cand[MAXSYM], n = 0;
+    for (int k = 0; k < tb->nsym; k++)
+        if (tb->dim[k] >= 0 && !not_free(s, k) && !s->dyn->mod[k] && tb->val[k] >= 2) {
+            s->dyn->mod[k] = tb->val[k];
+            cand[n++] = k;
+        }
+    if (!n || !holds(s, g, ins, nin, sv)) {
+        memcpy(s->dyn->mod, was, sizeof was);
+        return 0;
+    }
+    int kept = 0;
+    for (int i = 0; i < n; i++) {
+        int k = cand[i];
+        int64_t full = s->dyn->mod[k];
+        s->dyn->mod[k] = 0;
+        if (holds(s, g, ins, nin, sv))
+            continue;
+        int64_t m = 2;
+        for (; m < full; m++) {
+            if (full % m)
+                continue;
+            s->dyn->mod[k] = m;
+            if (holds(s, g, ins, nin, sv))
+                break;
+        }
+        s->dyn->mod[k] = m;
+        kept++;
+    }
+    return kept;
+}
+
 /* The graph (g, restored from sv first) did not hold at the probes: the
  * fewest pins and class members (minimize, with classes by value and by
  * value and dim: the one that pins fewer) under which it holds, each
@@ -1312,7 +1364,22 @@ static int repair(tr_state *s, st_graph *g, st_tensor *const *ins, int nin, cons
     memcpy(was_alias, s->dyn->alias, sizeof was_alias);
     st_fe_symtab *tb = tab(s);
     fixes_set(s, f, n, false, was_pinned, was_alias);
-    if (!holds(s, g, ins, nin, sv)) {
+    int64_t was_mod[MAXSYM];
+    memcpy(was_mod, s->dyn->mod, sizeof was_mod);
+    bool ok = holds(s, g, ins, nin, sv);
+    if (!ok) {
+        /* divisibility first with the candidates off (an alias of two sizes
+         * that must both be even is not needed), then with them on */
+        fixes_set(s, f, 0, false, was_pinned, was_alias);
+        ok = try_mods(s, g, ins, nin, sv) > 0;
+        fixes_set(s, f, n, false, was_pinned, was_alias);
+        ok = ok && holds(s, g, ins, nin, sv);
+        if (!ok) {
+            memcpy(s->dyn->mod, was_mod, sizeof was_mod);
+            ok = try_mods(s, g, ins, nin, sv) > 0;
+        }
+    }
+    if (!ok) {
         /* last: every free dim symbol pinned, then freed one by one as
          * the others (x.view(b, 2, -1): the product of the other dims
          * must stay even, their symbols are pinned and b stays free) */
@@ -1336,6 +1403,19 @@ static int repair(tr_state *s, st_graph *g, st_tensor *const *ins, int nin, cons
         memcpy(f, f2, sizeof(fix) * (size_t)n);
     fixes_set(s, f, 0, by_dim, was_pinned, was_alias);
     int made = 0;
+    for (int k = 0; k < tb->nsym; k++) {
+        if (s->dyn->mod[k] == was_mod[k])
+            continue;
+        int sk = sym_expr_of(s, k);
+        int m = sk < 0 ? -1 : sx_new(tb, ST_SX_MOD, sk, sx_new(tb, ST_SX_CONST, -1, -1, s->dyn->mod[k]), 0);
+        int z = sx_new(tb, ST_SX_CONST, -1, -1, 0);
+        if (m < 0 || z < 0 || add_rel(s, m, z, ST_SXC_EQ, true) < 0) {
+            PyErr_Clear();
+            s->dyn->mod[k] = was_mod[k];
+            continue;
+        }
+        made++;
+    }
     for (int i = 0; i < n; i++) {
         if (!f[i].on)
             continue;
@@ -1395,8 +1475,36 @@ static int probe(tr_state *s, int v, int64_t out[NPROBE][ST_MAX_DIMS], int *ndim
     return rc;
 }
 
+/* Dim d of traced value v with the symbols at probe point 0 but symbol k
+ * (and its aliases) at x: 0 (*out), -1 it does not re-infer there. */
+static int dim_at(tr_state *s, int v, int d, int k, int64_t x, int64_t *out)
+{
+    st_graph *g = st_rt_trace_graph();
+    int nin = 0;
+    st_tensor *const *ins = st_rt_trace_inputs(&nin);
+    saved sv;
+    if (!g || v < 0 || save_graph(s, g, &sv) < 0)
+        return -1;
+    int64_t pv[MAXSYM];
+    probe_vals(s, 0, pv);
+    for (int j = 0; j < tab(s)->nsym; j++)
+        if (j == k || s->dyn->alias[j] == k + 1)
+            pv[j] = x;
+    int rc = apply_at(s, g, ins, nin, pv);
+    if (rc < 0)
+        st_err_clear();
+    else if (g->values[v].meta.ndim > d)
+        *out = g->values[v].meta.shape[d];
+    else
+        rc = -1;
+    restore_graph(s, g, &sv);
+    saved_free(&sv);
+    return rc;
+}
+
 /* An expression with value r0 at the translation's sizes and r[p] at the
- * probe points: c * s_i * s_j * ..., or s_i + c. -1 when neither. */
+ * probe points: c * s_i * s_j * ..., s_i + c, or (s_i + a) // b + c. -1
+ * when none. */
 static int recover(tr_state *s, int64_t r0, const int64_t *r)
 {
     st_fe_symtab *tb = tab(s);
@@ -1410,12 +1518,28 @@ static int recover(tr_state *s, int64_t r0, const int64_t *r)
             e[k]++;
         }
     if (c != 0) {
-        int64_t v1 = c, v0 = c;
+        /* symbols divisible by m probe at m * p: c holds their m's too;
+         * the expression is then (c * s_i * ...) // M, exact under the
+         * divisibility guards */
+        int64_t v1 = c, v0 = c, mm = 1;
         for (int k = 0; k < tb->nsym; k++)
             for (int j = 0; j < e[k]; j++) {
                 v1 *= primes[1][k];
                 v0 *= tb->val[k];
+                mm *= mod_of(s, k);
             }
+        int64_t gc = c < 0 ? -c : c, gm = mm;
+        while (gm) {
+            int64_t t = gc % gm;
+            gc = gm;
+            gm = t;
+        }
+        c /= gc;
+        mm /= gc;
+        if (v0 % mm != 0)
+            v0 = -1;
+        else
+            v0 /= mm;
         if (v1 == r[1] && v0 == r0) {
             int x = -1;
             for (int k = 0; k < tb->nsym; k++)
@@ -1428,6 +1552,8 @@ static int recover(tr_state *s, int64_t r0, const int64_t *r)
                 }
             if (c != 1 && x >= 0)
                 x = sx_new(tb, ST_SX_MUL, sx_new(tb, ST_SX_CONST, -1, -1, c), x, 0);
+            if (mm != 1 && x >= 0)
+                x = sx_new(tb, ST_SX_FLOORDIV, x, sx_new(tb, ST_SX_CONST, -1, -1, mm), 0);
             if (x >= 0)
                 return x;
         }
@@ -1435,13 +1561,121 @@ static int recover(tr_state *s, int64_t r0, const int64_t *r)
     for (int k = 0; k < tb->nsym; k++) {
         if (not_free(s, k))
             continue;
-        int64_t cc = r[0] - primes[0][k];
-        if (r[1] - primes[1][k] == cc && r0 - tb->val[k] == cc) {
-            int sy = sx_new(tb, ST_SX_SYM, -1, -1, k);
-            return cc ? sx_new(tb, ST_SX_ADD, sy, sx_new(tb, ST_SX_CONST, -1, -1, cc), 0) : sy;
+        /* s_i + c, or with s_i divisible by m: s_i // m + c */
+        for (int64_t m = mod_of(s, k); m >= 1; m = m > 1 ? 1 : 0) {
+            int64_t q = mod_of(s, k) / m;
+            int64_t cc = r[0] - primes[0][k] * q;
+            if (r[1] - primes[1][k] * q == cc && r0 - tb->val[k] / m == cc) {
+                int sy = sx_new(tb, ST_SX_SYM, -1, -1, k);
+                if (m > 1)
+                    sy = sx_new(tb, ST_SX_FLOORDIV, sy, sx_new(tb, ST_SX_CONST, -1, -1, m), 0);
+                return cc ? sx_new(tb, ST_SX_ADD, sy, sx_new(tb, ST_SX_CONST, -1, -1, cc), 0) : sy;
+            }
+        }
+    }
+    /* (s_i + a) // b + c: a conv's or a pool's output size at stride b. a
+     * (its residue mod b) must be the only one that fits the three points,
+     * else the points do not tell which (odd probes, an odd size: none) */
+    for (int k = 0; k < tb->nsym; k++) {
+        if (not_free(s, k) || tb->dim[k] < 0)
+            continue;
+        int64_t p0 = primes[0][k] * mod_of(s, k), p1 = primes[1][k] * mod_of(s, k);
+        for (int64_t b = 2; b <= 8; b++) {
+            int fits = 0;
+            int64_t fa = 0, fc = 0;
+            bool fit[8] = {false};
+            for (int64_t a = 0; a < b; a++) {
+                int64_t c = r[0] - floordiv(p0 + a, b);
+                if (r[1] == floordiv(p1 + a, b) + c && r0 == floordiv(tb->val[k] + a, b) + c) {
+                    fit[a] = true;
+                    fits++;
+                    fa = a;
+                    fc = c;
+                }
+            }
+            /* more than one fits (the points' residues mod b do not cover
+             * them all): the dim re-inferred with s_i at p0 + j * m for the
+             * residues missing, until one is left */
+            for (int64_t j = 1; fits > 1 && j < b && s->dyn->rv >= 0; j++) {
+                int64_t x = p0 + j * mod_of(s, k), y;
+                if (dim_at(s, s->dyn->rv, s->dyn->rd, k, x, &y) < 0)
+                    return -1;
+                fits = 0;
+                for (int64_t a = 0; a < b; a++) {
+                    int64_t c = r[0] - floordiv(p0 + a, b);
+                    fit[a] = fit[a] && y == floordiv(x + a, b) + c;
+                    if (fit[a]) {
+                        fits++;
+                        fa = a;
+                        fc = c;
+                    }
+                }
+            }
+            if (fits > 1)
+                return -1;
+            if (fits == 1 && s->dyn->rv >= 0) {
+                /* confirmed at one more point, s_i alone moved (no other
+                 * symbol's size it would depend on) */
+                int64_t x = p0 + mod_of(s, k), y;
+                if (dim_at(s, s->dyn->rv, s->dyn->rd, k, x, &y) < 0 ||
+                    y != floordiv(x + fa, b) + fc)
+                    return -1;
+            }
+            if (fits == 1) {
+                int x = sx_new(tb, ST_SX_SYM, -1, -1, k);
+                if (fa)
+                    x = sx_new(tb, ST_SX_ADD, x, sx_new(tb, ST_SX_CONST, -1, -1, fa), 0);
+                x = sx_new(tb, ST_SX_FLOORDIV, x, sx_new(tb, ST_SX_CONST, -1, -1, b), 0);
+                return fc ? sx_new(tb, ST_SX_ADD, x, sx_new(tb, ST_SX_CONST, -1, -1, fc), 0) : x;
+            }
         }
     }
     return -1;
+}
+
+/* Dim d of traced value v (of size now) has no expression recover finds
+ * (a strided window count at an odd size: the odd probes do not tell
+ * (s + 1) // 2 from s // 2; ceil_mode's extra padding): the free symbols
+ * it depends on (the graph re-inferred with one of them moved) pinned to
+ * their values, as the sizes it was traced at. Returns how many. */
+static int pin_involved(tr_state *s, int v, int d, int64_t now)
+{
+    st_graph *g = st_rt_trace_graph();
+    st_fe_symtab *tb = tab(s);
+    int nin = 0;
+    st_tensor *const *ins = st_rt_trace_inputs(&nin);
+    saved sv;
+    if (!g || save_graph(s, g, &sv) < 0)
+        return 0;
+    bool hit[MAXSYM] = {false};
+    for (int k = 0; k < tb->nsym; k++) {
+        if (tb->dim[k] < 0 || not_free(s, k))
+            continue;
+        int64_t pv[MAXSYM];
+        for (int j = 0; j < tb->nsym; j++) {
+            int r = s->dyn->alias[j] ? s->dyn->alias[j] - 1 : j;
+            pv[j] = r == k ? primes[0][k] * mod_of(s, k) : tb->val[j];
+        }
+        bool ok = apply_at(s, g, ins, nin, pv) == 0;
+        if (!ok)
+            st_err_clear();
+        hit[k] = !ok || g->values[v].meta.ndim <= d || g->values[v].meta.shape[d] != now;
+        restore_graph(s, g, &sv);
+    }
+    saved_free(&sv);
+    int n = 0;
+    for (int k = 0; k < tb->nsym; k++) {
+        if (!hit[k])
+            continue;
+        int sy = sym_expr_of(s, k), c = sx_new(tb, ST_SX_CONST, -1, -1, tb->val[k]);
+        if (sy < 0 || c < 0 || add_rel(s, sy, c, ST_SXC_EQ, true) < 0) {
+            PyErr_Clear();
+            continue;
+        }
+        pin_class(s, k);
+        n++;
+    }
+    return n;
 }
 
 /* The dims of t as a tuple of expression ids (borrowed from tsyms). */
@@ -1459,12 +1693,28 @@ static PyObject *dims_of(tr_state *s, st_tensor *t)
     int64_t pr[NPROBE][ST_MAX_DIMS];
     int nd = 0;
     bool probed = v >= 0 && tab(s)->nsym > 0 && probe(s, v, pr, &nd) == 0 && nd == t->ndim;
+    for (int d = 0, tries = 0; probed && d < t->ndim && tries < 4; d++) {
+        int64_t r[NPROBE] = {pr[0][d], pr[1][d]};
+        s->dyn->rv = v;
+        s->dyn->rd = d;
+        int e = recover(s, t->shape[d], r);
+        s->dyn->rv = -1;
+        if (e >= 0 || pin_involved(s, v, d, t->shape[d]) == 0)
+            continue;
+        /* pinned what it depends on: probed again */
+        tries++;
+        d = -1;
+        probed = probe(s, v, pr, &nd) == 0 && nd == t->ndim;
+    }
     ex = PyTuple_New(t->ndim);
     for (int d = 0; ex && d < t->ndim; d++) {
         int e = -1;
         if (probed) {
             int64_t r[NPROBE] = {pr[0][d], pr[1][d]};
+            s->dyn->rv = v;
+            s->dyn->rd = d;
             e = recover(s, t->shape[d], r);
+            s->dyn->rv = -1;
             if (e < 0) {
                 char b[64];
                 snprintf(b, sizeof b, "%lld", (long long)t->shape[d]);
@@ -1551,6 +1801,52 @@ fail:
     return NULL;
 }
 
+/* ---------------- sizes as tensor operands ---------------- */
+/* A tensor op with a size (x * x.shape[0], x.sum() / x.numel(); op: the
+ * binary op's base index, tr_exec.c binop): the SymInt operand becomes a
+ * 0-d tensor of the graph whose value follows the sizes (ones of that
+ * many, summed: symtrace/_ops/creation.py _size_tensor), so that the op
+ * does not make the size a guarded constant. 1 replaced, 0 left as it is
+ * (check_operands specializes it), -1 break. */
+int tr_dyn_size_operand(tr_state *s, int op, tr_var *a, tr_var *b)
+{
+    if (!tr_dyn_shapes(s) || !a->v || !b->v ||
+        !(op == 0 || op == 2 || op == 5 || op == 6 || op == 10 || op == 11))
+        return 0;
+    tr_var *v = tr_is_symint(a->v) && st_fe_is_tensor(b->v) ? a
+              : tr_is_symint(b->v) && st_fe_is_tensor(a->v) ? b : NULL;
+    if (!v)
+        return 0;
+    int e = expr_of(s, v->v);
+    if (e < 0 || sx_is_const(tab(s), e))
+        return 0;
+    static PyObject *fn;
+    if (!fn) {
+        PyObject *m = PyImport_ImportModule("symtrace._ops.creation");
+        fn = m ? PyObject_GetAttrString(m, "_size_tensor") : NULL;
+        Py_XDECREF(m);
+        if (!fn)
+            return tr_break_exc(s, "dynamic shapes");
+    }
+    tr_var args[2] = {{0}}, out = {0};
+    tr_var_copy(&args[0], v);
+    tr_var_copy(&args[1], v == a ? b : a);
+    s->lib_inline++;
+    int rc = tr_inline(s, fn, args, 2, NULL, &out);
+    s->lib_inline--;
+    tr_var_clear(&args[0]);
+    tr_var_clear(&args[1]);
+    if (rc < 0)
+        return -1;
+    if (!out.v || !st_fe_is_tensor(out.v)) {
+        tr_var_clear(&out);
+        return 0;
+    }
+    tr_var_clear(v);
+    *v = out;
+    return 1;
+}
+
 /* ---------------- calls ---------------- */
 static PyObject *symtrace_fn(const char *name)
 {
@@ -1594,6 +1890,8 @@ static int classify(PyObject *fn, tr_var *args, int nargs, PyObject *kwnames,
         *keep_hi = 1;            /* tuple(x.shape): the sizes stay symbolic */
         return 5;
     }
+    if (fn == (PyObject *)&PySlice_Type && !kwnames && nargs >= 1 && nargs <= 3)
+        return 5;                /* slice(a, b): its bounds stay symbolic (a subscript's) */
     if (PyCFunction_Check(fn)) {
         PyObject *self = PyCFunction_GET_SELF(fn);
         const char *nm = ((PyCFunctionObject *)fn)->m_ml->ml_name;
@@ -1601,6 +1899,11 @@ static int classify(PyObject *fn, tr_var *args, int nargs, PyObject *kwnames,
             *tensor = self;
             if (!strcmp(nm, "size") && npos <= 1 && !kwnames) return 2;
             if (!strcmp(nm, "numel") && npos == 0) return 3;
+            if (!strcmp(nm, "_slice") && !kwnames && (npos == 3 || npos == 4) &&
+                (npos == 3 || (PyLong_Check(args[3].v) && !PyBool_Check(args[3].v) &&
+                               PyLong_AsLongLong(args[3].v) >= 1)))
+                return 8;        /* split's pieces, conv's windows: the bounds stay
+                                    symbolic (slice_after); the step a constant */
             if ((!strcmp(nm, "view") || !strcmp(nm, "reshape") || !strcmp(nm, "expand")) &&
                 !kwnames && npos >= 1) {
                 *keep_hi = npos;
@@ -1678,6 +1981,116 @@ static int classify(PyObject *fn, tr_var *args, int nargs, PyObject *kwnames,
     return 0;
 }
 
+/* t._slice(d, start, stop) (split's pieces, symtrace/_ops/shape.py): the
+ * bounds' expressions, guarded 0 <= start <= stop <= size as the values
+ * are (else specialized: _slice does not clamp), in dc->shape as
+ * (start expr, stop expr, start, stop). 0, or -1 with an exception. */
+static int slice_before(tr_state *s, tr_dyncall *dc, tr_var *args, int nargs)
+{
+    PyObject *sym = dc->shape;            /* (start, stop) as given */
+    dc->shape = NULL;
+    st_tensor *t = st_fe_unwrap(dc->tensor);
+    int ov = 0;
+    long d = PyLong_Check(args[0].v) ? PyLong_AsLongAndOverflow(args[0].v, &ov) : -1;
+    if (d < 0 && !ov && PyLong_Check(args[0].v))
+        d += t->ndim;
+    PyObject *a = sym ? PyTuple_GET_ITEM(sym, 0) : NULL, *b = sym ? PyTuple_GET_ITEM(sym, 1) : NULL;
+    bool any = a && (tr_is_symint(a) || tr_is_symint(b));
+    if (!any || ov || d < 0 || d >= t->ndim || !PyLong_Check(a) || !PyLong_Check(b)) {
+        /* plain bounds, or a bad call (_slice raises): specialized */
+        for (int i = 0; any && i < 2; i++) {
+            PyObject *p = tr_is_symint(PyTuple_GET_ITEM(sym, i)) ? specialize(s, PyTuple_GET_ITEM(sym, i)) : NULL;
+            if (tr_is_symint(PyTuple_GET_ITEM(sym, i)) && !p) {
+                Py_DECREF(sym);
+                return -1;
+            }
+            Py_XDECREF(p);
+        }
+        Py_XDECREF(sym);
+        dc->kind = 0;
+        return 0;
+    }
+    st_fe_symtab *tb = tab(s);
+    int size = dim_expr(s, t, (int)d);
+    int ea = fold_values(s, expr_of(s, a)), eb = fold_values(s, expr_of(s, b));
+    int64_t va = PyLong_AsLongLong(a), vb = PyLong_AsLongLong(b);
+    if (size < 0 || ea < 0 || eb < 0) {
+        Py_DECREF(sym);
+        return PyErr_Occurred() ? -1 : tr_break(s, "dynamic shapes: a slice bound");
+    }
+    int zero = sx_new(tb, ST_SX_CONST, -1, -1, 0);
+    if (va < 0 || vb < va || vb > t->shape[d]) {
+        dc->kind = 0;
+        PyObject *p = tr_is_symint(a) ? specialize(s, a) : NULL;
+        PyObject *q = tr_is_symint(b) ? specialize(s, b) : NULL;
+        int bad = (tr_is_symint(a) && !p) || (tr_is_symint(b) && !q);
+        Py_XDECREF(p);
+        Py_XDECREF(q);
+        Py_DECREF(sym);          /* (a and b are its items) */
+        return bad ? -1 : 0;
+    }
+    Py_DECREF(sym);
+    if (add_rel(s, ea, zero, ST_SXC_GE, true) < 0 || add_rel(s, eb, ea, ST_SXC_GE, true) < 0 ||
+        add_rel(s, eb, size, ST_SXC_LE, true) < 0)
+        return -1;
+    dc->dim = (int)d;
+    dc->step = nargs >= 4 ? PyLong_AsLongLong(args[3].v) : 1;   /* (plain by now) */
+    dc->shape = Py_BuildValue("(iiLL)", ea, eb, (long long)va, (long long)vb);
+    return dc->shape ? 0 : -1;
+}
+
+/* After t._slice: its SLICE statement gets the bounds' expressions; none
+ * recorded (the whole dim: a view of t) needs none, the guards keep it
+ * the whole dim. 0, -1 no memory. */
+static int slice_after(tr_state *s, tr_dyncall *dc, PyObject *r)
+{
+    int ea = (int)PyLong_AsLong(PyTuple_GET_ITEM(dc->shape, 0));
+    int eb = (int)PyLong_AsLong(PyTuple_GET_ITEM(dc->shape, 1));
+    int64_t va = PyLong_AsLongLong(PyTuple_GET_ITEM(dc->shape, 2));
+    int64_t vb = PyLong_AsLongLong(PyTuple_GET_ITEM(dc->shape, 3));
+    /* the result's dims: the input's, dim d ceil((stop - start) / step), so
+     * that no probe has to explain them (a crop to whole windows,
+     * 2 * ((s - 2) // 2 + 1), is no form recover knows) */
+    PyObject *in = dims_of(s, st_fe_unwrap(dc->tensor));
+    st_tensor *rt = r && st_fe_is_tensor(r) ? st_fe_unwrap(r) : NULL;
+    if (!in)
+        PyErr_Clear();
+    else if (rt && PyTuple_GET_SIZE(in) == rt->ndim && dc->dim < rt->ndim) {
+        st_fe_symtab *tb = tab(s);
+        int len = sx_new(tb, ST_SX_SUB, eb, ea, 0);
+        if (len >= 0 && dc->step > 1)
+            len = sx_new(tb, ST_SX_FLOORDIV,
+                         sx_new(tb, ST_SX_ADD, len, sx_new(tb, ST_SX_CONST, -1, -1, dc->step - 1), 0),
+                         sx_new(tb, ST_SX_CONST, -1, -1, dc->step), 0);
+        PyObject *ex = len >= 0 ? PyTuple_New(rt->ndim) : NULL;
+        for (int d = 0; ex && d < rt->ndim; d++)
+            PyTuple_SET_ITEM(ex, d, d == dc->dim ? PyLong_FromLong(len)
+                                                 : Py_NewRef(PyTuple_GET_ITEM(in, d)));
+        PyObject *k = ex ? tr_id_key(rt) : NULL;
+        if (!k || PyDict_SetItem(s->dyn->tsyms, k, ex) < 0)
+            PyErr_Clear();
+        Py_XDECREF(k);
+        Py_XDECREF(ex);
+    }
+    st_graph *g = st_rt_trace_graph();
+    for (int si = dc->n0; g && si < g->nstmts; si++) {
+        const st_stmt *st = &g->stmts[si];
+        if (st->op == ST_OP_SLICE && st->attrs.i[0] == dc->dim && st->attrs.i[1] == va &&
+            st->attrs.i[2] == vb && st->attrs.i[3] == dc->step)
+            return push_attr(s, si, 101, ea) < 0 || push_attr(s, si, 102, eb) < 0 ? -1 : 0;
+    }
+    st_tensor *t = st_fe_unwrap(dc->tensor);
+    int size = dim_expr(s, t, dc->dim);
+    int zero = sx_new(tab(s), ST_SX_CONST, -1, -1, 0);
+    if (va == 0 && vb == t->shape[dc->dim] && size >= 0 && zero >= 0) {
+        if (add_rel(s, ea, zero, ST_SXC_EQ, true) < 0 || add_rel(s, eb, size, ST_SXC_EQ, true) < 0)
+            return -1;
+        return 0;
+    }
+    return add_rel(s, ea, sx_new(tab(s), ST_SX_CONST, -1, -1, va), ST_SXC_EQ, true) < 0 ||
+           add_rel(s, eb, sx_new(tab(s), ST_SX_CONST, -1, -1, vb), ST_SXC_EQ, true) < 0 ? -1 : 0;
+}
+
 int tr_dyn_before_call(tr_state *s, PyObject *fn, tr_var *args, int nargs,
                        PyObject *kwnames, tr_dyncall *dc)
 {
@@ -1714,6 +2127,16 @@ int tr_dyn_before_call(tr_state *s, PyObject *fn, tr_var *args, int nargs,
     /* everything but a shape argument is specialized; shape arguments go
      * in as their values (their expressions are attached afterwards) */
     for (int i = 0; i < nargs; i++) {
+        if (dc->kind == 8 && (i == 1 || i == 2)) {
+            /* _slice's bounds: their expressions kept (slice_before) */
+            if (!dc->shape && !(dc->shape = PyTuple_Pack(2, args[1].v, args[2].v)))
+                return -1;
+            PyObject *v = values_of(s, args[i].v);
+            if (!v)
+                return tr_break_exc(s, "dynamic shapes");
+            Py_SETREF(args[i].v, v);
+            continue;
+        }
         if ((dc->kind == 1 || dc->kind == 6) && i >= lo && i < hi) {
             PyObject *v = values_of(s, args[i].v);
             if (!v)
@@ -1728,6 +2151,8 @@ int tr_dyn_before_call(tr_state *s, PyObject *fn, tr_var *args, int nargs,
         int ov = 0;
         dc->dim = (int)PyLong_AsLongAndOverflow(args[0].v, &ov);
     }
+    if (dc->kind == 8 && slice_before(s, dc, args, nargs) < 0)
+        return -1;
     if (dc->kind == 7) {
         /* cat's dim: positional, or the keyword dim= (its value after the
          * positional ones) */
@@ -1973,6 +2398,15 @@ PyObject *tr_dyn_after_call(tr_state *s, tr_dyncall *dc, PyObject *r)
             Py_DECREF(r);
             return PyErr_Occurred() ? NULL : PyErr_NoMemory();
         }
+    }
+    if (dc->kind == 8) {
+        int rc = slice_after(s, dc, r);
+        Py_CLEAR(dc->shape);
+        if (rc < 0) {
+            Py_DECREF(r);
+            return PyErr_Occurred() ? NULL : PyErr_NoMemory();
+        }
+        return r;
     }
     if (dc->kind == 7) {
         int rc = cat_after(s, dc, r);

@@ -1180,7 +1180,7 @@ int tr_run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
             bool inplace = k >= 100;
             if (k < 0)
                 rc = tr_break(s, "unknown binary op %d", oparg);
-            else
+            else if ((rc = tr_dyn_size_operand(s, k % 100, &a, &b)) >= 0)
                 rc = check_operands(s, &a, &b, "a binary operator");
             if (!rc && k % 100 == 6 && PyUnicode_Check(a.v) &&
                 (st_fe_is_tensor(b.v) || (PyTuple_Check(b.v) && tr_has_tensor(b.v)) ||

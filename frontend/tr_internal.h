@@ -306,6 +306,7 @@ int tr_obj_tmpl_parts(PyObject *v, PyObject **spec, PyObject **vals);
 /* ---- tr_dynamic.c: dynamic shapes (see its top comment) */
 typedef struct {
     int kind, n0, dim;
+    int64_t step;            /* kind 8 (_slice): its step */
     bool targs;              /* a tensor among the arguments (kind 0) */
     int nt;                  /* the shapes of (up to 4 of) those tensors and a
                                 method's self, for folded_size */
@@ -347,6 +348,8 @@ PyObject *tr_dyn_after_call(tr_state *s, tr_dyncall *dc, PyObject *r);
 int tr_dyn_before_subscr(tr_state *s, PyObject *tensor, PyObject *key, tr_dynsub *ds);
 int tr_dyn_after_subscr(tr_state *s, tr_dynsub *ds);
 int tr_dyn_validate(tr_state *s);
+/* x * x.shape[0]: the size a 0-d tensor of the graph (1), 0 not, -1 break */
+int tr_dyn_size_operand(tr_state *s, int op, tr_var *a, tr_var *b);
 int tr_dyn_finish(tr_state *s, st_fe_entry *e, const st_graph *g, st_tensor *const *ins, int nin,
                   const int *smap, int nsmap, const st_rt_cfn_opts *o);
 void tr_dyn_adopt(st_fe_entry *e, void *cfn);

@@ -481,9 +481,11 @@ class Tensor(_C.TensorBase):
     def tril(self, diagonal=0): return _ops.tril(self, diagonal)
     def triu(self, diagonal=0): return _ops.triu(self, diagonal)
 
+    @_dyn_inline
     def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
         return _ops.var(self, dim, unbiased, keepdim, correction=correction)
 
+    @_dyn_inline
     def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
         return _ops.std(self, dim, unbiased, keepdim, correction=correction)
 
@@ -648,6 +650,7 @@ class Tensor(_C.TensorBase):
     moveaxis = movedim
     def swapaxes(self, axis0, axis1): return _ops.swapaxes(self, axis0, axis1)
     def swapdims(self, dim0, dim1): return _ops.swapdims(self, dim0, dim1)
+    @_dyn_inline
     def unflatten(self, dim, sizes): return _ops.unflatten(self, dim, sizes)
     def rot90(self, k=1, dims=(0, 1)): return _ops.rot90(self, k, dims)
     def kron(self, other): return _ops.kron(self, other)
@@ -687,11 +690,13 @@ class Tensor(_C.TensorBase):
     def unbind(self, dim=0): return _ops.unbind(self, dim)
     def narrow(self, dim, start, length): return _ops.narrow(self, dim, start, length)
 
+    @_dyn_inline
     def flip(self, *dims):
         if len(dims) == 1 and isinstance(dims[0], (list, tuple)):
             dims = dims[0]
         return _ops.flip(self, tuple(dims))
 
+    @_dyn_inline
     def roll(self, shifts, dims=None): return _ops.roll(self, shifts, dims)
     def type_as(self, other): return self.to(dtype=other.dtype, device=other.device)
 

@@ -337,3 +337,17 @@ def triu_indices(row, col, offset=0, *, dtype=int64, device=None):
     """triu_indices(row, col, offset=0, *, dtype=int64) -> (2, N) Tensor: the coordinates of
     the upper triangle (col - row >= offset); as torch.triu_indices."""
     return _tri_indices(row, col, offset, False, dtype, device, "triu_indices")
+
+
+def _size_tensor(n, like):
+    """n, a size under dynamic shapes (a SymInt: x * x.shape[0], x.sum() / x.numel()), as
+    a 0-d tensor of like's dtype whose value follows the sizes: n ones summed (exact in
+    float32 below 2 ** 24, in int64 always). The translator (frontend/tr_dynamic.c
+    tr_dyn_size_operand) inlines it for the other operand of a tensor op; None (a half,
+    bool or complex dtype): the size stays a guarded constant."""
+    dt = like.dtype
+    if dt == float32 or dt == float64:
+        return ones((n,), dtype=dt, device=like.device).sum()
+    if dt.is_floating_point or dt.is_complex or dt == bool_:
+        return None
+    return ones((n,), dtype=int64, device=like.device).sum().to(dt)

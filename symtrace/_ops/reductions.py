@@ -14,6 +14,7 @@ from ._core import (KEEPDIM, _attrs, _check_grad_dtype, _check_tensor, _dims, _i
 from .elementwise import (abs, div, eq, exp, gt, log, logical_not, maximum, minimum, mul, ne, pow, sqrt, sub,
                           to_dtype, where)
 from .creation import _scalar0
+from .._symint import dyn_inline
 from .float_math import isnan
 from .indexing import gather
 
@@ -160,6 +161,9 @@ def log_softmax(input, dim, dtype=None):
 
 
 # ---- variance, standard deviation, norms ----
+# dyn_inline (symtrace/_symint.py): under dynamic shapes the count n and the divisor
+# n - c stay expressions of the sizes (the divisor a 0-d tensor of the graph)
+@dyn_inline
 def _var_mean(input, dim, unbiased, keepdim, correction, fn, root=False):
     _check_tensor(input, fn)
     if isinstance(dim, bool):        # the legacy var(input, unbiased)
@@ -174,7 +178,9 @@ def _var_mean(input, dim, unbiased, keepdim, correction, fn, root=False):
     dims = _dims(dim)
     if dims:
         wd = _wrap_dims(dims, nd, fn)
-        n = math.prod(input.shape[d] for d in wd) if nd else 1
+        n = 1
+        for d in wd if nd else ():
+            n = n * input.shape[d]
     else:                             # None, () and []: every dim
         dims, n = None, input.numel()
     c = correction if correction is not None else (0 if unbiased is False else 1)
@@ -184,7 +190,8 @@ def _var_mean(input, dim, unbiased, keepdim, correction, fn, root=False):
     x = input if input.dtype in (float32, float64) else to_dtype(input, float32)
     m = mean(x, dims, True)
     d = sub(x, m)
-    v = div(sum(mul(d, d), dims, keepdim), builtins.max(0, n - c))
+    dof = n - c if n - c > 0 else 0
+    v = sum(mul(d, d), dims, keepdim) / dof
     if not keepdim:
         m = m.reshape(v.shape)
     if root:                          # std: the root before the one rounding to a half type;
@@ -195,22 +202,26 @@ def _var_mean(input, dim, unbiased, keepdim, correction, fn, root=False):
     return v, m
 
 
+@dyn_inline
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """var(input, dim=None, *, correction=1, keepdim=False): sum((x - mean)^2) / (N - correction)
     (also the legacy var(input, dim, unbiased, keepdim) and var(input, unbiased)); as torch.var."""
     return _var_mean(input, dim, unbiased, keepdim, correction, "var")[0]
 
 
+@dyn_inline
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """std(input, dim=None, *, correction=1, keepdim=False) = sqrt(var); as torch.std."""
     return _var_mean(input, dim, unbiased, keepdim, correction, "std", root=True)[0]
 
 
+@dyn_inline
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """var_mean(input, dim=None, *, correction=1, keepdim=False) -> (var, mean); as torch.var_mean."""
     return _var_mean(input, dim, unbiased, keepdim, correction, "var_mean")
 
 
+@dyn_inline
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """std_mean(input, dim=None, *, correction=1, keepdim=False) -> (std, mean); as torch.std_mean."""
     return _var_mean(input, dim, unbiased, keepdim, correction, "std_mean", root=True)

@@ -9,7 +9,6 @@ import warnings
 from .. import _C
 from .._dtype import bool_, int64
 from ._core import _attrs, _check_tensor, _is_tensor, _op, _wrap, _wrap_dims
-from .elementwise import remainder
 from .creation import arange
 from .indexing import index_select
 from .._symint import dyn_inline
@@ -387,6 +386,7 @@ def narrow(input, dim, start, length):
     return input._slice(d, start, start + length, 1)
 
 
+@dyn_inline
 def flip(input, dims):
     """flip(input, dims): a copy with the order of elements reversed along dims (an
     index_select with a reversed arange); as torch.flip."""
@@ -399,10 +399,12 @@ def flip(input, dims):
     for d in _wrap_dims(dims, nd, "flip"):
         n = r.shape[d] if nd else 1
         if n > 1:
-            r = _reindex(r, d, arange(n - 1, -1, -1, device=input.device))
+            # (n - 1) - arange(n): under dynamic shapes (dyn_inline) both follow n
+            r = _reindex(r, d, (n - 1) - arange(n, device=input.device))
     return input.clone() if r is input else r
 
 
+@dyn_inline
 def roll(input, shifts, dims=None):
     """roll(input, shifts, dims=None): elements shifted cyclically along dims (the flattened
     input when None), an index_select per dim with the rotated arange (a cat of two slices
@@ -427,7 +429,7 @@ def roll(input, shifts, dims=None):
         if n:   # out[i] = r[(i - s) mod n]; also where s % n is 0: a copy there would be
             # right for this size only, in a graph compiled for any size (dynamic=True)
             s = s % n
-            idx = remainder(arange(n - s, 2 * n - s, device=input.device), n)
+            idx = (arange(n, device=input.device) + (n - s)) % n   # (follows n: see flip)
             r = _reindex(r, d, idx)
     return input.clone() if r is input else r
 
@@ -487,6 +489,7 @@ def swapdims(input, dim0, dim1):
     return transpose(input, dim0, dim1)
 
 
+@dyn_inline
 def unflatten(input, dim, sizes):
     """unflatten(input, dim, sizes): dim split into sizes (one may be -1); as torch.unflatten."""
     _check_tensor(input, "unflatten")
@@ -497,7 +500,10 @@ def unflatten(input, dim, sizes):
     n = input.shape[d] if input.dim() else 1
     if sizes.count(-1) > 1:
         raise RuntimeError("only one dimension can be inferred")
-    known = math.prod(s for s in sizes if s != -1)
+    known = 1
+    for s in sizes:      # a loop: dynamic shapes follow it (symtrace/_symint.py)
+        if s != -1:
+            known *= s
     if -1 in sizes:
         if known == 0 or n % known:
             raise RuntimeError(f"unflatten: Provided sizes {sizes} don't multiply up to the size of "

@@ -38,6 +38,10 @@ tensor values on the host. The index tensors they use are built from shapes with
 - interpolate: index_select at torch's source indices (nearest) and the linear blend of two
   index_selects per dim (linear/bilinear), the coordinates computed as torch's kernels do
   (float32 for float32 inputs).
+- dynamic shapes (symtrace.compile(dynamic=True)): conv and pooling front ends are dyn_inline,
+  so their channel and spatial sizes stay symbols: window counts are (s + a) // b + c, crops
+  to whole windows and the windows' slices follow them (the translator's _slice bounds),
+  and divisors and averaging matrices are graph ops over aranges of symbolic length.
 """
 import math as _math
 import warnings as _warnings
@@ -55,6 +59,7 @@ def _seq(v):
     return isinstance(v, (list, tuple))
 
 
+@dyn_inline
 def _prod(xs):
     r = 1
     for x in xs:
@@ -120,17 +125,6 @@ def _check_dtype(input, kernel, ints=(), floats=None):
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{_tname(dt)}'")
 
 
-@dyn_inline
-def _pin_planes(x, k):
-    """Under symtrace.compile(dynamic=True) (this code inlined, its sizes SymInts): the
-    channel and k spatial sizes guarded to their values (int() specializes them), so that
-    only the batch size stays symbolic: window geometry, divisors and averaging matrices
-    are then built from plain ints, as they are eagerly."""
-    if _is_compiling():
-        for d in range(x.dim() - k - 1, x.dim()):
-            int(x.shape[d])
-
-
 # ---------------- windows: im2col and col2im ----------------
 def _win_index(sizes, kernel, stride, dilation, blocks, device, offsets=None):
     """[K * L] int64: the flat position in a [*sizes] plane of point k of window l
@@ -180,7 +174,8 @@ def _im2col(x, kernel, stride, dilation, pads, blocks, value=0.0):
     if all(kernel[i] == stride[i] and (dilation[i] == 1 or kernel[i] == 1) for i in range(k)):
         # non-overlapping windows: crop to whole windows, split each dim, move kernel dims first
         for i in range(k):
-            if sizes[i] != blocks[i] * kernel[i]:
+            # (compiled: cropped always, so that a graph for dynamic shapes holds at any size)
+            if _is_compiling() or sizes[i] != blocks[i] * kernel[i]:
                 x = x._slice(2 + i, 0, blocks[i] * kernel[i], 1)
         split = [n, c]
         for i in range(k):
@@ -217,6 +212,7 @@ def _points(kernel):
     return pts
 
 
+@dyn_inline
 def _window(x, pt, stride, dilation, blocks):
     """The strided view of x [N, C, *sizes] that holds kernel point pt of every window."""
     for i in range(len(pt)):
@@ -390,7 +386,6 @@ def _check_same_dtype(input, weight, bias):
 def _conv(name, k, input, weight, bias, stride, padding, dilation, groups):
     input, unbatched, stride, padding, dilation, _ = _conv_checks(
         name, input, weight, bias, k, False, stride, padding, dilation, None, groups)
-    _pin_planes(input, k)
     ksize = tuple(weight.shape[2:])
     pads = _conv_pads(padding, k, stride, dilation, ksize)
     spatial = tuple(input.shape[2:])
@@ -624,6 +619,7 @@ def _pool_args(fname, k, kernel_size, stride, padding, dilation=None):
                                                 f"{n} ints")
 
 
+@dyn_inline
 def _pool_shape_check(x, ks, sd, pd, dl, out, fn="", check_input_size=False):
     """torch's pool2d_shape_check or pool3d_shape_check (by len(ks); x unbatched or
     batched); fn names the 3-d op in its messages, check_input_size is avg_pool3d's check
@@ -658,7 +654,7 @@ def _pool_shape_check(x, ks, sd, pd, dl, out, fn="", check_input_size=False):
         if any(_ctrunc(ks[i], 2) < pd[i] for i in range(3)):
             raise RuntimeError(f"pad should be smaller than or equal to half of kernel size, but got kT: {ks[0]} "
                                f"kW: {ks[2]} kH: {ks[1]} padT: {pd[0]} padW: {pd[2]} padH: {pd[1]}")
-    if min(out) < 1:
+    if any(o < 1 for o in out):      # (not min(): its sizes stay symbolic)
         c = s[-k - 1]
         raise RuntimeError(f"Given input size: ({'x'.join(map(str, (c,) + s[-k:]))}). Calculated output size: "
                            f"({'x'.join(map(str, (c,) + tuple(out)))}). Output size is too small")
@@ -672,7 +668,8 @@ def _pool_pads(spatial, ks, sd, pd, dl, out):
     for i in range(len(ks)):
         need = (out[i] - 1) * sd[i] + dl[i] * (ks[i] - 1) + 1
         have = spatial[i] + 2 * pd[i]
-        pads.append((pd[i], pd[i] + max(0, need - have)))
+        extra = need - have          # (not max(): under dynamic shapes a guard on > 0 only)
+        pads.append((pd[i], pd[i] + (extra if extra > 0 else 0)))
     return pads
 
 
@@ -724,7 +721,6 @@ def _max_pool_impl(k, input, kernel_size, stride, padding, dilation, ceil_mode, 
     nd = input.dim()
     if nd not in (k + 1, k + 2):
         raise RuntimeError(f"non-empty {k + 1}D or {k + 2}D (batch mode) tensor expected for input")
-    _pin_planes(input, k)
     spatial = tuple(input.shape[-k:])
     out = tuple(_pool_out(spatial[i], ks[i], pd[i], sd[i], dl[i], ceil_mode) for i in range(k))
     _pool_shape_check(input, ks, sd, pd, dl, out, "max_pool3d_with_indices_out_cpu_template()")
@@ -827,11 +823,14 @@ def _avg_divisor(spatial, ks, sd, pd, out, count_include_pad, dtype, device):
     div = None
     for i in range(len(ks)):
         start = _ops.arange(out[i], device=device) * sd[i] - pd[i]
-        end = (start + ks[i]).clamp(max=spatial[i] + pd[i])
+        # min(e, size) as e - max(e - size, 0): under dynamic shapes the size is an operand
+        # (a 0-d tensor of the graph) where clamp(max=size) would make it a constant
+        end = start + ks[i]
+        end = end - (end - (spatial[i] + pd[i])).clamp(min=0)
         if count_include_pad:
             cnt = end - start
         else:
-            cnt = end.clamp(max=spatial[i]) - start.clamp(min=0)
+            cnt = end - (end - spatial[i]).clamp(min=0) - start.clamp(min=0)
         shape = [1] * len(ks)
         shape[i] = out[i]
         cnt = cnt.reshape(tuple(shape))
@@ -878,7 +877,6 @@ def _avg_pool_impl(k, input, kernel_size, stride, padding, ceil_mode, count_incl
             raise RuntimeError("non-empty 4D or 5D (batch mode) tensor expected for input")
         if divisor_override is not None and divisor_override == 0:
             raise RuntimeError("divisor must be not zero")
-    _pin_planes(input, min(k, nd - 1))
     spatial = tuple(input.shape[-k:])
     out = tuple(_pool_out(spatial[i], ks[i], pd[i], sd[i], 1, ceil_mode) for i in range(k))
     _pool_shape_check(input, ks, sd, pd, (1,) * k, out, "avg_pool3d()", check_input_size=True)
@@ -930,12 +928,13 @@ def _adaptive_bounds(size, out):
     return ([(i * size) // out for i in range(out)], [-((-(i + 1) * size) // out) for i in range(out)])
 
 
+@dyn_inline
 def _adaptive_matrix(size, out, dtype, device):
     """[out, size]: row i averages torch's adaptive window i."""
     i = _ops.arange(size, device=device).reshape(1, size)
     o = _ops.arange(out, device=device).reshape(out, 1)
-    start = (o * size).div(out, rounding_mode="floor")
-    end = -((-(o + 1) * size).div(out, rounding_mode="floor"))
+    start = (o * size) // out
+    end = -((-(o + 1) * size) // out)
     m = ((i >= start) & (i < end)).to(dtype)
     return m / (end - start).to(dtype)
 
@@ -955,7 +954,9 @@ def _adaptive_avg_nd(x, out):
     n, c = x.shape[0], x.shape[1]
     if any(o == 0 for o in out):
         return _empty_of(x, out)
-    if all(spatial[i] % out[i] == 0 for i in range(k)):
+    # (compiled: the windows' split only for out 1, so that a graph for dynamic shapes
+    # does not depend on whether the sizes divide)
+    if all(out[i] == 1 or (not _is_compiling() and spatial[i] % out[i] == 0) for i in range(k)):
         split = [n, c]
         for i in range(k):
             split += [out[i], spatial[i] // out[i]]
@@ -1003,7 +1004,6 @@ def _adaptive_avg_impl(k, input, output_size):
         raise RuntimeError(f"{fname}(): Expected {k + 1}D or {k + 2}D tensor, but got {_size_str(input.shape)}")
     # torch's 2-d average checks only the spatial dims (no channel is fine), the 3-d all
     _nonempty_planes(input, fname, nd - 2 if k == 2 else 1)
-    _pin_planes(input, k)
     _check_dtype(input, fname if k == 2 else "adaptive_avg_pool3d_cpu")
     x = input.unsqueeze(0) if nd == k + 1 else input
     return _unbatch(_adaptive_avg_nd(x, osz), nd == k + 1)

@@ -1,6 +1,6 @@
 """dynamic=True gives one graph over batch sizes for convolution, pooling, padding and
 causal attention: their library code is dyn_inline (symtrace/_symint.py), the channel and
-spatial sizes of conv/pool inputs are guarded to their values, im2col's windows are plain
+spatial sizes of conv/pool inputs stay symbolic (test_dynamic_round5.py), im2col's windows are plain
 ops when traced (no autograd.Function, whose traced backward keeps the traced sizes), and
 the causal mask is built from symbolic sizes. Graph counts, and values and grads against
 eager (and torch where it is installed)."""

@@ -259,12 +259,11 @@ def test_uses_that_specialize_stay_correct():
             acc = acc + x[i]
         return acc
 
-    def scalar(x):
-        return x * x.shape[1]                    # a size as a number in an op
-
     def fmt(x):
         return x + len(f"{x.shape[0]}")
-    for fn in (loops, scalar, fmt):
+    # (x * x.shape[1], a size as a number in a tensor op, stays symbolic since round
+    # five: test_dynamic_round5.py)
+    for fn in (loops, fmt):
         st.reset()
         c = st.compile(fn, backend=BACKEND, dynamic=True)
         for shape in [(3, 4), (5, 4), (3, 4), (5, 6)]:
@@ -285,8 +284,8 @@ def test_size_readers_and_shape_arguments():
     for shape in [(3, 4), (5, 7), (2, 9)]:
         x = st.randn(*shape)
         close(c(x), f(x))
-    # len(x) as a number in an op specializes the first dim; the rest is symbolic
-    assert stats()["translations"] == 3
+    # len(x) as a number in an op is a 0-d tensor of the graph (test_dynamic_round5.py)
+    assert stats()["translations"] == 1
 
 
 def test_shape_tuples_stay_symbolic():
