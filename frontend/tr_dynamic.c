@@ -63,6 +63,9 @@ struct tr_dyn {
                                     (x.reshape(b // 2, -1)): its probe values
                                     are m * a prime; 0: none */
     PyObject *tsyms;             /* id(st_tensor) -> tuple of expr ids per dim */
+    PyObject *tkeep;             /* capsules holding the tensors dims_of keyed
+                                    by address (freed, another tensor could get
+                                    the address and read their entry) */
     PyObject *symints;           /* id(SymInt) -> (SymInt, expr id) */
     PyObject *srcmask;           /* src id -> dyn mask of its TENSOR guard */
     symattr *attr;
@@ -296,9 +299,10 @@ int tr_dyn_begin(tr_state *s, bool shapes)
     if (!s->dyn || !s->guards.sym)
         return -1;
     s->dyn->tsyms = PyDict_New();
+    s->dyn->tkeep = PyList_New(0);
     s->dyn->symints = PyDict_New();
     s->dyn->srcmask = PyDict_New();
-    if (!s->dyn->tsyms || !s->dyn->symints || !s->dyn->srcmask)
+    if (!s->dyn->tsyms || !s->dyn->tkeep || !s->dyn->symints || !s->dyn->srcmask)
         return -1;
     s->dyn->shapes = shapes;
     s->dyn->rv = -1;
@@ -327,6 +331,7 @@ void tr_dyn_end(tr_state *s)
     if (!s->dyn)
         return;
     Py_XDECREF(s->dyn->tsyms);
+    Py_XDECREF(s->dyn->tkeep);
     Py_XDECREF(s->dyn->symints);
     Py_XDECREF(s->dyn->srcmask);
     free(s->dyn->attr);
@@ -1679,6 +1684,11 @@ static int pin_involved(tr_state *s, int v, int d, int64_t now)
 }
 
 /* The dims of t as a tuple of expression ids (borrowed from tsyms). */
+static void tkeep_release(PyObject *cap)
+{
+    st_tensor_decref(PyCapsule_GetPointer(cap, "symtrace.tkeep"));
+}
+
 static PyObject *dims_of(tr_state *s, st_tensor *t)
 {
     PyObject *k = tr_id_key(t);
@@ -1732,6 +1742,23 @@ static PyObject *dims_of(tr_state *s, st_tensor *t)
     }
     Py_DECREF(k);
     Py_DECREF(ex);
+    /* the entry is keyed by t's address: t stays alive while it is there */
+    PyObject *cap = PyCapsule_New(t, "symtrace.tkeep", tkeep_release);
+    if (cap)
+        st_tensor_incref(t);
+    if (!cap || PyList_Append(s->dyn->tkeep, cap) < 0) {
+        /* (the entry goes: nothing holds t for it) */
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        Py_XDECREF(cap);
+        PyObject *k2 = tr_id_key(t);
+        if (!k2 || PyDict_DelItem(s->dyn->tsyms, k2) < 0)
+            PyErr_Clear();
+        Py_XDECREF(k2);
+        PyErr_Restore(et, ev, tb);
+        return NULL;
+    }
+    Py_DECREF(cap);
     return ex;
 }
 
