@@ -1,15 +1,13 @@
 # Regressions of the bugs scripts/fuzz_compile.py (the differential fuzzer of compiled
 # graphs against torch) found, each with expected values, eager and compiled; and a
 # small fixed-seed smoke run of the fuzzer itself (needs torch, its reference).
-import os
-import sys
 
 import numpy as np
 import pytest
 
 import symtrace as st
 
-from fuzz_found_helpers import BACKENDS, MODES, fresh_frontend, maybe_compiled  # noqa: F401
+from fuzz_found_helpers import BACKENDS, MODES, fresh_frontend, load_fuzzer, maybe_compiled  # noqa: F401
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -81,14 +79,7 @@ def test_pow_exponent_gradient_at_zero_base(mode):
 # ------------------------------------------------------------- the fuzzer itself
 
 def _fuzzer():
-    pytest.importorskip("torch")
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    sys.path.insert(0, os.path.join(root, "scripts"))
-    try:
-        import fuzz_compile
-    finally:
-        sys.path.pop(0)
-    return fuzz_compile
+    return load_fuzzer("fuzz_compile")
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -3,15 +3,13 @@
 # of bigger tensors, error types) found in its first run, each with expected values,
 # eager and compiled (the compiled functions called three times with fresh values: the
 # capture and the cached entry); and a fixed-seed smoke run of that fuzzer (needs torch).
-import os
-import sys
 
 import numpy as np
 import pytest
 
 import symtrace as st
 
-from fuzz_found_helpers import BACKENDS, MODES, fresh_frontend, maybe_compiled  # noqa: F401
+from fuzz_found_helpers import BACKENDS, MODES, fresh_frontend, load_fuzzer, maybe_compiled  # noqa: F401
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -91,14 +89,7 @@ def test_detach_inplace_of_copying_reshape_compiled(mode):
 
 
 def _fuzzer():
-    pytest.importorskip("torch")
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    sys.path.insert(0, os.path.join(root, "scripts"))
-    try:
-        import fuzz_views
-    finally:
-        sys.path.pop(0)
-    return fuzz_views
+    return load_fuzzer("fuzz_views")
 
 
 def test_view_fuzzer_smoke_fixed_seeds():

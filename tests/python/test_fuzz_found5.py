@@ -4,15 +4,13 @@
 # functions called several times: the capture and the cached entry); and a fixed-seed
 # smoke run of fuzz_compile's fourth-round templates (scripts/fuzz_merge_ops.py: needs
 # torch, the reference).
-import os
-import sys
 
 import numpy as np
 import pytest
 
 import symtrace as st
 
-from fuzz_found_helpers import BACKENDS, MODES, fresh_frontend, maybe_compiled  # noqa: F401
+from fuzz_found_helpers import BACKENDS, MODES, fresh_frontend, load_fuzzer, maybe_compiled  # noqa: F401
 
 OVERLAP = "more than one element of the written-to tensor refers to a single memory location"
 
@@ -227,14 +225,7 @@ def test_checkpoint_output_written_in_place_capture_call(mode):
 # ------------------------------------------------------------- the fuzzer itself
 
 def _fuzzer():
-    pytest.importorskip("torch")
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    sys.path.insert(0, os.path.join(root, "scripts"))
-    try:
-        import fuzz_compile
-    finally:
-        sys.path.pop(0)
-    return fuzz_compile
+    return load_fuzzer("fuzz_compile")
 
 
 def test_fuzzer_fourth_round_smoke_fixed_seeds():
