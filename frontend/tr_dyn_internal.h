@@ -56,6 +56,7 @@ bool sx_is_const(const st_fe_symtab *t, int e);
 int add_rel(tr_state *s, int a, int b, int op, bool want);
 void dyn_fail(tr_state *s, const char *fmt, const char *arg);
 void pin_class(tr_state *s, int k);
+int pin_symbol(tr_state *s, int k);
 
 /* What tr_dyp_apply_at changes in the live trace graph, kept to be put back. */
 typedef struct {

@@ -400,6 +400,17 @@ void pin_class(tr_state *s, int k)
             s->dyn->pinned[j] = true;
 }
 
+/* Symbol k guarded to its value and pinned with its class. 0, -1 error. */
+int pin_symbol(tr_state *s, int k)
+{
+    st_fe_symtab *tb = tab(s);
+    int sy = tr_dyp_sym_expr_of(s, k), c = sx_new(tb, ST_SX_CONST, -1, -1, tb->val[k]);
+    if (sy < 0 || c < 0 || add_rel(s, sy, c, ST_SXC_EQ, true) < 0)
+        return -1;
+    pin_class(s, k);
+    return 0;
+}
+
 /* The plain int of a SymInt, its value guarded. New reference. */
 static PyObject *specialize(tr_state *s, PyObject *o)
 {
@@ -1637,23 +1648,21 @@ static int folded_size(tr_state *s, const tr_dyncall *dc, const st_graph *g)
 }
 
 /* The call made a 2 or a 0.5 (folded_size): the free symbols of value 2
- * or 3 among its tensors' sizes guarded to their values. 0, -1 error. */
+ * or 3 among its tensors' sizes guarded to their values; dc NULL (a
+ * PyLayer made one: 1 / 2 of a batch of 2 kept by its graph): every free
+ * dim symbol of value 2 or 3. 0, -1 error. */
 static int pin_small(tr_state *s, const tr_dyncall *dc)
 {
     st_fe_symtab *tb = tab(s);
     for (int k = 0; k < tb->nsym; k++) {
         if (tb->dim[k] < 0 || s->dyn->pinned[k] || (tb->val[k] != 2 && tb->val[k] != 3))
             continue;
-        bool in = false;
-        for (int t = 0; t < dc->nt && !in; t++)
+        bool in = !dc;
+        for (int t = 0; dc && t < dc->nt && !in; t++)
             for (int d = 0; d < dc->tnd[t] && !in; d++)
                 in = dc->tshape[t][d] == tb->val[k];
-        if (!in)
-            continue;
-        int sy = tr_dyp_sym_expr_of(s, k), c = sx_new(tb, ST_SX_CONST, -1, -1, tb->val[k]);
-        if (sy < 0 || c < 0 || add_rel(s, sy, c, ST_SXC_EQ, true) < 0)
+        if (in && pin_symbol(s, k) < 0)
             return -1;
-        pin_class(s, k);
     }
     return 0;
 }
@@ -2067,7 +2076,7 @@ static int match_size(tr_state *s, int64_t v)
 
 /* A number made of a free size symbol's value p (or of two: p = s_i * s_j):
  * p, p - 1, 1 / p, 1 / (p - 1), p / (p - 1), sqrt(p), 1 / sqrt(p), as
- * size_number: 1; 0 and 1 left out; 2 and 0.5: 2 (pin_small_all). */
+ * size_number: 1; 0 and 1 left out; 2 and 0.5: 2 (pin_small). */
 static int sym_number(tr_state *s, double v)
 {
     st_fe_symtab *tb = tab(s);
@@ -2095,7 +2104,7 @@ static int sym_number(tr_state *s, double v)
 
 /* Statements [a, b) of g hold a constant made of a size (a PyLayer that
  * divided by x.shape[0] on a plain int): an instance would keep it (1);
- * 2: only a 2 or a 0.5, which a size of 2 or 3 would give (pin_small_all). */
+ * 2: only a 2 or a 0.5, which a size of 2 or 3 would give (pin_small). */
 static int stmts_fold_size(tr_state *s, const st_graph *g, int a, int b)
 {
     int r = 0;
@@ -2117,22 +2126,6 @@ static int stmts_fold_size(tr_state *s, const st_graph *g, int a, int b)
         }
     }
     return r;
-}
-
-/* A PyLayer made a 2 or a 0.5: every free dim symbol of value 2 or 3
- * guarded to its value (1 / 2 of a batch of 2 kept by its graph). */
-static int pin_small_all(tr_state *s)
-{
-    st_fe_symtab *tb = tab(s);
-    for (int k = 0; k < tb->nsym; k++) {
-        if (tb->dim[k] < 0 || s->dyn->pinned[k] || (tb->val[k] != 2 && tb->val[k] != 3))
-            continue;
-        int sy = tr_dyp_sym_expr_of(s, k), c = sx_new(tb, ST_SX_CONST, -1, -1, tb->val[k]);
-        if (sy < 0 || c < 0 || add_rel(s, sy, c, ST_SXC_EQ, true) < 0)
-            return -1;
-        pin_class(s, k);
-    }
-    return 0;
 }
 
 /* The size attributes of g's regions' backward graphs as expressions
@@ -2302,7 +2295,7 @@ int tr_dyn_validate(tr_state *s)
             free(ra);
             return tr_break(s, "dynamic shapes: a PyLayer made a constant of the graph from a size");
         }
-        if ((fa | fb) && pin_small_all(s) < 0) {
+        if ((fa | fb) && pin_small(s, NULL) < 0) {
             free(bsave);
             free(ra);
             return tr_break_exc(s, "dynamic shapes");

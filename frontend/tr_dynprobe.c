@@ -686,12 +686,10 @@ int tr_dyp_pin_involved(tr_state *s, int v, int d, int64_t now)
     for (int k = 0; k < tb->nsym; k++) {
         if (!hit[k])
             continue;
-        int sy = tr_dyp_sym_expr_of(s, k), c = sx_new(tb, ST_SX_CONST, -1, -1, tb->val[k]);
-        if (sy < 0 || c < 0 || add_rel(s, sy, c, ST_SXC_EQ, true) < 0) {
+        if (pin_symbol(s, k) < 0) {
             PyErr_Clear();
             continue;
         }
-        pin_class(s, k);
         n++;
     }
     return n;
