@@ -62,6 +62,7 @@ struct st_rt_cfn {
         st_graph *g;
         prog p;
         int nsaved, *map;    /* its saved value k is info.saved[map[k]] */
+        bool *reads;         /* per info.saved entry: this variant reads it */
         bool *reach;         /* per wrt input: these outputs depend on it */
     } var[4];
     int nvar;
@@ -880,6 +881,7 @@ void st_rt_cfn_free(st_rt_cfn *f)
         prog_clear(f->be, &f->var[v].p);
         st_ir_graph_free(f->var[v].g);
         free(f->var[v].map);
+        free(f->var[v].reads);
         free(f->var[v].reach);
     }
     st_ir_graph_free(f->bwd_g);
@@ -942,15 +944,6 @@ static st_tensor *zeros_of(const st_meta *m)
 
 /* The backward graph of the outputs in mask alone, or -1 (then the full
  * one runs with zeros): its saved values must be among the forward's. */
-/* Does backward variant vi read saved tensor k? */
-static bool variant_reads(const st_rt_cfn *f, int vi, int k)
-{
-    for (int j = 0; j < f->var[vi].nsaved; j++)
-        if (f->var[vi].map[j] == k)
-            return true;
-    return false;
-}
-
 static int variant_of(st_rt_cfn *f, uint64_t mask)
 {
     for (int v = 0; v < f->nvar; v++)
@@ -983,7 +976,10 @@ static int variant_of(st_rt_cfn *f, uint64_t mask)
                 map[k] = j;
         ok = map[k] >= 0;
     }
-    bool *need = ok ? needed(g, outs, n) : NULL;
+    bool *reads = ok ? calloc((size_t)(f->info.nsaved ? f->info.nsaved : 1), sizeof *reads) : NULL;
+    for (int k = 0; reads && k < info.nsaved; k++)
+        reads[map[k]] = true;
+    bool *need = reads ? needed(g, outs, n) : NULL;
     bool *reach = need ? malloc(sizeof(bool) * (size_t)(f->nwrt ? f->nwrt : 1)) : NULL;
     ok = reach != NULL;
     for (int k = 0; ok && k < f->nwrt; k++)
@@ -997,10 +993,12 @@ static int variant_of(st_rt_cfn *f, uint64_t mask)
         f->var[v].g = bg;
         f->var[v].nsaved = info.nsaved;
         f->var[v].map = map;
+        f->var[v].reads = reads;
         f->nvar++;
     } else {
         st_ir_graph_free(bg);
         free(map);
+        free(reads);
         free(reach);
         v = -1;
         if (es == ST_OK)
@@ -1158,7 +1156,7 @@ static st_status node_backward(void *ctx, int nout, st_tensor *const *gout,
         goto done;
     }
     for (int k = 0; k < nsaved; k++)
-        if (c->saved[k] && vi >= 0 && !variant_reads(f, vi, k)) {
+        if (c->saved[k] && vi >= 0 && !f->var[vi].reads[k]) {
             /* a variant reads only what the outputs that got gradients
              * need: a tensor only another output's gradient reads may have
              * been written since (y = z.exp() returned, then y.mul_(2),
