@@ -258,14 +258,19 @@ st_fe_src *tr_fx_shadow_src(tr_state *s, PyObject *o)
     return (id >= 0 && id < s->srcs.n) ? s->srcs.v[id] : NULL;
 }
 
-/* A view of sh of the kind of view v (keys/values/items) when v views o;
- * NULL otherwise (or on error, cleared: the slot keeps the stale view) */
-static PyObject *view_of_shadow(PyObject *v, PyObject *o, PyObject *sh)
+PyObject *tr_fx_dict_view(PyObject *d, int aux)
 {
-    if (!st_fe_is_dict_view(v) || (PyObject *)((_PyDictViewObject *)v)->dv_dict != o)
+    return PyObject_CallMethod(d, aux == TR_AUX_KEYS ? "keys" : aux == TR_AUX_VALUES ? "values"
+                                                                                   : "items", NULL);
+}
+
+/* A view of sh of the kind of slot v's view when it views o; NULL otherwise
+ * (or on error, cleared: the slot keeps the stale view) */
+static PyObject *view_of_shadow(const tr_var *v, PyObject *o, PyObject *sh)
+{
+    if (!st_fe_is_dict_view(v->v) || (PyObject *)((_PyDictViewObject *)v->v)->dv_dict != o)
         return NULL;
-    const char *kind = PyDictKeys_Check(v) ? "keys" : PyDictValues_Check(v) ? "values" : "items";
-    PyObject *r = PyObject_CallMethod(sh, kind, NULL);
+    PyObject *r = tr_fx_dict_view(sh, v->aux);
     if (!r)
         PyErr_Clear();
     return r;
@@ -284,7 +289,7 @@ static void replace_in(tr_var *v, int n, PyObject *o, PyObject *sh, int depth)
             v[i].src = NULL;
         }
         PyObject *nv = !v[i].it && v[i].aux >= TR_AUX_KEYS && v[i].aux <= TR_AUX_ITEMS
-                       ? view_of_shadow(v[i].v, o, sh) : NULL;
+                       ? view_of_shadow(&v[i], o, sh) : NULL;
         if (nv) {
             Py_SETREF(v[i].v, nv);
             v[i].src = NULL;

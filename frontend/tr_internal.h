@@ -210,6 +210,8 @@ int tr_fx_load_global(tr_state *s, tr_frame *fr, PyObject *name, tr_var *out);
 int tr_fx_redirect(tr_state *s, tr_var *v, const char *what);
 PyObject *tr_fx_substitute(tr_state *s, PyObject *o);   /* borrowed shadow or NULL */
 st_fe_src *tr_fx_shadow_src(tr_state *s, PyObject *o);  /* o a shadow: its original's source */
+/* d.keys() / d.values() / d.items() for a view kind (TR_AUX_KEYS..ITEMS); new reference */
+PyObject *tr_fx_dict_view(PyObject *d, int aux);
 /* Performs the log for real (the translation's own call); 0 or -1 + exception. */
 int tr_fx_apply(tr_state *s);
 PyObject *tr_fx_unshadow(tr_state *s, PyObject *v, int depth);   /* new ref */

@@ -171,8 +171,7 @@ static int sourced_view(tr_state *s, tr_var *out, PyObject *v, st_fe_src *src)
     if (!d.src) {
         /* the dict was written in this frame: d is its shadow, and the
          * view shows the shadow (as the in-frame d.keys() does) */
-        const char *kind = out->aux == TR_AUX_KEYS ? "keys" : out->aux == TR_AUX_VALUES ? "values" : "items";
-        PyObject *sv = PyObject_CallMethod(d.v, kind, NULL);
+        PyObject *sv = tr_fx_dict_view(d.v, out->aux);
         tr_var_clear(&d);
         if (!sv)
             return tr_break_exc(s, "dict view");
