@@ -338,7 +338,7 @@ static PyObject *cfn_pylayer(PyObject *self, PyObject *args)
     PyObject *rest = PyTuple_GetSlice(args, 1, PyTuple_GET_SIZE(args));
     if (!rest)
         return NULL;
-    PyObject *r = st_fe_trace_pylayer(PyTuple_GET_ITEM(args, 0), rest, NULL);
+    PyObject *r = st_fe_trace_pylayer_apply(PyTuple_GET_ITEM(args, 0), rest);
     Py_DECREF(rest);
     return r;
 }

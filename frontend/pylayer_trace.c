@@ -264,29 +264,6 @@ PyObject *st_fe_trace_pylayer(PyObject *cls, PyObject *args, PyObject *kwargs)
         PyErr_SetString(PyExc_TypeError, "st_fe_trace_pylayer: cls must be a class");
         return NULL;
     }
-    /* Python side effects in forward/backward would happen at this capture
-     * only: the trace fails (a graph break) and the Function runs eagerly,
-     * on every call (symtrace/autograd/_effects.py; the translator breaks
-     * before such a call, tr_calls.c: this is apply reached from code it
-     * runs for real) */
-    PyObject *why = st_fe_pylayer_side_effect(cls);
-    if (!why)
-        return NULL;
-    if (why != Py_None) {
-        char buf[400];
-        snprintf(buf, sizeof buf, "PyLayer %s: Python side effect: %s",
-                 ((PyTypeObject *)cls)->tp_name, PyUnicode_AsUTF8(why));
-        Py_DECREF(why);
-        st_rt_trace_fail(buf);
-        /* (suspended: apply takes its eager path, not this one again) */
-        st_rt_trace_suspend();
-        PyObject *ap = PyObject_GetAttrString(cls, "apply");
-        PyObject *r = ap ? PyObject_Call(ap, args, kwargs) : NULL;
-        Py_XDECREF(ap);
-        st_rt_trace_resume();
-        return r;
-    }
-    Py_DECREF(why);
     if (kwargs && PyDict_Size(kwargs) > 0) {
         /* keywords go to forward's positions, as apply binds them */
         PyObject *mod = fn_module();
@@ -302,6 +279,36 @@ PyObject *st_fe_trace_pylayer(PyObject *cls, PyObject *args, PyObject *kwargs)
         return r;
     }
     return trace_positional(cls, args);
+}
+
+PyObject *st_fe_trace_pylayer_apply(PyObject *cls, PyObject *args)
+{
+    if (!st_rt_trace_active() || !PyType_Check(cls))
+        return st_fe_trace_pylayer(cls, args, NULL);
+    /* Python side effects in forward/backward would happen at this capture
+     * only: the trace fails (a graph break) and the Function runs eagerly,
+     * on every call (symtrace/autograd/_effects.py; the translator checks
+     * before its own calls, tr_calls.c: this is apply reached from code it
+     * runs for real) */
+    PyObject *why = st_fe_pylayer_side_effect(cls);
+    if (!why)
+        return NULL;
+    if (why == Py_None) {
+        Py_DECREF(why);
+        return st_fe_trace_pylayer(cls, args, NULL);
+    }
+    char buf[400];
+    snprintf(buf, sizeof buf, "PyLayer %s: Python side effect: %s",
+             ((PyTypeObject *)cls)->tp_name, PyUnicode_AsUTF8(why));
+    Py_DECREF(why);
+    st_rt_trace_fail(buf);
+    /* (suspended: apply takes its eager path, not this one again) */
+    st_rt_trace_suspend();
+    PyObject *ap = PyObject_GetAttrString(cls, "apply");
+    PyObject *r = ap ? PyObject_CallObject(ap, args) : NULL;
+    Py_XDECREF(ap);
+    st_rt_trace_resume();
+    return r;
 }
 
 /* st_fe_trace_pylayer with the arguments all positional. */

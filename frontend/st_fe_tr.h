@@ -429,6 +429,10 @@ PyObject *st_fe_entry_run(st_fe_entry *e, const st_fe_frame *f, PyObject **memo)
  * result (real tensors, as apply would). NULL with an exception, or with
  * the trace marked failed (st_rt_trace_failed) when it cannot. */
 PyObject *st_fe_trace_pylayer(PyObject *cls, PyObject *args, PyObject *kwargs);
+/* Function.apply(*args) reached while a trace is active (from code the
+ * translator runs for real): st_fe_trace_pylayer, or, for a Function with
+ * Python side effects, a failed trace and an eager apply. */
+PyObject *st_fe_trace_pylayer_apply(PyObject *cls, PyObject *args);
 /* symtrace.autograd._effects.side_effect(cls): a str naming a Python side
  * effect of cls's forward/backward (which a capture would perform once),
  * None, or NULL with an exception */

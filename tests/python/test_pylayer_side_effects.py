@@ -177,3 +177,17 @@ def test_a_global_tensor_rebound_is_read_anew():
             assert y.tolist() == m and x.grad.tolist() == m
     finally:
         MASK = st.tensor([1.0, 0.0])
+
+
+def test_apply_under_a_trace_runs_a_logging_function_once_and_fails_the_trace():
+    # Function.apply reached from code the translator runs for real (no bytecode
+    # check before it): the trace fails with the reason, the Function runs eagerly once
+    LOG.clear()
+    x = st.ones(2, requires_grad=True)
+    st._C._trace_begin()
+    y = Logs.apply(x * 1)
+    with pytest.raises(RuntimeError, match="Python side effect"):
+        st._C._trace_end((y,))
+    assert LOG == ["fwd"]
+    y.sum().backward()
+    assert LOG == ["fwd", "bwd"] and x.grad.tolist() == [2.0, 2.0]
