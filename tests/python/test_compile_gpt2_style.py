@@ -10,18 +10,7 @@ import pytest
 
 import hf_gpt2_model as g
 import symtrace as st
-
-
-@pytest.fixture(autouse=True)
-def _fresh():
-    st.reset()
-    yield
-    st.reset()
-
-
-def _stats():
-    s = st._C._fe_stats()
-    return s["graphs"], s["breaks"], s["fallbacks"]
+from compile_model_helpers import fresh_frontend, fe_counts  # noqa: F401
 
 
 def _data(seed):
@@ -35,7 +24,9 @@ def _data(seed):
 
 
 def _train(L, model, mode=None, steps=3):
-    """[(loss, [grad of each parameter])] over `steps` AdamW steps."""
+    """[(loss, [grad of each parameter])] over `steps` AdamW steps (the model called in
+    the step itself, as test_compile_modern_models._train does: a helper function
+    around the loss would be one more frame for the break counts)."""
     opt = L.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.01)
     fwd = [model]
 
@@ -96,7 +87,7 @@ def test_gpt2_compiled_trains_as_eager(mode):
     st.reset()
     got = _train(st, _st_model(sd), mode)
     _close(got, want)
-    graphs, breaks, fallbacks = _stats()
+    graphs, breaks, fallbacks = fe_counts()
     gb, bb = BOUNDS[mode]
     assert graphs <= gb and breaks <= bb and fallbacks == 0, (graphs, breaks, fallbacks)
 
@@ -132,13 +123,13 @@ def test_gpt2_generate_compiled_as_eager(kw, masked):
     c = st.compile(m, **kw)
     got = g.greedy_generate(st, m, st.tensor(PROMPT), 8, attention_mask=am, forward=c).tolist()
     assert got == want
-    graphs, breaks, fallbacks = _stats()
+    graphs, breaks, fallbacks = fe_counts()
     # the prompt, then a graph per past length (arange(past_length, ...) and the causal
     # mask's where specialize the past length even under dynamic=True): 8 calls, 8 graphs
     assert breaks == 0 and fallbacks == 0 and graphs <= 8, (graphs, breaks, fallbacks)
     # a second generation runs the same graphs
     assert g.greedy_generate(st, m, st.tensor(PROMPT), 8, attention_mask=am, forward=c).tolist() == want
-    assert _stats()[0] == graphs
+    assert fe_counts()[0] == graphs
 
 
 @pytest.mark.parametrize("masked", [False, True])
@@ -171,7 +162,7 @@ def _dyn_graphs(f, inputs):
     c = st.compile(f, dynamic=True)
     got = [c(*a) for a in inputs]
     want = [f(*a) for a in inputs]
-    return _stats()[0], got, want
+    return fe_counts()[0], got, want
 
 
 def _same(got, want):

@@ -12,18 +12,7 @@ import pytest
 
 import hf_bert_model
 import symtrace as st
-
-
-@pytest.fixture(autouse=True)
-def _fresh():
-    st.reset()
-    yield
-    st.reset()
-
-
-def _stats():
-    s = st._C._fe_stats()
-    return s["graphs"], s["breaks"], s["fallbacks"]
+from compile_model_helpers import fresh_frontend, fe_counts  # noqa: F401
 
 
 ModelOutput = hf_bert_model.ModelOutput     # HF's pattern, as the model file writes it
@@ -71,7 +60,7 @@ def test_model_output_made_and_returned_in_one_graph():
     for i in range(3):
         x, y = st.randn(3), st.randn(3)
         _same_output(f(x, y), c(x, y))
-    assert _stats() == (1, 0, 0)
+    assert fe_counts() == (1, 0, 0)
 
 
 def test_model_output_read_by_int_str_and_slice():
@@ -84,7 +73,7 @@ def test_model_output_read_by_int_str_and_slice():
     for i in range(3):
         x = st.randn(4)
         _same(f(x), c(x))
-    assert _stats() == (1, 0, 0)
+    assert fe_counts() == (1, 0, 0)
 
 
 def test_model_output_argument_mutated_between_calls():
@@ -99,7 +88,7 @@ def test_model_output_argument_mutated_between_calls():
         o["loss"] = st.full((), float(i + 2))       # a new value: a graph input
         if i == 1:
             o["more"] = st.ones(())                   # a new key: to_tuple is longer
-    graphs, breaks, fallbacks = _stats()
+    graphs, breaks, fallbacks = fe_counts()
     assert breaks == 0 and fallbacks == 0 and graphs == 2
 
 
@@ -119,7 +108,7 @@ def test_plain_user_object_made_and_returned():
         assert type(g) is P and list(vars(g)) == ["a", "b"] and g.b == 3
         _same(x + 1, g.a)
         _same(x * 2, t)
-    assert _stats() == (1, 0, 0)
+    assert fe_counts() == (1, 0, 0)
 
 
 def test_user_object_stored_outside_is_replayed():
@@ -142,7 +131,7 @@ def test_user_object_stored_outside_is_replayed():
         _same(x * 2, c(x))
         assert type(h.last) is P
         _same(x + 1, h.last.a)
-    assert _stats() == (1, 0, 0)
+    assert fe_counts() == (1, 0, 0)
 
 
 def test_one_object_returned_twice_keeps_its_identity():
@@ -176,7 +165,7 @@ def test_loss_module_built_in_forward():
         x = st.randn(5, 4)
         y = st.tensor(np.random.default_rng(i).integers(0, 3, 5))
         _same(m(x, y), c(x, y))
-    assert _stats() == (1, 0, 0)
+    assert fe_counts() == (1, 0, 0)
 
 
 def _batches(n, b=2, s=16, V=100, seed=0):
@@ -233,7 +222,7 @@ def test_hf_bert_trains_compiled_as_eager(mode):
     for (k, a), (_, b) in zip(ref.state_dict().items(), m.state_dict().items()):
         np.testing.assert_allclose(np.asarray(b.tolist()), np.asarray(a.tolist()), rtol=1e-4, atol=1e-6,
                                    err_msg=k)
-    graphs, breaks, fallbacks = _stats()
+    graphs, breaks, fallbacks = fe_counts()
     # the one break left in the model is (attention_mask == 0).all() (data-dependent,
     # as in TorchDynamo); compiling the step adds backward/step/zero_grad. Before
     # ModelOutput and in-forward modules were supported: 9 graphs, ~60 breaks.
@@ -255,7 +244,7 @@ def test_hf_bert_compiled_matches_torch():
     m.load_state_dict({k: st.tensor(v.numpy()) for k, v in sd.items()})
     got = _train(st, m, bs, "model")
     np.testing.assert_allclose(got, want, rtol=1e-4)
-    assert _stats()[1] <= 2
+    assert fe_counts()[1] <= 2
 
 
 def test_parameters_made_in_the_frame_are_new_on_every_call():

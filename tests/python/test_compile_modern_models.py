@@ -10,18 +10,7 @@ import pytest
 
 import modern_models as mm
 import symtrace as st
-
-
-@pytest.fixture(autouse=True)
-def _fresh():
-    st.reset()
-    yield
-    st.reset()
-
-
-def _stats():
-    s = st._C._fe_stats()
-    return s["graphs"], s["breaks"], s["fallbacks"]
+from compile_model_helpers import fresh_frontend, fe_counts  # noqa: F401
 
 
 BUILD = {"llama": mm.build_llama, "t5": mm.build_t5, "vit": mm.build_vit, "moe": mm.build_moe}
@@ -95,7 +84,7 @@ def test_modern_model_compiled_trains_as_eager(name, mode):
     st.reset()
     got = _train(st, name, _st_model(name, sd), mode)
     _close(got, want)
-    graphs, breaks, _ = _stats()
+    graphs, breaks, _ = fe_counts()
     g, b = BOUNDS[(name, mode)]
     assert graphs <= g and breaks <= b, (graphs, breaks)
 
@@ -131,12 +120,12 @@ def test_kv_cache_decode_compiled():
     st.reset()
     c = st.compile(m)
     assert mm.greedy_decode(st, m, st.tensor(prompt), 5, step_fn=c).tolist() == want
-    graphs, breaks, fallbacks = _stats()
+    graphs, breaks, fallbacks = fe_counts()
     # the cache position is a Python int: each new position is a new graph (prefill + 4)
     assert breaks == 0 and fallbacks == 0 and graphs <= 5, (graphs, breaks, fallbacks)
     # a second generation runs the same graphs again
     assert mm.greedy_decode(st, m, st.tensor(prompt), 5, step_fn=c).tolist() == want
-    assert _stats()[0] == graphs
+    assert fe_counts()[0] == graphs
 
 
 def test_kv_cache_decode_matches_torch():
@@ -187,7 +176,7 @@ def test_topk_in_a_graph_is_eager_topk():
         assert tuple(g[0].shape) == tuple(e[0].shape), (a, d, k, largest)
         np.testing.assert_array_equal(_arr(g[1]), _arr(e[1]), err_msg=str((a, d, k, largest)))
         np.testing.assert_array_equal(_arr(g[0]), _arr(e[0]))
-        assert _stats()[1] == 0            # the host sort broke the graph here
+        assert fe_counts()[1] == 0         # the host sort broke the graph here
 
 
 def test_topk_in_a_graph_matches_torch():
@@ -214,7 +203,7 @@ def test_router_topk_in_one_graph_with_gradients():
         router(x, w1).backward()
         c(x, w2).backward()
         np.testing.assert_allclose(_arr(w2.grad), _arr(w1.grad), rtol=1e-5, atol=1e-7)
-    assert _stats()[:2] == (1, 0)
+    assert fe_counts()[:2] == (1, 0)
 
 
 # ---- automatic dynamic shapes: the *_like factories, new_*, fill_ keep sizes symbolic
@@ -234,7 +223,7 @@ def test_t5_relative_bias_over_lengths_is_one_dynamic_graph():
     for s in (6, 8, 10, 12):
         args = [st.tensor(a) for a in _t5_batch(r, s)]
         np.testing.assert_allclose(c(*args).item(), m(*args).item(), rtol=1e-5)
-    assert _stats() == (2, 0, 0)
+    assert fe_counts() == (2, 0, 0)
 
 
 def test_t5_over_lengths_matches_torch():
@@ -272,7 +261,7 @@ def test_like_factories_keep_sizes_symbolic(name):
     for n in (4, 5, 6, 7):
         x = st.randn(2, n)
         np.testing.assert_allclose(_arr(c(x)), _arr(f(x)), rtol=1e-6)
-    assert _stats()[:2] == (2, 0)     # static, then one dynamic graph for every later size
+    assert fe_counts()[:2] == (2, 0)     # static, then one dynamic graph for every later size
 
 
 def test_fill_with_a_tensor_value_reads_no_value():
@@ -289,7 +278,7 @@ def test_fill_with_a_tensor_value_reads_no_value():
         v = st.tensor(val)
         want = torch.zeros(2, 3, dtype=getattr(torch, str(dt).split(".")[-1])).fill_(torch.tensor(val) * 2)
         assert c(x, v).tolist() == want.tolist() == f(x, v).tolist()
-    assert _stats()[1] == 0
+    assert fe_counts()[1] == 0
     v = st.tensor(2.0, requires_grad=True)
     (c(st.zeros(3), v) * st.tensor([1.0, 2.0, 3.0])).sum().backward()
     assert v.grad.item() == 12.0
@@ -306,7 +295,7 @@ def test_topk_over_sizes_is_one_dynamic_graph():
         x = st.randn(2, n, 16)
         for a, b in zip(c(x), f(x)):
             np.testing.assert_array_equal(_arr(a), _arr(b))
-    assert _stats()[:2] == (2, 0)
+    assert fe_counts()[:2] == (2, 0)
 
 
 # ---- model.train() / model.eval() inside a compiled step
@@ -328,7 +317,7 @@ def test_train_and_eval_inside_the_compiled_function():
         m.train()
         np.testing.assert_allclose(_arr(c(x)), _arr(f(x)), rtol=1e-6)
         assert not any(mod.training for mod in m.modules())
-    assert _stats() == (1, 0, 0)
+    assert fe_counts() == (1, 0, 0)
 
 
 def test_compiled_module_train_method():
@@ -339,7 +328,7 @@ def test_compiled_module_train_method():
     for mode in (False, True, False):
         assert c(mode) is m
         assert all(mod.training == mode for mod in m.modules())
-    assert _stats()[1:] == (0, 0)
+    assert fe_counts()[1:] == (0, 0)
     assert isinstance(st.nn.Buffer(st.ones(1)), st.nn.Buffer)
     assert not isinstance(st.ones(1), st.nn.Buffer) and not isinstance(3, st.nn.Buffer)
 
@@ -374,7 +363,7 @@ def test_static_cache_decode_compiled_matches_torch():
     c = st.compile(m)
     for _ in range(2):
         assert mm.greedy_decode_static(st, m, st.tensor(prompt), 8, step_fn=c).tolist() == want
-    graphs, breaks, fallbacks = _stats()
+    graphs, breaks, fallbacks = fe_counts()
     assert graphs <= 2 and breaks == 0 and fallbacks == 0, (graphs, breaks, fallbacks)
 
 
@@ -393,7 +382,7 @@ def test_int_tensor_subscript_over_sizes():
         (c(x, i) * st.arange(16.0)).sum().backward()
         (f(x2, i) * st.arange(16.0)).sum().backward()
         np.testing.assert_allclose(_arr(x.grad), _arr(x2.grad), rtol=1e-6)
-    graphs, breaks, _ = _stats()
+    graphs, breaks, _ = fe_counts()
     assert breaks == 0 and graphs <= 2, (graphs, breaks)     # was: a break per call
     with pytest.raises(IndexError):
         c(st.ones(10, 16), st.tensor([[0, 1, 2, 3, 4, 10]]))
@@ -419,7 +408,7 @@ def test_llama_over_lengths_keeps_the_rotary_read_in_the_graph():
     for s in (6, 7, 9, 11):
         ids, labels = (st.tensor(r.integers(0, 64, (2, s))) for _ in range(2))
         np.testing.assert_allclose(c(ids, labels=labels).item(), m(ids, labels=labels).item(), rtol=1e-5)
-    graphs, breaks, fallbacks = _stats()
+    graphs, breaks, fallbacks = fe_counts()
     assert breaks == 0 and fallbacks == 0 and graphs <= 4, (graphs, breaks)   # was 9 graphs, 4 breaks
 
 
@@ -432,4 +421,4 @@ def test_repeat_interleave_over_sizes_is_one_dynamic_graph(method):
     for s in (6, 7, 9, 11):
         k = st.randn(2, 4, s, 8)
         np.testing.assert_array_equal(_arr(c(k)), _arr(f(k)))
-    assert _stats()[:2] == (2, 0)
+    assert fe_counts()[:2] == (2, 0)
