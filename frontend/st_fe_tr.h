@@ -438,8 +438,10 @@ PyObject *st_fe_trace_pylayer_apply(PyObject *cls, PyObject *args);
  * None, or NULL with an exception */
 PyObject *st_fe_pylayer_side_effect(PyObject *cls);
 /* symtrace.autograd._effects.globals_read(cls): a list of (method name,
- * global name, value), the plain constants cls's methods read from their
- * module's globals; NULL with an exception */
+ * path, value), the plain constants and tensors cls's methods and the
+ * helpers they call read from their modules' globals, and those helpers
+ * (path: (("g", name) | ("a", name), ...) from cls.<method>); NULL with an
+ * exception */
 PyObject *st_fe_pylayer_globals_read(PyObject *cls);
 
 #endif

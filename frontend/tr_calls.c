@@ -199,10 +199,35 @@ static int check_symtrace_fn(tr_state *s, PyObject *fn, tr_var *args, int nargs)
     return 0;
 }
 
-/* The plain constants a custom Function's methods read from their module's
- * globals (ALPHA in `return -ALPHA * g`) are baked into the capture: each is
- * guarded by value through cls.<method>.__globals__[name], a tensor by
- * identity (when cls has a source; one made in the frame is made anew). */
+/* The plain constants a custom Function's methods, and the helpers they
+ * call, read from their modules' globals (ALPHA in `return -ALPHA * g`) are
+ * baked into the capture: each is guarded by value through its path from
+ * cls.<method> (("g", name): .__globals__[name]; ("a", name): .name), a
+ * tensor or a helper by identity (when cls has a source; one made in the
+ * frame is made anew). */
+static st_fe_src *pylayer_global_src(tr_state *s, st_fe_src *ms, PyObject *path,
+                                     PyObject *gn)
+{
+    if (!PyTuple_Check(path))
+        return NULL;
+    for (Py_ssize_t k = 0; ms && k < PyTuple_GET_SIZE(path); k++) {
+        PyObject *step = PyTuple_GET_ITEM(path, k);
+        if (!PyTuple_Check(step) || PyTuple_GET_SIZE(step) != 2)
+            return NULL;
+        const char *kind = PyUnicode_AsUTF8(PyTuple_GET_ITEM(step, 0));
+        PyObject *name = PyTuple_GET_ITEM(step, 1);
+        if (!kind)
+            return NULL;
+        if (kind[0] == 'g') {
+            ms = st_fe_src_attr(&s->srcs, ms, gn);
+            ms = ms ? st_fe_src_item(&s->srcs, ms, name) : NULL;
+        } else {
+            ms = st_fe_src_attr(&s->srcs, ms, name);
+        }
+    }
+    return ms;
+}
+
 static int guard_pylayer_globals(tr_state *s, PyObject *cls)
 {
     st_fe_src *cs = tr_lookup_src(s, cls);
@@ -218,8 +243,7 @@ static int guard_pylayer_globals(tr_state *s, PyObject *cls)
         if (!PyTuple_Check(e) || PyTuple_GET_SIZE(e) != 3)
             continue;
         st_fe_src *ms = st_fe_src_attr(&s->srcs, cs, PyTuple_GET_ITEM(e, 0));
-        st_fe_src *gs = ms ? st_fe_src_attr(&s->srcs, ms, gn) : NULL;
-        st_fe_src *vs = gs ? st_fe_src_item(&s->srcs, gs, PyTuple_GET_ITEM(e, 1)) : NULL;
+        st_fe_src *vs = ms ? pylayer_global_src(s, ms, PyTuple_GET_ITEM(e, 1), gn) : NULL;
         PyObject *v = PyTuple_GET_ITEM(e, 2);
         /* a tensor: the capture read that tensor (its identity) */
         if (!vs || (st_fe_is_tensor(v) ? st_fe_guard_add(&s->guards, ST_G_ID, vs, v)

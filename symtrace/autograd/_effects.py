@@ -41,6 +41,8 @@ _MUTATORS = frozenset({
     "put_nowait", "write", "writelines", "__setitem__", "__delitem__", "__setattr__",
 })
 _OUTSIDE = frozenset({"LOAD_GLOBAL", "LOAD_DEREF", "LOAD_CLASSDEREF", "LOAD_NAME"})
+_LIBRARIES = ("symtrace", "torch", "numpy")
+_MAX_DEPTH = 3
 _cache = {}
 
 
@@ -184,10 +186,8 @@ def _scan(fn, code, params, first):
     return None
 
 
-def _check(fn, has_ctx):
-    code, raw = _code_of(fn)
-    if code is None:
-        return None
+def _own(code, raw, has_ctx):
+    """the side effect in the function's own code (and the code defined inside it)"""
     key = (code, id(getattr(raw, "__globals__", None)), has_ctx)
     if key not in _cache:
         nparams = code.co_argcount + code.co_kwonlyargcount + \
@@ -199,6 +199,81 @@ def _check(fn, has_ctx):
         except Exception:  # noqa: BLE001 - bytecode the scan does not know: assume clean
             _cache[key] = None
     return _cache[key]
+
+
+def _reference_sites(code):
+    """[(load instruction, [attribute names])]: each load of a global or closure variable
+    with the attribute chain read from it (`helper`, `utils.helper`), in code and the
+    code defined inside it (those: globals only, their closure cells are not code's)"""
+    key = ("sites", code)
+    if key not in _cache:
+        sites = []
+
+        def walk(c, top):
+            instrs = list(dis.get_instructions(c))
+            for k, ins in enumerate(instrs):
+                if ins.opname not in _OUTSIDE or (not top and ins.opname != "LOAD_GLOBAL"):
+                    continue
+                names = []
+                j = k + 1
+                while j < len(instrs) and instrs[j].opname in ("LOAD_ATTR", "LOAD_METHOD"):
+                    names.append(instrs[j].argval)
+                    j += 1
+                sites.append((ins, names))
+            for sub in c.co_consts:
+                if isinstance(sub, types.CodeType):
+                    walk(sub, False)
+        walk(code, True)
+        _cache[key] = sites
+    return _cache[key]
+
+
+def _user_function(v):
+    """v is a plain Python function outside the libraries (one the scans follow)"""
+    if not isinstance(v, types.FunctionType):
+        return False
+    mod = getattr(v, "__module__", "") or ""
+    return not mod.split(".")[0] in _LIBRARIES
+
+
+def _callees(fn, code):
+    """[(path, function)]: the user functions code reaches through a global or closure
+    variable and attributes of it; path is the chain to it from fn's globals,
+    (("g", name), ("a", attr), ...), or None when it starts at a closure cell"""
+    out = []
+    for ins, names in _reference_sites(code):
+        out_, v = _outside_value(ins, fn, code)
+        if not out_ or v is _UNKNOWN:
+            continue
+        path = (("g", ins.argval),) if ins.opname == "LOAD_GLOBAL" else None
+        for step in [None] + names:
+            if step is not None:
+                v = _resolve(v, [step])
+                if v is _UNKNOWN:
+                    break
+                path = path + (("a", step),) if path is not None else None
+            if _user_function(v):
+                out.append((path, v))
+    return out
+
+
+def _check(fn, has_ctx, depth=0, seen=None):
+    code, raw = _code_of(fn)
+    if code is None:
+        return None
+    r = _own(code, raw, has_ctx)
+    if r or depth >= _MAX_DEPTH:
+        return r
+    seen = set() if seen is None else seen
+    seen.add(code)
+    for _, g in _callees(raw, code):
+        gcode, _ = _code_of(g)
+        if gcode is None or gcode in seen:
+            continue
+        r = _check(g, False, depth + 1, seen)
+        if r:
+            return f"{r}, reached from {code.co_name} ({code.co_filename}:{code.co_firstlineno})"
+    return None
 
 
 def _methods(cls):
@@ -233,21 +308,46 @@ def _global_names(code, acc):
     return acc
 
 
+def _globals_of(fn, path, out, depth, seen):
+    """appends (path + (("g", name),), value) for the constants and tensors fn reads from
+    its globals, then follows the helpers it reaches from its globals (the helper
+    itself: its path, by identity)"""
+    code, raw = _code_of(fn)
+    g = getattr(raw, "__globals__", None)
+    if code is None or g is None or code in seen:
+        return
+    seen.add(code)
+    key = ("names", code)
+    if key not in _cache:
+        _cache[key] = sorted(_global_names(code, set()))
+    for gname in _cache[key]:
+        if gname in g and (_constant(g[gname]) or isinstance(g[gname], _C.TensorBase)):
+            out.append((path + (("g", gname),), g[gname]))
+    if depth >= _MAX_DEPTH:
+        return
+    for cpath, h in _callees(raw, code):
+        # a helper reached through a closure cell has no path from the globals; one
+        # reached through a wrapper (functools.wraps) is read, but its own globals
+        # are not reached by the path
+        if cpath is None or getattr(h, "__wrapped__", None) is not None:
+            continue
+        out.append((path + cpath, h))
+        _globals_of(h, path + cpath, out, depth + 1, seen)
+
+
 def globals_read(cls):
-    """[(method name, global name, value)] for the module globals holding plain
-    constants or tensors that cls's forward/setup_context/backward read"""
+    """[(method name, path, value)] for the module globals holding plain constants or
+    tensors that cls's forward/setup_context/backward and the helpers they call read, and
+    for those helpers. path leads from cls.<method>: ("g", name) is .__globals__[name],
+    ("a", name) the attribute name."""
     out = []
     for name, fn in _methods(cls).items():
-        code, raw = _code_of(fn)
-        g = getattr(raw, "__globals__", None)
-        if code is None or g is None or getattr(cls, name, None) is not raw:
+        raw = _code_of(fn)[1]
+        if getattr(cls, name, None) is not raw:
             continue     # (a wrapped method: cls.name.__globals__ is not raw's)
-        key = ("names", code)
-        if key not in _cache:
-            _cache[key] = sorted(_global_names(code, set()))
-        for gname in _cache[key]:
-            if gname in g and (_constant(g[gname]) or isinstance(g[gname], _C.TensorBase)):
-                out.append((name, gname, g[gname]))
+        found = []
+        _globals_of(raw, (), found, 0, set())
+        out.extend((name, path, v) for path, v in found)
     return out
 
 

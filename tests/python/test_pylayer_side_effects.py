@@ -191,3 +191,146 @@ def test_apply_under_a_trace_runs_a_logging_function_once_and_fails_the_trace():
     assert LOG == ["fwd"]
     y.sum().backward()
     assert LOG == ["fwd", "bwd"] and x.grad.tolist() == [2.0, 2.0]
+
+
+# ---- helpers a Function calls are read too (a side effect one call away is still one)
+def _note(msg):
+    LOG.append(msg)
+
+
+def _note_twice(msg):
+    _note(msg)
+    _note(msg)
+
+
+def _count(n):
+    # recursive: the scan must not loop
+    return 0 if n <= 0 else 1 + _count(n - 1)
+
+
+BETA = 2.0
+
+
+def _beta_scale(x):
+    return x * BETA
+
+
+def _triple(x):
+    return x * 3.0
+
+
+class NotesViaHelper(st.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        _note("fwd")
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        _note_twice("bwd")
+        return g * 2
+
+
+class ScalesViaHelper(st.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        _count(3)
+        return _beta_scale(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        return _beta_scale(g)
+
+
+def test_a_helper_with_a_side_effect_is_found():
+    r = side_effect(NotesViaHelper)
+    assert "calls LOG.append()" in r and "_note" in r and "reached from forward" in r
+    # two calls away, in backward
+    ns = {"st": st, "_note_twice": _note_twice}
+    exec("class G(st.autograd.Function):\n"
+         "    @staticmethod\n"
+         "    def forward(ctx, x):\n"
+         "        return x\n"
+         "    @staticmethod\n"
+         "    def backward(ctx, g):\n"
+         "        _note_twice('b')\n"
+         "        return g\n", ns)
+    r = side_effect(ns["G"])
+    assert "calls LOG.append()" in r and "reached from _note_twice" in r, r
+    assert side_effect(ScalesViaHelper) is None      # a clean helper, a recursive one
+
+
+def test_a_helper_reached_through_a_module_attribute_is_found():
+    import types
+    mod = types.ModuleType("user_utils")
+    exec("SEEN = []\n"
+         "def remember(x):\n"
+         "    SEEN.append(x)\n"
+         "    return x\n", mod.__dict__)
+    ns = {"st": st, "utils": mod}
+    exec("class F(st.autograd.Function):\n"
+         "    @staticmethod\n"
+         "    def forward(ctx, x):\n"
+         "        return utils.remember(x) * 2\n"
+         "    @staticmethod\n"
+         "    def backward(ctx, g):\n"
+         "        return g * 2\n", ns)
+    assert "calls SEEN.append()" in side_effect(ns["F"])
+
+
+def test_library_functions_are_not_read():
+    ns = {"st": st}
+    exec("class F(st.autograd.Function):\n"
+         "    @staticmethod\n"
+         "    def forward(ctx, x):\n"
+         "        return st.nn.functional.gelu(x) + st.where(x > 0, x, x * 0)\n"
+         "    @staticmethod\n"
+         "    def backward(ctx, g):\n"
+         "        return g\n", ns)
+    assert side_effect(ns["F"]) is None
+
+
+def test_a_function_logging_through_a_helper_logs_on_every_compiled_call():
+    st.reset()
+    LOG.clear()
+
+    def f(x):
+        return NotesViaHelper.apply(x * 1) + 1
+
+    cf = st.compile(f)
+    for k in range(3):
+        x = st.ones(2, requires_grad=True)
+        cf(x).sum().backward()
+        assert x.grad.tolist() == [2.0, 2.0]
+        assert LOG == ["fwd", "bwd", "bwd"] * (k + 1)
+    assert st._C._fe_stats()["breaks"] == 1
+
+
+def test_globals_a_helper_reads_and_the_helper_itself_are_guarded():
+    global BETA, _beta_scale
+    st.reset()
+
+    def f(x):
+        return ScalesViaHelper.apply(x * 1) + 1
+
+    cf = st.compile(f)
+    keep = _beta_scale
+    try:
+        for b in (2.0, 3.0, 3.0, 2.0):
+            BETA = b
+            x = st.ones(2, requires_grad=True)
+            y = cf(x)
+            y.sum().backward()
+            assert y.tolist() == [1.0 + b] * 2 and x.grad.tolist() == [b] * 2
+        assert st._C._fe_stats()["breaks"] == 0
+        graphs = st._C._fe_stats()["graphs"]
+        assert graphs == 2
+        _beta_scale = _triple                # the helper rebound: read anew
+        x = st.ones(2, requires_grad=True)
+        y = cf(x)
+        y.sum().backward()
+        assert y.tolist() == [4.0, 4.0] and x.grad.tolist() == [3.0, 3.0]
+        assert st._C._fe_stats()["graphs"] == graphs + 1
+    finally:
+        BETA = 2.0
+        _beta_scale = keep
