@@ -332,6 +332,7 @@ void st_fe_guardset_clear(st_fe_guardset *gs)
     for (int i = 0; i < gs->n; i++) {
         Py_XDECREF(gs->v[i].obj);
         Py_XDECREF(gs->v[i].keys);
+        Py_XDECREF(gs->v[i].keys2);
     }
     free(gs->v);
     gs->v = NULL;
@@ -577,19 +578,24 @@ int st_fe_guard_value(st_fe_guardset *gs, st_fe_src *s, PyObject *v)
     if (PyDict_Check(v)) {
         /* an OrderedDict's order is its own (move_to_end changes it, not
          * the order of the dict underneath): its keys as it iterates them */
-        PyObject *kt;
-        if (PyODict_Check(v)) {
-            kt = raw_tuple(v);
-        } else {
-            PyObject *keys = PyDict_Keys(v);
-            kt = keys ? PyList_AsTuple(keys) : NULL;
-            Py_XDECREF(keys);
+        PyObject *keys = PyDict_Keys(v);     /* the dict's order */
+        PyObject *kt = keys ? PyList_AsTuple(keys) : NULL, *own = NULL;
+        Py_XDECREF(keys);
+        if (kt && PyODict_Check(v)) {
+            /* dict.keys(od), dict.values(od) read the dict's order: it
+             * is part of the guard when it is not od's own */
+            own = raw_tuple(v);
+            int same = own ? PyObject_RichCompareBool(own, kt, Py_EQ) : -1;
+            if (same < 0) Py_CLEAR(kt);
+            else if (same) Py_CLEAR(own);
+            else { PyObject *t = own; own = kt; kt = t; }
         }
-        if (!kt) return -1;
+        if (!kt) { Py_XDECREF(own); return -1; }
         st_fe_guard *g = push(gs, ST_G_DICT_KEYS, s);
-        if (!g) { Py_DECREF(kt); return -1; }
+        if (!g) { Py_DECREF(kt); Py_XDECREF(own); return -1; }
         g->obj = Py_NewRef((PyObject *)Py_TYPE(v));
         g->keys = kt;
+        g->keys2 = own;
         return 0;
     }
     /* sets and frozensets: the translator reads their items (iteration,
@@ -678,10 +684,13 @@ static int check_one(const st_fe_guard *g, PyObject *v, bool any_size)
         if ((PyObject *)Py_TYPE(v) != g->obj) return 0;
         Py_ssize_t n = PyTuple_GET_SIZE(g->keys), pos = 0, i = 0;
         if (PyDict_GET_SIZE(v) != n) return 0;
-        PyObject *k, *val;
-        if (PyODict_Check(v)) return check_contents(g, v);   /* its own order */
+        PyObject *k, *val, *order = g->keys2 ? g->keys2 : g->keys;
+        if (PyODict_Check(v)) {
+            int r = check_contents(g, v);    /* its own order */
+            if (r <= 0) return r;
+        }
         while (PyDict_Next(v, &pos, &k, &val)) {
-            PyObject *want = PyTuple_GET_ITEM(g->keys, i++);
+            PyObject *want = PyTuple_GET_ITEM(order, i++);
             if (k == want) continue;
             int r = same_obj(k, want);
             if (r <= 0) return r;
@@ -921,8 +930,15 @@ static PyObject *describe_one(const st_fe_guard *g)
         break;
     case ST_G_DICT_KEYS: {
         PyObject *l = PySequence_List(g->keys);
-        if (l) r = PyUnicode_FromFormat("DICT_KEYS: list(%U.keys()) == %R", src, l);
+        PyObject *l2 = l && g->keys2 ? PySequence_List(g->keys2) : NULL;
+        if (l && g->keys2 && !l2) Py_CLEAR(l);
+        if (l && l2)
+            r = PyUnicode_FromFormat("DICT_KEYS: list(%U.keys()) == %R and list(dict.keys(%U)) == %R",
+                                     src, l, src, l2);
+        else if (l)
+            r = PyUnicode_FromFormat("DICT_KEYS: list(%U.keys()) == %R", src, l);
         Py_XDECREF(l);
+        Py_XDECREF(l2);
         break;
     }
     case ST_G_CONTENTS:

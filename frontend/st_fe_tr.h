@@ -121,7 +121,9 @@ typedef enum {
     ST_G_TENSOR,      /* a Tensor with this dtype, device, shape, strides,
                          requires_grad (and is_leaf-ness not needed) */
     ST_G_LEN,         /* type(v) is obj and len(v) == len (tuple, list, dict) */
-    ST_G_DICT_KEYS,   /* type(v) is obj (dict/OrderedDict) and tuple(v.keys()) == keys */
+    ST_G_DICT_KEYS,   /* type(v) is obj (dict/OrderedDict) and tuple(v.keys()) == keys;
+                         an OrderedDict's dict order too (dict.keys(v),
+                         dict.values(v) read it): == keys2, or keys if NULL */
     ST_G_CONTENTS,    /* type(v) is obj (set, frozenset) and tuple(v) matches
                          keys item by item: constants by value, other objects
                          by identity (a weak reference where they take one):
@@ -140,6 +142,8 @@ typedef struct {
     st_fe_src *src;
     PyObject *obj;           /* owned: type, identity or constant */
     PyObject *keys;          /* owned tuple: DICT_KEYS */
+    PyObject *keys2;         /* owned tuple or NULL: DICT_KEYS of an OrderedDict
+                                whose dict order is not its own */
     Py_ssize_t len;          /* LEN */
     /* TENSOR */
     int dtype, ndim;

@@ -186,6 +186,26 @@ def test_ordered_dict_views_read_in_their_own_order(read, sub):
         assert c(st.ones(1), d).tolist() == f(st.ones(1), d).tolist()
 
 
+@pytest.mark.parametrize("read", ["od.values", "dict.values", "dict.keys", "dict.items"])
+def test_ordered_dicts_with_one_own_order_and_two_dict_orders(read):
+    # od (reordered by move_to_end) and od2 (built in that order) iterate alike but
+    # their dicts underneath do not: dict.values(od) read the first call's dict
+    # order on the second, as the guard compared only the OrderedDict's order
+    fns = {"od.values": lambda x, d: [x * v for v in d.values()],
+           "dict.values": lambda x, d: [x * v for v in dict.values(d)],
+           "dict.keys": lambda x, d: [x * d[k] for k in dict.keys(d)],
+           "dict.items": lambda x, d: [x * v for _, v in dict.items(d)]}
+    f = fns[read]
+    c = st.compile(f, backend="interp")
+    od = collections.OrderedDict(a=st.ones(1), b=st.full((1,), 2.0))
+    od.move_to_end("a")
+    od2 = collections.OrderedDict(b=st.full((1,), 2.0), a=st.ones(1))
+    assert list(od) == list(od2) and list(dict.keys(od)) != list(dict.keys(od2))
+    for d in (od, od2, od, od2):
+        got, want = c(st.ones(1), d), f(st.ones(1), d)
+        assert [t.tolist() for t in got] == [t.tolist() for t in want], (read, got, want)
+
+
 def _write_then_read(d, view, x):
     n0 = len(view)
     d["new"] = x * 2
