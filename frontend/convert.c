@@ -550,6 +550,23 @@ static int read_0d_buffer(PyObject *o, sval *v, st_dtype *dt)
     return r;
 }
 
+/* An int (a PyLong) as an int64 leaf; ValueError when it does not fit. */
+static int read_int(PyObject *l, sval *v, st_dtype *dt)
+{
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(l, &overflow);
+    if (overflow) {
+        PyErr_SetString(PyExc_ValueError, "Overflow when unpacking long long");
+        return -1;
+    }
+    if (x == -1 && PyErr_Occurred())
+        return -1;
+    v->kind = K_INT;
+    v->i = x;
+    *dt = ST_INT64;
+    return 0;
+}
+
 /* Reads a leaf (a number). 0 ok, -1 error (TypeError for non-numbers). */
 static int read_leaf(PyObject *o, sval *v, st_dtype *dt)
 {
@@ -559,21 +576,8 @@ static int read_leaf(PyObject *o, sval *v, st_dtype *dt)
         *dt = ST_BOOL;
         return 0;
     }
-    if (PyLong_CheckExact(o)) {
-        int overflow = 0;
-        long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
-        if (overflow) {
-            PyErr_SetString(PyExc_ValueError,
-                            "Overflow when unpacking long long");
-            return -1;
-        }
-        if (x == -1 && PyErr_Occurred())
-            return -1;
-        v->kind = K_INT;
-        v->i = x;
-        *dt = ST_INT64;
-        return 0;
-    }
+    if (PyLong_CheckExact(o))
+        return read_int(o, v, dt);
     if (PyFloat_CheckExact(o)) {
         v->kind = K_FLOAT;
         v->f = PyFloat_AS_DOUBLE(o);
@@ -605,20 +609,9 @@ static int read_leaf(PyObject *o, sval *v, st_dtype *dt)
         PyObject *l = PyNumber_Index(o);
         if (!l)
             return -1;
-        int overflow = 0;
-        long long x = PyLong_AsLongLongAndOverflow(l, &overflow);
+        r = read_int(l, v, dt);
         Py_DECREF(l);
-        if (overflow) {
-            PyErr_SetString(PyExc_ValueError,
-                            "Overflow when unpacking long long");
-            return -1;
-        }
-        if (x == -1 && PyErr_Occurred())
-            return -1;
-        v->kind = K_INT;
-        v->i = x;
-        *dt = ST_INT64;
-        return 0;
+        return r;
     }
     if (PyFloat_Check(o)) {
         v->kind = K_FLOAT;
