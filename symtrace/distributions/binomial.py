@@ -7,7 +7,7 @@ from ..autograd import no_grad
 from . import constraints
 from ._samplers import binomial
 from .distribution import Distribution
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from ._probs_logits import ProbsLogits
 
 __all__ = ["Binomial"]
 
@@ -16,7 +16,7 @@ def _clamp_by_zero(x):
     return (x.clamp(min=0) + x - x.clamp(max=0)) / 2
 
 
-class Binomial(Distribution):
+class Binomial(ProbsLogits, Distribution):
     """Binomial(total_count=1, probs=None, logits=None, validate_args=None): successes in
     total_count trials of probability probs (or sigmoid(logits)). sample draws by inversion
     (total_count * min(p, 1-p) < 10) or Hormann's BTRS rejection (above), composed of
@@ -26,34 +26,17 @@ class Binomial(Distribution):
     has_enumerate_support = True
 
     def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            self.total_count, self.probs = broadcast_all(total_count, probs)
-            self.total_count = self.total_count.type_as(self.probs)
-        else:
-            self.total_count, self.logits = broadcast_all(total_count, logits)
-            self.total_count = self.total_count.type_as(self.logits)
-        self._param = self.probs if probs is not None else self.logits
-        batch_shape = self._param.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        (self.total_count,) = self._set_probs_or_logits(probs, logits, total_count)
+        super().__init__(self._param.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(Binomial, _instance)
         batch_shape = Size(batch_shape)
         new.total_count = self.total_count.expand(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(batch_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(batch_shape)
-            new._param = new.logits
+        self._expand_probs_or_logits(new, batch_shape)
         super(Binomial, new).__init__(batch_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new
-
-    def _new(self, *args, **kwargs):
-        return self._param.new_tensor(*args, **kwargs)
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):
@@ -70,18 +53,6 @@ class Binomial(Distribution):
     @property
     def variance(self):
         return self.total_count * self.probs * (1 - self.probs)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self):
-        return self._param.size()
 
     def sample(self, sample_shape=Size()):
         shape = self._extended_shape(sample_shape)

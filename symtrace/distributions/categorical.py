@@ -7,16 +7,17 @@ from .._dtype import int64
 from .._ops import arange, broadcast_tensors, finfo, full, multinomial
 from . import constraints
 from .distribution import Distribution
-from .utils import lazy_property, logits_to_probs, probs_to_logits
+from ._probs_logits import ProbsLogits
 
 __all__ = ["Categorical"]
 
 
-class Categorical(Distribution):
+class Categorical(ProbsLogits, Distribution):
     """Categorical(probs=None, logits=None, validate_args=None): integers in [0, K) with
     probabilities probs (normalized over the last dim) or softmax(logits)."""
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
     has_enumerate_support = True
+    _binary = False
 
     def __init__(self, probs=None, logits=None, validate_args=None):
         if (probs is None) == (logits is None):
@@ -38,35 +39,15 @@ class Categorical(Distribution):
         new = self._get_checked_instance(Categorical, _instance)
         batch_shape = Size(batch_shape)
         param_shape = Size(tuple(batch_shape) + (self._num_events,))
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(param_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(param_shape)
-            new._param = new.logits
+        self._expand_probs_or_logits(new, param_shape)
         new._num_events = self._num_events
         super(Categorical, new).__init__(batch_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new
 
-    def _new(self, *args, **kwargs):
-        return self._param.new_tensor(*args, **kwargs)
-
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):
         return constraints.integer_interval(0, self._num_events - 1)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits)
-
-    @property
-    def param_shape(self):
-        return self._param.size()
 
     @property
     def mean(self):

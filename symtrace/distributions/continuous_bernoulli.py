@@ -2,21 +2,20 @@
 [0, 1] (Loaiza-Ganem and Cunningham, 2019), as torch's: closed forms away from
 probs = 1/2 and Taylor expansions inside lims."""
 import math
-from numbers import Number
 
 from .._C import Size
 from .._ops import abs, expm1, log, log1p, ones_like, pow, rand, sqrt, where, zeros_like
 from ..autograd import no_grad
 from ..nn.functional import binary_cross_entropy_with_logits
 from . import constraints
+from ._probs_logits import ProbsLogits
 from .exp_family import ExponentialFamily
-from .utils import (_is_all_true, broadcast_all, clamp_probs, lazy_property, logits_to_probs,
-                    probs_to_logits)
+from .utils import _is_all_true, broadcast_all, clamp_probs, lazy_property, logits_to_probs
 
 __all__ = ["ContinuousBernoulli"]
 
 
-class ContinuousBernoulli(ExponentialFamily):
+class ContinuousBernoulli(ProbsLogits, ExponentialFamily):
     """ContinuousBernoulli(probs=None, logits=None, lims=(0.499, 0.501), validate_args=None):
     density C(p) p^x (1 - p)^(1 - x) on [0, 1]; probs in lims use Taylor expansions of the
     normalizer, mean and variance. rsample is the inverse cdf of uniform draws."""
@@ -26,40 +25,24 @@ class ContinuousBernoulli(ExponentialFamily):
     has_rsample = True
 
     def __init__(self, probs=None, logits=None, lims=(0.499, 0.501), validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        self._set_probs_or_logits(probs, logits)
         if probs is not None:
-            is_scalar = isinstance(probs, Number)
-            (self.probs,) = broadcast_all(probs)
             # validate 'probs' here if necessary as it is later clamped for numerical stability
             if validate_args is not None:
                 if not _is_all_true(self.arg_constraints["probs"].check(self.probs)):
                     raise ValueError("The parameter probs has invalid values")
-            self.probs = clamp_probs(self.probs)
-        else:
-            is_scalar = isinstance(logits, Number)
-            (self.logits,) = broadcast_all(logits)
-        self._param = self.probs if probs is not None else self.logits
-        batch_shape = Size() if is_scalar else self._param.size()
+            self.probs = self._param = clamp_probs(self.probs)
         self._lims = lims
-        super().__init__(batch_shape, validate_args=validate_args)
+        super().__init__(self._param.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(ContinuousBernoulli, _instance)
         new._lims = self._lims
         batch_shape = Size(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(batch_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(batch_shape)
-            new._param = new.logits
+        self._expand_probs_or_logits(new, batch_shape)
         super(ContinuousBernoulli, new).__init__(batch_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new
-
-    def _new(self, *args, **kwargs):
-        return self._param.new_tensor(*args, **kwargs)
 
     def _outside_unstable_region(self):
         return self.probs.le(self._lims[0]) | self.probs.gt(self._lims[1])
@@ -101,16 +84,8 @@ class ContinuousBernoulli(ExponentialFamily):
         return where(self._outside_unstable_region(), vars, taylor)
 
     @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
     def probs(self):
         return clamp_probs(logits_to_probs(self.logits, is_binary=True))
-
-    @property
-    def param_shape(self):
-        return self._param.size()
 
     def sample(self, sample_shape=Size()):
         shape = self._extended_shape(sample_shape)

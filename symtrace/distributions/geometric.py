@@ -1,37 +1,27 @@
 """symtrace.distributions.Geometric: the number of failures before the first success in
 Bernoulli trials, as torch's."""
-from numbers import Number
 
 from .._C import Size
 from .._ops import finfo, rand, where, zeros_like
 from ..autograd import no_grad
 from ..nn.functional import binary_cross_entropy_with_logits
 from . import constraints
+from ._probs_logits import ProbsLogits
 from .distribution import Distribution
-from .utils import _is_all_true, broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import _is_all_true, broadcast_all
 
 __all__ = ["Geometric"]
 
 
-class Geometric(Distribution):
+class Geometric(ProbsLogits, Distribution):
     """Geometric(probs=None, logits=None, validate_args=None): P(k) = (1 - p)^k p on
     k = 0, 1, 2, ..., p = probs or sigmoid(logits) (probs must be positive)."""
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.nonnegative_integer
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            (self.probs,) = broadcast_all(probs)
-        else:
-            (self.logits,) = broadcast_all(logits)
-        probs_or_logits = probs if probs is not None else logits
-        if isinstance(probs_or_logits, Number):
-            batch_shape = Size()
-        else:
-            batch_shape = probs_or_logits.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        self._set_probs_or_logits(probs, logits)
+        super().__init__(self._param.size(), validate_args=validate_args)
         if self._validate_args and probs is not None:
             value = self.probs
             valid = value > 0
@@ -44,10 +34,7 @@ class Geometric(Distribution):
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(Geometric, _instance)
         batch_shape = Size(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(batch_shape)
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(batch_shape)
+        self._expand_probs_or_logits(new, batch_shape)
         super(Geometric, new).__init__(batch_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new
@@ -63,14 +50,6 @@ class Geometric(Distribution):
     @property
     def variance(self):
         return (1.0 / self.probs - 1.0) / self.probs
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
 
     def sample(self, sample_shape=Size()):
         """sample(sample_shape=Size()) -> floor(log(U) / log(1 - p)), U uniform on [tiny, 1)."""

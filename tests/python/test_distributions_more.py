@@ -765,3 +765,49 @@ def test_compiled_matches_eager():
         assert_close(g, e.numpy(), rtol=1e-10, atol=1e-10)
     ex = st.explain(_several_log_probs, *[st.tensor(a) for a in args])
     assert ex.graph_count == 1 and ex.graph_break_count == 0
+
+
+# ---- the probs-or-logits parameter (distributions/_probs_logits.py), family by family
+_PL = {
+    "Bernoulli": {}, "Geometric": {}, "ContinuousBernoulli": {},
+    "Binomial": {"total_count": 5.0}, "NegativeBinomial": {"total_count": 3.0},
+    "LogitRelaxedBernoulli": {"temperature": 0.7}, "Categorical": {},
+}
+
+
+@pytest.mark.parametrize("name", sorted(_PL))
+@pytest.mark.parametrize("given", ["probs", "logits", "probs-number", "logits-number"])
+def test_probs_or_logits_against_torch(name, given):
+    torch = pytest.importorskip("torch")
+    kw = _PL[name]
+    cat = name == "Categorical"
+    if given.endswith("number"):
+        if cat:
+            pytest.skip("Categorical takes a tensor")
+        p = 0.3 if given.startswith("probs") else -0.4
+    else:
+        p = np.random.default_rng(1).uniform(0.1, 0.9, (2, 3))
+        if given.startswith("logits"):
+            p = np.log(p)
+    key = given.split("-")[0]
+    sarg = st.tensor(p, dtype=st.float64) if isinstance(p, np.ndarray) else p
+    targ = torch.tensor(p, dtype=torch.float64) if isinstance(p, np.ndarray) else p
+    def cls(mod):
+        return getattr(mod.relaxed_bernoulli if name.startswith("Logit") else mod, name)
+    s = cls(SD)(**kw, **{key: sarg})
+    t = cls(torch.distributions)(**kw, **{key: targ})
+    assert tuple(s.batch_shape) == tuple(t.batch_shape)
+    for attr in ("probs", "logits"):
+        np.testing.assert_allclose(np.asarray(getattr(s, attr).tolist()), getattr(t, attr).numpy(), rtol=1e-9, atol=1e-12)
+    shape = (4,) + tuple(t.batch_shape)
+    se, te = s.expand(shape), t.expand(shape)
+    assert tuple(se.batch_shape) == tuple(te.batch_shape)
+    assert tuple(se.probs.shape) == tuple(te.probs.shape)
+    np.testing.assert_allclose(np.asarray(se.logits.tolist()), te.logits.numpy(), rtol=1e-9, atol=1e-12)
+    if name not in ("Geometric",):
+        assert tuple(s.param_shape) == tuple(t.param_shape)
+        assert s._new([1.0]).dtype == s._param.dtype
+    with pytest.raises(ValueError, match="Either `probs` or `logits`"):
+        cls(SD)(**kw, probs=sarg, logits=sarg)
+    with pytest.raises(ValueError, match="Either `probs` or `logits`"):
+        cls(SD)(**kw)
