@@ -138,9 +138,16 @@ static st_tensor *fresh(PyObject *self) {
     return t;
 }
 
+/* As torch's view meta answers: the flag, or a view (taken with grad) of a
+ * base that requires grad. A stale view's history is not made for it: a
+ * split output whose base was written answers, as torch's, where using it
+ * raises. */
 static PyObject *get_requires_grad(PyObject *self, void *c) {
-    st_tensor *t = fresh(self);
-    return t ? PyBool_FromLong(t->requires_grad) : NULL;
+    st_tensor *t = st_fe_unwrap(self);
+    if (st_ad_view_stale(t))
+        return PyBool_FromLong(t->requires_grad ||
+                               (t->view_base && t->view_grad && t->view_base->requires_grad));
+    return PyBool_FromLong(t->requires_grad);
 }
 
 static int set_requires_grad(PyObject *self, PyObject *v, void *c) {

@@ -366,3 +366,47 @@ def test_multi_output_read_before_base_write_as_torch():
     (so.sum() + s7.sum()).backward()
     np.testing.assert_array_equal(so.detach().numpy(), out.detach().numpy())
     np.testing.assert_array_equal(xs.grad.numpy(), x.grad.numpy())
+
+
+@pytest.mark.parametrize("rg", [True, False])
+def test_stale_multi_output_answers_requires_grad(rg):
+    # a split output whose base was written: torch answers requires_grad (the view's
+    # flag, or its base's) while grad_fn, is_leaf and any use raise; symtrace's getter
+    # made the view's history first and raised
+    x = _base(st, rg).clone()
+    a, _ = x.split(2)
+    x.mul_(2)
+    assert a.requires_grad is rg
+    assert a.shape == (2, 3)
+    if rg:
+        with pytest.raises(RuntimeError, match="returns multiple views"):
+            a.grad_fn
+        with pytest.raises(RuntimeError, match="returns multiple views"):
+            (a * 1).sum()
+    # a base that needs no gradient until it is written with one that does
+    w = st.ones(4, 3, requires_grad=True)
+    y = _base(st, False) * 1
+    a, _ = y.split(2)
+    with st.no_grad():
+        c, _ = y.split(2)
+    y.add_(w)
+    assert a.requires_grad and not c.requires_grad
+
+
+def test_stale_multi_output_requires_grad_as_torch():
+    # (a view taken under no_grad of a base that requires grad answers True in torch,
+    # though nothing flows back through it; symtrace answers False, stale or not: a
+    # known difference, not checked here)
+    torch = pytest.importorskip("torch")
+    for m in (st, torch):
+        w = m.ones(4, 3, requires_grad=True)
+        y = _base(m, False) * 1
+        a, _ = y.split(2)
+        y.add_(w)
+        assert a.requires_grad, m.__name__
+        x = _base(m, True).clone()
+        a, _ = x.split(2)
+        x.mul_(2)
+        assert a.requires_grad, m.__name__
+        with pytest.raises(RuntimeError, match="returns multiple views"):
+            a.is_leaf
