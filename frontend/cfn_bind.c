@@ -257,7 +257,8 @@ static PyObject *cfn_from_trace(PyObject *self, PyObject *args, PyObject *kw)
     st_tensor **ins = NULL;
     int nins = 0, *wb_in = NULL, nwb = 0;
     bool *rg0 = NULL;    /* requires_grad when first read (see st_rt_trace_end3) */
-    st_graph *g = st_rt_trace_end3(outs, nout, &ins, &nins, &wb_in, &nwb, NULL, NULL, &rg0);
+    st_graph *g = st_rt_trace_end3(outs, nout, &ins, &nins, &wb_in, &nwb, NULL, NULL, &rg0,
+                                   NULL);
     free(outs);
     Py_DECREF(r);
     if (!g)

@@ -791,18 +791,28 @@ static PyObject *m_clone(PyObject *self, PyObject *a) {
     memset(&at, 0, sizeof at);
     return run1(ST_OP_COPY, &in, 1, &at, NULL);
 }
-static PyObject *m_detach(PyObject *self, PyObject *a) {
+/* detach(), and t.data (data: writes through it and its views move no
+ * version, as torch's .data has a counter of its own) */
+static PyObject *detached(PyObject *self, bool data) {
     st_tensor *t = st_fe_unwrap(self);
     st_tensor *r = st_tensor_view_of(t, t->ndim, t->shape, t->strides, t->offset);
+    if (r) r->own_version = data;
     /* traced as an identity under a stop-gradient (runtime/trace.c) */
     if (r && st_rt_trace_active()) st_rt_trace_detach(t, r);
     return st_fe_wrap(r);
+}
+static PyObject *m_detach(PyObject *self, PyObject *a) {
+    return detached(self, false);
+}
+static PyObject *m_data_alias(PyObject *self, PyObject *a) {
+    return detached(self, true);
 }
 static PyObject *m_storage_nbytes(PyObject *self, PyObject *a) {
     return PyLong_FromSize_t(st_fe_unwrap(self)->storage->nbytes);
 }
 static PyObject *m_bump_version(PyObject *self, PyObject *a) {
-    st_fe_unwrap(self)->storage->version++;
+    if (!st_fe_unwrap(self)->own_version)
+        st_fe_unwrap(self)->storage->version++;
     Py_RETURN_NONE;
 }
 
@@ -833,6 +843,7 @@ static PyMethodDef tensor_methods[] = {
     {"contiguous", m_contiguous, METH_NOARGS, "a contiguous tensor"},
     {"clone", m_clone, METH_NOARGS, "a copy"},
     {"detach", m_detach, METH_NOARGS, "a view outside autograd"},
+    {"_data_alias", m_data_alias, METH_NOARGS, "t.data: detach() whose writes move no version"},
     {"_bump_version", m_bump_version, METH_NOARGS, "mark an in-place write"},
     {"_storage_nbytes", m_storage_nbytes, METH_NOARGS, "bytes of the whole storage"},
     {NULL},

@@ -62,6 +62,7 @@ struct st_fe_dyn {
     const char *backend;
     bool *rg;
     int *wb_out, *wb_in, nwb, nvisible;
+    bool *wb_quiet;
     /* instances by symbol values */
     int nsym, n;
     struct { int64_t *key; void *cfn; uint64_t used; } inst[16];
@@ -2459,8 +2460,9 @@ int tr_dyn_finish(tr_state *s, st_fe_entry *e, const st_graph *g, st_tensor *con
     dy->rg = malloc(sizeof(bool) * (size_t)(nin + 1));
     dy->wb_out = malloc(sizeof(int) * (size_t)(o->nwriteback + 1));
     dy->wb_in = malloc(sizeof(int) * (size_t)(o->nwriteback + 1));
+    dy->wb_quiet = calloc((size_t)o->nwriteback + 1, sizeof(bool));
     dy->tmpl = st_ir_graph_clone(g);
-    if (!dy->attr || !dy->in_expr || !dy->rg || !dy->wb_out || !dy->wb_in || !dy->tmpl)
+    if (!dy->attr || !dy->in_expr || !dy->rg || !dy->wb_out || !dy->wb_in || !dy->wb_quiet || !dy->tmpl)
         return tr_break(s, "out of memory");
     for (int i = 0; i < d->nattr; i++) {
         int ns = d->attr[i].stmt < nsmap ? smap[d->attr[i].stmt] : -1;
@@ -2490,6 +2492,7 @@ int tr_dyn_finish(tr_state *s, st_fe_entry *e, const st_graph *g, st_tensor *con
     for (int k = 0; k < o->nwriteback; k++) {
         dy->wb_out[k] = o->writeback_out[k];
         dy->wb_in[k] = o->writeback_in[k];
+        dy->wb_quiet[k] = o->writeback_quiet && o->writeback_quiet[k];
     }
     /* the guards of the symbols' tensors check ranks, not sizes */
     for (int i = 0; i < s->guards.n; i++) {
@@ -2531,6 +2534,7 @@ void st_fe_dyn_free(struct st_fe_dyn *dy)
     free(dy->rg);
     free(dy->wb_out);
     free(dy->wb_in);
+    free(dy->wb_quiet);
     free(dy);
 }
 
@@ -2564,6 +2568,7 @@ void *st_fe_dyn_cfn(st_fe_entry *e, const st_fe_frame *f, PyObject **memo)
     }
     st_rt_cfn_opts o = {.backend = dy->backend, .input_requires_grad = dy->rg,
                         .writeback_out = dy->wb_out, .writeback_in = dy->wb_in,
+                        .writeback_quiet = dy->wb_quiet,
                         .nwriteback = dy->nwb, .nvisible = dy->nvisible};
     st_rt_cfn *c = st_rt_cfn_new(g, &o);
     if (!c) {

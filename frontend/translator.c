@@ -635,7 +635,7 @@ static st_fe_entry *finish(tr_state *s)
     st_tensor **ins = NULL;
     int nin = 0, *wb_in = NULL, nwb = 0;
     int *wb_out = NULL;
-    bool *rg = NULL, *rg0 = NULL;
+    bool *rg = NULL, *rg0 = NULL, *wb_quiet = NULL;
     int *smap = NULL, nsmap = 0;
     if (!e) {
         tr_break(s, "out of memory");
@@ -659,7 +659,8 @@ static st_fe_entry *finish(tr_state *s)
     bool gm = st_rt_trace_grad_seen() || st_ad_grad_enabled();
     bool want_smap = s->dyn || s->nckpt > 0;
     st_graph *g = st_rt_trace_end3(ol.outs, ol.nout, &ins, &nin, &wb_in, &nwb,
-                                   want_smap ? &smap : NULL, want_smap ? &nsmap : NULL, &rg0);
+                                   want_smap ? &smap : NULL, want_smap ? &nsmap : NULL, &rg0,
+                                   &wb_quiet);
     if (!g) {
         const char *m = st_err_msg();
         tr_break(s, "%s%s", strncmp(m, "trace failed: ", 14) ? "trace failed: " : "", m);
@@ -726,7 +727,8 @@ static st_fe_entry *finish(tr_state *s)
         st_rt_cfn_opts o = {
             .backend = bname,
             .input_requires_grad = rg, .writeback_out = wb_out,
-            .writeback_in = wb_in, .nwriteback = nwb, .nvisible = ol.nout,
+            .writeback_in = wb_in, .writeback_quiet = wb_quiet, .nwriteback = nwb,
+            .nvisible = ol.nout,
             .grad_inside = gm && !s->guards.grad_mode,
         };
         if (s->dyn && tr_dyn_finish(s, e, g, ins, nin, smap, nsmap, &o) < 0) {
@@ -757,6 +759,7 @@ done:
     free(ins);
     free(wb_in);
     free(wb_out);
+    free(wb_quiet);
     free(rg);
     free(rg0);
     free(ol.outs);

@@ -34,6 +34,8 @@ struct st_rt_cfn {
     bool grad_inside;          /* st_rt_cfn_opts' */
     int nwb, *wb_out, *wb_in;
     bool *wb_grad;             /* per writeback: written in grad mode */
+    bool *wb_quiet;            /* per writeback: only .data aliases wrote it
+                                  (the copy moves no version) */
     bool *wb_own;              /* per writeback: the old value is read only
                                   by the ops that write it (x.mul_(w)) */
     /* per visible output: the input it is a view of after the run (-1:
@@ -846,13 +848,15 @@ st_rt_cfn *st_rt_cfn_new(st_graph *g, const st_rt_cfn_opts *o)
             f->wb_in[k] = b;
         }
         f->wb_grad = calloc((size_t)f->nwb, sizeof(bool));
-        if (!f->wb_grad) {
+        f->wb_quiet = calloc((size_t)f->nwb, sizeof(bool));
+        if (!f->wb_grad || !f->wb_quiet) {
             st_err(ST_ERR_MEMORY, "cfn: out of host memory");
             goto fail;
         }
         for (int k = 0; k < f->nwb; k++) {
             int p = g->values[g->outputs[f->wb_out[k]]].producer;
             f->wb_grad[k] = p >= 0 && !in_nograd(g, p);
+            f->wb_quiet[k] = o->writeback_quiet && o->writeback_quiet[k];
         }
     }
     if (find_aliases(f) != ST_OK)
@@ -891,6 +895,7 @@ void st_rt_cfn_free(st_rt_cfn *f)
     free(f->wb_out);
     free(f->wb_in);
     free(f->wb_grad);
+    free(f->wb_quiet);
     free(f->wb_own);
     free(f->alias_in);
     free(f->alias_out);
@@ -1308,10 +1313,13 @@ static st_status writeback(st_rt_cfn *f, st_tensor *const *inputs,
         st_ad_set_grad_enabled(rec);
         st_operand op = {.t = src};
         st_tensor *given[ST_MAX_OUT] = {dst, NULL, NULL}, *r = NULL;
+        bool own = dst->own_version;
+        dst->own_version |= f->wb_quiet[k];      /* p.data.add_(g) */
         if (st_rt_eager(ST_OP_COPY, &op, 1, NULL, given, &r) < 0)
             s = st_err_kind();
         else
             st_tensor_decref(r);
+        dst->own_version = own;
     }
     st_ad_set_grad_enabled(was);
     return s;
@@ -1518,6 +1526,9 @@ static st_status cfn_run(st_rt_cfn *f, st_tensor *const *inputs, st_tensor **out
         int last = f->alias_at[k + 1] - 1;
         bool own = last >= f->alias_at[k] &&
                    (f->g->stmts[f->alias_stmt[last]].attrs.flags & ST_VIEW_OWN);
+        /* a .data alias (or a view of one) made again as one */
+        for (int j = f->alias_at[k]; j <= last; j++)
+            outs[k]->own_version |= (f->g->stmts[f->alias_stmt[j]].attrs.flags & ST_VIEW_DATA) != 0;
         if (!seen && ((f->alias_in[k] < 0 && f->alias_out[k] < 0) || own)) {
             outs[k]->view_base = NULL;
             if (own)

@@ -331,7 +331,8 @@ static st_status exec_impl(st_kprog *p, st_backend *be, void *compiled,
             for (int b = 0; b < k->nbufs; b++) {
                 int v = k->bufs[b].value;
                 if (k->bufs[b].is_out && vals[v] && !flags[v]) {
-                    vals[v]->storage->version++;
+                    if (!vals[v]->own_version)
+                        vals[v]->storage->version++;
                     flags[v] = V_BUMPED;
                 }
             }

@@ -134,6 +134,10 @@ typedef struct st_tensor {
      * it under autograd, and its use after its base's history changed */
     uint8_t view_multi;
     int32_t view_multi_nr;
+    /* a .data alias or a view of one: writes through it do not move the
+     * storage's version (torch's .data has a version counter of its own:
+     * autograd does not see them) */
+    bool own_version;
 } st_tensor;
 enum { ST_VIEW_MULTI_NONE, ST_VIEW_MULTI_SPLIT, ST_VIEW_MULTI_SPLIT_SIZES,
        ST_VIEW_MULTI_UNBIND };
@@ -149,6 +153,9 @@ enum { ST_VIEW_MULTI_NONE, ST_VIEW_MULTI_SPLIT, ST_VIEW_MULTI_SPLIT_SIZES,
  * reshape that copied: torch's _unsafe_view of the copy): the compiled
  * function's run returns it as no view either (runtime/cfn.c) */
 #define ST_VIEW_OWN (1 << 28)
+/* A traced detach that made a .data alias (st_tensor.own_version): the
+ * compiled function's run marks what it makes again the same way */
+#define ST_VIEW_DATA (1 << 27)
 
 st_storage *st_storage_new(st_device *dev, size_t nbytes);
 /* Wraps external memory; ext_free(ctx) is called on last release. */
@@ -577,11 +584,13 @@ st_graph *st_rt_trace_end2(st_tensor *const *outputs, int nout,
  * and (input_rg not NULL) each input's requires_grad when the trace first
  * read it (malloc'd, *ninputs of them; caller frees): an in-place write
  * with an operand that requires grad sets an input's flag after the
- * values computed from its old value. */
+ * values computed from its old value; and (wb_quiet not NULL) per
+ * written-back input whether only .data aliases wrote it (malloc'd, *nwb
+ * of them; caller frees): its writeback moves no version. */
 st_graph *st_rt_trace_end3(st_tensor *const *outputs, int nout,
                            st_tensor ***inputs, int *ninputs,
                            int **wb_in, int *nwb, int **stmt_map, int *nstmt_map,
-                           bool **input_rg);
+                           bool **input_rg, bool **wb_quiet);
 /* Dynamic shapes (frontend/tr_dynamic.c) look at the trace while it runs:
  * its graph so far (borrowed; NULL when none is active or a PyLayer's
  * backward is being traced), the value a tensor maps to (-1: none), and
@@ -702,6 +711,9 @@ typedef struct {
      * those outputs are internal (not among the user-visible outputs,
      * which are the first nvisible ones) */
     const int *writeback_out, *writeback_in;
+    /* per writeback (NULL: none): the trace wrote that input only through
+     * .data aliases, so the copy back moves no version (as eager's) */
+    const bool *writeback_quiet;
     int nwriteback;
     int nvisible;
     /* some op of the graph ran with grad on when it was traced although

@@ -198,6 +198,7 @@ st_tensor *st_tensor_view_of(st_tensor *base, int ndim, const int64_t *shape,
     st_storage_incref(base->storage);
     t->offset = offset;
     t->dtype = base->dtype;
+    t->own_version = base->own_version;
     t->ndim = ndim;
     for (int d = 0; d < ndim; d++) {
         t->shape[d] = shape[d];

@@ -64,6 +64,9 @@ typedef struct {
 
 typedef struct {
     st_storage *orig, *copy;   /* owned references */
+    bool loud;                 /* written through a tensor that is no .data
+                                  alias (st_tensor.own_version): the
+                                  writeback moves the version */
 } backup;
 
 /* A tensor's geometry and history before an in-place view op. */
@@ -362,7 +365,8 @@ static void restore(trace_state *s)
         }
         t->output_nr = b->output_nr;
         t->requires_grad = b->requires_grad;
-        t->storage->version++;
+        if (!t->own_version)
+            t->storage->version++;
     }
     for (int k = 0; k < s->nbk; k++) {
         st_storage *o = s->bk[k].orig, *c = s->bk[k].copy;
@@ -490,7 +494,8 @@ void st_rt_trace_will_write(st_tensor *t)
     trace_state *r = root_of(s);
     bool have = false;
     for (int k = 0; k < r->nbk && !have; k++)
-        have = r->bk[k].orig == t->storage;
+        if ((have = r->bk[k].orig == t->storage))
+            r->bk[k].loud |= !t->own_version;
     if (!have) {
         st_storage *o = t->storage;
         if (r->nbk == r->cap_bk) {
@@ -516,6 +521,7 @@ void st_rt_trace_will_write(st_tensor *t)
         }
         st_storage_incref(o);
         r->bk[r->nbk].orig = o;
+        r->bk[r->nbk].loud = !t->own_version;
         r->bk[r->nbk++].copy = c;
     }
 }
@@ -1197,13 +1203,24 @@ static int view_of_input(trace_state *s, st_tensor *t)
     return v;
 }
 
+/* The written input at storage stg was written only through .data aliases. */
+static bool quiet_write(const trace_state *s, const st_storage *stg)
+{
+    for (int k = 0; k < s->nbk; k++)
+        if (s->bk[k].orig == stg)
+            return !s->bk[k].loud;
+    return false;
+}
+
 static st_graph *end_impl(st_tensor *const *outputs, int nout,
                           st_tensor ***inputs, int *ninputs, int **wb_in,
                           int *nwb, int **stmt_map, int *nstmt_map,
-                          bool **input_rg)
+                          bool **input_rg, bool **wb_quiet)
 {
     if (input_rg)
         *input_rg = NULL;
+    if (wb_quiet)
+        *wb_quiet = NULL;
     if (stmt_map)
         *stmt_map = NULL;
     if (nstmt_map)
@@ -1276,15 +1293,19 @@ static st_graph *end_impl(st_tensor *const *outputs, int nout,
                   "cannot replay it");
     }
     int *wb = NULL, *wv = NULL, nw = 0;
+    bool *wq = NULL;
     if (wb_in && !s->failed) {
         int m = s->ninputs > 0 ? s->ninputs : 1;
         wb = malloc(sizeof(int) * (size_t)m);
         wv = malloc(sizeof(int) * (size_t)m);
-        if (!wb || !wv)
+        wq = wb_quiet ? malloc(sizeof(bool) * (size_t)m) : NULL;
+        if (!wb || !wv || (wb_quiet && !wq))
             failf(s, "out of host memory");
         for (int k = 0; wb && wv && k < s->ninputs; k++) {
             tslot *e = find(s, s->inputs[k]);
             if (e && e->value != s->g->inputs[k]) {
+                if (wq)
+                    wq[nw] = quiet_write(s, s->inputs[k]->storage);
                 wv[nw] = e->value;
                 wb[nw++] = k;
             }
@@ -1296,6 +1317,7 @@ static st_graph *end_impl(st_tensor *const *outputs, int nout,
         snprintf(reason, sizeof reason, "%s", s->reason);
         free(ids);
         free(wb);
+        free(wq);
         free(wv);
         st_rt_trace_abort();
         st_err(ST_ERR_RUNTIME, "trace failed: %s", reason);
@@ -1313,6 +1335,7 @@ static st_graph *end_impl(st_tensor *const *outputs, int nout,
     int *sm = NULL;
     if (stmt_map && !(sm = malloc(sizeof(int) * (size_t)(s->g->nstmts + 1)))) {
         free(wb);
+        free(wq);
         state_free(s);
         st_err(ST_ERR_MEMORY, "trace_end: out of host memory");
         return NULL;
@@ -1329,6 +1352,7 @@ static st_graph *end_impl(st_tensor *const *outputs, int nout,
         if (st_err_kind() == ST_OK)
             st_err(ST_ERR_MEMORY, "trace_end: out of host memory");
         free(wb);
+        free(wq);
         state_free(s);
         return NULL;
     }
@@ -1344,6 +1368,10 @@ static st_graph *end_impl(st_tensor *const *outputs, int nout,
         *wb_in = wb;
         *nwb = nw;
     }
+    if (wb_quiet)
+        *wb_quiet = wq;
+    else
+        free(wq);
     state_free(s); /* drops the backups: the writes stand */
     return g;
 }
@@ -1351,7 +1379,7 @@ static st_graph *end_impl(st_tensor *const *outputs, int nout,
 st_graph *st_rt_trace_end(st_tensor *const *outputs, int nout,
                           st_tensor ***inputs, int *ninputs)
 {
-    return end_impl(outputs, nout, inputs, ninputs, NULL, NULL, NULL, NULL, NULL);
+    return end_impl(outputs, nout, inputs, ninputs, NULL, NULL, NULL, NULL, NULL, NULL);
 }
 
 st_graph *st_rt_trace_end2(st_tensor *const *outputs, int nout,
@@ -1363,13 +1391,13 @@ st_graph *st_rt_trace_end2(st_tensor *const *outputs, int nout,
         st_err(ST_ERR_VALUE, "trace_end2: null argument");
         return NULL;
     }
-    return end_impl(outputs, nout, inputs, ninputs, wb_in, nwb, NULL, NULL, NULL);
+    return end_impl(outputs, nout, inputs, ninputs, wb_in, nwb, NULL, NULL, NULL, NULL);
 }
 
 st_graph *st_rt_trace_end3(st_tensor *const *outputs, int nout,
                            st_tensor ***inputs, int *ninputs,
                            int **wb_in, int *nwb, int **stmt_map, int *nstmt_map,
-                           bool **input_rg)
+                           bool **input_rg, bool **wb_quiet)
 {
     if (!wb_in || !nwb || (!stmt_map) != (!nstmt_map)) {
         st_rt_trace_abort();
@@ -1377,7 +1405,7 @@ st_graph *st_rt_trace_end3(st_tensor *const *outputs, int nout,
         return NULL;
     }
     return end_impl(outputs, nout, inputs, ninputs, wb_in, nwb, stmt_map, nstmt_map,
-                    input_rg);
+                    input_rg, wb_quiet);
 }
 
 st_graph *st_rt_trace_graph(void)
@@ -1428,6 +1456,8 @@ void st_rt_trace_detach(st_tensor *src, st_tensor *out)
     a.ndims = src->ndim;
     for (int d = 0; d < src->ndim; d++)
         a.dims[d] = d;
+    if (out->own_version)
+        a.flags = ST_VIEW_DATA;
     int first = s->g->nstmts, outs[ST_MAX_OUT];
     int r = emit(s, ST_OP_PERMUTE, &v, 1, &a, outs);
     if (r < 0 || !map_set(s, out, r, false))

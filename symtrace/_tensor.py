@@ -77,7 +77,9 @@ class Tensor(_C.TensorBase):
 
     @property
     def data(self):
-        return self.detach()
+        """A detached alias whose in-place writes autograd does not see (no version moves:
+        torch's .data has a version counter of its own)."""
+        return self._data_alias()
 
     @data.setter
     def data(self, value):

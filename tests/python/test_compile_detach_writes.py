@@ -153,3 +153,41 @@ def test_parameter_update_through_data_is_one_graph():
     g1 = st._C._fe_stats()
     assert g1["breaks"] == g0["breaks"]
     assert g1["graphs"] - g0["graphs"] == 1
+
+
+# ---- writes through .data move no version (torch's .data has a counter of its own):
+# a tensor saved for backward, written through .data, is read by the backward as
+# written; through .detach() (which shares the version) the backward refuses
+def _write_saved_out(z):
+    z.data.mul_(2)                      # a break: z was saved by the graph before
+    return z
+
+
+def _write_input(z):
+    z.data[1:].add_(1)                  # written back to the input, quietly
+    return z.data.sum()
+
+
+def _once(L, fn, g):
+    """w.grad and the version change of z after g (fn or its compiled form) wrote
+    z = exp(w * x) through .data and z.sum() backpropagated"""
+    w = L.ones(3, requires_grad=True)
+    x = L.arange(3.0) + 1
+    z = (w * x).exp()
+    v0 = z._version
+    r = g(z)
+    z = r if fn is _write_saved_out else z
+    z.sum().backward()
+    return [round(v, 3) for v in w.grad.tolist()], z._version - v0
+
+
+@pytest.mark.parametrize("fn", [_write_saved_out, _write_input])
+def test_writes_through_data_leave_versions_as_eager(fn):
+    st.reset()
+    cf = st.compile(fn)
+    want = _once(st, fn, fn)
+    assert want[1] == 0
+    for _ in range(3):
+        assert _once(st, fn, cf) == want
+    torch = pytest.importorskip("torch")
+    assert _once(torch, fn, fn) == want

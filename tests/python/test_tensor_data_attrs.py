@@ -34,6 +34,43 @@ def test_data_setter_as_torch(torch):
     assert q is p and isinstance(p, st.nn.Parameter) and p.tolist() == [0.0, 1.0, 2.0]
 
 
+def _data_write_then_backward(L, how):
+    w = L.ones(3, requires_grad=True)
+    x = L.arange(3.0) + 1
+    z = (w * x).exp()                   # exp saves its output z
+    ver = z._version
+    if how == "data":
+        z.data.mul_(2)                  # autograd does not see it: the backward reads 2z
+    elif how == "data_view":
+        z.data[1:].mul_(2)
+    elif how == "detach":
+        z.detach().mul_(2)              # shares z's version: the backward refuses
+    try:
+        z.sum().backward()
+    except RuntimeError as e:
+        assert "modified by an inplace operation" in str(e)
+        return "raise", z._version - ver
+    return [round(v, 4) for v in w.grad.tolist()], z._version - ver
+
+
+@pytest.mark.parametrize("how", ["data", "data_view", "detach"])
+def test_writes_through_data_move_no_version(how):
+    got = _data_write_then_backward(st, how)
+    e = np.exp(np.arange(3.0) + 1)
+    want = {"data": ([round(v, 4) for v in 2 * e * (np.arange(3.0) + 1)], 0),
+            "data_view": ([round(v, 4) for v in e * (np.arange(3.0) + 1) * [1, 2, 2]], 0),
+            "detach": ("raise", 1)}[how]
+    assert got[0] == pytest.approx(want[0], rel=1e-5) if how != "detach" else got[0] == "raise"
+    assert got[1] == want[1]
+
+
+@pytest.mark.parametrize("how", ["data", "data_view", "detach"])
+def test_writes_through_data_as_torch(torch, how):
+    a, b = _data_write_then_backward(st, how), _data_write_then_backward(torch, how)
+    assert a[1] == b[1]
+    assert a[0] == b[0] if how == "detach" else a[0] == pytest.approx(b[0], rel=1e-5)
+
+
 def test_set_and_resize_as_torch(torch):
     for L in (st, torch):
         y = L.arange(6.0)
