@@ -443,8 +443,22 @@ static st_graph *compact(bctx *c, const int *seeds, int nseeds,
         avail[v] = p >= 0 && fwd_of[p] == v && live[p];
         fmap[v] = -1;
     }
+    /* a forward output is not rematerialized: it exists anyway (saving it
+     * costs no memory while the caller holds it, as eager's saved tensors),
+     * and an in-place write into it after the run must fail the backward
+     * that reads it, as eager's version check does (w = y * z; y.mul_(2)) */
+    bool *fout = calloc((size_t)nf, sizeof *fout);
+    if (!fout) {
+        ok = false;
+        st_err(ST_ERR_MEMORY, "backward: out of memory");
+        free(only_pw);
+        goto done;
+    }
+    for (int k = 0; k < c->f->noutputs; k++)
+        fout[c->f->outputs[k]] = true;
     for (int v = 0; v < c->f->nvalues; v++) {
-        if (!avail[v] || !only_pw[c->ph[v]] || c->f->values[v].kind != ST_VAL_STMT)
+        if (!avail[v] || !only_pw[c->ph[v]] || c->f->values[v].kind != ST_VAL_STMT ||
+            fout[v])
             continue;
         /* recomputable from the others: v itself not counted as available */
         avail[v] = false;
@@ -452,6 +466,7 @@ static st_graph *compact(bctx *c, const int *seeds, int nseeds,
         avail[v] = !remat[v];
     }
     free(only_pw);
+    free(fout);
     if (!ckpt_plan(c->f, avail, remat, ckr)) {
         ok = false;
         goto done;

@@ -40,10 +40,10 @@ CASES = [
     (written_after, lambda o: o[0], "ok"),       # z's gradient does not read exp's output
     (written_after, lambda o: o[1], "raise"),    # y's does (mul_ then exp's node)
     (read_after, lambda o: o[0], "ok"),
-    pytest.param(read_after, lambda o: o[1], "raise", marks=pytest.mark.xfail(
-        strict=True, reason="w = y * z saved y in eager; the compiled backward recomputes "
-        "exp(z) from z (rematerialization) and gives the gradient of the values before "
-        "the write instead of raising")),
+    # w = y * z saved y in eager; the compiled backward recomputed exp(z) from z (a
+    # rematerialization) and gave the gradient of the values before the write: a
+    # graph output is saved now, never recomputed
+    (read_after, lambda o: o[1], "raise"),
 ]
 
 
