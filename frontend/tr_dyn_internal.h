@@ -14,7 +14,8 @@
 extern int64_t tr_dyn_primes[NPROBE][MAXSYM];   /* probe values per symbol */
 
 typedef struct {
-    int stmt, slot, expr;        /* slot < ST_MAX_DIMS: dims[slot]; 100 + j: i[j] */
+    int stmt, slot, expr;        /* slot < ST_MAX_DIMS: dims[slot]; 100 + j: i[j];
+                                    200 + j: f[j] (an arange's start) */
 } symattr;
 
 struct tr_dyn {

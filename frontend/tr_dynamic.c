@@ -1790,10 +1790,12 @@ PyObject *tr_dyn_after_call(tr_state *s, tr_dyncall *dc, PyObject *r)
                 found = si;
         bool sym = (ea >= 0 && !sx_is_const(tab(s), ea)) || (eb >= 0 && !sx_is_const(tab(s), eb));
         int rc = 0;
-        if (sym && found >= 0 && vb > va && ea >= 0 && eb >= 0 && !tr_is_symint(a)) {
-            /* the start stays a constant of the statement (a float attribute) */
+        if (sym && found >= 0 && vb > va && ea >= 0 && eb >= 0) {
+            /* n = end - start elements from start (its float attribute, a
+             * kernel parameter: arange(past, past + q), GPT-2's positions) */
             int n = sx_new(tab(s), ST_SX_SUB, eb, ea, 0);
-            rc = n < 0 || add_rel(s, eb, ea, ST_SXC_GT, true) < 0 || push_attr(s, found, 0, n) < 0;
+            rc = n < 0 || add_rel(s, eb, ea, ST_SXC_GT, true) < 0 || push_attr(s, found, 0, n) < 0 ||
+                 (!sx_is_const(tab(s), ea) && push_attr(s, found, 200, ea) < 0);
         } else if (sym) {
             PyObject *p = tr_is_symint(a) ? specialize(s, a) : NULL;
             PyObject *q = tr_is_symint(b) ? specialize(s, b) : NULL;
@@ -1994,6 +1996,9 @@ int tr_dyn_before_subscr(tr_state *s, PyObject *tensor, PyObject *key, tr_dynsub
             Py_DECREF(items);
             return PyErr_Occurred() ? tr_break_exc(s, "dynamic shapes") : 0;
         }
+        /* empty (y[:, n:] = 0 at n == size) is guarded to stay empty: a
+         * write through it records nothing (an int argument n is not the
+         * size at the next call) */
         if (w->vstop < w->vstart) {
             if (add_rel(s, w->stop, w->start, ST_SXC_LT, true) < 0) {
                 Py_DECREF(items);
@@ -2001,7 +2006,8 @@ int tr_dyn_before_subscr(tr_state *s, PyObject *tensor, PyObject *key, tr_dynsub
             }
             w->stop = w->start;
             w->vstop = w->vstart;
-        } else if (add_rel(s, w->stop, w->start, ST_SXC_GE, true) < 0) {
+        } else if (add_rel(s, w->stop, w->start, w->vstop == w->vstart ? ST_SXC_EQ : ST_SXC_GE,
+                           true) < 0) {
             Py_DECREF(items);
             return -1;
         }
@@ -2255,7 +2261,8 @@ static int region_sync(const st_fe_symtab *tb, st_graph *g, const rattr *a, int 
                 return -1;
             st_attrs *at = &b->stmts[a[i].stmt].attrs;
             if (a[i].slot < 100) at->dims[a[i].slot] = v;
-            else at->i[a[i].slot - 100] = v;
+            else if (a[i].slot < 200) at->i[a[i].slot - 100] = v;
+            else at->f[a[i].slot - 200] = (double)v;
         }
         if (st_ir_reinfer(b) != ST_OK)
             return -1;
@@ -2483,7 +2490,8 @@ static int inst_apply(const st_fe_symtab *tb, st_graph *g, const symattr *attr, 
             return -1;
         st_attrs *at = &g->stmts[attr[i].stmt].attrs;
         if (attr[i].slot < 100) at->dims[attr[i].slot] = v;
-        else at->i[attr[i].slot - 100] = v;
+        else if (attr[i].slot < 200) at->i[attr[i].slot - 100] = v;
+        else at->f[attr[i].slot - 200] = (double)v;
     }
     return 0;
 }

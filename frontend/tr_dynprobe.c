@@ -69,7 +69,8 @@ int tr_dyp_apply_at(tr_state *s, st_graph *g, st_tensor *const *ins, int nin,
             return -1;
         st_attrs *at = &g->stmts[a->stmt].attrs;
         if (a->slot < 100) at->dims[a->slot] = v;
-        else at->i[a->slot - 100] = v;
+        else if (a->slot < 200) at->i[a->slot - 100] = v;
+        else at->f[a->slot - 200] = (double)v;
     }
     return st_ir_reinfer(g) == ST_OK ? 0 : -1;
 }

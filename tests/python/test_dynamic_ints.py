@@ -164,3 +164,28 @@ def test_int_as_fill_value_and_power_specialize():
     assert _check(lambda x, n: st.full((2, 3), n) + x[0, 0], vals=(2, 3, 2)) == 2
     assert _check(lambda x, n: x ** n, vals=(2, 3, 2)) == 2
     _m_symbolic("lambda x, n, m: x[:m] ** n + st.full((2, 1), n)[0, 0]", 3)
+
+
+# ---- arange with a symbolic start: the start is the statement's float attribute
+@pytest.mark.parametrize("dynamic,want", [(True, 1), (None, 2)])
+def test_arange_symbolic_start(dynamic, want):
+    assert _check(lambda x, n: st.arange(n, n + 4) * x[0, :4], dynamic=dynamic) == want
+    assert _check(lambda x, n: x[:, :4] + st.arange(n - 1, n + 3).float(), dynamic=dynamic) == want
+
+
+def test_arange_start_from_a_size():
+    # GPT-2's positions: arange(past, past + q) with past a cache's length
+    f = lambda x, past: x + st.arange(past.shape[1], past.shape[1] + x.shape[1]).float()
+    c = st.compile(f, dynamic=True)
+    for p, q in ((5, 2), (6, 2), (9, 2), (5, 2), (7, 3)):
+        x, pk = st.tensor(X[:2, :q]), st.zeros(2, p)
+        close(c(x, pk).tolist(), f(x, pk).tolist())
+    assert graphs() == 1
+
+
+def test_arange_matches_torch():
+    torch = pytest.importorskip("torch")
+    c = st.compile(lambda n: st.arange(n, 2 * n + 3), dynamic=True)
+    for n in VALS:
+        assert c(n).tolist() == torch.arange(n, 2 * n + 3).tolist()
+    assert graphs() == 1
