@@ -645,6 +645,11 @@ static int check_one(const st_fe_guard *g, PyObject *v, bool any_size)
     case ST_G_TYPE: return (PyObject *)Py_TYPE(v) == g->obj;
     case ST_G_ID:   return v == g->obj;
     case ST_G_EQ:
+        /* any_size: an int frame argument's value is left out too (it is
+         * a symbol under dynamic shapes: automatic dynamic for ints) */
+        if (any_size && g->src->kind == ST_SRC_LOCAL && !g->src->base &&
+            PyLong_CheckExact(v) && PyLong_CheckExact(g->obj))
+            return 1;
         return const_eq(v, g->obj);
     case ST_G_TENSOR: {
         if ((PyObject *)Py_TYPE(v) != g->obj) return 0;
@@ -703,7 +708,7 @@ static int check_one(const st_fe_guard *g, PyObject *v, bool any_size)
 }
 
 /* Guards [0, hi) are checked; static ones only when check_static.
- * any_size: tensor sizes are not checked, and the epochs are not recorded
+ * any_size: tensor sizes and int arguments' values are not checked, and the epochs are not recorded
  * (a pass says nothing about the sizes the entry was made for). */
 static int check_range_(st_fe_guardset *gs, const st_fe_frame *f, PyObject **memo,
                         const st_fe_guard **failed, int hi, bool check_static, bool any_size)

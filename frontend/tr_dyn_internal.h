@@ -14,7 +14,8 @@
 extern int64_t tr_dyn_primes[NPROBE][MAXSYM];   /* probe values per symbol */
 
 typedef struct {
-    int stmt, slot, expr;        /* slot < ST_MAX_DIMS: dims[slot]; 100 + j: i[j] */
+    int stmt, slot, expr;        /* slot < ST_MAX_DIMS: dims[slot]; 100 + j: i[j];
+                                    200 + j: f[j] (an arange's start) */
 } symattr;
 
 struct tr_dyn {
@@ -27,6 +28,8 @@ struct tr_dyn {
     int64_t mod[MAXSYM];         /* m >= 2: the symbol guarded divisible by m
                                     (x.reshape(b // 2, -1)): its probe values
                                     are m * a prime; 0: none */
+    bool intarg[MAXSYM];         /* an int frame argument's symbol (dim -1,
+                                    free: probed like a size, not folded) */
     PyObject *tsyms;             /* id(st_tensor) -> tuple of expr ids per dim */
     PyObject *tkeep;             /* capsules holding the tensors dims_of keyed
                                     by address (freed, another tensor could get
@@ -41,6 +44,12 @@ struct tr_dyn {
 };
 
 static inline st_fe_symtab *tab(tr_state *s) { return s->guards.sym; }
+
+/* Symbol k varies between instances: a size, or an int frame argument. */
+static inline bool tr_dyn_varsym(tr_state *s, int k)
+{
+    return s->guards.sym->dim[k] >= 0 || s->dyn->intarg[k];
+}
 
 static inline int64_t floordiv(int64_t a, int64_t b)
 {

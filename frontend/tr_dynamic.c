@@ -240,19 +240,32 @@ PyObject *st_fe_sym_guard_describe(const st_fe_guardset *gs, const st_fe_guard *
 }
 
 /* ---------------- translation state ---------------- */
+/* Probe values: primes from 1009 and 2003 for sizes; from 101 and 211 for
+ * int arguments (indices and lengths into tensors of a few hundred: a
+ * slice bound probed past its tensor's size would not hold). new_symbol
+ * sets tr_dyn_primes[.][k] from the one its kind uses. */
+static int64_t size_primes[NPROBE][MAXSYM], int_primes[NPROBE][MAXSYM];
+
+static void fill_primes(int64_t out[NPROBE][MAXSYM], int64_t c0, int64_t c1)
+{
+    for (int p = 0; p < NPROBE; p++) {
+        int64_t c = p ? c1 : c0;
+        for (int k = 0; k < MAXSYM; c++) {
+            bool pr = true;
+            for (int64_t d = 2; d * d <= c && pr; d++)
+                pr = c % d != 0;
+            if (pr)
+                out[p][k++] = c;
+        }
+    }
+}
+
 int tr_dyn_begin(tr_state *s, bool shapes)
 {
-    if (!tr_dyn_primes[0][0]) {
-        for (int p = 0; p < NPROBE; p++) {
-            int64_t c = p ? 2003 : 1009;
-            for (int k = 0; k < MAXSYM; c++) {
-                bool pr = true;
-                for (int64_t d = 2; d * d <= c && pr; d++)
-                    pr = c % d != 0;
-                if (pr)
-                    tr_dyn_primes[p][k++] = c;
-            }
-        }
+    if (!size_primes[0][0]) {
+        fill_primes(size_primes, 1009, 2003);
+        fill_primes(int_primes, 101, 211);
+        memcpy(tr_dyn_primes, size_primes, sizeof tr_dyn_primes);
     }
     s->dyn = calloc(1, sizeof *s->dyn);
     s->guards.sym = calloc(1, sizeof(st_fe_symtab));
@@ -443,8 +456,42 @@ static PyObject *lazy_value(PyObject *o)
                             : PyLong_FromLongLong(PyLong_AsLongLong(o));
 }
 
+static int new_symbol(tr_state *s, st_fe_src *src, int dim, int64_t val);
+
+/* An int frame argument under dynamic shapes (not 0 or 1, as sizes): a
+ * free symbol, guarded to be an int >= 2; its uses the translator follows
+ * (arithmetic, comparisons, slice bounds, shape arguments, a tensor
+ * operand) keep its expression, every other use specializes it. NULL:
+ * not one (the caller makes a lazy number), or an error set. */
+static PyObject *int_arg_symbol(tr_state *s, PyObject *v, st_fe_src *src)
+{
+    if (!s->dyn || !s->dyn->shapes || !st_fe_symint_cls || !PyLong_CheckExact(v) ||
+        src->kind != ST_SRC_LOCAL || src->base)
+        return NULL;
+    int ov = 0;
+    long long x = PyLong_AsLongLongAndOverflow(v, &ov);
+    if (ov || x < 2 || x > ((long long)1 << 40))
+        return NULL;
+    if (st_fe_guard_add(&s->guards, ST_G_TYPE, src, (PyObject *)&PyLong_Type) < 0)
+        return NULL;
+    int k = new_symbol(s, src, -1, x);
+    if (k < 0)
+        return NULL;
+    s->dyn->intarg[k] = true;
+    int e = sx_new(tab(s), ST_SX_SYM, -1, -1, k), two = sx_new(tab(s), ST_SX_CONST, -1, -1, 2);
+    if (e < 0 || two < 0 || add_rel(s, e, two, ST_SXC_GE, true) < 0)
+        return NULL;
+    return make_symint(s, x, e);
+}
+
 PyObject *tr_lazy_make(tr_state *s, PyObject *v, st_fe_src *src)
 {
+    PyObject *si = int_arg_symbol(s, v, src);
+    if (si || PyErr_Occurred()) {
+        PyErr_Clear();
+        if (si)
+            return si;
+    }
     bool fl = PyFloat_CheckExact(v);
     PyObject *cls = st_fe_lazy_cls[fl ? 1 : 0];
     if (!cls || !(fl || (PyLong_CheckExact(v) && !PyBool_Check(v))))
@@ -830,6 +877,8 @@ static int new_symbol(tr_state *s, st_fe_src *src, int dim, int64_t val)
             return -1;
         tb->capsym = nc;
     }
+    for (int p = 0; p < NPROBE; p++)
+        tr_dyn_primes[p][tb->nsym] = dim < 0 ? int_primes[p][tb->nsym] : size_primes[p][tb->nsym];
     tb->src[tb->nsym] = src;
     tb->dim[tb->nsym] = dim;
     tb->val[tb->nsym] = val;
@@ -881,7 +930,7 @@ static int fold_values(tr_state *s, int e)
     if (x.op == ST_SX_CONST)
         return e;
     if (x.op == ST_SX_SYM) {
-        if (tb->dim[x.c] >= 0)
+        if (tb->dim[x.c] >= 0 || (s->dyn->intarg[x.c] && !s->dyn->pinned[x.c]))
             return e;
         int c = sx_new(tb, ST_SX_CONST, -1, -1, tb->val[x.c]);
         if (c < 0 || add_rel(s, e, c, ST_SXC_EQ, true) < 0)
@@ -1742,10 +1791,12 @@ PyObject *tr_dyn_after_call(tr_state *s, tr_dyncall *dc, PyObject *r)
                 found = si;
         bool sym = (ea >= 0 && !sx_is_const(tab(s), ea)) || (eb >= 0 && !sx_is_const(tab(s), eb));
         int rc = 0;
-        if (sym && found >= 0 && vb > va && ea >= 0 && eb >= 0 && !tr_is_symint(a)) {
-            /* the start stays a constant of the statement (a float attribute) */
+        if (sym && found >= 0 && vb > va && ea >= 0 && eb >= 0) {
+            /* n = end - start elements from start (its float attribute, a
+             * kernel parameter: arange(past, past + q), GPT-2's positions) */
             int n = sx_new(tab(s), ST_SX_SUB, eb, ea, 0);
-            rc = n < 0 || add_rel(s, eb, ea, ST_SXC_GT, true) < 0 || push_attr(s, found, 0, n) < 0;
+            rc = n < 0 || add_rel(s, eb, ea, ST_SXC_GT, true) < 0 || push_attr(s, found, 0, n) < 0 ||
+                 (!sx_is_const(tab(s), ea) && push_attr(s, found, 200, ea) < 0);
         } else if (sym) {
             PyObject *p = tr_is_symint(a) ? specialize(s, a) : NULL;
             PyObject *q = tr_is_symint(b) ? specialize(s, b) : NULL;
@@ -1946,6 +1997,9 @@ int tr_dyn_before_subscr(tr_state *s, PyObject *tensor, PyObject *key, tr_dynsub
             Py_DECREF(items);
             return PyErr_Occurred() ? tr_break_exc(s, "dynamic shapes") : 0;
         }
+        /* empty (y[:, n:] = 0 at n == size) is guarded to stay empty: a
+         * write through it records nothing (an int argument n is not the
+         * size at the next call) */
         if (w->vstop < w->vstart) {
             if (add_rel(s, w->stop, w->start, ST_SXC_LT, true) < 0) {
                 Py_DECREF(items);
@@ -1953,7 +2007,8 @@ int tr_dyn_before_subscr(tr_state *s, PyObject *tensor, PyObject *key, tr_dynsub
             }
             w->stop = w->start;
             w->vstop = w->vstart;
-        } else if (add_rel(s, w->stop, w->start, ST_SXC_GE, true) < 0) {
+        } else if (add_rel(s, w->stop, w->start, w->vstop == w->vstart ? ST_SXC_EQ : ST_SXC_GE,
+                           true) < 0) {
             Py_DECREF(items);
             return -1;
         }
@@ -2207,7 +2262,8 @@ static int region_sync(const st_fe_symtab *tb, st_graph *g, const rattr *a, int 
                 return -1;
             st_attrs *at = &b->stmts[a[i].stmt].attrs;
             if (a[i].slot < 100) at->dims[a[i].slot] = v;
-            else at->i[a[i].slot - 100] = v;
+            else if (a[i].slot < 200) at->i[a[i].slot - 100] = v;
+            else at->f[a[i].slot - 200] = (double)v;
         }
         if (st_ir_reinfer(b) != ST_OK)
             return -1;
@@ -2435,7 +2491,8 @@ static int inst_apply(const st_fe_symtab *tb, st_graph *g, const symattr *attr, 
             return -1;
         st_attrs *at = &g->stmts[attr[i].stmt].attrs;
         if (attr[i].slot < 100) at->dims[attr[i].slot] = v;
-        else at->i[attr[i].slot - 100] = v;
+        else if (attr[i].slot < 200) at->i[attr[i].slot - 100] = v;
+        else at->f[attr[i].slot - 200] = (double)v;
     }
     return 0;
 }
@@ -2446,8 +2503,8 @@ int tr_dyn_finish(tr_state *s, st_fe_entry *e, const st_graph *g, st_tensor *con
     struct tr_dyn *d = s->dyn;
     st_fe_symtab *tb = tab(s);
     bool dims = false;
-    for (int k = 0; k < tb->nsym; k++)
-        dims |= tb->dim[k] >= 0;
+    for (int k = 0; d && k < tb->nsym; k++)
+        dims |= tb->dim[k] >= 0 || (d->intarg[k] && !d->pinned[k]);
     if (!d || !d->shapes || !dims)
         return 0;              /* no symbolic size: a static entry */
     struct st_fe_dyn *dy = calloc(1, sizeof *dy);

@@ -69,7 +69,8 @@ int tr_dyp_apply_at(tr_state *s, st_graph *g, st_tensor *const *ins, int nin,
             return -1;
         st_attrs *at = &g->stmts[a->stmt].attrs;
         if (a->slot < 100) at->dims[a->slot] = v;
-        else at->i[a->slot - 100] = v;
+        else if (a->slot < 200) at->i[a->slot - 100] = v;
+        else at->f[a->slot - 200] = (double)v;
     }
     return st_ir_reinfer(g) == ST_OK ? 0 : -1;
 }
@@ -596,7 +597,7 @@ int tr_dyp_recover(tr_state *s, int64_t r0, const int64_t *r)
      * (its residue mod b) must be the only one that fits the three points,
      * else the points do not tell which (odd probes, an odd size: none) */
     for (int k = 0; k < tb->nsym; k++) {
-        if (not_free(s, k) || tb->dim[k] < 0)
+        if (not_free(s, k) || !tr_dyn_varsym(s, k))
             continue;
         int64_t p0 = tr_dyn_primes[0][k] * mod_of(s, k), p1 = tr_dyn_primes[1][k] * mod_of(s, k);
         for (int64_t b = 2; b <= 8; b++) {
@@ -668,7 +669,7 @@ int tr_dyp_pin_involved(tr_state *s, int v, int d, int64_t now)
         return 0;
     bool hit[MAXSYM] = {false};
     for (int k = 0; k < tb->nsym; k++) {
-        if (tb->dim[k] < 0 || not_free(s, k))
+        if (!tr_dyn_varsym(s, k) || not_free(s, k))
             continue;
         int64_t pv[MAXSYM];
         for (int j = 0; j < tb->nsym; j++) {
