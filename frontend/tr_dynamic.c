@@ -33,6 +33,7 @@
  * without dynamic shapes. */
 #include "tr_dyn_internal.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -211,6 +212,19 @@ int st_fe_sym_guard_check(const st_fe_guardset *gs, const st_fe_guard *g,
     return cmp(g->sx_op, a, b) == g->want;
 }
 
+/* The expression text e names the symbol pat ("s1"): as a whole name, not
+ * the start of s10..s19. */
+static bool names_symbol(const char *e, const char *pat)
+{
+    size_t n = strlen(pat);
+    for (const char *p = strstr(e, pat); p; p = strstr(p + 1, pat)) {
+        bool start = p == e || !(isalnum((unsigned char)p[-1]) || p[-1] == '_');
+        if (start && !isdigit((unsigned char)p[n]))
+            return true;
+    }
+    return false;
+}
+
 PyObject *st_fe_sym_guard_describe(const st_fe_guardset *gs, const st_fe_guard *g)
 {
     static const char *const ops[] = {"<", "<=", "==", "!=", ">", ">="};
@@ -221,7 +235,7 @@ PyObject *st_fe_sym_guard_describe(const st_fe_guardset *gs, const st_fe_guard *
     for (int k = 0; names && k < gs->sym->nsym; k++) {
         char pat[16];
         snprintf(pat, sizeof pat, "s%d", k);
-        if (!strstr(a, pat) && !strstr(b, pat))
+        if (!names_symbol(a, pat) && !names_symbol(b, pat))
             continue;
         PyObject *r = st_fe_src_repr(gs->sym->src[k]);
         PyObject *n = !r ? NULL : gs->sym->dim[k] < 0

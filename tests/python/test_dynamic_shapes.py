@@ -205,6 +205,20 @@ def test_branch_on_a_size_guards_the_relation(monkeypatch):
     assert any("SYMBOLIC_SHAPE" in g and "> 2" in g for g in e.guards), e.guards
 
 
+def test_symbolic_guard_names_only_its_symbols(monkeypatch):
+    # a guard on s10 listed s1 too: names were matched as substrings
+    def f(a, b, c, d, e, g):
+        if g.shape[0] > 2:
+            return a.sum() + b.sum() + c.sum() + d.sum() + e.sum() + g.sum()
+        return a.sum()
+    monkeypatch.setenv("SYMTRACE_DYNAMIC", "1")
+    ex = st.explain(f, *[st.randn(3, 4) for _ in range(6)])
+    sym = [g for g in ex.guards if "SYMBOLIC_SHAPE" in g and "> 2" in g]
+    assert len(sym) == 1, ex.guards
+    names = sym[0].split("[", 1)[1]
+    assert "s10=L['g'].size(0)" in names and "s1=" not in names, sym[0]
+
+
 def test_guards_keep_rank_dtype_and_contiguity():
     def f(x):
         return (x * 2).sum(-1)
