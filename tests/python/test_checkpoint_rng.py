@@ -87,7 +87,11 @@ def assert_same(a, b):
         np.testing.assert_array_equal(p, q, err_msg=str(i))
 
 
-@pytest.mark.parametrize("backend", BACKENDS + [None])
+# cudaemu: the nvrtc renderer's CUDA C run on the CPU (when a C++ compiler is there)
+EMU = ["cudaemu"] if st._C._fe_backend_available("cudaemu") else []
+
+
+@pytest.mark.parametrize("backend", BACKENDS + EMU + [None])
 def test_checkpointed_dropout_gradients_are_bit_identical(backend):
     st.reset()
     plain, rs_plain = run_calls(False, backend)
@@ -156,9 +160,13 @@ def test_no_mask_is_saved_and_peak_memory_drops(backend):
     plain = _peak(False, 0.1, backend)
     ck = _peak(True, 0.1, backend)
     ck_nodrop = _peak(True, 0.0, backend)
-    # the masks are no longer kept: the checkpointed stack with dropout peaks where
-    # the one without dropout does (it used to keep depth masks on top)
-    assert ck < ck_nodrop + mask, (ck, ck_nodrop)
+    # the masks are no longer kept (they were: depth masks on top of ck_nodrop)
+    assert ck < ck_nodrop + depth * mask, (ck, ck_nodrop)
+    if st.config.fusion:
+        # fused, the recomputed draw lives in registers: the checkpointed stack with
+        # dropout peaks where the one without dropout does (unfused, one block's
+        # float draw is written out while its backward runs)
+        assert ck < ck_nodrop + mask, (ck, ck_nodrop)
     assert ck + depth * mask < plain, (ck, plain)
 
 
@@ -296,5 +304,8 @@ def test_hf_bert_checkpointed_training_matches_plain_losses():
     assert len(set(ck)) == len(ck)            # every step drew new masks
     assert peak_ck < 0.5 * peak_plain, (peak_ck, peak_plain)
     # no attention-probability masks (batch*heads*seq*seq bools a layer) are kept:
-    # the checkpointed model with dropout peaks as the one without (within 64 KiB)
-    assert peak_ck <= peak_nodrop + 65536, (peak_ck, peak_nodrop)
+    # the checkpointed model with dropout peaks as the one without (within 64 KiB;
+    # they were 512 KiB in all), unfused within about one layer's float draw
+    masks = 8 * 4 * 64 * 64
+    slack = 65536 if st.config.fusion else 5 * masks
+    assert peak_ck <= peak_nodrop + slack, (peak_ck, peak_nodrop)
