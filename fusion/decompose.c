@@ -350,6 +350,9 @@ static int dec_dropout(dctx *c, const st_stmt *s, int x)
     a.dtype = ST_FLOAT32;
     a.f[0] = 0.0;
     a.f[1] = 1.0;
+    /* a checkpoint's recomputation: the forward's numbers again */
+    a.flags = s->attrs.flags & ST_ATTR_RNG_REPLAY;
+    a.i[2] = a.flags ? s->attrs.i[2] : 0;
     int r = emit_n(c, ST_OP_RAND, &x, 1, &a);
     int keep = emit2(c, ST_OP_GE, r, fconst(c, p));
     int scaled = emit2(c, ST_OP_MUL, x, fconst(c, 1.0 / (1.0 - p)));

@@ -303,7 +303,8 @@ char *st_kernel_print(const st_kernel *k)
         sb_printf(&b, "\n");
     }
     if (k->uses_rng)
-        sb_printf(&b, "  uses rng\n");
+        sb_printf(&b, k->rng_replay ? "  uses rng (replays stmt %d's draw)\n"
+                                    : "  uses rng\n", k->rng_stmt);
     if (b.oom) {
         free(b.s);
         st_err(ST_ERR_MEMORY, "out of memory printing a kernel");

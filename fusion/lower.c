@@ -309,6 +309,17 @@ static st_status lower_create(st_kernel *k, const st_graph *g,
     return add_store(k, ob, st_fuse_create_node(k, g, s));
 }
 
+/* A random statement's kernel: it draws from the generator (reserving its
+ * points' counters at launch), or replays a forward draw (see st_kernel). */
+static void uses_rng(st_kernel *k, const st_graph *g, const st_stmt *s)
+{
+    k->uses_rng = true;
+    if (s->attrs.flags & ST_ATTR_RNG_REPLAY) {
+        k->rng_replay = true;
+        k->rng_stmt = (int)(s - g->stmts);
+    }
+}
+
 int st_fuse_create_node(st_kernel *k, const st_graph *g, const st_stmt *s)
 {
     st_dtype odt = vmeta(g, s->out[0])->dtype;
@@ -339,7 +350,7 @@ int st_fuse_create_node(st_kernel *k, const st_graph *g, const st_stmt *s)
     }
     case ST_OP_RAND:
     case ST_OP_RANDN: {
-        k->uses_rng = true;
+        uses_rng(k, g, s);
         st_dtype cdt = odt == ST_FLOAT64 ? ST_FLOAT64 : ST_FLOAT32;
         int p0 = attr_param(k, g, s, ST_KPARAM_ATTR_F0, ST_FLOAT64);
         int p1 = attr_param(k, g, s, ST_KPARAM_ATTR_F1, ST_FLOAT64);
@@ -365,7 +376,7 @@ int st_fuse_create_node(st_kernel *k, const st_graph *g, const st_stmt *s)
         break;
     }
     case ST_OP_RANDINT: {
-        k->uses_rng = true;
+        uses_rng(k, g, s);
         int p0 = attr_param(k, g, s, ST_KPARAM_ATTR_I0, ST_INT64);
         int p1 = attr_param(k, g, s, ST_KPARAM_ATTR_I1, ST_INT64);
         if (p0 < 0 || p1 < 0)

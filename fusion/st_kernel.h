@@ -159,6 +159,11 @@ typedef struct {
     int param_stmt[ST_K_MAX_PARAMS];
     int src_stmt;            /* statement of program graph lowered from */
     bool uses_rng;
+    /* rng_replay: the draw replays the forward run's (ST_ATTR_RNG_REPLAY of
+     * statement rng_stmt): launched at the replay base plus its attrs.i[2],
+     * reserving nothing (runtime/exec.c) */
+    bool rng_replay;
+    int rng_stmt;
     int stmt;                /* VIEW: statement index in the program graph */
 } st_kernel;
 

@@ -39,10 +39,19 @@
  * recomputed in the backward graph, whatever its statement (products,
  * reductions, softmax...), by replaying the range's statements it depends
  * on, just before its first reader; what those read from outside the range
- * is saved instead (its inputs: torch's checkpoint keeps them). Random
- * draws are never drawn again: a draw, or the same-size value pointwise
- * statements make from draws nothing else reads (a dropout's bool keep
- * mask ge(rand, p)), is saved, so the backward uses the forward's numbers.
+ * is saved instead (its inputs: torch's checkpoint keeps them). A random
+ * draw of a range is recomputed too, with the forward's numbers: the
+ * compiled forward reserves the generator's counters statement by statement
+ * (a draw of n points n counters, runtime/exec.c), so a draw's offset from
+ * the run's starting state is known here (draw_offsets); the replayed
+ * statement carries it (ST_ATTR_RNG_REPLAY, attrs.i[2]) and the runtime
+ * launches it at the state the forward run started from (runtime/cfn.c
+ * keeps it per tape node) plus that offset, reserving nothing. A draw whose
+ * offset is not known (a size not static, an earlier draw that may run out
+ * of order or not at all) is never drawn again: it, or the same-size value
+ * pointwise statements make from draws nothing else reads (a dropout's bool
+ * keep mask ge(rand, p)), is saved, so the backward uses the forward's
+ * numbers.
  *
  * Backward graph inputs: saved forward values (ascending forward value id),
  * then the loss gradient, an input of the loss's meta (callers feed ones for
@@ -186,9 +195,24 @@ static bool recomputable(const st_graph *f, int v, const bool *avail, int depth)
     return true;
 }
 
+static bool random_op(st_op_id op)
+{
+    return st_op(op)->kind == ST_OPK_RANDOM || op == ST_OP_DROPOUT;
+}
+
+/* A random statement whose operand gives only its shape (RAND, RANDN,
+ * RANDINT: the *_like form), not DROPOUT, whose operand is data. */
+static bool shape_operand(const st_stmt *s)
+{
+    return st_op(s->op)->kind == ST_OPK_RANDOM && s->nin == 1;
+}
+
 /* The backward value of forward value v (saved: its input; else replayed
- * from its forward statement), memoized in fmap; -1 with the error set. */
-static int replay_value(const st_graph *f, st_graph *b, int v, int *fmap)
+ * from its forward statement), memoized in fmap; -1 with the error set.
+ * A random statement is replayed as the forward's draw (rel: the draws'
+ * offsets, draw_offsets), with static dims in place of a shape operand. */
+static int replay_value(const st_graph *f, st_graph *b, int v, int *fmap,
+                        const int64_t *rel)
 {
     if (fmap[v] >= 0)
         return fmap[v];
@@ -200,11 +224,28 @@ static int replay_value(const st_graph *f, st_graph *b, int v, int *fmap)
         return -1;
     }
     const st_stmt *s = &f->stmts[val->producer];
-    int in[ST_MAX_IN], out[ST_MAX_OUT];
-    for (int k = 0; k < s->nin; k++)
-        if ((in[k] = replay_value(f, b, s->in[k], fmap)) < 0)
+    int in[ST_MAX_IN], out[ST_MAX_OUT], nin = s->nin;
+    st_attrs a = s->attrs;
+    if (random_op(s->op)) {
+        if (!rel || rel[val->producer] < 0) {
+            st_err(ST_ERR_RUNTIME, "backward: draw %d would be drawn again", v);
             return -1;
-    if (st_ir_add_stmt(b, s->op, in, s->nin, &s->attrs, out) < 0)
+        }
+        a.flags |= ST_ATTR_RNG_REPLAY;
+        a.i[2] = rel[val->producer];
+        if (shape_operand(s)) {
+            const st_meta *m = &f->values[s->out[0]].meta;
+            memset(a.dims, 0, sizeof a.dims);
+            for (int d = 0; d < m->ndim; d++)
+                a.dims[d] = m->shape[d];
+            a.ndims = m->ndim;
+            nin = 0;
+        }
+    }
+    for (int k = 0; k < nin; k++)
+        if ((in[k] = replay_value(f, b, s->in[k], fmap, rel)) < 0)
+            return -1;
+    if (st_ir_add_stmt(b, s->op, in, nin, &a, out) < 0)
         return -1;
     for (int k = 0; k < s->nout; k++)
         if (fmap[s->out[k]] < 0)
@@ -240,9 +281,56 @@ static int *ckpt_map(const st_graph *f, bool *oom)
     return m;
 }
 
-static bool random_op(st_op_id op)
+/* The counters a random statement reserves in the compiled forward (its
+ * kernel's points: the draw's; a dropout of p 0 or 1 draws nothing); -1
+ * when not static. */
+static int64_t draw_size(const st_graph *f, const st_stmt *s)
 {
-    return st_op(op)->kind == ST_OPK_RANDOM || op == ST_OP_DROPOUT;
+    if (s->op == ST_OP_DROPOUT && (s->attrs.f[0] == 0.0 || s->attrs.f[0] == 1.0))
+        return 0;
+    const st_meta *m = &f->values[s->op == ST_OP_DROPOUT ? s->in[0] : s->out[0]].meta;
+    int64_t n = 1;
+    for (int d = 0; d < m->ndim; d++) {
+        if (m->shape[d] < 0)
+            return -1;
+        n *= m->shape[d];
+    }
+    return n;
+}
+
+/* rel[si]: random statement si's generator offset from the state the
+ * compiled forward run starts from (the sum of the earlier draws' sizes),
+ * or -1 where not known: from the first draw whose size is not static,
+ * that no statement reads (it may not run), or that shares the kernel of
+ * the creation or draw it is shaped like (fusion runs that kernel where
+ * the creation is: perhaps before an earlier draw). NULL on failure. */
+static int64_t *draw_offsets(const st_graph *f, const int *nread)
+{
+    int64_t *rel = malloc(sizeof(int64_t) * (size_t)(f->nstmts > 0 ? f->nstmts : 1));
+    if (!rel) {
+        st_err(ST_ERR_MEMORY, "backward: out of memory");
+        return NULL;
+    }
+    int64_t acc = 0;
+    for (int si = 0; si < f->nstmts; si++) {
+        const st_stmt *s = &f->stmts[si];
+        rel[si] = -1;
+        if (!random_op(s->op) || acc < 0)
+            continue;
+        int64_t n = draw_size(f, s);
+        bool ok = n >= 0 && s->nout == 1 && nread[s->out[0]] > 0;
+        if (ok && shape_operand(s) && f->values[s->in[0]].kind == ST_VAL_STMT) {
+            st_op_kind pk = st_op(f->stmts[f->values[s->in[0]].producer].op)->kind;
+            ok = pk != ST_OPK_CREATE && pk != ST_OPK_RANDOM;
+        }
+        if (!ok) {
+            acc = -1;
+            continue;
+        }
+        rel[si] = acc;
+        acc += n;
+    }
+    return rel;
 }
 
 /* The range of forward value v's producer (-1: none, or a value kept from
@@ -255,17 +343,21 @@ static int ckpt_of(const st_graph *f, const int *ck, const bool *drawn, int v)
     return ck[val->producer];
 }
 
-/* drawn[v]: v is a random draw, or a value of the same size that pointwise
+/* drawn[v]: v is a random draw kept from the forward (not one of a range
+ * at a known offset, rel), or a value of the same size that pointwise
  * statements make from draws no other statement reads, and constants (a
  * dropout's keep mask, ge(rand, p): the bool mask is kept, not the float
  * draw). The last of such a chain is what the backward is handed. */
-static void ckpt_drawn(const st_graph *f, const int *nread, bool *drawn)
+static void ckpt_drawn(const st_graph *f, const int *ck, const int64_t *rel,
+                       const int *nread, bool *drawn)
 {
     for (int si = 0; si < f->nstmts; si++) {
         const st_stmt *s = &f->stmts[si];
         if (random_op(s->op)) {
+            /* a draw of a range at a known offset is drawn again */
+            bool again = ck[si] >= 0 && rel[si] >= 0;
             for (int k = 0; k < s->nout; k++)
-                drawn[s->out[k]] = true;
+                drawn[s->out[k]] = !again;
             continue;
         }
         if (!pointwise(s->op) || s->nout != 1)
@@ -298,6 +390,8 @@ static void ckpt_need(const st_graph *f, const int *ck, const bool *drawn, int r
     }
     ckr[v] = true;
     const st_stmt *s = &f->stmts[val->producer];
+    if (random_op(s->op) && shape_operand(s))
+        return; /* replayed with static dims */
     for (int k = 0; k < s->nin; k++)
         ckpt_need(f, ck, drawn, r, s->in[k], avail, ckr);
 }
@@ -305,7 +399,8 @@ static void ckpt_need(const st_graph *f, const int *ck, const bool *drawn, int r
 /* Checkpointing (see the top): the saved values (avail) that a range
  * makes and that only statements of that range read are recomputed
  * instead (ckr), from the values the range reads from outside, saved. */
-static bool ckpt_plan(const st_graph *f, bool *avail, bool *remat, bool *ckr)
+static bool ckpt_plan(const st_graph *f, bool *avail, bool *remat, bool *ckr,
+                      int64_t **rel_out)
 {
     bool oom;
     int *ck = ckpt_map(f, &oom);
@@ -342,7 +437,16 @@ static bool ckpt_plan(const st_graph *f, bool *avail, bool *remat, bool *ckr)
     }
     for (int k = 0; k < f->noutputs; k++)
         nread[f->outputs[k]]++;
-    ckpt_drawn(f, nread, drawn);
+    int64_t *rel = draw_offsets(f, nread);
+    if (!rel) {
+        free(ck);
+        free(outside);
+        free(drawn);
+        free(nread);
+        return false;
+    }
+    *rel_out = rel;
+    ckpt_drawn(f, ck, rel, nread, drawn);
     /* the candidates first, so that none of them counts as saved */
     for (int v = 0; v < f->nvalues; v++)
         if (avail[v] && !outside[v] && ckpt_of(f, ck, drawn, v) >= 0) {
@@ -354,7 +458,7 @@ static bool ckpt_plan(const st_graph *f, bool *avail, bool *remat, bool *ckr)
             continue;
         int r = ckpt_of(f, ck, drawn, v);
         const st_stmt *s = &f->stmts[f->values[v].producer];
-        for (int k = 0; k < s->nin; k++)
+        for (int k = 0; k < s->nin && !(random_op(s->op) && shape_operand(s)); k++)
             ckpt_need(f, ck, drawn, r, s->in[k], avail, ckr);
     }
     free(drawn);
@@ -384,6 +488,7 @@ static st_graph *compact(bctx *c, const int *seeds, int nseeds,
     int *fwd_of = malloc(sizeof(int) * (size_t)nv);
     bool *avail = NULL, *remat = NULL, *ckr = NULL;
     int *fmap = NULL;
+    int64_t *rel = NULL; /* the draws' offsets, when checkpointed */
     st_graph *b = st_ir_graph_new();
     bool ok = live && keep && shape_only && map && fwd_of && b;
     if (!ok) {
@@ -467,7 +572,7 @@ static st_graph *compact(bctx *c, const int *seeds, int nseeds,
     }
     free(only_pw);
     free(fout);
-    if (!ckpt_plan(c->f, avail, remat, ckr)) {
+    if (!ckpt_plan(c->f, avail, remat, ckr, &rel)) {
         ok = false;
         goto done;
     }
@@ -519,7 +624,7 @@ static st_graph *compact(bctx *c, const int *seeds, int nseeds,
             /* a rematerialized value: replayed just before its first
              * reader, so that fusion can fold it into that kernel */
             if (map[v] < 0 && fwd_of[v] >= 0 && (remat[fwd_of[v]] || ckr[fwd_of[v]]))
-                map[v] = replay_value(c->f, b, fwd_of[v], fmap);
+                map[v] = replay_value(c->f, b, fwd_of[v], fmap, rel);
             if (map[v] < 0 && w->values[v].kind == ST_VAL_CONST)
                 map[v] = st_ir_add_const(b, w->values[v].meta.dtype,
                                          w->values[v].fconst,
@@ -554,6 +659,7 @@ done:
     free(remat);
     free(ckr);
     free(fmap);
+    free(rel);
     if (!ok) {
         st_ir_graph_free(b);
         return NULL;

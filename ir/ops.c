@@ -1417,6 +1417,13 @@ static void pa_arange(const st_attrs *a, char *buf, size_t n)
         app(buf, n, "step=%s", fmtd(a->f[1], b, sizeof b));
 }
 
+/* a checkpoint's replay of a forward draw (ST_ATTR_RNG_REPLAY) */
+static void pa_replay(const st_attrs *a, char *buf, size_t n)
+{
+    if (a->flags & ST_ATTR_RNG_REPLAY)
+        app(buf, n, "replay=+%lld", (long long)a->i[2]);
+}
+
 static void pa_rand(const st_attrs *a, char *buf, size_t n)
 {
     char b[64];
@@ -1425,6 +1432,7 @@ static void pa_rand(const st_attrs *a, char *buf, size_t n)
         app(buf, n, "low=%s", fmtd(a->f[0], b, sizeof b));
     if (a->f[1] != 1.0)
         app(buf, n, "high=%s", fmtd(a->f[1], b, sizeof b));
+    pa_replay(a, buf, n);
 }
 
 static void pa_randn(const st_attrs *a, char *buf, size_t n)
@@ -1435,6 +1443,7 @@ static void pa_randn(const st_attrs *a, char *buf, size_t n)
         app(buf, n, "mean=%s", fmtd(a->f[0], b, sizeof b));
     if (a->f[1] != 1.0)
         app(buf, n, "std=%s", fmtd(a->f[1], b, sizeof b));
+    pa_replay(a, buf, n);
 }
 
 static void pa_randint(const st_attrs *a, char *buf, size_t n)
@@ -1442,6 +1451,7 @@ static void pa_randint(const st_attrs *a, char *buf, size_t n)
     pa_shape_dtype(a, buf, n);
     app(buf, n, "low=%lld, high=%lld", (long long)a->i[0],
         (long long)a->i[1]);
+    pa_replay(a, buf, n);
 }
 
 static void pa_shape(const st_attrs *a, char *buf, size_t n)
@@ -1507,6 +1517,7 @@ static void pa_dropout(const st_attrs *a, char *buf, size_t n)
 {
     char b[64];
     app(buf, n, "p=%s", fmtd(a->f[0], b, sizeof b));
+    pa_replay(a, buf, n);
 }
 
 static void pa_clamp(const st_attrs *a, char *buf, size_t n)

@@ -134,7 +134,10 @@ typedef enum {
      * RAND uniform [f[0], f[1]); RANDN normal(f[0], f[1]); RANDINT [i[0], i[1]).
      * FULL, RAND, RANDN and RANDINT take an optional operand whose shape
      * replaces attrs.dims (the *_like form; its data is not read), so that
-     * decompositions stay independent of sizes. */
+     * decompositions stay independent of sizes. RAND, RANDN, RANDINT and
+     * DROPOUT with flag ST_ATTR_RNG_REPLAY draw again what the forward run
+     * drew at generator offset (run start + attrs.i[2]) instead of taking
+     * new numbers (a checkpoint's recomputation, ir/backward.c). */
     ST_OP_FULL, ST_OP_ARANGE, ST_OP_RAND, ST_OP_RANDN, ST_OP_RANDINT,
     /* copy (materialize input into a fresh contiguous result) */
     ST_OP_COPY,
@@ -197,6 +200,7 @@ enum {
     ST_ATTR_HAS_MIN = 1 << 4,
     ST_ATTR_HAS_MAX = 1 << 5,
     ST_ATTR_INT_VALUE = 1 << 6, /* FULL/CLAMP/MASKED_FILL value is attrs.i */
+    ST_ATTR_RNG_REPLAY = 1 << 7, /* random: the forward's draw at i[2] (above) */
 };
 
 /* One fixed attribute record per statement: each op documents which fields

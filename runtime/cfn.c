@@ -1088,8 +1088,13 @@ static st_status node_backward_create(bctx *c, int nout, st_tensor *const *gout,
         else if (!(in[nsaved + k] = zeros_of(&c->out_meta[k])))
             s = st_err_kind();
     }
+    st_rng_replay rp;
+    if (f->random) /* a checkpoint's draws: the forward run's numbers */
+        st_rt_rng_replay_begin(c->rng_seed, c->rng_off, &rp);
     if (s == ST_OK)
         s = eager_run_graph(bg, in, res, f);
+    if (f->random)
+        st_rt_rng_replay_end(&rp);
     for (int k = 0; k < nin && s == ST_OK; k++) {
         gin[k] = res[c->grad_slot[k]];
         res[c->grad_slot[k]] = NULL;
@@ -1103,6 +1108,20 @@ static st_status node_backward_create(bctx *c, int nout, st_tensor *const *gout,
     free(fo);
     free(in);
     free(res);
+    return s;
+}
+
+/* Runs a backward program; draws a checkpoint recomputes (ST_ATTR_RNG_REPLAY)
+ * take the numbers of the run that made the node. */
+static st_status run_backward(bctx *c, prog *bp, st_tensor **in, st_tensor **res,
+                              bool donate)
+{
+    st_rng_replay rp;
+    if (c->f->random)
+        st_rt_rng_replay_begin(c->rng_seed, c->rng_off, &rp);
+    st_status s = prog_run(c->f->be, bp, in, res, donate);
+    if (c->f->random)
+        st_rt_rng_replay_end(&rp);
     return s;
 }
 
@@ -1222,7 +1241,7 @@ static st_status node_backward(void *ctx, int nout, st_tensor *const *gout,
             st_tensor_incref(in[k]);
         }
         if (s == ST_OK)
-            s = prog_run(f->be, bp, in, res, false);
+            s = run_backward(c, bp, in, res, false);
         if (s == ST_OK && donate)
             for (int k = 0; k < nsaved; k++) {
                 st_tensor_decref(c->saved[k]);
@@ -1237,7 +1256,7 @@ static st_status node_backward(void *ctx, int nout, st_tensor *const *gout,
                 st_tensor_incref(in[k]);
         }
         if (s == ST_OK)
-            s = prog_run(f->be, bp, in, res, donate);
+            s = run_backward(c, bp, in, res, donate);
     }
     if (s == ST_OK)
         for (int k = 0; k < nin; k++) {

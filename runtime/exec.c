@@ -2,7 +2,8 @@
  * Binds graph values to tensors, re-infers sizes when the inputs' sizes
  * changed (kernels are not specialized on sizes), allocates results,
  * applies view steps, computes each kernel's launch arguments (sizes,
- * strides, params, random counters), launches, and releases intermediates
+ * strides, params, random counters: reserved from the generator, or a
+ * forward draw's again, st_kernel.rng_replay), launches, and releases intermediates
  * after their last use. */
 #include "st_runtime.h"
 #include <stdlib.h>
@@ -93,7 +94,14 @@ static st_status kargs_of(const st_kprog *p, const st_kernel *k,
         if (st_dtype_is_float(k->param_dtype[q])) a->params[q].f = f;
         else a->params[q].i = i;
     }
-    if (k->uses_rng) {
+    if (k->rng_replay) { /* a checkpoint's recomputation: the forward's draw */
+        uint64_t seed, off;
+        if (!st_rt_rng_replay_base(&seed, &off))
+            return st_err(ST_ERR_RUNTIME, "%s: replays a forward draw outside "
+                          "the backward of a compiled forward run", k->name);
+        a->rng_seed = seed;
+        a->rng_offset = off + (uint64_t)g->stmts[k->rng_stmt].attrs.i[2];
+    } else if (k->uses_rng) {
         uint64_t n = 1;
         for (int d = 0; d < k->rank; d++) n *= (uint64_t)a->shape[d];
         st_rt_rng_reserve(n, &a->rng_seed, &a->rng_offset);

@@ -2,7 +2,10 @@
  * (Philox4x32-10, uniform and Box-Muller normal at (seed, offset)) and the
  * global generator (seed plus a running counter offset that launches
  * reserve ranges of). Owns: st_philox, st_rand_uniform, st_rand_uniform_f,
- * st_rand_top, st_rand_normal, st_rt_manual_seed, st_rt_initial_seed, st_rt_rng_reserve. */
+ * st_rand_top, st_rand_normal, st_rt_manual_seed, st_rt_initial_seed, st_rt_rng_reserve,
+ * and the replay base (st_rt_rng_replay_*): the generator state a compiled
+ * forward run started from, set while its backward runs, so that a
+ * checkpoint's recomputed draws (ST_ATTR_RNG_REPLAY) take the same numbers. */
 #include <math.h>
 #include <pthread.h>
 
@@ -134,4 +137,33 @@ void st_rt_rng_set_state(uint64_t seed, uint64_t offset)
     rng_seed = seed;
     rng_offset = offset;
     pthread_mutex_unlock(&rng_lock);
+}
+
+/* ---- the replay base (per thread: a backward runs on its caller's) ---- */
+
+static _Thread_local bool replay_on;
+static _Thread_local uint64_t replay_seed, replay_offset;
+
+void st_rt_rng_replay_begin(uint64_t seed, uint64_t offset, st_rng_replay *saved)
+{
+    saved->on = replay_on;
+    saved->seed = replay_seed;
+    saved->offset = replay_offset;
+    replay_on = true;
+    replay_seed = seed;
+    replay_offset = offset;
+}
+
+void st_rt_rng_replay_end(const st_rng_replay *saved)
+{
+    replay_on = saved->on;
+    replay_seed = saved->seed;
+    replay_offset = saved->offset;
+}
+
+bool st_rt_rng_replay_base(uint64_t *seed, uint64_t *offset)
+{
+    *seed = replay_seed;
+    *offset = replay_offset;
+    return replay_on;
 }

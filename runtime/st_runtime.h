@@ -684,6 +684,15 @@ void st_rt_rng_reserve(uint64_t n, uint64_t *seed, uint64_t *offset);
 /* The global generator's state, to put back after a discarded translation. */
 void st_rt_rng_get_state(uint64_t *seed, uint64_t *offset);
 void st_rt_rng_set_state(uint64_t seed, uint64_t offset);
+/* The replay base (random.c): while a compiled backward runs, the generator
+ * state its forward run started from; kernels replaying a forward draw
+ * (st_kernel.rng_replay) launch at it plus their draw's offset. Nests:
+ * begin saves the enclosing base into *saved, end restores it. */
+typedef struct { bool on; uint64_t seed, offset; } st_rng_replay;
+void st_rt_rng_replay_begin(uint64_t seed, uint64_t offset, st_rng_replay *saved);
+void st_rt_rng_replay_end(const st_rng_replay *saved);
+/* false when no backward of a compiled forward is running */
+bool st_rt_rng_replay_base(uint64_t *seed, uint64_t *offset);
 
 
 /* ---------------- compiled functions (runtime/cfn.c) ----------------
