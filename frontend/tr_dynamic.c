@@ -1172,8 +1172,9 @@ fail:
 }
 
 /* ---------------- sizes as tensor operands ---------------- */
-/* A tensor op with a size (x * x.shape[0], x.sum() / x.numel(); op: the
- * binary op's base index, tr_exec.c binop): the SymInt operand becomes a
+/* A tensor op with a size (x * x.shape[0], x.sum() / x.numel(), x < n;
+ * op: the binary op's base index, tr_exec.c binop, or -1 for a
+ * comparison): the SymInt operand becomes a
  * 0-d tensor of the graph whose value follows the sizes (ones of that
  * many, summed: symtrace/_ops/creation.py _size_tensor), so that the op
  * does not make the size a guarded constant. 1 replaced, 0 left as it is
@@ -1181,7 +1182,7 @@ fail:
 int tr_dyn_size_operand(tr_state *s, int op, tr_var *a, tr_var *b)
 {
     if (!tr_dyn_shapes(s) || !a->v || !b->v ||
-        !(op == 0 || op == 2 || op == 5 || op == 6 || op == 10 || op == 11))
+        !(op == -1 || op == 0 || op == 2 || op == 5 || op == 6 || op == 10 || op == 11))
         return 0;
     tr_var *v = tr_is_symint(a->v) && st_fe_is_tensor(b->v) ? a
               : tr_is_symint(b->v) && st_fe_is_tensor(a->v) ? b : NULL;

@@ -1213,7 +1213,9 @@ int tr_run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
         }
         case OP_COMPARE_OP: {
             tr_var b = pop(fr), a = pop(fr);
-            int rc = check_operands(s, &a, &b, "a comparison");
+            int rc = tr_dyn_size_operand(s, -1, &a, &b);
+            if (rc >= 0)
+                rc = check_operands(s, &a, &b, "a comparison");
             PyObject *r = NULL;
             if (!rc)
                 r = PyObject_RichCompare(a.v, b.v, cmp_of(oparg));

@@ -350,7 +350,8 @@ PyObject *tr_dyn_after_call(tr_state *s, tr_dyncall *dc, PyObject *r);
 int tr_dyn_before_subscr(tr_state *s, PyObject *tensor, PyObject *key, tr_dynsub *ds);
 int tr_dyn_after_subscr(tr_state *s, tr_dynsub *ds);
 int tr_dyn_validate(tr_state *s);
-/* x * x.shape[0]: the size a 0-d tensor of the graph (1), 0 not, -1 break */
+/* x * x.shape[0], x < n (op -1: a comparison): the size a 0-d tensor of
+ * the graph (1), 0 not, -1 break */
 int tr_dyn_size_operand(tr_state *s, int op, tr_var *a, tr_var *b);
 int tr_dyn_finish(tr_state *s, st_fe_entry *e, const st_graph *g, st_tensor *const *ins, int nin,
                   const int *smap, int nsmap, const st_rt_cfn_opts *o);

@@ -189,3 +189,20 @@ def test_arange_matches_torch():
     for n in VALS:
         assert c(n).tolist() == torch.arange(n, 2 * n + 3).tolist()
     assert graphs() == 1
+
+
+# ---- a tensor compared with an int or a size: the int a 0-d tensor of the graph
+@pytest.mark.parametrize("dynamic,want", [(True, 1), (None, 2)])
+def test_tensor_compared_with_int_one_graph(dynamic, want):
+    # each value made a graph: a comparison specialized the int (an operator did not)
+    assert _check(lambda x, n: (x.masked_fill(st.arange(6).view(6, 1) < n, 0.0),
+                                (x * 3 > n).sum(), (n <= x * 3).float().mean()),
+                  dynamic=dynamic, grad=True) == want
+
+
+def test_tensor_compared_with_a_size_one_graph():
+    c = st.compile(lambda x: (st.arange(8) < x.shape[0]).sum() + x.sum(), dynamic=True)
+    for n in (3, 5, 4, 3):
+        x = st.ones(n, 2)
+        assert c(x).item() == min(n, 8) + 2 * n
+    assert graphs() == 1
