@@ -1,0 +1,182 @@
+/* runtime/layout.c - the memory order of an elementwise result. As
+ * PyTorch's TensorIterator, a result follows the order of its operands'
+ * strides (st_layout_perm): x.t() * 2 has x.t()'s strides, not row-major
+ * ones. The kernels stay row-major: st_layout_run permutes the operands so
+ * that the chosen order is the row-major one, runs the op on them and
+ * permutes its result back, a view that the tape and the trace record as
+ * any other (so compiled code gives eager's strides). */
+#include "st_runtime.h"
+
+#include <string.h>
+
+bool st_layout_op(st_op_id op)
+{
+    switch (st_op(op)->kind) {
+    case ST_OPK_UNARY:
+    case ST_OPK_BINARY:
+    case ST_OPK_TERNARY:
+        return true;
+    default:
+        /* the composites torch runs as elementwise kernels (its softmax,
+         * layer_norm and masked_fill give contiguous results) */
+        return op == ST_OP_GELU || op == ST_OP_DROPOUT || op == ST_OP_CLAMP;
+    }
+}
+
+/* Operand t's stride along dim d of the nd-dim result of shape `shape`:
+ * 0 where t is broadcast (a missing leading dim or a size-1 dim). */
+static int64_t bstride(const st_tensor *t, int nd, const int64_t *shape, int d)
+{
+    int k = d - (nd - t->ndim);
+    if (k < 0 || (t->shape[k] == 1 && shape[d] != 1))
+        return 0;
+    return t->strides[k];
+}
+
+/* TensorIterator's should_swap: > 0 when dim a belongs inside dim b (the
+ * first operand that tells the two apart decides; a broadcast dim tells
+ * nothing; equal strides put the smaller dim inside), < 0 when it belongs
+ * outside, 0 when no operand tells. */
+static int inner_first(const st_operand *in, int nin, int nd, const int64_t *shape, int a, int b)
+{
+    for (int k = 0; k < nin; k++) {
+        const st_tensor *t = in[k].t;
+        if (!t || t->ndim == 0)
+            continue;
+        int64_t sa = bstride(t, nd, shape, a), sb = bstride(t, nd, shape, b);
+        if (sa == 0 || sb == 0)
+            continue;
+        if (sa < sb)
+            return -1;
+        if (sa > sb)
+            return 1;
+        if (shape[a] > shape[b])
+            return 1;
+    }
+    return 0;
+}
+
+bool st_layout_perm(const st_operand *in, int nin, int *ndim, int64_t *perm)
+{
+    int nd = 0;
+    bool dense_order = true;
+    for (int k = 0; k < nin; k++) {
+        const st_tensor *t = in[k].t;
+        if (!t)
+            continue;
+        if (t->ndim > nd)
+            nd = t->ndim;
+        if (dense_order && !st_tensor_is_contiguous(t))
+            dense_order = false;
+    }
+    /* the common case: every operand row-major (its order is the result's) */
+    if (dense_order || nd < 2)
+        return false;
+    int64_t shape[ST_MAX_DIMS];
+    for (int d = 0; d < nd; d++)
+        shape[d] = 1;
+    for (int k = 0; k < nin; k++) {
+        const st_tensor *t = in[k].t;
+        if (!t)
+            continue;
+        for (int j = 0; j < t->ndim; j++) {
+            int d = j + nd - t->ndim;
+            if (t->shape[j] == 1)
+                continue;
+            if (shape[d] != 1 && shape[d] != t->shape[j])
+                return false; /* the op reports the bad broadcast */
+            shape[d] = t->shape[j];
+        }
+    }
+    /* order[i]: the dim i-th from the innermost; insertion sort that
+     * leaves dims no operand tells apart in their logical order */
+    int order[ST_MAX_DIMS];
+    for (int i = 0; i < nd; i++)
+        order[i] = nd - 1 - i;
+    for (int i = 1; i < nd; i++) {
+        int d1 = i;
+        for (int d0 = i - 1; d0 >= 0; d0--) {
+            int c = inner_first(in, nin, nd, shape, order[d0], order[d1]);
+            if (c > 0) {
+                int tmp = order[d0];
+                order[d0] = order[d1];
+                order[d1] = tmp;
+                d1 = d0;
+            } else if (c < 0) {
+                break;
+            }
+        }
+    }
+    /* an order that moves only size-1 dims changes no element's place:
+     * the row-major result serves (only those dims' strides differ) */
+    bool identity = true;
+    int prev = -1;
+    for (int i = 0; i < nd; i++) {
+        perm[i] = order[nd - 1 - i];
+        if (shape[perm[i]] != 1) {
+            if (perm[i] < prev)
+                identity = false;
+            prev = (int)perm[i];
+        }
+    }
+    *ndim = nd;
+    return !identity;
+}
+
+int st_layout_run(st_op_id op, const st_operand *in, int nin, const st_attrs *attrs,
+                  int nd, const int64_t *perm, st_tensor **out)
+{
+    st_operand pin[ST_MAX_IN];
+    st_tensor *held[ST_MAX_IN] = {NULL};
+    int n = -1;
+    memcpy(pin, in, sizeof *in * (size_t)nin);
+    for (int k = 0; k < nin; k++) {
+        st_tensor *t = in[k].t;
+        /* a 0-d tensor broadcasts as it is (viewed with dims it would
+         * take a dimensioned tensor's part in type promotion) */
+        if (!t || t->ndim == 0)
+            continue;
+        st_tensor *u = t;
+        if (t->ndim < nd) {
+            int64_t shape[ST_MAX_DIMS];
+            int off = nd - t->ndim;
+            for (int d = 0; d < nd; d++)
+                shape[d] = d < off ? 1 : t->shape[d - off];
+            if (!(u = st_tensor_reshape(t, nd, shape, true)))
+                goto done;
+        }
+        held[k] = st_tensor_permute(u, perm);
+        if (u != t)
+            st_tensor_decref(u);
+        if (!held[k])
+            goto done;
+        pin[k].t = held[k];
+    }
+    st_tensor *r[ST_MAX_OUT] = {NULL};
+    n = st_rt_eager_in_order(op, pin, nin, attrs, r);
+    if (n != 1) {
+        for (int k = 0; k < n; k++)
+            st_tensor_decref(r[k]);
+        if (n > 1) {
+            n = -1;
+            st_err(ST_ERR_RUNTIME, "%s: layout: more than one result", st_op(op)->name);
+        }
+        goto done;
+    }
+    int64_t inv[ST_MAX_DIMS];
+    for (int d = 0; d < nd; d++)
+        inv[perm[d]] = d;
+    out[0] = st_tensor_permute(r[0], inv);
+    st_tensor_decref(r[0]);
+    if (!out[0]) {
+        n = -1;
+        goto done;
+    }
+    /* the op's buffer is no one else's: the result is no view (outside a
+     * trace, whose map holds the buffer too) */
+    st_view_unbase(out[0]);
+done:
+    for (int k = 0; k < nin; k++)
+        st_tensor_decref(held[k]);
+    return n;
+}
