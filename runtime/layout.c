@@ -16,6 +16,10 @@ bool st_layout_op(st_op_id op)
     case ST_OPK_BINARY:
     case ST_OPK_TERNARY:
         return true;
+    case ST_OPK_CREATE:
+    case ST_OPK_RANDOM:
+        /* with a shape operand: the *_like factories (preserve_format) */
+        return op != ST_OP_ARANGE;
     default:
         /* the composites torch runs as elementwise kernels (its softmax,
          * layer_norm and masked_fill give contiguous results) */
@@ -123,6 +127,20 @@ bool st_layout_perm(const st_operand *in, int nin, int *ndim, int64_t *perm)
     return !identity;
 }
 
+st_tensor *st_layout_back(st_tensor *r, int nd, const int64_t *perm)
+{
+    int64_t inv[ST_MAX_DIMS];
+    for (int d = 0; d < nd; d++)
+        inv[perm[d]] = d;
+    st_tensor *o = st_tensor_permute(r, inv);
+    st_tensor_decref(r);
+    /* r's buffer is no one else's now: the result is no view (outside a
+     * trace, whose map holds the buffer too) */
+    if (o)
+        st_view_unbase(o);
+    return o;
+}
+
 int st_layout_run(st_op_id op, const st_operand *in, int nin, const st_attrs *attrs,
                   int nd, const int64_t *perm, st_tensor **out)
 {
@@ -163,18 +181,9 @@ int st_layout_run(st_op_id op, const st_operand *in, int nin, const st_attrs *at
         }
         goto done;
     }
-    int64_t inv[ST_MAX_DIMS];
-    for (int d = 0; d < nd; d++)
-        inv[perm[d]] = d;
-    out[0] = st_tensor_permute(r[0], inv);
-    st_tensor_decref(r[0]);
-    if (!out[0]) {
+    out[0] = st_layout_back(r[0], nd, perm);
+    if (!out[0])
         n = -1;
-        goto done;
-    }
-    /* the op's buffer is no one else's: the result is no view (outside a
-     * trace, whose map holds the buffer too) */
-    st_view_unbase(out[0]);
 done:
     for (int k = 0; k < nin; k++)
         st_tensor_decref(held[k]);

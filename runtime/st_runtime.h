@@ -235,6 +235,9 @@ bool st_layout_op(st_op_id op);
 bool st_layout_perm(const st_operand *in, int nin, int *ndim, int64_t *perm);
 int st_layout_run(st_op_id op, const st_operand *in, int nin, const st_attrs *attrs,
                   int nd, const int64_t *perm, st_tensor **out);
+/* r (its reference taken) permuted from that order back to the logical
+ * one: a tensor of its own (no view) when nothing else holds r. */
+st_tensor *st_layout_back(st_tensor *r, int nd, const int64_t *perm);
 /* Zeros of dtype dt and the given shape on t's device: a FULL whose
  * like-operand is a zero-stride view of t (its data is not read); an
  * empty t gives them on the factory device. New reference or NULL. */
