@@ -335,7 +335,6 @@ static PyObject *f_tensor(PyObject *m, PyObject *args) {
 }
 
 static PyMethodDef ops_methods[] = {
-
     {"tensor", f_tensor, METH_VARARGS, "tensor(data, dtype=None)"},
     {"result_type", f_result_type, METH_VARARGS, "result_type(a, b)"},
     {"op", f_op, METH_VARARGS, "op(op_id, operands, attrs=None, out=None, device=None)"},
