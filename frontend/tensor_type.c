@@ -834,7 +834,7 @@ static PyObject *m_clone(PyObject *self, PyObject *args, PyObject *kw) {
     Py_XDECREF(nm);
     if (!permuted) return run1(ST_OP_COPY, &in, 1, &at, NULL);
     st_tensor *out = NULL;
-    if (st_layout_run(ST_OP_COPY, &in, 1, &at, nd, perm, &out) < 0) return st_fe_raise();
+    if (st_layout_run(ST_OP_COPY, &in, 1, &at, nd, perm, NULL, &out) < 0) return st_fe_raise();
     return st_fe_wrap(out);
 }
 static PyObject *m_detach(PyObject *self, PyObject *a) {

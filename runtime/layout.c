@@ -141,37 +141,60 @@ st_tensor *st_layout_back(st_tensor *r, int nd, const int64_t *perm)
     return o;
 }
 
+bool st_layout_into_perm(const st_operand *in, int nin, st_tensor *into, int *ndim,
+                         int64_t *perm)
+{
+    for (int k = 0; k < nin; k++)
+        if (in[k].t && in[k].t->ndim > into->ndim)
+            return false; /* the op reports the bad broadcast */
+    st_operand o = {.t = into};
+    return st_layout_perm(&o, 1, ndim, perm) && *ndim == into->ndim;
+}
+
+/* t (of at most nd dims) viewed with nd dims in perm's order: a new
+ * reference, or NULL with the error set. */
+static st_tensor *permuted(st_tensor *t, int nd, const int64_t *perm)
+{
+    st_tensor *u = t;
+    if (t->ndim < nd) {
+        int64_t shape[ST_MAX_DIMS];
+        int off = nd - t->ndim;
+        for (int d = 0; d < nd; d++)
+            shape[d] = d < off ? 1 : t->shape[d - off];
+        if (!(u = st_tensor_reshape(t, nd, shape, true)))
+            return NULL;
+    }
+    st_tensor *p = st_tensor_permute(u, perm);
+    if (u != t)
+        st_tensor_decref(u);
+    return p;
+}
+
 int st_layout_run(st_op_id op, const st_operand *in, int nin, const st_attrs *attrs,
-                  int nd, const int64_t *perm, st_tensor **out)
+                  int nd, const int64_t *perm, st_tensor *into, st_tensor **out)
 {
     st_operand pin[ST_MAX_IN];
-    st_tensor *held[ST_MAX_IN] = {NULL};
+    st_tensor *held[ST_MAX_IN] = {NULL}, *pinto = NULL;
     int n = -1;
     memcpy(pin, in, sizeof *in * (size_t)nin);
+    if (into && !(pinto = permuted(into, nd, perm)))
+        return -1;
     for (int k = 0; k < nin; k++) {
         st_tensor *t = in[k].t;
         /* a 0-d tensor broadcasts as it is (viewed with dims it would
          * take a dimensioned tensor's part in type promotion) */
         if (!t || t->ndim == 0)
             continue;
-        st_tensor *u = t;
-        if (t->ndim < nd) {
-            int64_t shape[ST_MAX_DIMS];
-            int off = nd - t->ndim;
-            for (int d = 0; d < nd; d++)
-                shape[d] = d < off ? 1 : t->shape[d - off];
-            if (!(u = st_tensor_reshape(t, nd, shape, true)))
-                goto done;
-        }
-        held[k] = st_tensor_permute(u, perm);
-        if (u != t)
-            st_tensor_decref(u);
-        if (!held[k])
+        if (t == into) {    /* the written tensor as an operand: the same view */
+            st_tensor_incref(pinto);
+            held[k] = pinto;
+        } else if (!(held[k] = permuted(t, nd, perm))) {
             goto done;
+        }
         pin[k].t = held[k];
     }
-    st_tensor *r[ST_MAX_OUT] = {NULL};
-    n = st_rt_eager_in_order(op, pin, nin, attrs, r);
+    st_tensor *r[ST_MAX_OUT] = {NULL}, *g[ST_MAX_OUT] = {pinto};
+    n = st_rt_eager_in_order(op, pin, nin, attrs, into ? g : NULL, r);
     if (n != 1) {
         for (int k = 0; k < n; k++)
             st_tensor_decref(r[k]);
@@ -181,11 +204,16 @@ int st_layout_run(st_op_id op, const st_operand *in, int nin, const st_attrs *at
         }
         goto done;
     }
-    out[0] = st_layout_back(r[0], nd, perm);
-    if (!out[0])
+    if (into) {
+        st_tensor_decref(r[0]);
+        st_tensor_incref(into);
+        out[0] = into;
+    } else if (!(out[0] = st_layout_back(r[0], nd, perm))) {
         n = -1;
+    }
 done:
     for (int k = 0; k < nin; k++)
         st_tensor_decref(held[k]);
+    st_tensor_decref(pinto);
     return n;
 }

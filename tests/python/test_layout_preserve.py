@@ -366,6 +366,33 @@ def test_compiled_like_and_clone(torch):
             _check(rt, rs, exact=True)
 
 
+def _f_inplace(L, x, c):
+    y = x.t() * 2
+    y.add_(1)
+    z = y * 3
+    z.mul_(y)
+    w = L.zeros_like(y)
+    w.copy_(c.t())
+    w.clamp_(min=0)
+    return y, z, w
+
+
+def test_compiled_inplace_results_keep_strides(torch):
+    cf = st.compile(lambda x, c: _f_inplace(st, x, c))
+    for i in range(3):
+        xt, xs = _pair(torch, (4, 8), seed=i)
+        ct, cs = _pair(torch, (4, 8), seed=5 + i)
+        xs.requires_grad_(True)
+        xt.requires_grad_(True)
+        rt, rs, re = _f_inplace(torch, xt, ct), cf(xs, cs), _f_inplace(st, xs, cs)
+        for a, b, c in zip(rt, rs, re):
+            _check(a, b)
+            _check(a, c)
+        sum((r * (k + 1)).sum() for k, r in enumerate(rt[:2])).backward()
+        sum((r * (k + 1)).sum() for k, r in enumerate(rs[:2])).backward()
+        np.testing.assert_allclose(xs.grad.numpy(), xt.grad.numpy(), rtol=1e-5)
+
+
 # ---------------- gradients ----------------
 @pytest.mark.parametrize("name,shape,make", LAYOUTS[:5], ids=IDS[:5])
 def test_backward_against_torch(torch, name, shape, make):
