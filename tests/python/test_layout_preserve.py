@@ -202,6 +202,28 @@ def test_clone_keeps_layout_contiguous_does_not(torch, name, shape, make):
                xs.clone(memory_format=st.channels_last), exact=True)
 
 
+@pytest.mark.parametrize("name,shape,make", LAYOUTS[:4], ids=IDS[:4])
+def test_ops_torch_makes_row_major_or_keeps(torch, name, shape, make):
+    """Functions symtrace writes over elementwise ops whose torch kernels give a row-major
+    result (scans, log_sigmoid, rrelu, a number's pow) stay row-major; hardshrink and exp2
+    keep the order as torch's do."""
+    xt, xs = _pair(torch, shape, make)
+    tf = torch.nn.functional
+    _check(xt.cumsum(1), xs.cumsum(1))
+    _check(xt.cumprod(1), xs.cumprod(1))
+    _check(xt.logcumsumexp(1), xs.logcumsumexp(1))
+    _check(tf.logsigmoid(xt), F.logsigmoid(xs))
+    _check(tf.rrelu(xt, training=False), F.rrelu(xs, training=False))
+    r = F.rrelu(xs, training=True)
+    want = tf.rrelu(xt, training=True)
+    assert r.is_contiguous() and want.is_contiguous()
+    _check(2 ** xt, 2 ** xs)
+    _check(torch.pow(2.0, xt), st.pow(2.0, xs))
+    _check(torch.pow(xt, 2.0), st.pow(xs, 2.0))
+    _check(torch.exp2(xt), st.exp2(xs))
+    _check(tf.hardshrink(xt, 0.3), F.hardshrink(xs, 0.3))
+
+
 def test_clone_bad_memory_format():
     x = st.randn(2, 3)
     with pytest.raises(RuntimeError, match="required rank 4"):
