@@ -785,11 +785,57 @@ static PyObject *m_detach_inplace(PyObject *self, PyObject *a) {
 static PyObject *m_contiguous(PyObject *self, PyObject *a) {
     return st_fe_wrap(st_tensor_contiguous(st_fe_unwrap(self)));
 }
-static PyObject *m_clone(PyObject *self, PyObject *a) {
-    st_operand in = {.t = st_fe_unwrap(self)};
+/* clone(*, memory_format=preserve_format): preserve_format keeps self's
+ * memory order (an elementwise result's, runtime/layout.c), contiguous_format
+ * is row-major, channels_last(_3d) NHWC / NDHWC. */
+static PyObject *m_clone(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"memory_format", NULL};
+    PyObject *fmt = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|$O:clone", kwlist, &fmt)) return NULL;
+    st_tensor *t = st_fe_unwrap(self);
+    st_operand in = {.t = t};
     st_attrs at;
     memset(&at, 0, sizeof at);
-    return run1(ST_OP_COPY, &in, 1, &at, NULL);
+    const char *name = "preserve_format";
+    PyObject *nm = NULL;
+    if (fmt != Py_None) {
+        nm = PyObject_GetAttrString(fmt, "_name");
+        name = nm && PyUnicode_Check(nm) ? PyUnicode_AsUTF8(nm) : NULL;
+        if (!name) {
+            Py_XDECREF(nm);
+            PyErr_Clear();
+            return PyErr_Format(PyExc_TypeError, "clone(): argument 'memory_format' must be "
+                                "symtrace.memory_format, not %s", Py_TYPE(fmt)->tp_name);
+        }
+    }
+    int64_t perm[ST_MAX_DIMS];
+    int nd = 0, rank = 0;
+    bool permuted = false;
+    if (!strcmp(name, "preserve_format")) {
+        permuted = st_layout_perm(&in, 1, &nd, perm);
+    } else if (!strcmp(name, "channels_last") || !strcmp(name, "channels_last_3d")) {
+        rank = name[13] ? 5 : 4;
+        if (t->ndim != rank) {
+            PyErr_Format(PyExc_RuntimeError, "required rank %d tensor to use %s format",
+                         rank, name);
+            Py_XDECREF(nm);
+            return NULL;
+        }
+        nd = rank;
+        perm[0] = 0;
+        for (int d = 2; d < rank; d++) perm[d - 1] = d;
+        perm[rank - 1] = 1;
+        permuted = true;
+    } else if (strcmp(name, "contiguous_format")) {
+        PyErr_Format(PyExc_RuntimeError, "clone(): unsupported memory format %s", name);
+        Py_XDECREF(nm);
+        return NULL;
+    }
+    Py_XDECREF(nm);
+    if (!permuted) return run1(ST_OP_COPY, &in, 1, &at, NULL);
+    st_tensor *out = NULL;
+    if (st_layout_run(ST_OP_COPY, &in, 1, &at, nd, perm, NULL, &out) < 0) return st_fe_raise();
+    return st_fe_wrap(out);
 }
 /* detach(), and t.data (data: writes through it and its views move no
  * version, as torch's .data has a counter of its own) */
@@ -841,7 +887,8 @@ static PyMethodDef tensor_methods[] = {
     {"_set_data", m_set_data, METH_O, "_set_data(t): self.data = t (storage, dtype, geometry)"},
     {"detach_", m_detach_inplace, METH_NOARGS, "detach_() -> self: self leaves the graph in place"},
     {"contiguous", m_contiguous, METH_NOARGS, "a contiguous tensor"},
-    {"clone", m_clone, METH_NOARGS, "a copy"},
+    {"clone", (PyCFunction)(void (*)(void))m_clone, METH_VARARGS | METH_KEYWORDS,
+     "clone(*, memory_format=preserve_format): a copy"},
     {"detach", m_detach, METH_NOARGS, "a view outside autograd"},
     {"_data_alias", m_data_alias, METH_NOARGS, "t.data: detach() whose writes move no version"},
     {"_bump_version", m_bump_version, METH_NOARGS, "mark an in-place write"},

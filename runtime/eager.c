@@ -332,12 +332,41 @@ static bool multi_written(const st_tensor *t, st_tensor *const *given)
     return false;
 }
 
+static int eager_traced(st_op_id op, const st_operand *in, int nin,
+                        const st_attrs *attrs, st_tensor **given, st_tensor **out);
+
 int st_rt_eager(st_op_id op, const st_operand *in, int nin,
                 const st_attrs *attrs, st_tensor **given, st_tensor **out) {
     if (!given && st_rt_autocast_state()) { /* runtime/autocast.c */
         int n = st_rt_autocast_apply(op, in, nin, attrs, out);
         if (n != 0) return n;
     }
+    /* an elementwise result in its operands' memory order (runtime/layout.c) */
+    int64_t perm[ST_MAX_DIMS];
+    int nd;
+    if (!given && st_layout_op(op) && st_layout_perm(in, nin, &nd, perm))
+        return st_layout_run(op, in, nin, attrs, nd, perm, NULL, out);
+    /* written into a tensor in another order while tracing: the graph's
+     * new value of it is in its order too (a compiled result keeps eager's
+     * strides); eager writes in place as it is */
+    if (given && given[0] && st_rt_trace_active() && (st_layout_op(op) || op == ST_OP_COPY) &&
+        st_layout_into_perm(in, nin, given[0], &nd, perm)) {
+        bool one = true;
+        for (int k = 1; k < ST_MAX_OUT; k++)
+            one = one && !given[k];
+        if (one)
+            return st_layout_run(op, in, nin, attrs, nd, perm, given[0], out);
+    }
+    return eager_traced(op, in, nin, attrs, given, out);
+}
+
+int st_rt_eager_in_order(st_op_id op, const st_operand *in, int nin,
+                         const st_attrs *attrs, st_tensor **given, st_tensor **out) {
+    return eager_traced(op, in, nin, attrs, given, out);
+}
+
+static int eager_traced(st_op_id op, const st_operand *in, int nin,
+                        const st_attrs *attrs, st_tensor **given, st_tensor **out) {
     if (!st_rt_trace_active()) return eager_run(op, in, nin, attrs, given, out);
     if (op == ST_OP_DROPOUT && nin == 1 && in[0].t && records(op, in, nin))
         return dropout_recorded(in, attrs, given, out);

@@ -225,6 +225,31 @@ typedef struct {
  * is cast to its dtype). Returns the result count, or -1 with the error set. */
 int st_rt_eager(st_op_id op, const st_operand *in, int nin,
                 const st_attrs *attrs, st_tensor **given, st_tensor **out);
+/* st_rt_eager without the choice of the result's memory order: a
+ * row-major result (runtime/layout.c runs the op through it). */
+int st_rt_eager_in_order(st_op_id op, const st_operand *in, int nin,
+                         const st_attrs *attrs, st_tensor **given, st_tensor **out);
+/* ---------------- result layout (runtime/layout.c) ----------------
+ * Elementwise ops (st_layout_op) give their result the memory order of
+ * their operands, as PyTorch's TensorIterator. st_layout_perm: the order
+ * (perm[0] the outermost dim of the nd-dim result) when it is not the
+ * row-major one, from the operands' strides (broadcast dims tell nothing,
+ * the first operand that tells two dims apart decides, equal strides put
+ * the smaller dim inside); false when every operand is row-major or the
+ * strides tell no other order. st_layout_run: op run on the operands
+ * permuted into that order, its result permuted back (one result), or
+ * written into into (given) permuted likewise. */
+bool st_layout_op(st_op_id op);
+bool st_layout_perm(const st_operand *in, int nin, int *ndim, int64_t *perm);
+int st_layout_run(st_op_id op, const st_operand *in, int nin, const st_attrs *attrs,
+                  int nd, const int64_t *perm, st_tensor *into, st_tensor **out);
+/* With into (a result written into it, while tracing): the order that
+ * makes into row-major, when it is not and no operand has more dims. */
+bool st_layout_into_perm(const st_operand *in, int nin, st_tensor *into, int *ndim,
+                         int64_t *perm);
+/* r (its reference taken) permuted from that order back to the logical
+ * one: a tensor of its own (no view) when nothing else holds r. */
+st_tensor *st_layout_back(st_tensor *r, int nd, const int64_t *perm);
 /* Zeros of dtype dt and the given shape on t's device: a FULL whose
  * like-operand is a zero-stride view of t (its data is not read); an
  * empty t gives them on the factory device. New reference or NULL. */

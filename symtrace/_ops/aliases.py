@@ -32,10 +32,10 @@ from ..amp._policy import autocast_op
 
 # ---- aliases and views ----
 def clone(input, *, memory_format=None):
-    """clone(input, *, memory_format=None): a copy of input (differentiable), as torch.clone;
-    memory_format is accepted and ignored (symtrace copies are contiguous)."""
+    """clone(input, *, memory_format=preserve_format): a copy of input (differentiable), as
+    torch.clone: in input's memory order, or in memory_format's."""
     _check_tensor(input, "clone")
-    return input.clone()
+    return input.clone(memory_format=memory_format)
 
 
 def t(input):

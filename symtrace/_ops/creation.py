@@ -96,9 +96,13 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
     return _rg(_full(size, fill_value, dtype=dtype, device=device), requires_grad)
 
 
-def _full(size, fill_value, *, dtype=None, device=None):
-    size = _shape_args((size,) if isinstance(size, int) else tuple(size), "full")
-    _check_sizes(size, "full")
+def _full(size, fill_value, *, dtype=None, device=None, like=None):
+    """full's op; with like (a tensor, size None) the op takes its shape from like and its
+    result keeps like's memory order (runtime/layout.c)."""
+    if like is None:
+        size = _shape_args((size,) if isinstance(size, int) else tuple(size), "full")
+        _check_sizes(size, "full")
+    ins = () if like is None else (like,)
     if _is_tensor(fill_value):
         fill_value = fill_value.item()
     if dtype is None:
@@ -108,9 +112,9 @@ def _full(size, fill_value, *, dtype=None, device=None):
         # as torch: a float fill truncates toward zero for integer dtypes; bool is != 0
         fill_value = fill_value != 0 if dtype is bool_ else int(fill_value)
     if isinstance(fill_value, (bool, int)) and not dtype.is_floating_point:
-        return _op(_C.OP_FULL, (), _attrs(ints=(int(fill_value),), dims=size, flags=INT_VALUE, dtype=dtype),
+        return _op(_C.OP_FULL, ins, _attrs(ints=(int(fill_value),), dims=size, flags=INT_VALUE, dtype=dtype),
                    None, _dev(device))
-    return _op(_C.OP_FULL, (), _attrs(floats=(float(fill_value),), dims=size, dtype=dtype), None, _dev(device))
+    return _op(_C.OP_FULL, ins, _attrs(floats=(float(fill_value),), dims=size, dtype=dtype), None, _dev(device))
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):
@@ -129,33 +133,44 @@ def empty(*size, dtype=None, device=None, requires_grad=False):
     return _rg(_C.empty(shape, dtype or float32, _dev(device)), requires_grad)
 
 
+def _keeps_order(input, device):
+    """Whether a *_like factory takes input as its op's shape operand, so that its result keeps
+    input's memory order (preserve_format, as torch; runtime/layout.c): input is not row-major
+    and the result stays on input's device. A row-major input takes the plain factory."""
+    return not input.is_contiguous() and (device is None or _dev(device) == _dev(input.device))
+
+
 @dyn_inline
-def _like(fn, input, dtype, device, *args, **kw):
+def _like(fn, input, dtype, device, fill):
     # the *_like factories are dyn_inline: under dynamic shapes the translator follows
     # input.shape into the factory, so the new tensor's size stays symbolic
     _check_tensor(input, fn.__name__)
-    return fn(input.shape, *args, dtype=dtype or input.dtype,
-              device=input.device if device is None else device, **kw)
+    if _keeps_order(input, device):
+        return _full(None, fill, dtype=dtype or input.dtype, like=input)
+    return fn(input.shape, dtype=dtype or input.dtype,
+              device=input.device if device is None else device)
 
 
 @dyn_inline
 def zeros_like(input, *, dtype=None, device=None, requires_grad=False):
-    return _rg(_like(zeros, input, dtype, device), requires_grad)
+    return _rg(_like(zeros, input, dtype, device, 0), requires_grad)
 
 
 @dyn_inline
 def ones_like(input, *, dtype=None, device=None, requires_grad=False):
-    return _rg(_like(ones, input, dtype, device), requires_grad)
+    return _rg(_like(ones, input, dtype, device, 1), requires_grad)
 
 
 @dyn_inline
 def empty_like(input, *, dtype=None, device=None, requires_grad=False):
-    return _rg(_like(empty, input, dtype, device), requires_grad)
+    return _rg(_like(empty, input, dtype, device, 0), requires_grad)
 
 
 @dyn_inline
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False):
     _check_tensor(input, "full_like")
+    if _keeps_order(input, device):
+        return _rg(_full(None, fill_value, dtype=dtype or input.dtype, like=input), requires_grad)
     return full(input.shape, fill_value, dtype=dtype or input.dtype,
                 device=input.device if device is None else device, requires_grad=requires_grad)
 

@@ -52,7 +52,14 @@ def _binary(opid, fname):
 
 
 mul = _binary(_C.OP_MUL, "mul")
-pow = _binary(_C.OP_POW, "pow")
+_pow = _binary(_C.OP_POW, "pow")
+
+
+def pow(input, exponent):
+    """pow(input, exponent) -> Tensor, broadcasting (as torch.pow). A number's power of a
+    tensor is row-major, as torch's; the other forms keep the operands' memory order."""
+    r = _pow(input, exponent)
+    return r if _is_tensor(input) else r.contiguous()
 maximum = _binary(_C.OP_MAXIMUM, "maximum")
 minimum = _binary(_C.OP_MINIMUM, "minimum")
 eq = _binary(_C.OP_EQ, "eq")

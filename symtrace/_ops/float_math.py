@@ -10,9 +10,9 @@ import math
 from .. import _C
 from .._dtype import bool_, float32, float64, int64
 from ._core import _FMAX, _check_tensor, _is_tensor, _tname
-from .elementwise import (abs, add, ceil, clamp, div, eq, exp, floor, ge, gt, le, log, logical_and,
-                          logical_not, logical_or, lt, mul, ne, neg, pow, reciprocal, remainder,
-                          result_type, round, sin, sqrt, sub, tanh, to_dtype, where)
+from .elementwise import (_pow, abs, add, ceil, clamp, div, eq, exp, floor, ge, gt, le, log,
+                          logical_and, logical_not, logical_or, lt, mul, ne, neg, pow, reciprocal,
+                          remainder, result_type, round, sin, sqrt, sub, tanh, to_dtype, where)
 from .dtypes import get_default_dtype
 from .creation import _scalar0, full, ones_like, zeros_like
 
@@ -184,7 +184,7 @@ log10 = _log_base("log10", _INV_LN10, 10)
 def exp2(input):
     """exp2(input) -> Tensor: 2 ** input (as torch.exp2; integer and bool inputs give float32)."""
     _check_tensor(input, "exp2")
-    return pow(2.0, _to_float(input))
+    return _pow(2.0, _to_float(input))     # in input's memory order (pow's row-major form)
 
 
 def square(input):

@@ -9,7 +9,7 @@ from .._dtype import float32, float64, int64
 from ._core import _FMAX, _attrs, _bshape, _check_int, _check_tensor, _is_tensor, _op, _tname
 from .elementwise import (add, eq, gt, log, logical_and, logical_not, logical_or, lt, mul, neg,
                           result_type, to_dtype, where)
-from .creation import _check_sizes, _dev, _rg, _scalar0, _shape_args, arange, to_device, zeros
+from .creation import _check_sizes, _dev, _keeps_order, _rg, _scalar0, _shape_args, arange, to_device, zeros
 from .float_math import isfinite
 from .indexing import scatter_add
 from .shape import cat, stack
@@ -62,9 +62,20 @@ def randint(low, high=None, size=None, *, dtype=None, device=None, generator=Non
                None, _dev(device))
 
 
+def _random_like(fn, opid, input, attrs, generator, requires_grad):
+    """A random *_like result in input's memory order (_keeps_order): the op with input as
+    its shape operand, drawn in memory order as torch's."""
+    if generator is not None:
+        return _generator.run(generator, _random_like, fn, opid, input, attrs, None, requires_grad)
+    return _rg(_op(opid, (input,), attrs), requires_grad)
+
+
 @dyn_inline
 def rand_like(input, *, generator=None, dtype=None, device=None, requires_grad=False):
     _check_tensor(input, "rand_like")
+    if _keeps_order(input, device):
+        return _random_like(rand_like, _C.OP_RAND, input, _attrs(
+            floats=(0.0, 1.0), dtype=_rand_dtype(dtype or input.dtype, "rand")), generator, requires_grad)
     return rand(input.shape, dtype=dtype or input.dtype, device=device or input.device, generator=generator,
                 requires_grad=requires_grad)
 
@@ -72,12 +83,21 @@ def rand_like(input, *, generator=None, dtype=None, device=None, requires_grad=F
 @dyn_inline
 def randn_like(input, *, generator=None, dtype=None, device=None, requires_grad=False):
     _check_tensor(input, "randn_like")
+    if _keeps_order(input, device):
+        return _random_like(randn_like, _C.OP_RANDN, input, _attrs(
+            floats=(0.0, 1.0), dtype=_rand_dtype(dtype or input.dtype, "randn")), generator, requires_grad)
     return randn(input.shape, dtype=dtype or input.dtype, device=device or input.device, generator=generator,
                  requires_grad=requires_grad)
 
 
 def randint_like(input, low, high=None, *, generator=None, dtype=None, device=None, requires_grad=False):
     _check_tensor(input, "randint_like")
+    if _keeps_order(input, device):
+        lo, hi = (0, low) if high is None else (low, high)
+        if hi <= lo:
+            raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={lo} >= to={hi}")
+        return _random_like(randint_like, _C.OP_RANDINT, input, _attrs(
+            ints=(int(lo), int(hi)), dtype=dtype or input.dtype), generator, requires_grad)
     return _rg(randint(low, high, input.shape, dtype=dtype or input.dtype, device=device or input.device,
                        generator=generator), requires_grad)
 

@@ -33,7 +33,7 @@ def cumsum(input, dim, *, dtype=None):
     x = to_dtype(input, work)
     r = _scan(x, d, add)
     r = r.clone() if r is input else r
-    return to_dtype(r, out_dt)
+    return to_dtype(r, out_dt).contiguous()   # row-major, as torch's scans
 
 
 def _scan(x, d, combine):
@@ -69,7 +69,7 @@ def cumprod(input, dim, *, dtype=None):
         r = _scan(x, d, mul)
     if dtype is not None:            # an integer dtype= is kept (int64 wraps as it does)
         r = to_dtype(r, dtype)
-    return r.clone() if r is input else r
+    return r.clone() if r is input else r.contiguous()   # row-major, as torch's scans
 
 
 def logcumsumexp(input, dim):
@@ -84,7 +84,7 @@ def logcumsumexp(input, dim):
     if x.dim() == 0:
         return input.clone()
     r = _scan(x, d, _logaddexp)
-    return r.clone() if r is input else _back(r, dt)
+    return r.clone() if r is input else _back(r, dt).contiguous()   # row-major, as torch's
 
 
 def diff(input, n=1, dim=-1, prepend=None, append=None):

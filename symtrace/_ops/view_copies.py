@@ -1,13 +1,14 @@
 """torch's *_copy functions: each view op's result as a new contiguous tensor of its own
 (alias_copy, t_copy, permute_copy, ..., unbind_copy, split_copy), written as the view
 then a contiguous copy; differentiable as the view and the copy are."""
+from .._memory_format import contiguous_format
 from ._core import _check_tensor
 
 
 def _copy_of(view):
-    """A copy of view, never sharing its storage (symtrace's clone is contiguous, as
-    torch's *_copy results are)."""
-    return view.clone()
+    """A contiguous copy of view, never sharing its storage, as torch's *_copy results are
+    (clone's default, preserve_format, would keep a permuted view's order)."""
+    return view.clone(memory_format=contiguous_format)
 
 
 def _copying(name, method):

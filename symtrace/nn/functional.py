@@ -851,7 +851,8 @@ def logsigmoid(input):
     """logsigmoid(input) = log(sigmoid(input)) = min(x, 0) - log1p(exp(-|x|))."""
     _check_tensor(input, "logsigmoid")
     _check_float(input, "log_sigmoid")
-    return _ops.minimum(input, 0.0) - _log1p(_ops.exp(-input.abs()))
+    # row-major, as torch's log_sigmoid_forward
+    return (_ops.minimum(input, 0.0) - _log1p(_ops.exp(-input.abs()))).contiguous()
 
 
 def _leaky_relu(x, negative_slope):
@@ -998,8 +999,10 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     if training:
         if inplace:   # x * noise: the backward keeps only the noise
             return _write(input, _rrelu_train, "rrelu_", lower, upper, reads_input=False)
-        return _rrelu_train(input, lower, upper)
-    return leaky_relu(input, (lower + upper) / 2, inplace)
+        r = _rrelu_train(input, lower, upper)
+    else:
+        r = leaky_relu(input, (lower + upper) / 2, inplace)
+    return r if inplace else r.contiguous()     # row-major, as torch's rrelu_with_noise
 
 
 def rrelu_(input, lower=0.125, upper=0.3333333333333333, training=False, generator=None):
@@ -1077,7 +1080,7 @@ def hardshrink(input, lambd=0.5):
     _check_tensor(input, "hardshrink")
     _check_float(input, "hardshrink")
     band = _ops.logical_and(input >= -lambd, input <= lambd)
-    return input.masked_fill(band, 0.0)
+    return _ops.where(band, 0.0, input)     # in input's memory order, as torch's
 
 
 def softshrink(input, lambd=0.5):
