@@ -134,10 +134,18 @@ st_tensor *st_layout_back(st_tensor *r, int nd, const int64_t *perm)
         inv[perm[d]] = d;
     st_tensor *o = st_tensor_permute(r, inv);
     st_tensor_decref(r);
-    /* r's buffer is no one else's now: the result is no view (outside a
-     * trace, whose map holds the buffer too) */
-    if (o)
+    /* r's buffer is no one else's now: the result is no view. A trace's
+     * map holds the buffer too, but nothing the program sees does: the
+     * trace marks the statement ST_VIEW_OWN, and a compiled run returns
+     * no view either (_base None, as eager's and torch's) */
+    if (o && o->view_base && st_rt_trace_active()) {
+        st_tensor *b = o->view_base;
+        o->view_base = NULL;
+        o->is_view = false;
+        st_tensor_decref(b);
+    } else if (o) {
         st_view_unbase(o);
+    }
     return o;
 }
 

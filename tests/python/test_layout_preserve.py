@@ -438,3 +438,14 @@ def test_backward_against_torch(torch, name, shape, make):
     np.testing.assert_allclose(ys.grad.numpy(), yt.grad.numpy(), rtol=1e-5, atol=1e-5)
     # torch gives a leaf's gradient the leaf's own (row-major) strides
     assert xs.grad.is_contiguous() and xt.grad.is_contiguous()
+
+
+def test_compiled_permuted_result_is_no_view():
+    # x.t() * 2 is no view in eager (and torch); a compiled call returned it as a view of
+    # the program's buffer (_base set)
+    f = st.compile(lambda x: x.t() * 2)
+    for _ in range(3):
+        x = st.randn(4, 8)
+        y = f(x)
+        assert y.stride() == (1, 8) and y._base is None
+        np.testing.assert_array_equal(y.numpy(), (x.t() * 2).numpy())
