@@ -49,7 +49,8 @@
     X(STORE_ATTR) X(DELETE_ATTR) X(LOAD_ATTR) X(STORE_GLOBAL) X(DELETE_GLOBAL) \
     X(IMPORT_NAME) X(LOAD_BUILD_CLASS) X(GET_LEN) X(UNPACK_SEQUENCE) X(UNPACK_EX) \
     X(CALL_INTRINSIC_1) X(LOAD_ASSERTION_ERROR) X(MAKE_CELL) X(COPY_FREE_VARS) \
-    X(MATCH_MAPPING) X(MATCH_SEQUENCE) X(MATCH_KEYS) X(MATCH_CLASS) X(MAKE_FUNCTION)
+    X(MATCH_MAPPING) X(MATCH_SEQUENCE) X(MATCH_KEYS) X(MATCH_CLASS) X(MAKE_FUNCTION) \
+    X(STORE_DEREF) X(DELETE_DEREF)
 
 enum {
 #define X(n) R_##n,
@@ -458,6 +459,36 @@ int st_fe_resume_plan(PyCodeObject *co, int at, st_fe_brkpt *bp, char *why, size
     } else if (is(in->op, R_RETURN_VALUE) || is(in->op, R_RAISE_VARARGS)) {
         bp->npop = is(in->op, R_RETURN_VALUE) ? 1 : in->arg;
         bp->kind = ST_BRK_END;
+    } else if ((is(in->op, R_STORE_DEREF) || is(in->op, R_DELETE_DEREF)) && !co->co_nfreevars &&
+               !co->co_ncellvars) {
+        snprintf(why, nwhy, "a cell instruction in a function without cells");
+        goto out;
+    } else if (is(in->op, R_STORE_DEREF) || is(in->op, R_DELETE_DEREF)) {
+        /* a store into (or del of) a cell handed to the frame: the break
+         * function does it through the cell's cell_contents */
+        int ncell = st_fe_cell_slots(co, NULL), *cells = calloc((size_t)ncell + 1, sizeof(int));
+        if (!cells) {
+            PyErr_NoMemory();
+            rc = -1;
+            goto out;
+        }
+        st_fe_cell_slots(co, cells);
+        int free0 = co->co_nlocalsplus - co->co_nfreevars, k = -1;
+        for (int p = 0; p < ncell; p++)
+            if (cells[p] == in->arg)
+                k = p;
+        free(cells);
+        if (k < 0 && in->arg >= free0)
+            k = ncell + in->arg - free0;
+        if (k < 0) {
+            snprintf(why, nwhy, "a cell instruction names no cell");
+            goto out;
+        }
+        bp->deref = k + 1;
+        bp->npop = is(in->op, R_STORE_DEREF) ? 1 : 0;
+        bp->kind = ST_BRK_SIMPLE;
+        bp->nres[0] = 0;
+        bp->exit[0] = in->next;
     } else if (simple_effect(in, &bp->npop, &bp->nres[0]) == 0) {
         bp->kind = ST_BRK_SIMPLE;
         bp->exit[0] = in->next;
@@ -531,10 +562,20 @@ int st_fe_resume_plan(PyCodeObject *co, int at, st_fe_brkpt *bp, char *why, size
             rc = -1;
             goto out;
         }
+        bool cls = false;
         for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(fv); k++)
             if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(fv, k), "__class__") == 0)
-                bp->live[0] = 1;
+                cls = true;
         Py_DECREF(fv);
+        if (cls && (PyBytes_AS_STRING(co->co_localspluskinds)[0] & CO_FAST_CELL)) {
+            /* the first argument is a cell: the resume code's slot 0 is a
+             * dead local, where zero-argument super() would look */
+            snprintf(why, nwhy, "zero-argument super() with the first argument captured by "
+                     "a closure");
+            goto out;
+        }
+        if (cls)
+            bp->live[0] = 1;
     }
     rc = 0;
 out:
@@ -635,7 +676,8 @@ static void put_sameline(rs_buf *o, int n)
 
 static PyObject *mkcode(PyCodeObject *co, rs_buf *code, PyObject *consts, PyObject *varnames,
                         int argc, int stacksize, int flags, int firstline, PyObject *name,
-                        PyObject *qualname, rs_buf *lines, rs_buf *exc, PyObject *freevars)
+                        PyObject *qualname, rs_buf *lines, rs_buf *exc, PyObject *freevars,
+                        PyObject *names)
 {
     if (code->oom || lines->oom || exc->oom)
         return PyErr_NoMemory();
@@ -653,7 +695,8 @@ static PyObject *mkcode(PyCodeObject *co, rs_buf *code, PyObject *consts, PyObje
         "co_exceptiontable", eb, (Py_ssize_t)exc->n);
     if (!kw)
         return NULL;
-    if (freevars && PyDict_SetItemString(kw, "co_freevars", freevars) < 0) {
+    if ((freevars && PyDict_SetItemString(kw, "co_freevars", freevars) < 0) ||
+        (names && PyDict_SetItemString(kw, "co_names", names) < 0)) {
         Py_DECREF(kw);
         return NULL;
     }
@@ -825,7 +868,7 @@ static PyObject *resume_fn(PyCodeObject *co, PyObject *globals, PyObject *closur
     int flags = co->co_flags & ~(CO_VARARGS | CO_VARKEYWORDS);
     PyObject *code_obj = qual ? mkcode(co, &code, co->co_consts, vn, nloc + nargs,
                                        co->co_stacksize + nstack + 2, flags,
-                                       co->co_firstlineno, name, qual, &lines, &exc, fv)
+                                       co->co_firstlineno, name, qual, &lines, &exc, fv, NULL)
                               : NULL;
     Py_DECREF(fv);
     Py_XDECREF(name);
@@ -959,7 +1002,7 @@ PyObject *st_fe_break_function(PyCodeObject *co, PyObject *globals, PyObject *cl
     /* constants: the original's (the instruction's arguments index them),
      * then None and the resume functions */
     Py_ssize_t nc0 = PyTuple_GET_SIZE(co->co_consts);
-    PyObject *consts = PyTuple_New(nc0 + 1 + nexit);
+    PyObject *consts = PyTuple_New(nc0 + 1 + nexit + (bp->deref ? 1 : 0)), *names = NULL;
     int nargs = ncons + nbelow + nlive + clo, clo_arg = clo ? nargs - 1 : -1;
     PyObject *vn = PyTuple_New(nargs);
     PyObject *res = NULL;
@@ -969,6 +1012,20 @@ PyObject *st_fe_break_function(PyCodeObject *co, PyObject *globals, PyObject *cl
     for (Py_ssize_t i = 0; i < nc0; i++)
         PyTuple_SET_ITEM(consts, i, Py_NewRef(PyTuple_GET_ITEM(co->co_consts, i)));
     PyTuple_SET_ITEM(consts, nc0, Py_NewRef(Py_None));
+    if (bp->deref) {
+        /* the closure item's index, and the attribute name it sets */
+        PyObject *ix = PyLong_FromLong(bp->deref - 1);
+        PyObject *cc = PyUnicode_InternFromString("cell_contents");
+        PyObject *one = cc ? PyTuple_Pack(1, cc) : NULL;
+        names = one ? PySequence_Concat(co->co_names, one) : NULL;
+        Py_XDECREF(cc);
+        Py_XDECREF(one);
+        if (!ix || !names) {
+            Py_XDECREF(ix);
+            goto done;
+        }
+        PyTuple_SET_ITEM(consts, nc0 + 1 + nexit, ix);
+    }
     for (int x = 0; x < nexit; x++) {
         if (clo) /* the code: made into a function per call (emit_exit) */
             PyTuple_SET_ITEM(consts, nc0 + 1 + x, Py_NewRef(PyFunction_GET_CODE(fns[x])));
@@ -1010,7 +1067,16 @@ PyObject *st_fe_break_function(PyCodeObject *co, PyObject *globals, PyObject *cl
         emit_exit(&code, bp, bp->nres[1], below, null, lstate, ncons, (int)nc0 + 2, (int)nc0, clo_arg);
         code_free(&c);
     } else {
-        put(&code, PyBytes_AS_STRING(orig) + 2 * bp->start, 2 * (bp->end - bp->start));
+        if (bp->deref) {
+            /* closure[k].cell_contents = value, or del closure[k].cell_contents */
+            emit(&code, rop[R_LOAD_FAST], clo_arg);
+            emit(&code, rop[R_LOAD_CONST], (int)nc0 + 1 + nexit);
+            emit(&code, rop[R_BINARY_SUBSCR], 0);
+            emit(&code, rop[bp->npop ? R_STORE_ATTR : R_DELETE_ATTR],
+                 (int)PyTuple_GET_SIZE(co->co_names));
+        } else {
+            put(&code, PyBytes_AS_STRING(orig) + 2 * bp->start, 2 * (bp->end - bp->start));
+        }
         if (bp->kind == ST_BRK_SIMPLE)
             emit_exit(&code, bp, bp->nres[0], below, null, lstate, ncons, (int)nc0 + 1, (int)nc0, clo_arg);
     }
@@ -1019,7 +1085,7 @@ PyObject *st_fe_break_function(PyCodeObject *co, PyObject *globals, PyObject *cl
     int flags = CO_OPTIMIZED | CO_NEWLOCALS;
     PyObject *cobj = mkcode(co, &code, consts, vn, nargs,
                             nstack + bp->nlocals + 8, flags, bp->line > 0 ? bp->line : co->co_firstlineno,
-                            co->co_name, co->co_qualname, &lines, &exc, NULL);
+                            co->co_name, co->co_qualname, &lines, &exc, NULL, names);
     if (!cobj)
         goto done;
     res = PyFunction_New(cobj, globals);
@@ -1031,6 +1097,7 @@ PyObject *st_fe_break_function(PyCodeObject *co, PyObject *globals, PyObject *cl
 done:
     Py_XDECREF(fns[0]);
     Py_XDECREF(fns[1]);
+    Py_XDECREF(names);
     Py_XDECREF(consts);
     Py_XDECREF(vn);
     Py_DECREF(key);

@@ -395,6 +395,9 @@ typedef struct {
     int line;                /* the breaking statement's line */
     int nlocals;             /* co_nlocals */
     uint8_t *live;           /* per local: live at an exit (owned) */
+    int deref;               /* k + 1: the group is STORE_DEREF/DELETE_DEREF of item
+                                k of the resume closure (st_fe_cell_slots), which the
+                                break function sets or empties as cell_contents */
 } st_fe_brkpt;
 /* 0: bp filled; 1: cannot resume there (why says why; no exception);
  * -1: error (exception set). */

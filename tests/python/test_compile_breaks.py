@@ -57,13 +57,10 @@ _FLOAT = ("a float read at the break (.item(), float()) is, on the first call, t
 _CLASS = ("class statement: the resume after LOAD_BUILD_CLASS starts with the class-body function on "
           "the stack and breaks at CALL __build_class__ with 'a live value is a function', so it "
           "runs plain and the op after the class (y + 1) is not captured: 1 graph, not 2")
-_DELDEREF = ("`del k` of a cell variable breaks at DELETE_DEREF, after which no resume function "
-             "continues ('no resuming after instruction DELETE_DEREF'): the frame runs plain")
 _ITER = ("an iterator live at the break (it = iter([...]); next(it) after it): no partial graph "
          "(\"local 'it' holds an iterator or context manager\"), the frame runs plain")
 FAILING_KNOWN = {
     "counts:i_class_def": _CLASS,
-    "counts:i_del_deref": _DELDEREF,
     "counts:v_iterator_live": _ITER,
 }
 

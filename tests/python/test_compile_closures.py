@@ -143,10 +143,9 @@ def prog_store_after(x):
 
 def test_closure_sees_value_assigned_after_break():
     # the store into the cell (STORE_DEREF) in the resume function is a
-    # side effect on a cell the frame hands over: the resume stops there
-    # and runs as plain Python (the closure it calls is a frame of its own);
-    # the prefix graph stays
-    _check(prog_store_after, graphs=2, breaks=2)
+    # side effect on a cell handed to it: it breaks there, the break
+    # function stores into the cell, and a second resume function runs g(y)
+    _check(prog_store_after, graphs=3, breaks=2)
 
 
 # ---- nested closures: an inner function made by a function made in the frame
@@ -247,3 +246,95 @@ def test_closure_cells_are_shared_with_the_resume():
     # k = x + 1 and x * 5 are graphs; setk's store (a cell of the frame
     # that called it) breaks in setk's own frame, which runs plain
     assert _counts(f, st.tensor(_data(0))) == (2, 3)
+
+
+# ---- without a break: a closure returned from a whole-graph frame
+def make_scaler(x, s):
+    w = x * s
+    return lambda t, b=1.0: t * w + b
+
+
+def test_closure_returned_from_a_whole_graph():
+    # the function and its cell are made anew on every call (ST_T_FUNCTION):
+    # one graph, no break, and each closure reads its own call's w
+    st.reset()
+    cf = st.compile(make_scaler)
+    fs = []
+    for i in range(3):
+        d = _data(i)
+        fs.append((cf(st.tensor(d), 2.0), d))
+    n1 = _translations()
+    for f, d in fs:
+        _close(f(st.tensor(np.ones_like(d))), d * 2.0 + 1.0)
+    assert f.__defaults__ == (1.0,) and f.__name__ == "<lambda>"
+    assert len({id(f.__closure__[0]) for f, _ in fs}) == 3
+    assert _translations() == n1
+    assert _counts(make_scaler, st.tensor(_data(0)), 2.0) == (1, 0)
+
+
+# ---- del of a cell variable (DELETE_DEREF) after a graph
+def prog_del_cell(x):
+    k = 2.0
+
+    def g():
+        return k
+
+    y = x * g()
+    del k
+    return y + 1
+
+
+def test_del_cell_variable_resumes():
+    _check(prog_del_cell, graphs=2, breaks=1)
+
+
+# ---- a closure's own frame storing into the cell it closes over
+def _counter_step(x):
+    total = x * 0
+
+    def add(t):
+        nonlocal total
+        total = total + t.sin()
+        print(end="")  # graph break: print is not traced
+        total = total * 2
+        return t
+
+    add(x)
+    add(x + 1)
+    return total
+
+
+def test_nonlocal_store_after_break():
+    # add's frame breaks at print; its resume function stores into the
+    # cell handed to it (STORE_DEREF: a break whose break function does it)
+    _check(_counter_step, graphs=4, breaks=5, calls=3)
+
+
+# ---- a hook handle removed inside the compiled frame (after the break)
+_SEEN = []
+
+
+def _double_hook(g):
+    _SEEN.append(1)
+    return g * 2
+
+
+def test_hook_handle_remove_is_not_run_once_at_translation():
+    # RemovableHandle.remove() was run for real while translating (library
+    # code), so later calls of the entry never removed their hook
+    w = st.tensor(np.ones((2, 2), dtype=np.float32), requires_grad=True)
+
+    def step(x):
+        h = w.register_hook(_double_hook)
+        (x @ w).sum().backward()
+        h.remove()
+        return w.grad
+
+    st.reset()
+    _SEEN.clear()
+    cf = st.compile(step)
+    for i in range(4):
+        w.grad = None
+        g = cf(st.tensor(np.ones((2, 2), dtype=np.float32)))
+        _close(g, np.full((2, 2), 4.0, dtype=np.float32))
+        assert len(_SEEN) == i + 1, "a removed hook ran again"
