@@ -550,11 +550,7 @@ static int tmpl_of(tr_state *s, PyObject *v, outlist *ol, st_fe_tmpl **out, int 
     return shareable ? share_done(s, v) : 0;
 }
 
-/* A cell, or a function made in the frame (st_fe_tmpl ST_T_CELL,
- * ST_T_FREECELL, ST_T_FUNCTION): one object however often the templates
- * meet it, made anew on every call. It is shared before its parts are
- * made, so that a recursive inner function (its closure holds a cell that
- * holds it) is rebuilt as one. */
+/* Defaults that are constants (None, a tuple or dict of constants). */
 static bool const_defaults(PyObject *d)
 {
     if (d == Py_None)
@@ -573,6 +569,11 @@ static bool const_defaults(PyObject *d)
     return PyTuple_CheckExact(d);
 }
 
+/* A cell, or a function made in the frame (st_fe_tmpl ST_T_CELL,
+ * ST_T_FREECELL, ST_T_FUNCTION): one object however often the templates
+ * meet it, made anew on every call. It is shared before its parts are
+ * made, so that a recursive inner function (its closure holds a cell that
+ * holds it) is rebuilt as one. */
 static int tmpl_closure_part(tr_state *s, PyObject *v, outlist *ol, st_fe_tmpl *t, int depth)
 {
     PyObject *clo = s->f->closure;
@@ -869,15 +870,28 @@ done:
  * every call (ST_T_FUNCTION), so they are guarded by their type, and where
  * they are called by their code, defaults and cell contents (guard_fn_parts,
  * COPY_FREE_VARS), not by their identity. */
+static bool code_within(PyCodeObject *outer, PyObject *code, int depth)
+{
+    PyObject *cs = outer->co_consts;
+    for (Py_ssize_t i = 0; depth < 8 && i < PyTuple_GET_SIZE(cs); i++) {
+        PyObject *c = PyTuple_GET_ITEM(cs, i);
+        if (c == code || (PyCode_Check(c) && code_within((PyCodeObject *)c, code, depth + 1)))
+            return true;
+    }
+    return false;
+}
+
 static void resume_fn_guards(tr_state *s)
 {
     if (!st_fe_is_resume_code(s->f->code))
         return;
     for (int g = 0; g < s->guards.n; g++) {
         st_fe_guard *gd = &s->guards.v[g];
+        /* only functions whose code the frame's own code defines */
         if (gd->kind == ST_G_ID && gd->obj && PyFunction_Check(gd->obj) &&
             tr_fn_origin(gd->obj) == 0 &&
-            (gd->src->kind == ST_SRC_LOCAL || gd->src->kind == ST_SRC_CLOSURE)) {
+            (gd->src->kind == ST_SRC_LOCAL || gd->src->kind == ST_SRC_CLOSURE) &&
+            code_within(s->f->code, PyFunction_GET_CODE(gd->obj), 0)) {
             gd->kind = ST_G_TYPE;
             Py_SETREF(gd->obj, Py_NewRef((PyObject *)&PyFunction_Type));
         }

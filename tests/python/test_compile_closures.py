@@ -338,3 +338,27 @@ def test_hook_handle_remove_is_not_run_once_at_translation():
         g = cf(st.tensor(np.ones((2, 2), dtype=np.float32)))
         _close(g, np.full((2, 2), 4.0, dtype=np.float32))
         assert len(_SEEN) == i + 1, "a removed hook ran again"
+
+
+# ---- a function from outside the frame keeps its identity guard
+def _make_twice():
+    return lambda t: t * 2
+
+
+_F1, _F2 = _make_twice(), _make_twice()
+
+
+def pick(x, fn):
+    y = fn(x + 1)
+    print(end="")  # graph break: print is not traced
+    return y * 2 if fn is _F1 else y * 3
+
+
+def test_outside_function_keeps_identity_guard():
+    # only functions whose code the frame defines are guarded by their
+    # parts after a break: _F1 and _F2 share code, not identity
+    st.reset()
+    cf = st.compile(pick)
+    d = _data(0)
+    for fn, k in ((_F1, 2), (_F2, 3), (_F1, 2), (_F2, 3)):
+        _close(cf(st.tensor(d), fn), (d + 1) * 2 * k)
