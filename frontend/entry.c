@@ -17,6 +17,45 @@ void st_fe_tmpl_free(st_fe_tmpl *t)
 static PyObject *build_node(const st_fe_tmpl *t, PyObject *const *outs,
                             const st_fe_frame *f, PyObject **memo, PyObject **shared);
 
+/* A cell or function made in the frame: the empty object is shared before
+ * its parts are built, so that a function whose closure holds itself (a
+ * recursive inner function) is one object. */
+static PyObject *build_shell(const st_fe_tmpl *t, PyObject *const *outs,
+                             const st_fe_frame *f, PyObject **memo, PyObject **shared)
+{
+    PyObject *o;
+    if (t->kind == ST_T_CELL) {
+        o = PyCell_New(NULL);
+    } else {
+        PyObject *ann = PyTuple_GET_ITEM(t->obj, 3);
+        o = PyFunction_NewWithQualName(PyTuple_GET_ITEM(t->obj, 0), PyTuple_GET_ITEM(t->obj, 1),
+                                       PyTuple_GET_ITEM(t->obj, 2));
+        if (o && ann != Py_None && PyFunction_SetAnnotations(o, ann) < 0)
+            Py_CLEAR(o);
+    }
+    if (!o)
+        return NULL;
+    if (t->share > 0 && shared)
+        shared[t->share - 1] = Py_NewRef(o);
+    for (int i = 0; i < t->n; i++) {
+        PyObject *v = st_fe_tmpl_build(t->items[i], outs, f, memo, shared);
+        int r = -1;
+        if (v && t->kind == ST_T_CELL)
+            r = PyCell_Set(o, v);
+        else if (v && v == Py_None)
+            r = 0;
+        else if (v)
+            r = i == 0 ? PyFunction_SetDefaults(o, v)
+                : i == 1 ? PyFunction_SetKwDefaults(o, v) : PyFunction_SetClosure(o, v);
+        Py_XDECREF(v);
+        if (r < 0) {
+            Py_DECREF(o);
+            return NULL;
+        }
+    }
+    return o;
+}
+
 PyObject *st_fe_tmpl_build(const st_fe_tmpl *t, PyObject *const *outs,
                            const st_fe_frame *f, PyObject **memo, PyObject **shared)
 {
@@ -24,6 +63,8 @@ PyObject *st_fe_tmpl_build(const st_fe_tmpl *t, PyObject *const *outs,
         t = t->ref;
     if (t->share > 0 && shared && shared[t->share - 1])
         return Py_NewRef(shared[t->share - 1]);
+    if (t->kind == ST_T_CELL || t->kind == ST_T_FUNCTION)
+        return build_shell(t, outs, f, memo, shared);
     PyObject *v = build_node(t, outs, f, memo, shared);
     if (v && t->share > 0 && shared)
         shared[t->share - 1] = Py_NewRef(v);
@@ -34,7 +75,15 @@ static PyObject *build_node(const st_fe_tmpl *t, PyObject *const *outs,
                             const st_fe_frame *f, PyObject **memo, PyObject **shared)
 {
     switch (t->kind) {
-    case ST_T_REF: break;
+    case ST_T_REF: case ST_T_CELL: case ST_T_FUNCTION: break;   /* st_fe_tmpl_build */
+    case ST_T_FREECELL: {
+        PyObject *c = f->closure && PyTuple_Check(f->closure) &&
+                      t->index < PyTuple_GET_SIZE(f->closure)
+                      ? PyTuple_GET_ITEM(f->closure, t->index) : NULL;
+        if (!c)
+            PyErr_SetString(PyExc_SystemError, "return template names a missing closure cell");
+        return Py_XNewRef(c);
+    }
     case ST_T_CONST: return Py_NewRef(t->obj);
     case ST_T_OUTPUT:
         if (!outs || !outs[t->index]) {

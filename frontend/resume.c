@@ -49,7 +49,8 @@
     X(STORE_ATTR) X(DELETE_ATTR) X(LOAD_ATTR) X(STORE_GLOBAL) X(DELETE_GLOBAL) \
     X(IMPORT_NAME) X(LOAD_BUILD_CLASS) X(GET_LEN) X(UNPACK_SEQUENCE) X(UNPACK_EX) \
     X(CALL_INTRINSIC_1) X(LOAD_ASSERTION_ERROR) X(MAKE_CELL) X(COPY_FREE_VARS) \
-    X(MATCH_MAPPING) X(MATCH_SEQUENCE) X(MATCH_KEYS) X(MATCH_CLASS) X(MAKE_FUNCTION)
+    X(MATCH_MAPPING) X(MATCH_SEQUENCE) X(MATCH_KEYS) X(MATCH_CLASS) X(MAKE_FUNCTION) \
+    X(STORE_DEREF) X(DELETE_DEREF)
 
 enum {
 #define X(n) R_##n,
@@ -99,6 +100,27 @@ static int rs_init(void)
 }
 
 static bool is(int raw, int k) { return rop[k] >= 0 && raw == rop[k]; }
+
+#ifndef CO_FAST_CELL
+#define CO_FAST_CELL 0x40
+#endif
+
+/* See st_fe_tr.h: the slots of co's cell variables, ascending (the
+ * arguments that are cells first, then the others). */
+int st_fe_cell_slots(PyCodeObject *co, int *slots)
+{
+    if (!co->co_ncellvars)
+        return 0;
+    const char *kinds = PyBytes_AS_STRING(co->co_localspluskinds);
+    int n = 0;
+    for (int i = 0; i < co->co_nlocalsplus; i++)
+        if (kinds[i] & CO_FAST_CELL) {
+            if (slots)
+                slots[n] = i;
+            n++;
+        }
+    return n;
+}
 
 /* ---------------- decoding ---------------- */
 typedef struct {
@@ -398,11 +420,6 @@ int st_fe_resume_plan(PyCodeObject *co, int at, st_fe_brkpt *bp, char *why, size
     why[0] = 0;
     if (rs_init() < 0)
         return -1;
-    if (co->co_ncellvars) {
-        snprintf(why, nwhy, "the function has cell variables (a closure made inside it; "
-                 "resuming after a break is not supported there)");
-        return 1;
-    }
     rs_code c;
     if (code_decode(co, &c) < 0)
         return -1;
@@ -442,6 +459,36 @@ int st_fe_resume_plan(PyCodeObject *co, int at, st_fe_brkpt *bp, char *why, size
     } else if (is(in->op, R_RETURN_VALUE) || is(in->op, R_RAISE_VARARGS)) {
         bp->npop = is(in->op, R_RETURN_VALUE) ? 1 : in->arg;
         bp->kind = ST_BRK_END;
+    } else if ((is(in->op, R_STORE_DEREF) || is(in->op, R_DELETE_DEREF)) && !co->co_nfreevars &&
+               !co->co_ncellvars) {
+        snprintf(why, nwhy, "a cell instruction in a function without cells");
+        goto out;
+    } else if (is(in->op, R_STORE_DEREF) || is(in->op, R_DELETE_DEREF)) {
+        /* a store into (or del of) a cell handed to the frame: the break
+         * function does it through the cell's cell_contents */
+        int ncell = st_fe_cell_slots(co, NULL), *cells = calloc((size_t)ncell + 1, sizeof(int));
+        if (!cells) {
+            PyErr_NoMemory();
+            rc = -1;
+            goto out;
+        }
+        st_fe_cell_slots(co, cells);
+        int free0 = co->co_nlocalsplus - co->co_nfreevars, k = -1;
+        for (int p = 0; p < ncell; p++)
+            if (cells[p] == in->arg)
+                k = p;
+        free(cells);
+        if (k < 0 && in->arg >= free0)
+            k = ncell + in->arg - free0;
+        if (k < 0) {
+            snprintf(why, nwhy, "a cell instruction names no cell");
+            goto out;
+        }
+        bp->deref = k + 1;
+        bp->npop = is(in->op, R_STORE_DEREF) ? 1 : 0;
+        bp->kind = ST_BRK_SIMPLE;
+        bp->nres[0] = 0;
+        bp->exit[0] = in->next;
     } else if (simple_effect(in, &bp->npop, &bp->nres[0]) == 0) {
         bp->kind = ST_BRK_SIMPLE;
         bp->exit[0] = in->next;
@@ -515,10 +562,20 @@ int st_fe_resume_plan(PyCodeObject *co, int at, st_fe_brkpt *bp, char *why, size
             rc = -1;
             goto out;
         }
+        bool cls = false;
         for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(fv); k++)
             if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(fv, k), "__class__") == 0)
-                bp->live[0] = 1;
+                cls = true;
         Py_DECREF(fv);
+        if (cls && (PyBytes_AS_STRING(co->co_localspluskinds)[0] & CO_FAST_CELL)) {
+            /* the first argument is a cell: the resume code's slot 0 is a
+             * dead local, where zero-argument super() would look */
+            snprintf(why, nwhy, "zero-argument super() with the first argument captured by "
+                     "a closure");
+            goto out;
+        }
+        if (cls)
+            bp->live[0] = 1;
     }
     rc = 0;
 out:
@@ -619,7 +676,8 @@ static void put_sameline(rs_buf *o, int n)
 
 static PyObject *mkcode(PyCodeObject *co, rs_buf *code, PyObject *consts, PyObject *varnames,
                         int argc, int stacksize, int flags, int firstline, PyObject *name,
-                        PyObject *qualname, rs_buf *lines, rs_buf *exc, bool freevars)
+                        PyObject *qualname, rs_buf *lines, rs_buf *exc, PyObject *freevars,
+                        PyObject *names)
 {
     if (code->oom || lines->oom || exc->oom)
         return PyErr_NoMemory();
@@ -637,14 +695,10 @@ static PyObject *mkcode(PyCodeObject *co, rs_buf *code, PyObject *consts, PyObje
         "co_exceptiontable", eb, (Py_ssize_t)exc->n);
     if (!kw)
         return NULL;
-    if (freevars) {
-        PyObject *fv = PyObject_GetAttrString((PyObject *)co, "co_freevars");
-        if (!fv || PyDict_SetItemString(kw, "co_freevars", fv) < 0) {
-            Py_XDECREF(fv);
-            Py_DECREF(kw);
-            return NULL;
-        }
-        Py_DECREF(fv);
+    if ((freevars && PyDict_SetItemString(kw, "co_freevars", freevars) < 0) ||
+        (names && PyDict_SetItemString(kw, "co_names", names) < 0)) {
+        Py_DECREF(kw);
+        return NULL;
     }
     PyObject *meth = PyObject_GetAttrString((PyObject *)co, "replace");
     PyObject *args = PyTuple_New(0);
@@ -658,35 +712,72 @@ static PyObject *mkcode(PyCodeObject *co, rs_buf *code, PyObject *consts, PyObje
 /* The resume function of one exit: the original code behind a prologue
  * that pushes the stack (null[k]: a NULL marker) from the arguments after
  * the original's locals, unbinds the locals marked 2 in lstate, and jumps
- * to unit `target`. */
+ * to unit `target`. The original's cell variables are free variables of
+ * the resume code, before the original's own (its closure: the frame's
+ * cells, in st_fe_cell_slots order, then the frame's closure); the
+ * operands of the instructions that name cells and free variables are
+ * renumbered to match. An argument that is a cell keeps a dead local slot
+ * of its own, renamed so that no name is both a local and a free one. */
 static PyObject *resume_fn(PyCodeObject *co, PyObject *globals, PyObject *closure, int target,
                            int nstack, const bool *null, const uint8_t *lstate, int serial)
 {
     int nloc = co->co_nlocals, nargs = 0;
+    int ncell = st_fe_cell_slots(co, NULL), nfree = co->co_nfreevars;
+    int *cells = calloc((size_t)ncell + 1, sizeof(int));
+    if (!cells)
+        return PyErr_NoMemory();
+    st_fe_cell_slots(co, cells);
     PyObject *varnames = PyObject_GetAttrString((PyObject *)co, "co_varnames");
-    if (!varnames)
+    PyObject *ofree = varnames ? PyObject_GetAttrString((PyObject *)co, "co_freevars") : NULL;
+    PyObject *fv = ofree ? PyTuple_New(ncell + nfree) : NULL;
+    if (!fv) {
+        Py_XDECREF(varnames);
+        Py_XDECREF(ofree);
+        free(cells);
         return NULL;
+    }
+    for (int p = 0; p < ncell; p++)
+        PyTuple_SET_ITEM(fv, p, Py_NewRef(PyTuple_GET_ITEM(co->co_localsplusnames, cells[p])));
+    for (int k = 0; k < nfree; k++)
+        PyTuple_SET_ITEM(fv, ncell + k, Py_NewRef(PyTuple_GET_ITEM(ofree, k)));
+    Py_DECREF(ofree);
     for (int k = 0; k < nstack; k++)
         nargs += !null[k];
     PyObject *vn = PyTuple_New(nloc + nargs);
     if (!vn) {
         Py_DECREF(varnames);
+        Py_DECREF(fv);
+        free(cells);
         return NULL;
     }
-    for (int i = 0; i < nloc; i++)
-        PyTuple_SET_ITEM(vn, i, Py_NewRef(PyTuple_GET_ITEM(varnames, i)));
+    for (int i = 0; i < nloc; i++) {
+        PyObject *nm = PyTuple_GET_ITEM(varnames, i);
+        bool cell = false;
+        for (int p = 0; p < ncell; p++)
+            cell |= cells[p] == i;
+        PyTuple_SET_ITEM(vn, i, cell ? PyUnicode_FromFormat("___cellarg_%U", nm) : Py_NewRef(nm));
+        if (!PyTuple_GET_ITEM(vn, i)) {
+            Py_DECREF(varnames);
+            Py_DECREF(vn);
+            Py_DECREF(fv);
+            free(cells);
+            return NULL;
+        }
+    }
     Py_DECREF(varnames);
     for (int k = 0; k < nargs; k++) {
         PyObject *s = PyUnicode_FromFormat("___stack%d", k);
         if (!s) {
             Py_DECREF(vn);
+            Py_DECREF(fv);
+            free(cells);
             return NULL;
         }
         PyTuple_SET_ITEM(vn, nloc + k, s);
     }
     rs_buf pro = {0};
-    if (co->co_nfreevars)
-        emit(&pro, rop[R_COPY_FREE_VARS], co->co_nfreevars);   /* the original's is jumped over */
+    if (ncell + nfree)   /* the original's MAKE_CELLs and COPY_FREE_VARS are jumped over */
+        emit(&pro, rop[R_COPY_FREE_VARS], ncell + nfree);
     emit(&pro, rop[R_RESUME], 0);
     for (int k = 0, a = nloc; k < nstack; k++) {
         if (null[k])
@@ -709,19 +800,31 @@ static PyObject *resume_fn(PyCodeObject *co, PyObject *globals, PyObject *closur
         free(pro.b);
         free(code.b);
         Py_DECREF(vn);
+        Py_DECREF(fv);
+        free(cells);
         return NULL;
     }
     put(&code, PyBytes_AS_STRING(orig), (int)PyBytes_GET_SIZE(orig));
     Py_DECREF(orig);
-    if (co->co_nfreevars && nargs > 0 && !code.oom) {
-        /* free variables follow the locals: the stack arguments move them */
+    if (((nfree && nargs > 0) || ncell) && !code.oom) {
+        /* free variables follow the locals: the stack arguments move
+         * them, and the cells become free variables before them */
         rs_code c;
-        int bad = code_decode(co, &c);
+        int bad = code_decode(co, &c), free0 = co->co_nlocalsplus - nfree;
         for (int i = 0; bad == 0 && i < c.n; i++) {
             rs_ins *in = &c.ins[i];
             if (!hasfree[in->op])
                 continue;
-            int na = in->arg + nargs, ext = in->at - in->start;
+            int na = in->arg >= free0 ? in->arg - free0 + ncell + nloc + nargs : -1;
+            for (int p = 0; p < ncell && na < 0; p++)
+                if (cells[p] == in->arg)
+                    na = nloc + nargs + p;
+            if (na < 0) {
+                PyErr_SetString(PyExc_SystemError, "resume: a cell instruction names no cell");
+                bad = -1;
+                break;
+            }
+            int ext = in->at - in->start;
             if (ext_units(na) != ext) {
                 PyErr_SetString(PyExc_NotImplementedError, "resume: a free variable's index "
                                 "outgrows its instruction");
@@ -736,9 +839,12 @@ static PyObject *resume_fn(PyCodeObject *co, PyObject *globals, PyObject *closur
             free(pro.b);
             free(code.b);
             Py_DECREF(vn);
+            Py_DECREF(fv);
+            free(cells);
             return NULL;
         }
     }
+    free(cells);
     /* the exception table, shifted by the prologue */
     rs_buf exc = {0};
     {
@@ -762,9 +868,9 @@ static PyObject *resume_fn(PyCodeObject *co, PyObject *globals, PyObject *closur
     int flags = co->co_flags & ~(CO_VARARGS | CO_VARKEYWORDS);
     PyObject *code_obj = qual ? mkcode(co, &code, co->co_consts, vn, nloc + nargs,
                                        co->co_stacksize + nstack + 2, flags,
-                                       co->co_firstlineno, name, qual, &lines, &exc,
-                                       co->co_nfreevars)
+                                       co->co_firstlineno, name, qual, &lines, &exc, fv, NULL)
                               : NULL;
+    Py_DECREF(fv);
     Py_XDECREF(name);
     Py_XDECREF(qual);
     Py_DECREF(vn);
@@ -776,7 +882,8 @@ static PyObject *resume_fn(PyCodeObject *co, PyObject *globals, PyObject *closur
         return NULL;
     PyObject *fn = PyFunction_New(code_obj, globals);
     Py_DECREF(code_obj);
-    if (fn && co->co_nfreevars && PyFunction_SetClosure(fn, closure) < 0)
+    /* with cells the function is made per call (only its code is used) */
+    if (fn && nfree && !ncell && PyFunction_SetClosure(fn, closure) < 0)
         Py_CLEAR(fn);
     return fn;
 }
@@ -823,12 +930,21 @@ static void emit_exit(rs_buf *o, const st_fe_brkpt *bp, int nres, int nstack_bel
 
 static int resume_serial;
 
+static PyObject *resume_prefix(void)
+{
+    static PyObject *p;
+    if (!p)
+        p = PyUnicode_InternFromString("__resume_at_");
+    return p;
+}
+
 /* See st_fe_tr.h. */
 PyObject *st_fe_break_function(PyCodeObject *co, PyObject *globals, PyObject *closure,
                                const st_fe_brkpt *bp, int nstack, const bool *null,
                                const uint8_t *lstate)
 {
-    if (co->co_nfreevars && (!closure || !PyTuple_Check(closure))) {
+    int ncell = st_fe_cell_slots(co, NULL);
+    if (co->co_nfreevars && !ncell && (!closure || !PyTuple_Check(closure))) {
         PyErr_SetString(PyExc_SystemError, "resume: a function with free variables needs its closure");
         return NULL;
     }
@@ -840,8 +956,10 @@ PyObject *st_fe_break_function(PyCodeObject *co, PyObject *globals, PyObject *cl
         return NULL;
     /* with free variables the break function takes the calling frame's
      * closure as its last argument and makes the resume function with it
-     * at each call, so one break function serves every closure */
-    int clo = co->co_nfreevars ? 1 : 0;
+     * at each call, so one break function serves every closure; with cell
+     * variables that argument is the resume closure (the frame's cells made
+     * anew by the entry on each call, then the frame's closure) */
+    int clo = co->co_nfreevars || ncell ? 1 : 0;
     PyObject *key = Py_BuildValue("(Oiiiy#y#)", (PyObject *)co, clo,
                                   bp->start, nstack,
                                   (const char *)null, (Py_ssize_t)nstack,
@@ -884,7 +1002,7 @@ PyObject *st_fe_break_function(PyCodeObject *co, PyObject *globals, PyObject *cl
     /* constants: the original's (the instruction's arguments index them),
      * then None and the resume functions */
     Py_ssize_t nc0 = PyTuple_GET_SIZE(co->co_consts);
-    PyObject *consts = PyTuple_New(nc0 + 1 + nexit);
+    PyObject *consts = PyTuple_New(nc0 + 1 + nexit + (bp->deref ? 1 : 0)), *names = NULL;
     int nargs = ncons + nbelow + nlive + clo, clo_arg = clo ? nargs - 1 : -1;
     PyObject *vn = PyTuple_New(nargs);
     PyObject *res = NULL;
@@ -894,6 +1012,20 @@ PyObject *st_fe_break_function(PyCodeObject *co, PyObject *globals, PyObject *cl
     for (Py_ssize_t i = 0; i < nc0; i++)
         PyTuple_SET_ITEM(consts, i, Py_NewRef(PyTuple_GET_ITEM(co->co_consts, i)));
     PyTuple_SET_ITEM(consts, nc0, Py_NewRef(Py_None));
+    if (bp->deref) {
+        /* the closure item's index, and the attribute name it sets */
+        PyObject *ix = PyLong_FromLong(bp->deref - 1);
+        PyObject *cc = PyUnicode_InternFromString("cell_contents");
+        PyObject *one = cc ? PyTuple_Pack(1, cc) : NULL;
+        names = one ? PySequence_Concat(co->co_names, one) : NULL;
+        Py_XDECREF(cc);
+        Py_XDECREF(one);
+        if (!ix || !names) {
+            Py_XDECREF(ix);
+            goto done;
+        }
+        PyTuple_SET_ITEM(consts, nc0 + 1 + nexit, ix);
+    }
     for (int x = 0; x < nexit; x++) {
         if (clo) /* the code: made into a function per call (emit_exit) */
             PyTuple_SET_ITEM(consts, nc0 + 1 + x, Py_NewRef(PyFunction_GET_CODE(fns[x])));
@@ -935,7 +1067,16 @@ PyObject *st_fe_break_function(PyCodeObject *co, PyObject *globals, PyObject *cl
         emit_exit(&code, bp, bp->nres[1], below, null, lstate, ncons, (int)nc0 + 2, (int)nc0, clo_arg);
         code_free(&c);
     } else {
-        put(&code, PyBytes_AS_STRING(orig) + 2 * bp->start, 2 * (bp->end - bp->start));
+        if (bp->deref) {
+            /* closure[k].cell_contents = value, or del closure[k].cell_contents */
+            emit(&code, rop[R_LOAD_FAST], clo_arg);
+            emit(&code, rop[R_LOAD_CONST], (int)nc0 + 1 + nexit);
+            emit(&code, rop[R_BINARY_SUBSCR], 0);
+            emit(&code, rop[bp->npop ? R_STORE_ATTR : R_DELETE_ATTR],
+                 (int)PyTuple_GET_SIZE(co->co_names));
+        } else {
+            put(&code, PyBytes_AS_STRING(orig) + 2 * bp->start, 2 * (bp->end - bp->start));
+        }
         if (bp->kind == ST_BRK_SIMPLE)
             emit_exit(&code, bp, bp->nres[0], below, null, lstate, ncons, (int)nc0 + 1, (int)nc0, clo_arg);
     }
@@ -944,7 +1085,7 @@ PyObject *st_fe_break_function(PyCodeObject *co, PyObject *globals, PyObject *cl
     int flags = CO_OPTIMIZED | CO_NEWLOCALS;
     PyObject *cobj = mkcode(co, &code, consts, vn, nargs,
                             nstack + bp->nlocals + 8, flags, bp->line > 0 ? bp->line : co->co_firstlineno,
-                            co->co_name, co->co_qualname, &lines, &exc, false);
+                            co->co_name, co->co_qualname, &lines, &exc, NULL, names);
     if (!cobj)
         goto done;
     res = PyFunction_New(cobj, globals);
@@ -956,6 +1097,7 @@ PyObject *st_fe_break_function(PyCodeObject *co, PyObject *globals, PyObject *cl
 done:
     Py_XDECREF(fns[0]);
     Py_XDECREF(fns[1]);
+    Py_XDECREF(names);
     Py_XDECREF(consts);
     Py_XDECREF(vn);
     Py_DECREF(key);
@@ -968,7 +1110,7 @@ done:
 /* See st_fe_tr.h. */
 PyObject *st_fe_call_break(PyObject *brk, PyObject *args, PyCodeObject *co, PyObject *closure)
 {
-    if (!co->co_nfreevars)
+    if (!co->co_nfreevars || co->co_ncellvars)   /* with cells: among args */
         return PyObject_Call(brk, args, NULL);
     Py_ssize_t n = PyTuple_GET_SIZE(args);
     PyObject *a = PyTuple_New(n + 1);
@@ -980,6 +1122,12 @@ PyObject *st_fe_call_break(PyObject *brk, PyObject *args, PyCodeObject *co, PyOb
     PyObject *r = PyObject_Call(brk, a, NULL);
     Py_DECREF(a);
     return r;
+}
+
+bool st_fe_is_resume_code(PyCodeObject *co)
+{
+    return PyUnicode_Check(co->co_name) &&
+           PyUnicode_Tailmatch(co->co_name, resume_prefix(), 0, 12, -1) == 1;
 }
 
 void st_fe_resume_reset(void)

@@ -254,6 +254,13 @@ typedef enum {
                          type's C tp_new, C item stores and __dict__ stores */
     ST_T_REF,         /* the object ref builds (a list, dict or user object
                          made in the frame, met again): the same object */
+    ST_T_CELL,        /* a cell made in the frame: a new cell holding items[0]
+                         (n = 0: empty) */
+    ST_T_FREECELL,    /* cell index of the frame's closure (itself) */
+    ST_T_FUNCTION,    /* a function made in the frame: obj = (code, globals,
+                         qualname, annotations or None), items = defaults,
+                         kwdefaults, closure (None constants when absent); a
+                         new function object on every build */
 } st_fe_tmpl_kind;
 
 typedef struct st_fe_tmpl {
@@ -388,6 +395,9 @@ typedef struct {
     int line;                /* the breaking statement's line */
     int nlocals;             /* co_nlocals */
     uint8_t *live;           /* per local: live at an exit (owned) */
+    int deref;               /* k + 1: the group is STORE_DEREF/DELETE_DEREF of item
+                                k of the resume closure (st_fe_cell_slots), which the
+                                break function sets or empties as cell_contents */
 } st_fe_brkpt;
 /* 0: bp filled; 1: cannot resume there (why says why; no exception);
  * -1: error (exception set). */
@@ -409,6 +419,13 @@ PyObject *st_fe_break_function(PyCodeObject *co, PyObject *globals, PyObject *cl
                                const st_fe_brkpt *bp, int nstack, const bool *null,
                                const uint8_t *lstate);
 void st_fe_resume_reset(void);
+/* The localsplus slots of co's cell variables, ascending, into slots
+ * (NULL: only counted); returns their number. A frame with cells hands its
+ * break function, as the last argument, the resume closure: these cells
+ * (made anew by the entry on each call), then the frame's closure. */
+int st_fe_cell_slots(PyCodeObject *co, int *slots);
+/* co is a resume function's code (named __resume_at_<unit>_<serial>). */
+bool st_fe_is_resume_code(PyCodeObject *co);
 /* Calls break function brk with args (a tuple), plus, when co has free
  * variables, the calling frame's closure as its last argument. */
 PyObject *st_fe_call_break(PyObject *brk, PyObject *args, PyCodeObject *co, PyObject *closure);

@@ -185,6 +185,10 @@ static int check_symtrace_fn(tr_state *s, PyObject *fn, tr_var *args, int nargs)
      * without them: every way of registering one runs as Python */
     if (tr_module_starts(fn, "symtrace.autograd.hooks"))
         return tr_break(s, "call to %s is not supported (gradient hooks)", q);
+    /* a hook handle's remove() changes its owner's hook table: run for real
+     * here it would happen once, at translation, and no call after it */
+    if (tr_module_starts(fn, "symtrace.utils.hooks"))
+        return tr_break(s, "call to %s is not supported (hook handles)", q);
     if (!strncmp(q, "Tensor.", 7) && tr_name_in(last, tensor_deny))
         return tr_break(s, "call to Tensor.%s is not supported", last);
     /* a graph's outputs are made anew by each run, which sets no flags: a

@@ -373,6 +373,8 @@ typedef struct {
     int nout, cap;
 } outlist;
 
+static int tmpl_closure_part(tr_state *s, PyObject *v, outlist *ol, st_fe_tmpl *t, int depth);
+
 static int tmpl_of(tr_state *s, PyObject *v, outlist *ol, st_fe_tmpl **out, int depth)
 {
     st_fe_tmpl *t = calloc(1, sizeof *t);
@@ -473,6 +475,8 @@ static int tmpl_of(tr_state *s, PyObject *v, outlist *ol, st_fe_tmpl **out, int 
         if (sh != 0)
             return sh < 0 ? -1 : 0;
     }
+    if (PyCell_Check(v) || (PyFunction_Check(v) && tr_is_fresh(s, v)))
+        return tmpl_closure_part(s, v, ol, t, depth);
     if (PyTuple_Check(v)) {
         t->kind = ST_T_TUPLE;
         t->obj = Py_NewRef((PyObject *)Py_TYPE(v));
@@ -544,6 +548,99 @@ static int tmpl_of(tr_state *s, PyObject *v, outlist *ol, st_fe_tmpl **out, int 
         }
     Py_DECREF(items);
     return shareable ? share_done(s, v) : 0;
+}
+
+/* Defaults that are constants (None, a tuple or dict of constants). */
+static bool const_defaults(PyObject *d)
+{
+    if (d == Py_None)
+        return true;
+    Py_ssize_t pos = 0;
+    PyObject *k, *v;
+    if (PyDict_CheckExact(d)) {
+        while (PyDict_Next(d, &pos, &k, &v))
+            if (!tr_is_const_value(v))
+                return false;
+        return true;
+    }
+    for (Py_ssize_t i = 0; PyTuple_CheckExact(d) && i < PyTuple_GET_SIZE(d); i++)
+        if (!tr_is_const_value(PyTuple_GET_ITEM(d, i)))
+            return false;
+    return PyTuple_CheckExact(d);
+}
+
+/* A cell, or a function made in the frame (st_fe_tmpl ST_T_CELL,
+ * ST_T_FREECELL, ST_T_FUNCTION): one object however often the templates
+ * meet it, made anew on every call. It is shared before its parts are
+ * made, so that a recursive inner function (its closure holds a cell that
+ * holds it) is rebuilt as one. */
+static int tmpl_closure_part(tr_state *s, PyObject *v, outlist *ol, st_fe_tmpl *t, int depth)
+{
+    PyObject *clo = s->f->closure;
+    if (PyCell_Check(v) && !tr_is_fresh(s, v)) {
+        for (Py_ssize_t i = 0; clo && PyTuple_Check(clo) && i < PyTuple_GET_SIZE(clo); i++)
+            if (PyTuple_GET_ITEM(clo, i) == v) {
+                t->kind = ST_T_FREECELL;     /* the frame's own: itself */
+                t->index = (int)i;
+                return 0;
+            }
+        return tr_break(s, "%s a cell from outside the frame",
+                        s->tmpl_what ? s->tmpl_what : "returns");
+    }
+    int sh = share_node(s, v, t);
+    if (sh != 0)
+        return sh < 0 ? -1 : 0;
+    if (share_done(s, v) < 0)
+        return -1;
+    PyObject *parts[3] = {NULL, NULL, NULL};
+    int n = 0;
+    if (PyCell_Check(v)) {
+        t->kind = ST_T_CELL;
+        parts[0] = PyCell_GET(v);
+        n = parts[0] ? 1 : 0;
+    } else {
+        PyFunctionObject *fn = (PyFunctionObject *)v;
+        PyObject *d = fn->func_dict;
+        if (!(((PyCodeObject *)fn->func_code)->co_flags & CO_NEWLOCALS))
+            /* a class body: the class it makes would be new on every call,
+             * and what reads it after the break is guarded on its identity */
+            return tr_break(s, "%s a class body (a class defined in the frame)",
+                            s->tmpl_what ? s->tmpl_what : "returns");
+        if ((d && PyDict_GET_SIZE(d)) ||
+            PyUnicode_Compare(fn->func_name, ((PyCodeObject *)fn->func_code)->co_name) ||
+            fn->func_doc != (PyTuple_GET_SIZE(((PyCodeObject *)fn->func_code)->co_consts) &&
+                             PyUnicode_Check(PyTuple_GET_ITEM(((PyCodeObject *)fn->func_code)->co_consts, 0))
+                             ? PyTuple_GET_ITEM(((PyCodeObject *)fn->func_code)->co_consts, 0) : Py_None))
+            return tr_break(s, "%s a function made in the frame with attributes set on it",
+                            s->tmpl_what ? s->tmpl_what : "returns");
+        t->kind = ST_T_FUNCTION;
+        t->obj = Py_BuildValue("(OOOO)", fn->func_code, fn->func_globals, fn->func_qualname,
+                               fn->func_annotations ? fn->func_annotations : Py_None);
+        if (!t->obj)
+            return tr_break_exc(s, "function");
+        parts[0] = fn->func_defaults ? fn->func_defaults : Py_None;
+        parts[1] = fn->func_kwdefaults ? fn->func_kwdefaults : Py_None;
+        parts[2] = fn->func_closure ? fn->func_closure : Py_None;
+        n = 3;
+    }
+    t->items = calloc((size_t)n + 1, sizeof(st_fe_tmpl *));
+    if (!t->items)
+        return tr_break(s, "out of memory");
+    t->n = n;
+    for (int i = 0; i < n; i++) {
+        if (i < 2 && t->kind == ST_T_FUNCTION && const_defaults(parts[i])) {
+            /* constant defaults: the same object on every call, as a
+             * resume function that calls it guards __defaults__ by identity */
+            if (!(t->items[i] = calloc(1, sizeof(st_fe_tmpl))))
+                return tr_break(s, "out of memory");
+            t->items[i]->kind = ST_T_CONST;
+            t->items[i]->obj = Py_NewRef(parts[i]);
+            continue;
+        }
+        if (tmpl_of(s, parts[i], ol, &t->items[i], depth + 1) < 0)
+            return -1;
+    }
+    return 0;
 }
 
 /* A graph output that is just a graph input (a captured tensor returned
@@ -768,6 +865,39 @@ done:
 }
 
 /* ---------------- partial graphs ---------------- */
+/* A resume function's arguments and closure cells that hold user
+ * functions: those made in the frame before the break are made anew on
+ * every call (ST_T_FUNCTION), so they are guarded by their type, and where
+ * they are called by their code, defaults and cell contents (guard_fn_parts,
+ * COPY_FREE_VARS), not by their identity. */
+static bool code_within(PyCodeObject *outer, PyObject *code, int depth)
+{
+    PyObject *cs = outer->co_consts;
+    for (Py_ssize_t i = 0; depth < 8 && i < PyTuple_GET_SIZE(cs); i++) {
+        PyObject *c = PyTuple_GET_ITEM(cs, i);
+        if (c == code || (PyCode_Check(c) && code_within((PyCodeObject *)c, code, depth + 1)))
+            return true;
+    }
+    return false;
+}
+
+static void resume_fn_guards(tr_state *s)
+{
+    if (!st_fe_is_resume_code(s->f->code))
+        return;
+    for (int g = 0; g < s->guards.n; g++) {
+        st_fe_guard *gd = &s->guards.v[g];
+        /* only functions whose code the frame's own code defines */
+        if (gd->kind == ST_G_ID && gd->obj && PyFunction_Check(gd->obj) &&
+            tr_fn_origin(gd->obj) == 0 &&
+            (gd->src->kind == ST_SRC_LOCAL || gd->src->kind == ST_SRC_CLOSURE) &&
+            code_within(s->f->code, PyFunction_GET_CODE(gd->obj), 0)) {
+            gd->kind = ST_G_TYPE;
+            Py_SETREF(gd->obj, Py_NewRef((PyObject *)&PyFunction_Type));
+        }
+    }
+}
+
 /* The values a partial graph hands to its break function, read from the
  * root frame stopped before the breaking group: the consumed stack items,
  * the items below them, the live locals (see st_fe_break_function). */
@@ -833,6 +963,38 @@ static int live_values(tr_state *s, tr_frame *fr, const st_fe_brkpt *bp,
         }
         lstate[i] = l->v ? 1 : 2;
         if (l->v && PyList_Append(vals, l->v) < 0) {
+            tr_break_exc(s, "live values");
+            goto out;
+        }
+    }
+    int ncell = st_fe_cell_slots(fr->code, NULL);
+    if (ncell > 0) {
+        /* the resume closure: the frame's cells (rebuilt by the entry on
+         * every call: new cells, the same one wherever a closure made in
+         * the frame shares it), then the frame's own closure */
+        int nfree = fr->code->co_nfreevars, *cells = calloc((size_t)ncell, sizeof(int));
+        PyObject *clo = cells ? PyTuple_New(ncell + nfree) : NULL;
+        if (!clo) {
+            free(cells);
+            tr_break(s, "out of memory");
+            goto out;
+        }
+        st_fe_cell_slots(fr->code, cells);
+        for (int p = 0; p < ncell + nfree; p++) {
+            int slot = p < ncell ? cells[p] : fr->code->co_nlocalsplus - nfree + (p - ncell);
+            PyObject *c = slot < fr->nlocals ? fr->locals[slot].v : NULL;
+            if (!c || !PyCell_Check(c)) {
+                free(cells);
+                Py_DECREF(clo);
+                tr_break(s, "a cell variable holds no cell at the graph break");
+                goto out;
+            }
+            PyTuple_SET_ITEM(clo, p, Py_NewRef(c));
+        }
+        free(cells);
+        int r = PyList_Append(vals, clo);
+        Py_DECREF(clo);
+        if (r < 0) {
             tr_break_exc(s, "live values");
             goto out;
         }
@@ -1101,6 +1263,7 @@ finished:
         }
         Py_SETREF(s->retval, p);
     }
+    resume_fn_guards(s);
     /* the entry owns the sources and guards from here */
     e->srcs = s->srcs;
     e->guards = s->guards;

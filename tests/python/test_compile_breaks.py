@@ -57,16 +57,10 @@ _FLOAT = ("a float read at the break (.item(), float()) is, on the first call, t
 _CLASS = ("class statement: the resume after LOAD_BUILD_CLASS starts with the class-body function on "
           "the stack and breaks at CALL __build_class__ with 'a live value is a function', so it "
           "runs plain and the op after the class (y + 1) is not captured: 1 graph, not 2")
-_CELLS = ("a frame with cell variables (a closure made inside it) gets no partial graph: "
-          "'the function has cell variables'")
-_LIVEFN = ("a function object made in the frame (lambda, async def) live at the break: no partial "
-           "graph ('a live value is a function')")
 _ITER = ("an iterator live at the break (it = iter([...]); next(it) after it): no partial graph "
          "(\"local 'it' holds an iterator or context manager\"), the frame runs plain")
 FAILING_KNOWN = {
     "counts:i_class_def": _CLASS,
-    "counts:i_del_deref": _CELLS, "counts:n_closure": _CELLS,
-    "counts:n_lambda": _LIVEFN, "counts:i_coroutine": _LIVEFN,
     "counts:v_iterator_live": _ITER,
 }
 
