@@ -842,8 +842,10 @@ PyObject *st_fe_break_function(PyCodeObject *co, PyObject *globals, PyObject *cl
      * closure as its last argument and makes the resume function with it
      * at each call, so one break function serves every closure */
     int clo = co->co_nfreevars ? 1 : 0;
-    PyObject *key = Py_BuildValue("(Oiiiy#y#)", (PyObject *)co, clo,
-                                  bp->start, nstack,
+    /* co's and globals' identities: equal code objects (the same source
+     * exec'd twice) of functions with other globals get their own */
+    PyObject *key = Py_BuildValue("(ONNiiiy#y#)", (PyObject *)co, PyLong_FromVoidPtr(co),
+                                  PyLong_FromVoidPtr(globals), clo, bp->start, nstack,
                                   (const char *)null, (Py_ssize_t)nstack,
                                   (const char *)lstate, (Py_ssize_t)bp->nlocals);
     if (!key)

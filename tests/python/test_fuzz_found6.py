@@ -41,3 +41,27 @@ def test_view_of_a_detached_alias_written_with_grad(mode, base_write):
         b.grad = None
         (x * st.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])).sum().backward()
         assert b.grad.tolist() == [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], k
+
+
+BREAK_SRC = '''
+def prog(x):
+    y = x * 2
+    s = float(y.sum())   # a graph break: what follows runs in a resume function
+    LOG_.append(s)
+    return y + K
+'''
+
+
+@pytest.mark.parametrize("mode", BACKENDS)
+def test_resume_function_of_equal_code_with_other_globals(mode):
+    # the same source exec'd into two namespaces (importlib.reload, a fuzzer's fresh
+    # namespace per run) gives equal code objects: the break / resume functions were
+    # cached by code equality, so the second function resumed with the first one's
+    # globals (its LOG_ and K; fuzz_compile seed 38 with an autograd.Function side effect)
+    for k in range(3):
+        ns = {"LOG_": [], "K": 10.0 * k}
+        exec(compile(BREAK_SRC, "<same source>", "exec"), ns)
+        g = st.compile(ns["prog"], backend=mode)
+        for _ in range(2):
+            assert g(st.ones(2)).tolist() == [2.0 + 10 * k] * 2
+        assert ns["LOG_"] == [4.0, 4.0], k
