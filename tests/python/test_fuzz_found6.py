@@ -110,3 +110,26 @@ def test_input_saved_by_another_op_then_written_still_refuses(mode):
         y = g(st.ones(3, requires_grad=True).clone(), w)
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             y.sum().backward()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_flatten_of_one_dim_is_the_tensor_itself(mode):
+    # torch's flatten(start_dim == end_dim) returns self, not a view: detach_() of it is
+    # allowed (symtrace made a view and refused: "Can't detach views in-place"; fuzz_views
+    # seed 802108), and a write into it is a write into x
+    def f(x):
+        y = x * 1
+        z = y.flatten(-1)
+        z.detach_()
+        w = y.flatten(0, 0)
+        w.add_(1)
+        return y, z is y, w is y, x.flatten(1, 1) is x
+
+    g = maybe_compiled(f, mode, fullgraph=False)  # (detach_() breaks the graph)
+    for k in range(2):
+        y, a, b, c = g(st.tensor([[1.0, 2.0], [3.0, 4.0]]) * (k + 1))
+        assert y.tolist() == [[1.0 + 1 + k * 1, 2.0 * (k + 1) + 1], [3.0 * (k + 1) + 1, 4.0 * (k + 1) + 1]]
+        assert (a, b, c) == (True, True, True)
+        assert not y.requires_grad
+    assert st.ones(3).flatten().tolist() == [1.0] * 3
+    assert st.ones(()).flatten().shape == (1,)
