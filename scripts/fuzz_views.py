@@ -494,10 +494,26 @@ def _patched(strict=False):
         fc.KNOWN[:] = saved[2]
 
 
+def _data_known(prog, found):
+    """found without the version errors of a program that writes through .data: torch's
+    .data alias has a version counter of its own (its writes, and writes into what it
+    aliases, do not touch the other's), symtrace's versions are per storage (see
+    VIEW_KNOWN)."""
+    if not any(".data" in line for line in prog.stmts):
+        return found
+    out = []
+    for lab, kind, msg in found:
+        if kind == "raise-backward" and "modified by an inplace operation" in msg:
+            fc.STATS["known"] += 1
+        else:
+            out.append((lab, kind, msg))
+    return out
+
+
 def check(prog, backends=("llvm", "interp"), grad=True, strict=False):
     """Every run of the program against torch: a list of (label, kind, message)."""
     with _patched(strict):
-        return fc.check(prog, backends, grad=grad)
+        return _data_known(prog, fc.check(prog, backends, grad=grad))
 
 
 def main(argv=None):
@@ -526,7 +542,7 @@ def _main(argv):
             print("# seed %d\n%s" % (seed, prog.source()))
         sys.stdout.flush()
         try:
-            found = fc.check(prog, backends, grad=not a.no_grad)  # (patched: see main)
+            found = _data_known(prog, fc.check(prog, backends, grad=not a.no_grad))  # (patched)
         except Exception as e:  # noqa: BLE001  (a crash of the harness itself)
             found = [("harness", "crash", "%s: %s" % (type(e).__name__, e))]
         if not found:
