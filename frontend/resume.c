@@ -960,8 +960,10 @@ PyObject *st_fe_break_function(PyCodeObject *co, PyObject *globals, PyObject *cl
      * variables that argument is the resume closure (the frame's cells made
      * anew by the entry on each call, then the frame's closure) */
     int clo = co->co_nfreevars || ncell ? 1 : 0;
-    PyObject *key = Py_BuildValue("(Oiiiy#y#)", (PyObject *)co, clo,
-                                  bp->start, nstack,
+    /* co's and globals' identities: equal code objects (the same source
+     * exec'd twice) of functions with other globals get their own */
+    PyObject *key = Py_BuildValue("(ONNiiiy#y#)", (PyObject *)co, PyLong_FromVoidPtr(co),
+                                  PyLong_FromVoidPtr(globals), clo, bp->start, nstack,
                                   (const char *)null, (Py_ssize_t)nstack,
                                   (const char *)lstate, (Py_ssize_t)bp->nlocals);
     if (!key)

@@ -776,6 +776,19 @@ bool st_ir_stmt_in_region(const st_graph *g, int si, bool custom)
     return false;
 }
 
+bool st_ir_vjp_reads(const st_graph *g, int si, int i, const bool *from)
+{
+    const st_stmt *st = &g->stmts[si];
+    const st_op_def *def = st_op(st->op);
+    if (!def || st_ir_stmt_in_region(g, si, true))
+        return true;
+    if (!(def->vjp_saves & (1u << i)))
+        return false;   /* x[idx] saves only the indices */
+    if (st->op == ST_OP_MUL && st->nin == 2)
+        return from[st->in[1 - i]];   /* x * 2 saves only the 2 */
+    return true;
+}
+
 int st_ir_add_region(st_graph *g, const st_ir_region *r)
 {
     if (!g || !r || r->first < 0 || r->end < r->first || r->nin < 0 ||

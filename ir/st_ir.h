@@ -427,6 +427,10 @@ int st_ir_add_checkpoint(st_graph *g, int first, int end);
 /* Is statement si inside a region of g: a custom-gradient (PyLayer) one when
  * custom, else a stop-gradient one (traced under no_grad)? */
 bool st_ir_stmt_in_region(const st_graph *g, int si, bool custom);
+/* Does the gradient of statement si read its operand i at run time
+ * (st_op_def.vjp_saves; a custom-gradient region's: assumed)? from: the
+ * values that need a gradient (mul reads an operand only for the other's). */
+bool st_ir_vjp_reads(const st_graph *g, int si, int i, const bool *from);
 /* Which values of g depend on wrt (value ids) through differentiable
  * statements and regions (what gets a gradient): malloc'd flags per value,
  * NULL on out of memory. */

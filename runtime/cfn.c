@@ -500,7 +500,7 @@ static st_status own_writes(st_rt_cfn *f, const bool *from)
             const st_stmt *st = &g->stmts[si];
             bool reads = false, leads = false, grads = false;
             for (int i = 0; i < st->nin; i++) {
-                reads |= st->in[i] == old;
+                reads |= st->in[i] == old && st_ir_vjp_reads(g, si, i, from);
                 grads |= from[st->in[i]];
             }
             for (int o = 0; o < st->nout; o++)

@@ -783,6 +783,11 @@ static bool write_through(trace_state *s, st_tensor *t)
         int v = in < 0 ? -1 : emit(s, next->vop, &in, 1, &next->vattrs, outs);
         if (v >= 0 && next->vdetach && !s->in_region)
             mark_nograd(s, first, s->g->nstmts);
+        /* a detached alias with a history of its own (written in place
+         * with an operand that requires grad: v = x.detach(); v.sub_(x))
+         * takes the base's new data and keeps that history, as in eager */
+        if (v >= 0 && next->vdetach && next->t->requires_grad)
+            v = detached_write(s, next->t, v);
         if (v < 0)
             ok = false;
         else
@@ -1185,8 +1190,15 @@ static int view_of_input(trace_state *s, st_tensor *t)
     for (int k = 0; k < n; k++)
         detached |= chain[k]->vdetach;
     /* a view made under no_grad of an input that requires grad does not
-     * require grad: left as computed; one through a detach never does */
-    if (!input || t->requires_grad != (e->t->requires_grad && !detached))
+     * require grad: left as computed; one through a detach never does.
+     * A stale view (its base, a detached alias, written in place with an
+     * operand that requires grad: v = x.detach(); w = v[0]; v.sub_(x))
+     * requires grad once refreshed (viewhist.c), with its base's history:
+     * left as computed too, not remade through the detach */
+    bool rg = t->requires_grad ||
+              (st_ad_view_stale(t) && t->view_grad && t->view_base->requires_grad &&
+               st_dtype_is_float(t->dtype));
+    if (!input || rg != (e->t->requires_grad && !detached))
         return -1;
     int v = e->value, outs[ST_MAX_OUT];
     for (int k = n - 1; k >= 0 && v >= 0; k--) {

@@ -718,8 +718,50 @@ class Gen(MoreOps, NnOps, MergeOps):
         return Program(self.seed, self.inputs, self.stmts, outs, self.twice)
 
 
+# A custom autograd.Function with side effects (an append to the global list LOG_ in
+# forward and in backward): symtrace runs it eagerly on every call (a graph break), so the
+# entries a call appends must be eager's (Outcome.log). generate() puts `v = FX_.apply(v)`
+# after a statement of the program; build() defines FX_ and LOG_ in its namespace.
+FX_SRC = """
+class FX_(L.autograd.Function):
+    @staticmethod
+    def forward(ctx, a):
+        LOG_.append(("fwd", tuple(a.shape), str(a.dtype).split(".")[-1]))
+        return a * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        LOG_.append(("bwd", tuple(g.shape)))
+        return g * 2
+"""
+
+
+def fx_namespace(lib):
+    """A fresh namespace with FX_ (over lib) and its LOG_."""
+    ns = {"L": lib, "F": lib.nn.functional, "LOG_": []}
+    exec(FX_SRC, ns)
+    return ns
+
+
+def _add_effect(prog, env, seed):
+    """With probability 0.2 (its own stream: the statements drawn stay), `v = FX_.apply(v)`
+    after the statement that made a float v of the program."""
+    r = np.random.default_rng(seed + 7949 * 10 ** 6)
+    if r.random() >= 0.2:
+        return
+    at = [k for k, line in enumerate(prog.stmts)
+          if re.match(r"(v\d+) = ", line) and line.split(" = ")[0] in env
+          and env[line.split(" = ")[0]].is_floating_point()]
+    if at:
+        k = at[int(r.integers(len(at)))]
+        v = prog.stmts[k].split(" = ")[0]
+        prog.stmts.insert(k + 1, "%s = FX_.apply(%s)" % (v, v))
+
+
 def generate(seed, max_ops=None):
-    prog = Gen(seed, max_ops).draw()
+    g = Gen(seed, max_ops)
+    prog = g.draw()
+    _add_effect(prog, g.env, seed)
     # how it takes its inputs and returns its outputs: drawn apart (the statements stay)
     prog.wrap = str(np.random.default_rng(seed + 7937 * 10 ** 6).choice(
         ["", "", "", "", "", "", "twice", "dict", "dict twice"]))
@@ -735,11 +777,13 @@ class Outcome:
 
     def __init__(self, exc=None, where=None, outs=None, inputs=None, grads=None, same=None):
         self.exc, self.where, self.outs, self.inputs, self.grads = exc, where, outs, inputs, grads
+        self.log = None  # what the call (and its backward) appended to LOG_ (FX_SRC)
         self.same = same  # Program.wrap "twice": whether both results were one list
 
 
 def build(prog, lib):
-    ns = {"L": lib, "F": lib.nn.functional}
+    ns = fx_namespace(lib) if any("FX_" in s for s in prog.stmts) else \
+        {"L": lib, "F": lib.nn.functional}
     exec(compile(prog.source(), "<fuzz seed %s>" % prog.seed, "exec"), ns)
     return ns["prog"]
 
@@ -749,11 +793,15 @@ def run(prog, lib, mode="eager", grad=False, calls=1, weights_seed=0, alts=None)
     an Outcome per call. mode: 'eager' or a symtrace backend. alts: per call, whether it
     takes the inputs' other sizes (their `alt`)."""
     fn = build(prog, lib)
+    log = fn.__globals__.get("LOG_")
     if mode != "eager":
         fn = st.compile(fn, backend=mode, **COMPILE_KW)
     res = []
     for n in range(calls):
+        n0 = len(log) if log is not None else 0
         res.append(_call(fn, prog, lib, grad, weights_seed, bool(alts and alts[n])))
+        if log is not None:
+            res[-1].log = log[n0:]
     return res
 
 
@@ -843,6 +891,8 @@ def compare(ref, got, gtol=GTOL["float32"], low="float32"):
         return [("raise-" + got.where, "%s: %s" % (type(got.exc).__name__,
                                                    str(got.exc).splitlines()[0][:300]))]
     bad = []
+    if ref.log != got.log:
+        bad.append(("effect", "the call appended %s to LOG_, torch's %s" % (got.log, ref.log)))
     if ref.same != got.same:
         bad.append(("identity", "returned a %s, torch a %s" % (got.same, ref.same)))
     if len(ref.outs) != len(got.outs):
@@ -1025,8 +1075,17 @@ def reproducer(prog, label):
     """A standalone script: the inputs, the torch function, the symtrace one, both run."""
     mode = label.split("#")[0].replace("-grad", "")
     lines = ["import numpy as np, torch, symtrace as st", ""]
-    lines += prog.source("torch", "f_torch").splitlines()
-    lines += prog.source("st", "f_st").splitlines()
+    if any("FX_" in s for s in prog.stmts):
+        lines += ["LOG_ = []", "L = torch"] + FX_SRC.replace("FX_", "FX_torch").splitlines()
+        lines += ["L = st"] + FX_SRC.replace("FX_", "FX_st").splitlines()
+        prog = prog.copy(stmts=[s.replace("FX_", "FX_torch") for s in prog.stmts])
+        lines += prog.source("torch", "f_torch").splitlines()
+        prog = prog.copy(stmts=[s.replace("FX_torch", "FX_st") for s in prog.stmts])
+        lines += prog.source("st", "f_st").splitlines()
+        lines.append("# LOG_: what each call appended (eager torch's, then symtrace's)")
+    else:
+        lines += prog.source("torch", "f_torch").splitlines()
+        lines += prog.source("st", "f_st").splitlines()
     dyn = _has_alt(prog) and "#" in label
 
     def arg_lines(alt):

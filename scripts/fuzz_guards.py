@@ -288,6 +288,26 @@ kind("tensor", ["st.ones(3)", "st.arange(3.0)", "st.full((1,), 2.0)"],
       "if V.sum() > 3:\n    acc = acc + 1"],
      ["S = st.zeros(3)", "S = st.ones(2)", "S.mul_(2)", "S = S.double()", "S = st.ones(3, 1)",
       "S = S.t() if S.dim() == 2 else S", "S = st.arange(4.0)[::2]", "S.requires_grad_(False)"])
+# identity: a list made in the function, appended to an outside list and returned; an
+# object stored as an attribute and returned; the same dict returned twice; returned
+# values read back out of the state on later calls (ident_sig compares which state path
+# each returned mutable value is). Drawn by generate() from a stream of their own.
+IDENT_KINDS = ("ilist", "iobj")
+kind("ilist", ["[]", "[[0]]", "[{'k': 1}]"],
+     ["l_ = [len(V)]\nV.append(l_)\npy.append(l_)", "py.append(V)",
+      "py.append(V[-1] if V else None)", "d_ = {'n': len(V)}\npy.append(d_)\npy.append(d_)",
+      "if V:\n    py.append(V[0])", "py.append(len(V))",
+      "d_ = {'in': V}\nV.append(d_)\npy.append(d_)\npy.append(d_['in'])"],
+     ["S.append([7])", "S.clear()", "S = []", "S.pop() if S else None",
+      "S.insert(0, {'k': 1})", "S.reverse()", "S[:] = S[-1:]"])
+kind("iobj", ["P(k=1.0)", "P(k=2.0, child=P(k=0.5))"],
+     ["o_ = P(k=float(len(py)))\nV.child = o_\npy.append(o_)",
+      "py.append(getattr(V, 'child', None))", "py.append(V)",
+      "V.last = py[-1] if py else None\npy.append(V.last)",
+      "acc = acc + getattr(getattr(V, 'child', None), 'k', 0.0)",
+      "l_ = [V]\nV.seen = l_\npy.append(l_)\npy.append(V.seen)"],
+     ["S.child = P(k=3.0)", "S.__dict__.pop('child', None)", "S = P(k=2.0)",
+      "S.child = S", "S.last = None", "S.seen = []"])
 # tensor-dependent branches: graph breaks, so the state reaches resume functions too
 BREAKS = ["if acc.sum() > 5:\n    acc = acc + 1\nelse:\n    acc = acc - 1", "py.append(float(acc.sum()))"]
 ACCESS = ("global", "arg", "closure", "holder", "module", "item")
@@ -380,7 +400,7 @@ class Program:
 
 def generate(seed, ncalls=NCALLS):
     rng = random.Random(seed)
-    names = sorted(K)
+    names = sorted(k for k in K if k not in IDENT_KINDS)
     nf = rng.randint(1, 4)
     frags, body = [], []
     for i in range(nf):
@@ -407,7 +427,24 @@ def generate(seed, ncalls=NCALLS):
                 step.append((fi, rng.choice(K[frags[fi].kname][2])))
         steps.append(step)
     sizes = [rng.choice((3, 3, 3, 4, 5, 1, 2)) for _ in range(ncalls)]
+    _add_ident(random.Random("ident %d" % seed), frags, body, steps)
     return Program(frags, body, steps, sizes, list(CONFIGS))
+
+
+def _add_ident(r, frags, body, steps):
+    """For 40% of the seeds, one identity fragment (IDENT_KINDS) with its uses put among
+    the body's and its mutations among the steps' (the rest of the program stays)."""
+    if r.random() >= 0.4:
+        return
+    i = len(frags)
+    kn = r.choice(IDENT_KINDS)
+    inits, uses, muts = K[kn]
+    frags.append(Frag(i, kn, r.choice(inits), r.choice(ACCESS), None))
+    for _ in range(r.randint(1, 3)):
+        body.insert(r.randint(0, len(body)), (i, r.choice(uses)))
+    for step in steps:
+        if r.random() < 0.4:
+            step.append((i, r.choice(muts)))
 
 
 # ---------------------------------------------------------------- running
@@ -487,10 +524,31 @@ _IMMUTABLE = (int, float, complex, str, bytes, bool, type(None), tuple, frozense
               enum.Enum, st.Tensor, st.dtype)
 
 
+def _reach(objs, depth=2):
+    """(path, object) of the state objects and of what they hold, `depth` levels down:
+    list / tuple items, dict values, attributes of plain objects."""
+    out, todo, seen = [], list(objs), set()
+    while todo:
+        path, o = todo.pop(0)
+        out.append((path, o))
+        if id(o) in seen or path.count("/") >= depth or \
+                isinstance(o, (int, float, str, bytes, type(None), range, frozenset, st.Tensor)):
+            continue
+        seen.add(id(o))
+        if isinstance(o, (list, tuple)):
+            todo += [("%s/%d" % (path, k), v) for k, v in enumerate(o)]
+        elif isinstance(o, dict):
+            todo += [("%s/%r" % (path, k), v) for k, v in list(o.items())]
+        elif type(o).__name__ in ("P", "P2"):
+            todo += [("%s/.%s" % (path, k), v) for k, v in sorted(vars(o).items())]
+    return out
+
+
 def ident_sig(py, ns, prog):
-    """Which mutable values returned are (by identity) the program's state objects or
-    earlier returned values: eager returns the object itself, never a copy."""
-    objs = [(f.g, ns.get(f.g)) for f in prog.frags if f is not None]
+    """Which mutable values returned are (by identity) the program's state objects, or
+    held by them (list items, dict values, attributes: _reach), or earlier returned
+    values: eager returns the object itself, never a copy."""
+    objs = _reach([(f.g, ns.get(f.g)) for f in prog.frags if f is not None])
     sig = []
     for i, v in enumerate(py):
         if isinstance(v, _IMMUTABLE) or isinstance(v, (type, types.FunctionType, types.MethodType,

@@ -34,6 +34,8 @@ def flatten(input, start_dim=0, end_dim=-1):
                          f"(start_dim={start_dim}, end_dim={end_dim})")
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:
+        return input  # torch's: the tensor itself, no view (x.flatten(-1).detach_() works)
     shape = input.shape
     n = 1
     for v in shape[s:e + 1]:     # not math.prod: a product of sizes that stays symbolic
