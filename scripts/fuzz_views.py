@@ -37,15 +37,9 @@ VIEW_KNOWN = [
     ("exc-type", r"torch RuntimeError.*(gather|scatter).*symtrace IndexError"),
     # the use of a split / chunk / unbind output after a write into its storage that made
     # no history (through .detach(), or under no_grad): torch refuses it (the version
-    # moved on); symtrace refuses only after its base's history changed (a .data write,
-    # which torch allows, bumps the same version in symtrace)
+    # moved on); symtrace refuses only after its base's history changed
     ("no-raise", r"is a view and its base or another view of its base has been modified "
                  r"inplace\. This view is the output of a function that returns multiple views"),
-    # symtrace's results (clone, elementwise ops, indexing) are contiguous where torch's
-    # keep their operand's strides: a later .view() / detach_() torch allows on its copy
-    # meets a view symtrace refuses (x.permute(2, 1, 0).clone().flatten(0).detach_())
-    ("raise-call", r"view size is not compatible with input tensor's size and stride"),
-    ("raise-call", r"Can't detach views in-place"),
 ]
 
 
@@ -494,26 +488,10 @@ def _patched(strict=False):
         fc.KNOWN[:] = saved[2]
 
 
-def _data_known(prog, found):
-    """found without the version errors of a program that writes through .data: torch's
-    .data alias has a version counter of its own (its writes, and writes into what it
-    aliases, do not touch the other's), symtrace's versions are per storage (see
-    VIEW_KNOWN)."""
-    if not any(".data" in line for line in prog.stmts):
-        return found
-    out = []
-    for lab, kind, msg in found:
-        if kind == "raise-backward" and "modified by an inplace operation" in msg:
-            fc.STATS["known"] += 1
-        else:
-            out.append((lab, kind, msg))
-    return out
-
-
 def check(prog, backends=("llvm", "interp"), grad=True, strict=False):
     """Every run of the program against torch: a list of (label, kind, message)."""
     with _patched(strict):
-        return _data_known(prog, fc.check(prog, backends, grad=grad))
+        return fc.check(prog, backends, grad=grad)
 
 
 def main(argv=None):
@@ -542,7 +520,7 @@ def _main(argv):
             print("# seed %d\n%s" % (seed, prog.source()))
         sys.stdout.flush()
         try:
-            found = _data_known(prog, fc.check(prog, backends, grad=not a.no_grad))  # (patched)
+            found = fc.check(prog, backends, grad=not a.no_grad)  # (patched: see main)
         except Exception as e:  # noqa: BLE001  (a crash of the harness itself)
             found = [("harness", "crash", "%s: %s" % (type(e).__name__, e))]
         if not found:
