@@ -195,6 +195,16 @@ static bool recomputable(const st_graph *f, int v, const bool *avail, int depth)
     return true;
 }
 
+/* a's dims: m's shape (a creation statement made with fixed dims instead
+ * of its shape operand) */
+static void dims_of(st_attrs *a, const st_meta *m)
+{
+    memset(a->dims, 0, sizeof a->dims);
+    for (int d = 0; d < m->ndim; d++)
+        a->dims[d] = m->shape[d];
+    a->ndims = m->ndim;
+}
+
 static bool random_op(st_op_id op)
 {
     return st_op(op)->kind == ST_OPK_RANDOM || op == ST_OP_DROPOUT;
@@ -234,11 +244,7 @@ static int replay_value(const st_graph *f, st_graph *b, int v, int *fmap,
         a.flags |= ST_ATTR_RNG_REPLAY;
         a.i[2] = rel[val->producer];
         if (shape_operand(s)) {
-            const st_meta *m = &f->values[s->out[0]].meta;
-            memset(a.dims, 0, sizeof a.dims);
-            for (int d = 0; d < m->ndim; d++)
-                a.dims[d] = m->shape[d];
-            a.ndims = m->ndim;
+            dims_of(&a, &f->values[s->out[0]].meta);
             nin = 0;
         }
     }
@@ -612,11 +618,7 @@ static st_graph *compact(bctx *c, const int *seeds, int nseeds,
         st_attrs a = s->attrs;
         int in[ST_MAX_IN], out[ST_MAX_OUT], nin = s->nin;
         if (shape_only[si]) {
-            const st_meta *m = &w->values[s->in[0]].meta;
-            memset(a.dims, 0, sizeof a.dims);
-            for (int d = 0; d < m->ndim; d++)
-                a.dims[d] = m->shape[d];
-            a.ndims = m->ndim;
+            dims_of(&a, &w->values[s->in[0]].meta);
             nin = 0;
         }
         for (int k = 0; k < nin && ok; k++) {

@@ -17,6 +17,8 @@ import pytest
 import symtrace as st
 from symtrace.utils.checkpoint import checkpoint
 
+from compile_model_helpers import hf_bert_checkpoint_steps
+
 D = 16
 BACKENDS = [b for b in ("llvm", "interp") if st._C._fe_backend_available(b)]
 
@@ -255,43 +257,8 @@ def test_replayed_draws_with_create_graph():
 
 
 def _bert_losses(ck, comp, steps=3, p=0.1):
-    sys.path.insert(0, os.path.dirname(__file__))
-    import hf_bert_model as H
-    rng = np.random.default_rng(0)
-    b, s, V = 8, 64, 100
-    ids = rng.integers(1, V, (b, s))
-    mask = np.ones((b, s), np.int64)
-    mask[0, s - 4:] = 0
-    tt = np.zeros((b, s), np.int64)
-    tt[:, s // 2:] = 1
-    labels = np.full((b, s), -100)
-    labels[:, 3] = rng.integers(1, V, b)
-    nsl = rng.integers(0, 2, b)
-    st.reset()
-    st.manual_seed(0)
-    model = H.build(st, H.Config(hidden_size=64, intermediate_size=256, num_hidden_layers=4,
-                                 hidden_dropout_prob=p, attention_probs_dropout_prob=p))
-    if ck:
-        model.gradient_checkpointing_enable()
-    opt = st.optim.SGD(model.parameters(), lr=0.1)
-
-    def step(*a):
-        loss = model(a[0], attention_mask=a[1], token_type_ids=a[2], labels=a[3],
-                     next_sentence_label=a[4]).loss
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
-        return loss
-    f = st.compile(step) if comp else step
-    st.manual_seed(1)
-    losses, peaks = [], []
-    for _ in range(steps):
-        args = [st.tensor(a) for a in (ids, mask, tt, labels, nsl)]
-        base = st.memory.memory_allocated()
-        st.memory.reset_peak_stats()
-        losses.append(float(f(*args)))
-        peaks.append(st.memory.max_memory_allocated() - base)
-    return losses, peaks[-1]
+    losses, peak, _ = hf_bert_checkpoint_steps(ck, comp, steps, p)
+    return losses, peak
 
 
 def test_hf_bert_checkpointed_training_matches_plain_losses():

@@ -16,6 +16,8 @@ import pytest
 import symtrace as st
 from symtrace.utils.checkpoint import checkpoint, checkpoint_sequential
 
+from compile_model_helpers import hf_bert_checkpoint_steps
+
 D = 16
 
 
@@ -320,52 +322,9 @@ def test_bad_options_run_eagerly_with_their_errors():
 
 
 def test_hf_bert_gradient_checkpointing_compiles_without_extra_breaks():
-    import sys
-    import os
-    sys.path.insert(0, os.path.dirname(__file__))
-    import hf_bert_model as H
-    rng = np.random.default_rng(0)
-    b, s, V = 8, 64, 100
-    ids = rng.integers(1, V, (b, s))
-    mask = np.ones((b, s), np.int64)
-    mask[0, s - 4:] = 0
-    tt = np.zeros((b, s), np.int64)
-    tt[:, s // 2:] = 1
-    labels = np.full((b, s), -100)
-    labels[:, 3] = rng.integers(1, V, b)
-    nsl = rng.integers(0, 2, b)
-
-    def go(ck, comp):
-        st.reset()
-        st.manual_seed(0)
-        model = H.build(st, H.Config(hidden_size=64, intermediate_size=256, num_hidden_layers=4,
-                                     hidden_dropout_prob=0.1,
-                                     attention_probs_dropout_prob=0.1))
-        if ck:
-            model.gradient_checkpointing_enable()
-        opt = st.optim.SGD(model.parameters(), lr=0.1)
-
-        def step(*a):
-            loss = model(a[0], attention_mask=a[1], token_type_ids=a[2], labels=a[3],
-                         next_sentence_label=a[4]).loss
-            loss.backward()
-            opt.step()
-            opt.zero_grad()
-            return loss
-        f = st.compile(step) if comp else step
-        st.manual_seed(1)
-        losses = []
-        for _ in range(2):
-            args = [st.tensor(a) for a in (ids, mask, tt, labels, nsl)]
-            base = st.memory.memory_allocated()
-            st.memory.reset_peak_stats()
-            losses.append(float(f(*args)))
-            peak = st.memory.max_memory_allocated() - base
-        return losses, peak, stats()
-
-    eager = go(True, False)
-    plain = go(False, True)
-    comp = go(True, True)
+    eager = hf_bert_checkpoint_steps(True, False)
+    plain = hf_bert_checkpoint_steps(False, True)
+    comp = hf_bert_checkpoint_steps(True, True)
     assert comp[2] == plain[2]                    # no break of its own
     np.testing.assert_allclose(comp[0], eager[0], rtol=1e-5)
     np.testing.assert_allclose(plain[0], eager[0], rtol=1e-5)
