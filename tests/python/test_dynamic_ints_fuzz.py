@@ -80,3 +80,21 @@ def test_mod_dim_matches_torch():
         got = c(st.tensor(X), n)
         assert tuple(got.shape) == tuple(want.shape), n
         close(got.tolist(), want.tolist())
+
+
+# ---- an int expression as a tensor operand is n ones summed: it must be >= 0
+# (n0 + n1 at n0 = -3 is -1 at n1 = 2; tr_dynamic.c size_operand guards it)
+@pytest.mark.parametrize("dynamic", [True, None])
+def test_negative_int_expression_operand(dynamic):
+    def f(x, n0, n1):
+        n0 += n1
+        return x * n0 + n0
+    calls = [(-3, 4), (-3, 2), (-3, 5), (-3, 9), (-3, 2), (-3, 4)]
+    assert _check(f, calls, dynamic=dynamic, grad=True) == (2 if dynamic else 3)
+
+
+def test_negative_int_expression_matches_torch():
+    torch = pytest.importorskip("torch")
+    c = st.compile(lambda x, n, m: x * (n - m), dynamic=True)
+    for n, m in ((5, 2), (2, 5), (7, 3), (3, 7), (5, 2)):
+        close(c(st.tensor(X), n, m).tolist(), (torch.tensor(X) * (n - m)).tolist())
