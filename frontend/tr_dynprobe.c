@@ -528,16 +528,17 @@ static int dim_at(tr_state *s, int v, int d, int k, int64_t x, int64_t *out)
 static bool has_mod(const st_fe_symtab *tb)
 {
     for (int i = 0; i < tb->nx; i++)
-        if (tb->x[i].op == ST_SX_MOD)
+        if (tb->x[i].op == ST_SX_MOD || tb->x[i].op == ST_SX_FLOORDIV)
             return true;
     return false;
 }
 
 /* Expression e, recovered from the translation's size and the two probes,
- * holds with each free symbol moved one step on from probe 0: with a %
- * among the expressions, sizes repeat (n % 5 is 2 at n = 12 and at the
- * probes 107 and 227), and the points agree with a constant or c * s_j
- * that is not the size. Without a %, true. */
+ * holds with each free symbol moved one step on from probe 0: with a % or
+ * a // among the expressions, the points can agree with the wrong one
+ * (n % 5 is 2 at n = 12 and at the probes 107 and 227: a constant; the
+ * odd probes and an odd n: 2 * (n + 1 - n // 2) looks like n + 3). Without
+ * them, true. */
 static bool confirmed(tr_state *s, int e)
 {
     st_fe_symtab *tb = tab(s);
