@@ -1191,6 +1191,15 @@ int tr_dyn_size_operand(tr_state *s, int op, tr_var *a, tr_var *b)
     int e = expr_of(s, v->v);
     if (e < 0 || sx_is_const(tab(s), e))
         return 0;
+    /* n ones need 0 <= n (an int argument's expression can be negative:
+     * n0 + n1 at n0 = -3) and n <= 2 ** 24 (exact in float32, and not a
+     * huge buffer): guarded; outside, the value is a guarded constant */
+    int64_t val = PyLong_AsLongLong(v->v);
+    if (val < 0 || val > ((int64_t)1 << 24))
+        return 0;
+    if (add_rel(s, e, sx_new(tab(s), ST_SX_CONST, -1, -1, 0), ST_SXC_GE, true) < 0 ||
+        add_rel(s, e, sx_new(tab(s), ST_SX_CONST, -1, -1, (int64_t)1 << 24), ST_SXC_LE, true) < 0)
+        return tr_break_exc(s, "dynamic shapes");
     static PyObject *fn;
     if (!fn) {
         PyObject *m = PyImport_ImportModule("symtrace._ops.creation");

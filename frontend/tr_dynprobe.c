@@ -525,7 +525,50 @@ static int dim_at(tr_state *s, int v, int d, int k, int64_t x, int64_t *out)
 /* An expression with value r0 at the translation's sizes and r[p] at the
  * probe points: c * s_i * s_j * ..., s_i + c, or (s_i + a) // b + c. -1
  * when none. */
+static bool has_mod(const st_fe_symtab *tb)
+{
+    for (int i = 0; i < tb->nx; i++)
+        if (tb->x[i].op == ST_SX_MOD || tb->x[i].op == ST_SX_FLOORDIV)
+            return true;
+    return false;
+}
+
+/* Expression e, recovered from the translation's size and the two probes,
+ * holds with each free symbol moved one step on from probe 0: with a % or
+ * a // among the expressions, the points can agree with the wrong one
+ * (n % 5 is 2 at n = 12 and at the probes 107 and 227: a constant; the
+ * odd probes and an odd n: 2 * (n + 1 - n // 2) looks like n + 3). Without
+ * them, true. */
+static bool confirmed(tr_state *s, int e)
+{
+    st_fe_symtab *tb = tab(s);
+    if (e < 0 || s->dyn->rv < 0 || !has_mod(tb))
+        return true;
+    for (int k = 0; k < tb->nsym; k++) {
+        if (not_free(s, k) || !tr_dyn_varsym(s, k))
+            continue;
+        int64_t x = (tr_dyn_primes[0][k] + 1) * mod_of(s, k), y, want;
+        int64_t pv[MAXSYM];
+        tr_dyp_probe_vals(s, 0, pv);
+        for (int j = 0; j < tb->nsym; j++)
+            if (j == k || s->dyn->alias[j] == k + 1)
+                pv[j] = x;
+        if (dim_at(s, s->dyn->rv, s->dyn->rd, k, x, &y) < 0 ||
+            st_fe_sx_eval(tb, e, pv, &want) < 0 || y != want)
+            return false;
+    }
+    return true;
+}
+
+static int recover(tr_state *s, int64_t r0, const int64_t *r);
+
 int tr_dyp_recover(tr_state *s, int64_t r0, const int64_t *r)
+{
+    int e = recover(s, r0, r);
+    return confirmed(s, e) ? e : -1;
+}
+
+static int recover(tr_state *s, int64_t r0, const int64_t *r)
 {
     st_fe_symtab *tb = tab(s);
     if (r[0] == r0 && r[1] == r0)
