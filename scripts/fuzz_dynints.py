@@ -151,6 +151,20 @@ MULTI = [
                         "    {r} = {r} + _j * {n}"]),
 ]
 
+# Templates that hit known, unfixed findings (left out unless --all): a Python int
+# argument stored into a tensor (t[k] = n) is baked without a guard (tr_exec.c
+# STORE_SUBSCR does not plain its value); a slice whose step is an int argument, live
+# at a graph break (x[::n] raising at n <= 0), is a constant of the resume without a
+# guard (translator.c tmpl_of: tr_is_const_value takes any slice).
+KNOWN_SRC = ("{r}[:{n}] = {m}", "{r}[{n} % {r}.shape[0]] = {n}", "{t}[::{n}]")
+OPTS = {"all": False}
+
+
+def _known(tmpl):
+    src = tmpl[3] if isinstance(tmpl[3], list) else [tmpl[3]]
+    return not OPTS["all"] and any(k in src for k in KNOWN_SRC)
+
+
 # int / float outputs
 INT_OUTS = ["{n} * 2 + 1", "{n} // 3", "{n} % 4", "-{n}", "{t}.shape[0] + {n}", "{n} - {m}",
             "{n} * {m}", "({n} + 1) // 2 * 2", "{t}.numel() // max({n}, 1)", "{n}",
@@ -191,7 +205,8 @@ def generate(seed):
     cur, k, symbolic = "x", 0, True
     for _ in range(r.randint(2, 7)):
         n, m = r.choice(ints), r.choice(ints)
-        pool = [t for t in (MULTI if r.random() < 0.2 else T) if _rank_ok(rank, t)]
+        pool = [t for t in (MULTI if r.random() < 0.2 else T)
+                if _rank_ok(rank, t) and not _known(t)]
         # mostly symbolic uses: half of the programs use only those
         if r.random() < 0.6:
             pool = [t for t in pool if t[2]] or pool
@@ -387,7 +402,7 @@ def _supervise(a):
     """Runs the seeds in child processes of 50, so that a crash is a finding, not the end."""
     seeds = list(range(a.start, a.start + a.seeds))
     extra = ["--backends", a.backends] + (["-q"] if a.quiet else []) + (
-        ["--no-grad"] if a.no_grad else [])
+        ["--no-grad"] if a.no_grad else []) + (["--all"] if a.all else [])
     nbad = 0
     k = 0
     while k < len(seeds):
@@ -416,7 +431,9 @@ def _supervise(a):
 def main(argv=None):
     ap = seed_args(__doc__, "skip the gradients", backends=("llvm", "interp"))
     ap.add_argument("--supervise", action="store_true", help="child processes (crashes)")
+    ap.add_argument("--all", action="store_true", help="also the templates of known findings")
     a = ap.parse_args(argv)
+    OPTS["all"] = a.all
     if a.supervise:
         return _supervise(a)
     backends = [b for b in a.backends.split(",") if b and st._C._fe_backend_available(b)]
