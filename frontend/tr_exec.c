@@ -1334,6 +1334,13 @@ int tr_run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
                 rc = -1;
             if (!rc && !tr_dyn_shapes(s) && tr_dyn_plain_var(s, &k) < 0)
                 rc = -1;
+            /* the value stored into a tensor (t[:3] = m) is read by C as the
+             * number it stands for: a lazy argument or a SymInt is guarded
+             * by value (it was baked in, unguarded: a later m wrote the first) */
+            if (!rc && v.v && st_fe_is_tensor(o.v) && s->lazies && tr_lazy_plain_var(s, &v) < 0)
+                rc = -1;
+            if (!rc && v.v && st_fe_is_tensor(o.v) && tr_is_symint(v.v) && tr_dyn_plain_var(s, &v) < 0)
+                rc = -1;
             if (!rc && s->dyn && st_fe_is_tensor(o.v) && tr_dyn_before_subscr(s, o.v, k.v, &ds) < 0)
                 rc = -1;
             if (!rc && (op == OP_DELETE_SUBSCR ? PyObject_DelItem(o.v, k.v)

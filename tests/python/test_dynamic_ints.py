@@ -206,3 +206,17 @@ def test_tensor_compared_with_a_size_one_graph():
         x = st.ones(n, 2)
         assert c(x).item() == min(n, 8) + 2 * n
     assert graphs() == 1
+
+
+# ---- an int argument stored into a tensor: read by C as its number, so guarded by value
+@pytest.mark.parametrize("dynamic", [None, False, True])
+def test_int_argument_stored_into_a_tensor_is_guarded(dynamic):
+    # t[:3] = m baked the first call's m in with no guard: a later m wrote the first
+    # (found by scripts/fuzz_dynints.py)
+    def g(x, m):
+        t = x.clone()
+        t[:3] = m
+        return t
+    c = st.compile(g, dynamic=dynamic)
+    for m in (2, 5, 2, 7.5, 3):
+        assert c(st.zeros(8), m).tolist() == g(st.zeros(8), m).tolist(), m
