@@ -459,6 +459,17 @@ static int tmpl_of(tr_state *s, PyObject *v, outlist *ol, st_fe_tmpl **out, int 
         ol->outs[ol->nout++] = raw;
         return 0;
     }
+    if (PySlice_Check(v)) {
+        /* a slice holding a number argument or a size (x[::n] live at a
+         * break): a constant of that value, guarded (it was unguarded: a
+         * later n replayed the first) */
+        PyObject *p = tr_dyn_plain(s, v, 0);
+        if (!p)
+            return tr_break_exc(s, "slice");
+        t->kind = ST_T_CONST;
+        t->obj = p;
+        return 0;
+    }
     if (tr_is_const_value(v)) {
         t->kind = ST_T_CONST;
         t->obj = Py_NewRef(v);

@@ -220,3 +220,21 @@ def test_int_argument_stored_into_a_tensor_is_guarded(dynamic):
     c = st.compile(g, dynamic=dynamic)
     for m in (2, 5, 2, 7.5, 3):
         assert c(st.zeros(8), m).tolist() == g(st.zeros(8), m).tolist(), m
+
+
+@pytest.mark.parametrize("dynamic", [None, False, True])
+def test_slice_of_an_int_argument_live_at_a_break_is_guarded(dynamic):
+    # x[::n] with n = -1 raises (a break with slice(None, None, n) on the stack): the
+    # slice was a template constant with no guard, so later calls kept raising
+    # (found by scripts/fuzz_dynints.py)
+    f = lambda x, n: (x[::n].sum(), n)  # noqa: E731
+    c = st.compile(f, dynamic=dynamic)
+
+    def run(fn, n):
+        try:
+            r = fn(st.arange(8.0), n)
+            return r[0].item(), r[1]
+        except ValueError as e:
+            return type(e).__name__
+    for n in (2, -1, 3, 2, 3):
+        assert run(c, n) == run(f, n), n
