@@ -1,0 +1,74 @@
+# tests/python/test_fuzz_found7.py - regressions of fuzzer findings in compiled code:
+# object identity of made-in-frame objects stored into outside lists (fuzz_guards)
+# and aliasing of detached views across graph breaks (fuzz_views). Each runs eager
+# and compiled, the compiled function called several times (the translation's own
+# call, then the cached entry), with expected values or against torch.
+
+import pytest
+
+import symtrace as st
+
+from fuzz_found_helpers import BACKENDS, MODES, fresh_frontend, maybe_compiled  # noqa: F401
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("holder", ["module", "global"])
+def test_dict_stored_in_outside_list_and_returned_is_one_object(mode, holder):
+    # d_ holds the outside list (a shadow while translating) and is appended to it:
+    # the translation's own call replayed the list's contents and the result with two
+    # copies of d_, so out[1][1] was not m.f4[1] (fuzz_guards seed 820000)
+    m = st.nn.Module()
+    glob = {"f4": []}
+
+    def lst():
+        return m.f4 if holder == "module" else glob["f4"]
+
+    def f(x):
+        py = []
+        l_ = [len(lst())]
+        lst().append(l_)
+        py.append(l_)
+        d_ = {"in": lst()}
+        lst().append(d_)
+        py.append(d_)
+        return x + 1, tuple(py)
+
+    g = maybe_compiled(f, mode)
+    for k in range(3):
+        m.f4 = []
+        glob["f4"] = []
+        out = g(st.zeros(2))
+        L = lst()
+        assert out[0].tolist() == [1.0, 1.0]
+        assert len(L) == 2 and L[0] == [0], k
+        assert out[1][0] is L[0], k
+        assert out[1][1] is L[1], k
+        assert out[1][1]["in"] is L, k
+
+
+class _Box:
+    pass
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_user_object_holding_a_mutated_outside_list(mode):
+    # a fresh user object whose attribute is an outside list the frame mutates, and
+    # a dict stored into that list and returned: on the translation's call o.l was
+    # the shadow (a copy), and g[1] a copy of the returned dict
+    g_list = []
+
+    def f(x):
+        g_list.append(1)
+        o = _Box()
+        o.l = g_list
+        d = {"n": 1}
+        g_list.append(d)
+        return x * 2, o, d
+
+    g = maybe_compiled(f, mode)
+    for k in range(3):
+        g_list.clear()
+        y, o, d = g(st.ones(2))
+        assert y.tolist() == [2.0, 2.0]
+        assert o.l is g_list, k
+        assert g_list == [1, {"n": 1}] and g_list[1] is d, k
