@@ -1215,6 +1215,32 @@ static int view_of_input(trace_state *s, st_tensor *t)
     return v;
 }
 
+/* An output that is a detached alias of a graph input with a history of
+ * its own (v = x.t().detach(); v.add_(x.sum()); v returned or live at a
+ * break): eager's v shares x's storage and has v's gradient; the graph
+ * can state only one of the two (a view through the detach has no
+ * gradient, the computed value no aliasing), so the trace fails and the
+ * frame runs as eager code. A stale view of such an alias (w = v[0]
+ * before the write) is left as computed (view_of_input). */
+static bool detached_alias_with_history(trace_state *s, st_tensor *t)
+{
+    if (!t->requires_grad || !t->grad_fn || st_ad_view_stale(t))
+        return false;
+    bool detached = false;
+    int n = 0;
+    tslot *e = find(s, t);
+    while (e && e->vsrc && n++ < 64) {
+        if (e->value >= 0 && st_ir_stmt_in_region(s->g, s->g->values[e->value].producer, true))
+            return false;
+        detached |= e->vdetach;
+        e = find(s, e->vsrc);
+    }
+    bool input = false;
+    for (int k = 0; e && k < s->ninputs && !input; k++)
+        input = s->inputs[k] == e->t;
+    return input && detached;
+}
+
 /* The written input at storage stg was written only through .data aliases. */
 static bool quiet_write(const trace_state *s, const st_storage *stg)
 {
@@ -1273,6 +1299,12 @@ static st_graph *end_impl(st_tensor *const *outputs, int nout,
         int rv = s->symbolic ? -1 : view_of_input(s, outputs[k]);
         if (rv >= 0)
             ids[k] = rv;
+        else if (!s->symbolic && detached_alias_with_history(s, outputs[k])) {
+            failf(s, "output %d is a detached alias of an input with a history of its own "
+                  "(v = x.detach(); v.add_(y) with y requiring grad): its aliasing and its "
+                  "gradient cannot both be compiled (not supported)", k);
+            break;
+        }
         /* a split / unbind output (or a view of one) is made again as one
          * by the run (viewhist.c), stale if its base's history changed
          * since (its use then fails as eager's) */
