@@ -1327,7 +1327,10 @@ static st_status writeback(st_rt_cfn *f, st_tensor *const *inputs,
         /* a leaf that requires grad was written under no_grad (eager
          * refuses it otherwise): it stays a leaf */
         bool leaf = dst->requires_grad && !dst->grad_fn;
-        bool rec = was && f->wb_grad[k] && !leaf &&
+        /* written only through .data aliases: eager records nothing, and
+         * the input keeps its history (a split output written so is no
+         * error, as it would be for a recorded in-place copy) */
+        bool rec = was && f->wb_grad[k] && !leaf && !f->wb_quiet[k] &&
                    (src->requires_grad || dst->requires_grad);
         st_ad_set_grad_enabled(rec);
         st_operand op = {.t = src};

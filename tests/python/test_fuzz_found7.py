@@ -126,3 +126,28 @@ def test_detached_alias_with_history_returned(mode):
         v.sum().backward()
         # v[0, 1] = -1 overwrote one element: 3 of the 4 carry x.sum()'s gradient (torch: 3)
         assert b.grad.tolist() == [[3.0, 3.0], [3.0, 3.0]], k
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_data_write_into_split_output_live_at_break(mode):
+    # v4, a split output, is an input of the graph after the break and is written only
+    # through v4.data: the cached entry wrote it back with a recorded in-place copy,
+    # which a split output refuses ("Output 2 of Split is a view and is being modified
+    # inplace"); eager records nothing (fuzz_views seed 803034)
+    def f(x0):
+        v4 = x0.split(1, 0)[-1]
+        x0.diagonal(0, 1, 0)      # breaks the graph (strides that do not merge)
+        v6 = v4.data
+        v6.index_put_((st.tensor([0]),), v6[0].clone() * 2, accumulate=False)
+        return (x0,)
+
+    base = [[float(7 * r + c) for c in range(7)] for r in range(3)]
+    g = maybe_compiled(f, mode, fullgraph=False)
+    g(st.tensor(base)[..., 1::2])     # an entry without grad first, as the fuzzer did
+    for k in range(3):
+        b = st.tensor(base, requires_grad=True)
+        (out,) = g(b.clone()[..., 1::2])
+        # row 2 doubled through .data; the gradient is as if unwritten (torch: the same)
+        assert out.tolist() == [[1.0, 3.0, 5.0], [8.0, 10.0, 12.0], [30.0, 34.0, 38.0]], k
+        (out * st.tensor([[1.0, 2.0, 3.0]] * 3)).sum().backward()
+        assert b.grad.tolist() == [[0.0, 1.0, 0.0, 2.0, 0.0, 3.0, 0.0]] * 3, k
