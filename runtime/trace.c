@@ -701,7 +701,12 @@ static int detached_write(trace_state *s, const st_tensor *src, int nv)
     if (!grad)
         return sv;
     int z = emit1(s, ST_OP_SUB, old, so, 0, 2, NULL);
-    return z < 0 ? -1 : emit1(s, ST_OP_ADD, sv, z, 0, 2, NULL);
+    int r = z < 0 ? -1 : emit1(s, ST_OP_ADD, sv, z, 0, 2, NULL);
+    /* its data is nv's: a compiled run returns it in nv's storage */
+    int p = r >= 0 && !s->in_region ? s->g->values[sv].producer : -1;
+    if (p >= 0 && s->g->stmts[p].op == ST_OP_RESHAPE)
+        s->g->stmts[p].attrs.flags |= ST_VIEW_DETACHED;
+    return r;
 }
 
 static bool write_through(trace_state *s, st_tensor *t)
@@ -1198,7 +1203,11 @@ static int view_of_input(trace_state *s, st_tensor *t)
     bool rg = t->requires_grad ||
               (st_ad_view_stale(t) && t->view_grad && t->view_base->requires_grad &&
                st_dtype_is_float(t->dtype));
-    if (!input || rg != (e->t->requires_grad && !detached))
+    /* a detached alias with a history of its own (v = x.t().detach();
+     * v.add_(x.sum())): the views of the input, with v's gradient
+     * (detached_write), returned by the run in the input's storage */
+    bool own_hist = detached && t->requires_grad && t->grad_fn && !st_ad_view_stale(t);
+    if (!input || (rg != (e->t->requires_grad && !detached) && !own_hist))
         return -1;
     int v = e->value, outs[ST_MAX_OUT];
     for (int k = n - 1; k >= 0 && v >= 0; k--) {
@@ -1212,33 +1221,7 @@ static int view_of_input(trace_state *s, st_tensor *t)
         if (v >= 0 && chain[k]->vdetach)
             mark_nograd(s, first, s->g->nstmts);
     }
-    return v;
-}
-
-/* An output that is a detached alias of a graph input with a history of
- * its own (v = x.t().detach(); v.add_(x.sum()); v returned or live at a
- * break): eager's v shares x's storage and has v's gradient; the graph
- * can state only one of the two (a view through the detach has no
- * gradient, the computed value no aliasing), so the trace fails and the
- * frame runs as eager code. A stale view of such an alias (w = v[0]
- * before the write) is left as computed (view_of_input). */
-static bool detached_alias_with_history(trace_state *s, st_tensor *t)
-{
-    if (!t->requires_grad || !t->grad_fn || st_ad_view_stale(t))
-        return false;
-    bool detached = false;
-    int n = 0;
-    tslot *e = find(s, t);
-    while (e && e->vsrc && n++ < 64) {
-        if (e->value >= 0 && st_ir_stmt_in_region(s->g, s->g->values[e->value].producer, true))
-            return false;
-        detached |= e->vdetach;
-        e = find(s, e->vsrc);
-    }
-    bool input = false;
-    for (int k = 0; e && k < s->ninputs && !input; k++)
-        input = s->inputs[k] == e->t;
-    return input && detached;
+    return v >= 0 && own_hist ? detached_write(s, t, v) : v;
 }
 
 /* The written input at storage stg was written only through .data aliases. */
@@ -1299,12 +1282,6 @@ static st_graph *end_impl(st_tensor *const *outputs, int nout,
         int rv = s->symbolic ? -1 : view_of_input(s, outputs[k]);
         if (rv >= 0)
             ids[k] = rv;
-        else if (!s->symbolic && detached_alias_with_history(s, outputs[k])) {
-            failf(s, "output %d is a detached alias of an input with a history of its own "
-                  "(v = x.detach(); v.add_(y) with y requiring grad): its aliasing and its "
-                  "gradient cannot both be compiled (not supported)", k);
-            break;
-        }
         /* a split / unbind output (or a view of one) is made again as one
          * by the run (viewhist.c), stale if its base's history changed
          * since (its use then fails as eager's) */

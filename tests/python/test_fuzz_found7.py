@@ -107,13 +107,14 @@ def test_detached_alias_with_history_live_at_break_vs_torch():
 
 @pytest.mark.parametrize("mode", MODES)
 def test_detached_alias_with_history_returned(mode):
-    # returned: later writes into v show in x (and back), and v's gradient is add_'s
+    # returned from one graph: the run computes v (its gradient is add_'s) and returns
+    # it in x's storage, so later writes into v show in x and back
     def f(x):
         v = x.t().detach()
         v.add_(x.sum())
         return v, x
 
-    g = maybe_compiled(f, mode, fullgraph=False)
+    g = maybe_compiled(f, mode)
     for k in range(3):
         b = st.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
         v, x = g(b.clone())
@@ -151,3 +152,50 @@ def test_data_write_into_split_output_live_at_break(mode):
         assert out.tolist() == [[1.0, 3.0, 5.0], [8.0, 10.0, 12.0], [30.0, 34.0, 38.0]], k
         (out * st.tensor([[1.0, 2.0, 3.0]] * 3)).sum().backward()
         assert b.grad.tolist() == [[0.0, 1.0, 0.0, 2.0, 0.0, 3.0, 0.0]] * 3, k
+
+
+def _minimum_detached_write(lib):
+    def f(x0):
+        v3 = x0[-2::3, :3]
+        v7 = lib.minimum(v3 * 1, v3.detach())
+        v8 = v7.detach()
+        v8[:, lib.tensor([2, 1])] = -1
+        v11 = v7.as_strided((1, 1), (3, 2))   # breaks the graph: v7, v8 live
+        v12 = v11.data
+        v12.add_(v11.sum() * 0.5)
+        return v8, v7
+
+    return f
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_computed_value_and_its_detached_alias_live_at_break(mode):
+    # v8 = v7.detach() written in place: v7 takes v8's data and keeps its history; the
+    # graph before the break returned v7 (then with grad) in its own buffer, so the
+    # .data write after the break into v7 did not show in v8 (fuzz_views seed 803201)
+    base = [[float(5 * r + c) / 4 for c in range(5)] for r in range(5)]
+    g = maybe_compiled(_minimum_detached_write(st), mode, fullgraph=False)
+    g(st.tensor(base))            # an entry without grad first, as the fuzzer did
+    for k in range(3):
+        b = st.tensor(base, requires_grad=True)
+        v8, v7 = g(b.clone())
+        assert v8.tolist() == [[5.625, -1.0, -1.0]], k
+        assert v7.tolist() == [[5.625, -1.0, -1.0]] and v7.requires_grad, k
+        (v7 * st.tensor([[1.0, 2.0, 3.0]])).sum().backward()
+        # minimum(v3, v3.detach()) sends half of v7's gradient to v3 (ties split)
+        assert b.grad.tolist()[3] == [0.5, 1.0, 1.5, 0.0, 0.0], k
+
+
+def test_computed_value_and_its_detached_alias_vs_torch():
+    torch = pytest.importorskip("torch")
+    base = [[float(5 * r + c) / 4 for c in range(5)] for r in range(5)]
+    tb = torch.tensor(base, dtype=torch.float64, requires_grad=True)
+    t8, t7 = _minimum_detached_write(torch)(tb.clone())
+    (t7 * torch.tensor([[1.0, 2.0, 3.0]], dtype=torch.float64)).sum().backward()
+    g = st.compile(_minimum_detached_write(st))
+    for k in range(3):
+        b = st.tensor(base, dtype=st.float64, requires_grad=True)
+        v8, v7 = g(b.clone())
+        assert v8.tolist() == t8.tolist() and v7.tolist() == t7.tolist(), k
+        (v7 * st.tensor([[1.0, 2.0, 3.0]], dtype=st.float64)).sum().backward()
+        assert b.grad.tolist() == tb.grad.tolist(), k
