@@ -1173,7 +1173,10 @@ done:
  * x[1:] after x.add_(1)) stated again as those views of the input's
  * final value, so the compiled function can return it as a view of the
  * input (runtime/cfn.c, find_aliases) and not as a copy: the same data,
- * now with the aliasing eager code has. -1: not such a view. */
+ * now with the aliasing eager code has. So is a view of a computed value
+ * whose value is no longer those views of it (y = x + 2; v = y[None];
+ * w = v[:, :1]; w.add_(1): v's and w's new values are scatters), so
+ * that the run returns them as views of one buffer. -1: not such a view. */
 static int view_of_input(trace_state *s, st_tensor *t)
 {
     tslot *chain[64];
@@ -1207,7 +1210,20 @@ static int view_of_input(trace_state *s, st_tensor *t)
      * v.add_(x.sum())): the views of the input, with v's gradient
      * (detached_write), returned by the run in the input's storage */
     bool own_hist = detached && t->requires_grad && t->grad_fn && !st_ad_view_stale(t);
-    if (!input || (rg != (e->t->requires_grad && !detached) && !own_hist))
+    if (!input) {
+        /* a computed base: only when a write left the chain's values no
+         * longer views of it */
+        bool views = true;
+        for (int k = 0; k < n && views; k++) {
+            int up = k + 1 < n ? chain[k + 1]->value : e->value;
+            int p = chain[k]->value >= 0 ? s->g->values[chain[k]->value].producer : -1;
+            views = p >= 0 && s->g->stmts[p].nout == 1 && s->g->stmts[p].in[0] == up &&
+                    st_op(s->g->stmts[p].op)->kind == ST_OPK_VIEW;
+        }
+        if (views || e->value < 0 || s->g->values[e->value].producer < 0)
+            return -1;
+    }
+    if (rg != (e->t->requires_grad && !detached) && !own_hist)
         return -1;
     int v = e->value, outs[ST_MAX_OUT];
     for (int k = n - 1; k >= 0 && v >= 0; k--) {
