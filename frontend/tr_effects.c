@@ -430,10 +430,11 @@ static PyObject *unshadow(tr_state *s, PyObject *v, PyObject *memo, int depth)
     PyObject *k = tr_id_key(v);
     if (!k)
         return NULL;
+    /* memo: id(v) -> (v, what it became); holding v keeps its id unused */
     PyObject *done = PyDict_GetItemWithError(memo, k);
     if (done || PyErr_Occurred()) {
         Py_DECREF(k);
-        return Py_XNewRef(done);
+        return done ? Py_NewRef(PyTuple_GET_ITEM(done, 1)) : NULL;
     }
     if (inplace || user) {
         PyObject *d = user ? PyObject_GenericGetDict(v, NULL) : Py_NewRef(v);
@@ -441,9 +442,11 @@ static PyObject *unshadow(tr_state *s, PyObject *v, PyObject *memo, int depth)
             PyErr_Clear();
             d = Py_NewRef(Py_None);
         }
-        int rc = d && PyDict_SetItem(memo, k, v) == 0 &&
-                 (!PyDict_CheckExact(d) || unshadow_items_in_place(s, d, memo, depth) == 0)
+        PyObject *pair = PyTuple_Pack(2, v, v);
+        int rc = d && pair && PyDict_SetItem(memo, k, pair) == 0 &&
+                 (d == Py_None || unshadow_items_in_place(s, d, memo, depth) == 0)
                  ? 0 : -1;
+        Py_XDECREF(pair);
         Py_XDECREF(d);
         Py_DECREF(k);
         return rc == 0 ? Py_NewRef(v) : NULL;
@@ -479,8 +482,10 @@ static PyObject *unshadow(tr_state *s, PyObject *v, PyObject *memo, int depth)
     }
     if (c && !changed)
         Py_SETREF(c, Py_NewRef(v));
-    if (c && PyDict_SetItem(memo, k, c) < 0)
+    PyObject *pair = c ? PyTuple_Pack(2, v, c) : NULL;
+    if (c && (!pair || PyDict_SetItem(memo, k, pair) < 0))
         Py_CLEAR(c);
+    Py_XDECREF(pair);
     Py_DECREF(k);
     return c;
 }

@@ -235,3 +235,37 @@ def test_views_of_a_computed_value_written_through_vs_torch():
     for k in range(3):
         (v7,) = g(st.tensor([1.0, 2.0, 3.0, 4.0, 5.0]))
         assert v7.tolist() == t7.tolist(), k
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("brk", [False, True])
+def test_list_made_in_frame_holding_the_mutated_outside_list(mode, brk):
+    # py holds the outside list itself (a shadow while translating, read back through
+    # d_['in']): the translation's call returned the shadow in py, or a copy of d_,
+    # instead of m.f4 (fuzz_guards seed 820000, with and without a break before the
+    # return)
+    m = st.nn.Module()
+    m.f4 = []
+
+    def f(x):
+        py = []
+        l_ = [len(m.f4)]
+        m.f4.append(l_)
+        py.append(l_)
+        d_ = {"in": m.f4}
+        m.f4.append(d_)
+        py.append(d_)
+        py.append(d_["in"])
+        if brk:
+            print("", end="")   # a graph break: py and d_ live
+        return x + 1, py, tuple(py)
+
+    g = maybe_compiled(f, mode, fullgraph=not brk)
+    for k in range(3):
+        m.f4 = []
+        y, py, tp = g(st.zeros(2))
+        assert y.tolist() == [1.0, 1.0]
+        assert len(m.f4) == 2 and m.f4[0] == [0], k
+        assert py[2] is m.f4 and tp[2] is m.f4, k
+        assert py[1] is m.f4[1] and tp[1] is m.f4[1] and py[1]["in"] is m.f4, k
+        assert py[0] is m.f4[0] and tp[0] is m.f4[0], k
