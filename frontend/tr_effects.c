@@ -362,12 +362,55 @@ int tr_fx_redirect(tr_state *s, tr_var *v, const char *what)
 }
 
 /* ---------------- applying the log (the translation's call) ---------------- */
-PyObject *tr_fx_unshadow(tr_state *s, PyObject *v, int depth)
+/* The originals in place of the shadows inside v. A list or dict made in
+ * the frame (and a fresh user object's __dict__) is fixed in place: it is
+ * the object the frame stored and returns, one object however often the
+ * log and the result reach it. Anything else holding a shadow (a tuple) is
+ * copied, once: memo maps id(v) to what v became. */
+static PyObject *unshadow(tr_state *s, PyObject *v, PyObject *memo, int depth);
+
+static int unshadow_items_in_place(tr_state *s, PyObject *v, PyObject *memo, int depth)
+{
+    if (PyDict_CheckExact(v)) {
+        PyObject *keys = PyDict_Keys(v);
+        for (Py_ssize_t i = 0; keys && i < PyList_GET_SIZE(keys); i++) {
+            PyObject *key = PyList_GET_ITEM(keys, i);
+            PyObject *val = PyDict_GetItemWithError(v, key);
+            if (!val)
+                continue;
+            Py_INCREF(val);
+            PyObject *u = unshadow(s, val, memo, depth + 1);
+            int rc = u ? (u == val ? 0 : PyDict_SetItem(v, key, u)) : -1;
+            Py_DECREF(val);
+            Py_XDECREF(u);
+            if (rc < 0)
+                Py_CLEAR(keys);
+        }
+        if (!keys)
+            return -1;
+        Py_DECREF(keys);
+        return 0;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(v); i++) {
+        PyObject *it = Py_NewRef(PyList_GET_ITEM(v, i));
+        PyObject *u = unshadow(s, it, memo, depth + 1);
+        Py_DECREF(it);
+        if (!u)
+            return -1;
+        if (i < PyList_GET_SIZE(v) && u != PyList_GET_ITEM(v, i))
+            PyList_SetItem(v, i, u);   /* steals u */
+        else
+            Py_DECREF(u);
+    }
+    return 0;
+}
+
+static PyObject *unshadow(tr_state *s, PyObject *v, PyObject *memo, int depth)
 {
     PyObject *e = orig_entry(s, v);
     if (e)
         return Py_NewRef(PyTuple_GET_ITEM(e, 0));
-    if (s->fx_orig && (PyMethod_Check(v) || PyCFunction_Check(v))) {
+    if (PyMethod_Check(v) || PyCFunction_Check(v)) {
         /* a method of a shadow live at a break (lst.append while
          * lst.append(t.item()) broke): bound to the original again */
         bool py = PyMethod_Check(v);
@@ -379,71 +422,115 @@ PyObject *tr_fx_unshadow(tr_state *s, PyObject *v, int depth)
         return py ? PyMethod_New(PyMethod_GET_FUNCTION(v), o)
                   : PyObject_GetAttrString(o, ((PyCFunctionObject *)v)->m_ml->ml_name);
     }
-    if (!s->fx_orig || depth > 32 ||
-        !(PyTuple_CheckExact(v) || PyList_CheckExact(v) || PyDict_CheckExact(v)))
+    bool inplace = (PyList_CheckExact(v) || PyDict_CheckExact(v)) && tr_is_fresh(s, v);
+    bool user = !inplace && tr_fresh_user_obj(s, v);
+    if (depth > 32 || !(inplace || user || PyTuple_CheckExact(v) || PyList_CheckExact(v) ||
+                        PyDict_CheckExact(v)))
         return Py_NewRef(v);
-    if (PyDict_CheckExact(v)) {
-        PyObject *d = PyDict_New(), *key, *val;
-        Py_ssize_t pos = 0;
-        bool changed = false;
-        while (d && PyDict_Next(v, &pos, &key, &val)) {
-            PyObject *u = tr_fx_unshadow(s, val, depth + 1);
-            changed |= (u != val);
-            if (!u || PyDict_SetItem(d, key, u) < 0)
-                Py_CLEAR(d);
-            Py_XDECREF(u);
-            if (!d)
-                return NULL;
-        }
-        if (d && !changed)
-            Py_SETREF(d, Py_NewRef(v));
-        return d;
-    }
-    PyObject *items = PySequence_Tuple(v);
-    if (!items)
+    PyObject *k = tr_id_key(v);
+    if (!k)
         return NULL;
-    Py_ssize_t n = PyTuple_GET_SIZE(items);
-    PyObject *c = PyList_CheckExact(v) ? PyList_New(n) : PyTuple_New(n);
-    bool changed = false;
-    for (Py_ssize_t i = 0; c && i < n; i++) {
-        PyObject *it = PyTuple_GET_ITEM(items, i), *u = tr_fx_unshadow(s, it, depth + 1);
-        if (!u) {
-            Py_CLEAR(c);
-            break;
-        }
-        changed |= (u != it);
-        if (PyList_CheckExact(v)) PyList_SET_ITEM(c, i, u);
-        else PyTuple_SET_ITEM(c, i, u);
+    /* memo: id(v) -> (v, what it became); holding v keeps its id unused */
+    PyObject *done = PyDict_GetItemWithError(memo, k);
+    if (done || PyErr_Occurred()) {
+        Py_DECREF(k);
+        return done ? Py_NewRef(PyTuple_GET_ITEM(done, 1)) : NULL;
     }
-    Py_DECREF(items);
+    if (inplace || user) {
+        PyObject *d = user ? PyObject_GenericGetDict(v, NULL) : Py_NewRef(v);
+        if (!d && user) {   /* no __dict__ (slots): nothing to fix */
+            PyErr_Clear();
+            d = Py_NewRef(Py_None);
+        }
+        PyObject *pair = PyTuple_Pack(2, v, v);
+        int rc = d && pair && PyDict_SetItem(memo, k, pair) == 0 &&
+                 (d == Py_None || unshadow_items_in_place(s, d, memo, depth) == 0)
+                 ? 0 : -1;
+        Py_XDECREF(pair);
+        Py_XDECREF(d);
+        Py_DECREF(k);
+        return rc == 0 ? Py_NewRef(v) : NULL;
+    }
+    PyObject *c = NULL;
+    bool changed = false;
+    if (PyDict_CheckExact(v)) {
+        PyObject *key, *val;
+        Py_ssize_t pos = 0;
+        c = PyDict_New();
+        while (c && PyDict_Next(v, &pos, &key, &val)) {
+            PyObject *u = unshadow(s, val, memo, depth + 1);
+            changed |= (u != val);
+            if (!u || PyDict_SetItem(c, key, u) < 0)
+                Py_CLEAR(c);
+            Py_XDECREF(u);
+        }
+    } else {
+        PyObject *items = PySequence_Tuple(v);
+        Py_ssize_t n = items ? PyTuple_GET_SIZE(items) : 0;
+        c = !items ? NULL : PyList_CheckExact(v) ? PyList_New(n) : PyTuple_New(n);
+        for (Py_ssize_t i = 0; c && i < n; i++) {
+            PyObject *it = PyTuple_GET_ITEM(items, i), *u = unshadow(s, it, memo, depth + 1);
+            if (!u) {
+                Py_CLEAR(c);
+                break;
+            }
+            changed |= (u != it);
+            if (PyList_CheckExact(v)) PyList_SET_ITEM(c, i, u);
+            else PyTuple_SET_ITEM(c, i, u);
+        }
+        Py_XDECREF(items);
+    }
     if (c && !changed)
         Py_SETREF(c, Py_NewRef(v));
+    PyObject *pair = c ? PyTuple_Pack(2, v, c) : NULL;
+    if (c && (!pair || PyDict_SetItem(memo, k, pair) < 0))
+        Py_CLEAR(c);
+    Py_XDECREF(pair);
+    Py_DECREF(k);
     return c;
 }
 
+PyObject *tr_fx_unshadow(tr_state *s, PyObject *v, int depth)
+{
+    if (!s->fx_orig)
+        return Py_NewRef(v);
+    PyObject *memo = PyDict_New();
+    PyObject *r = memo ? unshadow(s, v, memo, depth) : NULL;
+    Py_XDECREF(memo);
+    return r;
+}
+
 /* the shadow's contents with shadows inside replaced: a plain list/dict */
-static PyObject *contents_of(tr_state *s, PyObject *sh)
+static PyObject *contents_of(tr_state *s, PyObject *sh, PyObject *memo)
 {
     PyObject *copy = PyList_CheckExact(sh) ? PyList_GetSlice(sh, 0, PY_SSIZE_T_MAX)
                                            : PyDict_Copy(sh);
     if (!copy)
         return NULL;
-    PyObject *u = tr_fx_unshadow(s, copy, 0);
+    PyObject *u = unshadow(s, copy, memo, 0);
     Py_DECREF(copy);
     return u;
 }
 
+/* The log, in order, then s->retval with the originals in place of the
+ * shadows: one memo, so that an object the log stores and the result
+ * returns stays one object. */
 int tr_fx_apply(tr_state *s)
 {
+    PyObject *memo = PyDict_New();
+    if (!memo)
+        return -1;
     for (int i = 0; i < s->nfx; i++) {
         tr_fx *r = &s->fx[i];
         PyObject *v = (r->kind == ST_FX_LIST || r->kind == ST_FX_DICT)
-                      ? contents_of(s, r->val) : tr_fx_unshadow(s, r->val, 0);
+                      ? contents_of(s, r->val, memo) : unshadow(s, r->val, memo, 0);
         int rc = -1;
         if (v)   /* plain numbers, not the translation's lazy ones */
             Py_SETREF(v, tr_plain_values(v, 0));
-        if (!v)
+        if (!v) {
+            Py_DECREF(memo);
             return -1;
+        }
         switch (r->kind) {
         case ST_FX_SETATTR: rc = PyObject_SetAttr(r->obj, r->name, v); break;
         case ST_FX_GLOBAL: rc = PyDict_SetItem(s->f->globals, r->name, v); break;
@@ -454,9 +541,17 @@ int tr_fx_apply(tr_state *s)
             break;
         }
         Py_DECREF(v);
-        if (rc < 0)
+        if (rc < 0) {
+            Py_DECREF(memo);
             return -1;
+        }
     }
+    PyObject *rv = s->retval ? unshadow(s, s->retval, memo, 0) : NULL;
+    Py_DECREF(memo);
+    if (s->retval && !rv)
+        return -1;
+    if (rv)
+        Py_SETREF(s->retval, rv);
     return 0;
 }
 

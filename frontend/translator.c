@@ -1254,14 +1254,12 @@ static st_fe_entry *translate_once(const st_fe_frame *f, const st_fe_options *op
 finished:
     if (s->nfx > 0) {
         /* this call's side effects, performed once, in order; the result
-         * names the originals of shadowed lists/dicts */
-        PyObject *r = tr_fx_apply(s) == 0 ? tr_fx_unshadow(s, s->retval, 0) : NULL;
-        if (!r) {
+         * names the originals of shadowed lists/dicts (tr_fx_apply) */
+        if (tr_fx_apply(s) < 0) {
             st_fe_entry_free(e);
             e = NULL;
             goto error;
         }
-        Py_SETREF(s->retval, r);
     }
     {
         /* the first call's values: plain numbers, not the translation's

@@ -42,6 +42,10 @@ struct st_rt_cfn {
      * none), or the output it is a view of (alias_out), through view
      * statements alias_stmt[alias_at[k]..alias_at[k+1]) */
     int *alias_in, *alias_out, *alias_at, *alias_stmt;
+    /* per visible output: a detached alias with a history of its own
+     * (ST_VIEW_DETACHED): computed with its gradient, then its data is
+     * moved into the storage of the view remade (make_aliases) */
+    bool *alias_grad;
     /* autograd */
     bool has_bwd;
     /* the forward can run again eagerly from its inputs, for a backward
@@ -530,12 +534,24 @@ static st_status find_aliases(st_rt_cfn *f)
     f->alias_at = malloc(sizeof(int) * (size_t)(n + 1));
     int cap = 16, used = 0;
     f->alias_stmt = malloc(sizeof(int) * (size_t)cap);
-    if (!f->alias_in || !f->alias_out || !f->alias_at || !f->alias_stmt)
+    f->alias_grad = calloc((size_t)(n + 1), sizeof(bool));
+    if (!f->alias_in || !f->alias_out || !f->alias_at || !f->alias_stmt || !f->alias_grad)
         return st_err(ST_ERR_MEMORY, "cfn: out of host memory");
     for (int k = 0; k < n; k++) {
         f->alias_in[k] = f->alias_out[k] = -1;
         f->alias_at[k] = used;
         int v = g->outputs[k], chain[64], nc = 0, j = -1;
+        /* stop_gradient(new) + (old - stop_gradient(old)) (trace.c,
+         * detached_write): new's data, from the marked reshape down */
+        int p0 = g->values[v].producer;
+        if (p0 >= 0 && g->stmts[p0].op == ST_OP_ADD && g->stmts[p0].nin == 2) {
+            int ps = g->values[g->stmts[p0].in[0]].producer;
+            if (ps >= 0 && g->stmts[ps].op == ST_OP_RESHAPE &&
+                (g->stmts[ps].attrs.flags & ST_VIEW_DETACHED)) {
+                f->alias_grad[k] = true;
+                v = g->stmts[p0].in[0];
+            }
+        }
         bool old_input = false, region = false;
         for (;;) {
             /* the first value up the chain that an input holds after the run */
@@ -563,21 +579,23 @@ static st_status find_aliases(st_rt_cfn *f)
             chain[nc++] = p;
             v = st->in[0];
         }
-        if (nc == 0 || nc == 64 || old_input)   /* an input returned as is: the frontend's */
+        if (nc == 0 || nc == 64 || old_input) {   /* an input returned as is: the frontend's */
+            f->alias_grad[k] = false;
             continue;
+        }
         /* a view a custom Function's forward returned is that Function's
          * output: its gradient comes from the region's backward (made as a
          * view of its root, it had none, or the view's, from the second
          * call). The price: a view of an input is not remade as one (a
          * write into it does not reach the input, as it does in eager). */
-        if (region)
+        if (region || (j < 0 && g->values[v].producer < 0)) {
+            f->alias_grad[k] = false;
             continue;
+        }
         if (j < 0) {
             /* a view of a computed value (y.expand(...), y[::2], y.t()):
              * made as a view of it (an output, or one added, not visible),
              * with eager's strides and aliasing */
-            if (g->values[v].producer < 0)
-                continue;
             int o = -1;
             for (int q = 0; q < g->noutputs && o < 0; q++)
                 if (g->outputs[q] == v && (q < n || q >= n + f->nwb))
@@ -620,9 +638,10 @@ static st_status make_aliases(st_rt_cfn *f, st_tensor *const *inputs,
             continue;
         st_tensor *t = f->alias_in[k] >= 0 ? inputs[f->alias_in[k]] : outs[f->alias_out[k]];
         st_tensor_incref(t);
+        bool own = f->alias_grad[k];
         for (int q = f->alias_at[k]; q < f->alias_at[k + 1] && t; q++) {
             const st_stmt *st = &g->stmts[f->alias_stmt[q]];
-            bool nograd = in_nograd(g, f->alias_stmt[q]);
+            bool nograd = in_nograd(g, f->alias_stmt[q]) || own;
             bool ident = st->op == ST_OP_PERMUTE && st->attrs.ndims == t->ndim;
             for (int d = 0; ident && d < t->ndim; d++)
                 ident = st->attrs.dims[d] == d;
@@ -639,6 +658,19 @@ static st_status make_aliases(st_rt_cfn *f, st_tensor *const *inputs,
         if (!t) {
             s = st_err_kind();
             break;
+        }
+        if (own) {
+            /* a detached alias with its own history: the computed output
+             * (its gradient) in the storage of the view remade (eager's
+             * v = x.t().detach(); v.add_(x.sum())) */
+            st_tensor *o = outs[k];
+            st_storage_incref(t->storage);
+            st_storage_decref(o->storage);
+            o->storage = t->storage;
+            o->offset = t->offset;
+            memcpy(o->strides, t->strides, sizeof(int64_t) * (size_t)t->ndim);
+            st_tensor_decref(t);
+            continue;
         }
         st_tensor_decref(outs[k]);
         outs[k] = t;
@@ -743,7 +775,8 @@ static st_status build_backward(st_rt_cfn *f, const bool *rg)
      * views added as outputs (find_aliases) */
     for (int k = 0; k < g->noutputs; k++) {
         int v = g->outputs[k];
-        if ((k < f->nvisible && (f->alias_in[k] >= 0 || f->alias_out[k] >= 0)) || !from[v] ||
+        if ((k < f->nvisible && !f->alias_grad[k] &&
+             (f->alias_in[k] >= 0 || f->alias_out[k] >= 0)) || !from[v] ||
             !st_dtype_is_float(g->values[v].meta.dtype))
             continue;
         outs_v[f->ndiff] = v;
@@ -901,6 +934,7 @@ void st_rt_cfn_free(st_rt_cfn *f)
     free(f->alias_out);
     free(f->alias_at);
     free(f->alias_stmt);
+    free(f->alias_grad);
     free(f->wrt);
     free(f->diff);
     free(f);
@@ -1327,7 +1361,10 @@ static st_status writeback(st_rt_cfn *f, st_tensor *const *inputs,
         /* a leaf that requires grad was written under no_grad (eager
          * refuses it otherwise): it stays a leaf */
         bool leaf = dst->requires_grad && !dst->grad_fn;
-        bool rec = was && f->wb_grad[k] && !leaf &&
+        /* written only through .data aliases: eager records nothing, and
+         * the input keeps its history (a split output written so is no
+         * error, as it would be for a recorded in-place copy) */
+        bool rec = was && f->wb_grad[k] && !leaf && !f->wb_quiet[k] &&
                    (src->requires_grad || dst->requires_grad);
         st_ad_set_grad_enabled(rec);
         st_operand op = {.t = src};

@@ -156,6 +156,12 @@ enum { ST_VIEW_MULTI_NONE, ST_VIEW_MULTI_SPLIT, ST_VIEW_MULTI_SPLIT_SIZES,
 /* A traced detach that made a .data alias (st_tensor.own_version): the
  * compiled function's run marks what it makes again the same way */
 #define ST_VIEW_DATA (1 << 27)
+/* The stop_gradient(new) reshape of a write through a detached alias
+ * (runtime/trace.c, detached_write: stop_gradient(new) + (old -
+ * stop_gradient(old)), new's data with old's gradient): a compiled run
+ * returns such a value in the storage new is a view of, with its own
+ * gradient, as eager's detached alias (runtime/cfn.c, find_aliases) */
+#define ST_VIEW_DETACHED (1 << 26)
 
 st_storage *st_storage_new(st_device *dev, size_t nbytes);
 /* Wraps external memory; ext_free(ctx) is called on last release. */

@@ -701,7 +701,12 @@ static int detached_write(trace_state *s, const st_tensor *src, int nv)
     if (!grad)
         return sv;
     int z = emit1(s, ST_OP_SUB, old, so, 0, 2, NULL);
-    return z < 0 ? -1 : emit1(s, ST_OP_ADD, sv, z, 0, 2, NULL);
+    int r = z < 0 ? -1 : emit1(s, ST_OP_ADD, sv, z, 0, 2, NULL);
+    /* its data is nv's: a compiled run returns it in nv's storage */
+    int p = r >= 0 && !s->in_region ? s->g->values[sv].producer : -1;
+    if (p >= 0 && s->g->stmts[p].op == ST_OP_RESHAPE)
+        s->g->stmts[p].attrs.flags |= ST_VIEW_DETACHED;
+    return r;
 }
 
 static bool write_through(trace_state *s, st_tensor *t)
@@ -1168,7 +1173,10 @@ done:
  * x[1:] after x.add_(1)) stated again as those views of the input's
  * final value, so the compiled function can return it as a view of the
  * input (runtime/cfn.c, find_aliases) and not as a copy: the same data,
- * now with the aliasing eager code has. -1: not such a view. */
+ * now with the aliasing eager code has. So is a view of a computed value
+ * whose value is no longer those views of it (y = x + 2; v = y[None];
+ * w = v[:, :1]; w.add_(1): v's and w's new values are scatters), so
+ * that the run returns them as views of one buffer. -1: not such a view. */
 static int view_of_input(trace_state *s, st_tensor *t)
 {
     tslot *chain[64];
@@ -1198,7 +1206,24 @@ static int view_of_input(trace_state *s, st_tensor *t)
     bool rg = t->requires_grad ||
               (st_ad_view_stale(t) && t->view_grad && t->view_base->requires_grad &&
                st_dtype_is_float(t->dtype));
-    if (!input || rg != (e->t->requires_grad && !detached))
+    /* a detached alias with a history of its own (v = x.t().detach();
+     * v.add_(x.sum())): the views of the input, with v's gradient
+     * (detached_write), returned by the run in the input's storage */
+    bool own_hist = detached && t->requires_grad && t->grad_fn && !st_ad_view_stale(t);
+    if (!input) {
+        /* a computed base: only when a write left the chain's values no
+         * longer views of it */
+        bool views = true;
+        for (int k = 0; k < n && views; k++) {
+            int up = k + 1 < n ? chain[k + 1]->value : e->value;
+            int p = chain[k]->value >= 0 ? s->g->values[chain[k]->value].producer : -1;
+            views = p >= 0 && s->g->stmts[p].nout == 1 && s->g->stmts[p].in[0] == up &&
+                    st_op(s->g->stmts[p].op)->kind == ST_OPK_VIEW;
+        }
+        if (views || e->value < 0 || s->g->values[e->value].producer < 0)
+            return -1;
+    }
+    if (rg != (e->t->requires_grad && !detached) && !own_hist)
         return -1;
     int v = e->value, outs[ST_MAX_OUT];
     for (int k = n - 1; k >= 0 && v >= 0; k--) {
@@ -1212,7 +1237,7 @@ static int view_of_input(trace_state *s, st_tensor *t)
         if (v >= 0 && chain[k]->vdetach)
             mark_nograd(s, first, s->g->nstmts);
     }
-    return v;
+    return v >= 0 && own_hist ? detached_write(s, t, v) : v;
 }
 
 /* The written input at storage stg was written only through .data aliases. */
