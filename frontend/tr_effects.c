@@ -490,16 +490,6 @@ static PyObject *unshadow(tr_state *s, PyObject *v, PyObject *memo, int depth)
     return c;
 }
 
-PyObject *tr_fx_unshadow(tr_state *s, PyObject *v, int depth)
-{
-    if (!s->fx_orig)
-        return Py_NewRef(v);
-    PyObject *memo = PyDict_New();
-    PyObject *r = memo ? unshadow(s, v, memo, depth) : NULL;
-    Py_XDECREF(memo);
-    return r;
-}
-
 /* the shadow's contents with shadows inside replaced: a plain list/dict */
 static PyObject *contents_of(tr_state *s, PyObject *sh, PyObject *memo)
 {

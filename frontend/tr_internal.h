@@ -214,7 +214,6 @@ st_fe_src *tr_fx_shadow_src(tr_state *s, PyObject *o);  /* o a shadow: its origi
 PyObject *tr_fx_dict_view(PyObject *d, int aux);
 /* Performs the log for real (the translation's own call); 0 or -1 + exception. */
 int tr_fx_apply(tr_state *s);
-PyObject *tr_fx_unshadow(tr_state *s, PyObject *v, int depth);   /* new ref */
 void tr_fx_clear(tr_state *s);
 
 /* ---- tr_exec.c */
