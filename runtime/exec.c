@@ -154,6 +154,10 @@ static st_status exec_impl(st_kprog *p, st_backend *be, void *compiled,
                            st_tensor **vals, const st_mem_plan *plan,
                            int64_t *trace);
 
+st_status st_rt_exec_bind(st_kprog *p, st_tensor **vals) {
+    return bind_inputs(p, vals);
+}
+
 /* A program's own steps (views, kernels) are never recorded on the tape:
  * the caller records the op as a whole. */
 st_status st_rt_exec(st_kprog *p, st_backend *be, void *compiled,
@@ -245,7 +249,10 @@ static st_status exec_impl(st_kprog *p, st_backend *be, void *compiled,
      * up, so that take_base could not take the base) */
     int lastbuf[256];
     int *last = g->nvalues <= 256 ? lastbuf : malloc(sizeof(int) * (size_t)g->nvalues);
-    if (!last) return st_err(ST_ERR_MEMORY, "exec: out of host memory");
+    if (!last) {
+        if (arena) st_storage_decref(arena);
+        return st_err(ST_ERR_MEMORY, "exec: out of host memory");
+    }
     for (int v = 0; v < g->nvalues; v++) last[v] = -1;
     /* versions, as torch's: a write into a tensor the caller gave (an
      * in-place or out= result) moves its storage's version on once a run;
@@ -254,6 +261,7 @@ static st_status exec_impl(st_kprog *p, st_backend *be, void *compiled,
     uint8_t *flags = g->nvalues <= 256 ? flagbuf : calloc((size_t)g->nvalues, 1);
     if (!flags) {
         if (last != lastbuf) free(last);
+        if (arena) st_storage_decref(arena);
         return st_err(ST_ERR_MEMORY, "exec: out of host memory");
     }
     enum { V_FRESH = 1, V_BUMPED = 2 };
@@ -267,6 +275,28 @@ static st_status exec_impl(st_kprog *p, st_backend *be, void *compiled,
         } else {
             for (int b = 0; b < k->nbufs; b++) last[k->bufs[b].value] = i;
         }
+    }
+    /* the values to release after each kernel, as lists (head[i], then
+     * nxt[v]; ascending v): one pass over the values per run, not one per
+     * kernel (a backward graph of thousands of kernels and values spent
+     * more time scanning than in its kernels); graph outputs and constants
+     * are never released here */
+    int *head = malloc(sizeof(int) * ((size_t)p->nkernels + (size_t)g->nvalues + 1));
+    if (!head) {
+        if (last != lastbuf) free(last);
+        if (flags != flagbuf) free(flags);
+        if (arena) st_storage_decref(arena);
+        return st_err(ST_ERR_MEMORY, "exec: out of host memory");
+    }
+    int *nxt = head + p->nkernels;
+    for (int i = 0; i < p->nkernels; i++) head[i] = -1;
+    for (int k = 0; k < g->noutputs; k++) nxt[g->outputs[k]] = -2;   /* marks */
+    for (int v = g->nvalues - 1; v >= 0; v--) {
+        bool out = nxt[v] == -2 && is_graph_output(g, v);
+        nxt[v] = -1;
+        if (last[v] < 0 || out || g->values[v].kind == ST_VAL_CONST) continue;
+        nxt[v] = head[last[v]];
+        head[last[v]] = v;
     }
 
     for (int i = 0; i < p->nkernels && s == ST_OK; i++) {
@@ -348,14 +378,13 @@ static st_status exec_impl(st_kprog *p, st_backend *be, void *compiled,
         /* release intermediates whose last use was this kernel, and the
          * run's reference to such inputs (freed here when the caller
          * donated its own, as a backward that does not retain does) */
-        for (int v = 0; v < g->nvalues; v++) {
-            if (last[v] != i || !vals[v]) continue;
-            if (g->values[v].kind == ST_VAL_CONST || is_graph_output(g, v))
-                continue;
+        for (int v = head[i]; v >= 0; v = nxt[v]) {
+            if (!vals[v]) continue;
             st_tensor_decref(vals[v]);
             vals[v] = NULL;
         }
     }
+    free(head);
     if (last != lastbuf) free(last);
     if (flags != flagbuf) free(flags);
     if (arena) st_storage_decref(arena); /* freed with its last tensor */

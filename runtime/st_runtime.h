@@ -346,6 +346,10 @@ st_status st_rt_exec(st_kprog *p, st_backend *be, void *compiled,
 st_status st_rt_exec_planned(st_kprog *p, st_backend *be, void *compiled,
                              st_tensor **vals, const st_mem_plan *plan,
                              int64_t *trace);
+/* Binds the inputs' sizes into p's graph (re-inferring its metas when they
+ * differ), as a run does first: a plan made after it is for this run's
+ * sizes. */
+st_status st_rt_exec_bind(st_kprog *p, st_tensor **vals);
 
 /* ---------------- autograd (runtime/autograd.c) ----------------
  * The tape: every eager op run with grad mode on and an input that requires
