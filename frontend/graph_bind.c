@@ -385,14 +385,21 @@ static int bind(compiled_obj *o, PyObject *args, st_tensor ***vals_out) {
     return 0;
 }
 
-/* The plan for the bound inputs (their real strides). */
-static st_mem_plan *plan_for(compiled_obj *o, st_tensor **vals) {
+/* The plan for the bound inputs (their real strides), kept by the program
+ * per layout (the fused optimizer's update runs the same graph every step);
+ * handed back with st_fuse_plan_release. */
+static const st_mem_plan *plan_for(compiled_obj *o, st_tensor **vals) {
     const st_graph *g = o->prog->graph;
-    const int64_t *strides[256];
-    if (g->ninputs > 256) return st_fuse_plan(o->prog, NULL);
+    const int64_t **strides = PyMem_Malloc(sizeof *strides * (size_t)(g->ninputs ? g->ninputs : 1));
+    if (!strides) {
+        st_err(ST_ERR_MEMORY, "CompiledGraph: out of memory");
+        return NULL;
+    }
     for (int k = 0; k < g->ninputs; k++)
         strides[k] = vals[g->inputs[k]] ? vals[g->inputs[k]]->strides : NULL;
-    return st_fuse_plan(o->prog, strides);
+    const st_mem_plan *m = st_fuse_plan_acquire(o->prog, strides);
+    PyMem_Free(strides);
+    return m;
 }
 
 static const char *kname(const st_kernel *k, const st_graph *g) {
@@ -646,7 +653,7 @@ static PyObject *c_run(PyObject *self, PyObject *args, PyObject *kw) {
     PyObject *given_stack[16] = {NULL}, **given = given_stack;
     const_save *saved = NULL;
     int nsaved = 0;
-    st_mem_plan *plan = NULL;
+    const st_mem_plan *plan = NULL;
     int64_t *trace = NULL;
     PyObject *res = NULL;
     st_alloc_stats before;
@@ -712,7 +719,7 @@ done:
     for (int v = 0; v < g->nvalues; v++) st_tensor_decref(vals[v]);
     PyMem_Free(vals);
     PyMem_Free(trace);
-    st_mem_plan_free(plan);
+    st_fuse_plan_release(o->prog, plan);
     return res;
 }
 
@@ -722,7 +729,7 @@ static PyObject *c_plan(PyObject *self, PyObject *args) {
     st_tensor **vals;
     if (bind(o, args, &vals)) return NULL;
     st_graph *g = o->prog->graph;
-    st_mem_plan *m = plan_for(o, vals);
+    const st_mem_plan *m = plan_for(o, vals);
     for (int v = 0; v < g->nvalues; v++) st_tensor_decref(vals[v]);
     PyMem_Free(vals);
     if (!m) return st_fe_raise();
@@ -740,7 +747,7 @@ static PyObject *c_plan(PyObject *self, PyObject *args) {
                                        "peak_live_bytes", (long long)m->peak_live,
                                        "peak_bytes", (long long)m->peak_resident)
                        : NULL;
-    st_mem_plan_free(m);
+    st_fuse_plan_release(o->prog, m);
     return r;
 }
 
@@ -860,7 +867,16 @@ static PyObject *f_fuse_config(PyObject *m, PyObject *args) {
     return NULL;
 }
 
+/* _plan_stats() -> {"hits", "made"}: memory plans of compiled programs
+ * found kept for their layout, and made (fusion/plancache.c). */
+static PyObject *f_plan_stats(PyObject *self, PyObject *noargs) {
+    int64_t hits, made;
+    st_fuse_plan_cache_stats(&hits, &made);
+    return Py_BuildValue("{s:L,s:L}", "hits", (long long)hits, "made", (long long)made);
+}
+
 static PyMethodDef graph_module_methods[] = {
+    {"_plan_stats", f_plan_stats, METH_NOARGS, "memory plans kept per layout: hits and made"},
     {"_fuse_config", f_fuse_config, METH_VARARGS,
      "_fuse_config() -> dict; _fuse_config(name) -> value; _fuse_config(name, value)"},
     {NULL},

@@ -776,6 +776,7 @@ void st_kprog_free(st_kprog *p)
     for (int i = 0; i < p->nkernels; i++)
         st_kernel_clear(&p->kernels[i]);
     free(p->kernels);
+    st_fuse_plan_cache_clear(p);
     if (p->graph)
         st_ir_graph_free(p->graph);
     free(p);

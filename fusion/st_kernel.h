@@ -191,6 +191,7 @@ typedef struct st_kprog {
     st_graph *graph;          /* owned */
     st_kernel *kernels;       /* owned */
     int nkernels, cap_kernels;
+    struct st_plan_cache *plans;   /* st_fuse_plan_cached's (owned) */
 } st_kprog;
 
 /* Fusion knobs (DESIGN.md "Knobs"): defaults from the environment
@@ -259,6 +260,14 @@ typedef struct {
  * (a reshape of a non-contiguous input copies); NULL: all contiguous. */
 st_mem_plan *st_fuse_plan(const st_kprog *p, const int64_t *const *input_strides);
 void st_mem_plan_free(st_mem_plan *m);
+/* st_fuse_plan for the graph's current sizes and these input strides, made
+ * once per distinct layout and kept by p (fusion/plancache.c); NULL on
+ * error. Every plan acquired is handed back with st_fuse_plan_release
+ * (a kept plan is not replaced while it is acquired). */
+const st_mem_plan *st_fuse_plan_acquire(st_kprog *p, const int64_t *const *input_strides);
+void st_fuse_plan_release(st_kprog *p, const st_mem_plan *m);
+void st_fuse_plan_cache_clear(st_kprog *p);
+void st_fuse_plan_cache_stats(int64_t *hits, int64_t *made);
 #define ST_PLAN_ALIGN 64
 
 /* Kernel construction helpers (used by lowering and by tests). */

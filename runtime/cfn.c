@@ -187,21 +187,28 @@ static st_status prog_run(st_backend *be, prog *p, st_tensor **in,
         vals[g->inputs[k]] = t;
         contig &= st_tensor_is_contiguous(t);
     }
-    st_mem_plan *own = NULL, *plan;
+    const st_mem_plan *plan = NULL, *acquired = NULL;
     if (contig) {
         if (!p->plan)
             p->plan = st_fuse_plan(p->p, NULL);
         plan = p->plan;
     } else {
+        /* a plan per input layout and sizes, kept by the program (planning
+         * a large backward graph costs more than running it); made after
+         * the sizes are bound, so that it is for this run's sizes */
         const int64_t **strides = malloc(sizeof *strides *
                                          (size_t)(g->ninputs ? g->ninputs : 1));
+        if (strides && st_rt_exec_bind(p->p, vals) != ST_OK) {
+            free(strides);
+            release_values(g, vals);
+            return st_err_kind();
+        }
         if (strides) {
             for (int k = 0; k < g->ninputs; k++)
                 strides[k] = vals[g->inputs[k]]->strides;
-            own = st_fuse_plan(p->p, strides);
+            plan = acquired = st_fuse_plan_acquire(p->p, strides);
             free(strides);
         }
-        plan = own;
     }
     st_status s = plan ? st_rt_exec_planned(p->p, be, p->compiled, vals, plan,
                                             NULL)
@@ -211,7 +218,7 @@ static st_status prog_run(st_backend *be, prog *p, st_tensor **in,
     if (s == ST_OK)
         s = take_outputs(g, vals, out);
     release_values(g, vals);
-    st_mem_plan_free(own);
+    st_fuse_plan_release(p->p, acquired);
     return s;
 }
 
