@@ -125,13 +125,14 @@ static void walk(const st_kprog *p, st_mem_plan *m, int *src,
     }
     for (int i = 0; i < p->nkernels; i++) {
         const st_kernel *k = &p->kernels[i];
-        if (k->kind == ST_K_VIEW || m->inplace[i]) {
+        if (k->kind == ST_K_VIEW || m->inplace[i] || m->inview[i]) {
             const st_stmt *s = &g->stmts[k->kind == ST_K_VIEW ? k->stmt : k->src_stmt];
             int in = s->in[0], out = s->out[0], root = src[in];
             if (m->values[root].last < i)
                 m->values[root].last = i;
-            if (m->inplace[i]) {
+            if (m->inplace[i] || m->inview[i]) {
                 src[out] = root;
+                memcpy(strides[out], strides[in], sizeof strides[out]);
                 continue;
             }
             if (!view_strides(s, &g->values[in].meta, strides[in], &g->values[out].meta,
@@ -215,6 +216,97 @@ static bool scatter_in_place(const st_kprog *p, const st_mem_plan *m,
            contiguous_strides(bm, strides[b]);
 }
 
+/* (dim, start, length, step) of slice or slice_scatter statement s over a
+ * value of meta m, bounds clamped; false for a 0-d value. */
+static bool slice_key(const st_stmt *s, const st_meta *m, int64_t key[4])
+{
+    int64_t d = s->attrs.i[0] < 0 ? s->attrs.i[0] + m->ndim : s->attrs.i[0];
+    if (m->ndim == 0 || d < 0 || d >= m->ndim || s->attrs.i[3] <= 0)
+        return false;
+    int64_t start = s->attrs.i[1], stop = s->attrs.i[2];
+    key[2] = st_slice_bounds(m->shape[d], &start, &stop, s->attrs.i[3]);
+    key[0] = d;
+    key[1] = start;
+    key[3] = s->attrs.i[3];
+    return true;
+}
+
+/* The kernel of scatter statement si: its copy of the base (store false)
+ * or its store of the source into the slice (store true); -1: none. */
+static int scatter_kernel(const st_kprog *p, int si, bool store)
+{
+    for (int i = 0; i < p->nkernels; i++) {
+        const st_kernel *k = &p->kernels[i];
+        if (k->kind != ST_K_VIEW && k->src_stmt == si && k->nstores == 1 &&
+            !k->stores[0].indexed && k->bufs[k->stores[0].buf].slab == store)
+            return i;
+    }
+    return -1;
+}
+
+/* A write into a window of a window, functionalized (what tracing
+ * `x[w1][w2] += y` records, and col2im's K adds into the window views of
+ * one buffer):
+ *     a = slice(B, w1); d = slice_scatter(a, c, w2); B2 = slice_scatter(B, d, w1)
+ * When B2 is computed in place (B's storage, scatter_in_place) and d is read
+ * by B2 alone, d is B's window w1 itself: d's copy of a (kernel i) is
+ * skipped and d's store of c writes into B's storage; B2's store of d is
+ * then a copy onto itself, which the executor skips. Nothing may read B
+ * between d's store and B2's copy (the store changed B's storage early). */
+static bool nested_in_place(const st_kprog *p, const st_mem_plan *m, const int *src, int i)
+{
+    const st_graph *g = p->graph;
+    const st_kernel *k = &p->kernels[i];
+    if (m->inplace[i] || k->kind != ST_K_ELEMENTWISE || k->src_stmt < 0 || k->nstores != 1 ||
+        k->stores[0].indexed || k->bufs[k->stores[0].buf].slab)
+        return false;
+    int I = k->src_stmt;
+    const st_stmt *si = &g->stmts[I];
+    if (si->op != ST_OP_SLICE_SCATTER || si->nin != 2)
+        return false;
+    int a = si->in[0], d = si->out[0];
+    if (g->values[a].kind != ST_VAL_STMT || m->values[d].output)
+        return false;
+    const st_stmt *sa = &g->stmts[g->values[a].producer];
+    if (sa->op != ST_OP_SLICE)
+        return false;
+    int B = sa->in[0], O = -1;
+    for (int s = 0; s < g->nstmts; s++)
+        for (int j = 0; j < g->stmts[s].nin; j++)
+            if (g->stmts[s].in[j] == d) {
+                if (O >= 0 || j != 1)
+                    return false;
+                O = s;
+            }
+    for (int q = 0; q < g->noutputs; q++)
+        if (g->outputs[q] == d)
+            return false;
+    if (O < 0 || g->stmts[O].op != ST_OP_SLICE_SCATTER || g->stmts[O].nin != 2 ||
+        g->stmts[O].in[0] != B)
+        return false;
+    int64_t ka[4], ko[4];
+    const st_meta *bm = &g->values[B].meta;
+    if (!slice_key(sa, bm, ka) || !slice_key(&g->stmts[O], bm, ko) || memcmp(ka, ko, sizeof ka))
+        return false;
+    int is = scatter_kernel(p, I, true), io = scatter_kernel(p, O, false);
+    if (is <= i || io <= is || !m->inplace[io])
+        return false;
+    int root = src[B];
+    for (int q = is + 1; q < io; q++) {
+        const st_kernel *kq = &p->kernels[q];
+        if (kq->kind == ST_K_VIEW) {
+            const st_stmt *vs = &g->stmts[kq->stmt];
+            if (src[vs->in[0]] == root && m->values[vs->out[0]].copy)
+                return false; /* a reshape that copies reads B */
+            continue;
+        }
+        for (int b = 0; b < kq->nbufs; b++)
+            if (src[kq->bufs[b].value] == root)
+                return false;
+    }
+    return true;
+}
+
 st_mem_plan *st_fuse_plan(const st_kprog *p, const int64_t *const *input_strides)
 {
     const st_graph *g = p->graph;
@@ -229,10 +321,11 @@ st_mem_plan *st_fuse_plan(const st_kprog *p, const int64_t *const *input_strides
     m->live = calloc((size_t)(p->nkernels > 0 ? p->nkernels : 1), sizeof *m->live);
     m->resident = calloc((size_t)(p->nkernels > 0 ? p->nkernels : 1), sizeof *m->resident);
     m->inplace = calloc((size_t)(p->nkernels > 0 ? p->nkernels : 1), sizeof *m->inplace);
+    m->inview = calloc((size_t)(p->nkernels > 0 ? p->nkernels : 1), sizeof *m->inview);
     int *src = malloc(sizeof(int) * (size_t)(g->nvalues > 0 ? g->nvalues : 1));
     int64_t (*strides)[ST_MAX_DIMS] = calloc((size_t)(g->nvalues > 0 ? g->nvalues : 1),
                                              sizeof *strides);
-    if (!m->values || !m->live || !m->resident || !m->inplace || !src || !strides) {
+    if (!m->values || !m->live || !m->resident || !m->inplace || !m->inview || !src || !strides) {
         free(src);
         free(strides);
         st_mem_plan_free(m);
@@ -244,6 +337,10 @@ st_mem_plan *st_fuse_plan(const st_kprog *p, const int64_t *const *input_strides
     for (int i = 0; i < p->nkernels; i++)
         if (scatter_in_place(p, m, src, strides, i))
             any = m->inplace[i] = true;
+    /* (decided on the walk without aliases, as scatter_in_place) */
+    for (int i = 0; any && i < p->nkernels; i++)
+        if (nested_in_place(p, m, src, i))
+            m->inview[i] = true;
     if (any)
         walk(p, m, src, strides, input_strides);
     /* live bytes while each kernel runs */
@@ -332,5 +429,6 @@ void st_mem_plan_free(st_mem_plan *m)
     free(m->live);
     free(m->resident);
     free(m->inplace);
+    free(m->inview);
     free(m);
 }

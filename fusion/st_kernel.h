@@ -252,6 +252,11 @@ typedef struct {
     bool *inplace;          /* per kernel: a scatter_add's copy of a base no
                                later kernel reads, skipped (the result takes
                                the base's storage; plan.c scatter_in_place) */
+    bool *inview;           /* per kernel: a slice_scatter's copy of a base that
+                               is the window of a buffer which the enclosing
+                               slice_scatter (writing the result back into the
+                               same window) updates in place, skipped: the
+                               result is that window (plan.c nested_in_place) */
 } st_mem_plan;
 
 /* Plans p for the sizes its graph holds now (after re-inference).
