@@ -257,6 +257,10 @@ typedef struct {
                                slice_scatter (writing the result back into the
                                same window) updates in place, skipped: the
                                result is that window (plan.c nested_in_place) */
+    int *into;              /* per value: 1 + the slice_scatter statement whose
+                               source it is, when it is computed straight into
+                               that statement's slice of its base (an inview
+                               window: plan.c computed_in_window); else 0 */
 } st_mem_plan;
 
 /* Plans p for the sizes its graph holds now (after re-inference).

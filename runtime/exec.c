@@ -214,6 +214,26 @@ static bool alias_base(const st_graph *g, const st_kernel *k, st_tensor **vals) 
     return true;
 }
 
+/* The slice of its base that slice_scatter statement si replaces, as a
+ * view (the plan computes the source there: plan.c computed_in_window),
+ * when it has meta m; NULL: allocate as usual. */
+static st_tensor *window_of(const st_graph *g, int si, st_tensor **vals, const st_meta *m) {
+    const st_stmt *st = &g->stmts[si];
+    st_tensor *base = vals[st->in[0]];
+    if (!base) return NULL;
+    st_tensor *w = st_tensor_apply_view(base, ST_OP_SLICE, &st->attrs);
+    if (!w) {
+        st_err_clear();
+        return NULL;
+    }
+    if (w->dtype != m->dtype || w->ndim != m->ndim ||
+        memcmp(w->shape, m->shape, sizeof(int64_t) * (size_t)m->ndim)) {
+        st_tensor_decref(w);
+        return NULL;
+    }
+    return w;
+}
+
 /* A slab store (a slice_scatter's source into its slice) whose source
  * already lies there (same address, same strides): a copy onto itself. */
 static bool store_onto_itself(const st_kernel *k, const st_kargs *a) {
@@ -376,6 +396,13 @@ static st_status exec_impl(st_kprog *p, st_backend *be, void *compiled,
                                    st_shape_str(t->shape, t->ndim, a, sizeof a),
                                    st_shape_str(m->shape, m->ndim, c, sizeof c));
                     }
+                    continue;
+                }
+                if (plan && plan->into && plan->into[kb->value] &&
+                    (t = window_of(g, plan->into[kb->value] - 1, vals, m))) {
+                    /* computed straight into the slice its slice_scatter replaces */
+                    vals[kb->value] = t;
+                    flags[kb->value] = flags[g->stmts[plan->into[kb->value] - 1].in[0]] & V_FRESH;
                     continue;
                 }
                 if (arena && plan->values[kb->value].arena)
