@@ -7,9 +7,9 @@
 
 #include "st_ir.h"
 
-#define ST_K_MAX_BUFS 8
+#define ST_K_MAX_BUFS 12
 #define ST_K_MAX_PARAMS 8
-#define ST_K_MAX_STORES 4
+#define ST_K_MAX_STORES 8
 #define ST_K_MAX_REDUCE 4
 
 /* Kernels are specialized on dtype, rank and layout, never on sizes: sizes

@@ -15,8 +15,11 @@ After --warmup steps of each variant, --rounds rounds each run --steps steps of 
 symtrace eager and symtrace compiled in turn, on the same batches (so every variant
 trains along the same trajectory and the losses must agree: checked for the first 12
 steps, rtol 1e-3; later, float rounding differences have grown chaotically). The
-figure is the median ms/step over all timed steps of a variant; interleaving the
-variants in rounds spreads a noisy neighbour's load evenly over them. --kernels prints
+figure is the median ms/step over all timed steps of a variant (and the process's CPU
+time per step, all threads: with --threads 1 a steadier measure of the work on a loaded
+machine, where wall time includes time preempted); interleaving the
+variants in rounds spreads a noisy neighbour's load evenly over them (--threads 1 keeps
+both single-threaded: steadier on a loaded machine). --kernels N prints the top N rows of
 symtrace.profiler's per-kernel table of one compiled round."""
 import argparse
 import statistics
@@ -118,18 +121,20 @@ def run(widths=(16, 32, 64), batch=16, size=32, warmup=3, rounds=8, steps=5, ker
     variants = make_variants(widths, with_torch)
     data = batches(warmup + rounds * steps, batch, size)
     times = {name: [] for name, _, _ in variants}
+    cpu = {name: [] for name, _, _ in variants}
     losses = {name: [] for name, _, _ in variants}
 
     def go(name, step, T, lo, hi, timed):
         for x, y in data[lo:hi]:
             x, y = T(x), T(y)
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             loss = step(x, y)
             v = loss.item()
-            dt = time.perf_counter() - t
+            dt, dc = time.perf_counter() - t, time.process_time() - c
             losses[name].append(v)
             if timed:
                 times[name].append(dt * 1e3)
+                cpu[name].append(dc * 1e3)
 
     for name, step, T in variants:
         go(name, step, T, 0, warmup, False)
@@ -152,7 +157,7 @@ def run(widths=(16, 32, 64), batch=16, size=32, warmup=3, rounds=8, steps=5, ker
         med = statistics.median(times[name])
         res[name] = (med, losses[name])
         print(f"{name:18s} {med:8.2f} ms/step (median of {len(times[name])}, "
-              f"min {min(times[name]):.2f})", file=out)
+              f"min {min(times[name]):.2f}; process cpu {statistics.median(cpu[name]):.2f} ms/step)", file=out)
     return res
 
 
@@ -167,7 +172,17 @@ def main(argv=None):
     p.add_argument("--kernels", type=int, default=0, metavar="TOP",
                    help="per-kernel table (TOP rows) of one compiled round")
     p.add_argument("--no-torch", action="store_true")
+    p.add_argument("--threads", type=int, default=0,
+                   help="threads for both (torch.set_num_threads, SYMTRACE_NUM_THREADS); 0: their defaults")
     a = p.parse_args(argv)
+    if a.threads:
+        import os
+        os.environ["SYMTRACE_NUM_THREADS"] = str(a.threads)   # read when the pool starts
+        try:
+            import torch
+            torch.set_num_threads(a.threads)
+        except ImportError:
+            pass
     widths = tuple(int(w) for w in a.widths.split(","))
     try:
         import torch
