@@ -231,3 +231,58 @@ def test_batch_norm_relu_step_matches_torch():
              (bn.running_mean.numpy(), tbn.running_mean.numpy()), (bn.running_var.numpy(), tbn.running_var.numpy())]
     for g, e in pairs:
         np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-4)
+
+
+def random_window_program(seed):
+    """A random sequence of in-place writes into windows of windows of one
+    buffer (add_, mul_, copy_ into narrow(narrow(...)) views, strided too),
+    with reads of the buffer and of windows in between and kept to the end:
+    what nested_in_place / computed_in_window must keep exact."""
+    rng = np.random.default_rng(seed)
+    ops = []
+    for _ in range(int(rng.integers(2, 6))):
+        d1, d2 = (int(v) for v in rng.permutation([1, 2])[:2]) if rng.random() < 0.7 else (1, 1)
+        s1, l1 = int(rng.integers(0, 3)), int(rng.integers(3, 6))
+        s2, l2 = int(rng.integers(0, 2)), int(rng.integers(1, 3))
+        kind = ["add", "mul", "copy"][int(rng.integers(0, 3))]
+        read = ["none", "sum", "window", "whole"][int(rng.integers(0, 4))]
+        ops.append((d1, s1, l1, d2, s2, l2, kind, read))
+    return ops
+
+
+def run_window_program(ops, x, ys):
+    buf = x * 1.5
+    keep = []
+    for (d1, s1, l1, d2, s2, l2, kind, read), y in zip(ops, ys):
+        outer = buf.narrow(d1, s1, l1)
+        win = outer.narrow(d2, s2, l2) if d2 != d1 else outer.narrow(d2, s2, l2)
+        yv = y[tuple(slice(0, n) for n in win.shape)]
+        if kind == "add":
+            win.add_(yv)
+        elif kind == "mul":
+            win.mul_(yv)
+        else:
+            win.copy_(yv * 2.0)
+        if read == "sum":
+            keep.append(buf.sum())
+        elif read == "window":
+            keep.append(outer * 1.0)
+        elif read == "whole":
+            keep.append(buf + 0.0)
+    return [buf * 1.0] + keep
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_window_writes_match_eager(backend, seed):
+    ops = random_window_program(seed)
+    rng = np.random.default_rng(100 + seed)
+    xn = rng.standard_normal((2, 8, 8)).astype(np.float32)
+    yns = [rng.standard_normal((2, 8, 8)).astype(np.float32) for _ in ops]
+    want = run_window_program(ops, st.tensor(xn), [st.tensor(y) for y in yns])
+    cf = st.compile(lambda x, *ys: run_window_program(ops, x, ys), backend=backend)
+    args = [st.tensor(xn)] + [st.tensor(y) for y in yns]
+    cf(*args)
+    got = cf(*args)
+    assert len(got) == len(want)
+    for g, e in zip(got, want):
+        np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-5, atol=1e-5)
