@@ -7,9 +7,9 @@
 
 #include "st_ir.h"
 
-#define ST_K_MAX_BUFS 8
+#define ST_K_MAX_BUFS 12
 #define ST_K_MAX_PARAMS 8
-#define ST_K_MAX_STORES 4
+#define ST_K_MAX_STORES 8
 #define ST_K_MAX_REDUCE 4
 
 /* Kernels are specialized on dtype, rank and layout, never on sizes: sizes
@@ -253,6 +253,15 @@ typedef struct {
     bool *inplace;          /* per kernel: a scatter_add's copy of a base no
                                later kernel reads, skipped (the result takes
                                the base's storage; plan.c scatter_in_place) */
+    bool *inview;           /* per kernel: a slice_scatter's copy of a base that
+                               is the window of a buffer which the enclosing
+                               slice_scatter (writing the result back into the
+                               same window) updates in place, skipped: the
+                               result is that window (plan.c nested_in_place) */
+    int *into;              /* per value: 1 + the slice_scatter statement whose
+                               source it is, when it is computed straight into
+                               that statement's slice of its base (an inview
+                               window: plan.c computed_in_window); else 0 */
 } st_mem_plan;
 
 /* Plans p for the sizes its graph holds now (after re-inference).

@@ -37,7 +37,7 @@
 
 #include "llvm_internal.h"
 
-#define FORMAT_VERSION "st-llvm-obj-17" /* 17: per-point reductions store row sums of empty rows */
+#define FORMAT_VERSION "st-llvm-obj-18" /* 18: st_kargs of 12 buffers (kernels of up to 8 stores) */
 
 /* one compiled kernel, kept for the process (until
  * st_llvm_cache_clear_memory finds it unused) */

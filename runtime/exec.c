@@ -183,6 +183,82 @@ st_status st_rt_exec_planned(st_kprog *p, st_backend *be, void *compiled,
     return s;
 }
 
+/* Whether v is base's window that slice_scatter statement st replaces (a
+ * view of base, as slice would make it), holding base as its view base. */
+static bool is_window(const st_tensor *v, const st_tensor *base, const st_stmt *st) {
+    if (!v || !base || v == base || v->view_base != base || v->storage != base->storage ||
+        v->ndim != base->ndim || base->ndim == 0)
+        return false;
+    int64_t d = st->attrs.i[0] < 0 ? st->attrs.i[0] + base->ndim : st->attrs.i[0];
+    int64_t start = st->attrs.i[1], stop = st->attrs.i[2], step = st->attrs.i[3];
+    if (d < 0 || d >= base->ndim || step <= 0) return false;
+    int64_t n = st_slice_bounds(base->shape[d], &start, &stop, step);
+    if (v->offset != base->offset + start * base->strides[d]) return false;
+    for (int k = 0; k < base->ndim; k++) {
+        int64_t len = k == d ? n : base->shape[k];
+        int64_t str = k == d ? base->strides[k] * step : base->strides[k];
+        if (v->shape[k] != len || (len > 1 && v->strides[k] != str)) return false;
+    }
+    return true;
+}
+
+/* A slice_scatter's copy of its base that the plan marked as the window
+ * of an outer in-place slice_scatter (plan.c nested_in_place): the result
+ * is the base, a view, itself; false: run the copy after all. */
+static bool alias_base(const st_graph *g, const st_kernel *k, st_tensor **vals) {
+    const st_stmt *st = &g->stmts[k->src_stmt];
+    int b = st->in[0], o = st->out[0];
+    st_tensor *t = vals[b];
+    const st_meta *m = &g->values[o].meta;
+    if (!t || vals[o] || t->dtype != m->dtype || t->ndim != m->ndim ||
+        memcmp(t->shape, m->shape, sizeof(int64_t) * (size_t)m->ndim))
+        return false;
+    st_tensor_incref(t);
+    vals[o] = t;
+    return true;
+}
+
+/* The slice of its base that slice_scatter statement si replaces, as a
+ * view (the plan computes the source there: plan.c computed_in_window),
+ * when it has meta m; NULL: allocate as usual. */
+static st_tensor *window_of(const st_graph *g, int si, st_tensor **vals, const st_meta *m) {
+    const st_stmt *st = &g->stmts[si];
+    st_tensor *base = vals[st->in[0]];
+    if (!base) return NULL;
+    st_tensor *w = st_tensor_apply_view(base, ST_OP_SLICE, &st->attrs);
+    if (!w) {
+        st_err_clear();
+        return NULL;
+    }
+    if (w->dtype != m->dtype || w->ndim != m->ndim ||
+        memcmp(w->shape, m->shape, sizeof(int64_t) * (size_t)m->ndim)) {
+        st_tensor_decref(w);
+        return NULL;
+    }
+    return w;
+}
+
+/* A slab store (a slice_scatter's source into its slice) whose source
+ * already lies there (same address, same strides): a copy onto itself. */
+static bool store_onto_itself(const st_kernel *k, const st_kargs *a) {
+    if (k->kind != ST_K_ELEMENTWISE || k->nstores != 1 || k->stores[0].indexed ||
+        k->stores[0].accumulate)
+        return false;
+    int ob = k->stores[0].buf, n = k->stores[0].node;
+    if (!k->bufs[ob].slab || n < 0 || n >= k->nnodes) return false;
+    const st_knode *nd = &k->nodes[n];
+    if (nd->kind == ST_KN_CAST && nd->a >= 0 && nd->dtype == k->nodes[nd->a].dtype)
+        nd = &k->nodes[nd->a];
+    if (nd->kind != ST_KN_LOAD || nd->idx_dim >= 0 || k->bufs[nd->buf].unravel > 0 ||
+        k->bufs[nd->buf].dtype != k->bufs[ob].dtype)
+        return false;
+    const st_karg_buf *x = &a->bufs[nd->buf], *y = &a->bufs[ob];
+    if (x->data != y->data) return false;
+    for (int d = 0; d < k->rank; d++)
+        if (a->shape[d] > 1 && x->strides[d] != y->strides[d]) return false;
+    return true;
+}
+
 /* A kernel the plan marked in place (a scatter_add's or slice_scatter's
  * copy of a base no
  * later kernel reads): the result takes the base's tensor, when it is
@@ -192,7 +268,12 @@ static bool take_base(const st_graph *g, const st_kernel *k, st_tensor **vals) {
     int b = st->in[0], o = st->out[0];
     st_tensor *t = vals[b];
     const st_meta *m = &g->values[o].meta;
-    if (!t || vals[o] || t->refcount != 1 || !st_tensor_is_contiguous(t) ||
+    /* the source may hold the base, when it is the very window it replaces
+     * (plan.c nested_in_place: it was computed in the base's storage) */
+    int64_t refs = 1;
+    if (st->op == ST_OP_SLICE_SCATTER && st->nin == 2 && is_window(vals[st->in[1]], t, st))
+        refs = 2;
+    if (!t || vals[o] || t->refcount != refs || !st_tensor_is_contiguous(t) ||
         t->dtype != m->dtype || t->ndim != m->ndim ||
         memcmp(t->shape, m->shape, sizeof(int64_t) * (size_t)m->ndim))
         return false;
@@ -321,6 +402,10 @@ static st_status exec_impl(st_kprog *p, st_backend *be, void *compiled,
             record(trace, al, i);
         } else if (copy_onto_itself(g, k, vals)) {
             record(trace, al, i); /* the second kernel writes (and bumps) */
+        } else if (plan && plan->inview && plan->inview[i] && alias_base(g, k, vals)) {
+            record(trace, al, i); /* a slice_scatter's copy skipped: its result is its base */
+            const st_stmt *st = &g->stmts[k->src_stmt];
+            flags[st->out[0]] = flags[st->in[0]] & V_FRESH;
         } else if (plan && plan->inplace[i] && take_base(g, k, vals)) {
             record(trace, al, i); /* a scatter's copy skipped: its result took the base */
             const st_stmt *st = &g->stmts[k->src_stmt];
@@ -343,6 +428,13 @@ static st_status exec_impl(st_kprog *p, st_backend *be, void *compiled,
                     }
                     continue;
                 }
+                if (plan && plan->into && plan->into[kb->value] &&
+                    (t = window_of(g, plan->into[kb->value] - 1, vals, m))) {
+                    /* computed straight into the slice its slice_scatter replaces */
+                    vals[kb->value] = t;
+                    flags[kb->value] = flags[g->stmts[plan->into[kb->value] - 1].in[0]] & V_FRESH;
+                    continue;
+                }
                 if (arena && plan->values[kb->value].arena)
                     t = st_tensor_in_storage(arena, m->dtype, m->ndim, m->shape,
                                              plan->values[kb->value].offset);
@@ -356,7 +448,9 @@ static st_status exec_impl(st_kprog *p, st_backend *be, void *compiled,
             record(trace, al, i);
             st_kargs args;
             s = kargs_of(p, k, vals, &args);
-            if (s == ST_OK) {
+            if (s == ST_OK && store_onto_itself(k, &args)) {
+                /* nothing to move (the version still moves on below) */
+            } else if (s == ST_OK) {
                 int64_t t0 = st_rt_profile_on() ? st_rt_profile_now() : 0;
                 s = be->launch(be, compiled, i, &args);
                 if (t0) {
