@@ -1,0 +1,195 @@
+# Eager semantics compared with torch 2.13 (seventh round): the grad flags of
+# views taken under no_grad / inference_mode of a base that requires grad
+# (torch's CreationMeta: the view requires grad as a leaf that gets no
+# gradient; an in-place write into it in grad mode is refused), eager and
+# compiled. Each case states torch's answer; where torch is installed it is
+# checked against it as well.
+import pytest
+
+import symtrace as st
+
+needs_compile = pytest.mark.skipif(not hasattr(st, "compile"), reason="symtrace.compile is not built")
+
+# view op name -> fn(lib, b) on a (2, 3) base
+VIEWS = {
+    "slice": lambda L, b: b[1:],
+    "select": lambda L, b: b[0],
+    "view": lambda L, b: b.view(6),
+    "reshape": lambda L, b: b.reshape(6),
+    "flatten": lambda L, b: b.flatten(),
+    "t": lambda L, b: b.t(),
+    "transpose": lambda L, b: b.transpose(0, 1),
+    "permute": lambda L, b: b.permute(1, 0),
+    "expand": lambda L, b: b.unsqueeze(0).expand(2, 2, 3),
+    "unsqueeze": lambda L, b: b.unsqueeze(0),
+    "squeeze": lambda L, b: b.unsqueeze(0).squeeze(0),
+    "diagonal": lambda L, b: b.diagonal(),
+    "as_strided": lambda L, b: b.as_strided((2,), (1,)),
+    "narrow": lambda L, b: b.narrow(0, 0, 1),
+    "unbind": lambda L, b: b.unbind(0)[0],
+    "split": lambda L, b: b.split(1)[0],
+    "chunk": lambda L, b: b.chunk(2)[0],
+}
+NOT_VIEWS = {
+    "detach": lambda L, b: b.detach(),
+    "clone": lambda L, b: b.clone(),
+    "add": lambda L, b: b + 1,
+}
+MODES = ["no_grad", "inference_mode"]
+MODE_MSG = {"no_grad": "A view was created in no_grad mode and is being modified inplace "
+                       "with grad mode enabled",
+            "inference_mode": "A view was created in inference mode and is being modified "
+                              "inplace in normal mode"}
+
+
+def libs():
+    out = [st]
+    try:
+        import torch
+        out.append(torch)
+    except ImportError:
+        pass
+    return out
+
+
+def take(L, mode, fn):
+    b = L.ones(2, 3, requires_grad=True)
+    with getattr(L, mode)():
+        v = fn(L, b)
+    return b, v
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", sorted(VIEWS))
+def test_nograd_view_requires_grad(mode, name):
+    for L in libs():
+        b, v = take(L, mode, VIEWS[name])
+        assert v.requires_grad is True, (L.__name__, name)
+        assert v.grad_fn is None and v.is_leaf
+        assert v._base is b
+        # an op on it in grad mode is recorded; its backward reaches no gradient
+        y = v * 2
+        assert y.requires_grad and y.grad_fn is not None
+        y.sum().backward()
+        assert b.grad is None and v.grad is None
+        # requires_grad_(False) leaves it answering from its base
+        v.requires_grad_(False)
+        assert v.requires_grad is True
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", sorted(NOT_VIEWS))
+def test_nograd_nonview_does_not_require_grad(mode, name):
+    for L in libs():
+        b, v = take(L, mode, NOT_VIEWS[name])
+        assert v.requires_grad is False, (L.__name__, name)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", sorted(VIEWS))
+def test_nograd_view_inplace_in_grad_mode_refused(mode, name):
+    for L in libs():
+        b, v = take(L, mode, VIEWS[name])
+        with pytest.raises(RuntimeError, match=MODE_MSG[mode]):
+            v.mul_(2)
+        assert b.detach().tolist() == [[1.0] * 3] * 2
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_nograd_view_inplace_inside_mode_allowed(mode):
+    for L in libs():
+        b = L.ones(2, 3, requires_grad=True)
+        with getattr(L, mode)():
+            v = b[1:]
+            v.mul_(2)
+        assert b.detach().tolist() == [[1.0] * 3, [2.0] * 3]
+        assert v.requires_grad is True
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_view_of_nograd_view(mode):
+    for L in libs():
+        b, v = take(L, mode, lambda L, b: b[1:])
+        w = v.unsqueeze(0)      # in grad mode: a recorded view, of b
+        assert w.requires_grad and w.grad_fn is not None and w._base is b
+        msg = "Output 0 of Unsqueeze is a view of a view which was created in " + \
+            ("no_grad mode" if mode == "no_grad" else "inference mode")
+        with pytest.raises(RuntimeError, match=msg):
+            w.mul_(2)
+        w.sum().backward()
+        assert b.grad is None and v.grad is None
+        with getattr(L, mode)():
+            z = v[1:]               # a view of it in the mode: as v
+        assert z.requires_grad and z.grad_fn is None and z._base is b
+        with pytest.raises(RuntimeError, match=MODE_MSG[mode]):
+            z.add_(1)
+
+
+def test_nograd_view_of_base_without_grad():
+    for L in libs():
+        b = L.ones(2, 3)
+        with L.no_grad():
+            v = b[1:]
+        assert v.requires_grad is False
+        v.mul_(2)
+        assert b.tolist() == [[1.0] * 3, [2.0] * 3]
+
+
+def test_nograd_view_of_nonleaf():
+    for L in libs():
+        a = L.ones(2, 3, requires_grad=True)
+        b = a * 3
+        with L.no_grad():
+            v = b.t()
+        assert v.requires_grad and v.grad_fn is None
+        (b.sum() + (v * 2).sum()).backward()
+        assert a.grad.tolist() == [[3.0] * 3] * 2
+
+
+@needs_compile
+def test_compiled_nograd_view_matches_eager():
+    def f(b):
+        with st.no_grad():
+            v = b[1:]
+        return v
+
+    def g(b):
+        with st.no_grad():
+            v = b.t()
+        return v * 2, v
+
+    def h(b):
+        with st.no_grad():
+            v = b[1:]
+            v.mul_(2)
+        return v.unsqueeze(0), v
+
+    def desc(b, outs):
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        return [(o.requires_grad, o.grad_fn is None, o._base is b, o.tolist()) for o in outs]
+
+    for fn in (f, g, h):
+        cf = st.compile(fn)
+        for _ in range(3):
+            b1 = st.ones(3, 3, requires_grad=True)
+            b2 = st.ones(3, 3, requires_grad=True)
+            want = desc(b1, fn(b1))
+            assert desc(b2, cf(b2)) == want, fn.__name__
+            assert b1.tolist() == b2.tolist()
+            assert all(r for r, *_ in want)
+
+
+@needs_compile
+def test_compiled_nograd_view_inplace_refused():
+    def g(b):
+        with st.no_grad():
+            v = b[1:]
+        v.mul_(2)
+        return v
+
+    cg = st.compile(g)
+    for _ in range(2):
+        b = st.ones(3, requires_grad=True)
+        with pytest.raises(RuntimeError, match=MODE_MSG["no_grad"]):
+            cg(b)
+        assert b.tolist() == [1.0, 1.0, 1.0]
