@@ -193,3 +193,56 @@ def test_compiled_nograd_view_inplace_refused():
         with pytest.raises(RuntimeError, match=MODE_MSG["no_grad"]):
             cg(b)
         assert b.tolist() == [1.0, 1.0, 1.0]
+
+
+# ---------------------------------------------------------------- integer op layouts
+# torch's TensorIterator gives an elementwise result its operands' memory order;
+# the integer bitwise ops (a byte table gather in symtrace) gave row-major results.
+def _int_operand(L, kind, dt):
+    x = L.tensor([[[(i * 7 + j * 3 + k * 5) % 23 - 11 for k in range(5)] for j in range(4)]
+                  for i in range(3)], dtype=getattr(L, dt))
+    if dt == "uint8":
+        x = L.tensor([[[(i * 7 + j * 3 + k * 5) % 23 for k in range(5)] for j in range(4)]
+                      for i in range(3)], dtype=L.uint8)
+    return {"t": x.transpose(0, 2), "perm": x.permute(1, 2, 0).transpose(0, 1),
+            "slice": x[:, ::2].transpose(1, 2), "c": x.transpose(0, 2).contiguous()}[kind]
+
+
+BITWISE = {
+    "and": lambda L, a, b: a & b, "or": lambda L, a, b: a | b, "xor": lambda L, a, b: a ^ b,
+    "and_scalar": lambda L, a, b: a & 3, "ror_scalar": lambda L, a, b: 6 | a,
+    "xor_fn": lambda L, a, b: L.bitwise_xor(a, -3),
+}
+
+
+def _bitwise_case(L, op, ka, kb, dt):
+    return BITWISE[op](L, _int_operand(L, ka, dt), _int_operand(L, kb, dt))
+
+
+@pytest.mark.parametrize("dt", ["int64", "int32", "int16", "uint8"])
+@pytest.mark.parametrize("op", sorted(BITWISE))
+def test_bitwise_keeps_operand_order(op, dt):
+    a = st.arange(12).reshape(3, 4).t()
+    assert (a & 3).stride() == (1, 4)           # torch's answer
+    for ka, kb in [("t", "t"), ("t", "c"), ("perm", "t"), ("slice", "slice"), ("c", "perm")]:
+        r = _bitwise_case(st, op, ka, kb, dt)
+        torch = pytest.importorskip("torch")
+        want = _bitwise_case(torch, op, ka, kb, dt)
+        assert r.stride() == want.stride(), (ka, kb)
+        assert r.tolist() == want.tolist() and str(r.dtype)[9:] == str(want.dtype)[6:]
+
+
+@needs_compile
+def test_bitwise_compiled_keeps_operand_order():
+    def f(a, b):
+        return a & 3, a | b, (a ^ b) + 1
+
+    cf = st.compile(f)
+    for n in (3, 3, 5):
+        a = st.arange(4 * n).reshape(n, 4).t()
+        b = st.arange(4 * n).reshape(4, n) * 7
+        want = f(a, b)
+        got = cf(a, b)
+        assert [x.stride() for x in want] == [(1, 4)] * 3
+        assert [x.stride() for x in got] == [(1, 4)] * 3
+        assert [x.tolist() for x in got] == [x.tolist() for x in want]
