@@ -246,3 +246,106 @@ def test_bitwise_compiled_keeps_operand_order():
         assert [x.stride() for x in want] == [(1, 4)] * 3
         assert [x.stride() for x in got] == [(1, 4)] * 3
         assert [x.tolist() for x in got] == [x.tolist() for x in want]
+
+
+# ---------------------------------------------------------------- half addmm / linear
+# torch's bfloat16 addmm (and linear with a bias) adds the bias to the float32
+# accumulator and rounds once; symtrace rounded the product to bfloat16 first and
+# the sum again. Shapes small enough that torch's and symtrace's float32
+# accumulation orders agree, so the results must agree to the bit.
+HALF_SHAPES = [(4, 8, 5), (16, 64, 32), (3, 300, 7), (33, 17, 65), (1, 1024, 3)]
+
+
+def _half_data(m, k, n, seed):
+    import numpy as np
+    rs = np.random.RandomState(seed)
+    return (rs.randn(m, k).astype(np.float32), rs.randn(n, k).astype(np.float32),
+            (rs.randn(n) * 10).astype(np.float32), rs.randn(2, m, k).astype(np.float32))
+
+
+def _bits(t):
+    return t.float().tolist()
+
+
+@pytest.mark.parametrize("shape", HALF_SHAPES)
+def test_bf16_addmm_rounds_once(shape):
+    torch = pytest.importorskip("torch")
+    import symtrace.nn.functional as SF
+    A, W, B, X = _half_data(*shape, seed=sum(shape))
+    sa, sw, sb, sx = [st.tensor(v).to(st.bfloat16) for v in (A, W, B, X)]
+    ta, tw, tb, tx = [torch.tensor(v).bfloat16() for v in (A, W, B, X)]
+    assert _bits(st.addmm(sb, sa, sw.t())) == _bits(torch.addmm(tb, ta, tw.t()))
+    assert _bits(st.addmm(sb, sa, sw.t().contiguous())) == _bits(torch.addmm(tb, ta, tw.t()))
+    assert _bits(SF.linear(sa, sw, sb)) == _bits(torch.nn.functional.linear(ta, tw, tb))
+    assert _bits(SF.linear(sx, sw, sb)) == _bits(torch.nn.functional.linear(tx, tw, tb))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        want = torch.nn.functional.linear(torch.tensor(A), torch.tensor(W), torch.tensor(B))
+        want2 = torch.addmm(torch.tensor(B), torch.tensor(A), torch.tensor(W).t())
+    with st.autocast("cpu", dtype=st.bfloat16):
+        got = SF.linear(st.tensor(A), st.tensor(W), st.tensor(B))
+        got2 = st.addmm(st.tensor(B), st.tensor(A), st.tensor(W).t())
+    assert got.dtype is st.bfloat16 and _bits(got) == _bits(want)
+    assert _bits(got2) == _bits(want2)
+
+
+def test_bf16_addmm_known_case():
+    # 1 * 1 + 1 * 1.0078125 = 2.0078125 lies halfway between the bfloat16 neighbours
+    # 2 and 2.015625 (ties to even: 2); adding the bias 1.0078125 to that gives 3.0078125,
+    # again a tie (3). torch adds the bias in float32 first: 3.015625, exact in bfloat16
+    a = st.tensor([[1.0, 1.0]], dtype=st.bfloat16)
+    w = st.tensor([[1.0], [1.0078125]], dtype=st.bfloat16)
+    b = st.tensor([1.0078125], dtype=st.bfloat16)
+    assert (st.mm(a, w) + b).item() == 3.0                  # rounded twice
+    assert st.addmm(b, a, w).item() == 3.015625             # torch's answer
+    import symtrace.nn.functional as SF
+    assert SF.linear(a, w.t(), b).item() == 3.015625
+    with st.autocast("cpu", dtype=st.bfloat16):
+        assert SF.linear(a.float(), w.t().float(), b.float()).item() == 3.015625
+
+
+@pytest.mark.parametrize("beta,alpha", [(1, 1), (2, 1), (1, 0.5), (0, 1)])
+@pytest.mark.parametrize("bshape", ["row", "full", "col", "scalar"])
+def test_bf16_addmm_bias_shapes(bshape, beta, alpha):
+    torch = pytest.importorskip("torch")
+    A, W, _, _ = _half_data(16, 64, 32, seed=5)
+    import numpy as np
+    B = np.asarray(np.random.RandomState(6).randn(*{"row": (32,), "full": (16, 32), "col": (16, 1),
+                                                     "scalar": ()}[bshape]) * 10, dtype=np.float32)
+    got = st.addmm(st.tensor(B).to(st.bfloat16), st.tensor(A).to(st.bfloat16),
+                   st.tensor(W).to(st.bfloat16).t(), beta=beta, alpha=alpha)
+    want = torch.addmm(torch.tensor(B).bfloat16(), torch.tensor(A).bfloat16(),
+                       torch.tensor(W).bfloat16().t(), beta=beta, alpha=alpha)
+    assert got.dtype is st.bfloat16 and got.shape == want.shape
+    assert _bits(got) == _bits(want)
+
+
+def test_bf16_addmm_grads_match_torch():
+    torch = pytest.importorskip("torch")
+    import numpy as np
+    rs = np.random.RandomState(3)
+    A, W, B, G = (rs.randn(8, 16), rs.randn(12, 16), rs.randn(12), rs.randn(8, 12))
+    res = []
+    for L in (torch, st):
+        a, w, b = [L.tensor(v, dtype=L.float32).to(L.bfloat16).requires_grad_() for v in (A, W, B)]
+        y = L.addmm(b, a, w.t())
+        y.backward(L.tensor(G, dtype=L.float32).to(L.bfloat16))
+        res.append([_bits(y.detach()), _bits(a.grad), _bits(w.grad), _bits(b.grad)])
+    assert res[0] == res[1]
+
+
+@needs_compile
+def test_bf16_linear_compiled_rounds_once():
+    torch = pytest.importorskip("torch")
+    import symtrace.nn.functional as SF
+
+    def f(b, a, w, x):
+        return st.addmm(b, a, w.t()), SF.linear(x, w, b).relu(), SF.linear(a, w, b) * 2
+
+    cf = st.compile(f)
+    for shape in [(16, 64, 32), (33, 17, 65), (16, 64, 32)]:
+        A, W, B, X = _half_data(*shape, seed=7)
+        sv = [st.tensor(v).to(st.bfloat16) for v in (B, A, W, X)]
+        tb, ta, tw, tx = [torch.tensor(v).bfloat16() for v in (B, A, W, X)]
+        want = (torch.addmm(tb, ta, tw.t()), torch.nn.functional.linear(tx, tw, tb).relu(),
+                torch.nn.functional.linear(ta, tw, tb) * 2)
+        assert [_bits(x) for x in cf(*sv)] == [_bits(x) for x in want]
