@@ -75,7 +75,8 @@ def _tri(input, diagonal, lower, fn):
     rows = arange(m, device=input.device).unsqueeze(1) + diagonal
     cols = arange(n, device=input.device)
     keep = le(cols, rows) if lower else ge(cols, rows)
-    return where(keep, input, _scalar0(input, False if input.dtype is bool_ else 0))
+    # row-major, as torch's tril/triu (where would keep a batch dim's memory order)
+    return where(keep, input, _scalar0(input, False if input.dtype is bool_ else 0)).contiguous()
 
 
 def tril(input, diagonal=0):

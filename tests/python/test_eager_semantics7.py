@@ -349,3 +349,46 @@ def test_bf16_linear_compiled_rounds_once():
         want = (torch.addmm(tb, ta, tw.t()), torch.nn.functional.linear(tx, tw, tb).relu(),
                 torch.nn.functional.linear(ta, tw, tb) * 2)
         assert [_bits(x) for x in cf(*sv)] == [_bits(x) for x in want]
+
+
+# ---------------------------------------------------------------- result strides (sweep)
+# torch's flip family keeps the input's memory order (TensorIterator); its tril/triu
+# results are row-major. torch's strides below, for a (3, 4, 5) arange.
+STRIDE_CASES = [
+    ("flip0_perm", lambda L, x: x.permute(2, 0, 1).flip(0), (1, 20, 5)),
+    ("flip12_perm", lambda L, x: x.permute(2, 0, 1).flip((1, 2)), (1, 20, 5)),
+    ("flip_t", lambda L, x: x[0].t().flip(0), (1, 5)),
+    ("flip_expand", lambda L, x: x[:, :1].expand(3, 4, 5).flip(1), (20, 5, 1)),
+    ("flip_slice", lambda L, x: x[:, ::2].flip(2), (10, 5, 1)),
+    ("fliplr_perm", lambda L, x: L.fliplr(x.permute(2, 0, 1)), (1, 20, 5)),
+    ("flipud_tr", lambda L, x: L.flipud(x.transpose(0, 1)), (5, 20, 1)),
+    ("rot90_tr", lambda L, x: L.rot90(x.transpose(0, 1)), (20, 5, 1)),
+    ("flip_0d", lambda L, x: x[0, 0, 0].flip(0), ()),
+    ("tril_perm", lambda L, x: x.permute(2, 0, 1).tril(), (12, 4, 1)),
+    ("triu_perm", lambda L, x: L.triu(x.permute(2, 0, 1), 1), (12, 4, 1)),
+    ("tril_t", lambda L, x: x[0].t().tril(), (4, 1)),
+]
+
+
+@pytest.mark.parametrize("name,fn,want", STRIDE_CASES, ids=[c[0] for c in STRIDE_CASES])
+def test_result_strides_as_torch(name, fn, want):
+    r = fn(st, st.arange(60.0).reshape(3, 4, 5))
+    assert r.stride() == want
+    torch = pytest.importorskip("torch")
+    t = fn(torch, torch.arange(60.0).reshape(3, 4, 5))
+    assert t.stride() == want and r.tolist() == t.tolist()
+
+
+@needs_compile
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_flip_strides_compiled(dynamic):
+    def f(x):
+        return x.flip(0) * 2, st.fliplr(x), x.tril()
+
+    cf = st.compile(f, dynamic=dynamic)
+    for n in (3, 5, 7):
+        x = st.arange(n * 20.0).reshape(n, 4, 5).permute(2, 0, 1)
+        want, got = f(x), cf(x)
+        assert [t.stride() for t in got] == [t.stride() for t in want]
+        assert [t.stride() for t in want][:2] == [(1, 20, 5)] * 2
+        assert [t.tolist() for t in got] == [t.tolist() for t in want]
