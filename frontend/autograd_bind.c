@@ -172,6 +172,9 @@ static int set_requires_grad(PyObject *self, PyObject *v, void *c) {
                      "(got %s)", st_dtype_name(t->dtype));
         return -1;
     }
+    /* a view taken in no_grad mode of a base that requires grad keeps
+     * requiring it (torch's answers from the base) */
+    if (!b && t->view_nograd && t->view_base && t->view_base->requires_grad) return 0;
     if (t->requires_grad != (bool)b) st_fe_meta_epoch++;   /* compiled guards */
     t->requires_grad = b;
     return 0;
@@ -387,6 +390,15 @@ static PyObject *f_set_grad_enabled(PyObject *m, PyObject *o) {
 
 static PyObject *f_is_grad_enabled(PyObject *m, PyObject *a) {
     return PyBool_FromLong(st_ad_grad_enabled());
+}
+
+/* inference_mode's state, for the views taken in it (torch's CreationMeta) */
+static PyObject *f_set_inference_mode(PyObject *m, PyObject *o) {
+    int b = PyObject_IsTrue(o);
+    if (b < 0) return NULL;
+    bool prev = st_ad_inference_mode();
+    st_ad_set_inference_mode(b);
+    return PyBool_FromLong(prev);
 }
 
 /* autocast (runtime/autocast.c); device types by name, as PyTorch's */
@@ -908,6 +920,8 @@ static PyMethodDef autograd_methods[] = {
     {"_grad", f_grad, METH_VARARGS, "_grad(outputs, grad_outputs, inputs, retain, allow_unused)"},
     {"_set_grad_enabled", f_set_grad_enabled, METH_O, "set grad mode; returns the previous"},
     {"_is_grad_enabled", f_is_grad_enabled, METH_NOARGS, "is grad mode on"},
+    {"_set_inference_mode", f_set_inference_mode, METH_O,
+     "set inference mode (the views taken in it); returns the previous"},
     {"_set_autocast", f_set_autocast, METH_VARARGS, "set autocast for a device type; returns the previous (enabled, dtype)"},
     {"_get_autocast", f_get_autocast, METH_O, "(enabled, dtype) of autocast for a device type"},
     {"_autocast_policy", f_autocast_policy, METH_VARARGS, "what autocast does to an op on a device type"},

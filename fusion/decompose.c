@@ -290,13 +290,18 @@ static int dec_cross_entropy(dctx *c, const st_stmt *s, const int *in)
 
 /* matmul with numpy semantics: a 1-D operand is unsqueezed to 2-D and the
  * added dim squeezed from the result, so MATMUL sees rank >= 2 only. */
-static int dec_matmul(dctx *c, int a, int b)
+/* matmul(a, b) with attrs flags `flags` (ST_ATTR_ACC_OUT) */
+static int dec_matmul_f(dctx *c, int a, int b, int flags)
 {
     if (c->failed)
         return -1;
+    st_attrs ma;
+    memset(&ma, 0, sizeof ma);
+    ma.flags = flags;
     bool a1 = meta_of(c, a)->ndim == 1, b1 = meta_of(c, b)->ndim == 1;
+    int ab[2] = {a, b};
     if (!a1 && !b1)
-        return emit2(c, ST_OP_MATMUL, a, b);
+        return emit_n(c, ST_OP_MATMUL, ab, 2, flags ? &ma : NULL);
     if (meta_of(c, a)->ndim == 0 || meta_of(c, b)->ndim == 0) {
         st_err(ST_ERR_RUNTIME, "matmul: both arguments need to be at least "
                "1D, got %dD and %dD", meta_of(c, a)->ndim,
@@ -304,9 +309,10 @@ static int dec_matmul(dctx *c, int a, int b)
         c->failed = true;
         return -1;
     }
-    int aa = a1 ? unsqueeze(c, a, 0) : a;
-    int bb = b1 ? unsqueeze(c, b, 1) : b;
-    int y = emit2(c, ST_OP_MATMUL, aa, bb);
+    int ab1[2];
+    ab1[0] = a1 ? unsqueeze(c, a, 0) : a;
+    ab1[1] = b1 ? unsqueeze(c, b, 1) : b;
+    int y = emit_n(c, ST_OP_MATMUL, ab1, 2, flags ? &ma : NULL);
     if (c->failed)
         return -1;
     int r = meta_of(c, y)->ndim;
@@ -319,6 +325,11 @@ static int dec_matmul(dctx *c, int a, int b)
     return squeeze(c, y, dims, nd);
 }
 
+static int dec_matmul(dctx *c, int a, int b)
+{
+    return dec_matmul_f(c, a, b, 0);
+}
+
 static int dec_linear(dctx *c, const st_stmt *s, const int *in)
 {
     st_attrs pa;
@@ -327,8 +338,18 @@ static int dec_linear(dctx *c, const st_stmt *s, const int *in)
     pa.dims[1] = 0;
     pa.ndims = 2;
     int wt = emit_n(c, ST_OP_PERMUTE, &in[1], 1, &pa);
+    bool bias = (s->attrs.flags & ST_ATTR_HAS_BIAS) && s->nin > 2;
+    st_dtype dt = c->failed ? ST_FLOAT32 : meta_of(c, in[0])->dtype;
+    /* half operands with a bias: the bias added to the float32 product and
+     * the sum rounded once, as torch's addmm (not the product rounded first) */
+    if (bias && (dt == ST_FLOAT16 || dt == ST_BFLOAT16)) {
+        int y = dec_matmul_f(c, in[0], wt, ST_ATTR_ACC_OUT);
+        /* float32 + half promotes to float32 (the bias read exactly, in
+         * the product's epilogue) */
+        return cast_to(c, emit2(c, ST_OP_ADD, y, in[2]), dt);
+    }
     int y = dec_matmul(c, in[0], wt);
-    if ((s->attrs.flags & ST_ATTR_HAS_BIAS) && s->nin > 2)
+    if (bias)
         y = emit2(c, ST_OP_ADD, y, in[2]);
     return y;
 }

@@ -398,6 +398,9 @@ static st_status infer_matmul(const ictx *c, st_meta *out)
     if (a->dtype == ST_BOOL)
         return not_impl(c, da == 1 && db == 1 ? "dot" : "addmm_impl_cpu_",
                         a->dtype);
+    /* ST_ATTR_ACC_OUT: half operands' product in float32 */
+    st_dtype odt = c->a && (c->a->flags & ST_ATTR_ACC_OUT) &&
+                   (a->dtype == ST_FLOAT16 || a->dtype == ST_BFLOAT16) ? ST_FLOAT32 : a->dtype;
     int64_t k_a = a->shape[da - 1];
     int64_t k_b = db == 1 ? b->shape[0] : b->shape[db - 2];
     int64_t shape[ST_MAX_DIMS] = {0};
@@ -409,7 +412,7 @@ static st_status infer_matmul(const ictx *c, st_meta *out)
                         "got %lld and %lld elements respectively",
                         (long long)k_a, (long long)k_b, (long long)k_a,
                         (long long)k_b);
-        set_out(out, a->dtype, 0, shape);
+        set_out(out, odt, 0, shape);
         return ST_OK;
     }
     if (db == 1) { /* [..., n, k] @ [k]: folded into mv */
@@ -419,7 +422,7 @@ static st_status infer_matmul(const ictx *c, st_meta *out)
                         "size mismatch, got input (%lld), mat (%lldx%lld), "
                         "vec (%lld)", (long long)rows, (long long)rows,
                         (long long)k_a, (long long)k_b);
-        set_out(out, a->dtype, da - 1, a->shape);
+        set_out(out, odt, da - 1, a->shape);
         return ST_OK;
     }
     int64_t m = b->shape[db - 1];
@@ -432,11 +435,11 @@ static st_status infer_matmul(const ictx *c, st_meta *out)
                         (long long)k_a, (long long)k_b, (long long)m);
         if (da == 1) {
             shape[0] = m;
-            set_out(out, a->dtype, 1, shape);
+            set_out(out, odt, 1, shape);
         } else {
             shape[0] = rows;
             shape[1] = m;
-            set_out(out, a->dtype, 2, shape);
+            set_out(out, odt, 2, shape);
         }
         return ST_OK;
     }
@@ -450,7 +453,7 @@ static st_status infer_matmul(const ictx *c, st_meta *out)
         for (int d = 0; d < da - 1; d++)
             shape[d] = a->shape[d];
         shape[da - 1] = m;
-        set_out(out, a->dtype, da, shape);
+        set_out(out, odt, da, shape);
         return ST_OK;
     }
     /* batched: broadcast the batch dims */
@@ -504,7 +507,7 @@ static st_status infer_matmul(const ictx *c, st_meta *out)
         }
         memcpy(shape, ps, sizeof(int64_t) * (size_t)nd);
     }
-    set_out(out, a->dtype, nd, shape);
+    set_out(out, odt, nd, shape);
     return ST_OK;
 }
 

@@ -201,6 +201,10 @@ enum {
     ST_ATTR_HAS_MAX = 1 << 5,
     ST_ATTR_INT_VALUE = 1 << 6, /* FULL/CLAMP/MASKED_FILL value is attrs.i */
     ST_ATTR_RNG_REPLAY = 1 << 7, /* random: the forward's draw at i[2] (above) */
+    /* MATMUL of float16/bfloat16 operands: the product in float32, not
+     * rounded (fusion/decompose.c's linear with a bias: torch's addmm adds
+     * the bias to the float32 accumulator and rounds once) */
+    ST_ATTR_ACC_OUT = 1 << 8,
 };
 
 /* One fixed attribute record per statement: each op documents which fields

@@ -96,6 +96,9 @@ static int64_t nodes_alive;
 
 bool st_ad_grad_enabled(void) { return !grad_disabled; }
 void st_ad_set_grad_enabled(bool on) { grad_disabled = !on; }
+static _Thread_local bool inference_on;
+bool st_ad_inference_mode(void) { return inference_on; }
+void st_ad_set_inference_mode(bool on) { inference_on = on; }
 
 /* ---------------- anomaly mode ---------------- */
 
@@ -403,6 +406,8 @@ static st_tensor *alias(st_tensor *t) {
 /* Edge k of n to tensor t's history. */
 static void set_edge(st_ad_node *n, int k, st_tensor *t) {
     if (!t || !t->requires_grad || !st_dtype_is_float(t->dtype)) return;
+    /* a view taken in no_grad mode has no gradient accumulator (torch's) */
+    if (!t->grad_fn && t->view_nograd) return;
     if (t->grad_fn) {
         st_ad_node_incref(t->grad_fn);
         n->next_node[k] = t->grad_fn;

@@ -574,6 +574,11 @@ static int eager_on(st_op_id op, const st_operand *in, int nin,
      * A FULL into a given tensor is setitem's number (x[...] = 1), which
      * torch writes as a copy_ and refuses here; fill_ is a COPY of a
      * broadcast number (bsrc) */
+    /* a view taken in no_grad mode written in grad mode: refused first,
+     * as torch's check_inplace (st_view_inplace refuses the rest) */
+    if (given && given[0] && given[0]->view_nograd && given[0]->view_base &&
+        given[0]->view_base->requires_grad && st_ad_grad_enabled())
+        return st_view_nograd_error(given[0]), -1;
     for (int k = 0; given && k < ST_MAX_OUT; k++) {
         const st_tensor *t = given[k];
         if (!t || st_tensor_numel(t) == 0) /* no element, none shared */
@@ -610,7 +615,8 @@ static int eager_on(st_op_id op, const st_operand *in, int nin,
         /* written through a view while its base or an operand needs
          * gradients: the base's history records the write (CopySlices) */
         st_tensor *v = given[0];
-        bool leaf = v && v->requires_grad && !v->grad_fn; /* refused below */
+        /* refused below (a view taken in no_grad mode is refused as one) */
+        bool leaf = v && v->requires_grad && !v->grad_fn && !v->view_nograd;
         bool via_view = v && v->view_base && !leaf && (v->view_base->requires_grad || rec);
         for (int k = 0; !via_view && k < ST_MAX_OUT; k++) {
             if (!given[k] || !given[k]->requires_grad) continue;

@@ -138,7 +138,14 @@ typedef struct st_tensor {
      * storage's version (torch's .data has a version counter of its own:
      * autograd does not see them) */
     bool own_version;
+    /* torch's CreationMeta of a view taken while grad mode was off
+     * (ST_VIEW_NOGRAD) or in inference mode (ST_VIEW_INFERENCE) of a base
+     * that requires grad, kept by the views taken of it (0: none). Such a
+     * view requires grad as a leaf that gets no gradient; an in-place write
+     * into it (or its views) in grad mode is refused (viewhist.c) */
+    uint8_t view_nograd;
 } st_tensor;
+enum { ST_VIEW_GRADMODE, ST_VIEW_NOGRAD, ST_VIEW_INFERENCE };
 enum { ST_VIEW_MULTI_NONE, ST_VIEW_MULTI_SPLIT, ST_VIEW_MULTI_SPLIT_SIZES,
        ST_VIEW_MULTI_UNBIND };
 /* A traced view statement that made a multi-view output carries it in its
@@ -364,6 +371,8 @@ typedef struct st_ad_node st_ad_node;
 
 bool st_ad_grad_enabled(void);            /* thread-local, default on */
 void st_ad_set_grad_enabled(bool on);
+bool st_ad_inference_mode(void);          /* thread-local: inference_mode() is on */
+void st_ad_set_inference_mode(bool on);
 /* Anomaly mode (autograd.detect_anomaly; global, as PyTorch's AnomalyMode):
  * its owner (the Python binding) captures a node's forward traceback when
  * the node is made, checks a node's gradients for NaN after it ran in
@@ -478,6 +487,9 @@ void st_view_multi_mark(st_tensor *r, int kind, int nr);
 /* The error of writing into (indirect: using after its base changed) the
  * multi-view output v; returns the status set. */
 st_status st_view_multi_error(const st_tensor *v, bool indirect);
+/* The error of writing in grad mode into v, a view taken in no_grad or
+ * inference mode (v->view_nograd) or a view of one; returns the status set. */
+st_status st_view_nograd_error(const st_tensor *v);
 static inline bool st_ad_view_stale(const st_tensor *t) {
     return t && t->view_base && t->base_hist != t->view_base->hist;
 }

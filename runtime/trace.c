@@ -942,6 +942,17 @@ void st_rt_trace_note(st_op_id op, const st_operand *in, int nin,
         failf(s, "a malformed op was noted");
         goto restore;
     }
+    /* a view taken in no_grad mode of a base that requires grad, used in
+     * grad mode: eager's result requires grad with a history that ends at
+     * no gradient (viewhist.c); the graph's backward has no such leaf */
+    for (int k = 0; k < nin && st_ad_grad_enabled() && !s->in_region; k++) {
+        const st_tensor *t = in[k].t;
+        if (t && t->view_nograd && t->view_base && t->requires_grad && !t->grad_fn) {
+            failf(s, "%s: a view taken in no_grad mode of a tensor that requires grad, "
+                  "used in grad mode, is not traced", st_op(op)->name);
+            goto restore;
+        }
+    }
     int ids[ST_MAX_IN], outs[ST_MAX_OUT];
     for (int k = 0; k < nin; k++) {
         if (in[k].t) {
@@ -1197,8 +1208,9 @@ static int view_of_input(trace_state *s, st_tensor *t)
         input = s->inputs[k] == e->t;
     for (int k = 0; k < n; k++)
         detached |= chain[k]->vdetach;
-    /* a view made under no_grad of an input that requires grad does not
-     * require grad: left as computed; one through a detach never does.
+    /* a view made under no_grad of an input that requires grad requires
+     * grad (as a leaf without a gradient, viewhist.c): remade in no_grad
+     * mode; one through a detach never does.
      * A stale view (its base, a detached alias, written in place with an
      * operand that requires grad: v = x.detach(); w = v[0]; v.sub_(x))
      * requires grad once refreshed (viewhist.c), with its base's history:
@@ -1234,7 +1246,9 @@ static int view_of_input(trace_state *s, st_tensor *t)
         if (p >= 0 && (s->g->stmts[p].attrs.flags & ST_VIEW_MULTI_ATTR))
             a.flags = s->g->stmts[p].attrs.flags;
         v = emit(s, chain[k]->vop, &v, 1, &a, outs);
-        if (v >= 0 && chain[k]->vdetach)
+        /* a view taken in no_grad mode is remade in it (viewhist.c) */
+        const st_tensor *ct = chain[k]->t;
+        if (v >= 0 && (chain[k]->vdetach || (ct && ct->view_nograd && !ct->view_grad)))
             mark_nograd(s, first, s->g->nstmts);
     }
     return v >= 0 && own_hist ? detached_write(s, t, v) : v;
@@ -1320,6 +1334,10 @@ static st_graph *end_impl(st_tensor *const *outputs, int nout,
     for (size_t i = 0; i < s->cap && !s->failed; i++) {
         st_tensor *t = s->slots[i].t;
         if (!t || !t->requires_grad || t->grad_fn)
+            continue;
+        /* a view taken in no_grad mode of a base that requires grad: the
+         * run takes it so too (its requires_grad is the base's) */
+        if (t->view_nograd && t->view_base)
             continue;
         bool input = false;
         for (int k = 0; k < s->ninputs && !input; k++)

@@ -20,13 +20,25 @@ void st_view_mark(st_tensor *src, st_tensor *r)
     if (!src || !r || r == src || r->view_base || r->storage != src->storage)
         return;
     /* a leaf that requires grad (requires_grad_() on a view) starts a
-     * history of its own: its views are views of it */
-    bool own = src->requires_grad && !src->grad_fn;
+     * history of its own: its views are views of it; a view taken in
+     * no_grad mode is no such leaf (its views are its base's) */
+    bool nograd_src = src->view_base && src->view_nograd;
+    bool own = src->requires_grad && !src->grad_fn && !nograd_src;
     st_tensor *root = src->view_base && !own ? src->view_base : src;
     st_tensor_incref(root);
     r->view_base = root;
     r->base_hist = root->hist;
     r->view_grad = st_ad_grad_enabled();
+    /* torch's CreationMeta: kept by the views of a no_grad view; a view
+     * taken with grad mode off of a base that requires grad requires grad
+     * itself (as a leaf without a gradient accumulator, set_edge) */
+    if (nograd_src)
+        r->view_nograd = src->view_nograd;
+    else if (!r->view_grad && root->requires_grad)
+        r->view_nograd = st_ad_inference_mode() ? ST_VIEW_INFERENCE : ST_VIEW_NOGRAD;
+    if (!r->view_grad && r->view_nograd && root->requires_grad && !r->grad_fn &&
+        st_dtype_is_float(r->dtype))
+        r->requires_grad = true;
     if (src->view_multi && !own) { /* a view of a multi-view output is one too */
         r->view_multi = src->view_multi;
         r->view_multi_nr = -1;
@@ -86,6 +98,34 @@ st_status st_view_multi_error(const st_tensor *v, bool indirect)
                   "multiple views. Such functions do not allow the output views to be "
                   "modified inplace. You should replace the inplace operation by an "
                   "out-of-place one.", head);
+}
+
+st_status st_view_nograd_error(const st_tensor *v)
+{
+    bool inf = v->view_nograd == ST_VIEW_INFERENCE;
+    const char *mode = inf ? "inference mode" : "no_grad mode";
+    const char *now = inf ? "in normal mode" : "with grad mode enabled";
+    char head[200];
+    if (v->view_grad && v->grad_fn) {
+        /* a view (taken in grad mode) of one: its node's name without
+         * "Backward<n>", as torch's */
+        char nm[64];
+        snprintf(nm, sizeof nm, "%s", st_ad_node_name(v->grad_fn));
+        char *bk = strstr(nm, "Backward");
+        if (bk)
+            *bk = 0;
+        snprintf(head, sizeof head, "Output %d of %s is a view of a view which was created "
+                 "in %s and is being modified inplace %s.", v->output_nr,
+                 strcmp(nm, "Reshape") ? nm : "View", mode, now);
+    } else {
+        snprintf(head, sizeof head, "A view was created in %s and is being modified "
+                 "inplace %s.", mode, now);
+    }
+    return st_err(ST_ERR_RUNTIME, "%s Given that this use case is ambiguous and "
+                  "error-prone, it is forbidden. You can clarify your code by moving both "
+                  "the view and the inplace either both inside the %s block (if you don't "
+                  "want the inplace to be tracked) or both outside (if you want the inplace "
+                  "to be tracked).", head, inf ? "inference_mode" : "no_grad");
 }
 
 void st_view_unbase(st_tensor *t)
@@ -539,16 +579,11 @@ int st_view_inplace(st_op_id op, const st_operand *in, int nin,
     char b1[160], b2[160];
     if (v->view_multi && v->view_grad)
         return st_view_multi_error(v, false), -1;
+    if (v->view_nograd || !v->view_grad)
+        return st_view_nograd_error(v), -1;
     if (b->requires_grad && !b->grad_fn)
         return st_err(ST_ERR_RUNTIME, "%s: a view of a leaf Variable that requires grad "
                       "is being used in an in-place operation.", name), -1;
-    if (!v->view_grad)
-        return st_err(ST_ERR_RUNTIME, "%s: A view was created in no_grad mode and is "
-                      "being modified inplace with grad mode enabled. Given that this use "
-                      "case is ambiguous and error-prone, it is forbidden. You can clarify "
-                      "your code by moving both the view and the inplace either both inside "
-                      "the no_grad block (if you don't want the inplace to be tracked) or "
-                      "both outside (if you want the inplace to be tracked).", name), -1;
     /* overlapping elements (an expanded view) were checked by eager_on */
     int ret = -1;
     st_tensor *r = NULL, *rc = NULL, *p = NULL, *mk = NULL, *rf = NULL, *bf = NULL;

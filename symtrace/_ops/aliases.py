@@ -347,6 +347,14 @@ def _wrapped(v, dt):
     return v - (1 << n) if str(dt) != "symtrace.uint8" and v >= 1 << (n - 1) else v
 
 
+def _memory_order(t):
+    """t's dims from outermost to innermost in memory (strides descending; a size-1 dim
+    after the others of its stride, where a row-major layout in that order gives it the
+    same stride)."""
+    st, sh = t.stride(), t.shape
+    return sorted(range(t.dim()), key=lambda d: (-st[d], sh[d] == 1))
+
+
 def _bitwise(fn, input, other, logical, op):
     """Bools: the logical op. Integers: byte by byte through a 256 x 256 table of op
     (index_select), the result bytes summed back at their place values, the top byte taken
@@ -359,13 +367,19 @@ def _bitwise(fn, input, other, logical, op):
     table, weights = _consts(op, nbytes, a.device)
     ba, bb = _bytes(to_dtype(a, int64), weights), _bytes(to_dtype(b, int64), weights)
     shape = _bshape(tuple(ba.shape), tuple(bb.shape))
-    idx = add(mul(ba, 256), bb).expand(shape).reshape(-1)
-    r = index_select(table, 0, idx).reshape(shape)
+    idx = add(mul(ba, 256), bb).expand(shape)
+    # the gather runs in idx's memory order (the operands', runtime/layout.c), so that
+    # the result keeps it as torch's TensorIterator does: (x.t() & 3).stride() is x.t()'s
+    perm = _memory_order(idx)
+    inv = [perm.index(d) for d in range(len(shape))]
+    idx = idx.permute(perm)
+    r = index_select(table, 0, idx.reshape(-1)).reshape(idx.shape).permute(inv)
     top = r.select(-1, nbytes - 1)
     low = sum(mul(r.narrow(-1, 0, nbytes - 1), weights.narrow(0, 0, nbytes - 1)), -1)
     if str(dt) != "symtrace.uint8":
         top = where(ge(top, 128), sub(top, 256), top)          # the signed top byte
-    return to_dtype(add(low, mul(top, 1 << (8 * (nbytes - 1)))), dt)
+    # top first: its memory order is the result's (low, a reduction's, is row-major)
+    return to_dtype(add(mul(top, 1 << (8 * (nbytes - 1))), low), dt)
 
 
 def bitwise_and(input, other):

@@ -5,8 +5,8 @@ import collections
 import math
 
 from .. import _C
-from .._dtype import bool_
-from ._core import _check_int, _check_tensor, _is_tensor, _op, _tname, _wrap
+from .._dtype import bfloat16, bool_, float16, float32
+from ._core import HAS_BIAS, _attrs, _check_int, _check_tensor, _is_tensor, _op, _tname, _wrap
 from .elementwise import add, clamp, eq, ge, le, minimum, mul, sub, to_dtype, where
 from .creation import _scalar0, _zero_of, arange, full, zeros
 from .indexing import index_select
@@ -75,7 +75,8 @@ def _tri(input, diagonal, lower, fn):
     rows = arange(m, device=input.device).unsqueeze(1) + diagonal
     cols = arange(n, device=input.device)
     keep = le(cols, rows) if lower else ge(cols, rows)
-    return where(keep, input, _scalar0(input, False if input.dtype is bool_ else 0))
+    # row-major, as torch's tril/triu (where would keep a batch dim's memory order)
+    return where(keep, input, _scalar0(input, False if input.dtype is bool_ else 0)).contiguous()
 
 
 def tril(input, diagonal=0):
@@ -139,7 +140,27 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     if mat1.dtype is not mat2.dtype:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
                            f"{_tname(mat1.dtype).lower()} != {_tname(mat2.dtype).lower()}")
+    if mat1.dtype in _HALF and input.dtype is mat1.dtype:
+        return _half_addmm(input, mat1, mat2, beta, alpha)
     return _beta_alpha_sum(input, matmul(mat1, mat2), beta, alpha)
+
+
+_HALF = (float16, bfloat16)
+
+
+def _half_addmm(input, mat1, mat2, beta, alpha):
+    """addmm of float16 / bfloat16 matrices as torch's: input added to the float32 product
+    and the sum rounded once (a product rounded first, then the sum, can differ in the last
+    bit). beta = alpha = 1: linear's bias (fusion/decompose.c adds it to the float32
+    product); else in float32 (the products of half values are exact there)."""
+    ish, psh = tuple(input.shape), (mat1.shape[0], mat2.shape[1])
+    if len(ish) > 2 or builtins.any(a != 1 and a != b for a, b in zip(ish[::-1], psh[::-1])):
+        input.expand(psh)                  # raises expand's error
+    if beta == 1 and alpha == 1:
+        return _op(_C.OP_LINEAR, (mat1, mat2.t(), input), _attrs(flags=HAS_BIAS))
+    dt = mat1.dtype
+    prod = matmul(to_dtype(mat1, float32), to_dtype(mat2, float32))
+    return to_dtype(_beta_alpha_sum(to_dtype(input, float32), prod, beta, alpha), dt)
 
 
 @autocast_op("lower")

@@ -397,13 +397,23 @@ def flip(input, dims):
         raise TypeError(f"flip(): argument 'dims' (position 2) must be tuple of ints, not "
                         f"{type(dims).__name__}")
     nd = input.dim()
-    r = input
-    for d in _wrap_dims(dims, nd, "flip"):
+    fl = _wrap_dims(dims, nd, "flip")
+    # the gathers run in input's memory order, so that the result keeps it (torch's
+    # TensorIterator); an input with broadcast (stride 0) dims keeps the dims' order
+    st, sh = input.stride(), input.shape
+    perm = list(range(nd))
+    if not builtins.any(st[d] == 0 and sh[d] > 1 for d in range(nd)):
+        perm = sorted(range(nd), key=lambda d: (-st[d], sh[d] == 1))
+    r = x = input.permute(perm) if perm != list(range(nd)) else input
+    for d in fl:
+        d = perm.index(d) if nd else d
         n = r.shape[d] if nd else 1
         if n > 1:
             # (n - 1) - arange(n): under dynamic shapes (dyn_inline) both follow n
             r = _reindex(r, d, (n - 1) - arange(n, device=input.device))
-    return input.clone() if r is input else r
+    if r is x:
+        return input.clone()
+    return r if x is input else r.permute([perm.index(d) for d in range(nd)])
 
 
 @dyn_inline

@@ -112,6 +112,7 @@ def _mode_snapshot():
 
 def _mode_restore(depth):
     _inference.depth = depth
+    _C._set_inference_mode(depth > 0)
 
 
 def is_inference_mode_enabled():
@@ -136,12 +137,14 @@ class inference_mode(_GradMode):
         self._prev = _C._set_grad_enabled(False if self.mode else _C._is_grad_enabled())
         if self.mode:
             _inference.depth = getattr(_inference, "depth", 0) + 1
+            _C._set_inference_mode(True)
         return self
 
     def __exit__(self, *exc):
         _C._set_grad_enabled(self._prev)
         if self.mode:
             _inference.depth -= 1
+            _C._set_inference_mode(_inference.depth > 0)
         return False
 
     def __call__(self, fn):
