@@ -1,0 +1,75 @@
+# Regressions of the bugs found by the eighth fuzzing round (scripts/fuzz_views.py,
+# fuzz_guards.py, fuzz_compile.py, and a tuple-identity report), each with expected
+# values, eager and compiled (the compiled functions called several times: the capture
+# and the cached entries).
+from collections import namedtuple
+
+import pytest
+
+import symtrace as st
+
+from fuzz_found_helpers import BACKENDS, MODES, fresh_frontend, maybe_compiled  # noqa: F401
+
+Pair = namedtuple("Pair", "a b")
+
+
+# ---- 1. a tuple made in the frame keeps its identity -------------------------------
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("kind", ["tuple", "namedtuple"])
+def test_tuple_stored_and_returned_is_one_object(mode, kind):
+    # t is stored in an outside dict and returned: eager, f(x) is d['t']. The
+    # templates rebuilt a tuple wherever they met it (two objects on cached calls),
+    # and the capture's plain-values pass copied every tuple (two objects there too)
+    d = {}
+    make = tuple if kind == "tuple" else (lambda it: Pair(*it))
+
+    def f(x):
+        t = make((x + 1, 2))
+        d["t"] = t
+        return t
+
+    g = maybe_compiled(f, mode)
+    for k in range(4):
+        r = g(st.tensor([1.0, 2.0]))
+        assert r is d["t"], k
+        assert type(r) is (tuple if kind == "tuple" else Pair)
+        assert r[0].tolist() == [2.0, 3.0] and r[1] == 2
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_tuple_in_outside_list_and_nested(mode):
+    L, d = [], {}
+
+    def f(x):
+        inner = (x * 2,)
+        t = (inner, 3)
+        L.append(t)
+        d["inner"] = inner
+        return t, t, inner
+
+    g = maybe_compiled(f, mode)
+    for k in range(4):
+        t1, t2, inner = g(st.tensor([1.0, 2.0]))
+        assert t1 is t2 and t1 is L[-1], k
+        assert inner is t1[0] and inner is d["inner"], k
+        assert len(L) == k + 1
+        assert inner[0].tolist() == [2.0, 4.0]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_tuple_with_number_argument_stored_and_returned(mode):
+    # a tuple holding a number argument (lazy in the translation, made a plain int)
+    # is still one object in the capture and on every call
+    d = {}
+
+    def f(x, n):
+        t = (x + n, n)
+        d["t"] = t
+        return t, t
+
+    g = maybe_compiled(f, mode)
+    for n in (1, 2, 3, 4):
+        r1, r2 = g(st.tensor([1.0]), n)
+        assert r1 is r2 and r1 is d["t"], n
+        assert type(r1[1]) is int and r1[1] == n and r1[0].tolist() == [1.0 + n]
