@@ -8,7 +8,7 @@ import pytest
 
 import symtrace as st
 
-from fuzz_found_helpers import BACKENDS, MODES, fresh_frontend, maybe_compiled  # noqa: F401
+from fuzz_found_helpers import BACKENDS, MODES, fresh_frontend, load_fuzzer, maybe_compiled  # noqa: F401
 
 Pair = namedtuple("Pair", "a b")
 
@@ -73,3 +73,50 @@ def test_tuple_with_number_argument_stored_and_returned(mode):
         r1, r2 = g(st.tensor([1.0]), n)
         assert r1 is r2 and r1 is d["t"], n
         assert type(r1[1]) is int and r1[1] == n and r1[0].tolist() == [1.0 + n]
+
+
+# ---- 3. as_strided reaching storage outside its input --------------------------------
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("base_write", [False, True])
+def test_as_strided_outside_its_input_gets_the_storage_gradient(mode, base_write):
+    # x = c[1::2] holds storage elements 1, 3, 5; y = x.as_strided((3,), (1,), 0) reads
+    # 0, 1, 2. symtrace's gradient is the storage-level one (elements 0 and 2 included),
+    # whether or not the base is written after the view. torch gives the same after the
+    # write (c.mul_(1): the view's node is remade with the base's geometry) but drops
+    # 0 and 2 without it (its AsStridedBackward takes them for constants): ill-defined,
+    # so fuzz_views compares such programs' compiled gradients with symtrace eager's
+    def f(c):
+        x = c[1::2]
+        y = x.as_strided((3,), (1,), 0)
+        if base_write:
+            c.mul_(1)
+        return y * 1
+
+    g = maybe_compiled(f, mode, fullgraph=False)
+    for k in range(3):
+        b = st.tensor([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], requires_grad=True)
+        y = g(b.clone())
+        assert y.tolist() == [1.0, 2.0, 3.0], k
+        (y * st.tensor([10.0, 20.0, 30.0])).sum().backward()
+        assert b.grad.tolist() == [10.0, 20.0, 30.0, 0.0, 0.0, 0.0], k
+
+
+def test_as_strided_outside_matches_torch_after_a_base_write():
+    torch = pytest.importorskip("torch")
+    for L in (torch, st):
+        b = L.tensor([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], requires_grad=True)
+        c = b.clone()
+        y = c[1::2].as_strided((2, 2), (2, 1), 0)
+        c.mul_(1)
+        (y * L.tensor([[1.0, 2.0], [3.0, 4.0]])).sum().backward()
+        assert b.grad.tolist() == [1.0, 2.0, 3.0, 4.0, 0.0, 0.0], L.__name__
+
+
+@pytest.mark.parametrize("seed", [800032, 803163, 803496])
+def test_fuzz_views_as_strided_outside_seeds(seed):
+    # their torch gradients drop the elements outside the as_strided input: the fuzzer
+    # compares the compiled gradients with symtrace eager's for them (and still finds
+    # the forward values equal to torch's)
+    fv = load_fuzzer("fuzz_views")
+    assert fv.check(fv.generate(seed)) == []
