@@ -120,3 +120,31 @@ def test_fuzz_views_as_strided_outside_seeds(seed):
     # the forward values equal to torch's)
     fv = load_fuzzer("fuzz_views")
     assert fv.check(fv.generate(seed)) == []
+
+
+# ---- 4. fresh fuzzer seeds ------------------------------------------------------------
+
+@pytest.mark.parametrize("mode", MODES)
+def test_data_write_after_a_break_keeps_the_saved_operand(mode):
+    # x0.mul_(x1) saves x1; after a graph break, x1's storage is written only through a
+    # .data alias, which moves no version (torch: .data has a counter of its own). The
+    # capture call's trace put the storage back before its run with a version bump, so
+    # its backward refused x1 as modified in place (fuzz_views seed 810012)
+    def f(x0, x1):
+        x0.mul_(x1)
+        v = x1[:, ::2]
+        print(end="")      # a graph break
+        v.data.mul_(2)
+        return x0, x1 * 1
+
+    g = maybe_compiled(f, mode, fullgraph=False)
+    for k in range(3):
+        a = st.ones(2, 3, requires_grad=True)
+        b = st.full((4, 3), 2.0, requires_grad=True)
+        x0, x1 = g(a.clone(), b.clone()[2:])
+        assert x0.tolist() == [[2.0] * 3] * 2, k
+        assert x1.tolist() == [[4.0, 2.0, 4.0]] * 2, k
+        x0.sum().backward()
+        # torch: the saved x1 is read at backward time (the doubled columns)
+        assert a.grad.tolist() == [[4.0, 2.0, 4.0]] * 2, k
+        assert b.grad.tolist() == [[0.0] * 3] * 2 + [[1.0] * 3] * 2, k
