@@ -148,3 +148,36 @@ def test_data_write_after_a_break_keeps_the_saved_operand(mode):
         # torch: the saved x1 is read at backward time (the doubled columns)
         assert a.grad.tolist() == [[4.0, 2.0, 4.0]] * 2, k
         assert b.grad.tolist() == [[0.0] * 3] * 2 + [[1.0] * 3] * 2, k
+
+
+class _Node:
+    def __init__(self, k, child=None):
+        self.k = k
+        if child is not None:
+            self.child = child
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_object_reached_through_two_sources_is_guarded_as_one(mode):
+    # g.child is g on the first call: the entry's result named g.child through its first
+    # source (g) and nothing guarded that they stay one object, so once g.child was
+    # another node the cached call returned g (fuzz_guards seed 830505)
+    def f(x, g):
+        c = getattr(g, "child", None)
+        n = _Node(float(x.shape[0]))
+        g.child = n
+        return x * 2, c, n
+
+    h = maybe_compiled(f, mode)
+    g = _Node(2.0)
+    g.child = g
+    prev = g
+    for k in range(4):
+        x = st.ones(3)
+        y, c, n = h(x, g)
+        assert c is prev, k
+        assert g.child is n and n.k == 3.0 and y.tolist() == [2.0] * 3, k
+        prev = n
+        if k == 1:
+            g.child = g       # the first call's aliasing again
+            prev = g
