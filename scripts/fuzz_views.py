@@ -504,9 +504,11 @@ def _check_fresh(orig):
 
 def _saved_differs_views(orig):
     def differs(o):
-        if _OUTSIDE[0]:
+        # (where torch's run raises, its exception stays the reference)
+        outside = _OUTSIDE[0] and o.exc is None
+        if outside:
             fc.STATS["as-strided-outside"] = fc.STATS.get("as-strided-outside", 0) + 1
-        return orig(o) or _OUTSIDE[0]
+        return orig(o) or outside
     return differs
 
 
