@@ -206,3 +206,22 @@ def test_checkpoint_of_a_written_view_argument(mode):
         assert b.grad.tolist()[0] == [0.0] * 4, k
         assert b.grad.tolist()[2] == pytest.approx([31.010643, 35.587883, 40.544022, 44.999992],
                                                    rel=1e-5), k
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_sdpa_with_no_features(mode):
+    # q, k with a last dim of 0: the scores are zeros (torch: uniform attention, the mean
+    # of the values); symtrace's 1 / sqrt(0) raised ZeroDivisionError, eager and in a
+    # dynamic-shape compiled call with that size (fuzz_compile --dynamic seed 881021)
+    def f(q, v):
+        return st.nn.functional.scaled_dot_product_attention(q, q, v * 2)
+
+    g = f if mode == "eager" else st.compile(f, backend=mode, dynamic=True)
+    for e in (3, 0, 2, 0):
+        q = st.ones(2, 3, e)
+        v = st.arange(6.0).reshape(1, 3, 2).expand(2, 3, 2)
+        out = g(q, v)
+        assert out.shape == (2, 3, 2), e
+        # uniform attention over the 3 keys either way (q @ k^T is constant per row)
+        assert out.tolist() == [[[4.0, 6.0]] * 3] * 2, e
+        assert g(q, q).shape == (2, 3, e)
