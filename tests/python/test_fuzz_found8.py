@@ -225,3 +225,30 @@ def test_sdpa_with_no_features(mode):
         # uniform attention over the 3 keys either way (q @ k^T is constant per row)
         assert out.tolist() == [[[4.0, 6.0]] * 3] * 2, e
         assert g(q, q).shape == (2, 3, e)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_scatter_src_bigger_than_its_index_gradient(mode):
+    # torch's backward refuses it (ScatterBackward0 gives src a gradient of the index's
+    # shape); symtrace's is src's shape, zeros where the index does not reach. A known
+    # difference of fuzz_compile (--dynamic seed 881033: the second size made src bigger)
+    import math
+
+    def f(x):
+        return st.sin(st.scatter(x.clone(), 0, st.tensor([3, 0, 1, 2]), x))
+
+    g = f if mode == "eager" else st.compile(f, backend=mode, dynamic=True)
+    for n in (4, 5, 6):
+        x = st.arange(float(n)).requires_grad_()
+        g(x).sum().backward()
+        # src x[i] lands at index[i]; the clone keeps x[4:]; out = [x1, x2, x3, x0, x4, ...]
+        want = [math.cos(0.0), math.cos(1.0), math.cos(2.0), math.cos(3.0)] + \
+               [math.cos(float(i)) for i in range(4, n)]
+        assert x.grad.tolist() == pytest.approx(want, rel=1e-5), n
+
+
+def test_fuzz_compile_knows_torchs_scatter_backward_refusal():
+    fc = load_fuzzer("fuzz_compile")
+    assert fc.known("no-raise", "torch raised RuntimeError (backward): Function ScatterBackward0 "
+                                "returned an invalid gradient at index 1 - got [4] but expected "
+                                "shape compatible with [5]; symtrace did not")
