@@ -252,7 +252,7 @@ typedef enum {
                          (type, item keys, attribute names), items = the item
                          values then the attribute values; built with the
                          type's C tp_new, C item stores and __dict__ stores */
-    ST_T_REF,         /* the object ref builds (a list, dict or user object
+    ST_T_REF,         /* the object ref builds (a list, dict, tuple or user object
                          made in the frame, met again): the same object */
     ST_T_CELL,        /* a cell made in the frame: a new cell holding items[0]
                          (n = 0: empty) */

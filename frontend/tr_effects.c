@@ -502,23 +502,107 @@ static PyObject *contents_of(tr_state *s, PyObject *sh, PyObject *memo)
     return u;
 }
 
+/* memo: id(v) -> (v, its plain value); holding v keeps its id unused */
+static PyObject *plain_of(PyObject *v, PyObject *memo, int depth)
+{
+    if (tr_is_lazy(v) || tr_is_symint(v))
+        return tr_plain_values(v, 0);
+    bool tup = st_fe_tuple_like(v);
+    if (depth > 32 || !(tup || PyList_CheckExact(v) || PyDict_CheckExact(v)))
+        return Py_NewRef(v);
+    PyObject *k = tr_id_key(v);
+    PyObject *done = k ? PyDict_GetItemWithError(memo, k) : NULL;
+    if (done || !k || PyErr_Occurred()) {
+        Py_XDECREF(k);
+        return done ? Py_NewRef(PyTuple_GET_ITEM(done, 1)) : NULL;
+    }
+    PyObject *r = NULL;
+    if (!tup) {
+        /* a list or dict: its items replaced in place (itself first in the
+         * memo: it may contain itself) */
+        PyObject *pair = PyTuple_Pack(2, v, v);
+        int rc = pair && PyDict_SetItem(memo, k, pair) == 0 ? 0 : -1;
+        Py_XDECREF(pair);
+        PyObject *items = rc < 0 ? NULL : PyList_CheckExact(v) ? PySequence_Tuple(v)
+                                                               : PyDict_Items(v);
+        Py_ssize_t n = items ? PySequence_Size(items) : 0;
+        for (Py_ssize_t i = 0; items && i < n; i++) {
+            PyObject *it = PySequence_Fast_GET_ITEM(items, i);
+            PyObject *val = PyList_CheckExact(v) ? it : PySequence_Fast_GET_ITEM(it, 1);
+            PyObject *u = plain_of(val, memo, depth + 1);
+            int ok = u ? 0 : -1;
+            if (u && u != val)
+                ok = PyList_CheckExact(v)
+                     ? (i < PyList_GET_SIZE(v) ? PyList_SetItem(v, i, Py_NewRef(u)) : 0)
+                     : PyDict_SetItem(v, PySequence_Fast_GET_ITEM(it, 0), u);
+            Py_XDECREF(u);
+            if (ok < 0)
+                Py_CLEAR(items);
+        }
+        r = items ? Py_NewRef(v) : NULL;
+        Py_XDECREF(items);
+        Py_DECREF(k);
+        return r;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(v);
+    PyObject **its = calloc((size_t)n + 1, sizeof *its);
+    bool changed = false, ok = its != NULL;
+    for (Py_ssize_t i = 0; ok && i < n; i++) {
+        its[i] = plain_of(PyTuple_GET_ITEM(v, i), memo, depth + 1);
+        ok = its[i] != NULL;
+        changed |= ok && its[i] != PyTuple_GET_ITEM(v, i);
+    }
+    if (ok && !changed) {
+        r = Py_NewRef(v);
+    } else if (ok) {
+        r = st_fe_is_size(v) ? st_fe_size_type.tp_alloc(&st_fe_size_type, n) : PyTuple_New(n);
+        for (Py_ssize_t i = 0; r && i < n; i++)
+            PyTuple_SET_ITEM(r, i, Py_NewRef(its[i]));
+    }
+    for (Py_ssize_t i = 0; its && i < n; i++)
+        Py_XDECREF(its[i]);
+    free(its);
+    if (!its)
+        PyErr_NoMemory();
+    PyObject *pair = r ? PyTuple_Pack(2, v, r) : NULL;
+    if (r && (!pair || PyDict_SetItem(memo, k, pair) < 0))
+        Py_CLEAR(r);
+    Py_XDECREF(pair);
+    Py_DECREF(k);
+    return r;
+}
+
+PyObject *tr_fx_plain(PyObject *v, PyObject *memo)
+{
+    if (!v)
+        return NULL;
+    PyObject *m = memo ? Py_NewRef(memo) : PyDict_New();
+    PyObject *r = m ? plain_of(v, m, 0) : NULL;
+    Py_XDECREF(m);
+    return r;
+}
+
 /* The log, in order, then s->retval with the originals in place of the
  * shadows: one memo, so that an object the log stores and the result
  * returns stays one object. */
 int tr_fx_apply(tr_state *s)
 {
-    PyObject *memo = PyDict_New();
-    if (!memo)
+    PyObject *memo = PyDict_New(), *pmemo = PyDict_New();
+    if (!memo || !pmemo) {
+        Py_XDECREF(memo);
+        Py_XDECREF(pmemo);
         return -1;
+    }
     for (int i = 0; i < s->nfx; i++) {
         tr_fx *r = &s->fx[i];
         PyObject *v = (r->kind == ST_FX_LIST || r->kind == ST_FX_DICT)
                       ? contents_of(s, r->val, memo) : unshadow(s, r->val, memo, 0);
         int rc = -1;
         if (v)   /* plain numbers, not the translation's lazy ones */
-            Py_SETREF(v, tr_plain_values(v, 0));
+            Py_SETREF(v, tr_fx_plain(v, pmemo));
         if (!v) {
             Py_DECREF(memo);
+            Py_DECREF(pmemo);
             return -1;
         }
         switch (r->kind) {
@@ -533,11 +617,15 @@ int tr_fx_apply(tr_state *s)
         Py_DECREF(v);
         if (rc < 0) {
             Py_DECREF(memo);
+            Py_DECREF(pmemo);
             return -1;
         }
     }
     PyObject *rv = s->retval ? unshadow(s, s->retval, memo, 0) : NULL;
+    if (rv)   /* what the log stored and the result returns: one object */
+        Py_SETREF(rv, tr_fx_plain(rv, pmemo));
     Py_DECREF(memo);
+    Py_DECREF(pmemo);
     if (s->retval && !rv)
         return -1;
     if (rv)

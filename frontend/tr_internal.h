@@ -214,6 +214,11 @@ st_fe_src *tr_fx_shadow_src(tr_state *s, PyObject *o);  /* o a shadow: its origi
 PyObject *tr_fx_dict_view(PyObject *d, int aux);
 /* Performs the log for real (the translation's own call); 0 or -1 + exception. */
 int tr_fx_apply(tr_state *s);
+/* v with plain numbers for the translation's lazy ones and SymInts, like
+ * tr_plain_values, but a tuple holding none stays itself and one object
+ * stays one however often it is met (memo: a dict, or NULL for a fresh
+ * one); new reference. */
+PyObject *tr_fx_plain(PyObject *v, PyObject *memo);
 void tr_fx_clear(tr_state *s);
 
 /* ---- tr_exec.c */

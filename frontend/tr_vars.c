@@ -207,10 +207,14 @@ int tr_make_sourced(tr_state *s, tr_var *out, PyObject *v, st_fe_src *src)
             return tr_break_exc(s, "map");
         PyObject *known = PyDict_GetItem(s->srcmap, k);
         if (known && PyLong_AsLong(PyTuple_GET_ITEM(known, 1)) != src->id &&
-            (st_fe_is_tensor(v) || PyList_CheckExact(v) || PyDict_CheckExact(v))) {
+            !PyType_Check(v) && !PyModule_Check(v) && !PyFunction_Check(v) &&
+            !PyCFunction_Check(v)) {
             /* one tensor through two sources (f(x, x), tied weights): the
              * graph reads it once, so both sources must stay this object;
-             * likewise a list/dict (its mutations are replayed once) */
+             * likewise a list/dict (its mutations are replayed once) and
+             * any other object (o.child is o: its reads, and a result
+             * naming it, go through the first source). Classes, modules
+             * and functions are guarded on their identity already */
             st_fe_src *old = s->srcs.v[PyLong_AsLong(PyTuple_GET_ITEM(known, 1))];
             if (st_fe_guard_alias(&s->guards, src, old) < 0) {
                 Py_DECREF(k);

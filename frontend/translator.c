@@ -327,7 +327,7 @@ done:
 }
 
 /* ---------------- finishing ---------------- */
-/* Sharing (st_fe_tmpl.share): a list, dict or user object made in the
+/* Sharing (st_fe_tmpl.share): a list, dict, tuple or user object made in the
  * frame that the templates meet again becomes a REF node naming its first
  * node. s->live_seen maps id(v) to (v, first node, done); 1: t is now a
  * REF, 0: t is v's first node (share_done when its items are made), -1:
@@ -478,9 +478,11 @@ static int tmpl_of(tr_state *s, PyObject *v, outlist *ol, st_fe_tmpl **out, int 
     PyObject *items = NULL;
     if (depth > 32)
         return tr_break(s, "returns a structure nested too deep (or containing itself)");
-    /* a list, dict or user object made in the frame: one object however
-     * often the results and stored values reach it */
-    bool shareable = PyList_CheckExact(v) || PyDict_CheckExact(v) || tr_fresh_user_obj(s, v);
+    /* a list, dict, tuple (a namedtuple) or user object made in the frame:
+     * one object however often the results and stored values reach it
+     * (a tuple stored in d['t'] and returned is d['t']) */
+    bool shareable = PyList_CheckExact(v) || PyDict_CheckExact(v) || PyTuple_Check(v) ||
+                     tr_fresh_user_obj(s, v);
     if (shareable) {
         int sh = share_node(s, v, t);
         if (sh != 0)
@@ -1264,7 +1266,7 @@ finished:
     {
         /* the first call's values: plain numbers, not the translation's
          * SymInts and lazy arguments */
-        PyObject *p = tr_plain_values(s->retval, 0);
+        PyObject *p = tr_fx_plain(s->retval, NULL);
         if (!p) {
             st_fe_entry_free(e);
             e = NULL;

@@ -368,9 +368,12 @@ static void restore(trace_state *s)
         if (!t->own_version)
             t->storage->version++;
     }
+    /* a storage written only through .data aliases kept its version, as
+     * eager's (the run's writeback is quiet too): a tensor saved for
+     * backward before the graph is no stale one */
     for (int k = 0; k < s->nbk; k++) {
         st_storage *o = s->bk[k].orig, *c = s->bk[k].copy;
-        if (o->device->copy(o->device, o->data, c->data, o->nbytes) == ST_OK)
+        if (o->device->copy(o->device, o->data, c->data, o->nbytes) == ST_OK && s->bk[k].loud)
             o->version++;
     }
 }

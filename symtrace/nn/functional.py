@@ -499,7 +499,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         # each key/value head serves hq // hk consecutive query heads (repeat_interleave)
         key = _ops.repeat_interleave(key, hq // hk, -3)
         value = _ops.repeat_interleave(value, hq // hk, -3)
-    scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    # no features (E = 0): q @ k^T is all zeros, and so are torch's scores (its 1 / sqrt(0)
+    # scales the empty q and k), not a ZeroDivisionError
+    E = query.shape[-1]
+    scale_factor = (1.0 / math.sqrt(E) if E else 1.0) if scale is None else scale
     scores = _ops.matmul(query, key.transpose(-2, -1)) * scale_factor
     if is_causal:
         if attn_mask is not None:

@@ -363,6 +363,15 @@ def _checkpoint_non_reentrant(function, args, kwargs, preserve, fwd_ctx, rec_ctx
     if not is_grad_enabled():
         with fwd_ctx:
             return function(*args, **kwargs)
+    # an argument that is a view whose base was written in place takes its new history
+    # (a gather out of the base, which saves its positions) before the hooks count the
+    # saves: the recomputation, on detached aliases, saves no such thing
+    for a in list(args) + list(kwargs.values()):
+        if _is_tensor(a) and a.requires_grad:
+            try:
+                a.grad_fn  # noqa: B018  (the view's history, made on first use)
+            except RuntimeError:
+                pass       # (a stale split output: its use in function raises as eager's)
     frame = _Frame(function, args, kwargs, preserve, rec_ctx, check, early_stop)
     with saved_tensors_hooks(frame.pack, _Frame.unpack), fwd_ctx:
         return function(*args, **kwargs)
