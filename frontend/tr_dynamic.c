@@ -133,6 +133,18 @@ static int sx_first_sym(const st_fe_symtab *t, int e)
     return k >= 0 || x->op == ST_SX_NEG ? k : sx_first_sym(t, x->b);
 }
 
+static bool sx_mentions(const st_fe_symtab *t, int e, int k)
+{
+    if (e < 0)
+        return false;
+    const st_fe_sx *x = &t->x[e];
+    if (x->op == ST_SX_SYM)
+        return x->c == k;
+    if (x->op == ST_SX_CONST)
+        return false;
+    return sx_mentions(t, x->a, k) || (x->op != ST_SX_NEG && sx_mentions(t, x->b, k));
+}
+
 static void sx_str(const st_fe_symtab *t, int e, char *buf, size_t n)
 {
     const st_fe_sx *x = &t->x[e];
@@ -414,6 +426,11 @@ int add_rel(tr_state *s, int a, int b, int op, bool want)
     g->sx_b = b;
     g->sx_op = op;
     g->want = want;
+    /* a bound (s + 1 <= 32): the probe values of its symbols within it */
+    if (s->dyn && op != ST_SXC_EQ && op != ST_SXC_NE)
+        for (int j = 0; j < t->nsym; j++)
+            if (sx_mentions(t, a, j) || sx_mentions(t, b, j))
+                tr_dyp_fit_probes(s, j);
     return 0;
 }
 

@@ -1,0 +1,118 @@
+# tests/python/test_dynamic_gen.py - dynamic shapes for generation with a KV cache: a
+# slice of a fixed buffer by a symbolic bound (the causal mask's bias[:, :, k-q:k, :k])
+# keeps its symbol (probe values within the bound's guard), sizes a constant apart (the
+# attention mask of past length + 1) share one symbol at an offset, so GPT-2 greedy
+# generation with past_key_values under dynamic=True runs in a prefill and two decode
+# graphs; and the fuzz_dynints leftovers (what a compiled call did differently from
+# eager). Each compiled function is called 3+ times, against eager and torch.
+import sys
+
+import numpy as np
+import pytest
+
+import symtrace as st
+from compile_model_helpers import fresh_frontend, fe_counts  # noqa: F401
+
+
+def _np(t):
+    return np.asarray(t.tolist())
+
+
+def _runs(f, inputs, **kw):
+    """f compiled with dynamic=True on each input tuple, then eager: (graphs, got, want)."""
+    st.reset()
+    c = st.compile(f, dynamic=True, **kw)
+    got = [c(*a) for a in inputs]
+    want = [f(*a) for a in inputs]
+    return fe_counts()[0], got, want
+
+
+def _same(got, want):
+    for a, b in zip(got, want):
+        assert tuple(a.shape) == tuple(b.shape)
+        np.testing.assert_allclose(_np(a), _np(b), rtol=1e-5, atol=1e-6)
+
+
+# ---- 1. a slice of a fixed buffer bounded by a symbolic size
+BUF = np.tril(np.ones((32, 32), np.float32))
+
+
+def _buffer_slice(L, buf, x):
+    n = x.size(0)
+    return x * buf[n - 1:n, :n]          # [1, n] rows of a [32, 32] buffer
+
+
+def test_slice_of_a_fixed_buffer_keeps_the_symbol():
+    buf = st.tensor(BUF)
+    inputs = [(st.tensor(np.arange(n, dtype=np.float32) + 1),) for n in (5, 6, 7, 9)]
+    graphs, got, want = _runs(lambda x: _buffer_slice(st, buf, x), inputs)
+    _same(got, want)
+    assert graphs == 1, graphs           # a graph per size before (the probes passed 32)
+    torch = pytest.importorskip("torch")
+    tb = torch.tensor(BUF)
+    for (x,), g in zip(inputs, got):
+        np.testing.assert_allclose(_np(g), _buffer_slice(torch, tb, torch.tensor(_np(x))).numpy())
+
+
+def test_slice_of_a_fixed_buffer_past_its_size_guards():
+    # n > 32: the slice clamps; the graph made for n <= 32 must not be reused
+    buf = st.tensor(BUF)
+    f = lambda x: x[:32] + buf[0, : x.size(0)].sum()  # noqa: E731
+    inputs = [(st.ones(n),) for n in (5, 6, 40, 7)]
+    graphs, got, want = _runs(f, inputs)
+    _same(got, want)
+    assert [tuple(g.shape) for g in got] == [(5,), (6,), (32,), (7,)]
+    assert graphs == 2, graphs
+
+
+def _masked_scores(L, past, k, mask):
+    keys = L.cat([past, k], dim=1)                   # [b, past + 1]
+    return keys * (1.0 - mask.to(keys.dtype))        # mask: [b, past + 1]
+
+
+def test_sizes_one_apart_share_a_symbol():
+    # the attention mask has past + 1 columns: guarded s_mask == s_past + 1, one graph
+    rng = np.random.default_rng(0)
+    inputs = []
+    for n in (5, 6, 7, 8):
+        inputs.append((st.tensor(rng.standard_normal((2, n)).astype(np.float32)),
+                       st.tensor(rng.standard_normal((2, 1)).astype(np.float32)),
+                       st.tensor(rng.integers(0, 2, (2, n + 1)))))
+    graphs, got, want = _runs(lambda p, k, m: _masked_scores(st, p, k, m), inputs)
+    _same(got, want)
+    assert graphs == 1, graphs
+    torch = pytest.importorskip("torch")
+    for a, g in zip(inputs, got):
+        t = _masked_scores(torch, *[torch.tensor(_np(v)) for v in a])
+        np.testing.assert_allclose(_np(g), t.numpy(), rtol=1e-6)
+
+
+def test_sizes_one_apart_guard_the_offset():
+    # the same code with a mask of other sizes broadcasts differently: no reuse
+    f = lambda p, m: st.cat([p, st.zeros(1)]) + m  # noqa: E731
+    inputs = [(st.ones(5), st.ones(6)), (st.ones(6), st.ones(7)), (st.ones(6), st.ones(1)),
+              (st.ones(8), st.ones(9))]
+    graphs, got, want = _runs(f, inputs)
+    _same(got, want)
+    assert graphs <= 2, graphs
+    with pytest.raises(Exception):
+        st.compile(f, dynamic=True)(st.ones(6), st.ones(3))
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_gpt2_generation_prefill_and_two_decode_graphs(masked):
+    sys.path.insert(0, __file__.rsplit("/", 1)[0])
+    import hf_gpt2_model as g
+    import test_compile_gpt2_style as T
+    m = T._st_model(T._st_sd()).eval()
+    am = st.tensor(T.PMASK) if masked else None
+    want = g.greedy_generate(st, m, st.tensor(T.PROMPT), 12, attention_mask=am).tolist()
+    st.reset()
+    c = st.compile(m, dynamic=True)
+    for _ in range(3):
+        got = g.greedy_generate(st, m, st.tensor(T.PROMPT), 12, attention_mask=am, forward=c)
+        assert got.tolist() == want
+    graphs, breaks, fallbacks = fe_counts()
+    # the prompt, the first step (its past is a view into the fused qkv: not dense, its
+    # sizes static), then one graph for every past length
+    assert (graphs, breaks, fallbacks) == (3, 0, 0)
