@@ -116,3 +116,64 @@ def test_gpt2_generation_prefill_and_two_decode_graphs(masked):
     # the prompt, the first step (its past is a view into the fused qkv: not dense, its
     # sizes static), then one graph for every past length
     assert (graphs, breaks, fallbacks) == (3, 0, 0)
+
+
+# ---- 2. cat / pad of an empty slice keep requires_grad (and the gradient) when cached
+def _empty_cat(L, x, n):
+    return L.cat([x[n:], L.zeros(2)])
+
+
+def _empty_pad(L, x, n):
+    return L.nn.functional.pad(x[n:], (1, 2))
+
+
+def _empty_cat_2d(L, x, n):
+    return L.cat([x[:, n:], L.ones(3, 2)], 1) * 2
+
+
+@pytest.mark.parametrize("fn, shape", [(_empty_cat, (5,)), (_empty_pad, (5,)),
+                                       (_empty_cat_2d, (3, 5))])
+@pytest.mark.parametrize("dynamic", [True, None])
+def test_cat_of_an_empty_slice_requires_grad_every_call(fn, shape, dynamic):
+    xv = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    st.reset()
+    c = st.compile(lambda x, n: fn(st, x, n), dynamic=dynamic)
+    want_x = st.tensor(xv, requires_grad=True)
+    want = fn(st, want_x, 5)
+    want.sum().backward()
+    assert want.requires_grad
+    for _ in range(4):
+        x = st.tensor(xv, requires_grad=True)
+        y = c(x, 5)
+        assert y.requires_grad, "a cached call lost requires_grad"
+        assert tuple(y.shape) == tuple(want.shape)
+        np.testing.assert_array_equal(_np(y), _np(want))
+        y.sum().backward()
+        np.testing.assert_array_equal(_np(x.grad), _np(want_x.grad))
+    for n in (2, 3):       # non-empty slices still differentiate
+        x = st.tensor(xv, requires_grad=True)
+        c(x, n).sum().backward()
+        x2 = st.tensor(xv, requires_grad=True)
+        fn(st, x2, n).sum().backward()
+        np.testing.assert_allclose(_np(x.grad), _np(x2.grad))
+    torch = pytest.importorskip("torch")
+    tx = torch.tensor(xv, requires_grad=True)
+    ty = fn(torch, tx, 5)
+    assert ty.requires_grad
+    ty.sum().backward()
+    np.testing.assert_array_equal(_np(want_x.grad), tx.grad.numpy())
+    np.testing.assert_array_equal(_np(want), ty.detach().numpy())
+
+
+def test_cat_of_an_empty_part_keeps_special_values():
+    # the empty part's dependence must not change -0.0, inf or nan
+    v = st.tensor(np.array([-0.0, np.inf, -np.inf, np.nan], np.float32))
+    f = lambda x, v, n: st.cat([v, x[n:]])  # noqa: E731
+    c = st.compile(f, dynamic=True)
+    for _ in range(3):
+        x = st.ones(3, requires_grad=True)
+        y = c(x, v, 3)
+        assert y.requires_grad
+        got = _np(y)
+        assert np.signbit(got[0]) and got[0] == 0
+        assert got[1] == np.inf and got[2] == -np.inf and np.isnan(got[3])
