@@ -76,6 +76,8 @@ typedef struct {
     st_attrs *attrs;             /* per d->attr entry: its statement's attrs */
 } tr_dyp_saved;
 
+/* slice_scatters of writes through slice views get their slices' bounds */
+int tr_dyn_sync_scatters(tr_state *s, const st_graph *g);
 int tr_dyp_save_graph(tr_state *s, const st_graph *g, tr_dyp_saved *sv);
 void tr_dyp_restore_graph(tr_state *s, st_graph *g, const tr_dyp_saved *sv);
 void tr_dyp_saved_free(tr_dyp_saved *sv);

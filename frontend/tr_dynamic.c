@@ -2099,6 +2099,61 @@ int tr_dyn_after_subscr(tr_state *s, tr_dynsub *ds)
     return 0;
 }
 
+/* A write through a slice view (x[:n] *= 2, x[:n].add_(1)): the trace
+ * puts the view's new value back into its base with a slice_scatter of the
+ * view's traced bounds, then derives the view again from the new base
+ * with a slice. Each such slice_scatter with no bounds of its own takes
+ * the bounds of the slice it undoes (the slice statement of the same base
+ * value, dim, step and traced bounds) when those are expressions, and
+ * each such slice those of the slice_scatter that made its base. Run before the graph is probed (tr_dyp_save_graph).
+ * 0, -1 (no memory). */
+static int attr_expr(const struct tr_dyn *d, int stmt, int slot)
+{
+    for (int i = 0; i < d->nattr; i++)
+        if (d->attr[i].stmt == stmt && d->attr[i].slot == slot)
+            return d->attr[i].expr;
+    return -1;
+}
+
+int tr_dyn_sync_scatters(tr_state *s, const st_graph *g)
+{
+    struct tr_dyn *d = s->dyn;
+    if (!d || !d->shapes || !g)
+        return 0;
+    for (int si = 0; si < g->nstmts; si++) {
+        const st_stmt *st = &g->stmts[si];
+        if (st->op == ST_OP_SLICE && st->nin >= 1 && !has_attr(d->attr, d->nattr, si, 101)) {
+            /* the view derived again from its base's new value (the
+             * slice_scatter of the same window) */
+            for (int k = si - 1; k >= 0; k--) {
+                const st_stmt *sc = &g->stmts[k];
+                if (sc->op != ST_OP_SLICE_SCATTER || sc->nout < 1 || sc->out[0] != st->in[0])
+                    continue;
+                int a = attr_expr(d, k, 101), b = attr_expr(d, k, 102);
+                if (a >= 0 && b >= 0 && !memcmp(sc->attrs.i, st->attrs.i, sizeof(int64_t) * 4) &&
+                    (push_attr(s, si, 101, a) < 0 || push_attr(s, si, 102, b) < 0))
+                    return -1;
+                break;
+            }
+            continue;
+        }
+        if (st->op != ST_OP_SLICE_SCATTER || st->nin < 2 || has_attr(d->attr, d->nattr, si, 101))
+            continue;
+        for (int k = si - 1; k >= 0; k--) {
+            const st_stmt *sl = &g->stmts[k];
+            if (sl->op != ST_OP_SLICE || sl->in[0] != st->in[0])
+                continue;
+            if (memcmp(sl->attrs.i, st->attrs.i, sizeof(int64_t) * 4))
+                continue;
+            int a = attr_expr(d, k, 101), b = attr_expr(d, k, 102);
+            if (a >= 0 && b >= 0 && (push_attr(s, si, 101, a) < 0 || push_attr(s, si, 102, b) < 0))
+                return -1;
+            break;
+        }
+    }
+    return 0;
+}
+
 /* ---------------- PyLayer backward graphs ----------------
  * A PyLayer (autograd.Function) traced in the frame has its backward
  * traced once, at the traced sizes, into a graph of its own (a region's

@@ -15,6 +15,8 @@
 
 int tr_dyp_save_graph(tr_state *s, const st_graph *g, tr_dyp_saved *sv)
 {
+    if (tr_dyn_sync_scatters(s, g) < 0)
+        return -1;
     sv->metas = malloc(sizeof *sv->metas * (size_t)(g->nvalues + 1));
     sv->attrs = malloc(sizeof *sv->attrs * (size_t)(s->dyn->nattr + 1));
     if (!sv->metas || !sv->attrs) {
