@@ -1488,6 +1488,34 @@ static int slice_after(tr_state *s, tr_dyncall *dc, PyObject *r)
            add_rel(s, eb, sx_new(tab(s), ST_SX_CONST, -1, -1, vb), ST_SXC_EQ, true) < 0 ? -1 : 0;
 }
 
+/* x.stride() / x.stride(d) read in Python: ints made of x's sizes that the
+ * translator does not keep as expressions (an instance would keep the
+ * traced strides): the free symbols of x's dims are pinned, each guarded
+ * to its value (in the frame's own code). 0, -1 break. */
+static int stride_pins(tr_state *s, PyObject *fn)
+{
+    /* symtrace's own code reads strides for layout only (fill_ of a
+     * tensor value): its results do not hold sizes */
+    if (s->lib_inline > 0 || !PyCFunction_Check(fn))
+        return 0;
+    PyObject *self = PyCFunction_GET_SELF(fn);
+    if (!self || !st_fe_is_tensor(self) ||
+        strcmp(((PyCFunctionObject *)fn)->m_ml->ml_name, "stride"))
+        return 0;
+    PyObject *ex = dims_of(s, st_fe_unwrap(self));
+    if (!ex)
+        return tr_break_exc(s, "dynamic shapes");
+    st_fe_symtab *tb = tab(s);
+    for (Py_ssize_t d = 0; PyTuple_Check(ex) && d < PyTuple_GET_SIZE(ex); d++) {
+        int e = (int)PyLong_AsLong(PyTuple_GET_ITEM(ex, d));
+        for (int k = 0; e >= 0 && k < tb->nsym; k++)
+            if (!s->dyn->pinned[k] && tr_dyn_varsym(s, k) && sx_mentions(tb, e, k) &&
+                pin_symbol(s, k) < 0)
+                return tr_break_exc(s, "dynamic shapes");
+    }
+    return 0;
+}
+
 int tr_dyn_before_call(tr_state *s, PyObject *fn, tr_var *args, int nargs,
                        PyObject *kwnames, tr_dyncall *dc)
 {
@@ -1500,6 +1528,8 @@ int tr_dyn_before_call(tr_state *s, PyObject *fn, tr_var *args, int nargs,
                 return -1;
         return 0;
     }
+    if (stride_pins(s, fn) < 0)
+        return -1;
     int lo, hi;
     dc->kind = classify(fn, args, nargs, kwnames, &dc->tensor, &dc->shape, &lo, &hi);
     if (dc->kind == 5) {

@@ -207,3 +207,16 @@ def test_writes_through_a_symbolic_slice_stay_dynamic(fn):
         t = fn(torch, torch.tensor(xv), n)
         for a, b in zip(g_ if isinstance(g_, tuple) else (g_,), t if isinstance(t, tuple) else (t,)):
             np.testing.assert_allclose(_np(a), b.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_stride_read_in_python_is_not_baked():
+    # x.stride(0) of a [4, n] tensor is n: the traced value was kept for every n
+    def f(x):
+        return x * x.stride(0) + x.stride()[1]
+    inputs = [(st.ones(4, n),) for n in (3, 5, 6, 3)]
+    graphs, got, want = _runs(f, inputs)
+    _same(got, want)
+    assert [float(g[0, 0]) for g in got] == [4.0, 6.0, 7.0, 4.0]
+    torch = pytest.importorskip("torch")
+    for (x,), g_ in zip(inputs, got):
+        np.testing.assert_array_equal(_np(g_), f(torch.ones(*x.shape)).numpy())
