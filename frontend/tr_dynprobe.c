@@ -871,8 +871,8 @@ static bool is_prime(int64_t c)
 
 /* Probe point p's value for class r: the largest prime below `below` (its
  * multiple by the class's divisor) that fits the guards, is no other
- * symbol's value there and not `avoid`; at probe 0 the next 8 steps fit
- * too (recover's checks move a symbol on from probe 0). 0: none. */
+ * symbol's value there and not `avoid`; at probe 0 the next step fits
+ * too (recover's check moves a symbol on from probe 0 by one). 0: none. */
 static int64_t fit_prime(tr_state *s, int r, int p, int64_t below, int64_t avoid)
 {
     st_fe_symtab *tb = tab(s);
@@ -886,10 +886,7 @@ static int64_t fit_prime(tr_state *s, int r, int p, int64_t below, int64_t avoid
             used = root_of(s, j) != r && pv[j] == c * m;
         if (used || !class_fits(s, r, p, c * m))
             continue;
-        bool steps = true;
-        for (int64_t j = 1; p == 0 && j <= 8 && steps; j++)
-            steps = class_fits(s, r, p, (c + j) * m);
-        if (steps)
+        if (p != 0 || class_fits(s, r, p, (c + 1) * m))
             return c;
     }
     return 0;

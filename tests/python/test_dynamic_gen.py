@@ -65,6 +65,28 @@ def test_slice_of_a_fixed_buffer_past_its_size_guards():
     assert graphs == 2, graphs
 
 
+def _two_bounds(L, buf, x, y):
+    a, b = x.size(0), y.size(0)
+    return buf[a - 1:a, :b] * y + x[:1].sum()
+
+
+def test_two_symbols_bounded_by_a_small_buffer():
+    # both sizes <= 8: each probed at its own primes below the bound
+    bv = np.arange(64, dtype=np.float32).reshape(8, 8)
+    buf = st.tensor(bv)
+    rng = np.random.default_rng(3)
+    sizes = [(3, 4), (5, 6), (6, 3), (2, 8), (7, 7)]
+    inputs = [(st.tensor(rng.standard_normal(a).astype(np.float32)),
+               st.tensor(rng.standard_normal(b).astype(np.float32))) for a, b in sizes]
+    graphs, got, want = _runs(lambda x, y: _two_bounds(st, buf, x, y), inputs)
+    _same(got, want)
+    assert graphs == 1, graphs           # a graph per size pair before
+    torch = pytest.importorskip("torch")
+    for (x, y), g_ in zip(inputs, got):
+        t = _two_bounds(torch, torch.tensor(bv), torch.tensor(_np(x)), torch.tensor(_np(y)))
+        np.testing.assert_allclose(_np(g_), t.numpy(), rtol=1e-5, atol=1e-5)
+
+
 def _masked_scores(L, past, k, mask):
     keys = L.cat([past, k], dim=1)                   # [b, past + 1]
     return keys * (1.0 - mask.to(keys.dtype))        # mask: [b, past + 1]
