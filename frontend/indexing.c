@@ -1671,6 +1671,11 @@ static st_tensor *value_expanded(st_tensor *self, st_tensor *dst,
         }
         v = out[0];
     }
+    /* of dst's shape already: no expand (a traced expand would hold dst's
+     * sizes as constants, which dynamic shapes could not explain: x[:n] *= 2) */
+    if (v->ndim == dst->ndim &&
+        !memcmp(v->shape, dst->shape, sizeof(int64_t) * (size_t)v->ndim))
+        return v;
     st_tensor *e = st_tensor_expand(v, dst->ndim, dst->shape);
     st_tensor_decref(v);
     if (!e)

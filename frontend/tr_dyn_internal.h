@@ -25,6 +25,9 @@ struct tr_dyn {
     int alias[MAXSYM];           /* j + 1: a dim's symbol guarded equal to
                                     symbol j (duck sizing, where the graph
                                     needs it); 0: its own */
+    int64_t aoff[MAXSYM];        /* an alias's size minus its class's first
+                                    (an attention mask of past length + 1:
+                                    guarded s_k == s_j + aoff); 0: duck sizing */
     int64_t mod[MAXSYM];         /* m >= 2: the symbol guarded divisible by m
                                     (x.reshape(b // 2, -1)): its probe values
                                     are m * a prime; 0: none */
@@ -73,6 +76,8 @@ typedef struct {
     st_attrs *attrs;             /* per d->attr entry: its statement's attrs */
 } tr_dyp_saved;
 
+/* slice_scatters of writes through slice views get their slices' bounds */
+int tr_dyn_sync_scatters(tr_state *s, const st_graph *g);
 int tr_dyp_save_graph(tr_state *s, const st_graph *g, tr_dyp_saved *sv);
 void tr_dyp_restore_graph(tr_state *s, st_graph *g, const tr_dyp_saved *sv);
 void tr_dyp_saved_free(tr_dyp_saved *sv);
@@ -87,5 +92,7 @@ int tr_dyp_repair(tr_state *s, st_graph *g, st_tensor *const *ins, int nin,
 int tr_dyp_probe(tr_state *s, int v, int64_t out[NPROBE][ST_MAX_DIMS], int *ndim);
 int tr_dyp_recover(tr_state *s, int64_t r0, const int64_t *r);
 int tr_dyp_pin_involved(tr_state *s, int v, int d, int64_t now);
+/* Symbol k's class probed within the relation guards that bound it. */
+void tr_dyp_fit_probes(tr_state *s, int k);
 
 #endif

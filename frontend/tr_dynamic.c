@@ -133,6 +133,18 @@ static int sx_first_sym(const st_fe_symtab *t, int e)
     return k >= 0 || x->op == ST_SX_NEG ? k : sx_first_sym(t, x->b);
 }
 
+static bool sx_mentions(const st_fe_symtab *t, int e, int k)
+{
+    if (e < 0)
+        return false;
+    const st_fe_sx *x = &t->x[e];
+    if (x->op == ST_SX_SYM)
+        return x->c == k;
+    if (x->op == ST_SX_CONST)
+        return false;
+    return sx_mentions(t, x->a, k) || (x->op != ST_SX_NEG && sx_mentions(t, x->b, k));
+}
+
 static void sx_str(const st_fe_symtab *t, int e, char *buf, size_t n)
 {
     const st_fe_sx *x = &t->x[e];
@@ -414,6 +426,11 @@ int add_rel(tr_state *s, int a, int b, int op, bool want)
     g->sx_b = b;
     g->sx_op = op;
     g->want = want;
+    /* a bound (s + 1 <= 32): the probe values of its symbols within it */
+    if (s->dyn && op != ST_SXC_EQ && op != ST_SXC_NE)
+        for (int j = 0; j < t->nsym; j++)
+            if (sx_mentions(t, a, j) || sx_mentions(t, b, j))
+                tr_dyp_fit_probes(s, j);
     return 0;
 }
 
@@ -1471,6 +1488,34 @@ static int slice_after(tr_state *s, tr_dyncall *dc, PyObject *r)
            add_rel(s, eb, sx_new(tab(s), ST_SX_CONST, -1, -1, vb), ST_SXC_EQ, true) < 0 ? -1 : 0;
 }
 
+/* x.stride() / x.stride(d) read in Python: ints made of x's sizes that the
+ * translator does not keep as expressions (an instance would keep the
+ * traced strides): the free symbols of x's dims are pinned, each guarded
+ * to its value (in the frame's own code). 0, -1 break. */
+static int stride_pins(tr_state *s, PyObject *fn)
+{
+    /* symtrace's own code reads strides for layout only (fill_ of a
+     * tensor value): its results do not hold sizes */
+    if (s->lib_inline > 0 || !PyCFunction_Check(fn))
+        return 0;
+    PyObject *self = PyCFunction_GET_SELF(fn);
+    if (!self || !st_fe_is_tensor(self) ||
+        strcmp(((PyCFunctionObject *)fn)->m_ml->ml_name, "stride"))
+        return 0;
+    PyObject *ex = dims_of(s, st_fe_unwrap(self));
+    if (!ex)
+        return tr_break_exc(s, "dynamic shapes");
+    st_fe_symtab *tb = tab(s);
+    for (Py_ssize_t d = 0; PyTuple_Check(ex) && d < PyTuple_GET_SIZE(ex); d++) {
+        int e = (int)PyLong_AsLong(PyTuple_GET_ITEM(ex, d));
+        for (int k = 0; e >= 0 && k < tb->nsym; k++)
+            if (!s->dyn->pinned[k] && tr_dyn_varsym(s, k) && sx_mentions(tb, e, k) &&
+                pin_symbol(s, k) < 0)
+                return tr_break_exc(s, "dynamic shapes");
+    }
+    return 0;
+}
+
 int tr_dyn_before_call(tr_state *s, PyObject *fn, tr_var *args, int nargs,
                        PyObject *kwnames, tr_dyncall *dc)
 {
@@ -1483,6 +1528,8 @@ int tr_dyn_before_call(tr_state *s, PyObject *fn, tr_var *args, int nargs,
                 return -1;
         return 0;
     }
+    if (stride_pins(s, fn) < 0)
+        return -1;
     int lo, hi;
     dc->kind = classify(fn, args, nargs, kwnames, &dc->tensor, &dc->shape, &lo, &hi);
     if (dc->kind == 5) {
@@ -2078,6 +2125,61 @@ int tr_dyn_after_subscr(tr_state *s, tr_dynsub *ds)
                     return tr_break(s, "out of memory");
                 break;
             }
+    }
+    return 0;
+}
+
+/* A write through a slice view (x[:n] *= 2, x[:n].add_(1)): the trace
+ * puts the view's new value back into its base with a slice_scatter of the
+ * view's traced bounds, then derives the view again from the new base
+ * with a slice. Each such slice_scatter with no bounds of its own takes
+ * the bounds of the slice it undoes (the slice statement of the same base
+ * value, dim, step and traced bounds) when those are expressions, and
+ * each such slice those of the slice_scatter that made its base. Run before the graph is probed (tr_dyp_save_graph).
+ * 0, -1 (no memory). */
+static int attr_expr(const struct tr_dyn *d, int stmt, int slot)
+{
+    for (int i = 0; i < d->nattr; i++)
+        if (d->attr[i].stmt == stmt && d->attr[i].slot == slot)
+            return d->attr[i].expr;
+    return -1;
+}
+
+int tr_dyn_sync_scatters(tr_state *s, const st_graph *g)
+{
+    struct tr_dyn *d = s->dyn;
+    if (!d || !d->shapes || !g)
+        return 0;
+    for (int si = 0; si < g->nstmts; si++) {
+        const st_stmt *st = &g->stmts[si];
+        if (st->op == ST_OP_SLICE && st->nin >= 1 && !has_attr(d->attr, d->nattr, si, 101)) {
+            /* the view derived again from its base's new value (the
+             * slice_scatter of the same window) */
+            for (int k = si - 1; k >= 0; k--) {
+                const st_stmt *sc = &g->stmts[k];
+                if (sc->op != ST_OP_SLICE_SCATTER || sc->nout < 1 || sc->out[0] != st->in[0])
+                    continue;
+                int a = attr_expr(d, k, 101), b = attr_expr(d, k, 102);
+                if (a >= 0 && b >= 0 && !memcmp(sc->attrs.i, st->attrs.i, sizeof(int64_t) * 4) &&
+                    (push_attr(s, si, 101, a) < 0 || push_attr(s, si, 102, b) < 0))
+                    return -1;
+                break;
+            }
+            continue;
+        }
+        if (st->op != ST_OP_SLICE_SCATTER || st->nin < 2 || has_attr(d->attr, d->nattr, si, 101))
+            continue;
+        for (int k = si - 1; k >= 0; k--) {
+            const st_stmt *sl = &g->stmts[k];
+            if (sl->op != ST_OP_SLICE || sl->in[0] != st->in[0])
+                continue;
+            if (memcmp(sl->attrs.i, st->attrs.i, sizeof(int64_t) * 4))
+                continue;
+            int a = attr_expr(d, k, 101), b = attr_expr(d, k, 102);
+            if (a >= 0 && b >= 0 && (push_attr(s, si, 101, a) < 0 || push_attr(s, si, 102, b) < 0))
+                return -1;
+            break;
+        }
     }
     return 0;
 }

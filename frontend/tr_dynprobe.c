@@ -15,6 +15,8 @@
 
 int tr_dyp_save_graph(tr_state *s, const st_graph *g, tr_dyp_saved *sv)
 {
+    if (tr_dyn_sync_scatters(s, g) < 0)
+        return -1;
     sv->metas = malloc(sizeof *sv->metas * (size_t)(g->nvalues + 1));
     sv->attrs = malloc(sizeof *sv->attrs * (size_t)(s->dyn->nattr + 1));
     if (!sv->metas || !sv->attrs) {
@@ -82,7 +84,8 @@ void tr_dyp_probe_vals(tr_state *s, int p, int64_t *out)
     for (int k = 0; k < tb->nsym; k++) {
         int r = s->dyn->alias[k] ? s->dyn->alias[k] - 1 : k;
         out[k] = s->dyn->pinned[k] || s->dyn->pinned[r] ? tb->val[k]
-               : tr_dyn_primes[p][r] * (s->dyn->mod[r] ? s->dyn->mod[r] : 1);
+               : tr_dyn_primes[p][r] * (s->dyn->mod[r] ? s->dyn->mod[r] : 1) +
+                 (s->dyn->alias[k] ? s->dyn->aoff[k] : 0);
     }
 }
 
@@ -369,6 +372,48 @@ static int try_mods(tr_state *s, st_graph *g, st_tensor *const *ins, int nin, co
     return kept;
 }
 
+/* Two sizes a few apart that the graph needs in step (an attention mask
+ * of the past length + 1 added to the scores over the keys: s18 == s3 + 1,
+ * TorchDynamo's unification of the broadcast dims): with the candidate
+ * fixes f on, the first single free dim symbol k made a member of a free
+ * class j at offset c = val[k] - val[j] (1..8, the smallest first) under
+ * which the graph holds is kept, guarded s_k == s_j + c, and stays in
+ * was_alias. Returns 1 when one is kept. */
+static int try_offset(tr_state *s, st_graph *g, st_tensor *const *ins, int nin,
+                      const tr_dyp_saved *sv, const fix *f, int n, const bool *was_pinned,
+                      int *was_alias)
+{
+    st_fe_symtab *tb = tab(s);
+    fixes_set(s, f, n, false, was_pinned, was_alias);
+    int cur[MAXSYM];
+    memcpy(cur, s->dyn->alias, sizeof cur);
+    for (int64_t c = 1; c <= 8; c++)
+        for (int k = 0; k < tb->nsym; k++) {
+            if (tb->dim[k] < 0 || not_free(s, k))
+                continue;
+            for (int j = 0; j < tb->nsym; j++) {
+                if (j == k || tb->dim[j] < 0 || not_free(s, j) || tb->val[k] - tb->val[j] != c)
+                    continue;
+                s->dyn->alias[k] = j + 1;
+                s->dyn->aoff[k] = c;
+                bool ok = tr_dyp_holds(s, g, ins, nin, sv);
+                if (ok) {
+                    int sk = tr_dyp_sym_expr_of(s, k), sj = tr_dyp_sym_expr_of(s, j);
+                    int cc = sx_new(tb, ST_SX_CONST, -1, -1, c);
+                    int sum = sj < 0 || cc < 0 ? -1 : sx_new(tb, ST_SX_ADD, sj, cc, 0);
+                    if (sk >= 0 && sum >= 0 && add_rel(s, sk, sum, ST_SXC_EQ, true) == 0) {
+                        was_alias[k] = j + 1;
+                        return 1;
+                    }
+                    PyErr_Clear();
+                }
+                memcpy(s->dyn->alias, cur, sizeof cur);
+                s->dyn->aoff[k] = 0;
+            }
+        }
+    return 0;
+}
+
 /* The graph (g, restored from sv first) did not hold at the probes: the
  * fewest pins and class members (minimize, with classes by value and by
  * value and dim: the one that pins fewer) under which it holds, each
@@ -399,6 +444,12 @@ int tr_dyp_repair(tr_state *s, st_graph *g, st_tensor *const *ins, int nin, cons
             ok = try_mods(s, g, ins, nin, sv) > 0;
         }
     }
+    int offs = 0;
+    if (!ok) {
+        memcpy(s->dyn->mod, was_mod, sizeof was_mod);
+        offs = try_offset(s, g, ins, nin, sv, f, n, was_pinned, was_alias);
+        ok = offs > 0;
+    }
     if (!ok) {
         /* last: every free dim symbol pinned, then freed one by one as
          * the others (x.view(b, 2, -1): the product of the other dims
@@ -422,7 +473,7 @@ int tr_dyp_repair(tr_state *s, st_graph *g, st_tensor *const *ins, int nin, cons
     if (by_dim)
         memcpy(f, f2, sizeof(fix) * (size_t)n);
     fixes_set(s, f, 0, by_dim, was_pinned, was_alias);
-    int made = 0;
+    int made = offs;
     for (int k = 0; k < tb->nsym; k++) {
         if (s->dyn->mod[k] == was_mod[k])
             continue;
@@ -509,7 +560,7 @@ static int dim_at(tr_state *s, int v, int d, int k, int64_t x, int64_t *out)
     tr_dyp_probe_vals(s, 0, pv);
     for (int j = 0; j < tab(s)->nsym; j++)
         if (j == k || s->dyn->alias[j] == k + 1)
-            pv[j] = x;
+            pv[j] = x + (j == k ? 0 : s->dyn->aoff[j]);
     int rc = tr_dyp_apply_at(s, g, ins, nin, pv);
     if (rc < 0)
         st_err_clear();
@@ -552,7 +603,7 @@ static bool confirmed(tr_state *s, int e)
         tr_dyp_probe_vals(s, 0, pv);
         for (int j = 0; j < tb->nsym; j++)
             if (j == k || s->dyn->alias[j] == k + 1)
-                pv[j] = x;
+                pv[j] = x + (j == k ? 0 : s->dyn->aoff[j]);
         if (dim_at(s, s->dyn->rv, s->dyn->rd, k, x, &y) < 0 ||
             st_fe_sx_eval(tb, e, pv, &want) < 0 || y != want)
             return false;
@@ -717,7 +768,8 @@ int tr_dyp_pin_involved(tr_state *s, int v, int d, int64_t now)
         int64_t pv[MAXSYM];
         for (int j = 0; j < tb->nsym; j++) {
             int r = s->dyn->alias[j] ? s->dyn->alias[j] - 1 : j;
-            pv[j] = r == k ? tr_dyn_primes[0][k] * mod_of(s, k) : tb->val[j];
+            pv[j] = r == k ? tr_dyn_primes[0][k] * mod_of(s, k) + (j == k ? 0 : s->dyn->aoff[j])
+                           : tb->val[j];
         }
         bool ok = tr_dyp_apply_at(s, g, ins, nin, pv) == 0;
         if (!ok)
@@ -740,3 +792,119 @@ int tr_dyp_pin_involved(tr_state *s, int v, int d, int64_t now)
 }
 
 /* The dims of t as a tuple of expression ids (borrowed from tsyms). */
+
+/* ---------------- probe values within the guards ----------------
+ * A relation guard with a constant bound (s + 1 <= 32: a slice of a fixed
+ * buffer, the causal mask's bias[:, :, k - q:k, :k], bounded by a symbolic
+ * length) does not hold at the default probe primes (from 1009): the graph
+ * would not hold there and the repair would pin the symbol. The symbol's
+ * class gets probe primes below its default that satisfy every guard
+ * naming only it (and constants or pinned symbols), the largest that do,
+ * each distinct from the other symbols' probe values. */
+static uint64_t sx_syms(const st_fe_symtab *t, int e)
+{
+    if (e < 0 || e >= t->nx)
+        return 0;
+    const st_fe_sx *x = &t->x[e];
+    if (x->op == ST_SX_SYM)
+        return x->c >= 0 && x->c < MAXSYM ? 1ull << x->c : 0;
+    if (x->op == ST_SX_CONST)
+        return 0;
+    return sx_syms(t, x->a) | (x->op == ST_SX_NEG ? 0 : sx_syms(t, x->b));
+}
+
+static int root_of(tr_state *s, int k)
+{
+    return s->dyn->alias[k] ? s->dyn->alias[k] - 1 : k;
+}
+
+static bool rel_holds(int op, int64_t a, int64_t b)
+{
+    switch (op) {
+    case ST_SXC_LT: return a < b;
+    case ST_SXC_LE: return a <= b;
+    case ST_SXC_EQ: return a == b;
+    case ST_SXC_NE: return a != b;
+    case ST_SXC_GT: return a > b;
+    default: return a >= b;
+    }
+}
+
+/* The guards naming class r (and no other free symbol) hold with the
+ * class at x and the rest at probe point p. */
+static bool class_fits(tr_state *s, int r, int p, int64_t x)
+{
+    st_fe_symtab *tb = tab(s);
+    int64_t pv[MAXSYM];
+    uint64_t cls = 0, fixed = 0;
+    tr_dyp_probe_vals(s, p, pv);
+    for (int j = 0; j < tb->nsym; j++) {
+        if (root_of(s, j) == r) {
+            pv[j] = x + (j == r ? 0 : s->dyn->aoff[j]);
+            cls |= 1ull << j;
+        } else if (s->dyn->pinned[j] || s->dyn->pinned[root_of(s, j)] || !tr_dyn_varsym(s, j)) {
+            fixed |= 1ull << j;
+        }
+    }
+    for (int i = 0; i < s->guards.n; i++) {
+        const st_fe_guard *g = &s->guards.v[i];
+        if (g->kind != ST_G_SYM)
+            continue;
+        uint64_t m = sx_syms(tb, g->sx_a) | sx_syms(tb, g->sx_b);
+        if (!(m & cls) || (m & ~(cls | fixed)))
+            continue;
+        int64_t a, b;
+        if (st_fe_sx_eval(tb, g->sx_a, pv, &a) < 0 || st_fe_sx_eval(tb, g->sx_b, pv, &b) < 0 ||
+            rel_holds(g->sx_op, a, b) != g->want)
+            return false;
+    }
+    return true;
+}
+
+static bool is_prime(int64_t c)
+{
+    for (int64_t d = 2; d * d <= c; d++)
+        if (c % d == 0)
+            return false;
+    return c >= 2;
+}
+
+/* Probe point p's value for class r: the largest prime below `below` (its
+ * multiple by the class's divisor) that fits the guards, is no other
+ * symbol's value there and not `avoid`; at probe 0 the next step fits
+ * too (recover's check moves a symbol on from probe 0 by one). 0: none. */
+static int64_t fit_prime(tr_state *s, int r, int p, int64_t below, int64_t avoid)
+{
+    st_fe_symtab *tb = tab(s);
+    int64_t m = mod_of(s, r), pv[MAXSYM];
+    tr_dyp_probe_vals(s, p, pv);
+    for (int64_t c = below - 1; c >= 3; c--) {
+        if (c == avoid || !is_prime(c))
+            continue;
+        bool used = false;
+        for (int j = 0; j < tb->nsym && !used; j++)
+            used = root_of(s, j) != r && pv[j] == c * m;
+        if (used || !class_fits(s, r, p, c * m))
+            continue;
+        if (p != 0 || class_fits(s, r, p, (c + 1) * m))
+            return c;
+    }
+    return 0;
+}
+
+void tr_dyp_fit_probes(tr_state *s, int k)
+{
+    int r = root_of(s, k);
+    if (!s->dyn->shapes || !tr_dyn_varsym(s, r) || s->dyn->pinned[r] || s->dyn->pinned[k])
+        return;
+    int64_t m = mod_of(s, r);
+    if (class_fits(s, r, 0, tr_dyn_primes[0][r] * m) &&
+        class_fits(s, r, 1, tr_dyn_primes[1][r] * m))
+        return;
+    int64_t p0 = fit_prime(s, r, 0, tr_dyn_primes[0][r], 0);
+    int64_t p1 = p0 ? fit_prime(s, r, 1, tr_dyn_primes[1][r], p0) : 0;
+    if (!p0 || !p1)
+        return;                  /* none: the repair pins it as before */
+    tr_dyn_primes[0][r] = p0;
+    tr_dyn_primes[1][r] = p1;
+}

@@ -117,7 +117,7 @@ def _cat_checked(parts, d, skipped=()):
         # (translated with dynamic shapes: the writes below are traced, and the compiled
         # graph derives their gradient for every size)
         return _cat_function().apply(d, tuple(shape), dt, len(parts), *parts, *skipped)
-    return _cat_into(parts, d, shape, dt)
+    return _cat_into(parts, d, shape, dt, skipped)
 
 
 _CAT = None
@@ -136,7 +136,7 @@ def _cat_function():
             def forward(ctx, d, shape, dt, nparts, *ts):
                 ctx.d, ctx.sizes = d, [t.shape[d] for t in ts[:nparts]]
                 ctx.nskip = len(ts) - nparts
-                return _cat_into(ts[:nparts], d, list(shape), dt)
+                return _cat_into(ts[:nparts], d, list(shape), dt, ts[nparts:])
 
             @staticmethod
             def backward(ctx, g):
@@ -147,18 +147,28 @@ def _cat_function():
     return _CAT
 
 
-def _cat_into(parts, d, shape, dt):
+def _cat_into(parts, d, shape, dt, skipped=()):
     """Each part copied into its slice of a fresh tensor (traced: a chain of
-    slice_scatters that fusion turns into one store per part)."""
+    slice_scatters that fusion turns into one store per part). Empty parts that require
+    grad (skipped: the 1-D empty ones) move nothing, but the result must read them, as
+    eager's autograd does (a compiled graph's output requires grad only where it reads
+    an input that does, and an empty write records nothing): the result times 1 + their
+    sums (each exactly 0, so each value, -0.0, inf and nan included, is kept)."""
     out = _C.empty(tuple(shape), dt)
     off = 0
     copy, sl = _C.OP_COPY, out._slice
+    one = None
     for t in parts:
         n = t.shape[d]
         if n:
             _op(copy, (t,), None, sl(d, off, off + n, 1))
+        elif t.requires_grad:
+            one = t.sum() if one is None else one + t.sum()
         off += n
-    return out
+    for t in skipped:
+        if t.requires_grad:
+            one = t.sum() if one is None else one + t.sum()
+    return out if one is None else out * (one + 1)
 
 
 concat = concatenate = cat

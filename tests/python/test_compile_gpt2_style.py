@@ -124,9 +124,11 @@ def test_gpt2_generate_compiled_as_eager(kw, masked):
     got = g.greedy_generate(st, m, st.tensor(PROMPT), 8, attention_mask=am, forward=c).tolist()
     assert got == want
     graphs, breaks, fallbacks = fe_counts()
-    # the prompt, then a graph per past length (arange(past_length, ...) and the causal
-    # mask's where specialize the past length even under dynamic=True): 8 calls, 8 graphs
-    assert breaks == 0 and fallbacks == 0 and graphs <= 8, (graphs, breaks, fallbacks)
+    # static: the prompt, then a graph per past length (8 calls, 8 graphs); dynamic: the
+    # prompt, the first step (its past is a view into the fused qkv, not dense: static)
+    # and one graph for every later past length (test_dynamic_gen.py)
+    bound = 3 if kw.get("dynamic") else 8
+    assert breaks == 0 and fallbacks == 0 and graphs <= bound, (graphs, breaks, fallbacks)
     # a second generation runs the same graphs
     assert g.greedy_generate(st, m, st.tensor(PROMPT), 8, attention_mask=am, forward=c).tolist() == want
     assert fe_counts()[0] == graphs
