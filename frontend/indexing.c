@@ -1076,6 +1076,14 @@ static int adv_key_of(st_tensor *cur, key_t_ *k, adv_key *a)
                      nd, ST_MAX_DIMS);
         goto fail;
     }
+    /* torch checks this one even when the result is empty (another dim
+     * of cur is): indices into an empty indexed dim */
+    for (int d = 0; a->n > 0 && d < cur->ndim; d++)
+        if (a->is_adv_dim[d] && cur->shape[d] == 0) {
+            PyErr_SetString(PyExc_IndexError,
+                            "index is out of bounds for dimension with size 0");
+            goto fail;
+        }
     a->nsel = a->n;
     for (int d = 0; d < cur->ndim; d++)
         if (!a->is_adv_dim[d] && cur->shape[d] == 0)

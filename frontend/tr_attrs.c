@@ -214,6 +214,17 @@ int tr_getattr(tr_state *s, tr_var *obj, PyObject *name, tr_var *out)
     PyTypeObject *t = Py_TYPE(o);
     bool is_mod = tr_is_symtrace_module(o);
     if (PyType_Check(o) || (tr_safe_type(o) && !is_mod)) {
+        if (!PyType_Check(o)) {
+            /* an instance attribute of a library type that has an instance
+             * dict (an OrderedDict's, a namedtuple subclass's): the user's
+             * data, guarded like any object's */
+            PyObject **dp = _PyObject_GetDictPtr(o);
+            PyObject *iv = dp && *dp ? PyDict_GetItemWithError(*dp, name) : NULL;
+            if (iv)
+                return attr_sourced(s, obj, name, Py_NewRef(iv), out);
+            if (PyErr_Occurred())
+                return tr_break_exc(s, "attribute");
+        }
         PyObject *v = PyObject_GetAttr(o, name);
         if (!v)
             return tr_break_exc(s, "attribute");

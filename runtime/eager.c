@@ -486,8 +486,12 @@ static int eager_run(st_op_id op, const st_operand *in, int nin,
         in[1].i < 0 && !st_dtype_is_float(in[0].t->dtype))
         return st_err(ST_ERR_RUNTIME, "Integers to negative integer powers are not "
                       "allowed."), -1;
-    /* views whose base's history changed get theirs first (viewhist.c) */
-    for (int k = 0; k < nin; k++)
+    /* views whose base's history changed get theirs first (viewhist.c);
+     * an op with no gradient (a comparison) records nothing and reads no
+     * history: its operands stay stale for a later use, as in torch, where
+     * `v != v` on a split output whose base was written runs */
+    bool records = st_op(op)->vjp != NULL;
+    for (int k = 0; records && k < nin; k++)
         if (!multi_written(in[k].t, given) && st_ad_view_stale(in[k].t) &&
             st_ad_view_refresh(in[k].t) != ST_OK) return -1;
     for (int k = 0; given && k < ST_MAX_OUT; k++)
