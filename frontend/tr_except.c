@@ -4,7 +4,8 @@
  * bit), making the exception objects the code raises (an exception class
  * or instance built from plain values, assert's AssertionError, the
  * IndexError of an out-of-bounds index with static sizes, the ValueError of
- * int()/float() of a string computed in the frame), the exception being
+ * int()/float() of a string computed in the frame, the KeyError of a
+ * missing key of a dict made in the frame or guarded), the exception being
  * unwound (tr_state.exc_pending: to this frame's handler, else into the
  * caller through the call instruction) and the one being handled
  * (tr_state.exc_cur: PUSH_EXC_INFO / POP_EXCEPT), and the handler's own
@@ -429,7 +430,10 @@ int tr_exc_call(tr_state *s, tr_frame *fr, int nargs, PyObject *kwnames)
     bool exc_cls = PyExceptionClass_Check(f) && safe_exc_class(f);
     bool conv = (f == (PyObject *)&PyLong_Type || f == (PyObject *)&PyFloat_Type) && n == 1 &&
                 args[0].v && PyUnicode_CheckExact(args[0].v) && !tr_var_src(s, &args[0]);
-    if ((f == (PyObject *)&PyUnicode_Type || f == PyDict_GetItemString(PyEval_GetBuiltins(), "repr"))
+    static PyObject *repr_fn;
+    if (!repr_fn)
+        repr_fn = Py_XNewRef(PyDict_GetItemString(PyEval_GetBuiltins(), "repr"));
+    if ((f == (PyObject *)&PyUnicode_Type || (repr_fn && f == repr_fn))
         && n == 1 && args[0].v && PyExceptionInstance_Check(args[0].v) &&
         tr_is_fresh(s, args[0].v))
         return exc_text(s, fr, nargs, f, args[0].v);
@@ -486,11 +490,49 @@ int tr_exc_call(tr_state *s, tr_frame *fr, int nargs, PyObject *kwnames)
     return 1;
 }
 
+/* d[key] of a dict without key: the KeyError is certain when d was made
+ * in the frame (not a shadow of an outside dict) or key's absence from the
+ * dict it was read from is guarded. 1: raised (pending), 0: not this case. */
+static int dict_miss(tr_state *s, tr_frame *fr, tr_var *o, tr_var *k)
+{
+    if (!PyDict_CheckExact(o->v) || !tr_const_key(k->v) ||
+        !(PyUnicode_CheckExact(k->v) || PyLong_CheckExact(k->v)))
+        return 0;
+    int has = PyDict_Contains(o->v, k->v);
+    if (has != 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    st_fe_src *ds = tr_var_src(s, o);
+    bool fresh = tr_is_fresh(s, o->v);
+    if ((!ds && !fresh) || tr_fx_shadow_src(s, o->v) || tr_fx_substitute(s, o->v) ||
+        !tr_exc_catchable(s, fr))
+        return 0;
+    if (ds) {
+        st_fe_src *is = st_fe_src_item(&s->srcs, ds, k->v);
+        if (!is || st_fe_guard_add(&s->guards, ST_G_ABSENT, is, NULL) < 0)
+            return tr_break_exc(s, "guard");
+    }
+    PyObject *exc = PyObject_CallOneArg(PyExc_KeyError, k->v);
+    if (!exc || tr_mark_fresh(s, exc) < 0) {
+        Py_XDECREF(exc);
+        return tr_break_exc(s, "KeyError");
+    }
+    if (s->exc_cur)
+        PyException_SetContext(exc, Py_NewRef(s->exc_cur));
+    set_pending(s, fr, exc, true);
+    return 1;
+}
+
 int tr_exc_subscr(tr_state *s, tr_frame *fr)
 {
     if (fr->sp < 2)
         return 0;
     tr_var *o = &fr->stack[fr->sp - 2], *k = &fr->stack[fr->sp - 1];
+    if (o->v && k->v && !o->it && !k->it && PyDict_CheckExact(o->v)) {
+        int r = dict_miss(s, fr, o, k);
+        return r ? -1 : 0;
+    }
     if (!o->v || !k->v || !st_fe_is_tensor(o->v) || tr_dyn_shapes(s) || o->it || k->it)
         return 0;
     PyObject *key = k->v;

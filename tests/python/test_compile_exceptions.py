@@ -400,6 +400,32 @@ def test_int_of_bad_string():
     check(f_int, [(x, "1"), (x, "1"), (x, "z"), (x, "z")], graphs=2)
 
 
+def f_dict(x, d):
+    try:
+        w = d["w"]
+    except KeyError as e:
+        w = 0.5 if e.args[0] == "w" else 0.0
+    return x * w
+
+
+def f_dict_local(x, n):
+    d = {"a": 1}
+    if n > 0:
+        d["w"] = 3
+    try:
+        return x * d["w"]
+    except KeyError:
+        return x - 1
+
+
+def test_dict_key_error():
+    x = X(3)
+    # the key's absence is guarded: adding it later takes a new entry
+    check(f_dict, [(x, {"v": 2.0}), (x, {"v": 2.0}), (x, {"w": 2.0}), (x, {"w": 2.0}),
+                   (x, {"v": 2.0})], graphs=2)
+    check(f_dict_local, [(x, 0), (x, 0), (x, 1), (x, 1)], graphs=2)
+
+
 # ---------------- exceptions leaving the frame ----------------
 def f_escape(x):
     y = x + 1
@@ -444,3 +470,21 @@ def test_exception_escaping_the_frame(fn):
 
 def test_assert_escaping_the_frame():
     raises_same(f_assert_escapes, (X(3), 2))
+
+
+def f_exc_info(x):
+    import sys
+    try:
+        raise KeyError("a")
+    except KeyError:
+        t = sys.exc_info()[0]     # the translation keeps no real exc_info: a break
+        return x + (1 if t is KeyError else 0)
+
+
+def test_sys_exc_info_in_handler_breaks():
+    st.reset()
+    cf = st.compile(f_exc_info)
+    x = X(3)
+    for _ in range(3):
+        same(cf(x), f_exc_info(x))
+    assert _C._fe_stats()["breaks"] >= 1
