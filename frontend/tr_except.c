@@ -210,8 +210,7 @@ static void pop_to(tr_frame *fr, int sp)
 int tr_exc_raise(tr_state *s, tr_frame *fr, int nargs)
 {
     if (!tr_exc_catchable(s, fr))
-        return tr_break(s, "raise outside a try block (an exception leaving the compiled "
-                        "frame is raised by Python)");
+        return tr_break(s, "raise with no handler in the translated code (Python raises it)");
     if (nargs == 0) {
         /* bare raise: the exception being handled */
         if (!s->exc_cur)
@@ -258,7 +257,8 @@ int tr_exc_reraise(tr_state *s, tr_frame *fr)
 int tr_exc_assertion(tr_state *s, tr_frame *fr, tr_var *out)
 {
     if (!tr_exc_catchable(s, fr))
-        return tr_break(s, "assertion failed (outside a try block: Python raises it)");
+        return tr_break(s, "assertion failed (no handler in the translated code: Python "
+                        "raises it)");
     memset(out, 0, sizeof *out);
     out->v = Py_NewRef(PyExc_AssertionError);
     return 0;
