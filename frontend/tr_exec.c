@@ -31,7 +31,8 @@
     X(MAKE_FUNCTION) X(FORMAT_VALUE) X(BEFORE_WITH) X(IMPORT_NAME) X(IMPORT_FROM) \
     X(CALL_INTRINSIC_1) X(EXTENDED_ARG) X(GET_LEN) X(RETURN_GENERATOR) X(YIELD_VALUE) \
     X(LOAD_ASSERTION_ERROR) X(RAISE_VARARGS) X(RERAISE) X(LOAD_BUILD_CLASS) \
-    X(GET_YIELD_FROM_ITER) X(SEND) X(END_SEND) X(CLEANUP_THROW)
+    X(GET_YIELD_FROM_ITER) X(SEND) X(END_SEND) X(CLEANUP_THROW) \
+    X(PUSH_EXC_INFO) X(POP_EXCEPT) X(CHECK_EXC_MATCH) X(WITH_EXCEPT_START)
 
 enum {
 #define X(n) OP_##n,
@@ -665,7 +666,7 @@ static bool in_user_try(tr_frame *fr, int u)
     return true;
 }
 
-int tr_run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
+static int run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
 {
     PyObject *consts = fr->code->co_consts, *names = fr->code->co_names;
     int arg = 0;
@@ -1264,6 +1265,7 @@ int tr_run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
             break;
         }
         case OP_BINARY_SUBSCR: {
+            if (tr_exc_subscr(s, fr) < 0) return -1;   /* an IndexError a handler catches */
             tr_var k = pop(fr), o = pop(fr), out;
             int rc = tr_subscr(s, &o, &k, &out);
             tr_var_clear(&k);
@@ -1453,7 +1455,9 @@ int tr_run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
         case OP_CALL: {
             PyObject *kw = fr->kwnames;
             fr->kwnames = NULL;
-            if (do_call(s, fr, oparg, kw) < 0) return -1;
+            int xr = tr_exc_call(s, fr, oparg, kw);   /* exception classes (tr_except.c) */
+            if (xr < 0) return -1;
+            if (xr == 0 && do_call(s, fr, oparg, kw) < 0) return -1;
             break;
         }
         case OP_CALL_FUNCTION_EX:
@@ -1508,10 +1512,27 @@ int tr_run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
             if (push_value(s, fr, PyLong_FromSsize_t(n))) return -1;
             break;
         }
-        case OP_LOAD_ASSERTION_ERROR:
-            return tr_break(s, "assertion failed (exceptions are not supported)");
-        case OP_RAISE_VARARGS: case OP_RERAISE:
-            return tr_break(s, "raise (exceptions are not supported)");
+        case OP_LOAD_ASSERTION_ERROR: {
+            tr_var v;
+            if (tr_exc_assertion(s, fr, &v) < 0 || push(s, fr, &v)) return -1;
+            break;
+        }
+        case OP_RAISE_VARARGS:
+            return tr_exc_raise(s, fr, oparg);
+        case OP_RERAISE:
+            return tr_exc_reraise(s, fr);
+        case OP_PUSH_EXC_INFO:
+            if (tr_exc_push_info(s, fr) < 0) return -1;
+            break;
+        case OP_POP_EXCEPT:
+            if (tr_exc_pop_except(s, fr) < 0) return -1;
+            break;
+        case OP_CHECK_EXC_MATCH:
+            if (tr_exc_match(s, fr) < 0) return -1;
+            break;
+        case OP_WITH_EXCEPT_START:
+            if (tr_exc_with_start(s, fr) < 0) return -1;
+            break;
         case OP_LOAD_BUILD_CLASS:
             return tr_break(s, "class definition inside a compiled function is not supported");
         default: {
@@ -1524,3 +1545,13 @@ int tr_run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
     }
 }
 
+/* Runs fr (run_frame); an exception raised in it, or unwound into it from
+ * a call, goes on at the handler that covers it (tr_except.c). */
+int tr_run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
+{
+    for (;;) {
+        int rc = run_frame(s, fr, ret);
+        if (rc != -1 || tr_exc_unwind(s, fr) <= 0)
+            return rc;
+    }
+}

@@ -135,6 +135,11 @@ typedef struct {
     int *ckpt;               /* checkpoint(fn, ...) calls inlined: pairs [first, end)
                                 of trace statements (tr_checkpoint.c); malloc'd */
     int nckpt, capckpt;
+    /* exceptions inside the translated code (tr_except.c) */
+    PyObject *exc_pending;   /* raised, being unwound to a handler (owned) */
+    PyObject *exc_cur;       /* being handled (PUSH_EXC_INFO .. POP_EXCEPT; owned) */
+    PyObject *exc_file;      /* where exc_pending was raised: a break there when */
+    int exc_line, exc_root_at, exc_depth;   /* no handler catches it */
 } tr_state;
 
 /* One recorded side effect: obj is the target (SETATTR) or the original
@@ -228,6 +233,28 @@ int tr_exec_init(void);                      /* opcode tables; also tr_calls_ini
 int tr_run_frame(tr_state *s, tr_frame *fr, tr_var *ret);
 int tr_opnum(const char *name);              /* real opcode, -1 if absent */
 int tr_op_caches(int raw);                   /* inline cache units after it */
+
+/* ---- tr_except.c: exceptions raised and handled in the translated code.
+ * The raising hooks return -1 with tr_state.exc_pending set (or a break);
+ * tr_run_frame then calls tr_exc_unwind: 1 the frame goes on at its handler,
+ * 0 not (the exception goes on to the caller, or a break was recorded). */
+bool tr_exc_catchable(tr_state *s, tr_frame *fr);   /* a handler covers fr's instruction */
+int tr_exc_raise(tr_state *s, tr_frame *fr, int nargs);          /* RAISE_VARARGS */
+int tr_exc_reraise(tr_state *s, tr_frame *fr);                   /* RERAISE */
+int tr_exc_assertion(tr_state *s, tr_frame *fr, tr_var *out);    /* LOAD_ASSERTION_ERROR */
+int tr_exc_unwind(tr_state *s, tr_frame *fr);
+int tr_exc_push_info(tr_state *s, tr_frame *fr);
+int tr_exc_pop_except(tr_state *s, tr_frame *fr);
+int tr_exc_match(tr_state *s, tr_frame *fr);                     /* CHECK_EXC_MATCH */
+int tr_exc_with_start(tr_state *s, tr_frame *fr);                /* WITH_EXCEPT_START */
+/* Before CALL: an exception class built from plain values (1: done, the
+ * instance pushed), int()/float() of a computed string raising ValueError
+ * under a handler (-1), else 0 (the normal path). */
+int tr_exc_call(tr_state *s, tr_frame *fr, int nargs, PyObject *kwnames);
+/* Before BINARY_SUBSCR: an int index out of a tensor's static bounds under
+ * a handler raises IndexError (-1), else 0. */
+int tr_exc_subscr(tr_state *s, tr_frame *fr);
+void tr_exc_clear(tr_state *s);
 
 /* ---- tr_classify.c: symtrace's objects, looked up once */
 struct tr_refs {

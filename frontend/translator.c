@@ -1354,6 +1354,7 @@ cleanup:
             s->gens->gprev = &s->gens;
     }
     Py_XDECREF(s->retval);
+    tr_exc_clear(s);
     tr_fx_clear(s);
     /* drop references to fresh objects and the map before the sources go */
     Py_XDECREF(s->srcmap);

@@ -38,9 +38,6 @@ _SEQSLICE = ("Sequential[:2] builds a new Module inside the frame: 'indexing a S
              "a slice' (its __init__ also breaks: object.__setattr__, OrderedDict calls)")
 _PARTIAL = ("functools.partial(F.softmax, dim=-1)(x): 'constructing a functools.partial "
             "(custom __new__ or metaclass) is not supported'")
-_EXC = ("an exception raised and caught inside the frame (try: int('not a number') except "
-        "ValueError) breaks: 'call to int raised an error: ' (also: the message is empty, "
-        "the ValueError's text is lost)")
 FAILING_KNOWN = {
     "run:sequential_slice": _SEQSLICE,
     # its gradients are right and the frame keeps a partial graph (the slice
@@ -50,8 +47,6 @@ FAILING_KNOWN = {
     "explain:sequential_slice": _SEQSLICE,
     "explain:functools_partial_call": _PARTIAL,
     "fullgraph:functools_partial_call": _PARTIAL,
-    "run:exception_caught_inside": _EXC,
-    "explain:exception_caught_inside": _EXC,
 }
 
 

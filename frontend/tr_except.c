@@ -1,0 +1,589 @@
+/* frontend/tr_except.c - exceptions raised and handled inside the
+ * translated code (symbolic try/except). Owns: the exception tables of
+ * 3.11/3.12 code (entry covering a code unit: handler, stack depth, lasti
+ * bit), making the exception objects the code raises (an exception class
+ * or instance built from plain values, assert's AssertionError, the
+ * IndexError of an out-of-bounds index with static sizes, the ValueError of
+ * int()/float() of a string computed in the frame, the KeyError of a
+ * missing key of a dict made in the frame or guarded), the exception being
+ * unwound (tr_state.exc_pending: to this frame's handler, else into the
+ * caller through the call instruction) and the one being handled
+ * (tr_state.exc_cur: PUSH_EXC_INFO / POP_EXCEPT), and the handler's own
+ * instructions (CHECK_EXC_MATCH, RERAISE, WITH_EXCEPT_START of a grad-mode
+ * block). An exception that no handler of the translated frames covers is
+ * a graph break where it was raised, as before: Python raises it. */
+#include "tr_internal.h"
+
+#include <string.h>
+
+/* ---------------- the exception table ---------------- */
+typedef struct {
+    int target, depth;
+    bool lasti;
+} exc_entry;
+
+static int varint(const uint8_t *p, int n, int *pos)
+{
+    if (*pos >= n)
+        return -1;
+    int b = p[(*pos)++], v = b & 63;
+    while (b & 64) {
+        if (*pos >= n)
+            return -1;
+        b = p[(*pos)++];
+        v = (v << 6) | (b & 63);
+    }
+    return v;
+}
+
+/* The entry covering code unit u of co: true (e filled) or false (none). */
+static bool exc_lookup(PyCodeObject *co, int u, exc_entry *e)
+{
+    const uint8_t *p = (const uint8_t *)PyBytes_AS_STRING(co->co_exceptiontable);
+    int n = (int)PyBytes_GET_SIZE(co->co_exceptiontable), pos = 0;
+    while (pos < n) {
+        int start = varint(p, n, &pos), len = varint(p, n, &pos);
+        int target = varint(p, n, &pos), dl = varint(p, n, &pos);
+        if (start < 0 || len < 0 || target < 0 || dl < 0)
+            return false;
+        if (start <= u && u < start + len) {
+            e->target = target;
+            e->depth = dl >> 1;
+            e->lasti = dl & 1;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* ---------------- where an exception can go ---------------- */
+static bool is_call_op(int raw)
+{
+    static int call = -2, call_ex = -2;
+    if (call == -2) {
+        call = tr_opnum("CALL");
+        call_ex = tr_opnum("CALL_FUNCTION_EX");
+    }
+    return raw == call || raw == call_ex;
+}
+
+/* fr's caller: the frame an exception from fr unwinds into, when fr is an
+ * inlined plain call (the caller stands at its call instruction). */
+static tr_frame *unwind_parent(tr_state *s, tr_frame *fr)
+{
+    tr_frame *p = fr->parent;
+    if (!p || fr->is_genexpr || p->is_genexpr || s->lib_inline > 0)
+        return NULL;
+    return is_call_op(p->bc[2 * p->lasti]) ? p : NULL;
+}
+
+bool tr_exc_catchable(tr_state *s, tr_frame *fr)
+{
+    exc_entry e;
+    for (; fr; fr = unwind_parent(s, fr)) {
+        if (fr->is_genexpr || s->lib_inline > 0)
+            return false;    /* generators keep their own exception state */
+        if (exc_lookup(fr->code, fr->lasti, &e))
+            return true;
+    }
+    return false;
+}
+
+/* ---------------- raising ---------------- */
+static void set_pending(tr_state *s, tr_frame *fr, PyObject *exc, bool new_site)
+{
+    Py_XSETREF(s->exc_pending, exc);
+    if (!new_site && s->exc_file)
+        return;
+    /* where it was raised: a break there if nothing catches it */
+    tr_frame *root = fr;
+    while (root->parent)
+        root = root->parent;
+    s->exc_root_at = root->lasti;
+    s->exc_line = PyCode_Addr2Line(fr->code, fr->lasti * 2);
+    s->exc_depth = fr->depth;
+    Py_XSETREF(s->exc_file, Py_NewRef(fr->code->co_filename));
+}
+
+/* The pending exception is not caught by the translated frames: a break
+ * at the instruction that raised it (Python raises it there). */
+static int uncaught(tr_state *s)
+{
+    PyObject *exc = s->exc_pending;
+    s->exc_pending = NULL;
+    if (s->broke || s->fatal || !exc) {
+        Py_XDECREF(exc);
+        return -1;
+    }
+    PyObject *str = PyObject_Str(exc);
+    const char *msg = str ? PyUnicode_AsUTF8(str) : NULL;
+    if (!msg) {
+        PyErr_Clear();
+        msg = "";
+    }
+    tr_break(s, "raise of %s: %.200s (not caught in the compiled frame)",
+             Py_TYPE(exc)->tp_name, msg);
+    Py_XDECREF(str);
+    Py_DECREF(exc);
+    if (s->exc_file) {
+        s->root_at = s->exc_root_at;
+        s->brk_depth = s->exc_depth;
+        s->brk->lineno = s->exc_line;
+        Py_XSETREF(s->brk->filename, Py_NewRef(s->exc_file));
+    }
+    return -1;
+}
+
+/* A class the translation may instantiate: an exception class whose
+ * construction runs no Python code (no __new__/__init__ of a user class). */
+static bool safe_exc_class(PyObject *c)
+{
+    if (!PyExceptionClass_Check(c) || Py_TYPE(c) != &PyType_Type)
+        return false;
+    PyObject *mro = ((PyTypeObject *)c)->tp_mro;
+    if (!mro)
+        return false;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mro); i++) {
+        PyTypeObject *t = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
+        if (!(t->tp_flags & Py_TPFLAGS_HEAPTYPE))
+            continue;
+        if (Py_TYPE(t) != &PyType_Type || !t->tp_dict)
+            return false;
+        if (PyDict_GetItemString(t->tp_dict, "__init__") ||
+            PyDict_GetItemString(t->tp_dict, "__new__") ||
+            PyDict_GetItemString(t->tp_dict, "__init_subclass__"))
+            return false;
+    }
+    return true;
+}
+
+/* A plain value an exception may be built from. */
+static bool plain_arg(PyObject *o, int depth)
+{
+    if (o == Py_None || PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o) ||
+        PyUnicode_CheckExact(o) || PyBytes_CheckExact(o))
+        return true;
+    if (PyTuple_CheckExact(o) && depth < 4) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(o); i++)
+            if (!plain_arg(PyTuple_GET_ITEM(o, i), depth + 1))
+                return false;
+        return true;
+    }
+    return false;
+}
+
+/* The exception instance `raise v` raises (new reference), or NULL with
+ * the break recorded. */
+static PyObject *exc_of(tr_state *s, tr_var *v, const char *what)
+{
+    PyObject *o = v->v;
+    if (o && PyExceptionClass_Check(o)) {
+        if (!safe_exc_class(o)) {
+            tr_break(s, "%s of %s (its construction runs Python code)", what,
+                     ((PyTypeObject *)o)->tp_name);
+            return NULL;
+        }
+        PyObject *r = PyObject_CallNoArgs(o);
+        if (!r) {
+            tr_break_exc(s, what);
+            return NULL;
+        }
+        if (tr_mark_fresh(s, r) < 0) {
+            Py_DECREF(r);
+            tr_break_exc(s, what);
+            return NULL;
+        }
+        return r;
+    }
+    if (o && PyExceptionInstance_Check(o) && tr_is_fresh(s, o))
+        return Py_NewRef(o);
+    tr_break(s, "%s of a %s (only exceptions made in the frame)", what, tr_type_name(o));
+    return NULL;
+}
+
+static void pop_to(tr_frame *fr, int sp)
+{
+    while (fr->sp > sp)
+        tr_var_clear(&fr->stack[--fr->sp]);
+}
+
+int tr_exc_raise(tr_state *s, tr_frame *fr, int nargs)
+{
+    if (!tr_exc_catchable(s, fr))
+        return tr_break(s, "raise with no handler in the translated code (Python raises it)");
+    if (nargs == 0) {
+        /* bare raise: the exception being handled */
+        if (!s->exc_cur)
+            return tr_break(s, "bare raise with no exception being handled");
+        set_pending(s, fr, Py_NewRef(s->exc_cur), false);
+        return -1;
+    }
+    if (fr->sp < nargs)
+        return tr_break(s, "RAISE_VARARGS: stack underflow");
+    PyObject *exc = exc_of(s, &fr->stack[fr->sp - nargs], "raise");
+    if (!exc)
+        return -1;
+    if (nargs == 2) {
+        tr_var *cv = &fr->stack[fr->sp - 1];
+        PyObject *cause = NULL;
+        if (cv->v != Py_None && !(cause = exc_of(s, cv, "raise ... from"))) {
+            Py_DECREF(exc);
+            return -1;
+        }
+        PyException_SetCause(exc, cause);   /* steals; sets __suppress_context__ */
+    }
+    if (s->exc_cur && s->exc_cur != exc)
+        PyException_SetContext(exc, Py_NewRef(s->exc_cur));
+    pop_to(fr, fr->sp - nargs);
+    set_pending(s, fr, exc, true);
+    return -1;
+}
+
+int tr_exc_reraise(tr_state *s, tr_frame *fr)
+{
+    if (fr->sp < 1 || !fr->stack[fr->sp - 1].v ||
+        !PyExceptionInstance_Check(fr->stack[fr->sp - 1].v))
+        return tr_break(s, "RERAISE of something else than an exception");
+    PyObject *exc = Py_NewRef(fr->stack[fr->sp - 1].v);
+    pop_to(fr, fr->sp - 1);
+    if (!tr_exc_catchable(s, fr)) {
+        set_pending(s, fr, exc, false);
+        return uncaught(s);
+    }
+    set_pending(s, fr, exc, false);
+    return -1;
+}
+
+int tr_exc_assertion(tr_state *s, tr_frame *fr, tr_var *out)
+{
+    if (!tr_exc_catchable(s, fr))
+        return tr_break(s, "assertion failed (no handler in the translated code: Python "
+                        "raises it)");
+    memset(out, 0, sizeof *out);
+    out->v = Py_NewRef(PyExc_AssertionError);
+    return 0;
+}
+
+int tr_exc_unwind(tr_state *s, tr_frame *fr)
+{
+    if (!s->exc_pending)
+        return 0;
+    if (s->broke || s->fatal) {
+        Py_CLEAR(s->exc_pending);
+        return 0;
+    }
+    exc_entry e;
+    if (!fr->is_genexpr && exc_lookup(fr->code, fr->lasti, &e)) {
+        if (e.depth > fr->sp || e.depth + 2 > fr->cap) {
+            Py_CLEAR(s->exc_pending);
+            tr_break(s, "exception table: bad stack depth");
+            return 0;
+        }
+        pop_to(fr, e.depth);
+        if (e.lasti) {
+            tr_var l = {0};
+            l.v = PyLong_FromLong(fr->lasti);
+            if (!l.v) {
+                Py_CLEAR(s->exc_pending);
+                tr_break_exc(s, "exception");
+                return 0;
+            }
+            fr->stack[fr->sp++] = l;
+        }
+        tr_var x = {0};
+        x.v = s->exc_pending;
+        s->exc_pending = NULL;
+        fr->stack[fr->sp++] = x;
+        fr->pc = e.target;
+        return 1;
+    }
+    tr_frame *p = unwind_parent(s, fr);
+    if (p && tr_exc_catchable(s, p))
+        return 0;           /* on to the caller's handler */
+    uncaught(s);
+    return 0;
+}
+
+/* ---------------- the handler's instructions ---------------- */
+int tr_exc_push_info(tr_state *s, tr_frame *fr)
+{
+    if (fr->is_genexpr)
+        return tr_break(s, "exception handler in a generator (not supported)");
+    if (fr->sp < 1 || fr->sp + 1 > fr->cap)
+        return tr_break(s, "PUSH_EXC_INFO: bad stack");
+    tr_var *top = &fr->stack[fr->sp - 1];
+    if (!top->v || !PyExceptionInstance_Check(top->v))
+        return tr_break(s, "PUSH_EXC_INFO of a %s", tr_type_name(top->v));
+    tr_var exc = *top, prev = {0};
+    prev.v = s->exc_cur ? s->exc_cur : Py_NewRef(Py_None);
+    s->exc_cur = Py_NewRef(exc.v);
+    *top = prev;
+    fr->stack[fr->sp++] = exc;
+    return 0;
+}
+
+int tr_exc_pop_except(tr_state *s, tr_frame *fr)
+{
+    if (fr->sp < 1)
+        return tr_break(s, "POP_EXCEPT: stack underflow");
+    tr_var v = fr->stack[--fr->sp];
+    Py_CLEAR(s->exc_cur);
+    if (v.v && v.v != Py_None)
+        s->exc_cur = Py_NewRef(v.v);
+    tr_var_clear(&v);
+    return 0;
+}
+
+static bool exc_classes(PyObject *t)
+{
+    if (PyTuple_Check(t)) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(t); i++)
+            if (!PyExceptionClass_Check(PyTuple_GET_ITEM(t, i)))
+                return false;
+        return true;
+    }
+    return t && PyExceptionClass_Check(t);
+}
+
+int tr_exc_match(tr_state *s, tr_frame *fr)
+{
+    if (fr->sp < 2)
+        return tr_break(s, "CHECK_EXC_MATCH: stack underflow");
+    tr_var t = fr->stack[--fr->sp];
+    PyObject *exc = fr->stack[fr->sp - 1].v;
+    if (!exc_classes(t.v) || !exc) {
+        int rc = tr_break(s, "except with a %s (not exception classes)", tr_type_name(t.v));
+        tr_var_clear(&t);
+        return rc;
+    }
+    int m = PyErr_GivenExceptionMatches(exc, t.v);
+    tr_var_clear(&t);
+    tr_var r = {0};
+    r.v = PyBool_FromLong(m);
+    fr->stack[fr->sp++] = r;
+    return 0;
+}
+
+/* WITH_EXCEPT_START: [exit, lasti, prev, exc]: a grad-mode block left by
+ * an exception; its __exit__ runs for real (it restores the mode). */
+int tr_exc_with_start(tr_state *s, tr_frame *fr)
+{
+    if (fr->sp < 4 || fr->sp + 1 > fr->cap)
+        return tr_break(s, "WITH_EXCEPT_START: bad stack");
+    PyObject *ex = fr->stack[fr->sp - 4].v, *exc = fr->stack[fr->sp - 1].v;
+    PyObject *self = ex && PyMethod_Check(ex) ? PyMethod_GET_SELF(ex) : NULL;
+    if (!self || !tr_is_mode_ctx(self) || !exc || !PyExceptionInstance_Check(exc))
+        return tr_break(s, "an exception leaving a with block on a %s",
+                        tr_type_name(self ? self : ex));
+    PyObject *tb = PyException_GetTraceback(exc);
+    PyObject *r = PyObject_CallFunctionObjArgs(ex, (PyObject *)Py_TYPE(exc), exc,
+                                               tb ? tb : Py_None, NULL);
+    Py_XDECREF(tb);
+    if (!r)
+        return tr_break_exc(s, "__exit__");
+    tr_var v = {0};
+    v.v = r;
+    fr->stack[fr->sp++] = v;
+    return 0;
+}
+
+/* ---------------- exceptions of calls and subscripts ---------------- */
+/* str(e) / repr(e) of an exception made in the frame from plain values,
+ * whose class defines no Python __str__/__repr__. */
+static int exc_text(tr_state *s, tr_frame *fr, int nargs, PyObject *f, PyObject *e)
+{
+    PyObject *mro = Py_TYPE(e)->tp_mro;
+    for (Py_ssize_t i = 0; mro && i < PyTuple_GET_SIZE(mro); i++) {
+        PyTypeObject *t = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
+        if ((t->tp_flags & Py_TPFLAGS_HEAPTYPE) &&
+            (!t->tp_dict || PyDict_GetItemString(t->tp_dict, "__str__") ||
+             PyDict_GetItemString(t->tp_dict, "__repr__")))
+            return 0;
+    }
+    PyObject *a = PyObject_GetAttrString(e, "args");
+    bool plain = a && plain_arg(a, 0);
+    Py_XDECREF(a);
+    PyErr_Clear();
+    if (!plain)
+        return 0;
+    PyObject *r = PyObject_CallOneArg(f, e);
+    if (!r)
+        return tr_break_exc(s, "str() of an exception");
+    pop_to(fr, fr->sp - nargs - 2);
+    tr_var v = {0};
+    v.v = r;
+    fr->stack[fr->sp++] = v;
+    return 1;
+}
+
+int tr_exc_call(tr_state *s, tr_frame *fr, int nargs, PyObject *kwnames)
+{
+    if (fr->sp < nargs + 2)
+        return 0;
+    tr_var *base = &fr->stack[fr->sp - nargs - 2];
+    tr_var *fn = base[0].v ? &base[0] : &base[1];
+    tr_var *args = fn + 1;
+    int n = base[0].v ? nargs + 1 : nargs;
+    PyObject *f = fn->v;
+    if (!f || kwnames)
+        return 0;
+    bool exc_cls = PyExceptionClass_Check(f) && safe_exc_class(f);
+    bool conv = (f == (PyObject *)&PyLong_Type || f == (PyObject *)&PyFloat_Type) && n == 1 &&
+                args[0].v && PyUnicode_CheckExact(args[0].v) && !tr_var_src(s, &args[0]);
+    static PyObject *repr_fn;
+    if (!repr_fn)
+        repr_fn = Py_XNewRef(PyDict_GetItemString(PyEval_GetBuiltins(), "repr"));
+    if ((f == (PyObject *)&PyUnicode_Type || (repr_fn && f == repr_fn))
+        && n == 1 && args[0].v && PyExceptionInstance_Check(args[0].v) &&
+        tr_is_fresh(s, args[0].v))
+        return exc_text(s, fr, nargs, f, args[0].v);
+    /* only under a handler: outside one the raise that follows is a break,
+     * whose partial graph cannot hold an exception object as a live value */
+    if ((!exc_cls && !conv) || !tr_exc_catchable(s, fr))
+        return 0;
+    PyObject **av = PyMem_Malloc(sizeof(PyObject *) * (size_t)(n + 1));
+    if (!av)
+        return tr_break(s, "out of memory");
+    for (int i = 0; i < n; i++) {
+        if (!args[i].v || args[i].it || !plain_arg(args[i].v, 0)) {
+            PyMem_Free(av);
+            return 0;
+        }
+        av[i] = args[i].v;
+    }
+    PyObject *r = PyObject_Vectorcall(f, av, (size_t)n, NULL);
+    PyMem_Free(av);
+    if (conv) {
+        /* int("12") is the normal path's; a ValueError is raised here when
+         * a handler covers the call (the string is computed in the frame
+         * from guarded values: the outcome is fixed) */
+        if (r || !PyErr_ExceptionMatches(PyExc_ValueError)) {
+            Py_XDECREF(r);
+            PyErr_Clear();
+            return 0;
+        }
+        PyObject *type, *val, *tb;
+        PyErr_Fetch(&type, &val, &tb);
+        PyErr_NormalizeException(&type, &val, &tb);
+        Py_XDECREF(type);
+        Py_XDECREF(tb);
+        if (!val || tr_mark_fresh(s, val) < 0) {
+            Py_XDECREF(val);
+            return tr_break_exc(s, "int()/float()");
+        }
+        PyException_SetTraceback(val, Py_None);   /* raised by the translation, not the code */
+        if (s->exc_cur && s->exc_cur != val)
+            PyException_SetContext(val, Py_NewRef(s->exc_cur));
+        set_pending(s, fr, val, true);
+        return -1;
+    }
+    if (!r)
+        return tr_break_exc(s, "exception construction");
+    if (tr_mark_fresh(s, r) < 0) {
+        Py_DECREF(r);
+        return tr_break_exc(s, "exception construction");
+    }
+    pop_to(fr, fr->sp - nargs - 2);
+    tr_var v = {0};
+    v.v = r;
+    fr->stack[fr->sp++] = v;
+    return 1;
+}
+
+/* d[key] of a dict without key: the KeyError is certain when d was made
+ * in the frame (not a shadow of an outside dict) or key's absence from the
+ * dict it was read from is guarded. 1: raised (pending), 0: not this case. */
+static int dict_miss(tr_state *s, tr_frame *fr, tr_var *o, tr_var *k)
+{
+    if (!PyDict_CheckExact(o->v) || !tr_const_key(k->v) ||
+        !(PyUnicode_CheckExact(k->v) || PyLong_CheckExact(k->v)))
+        return 0;
+    int has = PyDict_Contains(o->v, k->v);
+    if (has != 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    st_fe_src *ds = tr_var_src(s, o);
+    bool fresh = tr_is_fresh(s, o->v);
+    if ((!ds && !fresh) || tr_fx_shadow_src(s, o->v) || tr_fx_substitute(s, o->v) ||
+        !tr_exc_catchable(s, fr))
+        return 0;
+    if (ds) {
+        st_fe_src *is = st_fe_src_item(&s->srcs, ds, k->v);
+        if (!is || st_fe_guard_add(&s->guards, ST_G_ABSENT, is, NULL) < 0)
+            return tr_break_exc(s, "guard");
+    }
+    PyObject *exc = PyObject_CallOneArg(PyExc_KeyError, k->v);
+    if (!exc || tr_mark_fresh(s, exc) < 0) {
+        Py_XDECREF(exc);
+        return tr_break_exc(s, "KeyError");
+    }
+    if (s->exc_cur)
+        PyException_SetContext(exc, Py_NewRef(s->exc_cur));
+    set_pending(s, fr, exc, true);
+    return 1;
+}
+
+int tr_exc_subscr(tr_state *s, tr_frame *fr)
+{
+    if (fr->sp < 2)
+        return 0;
+    tr_var *o = &fr->stack[fr->sp - 2], *k = &fr->stack[fr->sp - 1];
+    if (o->v && k->v && !o->it && !k->it && PyDict_CheckExact(o->v)) {
+        int r = dict_miss(s, fr, o, k);
+        return r ? -1 : 0;
+    }
+    if (!o->v || !k->v || !st_fe_is_tensor(o->v) || tr_dyn_shapes(s) || o->it || k->it)
+        return 0;
+    PyObject *key = k->v;
+    int nk = PyTuple_CheckExact(key) ? (int)PyTuple_GET_SIZE(key) : 1;
+    st_tensor *t = st_fe_unwrap(o->v);
+    int dim = 0;
+    for (int i = 0; i < nk; i++) {
+        PyObject *it = PyTuple_CheckExact(key) ? PyTuple_GET_ITEM(key, i) : key;
+        if (PySlice_Check(it)) {
+            dim++;
+            continue;
+        }
+        if (!PyLong_CheckExact(it) || dim >= t->ndim)
+            return 0;       /* not a plain int index: the normal path */
+        int ovf = 0;
+        long long ix = PyLong_AsLongLongAndOverflow(it, &ovf);
+        if (ovf || (ix == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            return 0;
+        }
+        int64_t size = t->shape[dim];
+        if (ix >= -size && ix < size) {
+            dim++;
+            continue;
+        }
+        /* out of bounds: with static sizes (guarded) and an int index the
+         * IndexError is certain */
+        if (!tr_exc_catchable(s, fr))
+            return 0;
+        st_fe_src *ks = tr_var_src(s, k);
+        if (ks && st_fe_guard_add(&s->guards, ST_G_EQ, ks, key) < 0)
+            return tr_break_exc(s, "guard");
+        PyObject *msg = PyUnicode_FromFormat("index %lld is out of bounds for dimension %d "
+                                             "with size %lld", ix, dim, (long long)size);
+        PyObject *exc = msg ? PyObject_CallOneArg(PyExc_IndexError, msg) : NULL;
+        Py_XDECREF(msg);
+        if (!exc || PyErr_Occurred() || tr_mark_fresh(s, exc) < 0) {
+            Py_XDECREF(exc);
+            return tr_break_exc(s, "IndexError");
+        }
+        if (s->exc_cur)
+            PyException_SetContext(exc, Py_NewRef(s->exc_cur));
+        set_pending(s, fr, exc, true);
+        return -1;
+    }
+    return 0;
+}
+
+void tr_exc_clear(tr_state *s)
+{
+    Py_CLEAR(s->exc_pending);
+    Py_CLEAR(s->exc_cur);
+    Py_CLEAR(s->exc_file);
+}
