@@ -100,3 +100,70 @@ def test_half_addmv_random_bit_equal_to_torch(dt, n, k, beta, alpha):
     r = st.addmv(S(x), S(M), S(v), beta=beta, alpha=alpha)
     t = torch.addmv(x, M, v, beta=beta, alpha=alpha)
     np.testing.assert_array_equal(npf(r), t.float().numpy())
+
+
+# ---------------- size-1 dims' strides ----------------
+def test_size1_strides_expected_without_torch():
+    x = st.zeros(2, 1, 4).transpose(0, 1)          # (1, 2, 4), strides (4, 4, 1)
+    assert x.stride() == (4, 4, 1)
+    for r in (x * 2, x.clone(), st.zeros_like(x), st.empty_like(x), x.int() + 1, x.int(),
+              x + st.ones(4)):
+        assert r.stride() == (4, 4, 1)
+    # one shape, all contiguous: TensorIterator's fast path, row-major
+    assert x.sin().stride() == (8, 4, 1) and (x * x).stride() == (8, 4, 1)
+
+
+_OPS8 = {
+    "mul2": lambda L, x: x * 2, "add_self": lambda L, x: x + x, "sin": lambda L, x: x.sin(),
+    "clone": lambda L, x: x.clone(), "int": lambda L, x: x.int(), "int_add": lambda L, x: x.int() + 1,
+    "neg_int": lambda L, x: -(x.int()), "zeros_like": lambda L, x: L.zeros_like(x),
+    "empty_like": lambda L, x: L.empty_like(x), "bcast": lambda L, x: x + L.ones(x.shape[-1]),
+    "double": lambda L, x: x.double(), "where": lambda L, x: L.where(x > 0, x, 0.0),
+}
+
+
+def _cases8(n, seed):
+    """(shape, permutation, dim expanded to 3, dim narrowed to 1) with size-1 dims; the
+    narrowed dim's stride is kept only where it is a product of the sizes inside it
+    (a copy of any other stride of a size-1 dim: see the report)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        nd = int(rng.integers(2, 5))
+        shape = tuple(int(rng.choice([1, 1, 2, 3])) for _ in range(nd))
+        perm = tuple(int(i) for i in rng.permutation(nd))
+        ed = int(rng.integers(0, nd)) if rng.random() < 0.3 else None
+        out.append((shape, perm, ed))
+    return out
+
+
+def _make8(L, shape, perm, ed):
+    x = L.arange(int(np.prod(shape)), dtype=L.float32).reshape(shape).permute(perm)
+    if ed is not None and x.shape[ed] == 1:
+        sh = list(x.shape)
+        sh[ed] = 3
+        x = x.expand(sh)
+    return x
+
+
+@pytest.mark.parametrize("name", sorted(_OPS8))
+def test_size1_strides_sweep_match_torch(name):
+    torch = pytest.importorskip("torch")
+    f = _OPS8[name]
+    for shape, perm, ed in _cases8(150, 3):
+        xt, xs = _make8(torch, shape, perm, ed), _make8(st, shape, perm, ed)
+        assert xs.stride() == xt.stride()
+        assert f(st, xs).stride() == f(torch, xt).stride(), (name, shape, perm, ed, xt.stride())
+
+
+@pytest.mark.skipif(not _C._fe_supported(), reason="no frame hook on this Python")
+@pytest.mark.parametrize("name", ["mul2", "clone", "int_add", "bcast", "sin", "zeros_like"])
+def test_size1_strides_compiled_as_eager(name):
+    f = _OPS8[name]
+    cf = st.compile(lambda x: f(st, x), backend=_backend())
+    for shape, perm, ed in _cases8(12, 5) + [((2, 1, 4), (1, 0, 2), None)]:
+        x = _make8(st, shape, perm, ed)
+        r, e = cf(x), f(st, x)
+        assert r.stride() == e.stride(), (name, shape, perm, ed, x.stride())
+        if name not in ("zeros_like",):
+            np.testing.assert_array_equal(r.numpy(), e.numpy())
