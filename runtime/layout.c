@@ -9,7 +9,32 @@
 
 #include <string.h>
 
+/* The op whose operands the next st_layout_perm orders, as st_layout_op
+ * saw it (eager.c asks st_layout_op(op) and then st_layout_perm or
+ * st_layout_into_perm, which consume it); -1: a copy (clone calls
+ * st_layout_perm alone). Only the single-operand case reads it: torch
+ * copies a dense tensor's strides (empty_like) but gives a unary op of a
+ * contiguous one a row-major result. */
+static _Thread_local int pending_op = -1;
+
+static bool copy_like(int op)
+{
+    if (op < 0 || op == ST_OP_COPY || op == ST_OP_CAST)
+        return true;
+    st_op_kind k = st_op((st_op_id)op)->kind;
+    return k == ST_OPK_CREATE || k == ST_OPK_RANDOM;
+}
+
+static bool layout_op(st_op_id op);
+
 bool st_layout_op(st_op_id op)
+{
+    bool r = layout_op(op);
+    pending_op = r ? (int)op : -1;
+    return r;
+}
+
+static bool layout_op(st_op_id op)
 {
     switch (st_op(op)->kind) {
     case ST_OPK_UNARY:
@@ -60,22 +85,92 @@ static int inner_first(const st_operand *in, int nin, int nd, const int64_t *sha
     return 0;
 }
 
+/* t's strides are the row-major ones of its shape, size-1 dims included */
+static bool strictly_row_major(const st_tensor *t)
+{
+    int64_t expected = 1;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        if (t->shape[d] == 0)
+            return true;
+        if (t->strides[d] != expected)
+            return false;
+        expected *= t->shape[d];
+    }
+    return true;
+}
+
+/* a 4-d t is channels-last (NHWC) in memory, size-1 dims' strides aside
+ * (torch's is_contiguous(channels_last)) */
+static bool channels_last(const st_tensor *t)
+{
+    static const int inner_to_outer[4] = {1, 3, 2, 0};
+    if (t->ndim != 4)
+        return false;
+    int64_t expected = 1;
+    for (int i = 0; i < 4; i++) {
+        int d = inner_to_outer[i];
+        if (t->shape[d] == 0)
+            return true;
+        if (t->shape[d] == 1)
+            continue;
+        if (t->strides[d] != expected)
+            return false;
+        expected *= t->shape[d];
+    }
+    return true;
+}
+
+static bool same_shape(const st_tensor *a, const st_tensor *b)
+{
+    if (a->ndim != b->ndim)
+        return false;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->shape[d] != b->shape[d])
+            return false;
+    return true;
+}
+
 bool st_layout_perm(const st_operand *in, int nin, int *ndim, int64_t *perm)
 {
-    int nd = 0;
-    bool dense_order = true;
+    int op = pending_op;
+    pending_op = -1;
+    int nd = 0, ntensors = 0;
+    bool strict = true, loose = true, same = true, cl = true;
+    const st_tensor *first = NULL;
     for (int k = 0; k < nin; k++) {
         const st_tensor *t = in[k].t;
-        if (!t)
+        if (!t) {
+            same = false;   /* a Python scalar: torch's wrapped 0-d operand */
             continue;
+        }
+        ntensors++;
         if (t->ndim > nd)
             nd = t->ndim;
-        if (dense_order && !st_tensor_is_contiguous(t))
-            dense_order = false;
+        if (strict && !strictly_row_major(t))
+            strict = false;
+        if (loose && !st_tensor_is_contiguous(t))
+            loose = false;
+        if (cl && !channels_last(t))
+            cl = false;
+        if (!first)
+            first = t;
+        else if (same && !same_shape(first, t))
+            same = false;
     }
-    /* the common case: every operand row-major (its order is the result's) */
-    if (dense_order || nd < 2)
+    /* every operand row-major: its order is the result's. TensorIterator's
+     * fast path also gives operands of one shape that are all contiguous
+     * (size-1 dims' strides aside) a row-major result; a copy of one
+     * tensor (clone, a cast, the *_like factories: torch's empty_like keeps
+     * a dense tensor's strides) and operands of different shapes take the
+     * order below, where size-1 dims count too */
+    bool fast = same && !(ntensors == 1 && copy_like(op));
+    if (strict || nd < 2 || (loose && fast))
         return false;
+    if (cl && fast) {   /* likewise all channels-last: an NHWC result */
+        perm[0] = 0, perm[1] = 2, perm[2] = 3, perm[3] = 1;
+        *ndim = 4;
+        return true;
+    }
     int64_t shape[ST_MAX_DIMS];
     for (int d = 0; d < nd; d++)
         shape[d] = 1;
@@ -111,17 +206,13 @@ bool st_layout_perm(const st_operand *in, int nin, int *ndim, int64_t *perm)
             }
         }
     }
-    /* an order that moves only size-1 dims changes no element's place:
-     * the row-major result serves (only those dims' strides differ) */
+    /* a size-1 dim's place in the order sets its stride, the product of
+     * the sizes of the dims inside it (as torch's): any move is a new order */
     bool identity = true;
-    int prev = -1;
     for (int i = 0; i < nd; i++) {
         perm[i] = order[nd - 1 - i];
-        if (shape[perm[i]] != 1) {
-            if (perm[i] < prev)
-                identity = false;
-            prev = (int)perm[i];
-        }
+        if (perm[i] != i)
+            identity = false;
     }
     *ndim = nd;
     return !identity;
@@ -152,6 +243,7 @@ st_tensor *st_layout_back(st_tensor *r, int nd, const int64_t *perm)
 bool st_layout_into_perm(const st_operand *in, int nin, st_tensor *into, int *ndim,
                          int64_t *perm)
 {
+    pending_op = -1;    /* into's own order (a copy of its layout) */
     for (int k = 0; k < nin; k++)
         if (in[k].t && in[k].t->ndim > into->ndim)
             return false; /* the op reports the bad broadcast */

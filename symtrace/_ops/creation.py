@@ -136,8 +136,23 @@ def empty(*size, dtype=None, device=None, requires_grad=False):
 def _keeps_order(input, device):
     """Whether a *_like factory takes input as its op's shape operand, so that its result keeps
     input's memory order (preserve_format, as torch; runtime/layout.c): input is not row-major
-    and the result stays on input's device. A row-major input takes the plain factory."""
-    return not input.is_contiguous() and (device is None or _dev(device) == _dev(input.device))
+    (size-1 dims' strides included: torch's empty_like keeps them) and the result stays on
+    input's device. A row-major input takes the plain factory."""
+    return not _row_major(input) and (device is None or _dev(device) == _dev(input.device))
+
+
+def _row_major(t):
+    """t's strides are its shape's row-major ones, size-1 dims included."""
+    if not t.is_contiguous():
+        return False
+    expected = 1
+    for n, s in zip(reversed(t.shape), reversed(t.stride())):
+        if n == 0:
+            return True
+        if s != expected:
+            return False
+        expected *= n
+    return True
 
 
 @dyn_inline

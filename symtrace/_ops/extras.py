@@ -12,7 +12,7 @@ import operator
 import warnings
 
 from .. import _C
-from .._dtype import bool_, float32, int64
+from .._dtype import bool_, float16, float32, int64
 from ._core import _check_int, _check_tensor, _is_tensor, _tname, _wrap
 from .elementwise import (add, div, floor_divide, gt, logical_and, logical_or, mul, remainder, sub,
                           to_dtype, where)
@@ -20,7 +20,7 @@ from .creation import _scalar0, full, zeros
 from .dtypes import promote_types
 from .float_math import _back
 from .reductions import _vector_norm, amax, amin, sum
-from .linalg import _beta_alpha_sum, diag, matmul
+from .linalg import _HALF, _beta_alpha_sum, _half_beta_alpha_sum, diag, matmul
 from .scans import cumprod, cumsum
 from .shape import cat, flip
 from .scatter_ops import scatter_reduce
@@ -54,7 +54,24 @@ def addmv(input, mat, vec, *, beta=1, alpha=1):
                            f"{_tname(input.dtype)}, {_tname(mat.dtype)}, and {_tname(vec.dtype)}")
     if input.dtype is bool_:
         raise NotImplementedError("\"addmv_impl_cpu\" not implemented for 'Bool'")
+    if input.dtype in _HALF:
+        return _half_addmv(input, mat, vec, beta, alpha)
     return _beta_alpha_sum(input, matmul(mat, vec), beta, alpha)
+
+
+def _half_addmv(input, mat, vec, beta, alpha):
+    """addmv of float16 / bfloat16 operands as torch 2.13's CPU kernels: the input added to
+    alpha times the float32 product and the sum rounded once. torch's half gemv (float16;
+    bfloat16 up to 4096 matrix elements, beyond which oneDNN computes in float32) first
+    rounds beta and alpha to the dtype and input * beta to it (beta 0 or 1: nothing)."""
+    dt = input.dtype
+    if dt is float16 or mat.numel() <= 4096:
+        if beta not in (0, 1):
+            beta_h = full((), beta, dtype=dt).item()
+            input = to_dtype(mul(to_dtype(input, float32), beta_h), dt)
+            beta = 1
+        alpha = full((), alpha, dtype=dt).item()
+    return _half_beta_alpha_sum(input, mat, vec, beta, alpha)
 
 
 def addmv_(input, mat, vec, *, beta=1, alpha=1):

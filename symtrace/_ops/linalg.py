@@ -106,6 +106,13 @@ def outer(input, vec2):
 ger = outer
 
 
+def _beta_alpha_check(input, psh):
+    """input must broadcast to the product's shape psh (never the reverse)."""
+    ish = tuple(input.shape)
+    if len(ish) > len(psh) or builtins.any(a != 1 and a != b for a, b in zip(ish[::-1], psh[::-1])):
+        input.expand(psh)                  # raises expand's error
+
+
 def _beta_alpha_sum(input, prod, beta, alpha):
     """beta * input + alpha * prod, input broadcast to prod's shape (never the reverse);
     beta == 0 ignores input's values (nan included), as torch does."""
@@ -114,9 +121,7 @@ def _beta_alpha_sum(input, prod, beta, alpha):
     if input.dtype is not prod.dtype:
         raise RuntimeError(f"self and mat2 must have the same dtype, but got {_tname(input.dtype)} "
                            f"and {_tname(prod.dtype)}")
-    ish, psh = tuple(input.shape), tuple(prod.shape)
-    if len(ish) > len(psh) or builtins.any(a != 1 and a != b for a, b in zip(ish[::-1], psh[::-1])):
-        input.expand(psh)                  # raises expand's error
+    _beta_alpha_check(input, tuple(prod.shape))
     # a broadcasting add, not an expand to prod's sizes: under dynamic shapes those would
     # be constants of the graph (HF's Conv1D, an addmm over batch * seq rows, specialized)
     if alpha != 1:
@@ -158,8 +163,25 @@ def _half_addmm(input, mat1, mat2, beta, alpha):
         input.expand(psh)                  # raises expand's error
     if beta == 1 and alpha == 1:
         return _op(_C.OP_LINEAR, (mat1, mat2.t(), input), _attrs(flags=HAS_BIAS))
-    dt = mat1.dtype
-    prod = matmul(to_dtype(mat1, float32), to_dtype(mat2, float32))
+    return _half_beta_alpha_sum(input, mat1, mat2, beta, alpha)
+
+
+def _half_beta_alpha_sum(input, a, b, beta, alpha):
+    """beta * input + alpha * (a @ b) of float16 / bfloat16 operands in float32, rounded
+    once (torch's addmm / baddbmm / addmv add to the float32 accumulator): the products of
+    half values are exact in float32."""
+    dt = a.dtype
+    # the float32 product stays float32 under autocast (its own caller's policy chose dt)
+    prev = [(dev, _C._get_autocast(dev)) for dev in ("cpu", "cuda")]
+    for dev, (on, low) in prev:
+        if on:
+            _C._set_autocast(dev, False, low)
+    try:
+        prod = matmul(to_dtype(a, float32), to_dtype(b, float32))
+    finally:
+        for dev, (on, low) in prev:
+            if on:
+                _C._set_autocast(dev, on, low)
     return to_dtype(_beta_alpha_sum(to_dtype(input, float32), prod, beta, alpha), dt)
 
 
@@ -171,6 +193,9 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     _check_tensor(batch1, "baddbmm", "batch1")
     _check_tensor(batch2, "baddbmm", "batch2")
     _bmm_check(batch1, batch2)
+    if batch1.dtype in _HALF and input.dtype is batch1.dtype:
+        _beta_alpha_check(input, (batch1.shape[0], batch1.shape[1], batch2.shape[2]))
+        return _half_beta_alpha_sum(input, batch1, batch2, beta, alpha)
     return _beta_alpha_sum(input, matmul(batch1, batch2), beta, alpha)
 
 

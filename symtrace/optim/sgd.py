@@ -1,6 +1,10 @@
-"""SGD with momentum, dampening, Nesterov and weight decay (torch.optim.SGD)."""
+"""SGD with momentum, dampening, Nesterov and weight decay (torch.optim.SGD).
+A parameter whose tensors allow it (symtrace/optim/_fused.py's supported():
+dense, contiguous, one float dtype and device) is updated by one fused
+kernel (symtrace/optim/_fused_sgd.py), unless fused=False; else op by op."""
 from ..nn.parameter import _no_grad
-from .optimizer import Optimizer, _check_tensor_lr
+from . import _fused_sgd
+from .optimizer import Optimizer, _check_tensor_lr, _is_tensor
 
 __all__ = ["SGD"]
 
@@ -38,17 +42,54 @@ class SGD(Optimizer):
         loss = self._closure_loss(closure)
         with _no_grad():
             for group in self.param_groups:
-                lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
-                nesterov = group["nesterov"]
-                for p, grad, _ in self._grads(group):
-                    if momentum != 0:
-                        state = self.state[p]
-                        buf = state.get("momentum_buffer")
-                        if buf is None:
-                            buf = grad.detach().clone()
-                            state["momentum_buffer"] = buf
-                        else:
-                            buf.mul_(momentum).add_(grad, alpha=1 - dampening)
-                        grad = grad.add(buf, alpha=momentum) if nesterov else buf
-                    p.add_(grad, alpha=-lr)
+                fused = group.get("fused")
+                if group.get("differentiable"):
+                    fused = False
+                if fused is not False:
+                    self._step_fused(group, fused)
+                else:
+                    self._step_op_by_op(group, group["params"])
         return loss
+
+    def _step_fused(self, group, fused):
+        """The fused update of every parameter whose tensors allow it; the
+        others op by op (fused=True: an error)."""
+        lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
+        # a Tensor lr (torch allows one) enters the fused update as its value
+        lr_f = lr.item() if _is_tensor(lr) else lr
+        rest = []
+        for p in group["params"]:
+            grad = p.grad
+            if grad is None:
+                continue
+            buf = self.state[p].get("momentum_buffer") if momentum != 0 else None
+            ts = (p, grad) if buf is None else (p, grad, buf)
+            if not _fused_sgd.supported(ts):
+                if fused:
+                    raise RuntimeError("SGD(fused=True): the parameter, its gradient and momentum "
+                                       "buffer must be dense, contiguous, of one floating dtype "
+                                       "(float32, float64, float16, bfloat16) on one device")
+                rest.append(p)
+                continue
+            buf = _fused_sgd.sgd_update(p, grad, buf, lr_f, momentum, dampening,
+                                        group["weight_decay"], group["nesterov"],
+                                        group["maximize"])
+            if buf is not None:
+                self.state[p]["momentum_buffer"] = buf
+        if rest:
+            self._step_op_by_op(group, rest)
+
+    def _step_op_by_op(self, group, params):
+        lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
+        nesterov = group["nesterov"]
+        for p, grad, _ in self._grads(dict(group, params=params)):
+            if momentum != 0:
+                state = self.state[p]
+                buf = state.get("momentum_buffer")
+                if buf is None:
+                    buf = grad.detach().clone()
+                    state["momentum_buffer"] = buf
+                else:
+                    buf.mul_(momentum).add_(grad, alpha=1 - dampening)
+                grad = grad.add(buf, alpha=momentum) if nesterov else buf
+            p.add_(grad, alpha=-lr)
