@@ -812,7 +812,7 @@ static PyObject *m_clone(PyObject *self, PyObject *args, PyObject *kw) {
     int nd = 0, rank = 0;
     bool permuted = false;
     if (!strcmp(name, "preserve_format")) {
-        permuted = st_layout_perm(&in, 1, &nd, perm);
+        permuted = st_layout_perm(-1, &in, 1, &nd, perm);
     } else if (!strcmp(name, "channels_last") || !strcmp(name, "channels_last_3d")) {
         rank = name[13] ? 5 : 4;
         if (t->ndim != rank) {

@@ -344,7 +344,7 @@ int st_rt_eager(st_op_id op, const st_operand *in, int nin,
     /* an elementwise result in its operands' memory order (runtime/layout.c) */
     int64_t perm[ST_MAX_DIMS];
     int nd;
-    if (!given && st_layout_op(op) && st_layout_perm(in, nin, &nd, perm))
+    if (!given && st_layout_op(op) && st_layout_perm((int)op, in, nin, &nd, perm))
         return st_layout_run(op, in, nin, attrs, nd, perm, NULL, out);
     /* written into a tensor in another order while tracing: the graph's
      * new value of it is in its order too (a compiled result keeps eager's

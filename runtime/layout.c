@@ -9,14 +9,10 @@
 
 #include <string.h>
 
-/* The op whose operands the next st_layout_perm orders, as st_layout_op
- * saw it (eager.c asks st_layout_op(op) and then st_layout_perm or
- * st_layout_into_perm, which consume it); -1: a copy (clone calls
- * st_layout_perm alone). Only the single-operand case reads it: torch
- * copies a dense tensor's strides (empty_like) but gives a unary op of a
- * contiguous one a row-major result. */
-static _Thread_local int pending_op = -1;
-
+/* st_layout_perm's op: -1 for a copy (clone, a *_like factory, a cast).
+ * Only the single-operand case reads it: torch copies a dense tensor's
+ * strides (empty_like) but gives a unary op of a contiguous one a
+ * row-major result. */
 static bool copy_like(int op)
 {
     if (op < 0 || op == ST_OP_COPY || op == ST_OP_CAST)
@@ -29,9 +25,7 @@ static bool layout_op(st_op_id op);
 
 bool st_layout_op(st_op_id op)
 {
-    bool r = layout_op(op);
-    pending_op = r ? (int)op : -1;
-    return r;
+    return layout_op(op);
 }
 
 static bool layout_op(st_op_id op)
@@ -130,10 +124,8 @@ static bool same_shape(const st_tensor *a, const st_tensor *b)
     return true;
 }
 
-bool st_layout_perm(const st_operand *in, int nin, int *ndim, int64_t *perm)
+bool st_layout_perm(int op, const st_operand *in, int nin, int *ndim, int64_t *perm)
 {
-    int op = pending_op;
-    pending_op = -1;
     int nd = 0, ntensors = 0;
     bool strict = true, loose = true, same = true, cl = true;
     const st_tensor *first = NULL;
@@ -243,12 +235,12 @@ st_tensor *st_layout_back(st_tensor *r, int nd, const int64_t *perm)
 bool st_layout_into_perm(const st_operand *in, int nin, st_tensor *into, int *ndim,
                          int64_t *perm)
 {
-    pending_op = -1;    /* into's own order (a copy of its layout) */
     for (int k = 0; k < nin; k++)
         if (in[k].t && in[k].t->ndim > into->ndim)
             return false; /* the op reports the bad broadcast */
     st_operand o = {.t = into};
-    return st_layout_perm(&o, 1, ndim, perm) && *ndim == into->ndim;
+    /* into's own order (a copy of its layout) */
+    return st_layout_perm(-1, &o, 1, ndim, perm) && *ndim == into->ndim;
 }
 
 /* t (of at most nd dims) viewed with nd dims in perm's order: a new

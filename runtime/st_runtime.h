@@ -253,7 +253,8 @@ int st_rt_eager_in_order(st_op_id op, const st_operand *in, int nin,
  * permuted into that order, its result permuted back (one result), or
  * written into into (given) permuted likewise. */
 bool st_layout_op(st_op_id op);
-bool st_layout_perm(const st_operand *in, int nin, int *ndim, int64_t *perm);
+/* op: the elementwise op (st_layout_op), -1 for a copy (clone, *_like) */
+bool st_layout_perm(int op, const st_operand *in, int nin, int *ndim, int64_t *perm);
 int st_layout_run(st_op_id op, const st_operand *in, int nin, const st_attrs *attrs,
                   int nd, const int64_t *perm, st_tensor *into, st_tensor **out);
 /* With into (a result written into it, while tracing): the order that
