@@ -1665,7 +1665,13 @@ static st_tensor *value_expanded(st_tensor *self, st_tensor *dst,
             return NULL;
         v = c;
     }
-    if (v->storage == self->storage) {
+    /* the very elements of dst in its order (x[...] = x, x expanded too):
+     * a copy onto itself, which torch's copy_ returns from at once */
+    bool same = v->storage == dst->storage && v->offset == dst->offset &&
+                v->ndim == dst->ndim &&
+                !memcmp(v->shape, dst->shape, sizeof(int64_t) * (size_t)v->ndim) &&
+                !memcmp(v->strides, dst->strides, sizeof(int64_t) * (size_t)v->ndim);
+    if (v->storage == self->storage && !same) {
         /* overlapping source (x[1:] = x[:-1]): copy it out first, as a
          * fresh result (a traced statement; a tensor made empty here and
          * written into would be a graph input holding this call's data) */

@@ -92,3 +92,30 @@ def test_index_into_an_empty_dim(shape, key, want):
             tz[key(torch)]
     else:
         assert tuple(tz[key(torch)].shape) == want
+
+
+def test_setitem_of_a_tensor_onto_itself():
+    """x[...] = x (fuzz_compile 890069): torch's copy_ returns at once when the
+    source is the very elements of the destination, also for an expanded x
+    (a stride-0 destination it otherwise refuses); symtrace copied the source
+    out first, then refused to write the copy into the expanded tensor."""
+    import numpy as np
+    x = st.tensor(np.arange(3, dtype=np.float32).reshape(3, 1)).expand(3, 2)
+    x[...] = x
+    assert x.tolist() == [[0.0, 0.0], [1.0, 1.0], [2.0, 2.0]]
+    y = st.arange(6.0).reshape(2, 3)
+    y[...] = y
+    y[:, :] = y
+    assert y.tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+    z = st.ones(3, requires_grad=True)
+    w = z.clone()
+    w[...] = w
+    w.sum().backward()
+    assert z.grad.tolist() == [1.0, 1.0, 1.0]
+    # a different expanded source into an expanded destination is still refused
+    with pytest.raises(RuntimeError, match="single memory location"):
+        x[...] = st.ones(3, 2)
+    f = st.compile(lambda t: t.__setitem__(Ellipsis, t) or t * 2)
+    for _ in range(3):
+        a = st.tensor(np.arange(3, dtype=np.float32).reshape(3, 1)).expand(3, 2)
+        assert f(a).tolist() == [[0.0, 0.0], [2.0, 2.0], [4.0, 4.0]]
