@@ -180,18 +180,29 @@ static bool read_exc_entry(const uint8_t *p, int n, int *pos, int *s, int *len,
     return *s >= 0 && *len >= 0 && *t >= 0 && *dl >= 0;
 }
 
-int st_fe_exc_handler(PyCodeObject *co, int unit)
+bool st_fe_exc_entry(PyCodeObject *co, int unit, int *target, int *depth, bool *lasti)
 {
     const uint8_t *p = (const uint8_t *)PyBytes_AS_STRING(co->co_exceptiontable);
     int n = (int)PyBytes_GET_SIZE(co->co_exceptiontable), pos = 0;
     while (pos < n) {
         int s, len, t, dl;
         if (!read_exc_entry(p, n, &pos, &s, &len, &t, &dl))
-            return -1;
-        if (s <= unit && unit < s + len)
-            return t;
+            return false;
+        if (s <= unit && unit < s + len) {
+            *target = t;
+            *depth = dl >> 1;
+            *lasti = dl & 1;
+            return true;
+        }
     }
-    return -1;
+    return false;
+}
+
+int st_fe_exc_handler(PyCodeObject *co, int unit)
+{
+    int t, depth;
+    bool lasti;
+    return st_fe_exc_entry(co, unit, &t, &depth, &lasti) ? t : -1;
 }
 
 static int code_decode(PyCodeObject *co, rs_code *c)

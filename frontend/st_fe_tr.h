@@ -405,6 +405,9 @@ int st_fe_resume_plan(PyCodeObject *co, int at, st_fe_brkpt *bp, char *why, size
 /* The handler (code unit) of the exception table entry that covers code
  * unit `unit` of co, or -1 when none does. */
 int st_fe_exc_handler(PyCodeObject *co, int unit);
+/* The same entry whole: its handler, stack depth and lasti bit; false when
+ * no entry covers unit (or the table is malformed). */
+bool st_fe_exc_entry(PyCodeObject *co, int unit, int *target, int *depth, bool *lasti);
 void st_fe_brkpt_clear(st_fe_brkpt *bp);
 /* The break function for bp with nstack items on the stack at bp->start
  * (null[k]: slot k is a NULL marker) and lstate[i] per local: 0 dead

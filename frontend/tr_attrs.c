@@ -25,6 +25,18 @@ static int attr_sourced(tr_state *s, tr_var *obj, PyObject *name, PyObject *v,
     return tr_make_sourced(s, out, v, as);
 }
 
+/* name in obj's instance dict: *found and the sourced (guarded) value in
+ * out; 0 with *found false when it is not there; -1 on a break. */
+static int instance_attr(tr_state *s, tr_var *obj, PyObject *name, tr_var *out, bool *found)
+{
+    PyObject **dp = _PyObject_GetDictPtr(obj->v);
+    PyObject *v = dp && *dp ? PyDict_GetItemWithError(*dp, name) : NULL;
+    *found = v != NULL;
+    if (v)
+        return attr_sourced(s, obj, name, Py_NewRef(v), out);
+    return PyErr_Occurred() ? tr_break_exc(s, "attribute") : 0;
+}
+
 static int call_fget(tr_state *s, PyObject *descr, tr_var *obj, tr_var *out)
 {
     PyObject *fget = PyObject_GetAttrString(descr, "fget");
@@ -218,12 +230,10 @@ int tr_getattr(tr_state *s, tr_var *obj, PyObject *name, tr_var *out)
             /* an instance attribute of a library type that has an instance
              * dict (an OrderedDict's, a namedtuple subclass's): the user's
              * data, guarded like any object's */
-            PyObject **dp = _PyObject_GetDictPtr(o);
-            PyObject *iv = dp && *dp ? PyDict_GetItemWithError(*dp, name) : NULL;
-            if (iv)
-                return attr_sourced(s, obj, name, Py_NewRef(iv), out);
-            if (PyErr_Occurred())
-                return tr_break_exc(s, "attribute");
+            bool found;
+            int rc = instance_attr(s, obj, name, out, &found);
+            if (rc < 0 || found)
+                return rc;
         }
         PyObject *v = PyObject_GetAttr(o, name);
         if (!v)
@@ -261,12 +271,10 @@ int tr_getattr(tr_state *s, tr_var *obj, PyObject *name, tr_var *out)
         if (found)
             return 0;
     } else {
-        PyObject **dp = _PyObject_GetDictPtr(o);
-        PyObject *v = dp && *dp ? PyDict_GetItemWithError(*dp, name) : NULL;
-        if (v)
-            return attr_sourced(s, obj, name, Py_NewRef(v), out);
-        if (PyErr_Occurred())
-            return tr_break_exc(s, "attribute");
+        bool found;
+        int rc = instance_attr(s, obj, name, out, &found);
+        if (rc < 0 || found)
+            return rc;
     }
     if (descr) {
         PyObject *v;

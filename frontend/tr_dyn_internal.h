@@ -66,6 +66,8 @@ static inline int64_t floordiv(int64_t a, int64_t b)
 int sx_new(st_fe_symtab *t, int op, int a, int b, int64_t c);
 bool sx_is_const(const st_fe_symtab *t, int e);
 int add_rel(tr_state *s, int a, int b, int op, bool want);
+/* a op b for a relation ST_SXC_* (the guards' and the probes' check) */
+bool tr_dyn_rel_holds(int op, int64_t a, int64_t b);
 void dyn_fail(tr_state *s, const char *fmt, const char *arg);
 void pin_class(tr_state *s, int k);
 int pin_symbol(tr_state *s, int k);

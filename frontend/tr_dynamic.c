@@ -197,7 +197,7 @@ int st_fe_sym_values(const st_fe_symtab *t, const st_fe_frame *f, PyObject **mem
     return 1;
 }
 
-static bool cmp(int op, int64_t a, int64_t b)
+bool tr_dyn_rel_holds(int op, int64_t a, int64_t b)
 {
     switch (op) {
     case ST_SXC_LT: return a < b;
@@ -221,7 +221,7 @@ int st_fe_sym_guard_check(const st_fe_guardset *gs, const st_fe_guard *g,
         return r;
     if (st_fe_sx_eval(t, g->sx_a, small, &a) < 0 || st_fe_sx_eval(t, g->sx_b, small, &b) < 0)
         return 0;
-    return cmp(g->sx_op, a, b) == g->want;
+    return tr_dyn_rel_holds(g->sx_op, a, b) == g->want;
 }
 
 /* The expression text e names the symbol pat ("s1"): as a whole name, not
@@ -720,7 +720,7 @@ static PyObject *sym_cmp(PyObject *m, PyObject *args)
     long long x, y;
     if (two_ints(a, b, &x, &y) < 0)
         return NULL;
-    bool r = cmp(op, x, y);
+    bool r = tr_dyn_rel_holds(op, x, y);
     if (s && s->dyn) {
         int ea = expr_of(s, a), eb = expr_of(s, b);
         if (ea >= 0 && eb >= 0 && add_rel(s, ea, eb, op, r) < 0)

@@ -818,18 +818,6 @@ static int root_of(tr_state *s, int k)
     return s->dyn->alias[k] ? s->dyn->alias[k] - 1 : k;
 }
 
-static bool rel_holds(int op, int64_t a, int64_t b)
-{
-    switch (op) {
-    case ST_SXC_LT: return a < b;
-    case ST_SXC_LE: return a <= b;
-    case ST_SXC_EQ: return a == b;
-    case ST_SXC_NE: return a != b;
-    case ST_SXC_GT: return a > b;
-    default: return a >= b;
-    }
-}
-
 /* The guards naming class r (and no other free symbol) hold with the
  * class at x and the rest at probe point p. */
 static bool class_fits(tr_state *s, int r, int p, int64_t x)
@@ -855,7 +843,7 @@ static bool class_fits(tr_state *s, int r, int p, int64_t x)
             continue;
         int64_t a, b;
         if (st_fe_sx_eval(tb, g->sx_a, pv, &a) < 0 || st_fe_sx_eval(tb, g->sx_b, pv, &b) < 0 ||
-            rel_holds(g->sx_op, a, b) != g->want)
+            tr_dyn_rel_holds(g->sx_op, a, b) != g->want)
             return false;
     }
     return true;

@@ -1,7 +1,7 @@
 /* frontend/tr_except.c - exceptions raised and handled inside the
- * translated code (symbolic try/except). Owns: the exception tables of
- * 3.11/3.12 code (entry covering a code unit: handler, stack depth, lasti
- * bit), making the exception objects the code raises (an exception class
+ * translated code (symbolic try/except). Owns: where the 3.11/3.12
+ * exception table (read by resume.c's st_fe_exc_entry) sends a raise,
+ * making the exception objects the code raises (an exception class
  * or instance built from plain values, assert's AssertionError, the
  * IndexError of an out-of-bounds index with static sizes, the ValueError of
  * int()/float() of a string computed in the frame, the KeyError of a
@@ -22,38 +22,11 @@ typedef struct {
     bool lasti;
 } exc_entry;
 
-static int varint(const uint8_t *p, int n, int *pos)
-{
-    if (*pos >= n)
-        return -1;
-    int b = p[(*pos)++], v = b & 63;
-    while (b & 64) {
-        if (*pos >= n)
-            return -1;
-        b = p[(*pos)++];
-        v = (v << 6) | (b & 63);
-    }
-    return v;
-}
-
-/* The entry covering code unit u of co: true (e filled) or false (none). */
+/* The entry covering code unit u of co (resume.c parses the table):
+ * true (e filled) or false (none). */
 static bool exc_lookup(PyCodeObject *co, int u, exc_entry *e)
 {
-    const uint8_t *p = (const uint8_t *)PyBytes_AS_STRING(co->co_exceptiontable);
-    int n = (int)PyBytes_GET_SIZE(co->co_exceptiontable), pos = 0;
-    while (pos < n) {
-        int start = varint(p, n, &pos), len = varint(p, n, &pos);
-        int target = varint(p, n, &pos), dl = varint(p, n, &pos);
-        if (start < 0 || len < 0 || target < 0 || dl < 0)
-            return false;
-        if (start <= u && u < start + len) {
-            e->target = target;
-            e->depth = dl >> 1;
-            e->lasti = dl & 1;
-            return true;
-        }
-    }
-    return false;
+    return st_fe_exc_entry(co, u, &e->target, &e->depth, &e->lasti);
 }
 
 /* ---------------- where an exception can go ---------------- */

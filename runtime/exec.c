@@ -183,6 +183,12 @@ st_status st_rt_exec_planned(st_kprog *p, st_backend *be, void *compiled,
     return s;
 }
 
+/* t has meta m's dtype and shape (a tensor that can stand as that value) */
+static bool has_meta(const st_tensor *t, const st_meta *m) {
+    return t->dtype == m->dtype && t->ndim == m->ndim &&
+           !memcmp(t->shape, m->shape, sizeof(int64_t) * (size_t)m->ndim);
+}
+
 /* Whether v is base's window that slice_scatter statement st replaces (a
  * view of base, as slice would make it), holding base as its view base. */
 static bool is_window(const st_tensor *v, const st_tensor *base, const st_stmt *st) {
@@ -210,8 +216,7 @@ static bool alias_base(const st_graph *g, const st_kernel *k, st_tensor **vals) 
     int b = st->in[0], o = st->out[0];
     st_tensor *t = vals[b];
     const st_meta *m = &g->values[o].meta;
-    if (!t || vals[o] || t->dtype != m->dtype || t->ndim != m->ndim ||
-        memcmp(t->shape, m->shape, sizeof(int64_t) * (size_t)m->ndim))
+    if (!t || vals[o] || !has_meta(t, m))
         return false;
     st_tensor_incref(t);
     vals[o] = t;
@@ -230,8 +235,7 @@ static st_tensor *window_of(const st_graph *g, int si, st_tensor **vals, const s
         st_err_clear();
         return NULL;
     }
-    if (w->dtype != m->dtype || w->ndim != m->ndim ||
-        memcmp(w->shape, m->shape, sizeof(int64_t) * (size_t)m->ndim)) {
+    if (!has_meta(w, m)) {
         st_tensor_decref(w);
         return NULL;
     }
@@ -273,9 +277,7 @@ static bool take_base(const st_graph *g, const st_kernel *k, st_tensor **vals) {
     int64_t refs = 1;
     if (st->op == ST_OP_SLICE_SCATTER && st->nin == 2 && is_window(vals[st->in[1]], t, st))
         refs = 2;
-    if (!t || vals[o] || t->refcount != refs || !st_tensor_is_contiguous(t) ||
-        t->dtype != m->dtype || t->ndim != m->ndim ||
-        memcmp(t->shape, m->shape, sizeof(int64_t) * (size_t)m->ndim))
+    if (!t || vals[o] || t->refcount != refs || !st_tensor_is_contiguous(t) || !has_meta(t, m))
         return false;
     vals[o] = t;
     vals[b] = NULL;

@@ -21,14 +21,7 @@ static bool copy_like(int op)
     return k == ST_OPK_CREATE || k == ST_OPK_RANDOM;
 }
 
-static bool layout_op(st_op_id op);
-
 bool st_layout_op(st_op_id op)
-{
-    return layout_op(op);
-}
-
-static bool layout_op(st_op_id op)
 {
     switch (st_op(op)->kind) {
     case ST_OPK_UNARY:

@@ -2,7 +2,8 @@
 # (test_compile_hf_style.py, test_compile_gpt2_style.py, test_compile_modern_models.py):
 # a clean frontend per test and the frontend's counts (their own training loops stay in
 # each file: a shared helper calling the model would be one more frame in the break
-# counts they bound); and the HF-style BERT checkpointing run that
+# counts they bound); the dynamic-shape runs of test_compile_gpt2_style.py and
+# test_dynamic_gen.py; and the HF-style BERT checkpointing run that
 # test_compile_checkpoint.py and test_checkpoint_rng.py compare.
 import numpy as np
 import pytest
@@ -23,6 +24,22 @@ def fe_counts():
     s = st._C._fe_stats()
     return s["graphs"], s["breaks"], s["fallbacks"]
 
+
+def dynamic_runs(f, inputs, **kw):
+    """f compiled with dynamic=True on each input tuple, then eager: (graphs, got, want)."""
+    st.reset()
+    c = st.compile(f, dynamic=True, **kw)
+    got = [c(*a) for a in inputs]
+    want = [f(*a) for a in inputs]
+    return fe_counts()[0], got, want
+
+
+def assert_same_results(got, want):
+    """Each pair of tensors: the same shape and values (rtol 1e-5, atol 1e-6)."""
+    for a, b in zip(got, want):
+        assert tuple(a.shape) == tuple(b.shape)
+        np.testing.assert_allclose(np.asarray(a.tolist()), np.asarray(b.tolist()),
+                                   rtol=1e-5, atol=1e-6)
 
 
 def hf_bert_checkpoint_steps(ck, comp, steps=2, p=0.1):

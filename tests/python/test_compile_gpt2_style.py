@@ -11,6 +11,7 @@ import pytest
 import hf_gpt2_model as g
 import symtrace as st
 from compile_model_helpers import fresh_frontend, fe_counts  # noqa: F401
+from compile_model_helpers import dynamic_runs as _dyn_graphs, assert_same_results as _same
 
 
 def _data(seed):
@@ -158,19 +159,6 @@ def test_gpt2_generate_matches_torch(masked):
 
 
 # ---- dynamic shapes: split / chunk / addmm keep their sizes symbolic
-def _dyn_graphs(f, inputs):
-    """f compiled with dynamic=True over inputs: (graphs, [compiled results], [eager])."""
-    st.reset()
-    c = st.compile(f, dynamic=True)
-    got = [c(*a) for a in inputs]
-    want = [f(*a) for a in inputs]
-    return fe_counts()[0], got, want
-
-
-def _same(got, want):
-    for a, b in zip(got, want):
-        assert tuple(a.shape) == tuple(b.shape)
-        np.testing.assert_allclose(np.asarray(a.tolist()), np.asarray(b.tolist()), rtol=1e-5, atol=1e-6)
 
 
 def _rand(*shape, seed=0):

@@ -12,25 +12,11 @@ import pytest
 
 import symtrace as st
 from compile_model_helpers import fresh_frontend, fe_counts  # noqa: F401
+from compile_model_helpers import dynamic_runs as _runs, assert_same_results as _same
 
 
 def _np(t):
     return np.asarray(t.tolist())
-
-
-def _runs(f, inputs, **kw):
-    """f compiled with dynamic=True on each input tuple, then eager: (graphs, got, want)."""
-    st.reset()
-    c = st.compile(f, dynamic=True, **kw)
-    got = [c(*a) for a in inputs]
-    want = [f(*a) for a in inputs]
-    return fe_counts()[0], got, want
-
-
-def _same(got, want):
-    for a, b in zip(got, want):
-        assert tuple(a.shape) == tuple(b.shape)
-        np.testing.assert_allclose(_np(a), _np(b), rtol=1e-5, atol=1e-6)
 
 
 # ---- 1. a slice of a fixed buffer bounded by a symbolic size
