@@ -243,6 +243,7 @@ static PyObject *f_memory_stats(PyObject *m, PyObject *args) {
         put(d, "reserved_bytes", s.reserved_bytes) ||
         put(d, "peak_allocated_bytes", s.peak_allocated_bytes) ||
         put(d, "peak_reserved_bytes", s.peak_reserved_bytes) ||
+        put(d, "peak_requested_bytes", s.peak_requested_bytes) ||
         put(d, "num_allocs", s.num_allocs) || put(d, "num_frees", s.num_frees) ||
         put(d, "cache_hits", s.cache_hits) ||
         put(d, "num_system_allocs", s.num_system_allocs) ||

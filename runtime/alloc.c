@@ -318,6 +318,8 @@ st_block *st_alloc_block(st_allocator *a, size_t nbytes)
     s->active_blocks++;
     if (s->allocated_bytes > s->peak_allocated_bytes)
         s->peak_allocated_bytes = s->allocated_bytes;
+    if (s->requested_bytes > s->peak_requested_bytes)
+        s->peak_requested_bytes = s->requested_bytes;
     pthread_mutex_unlock(&a->mu);
     return b;
 }
@@ -387,6 +389,7 @@ void st_alloc_reset_peak(st_allocator *a)
     pthread_mutex_lock(&a->mu);
     a->stats.peak_allocated_bytes = a->stats.allocated_bytes;
     a->stats.peak_reserved_bytes = a->stats.reserved_bytes;
+    a->stats.peak_requested_bytes = a->stats.requested_bytes;
     pthread_mutex_unlock(&a->mu);
 }
 
@@ -580,6 +583,7 @@ st_status st_alloc_check(st_allocator *a)
     }
     if (st->peak_allocated_bytes < st->allocated_bytes ||
         st->peak_reserved_bytes < st->reserved_bytes ||
+        st->peak_requested_bytes < st->requested_bytes ||
         st->num_system_allocs - st->num_system_frees != st->num_segments ||
         st->num_allocs - st->num_frees != st->active_blocks) {
         rc = st_err(ST_ERR_RUNTIME, "alloc check: inconsistent counters (peaks or "

@@ -51,6 +51,8 @@ typedef struct {
     int64_t reserved_bytes;        /* bytes held in segments from the system */
     int64_t peak_allocated_bytes;  /* since the last reset_peak_stats */
     int64_t peak_reserved_bytes;
+    int64_t peak_requested_bytes;  /* since the last reset: sizes as asked for,
+                                    * so it does not depend on the cache's history */
     int64_t num_allocs;            /* st_alloc_block calls that succeeded */
     int64_t num_frees;
     int64_t cache_hits;            /* served without a system allocation */

@@ -15,6 +15,13 @@ def max_memory_allocated(device="cpu"):
     return stats(device)["peak_allocated_bytes"]
 
 
+def max_memory_requested(device="cpu"):
+    """Peak of the bytes callers asked for since the last reset_peak_stats (torch's
+    memory_stats()["requested_bytes.all.peak"]): unlike max_memory_allocated it does not
+    count the cache's rounding, so it does not depend on the allocations made before."""
+    return stats(device)["peak_requested_bytes"]
+
+
 def memory_reserved(device="cpu"):
     return stats(device)["reserved_bytes"]
 

@@ -146,12 +146,14 @@ def _peak(ck, p, backend):
     x.grad = None
     for q in lins.parameters():
         q.grad = None
-    base = st.memory.memory_allocated()
+    # requested bytes: the allocated figure adds the cache's rounding of large
+    # blocks, which depends on the tests that ran before in the process
+    base = st.memory.stats()["requested_bytes"]
     st.memory.reset_peak_stats()
     loss = g(x)
     loss.backward()
     del loss
-    return st.memory.max_memory_allocated() - base
+    return st.memory.max_memory_requested() - base
 
 
 @pytest.mark.parametrize("backend", BACKENDS[:1])
@@ -165,10 +167,11 @@ def test_no_mask_is_saved_and_peak_memory_drops(backend):
     # the masks are no longer kept (they were: depth masks on top of ck_nodrop)
     assert ck < ck_nodrop + depth * mask, (ck, ck_nodrop)
     if st.config.fusion:
-        # fused, the recomputed draw lives in registers: the checkpointed stack with
-        # dropout peaks where the one without dropout does (unfused, one block's
-        # float draw is written out while its backward runs)
-        assert ck < ck_nodrop + mask, (ck, ck_nodrop)
+        # fused, the recomputed draw is stored once as bools: one block's mask at a
+        # time, alive while that block's backward runs (its two readers, the
+        # recomputed softmax row kernel and the gradient matmul's epilogue, are
+        # separate kernels); unfused, one block's float draw is written out instead
+        assert ck <= ck_nodrop + mask, (ck, ck_nodrop)
     assert ck + depth * mask < plain, (ck, plain)
 
 
@@ -270,9 +273,11 @@ def test_hf_bert_checkpointed_training_matches_plain_losses():
     np.testing.assert_allclose(ck, eager_ck, rtol=1e-5)
     assert len(set(ck)) == len(ck)            # every step drew new masks
     assert peak_ck < 0.5 * peak_plain, (peak_ck, peak_plain)
-    # no attention-probability masks (batch*heads*seq*seq bools a layer) are kept:
-    # the checkpointed model with dropout peaks as the one without (within 64 KiB;
-    # they were 512 KiB in all), unfused within about one layer's float draw
-    masks = 8 * 4 * 64 * 64
-    slack = 65536 if st.config.fusion else 5 * masks
-    assert peak_ck <= peak_nodrop + slack, (peak_ck, peak_nodrop)
+    # no dropout masks are kept across layers: the checkpointed model with dropout
+    # peaks above the one without by at most one layer's dropout working set while
+    # that layer's backward runs (the attention probabilities after dropout, float,
+    # beside the softmax's; their bool mask; the two hidden-size dropouts' outputs
+    # and masks). Keeping the four layers' masks would add 3 * 196608 bytes more.
+    att, hid = 8 * 4 * 64 * 64, 8 * 64 * 64
+    layer = att * 4 + att + 2 * (hid * 4 + hid)
+    assert peak_ck <= peak_nodrop + layer, (peak_ck, peak_nodrop, layer)

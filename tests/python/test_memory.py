@@ -100,6 +100,33 @@ def test_reset_peak_stats():
     del keep
 
 
+def test_peak_requested_does_not_depend_on_the_cache():
+    """A 1.25 MiB request that opens a segment of its own is counted at the segment's
+    2 MiB (nothing worth splitting off); carved from a larger cached segment it is
+    counted at its size. max_memory_requested counts what was asked for either way
+    (torch's requested_bytes.all.peak), so a peak measured with it does not depend
+    on what ran before."""
+    n = 5 * MB // 16                      # float32 elements: 1.25 MiB
+    peaks = []
+    for warm in (False, True):
+        st.memory.empty_cache()
+        if warm:
+            st.empty(8 * MB)              # leaves a 32 MiB cached segment
+        base_a, base_r = st.memory.memory_allocated(), stats()["requested_bytes"]
+        st.memory.reset_peak_stats()
+        x = st.empty(n)
+        del x
+        peaks.append((st.memory.max_memory_allocated() - base_a,
+                      st.memory.max_memory_requested() - base_r))
+        assert stats()["peak_requested_bytes"] == st.memory.max_memory_requested()
+    (cold_a, cold_r), (warm_a, warm_r) = peaks
+    assert cold_a == 2 * MB and warm_a == n * 4, peaks
+    assert cold_r == warm_r == n * 4, peaks
+    st.memory.reset_peak_stats()
+    s = stats()
+    assert s["peak_requested_bytes"] == s["requested_bytes"]
+
+
 def test_training_steps_reach_steady_state():
     """An MLP training step (forward, softmax cross-entropy, hand-written
     backward, SGD in place) makes no system allocation once warm, and every
