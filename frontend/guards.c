@@ -637,6 +637,52 @@ static int const_eq(PyObject *a, PyObject *b)
 
 /* One guard on its value v (NULL: the source found nothing). 1/0/-1.
  * any_size: a TENSOR guard ignores sizes and strides (st_fe_guards_size_miss). */
+/* Under dynamic shapes a tensor's guard checks the kind of its layout, not
+ * its strides. Walking its dims of size != 1 from the smallest recorded
+ * stride up (ties: the later dim first), a dim whose recorded stride was the
+ * product of the sizes walked before it (dense) must be so again; any other
+ * must keep its recorded stride and still not be that product. And every
+ * two neighbouring dims of size != 1 must merge (stride[i] == stride[j] *
+ * size[j], what view() and reshape() look at) exactly where the recorded
+ * ones did. So a contiguous tensor matches contiguous ones of any size,
+ * x.t() matches x.t(), and a slice buf[:, :n] of a fixed buffer matches the
+ * same slice at other n: the graph was traced at one layout of that kind and
+ * holds for all of them (the runtime plans per layout). Sizes are checked
+ * by the caller. */
+static bool dyn_layout_match(const st_fe_guard *g, const st_tensor *t)
+{
+    int n = g->ndim, order[ST_MAX_DIMS], k = 0;
+    for (int i = n - 1; i >= 0; i--) {
+        if (g->shape[i] == 1)
+            continue;
+        int j = k++;
+        for (; j > 0 && g->strides[order[j - 1]] > g->strides[i]; j--)
+            order[j] = order[j - 1];
+        order[j] = i;
+    }
+    int64_t rr = 1, rn = 1;
+    for (int j = 0; j < k; j++) {
+        int d = order[j];
+        bool dense = g->strides[d] == rr;
+        if (dense ? t->strides[d] != rn
+                  : t->strides[d] != g->strides[d] || t->strides[d] == rn)
+            return false;
+        rr *= g->shape[d];
+        rn *= t->shape[d];
+    }
+    int prev = -1;
+    for (int i = 0; i < n; i++) {
+        if (g->shape[i] == 1)
+            continue;
+        if (prev >= 0 &&
+            (g->strides[prev] == g->strides[i] * g->shape[i]) !=
+            (t->strides[prev] == t->strides[i] * t->shape[i]))
+            return false;
+        prev = i;
+    }
+    return true;
+}
+
 static int check_one(const st_fe_guard *g, PyObject *v, bool any_size)
 {
     if (g->kind == ST_G_ABSENT) return v == NULL;
@@ -664,17 +710,15 @@ static int check_one(const st_fe_guard *g, PyObject *v, bool any_size)
         if (any_size) {
             /* sizes and strides left out */
         } else if (g->dyn) {
-            /* symbolic dims: any size >= 2, contiguous */
-            int64_t st = 1;
-            for (int i = t->ndim - 1; i >= 0; i--) {
+            /* symbolic dims: any size >= 2, a layout of the same kind */
+            for (int i = 0; i < t->ndim; i++) {
                 if ((g->dyn >> i) & 1u) {
                     if (t->shape[i] < 2) return 0;
                 } else if (t->shape[i] != g->shape[i]) {
                     return 0;
                 }
-                if (t->shape[i] != 1 && t->strides[i] != st) return 0;
-                st *= t->shape[i];
             }
+            if (!dyn_layout_match(g, t)) return 0;
         } else {
             for (int i = 0; i < t->ndim; i++)
                 if (t->shape[i] != g->shape[i] || t->strides[i] != g->strides[i]) return 0;
@@ -916,7 +960,11 @@ static PyObject *describe_one(const st_fe_guard *g)
                 k += snprintf(buf + k, sizeof buf - (size_t)k, "%s%lld", i ? ", " : "", (long long)g->shape[i]);
         }
         if (g->dyn) {
-            k += snprintf(buf + k, sizeof buf - (size_t)k, "] contiguous (* any size >= 2)");
+            /* the recorded strides name the layout's kind */
+            k += snprintf(buf + k, sizeof buf - (size_t)k, "] (* any size >= 2) layout as stride=[");
+            for (int i = 0; i < g->ndim && k < 480; i++)
+                k += snprintf(buf + k, sizeof buf - (size_t)k, "%s%lld", i ? ", " : "", (long long)g->strides[i]);
+            k += snprintf(buf + k, sizeof buf - (size_t)k, "]");
         } else {
             k += snprintf(buf + k, sizeof buf - (size_t)k, "] stride=[");
             for (int i = 0; i < g->ndim && k < 480; i++)

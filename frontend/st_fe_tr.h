@@ -152,7 +152,7 @@ typedef struct {
     bool requires_grad;
     st_fe_src *src2;         /* ALIAS */
     uint32_t dyn;            /* TENSOR: dims that are symbols (checked >= 2,
-                                strides: contiguous) */
+                                strides: a layout of the same kind) */
     /* SYM */
     int sx_a, sx_b, sx_op;   /* expressions in gs->sym; op: ST_SXC_* */
     bool want;

@@ -6,7 +6,9 @@
  * locals and container items, not a Module's attribute) gets a symbol per
  * dim of size >= 2 (sizes 0 and 1 stay constants, as TorchDynamo's 0/1
  * specialization); its guard then checks rank, dtype, device, the constant
- * dims, contiguity and sizes >= 2 instead of the exact shape.
+ * dims, sizes >= 2 and the kind of its layout (guards.c: contiguous, or a
+ * transpose, or a slice of a fixed buffer, ... at any size) instead of the
+ * exact shape and strides.
  * Sizes read in Python. x.shape, x.size(), x.size(d), x.numel() and len(x)
  * give SymInts (symtrace/_symint.py): ints with the real value whose
  * expression over the symbols the translator keeps. The dims of a tensor
@@ -1000,18 +1002,11 @@ int tr_dyn_source(tr_state *s, PyObject *v, st_fe_src *src)
         return 0;
     }
     st_fe_symtab *tb = tab(s);
-    int64_t st = 1;
-    bool contig = true;
-    for (int d = t->ndim - 1; d >= 0; d--) {
-        if (t->shape[d] != 1 && t->strides[d] != st)
-            contig = false;
-        st *= t->shape[d];
-    }
     PyObject *ex = PyTuple_New(t->ndim);
     uint32_t mask = 0;
     for (int d = 0; ex && d < t->ndim; d++) {
         int e;
-        if (contig && t->shape[d] >= 2 && tb->nsym < MAXSYM) {
+        if (t->shape[d] >= 2 && tb->nsym < MAXSYM) {
             /* a symbol of its own, also where the size equals another's:
              * duck sizing (TorchDynamo's default: one symbol, guarded
              * equal) only where the graph needs it (repair), so that a
