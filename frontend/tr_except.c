@@ -130,6 +130,94 @@ static bool safe_exc_class(PyObject *c)
     return true;
 }
 
+/* A user exception class whose construction the translation runs itself:
+ * BaseException's own tp_new (no Python __new__, no C base with another
+ * new: OSError's), metaclass type, and a Python __init__ (inlined: its
+ * super().__init__ reaches the C one, tr_exc_c_init). Its classes define
+ * no attribute hooks the translator would bypass. */
+bool tr_exc_user_init(PyObject *c)
+{
+    if (!PyExceptionClass_Check(c) || Py_TYPE(c) != &PyType_Type)
+        return false;
+    PyTypeObject *t = (PyTypeObject *)c;
+    if (t->tp_new != ((PyTypeObject *)PyExc_BaseException)->tp_new || !t->tp_mro)
+        return false;
+    static const char *const hooks[] = {"__new__", "__setattr__", "__getattr__",
+                                        "__getattribute__", "__delattr__", "__del__", NULL};
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(t->tp_mro); i++) {
+        PyTypeObject *b = (PyTypeObject *)PyTuple_GET_ITEM(t->tp_mro, i);
+        if (!(b->tp_flags & Py_TPFLAGS_HEAPTYPE))
+            continue;
+        if (Py_TYPE(b) != &PyType_Type || !b->tp_dict)
+            return false;
+        for (int k = 0; hooks[k]; k++)
+            if (PyDict_GetItemString(b->tp_dict, hooks[k]))
+                return false;
+    }
+    PyObject *n = PyUnicode_InternFromString("__init__");
+    PyObject *init = n ? tr_mro_lookup(t, n, NULL) : NULL;
+    Py_XDECREF(n);
+    PyErr_Clear();
+    return init && PyFunction_Check(init);
+}
+
+static bool plain_arg(PyObject *o, int depth);
+
+/* Values an exception's C constructor may be given: plain values (lazy
+ * numbers made plain, guarded), no iterator or super() stand-ins.
+ * 1 yes, 0 no, -1 break. */
+static int plain_vars(tr_state *s, tr_var *args, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!args[i].v || args[i].it || args[i].aux)
+            return 0;
+    for (int i = 0; i < n; i++) {
+        if (s->dyn && tr_dyn_plain_var(s, &args[i]) < 0)
+            return -1;
+        if (!plain_arg(args[i].v, 0))
+            return 0;
+    }
+    return 1;
+}
+
+int tr_exc_new(tr_state *s, PyTypeObject *t, tr_var *args, int nargs, PyObject *kwnames,
+               PyObject **obj)
+{
+    *obj = NULL;
+    int nkw = kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0;
+    if (!tr_exc_user_init((PyObject *)t) || !s->top || !tr_exc_catchable(s, s->top))
+        return 0;
+    int pv = plain_vars(s, args, nargs - nkw);
+    if (pv <= 0)
+        return pv;
+    /* BaseException's new keeps the positional arguments as .args (what
+     * an __init__ that does not call the base's leaves there) */
+    PyObject *a = PyTuple_New(nargs - nkw);
+    for (int i = 0; a && i < nargs - nkw; i++)
+        PyTuple_SET_ITEM(a, i, Py_NewRef(args[i].v));
+    PyObject *o = a ? t->tp_new(t, a, NULL) : NULL;
+    Py_XDECREF(a);
+    if (!o || tr_mark_fresh(s, o) < 0) {
+        Py_XDECREF(o);
+        return tr_break_exc(s, "exception construction");
+    }
+    *obj = o;
+    return 1;
+}
+
+int tr_exc_c_init(tr_state *s, PyObject *fn, PyObject *self, tr_var *args, int nargs)
+{
+    if (!self || !PyExceptionInstance_Check(self) || !tr_is_fresh(s, self))
+        return 0;
+    PyObject *oc = PyObject_GetAttrString(fn, "__objclass__");
+    PyErr_Clear();
+    bool ok = oc && PyExceptionClass_Check(oc) &&
+              !(((PyTypeObject *)oc)->tp_flags & Py_TPFLAGS_HEAPTYPE) &&
+              PyObject_TypeCheck(self, (PyTypeObject *)oc);
+    Py_XDECREF(oc);
+    return ok ? plain_vars(s, args, nargs) : 0;
+}
+
 /* A plain value an exception may be built from. */
 static bool plain_arg(PyObject *o, int depth)
 {
@@ -170,7 +258,13 @@ static PyObject *exc_of(tr_state *s, tr_var *v, const char *what)
     }
     if (o && PyExceptionInstance_Check(o) && tr_is_fresh(s, o))
         return Py_NewRef(o);
-    tr_break(s, "%s of a %s (only exceptions made in the frame)", what, tr_type_name(o));
+    /* an instance from outside (a global, an attribute): read through a
+     * source, so guarded; raising it must not change it (no __context__
+     * to set: exc_of's callers check) */
+    if (o && PyExceptionInstance_Check(o) && tr_var_src(s, v) && !s->exc_cur)
+        return Py_NewRef(o);
+    tr_break(s, "%s of a %s (only exceptions made in the frame or read from a guarded "
+             "source outside a handler)", what, tr_type_name(o));
     return NULL;
 }
 
@@ -199,6 +293,10 @@ int tr_exc_raise(tr_state *s, tr_frame *fr, int nargs)
     if (nargs == 2) {
         tr_var *cv = &fr->stack[fr->sp - 1];
         PyObject *cause = NULL;
+        if (!tr_is_fresh(s, exc)) {
+            Py_DECREF(exc);
+            return tr_break(s, "raise ... from of an exception from outside the frame");
+        }
         if (cv->v != Py_None && !(cause = exc_of(s, cv, "raise ... from"))) {
             Py_DECREF(exc);
             return -1;
@@ -362,8 +460,10 @@ int tr_exc_with_start(tr_state *s, tr_frame *fr)
 
 /* ---------------- exceptions of calls and subscripts ---------------- */
 /* str(e) / repr(e) of an exception made in the frame from plain values,
- * whose class defines no Python __str__/__repr__. */
-static int exc_text(tr_state *s, tr_frame *fr, int nargs, PyObject *f, PyObject *e)
+ * or read through src (its args guarded), whose class defines no Python
+ * __str__/__repr__. */
+static int exc_text(tr_state *s, tr_frame *fr, int nargs, PyObject *f, PyObject *e,
+                    st_fe_src *src)
 {
     PyObject *mro = Py_TYPE(e)->tp_mro;
     for (Py_ssize_t i = 0; mro && i < PyTuple_GET_SIZE(mro); i++) {
@@ -375,10 +475,21 @@ static int exc_text(tr_state *s, tr_frame *fr, int nargs, PyObject *f, PyObject 
     }
     PyObject *a = PyObject_GetAttrString(e, "args");
     bool plain = a && plain_arg(a, 0);
-    Py_XDECREF(a);
     PyErr_Clear();
-    if (!plain)
+    if (!plain) {
+        Py_XDECREF(a);
         return 0;
+    }
+    if (src) {
+        PyObject *an = PyUnicode_InternFromString("args");
+        st_fe_src *as = an ? st_fe_src_attr(&s->srcs, src, an) : NULL;
+        Py_XDECREF(an);
+        if (!as || st_fe_guard_add(&s->guards, ST_G_EQ, as, a) < 0) {
+            Py_DECREF(a);
+            return tr_break_exc(s, "guard");
+        }
+    }
+    Py_DECREF(a);
     PyObject *r = PyObject_CallOneArg(f, e);
     if (!r)
         return tr_break_exc(s, "str() of an exception");
@@ -398,33 +509,38 @@ int tr_exc_call(tr_state *s, tr_frame *fr, int nargs, PyObject *kwnames)
     tr_var *args = fn + 1;
     int n = base[0].v ? nargs + 1 : nargs;
     PyObject *f = fn->v;
-    if (!f || kwnames)
+    if (!f)
         return 0;
+    int nkw = kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0;
+    /* keywords: to a C constructor (ImportError(name=...)); one that takes
+     * none raises TypeError here, a break: Python raises it */
     bool exc_cls = PyExceptionClass_Check(f) && safe_exc_class(f);
-    bool conv = (f == (PyObject *)&PyLong_Type || f == (PyObject *)&PyFloat_Type) && n == 1 &&
+    bool conv = !kwnames && (f == (PyObject *)&PyLong_Type || f == (PyObject *)&PyFloat_Type) && n == 1 &&
                 args[0].v && PyUnicode_CheckExact(args[0].v) && !tr_var_src(s, &args[0]);
     static PyObject *repr_fn;
     if (!repr_fn)
         repr_fn = Py_XNewRef(PyDict_GetItemString(PyEval_GetBuiltins(), "repr"));
     if ((f == (PyObject *)&PyUnicode_Type || (repr_fn && f == repr_fn))
-        && n == 1 && args[0].v && PyExceptionInstance_Check(args[0].v) &&
-        tr_is_fresh(s, args[0].v))
-        return exc_text(s, fr, nargs, f, args[0].v);
+        && n == 1 && !kwnames && args[0].v && PyExceptionInstance_Check(args[0].v)) {
+        if (tr_is_fresh(s, args[0].v))
+            return exc_text(s, fr, nargs, f, args[0].v, NULL);
+        st_fe_src *src = tr_var_src(s, &args[0]);
+        if (src)
+            return exc_text(s, fr, nargs, f, args[0].v, src);
+    }
     /* only under a handler: outside one the raise that follows is a break,
      * whose partial graph cannot hold an exception object as a live value */
     if ((!exc_cls && !conv) || !tr_exc_catchable(s, fr))
         return 0;
+    int pv = plain_vars(s, args, n);
+    if (pv <= 0)
+        return pv;
     PyObject **av = PyMem_Malloc(sizeof(PyObject *) * (size_t)(n + 1));
     if (!av)
         return tr_break(s, "out of memory");
-    for (int i = 0; i < n; i++) {
-        if (!args[i].v || args[i].it || !plain_arg(args[i].v, 0)) {
-            PyMem_Free(av);
-            return 0;
-        }
+    for (int i = 0; i < n; i++)
         av[i] = args[i].v;
-    }
-    PyObject *r = PyObject_Vectorcall(f, av, (size_t)n, NULL);
+    PyObject *r = PyObject_Vectorcall(f, av, (size_t)(n - nkw), kwnames);
     PyMem_Free(av);
     if (conv) {
         /* int("12") is the normal path's; a ValueError is raised here when
@@ -497,6 +613,48 @@ static int dict_miss(tr_state *s, tr_frame *fr, tr_var *o, tr_var *k)
     return 1;
 }
 
+/* lst[i] of a list or tuple with an int i out of range: certain when the
+ * sequence was made in the frame or read through a source (its length
+ * guarded) and not changed since, and i is a constant or guarded.
+ * 1: raised (pending), 0: not this case, -1: break. */
+static int seq_miss(tr_state *s, tr_frame *fr, tr_var *o, tr_var *k)
+{
+    if (!(PyList_CheckExact(o->v) || PyTuple_CheckExact(o->v)) || !tr_exc_catchable(s, fr))
+        return 0;
+    if (s->dyn && (tr_is_lazy(k->v) || tr_is_symint(k->v)) && tr_dyn_plain_var(s, k) < 0)
+        return -1;
+    if (!PyLong_CheckExact(k->v))
+        return 0;
+    int ovf = 0;
+    long long ix = PyLong_AsLongLongAndOverflow(k->v, &ovf);
+    if (ix == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    Py_ssize_t n = PyList_CheckExact(o->v) ? PyList_GET_SIZE(o->v) : PyTuple_GET_SIZE(o->v);
+    if (!ovf && ix >= -(long long)n && ix < (long long)n)
+        return 0;
+    st_fe_src *ds = tr_var_src(s, o);
+    if ((!ds && !tr_is_fresh(s, o->v)) || tr_fx_shadow_src(s, o->v) ||
+        tr_fx_substitute(s, o->v))
+        return 0;
+    st_fe_src *ks = tr_var_src(s, k);
+    if ((ds && st_fe_guard_value(&s->guards, ds, o->v) < 0) ||
+        (ks && st_fe_guard_add(&s->guards, ST_G_EQ, ks, k->v) < 0))
+        return tr_break_exc(s, "guard");
+    PyObject *exc = PyObject_CallFunction(PyExc_IndexError, "s",
+                                          PyList_CheckExact(o->v) ? "list index out of range"
+                                                                  : "tuple index out of range");
+    if (!exc || tr_mark_fresh(s, exc) < 0) {
+        Py_XDECREF(exc);
+        return tr_break_exc(s, "IndexError");
+    }
+    if (s->exc_cur)
+        PyException_SetContext(exc, Py_NewRef(s->exc_cur));
+    set_pending(s, fr, exc, true);
+    return 1;
+}
+
 int tr_exc_subscr(tr_state *s, tr_frame *fr)
 {
     if (fr->sp < 2)
@@ -506,6 +664,8 @@ int tr_exc_subscr(tr_state *s, tr_frame *fr)
         int r = dict_miss(s, fr, o, k);
         return r ? -1 : 0;
     }
+    if (o->v && k->v && !o->it && !k->it && (PyList_CheckExact(o->v) || PyTuple_CheckExact(o->v)))
+        return seq_miss(s, fr, o, k) ? -1 : 0;
     if (!o->v || !k->v || !st_fe_is_tensor(o->v) || tr_dyn_shapes(s) || o->it || k->it)
         return 0;
     PyObject *key = k->v;

@@ -1,0 +1,303 @@
+# Exceptions in compiled frames, the cases test_compile_exceptions.py left to
+# plain Python (frontend/tr_except.c): user exception classes with their own
+# __init__ (super().__init__ and attributes), keyword arguments to exception
+# constructors, raising an exception instance made outside the frame,
+# messages built from tensor sizes and dtypes, KeyError/IndexError of guarded
+# containers, and exceptions that leave the compiled function (type, args,
+# __cause__/__context__, traceback, mutations made before the raise, again on
+# cache hits). Each function is compared with itself run eagerly over 3+
+# compiled calls; _C._fe_stats() gives the graph and break counts. Torch (when
+# installed) is the reference for tensor results. Also runs under Python 3.12.
+import traceback
+
+import numpy as np
+import pytest
+
+import symtrace as st
+from symtrace import _C
+
+pytestmark = pytest.mark.skipif(not hasattr(st, "compile"), reason="symtrace.compile is not built")
+
+
+class CodeError(ValueError):
+    def __init__(self, msg, code):
+        super().__init__(msg)
+        self.code = code
+
+
+class KwError(Exception):
+    def __init__(self, msg, *, code=0, where="here"):
+        super().__init__(msg)
+        self.code = code
+        self.where = where
+
+
+class NoSuperError(KeyError):
+    def __init__(self, a, b):          # the base's __init__ is not called: args = (a, b)
+        self.total = a + b
+
+
+class SubCodeError(CodeError):
+    def __init__(self, code):
+        super().__init__("sub %d" % code, code)
+        self.sub = True
+
+
+def X(*shape, seed=0):
+    return st.tensor(np.random.RandomState(seed).randn(*shape).astype(np.float32))
+
+
+def _np(v):
+    if isinstance(v, (tuple, list)):
+        return [_np(u) for u in v]
+    return v.numpy() if hasattr(v, "numpy") else v
+
+
+def same(a, b):
+    a, b = _np(a), _np(b)
+    if isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b)
+        for u, v in zip(a, b):
+            same(u, v)
+    elif isinstance(a, np.ndarray):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+    else:
+        assert a == b
+
+
+def check(fn, calls, graphs=1, breaks=0):
+    """fn compiled, called with each argument tuple of calls, equals eager;
+    then the stats: graphs (>= 1 op), breaks."""
+    st.reset()
+    cf = st.compile(fn)
+    for args in calls:
+        same(cf(*args), fn(*args))
+    s = _C._fe_stats()
+    assert s["breaks"] == breaks, s
+    assert s["graphs"] == graphs, s
+    return s
+
+
+# ---------------- 1. user exception classes with their own __init__ ----------------
+def f_code(x, n):
+    try:
+        y = x + 1
+        if n > 1:
+            raise CodeError("bad n", n)
+        y = y - 1
+    except CodeError as e:
+        return y * e.code, str(e), e.args, repr(e)
+    return y, "", (), ""
+
+
+def test_user_init_raised_and_caught():
+    x = X(3, 2)
+    check(f_code, [(x, 2), (x, 2), (x, 3), (x, 0), (x, 0), (x, 2)], graphs=3)
+
+
+def test_user_init_matches_torch():
+    torch = pytest.importorskip("torch")
+    x = X(3, 2)
+    got = st.compile(f_code)(x, 3)
+    ref = f_code(torch.tensor(x.numpy()), 3)
+    np.testing.assert_allclose(got[0].numpy(), ref[0].numpy(), rtol=1e-6)
+    assert got[1:] == ref[1:]
+
+
+def f_no_super(x):
+    try:
+        raise NoSuperError(2, 5)
+    except KeyError as e:
+        return x * e.total, e.args, str(e)
+
+
+def f_sub(x):
+    try:
+        raise SubCodeError(4)
+    except ValueError as e:
+        return x + e.code, e.sub, e.args, str(e), isinstance(e, CodeError)
+
+
+@pytest.mark.parametrize("fn", [f_no_super, f_sub])
+def test_user_init_variants(fn):
+    check(fn, [(X(3),)] * 3)
+
+
+def helper_raises_code(x, n):
+    if n > 0:
+        raise CodeError("helper", n * 10)
+    return x
+
+
+def f_code_from_helper(x, n):
+    try:
+        return helper_raises_code(x, n) + 1
+    except CodeError as e:
+        return x - e.code
+
+
+def test_user_init_raised_in_inlined_helper():
+    x = X(4)
+    check(f_code_from_helper, [(x, 1), (x, 1), (x, 2), (x, 0), (x, 0)], graphs=3)
+
+
+# ---------------- 2. keyword arguments; instances made outside the frame ----------------
+def f_kw(x):
+    try:
+        raise KwError("m", code=4, where="kw")
+    except KwError as e:
+        return x * e.code, e.where, e.args
+
+
+def f_kw_default(x):
+    try:
+        raise KwError("m")
+    except KwError as e:
+        return x * (e.code + 1), e.where
+
+
+def f_import_error(x):
+    try:
+        raise ImportError("no module", name="mod_x", path="/p")
+    except ImportError as e:
+        return x + len(e.name), e.path, e.args
+
+
+@pytest.mark.parametrize("fn", [f_kw, f_kw_default, f_import_error])
+def test_exception_keyword_arguments(fn):
+    check(fn, [(X(3),)] * 3)
+
+
+def f_kw_bad(x):
+    try:
+        raise ValueError("v", code=1)      # TypeError: ValueError takes no keywords
+    except ValueError:
+        return x
+
+
+def test_exception_bad_keyword_raises_typeerror():
+    st.reset()
+    with pytest.raises(TypeError) as eager:
+        f_kw_bad(X(3))
+    cf = st.compile(f_kw_bad)
+    for _ in range(3):
+        with pytest.raises(TypeError) as got:
+            cf(X(3))
+        assert str(got.value) == str(eager.value)
+
+
+GLOBAL_ERR = ValueError("global one", 7)
+
+
+def f_global_instance(x):
+    try:
+        y = x * 2
+        raise GLOBAL_ERR
+    except ValueError as e:
+        return y + e.args[1], str(e)
+
+
+class Holder:
+    pass
+
+
+holder = Holder()
+holder.err = KeyError("held")
+
+
+def f_attr_instance(x, h):
+    try:
+        raise h.err
+    except KeyError as e:
+        return x - 1, e.args
+
+
+def test_raise_instance_from_outside_the_frame():
+    global GLOBAL_ERR
+    x = X(3)
+    check(f_global_instance, [(x,)] * 3)
+    check(f_attr_instance, [(x, holder)] * 3)
+    # another instance: guarded, not the old result
+    st.reset()
+    cf = st.compile(f_global_instance)
+    old = GLOBAL_ERR
+    try:
+        same(cf(x), f_global_instance(x))
+        GLOBAL_ERR = ValueError("another", 11)
+        same(cf(x), f_global_instance(x))
+        same(cf(x), f_global_instance(x))
+    finally:
+        GLOBAL_ERR = old
+    # the same instance with other args: str(e) reads them (guarded)
+    st.reset()
+    cf = st.compile(f_global_instance)
+    try:
+        same(cf(x), f_global_instance(x))
+        GLOBAL_ERR.args = ("changed", 3)
+        same(cf(x), f_global_instance(x))
+        same(cf(x), f_global_instance(x))
+    finally:
+        GLOBAL_ERR.args = ("global one", 7)
+    h2 = Holder()
+    h2.err = KeyError("other")
+    st.reset()
+    cf = st.compile(f_attr_instance)
+    for h in (holder, h2, h2, holder):
+        same(cf(x, h), f_attr_instance(x, h))
+
+
+# ---------------- 4. messages from sizes and dtypes; lookups of guarded containers ----------------
+def f_shape_msg(x):
+    try:
+        if x.shape[0] != 4:
+            raise ValueError(f"bad shape {tuple(x.shape)} {x.dtype} {x.dim()}")
+        return x + 1, ""
+    except ValueError as e:
+        return x * 0, str(e)
+
+
+def test_message_from_sizes_and_dtype_caught():
+    st.reset()
+    cf = st.compile(f_shape_msg)
+    for x in (X(3, 2), X(3, 2), X(4, 2), X(4, 2), X(3, 2)):
+        same(cf(x), f_shape_msg(x))
+    s = _C._fe_stats()
+    assert s["breaks"] == 0 and s["graphs"] == 2, s
+
+
+def f_lookup(x, d, lst, k, i):
+    try:
+        return x * d[k] + lst[i]
+    except (KeyError, IndexError) as e:
+        return x - 1, type(e).__name__, e.args
+
+
+def test_key_and_index_errors_of_guarded_containers():
+    x = X(3)
+    d, lst = {"a": 2.0}, [1.0, 2.0]
+    check(f_lookup, [(x, d, lst, "a", 1), (x, d, lst, "a", 1), (x, d, lst, "b", 1),
+                     (x, d, lst, "b", 1), (x, d, lst, "a", 5), (x, d, lst, "a", 5)], graphs=3)
+
+
+def f_outside_in_handler(x):
+    try:
+        try:
+            raise KeyError("first")
+        except KeyError:
+            raise GLOBAL_ERR             # would set GLOBAL_ERR.__context__: Python does it
+    except ValueError as e:
+        return x + 1, type(e.__context__).__name__
+
+
+def test_outside_instance_raised_in_handler_is_eager():
+    x = X(3)
+    old_ctx = GLOBAL_ERR.__context__
+    try:
+        st.reset()
+        cf = st.compile(f_outside_in_handler)
+        for _ in range(3):
+            same(cf(x), f_outside_in_handler(x))
+        assert _C._fe_stats()["breaks"] >= 1
+        assert isinstance(GLOBAL_ERR.__context__, KeyError)
+    finally:
+        GLOBAL_ERR.__context__ = old_ctx
