@@ -29,6 +29,27 @@ static bool exc_lookup(PyCodeObject *co, int u, exc_entry *e)
     return st_fe_exc_entry(co, u, &e->target, &e->depth, &e->lasti);
 }
 
+/* The entry covering fr's instruction when it is the code's own: in a
+ * generator's frame not the implicit one around its body (3.12's
+ * StopIteration-to-RuntimeError, CALL_INTRINSIC_1) nor yield from's
+ * CLEANUP_THROW: those are the generator protocol's, not the user's. */
+static bool frame_lookup(tr_frame *fr, exc_entry *e)
+{
+    static int intr = -2, cleanup = -2;
+    if (intr == -2) {
+        intr = tr_opnum("CALL_INTRINSIC_1");
+        cleanup = tr_opnum("CLEANUP_THROW");
+    }
+    if (!exc_lookup(fr->code, fr->lasti, e))
+        return false;
+    if (!fr->is_genexpr)
+        return true;
+    if (e->target < 0 || e->target >= fr->ncode)
+        return false;
+    int op = fr->bc[2 * e->target];
+    return op != intr && op != cleanup;
+}
+
 /* ---------------- where an exception can go ---------------- */
 static bool is_call_op(int raw)
 {
@@ -53,12 +74,13 @@ static tr_frame *unwind_parent(tr_state *s, tr_frame *fr)
 bool tr_exc_catchable(tr_state *s, tr_frame *fr)
 {
     exc_entry e;
-    for (; fr; fr = unwind_parent(s, fr)) {
-        if (fr->is_genexpr || s->lib_inline > 0)
-            return false;    /* generators keep their own exception state */
-        if (exc_lookup(fr->code, fr->lasti, &e))
+    if (s->lib_inline > 0)
+        return false;
+    /* a generator's frame: only its own handlers (an exception leaving it
+     * goes to its consumer, not to a caller: unwind_parent stops) */
+    for (; fr; fr = unwind_parent(s, fr))
+        if (frame_lookup(fr, &e))
             return true;
-    }
     return false;
 }
 
@@ -344,7 +366,7 @@ int tr_exc_unwind(tr_state *s, tr_frame *fr)
         return 0;
     }
     exc_entry e;
-    if (!fr->is_genexpr && exc_lookup(fr->code, fr->lasti, &e)) {
+    if (s->lib_inline <= 0 && frame_lookup(fr, &e)) {
         if (e.depth > fr->sp || e.depth + 2 > fr->cap) {
             Py_CLEAR(s->exc_pending);
             tr_break(s, "exception table: bad stack depth");
@@ -378,8 +400,6 @@ int tr_exc_unwind(tr_state *s, tr_frame *fr)
 /* ---------------- the handler's instructions ---------------- */
 int tr_exc_push_info(tr_state *s, tr_frame *fr)
 {
-    if (fr->is_genexpr)
-        return tr_break(s, "exception handler in a generator (not supported)");
     if (fr->sp < 1 || fr->sp + 1 > fr->cap)
         return tr_break(s, "PUSH_EXC_INFO: bad stack");
     tr_var *top = &fr->stack[fr->sp - 1];
@@ -390,6 +410,7 @@ int tr_exc_push_info(tr_state *s, tr_frame *fr)
     s->exc_cur = Py_NewRef(exc.v);
     *top = prev;
     fr->stack[fr->sp++] = exc;
+    fr->exc_nest++;
     return 0;
 }
 
@@ -398,6 +419,8 @@ int tr_exc_pop_except(tr_state *s, tr_frame *fr)
     if (fr->sp < 1)
         return tr_break(s, "POP_EXCEPT: stack underflow");
     tr_var v = fr->stack[--fr->sp];
+    if (fr->exc_nest > 0)
+        fr->exc_nest--;
     Py_CLEAR(s->exc_cur);
     if (v.v && v.v != Py_None)
         s->exc_cur = Py_NewRef(v.v);
@@ -584,6 +607,9 @@ int tr_exc_call(tr_state *s, tr_frame *fr, int nargs, PyObject *kwnames)
  * dict it was read from is guarded. 1: raised (pending), 0: not this case. */
 static int dict_miss(tr_state *s, tr_frame *fr, tr_var *o, tr_var *k)
 {
+    if (PyDict_CheckExact(o->v) && s->dyn && (tr_is_lazy(k->v) || tr_is_symint(k->v)) &&
+        tr_exc_catchable(s, fr) && tr_dyn_plain_var(s, k) < 0)
+        return -1;
     if (!PyDict_CheckExact(o->v) || !tr_const_key(k->v) ||
         !(PyUnicode_CheckExact(k->v) || PyLong_CheckExact(k->v)))
         return 0;
@@ -660,10 +686,8 @@ int tr_exc_subscr(tr_state *s, tr_frame *fr)
     if (fr->sp < 2)
         return 0;
     tr_var *o = &fr->stack[fr->sp - 2], *k = &fr->stack[fr->sp - 1];
-    if (o->v && k->v && !o->it && !k->it && PyDict_CheckExact(o->v)) {
-        int r = dict_miss(s, fr, o, k);
-        return r ? -1 : 0;
-    }
+    if (o->v && k->v && !o->it && !k->it && PyDict_CheckExact(o->v))
+        return dict_miss(s, fr, o, k) ? -1 : 0;
     if (o->v && k->v && !o->it && !k->it && (PyList_CheckExact(o->v) || PyTuple_CheckExact(o->v)))
         return seq_miss(s, fr, o, k) ? -1 : 0;
     if (!o->v || !k->v || !st_fe_is_tensor(o->v) || tr_dyn_shapes(s) || o->it || k->it)
@@ -719,4 +743,14 @@ void tr_exc_clear(tr_state *s)
     Py_CLEAR(s->exc_pending);
     Py_CLEAR(s->exc_cur);
     Py_CLEAR(s->exc_file);
+}
+
+int tr_exc_yield(tr_state *s, tr_frame *fr)
+{
+    /* Python gives the consumer back its own exception state while the
+     * generator is suspended; the translation keeps one (exc_cur) */
+    if (fr->exc_nest > 0)
+        return tr_break(s, "yield inside an except or finally block of a generator "
+                        "(not supported)");
+    return 0;
 }

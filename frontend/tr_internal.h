@@ -89,6 +89,7 @@ typedef struct tr_frame {
      * dropped unfinished *closed is set (tr_state.gen_closed) */
     bool yield_in_try;
     bool *closed;
+    int exc_nest;            /* handlers entered (PUSH_EXC_INFO) and not left (tr_except.c) */
 } tr_frame;
 
 struct tr_dyn;
@@ -265,6 +266,8 @@ int tr_exc_new(tr_state *s, PyTypeObject *t, tr_var *args, int nargs, PyObject *
  * self, an exception made in the frame, with plain arguments: runs no
  * Python code, so it may run for real (1), else 0, -1 break. */
 int tr_exc_c_init(tr_state *s, PyObject *fn, PyObject *self, tr_var *args, int nargs);
+/* YIELD_VALUE of a generator's frame: a break inside one of its handlers. */
+int tr_exc_yield(tr_state *s, tr_frame *fr);
 void tr_exc_clear(tr_state *s);
 
 /* ---- tr_classify.c: symtrace's objects, looked up once */

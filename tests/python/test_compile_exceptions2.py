@@ -301,3 +301,177 @@ def test_outside_instance_raised_in_handler_is_eager():
         assert isinstance(GLOBAL_ERR.__context__, KeyError)
     finally:
         GLOBAL_ERR.__context__ = old_ctx
+
+
+# ---------------- 3. exceptions that leave the compiled function ----------------
+def f_escape_after_mutation(x):
+    y = x * 2
+    x.add_(1)                         # kept: the caller sees it
+    raise CodeError("escapes", 5)
+
+
+def helper_escape(x):
+    x.mul_(3)
+    raise KwError("from helper", code=9)
+
+
+def f_escape_helper(x):
+    y = x + 1
+    return helper_escape(y) + x
+
+
+def f_escape_context(x):
+    x.sub_(1)
+    try:
+        raise KeyError("first")
+    except KeyError as e:
+        raise ValueError("second") from e
+
+
+def f_escape_unmatched(x):
+    x.add_(2)
+    try:
+        raise CodeError("unmatched", 1)
+    except KeyError:
+        return x
+
+
+def _raise_line(fn, text):
+    import inspect
+    lines, start = inspect.getsourcelines(fn)
+    for i, l in enumerate(lines):
+        if text in l:
+            return start + i
+    raise AssertionError(text)
+
+
+ESCAPES = [(f_escape_after_mutation, "raise CodeError"),
+           (f_escape_helper, "raise KwError"),
+           (f_escape_context, 'raise ValueError("second")'),
+           (f_escape_unmatched, "raise CodeError")]
+
+
+def _exc_fields(e):
+    return (type(e), e.args, getattr(e, "code", None), type(e.__cause__), e.__cause__ and e.__cause__.args,
+            type(e.__context__), e.__suppress_context__)
+
+
+@pytest.mark.parametrize("fn,raise_text", ESCAPES)
+def test_exception_leaving_the_frame_is_eager(fn, raise_text):
+    base = X(4)
+    xe = base.clone()
+    with pytest.raises(Exception) as eager:
+        fn(xe)
+    st.reset()
+    cf = st.compile(fn)
+    line = _raise_line(fn if fn is not f_escape_helper else helper_escape, raise_text)
+    for i in range(4):                                   # first call, then cache hits
+        xc = base.clone()
+        with pytest.raises(type(eager.value)) as got:
+            cf(xc)
+        assert _exc_fields(got.value) == _exc_fields(eager.value)
+        np.testing.assert_allclose(xc.numpy(), xe.numpy())   # the mutation before the raise
+        tb = traceback.extract_tb(got.value.__traceback__)
+        assert tb[-1].filename == __file__ and tb[-1].lineno == line, tb
+        assert all(fr.filename == __file__ for fr in tb), tb
+    s = _C._fe_stats()
+    assert s["hits"] >= 2 or s["fallbacks"] >= 2, s
+
+
+def test_prefix_before_an_uncaught_raise_is_compiled():
+    # the statements before the raise run as a graph (a partial graph at the
+    # exception's construction), on every call
+    st.reset()
+    cf = st.compile(f_escape_after_mutation)
+    for _ in range(3):
+        with pytest.raises(CodeError):
+            cf(X(4))
+    s = _C._fe_stats()
+    assert s["graphs"] == 1 and s["resumes"] >= 1, s
+    assert s["hits"] >= 2, s
+
+
+def f_int_key(x, d, k):
+    try:
+        return x * d[k]
+    except KeyError as e:
+        return x - e.args[0]
+
+
+def test_key_error_of_an_int_argument_key():
+    x = X(3)
+    d = {0: 2.0, 1: 3.0}
+    check(f_int_key, [(x, d, 5), (x, d, 5), (x, d, 1), (x, d, 1), (x, d, 7)], graphs=3)
+
+
+# ---------------- 5. handlers in generators and comprehensions ----------------
+def safe_get(d, k):
+    try:
+        return d[k]
+    except KeyError:
+        return 0.5
+
+
+def f_comp(x, d):
+    ws = [safe_get(d, k) for k in ("a", "b", "c")]
+    return x * sum(ws)
+
+
+def gen_values(d, keys):
+    for k in keys:
+        try:
+            v = d[k]
+        except KeyError:
+            v = -1.0
+        yield v
+
+
+def f_gen_list(x, d):
+    return [x * w for w in gen_values(d, ("a", "b"))]
+
+
+def f_gen_sum(x, d):
+    return x * sum(w for w in gen_values(d, ("b", "a", "c")))
+
+
+def gen_raise_own(n):
+    for i in range(n):
+        try:
+            if i % 2:
+                raise CodeError("odd", i)
+            v = i
+        except CodeError as e:
+            v = -e.code
+        yield v
+
+
+def f_gen_user_exc(x):
+    return x + sum(gen_raise_own(4))
+
+
+@pytest.mark.parametrize("fn,args", [(f_comp, ({"a": 2.0},)), (f_gen_list, ({"a": 2.0},)),
+                                     (f_gen_sum, ({"a": 2.0},)), (f_gen_user_exc, ())])
+def test_handlers_in_generators_and_comprehensions(fn, args):
+    x = X(3)
+    check(fn, [(x,) + args] * 3)
+
+
+def gen_yield_in_handler(d):
+    for k in ("a", "b"):
+        try:
+            yield d[k]
+        except KeyError:
+            yield -1.0       # suspended inside a handler: Python swaps exc_info; a break
+
+
+def f_gen_yield_in_handler(x, d):
+    return [x * w for w in gen_yield_in_handler(d)]
+
+
+def test_yield_inside_a_generator_handler_keeps_break():
+    st.reset()
+    cf = st.compile(f_gen_yield_in_handler)
+    x = X(3)
+    for _ in range(3):
+        same(cf(x, {"a": 2.0}), f_gen_yield_in_handler(x, {"a": 2.0}))
+    assert _C._fe_stats()["breaks"] >= 1
