@@ -260,6 +260,21 @@ static bool plain_arg(PyObject *o, int depth)
 static PyObject *exc_of(tr_state *s, tr_var *v, const char *what)
 {
     PyObject *o = v->v;
+    if (o && PyExceptionClass_Check(o) && !safe_exc_class(o) && tr_exc_user_init(o)) {
+        /* `raise MyError` of a class with a Python __init__: called with
+         * no arguments, its __init__ inlined (tr_calls.c, tr_exc_new) */
+        tr_var r;
+        if (tr_call(s, v, NULL, 0, NULL, &r) < 0)
+            return NULL;
+        if (!r.v || !PyExceptionInstance_Check(r.v) || !tr_is_fresh(s, r.v)) {
+            tr_var_clear(&r);
+            tr_break(s, "%s of %s", what, ((PyTypeObject *)o)->tp_name);
+            return NULL;
+        }
+        PyObject *e = Py_NewRef(r.v);
+        tr_var_clear(&r);
+        return e;
+    }
     if (o && PyExceptionClass_Check(o)) {
         if (!safe_exc_class(o)) {
             tr_break(s, "%s of %s (its construction runs Python code)", what,

@@ -475,3 +475,20 @@ def test_yield_inside_a_generator_handler_keeps_break():
     for _ in range(3):
         same(cf(x, {"a": 2.0}), f_gen_yield_in_handler(x, {"a": 2.0}))
     assert _C._fe_stats()["breaks"] >= 1
+
+
+class DefaultError(RuntimeError):
+    def __init__(self, msg="default message", level=2):
+        super().__init__(msg)
+        self.level = level
+
+
+def f_raise_class_with_init(x):
+    try:
+        raise DefaultError               # a class: called with no arguments, __init__ inlined
+    except RuntimeError as e:
+        return x * e.level, str(e), e.args
+
+
+def test_raise_of_a_class_with_python_init():
+    check(f_raise_class_with_init, [(X(3),)] * 3)
