@@ -85,18 +85,39 @@ bool tr_exc_catchable(tr_state *s, tr_frame *fr)
 }
 
 /* ---------------- raising ---------------- */
+/* Unit u of the root frame is inside try blocks: the `try:` NOP that
+ * starts the outermost of them (the code units before it covered by no
+ * exception table entry), or -1. An exception no handler catches breaks
+ * there instead: a partial graph cannot resume inside a try block, but it
+ * can before one (the graph runs what comes before the try, Python the
+ * rest, raise included). */
+static int try_start(tr_frame *root, int u)
+{
+    static int nop = -2;
+    if (nop == -2)
+        nop = tr_opnum("NOP");
+    exc_entry e;
+    if (root->is_genexpr || !exc_lookup(root->code, u, &e))
+        return -1;
+    while (u > 0 && exc_lookup(root->code, u - 1, &e))
+        u--;
+    return u > 0 && root->bc[2 * (u - 1)] == nop ? u - 1 : -1;
+}
+
 static void set_pending(tr_state *s, tr_frame *fr, PyObject *exc, bool new_site)
 {
     Py_XSETREF(s->exc_pending, exc);
     if (!new_site && s->exc_file)
         return;
-    /* where it was raised: a break there if nothing catches it */
+    /* where it was raised: a break there if nothing catches it (before
+     * the try block around it, when there is one) */
     tr_frame *root = fr;
     while (root->parent)
         root = root->parent;
-    s->exc_root_at = root->lasti;
+    int at = try_start(root, root->lasti);
+    s->exc_root_at = at >= 0 ? at : root->lasti;
     s->exc_line = PyCode_Addr2Line(fr->code, fr->lasti * 2);
-    s->exc_depth = fr->depth;
+    s->exc_depth = at >= 0 ? 0 : fr->depth;
     Py_XSETREF(s->exc_file, Py_NewRef(fr->code->co_filename));
 }
 

@@ -378,13 +378,15 @@ def test_exception_leaving_the_frame_is_eager(fn, raise_text):
     assert s["hits"] >= 2 or s["fallbacks"] >= 2, s
 
 
-def test_prefix_before_an_uncaught_raise_is_compiled():
-    # the statements before the raise run as a graph (a partial graph at the
-    # exception's construction), on every call
+@pytest.mark.parametrize("fn", [f_escape_after_mutation, f_escape_context, f_escape_unmatched])
+def test_prefix_before_an_uncaught_raise_is_compiled(fn):
+    # the statements before the raise run as a graph on every call: a
+    # partial graph at the exception's construction, or, when the raise is
+    # inside a try block whose handlers do not catch it, before the try
     st.reset()
-    cf = st.compile(f_escape_after_mutation)
+    cf = st.compile(fn)
     for _ in range(3):
-        with pytest.raises(CodeError):
+        with pytest.raises(Exception):
             cf(X(4))
     s = _C._fe_stats()
     assert s["graphs"] == 1 and s["resumes"] >= 1, s
