@@ -524,12 +524,13 @@ int tr_exc_with_start(tr_state *s, tr_frame *fr)
 static int exc_text(tr_state *s, tr_frame *fr, int nargs, PyObject *f, PyObject *e,
                     st_fe_src *src)
 {
+    /* str() reads only __str__ (a dataclass's own __repr__ does not matter) */
+    const char *own = f == (PyObject *)&PyUnicode_Type ? "__str__" : "__repr__";
     PyObject *mro = Py_TYPE(e)->tp_mro;
     for (Py_ssize_t i = 0; mro && i < PyTuple_GET_SIZE(mro); i++) {
         PyTypeObject *t = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
         if ((t->tp_flags & Py_TPFLAGS_HEAPTYPE) &&
-            (!t->tp_dict || PyDict_GetItemString(t->tp_dict, "__str__") ||
-             PyDict_GetItemString(t->tp_dict, "__repr__")))
+            (!t->tp_dict || PyDict_GetItemString(t->tp_dict, own)))
             return 0;
     }
     PyObject *a = PyObject_GetAttrString(e, "args");

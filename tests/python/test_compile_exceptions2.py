@@ -8,6 +8,7 @@
 # cache hits). Each function is compared with itself run eagerly over 3+
 # compiled calls; _C._fe_stats() gives the graph and break counts. Torch (when
 # installed) is the reference for tensor results. Also runs under Python 3.12.
+import dataclasses
 import traceback
 
 import numpy as np
@@ -139,6 +140,47 @@ def f_code_from_helper(x, n):
 def test_user_init_raised_in_inlined_helper():
     x = X(4)
     check(f_code_from_helper, [(x, 1), (x, 1), (x, 2), (x, 0), (x, 0)], graphs=3)
+
+
+class ExplicitBaseError(ValueError):
+    def __init__(self, m):
+        ValueError.__init__(self, m)          # the base's __init__ named, not super()
+        self.m = m
+
+
+class StarArgsError(Exception):
+    def __init__(self, *args, extra=1):
+        super().__init__(*args)
+        self.extra = extra
+
+
+class TwoArgSuperError(Exception):
+    def __init__(self, m):
+        super(TwoArgSuperError, self).__init__(m, "two")
+
+
+@dataclasses.dataclass
+class DataError(Exception):                   # a dataclass: its own __init__ and __repr__
+    code: int
+    msg: str = "d"
+
+
+def _raiser(cls, *a, **k):
+    def f(x):
+        try:
+            raise cls(*a, **k)
+        except Exception as e:
+            return (x + 1, e.args, str(e), getattr(e, "m", 0), getattr(e, "extra", 0),
+                    getattr(e, "code", 0))
+    return f
+
+
+@pytest.mark.parametrize("cls,a,k", [(ExplicitBaseError, ("m",), {}),
+                                     (StarArgsError, (1, 2), {"extra": 5}),
+                                     (TwoArgSuperError, ("m",), {}),
+                                     (DataError, (3,), {})])
+def test_user_init_spellings(cls, a, k):
+    check(_raiser(cls, *a, **k), [(X(3),)] * 3)
 
 
 # ---------------- 2. keyword arguments; instances made outside the frame ----------------
