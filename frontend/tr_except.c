@@ -10,8 +10,13 @@
  * caller through the call instruction) and the one being handled
  * (tr_state.exc_cur: PUSH_EXC_INFO / POP_EXCEPT), and the handler's own
  * instructions (CHECK_EXC_MATCH, RERAISE, WITH_EXCEPT_START of a grad-mode
- * block). An exception that no handler of the translated frames covers is
- * a graph break where it was raised, as before: Python raises it. */
+ * block). Also: user exception classes with a Python __init__ (BaseException's
+ * new run here, __init__ inlined by tr_calls.c, its super().__init__ run for
+ * real), keyword arguments to C constructors, instances raised from outside
+ * the frame (guarded source), IndexError of lists/tuples, handlers inside
+ * generators (no yield inside one). An exception that no handler of the
+ * translated frames covers is a graph break where it was raised (before the
+ * try block around it, when there is one): Python raises it. */
 #include "tr_internal.h"
 
 #include <string.h>
