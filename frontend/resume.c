@@ -50,7 +50,7 @@
     X(IMPORT_NAME) X(LOAD_BUILD_CLASS) X(GET_LEN) X(UNPACK_SEQUENCE) X(UNPACK_EX) \
     X(CALL_INTRINSIC_1) X(LOAD_ASSERTION_ERROR) X(MAKE_CELL) X(COPY_FREE_VARS) \
     X(MATCH_MAPPING) X(MATCH_SEQUENCE) X(MATCH_KEYS) X(MATCH_CLASS) X(MAKE_FUNCTION) \
-    X(STORE_DEREF) X(DELETE_DEREF)
+    X(STORE_DEREF) X(DELETE_DEREF) X(NOP)
 
 enum {
 #define X(n) R_##n,
@@ -410,6 +410,7 @@ static int simple_effect(const rs_ins *in, int *npop, int *npush)
     E(UNPACK_SEQUENCE, 1, a) E(UNPACK_EX, 1, (a & 0xff) + (a >> 8) + 1)
     E(CALL_INTRINSIC_1, 1, 1) E(LOAD_ASSERTION_ERROR, 0, 1)
     E(CALL_FUNCTION_EX, 3 + (a & 1), 1)
+    E(NOP, 0, 0)                    /* a `try:`: an uncaught raise inside breaks there (tr_except.c) */
     E(MATCH_MAPPING, 1, 2) E(MATCH_SEQUENCE, 1, 2) E(MATCH_KEYS, 2, 3) E(MATCH_CLASS, 3, 1)
 #undef E
     if (is(op, R_LOAD_ATTR)) {

@@ -1156,6 +1156,14 @@ int tr_call(tr_state *s, tr_var *fnv, tr_var *args, int nargs,
                     ((oc == (PyObject *)&PyList_Type || oc == (PyObject *)&PyDict_Type) &&
                      nm && (tr_name_in(nm, ro_methods) || tr_is_fresh(s, args[0].v))))) {
             rc = real_call(s, fn, args, nargs, kwnames, out);
+        } else if (nm && !strcmp(nm, "__init__") &&
+                   (rc = !strcmp(tn, "method-wrapper")
+                             ? tr_exc_c_init(s, fn, oc, args, nargs)
+                             : nargs >= 1 ? tr_exc_c_init(s, fn, args[0].v, args + 1, nargs - 1)
+                                          : 0) != 0) {
+            /* super().__init__(msg) in a user exception's __init__ */
+            if (rc > 0)
+                rc = real_call(s, fn, args, nargs, kwnames, out);
         } else {
             rc = unsupported(s, fn);
         }
@@ -1180,16 +1188,22 @@ int tr_call(tr_state *s, tr_var *fnv, tr_var *args, int nargs,
         if (tr_module_starts(fn, "symtrace") && !tr_module_starts(fn, "symtrace.nn") &&
             !tr_module_starts(fn, "symtrace.optim"))
             return real_call(s, fn, args, nargs, kwnames, out);
-        if (Py_TYPE(fn) != &PyType_Type ||
-            (t->tp_new != PyBaseObject_Type.tp_new && !tr_plain_user_type(t)))
+        PyObject *obj = NULL;
+        int made = tr_exc_new(s, t, args, nargs, kwnames, &obj);
+        if (made < 0)
+            return -1;
+        if (!made && (Py_TYPE(fn) != &PyType_Type ||
+                      (t->tp_new != PyBaseObject_Type.tp_new && !tr_plain_user_type(t))))
             return tr_break(s, "constructing a %s (custom __new__ or metaclass) is not "
                             "supported", t->tp_name);
-        PyObject *empty = PyTuple_New(0);
-        PyObject *obj = empty ? t->tp_new(t, empty, NULL) : NULL;
-        Py_XDECREF(empty);
-        if (!obj || tr_mark_fresh(s, obj) < 0) {
-            Py_XDECREF(obj);
-            return tr_break_exc(s, "object construction");
+        if (!made) {
+            PyObject *empty = PyTuple_New(0);
+            obj = empty ? t->tp_new(t, empty, NULL) : NULL;
+            Py_XDECREF(empty);
+            if (!obj || tr_mark_fresh(s, obj) < 0) {
+                Py_XDECREF(obj);
+                return tr_break_exc(s, "object construction");
+            }
         }
         PyObject *initn = PyUnicode_FromString("__init__");
         PyObject *init = initn ? tr_mro_lookup(t, initn, NULL) : NULL;

@@ -10,8 +10,13 @@
  * caller through the call instruction) and the one being handled
  * (tr_state.exc_cur: PUSH_EXC_INFO / POP_EXCEPT), and the handler's own
  * instructions (CHECK_EXC_MATCH, RERAISE, WITH_EXCEPT_START of a grad-mode
- * block). An exception that no handler of the translated frames covers is
- * a graph break where it was raised, as before: Python raises it. */
+ * block). Also: user exception classes with a Python __init__ (BaseException's
+ * new run here, __init__ inlined by tr_calls.c, its super().__init__ run for
+ * real), keyword arguments to C constructors, instances raised from outside
+ * the frame (guarded source), IndexError of lists/tuples, handlers inside
+ * generators (no yield inside one). An exception that no handler of the
+ * translated frames covers is a graph break where it was raised (before the
+ * try block around it, when there is one): Python raises it. */
 #include "tr_internal.h"
 
 #include <string.h>
@@ -27,6 +32,27 @@ typedef struct {
 static bool exc_lookup(PyCodeObject *co, int u, exc_entry *e)
 {
     return st_fe_exc_entry(co, u, &e->target, &e->depth, &e->lasti);
+}
+
+/* The entry covering fr's instruction when it is the code's own: in a
+ * generator's frame not the implicit one around its body (3.12's
+ * StopIteration-to-RuntimeError, CALL_INTRINSIC_1) nor yield from's
+ * CLEANUP_THROW: those are the generator protocol's, not the user's. */
+static bool frame_lookup(tr_frame *fr, exc_entry *e)
+{
+    static int intr = -2, cleanup = -2;
+    if (intr == -2) {
+        intr = tr_opnum("CALL_INTRINSIC_1");
+        cleanup = tr_opnum("CLEANUP_THROW");
+    }
+    if (!exc_lookup(fr->code, fr->lasti, e))
+        return false;
+    if (!fr->is_genexpr)
+        return true;
+    if (e->target < 0 || e->target >= fr->ncode)
+        return false;
+    int op = fr->bc[2 * e->target];
+    return op != intr && op != cleanup;
 }
 
 /* ---------------- where an exception can go ---------------- */
@@ -53,28 +79,50 @@ static tr_frame *unwind_parent(tr_state *s, tr_frame *fr)
 bool tr_exc_catchable(tr_state *s, tr_frame *fr)
 {
     exc_entry e;
-    for (; fr; fr = unwind_parent(s, fr)) {
-        if (fr->is_genexpr || s->lib_inline > 0)
-            return false;    /* generators keep their own exception state */
-        if (exc_lookup(fr->code, fr->lasti, &e))
+    if (s->lib_inline > 0)
+        return false;
+    /* a generator's frame: only its own handlers (an exception leaving it
+     * goes to its consumer, not to a caller: unwind_parent stops) */
+    for (; fr; fr = unwind_parent(s, fr))
+        if (frame_lookup(fr, &e))
             return true;
-    }
     return false;
 }
 
 /* ---------------- raising ---------------- */
+/* Unit u of the root frame is inside try blocks: the `try:` NOP that
+ * starts the outermost of them (the code units before it covered by no
+ * exception table entry), or -1. An exception no handler catches breaks
+ * there instead: a partial graph cannot resume inside a try block, but it
+ * can before one (the graph runs what comes before the try, Python the
+ * rest, raise included). */
+static int try_start(tr_frame *root, int u)
+{
+    static int nop = -2;
+    if (nop == -2)
+        nop = tr_opnum("NOP");
+    exc_entry e;
+    if (root->is_genexpr || !exc_lookup(root->code, u, &e))
+        return -1;
+    while (u > 0 && exc_lookup(root->code, u - 1, &e))
+        u--;
+    return u > 0 && root->bc[2 * (u - 1)] == nop ? u - 1 : -1;
+}
+
 static void set_pending(tr_state *s, tr_frame *fr, PyObject *exc, bool new_site)
 {
     Py_XSETREF(s->exc_pending, exc);
     if (!new_site && s->exc_file)
         return;
-    /* where it was raised: a break there if nothing catches it */
+    /* where it was raised: a break there if nothing catches it (before
+     * the try block around it, when there is one) */
     tr_frame *root = fr;
     while (root->parent)
         root = root->parent;
-    s->exc_root_at = root->lasti;
+    int at = try_start(root, root->lasti);
+    s->exc_root_at = at >= 0 ? at : root->lasti;
     s->exc_line = PyCode_Addr2Line(fr->code, fr->lasti * 2);
-    s->exc_depth = fr->depth;
+    s->exc_depth = at >= 0 ? 0 : fr->depth;
     Py_XSETREF(s->exc_file, Py_NewRef(fr->code->co_filename));
 }
 
@@ -130,6 +178,94 @@ static bool safe_exc_class(PyObject *c)
     return true;
 }
 
+/* A user exception class whose construction the translation runs itself:
+ * BaseException's own tp_new (no Python __new__, no C base with another
+ * new: OSError's), metaclass type, and a Python __init__ (inlined: its
+ * super().__init__ reaches the C one, tr_exc_c_init). Its classes define
+ * no attribute hooks the translator would bypass. */
+bool tr_exc_user_init(PyObject *c)
+{
+    if (!PyExceptionClass_Check(c) || Py_TYPE(c) != &PyType_Type)
+        return false;
+    PyTypeObject *t = (PyTypeObject *)c;
+    if (t->tp_new != ((PyTypeObject *)PyExc_BaseException)->tp_new || !t->tp_mro)
+        return false;
+    static const char *const hooks[] = {"__new__", "__setattr__", "__getattr__",
+                                        "__getattribute__", "__delattr__", "__del__", NULL};
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(t->tp_mro); i++) {
+        PyTypeObject *b = (PyTypeObject *)PyTuple_GET_ITEM(t->tp_mro, i);
+        if (!(b->tp_flags & Py_TPFLAGS_HEAPTYPE))
+            continue;
+        if (Py_TYPE(b) != &PyType_Type || !b->tp_dict)
+            return false;
+        for (int k = 0; hooks[k]; k++)
+            if (PyDict_GetItemString(b->tp_dict, hooks[k]))
+                return false;
+    }
+    PyObject *n = PyUnicode_InternFromString("__init__");
+    PyObject *init = n ? tr_mro_lookup(t, n, NULL) : NULL;
+    Py_XDECREF(n);
+    PyErr_Clear();
+    return init && PyFunction_Check(init);
+}
+
+static bool plain_arg(PyObject *o, int depth);
+
+/* Values an exception's C constructor may be given: plain values (lazy
+ * numbers made plain, guarded), no iterator or super() stand-ins.
+ * 1 yes, 0 no, -1 break. */
+static int plain_vars(tr_state *s, tr_var *args, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!args[i].v || args[i].it || args[i].aux)
+            return 0;
+    for (int i = 0; i < n; i++) {
+        if (s->dyn && tr_dyn_plain_var(s, &args[i]) < 0)
+            return -1;
+        if (!plain_arg(args[i].v, 0))
+            return 0;
+    }
+    return 1;
+}
+
+int tr_exc_new(tr_state *s, PyTypeObject *t, tr_var *args, int nargs, PyObject *kwnames,
+               PyObject **obj)
+{
+    *obj = NULL;
+    int nkw = kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0;
+    if (!tr_exc_user_init((PyObject *)t) || !s->top || !tr_exc_catchable(s, s->top))
+        return 0;
+    int pv = plain_vars(s, args, nargs - nkw);
+    if (pv <= 0)
+        return pv;
+    /* BaseException's new keeps the positional arguments as .args (what
+     * an __init__ that does not call the base's leaves there) */
+    PyObject *a = PyTuple_New(nargs - nkw);
+    for (int i = 0; a && i < nargs - nkw; i++)
+        PyTuple_SET_ITEM(a, i, Py_NewRef(args[i].v));
+    PyObject *o = a ? t->tp_new(t, a, NULL) : NULL;
+    Py_XDECREF(a);
+    if (!o || tr_mark_fresh(s, o) < 0) {
+        Py_XDECREF(o);
+        return tr_break_exc(s, "exception construction");
+    }
+    *obj = o;
+    return 1;
+}
+
+int tr_exc_c_init(tr_state *s, PyObject *fn, PyObject *self, tr_var *args, int nargs)
+{
+    if (!self || !PyExceptionInstance_Check(self) || !tr_is_fresh(s, self))
+        return 0;
+    PyObject *oc = PyObject_GetAttrString(fn, "__objclass__");
+    PyErr_Clear();
+    bool ok = oc && PyExceptionClass_Check(oc) &&
+              !(((PyTypeObject *)oc)->tp_flags & Py_TPFLAGS_HEAPTYPE) &&
+              PyObject_TypeCheck(self, (PyTypeObject *)oc);
+    Py_XDECREF(oc);
+    return ok ? plain_vars(s, args, nargs) : 0;
+}
+
 /* A plain value an exception may be built from. */
 static bool plain_arg(PyObject *o, int depth)
 {
@@ -150,6 +286,21 @@ static bool plain_arg(PyObject *o, int depth)
 static PyObject *exc_of(tr_state *s, tr_var *v, const char *what)
 {
     PyObject *o = v->v;
+    if (o && PyExceptionClass_Check(o) && !safe_exc_class(o) && tr_exc_user_init(o)) {
+        /* `raise MyError` of a class with a Python __init__: called with
+         * no arguments, its __init__ inlined (tr_calls.c, tr_exc_new) */
+        tr_var r;
+        if (tr_call(s, v, NULL, 0, NULL, &r) < 0)
+            return NULL;
+        if (!r.v || !PyExceptionInstance_Check(r.v) || !tr_is_fresh(s, r.v)) {
+            tr_var_clear(&r);
+            tr_break(s, "%s of %s", what, ((PyTypeObject *)o)->tp_name);
+            return NULL;
+        }
+        PyObject *e = Py_NewRef(r.v);
+        tr_var_clear(&r);
+        return e;
+    }
     if (o && PyExceptionClass_Check(o)) {
         if (!safe_exc_class(o)) {
             tr_break(s, "%s of %s (its construction runs Python code)", what,
@@ -170,7 +321,13 @@ static PyObject *exc_of(tr_state *s, tr_var *v, const char *what)
     }
     if (o && PyExceptionInstance_Check(o) && tr_is_fresh(s, o))
         return Py_NewRef(o);
-    tr_break(s, "%s of a %s (only exceptions made in the frame)", what, tr_type_name(o));
+    /* an instance from outside (a global, an attribute): read through a
+     * source, so guarded; raising it must not change it (no __context__
+     * to set: exc_of's callers check) */
+    if (o && PyExceptionInstance_Check(o) && tr_var_src(s, v) && !s->exc_cur)
+        return Py_NewRef(o);
+    tr_break(s, "%s of a %s (only exceptions made in the frame or read from a guarded "
+             "source outside a handler)", what, tr_type_name(o));
     return NULL;
 }
 
@@ -199,6 +356,10 @@ int tr_exc_raise(tr_state *s, tr_frame *fr, int nargs)
     if (nargs == 2) {
         tr_var *cv = &fr->stack[fr->sp - 1];
         PyObject *cause = NULL;
+        if (!tr_is_fresh(s, exc)) {
+            Py_DECREF(exc);
+            return tr_break(s, "raise ... from of an exception from outside the frame");
+        }
         if (cv->v != Py_None && !(cause = exc_of(s, cv, "raise ... from"))) {
             Py_DECREF(exc);
             return -1;
@@ -246,7 +407,7 @@ int tr_exc_unwind(tr_state *s, tr_frame *fr)
         return 0;
     }
     exc_entry e;
-    if (!fr->is_genexpr && exc_lookup(fr->code, fr->lasti, &e)) {
+    if (s->lib_inline <= 0 && frame_lookup(fr, &e)) {
         if (e.depth > fr->sp || e.depth + 2 > fr->cap) {
             Py_CLEAR(s->exc_pending);
             tr_break(s, "exception table: bad stack depth");
@@ -280,8 +441,6 @@ int tr_exc_unwind(tr_state *s, tr_frame *fr)
 /* ---------------- the handler's instructions ---------------- */
 int tr_exc_push_info(tr_state *s, tr_frame *fr)
 {
-    if (fr->is_genexpr)
-        return tr_break(s, "exception handler in a generator (not supported)");
     if (fr->sp < 1 || fr->sp + 1 > fr->cap)
         return tr_break(s, "PUSH_EXC_INFO: bad stack");
     tr_var *top = &fr->stack[fr->sp - 1];
@@ -292,6 +451,7 @@ int tr_exc_push_info(tr_state *s, tr_frame *fr)
     s->exc_cur = Py_NewRef(exc.v);
     *top = prev;
     fr->stack[fr->sp++] = exc;
+    fr->exc_nest++;
     return 0;
 }
 
@@ -300,6 +460,8 @@ int tr_exc_pop_except(tr_state *s, tr_frame *fr)
     if (fr->sp < 1)
         return tr_break(s, "POP_EXCEPT: stack underflow");
     tr_var v = fr->stack[--fr->sp];
+    if (fr->exc_nest > 0)
+        fr->exc_nest--;
     Py_CLEAR(s->exc_cur);
     if (v.v && v.v != Py_None)
         s->exc_cur = Py_NewRef(v.v);
@@ -362,23 +524,37 @@ int tr_exc_with_start(tr_state *s, tr_frame *fr)
 
 /* ---------------- exceptions of calls and subscripts ---------------- */
 /* str(e) / repr(e) of an exception made in the frame from plain values,
- * whose class defines no Python __str__/__repr__. */
-static int exc_text(tr_state *s, tr_frame *fr, int nargs, PyObject *f, PyObject *e)
+ * or read through src (its args guarded), whose class defines no Python
+ * __str__/__repr__. */
+static int exc_text(tr_state *s, tr_frame *fr, int nargs, PyObject *f, PyObject *e,
+                    st_fe_src *src)
 {
+    /* str() reads only __str__ (a dataclass's own __repr__ does not matter) */
+    const char *own = f == (PyObject *)&PyUnicode_Type ? "__str__" : "__repr__";
     PyObject *mro = Py_TYPE(e)->tp_mro;
     for (Py_ssize_t i = 0; mro && i < PyTuple_GET_SIZE(mro); i++) {
         PyTypeObject *t = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
         if ((t->tp_flags & Py_TPFLAGS_HEAPTYPE) &&
-            (!t->tp_dict || PyDict_GetItemString(t->tp_dict, "__str__") ||
-             PyDict_GetItemString(t->tp_dict, "__repr__")))
+            (!t->tp_dict || PyDict_GetItemString(t->tp_dict, own)))
             return 0;
     }
     PyObject *a = PyObject_GetAttrString(e, "args");
     bool plain = a && plain_arg(a, 0);
-    Py_XDECREF(a);
     PyErr_Clear();
-    if (!plain)
+    if (!plain) {
+        Py_XDECREF(a);
         return 0;
+    }
+    if (src) {
+        PyObject *an = PyUnicode_InternFromString("args");
+        st_fe_src *as = an ? st_fe_src_attr(&s->srcs, src, an) : NULL;
+        Py_XDECREF(an);
+        if (!as || st_fe_guard_add(&s->guards, ST_G_EQ, as, a) < 0) {
+            Py_DECREF(a);
+            return tr_break_exc(s, "guard");
+        }
+    }
+    Py_DECREF(a);
     PyObject *r = PyObject_CallOneArg(f, e);
     if (!r)
         return tr_break_exc(s, "str() of an exception");
@@ -398,33 +574,38 @@ int tr_exc_call(tr_state *s, tr_frame *fr, int nargs, PyObject *kwnames)
     tr_var *args = fn + 1;
     int n = base[0].v ? nargs + 1 : nargs;
     PyObject *f = fn->v;
-    if (!f || kwnames)
+    if (!f)
         return 0;
+    int nkw = kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0;
+    /* keywords: to a C constructor (ImportError(name=...)); one that takes
+     * none raises TypeError here, a break: Python raises it */
     bool exc_cls = PyExceptionClass_Check(f) && safe_exc_class(f);
-    bool conv = (f == (PyObject *)&PyLong_Type || f == (PyObject *)&PyFloat_Type) && n == 1 &&
+    bool conv = !kwnames && (f == (PyObject *)&PyLong_Type || f == (PyObject *)&PyFloat_Type) && n == 1 &&
                 args[0].v && PyUnicode_CheckExact(args[0].v) && !tr_var_src(s, &args[0]);
     static PyObject *repr_fn;
     if (!repr_fn)
         repr_fn = Py_XNewRef(PyDict_GetItemString(PyEval_GetBuiltins(), "repr"));
     if ((f == (PyObject *)&PyUnicode_Type || (repr_fn && f == repr_fn))
-        && n == 1 && args[0].v && PyExceptionInstance_Check(args[0].v) &&
-        tr_is_fresh(s, args[0].v))
-        return exc_text(s, fr, nargs, f, args[0].v);
+        && n == 1 && !kwnames && args[0].v && PyExceptionInstance_Check(args[0].v)) {
+        if (tr_is_fresh(s, args[0].v))
+            return exc_text(s, fr, nargs, f, args[0].v, NULL);
+        st_fe_src *src = tr_var_src(s, &args[0]);
+        if (src)
+            return exc_text(s, fr, nargs, f, args[0].v, src);
+    }
     /* only under a handler: outside one the raise that follows is a break,
      * whose partial graph cannot hold an exception object as a live value */
     if ((!exc_cls && !conv) || !tr_exc_catchable(s, fr))
         return 0;
+    int pv = plain_vars(s, args, n);
+    if (pv <= 0)
+        return pv;
     PyObject **av = PyMem_Malloc(sizeof(PyObject *) * (size_t)(n + 1));
     if (!av)
         return tr_break(s, "out of memory");
-    for (int i = 0; i < n; i++) {
-        if (!args[i].v || args[i].it || !plain_arg(args[i].v, 0)) {
-            PyMem_Free(av);
-            return 0;
-        }
+    for (int i = 0; i < n; i++)
         av[i] = args[i].v;
-    }
-    PyObject *r = PyObject_Vectorcall(f, av, (size_t)n, NULL);
+    PyObject *r = PyObject_Vectorcall(f, av, (size_t)(n - nkw), kwnames);
     PyMem_Free(av);
     if (conv) {
         /* int("12") is the normal path's; a ValueError is raised here when
@@ -468,6 +649,9 @@ int tr_exc_call(tr_state *s, tr_frame *fr, int nargs, PyObject *kwnames)
  * dict it was read from is guarded. 1: raised (pending), 0: not this case. */
 static int dict_miss(tr_state *s, tr_frame *fr, tr_var *o, tr_var *k)
 {
+    if (PyDict_CheckExact(o->v) && s->dyn && (tr_is_lazy(k->v) || tr_is_symint(k->v)) &&
+        tr_exc_catchable(s, fr) && tr_dyn_plain_var(s, k) < 0)
+        return -1;
     if (!PyDict_CheckExact(o->v) || !tr_const_key(k->v) ||
         !(PyUnicode_CheckExact(k->v) || PyLong_CheckExact(k->v)))
         return 0;
@@ -497,15 +681,57 @@ static int dict_miss(tr_state *s, tr_frame *fr, tr_var *o, tr_var *k)
     return 1;
 }
 
+/* lst[i] of a list or tuple with an int i out of range: certain when the
+ * sequence was made in the frame or read through a source (its length
+ * guarded) and not changed since, and i is a constant or guarded.
+ * 1: raised (pending), 0: not this case, -1: break. */
+static int seq_miss(tr_state *s, tr_frame *fr, tr_var *o, tr_var *k)
+{
+    if (!(PyList_CheckExact(o->v) || PyTuple_CheckExact(o->v)) || !tr_exc_catchable(s, fr))
+        return 0;
+    if (s->dyn && (tr_is_lazy(k->v) || tr_is_symint(k->v)) && tr_dyn_plain_var(s, k) < 0)
+        return -1;
+    if (!PyLong_CheckExact(k->v))
+        return 0;
+    int ovf = 0;
+    long long ix = PyLong_AsLongLongAndOverflow(k->v, &ovf);
+    if (ix == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    Py_ssize_t n = PyList_CheckExact(o->v) ? PyList_GET_SIZE(o->v) : PyTuple_GET_SIZE(o->v);
+    if (!ovf && ix >= -(long long)n && ix < (long long)n)
+        return 0;
+    st_fe_src *ds = tr_var_src(s, o);
+    if ((!ds && !tr_is_fresh(s, o->v)) || tr_fx_shadow_src(s, o->v) ||
+        tr_fx_substitute(s, o->v))
+        return 0;
+    st_fe_src *ks = tr_var_src(s, k);
+    if ((ds && st_fe_guard_value(&s->guards, ds, o->v) < 0) ||
+        (ks && st_fe_guard_add(&s->guards, ST_G_EQ, ks, k->v) < 0))
+        return tr_break_exc(s, "guard");
+    PyObject *exc = PyObject_CallFunction(PyExc_IndexError, "s",
+                                          PyList_CheckExact(o->v) ? "list index out of range"
+                                                                  : "tuple index out of range");
+    if (!exc || tr_mark_fresh(s, exc) < 0) {
+        Py_XDECREF(exc);
+        return tr_break_exc(s, "IndexError");
+    }
+    if (s->exc_cur)
+        PyException_SetContext(exc, Py_NewRef(s->exc_cur));
+    set_pending(s, fr, exc, true);
+    return 1;
+}
+
 int tr_exc_subscr(tr_state *s, tr_frame *fr)
 {
     if (fr->sp < 2)
         return 0;
     tr_var *o = &fr->stack[fr->sp - 2], *k = &fr->stack[fr->sp - 1];
-    if (o->v && k->v && !o->it && !k->it && PyDict_CheckExact(o->v)) {
-        int r = dict_miss(s, fr, o, k);
-        return r ? -1 : 0;
-    }
+    if (o->v && k->v && !o->it && !k->it && PyDict_CheckExact(o->v))
+        return dict_miss(s, fr, o, k) ? -1 : 0;
+    if (o->v && k->v && !o->it && !k->it && (PyList_CheckExact(o->v) || PyTuple_CheckExact(o->v)))
+        return seq_miss(s, fr, o, k) ? -1 : 0;
     if (!o->v || !k->v || !st_fe_is_tensor(o->v) || tr_dyn_shapes(s) || o->it || k->it)
         return 0;
     PyObject *key = k->v;
@@ -559,4 +785,14 @@ void tr_exc_clear(tr_state *s)
     Py_CLEAR(s->exc_pending);
     Py_CLEAR(s->exc_cur);
     Py_CLEAR(s->exc_file);
+}
+
+int tr_exc_yield(tr_state *s, tr_frame *fr)
+{
+    /* Python gives the consumer back its own exception state while the
+     * generator is suspended; the translation keeps one (exc_cur) */
+    if (fr->exc_nest > 0)
+        return tr_break(s, "yield inside an except or finally block of a generator "
+                        "(not supported)");
+    return 0;
 }

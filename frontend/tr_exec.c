@@ -770,6 +770,7 @@ static int run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
         case OP_YIELD_VALUE: {
             if (!fr->is_genexpr)
                 return tr_break(s, "yield is not supported");
+            if (tr_exc_yield(s, fr) < 0) return -1;
             *ret = pop(fr);
             fr->yield_in_try = in_user_try(fr, fr->lasti);
             tr_var v = {0};

@@ -89,6 +89,7 @@ typedef struct tr_frame {
      * dropped unfinished *closed is set (tr_state.gen_closed) */
     bool yield_in_try;
     bool *closed;
+    int exc_nest;            /* handlers entered (PUSH_EXC_INFO) and not left (tr_except.c) */
 } tr_frame;
 
 struct tr_dyn;
@@ -254,6 +255,19 @@ int tr_exc_call(tr_state *s, tr_frame *fr, int nargs, PyObject *kwnames);
 /* Before BINARY_SUBSCR: an int index out of a tensor's static bounds under
  * a handler raises IndexError (-1), else 0. */
 int tr_exc_subscr(tr_state *s, tr_frame *fr);
+/* A user exception class with a Python __init__ the translation inlines. */
+bool tr_exc_user_init(PyObject *c);
+/* Calling such a class t under a handler: 1 with *obj its new instance
+ * (BaseException's new run on the plain positional arguments; the caller
+ * inlines __init__), 0 not this case, -1 break. */
+int tr_exc_new(tr_state *s, PyTypeObject *t, tr_var *args, int nargs, PyObject *kwnames,
+               PyObject **obj);
+/* fn (a bound C __init__ of a built-in exception class, from super()) on
+ * self, an exception made in the frame, with plain arguments: runs no
+ * Python code, so it may run for real (1), else 0, -1 break. */
+int tr_exc_c_init(tr_state *s, PyObject *fn, PyObject *self, tr_var *args, int nargs);
+/* YIELD_VALUE of a generator's frame: a break inside one of its handlers. */
+int tr_exc_yield(tr_state *s, tr_frame *fr);
 void tr_exc_clear(tr_state *s);
 
 /* ---- tr_classify.c: symtrace's objects, looked up once */
