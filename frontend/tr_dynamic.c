@@ -1511,6 +1511,30 @@ static int stride_pins(tr_state *s, PyObject *fn)
     return 0;
 }
 
+/* symtrace's scalar arithmetic (x.mul_(2), st.div(x, 8), x.clamp_(0, 6)):
+ * the numbers it puts into the graph are its arguments, never sizes it
+ * read inside, so folded_size leaves them out. */
+static bool scalar_op(PyObject *fn)
+{
+    static const char *const names[] = {
+        "add", "add_", "sub", "sub_", "subtract", "subtract_", "rsub", "mul", "mul_",
+        "multiply", "multiply_", "div", "div_", "divide", "divide_", "true_divide",
+        "true_divide_", "floor_divide", "floor_divide_", "remainder", "remainder_", "fmod",
+        "fmod_", "pow", "pow_", "clamp", "clamp_", "clip", "clip_", "clamp_min", "clamp_min_",
+        "clamp_max", "clamp_max_", "fill_", "masked_fill", "masked_fill_", "where", "lerp",
+        "lerp_", "addcmul", "addcmul_", "addcdiv", "addcdiv_", NULL};
+    if (!tr_module_starts(fn, "symtrace"))
+        return false;
+    PyObject *nm = PyObject_GetAttrString(fn, "__name__");
+    const char *n = nm && PyUnicode_Check(nm) ? PyUnicode_AsUTF8(nm) : NULL;
+    bool hit = false;
+    for (int i = 0; n && !hit && names[i]; i++)
+        hit = !strcmp(n, names[i]);
+    Py_XDECREF(nm);
+    PyErr_Clear();
+    return hit;
+}
+
 int tr_dyn_before_call(tr_state *s, PyObject *fn, tr_var *args, int nargs,
                        PyObject *kwnames, tr_dyncall *dc)
 {
@@ -1535,6 +1559,7 @@ int tr_dyn_before_call(tr_state *s, PyObject *fn, tr_var *args, int nargs,
         return tr_break_exc(s, "dynamic shapes");
     st_graph *g = st_rt_trace_graph();
     dc->n0 = g ? g->nstmts : 0;
+    bool scalar = dc->kind == 0 && scalar_op(fn);
     for (int i = -1; dc->kind == 0 && i < nargs; i++) {
         PyObject *o = i >= 0 ? args[i].v
                     : PyCFunction_Check(fn) ? PyCFunction_GET_SELF(fn) : NULL;
@@ -1568,6 +1593,14 @@ int tr_dyn_before_call(tr_state *s, PyObject *fn, tr_var *args, int nargs,
         }
         if (tr_dyn_plain_var(s, &args[i]) < 0)
             return -1;
+        PyObject *o = args[i].v;
+        if (scalar && dc->nnum < 6 && !PyBool_Check(o) && (PyLong_Check(o) || PyFloat_Check(o))) {
+            double x = PyFloat_Check(o) ? PyFloat_AsDouble(o) : PyLong_AsDouble(o);
+            if (x == -1.0 && PyErr_Occurred())
+                PyErr_Clear();
+            else
+                dc->nums[dc->nnum++] = x;
+        }
     }
     if (dc->kind == 2 && nargs == 1) {
         int ov = 0;
@@ -1709,6 +1742,16 @@ static int size_number(tr_state *s, const tr_dyncall *dc, double v)
     double av = v < 0 ? -v : v;
     if (av == 0 || av == 1)
         return 0;
+    /* a scalar op's own number (x.mul_(2); x.div_(8) as a product with
+     * 1 / 8; x.sub_(3) as a sum with -3): the user's, not a size's */
+    for (int i = 0; i < dc->nnum; i++) {
+        double a = dc->nums[i], c[3] = {a, -a, a != 0 ? 1 / a : 0};
+        for (int j = 0; j < 3; j++) {
+            double d = c[j] - v;
+            if (c[j] != 0 && (d < 0 ? -d : d) <= 1e-12 * (c[j] < 0 ? -c[j] : c[j]))
+                return 0;
+        }
+    }
     if (av == 2 || av == 0.5)
         return 2;
     for (int t = 0; t < dc->nt; t++) {
@@ -2453,6 +2496,41 @@ int tr_dyn_validate(tr_state *s)
     int nbwd = 0;
     for (int r = 0; r < g->nregions; r++)
         nbwd += g->regions[r].bwd != NULL;
+    /* a view of an input remade after a write into it (runtime/trace.c:
+     * same op, same attrs) has the size expressions of the one it remakes */
+    for (int si = 0; si < g->nstmts; si++) {
+        int o = st_rt_trace_replay_of(si);
+        for (int i = 0, n = d->nattr; o >= 0 && i < n; i++)
+            if (d->attr[i].stmt == o && !has_attr(d->attr, d->nattr, si, d->attr[i].slot) &&
+                push_attr(s, si, d->attr[i].slot, d->attr[i].expr) < 0)
+                return tr_break(s, "out of memory");
+    }
+    /* an input written through a view of it gets its new value as the
+     * written view viewed back (x.view(b, -1).mul_(2): x's value is a
+     * reshape to x's sizes): that target is the input's size expressions */
+    int nin0 = 0;
+    st_tensor *const *ins0 = st_rt_trace_inputs(&nin0);
+    for (int k = 0; k < nin0; k++) {
+        int v = st_rt_trace_find(ins0[k]);
+        int p = v >= 0 && v < g->nvalues ? g->values[v].producer : -1;
+        const st_stmt *st = p >= 0 ? &g->stmts[p] : NULL;
+        if (!st || (st->op != ST_OP_RESHAPE && st->op != ST_OP_EXPAND) ||
+            st->attrs.ndims != ins0[k]->ndim)
+            continue;
+        PyObject *key = tr_id_key(ins0[k]);
+        PyObject *ex = key ? PyDict_GetItem(d->tsyms, key) : NULL;
+        Py_XDECREF(key);
+        if (!ex || !PyTuple_Check(ex)) {
+            PyErr_Clear();
+            continue;
+        }
+        for (int j = 0; j < st->attrs.ndims && j < (int)PyTuple_GET_SIZE(ex); j++) {
+            int e = (int)PyLong_AsLong(PyTuple_GET_ITEM(ex, j));
+            if (e >= 0 && st->attrs.dims[j] == ins0[k]->shape[j] &&
+                !has_attr(d->attr, d->nattr, p, j) && push_attr(s, p, j, e) < 0)
+                return tr_break(s, "out of memory");
+        }
+    }
     rattr *ra = NULL;
     int nra = 0;
     st_graph **bsave = nbwd ? calloc((size_t)g->nregions, sizeof *bsave) : NULL;

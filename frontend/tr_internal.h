@@ -359,6 +359,8 @@ typedef struct {
                                 method's self, for folded_size */
     int tnd[4];
     int64_t tshape[4][ST_MAX_DIMS];
+    int nnum;                /* a scalar op's number arguments (folded_size) */
+    double nums[6];
     PyObject *tensor;        /* borrowed */
     PyObject *shape;         /* owned */
 } tr_dyncall;

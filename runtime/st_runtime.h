@@ -648,6 +648,10 @@ st_graph *st_rt_trace_end3(st_tensor *const *outputs, int nout,
 st_graph *st_rt_trace_graph(void);
 int st_rt_trace_find(const st_tensor *t);
 st_tensor *const *st_rt_trace_inputs(int *n);
+/* The view statement that statement stmt of the active trace remakes with
+ * the same op and attrs (a view of an input written in place, made again
+ * from its new value), or -1. */
+int st_rt_trace_replay_of(int stmt);
 /* Has the active trace failed? Then *reason (if not NULL) points at the
  * first reason (valid until the trace ends). */
 bool st_rt_trace_failed(const char **reason);

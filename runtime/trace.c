@@ -94,6 +94,9 @@ typedef struct trace_state {
     geo_backup *geo;      /* geometries before an in-place view op */
     int ngeo, cap_geo;
     bool symbolic;        /* sizes are symbolic (st_rt_trace_symbolic) */
+    int *replay;          /* replay[i]: the view statement that statement i
+                             remakes after a write (view_of_input), or -1 */
+    int cap_replay;
     bool grad_seen;       /* an op was noted while grad mode was on */
     /* PyLayer capture: in_region while its forward or backward runs (no
      * stop-gradient marking then); rg_* describe the region being built */
@@ -333,6 +336,7 @@ static void state_free(trace_state *s)
                 st_ad_node_decref(s->geo[k].grad_fn);
         }
         free(s->geo);
+        free(s->replay);
         free(s->rg_in);
         free(s->rg_out);
         st_ir_graph_free(s->g);
@@ -677,6 +681,7 @@ static bool other_view(const tslot *o, const st_tensor *cur, const st_storage *s
 }
 
 static void mark_nograd(trace_state *s, int first, int end);
+static void note_replay(trace_state *s, int from, int to, int orig);
 
 /* A write through a detached alias (x.detach().add_(1)) changes src's data
  * but not its history: eager autograd still sends src's gradient where it
@@ -788,7 +793,10 @@ static bool write_through(trace_state *s, st_tensor *t)
         tslot *src = find(s, next->vsrc);
         int in = src ? src->value : -1, outs[ST_MAX_OUT];
         int first = s->g->nstmts;
+        int was = next->value >= 0 ? s->g->values[next->value].producer : -1;
         int v = in < 0 ? -1 : emit(s, next->vop, &in, 1, &next->vattrs, outs);
+        if (v >= 0 && was >= 0 && s->g->stmts[was].op == next->vop)
+            note_replay(s, first, s->g->nstmts, was);
         if (v >= 0 && next->vdetach && !s->in_region)
             mark_nograd(s, first, s->g->nstmts);
         /* a detached alias with a history of its own (written in place
@@ -1191,6 +1199,28 @@ done:
  * whose value is no longer those views of it (y = x + 2; v = y[None];
  * w = v[:, :1]; w.add_(1): v's and w's new values are scatters), so
  * that the run returns them as views of one buffer. -1: not such a view. */
+/* Statements [from, to) remake view statement orig (same op, same attrs):
+ * dynamic shapes give them orig's size expressions (st_rt_trace_replay_of).
+ * Best effort: without memory the mark is simply missing. */
+static void note_replay(trace_state *s, int from, int to, int orig)
+{
+    if (orig < s->cap_replay && s->replay[orig] >= 0)
+        orig = s->replay[orig];          /* a remade one remade again */
+    if (to > s->cap_replay) {
+        int cap = to * 2 + 16;
+        int *r = realloc(s->replay, sizeof *r * (size_t)cap);
+        if (!r)
+            return;
+        for (int i = s->cap_replay; i < cap; i++)
+            r[i] = -1;
+        s->replay = r;
+        s->cap_replay = cap;
+    }
+    for (int i = from; i < to; i++)
+        if (s->g->stmts[i].op == s->g->stmts[orig].op)
+            s->replay[i] = orig;
+}
+
 static int view_of_input(trace_state *s, st_tensor *t)
 {
     tslot *chain[64];
@@ -1249,6 +1279,8 @@ static int view_of_input(trace_state *s, st_tensor *t)
         if (p >= 0 && (s->g->stmts[p].attrs.flags & ST_VIEW_MULTI_ATTR))
             a.flags = s->g->stmts[p].attrs.flags;
         v = emit(s, chain[k]->vop, &v, 1, &a, outs);
+        if (v >= 0 && p >= 0 && s->g->stmts[p].op == chain[k]->vop)
+            note_replay(s, first, s->g->nstmts, p);
         /* a view taken in no_grad mode is remade in it (viewhist.c) */
         const st_tensor *ct = chain[k]->t;
         if (v >= 0 && (chain[k]->vdetach || (ct && ct->view_nograd && !ct->view_grad)))
@@ -1470,6 +1502,14 @@ st_graph *st_rt_trace_graph(void)
 {
     trace_state *r = root_of(cur);
     return r && r == cur ? r->g : NULL;
+}
+
+int st_rt_trace_replay_of(int stmt)
+{
+    trace_state *r = root_of(cur);
+    if (!r || r != cur || stmt < 0 || stmt >= r->cap_replay)
+        return -1;
+    return r->replay[stmt];
 }
 
 int st_rt_trace_find(const st_tensor *t)
