@@ -35,6 +35,7 @@
 #define KC 256   /* K block: B's panel (KC x 16 floats, 16 KB) stays in L1 */
 #define NC 256   /* N block: B's packed block (256 KB) stays in L2 */
 #define MC 96    /* rows of A packed at a time, when A is packed (a multiple of MR and MR512) */
+#define INB_M 64 /* up to this many rows the AVX-512 kernel reads a row-major B in place */
 
 #define AVX2 __attribute__((target("avx2,fma")))
 #define AVX512 __attribute__((target("avx512f,avx2,fma")))
@@ -92,11 +93,13 @@ AVX2 static void kernel(long kc, const float *a, long ars, long acs,
 }
 
 /* The AVX-512 kernel: C[0..mr, 0..nr] (+)= A's mr rows (as kernel's) times
- * the packed panel b ([kc][32]); 8 x 32 block, 16 accumulators. Rows past
- * mr read row 0 again; columns past nr are masked off. */
+ * b's kc rows of 32 columns, row k at b + k*bs: the packed panel ([kc][32],
+ * bs = 32) or B itself (row-major, bs = its row stride); 8 x 32 block, 16
+ * accumulators. Rows past mr read row 0 again; columns past nr are masked
+ * off (neither read nor written). */
 AVX512 static void kernel512(long kc, const float *a, long ars, long acs,
-                             const float *b, float *c, long ldc, bool beta1,
-                             int mr, int nr)
+                             const float *b, long bs, float *c, long ldc,
+                             bool beta1, int mr, int nr)
 {
     __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00;
     __m512 c20 = c00, c21 = c00, c30 = c00, c31 = c00, c40 = c00, c41 = c00;
@@ -111,24 +114,30 @@ AVX512 static void kernel512(long kc, const float *a, long ars, long acs,
         cr0 = _mm512_fmadd_ps(x, b0, cr0);                                  \
         cr1 = _mm512_fmadd_ps(x, b1, cr1);                                  \
     } while (0)
-    for (long k = 0; k < kc; k++, b += NR512) {
-        __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
-        long o = k * acs;
-        ROW(a0, c00, c01);
-        ROW(a1, c10, c11);
-        ROW(a2, c20, c21);
-        ROW(a3, c30, c31);
-        ROW(a4, c40, c41);
-        ROW(a5, c50, c51);
-        ROW(a6, c60, c61);
-        ROW(a7, c70, c71);
-    }
-#undef ROW
-    __m512 v[MR512][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31},
-                          {c40, c41}, {c50, c51}, {c60, c61}, {c70, c71}};
     __mmask16 m0 = nr >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nr) - 1);
     __mmask16 m1 = nr >= 32 ? (__mmask16)0xFFFF
                  : nr > 16  ? (__mmask16)((1u << (nr - 16)) - 1) : (__mmask16)0;
+#define STEP(LOAD0, LOAD1)                                                  \
+    for (long k = 0; k < kc; k++, b += bs) {                                \
+        __m512 b0 = LOAD0, b1 = LOAD1;                                      \
+        long o = k * acs;                                                   \
+        ROW(a0, c00, c01);                                                  \
+        ROW(a1, c10, c11);                                                  \
+        ROW(a2, c20, c21);                                                  \
+        ROW(a3, c30, c31);                                                  \
+        ROW(a4, c40, c41);                                                  \
+        ROW(a5, c50, c51);                                                  \
+        ROW(a6, c60, c61);                                                  \
+        ROW(a7, c70, c71);                                                  \
+    }
+    if (nr == NR512) /* (a packed panel, or B's whole 32 columns in place) */
+        STEP(_mm512_loadu_ps(b), _mm512_loadu_ps(b + 16))
+    else /* B's last columns in place: read no further than nr */
+        STEP(_mm512_maskz_loadu_ps(m0, b), _mm512_maskz_loadu_ps(m1, b + 16))
+#undef STEP
+#undef ROW
+    __m512 v[MR512][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31},
+                          {c40, c41}, {c50, c51}, {c60, c61}, {c70, c71}};
     for (int r = 0; r < mr; r++) {
         float *p = c + r * ldc;
         __m512 x0 = v[r][0], x1 = v[r][1];
@@ -183,9 +192,14 @@ AVX2 static void pack_b(const float *b, long brs, long bcs, long kc, long nc,
                 for (long q = 0; q < nv; q += 8)
                     _mm256_store_ps(dst + k * w + q, _mm256_loadu_ps(s + k * brs + q));
         } else if (brs == 1) { /* B's columns are rows in memory */
-            for (; k + 8 <= kc; k += 8)
-                for (long q = 0; q < nv; q += 8)
-                    transpose8(s + q * bcs + k, bcs, dst + k * w + q, w);
+            /* 8 columns (8 lines a k step, of one cache set when bcs is a
+             * multiple of 1 KB) at a time, down all of kc: the lines stay
+             * in L1 until their second half is read at k + 8 */
+            long k8 = kc / 8 * 8;
+            for (long q = 0; q < nv; q += 8)
+                for (long kk = 0; kk < k8; kk += 8)
+                    transpose8(s + q * bcs + kk, bcs, dst + kk * w + q, w);
+            k = k8;
         }
         for (long r = 0; r < kc; r++) /* the rest, element by element */
             for (long q = r < k ? nv : 0; q < w; q++)
@@ -286,12 +300,17 @@ bool st_llvm_sgemm(int64_t M, int64_t N, int64_t K, const float *A,
     bool packa = ars == 1 && acs != 1 && K > 128;
     bool w512 = cpu_512;
     int64_t mrw = w512 ? MR512 : MR, nrw = w512 ? NR512 : NR;
+    /* B row-major and few row blocks: the kernel reads B in place (packing
+     * it cost about as much as the products of the ResNet step's
+     * convolutions, M = 16..64 output channels, did) */
+    bool inb = w512 && bcs == 1 && M <= INB_M;
     for (int64_t jc = 0; jc < N; jc += NC) {
         int64_t nc = N - jc < NC ? N - jc : NC;
         for (int64_t pc = 0; pc < K; pc += KC) {
             int64_t kc = K - pc < KC ? K - pc : KC;
             bool b1 = beta1 || pc > 0;
-            pack_b(B + pc * brs + jc * bcs, brs, bcs, kc, nc, t->b, nrw);
+            if (!inb)
+                pack_b(B + pc * brs + jc * bcs, brs, bcs, kc, nc, t->b, nrw);
             for (int64_t ic = 0; ic < M; ic += MC) {
                 int64_t mc = M - ic < MC ? M - ic : MC;
                 const float *a = A + ic * ars + pc * acs;
@@ -309,8 +328,12 @@ bool st_llvm_sgemm(int64_t M, int64_t N, int64_t K, const float *A,
                     for (int64_t jr = 0; jr < nc; jr += nrw) {
                         int nr = nc - jr < nrw ? (int)(nc - jr) : (int)nrw;
                         float *ci = C + (ic + ir) * ldc + jc + jr;
-                        if (w512)
-                            kernel512(kc, ai, rs, ks, t->b + jr * kc, ci, ldc, b1, mr, nr);
+                        if (inb)
+                            kernel512(kc, ai, rs, ks, B + pc * brs + jc + jr, brs, ci, ldc,
+                                      b1, mr, nr);
+                        else if (w512)
+                            kernel512(kc, ai, rs, ks, t->b + jr * kc, NR512, ci, ldc, b1,
+                                      mr, nr);
                         else
                             kernel(kc, ai, rs, ks, t->b + jr * kc, ci, ldc, b1, mr, nr);
                     }
