@@ -11,13 +11,16 @@
  * core against single-threaded OpenBLAS 0.3.21's 43-50 here, while on the
  * larger Linear and decoder products OpenBLAS's blocking did as well or
  * better in the training step. On AVX-512 CPUs an 8 x 32 kernel (16 zmm
- * accumulators, B in [k][32] panels) runs instead: OpenBLAS 0.3.21 does
- * not know newer CPUs (AMD family 1Ah) and runs its AVX2 Haswell kernels
- * there, at half the FMA width. Every output element is the same fused
+ * accumulators, B in [k][32] panels, or read in place when B is row-major
+ * and M <= 64: few row blocks do not repay the packing) runs instead, and
+ * matmul.c gives it every float32 product: OpenBLAS 0.3.21 does not know
+ * newer CPUs (AMD family 1Ah) and runs its AVX2 Haswell kernels there, at
+ * half the FMA width (own 8 x 32: 160-257 GFLOPS a core on the BERT
+ * shapes, OpenBLAS 58-130). Every output element is the same fused
  * multiply-add chain over k in either kernel (then C's old value added),
  * so both give the same bits. SYMTRACE_SGEMM=blas sends everything back
  * to OpenBLAS, SYMTRACE_SGEMM=avx2 keeps the AVX2 kernel.
- * Owns: st_llvm_sgemm. */
+ * Owns: st_llvm_sgemm, st_llvm_sgemm_wide. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
