@@ -133,10 +133,29 @@ AVX512 static void kernel512(long kc, const float *a, long ars, long acs,
         ROW(a6, c60, c61);                                                  \
         ROW(a7, c70, c71);                                                  \
     }
-    if (nr == NR512) /* (a packed panel, or B's whole 32 columns in place) */
+#define ROW16(ar, cr0)                                                      \
+    do {                                                                    \
+        cr0 = _mm512_fmadd_ps(_mm512_set1_ps((ar)[o]), b0, cr0);            \
+    } while (0)
+    if (nr == NR512) { /* (a packed panel, or B's whole 32 columns in place) */
         STEP(_mm512_loadu_ps(b), _mm512_loadu_ps(b + 16))
-    else /* B's last columns in place: read no further than nr */
+    } else if (nr > 16) { /* B's last columns in place: read no further than nr */
         STEP(_mm512_maskz_loadu_ps(m0, b), _mm512_maskz_loadu_ps(m1, b + 16))
+    } else { /* at most 16 columns: the right half's products are not made */
+        for (long k = 0; k < kc; k++, b += bs) {
+            __m512 b0 = _mm512_maskz_loadu_ps(m0, b);
+            long o = k * acs;
+            ROW16(a0, c00);
+            ROW16(a1, c10);
+            ROW16(a2, c20);
+            ROW16(a3, c30);
+            ROW16(a4, c40);
+            ROW16(a5, c50);
+            ROW16(a6, c60);
+            ROW16(a7, c70);
+        }
+    }
+#undef ROW16
 #undef STEP
 #undef ROW
     __m512 v[MR512][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31},
@@ -204,9 +223,12 @@ AVX2 static void pack_b(const float *b, long brs, long bcs, long kc, long nc,
                     transpose8(s + q * bcs + kk, bcs, dst + kk * w + q, w);
             k = k8;
         }
-        for (long r = 0; r < kc; r++) /* the rest, element by element */
-            for (long q = r < k ? nv : 0; q < w; q++)
-                dst[r * w + q] = q < nr ? s[q * bcs + r * brs] : 0.0f;
+        for (long r = 0; r < kc; r++) { /* the rest, element by element */
+            for (long q = r < k ? nv : 0; q < nr; q++)
+                dst[r * w + q] = s[q * bcs + r * brs];
+            for (long q = nr; q < w; q++) /* the padding */
+                dst[r * w + q] = 0.0f;
+        }
     }
 }
 
@@ -298,10 +320,33 @@ bool st_llvm_sgemm(int64_t M, int64_t N, int64_t K, const float *A,
             memset(C + i * ldc, 0, sizeof(float) * (size_t)(N > 0 ? N : 0));
         return true;
     }
+    bool w512 = cpu_512;
+    if (w512 && brs == 1 && bcs != 1 && acs == 1 && M > 0 && M <= INB_M && N > M &&
+        K >= 8 * M) {
+        /* A row-major, B transposed (a weight gradient: dY [M, K] times
+         * columns^T), few rows, a long K: B would be packed (transposed)
+         * for M rows only; C^T = B^T A^T packs A^T instead, the smaller,
+         * and reads B^T's rows in place, at the price of C's M x N moved
+         * through a transposed buffer (so K long against M). Same fma
+         * chains, so the same bits. */
+        float *T = malloc(sizeof(float) * (size_t)(N * M));
+        if (T) {
+            if (beta1)
+                for (int64_t i = 0; i < M; i++)
+                    for (int64_t j = 0; j < N; j++)
+                        T[j * M + i] = C[i * ldc + j];
+            bool ok = st_llvm_sgemm(N, M, K, B, bcs, 1, A, 1, ars, T, M, beta1);
+            if (ok)
+                for (int64_t i = 0; i < M; i++)
+                    for (int64_t j = 0; j < N; j++)
+                        C[i * ldc + j] = T[j * M + i];
+            free(T);
+            return ok;
+        }
+    }
     /* A column-major (rows unit-stride) and K long: each kernel call would
      * touch kc lines of A for 6 floats each */
     bool packa = ars == 1 && acs != 1 && K > 128;
-    bool w512 = cpu_512;
     int64_t mrw = w512 ? MR512 : MR, nrw = w512 ? NR512 : NR;
     /* B row-major and few row blocks: the kernel reads B in place (packing
      * it cost about as much as the products of the ResNet step's

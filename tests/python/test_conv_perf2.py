@@ -205,7 +205,8 @@ _BITS_CHILD = r"""
 import sys, numpy as np, symtrace as st
 rng = np.random.default_rng(3)
 out = []
-for m, k, n, ta, tb in [(16, 144, 1024, 0, 0), (37, 45, 257, 1, 0), (100, 300, 33, 0, 1), (7, 600, 70, 1, 1)]:
+for m, k, n, ta, tb in [(16, 144, 1024, 0, 0), (37, 45, 257, 1, 0), (100, 300, 33, 0, 1), (7, 600, 70, 1, 1),
+                         (16, 1500, 144, 0, 1)]:
     a = rng.standard_normal((k, m) if ta else (m, k)).astype(np.float32)
     b = rng.standard_normal((n, k) if tb else (k, n)).astype(np.float32)
     A = st.tensor(a).t() if ta else st.tensor(a)
