@@ -1,17 +1,20 @@
 /* test_sgemm - the LLVM backend's own float32 gemm (llvm_backend/sgemm.c)
  * against a double-precision reference: every operand layout (A and B
  * row-major, transposed, with padded leading dimensions, and with neither
- * stride 1), sizes around the kernel's 6 x 16 block and the KC / NC / MC
+ * stride 1), sizes around the kernels' 6 x 16 and 8 x 32 blocks and the KC / NC / MC
  * blocks (edges, one row or column, K past the K block so partial sums are
  * accumulated, K = 0), beta 0 (C's old contents, NaN here, must not leak) and
  * beta 1 (added), C rows padded. With --bench, times it against OpenBLAS
- * on the BERT shapes (no pass/fail). Exit 77 (skip) where it declines:
- * no AVX2/FMA or SYMTRACE_SGEMM=blas. */
+ * on the BERT and ResNet-step shapes (no pass/fail). On an AVX-512 CPU the
+ * checks run for the AVX-512 kernel, then once more for the AVX2 one (the
+ * test runs itself again with SYMTRACE_SGEMM=avx2). Exit 77 (skip) where
+ * it declines: no AVX2/FMA or SYMTRACE_SGEMM=blas. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "llvm_internal.h"
 #include "st_test.h"
@@ -101,7 +104,9 @@ static void test_layouts(void)
         {1, 1, 1}, {6, 16, 1}, {5, 15, 7}, {7, 17, 9}, {12, 32, 64},
         {13, 33, 65}, {1, 100, 300}, {100, 1, 300}, {37, 45, 256},
         {37, 45, 257}, {97, 20, 600}, {200, 300, 40}, {128, 128, 64},
-        {64, 128, 128}, {20, 530, 33}, {190, 20, 130}, {5, 7, 0}};
+        {64, 128, 128}, {20, 530, 33}, {190, 20, 130}, {5, 7, 0},
+        /* few rows, a long K (B transposed: computed as C^T = B^T A^T) */
+        {16, 100, 300}, {9, 40, 600}};
     for (unsigned s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
         for (int la = 0; la < 4; la++)
             for (int lb = 0; lb < 4; lb++)
@@ -126,7 +131,12 @@ static void bench(void)
     static const int64_t shapes[][5] = { /* M N K ta tb */
         {128, 128, 64, 0, 1}, {128, 64, 128, 0, 0}, {64, 128, 128, 1, 0},
         {512, 1024, 256, 0, 1}, {512, 256, 256, 0, 1}, {512, 256, 1024, 1, 0},
-        {160, 15261, 256, 0, 1}, {15261, 256, 160, 1, 0}};
+        {160, 15261, 256, 0, 1}, {15261, 256, 160, 1, 0},
+        /* the ResNet step's convolutions: weight @ columns, one sample */
+        {16, 1024, 144, 0, 0}, {32, 256, 288, 0, 0}, {64, 64, 576, 0, 0},
+        /* ... their weight gradients (per sample, and the batch in K) */
+        {16, 144, 1024, 0, 1}, {16, 27, 1024, 0, 1}, {64, 576, 64, 0, 1},
+        {32, 288, 256, 0, 1}, {16, 144, 16384, 0, 1}, {16, 27, 16384, 0, 1}};
     for (unsigned s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         int64_t M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
         bool ta = shapes[s][3], tb = shapes[s][4];
@@ -184,5 +194,15 @@ int main(int argc, char **argv)
         return 0;
     }
     RUN_TEST(test_layouts());
-    return st_test_exit_code("test_sgemm");
+    int rc = st_test_exit_code("test_sgemm");
+    const char *e = getenv("SYMTRACE_SGEMM");
+    if (rc == 0 && st_llvm_sgemm_wide() && !(e && *e)) {
+        printf("again with the AVX2 kernel (SYMTRACE_SGEMM=avx2):\n");
+        fflush(stdout);
+        setenv("SYMTRACE_SGEMM", "avx2", 1);
+        execv(argv[0], argv);
+        perror("execv");
+        return 1;
+    }
+    return rc;
 }
