@@ -372,3 +372,51 @@ def test_training_loop_utilities(compiled):
     for n, b in sm.named_buffers():
         np.testing.assert_allclose(as_np(b), as_np(bufs[n]), rtol=1e-5, atol=1e-6, err_msg=n)
     assert fe_counts()[2] == 0
+
+
+# ---------------------------------------------------------------- focused fixes
+
+@pytest.mark.parametrize("qdt", ["bfloat16", "float16", "float64"])
+def test_sdpa_float32_mask_with_other_query_dtype(qdt):
+    """A bf16 / f16 / f64 model given nn.Transformer's float32 masks: torch's SDPA takes a
+    float32 mask for any query dtype (the output keeps the query's dtype); symtrace
+    promoted the scores to float32 and its matmul with the values then raised."""
+    rng = np.random.default_rng(0)
+    q = rng.standard_normal((2, 2, 5, 8)).astype(np.float32)
+    mask = rng.standard_normal((5, 5)).astype(np.float32)
+    mask[np.triu_indices(5, 1)] = -np.inf
+    Q = st.tensor(q).to(getattr(st, qdt))
+    out = st.nn.functional.scaled_dot_product_attention(Q, Q, Q, attn_mask=st.tensor(mask))
+    assert out.dtype == getattr(st, qdt)
+    want = st.nn.functional.scaled_dot_product_attention(
+        Q, Q, Q, attn_mask=st.tensor(mask).to(getattr(st, qdt)))
+    np.testing.assert_array_equal(as_np(out.float()), as_np(want.float()))
+    torch = maybe_torch()
+    if torch is not None:
+        T = torch.tensor(q).to(getattr(torch, qdt))
+        ref = torch.nn.functional.scaled_dot_product_attention(T, T, T, attn_mask=torch.tensor(mask))
+        tol = 1e-6 if qdt == "float64" else 2e-2
+        np.testing.assert_allclose(as_np(out.float()), ref.float().numpy(), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("qdt,mdt", [("float32", "bfloat16"), ("float32", "float64")])
+def test_sdpa_other_mask_dtypes_raise_as_torch(qdt, mdt):
+    Q = st.ones(1, 2, 3).to(getattr(st, qdt))
+    with pytest.raises(RuntimeError, match="attn_mask dtype to be bool or float"):
+        st.nn.functional.scaled_dot_product_attention(Q, Q, Q, attn_mask=st.zeros(2, 2).to(getattr(st, mdt)))
+
+
+def test_seq2seq_bf16_model_trains():
+    """The seq2seq model cast to bfloat16 (its float32 causal mask reaching SDPA) trains,
+    eager and compiled, close to torch's bf16 losses."""
+    torch = maybe_torch()
+    ref, sm = twins(torch, build_s2s)
+    _, smc = twins(torch, build_s2s)
+    L = torch or st
+    ref.to(L.bfloat16)
+    sm.to(st.bfloat16)
+    smc.to(st.bfloat16)
+    want = s2s_train(L, ref, False, steps=3)
+    got = s2s_train(st, sm, False, steps=3)
+    np.testing.assert_allclose(got, want, rtol=2e-2)
+    np.testing.assert_allclose(s2s_train(st, smc, True, steps=3), got, rtol=1e-2)
