@@ -420,3 +420,23 @@ def test_seq2seq_bf16_model_trains():
     got = s2s_train(st, sm, False, steps=3)
     np.testing.assert_allclose(got, want, rtol=2e-2)
     np.testing.assert_allclose(s2s_train(st, smc, True, steps=3), got, rtol=1e-2)
+
+
+@pytest.mark.parametrize("offsets", [[0, 2, 1], [0, 1, 1, 0]])
+@pytest.mark.parametrize("mode", ["sum", "mean"])
+def test_embedding_bag_decreasing_offsets_raise(offsets, mode):
+    """torch's sum / mean embedding_bag raise on decreasing offsets; symtrace regrouped the
+    indices into other bags and returned numbers."""
+    w = st.randn(5, 2)
+    with pytest.raises(RuntimeError, match="offsets must be non-decreasing"):
+        st.nn.functional.embedding_bag(st.tensor([1, 2, 3]), w, st.tensor(offsets), mode=mode)
+    with pytest.raises(RuntimeError, match="offsets must be non-decreasing"):
+        st.nn.EmbeddingBag(5, 2, mode=mode)(st.tensor([1, 2, 3]), st.tensor(offsets))
+    torch = maybe_torch()
+    if torch is not None:
+        with pytest.raises(RuntimeError):
+            torch.nn.functional.embedding_bag(torch.tensor([1, 2, 3]), torch.randn(5, 2),
+                                              torch.tensor(offsets), mode=mode)
+    # equal offsets (empty bags) stay valid
+    out = st.nn.functional.embedding_bag(st.tensor([1, 2, 3]), w, st.tensor([0, 2, 2]), mode=mode)
+    assert tuple(out.shape) == (3, 2) and as_np(out[1]).tolist() == [0.0, 0.0]
