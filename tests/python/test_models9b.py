@@ -440,3 +440,64 @@ def test_embedding_bag_decreasing_offsets_raise(offsets, mode):
     # equal offsets (empty bags) stay valid
     out = st.nn.functional.embedding_bag(st.tensor([1, 2, 3]), w, st.tensor([0, 2, 2]), mode=mode)
     assert tuple(out.shape) == (3, 2) and as_np(out[1]).tolist() == [0.0, 0.0]
+
+
+def test_deepcopy_goes_through_a_modules_own_setstate():
+    """copy.deepcopy of a module whose class defines __getstate__ / __setstate__ runs them,
+    as Python's protocol (and torch) does; symtrace's Module.__deepcopy__ skipped them."""
+    import copy
+
+    class Cached(st.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = st.nn.Linear(2, 2)
+            self.cache = {"big": 1}
+
+        def __getstate__(self):
+            state = super().__getstate__()
+            state.pop("cache")                   # not worth copying
+            return state
+
+        def __setstate__(self, state):
+            super().__setstate__(state)
+            self.cache = {}
+
+    m = Cached()
+    c = copy.deepcopy(m)
+    assert c.cache == {} and m.cache == {"big": 1}
+    assert c.lin is not m.lin and c.lin.weight is not m.lin.weight
+    np.testing.assert_array_equal(as_np(c.lin.weight), as_np(m.lin.weight))
+    x = st.randn(3, 2)
+    np.testing.assert_array_equal(as_np(c.lin(x)), as_np(m.lin(x)))
+
+
+def test_transformer_activation_module_as_torch():
+    """nn.Transformer(activation=<a module>): torch's layer clones are deepcopies, and its
+    TransformerDecoderLayer.__setstate__ (which symtrace's copies) then sets the decoder's
+    activation to relu (the submodule is not in the instance dict); symtrace's deepcopy
+    skipped __setstate__ and kept the module, so its decoder output differed from torch's
+    and changed after an st.save / st.load of the model. Both now follow torch."""
+    import copy
+    for L in filter(None, (st, maybe_torch())):
+        dec = L.nn.TransformerDecoderLayer(8, 2, 16, activation=L.nn.GELU())
+        assert isinstance(dec.activation, L.nn.GELU)
+        assert copy.deepcopy(dec).activation is L.nn.functional.relu
+        enc = L.nn.TransformerEncoderLayer(8, 2, 16, activation=L.nn.GELU())
+        assert isinstance(copy.deepcopy(enc).activation, L.nn.GELU)
+    torch = maybe_torch()
+    base = dict(d_model=16, nhead=2, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=24,
+                dropout=0.0, batch_first=True)
+    build = lambda L: L.nn.Transformer(**base, activation=L.nn.GELU(approximate="tanh"))  # noqa: E731
+    ref, sm = twins(torch, build)
+    rng = np.random.default_rng(0)
+    src = rng.standard_normal((2, 5, 16)).astype(np.float32)
+    tgt = rng.standard_normal((2, 4, 16)).astype(np.float32)
+    L = torch or st
+    want = as_np(ref(L.tensor(src), L.tensor(tgt)))
+    got = sm(st.tensor(src), st.tensor(tgt))
+    np.testing.assert_allclose(as_np(got), want, rtol=1e-5, atol=1e-5)
+    buf = io.BytesIO()
+    st.save(sm, buf)
+    buf.seek(0)
+    again = st.load(buf, weights_only=False)(st.tensor(src), st.tensor(tgt))
+    np.testing.assert_array_equal(as_np(again), as_np(got))
