@@ -114,6 +114,11 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             if last > n:
                 raise RuntimeError(f"offsets[-1] can not be greater than input's length {n} but got offsets[-1] of "
                                    f"{last}")
+            # decreasing offsets would give negative bag sizes: torch's sum / mean raise
+            # (its max takes them), symtrace's bag ids would silently regroup the indices
+            if mode != "max" and offsets.numel() > 1 and (offsets[1:] < offsets[:-1]).any().item():
+                raise RuntimeError(f"embedding_bag: offsets must be non-decreasing, but got "
+                                   f"{offsets.tolist()}")
         if n:
             lo, hi = input.amin().item(), input.amax().item()
             if lo < 0 or hi >= n_rows:

@@ -510,6 +510,15 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                                "when is_causal=True")
         scores = scores + _causal_mask(L, S, scores.dtype, scores.device)
     dead = None
+    if attn_mask is not None and attn_mask.dtype is not _ops.bool_ \
+            and attn_mask.dtype != query.dtype:
+        # torch takes a float32 mask for any query dtype (a bf16 / f16 / f64 model
+        # with nn.Transformer's float32 masks) in the query's dtype; other mixes raise
+        if attn_mask.dtype != _ops.float32:
+            raise RuntimeError(
+                f"Expected attn_mask dtype to be bool or float or to match query dtype, but got "
+                f"attn_mask.dtype: {attn_mask.dtype} and query.dtype: {query.dtype} instead.")
+        attn_mask = attn_mask.to(query.dtype)
     if attn_mask is not None:
         # a query whose keys are all masked out gets zeros (and zero gradients), not
         # nan, as torch's SDPA (its _safe_softmax): its row is unmasked, then zeroed

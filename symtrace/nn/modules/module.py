@@ -688,6 +688,18 @@ class Module:
         cls = type(self)
         new = cls.__new__(cls)
         memo[id(self)] = new
+        if cls.__getstate__ is not Module.__getstate__ or cls.__setstate__ is not Module.__setstate__:
+            # a class with its own pickling hooks is copied through them, as Python's
+            # deepcopy protocol (and so torch) does: TransformerDecoderLayer's __setstate__
+            # (torch's, setting activation to relu when it is a submodule), lazy modules'
+            # hook handles, users' backward-compatibility fixes
+            new.__setstate__(_deepcopy_value(self.__getstate__(), memo))
+            return new
+        return self._deepcopy_dict(new, memo)
+
+    def _deepcopy_dict(self, new, memo):
+        """new (an empty instance of self's class, in memo) given deep copies of self's
+        attributes, no pickling hooks involved."""
         for k, v in self.__dict__.items():
             object.__setattr__(new, k, _deepcopy_value(v, memo))
         return new

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 
 from ... import _C
 from ..modules.container import ModuleDict, ModuleList
+from ..modules.module import Module
 from ..parameter import Parameter, _no_grad
 
 __all__ = ["cached", "ParametrizationList", "register_parametrization", "is_parametrized",
@@ -194,9 +195,19 @@ def _inject_new_class(module):
                            "https://pytorch.org/tutorials/beginner/saving_loading_models.html"
                            "#saving-loading-a-general-checkpoint-for-inference-and-or-resuming-training")
 
-    # symtrace's Module has its own __deepcopy__ (it copies __dict__), so
-    # deepcopy still works while pickling (__getstate__) is refused
-    param_cls = type(f"Parametrized{cls.__name__}", (cls,), {"__getstate__": getstate})
+    def default_deepcopy(self, memo):
+        # the attributes copied as they are (torch's default_deepcopy): deepcopy
+        # still works while pickling (__getstate__) is refused
+        if id(self) in memo:
+            return memo[id(self)]
+        new = self.__new__(self.__class__)
+        memo[id(self)] = new
+        return self._deepcopy_dict(new, memo)
+
+    attrs = {"__getstate__": getstate}
+    if cls.__deepcopy__ is Module.__deepcopy__:
+        attrs["__deepcopy__"] = default_deepcopy
+    param_cls = type(f"Parametrized{cls.__name__}", (cls,), attrs)
     module.__class__ = param_cls
 
 
