@@ -242,6 +242,18 @@ def _einsum_align(t, keys, order):
     return t
 
 
+def _einsum_diagonals(t, keys):
+    """A label repeated within one operand ('ii->i', 'bii->b'): t's diagonal over those dims
+    (torch.diagonal's view, moved last), once per label; returns (t, keys without repeats)."""
+    for k in list(dict.fromkeys(keys)):
+        while keys.count(k) > 1:
+            i = keys.index(k)
+            j = keys.index(k, i + 1)
+            t = diagonal(t, 0, i, j)
+            keys = [x for n, x in enumerate(keys) if n not in (i, j)] + [k]
+    return t, keys
+
+
 def _einsum_pair(a, ak, b, bk, later):
     """Contracts two operands, keeping the keys in later: batch keys (both sides, kept),
     contracted keys (both sides, summed) and each side's free keys; one batched matmul
@@ -281,7 +293,7 @@ def einsum(equation, *operands):
     """einsum(equation, *operands): Einstein summation ('ij,jk->ik'; an implicit output is
     the labels seen once, sorted; '...' broadcasts), operands also as one list. Pairs of
     operands contract left to right, each as one batched matmul. A label repeated within one
-    operand (a diagonal, 'ii->i') is not supported. As torch.einsum."""
+    operand takes that operand's diagonal first ('ii->i', 'bii->b'). As torch.einsum."""
     if not isinstance(equation, str):
         raise TypeError(f"einsum(): argument 'equation' must be str, not {type(equation).__name__}")
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
@@ -313,15 +325,19 @@ def einsum(equation, *operands):
                                f"the number of dimensions ({t.dim()}) for operand {i}")
         if None in lab:
             nell = builtins.max(nell, t.dim() - nl)
-    ops, sizes = [], {}
+    ops, sizes, raw = [], {}, []
     for i, (lab, t) in enumerate(zip(terms, operands)):
         keys = []
         for c in lab:                 # ellipsis dims become keys 0..nell-1, right-aligned
             keys += list(range(nell - (t.dim() - len(lab) + 1), nell)) if c is None else [c]
-        for k, s in zip(keys, t.shape):
-            if keys.count(k) > 1:
-                raise NotImplementedError(f"einsum(): subscript {k} repeated in operand {i} (a "
-                                          "diagonal) is not supported")
+        raw.append(keys)
+        for j, (k, s) in enumerate(zip(keys, t.shape)):
+            first = keys.index(k)
+            if first != j:
+                if t.shape[first] != s:
+                    raise RuntimeError(f"einsum(): subscript {k} is repeated for operand {i} but "
+                                       f"the sizes don't match, {s} != {t.shape[first]}")
+                continue
             seen = sizes.setdefault(k, s)
             if seen != s and seen != 1 and s != 1:
                 what = f"subscript {k}" if isinstance(k, str) else "an ellipsis dimension"
@@ -329,9 +345,9 @@ def einsum(equation, *operands):
                                    f"broadcast with previously seen size {seen}")
             if seen == 1:
                 sizes[k] = s
-        ops.append((t, keys))
+        ops.append(_einsum_diagonals(t, keys))
     if arrow < 0:
-        counts = collections.Counter(k for _, keys in ops for k in keys if isinstance(k, str))
+        counts = collections.Counter(k for keys in raw for k in keys if isinstance(k, str))
         out = list(range(nell)) + sorted(k for k, c in counts.items() if c == 1)
     else:
         out = []
