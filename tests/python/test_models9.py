@@ -399,3 +399,17 @@ def test_einsum_repeated_subscript_sizes_must_match():
                                            "don't match, 4 != 3"):
         st.einsum("ii->i", st.zeros(3, 4))
 
+
+def test_unflatten_module_in_a_graph_without_break():
+    # nn.Unflatten's own size checks (math.prod over a generator) broke the graph, and the
+    # break inside Sequential's loop made the whole Sequential plain Python
+    m = st.nn.Sequential(st.nn.Linear(4, 6), st.nn.Unflatten(1, (2, -1)), st.nn.ReLU())
+    x = st.randn(2, 4)
+    got = st.compile(m)(x)
+    assert tuple(got.shape) == (2, 2, 3)
+    np.testing.assert_allclose(_np(got), _np(m(x)), rtol=1e-6)
+    assert fe_counts() == (1, 0, 0)
+    with pytest.raises(RuntimeError, match=r"Provided sizes \[3, 5\] don't multiply up"):
+        st.nn.Unflatten(1, (3, 5))(st.zeros(2, 6))
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        st.nn.Unflatten(5, (2, 3))(st.zeros(2, 6))
