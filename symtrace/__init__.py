@@ -126,3 +126,5 @@ from .serialization import save, load  # noqa: E402,F401
 from . import utils  # noqa: E402,F401
 from . import distributions  # noqa: E402,F401  (symtrace.distributions, as torch.distributions)
 from . import testing  # noqa: E402,F401  (symtrace.testing, as torch.testing)
+from . import sparse  # noqa: E402,F401  (symtrace.sparse: COO tensors, as torch.sparse)
+from .sparse import sparse_coo_tensor, spmm  # noqa: E402,F401

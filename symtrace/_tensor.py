@@ -385,6 +385,15 @@ class Tensor(_C.TensorBase):
     def is_floating_point(self):
         return self.dtype.is_floating_point
 
+    is_sparse = False     # dense, strided; symtrace.sparse.SparseCOOTensor has True
+
+    def to_sparse(self, sparse_dim=None):
+        from .sparse import _to_sparse
+        return _to_sparse(self, sparse_dim)
+
+    def to_dense(self):
+        return self
+
     @_dyn_inline
     def flatten(self, start_dim=0, end_dim=-1): return _ops.flatten(self, start_dim, end_dim)
     def view_as(self, other): return self.view(other.shape)

@@ -17,14 +17,22 @@ from ..amp._policy import autocast_op
 
 # ---------------- matmul ----------------
 def matmul(input, other):
-    """matmul(input, other): 1-D, 2-D and batched with broadcasting."""
+    """matmul(input, other): 1-D, 2-D and batched with broadcasting; a sparse COO operand
+    goes to symtrace.sparse."""
+    if getattr(type(input), "_st_sparse", False) or getattr(type(other), "_st_sparse", False):
+        from ..sparse import mm as sparse_mm
+        return input.matmul(other) if getattr(type(input), "_st_sparse", False) else sparse_mm(input, other)
     _check_tensor(input, "matmul")
     _check_tensor(other, "matmul", "other")
     return _op(_C.OP_MATMUL, (input, other))
 
 
 def mm(input, mat2):
-    """mm(input, mat2): the product of two matrices, no broadcasting (as torch.mm)."""
+    """mm(input, mat2): the product of two matrices, no broadcasting (as torch.mm); a sparse
+    COO operand goes to symtrace.sparse.mm."""
+    if getattr(type(input), "_st_sparse", False) or getattr(type(mat2), "_st_sparse", False):
+        from ..sparse import mm as sparse_mm
+        return sparse_mm(input, mat2)
     _check_tensor(input, "mm")
     _check_tensor(mat2, "mm", "mat2")
     if input.dim() != 2:
