@@ -297,11 +297,38 @@ def _einsum_pair(a, ak, b, bk, later):
     return r.reshape(tuple(r.shape[:nb]) + fa + fb), order
 
 
+def _einsum_sublist_label(k):
+    if k is Ellipsis:
+        return "..."
+    if not 0 <= k < 52:
+        raise ValueError("einsum(): subscript in subscript list is not within the valid range [0, 52)")
+    return chr(ord("A") + k) if k < 26 else chr(ord("a") + k - 26)
+
+
+def _einsum_sublist(args):
+    """The sublist form einsum(op0, [0, 1], op1, [1, 2], [0, 2]) as (equation, operands):
+    subscripts 0-25 are A-Z, 26-51 a-z, Ellipsis is '...' (as torch's)."""
+    if len(args) < 2:
+        raise ValueError("einsum(): must specify the equation string and at least one operand, or at "
+                         "least one operand and its subscripts list")
+    ops, terms = list(args[0:len(args) - 1:2]), list(args[1::2])
+    out = args[-1] if len(args) % 2 else None
+    if len(args) % 2:
+        terms = terms[:len(ops)]
+    eq = ",".join("".join(_einsum_sublist_label(k) for k in t) for t in terms)
+    if out is not None:
+        eq += "->" + "".join(_einsum_sublist_label(k) for k in out)
+    return eq, ops
+
+
 def einsum(equation, *operands):
     """einsum(equation, *operands): Einstein summation ('ij,jk->ik'; an implicit output is
-    the labels seen once, sorted; '...' broadcasts), operands also as one list. Pairs of
-    operands contract left to right, each as one batched matmul. A label repeated within one
-    operand takes that operand's diagonal first ('ii->i', 'bii->b'). As torch.einsum."""
+    the labels seen once, sorted; '...' broadcasts), operands also as one list, or in the
+    sublist form einsum(op0, [0, 1], op1, [1, 2], [0, 2]). Pairs of operands contract left to
+    right, each as one batched matmul. A label repeated within one operand takes that
+    operand's diagonal first ('ii->i', 'bii->b'). As torch.einsum."""
+    if _is_tensor(equation):
+        equation, operands = _einsum_sublist((equation,) + operands)
     if not isinstance(equation, str):
         raise TypeError(f"einsum(): argument 'equation' must be str, not {type(equation).__name__}")
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):

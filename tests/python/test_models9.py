@@ -512,3 +512,22 @@ def test_sparse_mm_in_a_compiled_function():
     want = f(*args)
     for _ in range(3):
         assert float(st.compile(f)(*args)) == pytest.approx(float(want), rel=1e-6)
+
+
+def test_einsum_sublist_form():
+    # einsum(op0, [0, 1], op1, [1, 2], [0, 2]): was TypeError (equation must be str)
+    r = np.random.default_rng(0)
+    a, b = r.standard_normal((3, 4)).astype(np.float32), r.standard_normal((4, 5)).astype(np.float32)
+    xa, xb = st.tensor(a, requires_grad=True), st.tensor(b)
+    got = st.einsum(xa, [0, 1], xb, [1, 2], [0, 2])
+    np.testing.assert_allclose(_np(got), a @ b, rtol=1e-5, atol=1e-5)
+    got.sum().backward()
+    np.testing.assert_allclose(_np(xa.grad), np.broadcast_to(b.sum(1), (3, 4)), rtol=1e-5)
+    assert tuple(st.einsum(xa, [Ellipsis, 30]).shape) == (4,)           # implicit output
+    assert tuple(st.einsum(xa, [0, 1], [1, 0]).shape) == (4, 3)
+    c = st.compile(lambda x, y: st.einsum(x, [26, 27], y, [27, 28], [28, 26]) * 1)
+    np.testing.assert_allclose(_np(c(xa, xb)), (a @ b).T, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match=r"not within the valid range \[0, 52\)"):
+        st.einsum(xa, [0, 60])
+    with pytest.raises(ValueError, match="at least one operand and its subscripts list"):
+        st.einsum(xa)
