@@ -523,7 +523,8 @@ def test_einsum_sublist_form():
     np.testing.assert_allclose(_np(got), a @ b, rtol=1e-5, atol=1e-5)
     got.sum().backward()
     np.testing.assert_allclose(_np(xa.grad), np.broadcast_to(b.sum(1), (3, 4)), rtol=1e-5)
-    assert tuple(st.einsum(xa, [Ellipsis, 30]).shape) == (4,)           # implicit output
+    assert tuple(st.einsum(xa, [Ellipsis, 30]).shape) == (3, 4)         # implicit output
+    assert tuple(st.einsum(xa, [0, 1], [1]).shape) == (4,)
     assert tuple(st.einsum(xa, [0, 1], [1, 0]).shape) == (4, 3)
     c = st.compile(lambda x, y: st.einsum(x, [26, 27], y, [27, 28], [28, 26]) * 1)
     np.testing.assert_allclose(_np(c(xa, xb)), (a @ b).T, rtol=1e-5, atol=1e-5)
