@@ -532,3 +532,63 @@ def test_einsum_sublist_form():
         st.einsum(xa, [0, 60])
     with pytest.raises(ValueError, match="at least one operand and its subscripts list"):
         st.einsum(xa)
+
+
+# ---- model ensembling as torch's tutorial writes it: was AttributeError
+def _ensemble(L, sds):
+    models = [L.nn.Sequential(L.nn.Linear(3, 4), L.nn.BatchNorm1d(4), L.nn.Linear(4, 2))
+              for _ in sds]
+    for m, sd in zip(models, sds):
+        m.load_state_dict({k: L.tensor(v) for k, v in sd.items()})
+    params, buffers = L.func.stack_module_state(models)
+    base = models[0]
+    x = L.tensor(np.arange(15, dtype=np.float32).reshape(5, 3) / 10 - 0.4)
+
+    def f(p, b, xx):
+        return L.func.functional_call(base, (p, b), (xx,))
+    out = L.vmap(f, in_dims=(0, 0, None))(params, buffers, x)
+    out.pow(2).sum().backward()
+    return [out] + [params[k].grad for k in sorted(params)] + [buffers[k] for k in sorted(buffers)], \
+        params, buffers
+
+
+def test_stack_module_state_ensemble():
+    sds = []
+    for seed in range(3):
+        st.manual_seed(seed)
+        m = st.nn.Sequential(st.nn.Linear(3, 4), st.nn.BatchNorm1d(4), st.nn.Linear(4, 2))
+        sds.append({k: np.asarray(v.tolist(), dtype=np.asarray(v.tolist()).dtype)
+                    for k, v in m.state_dict().items()})
+    got, params, buffers = _ensemble(st, sds)
+    assert sorted(params) == ["0.bias", "0.weight", "1.bias", "1.weight", "2.bias", "2.weight"]
+    assert tuple(params["0.weight"].shape) == (3, 4, 3) and params["0.weight"].is_leaf
+    assert params["0.weight"].requires_grad and not buffers["1.running_mean"].requires_grad
+    assert tuple(buffers["1.num_batches_tracked"].shape) == (3,)
+    assert tuple(got[0].shape) == (3, 5, 2)
+    for i, sd in enumerate(sds):       # each slice is that model's own output
+        m = st.nn.Sequential(st.nn.Linear(3, 4), st.nn.BatchNorm1d(4), st.nn.Linear(4, 2))
+        m.load_state_dict({k: st.tensor(v) for k, v in sd.items()})
+        x = st.tensor(np.arange(15, dtype=np.float32).reshape(5, 3) / 10 - 0.4)
+        np.testing.assert_allclose(_np(got[0][i]), _np(m(x)), rtol=1e-5, atol=1e-6)
+    a, b = st.nn.Linear(2, 2), st.nn.Linear(2, 2).eval()
+    with pytest.raises(RuntimeError, match="Expected at least one model, got 0"):
+        st.func.stack_module_state([])
+    with pytest.raises(RuntimeError, match="same training/eval mode"):
+        st.func.stack_module_state([a, b])
+    b.train()
+    b.bias.requires_grad_(False)
+    with pytest.raises(RuntimeError, match="Expected bias from each model to have the same .requires_grad"):
+        st.func.stack_module_state([a, b])
+
+
+def test_stack_module_state_ensemble_matches_torch(torch):
+    sds = []
+    for seed in range(3):
+        torch.manual_seed(seed)
+        m = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4), torch.nn.Linear(4, 2))
+        sds.append({k: v.detach().numpy().copy() for k, v in m.state_dict().items()})
+    want = _ensemble(torch, sds)[0]
+    got = _ensemble(st, sds)[0]
+    assert len(got) == len(want)
+    for a, b in zip(got, want):     # (the first bias's gradient is rounding noise: BatchNorm follows)
+        np.testing.assert_allclose(_np(a), b.detach().numpy(), rtol=1e-5, atol=1e-4)
