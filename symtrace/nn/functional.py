@@ -1744,6 +1744,7 @@ from ._embedding_bag import embedding_bag  # noqa: E402,F401
 from ._vision import (affine_grid, grid_sample, fractional_max_pool2d, fractional_max_pool3d,  # noqa: E402,F401
                       fractional_max_pool2d_with_indices, fractional_max_pool3d_with_indices)
 from ._ctc import ctc_loss  # noqa: E402,F401
+from ._linear_ce import linear_cross_entropy  # noqa: E402,F401
 
 
 # ---------------- autocast's policy for the ops above that are Python composites (symtrace/amp/_policy.py) ----

@@ -720,3 +720,69 @@ def test_pruned_model_trains_as_torch(torch):
         np.testing.assert_allclose(got[0], want[0], rtol=1e-5)
         for a, b in zip(got[1] + got[2], want[1] + want[2]):
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+# ---- F.linear_cross_entropy / nn.LinearCrossEntropyLoss (torch 2.13): were missing
+def _lce_cases(L, r):
+    x2, x1 = r.standard_normal((5, 4)).astype(np.float32), r.standard_normal(4).astype(np.float32)
+    w, wk = r.standard_normal((3, 4)).astype(np.float32), r.standard_normal((3, 2, 4)).astype(np.float32)
+    b, bk = r.standard_normal(3).astype(np.float32), r.standard_normal((3, 2)).astype(np.float32)
+    y, yk = r.integers(0, 3, 5), r.integers(0, 3, (5, 2))
+    y[1] = -100
+    probs = r.random((5, 3)).astype(np.float32)
+    cw = np.float32([1.0, 2.0, 0.5])
+    return [((x2, w, y), {}), ((x2, w, y), {"linear_bias": b, "reduction": "sum"}),
+            ((x2, w, y), {"weight": cw, "label_smoothing": 0.1}), ((x2, w, np.where(y < 0, 2, y)),
+                                                                    {"ignore_index": 2, "reduction": "none"}),
+            ((x1, w, np.int64(1)), {}), ((x2, w, probs), {}), ((x2, wk, yk), {"linear_bias": bk}),
+            ((x2, w, y), {"options": L.nn.LinearCrossEntropyOptions(batch_chunk_size=2)})]
+
+
+def _lce_run(L, compiled=False):
+    f = L.nn.functional.linear_cross_entropy
+    if compiled:
+        f = st.compile(f)
+    out = []
+    for (x, w, y), kw in _lce_cases(L, np.random.default_rng(0)):
+        xs, ws = L.tensor(x, requires_grad=True), L.tensor(w, requires_grad=True)
+        kw = {k: (L.tensor(v, requires_grad=True) if isinstance(v, np.ndarray) and k == "linear_bias"
+                  else L.tensor(v) if isinstance(v, np.ndarray) else v) for k, v in kw.items()}
+        loss = f(xs, ws, L.tensor(y), **kw)
+        loss.sum().backward()
+        out += [loss, xs.grad, ws.grad] + ([kw["linear_bias"].grad] if "linear_bias" in kw else [])
+    m = L.nn.LinearCrossEntropyLoss(4, 3, out_features=(2,), bias=True, label_smoothing=0.05)
+    with L.no_grad():
+        m.linear.weight.copy_(L.tensor(np.sin(np.arange(24.0)).reshape(6, 4).astype(np.float32)))
+        m.linear.bias.copy_(L.tensor(np.cos(np.arange(6.0)).astype(np.float32)))
+    r = np.random.default_rng(1)
+    loss = m(L.tensor(r.standard_normal((5, 4)).astype(np.float32)), L.tensor(r.integers(0, 3, (5, 2))))
+    loss.backward()
+    return out + [loss, m.linear.weight.grad, m.linear.bias.grad]
+
+
+def test_linear_cross_entropy_is_linear_then_cross_entropy():
+    F = st.nn.functional
+    r = np.random.default_rng(0)
+    x, w = st.tensor(r.standard_normal((5, 4)).astype(np.float32)), st.tensor(r.standard_normal((3, 4)).astype(np.float32))
+    y = st.tensor(r.integers(0, 3, 5))
+    np.testing.assert_allclose(float(F.linear_cross_entropy(x, w, y)), float(F.cross_entropy(x @ w.T, y)), rtol=1e-6)
+    eager, comp = _lce_run(st), _lce_run(st, compiled=True)
+    for a, b in zip(eager, comp):
+        np.testing.assert_allclose(_np(a), _np(b), rtol=1e-5, atol=1e-6)
+    with pytest.raises(RuntimeError, match="expected equal input and linear_weight last dimensions"):
+        F.linear_cross_entropy(x, st.zeros(3, 5), y)
+    with pytest.raises(RuntimeError, match="ignore_index cannot be specified when target contains probabilities"):
+        F.linear_cross_entropy(x, w, st.zeros(5, 3), ignore_index=1)
+    with pytest.raises(RuntimeError, match="requires batched input"):
+        F.linear_cross_entropy(x[0], st.zeros(3, 2, 4), y[0])
+    with pytest.raises(RuntimeError, match="expected label_smoothing to be in range"):
+        st.nn.LinearCrossEntropyLoss(4, 3, label_smoothing=2.0)
+
+
+def test_linear_cross_entropy_matches_torch(torch):
+    want = _lce_run(torch)
+    for compiled in (False, True):
+        got = _lce_run(st, compiled)
+        assert len(got) == len(want)
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(_np(a), b.detach().numpy(), rtol=1e-5, atol=1e-6)
