@@ -391,6 +391,8 @@ class Tensor(_C.TensorBase):
         from .sparse import _to_sparse
         return _to_sparse(self, sparse_dim)
 
+    to_sparse_coo = to_sparse
+
     def to_dense(self):
         return self
 

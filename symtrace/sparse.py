@@ -3,7 +3,7 @@ that GNNs are written in (a normalised adjacency times node features: torch.spar
 torch.spmm, adj @ x). A SparseCOOTensor holds an int64 indices tensor (sparse_dim x nnz) and
 a values tensor (nnz, *dense dims), both ordinary tensors: every op here is made of dense
 symtrace ops (index_select, index_add, unique), so gradients reach values and the dense
-operand through the usual autograd, and a compiled function traces through them (coalesce's
+operand through the usual autograd (sparse.softmax too, for sparse attention), and a compiled function traces through them (coalesce's
 unique is data-dependent: a graph break, as torch.compile's). Not a Tensor subclass: only the
 operations below exist (to_dense() gives a dense tensor for anything else)."""
 import builtins
@@ -13,7 +13,7 @@ from . import _C
 from ._dtype import bool_, int64
 from ._ops import _core
 
-__all__ = ["SparseCOOTensor", "sparse_coo_tensor", "mm", "spmm", "addmm", "sum"]
+__all__ = ["SparseCOOTensor", "sparse_coo_tensor", "mm", "spmm", "addmm", "sum", "softmax", "log_softmax"]
 
 
 def _check_dense(x, fn, name):
@@ -371,6 +371,68 @@ def sum(input, dim=None, dtype=None):
         return vals.sum(0)
     from ._ops import stack
     return SparseCOOTensor(stack([input._idx[d] for d in keep]), vals, size).coalesce()
+
+
+def _segments(input, dim):
+    """(coalesced input, each entry's group: the entries that share every sparse index but dim's)."""
+    c = input.coalesce()
+    n = c.sparse_dim()
+    keep = [d for d in range(n) if d != dim]
+    gid = None
+    for d in keep:
+        stride = math.prod(c._size[e] for e in keep if e > d)
+        term = c._idx[d] * stride if stride != 1 else c._idx[d]
+        gid = term if gid is None else gid + term
+    if gid is None:
+        from ._ops import zeros_like
+        gid = zeros_like(c._idx[0])
+    return c, gid
+
+
+def _log_softmax_values(input, dim, dtype):
+    if not isinstance(input, SparseCOOTensor):
+        raise TypeError(f"softmax(): argument 'input' must be a sparse COO tensor, not {type(input).__name__}")
+    d = _core._wrap(dim, input.dim(), "softmax")
+    if d >= input.sparse_dim():
+        raise RuntimeError("softmax: only a sparse dim of a sparse tensor is supported, got the dense "
+                           f"dim {dim}")
+    c, gid = _segments(input, d)
+    vals = c._vals if dtype is None else c._vals.to(dtype)
+    if not c._nnz():
+        return c, vals
+    from ._ops import full, zeros
+    groups = math.prod(c._size[e] for e in range(c.sparse_dim()) if e != d)
+    rest = tuple(vals.shape[1:])
+    idx = gid.reshape((-1,) + (1,) * len(rest)).expand(tuple(vals.shape))
+    mx = full((groups,) + rest, float("-inf"), dtype=vals.dtype, device=vals.device).scatter_reduce(
+        0, idx, vals.detach(), "amax")
+    shifted = vals - mx[gid]
+    tot = zeros((groups,) + rest, dtype=vals.dtype, device=vals.device).index_add(0, gid, shifted.exp())
+    return c, shifted - tot.log()[gid]
+
+
+def softmax(input, dim, *, dtype=None):
+    """softmax(sparse, dim, *, dtype=None): softmax over the stored entries along the sparse
+    dim (the entries not stored count as -inf: they stay unstored); as torch.sparse.softmax."""
+    c, lv = _log_softmax_values(input, dim, dtype)
+    return c._with_values(lv.exp(), True)
+
+
+def log_softmax(input, dim, *, dtype=None):
+    """log_softmax(sparse, dim, *, dtype=None): as softmax, the logarithm (torch.sparse.log_softmax)."""
+    c, lv = _log_softmax_values(input, dim, dtype)
+    return c._with_values(lv, True)
+
+
+def FloatTensor(indices, values, size):
+    """The legacy constructor torch.sparse.FloatTensor(indices, values, size) (pygcn's)."""
+    from ._dtype import float32
+    return sparse_coo_tensor(indices, values, size, dtype=float32)
+
+
+def DoubleTensor(indices, values, size):
+    from ._dtype import float64
+    return sparse_coo_tensor(indices, values, size, dtype=float64)
 
 
 def _to_sparse(self, sparse_dim=None):

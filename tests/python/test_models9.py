@@ -786,3 +786,30 @@ def test_linear_cross_entropy_matches_torch(torch):
         assert len(got) == len(want)
         for a, b in zip(got, want):
             np.testing.assert_allclose(_np(a), b.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_sparse_softmax_as_sparse_attention():
+    # softmax over each row's stored entries (sparse GAT); the unstored stay unstored
+    s = st.sparse_coo_tensor(st.tensor(SP_IDX), st.tensor(SP_VAL), (3, 3))
+    a = st.sparse.softmax(s, dim=1)
+    dense = np.asarray([[0, 0, 4], [4, 0, 5], [0, -2, 0]], np.float64)
+    stored = np.asarray([[0, 0, 1], [1, 0, 1], [0, 1, 0]], bool)
+    e = np.where(stored, np.exp(dense - 5), 0)
+    np.testing.assert_allclose(_np(a.to_dense()), e / e.sum(1, keepdims=True), rtol=1e-6)
+    np.testing.assert_allclose(_np(st.sparse.log_softmax(s, 1).values()),
+                               np.log((e / e.sum(1, keepdims=True))[stored]), rtol=1e-5)
+    legacy = st.sparse.FloatTensor(st.tensor(SP_IDX), st.tensor(SP_VAL), st.Size([3, 3]))
+    assert legacy.to_dense().tolist() == s.to_dense().tolist()
+    assert st.eye(2).to_sparse_coo().indices().tolist() == [[0, 1], [0, 1]]
+
+
+def test_sparse_softmax_matches_torch(torch):
+    res = []
+    for L in (torch, st):
+        vals = L.tensor(SP_VAL, requires_grad=True)
+        s = L.sparse_coo_tensor(L.tensor(SP_IDX), vals, (3, 3))
+        a, b = L.sparse.softmax(s, dim=1), L.sparse.log_softmax(s, 0)
+        (a.to_dense() * L.arange(9.0).reshape(3, 3)).sum().backward()
+        res.append([_np(a.to_dense()), _np(b.to_dense()), _np(vals.grad)])
+    for x, y in zip(*res):
+        np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6)
