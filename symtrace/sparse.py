@@ -9,7 +9,7 @@ operations below exist (to_dense() gives a dense tensor for anything else)."""
 import builtins
 import math
 
-from . import _C
+from . import _C, _layout
 from ._dtype import bool_, int64
 from ._ops import _core
 
@@ -26,7 +26,8 @@ class SparseCOOTensor:
     (nnz, *dense_dims), size. Duplicate indices are summed (coalesce(), to_dense())."""
     _st_sparse = True      # what st.mm / st.matmul look for
     is_sparse = True
-    layout = "symtrace.sparse_coo"
+    layout = _layout.sparse_coo
+    is_meta = False
 
     def __init__(self, indices, values, size, coalesced=False):
         self._idx, self._vals = indices, values

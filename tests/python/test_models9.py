@@ -813,3 +813,14 @@ def test_sparse_softmax_matches_torch(torch):
         res.append([_np(a.to_dense()), _np(b.to_dense()), _np(vals.grad)])
     for x, y in zip(*res):
         np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6)
+
+
+def test_layout_and_is_meta():
+    # Tensor.layout / symtrace.strided / sparse_coo and Tensor.is_meta were missing
+    import pickle
+    x = st.ones(2)
+    assert x.layout == st.strided and x.layout is not st.sparse_coo and isinstance(st.strided, st.layout)
+    assert repr(st.strided) == "symtrace.strided" and pickle.loads(pickle.dumps(st.sparse_coo)) is st.sparse_coo
+    assert st.eye(2).to_sparse().layout == st.sparse_coo and not x.is_meta and not x.is_sparse
+    f = st.compile(lambda t: t * 2 if not t.is_meta and t.layout == st.strided else t)
+    assert f(x).tolist() == [2.0, 2.0]
