@@ -154,7 +154,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
         if padding_idx < 0:
             padding_idx = n + padding_idx
     if sparse:
-        raise NotImplementedError("embedding(sparse=True): symtrace has no sparse tensors (the gradient "
+        raise NotImplementedError("embedding(sparse=True): symtrace has no sparse gradients (the gradient "
                                   "would be dense); use sparse=False")
     if max_norm is not None:
         _embedding_renorm_(weight, input, max_norm, norm_type)
