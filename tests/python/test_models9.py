@@ -824,3 +824,59 @@ def test_layout_and_is_meta():
     assert st.eye(2).to_sparse().layout == st.sparse_coo and not x.is_meta and not x.is_sparse
     f = st.compile(lambda t: t * 2 if not t.is_meta and t.layout == st.strided else t)
     assert f(x).tolist() == [2.0, 2.0]
+
+
+# ---- scatter_reduce / index_reduce amax / amin at a GNN's size: was NotImplementedError
+# (a dense one-hot of edges x nodes over 2**27 elements); now a sort. The gradient of ties
+# is torch's (split by count; the one-hot path split input's share by half, via maximum).
+def _extreme_cases():
+    r = np.random.default_rng(0)
+    for red in ("amax", "amin"):
+        for inc in (True, False):
+            for shape_in, shape_idx, dim, ties in (((6, 4), (10, 4), 0, False), ((6, 5), (10, 3), 0, False),
+                                                   ((3, 7, 2), (2, 9, 2), 1, False), ((5,), (12,), 0, True),
+                                                   ((4, 3), (9, 3), 0, True)):
+                x = r.standard_normal(shape_in).astype(np.float32)
+                s = r.standard_normal(shape_idx).astype(np.float32)
+                if ties:
+                    x, s = np.round(x), np.round(s)
+                yield red, inc, dim, x, s, r.integers(0, shape_in[dim], shape_idx)
+
+
+def _extreme_run(L, red, inc, dim, x, s, idx):
+    tx, ts = L.tensor(x, requires_grad=True), L.tensor(s, requires_grad=True)
+    out = tx.scatter_reduce(dim, L.tensor(idx), ts, red, include_self=inc)
+    w = np.cos(np.arange(out.numel())).reshape(tuple(out.shape)).astype(np.float32)
+    (out * L.tensor(w)).sum().backward()
+    return [_np(out), _np(tx.grad), _np(ts.grad)]
+
+
+@pytest.mark.parametrize("sort", [False, True])
+def test_scatter_reduce_extremes_match_torch(torch, sort, monkeypatch):
+    import symtrace._ops.scatter_ops as so
+    if sort:
+        monkeypatch.setattr(so, "_DENSE_LIMIT", 0)       # every case takes the sorting path
+    for case in _extreme_cases():
+        got, want = _extreme_run(st, *case), _extreme_run(torch, *case)
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=str(case[:3]))
+
+
+def test_scatter_reduce_amax_at_gnn_size():
+    r = np.random.default_rng(0)
+    N, E, H = 600, 30000, 8                              # E * H * N = 1.4e8 > 2**27
+    src, dst = r.integers(0, N, E), r.integers(0, 40, E)
+    h = r.standard_normal((N, H)).astype(np.float32)
+    want = np.full((N, H), -np.inf)
+    np.maximum.at(want, dst, h[src])
+    x = st.tensor(h, requires_grad=True)
+    idx = st.tensor(dst)[:, None].expand(-1, H)
+    out = st.full((N, H), float("-inf")).scatter_reduce(0, idx, x[st.tensor(src)], "amax")
+    np.testing.assert_array_equal(_np(out), want)
+    out[:40].sum().backward()                            # one winner per (node, feature)
+    assert float(x.grad.sum()) == pytest.approx(40 * H, rel=1e-6)
+    low = st.zeros(N, H).index_reduce(0, st.tensor(dst), x.detach()[st.tensor(src)], "amin", include_self=False)
+    wmin = np.zeros((N, H))
+    wmin[:40] = np.inf
+    np.minimum.at(wmin, dst, h[src])
+    np.testing.assert_array_equal(_np(low), wmin)
