@@ -12,6 +12,7 @@ from . import _C
 from ._dtype import (float32, float64, float16, bfloat16, uint8, int8, int16, int32, int64,  # noqa: F401
                      bool_ as bool, float, double, half, short, int, long, dtype)
 from ._tensor import Tensor, device  # noqa: F401
+from ._layout import layout, strided, sparse_coo  # noqa: F401
 from ._memory_format import (memory_format, contiguous_format, channels_last,  # noqa: F401
                              channels_last_3d, preserve_format)
 from ._C import Size  # noqa: F401  (Tensor.shape / size(), as torch.Size)
@@ -126,3 +127,5 @@ from .serialization import save, load  # noqa: E402,F401
 from . import utils  # noqa: E402,F401
 from . import distributions  # noqa: E402,F401  (symtrace.distributions, as torch.distributions)
 from . import testing  # noqa: E402,F401  (symtrace.testing, as torch.testing)
+from . import sparse  # noqa: E402,F401  (symtrace.sparse: COO tensors, as torch.sparse)
+from .sparse import sparse_coo_tensor, spmm  # noqa: E402,F401

@@ -9,6 +9,7 @@ from ._symint import dyn_inline as _dyn_inline
 from . import _ops
 from . import _generator
 from . import _memory_format as _mf
+from . import _layout
 from ._dtype import (float32, float64, float16, bfloat16, uint8, int8, int16, int32, int64, bool_,
                      dtype as _dtype_type)
 
@@ -62,6 +63,8 @@ class device:
 
 
 _DEVICE_STACK = []      # the default devices that `with device(...)` blocks replaced
+
+
 
 
 class Tensor(_C.TensorBase):
@@ -384,6 +387,22 @@ class Tensor(_C.TensorBase):
 
     def is_floating_point(self):
         return self.dtype.is_floating_point
+
+    is_sparse = False     # dense, strided; symtrace.sparse.SparseCOOTensor has True
+    layout = _layout.strided
+
+    @property
+    def is_meta(self):
+        return self._device_str.startswith("meta")
+
+    def to_sparse(self, sparse_dim=None):
+        from .sparse import _to_sparse
+        return _to_sparse(self, sparse_dim)
+
+    to_sparse_coo = to_sparse
+
+    def to_dense(self):
+        return self
 
     @_dyn_inline
     def flatten(self, start_dim=0, end_dim=-1): return _ops.flatten(self, start_dim, end_dim)

@@ -17,14 +17,22 @@ from ..amp._policy import autocast_op
 
 # ---------------- matmul ----------------
 def matmul(input, other):
-    """matmul(input, other): 1-D, 2-D and batched with broadcasting."""
+    """matmul(input, other): 1-D, 2-D and batched with broadcasting; a sparse COO operand
+    goes to symtrace.sparse."""
+    if getattr(type(input), "_st_sparse", False) or getattr(type(other), "_st_sparse", False):
+        from ..sparse import mm as sparse_mm
+        return input.matmul(other) if getattr(type(input), "_st_sparse", False) else sparse_mm(input, other)
     _check_tensor(input, "matmul")
     _check_tensor(other, "matmul", "other")
     return _op(_C.OP_MATMUL, (input, other))
 
 
 def mm(input, mat2):
-    """mm(input, mat2): the product of two matrices, no broadcasting (as torch.mm)."""
+    """mm(input, mat2): the product of two matrices, no broadcasting (as torch.mm); a sparse
+    COO operand goes to symtrace.sparse.mm."""
+    if getattr(type(input), "_st_sparse", False) or getattr(type(mat2), "_st_sparse", False):
+        from ..sparse import mm as sparse_mm
+        return sparse_mm(input, mat2)
     _check_tensor(input, "mm")
     _check_tensor(mat2, "mm", "mat2")
     if input.dim() != 2:
@@ -242,6 +250,18 @@ def _einsum_align(t, keys, order):
     return t
 
 
+def _einsum_diagonals(t, keys):
+    """A label repeated within one operand ('ii->i', 'bii->b'): t's diagonal over those dims
+    (torch.diagonal's view, moved last), once per label; returns (t, keys without repeats)."""
+    for k in list(dict.fromkeys(keys)):
+        while keys.count(k) > 1:
+            i = keys.index(k)
+            j = keys.index(k, i + 1)
+            t = diagonal(t, 0, i, j)
+            keys = [x for n, x in enumerate(keys) if n not in (i, j)] + [k]
+    return t, keys
+
+
 def _einsum_pair(a, ak, b, bk, later):
     """Contracts two operands, keeping the keys in later: batch keys (both sides, kept),
     contracted keys (both sides, summed) and each side's free keys; one batched matmul
@@ -277,11 +297,38 @@ def _einsum_pair(a, ak, b, bk, later):
     return r.reshape(tuple(r.shape[:nb]) + fa + fb), order
 
 
+def _einsum_sublist_label(k):
+    if k is Ellipsis:
+        return "..."
+    if not 0 <= k < 52:
+        raise ValueError("einsum(): subscript in subscript list is not within the valid range [0, 52)")
+    return chr(ord("A") + k) if k < 26 else chr(ord("a") + k - 26)
+
+
+def _einsum_sublist(args):
+    """The sublist form einsum(op0, [0, 1], op1, [1, 2], [0, 2]) as (equation, operands):
+    subscripts 0-25 are A-Z, 26-51 a-z, Ellipsis is '...' (as torch's)."""
+    if len(args) < 2:
+        raise ValueError("einsum(): must specify the equation string and at least one operand, or at "
+                         "least one operand and its subscripts list")
+    ops, terms = list(args[0:len(args) - 1:2]), list(args[1::2])
+    out = args[-1] if len(args) % 2 else None
+    if len(args) % 2:
+        terms = terms[:len(ops)]
+    eq = ",".join("".join(_einsum_sublist_label(k) for k in t) for t in terms)
+    if out is not None:
+        eq += "->" + "".join(_einsum_sublist_label(k) for k in out)
+    return eq, ops
+
+
 def einsum(equation, *operands):
     """einsum(equation, *operands): Einstein summation ('ij,jk->ik'; an implicit output is
-    the labels seen once, sorted; '...' broadcasts), operands also as one list. Pairs of
-    operands contract left to right, each as one batched matmul. A label repeated within one
-    operand (a diagonal, 'ii->i') is not supported. As torch.einsum."""
+    the labels seen once, sorted; '...' broadcasts), operands also as one list, or in the
+    sublist form einsum(op0, [0, 1], op1, [1, 2], [0, 2]). Pairs of operands contract left to
+    right, each as one batched matmul. A label repeated within one operand takes that
+    operand's diagonal first ('ii->i', 'bii->b'). As torch.einsum."""
+    if _is_tensor(equation):
+        equation, operands = _einsum_sublist((equation,) + operands)
     if not isinstance(equation, str):
         raise TypeError(f"einsum(): argument 'equation' must be str, not {type(equation).__name__}")
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
@@ -313,15 +360,19 @@ def einsum(equation, *operands):
                                f"the number of dimensions ({t.dim()}) for operand {i}")
         if None in lab:
             nell = builtins.max(nell, t.dim() - nl)
-    ops, sizes = [], {}
+    ops, sizes, raw = [], {}, []
     for i, (lab, t) in enumerate(zip(terms, operands)):
         keys = []
         for c in lab:                 # ellipsis dims become keys 0..nell-1, right-aligned
             keys += list(range(nell - (t.dim() - len(lab) + 1), nell)) if c is None else [c]
-        for k, s in zip(keys, t.shape):
-            if keys.count(k) > 1:
-                raise NotImplementedError(f"einsum(): subscript {k} repeated in operand {i} (a "
-                                          "diagonal) is not supported")
+        raw.append(keys)
+        for j, (k, s) in enumerate(zip(keys, t.shape)):
+            first = keys.index(k)
+            if first != j:
+                if t.shape[first] != s:
+                    raise RuntimeError(f"einsum(): subscript {k} is repeated for operand {i} but "
+                                       f"the sizes don't match, {s} != {t.shape[first]}")
+                continue
             seen = sizes.setdefault(k, s)
             if seen != s and seen != 1 and s != 1:
                 what = f"subscript {k}" if isinstance(k, str) else "an ellipsis dimension"
@@ -329,9 +380,9 @@ def einsum(equation, *operands):
                                    f"broadcast with previously seen size {seen}")
             if seen == 1:
                 sizes[k] = s
-        ops.append((t, keys))
+        ops.append(_einsum_diagonals(t, keys))
     if arrow < 0:
-        counts = collections.Counter(k for _, keys in ops for k in keys if isinstance(k, str))
+        counts = collections.Counter(k for keys in raw for k in keys if isinstance(k, str))
         out = list(range(nell)) + sorted(k for k, c in counts.items() if c == 1)
     else:
         out = []

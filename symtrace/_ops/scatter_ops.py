@@ -75,19 +75,37 @@ _DENSE_LIMIT = 2 ** 27
 def _scatter_dense(input, d, index, src, reduce, include_self, fn):
     """scatter with reduce = prod / amax / amin: a one-hot of index over input's dim d
     (index.numel() * input.size(d) elements) and a reduction of the masked src values; the
-    rows of input beyond index's extent in the other dims are joined back by cat."""
+    rows of input beyond index's extent in the other dims are joined back by cat. Over
+    _DENSE_LIMIT elements, amax / amin sort instead (_extreme_by_sort); prod raises. amax /
+    amin get torch's gradient (_extreme_grad)."""
     N = input.shape[d]
-    if index.numel() * N > _DENSE_LIMIT:
-        raise NotImplementedError(f"{fn}(reduce='{reduce}'): the dense decomposition needs "
-                                  f"index.numel() * input.size(dim) = {index.numel() * N} elements, "
-                                  f"over symtrace's limit of {_DENSE_LIMIT}")
     ishape = tuple(index.shape)
     s = src
     for k, e in enumerate(ishape):
         if s.shape[k] != e:
             s = s._slice(k, 0, e, 1)
-    onehot = eq(index.unsqueeze(-1), arange(N, device=input.device))
-    dt = input.dtype
+    extreme = reduce != "prod" and input.dtype is not bool_
+    if index.numel() * N > _DENSE_LIMIT and not extreme:
+        raise NotImplementedError(f"{fn}(reduce='{reduce}'): the dense decomposition needs "
+                                  f"index.numel() * input.size(dim) = {index.numel() * N} elements, "
+                                  f"over symtrace's limit of {_DENSE_LIMIT}")
+    # where something lands, from scatter_add's counts: its kernel also checks index's
+    # bounds, which the one-hot alone would not (an index out of range matches nothing)
+    base, hit = _hit_region(input, d, index)
+    if not extreme:
+        return _rest_rows(input, d, ishape, _by_one_hot(base, hit, d, index, s, reduce, include_self))
+    with _no_grad():
+        if index.numel() * N > _DENSE_LIMIT:
+            out = _extreme_by_sort(base.detach(), hit, d, index, s.detach(), reduce, include_self)
+        else:
+            out = _by_one_hot(base.detach(), hit, d, index, s.detach(), reduce, include_self)
+    return _rest_rows(input, d, ishape, _extreme_grad(out, base, hit, d, index, s, include_self))
+
+
+def _by_one_hot(base, hit, d, index, s, reduce, include_self):
+    """The reduction over index's region of input (base): a one-hot of index over dim d."""
+    N, dt = base.shape[d], base.dtype
+    onehot = eq(index.unsqueeze(-1), arange(N, device=base.device))
     if reduce == "prod":
         ident = 1
     elif dt.is_floating_point:
@@ -97,22 +115,86 @@ def _scatter_dense(input, d, index, src, reduce, include_self, fn):
     else:
         info = iinfo(dt)
         ident = info.min if reduce == "amax" else info.max
-    vals = where(onehot, s.unsqueeze(-1), _scalar0(input, ident))
+    vals = where(onehot, s.unsqueeze(-1), _scalar0(base, ident))
     red = {"prod": prod, "amax": amax, "amin": amin}[reduce](vals, d)
     if red.dtype is not dt:  # prod of small ints gives int64: back to input's (wrapping) dtype
         red = to_dtype(red, dt)
     red = movedim(red, -1, d)
-    # where something lands, from scatter_add's counts: its kernel also checks index's
-    # bounds, which the one-hot alone would not (an index out of range matches nothing)
+    if include_self:
+        red = {"prod": mul, "amax": maximum, "amin": minimum}[reduce](base, red)
+    return where(hit, red, base)
+
+
+def _hit_region(input, d, index):
+    """(input, whether something lands on each element), both cut to index's extent in the
+    dims other than d."""
     hit = gt(_hits(input, d, index), 0)
     base = input
-    for k, e in enumerate(ishape):
+    for k, e in enumerate(tuple(index.shape)):
         if k != d and base.shape[k] != e:
             base = base._slice(k, 0, e, 1)
             hit = hit._slice(k, 0, e, 1)
+    return base, hit
+
+
+def _extreme_by_sort(base, hit, d, index, s, reduce, include_self):
+    """amax / amin over index's region of input (base), in O(n log n) for an index too large
+    for the one-hot (a GNN's edges): each point gets a key (its target row and its place in
+    the other dims); a stable sort by value, then by key, puts each key's extreme first
+    (amin) or last (amax) in its run; those are scattered (the others to a spare slot). A
+    NaN among a key's values wins, as torch's."""
+    from .sorting import argsort
+    from .float_math import isnan
+    N, dt = base.shape[d], base.dtype
+    idx0, s0 = movedim(index, d, 0), movedim(s, d, 0)          # (points along d, *rest)
+    rest = tuple(idx0.shape[1:])
+    P = math.prod(rest)
+    col = arange(P, device=base.device).reshape(rest) if rest else arange(1, device=base.device).reshape(())
+    keys = add(mul(idx0, P), col).reshape(-1)
+    vals = s0.reshape(-1)
+    by_val = argsort(vals, stable=True)                          # NaN last, as torch's sort
+    perm = index_select(by_val, 0, argsort(index_select(keys, 0, by_val), stable=True))
+    sk, sv = index_select(keys, 0, perm), index_select(vals, 0, perm)
+    new = ne(sk._slice(0, 1, sk.shape[0], 1), sk._slice(0, 0, sk.shape[0] - 1, 1))
+    edge = ones((1,), dtype=bool_, device=base.device)
+    pick = cat([new, edge]) if reduce == "amax" else cat([edge, new])
+    spare = N * P
+    flat = _scatter(zeros((spare + 1,), dtype=dt, device=base.device), 0, where(pick, sk, spare), sv)
+    red = flat._slice(0, 0, spare, 1)
+    if dt.is_floating_point:
+        nan = _scatter_add(zeros((spare,), dtype=int64, device=base.device), 0, keys,
+                           to_dtype(isnan(vals), int64))
+        red = where(gt(nan, 0), _scalar0(base, math.nan), red)
+    red = movedim(red.reshape((N,) + rest), 0, d)
     if include_self:
-        red = {"prod": mul, "amax": maximum, "amin": minimum}[reduce](base, red)
-    out = where(hit, red, base)
+        red = (maximum if reduce == "amax" else minimum)(base, red)
+    return where(hit, red, base)
+
+
+def _extreme_grad(out, base, hit, d, index, s, include_self):
+    """out (amax / amin values, no history) with torch's gradient: each value equal to its
+    result gets grad / (how many are equal, input's own element counted even when
+    include_self=False, which then gets none where something lands). Added as terms that
+    are zero in value (finite values only: inf - inf is no zero)."""
+    from ..autograd.grad_mode import is_grad_enabled
+    from .float_math import isfinite
+    if not (is_grad_enabled() and (base.requires_grad or s.requires_grad)):
+        return out
+    dt = out.dtype
+    on_self = eq(base.detach(), out)
+    on_src = eq(s.detach(), out.gather(d, index))
+    count = clamp(scatter_add(to_dtype(on_self, dt), d, index, to_dtype(on_src, dt)), min=1)
+    if not include_self:
+        on_self = on_self & eq(hit, False)
+    t_src = where(on_src & isfinite(s), s, _zero_of(s)) / count.gather(d, index)
+    t_self = where(on_self & isfinite(base), base, _zero_of(base)) / count
+    out = add(out, sub(t_self, t_self.detach()))
+    return scatter_add(out, d, index, sub(t_src, t_src.detach()))
+
+
+def _rest_rows(input, d, ishape, out):
+    """out (index's region of input) with the rows of input that index does not reach
+    joined back by cat."""
     for k in range(input.dim()):               # the rows index does not reach
         if k != d and ishape[k] < input.shape[k]:
             rest = input

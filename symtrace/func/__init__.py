@@ -1,5 +1,5 @@
 """symtrace.func: function transforms, as torch.func: grad, grad_and_value, vjp,
-jvp, jacrev, jacfwd, hessian, vmap and functional_call.
+jvp, jacrev, jacfwd, hessian, vmap, functional_call and stack_module_state (in _stack.py).
 
 The transforms are functional: grad(f)(x) needs no x.requires_grad and leaves no
 .grad behind. Each application is a level: its differentiable inputs are fresh
@@ -31,8 +31,10 @@ from ..autograd.grad_mode import enable_grad, is_grad_enabled
 from ..utils._pytree import tree_flatten, tree_unflatten, _broadcast_to_and_flatten, treespec_pprint
 from ..nn.utils.stateless import _functional_call
 
+from ._stack import stack_module_state  # noqa: E402,F401
+
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "vmap",
-           "functional_call"]
+           "functional_call", "stack_module_state"]
 
 
 def _is_tensor(x):

@@ -36,3 +36,4 @@ from . import parameter  # noqa: F401
 from . import utils  # noqa: F401
 from . import parallel  # noqa: F401,E402  (nn.parallel: DistributedDataParallel, DataParallel)
 from .parallel import DataParallel  # noqa: F401,E402
+from ._linear_ce import LinearCrossEntropyLoss, LinearCrossEntropyOptions  # noqa: F401,E402

@@ -38,7 +38,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     mean or max of its rows of weight. input is [B, L] (B bags of L) or 1-D with offsets, the
     start of each bag (include_last_offset: offsets has B + 1 entries, the last one the end of
     the last bag). per_sample_weights (input's shape) scales each row, mode='sum' only.
-    sparse=True is not supported (no sparse tensors)."""
+    sparse=True is not supported (no sparse gradients)."""
     _check_tensor(input, "embedding_bag")
     _check_tensor(weight, "embedding_bag", "weight")
     if weight.dtype is _ops.int64 and input.dtype.is_floating_point:
@@ -77,7 +77,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         if sparse:
             raise ValueError("max mode does not support sparse weights")
     if sparse:
-        raise NotImplementedError("embedding_bag(sparse=True): symtrace has no sparse tensors (the gradient would "
+        raise NotImplementedError("embedding_bag(sparse=True): symtrace has no sparse gradients (the gradient would "
                                   "be dense); use sparse=False")
     if psw is not None and mode != "sum":
         raise NotImplementedError("embedding_bag: per_sample_weights was not None. per_sample_weights is only "

@@ -154,7 +154,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
         if padding_idx < 0:
             padding_idx = n + padding_idx
     if sparse:
-        raise NotImplementedError("embedding(sparse=True): symtrace has no sparse tensors (the gradient "
+        raise NotImplementedError("embedding(sparse=True): symtrace has no sparse gradients (the gradient "
                                   "would be dense); use sparse=False")
     if max_norm is not None:
         _embedding_renorm_(weight, input, max_norm, norm_type)
@@ -1753,6 +1753,7 @@ from ._embedding_bag import embedding_bag  # noqa: E402,F401
 from ._vision import (affine_grid, grid_sample, fractional_max_pool2d, fractional_max_pool3d,  # noqa: E402,F401
                       fractional_max_pool2d_with_indices, fractional_max_pool3d_with_indices)
 from ._ctc import ctc_loss  # noqa: E402,F401
+from ._linear_ce import linear_cross_entropy  # noqa: E402,F401
 
 
 # ---------------- autocast's policy for the ops above that are Python composites (symtrace/amp/_policy.py) ----

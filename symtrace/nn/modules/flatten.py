@@ -1,5 +1,4 @@
 """Flatten and Unflatten (torch.nn)."""
-import math
 
 from .module import Module
 
@@ -36,21 +35,9 @@ class Unflatten(Module):
         self.unflattened_size = unflattened_size
 
     def forward(self, input):
-        shape = tuple(input.shape)
-        nd = len(shape)
-        if not -nd <= self.dim < max(nd, 1):
-            raise IndexError(f"Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], but got "
-                             f"{self.dim})")
-        d = self.dim + nd if self.dim < 0 else self.dim
-        sizes = tuple(self.unflattened_size)
-        if not sizes:
-            raise RuntimeError("unflatten: sizes must be non-empty")
-        known = math.prod(s for s in sizes if s != -1)
-        n = shape[d]
-        if sizes.count(-1) > 1 or (-1 not in sizes and known != n) or (-1 in sizes and (known == 0 or n % known)):
-            raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim "
-                               f"{self.dim} ({n}) in the input tensor")
-        return input.reshape(shape[:d] + sizes + shape[d + 1:])
+        # Tensor.unflatten checks the sizes as torch's (and traces without a break: the
+        # checks here were math.prod over a generator, which a graph cannot hold)
+        return input.unflatten(self.dim, self.unflattened_size)
 
     def extra_repr(self):
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"

@@ -25,7 +25,7 @@ class Embedding(Module):
                     raise AssertionError("Padding_idx must be within num_embeddings")
                 padding_idx = num_embeddings + padding_idx
         if sparse:
-            raise NotImplementedError("Embedding(sparse=True): symtrace has no sparse tensors (the gradient "
+            raise NotImplementedError("Embedding(sparse=True): symtrace has no sparse gradients (the gradient "
                                       "would be one); use sparse=False")
         self.padding_idx = padding_idx
         self.max_norm = max_norm

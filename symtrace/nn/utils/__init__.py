@@ -2,9 +2,9 @@
 parameters_to_vector / vector_to_parameters (convert_parameters), the
 hook-based weight_norm / spectral_norm and their removal, BatchNorm folding
 (fusion), skip_init (init), the memory-format helpers (memory_format), and
-the submodules parametrize, parametrizations, stateless (functional_call)
-and rnn (packed and padded sequences)."""
-from . import parametrizations, parametrize, rnn, stateless  # noqa: F401
+the submodules parametrize, parametrizations, stateless (functional_call),
+prune (pruning by masks) and rnn (packed and padded sequences)."""
+from . import parametrizations, parametrize, prune, rnn, stateless  # noqa: F401
 from .clip_grad import (clip_grad_norm, clip_grad_norm_, clip_grad_value_,  # noqa: F401
                         clip_grads_with_norm_, get_total_norm)
 from .convert_parameters import parameters_to_vector, vector_to_parameters  # noqa: F401
