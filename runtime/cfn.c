@@ -560,6 +560,7 @@ static st_status find_aliases(st_rt_cfn *f)
             }
         }
         bool old_input = false, region = false;
+        int vis = -1;   /* a visible output up the chain that was no view */
         for (;;) {
             /* the first value up the chain that an input holds after the run */
             for (int m = 0; m < f->nwb && j < 0; m++)
@@ -577,7 +578,15 @@ static st_status find_aliases(st_rt_cfn *f)
                     old_input = true;
             }
             int p = g->values[v].producer;
-            if (j >= 0 || old_input || p < 0 || nc == 64)
+            /* a view of an output that was no view when traced (y =
+             * x * 2; y[i] += 1; a copying reshape): eager's view of y is
+             * one of that output, not of the buffer the program made it
+             * from, so a write into it reaches y's history */
+            for (int q = 0; q < n && nc > 0 && j < 0 && !old_input && vis < 0; q++)
+                if (q != k && g->outputs[q] == v && p >= 0 &&
+                    (g->stmts[p].attrs.flags & ST_VIEW_OWN))
+                    vis = q;
+            if (j >= 0 || old_input || vis >= 0 || p < 0 || nc == 64)
                 break;
             const st_stmt *st = &g->stmts[p];
             if (st_op(st->op)->kind != ST_OPK_VIEW || st->nout != 1)
@@ -599,7 +608,9 @@ static st_status find_aliases(st_rt_cfn *f)
             f->alias_grad[k] = false;
             continue;
         }
-        if (j < 0) {
+        if (vis >= 0) {
+            f->alias_out[k] = vis;   /* made after it (make_aliases) */
+        } else if (j < 0) {
             /* a view of a computed value (y.expand(...), y[::2], y.t()):
              * made as a view of it (an output, or one added, not visible),
              * with eager's strides and aliasing */
@@ -633,15 +644,34 @@ static st_status find_aliases(st_rt_cfn *f)
 }
 
 /* Remakes the aliasing outputs as views of their inputs (after the
- * writebacks; in grad mode they get view histories, as in eager). */
+ * writebacks; in grad mode they get view histories, as in eager). Pass 0
+ * makes those of inputs and of computed values, pass 1 those of visible
+ * outputs (find_aliases' vis: made after no_view_of_buffer). */
 static st_status make_aliases(st_rt_cfn *f, st_tensor *const *inputs,
-                              st_tensor **outs)
+                              st_tensor **outs, int pass)
 {
     const st_graph *g = f->g;
     bool grad = st_ad_grad_enabled();
     st_status s = ST_OK;
+    /* a root added as an output (not visible) that the program made as a
+     * view of its own buffer (a scatter that took its base's buffer): no
+     * view to autograd, or views of it would have that dead buffer, which
+     * needs no gradient, as their base (a write into one then fails) */
+    for (int q = f->nvisible + f->nwb; pass == 0 && q < g->noutputs; q++) {
+        st_tensor *t = outs[q], *b = t ? t->view_base : NULL;
+        bool seen = !b;
+        for (int j = 0; !seen && j < g->ninputs; j++)
+            seen = inputs[j] == b;
+        if (!seen) {
+            t->view_base = NULL;
+            t->is_view = false;
+            st_tensor_decref(b);
+        }
+    }
     for (int k = 0; k < f->nvisible && s == ST_OK; k++) {
         if (f->alias_in[k] < 0 && f->alias_out[k] < 0)
+            continue;
+        if ((f->alias_in[k] < 0 && f->alias_out[k] < f->nvisible) != (pass == 1))
             continue;
         st_tensor *t = f->alias_in[k] >= 0 ? inputs[f->alias_in[k]] : outs[f->alias_out[k]];
         st_tensor_incref(t);
@@ -1469,6 +1499,7 @@ static st_status attach_node(st_rt_cfn *f, st_tensor *const *inputs,
 }
 
 static st_status cfn_run(st_rt_cfn *f, st_tensor *const *inputs, st_tensor **outputs);
+static void no_view_of_buffer(const st_rt_cfn *f, st_tensor *const *inputs, st_tensor **outs);
 
 st_status st_rt_cfn_run(st_rt_cfn *f, st_tensor *const *inputs,
                         st_tensor **outputs)
@@ -1573,11 +1604,31 @@ static st_status cfn_run(st_rt_cfn *f, st_tensor *const *inputs, st_tensor **out
     if (s == ST_OK)
         s = writeback(f, inputs, outs);
     if (s == ST_OK)
-        s = make_aliases(f, inputs, outs);
-    /* an output made as a view of a buffer only the program held (y[:]
-     * returned, y dead) is no view to autograd: it has its own history,
-     * and writes into views of it go through it (eager: through y) */
-    for (int k = 0; s == ST_OK && k < f->nvisible; k++) {
+        s = make_aliases(f, inputs, outs, 0);
+    if (s == ST_OK)
+        no_view_of_buffer(f, inputs, outs);
+    if (s == ST_OK)
+        s = make_aliases(f, inputs, outs, 1);
+    if (s == ST_OK)   /* the .data marks of those made in pass 1 */
+        no_view_of_buffer(f, inputs, outs);
+    st_rt_trace_resume();
+    if (s == ST_OK)
+        for (int k = 0; k < f->nvisible; k++) {
+            outputs[k] = outs[k];
+            outs[k] = NULL;
+        }
+    for (int k = 0; k < nall; k++)
+        st_tensor_decref(outs[k]);
+    free(outs);
+    return s;
+}
+
+/* An output made as a view of a buffer only the program held (y[:]
+ * returned, y dead) is no view to autograd: it has its own history, and
+ * writes into views of it go through it (eager: through y). */
+static void no_view_of_buffer(const st_rt_cfn *f, st_tensor *const *inputs, st_tensor **outs)
+{
+    for (int k = 0; k < f->nvisible; k++) {
         st_tensor *b = outs[k]->view_base;
         bool seen = !b;
         for (int j = 0; !seen && j < f->g->ninputs; j++)
@@ -1599,16 +1650,6 @@ static st_status cfn_run(st_rt_cfn *f, st_tensor *const *inputs, st_tensor **out
             st_tensor_decref(b);
         }
     }
-    st_rt_trace_resume();
-    if (s == ST_OK)
-        for (int k = 0; k < f->nvisible; k++) {
-            outputs[k] = outs[k];
-            outs[k] = NULL;
-        }
-    for (int k = 0; k < nall; k++)
-        st_tensor_decref(outs[k]);
-    free(outs);
-    return s;
 }
 
 /* ---------------- queries ---------------- */
