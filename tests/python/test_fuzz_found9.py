@@ -121,3 +121,51 @@ def test_write_into_view_of_index_put_result_matches_torch(kind):
             for a, b in zip(vals, tv):
                 np.testing.assert_allclose(np.array(a), np.array(b), rtol=1e-6, err_msg=mode)
             np.testing.assert_allclose(np.array(grad), np.array(tg), rtol=1e-6, err_msg=mode)
+
+
+# ---- 3. float16 / bfloat16 cumprod rounds once ------------------------------------
+
+# (5, 4) values whose float16 running products round differently step by step
+_CP = (np.arange(20, dtype=np.float32).reshape(5, 4) % 7 - 3.1) * 0.77
+
+
+def _cumprod(x, L):
+    return L.cumprod(x, 0), x.cumprod(0, dtype=L.float16), L.cumprod(x * 1, -1)
+
+
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+def test_half_cumprod_multiplies_in_float32(mode, dt):
+    g = maybe_compiled(_cumprod, mode)
+    x = st.tensor(_CP).to(getattr(st, dt))
+    xr = x.float().numpy()
+    want0 = st.tensor(np.cumprod(xr, axis=0, dtype=np.float32)).to(getattr(st, dt)).float().numpy()
+    want1 = st.tensor(np.cumprod(xr, axis=0, dtype=np.float32)).to(st.float16).float().numpy()
+    for k in range(3):
+        r0, r1, r2 = g(x, st)
+        assert r0.dtype == getattr(st, dt) and r1.dtype == st.float16
+        np.testing.assert_array_equal(r0.float().numpy(), want0, err_msg=str(k))
+        np.testing.assert_array_equal(r1.float().numpy(), want1, err_msg=str(k))
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+def test_half_cumprod_matches_torch(dt):
+    torch = _torch()
+    xt = torch.tensor(_CP).to(getattr(torch, dt)).requires_grad_()
+    rt = _cumprod(xt, torch)
+    # the gradient against float64's (torch's own bfloat16 backward is off by 0.1 here)
+    x64 = xt.detach().double().requires_grad_()
+    sum((r.double() * (k + 1)).sum() for k, r in enumerate(_cumprod(x64, torch))).backward()
+    for mode in MODES:
+        g = maybe_compiled(_cumprod, mode)
+        for k in range(3):
+            x = st.tensor(_CP).to(getattr(st, dt)).requires_grad_()
+            rs = g(x, st)
+            for a, b in zip(rs, rt):
+                np.testing.assert_array_equal(a.float().detach().numpy(), b.float().detach().numpy(),
+                                              err_msg="%s %d" % (mode, k))
+            sum((r.float() * (q + 1)).sum() for q, r in enumerate(rs)).backward()
+            np.testing.assert_allclose(x.grad.float().numpy(), x64.grad.numpy(), rtol=3e-2,
+                                       atol=0.1, err_msg="%s %d" % (mode, k))
