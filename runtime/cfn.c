@@ -1518,11 +1518,29 @@ st_status st_rt_cfn_run(st_rt_cfn *f, st_tensor *const *inputs,
     return cfn_run(f, inputs, outputs);
 }
 
+/* Does the run neither write input k nor send it a gradient? */
+static bool read_only_no_grad(const st_rt_cfn *f, int k)
+{
+    for (int m = 0; m < f->nwb; m++)
+        if (f->wb_in[m] == k)
+            return false;
+    for (int j = 0; f->has_bwd && st_ad_grad_enabled() && j < f->nwrt; j++)
+        if (f->wrt[j] == k)
+            return false;
+    return true;
+}
+
 static st_status cfn_run(st_rt_cfn *f, st_tensor *const *inputs, st_tensor **outputs)
 {
     for (int k = 0; k < f->g->ninputs; k++) /* stale views (viewhist.c) */
-        if (st_ad_view_stale(inputs[k]) && st_ad_view_refresh(inputs[k]) != ST_OK)
-            return st_err_kind();
+        if (st_ad_view_stale(inputs[k]) && st_ad_view_refresh(inputs[k]) != ST_OK) {
+            /* a split output whose base was written: refused only where
+             * eager refuses it, by an op with a gradient (x.split(2)[0]
+             * > 0 is fine) or by a write into it */
+            if (!inputs[k]->view_multi || !read_only_no_grad(f, k))
+                return st_err_kind();
+            st_err_clear();
+        }
     st_status s = check_inputs(f, inputs);
     if (s != ST_OK)
         return s;
