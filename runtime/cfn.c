@@ -1386,6 +1386,21 @@ static st_status check_inputs(const st_rt_cfn *f, st_tensor *const *inputs)
  * or CopySlices for a view); otherwise (an optimizer's update of a leaf
  * under no_grad, traced as a value whose gradient goes to the leaf)
  * nothing is recorded. */
+/* Is value v the input value `in` written only through a detached alias
+ * (trace.c's detached_write: stop_gradient(new) + (in - stop_gradient(in)))?
+ * Eager records no such write: the input keeps its history. */
+static bool detached_only(const st_graph *g, int v, int in)
+{
+    int p = g->values[v].producer;
+    if (p < 0 || g->stmts[p].op != ST_OP_ADD || g->stmts[p].nin != 2)
+        return false;
+    int ps = g->values[g->stmts[p].in[0]].producer;
+    int pz = g->values[g->stmts[p].in[1]].producer;
+    return ps >= 0 && g->stmts[ps].op == ST_OP_RESHAPE &&
+           (g->stmts[ps].attrs.flags & ST_VIEW_DETACHED) && pz >= 0 &&
+           g->stmts[pz].op == ST_OP_SUB && g->stmts[pz].in[0] == in;
+}
+
 static st_status writeback(st_rt_cfn *f, st_tensor *const *inputs,
                            st_tensor **outs)
 {
@@ -1402,7 +1417,9 @@ static st_status writeback(st_rt_cfn *f, st_tensor *const *inputs,
          * the input keeps its history (a split output written so is no
          * error, as it would be for a recorded in-place copy) */
         bool rec = was && f->wb_grad[k] && !leaf && !f->wb_quiet[k] &&
-                   (src->requires_grad || dst->requires_grad);
+                   (src->requires_grad || dst->requires_grad) &&
+                   !detached_only(f->g, f->g->outputs[f->wb_out[k]],
+                                  f->g->inputs[f->wb_in[k]]);
         st_ad_set_grad_enabled(rec);
         st_operand op = {.t = src};
         st_tensor *given[ST_MAX_OUT] = {dst, NULL, NULL}, *r = NULL;
