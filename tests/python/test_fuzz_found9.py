@@ -336,3 +336,40 @@ def test_input_written_through_detached_alias_matches_torch(kind):
         g = st.compile(_detached_write_after_break, backend=mode)
         for k in range(3):
             assert _detached_run(st, g, kind) == ref, (mode, k)
+
+
+# ---- 7. hardtanh's dtype checks ----------------------------------------------------
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", ["uint8_neg", "uint8_neg_inplace", "bool"])
+def test_hardtanh_refuses_as_torch(mode, case):
+    # torch: uint8 with a negative limit, and bool, raise RuntimeError; symtrace clamped
+    def f(x):
+        if case == "bool":
+            return st.nn.functional.hardtanh(x > 1)
+        return st.nn.functional.hardtanh(x, -1.0, 1.0, case.endswith("inplace"))
+
+    msg = "Bool inputs" if case == "bool" else "unsigned type with negative limits"
+    g = maybe_compiled(f, mode, fullgraph=False)
+    for k in range(3):
+        with pytest.raises(RuntimeError, match=msg):
+            g(st.tensor([1, 2, 3], dtype=st.uint8))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_hardtanh_uint8_nonnegative_limits_still_clamps(mode):
+    g = maybe_compiled(lambda x: (st.nn.functional.hardtanh(x, 0.0, 2.0), st.nn.functional.relu6(x)), mode)
+    for k in range(3):
+        a, b = g(st.tensor([0, 1, 7], dtype=st.uint8))
+        assert a.tolist() == [0, 1, 2] and b.tolist() == [0, 1, 6]
+        assert a.dtype == st.uint8
+
+
+def test_hardtanh_refusals_match_torch():
+    torch = _torch()
+    F = torch.nn.functional
+    with pytest.raises(RuntimeError, match="unsigned type with negative limits"):
+        F.hardtanh(torch.tensor([1, 2, 3], dtype=torch.uint8))
+    with pytest.raises(RuntimeError, match="Bool inputs"):
+        F.hardtanh(torch.tensor([True]))
+    assert F.hardtanh(torch.tensor([0, 1, 7], dtype=torch.uint8), 0.0, 2.0).tolist() == [0, 1, 2]
