@@ -1671,8 +1671,13 @@ static st_tensor *value_expanded(st_tensor *self, st_tensor *dst,
                 v->ndim == dst->ndim &&
                 !memcmp(v->shape, dst->shape, sizeof(int64_t) * (size_t)v->ndim) &&
                 !memcmp(v->strides, dst->strides, sizeof(int64_t) * (size_t)v->ndim);
-    if (v->storage == self->storage && !same) {
-        /* overlapping source (x[1:] = x[:-1]): copy it out first, as a
+    /* an overlapping source of dst's shape (x[1:] = x[:-1]) is copy_'s
+     * (torch's setitem is a copy_): refused where the overlap is partial
+     * and both are dense, else written in order, in place */
+    bool as_copy = v->ndim == dst->ndim &&
+                   !memcmp(v->shape, dst->shape, sizeof(int64_t) * (size_t)v->ndim);
+    if (v->storage == self->storage && !same && !as_copy) {
+        /* a broadcast overlapping source: copy it out first, as a
          * fresh result (a traced statement; a tensor made empty here and
          * written into would be a graph input holding this call's data) */
         st_operand op = {.t = v};

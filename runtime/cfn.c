@@ -560,6 +560,7 @@ static st_status find_aliases(st_rt_cfn *f)
             }
         }
         bool old_input = false, region = false;
+        int vis = -1;   /* a visible output up the chain that was no view */
         for (;;) {
             /* the first value up the chain that an input holds after the run */
             for (int m = 0; m < f->nwb && j < 0; m++)
@@ -577,7 +578,15 @@ static st_status find_aliases(st_rt_cfn *f)
                     old_input = true;
             }
             int p = g->values[v].producer;
-            if (j >= 0 || old_input || p < 0 || nc == 64)
+            /* a view of an output that was no view when traced (y =
+             * x * 2; y[i] += 1; a copying reshape): eager's view of y is
+             * one of that output, not of the buffer the program made it
+             * from, so a write into it reaches y's history */
+            for (int q = 0; q < n && nc > 0 && j < 0 && !old_input && vis < 0; q++)
+                if (q != k && g->outputs[q] == v && p >= 0 &&
+                    (g->stmts[p].attrs.flags & ST_VIEW_OWN))
+                    vis = q;
+            if (j >= 0 || old_input || vis >= 0 || p < 0 || nc == 64)
                 break;
             const st_stmt *st = &g->stmts[p];
             if (st_op(st->op)->kind != ST_OPK_VIEW || st->nout != 1)
@@ -599,7 +608,9 @@ static st_status find_aliases(st_rt_cfn *f)
             f->alias_grad[k] = false;
             continue;
         }
-        if (j < 0) {
+        if (vis >= 0) {
+            f->alias_out[k] = vis;   /* made after it (make_aliases) */
+        } else if (j < 0) {
             /* a view of a computed value (y.expand(...), y[::2], y.t()):
              * made as a view of it (an output, or one added, not visible),
              * with eager's strides and aliasing */
@@ -633,15 +644,34 @@ static st_status find_aliases(st_rt_cfn *f)
 }
 
 /* Remakes the aliasing outputs as views of their inputs (after the
- * writebacks; in grad mode they get view histories, as in eager). */
+ * writebacks; in grad mode they get view histories, as in eager). Pass 0
+ * makes those of inputs and of computed values, pass 1 those of visible
+ * outputs (find_aliases' vis: made after no_view_of_buffer). */
 static st_status make_aliases(st_rt_cfn *f, st_tensor *const *inputs,
-                              st_tensor **outs)
+                              st_tensor **outs, int pass)
 {
     const st_graph *g = f->g;
     bool grad = st_ad_grad_enabled();
     st_status s = ST_OK;
+    /* a root added as an output (not visible) that the program made as a
+     * view of its own buffer (a scatter that took its base's buffer): no
+     * view to autograd, or views of it would have that dead buffer, which
+     * needs no gradient, as their base (a write into one then fails) */
+    for (int q = f->nvisible + f->nwb; pass == 0 && q < g->noutputs; q++) {
+        st_tensor *t = outs[q], *b = t ? t->view_base : NULL;
+        bool seen = !b;
+        for (int j = 0; !seen && j < g->ninputs; j++)
+            seen = inputs[j] == b;
+        if (!seen) {
+            t->view_base = NULL;
+            t->is_view = false;
+            st_tensor_decref(b);
+        }
+    }
     for (int k = 0; k < f->nvisible && s == ST_OK; k++) {
         if (f->alias_in[k] < 0 && f->alias_out[k] < 0)
+            continue;
+        if ((f->alias_in[k] < 0 && f->alias_out[k] < f->nvisible) != (pass == 1))
             continue;
         st_tensor *t = f->alias_in[k] >= 0 ? inputs[f->alias_in[k]] : outs[f->alias_out[k]];
         st_tensor_incref(t);
@@ -1356,6 +1386,21 @@ static st_status check_inputs(const st_rt_cfn *f, st_tensor *const *inputs)
  * or CopySlices for a view); otherwise (an optimizer's update of a leaf
  * under no_grad, traced as a value whose gradient goes to the leaf)
  * nothing is recorded. */
+/* Is value v the input value `in` written only through a detached alias
+ * (trace.c's detached_write: stop_gradient(new) + (in - stop_gradient(in)))?
+ * Eager records no such write: the input keeps its history. */
+static bool detached_only(const st_graph *g, int v, int in)
+{
+    int p = g->values[v].producer;
+    if (p < 0 || g->stmts[p].op != ST_OP_ADD || g->stmts[p].nin != 2)
+        return false;
+    int ps = g->values[g->stmts[p].in[0]].producer;
+    int pz = g->values[g->stmts[p].in[1]].producer;
+    return ps >= 0 && g->stmts[ps].op == ST_OP_RESHAPE &&
+           (g->stmts[ps].attrs.flags & ST_VIEW_DETACHED) && pz >= 0 &&
+           g->stmts[pz].op == ST_OP_SUB && g->stmts[pz].in[0] == in;
+}
+
 static st_status writeback(st_rt_cfn *f, st_tensor *const *inputs,
                            st_tensor **outs)
 {
@@ -1372,7 +1417,9 @@ static st_status writeback(st_rt_cfn *f, st_tensor *const *inputs,
          * the input keeps its history (a split output written so is no
          * error, as it would be for a recorded in-place copy) */
         bool rec = was && f->wb_grad[k] && !leaf && !f->wb_quiet[k] &&
-                   (src->requires_grad || dst->requires_grad);
+                   (src->requires_grad || dst->requires_grad) &&
+                   !detached_only(f->g, f->g->outputs[f->wb_out[k]],
+                                  f->g->inputs[f->wb_in[k]]);
         st_ad_set_grad_enabled(rec);
         st_operand op = {.t = src};
         st_tensor *given[ST_MAX_OUT] = {dst, NULL, NULL}, *r = NULL;
@@ -1469,6 +1516,7 @@ static st_status attach_node(st_rt_cfn *f, st_tensor *const *inputs,
 }
 
 static st_status cfn_run(st_rt_cfn *f, st_tensor *const *inputs, st_tensor **outputs);
+static void no_view_of_buffer(const st_rt_cfn *f, st_tensor *const *inputs, st_tensor **outs);
 
 st_status st_rt_cfn_run(st_rt_cfn *f, st_tensor *const *inputs,
                         st_tensor **outputs)
@@ -1487,11 +1535,29 @@ st_status st_rt_cfn_run(st_rt_cfn *f, st_tensor *const *inputs,
     return cfn_run(f, inputs, outputs);
 }
 
+/* Does the run neither write input k nor send it a gradient? */
+static bool read_only_no_grad(const st_rt_cfn *f, int k)
+{
+    for (int m = 0; m < f->nwb; m++)
+        if (f->wb_in[m] == k)
+            return false;
+    for (int j = 0; f->has_bwd && st_ad_grad_enabled() && j < f->nwrt; j++)
+        if (f->wrt[j] == k)
+            return false;
+    return true;
+}
+
 static st_status cfn_run(st_rt_cfn *f, st_tensor *const *inputs, st_tensor **outputs)
 {
     for (int k = 0; k < f->g->ninputs; k++) /* stale views (viewhist.c) */
-        if (st_ad_view_stale(inputs[k]) && st_ad_view_refresh(inputs[k]) != ST_OK)
-            return st_err_kind();
+        if (st_ad_view_stale(inputs[k]) && st_ad_view_refresh(inputs[k]) != ST_OK) {
+            /* a split output whose base was written: refused only where
+             * eager refuses it, by an op with a gradient (x.split(2)[0]
+             * > 0 is fine) or by a write into it */
+            if (!inputs[k]->view_multi || !read_only_no_grad(f, k))
+                return st_err_kind();
+            st_err_clear();
+        }
     st_status s = check_inputs(f, inputs);
     if (s != ST_OK)
         return s;
@@ -1573,11 +1639,31 @@ static st_status cfn_run(st_rt_cfn *f, st_tensor *const *inputs, st_tensor **out
     if (s == ST_OK)
         s = writeback(f, inputs, outs);
     if (s == ST_OK)
-        s = make_aliases(f, inputs, outs);
-    /* an output made as a view of a buffer only the program held (y[:]
-     * returned, y dead) is no view to autograd: it has its own history,
-     * and writes into views of it go through it (eager: through y) */
-    for (int k = 0; s == ST_OK && k < f->nvisible; k++) {
+        s = make_aliases(f, inputs, outs, 0);
+    if (s == ST_OK)
+        no_view_of_buffer(f, inputs, outs);
+    if (s == ST_OK)
+        s = make_aliases(f, inputs, outs, 1);
+    if (s == ST_OK)   /* the .data marks of those made in pass 1 */
+        no_view_of_buffer(f, inputs, outs);
+    st_rt_trace_resume();
+    if (s == ST_OK)
+        for (int k = 0; k < f->nvisible; k++) {
+            outputs[k] = outs[k];
+            outs[k] = NULL;
+        }
+    for (int k = 0; k < nall; k++)
+        st_tensor_decref(outs[k]);
+    free(outs);
+    return s;
+}
+
+/* An output made as a view of a buffer only the program held (y[:]
+ * returned, y dead) is no view to autograd: it has its own history, and
+ * writes into views of it go through it (eager: through y). */
+static void no_view_of_buffer(const st_rt_cfn *f, st_tensor *const *inputs, st_tensor **outs)
+{
+    for (int k = 0; k < f->nvisible; k++) {
         st_tensor *b = outs[k]->view_base;
         bool seen = !b;
         for (int j = 0; !seen && j < f->g->ninputs; j++)
@@ -1599,16 +1685,6 @@ static st_status cfn_run(st_rt_cfn *f, st_tensor *const *inputs, st_tensor **out
             st_tensor_decref(b);
         }
     }
-    st_rt_trace_resume();
-    if (s == ST_OK)
-        for (int k = 0; k < f->nvisible; k++) {
-            outputs[k] = outs[k];
-            outs[k] = NULL;
-        }
-    for (int k = 0; k < nall; k++)
-        st_tensor_decref(outs[k]);
-    free(outs);
-    return s;
 }
 
 /* ---------------- queries ---------------- */

@@ -76,7 +76,7 @@ typedef struct {
     int64_t offset, shape[ST_MAX_DIMS], strides[ST_MAX_DIMS];
     struct st_ad_node *grad_fn;   /* owned reference */
     bool requires_grad;
-    uint32_t hist;
+    uint32_t hist, base_hist;
 } geo_backup;
 
 typedef struct trace_state {
@@ -367,6 +367,10 @@ static void restore(trace_state *s)
              * of it is no view of a modified base (viewhist.c) */
             t->hist = b->hist;
         }
+        /* a view refreshed while tracing (its grad_fn put back above)
+         * must not look fresh against its base's history put back too:
+         * a later write of the same count would leave the old grad_fn */
+        t->base_hist = b->base_hist;
         t->output_nr = b->output_nr;
         t->requires_grad = b->requires_grad;
         if (!t->own_version)
@@ -571,6 +575,7 @@ void st_rt_trace_will_reshape(st_tensor *t)
     b->output_nr = t->output_nr;
     b->requires_grad = t->requires_grad;
     b->hist = t->hist;
+    b->base_hist = t->base_hist;
 }
 
 /* True when another traced tensor shares t's storage (a view or base). */

@@ -75,11 +75,18 @@ def amin(input, dim=(), keepdim=False):
     return _reduce(_C.OP_AMIN, input, None if dim == () else dim, keepdim, "amin")
 
 
+def _flat_values(input):
+    """input.reshape(-1) of a detached alias: for results without a gradient (indices), so
+    that a split output whose base was written in place is read as torch reads it (no
+    view of it is made in autograd's sense, which torch refuses)."""
+    return input.detach().reshape(-1)
+
+
 def argmax(input, dim=None, keepdim=False):
     """argmax(input, dim=None, keepdim=False): None means the flattened input."""
     _check_tensor(input, "argmax")
     if dim is None:
-        r = _op(_C.OP_ARGMAX, (input.reshape(-1),), _attrs())
+        r = _op(_C.OP_ARGMAX, (_flat_values(input),), _attrs())
         return r.reshape((1,) * input.dim()) if keepdim else r
     return _reduce(_C.OP_ARGMAX, input, dim, keepdim, "argmax")
 
@@ -87,7 +94,7 @@ def argmax(input, dim=None, keepdim=False):
 def argmin(input, dim=None, keepdim=False):
     _check_tensor(input, "argmin")
     if dim is None:
-        r = _op(_C.OP_ARGMIN, (input.reshape(-1),), _attrs())
+        r = _op(_C.OP_ARGMIN, (_flat_values(input),), _attrs())
         return r.reshape((1,) * input.dim()) if keepdim else r
     return _reduce(_C.OP_ARGMIN, input, dim, keepdim, "argmin")
 

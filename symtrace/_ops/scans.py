@@ -55,8 +55,9 @@ def _scan(x, d, combine):
 def cumprod(input, dim, *, dtype=None):
     """cumprod(input, dim, *, dtype=None): running products along dim, as torch.cumprod
     (integers and bools give int64, exact with int64 wraparound, or dtype when given). A log-depth scan of
-    multiplications, so zeros are fine, also for the gradient; float results may differ
-    from a left-to-right product in the last bits."""
+    multiplications, so zeros are fine, also for the gradient; float16/bfloat16 multiply in
+    float32 and round once (torch's CPU scans accumulate in float32 for them); float results
+    may differ from a left-to-right product in the last bits."""
     _check_tensor(input, "cumprod")
     _check_grad_dtype(input, dtype)
     if dtype is not None:
@@ -66,7 +67,8 @@ def cumprod(input, dim, *, dtype=None):
     if x.dim() == 0:
         r = x
     else:
-        r = _scan(x, d, mul)
+        w, dt = _opmath(x) if x.dtype.is_floating_point else (x, x.dtype)
+        r = _back(_scan(w, d, mul), dt)
     if dtype is not None:            # an integer dtype= is kept (int64 wraps as it does)
         r = to_dtype(r, dtype)
     return r.clone() if r is input else r.contiguous()   # row-major, as torch's scans

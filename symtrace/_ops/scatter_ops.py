@@ -422,7 +422,7 @@ def nonzero(input, *, as_tuple=False):
     count depends on values, which are read (.tolist(): a graph break under compile, as in
     torch). As torch.nonzero."""
     _check_tensor(input, "nonzero")
-    flat = input.reshape(-1)
+    flat = input.detach().reshape(-1)   # indices only: no autograd view (a stale split output)
     nz = flat if flat.dtype is bool_ else ne(flat, 0)
     ids = _C.tensor([i for i, v in enumerate(nz.tolist()) if v], int64)
     if input.device.type != "cpu":

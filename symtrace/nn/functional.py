@@ -971,6 +971,10 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     _check_tensor(input, "hardtanh")
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
+    if input.dtype is _C.bool:
+        raise RuntimeError("Bool inputs not supported for hardtanh")
+    if input.dtype is _C.uint8 and (min_val < 0 or max_val < 0):
+        raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
     if inplace:
         return _write(input, _hardtanh, "hardtanh_", min_val, max_val, reads_input=False)
     return _hardtanh(input, min_val, max_val)
