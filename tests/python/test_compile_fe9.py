@@ -112,3 +112,154 @@ def test_layout_matches_torch():
         ref = _fmt_fn(torch)(torch.tensor(x.numpy()), getattr(torch, name))
         np.testing.assert_allclose(got[0].numpy(), ref[0].numpy(), rtol=1e-6)
         assert got[1] is getattr(st, name) and ref[1] is getattr(torch, name)
+
+
+# ---------------- 2. caught exceptions returned or stored ----------------
+class CodeError(ValueError):
+    def __init__(self, msg, code):
+        super().__init__(msg)
+        self.code = code
+
+
+def f_ret_keyerror(x):
+    try:
+        raise KeyError("k")
+    except KeyError as e:
+        return x + 1, e
+
+
+def f_ret_code(x, n):
+    try:
+        if n > 1:
+            raise CodeError("bad", n)
+    except CodeError as e:
+        return x * 2, e
+    return x, None
+
+
+def test_return_caught_exception():
+    check(f_ret_keyerror, [(X(3),)] * 3)
+    x = X(3)
+    check(f_ret_code, [(x, 2), (x, 2), (x, 3), (x, 0), (x, 2)], graphs=2)   # n=0: no op
+
+
+def test_returned_exception_is_new_each_call():
+    cf = st.compile(f_ret_keyerror)
+    st.reset()
+    a, b = cf(X(3))[1], cf(X(3))[1]
+    assert a is not b and type(a) is KeyError and a.args == ("k",)
+
+
+def f_ret_shared(x):
+    try:
+        raise CodeError("s", 1)
+    except CodeError as e:
+        return x + 1, e, [e], {"e": e}
+
+
+def test_returned_exception_identity():
+    st.reset()
+    cf = st.compile(f_ret_shared)
+    for _ in range(3):
+        r = cf(X(3))
+        assert r[1] is r[2][0] is r[3]["e"]
+        same(r[:2], f_ret_shared(X(3))[:2])
+    s = _C._fe_stats()
+    assert (s["graphs"], s["breaks"]) == (1, 0), s
+
+
+ERRS = []
+
+
+def f_store(x):
+    try:
+        raise CodeError("st", 7)
+    except CodeError as e:
+        ERRS.append(e)
+        return x + e.code
+
+
+def test_store_caught_exception():
+    # the list's length is guarded: one graph per length, as for any append
+    ERRS.clear()
+    st.reset()
+    cf = st.compile(f_store)
+    got = [cf(X(3)) for _ in range(3)]
+    compiled = list(ERRS)
+    ERRS.clear()
+    ref = [f_store(X(3)) for _ in range(3)]
+    same(got, ref)
+    assert len(compiled) == 3 and len(set(map(id, compiled))) == 3
+    for a, b in zip(compiled, ERRS):
+        same(a, b)
+    assert _C._fe_stats()["breaks"] == 0
+
+
+class Store:
+    def __init__(self):
+        self.errs = {}
+
+
+def f_store_attr(x, box):
+    try:
+        raise CodeError("attr", 2)
+    except CodeError as e:
+        box.errs["last"] = e
+        box.err = e
+    return x * 3
+
+
+def test_store_exception_in_object():
+    st.reset()
+    cf = st.compile(f_store_attr)
+    for _ in range(3):
+        b1, b2 = Store(), Store()
+        same(cf(X(3), b1), f_store_attr(X(3), b2))
+        same(b1.err, b2.err)
+        assert b1.errs["last"] is b1.err
+    s = _C._fe_stats()
+    assert (s["graphs"], s["breaks"]) == (1, 0), s
+
+
+def f_chain(x):
+    try:
+        try:
+            raise KeyError("inner")
+        except KeyError as e:
+            raise CodeError("outer", 5) from e
+    except CodeError as e2:
+        return x - 1, e2
+
+
+def f_context(x):
+    try:
+        try:
+            raise KeyError("inner")
+        except KeyError:
+            raise IndexError("outer")
+    except IndexError as e2:
+        return x - 1, e2
+
+
+@pytest.mark.parametrize("fn", [f_chain, f_context])
+def test_returned_exception_cause_context(fn):
+    check(fn, [(X(3),)] * 3)
+    st.reset()
+    cf = st.compile(fn)
+    for _ in range(3):
+        e, r = cf(X(3))[1], fn(X(3))[1]
+        for attr in ("__cause__", "__context__"):
+            a, b = getattr(e, attr), getattr(r, attr)
+            assert type(a) is type(b) and (a is None or a.args == b.args)
+        assert e.__suppress_context__ == r.__suppress_context__
+        if r.__cause__ is not None:
+            assert e.__cause__ is e.__context__
+
+
+def test_returned_exception_matches_torch():
+    torch = pytest.importorskip("torch")
+    x = X(3)
+    got = st.compile(f_ret_code)(x, 4)
+    ref = f_ret_code(torch.tensor(x.numpy()), 4)
+    np.testing.assert_allclose(got[0].numpy(), ref[0].numpy(), rtol=1e-6)
+    same(got[1], ref[1])
