@@ -126,6 +126,8 @@ static void set_pending(tr_state *s, tr_frame *fr, PyObject *exc, bool new_site)
     Py_XSETREF(s->exc_file, Py_NewRef(fr->code->co_filename));
 }
 
+static bool plain_arg(PyObject *o, int depth);
+
 /* The pending exception is not caught by the translated frames: a break
  * at the instruction that raised it (Python raises it there). */
 static int uncaught(tr_state *s)
@@ -136,7 +138,14 @@ static int uncaught(tr_state *s)
         Py_XDECREF(exc);
         return -1;
     }
-    PyObject *str = PyObject_Str(exc);
+    /* its text, unless that would format a tensor of the trace (or run
+     * a user __repr__) */
+    PyObject *a = PyObject_GetAttrString(exc, "args");
+    PyErr_Clear();
+    PyObject *str = a && plain_arg(a, 0)
+                        ? PyObject_Str(exc)
+                        : PyUnicode_FromString("(not shown: its args are not plain values)");
+    Py_XDECREF(a);
     const char *msg = str ? PyUnicode_AsUTF8(str) : NULL;
     if (!msg) {
         PyErr_Clear();
@@ -209,12 +218,12 @@ bool tr_exc_user_init(PyObject *c)
     return init && PyFunction_Check(init);
 }
 
-static bool plain_arg(PyObject *o, int depth);
-
 /* Values an exception's C constructor may be given: plain values (lazy
- * numbers made plain, guarded), no iterator or super() stand-ins.
- * 1 yes, 0 no, -1 break. */
-static int plain_vars(tr_state *s, tr_var *args, int n)
+ * numbers made plain, guarded), no iterator or super() stand-ins; with
+ * tensors, also tensors (the positional arguments of a user class's
+ * construction and its base's __init__: kept in .args, which str() and
+ * repr() then leave to Python, exc_text). 1 yes, 0 no, -1 break. */
+static int plain_vars(tr_state *s, tr_var *args, int n, bool tensors)
 {
     for (int i = 0; i < n; i++)
         if (!args[i].v || args[i].it || args[i].aux)
@@ -222,7 +231,7 @@ static int plain_vars(tr_state *s, tr_var *args, int n)
     for (int i = 0; i < n; i++) {
         if (s->dyn && tr_dyn_plain_var(s, &args[i]) < 0)
             return -1;
-        if (!plain_arg(args[i].v, 0))
+        if (!plain_arg(args[i].v, 0) && !(tensors && st_fe_is_tensor(args[i].v)))
             return 0;
     }
     return 1;
@@ -235,7 +244,7 @@ int tr_exc_new(tr_state *s, PyTypeObject *t, tr_var *args, int nargs, PyObject *
     int nkw = kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0;
     if (!tr_exc_user_init((PyObject *)t) || !s->top || !tr_exc_catchable(s, s->top))
         return 0;
-    int pv = plain_vars(s, args, nargs - nkw);
+    int pv = plain_vars(s, args, nargs - nkw, true);
     if (pv <= 0)
         return pv;
     /* BaseException's new keeps the positional arguments as .args (what
@@ -263,7 +272,7 @@ int tr_exc_c_init(tr_state *s, PyObject *fn, PyObject *self, tr_var *args, int n
               !(((PyTypeObject *)oc)->tp_flags & Py_TPFLAGS_HEAPTYPE) &&
               PyObject_TypeCheck(self, (PyTypeObject *)oc);
     Py_XDECREF(oc);
-    return ok ? plain_vars(s, args, nargs) : 0;
+    return ok ? plain_vars(s, args, nargs, true) : 0;
 }
 
 /* A plain value an exception may be built from. */
@@ -597,7 +606,7 @@ int tr_exc_call(tr_state *s, tr_frame *fr, int nargs, PyObject *kwnames)
      * whose partial graph cannot hold an exception object as a live value */
     if ((!exc_cls && !conv) || !tr_exc_catchable(s, fr))
         return 0;
-    int pv = plain_vars(s, args, n);
+    int pv = plain_vars(s, args, n, exc_cls);
     if (pv <= 0)
         return pv;
     PyObject **av = PyMem_Malloc(sizeof(PyObject *) * (size_t)(n + 1));

@@ -20,6 +20,8 @@ def X(*shape, seed=0):
 
 
 def _np(v):
+    if isinstance(v, BaseException):       # type, args and attributes
+        return [type(v).__name__, _np(v.args), _np(sorted(vars(v).items()))]
     if isinstance(v, (tuple, list)):
         return [_np(u) for u in v]
     return v.numpy() if hasattr(v, "numpy") else v
@@ -33,8 +35,6 @@ def same(a, b):
             same(u, v)
     elif isinstance(a, np.ndarray):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
-    elif isinstance(a, BaseException):
-        assert type(a) is type(b) and a.args == b.args and vars(a) == vars(b)
     else:
         assert a == b
 
@@ -263,3 +263,111 @@ def test_returned_exception_matches_torch():
     ref = f_ret_code(torch.tensor(x.numpy()), 4)
     np.testing.assert_allclose(got[0].numpy(), ref[0].numpy(), rtol=1e-6)
     same(got[1], ref[1])
+
+
+# ---------------- 3. exceptions taking a tensor positional argument ----------------
+class TErr(ValueError):
+    def __init__(self, m, t):
+        super().__init__(m)
+        self.t = t
+
+
+class TArgsErr(ValueError):
+    def __init__(self, m, t):
+        super().__init__(m, t)               # the tensor in .args
+
+
+class TNoSuper(KeyError):
+    def __init__(self, a, t):                # args = (a, t) from BaseException's new
+        self.t = t
+
+
+def f_terr(x):
+    try:
+        raise TErr("t", x * 2)
+    except TErr as e:
+        return e.t + 1
+
+
+def f_terr_ret(x):
+    try:
+        raise TErr("t", x * 2)
+    except TErr as e:
+        return e.t + 1, e, e.args
+
+
+def f_targs(x):
+    try:
+        raise TArgsErr("a", x - 1)
+    except ValueError as e:
+        return e.args[1] * 3, e.args[0], e
+
+
+def f_tnosuper(x):
+    try:
+        raise TNoSuper("k", x * 2)
+    except KeyError as e:
+        return e.t + 1, e, e.args[1] is e.t
+
+
+def f_builtin_targ(x):
+    try:
+        raise ValueError("m", x * 2)
+    except ValueError as e:
+        return e.args[1] + 1, e.args[0]
+
+
+@pytest.mark.parametrize("fn", [f_terr, f_terr_ret, f_targs, f_tnosuper, f_builtin_targ])
+def test_exception_tensor_positional(fn):
+    check(fn, [(X(3),), (X(3, seed=1),), (X(3, seed=2),)])
+
+
+def test_returned_exception_tensor_args_identity():
+    st.reset()
+    cf = st.compile(f_tnosuper)
+    for seed in range(3):
+        _, e, _ = cf(X(3, seed=seed))
+        assert e.args[1] is e.t and e.args[0] == "k"
+        np.testing.assert_allclose(e.t.numpy(), X(3, seed=seed).numpy() * 2, rtol=1e-6)
+
+
+def test_exception_tensor_positional_matches_torch():
+    torch = pytest.importorskip("torch")
+    x = X(3)
+    got = st.compile(f_targs)(x)
+    ref = f_targs(torch.tensor(x.numpy()))
+    np.testing.assert_allclose(got[0].numpy(), ref[0].numpy(), rtol=1e-6)
+    np.testing.assert_allclose(got[2].args[1].numpy(), ref[2].args[1].numpy(), rtol=1e-6)
+    assert got[1] == ref[1] and type(got[2]) is type(ref[2])
+
+
+def f_uncaught_targ(x):
+    y = x * 3
+    try:
+        raise ValueError("m", y)
+    except KeyError:
+        return x
+
+
+def test_uncaught_tensor_arg_raises_as_eager():
+    st.reset()
+    cf = st.compile(f_uncaught_targ)
+    for _ in range(3):
+        with pytest.raises(ValueError) as got:
+            cf(X(3))
+        assert got.value.args[0] == "m"
+        np.testing.assert_allclose(got.value.args[1].numpy(), X(3).numpy() * 3, rtol=1e-6)
+
+
+# ---------------- 4. the class of a caught exception ----------------
+def f_class(x):
+    try:
+        raise TErr("t", x)
+    except Exception as e:
+        return (x + 1, isinstance(e, TErr), isinstance(e, (KeyError, ValueError)),
+                e.__class__.__name__, type(e).__qualname__, e.__class__ is TErr,
+                issubclass(type(e), ValueError))
+
+
+def test_caught_exception_class():
+    check(f_class, [(X(3),)] * 3)
