@@ -242,7 +242,8 @@ int tr_exc_new(tr_state *s, PyTypeObject *t, tr_var *args, int nargs, PyObject *
 {
     *obj = NULL;
     int nkw = kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0;
-    if (!tr_exc_user_init((PyObject *)t) || !s->top || !tr_exc_catchable(s, s->top))
+    if (!tr_exc_user_init((PyObject *)t) || !s->top ||
+        (!tr_exc_catchable(s, s->top) && !tr_exc_class_rebuildable(t)))
         return 0;
     int pv = plain_vars(s, args, nargs - nkw, true);
     if (pv <= 0)
@@ -602,9 +603,11 @@ int tr_exc_call(tr_state *s, tr_frame *fr, int nargs, PyObject *kwnames)
         if (src)
             return exc_text(s, fr, nargs, f, args[0].v, src);
     }
-    /* only under a handler: outside one the raise that follows is a break,
-     * whose partial graph cannot hold an exception object as a live value */
-    if ((!exc_cls && !conv) || !tr_exc_catchable(s, fr))
+    /* outside a handler only when the entry can rebuild the exception:
+     * the raise that follows is a break, whose partial graph holds the
+     * exception as a live value */
+    if ((!exc_cls && !conv) ||
+        (!tr_exc_catchable(s, fr) && (conv || !tr_exc_class_rebuildable((PyTypeObject *)f))))
         return 0;
     int pv = plain_vars(s, args, n, exc_cls);
     if (pv <= 0)

@@ -144,10 +144,14 @@ int tr_obj_tmpl_parts(PyObject *v, PyObject **spec, PyObject **vals)
  * (__setattr__, __del__, ...) in the Python classes of its MRO. */
 bool tr_exc_rebuildable(tr_state *s, PyObject *v)
 {
-    if (!v || !PyExceptionInstance_Check(v) || !tr_is_fresh(s, v))
-        return false;
-    PyTypeObject *t = Py_TYPE(v), *base = (PyTypeObject *)PyExc_BaseException;
-    if (t->tp_new != base->tp_new || t->tp_dictoffset != base->tp_dictoffset || !t->tp_mro)
+    return v && PyExceptionInstance_Check(v) && tr_is_fresh(s, v) &&
+           tr_exc_class_rebuildable(Py_TYPE(v));
+}
+
+bool tr_exc_class_rebuildable(PyTypeObject *t)
+{
+    PyTypeObject *base = (PyTypeObject *)PyExc_BaseException;
+    if (!PyExceptionClass_Check((PyObject *)t) || t->tp_new != base->tp_new || t->tp_dictoffset != base->tp_dictoffset || !t->tp_mro)
         return false;
     static const char *const hooks[] = {"__slots__", "__setattr__", "__getattr__",
                                         "__getattribute__", "__delattr__", "__del__", NULL};

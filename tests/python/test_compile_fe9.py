@@ -371,3 +371,51 @@ def f_class(x):
 
 def test_caught_exception_class():
     check(f_class, [(X(3),)] * 3)
+
+
+# ---------------- 4b. exceptions made outside a handler ----------------
+def f_made(x, n):
+    e = CodeError("made, not raised", n)
+    w = ValueError("w", 3)
+    return x + 1, e, w
+
+
+def f_raise_local(x):
+    e = KeyError("k")
+    try:
+        raise e
+    except KeyError as e2:
+        return x + 1, e2 is e, e
+
+
+def test_exception_made_outside_handler():
+    x = X(3)
+    check(f_made, [(x, 1), (x, 1), (x, 1)])
+    check(f_raise_local, [(x,)] * 3)
+
+
+def f_raise_stored(x, n):
+    y = x * 2
+    e = CodeError("bad", n)
+    y = y + 1
+    if n > 1:
+        raise e
+    return y
+
+
+def _outcome(fn, *args):
+    try:
+        return "ok", fn(*args)
+    except Exception as e:          # noqa: BLE001 - the exception is the result
+        return type(e), e
+
+
+def test_uncaught_exception_made_earlier():
+    st.reset()
+    cf = st.compile(f_raise_stored)
+    for n in [2, 2, 0, 3, 0]:
+        got, ref = _outcome(cf, X(3), n), _outcome(f_raise_stored, X(3), n)
+        assert got[0] == ref[0]
+        same(got[1], ref[1])
+        if got[0] != "ok":
+            assert got[1].__traceback__ is not None and got[1].__context__ is None
