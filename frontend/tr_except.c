@@ -575,6 +575,44 @@ static int exc_text(tr_state *s, tr_frame *fr, int nargs, PyObject *f, PyObject 
     return 1;
 }
 
+/* e.add_note(text) and e.with_traceback(None) of an exception the entry
+ * rebuilds (f: the bound method, or the descriptor with e in args[0]):
+ * run for real (the note is in e.__dict__; a traceback of None is what
+ * the rebuilt one has). 1 done, 0 not this case, -1 break. */
+static int exc_method(tr_state *s, tr_frame *fr, int nargs, PyObject *f, tr_var *args, int n)
+{
+    tr_var *self = NULL, *arg = NULL;
+    const char *name = NULL;
+    if (PyCFunction_Check(f) && n == 1 && PyCFunction_GET_SELF(f) &&
+        PyExceptionInstance_Check(PyCFunction_GET_SELF(f))) {
+        name = ((PyCFunctionObject *)f)->m_ml->ml_name;
+        arg = &args[0];
+    } else if (Py_IS_TYPE(f, &PyMethodDescr_Type) && n == 2 &&
+               ((PyMethodDescrObject *)f)->d_common.d_type == (PyTypeObject *)PyExc_BaseException) {
+        name = ((PyMethodDescrObject *)f)->d_method->ml_name;
+        self = &args[0];
+        arg = &args[1];
+    }
+    PyObject *e = self ? self->v : name ? PyCFunction_GET_SELF(f) : NULL;
+    bool note = name && !strcmp(name, "add_note"), tb = name && !strcmp(name, "with_traceback");
+    if (!e || !arg->v || (!note && !tb) || (self && (self->it || self->aux)) ||
+        !tr_exc_rebuildable(s, e) || (note ? !PyUnicode_CheckExact(arg->v) : arg->v != Py_None))
+        return 0;
+    PyObject *r = PyObject_CallMethod(e, name, "O", arg->v);
+    if (!r)
+        return tr_break_exc(s, note ? "add_note()" : "with_traceback()");
+    tr_var v = {0};
+    if (r == e && self) {             /* with_traceback: the exception itself */
+        Py_DECREF(r);
+        tr_var_copy(&v, self);
+    } else {
+        v.v = r;
+    }
+    pop_to(fr, fr->sp - nargs - 2);
+    fr->stack[fr->sp++] = v;
+    return 1;
+}
+
 int tr_exc_call(tr_state *s, tr_frame *fr, int nargs, PyObject *kwnames)
 {
     if (fr->sp < nargs + 2)
@@ -586,6 +624,11 @@ int tr_exc_call(tr_state *s, tr_frame *fr, int nargs, PyObject *kwnames)
     PyObject *f = fn->v;
     if (!f)
         return 0;
+    if (!kwnames) {
+        int m = exc_method(s, fr, nargs, f, args, n);
+        if (m)
+            return m;
+    }
     int nkw = kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0;
     /* keywords: to a C constructor (ImportError(name=...)); one that takes
      * none raises TypeError here, a break: Python raises it */

@@ -419,3 +419,32 @@ def test_uncaught_exception_made_earlier():
         same(got[1], ref[1])
         if got[0] != "ok":
             assert got[1].__traceback__ is not None and got[1].__context__ is None
+
+
+# ---------------- 4c. add_note / with_traceback(None) on a caught exception ----------------
+def f_note(x):
+    try:
+        raise CodeError("c", 4)
+    except CodeError as e:
+        e.add_note("while adding")
+        note = e.add_note
+        note("again")
+        return x + e.code, e, e.__notes__
+
+
+def f_with_tb(x):
+    try:
+        raise KeyError("k")
+    except KeyError as e:
+        return x + 1, e.with_traceback(None)
+
+
+def test_exception_add_note_with_traceback():
+    check(f_note, [(X(3),)] * 3)
+    st.reset()
+    cf = st.compile(f_note)
+    for _ in range(3):
+        e = cf(X(3))[1]
+        assert e.__notes__ == ["while adding", "again"]
+    check(f_with_tb, [(X(3),)] * 3)
+    assert st.compile(f_with_tb)(X(3))[1].__traceback__ is None
