@@ -14,6 +14,25 @@ void st_fe_tmpl_free(st_fe_tmpl *t)
     free(t);
 }
 
+/* Part k of a rebuilt exception: 0 args, 1 __cause__, 2 __context__. */
+static int set_exc_part(PyObject *o, int k, PyObject *v)
+{
+    PyBaseExceptionObject *e = (PyBaseExceptionObject *)o;
+    if (k == 0) {
+        if (!PyTuple_Check(v)) {
+            PyErr_SetString(PyExc_TypeError, "compiled entry: exception args not a tuple");
+            return -1;
+        }
+        Py_XSETREF(e->args, Py_NewRef(v));
+    } else if (v != Py_None) {
+        if (k == 1)
+            Py_XSETREF(e->cause, Py_NewRef(v));
+        else
+            Py_XSETREF(e->context, Py_NewRef(v));
+    }
+    return 0;
+}
+
 static PyObject *build_node(const st_fe_tmpl *t, PyObject *const *outs,
                             const st_fe_frame *f, PyObject **memo, PyObject **shared);
 
@@ -150,6 +169,9 @@ static PyObject *build_node(const st_fe_tmpl *t, PyObject *const *outs,
         Py_XDECREF(empty);
         PyObject *d = o ? PyObject_GenericGetDict(o, NULL) : NULL;
         if (!d) { Py_XDECREF(o); return NULL; }
+        /* an exception (tr_objects.c): its last 3 items are args,
+         * __cause__ and __context__ */
+        int nd = PyTuple_GET_SIZE(t->obj) == 4 ? t->n - 3 : t->n;
         /* items and attributes stored in C: the class's Python
          * __setitem__/__setattr__ ran in the frame, not again here */
         for (int i = 0; i < t->n; i++) {
@@ -158,12 +180,17 @@ static PyObject *build_node(const st_fe_tmpl *t, PyObject *const *outs,
             if (v && i < ni)
                 r = PyODict_Check(o) ? PyODict_SetItem(o, PyTuple_GET_ITEM(keys, i), v)
                                      : PyDict_SetItem(o, PyTuple_GET_ITEM(keys, i), v);
-            else if (v)
+            else if (v && i < nd)
                 r = PyDict_SetItem(d, PyTuple_GET_ITEM(names, i - ni), v);
+            else if (v)
+                r = set_exc_part(o, i - nd, v);
             Py_XDECREF(v);
             if (r < 0) { Py_DECREF(d); Py_DECREF(o); return NULL; }
         }
         Py_DECREF(d);
+        if (nd != t->n)
+            ((PyBaseExceptionObject *)o)->suppress_context =
+                (char)(PyTuple_GET_ITEM(t->obj, 3) == Py_True);
         return o;
     }
     case ST_T_METHOD: {

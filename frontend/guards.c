@@ -380,6 +380,29 @@ int st_fe_guard_add(st_fe_guardset *gs, st_fe_guard_kind kind, st_fe_src *s, PyO
 }
 
 /* Constants compared by value: immutable scalars and tuples of them. */
+/* symtrace.layout and symtrace.memory_format values (st.strided,
+ * st.channels_last, ...): module-level singletons compared by identity,
+ * guarded as constants like dtypes and devices. */
+static int is_format_obj(PyObject *v)
+{
+    static PyObject *cls[2];
+    static const char *where[2][2] = {{"symtrace._layout", "layout"},
+                                      {"symtrace._memory_format", "memory_format"}};
+    for (int i = 0; i < 2; i++) {
+        if (!cls[i]) {
+            PyObject *m = PyImport_ImportModule(where[i][0]);
+            cls[i] = m ? PyObject_GetAttrString(m, where[i][1]) : NULL;
+            Py_XDECREF(m);
+            if (!cls[i]) {
+                PyErr_Clear();
+                continue;
+            }
+        }
+        if ((PyObject *)Py_TYPE(v) == cls[i]) return 1;
+    }
+    return 0;
+}
+
 static int is_eq_const(PyObject *v, int depth)
 {
     if (v == Py_None || v == Py_Ellipsis || PyBool_Check(v) || PyLong_CheckExact(v) ||
@@ -388,6 +411,7 @@ static int is_eq_const(PyObject *v, int depth)
         return 1;
     if (Py_TYPE(v) == Py_TYPE(st_fe_dtype_obj(ST_FLOAT32))) return 1;
     if (st_fe_device_class && Py_TYPE(v) == (PyTypeObject *)st_fe_device_class) return 1;
+    if (is_format_obj(v)) return 1;
     if (st_fe_tuple_like(v) && depth < 4) {   /* a Size too */
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(v); i++)
             if (!is_eq_const(PyTuple_GET_ITEM(v, i), depth + 1)) return 0;

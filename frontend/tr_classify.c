@@ -9,6 +9,8 @@
 #include <string.h>
 
 struct tr_refs tr_refs;
+/* symtrace.layout and symtrace.memory_format: singletons compared by identity */
+static PyObject *layout_cls, *memfmt_cls;
 
 static PyObject *import_attr(const char *mod, const char *attr)
 {
@@ -55,19 +57,26 @@ int tr_calls_init(void)
     tr_refs.mode_restore = import_attr("symtrace.autograd.grad_mode", "_mode_restore");
     tr_refs.dtype_cls = import_attr("symtrace", "dtype");
     tr_refs.device_cls = import_attr("symtrace", "device");
+    layout_cls = import_attr("symtrace._layout", "layout");
+    memfmt_cls = import_attr("symtrace._memory_format", "memory_format");
     tr_refs.modlist_cls = import_attr("symtrace.nn", "ModuleList");
     tr_refs.seq_cls = import_attr("symtrace.nn", "Sequential");
     tr_refs.moddict_cls = import_attr("symtrace.nn", "ModuleDict");
     tr_refs.is_compiling_fn = import_attr("symtrace.compiler", "is_compiling");
     if (!tr_refs.pkg_dir || !tr_refs.mod_dir || !tr_refs.nn_utils || !tr_refs.c_module || !tr_refs.builtins_mod || !tr_refs.math_mod ||
         !tr_refs.operator_mod || !tr_refs.op_mod2 || !tr_refs.nn_module_cls || !tr_refs.function_cls ||
-        !tr_refs.gradmode_cls || !tr_refs.autocast_cls || !tr_refs.recfn_cls || !tr_refs.mode_snapshot || !tr_refs.mode_restore || !tr_refs.dtype_cls || !tr_refs.device_cls || !tr_refs.modlist_cls || !tr_refs.seq_cls ||
+        !tr_refs.gradmode_cls || !tr_refs.autocast_cls || !tr_refs.recfn_cls || !tr_refs.mode_snapshot || !tr_refs.mode_restore || !tr_refs.dtype_cls || !tr_refs.device_cls || !layout_cls || !memfmt_cls || !tr_refs.modlist_cls || !tr_refs.seq_cls ||
         !tr_refs.moddict_cls || !tr_refs.is_compiling_fn)
         return -1;
     return 0;
 }
 
 /* ---------------- classification ---------------- */
+static bool is_format_obj(PyObject *o)
+{
+    return (PyObject *)Py_TYPE(o) == layout_cls || (PyObject *)Py_TYPE(o) == memfmt_cls;
+}
+
 bool tr_safe_type(PyObject *o)
 {
     if (!o)
@@ -86,7 +95,8 @@ bool tr_safe_type(PyObject *o)
         return st_fe_tuple_like(o) || PyObject_HasAttrString((PyObject *)t, "_fields");
     if (PyDict_Check(o))      /* OrderedDict */
         return !strcmp(t->tp_name, "collections.OrderedDict");
-    if ((PyObject *)t == tr_refs.dtype_cls || (PyObject *)t == tr_refs.device_cls)
+    if ((PyObject *)t == tr_refs.dtype_cls || (PyObject *)t == tr_refs.device_cls ||
+        is_format_obj(o))
         return true;
     if (!strcmp(t->tp_name, "dict_keys") || !strcmp(t->tp_name, "dict_values") ||
         !strcmp(t->tp_name, "dict_items") || !strcmp(t->tp_name, "odict_keys") ||
@@ -101,7 +111,7 @@ bool tr_is_const_value(PyObject *o)
            PyFloat_CheckExact(o) || PyUnicode_CheckExact(o) || PyBytes_CheckExact(o) ||
            PyComplex_CheckExact(o) || PySlice_Check(o) || PyRange_Check(o) || PyType_Check(o) ||
            (PyObject *)Py_TYPE(o) == tr_refs.dtype_cls || (PyObject *)Py_TYPE(o) == tr_refs.device_cls ||
-           PyFrozenSet_CheckExact(o);
+           is_format_obj(o) || PyFrozenSet_CheckExact(o);
 }
 
 bool tr_is_symtrace_module(PyObject *o)

@@ -126,6 +126,8 @@ static void set_pending(tr_state *s, tr_frame *fr, PyObject *exc, bool new_site)
     Py_XSETREF(s->exc_file, Py_NewRef(fr->code->co_filename));
 }
 
+static bool plain_arg(PyObject *o, int depth);
+
 /* The pending exception is not caught by the translated frames: a break
  * at the instruction that raised it (Python raises it there). */
 static int uncaught(tr_state *s)
@@ -136,7 +138,14 @@ static int uncaught(tr_state *s)
         Py_XDECREF(exc);
         return -1;
     }
-    PyObject *str = PyObject_Str(exc);
+    /* its text, unless that would format a tensor of the trace (or run
+     * a user __repr__) */
+    PyObject *a = PyObject_GetAttrString(exc, "args");
+    PyErr_Clear();
+    PyObject *str = a && plain_arg(a, 0)
+                        ? PyObject_Str(exc)
+                        : PyUnicode_FromString("(not shown: its args are not plain values)");
+    Py_XDECREF(a);
     const char *msg = str ? PyUnicode_AsUTF8(str) : NULL;
     if (!msg) {
         PyErr_Clear();
@@ -209,12 +218,12 @@ bool tr_exc_user_init(PyObject *c)
     return init && PyFunction_Check(init);
 }
 
-static bool plain_arg(PyObject *o, int depth);
-
 /* Values an exception's C constructor may be given: plain values (lazy
- * numbers made plain, guarded), no iterator or super() stand-ins.
- * 1 yes, 0 no, -1 break. */
-static int plain_vars(tr_state *s, tr_var *args, int n)
+ * numbers made plain, guarded), no iterator or super() stand-ins; with
+ * tensors, also tensors (the positional arguments of a user class's
+ * construction and its base's __init__: kept in .args, which str() and
+ * repr() then leave to Python, exc_text). 1 yes, 0 no, -1 break. */
+static int plain_vars(tr_state *s, tr_var *args, int n, bool tensors)
 {
     for (int i = 0; i < n; i++)
         if (!args[i].v || args[i].it || args[i].aux)
@@ -222,7 +231,7 @@ static int plain_vars(tr_state *s, tr_var *args, int n)
     for (int i = 0; i < n; i++) {
         if (s->dyn && tr_dyn_plain_var(s, &args[i]) < 0)
             return -1;
-        if (!plain_arg(args[i].v, 0))
+        if (!plain_arg(args[i].v, 0) && !(tensors && st_fe_is_tensor(args[i].v)))
             return 0;
     }
     return 1;
@@ -233,9 +242,10 @@ int tr_exc_new(tr_state *s, PyTypeObject *t, tr_var *args, int nargs, PyObject *
 {
     *obj = NULL;
     int nkw = kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0;
-    if (!tr_exc_user_init((PyObject *)t) || !s->top || !tr_exc_catchable(s, s->top))
+    if (!tr_exc_user_init((PyObject *)t) || !s->top ||
+        (!tr_exc_catchable(s, s->top) && !tr_exc_class_rebuildable(t)))
         return 0;
-    int pv = plain_vars(s, args, nargs - nkw);
+    int pv = plain_vars(s, args, nargs - nkw, true);
     if (pv <= 0)
         return pv;
     /* BaseException's new keeps the positional arguments as .args (what
@@ -263,7 +273,7 @@ int tr_exc_c_init(tr_state *s, PyObject *fn, PyObject *self, tr_var *args, int n
               !(((PyTypeObject *)oc)->tp_flags & Py_TPFLAGS_HEAPTYPE) &&
               PyObject_TypeCheck(self, (PyTypeObject *)oc);
     Py_XDECREF(oc);
-    return ok ? plain_vars(s, args, nargs) : 0;
+    return ok ? plain_vars(s, args, nargs, true) : 0;
 }
 
 /* A plain value an exception may be built from. */
@@ -565,6 +575,44 @@ static int exc_text(tr_state *s, tr_frame *fr, int nargs, PyObject *f, PyObject 
     return 1;
 }
 
+/* e.add_note(text) and e.with_traceback(None) of an exception the entry
+ * rebuilds (f: the bound method, or the descriptor with e in args[0]):
+ * run for real (the note is in e.__dict__; a traceback of None is what
+ * the rebuilt one has). 1 done, 0 not this case, -1 break. */
+static int exc_method(tr_state *s, tr_frame *fr, int nargs, PyObject *f, tr_var *args, int n)
+{
+    tr_var *self = NULL, *arg = NULL;
+    const char *name = NULL;
+    if (PyCFunction_Check(f) && n == 1 && PyCFunction_GET_SELF(f) &&
+        PyExceptionInstance_Check(PyCFunction_GET_SELF(f))) {
+        name = ((PyCFunctionObject *)f)->m_ml->ml_name;
+        arg = &args[0];
+    } else if (Py_IS_TYPE(f, &PyMethodDescr_Type) && n == 2 &&
+               ((PyMethodDescrObject *)f)->d_common.d_type == (PyTypeObject *)PyExc_BaseException) {
+        name = ((PyMethodDescrObject *)f)->d_method->ml_name;
+        self = &args[0];
+        arg = &args[1];
+    }
+    PyObject *e = self ? self->v : name ? PyCFunction_GET_SELF(f) : NULL;
+    bool note = name && !strcmp(name, "add_note"), tb = name && !strcmp(name, "with_traceback");
+    if (!e || !arg->v || (!note && !tb) || (self && (self->it || self->aux)) ||
+        !tr_exc_rebuildable(s, e) || (note ? !PyUnicode_CheckExact(arg->v) : arg->v != Py_None))
+        return 0;
+    PyObject *r = PyObject_CallMethod(e, name, "O", arg->v);
+    if (!r)
+        return tr_break_exc(s, note ? "add_note()" : "with_traceback()");
+    tr_var v = {0};
+    if (r == e && self) {             /* with_traceback: the exception itself */
+        Py_DECREF(r);
+        tr_var_copy(&v, self);
+    } else {
+        v.v = r;
+    }
+    pop_to(fr, fr->sp - nargs - 2);
+    fr->stack[fr->sp++] = v;
+    return 1;
+}
+
 int tr_exc_call(tr_state *s, tr_frame *fr, int nargs, PyObject *kwnames)
 {
     if (fr->sp < nargs + 2)
@@ -576,6 +624,11 @@ int tr_exc_call(tr_state *s, tr_frame *fr, int nargs, PyObject *kwnames)
     PyObject *f = fn->v;
     if (!f)
         return 0;
+    if (!kwnames) {
+        int m = exc_method(s, fr, nargs, f, args, n);
+        if (m)
+            return m;
+    }
     int nkw = kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0;
     /* keywords: to a C constructor (ImportError(name=...)); one that takes
      * none raises TypeError here, a break: Python raises it */
@@ -593,11 +646,13 @@ int tr_exc_call(tr_state *s, tr_frame *fr, int nargs, PyObject *kwnames)
         if (src)
             return exc_text(s, fr, nargs, f, args[0].v, src);
     }
-    /* only under a handler: outside one the raise that follows is a break,
-     * whose partial graph cannot hold an exception object as a live value */
-    if ((!exc_cls && !conv) || !tr_exc_catchable(s, fr))
+    /* outside a handler only when the entry can rebuild the exception:
+     * the raise that follows is a break, whose partial graph holds the
+     * exception as a live value */
+    if ((!exc_cls && !conv) ||
+        (!tr_exc_catchable(s, fr) && (conv || !tr_exc_class_rebuildable((PyTypeObject *)f))))
         return 0;
-    int pv = plain_vars(s, args, n);
+    int pv = plain_vars(s, args, n, exc_cls);
     if (pv <= 0)
         return pv;
     PyObject **av = PyMem_Malloc(sizeof(PyObject *) * (size_t)(n + 1));

@@ -349,6 +349,9 @@ bool tr_fresh_user_obj(tr_state *s, PyObject *o);
 PyObject *tr_py_dunder(PyObject *o, const char *name);   /* borrowed Python function or NULL */
 int tr_call_dunder(tr_state *s, PyObject *fn, tr_var *o, tr_var *args, int nargs, tr_var *out);
 int tr_obj_tmpl_parts(PyObject *v, PyObject **spec, PyObject **vals);
+bool tr_exc_rebuildable(tr_state *s, PyObject *v);   /* an exception made in the frame */
+bool tr_exc_class_rebuildable(PyTypeObject *t);
+int tr_exc_tmpl_parts(PyObject *v, PyObject **spec, PyObject **vals);
 
 /* ---- tr_dynamic.c: dynamic shapes (see its top comment) */
 typedef struct {

@@ -3,7 +3,9 @@
  * OrderedDict): which classes the translator builds itself, their Python
  * dunders (__setattr__, __setitem__, __getitem__) inlined, their C dict
  * methods run for real, and how the entry rebuilds one on every call (the
- * ST_T_OBJECT template: entry.c). */
+ * ST_T_OBJECT template: entry.c). Also exceptions made in the frame that
+ * are returned, stored or live at a break: rebuilt the same way, with
+ * their args, __cause__, __context__ and __suppress_context__. */
 #include "tr_internal.h"
 
 #include <string.h>
@@ -134,4 +136,75 @@ int tr_obj_tmpl_parts(PyObject *v, PyObject **spec, PyObject **vals)
     else
         Py_XDECREF(vs);
     return rc;
+}
+
+/* An exception instance made in the frame that the entry can rebuild:
+ * BaseException's tp_new and instance layout (no C fields of OSError,
+ * StopIteration, AttributeError...), no slots, metaclass type and no hook
+ * (__setattr__, __del__, ...) in the Python classes of its MRO. */
+bool tr_exc_rebuildable(tr_state *s, PyObject *v)
+{
+    return v && PyExceptionInstance_Check(v) && tr_is_fresh(s, v) &&
+           tr_exc_class_rebuildable(Py_TYPE(v));
+}
+
+bool tr_exc_class_rebuildable(PyTypeObject *t)
+{
+    PyTypeObject *base = (PyTypeObject *)PyExc_BaseException;
+    if (!PyExceptionClass_Check((PyObject *)t) || t->tp_new != base->tp_new || t->tp_dictoffset != base->tp_dictoffset || !t->tp_mro)
+        return false;
+    static const char *const hooks[] = {"__slots__", "__setattr__", "__getattr__",
+                                        "__getattribute__", "__delattr__", "__del__", NULL};
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(t->tp_mro); i++) {
+        PyTypeObject *b = (PyTypeObject *)PyTuple_GET_ITEM(t->tp_mro, i);
+        if (!(b->tp_flags & Py_TPFLAGS_HEAPTYPE)) {
+            if (PyExceptionClass_Check((PyObject *)b) && b->tp_basicsize != base->tp_basicsize)
+                return false;
+            continue;
+        }
+        if (Py_TYPE(b) != &PyType_Type || !b->tp_dict)
+            return false;
+        for (int k = 0; hooks[k]; k++)
+            if (PyDict_GetItemString(b->tp_dict, hooks[k]))
+                return false;
+    }
+    return true;
+}
+
+/* The template of such an exception: obj = (type, (), attribute names,
+ * __suppress_context__), items = the attribute values, then args,
+ * __cause__ and __context__ (None when unset). */
+int tr_exc_tmpl_parts(PyObject *v, PyObject **spec, PyObject **vals)
+{
+    PyObject *ospec, *ovals;
+    *spec = *vals = NULL;
+    if (tr_obj_tmpl_parts(v, &ospec, &ovals) < 0)
+        return -1;
+    PyBaseExceptionObject *e = (PyBaseExceptionObject *)v;
+    Py_ssize_t n = PyTuple_GET_SIZE(ovals);
+    PyObject *vs = PyTuple_New(n + 3);
+    PyObject *sp = vs ? PyTuple_Pack(4, PyTuple_GET_ITEM(ospec, 0), PyTuple_GET_ITEM(ospec, 1),
+                                     PyTuple_GET_ITEM(ospec, 2),
+                                     e->suppress_context ? Py_True : Py_False) : NULL;
+    Py_DECREF(ospec);
+    if (!sp) {
+        Py_XDECREF(vs);
+        Py_DECREF(ovals);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        PyTuple_SET_ITEM(vs, i, Py_NewRef(PyTuple_GET_ITEM(ovals, i)));
+    Py_DECREF(ovals);
+    PyObject *args = e->args ? e->args : PyTuple_New(0);
+    PyTuple_SET_ITEM(vs, n, e->args ? Py_NewRef(args) : args);
+    PyTuple_SET_ITEM(vs, n + 1, Py_NewRef(e->cause ? e->cause : Py_None));
+    PyTuple_SET_ITEM(vs, n + 2, Py_NewRef(e->context ? e->context : Py_None));
+    if (!args) {
+        Py_DECREF(vs);
+        Py_DECREF(sp);
+        return -1;
+    }
+    *spec = sp;
+    *vals = vs;
+    return 0;
 }

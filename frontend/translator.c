@@ -481,8 +481,9 @@ static int tmpl_of(tr_state *s, PyObject *v, outlist *ol, st_fe_tmpl **out, int 
     /* a list, dict, tuple (a namedtuple) or user object made in the frame:
      * one object however often the results and stored values reach it
      * (a tuple stored in d['t'] and returned is d['t']) */
+    bool exc = tr_exc_rebuildable(s, v);
     bool shareable = PyList_CheckExact(v) || PyDict_CheckExact(v) || PyTuple_Check(v) ||
-                     tr_fresh_user_obj(s, v);
+                     tr_fresh_user_obj(s, v) || exc;
     if (shareable) {
         int sh = share_node(s, v, t);
         if (sh != 0)
@@ -514,6 +515,12 @@ static int tmpl_of(tr_state *s, PyObject *v, outlist *ol, st_fe_tmpl **out, int 
         t->kind = ST_T_OBJECT;
         if (tr_obj_tmpl_parts(v, &t->obj, &items) < 0)
             return tr_break_exc(s, "user object");
+    } else if (exc) {
+        /* an exception made in the frame (caught, returned or stored):
+         * rebuilt on every call with its type, args and attributes */
+        t->kind = ST_T_OBJECT;
+        if (tr_exc_tmpl_parts(v, &t->obj, &items) < 0)
+            return tr_break_exc(s, "exception");
     } else if (s->tmpl_live && (PyMethod_Check(v) ||
                                 (PyCFunction_Check(v) && PyCFunction_GET_SELF(v) &&
                                  !PyModule_Check(PyCFunction_GET_SELF(v))))) {
