@@ -380,7 +380,7 @@ static bool is_buffer_access(st_llvm_cg *cg, LLVMValueRef ins)
         return false;
     LLVMValueRef base = LLVMGetOperand(ptr, 0);
     for (int b = 0; b < cg->k->nbufs; b++)
-        if (cg->data[b] == base)
+        if (cg->data[b] == base || (cg->splat_ptr[b] && cg->splat_ptr[b] == base))
             return true;
     return cg->rwords && base == cg->rwords; /* the row's random words */
 }
@@ -412,6 +412,35 @@ static void mark_parallel(st_llvm_cg *cg, const LLVMValueRef *latches, int n)
     }
 }
 
+/* The splat path of an elementwise kernel: an input broadcast along the
+ * innermost dim at run time (stride 0 there, as a per-channel [1, C, 1, 1]
+ * operand of a graph, whose size-1 dims the kernel cannot know statically)
+ * sends a row to the strided path, whose loads the vectorizer cannot widen
+ * (a point's offsets recomputed, scalar loads). On this path each such
+ * input's value is copied into a scratch row of SPLAT_N points first, and
+ * every buffer is read and written at unit stride from a row pointer, as
+ * on the fast path. Up to SPLAT_MAX_BUFS inputs: plain loads of buffers
+ * without unravel or indexed loads. */
+#define SPLAT_N 1024
+#define SPLAT_MAX_BUFS 8
+
+static bool splat_candidate(const st_kernel *k, int b, int in)
+{
+    const st_kbuf *kb = &k->bufs[b];
+    if (kb->is_out || kb->dimmap[in] < 0 || kb->unravel > 0 || index_only(k, b))
+        return false;
+    bool used = false;
+    for (int i = 0; i < k->nnodes; i++) {
+        const st_knode *n = &k->nodes[i];
+        if (n->kind != ST_KN_LOAD || n->buf != b)
+            continue;
+        if (n->idx_dim >= 0)
+            return false;
+        used = true;
+    }
+    return used;
+}
+
 static void emit_pointwise(st_llvm_cg *cg, int rank, bool mm)
 {
     const st_kernel *k = cg->k;
@@ -437,6 +466,20 @@ static void emit_pointwise(st_llvm_cg *cg, int rank, bool mm)
     LLVMValueRef left = LLVMBuildSub(B, inner, j0, ""), rest = LLVMBuildSub(B, hi, pv, "");
     LLVMValueRef cnt = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, left, rest, ""),
                                        left, rest, "cnt");
+    bool splat[ST_K_MAX_BUFS] = {false};
+    LLVMValueRef scratch[ST_K_MAX_BUFS] = {0};
+    int nsplat = 0;
+    for (int b = 0; rank > 0 && !mm && b < k->nbufs && nsplat < SPLAT_MAX_BUFS; b++)
+        if (splat_candidate(k, b, in)) {
+            splat[b] = true;
+            nsplat++;
+            scratch[b] = st_llvm_entry_alloca(cg, LLVMArrayType(
+                st_llvm_mty(cg, k->bufs[b].dtype), SPLAT_N));
+        }
+    if (nsplat) { /* rows of at most SPLAT_N points (the scratch's length) */
+        LLVMValueRef cap = I64(SPLAT_N);
+        cnt = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, cnt, cap, ""), cnt, cap, "");
+    }
     if (rwords) {
         /* at most RAND_RUN points, whose Philox words come first: a
          * block per four points (st_rand_uniform_f), in a loop of its own
@@ -462,6 +505,7 @@ static void emit_pointwise(st_llvm_cg *cg, int rank, bool mm)
     memcpy(outer_coord, cg->coord, sizeof outer_coord);
     LLVMBasicBlockRef fb = st_llvm_bb(cg, "fast"), sb = st_llvm_bb(cg, "strided"),
                       join = st_llvm_bb(cg, "join");
+    LLVMBasicBlockRef spb = nsplat ? st_llvm_bb(cg, "splat") : NULL;
     LLVMValueRef seg_latch = NULL;
     if (rank > 0 && has_unravel(k)) {
         /* unravel loads: segments of the row when their indices move by
@@ -474,14 +518,60 @@ static void emit_pointwise(st_llvm_cg *cg, int rank, bool mm)
         LLVMBuildBr(B, join);
         LLVMPositionBuilderAtEnd(B, other);
     }
-    LLVMBuildCondBr(B, fast, fb, sb);
-    LLVMValueRef par_latch = NULL;
+    if (nsplat) {
+        /* not fast: the splat path when every buffer moving along the row
+         * has stride 1 there, but splat candidates, which may have 0 */
+        LLVMBasicBlockRef tb = st_llvm_bb(cg, "splat_test");
+        LLVMBuildCondBr(B, fast, fb, tb);
+        LLVMPositionBuilderAtEnd(B, tb);
+        LLVMValueRef t = LLVMConstInt(cg->i1, 1, 0);
+        for (int b = 0; b < k->nbufs; b++) {
+            if (k->bufs[b].dimmap[in] < 0)
+                continue;
+            LLVMValueRef s = cg->stride[b][in];
+            LLVMValueRef ok = LLVMBuildICmp(B, LLVMIntEQ, s, I64(index_only(k, b) ? 0 : 1), "");
+            if (splat[b])
+                ok = LLVMBuildOr(B, ok, LLVMBuildICmp(B, LLVMIntEQ, s, I64(0), ""), "");
+            t = LLVMBuildAnd(B, t, ok, "");
+        }
+        LLVMBuildCondBr(B, t, spb, sb);
+    } else {
+        LLVMBuildCondBr(B, fast, fb, sb);
+    }
+    LLVMValueRef par_latch = NULL, splat_latch = NULL;
     bool any_pre = false;
     for (int i = 0; rank > 0 && !mm && i < k->nnodes; i++)
         any_pre |= row_index(k, i, in, true);
     LLVMValueRef *pre = any_pre ? calloc((size_t)k->nnodes, sizeof *pre) : NULL;
-    for (int pass = 0; pass < 2; pass++) {
-        LLVMPositionBuilderAtEnd(B, pass == 0 ? fb : sb);
+    for (int pass = 0; pass < (nsplat ? 3 : 2); pass++) {
+        LLVMPositionBuilderAtEnd(B, pass == 0 ? fb : pass == 1 ? sb : spb);
+        LLVMValueRef saved_data[ST_K_MAX_BUFS];
+        memcpy(saved_data, cg->data, sizeof saved_data);
+        if (pass == 2) { /* the splat rows and the row pointers */
+            for (int b = 0; b < k->nbufs; b++) {
+                if (!splat[b])
+                    continue;
+                LLVMTypeRef mt = st_llvm_mty(cg, k->bufs[b].dtype);
+                LLVMValueRef is0 = LLVMBuildICmp(B, LLVMIntEQ, cg->stride[b][in], I64(0), "");
+                LLVMBasicBlockRef fill = st_llvm_bb(cg, "splat_fill"),
+                                  filled = st_llvm_bb(cg, "splat_filled");
+                LLVMBuildCondBr(B, is0, fill, filled);
+                LLVMPositionBuilderAtEnd(B, fill);
+                LLVMValueRef v = LLVMBuildLoad2(B, mt, LLVMBuildGEP2(B, mt, cg->data[b],
+                                                &base[b], 1, ""), "");
+                st_llvm_loop F;
+                LLVMValueRef q = st_llvm_loop_begin(cg, &F, I64(0), cnt);
+                LLVMBuildStore(B, v, LLVMBuildGEP2(B, mt, scratch[b], &q, 1, ""));
+                st_llvm_loop_end(cg, &F);
+                LLVMBuildBr(B, filled);
+                LLVMPositionBuilderAtEnd(B, filled);
+                cg->splat_ptr[b] = LLVMBuildSelect(B, is0, scratch[b],
+                    LLVMBuildGEP2(B, mt, cg->data[b], &base[b], 1, ""), "");
+            }
+            for (int b = 0; b < k->nbufs; b++)
+                if (splat[b])
+                    cg->data[b] = cg->splat_ptr[b];
+        }
         if (pre) { /* the row's shared indices, at its first point */
             cg->pre = NULL;
             memcpy(cg->coord, outer_coord, sizeof outer_coord);
@@ -502,7 +592,9 @@ static void emit_pointwise(st_llvm_cg *cg, int rank, bool mm)
         for (int b = 0; b < k->nbufs; b++) {
             if (rank == 0)
                 cg->off[b] = base[b];
-            else if (pass == 0)
+            else if (pass == 2 && splat[b])
+                cg->off[b] = j;
+            else if (pass == 0 || pass == 2)
                 cg->off[b] = k->bufs[b].dimmap[in] >= 0 && !index_only(k, b)
                                  ? LLVMBuildNSWAdd(B, base[b], j, "") : base[b];
             else
@@ -517,22 +609,28 @@ static void emit_pointwise(st_llvm_cg *cg, int rank, bool mm)
         st_llvm_loop_end(cg, &L);
         if (pass == 0 && rank > 0 && !mm && parallel_loop_ok(k))
             par_latch = LLVMGetBasicBlockTerminator(latch);
+        if (pass == 2 && parallel_loop_ok(k))
+            splat_latch = LLVMGetBasicBlockTerminator(latch);
         LLVMBuildBr(B, join);
         cg->pre = NULL;
+        memcpy(cg->data, saved_data, sizeof saved_data);
     }
     free(pre);
     LLVMPositionBuilderAtEnd(B, join);
     st_llvm_loop_next(cg, &rows, LLVMBuildNSWAdd(B, pv, cnt, ""));
     LLVMBuildRet(B, LLVMConstInt(cg->i32, 0, 0));
-    LLVMValueRef latches[2];
+    LLVMValueRef latches[3];
     int nl = 0;
     if (par_latch)
         latches[nl++] = par_latch;
     if (seg_latch)
         latches[nl++] = seg_latch;
+    if (splat_latch)
+        latches[nl++] = splat_latch;
     if (nl)
         mark_parallel(cg, latches, nl);
     cg->rwords = cg->rbase = NULL;
+    memset(cg->splat_ptr, 0, sizeof cg->splat_ptr);
 }
 
 /* ---- REDUCE ---- */
@@ -547,15 +645,8 @@ typedef struct {
     int src, dup, buf;
 } stash_t;
 
+/* The accumulator of one reduction. */
 typedef struct {
-    int rank, ro;
-    stash_t stash;
-    int pass;         /* reduction pass being emitted; nreduce: epilogue */
-    LLVMValueRef o, R, rinner, nq, fast;
-    LLVMValueRef obase[ST_K_MAX_BUFS];
-    LLVMValueRef outer_coord[ST_MAX_DIMS];
-    /* accumulation of reduction r (mode >= 0) or the stores (mode -1) */
-    int mode;
     LLVMValueRef acc, arg;
     bool accf;
     LLVMTypeRef at;   /* type of acc: i64, double, or float (see fmm) */
@@ -563,7 +654,81 @@ typedef struct {
      * the row in vector lanes; each chunk's sum is added to acc (double) */
     bool chunk;
     LLVMValueRef facc;
+} racc_t;
+
+/* Passes over the row: reduction r is accumulated in pass level[r], one
+ * more than the latest pass of a reduction its nodes read (so independent
+ * reductions, as the sums of a batch norm's backward, share one walk of
+ * the row: each keeps its own accumulators, in the order of separate
+ * passes); the per-point epilogue comes after the last pass. */
+typedef struct {
+    int rank, ro;
+    stash_t stash;
+    LLVMValueRef o, R, rinner, nq, fast;
+    LLVMValueRef obase[ST_K_MAX_BUFS];
+    LLVMValueRef outer_coord[ST_MAX_DIMS];
+    /* accumulation of the reductions of pass `mode` (mode >= 0) or the
+     * stores (mode -1) */
+    int mode;
+    int level[ST_K_MAX_REDUCE];
+    racc_t ra[ST_K_MAX_REDUCE];
+    bool chunk;       /* a reduction of the pass is chunked */
+    /* the splat path of rows of at most SPLAT_N points (see emit_pointwise):
+     * inputs constant along the row's innermost dim at run time, as a
+     * batch norm's per-channel statistics */
+    int nsplat;
+    bool splat[ST_K_MAX_BUFS];
+    LLVMValueRef scratch[ST_K_MAX_BUFS];
+    LLVMValueRef splat_ok;
 } rctx;
+
+/* Whether reduction r is accumulated in the current pass. */
+static bool in_pass(const st_kernel *k, const rctx *rc, int r)
+{
+    int nreduce = k->nreduce < 1 ? 1 : k->nreduce;
+    return rc->mode >= 0 && r < nreduce && rc->level[r] == rc->mode;
+}
+
+/* rc->level of every reduction (see rctx); returns the number of passes.
+ * A reduction reads another through a REDUCED node of its source's DAG or
+ * of the nodes of its phase (the stash's source among them). */
+static int reduce_levels(const st_kernel *k, rctx *rc)
+{
+    int n = k->nnodes, npass = 0;
+    int nreduce = k->nreduce < 1 ? 1 : k->nreduce;
+    char *live = malloc((size_t)(n > 0 ? n : 1));
+    for (int r = 0; r < nreduce; r++) {
+        int lv = 0;
+        if (!live) {
+            lv = r; /* one pass each, as before */
+        } else {
+            memset(live, 0, (size_t)n);
+            if (k->reduce[r].src >= 0 && k->reduce[r].src < n)
+                live[k->reduce[r].src] = 1;
+            for (int i = n - 1; i >= 0; i--) {
+                const st_knode *x = &k->nodes[i];
+                if (!live[i] && x->phase != r)
+                    continue;
+                if (x->a >= 0) live[x->a] = 1;
+                if (x->b >= 0) live[x->b] = 1;
+                if (x->c >= 0) live[x->c] = 1;
+                if (x->kind == ST_KN_REDUCED) {
+                    if (x->i < 0 || x->i >= r) { /* not an earlier one: keep order */
+                        lv = r > npass ? r : npass;
+                        break;
+                    }
+                    if (rc->level[x->i] + 1 > lv)
+                        lv = rc->level[x->i] + 1;
+                }
+            }
+        }
+        rc->level[r] = lv;
+        if (lv + 1 > npass)
+            npass = lv + 1;
+    }
+    free(live);
+    return npass;
+}
 
 /* A SUM/MEAN of float16/bfloat16/float32 values accumulates in float
  * (vector lanes, reassociated: a tree of partial sums) over chunks of at
@@ -605,30 +770,29 @@ static LLVMValueRef fminmax(st_llvm_cg *cg, bool mx, LLVMValueRef a,
     return LLVMBuildCall2(cg->B, ft, f, args, 2, "");
 }
 
-static void acc_update(st_llvm_cg *cg, rctx *rc, LLVMValueRef pos)
+static void acc_update(st_llvm_cg *cg, racc_t *ra, int r, LLVMValueRef pos)
 {
     const st_kernel *k = cg->k;
     LLVMBuilderRef B = cg->B;
-    int r = rc->mode;
     st_reduce_op op = k->reduce[r].op;
     int src = k->reduce[r].src;
     LLVMValueRef v = st_llvm_node(cg, src);
     st_dtype sdt = k->nodes[src].dtype;
-    LLVMTypeRef at = rc->at;
-    LLVMValueRef x = fmm(op, rc->accf) ? v
-                     : rc->accf ? st_llvm_as_f(cg, v, sdt) : st_llvm_as_i(cg, v, sdt);
-    LLVMValueRef acc = LLVMBuildLoad2(B, at, rc->acc, ""), nacc = acc;
+    LLVMTypeRef at = ra->at;
+    LLVMValueRef x = fmm(op, ra->accf) ? v
+                     : ra->accf ? st_llvm_as_f(cg, v, sdt) : st_llvm_as_i(cg, v, sdt);
+    LLVMValueRef acc = LLVMBuildLoad2(B, at, ra->acc, ""), nacc = acc;
     switch (op) {
     case ST_RED_SUM:
     case ST_RED_MEAN:
-        if (rc->chunk) {
-            LLVMValueRef fa = LLVMBuildLoad2(B, cg->f32, rc->facc, "");
+        if (ra->chunk) {
+            LLVMValueRef fa = LLVMBuildLoad2(B, cg->f32, ra->facc, "");
             LLVMValueRef fs = LLVMBuildFAdd(B, fa, v, "");
             LLVMSetFastMathFlags(fs, LLVMFastMathAllowReassoc);
-            LLVMBuildStore(B, fs, rc->facc);
+            LLVMBuildStore(B, fs, ra->facc);
             return;
         }
-        if (rc->accf) {
+        if (ra->accf) {
             nacc = LLVMBuildFAdd(B, acc, x, "");
             LLVMSetFastMathFlags(nacc, LLVMFastMathAllowReassoc);
         } else {
@@ -636,7 +800,7 @@ static void acc_update(st_llvm_cg *cg, rctx *rc, LLVMValueRef pos)
         }
         break;
     case ST_RED_PROD:
-        if (rc->accf) {
+        if (ra->accf) {
             nacc = LLVMBuildFMul(B, acc, x, "");
             LLVMSetFastMathFlags(nacc, LLVMFastMathAllowReassoc);
         } else {
@@ -645,7 +809,7 @@ static void acc_update(st_llvm_cg *cg, rctx *rc, LLVMValueRef pos)
         break;
     case ST_RED_MAX:
     case ST_RED_MIN: {
-        if (rc->accf) {
+        if (ra->accf) {
             nacc = fminmax(cg, op == ST_RED_MAX, acc, x);
         } else {
             LLVMValueRef c = LLVMBuildICmp(B, op == ST_RED_MAX ? LLVMIntSGT : LLVMIntSLT,
@@ -658,19 +822,19 @@ static void acc_update(st_llvm_cg *cg, rctx *rc, LLVMValueRef pos)
     case ST_RED_ARGMIN: {
         bool mx = op == ST_RED_ARGMAX;
         LLVMValueRef c;
-        if (rc->accf)
+        if (ra->accf)
             c = LLVMBuildAnd(B, LLVMBuildFCmp(B, LLVMRealORD, acc, acc, ""),
                     LLVMBuildOr(B, LLVMBuildFCmp(B, LLVMRealUNO, x, x, ""),
                                 LLVMBuildFCmp(B, mx ? LLVMRealOGT : LLVMRealOLT, x, acc, ""), ""), "");
         else
             c = LLVMBuildICmp(B, mx ? LLVMIntSGT : LLVMIntSLT, x, acc, "");
         nacc = LLVMBuildSelect(B, c, x, acc, "");
-        LLVMValueRef arg = LLVMBuildLoad2(B, cg->i64, rc->arg, "");
-        LLVMBuildStore(B, LLVMBuildSelect(B, c, pos, arg, ""), rc->arg);
+        LLVMValueRef arg = LLVMBuildLoad2(B, cg->i64, ra->arg, "");
+        LLVMBuildStore(B, LLVMBuildSelect(B, c, pos, arg, ""), ra->arg);
         break;
     }
     }
-    LLVMBuildStore(B, nacc, rc->acc);
+    LLVMBuildStore(B, nacc, ra->acc);
 }
 
 static void row_point(st_llvm_cg *cg, rctx *rc, LLVMValueRef pos)
@@ -679,8 +843,10 @@ static void row_point(st_llvm_cg *cg, rctx *rc, LLVMValueRef pos)
     cg->lin = LLVMBuildAdd(cg->B, LLVMBuildMul(cg->B, rc->o, rc->R, ""), pos, "");
     const stash_t *sh = &rc->stash;
     if (rc->mode >= 0) {
-        acc_update(cg, rc, pos);
-        if (sh->on && rc->pass == cg->k->nreduce - 1)
+        for (int r = 0; r < ST_K_MAX_REDUCE; r++)
+            if (in_pass(cg->k, rc, r))
+                acc_update(cg, &rc->ra[r], r, pos);
+        if (sh->on && in_pass(cg->k, rc, cg->k->nreduce - 1))
             st_llvm_store_value(cg, sh->buf, st_llvm_node(cg, sh->src),
                                 cg->k->nodes[sh->src].dtype);
     } else {
@@ -696,6 +862,30 @@ static void row_point(st_llvm_cg *cg, rctx *rc, LLVMValueRef pos)
     }
 }
 
+/* Zeroes the float chunk sums of the pass's chunked reductions. */
+static void chunk_reset(st_llvm_cg *cg, rctx *rc)
+{
+    for (int r = 0; r < ST_K_MAX_REDUCE; r++)
+        if (in_pass(cg->k, rc, r) && rc->ra[r].chunk)
+            LLVMBuildStore(cg->B, LLVMConstReal(cg->f32, 0.0), rc->ra[r].facc);
+}
+
+/* Adds the chunk sums of the pass's chunked reductions into their double
+ * accumulators. */
+static void chunk_flush(st_llvm_cg *cg, rctx *rc)
+{
+    LLVMBuilderRef B = cg->B;
+    for (int r = 0; r < ST_K_MAX_REDUCE; r++) {
+        if (!in_pass(cg->k, rc, r) || !rc->ra[r].chunk)
+            continue;
+        racc_t *ra = &rc->ra[r];
+        LLVMValueRef fa = LLVMBuildLoad2(B, cg->f32, ra->facc, "");
+        LLVMValueRef a = LLVMBuildLoad2(B, cg->f64, ra->acc, "");
+        LLVMBuildStore(B, LLVMBuildFAdd(B, a, LLVMBuildFPExt(B, fa, cg->f64, ""), ""),
+                       ra->acc);
+    }
+}
+
 /* Walks the row of the current outer point. */
 static void row_walk(st_llvm_cg *cg, rctx *rc)
 {
@@ -706,15 +896,9 @@ static void row_walk(st_llvm_cg *cg, rctx *rc)
     if (rank == ro) { /* a 0-d row: the single point */
         for (int b = 0; b < k->nbufs; b++)
             cg->off[b] = rc->obase[b];
-        if (rc->chunk)
-            LLVMBuildStore(B, LLVMConstReal(cg->f32, 0.0), rc->facc);
+        chunk_reset(cg, rc);
         row_point(cg, rc, I64(0));
-        if (rc->chunk) {
-            LLVMValueRef fa = LLVMBuildLoad2(B, cg->f32, rc->facc, "");
-            LLVMValueRef a = LLVMBuildLoad2(B, cg->f64, rc->acc, "");
-            LLVMBuildStore(B, LLVMBuildFAdd(B, a, LLVMBuildFPExt(B, fa, cg->f64, ""), ""),
-                           rc->acc);
-        }
+        chunk_flush(cg, rc);
         return;
     }
     st_llvm_loop Q;
@@ -729,9 +913,41 @@ static void row_walk(st_llvm_cg *cg, rctx *rc)
     memcpy(rowcoord, cg->coord, sizeof rowcoord);
     LLVMBasicBlockRef fb = st_llvm_bb(cg, "rfast"), sb = st_llvm_bb(cg, "rstrided"),
                       join = st_llvm_bb(cg, "rjoin");
-    LLVMBuildCondBr(B, rc->fast, fb, sb);
-    for (int pass = 0; pass < 2; pass++) {
-        LLVMPositionBuilderAtEnd(B, pass == 0 ? fb : sb);
+    LLVMBasicBlockRef spb = rc->nsplat ? st_llvm_bb(cg, "rsplat") : NULL;
+    if (rc->nsplat) {
+        LLVMBasicBlockRef tb = st_llvm_bb(cg, "rsplat_test");
+        LLVMBuildCondBr(B, rc->fast, fb, tb);
+        LLVMPositionBuilderAtEnd(B, tb);
+        LLVMBuildCondBr(B, rc->splat_ok, spb, sb);
+    } else {
+        LLVMBuildCondBr(B, rc->fast, fb, sb);
+    }
+    for (int pass = 0; pass < (rc->nsplat ? 3 : 2); pass++) {
+        LLVMPositionBuilderAtEnd(B, pass == 0 ? fb : pass == 1 ? sb : spb);
+        LLVMValueRef saved_data[ST_K_MAX_BUFS];
+        memcpy(saved_data, cg->data, sizeof saved_data);
+        if (pass == 2) { /* the splat rows and the row pointers */
+            for (int b = 0; b < k->nbufs; b++) {
+                if (!rc->splat[b])
+                    continue;
+                LLVMTypeRef mt = st_llvm_mty(cg, k->bufs[b].dtype);
+                LLVMValueRef is0 = LLVMBuildICmp(B, LLVMIntEQ, cg->stride[b][in], I64(0), "");
+                LLVMBasicBlockRef fill = st_llvm_bb(cg, "rsplat_fill"),
+                                  filled = st_llvm_bb(cg, "rsplat_filled");
+                LLVMBuildCondBr(B, is0, fill, filled);
+                LLVMPositionBuilderAtEnd(B, fill);
+                LLVMValueRef v = LLVMBuildLoad2(B, mt, LLVMBuildGEP2(B, mt, cg->data[b],
+                                                &rbase[b], 1, ""), "");
+                st_llvm_loop F;
+                LLVMValueRef t = st_llvm_loop_begin(cg, &F, I64(0), rc->rinner);
+                LLVMBuildStore(B, v, LLVMBuildGEP2(B, mt, rc->scratch[b], &t, 1, ""));
+                st_llvm_loop_end(cg, &F);
+                LLVMBuildBr(B, filled);
+                LLVMPositionBuilderAtEnd(B, filled);
+                cg->data[b] = LLVMBuildSelect(B, is0, rc->scratch[b],
+                    LLVMBuildGEP2(B, mt, saved_data[b], &rbase[b], 1, ""), "");
+            }
+        }
         st_llvm_loop L, Ch = {0};
         LLVMValueRef j0 = I64(0), jend = rc->rinner;
         if (rc->chunk) { /* for (j0 = 0; j0 < rinner; j0 += CHUNK) */
@@ -739,12 +955,14 @@ static void row_walk(st_llvm_cg *cg, rctx *rc)
             LLVMValueRef e = LLVMBuildNSWAdd(B, j0, I64(CHUNK), "");
             jend = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, e, rc->rinner, ""),
                                    e, rc->rinner, "");
-            LLVMBuildStore(B, LLVMConstReal(cg->f32, 0.0), rc->facc);
+            chunk_reset(cg, rc);
         }
         LLVMValueRef j = st_llvm_loop_begin(cg, &L, j0, jend);
         memcpy(cg->coord, rowcoord, sizeof rowcoord);
         for (int b = 0; b < k->nbufs; b++) {
-            if (pass == 0)
+            if (pass == 2 && rc->splat[b])
+                cg->off[b] = j;
+            else if (pass == 0 || pass == 2)
                 cg->off[b] = k->bufs[b].dimmap[in] >= 0
                                  ? LLVMBuildNSWAdd(B, rbase[b], j, "") : rbase[b];
             else
@@ -755,13 +973,11 @@ static void row_walk(st_llvm_cg *cg, rctx *rc)
         row_point(cg, rc, LLVMBuildNSWAdd(B, qbase, j, ""));
         st_llvm_loop_end(cg, &L);
         if (rc->chunk) {
-            LLVMValueRef fa = LLVMBuildLoad2(B, cg->f32, rc->facc, "");
-            LLVMValueRef a = LLVMBuildLoad2(B, cg->f64, rc->acc, "");
-            LLVMBuildStore(B, LLVMBuildFAdd(B, a, LLVMBuildFPExt(B, fa, cg->f64, ""), ""),
-                           rc->acc);
+            chunk_flush(cg, rc);
             st_llvm_loop_next(cg, &Ch, jend);
         }
         LLVMBuildBr(B, join);
+        memcpy(cg->data, saved_data, sizeof saved_data);
     }
     LLVMPositionBuilderAtEnd(B, join);
     st_llvm_loop_end(cg, &Q);
@@ -929,7 +1145,7 @@ static void emit_reduce(st_llvm_cg *cg)
     rc.rank = k->rank;
     rc.ro = k->rank - k->nred;
     rc.stash = find_stash(k);
-    rc.facc = st_llvm_entry_alloca(cg, cg->f32);
+    int npass = reduce_levels(k, &rc);
     st_llvm_hoist(cg, rc.rank);
     st_llvm_emit_colreduce(cg); /* when eligible: the column path first */
     rc.R = I64(1);
@@ -941,6 +1157,30 @@ static void emit_reduce(st_llvm_cg *cg)
         LLVMValueRef safe = LLVMBuildSelect(B, z, I64(1), rc.rinner, "");
         rc.nq = LLVMBuildSelect(B, z, I64(0), LLVMBuildUDiv(B, rc.R, safe, ""), "");
         rc.fast = fast_test(cg, rc.rank - 1);
+        int in = rc.rank - 1;
+        for (int b = 0; b < k->nbufs && rc.nsplat < SPLAT_MAX_BUFS; b++)
+            if (splat_candidate(k, b, in) && !(rc.stash.on && rc.stash.buf == b)) {
+                rc.splat[b] = true;
+                rc.nsplat++;
+                rc.scratch[b] = st_llvm_entry_alloca(cg, LLVMArrayType(
+                    st_llvm_mty(cg, k->bufs[b].dtype), SPLAT_N));
+            }
+        if (rc.nsplat) {
+            /* rows of at most SPLAT_N points whose buffers moving along
+             * the row have stride 1 there, but splat candidates (0 or 1) */
+            LLVMValueRef t = LLVMBuildICmp(B, LLVMIntULE, rc.rinner, I64(SPLAT_N), "");
+            for (int b = 0; b < k->nbufs; b++) {
+                if (k->bufs[b].dimmap[in] < 0)
+                    continue;
+                LLVMValueRef st = cg->stride[b][in];
+                LLVMValueRef ok = LLVMBuildICmp(B, LLVMIntEQ, st,
+                                                I64(index_only(k, b) ? 0 : 1), "");
+                if (rc.splat[b])
+                    ok = LLVMBuildOr(B, ok, LLVMBuildICmp(B, LLVMIntEQ, st, I64(0), ""), "");
+                t = LLVMBuildAnd(B, t, ok, "");
+            }
+            rc.splat_ok = t;
+        }
     }
     int nreduce = k->nreduce < 1 ? 1 : k->nreduce;
     st_llvm_loop O;
@@ -954,46 +1194,59 @@ static void emit_reduce(st_llvm_cg *cg)
     add_offsets(cg, rc.obase, 0, rc.ro);
     for (int r = 0; r < ST_K_MAX_REDUCE; r++)
         cg->reduced[r] = NULL;
-    for (int r = 0; r < nreduce; r++) {
-        st_reduce_op op = k->reduce[r].op;
-        rc.mode = r;
-        rc.pass = r;
-        st_dtype sdt = k->nodes[k->reduce[r].src].dtype;
-        rc.accf = st_dtype_is_float(sdt);
-        rc.chunk = chunked(op, sdt);
-        LLVMTypeRef at = fmm(op, rc.accf) ? st_llvm_vty(cg, sdt)
-                         : rc.accf ? cg->f64 : cg->i64;
-        rc.at = at;
-        rc.acc = st_llvm_entry_alloca(cg, at);
-        rc.arg = st_llvm_entry_alloca(cg, cg->i64);
-        LLVMValueRef init;
-        bool mx = op == ST_RED_MAX || op == ST_RED_ARGMAX;
-        bool mn = op == ST_RED_MIN || op == ST_RED_ARGMIN;
-        if (rc.accf)
-            init = LLVMConstReal(at, op == ST_RED_PROD ? 1.0 : mx ? -INFINITY
-                                 : mn ? INFINITY : 0.0);
-        else
-            init = I64(op == ST_RED_PROD ? 1 : mx ? INT64_MIN : mn ? INT64_MAX : 0);
-        LLVMBuildStore(B, init, rc.acc);
-        LLVMBuildStore(B, I64(0), rc.arg);
+    for (int pass = 0; pass < npass; pass++) {
+        rc.mode = pass;
+        rc.chunk = false;
+        for (int r = 0; r < nreduce; r++) {
+            if (rc.level[r] != pass)
+                continue;
+            racc_t *ra = &rc.ra[r];
+            st_reduce_op op = k->reduce[r].op;
+            st_dtype sdt = k->nodes[k->reduce[r].src].dtype;
+            ra->accf = st_dtype_is_float(sdt);
+            ra->chunk = chunked(op, sdt);
+            rc.chunk |= ra->chunk;
+            LLVMTypeRef at = fmm(op, ra->accf) ? st_llvm_vty(cg, sdt)
+                             : ra->accf ? cg->f64 : cg->i64;
+            ra->at = at;
+            ra->acc = st_llvm_entry_alloca(cg, at);
+            ra->arg = st_llvm_entry_alloca(cg, cg->i64);
+            ra->facc = st_llvm_entry_alloca(cg, cg->f32);
+            LLVMValueRef init;
+            bool mx = op == ST_RED_MAX || op == ST_RED_ARGMAX;
+            bool mn = op == ST_RED_MIN || op == ST_RED_ARGMIN;
+            if (ra->accf)
+                init = LLVMConstReal(at, op == ST_RED_PROD ? 1.0 : mx ? -INFINITY
+                                     : mn ? INFINITY : 0.0);
+            else
+                init = I64(op == ST_RED_PROD ? 1 : mx ? INT64_MIN : mn ? INT64_MAX : 0);
+            LLVMBuildStore(B, init, ra->acc);
+            LLVMBuildStore(B, I64(0), ra->arg);
+        }
         row_walk(cg, &rc);
-        LLVMValueRef acc = LLVMBuildLoad2(B, at, rc.acc, "");
-        if (op == ST_RED_ARGMAX || op == ST_RED_ARGMIN) {
-            cg->reduced[r] = LLVMBuildLoad2(B, cg->i64, rc.arg, "");
-            cg->reduced_dt[r] = ST_INT64;
-        } else if (op == ST_RED_MEAN) {
-            LLVMValueRef s = rc.accf ? acc : LLVMBuildSIToFP(B, acc, cg->f64, "");
-            cg->reduced[r] = LLVMBuildFDiv(B, s, LLVMBuildSIToFP(B, rc.R, cg->f64, ""), "");
-            cg->reduced_dt[r] = ST_FLOAT64;
-        } else {
-            if (at == cg->f32)
-                acc = LLVMBuildFPExt(B, acc, cg->f64, "");
-            cg->reduced[r] = acc;
-            cg->reduced_dt[r] = rc.accf ? ST_FLOAT64 : ST_INT64;
+        for (int r = 0; r < nreduce; r++) {
+            if (rc.level[r] != pass)
+                continue;
+            racc_t *ra = &rc.ra[r];
+            st_reduce_op op = k->reduce[r].op;
+            LLVMTypeRef at = ra->at;
+            LLVMValueRef acc = LLVMBuildLoad2(B, at, ra->acc, "");
+            if (op == ST_RED_ARGMAX || op == ST_RED_ARGMIN) {
+                cg->reduced[r] = LLVMBuildLoad2(B, cg->i64, ra->arg, "");
+                cg->reduced_dt[r] = ST_INT64;
+            } else if (op == ST_RED_MEAN) {
+                LLVMValueRef s = ra->accf ? acc : LLVMBuildSIToFP(B, acc, cg->f64, "");
+                cg->reduced[r] = LLVMBuildFDiv(B, s, LLVMBuildSIToFP(B, rc.R, cg->f64, ""), "");
+                cg->reduced_dt[r] = ST_FLOAT64;
+            } else {
+                if (at == cg->f32)
+                    acc = LLVMBuildFPExt(B, acc, cg->f64, "");
+                cg->reduced[r] = acc;
+                cg->reduced_dt[r] = ra->accf ? ST_FLOAT64 : ST_INT64;
+            }
         }
     }
     rc.mode = -1;
-    rc.pass = k->nreduce;
     rc.chunk = false;
     bool os[ST_K_MAX_STORES];
     if (!k->final_per_point) {

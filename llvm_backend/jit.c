@@ -37,7 +37,7 @@
 
 #include "llvm_internal.h"
 
-#define FORMAT_VERSION "st-llvm-obj-18" /* 18: st_kargs of 12 buffers (kernels of up to 8 stores) */
+#define FORMAT_VERSION "st-llvm-obj-22" /* 22: independent reductions of a row kernel share a pass; the splat paths */
 
 /* one compiled kernel, kept for the process (until
  * st_llvm_cache_clear_memory finds it unused) */

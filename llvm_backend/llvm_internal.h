@@ -51,6 +51,9 @@ typedef struct {
      * words (filled before the row, a block per four points) and the
      * linear index of the first; NULL: each point runs its own block */
     LLVMValueRef rwords, rbase;
+    /* the row pointers of an elementwise kernel's splat path (see
+     * emit_pointwise), buffer accesses as those of data[] */
+    LLVMValueRef splat_ptr[ST_K_MAX_BUFS];
     LLVMValueRef *vals;                /* memo per node, reset per region */
     LLVMValueRef *pre;  /* values computed before a row's loop (an index
                            loaded once per row), kept across memo resets;
