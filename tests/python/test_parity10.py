@@ -167,3 +167,116 @@ def test_adaptive_avg_dynamic_one_graph():
         np.testing.assert_allclose(f(st.tensor(xv)).numpy(), _ref_adaptive(xv, (3, 3), "avg"),
                                    rtol=1e-5, atol=1e-6)
     assert st._C._fe_stats()["graphs"] == 1
+
+
+# ---------------- scatter_reduce amax / amin gradients: torch's rule ----------------
+# torch (scatter_reduce_backward): self_is = (self == out), src_is = (src == out.gather),
+# n = self_is.scatter_add(src_is); grad_self = self_is * grad / n (then 0 where something
+# lands if include_self=False), grad_src = src_is * (grad / n).gather. Plain products: a
+# NaN gradient (or n = 0 for a NaN result) reaches every element of its group.
+SCATTER_INDEX = [[0, 1], [2, 0], [1, 1]]
+
+
+def _scatter_run(lib, mode, xv, sv, dtype, reduce, include_self, wv, dim=1, post=None, x_grad=True):
+    def f(x, s):
+        y = x.scatter_reduce(dim, lib.tensor(SCATTER_INDEX), s, reduce, include_self=include_self)
+        return post(lib, y) if post else y
+    g = f if lib is not st else _fn(f, mode)
+    res = []
+    for _ in range(3):
+        x = lib.tensor(xv).to(getattr(lib, dtype)).requires_grad_(x_grad)
+        s = lib.tensor(sv).to(getattr(lib, dtype)).requires_grad_()
+        y = g(x, s)
+        (y.float() * lib.tensor(wv)).sum().backward()
+        res.append((y.float().detach().numpy(), x.grad.float().numpy() if x_grad else None,
+                    s.grad.float().numpy()))
+    return res
+
+
+def _same(got, want, tol):
+    for a, b in zip(got, want):
+        if b is None:
+            assert a is None
+        else:
+            np.testing.assert_allclose(a, b, rtol=tol, atol=tol, equal_nan=True)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_scatter_amax_bf16_nan_gradient_matches_torch(mode):
+    # fuzz seed 910065: pow(v, 0.5) of a negative amax result has a NaN gradient, which
+    # torch passes to the input's elements that are not the result (0 * nan); symtrace
+    # masked it to 0
+    torch = pytest.importorskip("torch")
+    xv = np.array([[2.25, -1.03125, -0.62109375], [-0.392578125, 2.25, 0.34765625],
+                   [1.046875, 0.3203125, -0.10302734375], [-2.78125, 0.8984375, 2.4375]], np.float32)
+    idx = (np.arange(12) * 7 + 1) % 3     # the fuzzer's index
+    wv = np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32)
+
+    def run(lib):
+        def f(x):
+            v = x.clone().scatter_reduce(-1, lib.tensor(idx.reshape(4, 3)), x, "amax", include_self=True)
+            return lib.pow(v, 0.5)
+        g = f if lib is not st else _fn(f, mode)
+        out = []
+        for _ in range(3):
+            x = lib.tensor(xv).to(lib.bfloat16).requires_grad_()
+            y = g(x)
+            (y.float() * lib.tensor(wv)).sum().backward()
+            out.append((y.float().detach().numpy(), x.grad.float().numpy()))
+        return out
+    got, want = run(st), run(torch)
+    assert np.isnan(want[0][1]).any()
+    for a, b in zip(got, want):
+        _same(a, b, 1e-2)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("reduce", ["amax", "amin"])
+def test_scatter_extreme_gradient_matches_torch(reduce, include_self, dtype, mode):
+    # ties (integer values), a NaN in input and in src, and a NaN in the upstream grad
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    xv = rng.integers(-2, 3, (4, 3)).astype(np.float32)
+    sv = rng.integers(-2, 3, (3, 2)).astype(np.float32)
+    xv[3, 1] = np.nan
+    sv[2, 0] = np.nan
+    wv = rng.standard_normal((4, 3)).astype(np.float32)
+    wv[0, 2] = np.nan
+    for dim in (0, 1):
+        got = _scatter_run(st, mode, xv, sv, dtype, reduce, include_self, wv, dim)
+        want = _scatter_run(torch, mode, xv, sv, dtype, reduce, include_self, wv, dim)
+        for a, b in zip(got, want):
+            _same(a, b, 1e-2)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_scatter_extreme_ties_expected_values(mode):
+    # no torch needed: input [[1, 5, 0]], src [[5, 5]] at [[1, 1]] along dim 1, amax:
+    # out[0, 1] = 5 shared by input's own 5 and both src values: 1/3 each
+    wv = np.ones((1, 3), np.float32)
+    global SCATTER_INDEX
+    saved, SCATTER_INDEX = SCATTER_INDEX, [[1, 1]]
+    try:
+        for include_self, gx in ((True, [1, 1 / 3, 1]), (False, [1, 0, 1])):
+            for y, g_x, g_s in _scatter_run(st, mode, np.array([[1, 5, 0]], np.float32),
+                                            np.array([[5, 5]], np.float32), "float32", "amax",
+                                            include_self, wv):
+                np.testing.assert_array_equal(y, [[1, 5, 0]])
+                np.testing.assert_allclose(g_x, [gx], rtol=1e-6)
+                np.testing.assert_allclose(g_s, [[1 / 3, 1 / 3]], rtol=1e-6)
+    finally:
+        SCATTER_INDEX = saved
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_scatter_extreme_src_grad_only_every_call(mode):
+    # only src needs grad (a GNN's messages into a fresh buffer): the compiled entry's
+    # cached calls kept the result's requires_grad and src's gradient
+    sv = np.array([[1, 4], [3, 3], [2, 0]], np.float32)
+    wv = np.ones((4, 3), np.float32)
+    for y, _, g_s in _scatter_run(st, mode, np.zeros((4, 3), np.float32), sv, "float32", "amax",
+                                  False, wv, dim=0, x_grad=False):
+        np.testing.assert_array_equal(y, [[1, 3, 0], [2, 4, 0], [3, 0, 0], [0, 0, 0]])
+        np.testing.assert_array_equal(g_s, [[1, 1], [1, 1], [1, 0]])
