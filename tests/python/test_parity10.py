@@ -282,6 +282,22 @@ def test_scatter_extreme_src_grad_only_every_call(mode):
         np.testing.assert_array_equal(g_s, [[1, 1], [1, 1], [1, 0]])
 
 
+def test_scatter_extreme_double_backward_matches_torch():
+    # the Function's backward is made of differentiable ops: create_graph=True works
+    torch = pytest.importorskip("torch")
+
+    def run(lib):
+        x = lib.tensor([[1., 5., 0.], [2., 2., 3.]], requires_grad=True)
+        s = lib.tensor([[5., 1.], [2., 7.]], requires_grad=True)
+        y = x.scatter_reduce(1, lib.tensor([[1, 1], [0, 2]]), s, "amax")
+        w = lib.tensor([[1., 2., 3.], [4., 5., 6.]], requires_grad=True)
+        gx, gs = lib.autograd.grad((y * w).sum(), (x, s), create_graph=True)
+        gw, = lib.autograd.grad((gx * gx).sum() + (gs * gs).sum(), (w,))
+        return gx.detach().numpy(), gs.detach().numpy(), gw.numpy()
+    for a, b in zip(run(st), run(torch)):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
 # ---------------- argsort of a split output whose base was written in place ----------------
 def _split_then_write(lib, x, op, inplace=True):
     b = x * 1
