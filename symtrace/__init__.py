@@ -36,11 +36,12 @@ from ._linalg_top import (det, logdet, slogdet, inverse, cholesky, cholesky_solv
                           lu_unpack, triangular_solve, cross, cdist)
 from . import nn  # noqa: F401
 from .nn._conv import (conv1d, conv2d, conv_transpose1d, conv_transpose2d, avg_pool1d,  # noqa: F401,E402
-                       adaptive_avg_pool1d, pixel_shuffle, pixel_unshuffle, channel_shuffle, native_channel_shuffle)
+                       pixel_shuffle, pixel_unshuffle, channel_shuffle, native_channel_shuffle)
 from .nn._conv import (_torch_max_pool1d as max_pool1d, _torch_max_pool2d as max_pool2d,  # noqa: F401,E402
                        _torch_max_pool3d as max_pool3d,
                        _torch_max_pool1d_with_indices as max_pool1d_with_indices,
                        _torch_adaptive_max_pool1d as adaptive_max_pool1d)
+from .nn._adaptive_pool import adaptive_avg_pool1d  # noqa: F401,E402
 from .nn._batch_norm import (_torch_batch_norm as batch_norm,  # noqa: F401,E402
                              _torch_instance_norm as instance_norm)
 from .nn._vision import (_torch_grid_sampler as grid_sampler,  # noqa: F401,E402

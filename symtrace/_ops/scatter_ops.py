@@ -91,7 +91,8 @@ def _scatter_dense(input, d, index, src, reduce, include_self, fn):
                                   f"over symtrace's limit of {_DENSE_LIMIT}")
     # where something lands, from scatter_add's counts: its kernel also checks index's
     # bounds, which the one-hot alone would not (an index out of range matches nothing)
-    base, hit = _hit_region(input, d, index)
+    full_hit = gt(_hits(input, d, index), 0)
+    base, hit = _hit_region(input, full_hit, d, index)
     if not extreme:
         return _rest_rows(input, d, ishape, _by_one_hot(base, hit, d, index, s, reduce, include_self))
     with _no_grad():
@@ -99,7 +100,8 @@ def _scatter_dense(input, d, index, src, reduce, include_self, fn):
             out = _extreme_by_sort(base.detach(), hit, d, index, s.detach(), reduce, include_self)
         else:
             out = _by_one_hot(base.detach(), hit, d, index, s.detach(), reduce, include_self)
-    return _rest_rows(input, d, ishape, _extreme_grad(out, base, hit, d, index, s, include_self))
+        out = _rest_rows(input.detach(), d, ishape, out)
+    return _extreme_grad(out, input, full_hit, d, index, s, include_self)
 
 
 def _by_one_hot(base, hit, d, index, s, reduce, include_self):
@@ -125,10 +127,9 @@ def _by_one_hot(base, hit, d, index, s, reduce, include_self):
     return where(hit, red, base)
 
 
-def _hit_region(input, d, index):
-    """(input, whether something lands on each element), both cut to index's extent in the
-    dims other than d."""
-    hit = gt(_hits(input, d, index), 0)
+def _hit_region(input, hit, d, index):
+    """(input, hit: whether something lands on each element of input), both cut to index's
+    extent in the dims other than d."""
     base = input
     for k, e in enumerate(tuple(index.shape)):
         if k != d and base.shape[k] != e:
@@ -171,25 +172,57 @@ def _extreme_by_sort(base, hit, d, index, s, reduce, include_self):
     return where(hit, red, base)
 
 
-def _extreme_grad(out, base, hit, d, index, s, include_self):
-    """out (amax / amin values, no history) with torch's gradient: each value equal to its
-    result gets grad / (how many are equal, input's own element counted even when
-    include_self=False, which then gets none where something lands). Added as terms that
-    are zero in value (finite values only: inf - inf is no zero)."""
+_EXTREME = None
+
+
+def _extreme_fn():
+    """An autograd.Function: value is out (amax / amin values, computed without history),
+    gradient torch's scatter_reduce_backward rule for them: with self_is = (input == out),
+    src_is = (src == out.gather(d, index)) and n = self_is.scatter_add(d, index, src_is),
+    input gets self_is * (grad / n) (0 where something lands when include_self=False) and
+    src gets src_is * (grad / n).gather(d, index). Plain products, as torch's: a NaN
+    gradient, or n = 0 (a NaN result), gives NaN to every element of its group."""
+    global _EXTREME
+    if _EXTREME is None:
+        from ..autograd.function import Function
+
+        class ScatterExtremeBackward(Function):
+            @staticmethod
+            def forward(ctx, input, src, out, index, d, self_is, src_is, keep_self):
+                ctx.geom = (index, d, self_is, src_is, keep_self)
+                # out, read through input and src (where never picks them; adding -0.0
+                # keeps every value): a compiled graph's cached entry marks an output
+                # that reads no input needing grad as needing none
+                no = zeros((), dtype=bool_, device=out.device)
+                y = where(no, input, out)
+                return scatter_add(y, d, index, where(no, src, _scalar0(out, -0.0)))
+
+            @staticmethod
+            def backward(ctx, grad):
+                index, d, self_is, src_is, keep_self = ctx.geom
+                dt = grad.dtype
+                n = scatter_add(to_dtype(self_is, dt), d, index, to_dtype(src_is, dt))
+                spread = div(grad, n)
+                g_self = mul(to_dtype(self_is, dt), spread)
+                if keep_self is not None:       # include_self=False: 0 where something lands
+                    g_self = where(keep_self, g_self, _zero_of(g_self))
+                g_src = mul(to_dtype(src_is, dt), spread.gather(d, index))
+                return (g_self, g_src) + (None,) * 6
+        _EXTREME = ScatterExtremeBackward
+    return _EXTREME
+
+
+def _extreme_grad(out, input, hit, d, index, s, include_self):
+    """out (amax / amin values over all of input, no history) with torch's gradient
+    (_extreme_fn); hit: whether something lands on each element of input."""
     from ..autograd.grad_mode import is_grad_enabled
-    from .float_math import isfinite
-    if not (is_grad_enabled() and (base.requires_grad or s.requires_grad)):
+    if not (is_grad_enabled() and (input.requires_grad or s.requires_grad)):
         return out
-    dt = out.dtype
-    on_self = eq(base.detach(), out)
-    on_src = eq(s.detach(), out.gather(d, index))
-    count = clamp(scatter_add(to_dtype(on_self, dt), d, index, to_dtype(on_src, dt)), min=1)
-    if not include_self:
-        on_self = on_self & eq(hit, False)
-    t_src = where(on_src & isfinite(s), s, _zero_of(s)) / count.gather(d, index)
-    t_self = where(on_self & isfinite(base), base, _zero_of(base)) / count
-    out = add(out, sub(t_self, t_self.detach()))
-    return scatter_add(out, d, index, sub(t_src, t_src.detach()))
+    with _no_grad():
+        self_is = eq(input.detach(), out)
+        src_is = eq(s.detach(), out.gather(d, index))
+    keep = None if include_self else eq(hit, False)
+    return _extreme_fn().apply(input, s, out, index, d, self_is, src_is, keep)
 
 
 def _rest_rows(input, d, ishape, out):

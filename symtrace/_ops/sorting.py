@@ -181,8 +181,12 @@ def sort(input, dim=-1, descending=False, stable=False, *, out=None):
 def argsort(input, dim=-1, descending=False, stable=False):
     """argsort(input, dim=-1, descending=False, stable=False) -> int64 Tensor: the indices that
     sort input along dim (NaN largest, ties in original order), as torch.argsort. A host read
-    (a graph break under symtrace.compile)."""
+    (a graph break under symtrace.compile). torch's is sort's indices, so it reads input's
+    history as sort does: an output of split / unbind whose base was since written in place
+    raises (grad mode on and input requiring grad), argmax's kind of op does not."""
     _check_tensor(input, "argsort")
+    if input.requires_grad and _C._is_grad_enabled():
+        _ = input.grad_fn      # a multi-view output's stale history raises here, as torch's
     d = _dim(dim, input.dim(), "argsort")
     x = input if input.dim() else input.reshape(1)
     idx = _long(_order(_host(x), d, bool(descending)), input)

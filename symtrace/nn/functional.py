@@ -1739,16 +1739,16 @@ def one_hot(input, num_classes=-1):
     return _ops._one_hot(input, num_classes)
 
 
-# ---------------- convolution, pooling, normalization layers (symtrace/nn/_conv.py, _batch_norm.py) ----------------
+# ---------------- convolution, pooling, normalization layers (symtrace/nn/_conv.py, _adaptive_pool.py, _batch_norm.py) ----------------
 from ._conv import (conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d,  # noqa: E402,F401
                     conv_transpose3d, unfold, fold, max_pool1d, max_pool2d, max_pool3d, max_pool1d_with_indices,
                     max_pool2d_with_indices, max_pool3d_with_indices, avg_pool1d, avg_pool2d, avg_pool3d,
-                    adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d, adaptive_max_pool1d,
-                    adaptive_max_pool2d, adaptive_max_pool3d, adaptive_max_pool1d_with_indices,
+                    adaptive_max_pool1d, adaptive_max_pool2d, adaptive_max_pool3d, adaptive_max_pool1d_with_indices,
                     adaptive_max_pool2d_with_indices, adaptive_max_pool3d_with_indices, max_unpool1d,
                     max_unpool2d, max_unpool3d, lp_pool1d, lp_pool2d, lp_pool3d, pixel_shuffle, pixel_unshuffle,
                     channel_shuffle, native_channel_shuffle, interpolate, upsample, upsample_nearest,
                     upsample_bilinear)
+from ._adaptive_pool import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d  # noqa: E402,F401
 from ._batch_norm import batch_norm, instance_norm  # noqa: E402,F401
 from ._loss import (margin_ranking_loss, hinge_embedding_loss, soft_margin_loss,  # noqa: E402,F401
                     multilabel_soft_margin_loss, multilabel_margin_loss, multi_margin_loss, gaussian_nll_loss,

@@ -1,0 +1,127 @@
+"""Adaptive average pooling: torch.nn.functional's adaptive_avg_pool1d/2d/3d, with torch's
+signatures, checks and error messages (the front end's helpers are _conv.py's).
+
+Exact for non-finite inputs: a NaN or inf stays in the windows that contain it, as in
+torch's kernel (an averaging-matrix matmul spread it over every output of the channel,
+0 * nan being nan). Each output is the sum over its window divided by the window's
+extent per dim (torch's sum / kh / kw), computed as:
+
+- whole windows (every size divides its output, or an output of 1): a reshape that
+  splits each spatial dim into (out, size // out) and a mean over the window dims.
+- otherwise, one spatial dim at a time: the dim's windows as one index_select at the
+  points start_o + k, k < Kmax (the longest window), the padding points (k past the
+  window's end) replaced by 0 with where, and a sum over k. The gradient is
+  index_select's (an index_add), so a finite window's gradient stays finite.
+
+dynamic shapes (symtrace.compile(dynamic=True)): the window bounds are graph ops over
+aranges of the symbolic size, and under compile Kmax is the bound ceil(S / O) + 1 and the
+whole-window reshape is used only for outputs of 1, so that one graph serves sizes that
+divide and sizes that do not. Half-precision inputs are summed in float32 (torch's
+accumulation type) and rounded once at the end.
+"""
+from .. import _C, _ops
+from .._ops import _check_tensor
+from .._symint import dyn_inline
+from ..compiler import is_compiling as _is_compiling
+from ._conv import (_adaptive_bounds, _adaptive_out, _check1d, _check_dim_range, _check_dtype, _empty_of,
+                    _nonempty_planes, _size_str, _unbatch)
+
+
+@dyn_inline
+def _windows(size, out, device):
+    """Dim of `size` into `out` adaptive windows: (idx [out * Kmax] int64 (in range: the
+    padding points repeat the window's start), valid [out, Kmax] bool, count [out] int64,
+    Kmax)."""
+    if _is_compiling():
+        kmax = (size - 1) // out + 2   # >= every window's extent, whatever size is
+    else:
+        starts, ends = _adaptive_bounds(size, out)
+        kmax = max(e - s for s, e in zip(starts, ends))
+    o = _ops.arange(out, device=device).reshape(out, 1)
+    start = (o * size) // out
+    end = -((-(o + 1) * size) // out)
+    pts = start + _ops.arange(kmax, device=device).reshape(1, kmax)
+    valid = pts < end
+    return _ops.where(valid, pts, start).reshape(out * kmax), valid, (end - start).reshape(out), kmax
+
+
+@dyn_inline
+def _window_sums(y, d, size, out):
+    """y's dim d (of `size`) summed over `out` adaptive windows, and the windows' extents."""
+    idx, valid, count, kmax = _windows(size, out, y.device)
+    shape = tuple(y.shape)
+    cols = y.index_select(d, idx).reshape(shape[:d] + (out, kmax) + shape[d + 1:])
+    mask = valid.reshape((out, kmax) + (1,) * (len(shape) - d - 1))
+    zero = _ops.zeros((), dtype=y.dtype, device=y.device)
+    return _ops.where(mask, cols, zero).sum(d + 1), count
+
+
+@dyn_inline
+def _adaptive_avg_nd(x, out):
+    """x batched [N, C, *S] -> [N, C, *out]."""
+    k = len(out)
+    spatial = tuple(x.shape[2:])
+    n, c = x.shape[0], x.shape[1]
+    if any(o == 0 for o in out):
+        return _empty_of(x, out)
+    # (compiled: the windows' split only for out 1, so that a graph for dynamic shapes
+    # does not depend on whether the sizes divide)
+    if all(out[i] == 1 or (not _is_compiling() and spatial[i] % out[i] == 0) for i in range(k)):
+        split = [n, c]
+        for i in range(k):
+            split += [out[i], spatial[i] // out[i]]
+        return x.reshape(tuple(split)).mean(tuple(3 + 2 * i for i in range(k)))
+    dt = x.dtype
+    y = x.float() if dt in (_C.float16, _C.bfloat16) else x
+    counts = []
+    for i in range(k):
+        if spatial[i] == out[i]:
+            continue
+        y, cnt = _window_sums(y, 2 + i, spatial[i], out[i])
+        counts.append((i, cnt))
+    for i, cnt in counts:   # torch's sum / kd / kh / kw, in the input's (accumulation) dtype
+        y = y / cnt.to(y.dtype).reshape((out[i],) + (1,) * (k - 1 - i))
+    return y.to(dt) if y.dtype != dt else y
+
+
+@dyn_inline
+def _adaptive_avg_impl(k, input, output_size):
+    """adaptive_avg_pool2d / adaptive_avg_pool3d (k = 2, 3) with torch's checks."""
+    fname = f"adaptive_avg_pool{k}d"
+    _check_tensor(input, fname)
+    osz = _adaptive_out(output_size, input, k)
+    if len(osz) != k:
+        raise RuntimeError(f"{fname}: output_size must be {k}")
+    if any(o < 0 for o in osz):
+        got = f"{osz[0]}, {osz[1]}" + (f",{osz[2]}" if k == 3 else "")
+        raise RuntimeError(f"{fname}: elements of output_size must be greater than or equal to 0 but received "
+                           f"{{{got}}}")
+    nd = input.dim()
+    if nd not in (k + 1, k + 2):
+        raise RuntimeError(f"{fname}(): Expected {k + 1}D or {k + 2}D tensor, but got {_size_str(input.shape)}")
+    # torch's 2-d average checks only the spatial dims (no channel is fine), the 3-d all
+    _nonempty_planes(input, fname, nd - 2 if k == 2 else 1)
+    _check_dtype(input, fname if k == 2 else "adaptive_avg_pool3d_cpu")
+    x = input.unsqueeze(0) if nd == k + 1 else input
+    return _unbatch(_adaptive_avg_nd(x, osz), nd == k + 1)
+
+
+@dyn_inline
+def adaptive_avg_pool2d(input, output_size):
+    """adaptive_avg_pool2d(input [N, C, H, W] or [C, H, W], output_size (int, pair; None keeps
+    that dim)): the mean over torch's adaptive windows."""
+    return _adaptive_avg_impl(2, input, output_size)
+
+
+def adaptive_avg_pool3d(input, output_size):
+    """adaptive_avg_pool3d(input [N, C, D, H, W] or [C, D, H, W], output_size (int, triple;
+    None keeps that dim)): the mean over torch's adaptive windows."""
+    return _adaptive_avg_impl(3, input, output_size)
+
+
+def adaptive_avg_pool1d(input, output_size):
+    """adaptive_avg_pool1d(input [N, C, L] or [C, L], output_size)."""
+    _check_tensor(input, "adaptive_avg_pool1d")
+    o = _check1d("adaptive_avg_pool1d", "output_size", output_size)
+    _check_dim_range(input, 2, 3, "adaptive_avg_pool1d")
+    return adaptive_avg_pool2d(input.unsqueeze(-2), (1, o)).squeeze(-2)
