@@ -727,6 +727,21 @@ static bool *needed(const st_graph *g, const int *outs, int n)
     for (int si = g->nstmts - 1; si >= 0; si--) {
         const st_stmt *st = &g->stmts[si];
         const st_op_def *def = st_op(st->op);
+        /* a PyLayer region's backward gives every input of the region a
+         * gradient, whichever of them its forward's statements read (an
+         * output computed from a detached copy still needs the input) */
+        for (int r = 0; r < g->nregions; r++) {
+            const st_ir_region *rg = &g->regions[r];
+            if (!rg->bwd || rg->first != si)
+                continue;
+            bool hit = false;
+            for (int o = 0; o < rg->nout && !hit; o++)
+                hit = rg->out[o] >= 0 && need[rg->out[o]] &&
+                      st_dtype_is_float(g->values[rg->out[o]].meta.dtype);
+            for (int i = 0; hit && i < rg->nin; i++)
+                if (rg->in[i] >= 0)
+                    need[rg->in[i]] = true;
+        }
         if (in_nograd(g, si))
             continue;
         if (!st_ir_stmt_in_region(g, si, true) && (!def || !def->vjp))
