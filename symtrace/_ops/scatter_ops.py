@@ -190,12 +190,7 @@ def _extreme_fn():
             @staticmethod
             def forward(ctx, input, src, out, index, d, self_is, src_is, keep_self):
                 ctx.geom = (index, d, self_is, src_is, keep_self)
-                # out, read through input and src (where never picks them; adding -0.0
-                # keeps every value): a compiled graph's cached entry marks an output
-                # that reads no input needing grad as needing none
-                no = zeros((), dtype=bool_, device=out.device)
-                y = where(no, input, out)
-                return scatter_add(y, d, index, where(no, src, _scalar0(out, -0.0)))
+                return out.clone()
 
             @staticmethod
             def backward(ctx, grad):
