@@ -1,0 +1,128 @@
+# Regressions of the findings of the tenth fuzzing round (scripts/fuzz_dynints.py,
+# fuzz_compile.py, fuzz_views.py, fuzz_guards.py and fuzz_memplan.py on fresh seeds),
+# each against torch where torch is installed and against expected values otherwise,
+# eager and compiled (the compiled functions called several times: the capture and the
+# cached entries), with the graph counts where a finding was a recompile per value.
+import numpy as np
+import pytest
+
+import symtrace as st
+
+from fuzz_found_helpers import BACKENDS, MODES, fresh_frontend, maybe_compiled  # noqa: F401
+
+X45 = np.arange(20, dtype=np.float32).reshape(4, 5) / 7 - 0.6
+X14 = np.arange(70, dtype=np.float32).reshape(14, 5) / 31 - 0.9
+
+
+def _torch():
+    return pytest.importorskip("torch")
+
+
+def _graphs():
+    return st._C._fe_stats()["graphs"]
+
+
+def _dyn(fn, mode):
+    return fn if mode == "eager" else st.compile(fn, backend=mode, dynamic=True)
+
+
+def _check(out, ref, msg):
+    assert len(out) == len(ref), msg
+    for o, r in zip(out, ref):
+        if isinstance(r, int):
+            assert type(o) is int and o == r, msg
+        else:
+            assert tuple(o.shape) == tuple(r.shape), msg
+            np.testing.assert_allclose(o.numpy(), r.numpy(), rtol=1e-5, atol=1e-5, err_msg=msg)
+
+
+# ---- 1. max(n, 0) / min(n, k) of an int argument under dynamic=True ----------------
+
+def _minmax(L, x, n0, n1):
+    # fuzz_dynints seed 950033 (minimized): the builtin max made n0 a guarded
+    # constant (a graph per value of n0) instead of a comparison guard
+    t0 = x[:max(n0, 0)]
+    t1 = L.ones(min(n1, 6)) * t0.sum()
+    return t0 * n0, t1, max(n0, n1) - min(n0, 3)
+
+
+MINMAX_CALLS = [(9, 2), (4, 5), (7, 3), (3, 9), (5, 4), (9, 2)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_builtin_max_min_of_int_args_stay_symbolic(mode):
+    g = _dyn(_minmax, mode)
+    g0 = _graphs()
+    for k, (a, b) in enumerate(MINMAX_CALLS):
+        t0, t1, n = g(st, st.tensor(X45), a, b)
+        x = X45[:max(a, 0)]
+        np.testing.assert_allclose(t0.numpy(), x * a, rtol=1e-6, err_msg=str(k))
+        np.testing.assert_allclose(t1.numpy(), np.full(min(b, 6), x.sum(), np.float32),
+                                   rtol=1e-5, err_msg=str(k))
+        assert type(n) is int and n == max(a, b) - min(a, 3), k
+    if mode != "eager":
+        # the comparisons inside max / min are guards on relations, never on
+        # values: a graph per winner pattern of max(n0, n1) / min(n0, 3) / min(n1, 6)
+        # (3), not one per distinct call (5)
+        assert _graphs() - g0 <= 3, _graphs() - g0
+
+
+def test_builtin_max_min_of_int_args_matches_torch():
+    torch = _torch()
+    for mode in BACKENDS:
+        st.reset()
+        g = st.compile(_minmax, backend=mode, dynamic=True)
+        for k, (a, b) in enumerate(MINMAX_CALLS):
+            ref = _minmax(torch, torch.tensor(X45), a, b)
+            _check(g(st, st.tensor(X45), a, b), ref, "%s %d" % (mode, k))
+
+
+def _max_slice(L, x, n0):
+    return x[:max(n0, 0)] * 2
+
+
+@pytest.mark.parametrize("mode", BACKENDS)
+def test_builtin_max_one_graph_for_positive_values(mode):
+    g = st.compile(_max_slice, backend=mode, dynamic=True)
+    g0 = _graphs()
+    for k, n in enumerate([9, 4, 7, 3, 12, 4]):
+        np.testing.assert_allclose(g(st, st.tensor(X14), n).numpy(), X14[:n] * 2, err_msg=str(k))
+    assert _graphs() - g0 == 1
+
+
+# ---- 2. the shape of a tensor subscripted with an expression's bounds -----------------
+
+def _mod_slice(L, x, n0):
+    # fuzz_dynints seeds 950033 / 1070049: x[:n0 % 5].shape was probed, n0 % 5 is no
+    # form the probe recovers, so n0 was pinned (a graph per value)
+    t = x[:n0 % 5]
+    u = x[None, 1:n0 % 4 + 2, ..., :3]
+    return t, t.shape[0] - n0, u, u.shape[1] * u.shape[2] + n0
+
+
+MOD_CALLS = [9, 4, 7, 8, 12, 6, 9]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_subscript_result_shape_is_an_expression(mode):
+    g = _dyn(_mod_slice, mode)
+    g0 = _graphs()
+    for k, n in enumerate(MOD_CALLS):
+        t, a, u, b = g(st, st.tensor(X14), n)
+        np.testing.assert_array_equal(t.numpy(), X14[:n % 5], err_msg=str(k))
+        np.testing.assert_array_equal(u.numpy(), X14[None, 1:n % 4 + 2, ..., :3], err_msg=str(k))
+        assert type(a) is int and a == n % 5 - n, k
+        assert type(b) is int and b == (n % 4 + 1) * 3 + n, k
+    if mode != "eager":
+        # one graph: the bounds stay within the dims for every n here
+        assert _graphs() - g0 == 1, _graphs() - g0
+
+
+def test_subscript_result_shape_matches_torch():
+    torch = _torch()
+    for mode in BACKENDS:
+        st.reset()
+        g = st.compile(_mod_slice, backend=mode, dynamic=True)
+        for k, n in enumerate(MOD_CALLS):
+            _check(g(st, st.tensor(X14), n), _mod_slice(torch, torch.tensor(X14), n),
+                   "%s %d" % (mode, k))
