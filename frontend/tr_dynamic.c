@@ -1556,6 +1556,27 @@ static bool scalar_op(PyObject *fn)
     return hit;
 }
 
+/* symtrace's x.add(n) / x.add_(n) / x.sub(n) / x.mul(n) (methods or
+ * functions, in place or not) with x a tensor and n a SymInt, positional:
+ * n may be a 0-d tensor instead (alpha= stays a number: not here). */
+static bool size_scalar_arg(PyObject *fn, tr_var *args, int nargs, PyObject *kwnames)
+{
+    static const char *const names[] = {"add", "add_", "sub", "sub_", "subtract",
+        "subtract_", "mul", "mul_", "multiply", "multiply_", NULL};
+    int npos = nargs - (kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0);
+    if (npos != 2 || !args[0].v || !st_fe_is_tensor(args[0].v) || !args[1].v ||
+        !tr_is_symint(args[1].v))
+        return false;
+    PyObject *nm = PyObject_GetAttrString(fn, "__name__");
+    const char *n = nm && PyUnicode_Check(nm) ? PyUnicode_AsUTF8(nm) : NULL;
+    bool hit = false;
+    for (int i = 0; n && !hit && names[i]; i++)
+        hit = !strcmp(n, names[i]);
+    Py_XDECREF(nm);
+    PyErr_Clear();
+    return hit;
+}
+
 /* builtins.min / builtins.max of two or more ints, one of them symbolic
  * (max(n, 0), min(n, x.shape[0])): run on the SymInts themselves, so that
  * the builtin's comparisons record guards on the relations (SymInt's
@@ -1649,6 +1670,15 @@ int tr_dyn_before_call(tr_state *s, PyObject *fn, tr_var *args, int nargs,
                 return tr_break_exc(s, "dynamic shapes");
             Py_SETREF(args[i].v, v);
             continue;
+        }
+        if (i == 1 && scalar && size_scalar_arg(fn, args, nargs, kwnames)) {
+            /* x.add_(n), x.mul(n): n a 0-d tensor of the graph that follows
+             * the sizes (as x + n), not a guarded constant */
+            int rc = tr_dyn_size_operand(s, 0, &args[0], &args[1]);
+            if (rc < 0)
+                return -1;
+            if (rc == 1)
+                continue;
         }
         if (tr_dyn_plain_var(s, &args[i]) < 0)
             return -1;
