@@ -200,3 +200,40 @@ def test_scalar_methods_match_torch():
             assert out[1].dtype == st.int32
             (out[0].sum() + out[2].sum()).backward()
             np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-5)
+
+
+# ---- 4. a dim the probes cannot explain alone, but the translation already knows ----
+
+def _cat_then_op(L, x, n0):
+    # fuzz_dynints seed 1070058 (minimized): the cat's dim s0 + n0, carried through
+    # an add, is no form the probe recovers (c * s_i * ..., s_i + c): n0 and x's size
+    # were pinned (a graph per value) when the subscript read that dim
+    t0 = L.cat([x, x[:n0]], 0)
+    t1 = L.ones(n0).sum() * 0 + t0
+    t2 = t1[:n0, n0 // 2:]
+    return t2, t1.shape[0] * 2
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_known_expression_explains_a_probed_dim(mode):
+    g = _dyn(_cat_then_op, mode)
+    g0 = _graphs()
+    for k, n in enumerate([3, 4, 5, 3, 6]):
+        x = np.arange(24, dtype=np.float32).reshape(8, 3) / 5
+        t2, m = g(st, st.tensor(x), n)
+        np.testing.assert_array_equal(t2.numpy(), np.concatenate([x, x[:n]])[:n, n // 2:],
+                                      err_msg=str(k))
+        assert type(m) is int and m == (8 + n) * 2, k
+    if mode != "eager":
+        assert _graphs() - g0 == 1, _graphs() - g0
+
+
+def test_known_expression_matches_torch():
+    torch = _torch()
+    x = np.arange(24, dtype=np.float32).reshape(8, 3) / 5
+    for mode in BACKENDS:
+        st.reset()
+        g = st.compile(_cat_then_op, backend=mode, dynamic=True)
+        for k, n in enumerate([3, 4, 5, 3, 6]):
+            _check(g(st, st.tensor(x), n), _cat_then_op(torch, torch.tensor(x), n),
+                   "%s %d" % (mode, k))
