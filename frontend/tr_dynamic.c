@@ -2157,7 +2157,8 @@ int tr_dyn_before_subscr(tr_state *s, PyObject *tensor, PyObject *key, tr_dynsub
     }
     int sd = 0, d = 0;
     Py_ssize_t i = 0;
-    ds->exact = true;
+    /* (x[None], x[...]: no dim of x read, none probed for the result) */
+    ds->exact = consuming > 0;
     for (; i < n && ds->n < ST_MAX_DIMS; i++) {
         PyObject *it = PyTuple_GET_ITEM(items, i);
         if (it == Py_None) {
@@ -2167,7 +2168,7 @@ int tr_dyn_before_subscr(tr_state *s, PyObject *tensor, PyObject *key, tr_dynsub
         }
         if (it == Py_Ellipsis) {
             int skip = t->ndim - consuming;
-            for (int j = 0; j < skip; j++)
+            for (int j = 0; j < skip && ds->exact; j++)
                 res_dim(s, ds, dim_expr(s, t, sd + j));
             sd += skip;
             d += skip;
@@ -2239,7 +2240,7 @@ int tr_dyn_before_subscr(tr_state *s, PyObject *tensor, PyObject *key, tr_dynsub
     Py_DECREF(items);
     if (i < n)
         ds->exact = false;
-    for (; sd < t->ndim; sd++)
+    for (; sd < t->ndim && ds->exact; sd++)
         res_dim(s, ds, dim_expr(s, t, sd));
     if (PyErr_Occurred()) {
         PyErr_Clear();
