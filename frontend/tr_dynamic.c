@@ -1578,13 +1578,14 @@ static bool size_scalar_arg(PyObject *fn, tr_var *args, int nargs, PyObject *kwn
 }
 
 /* builtins.min / builtins.max of two or more ints, one of them symbolic
- * (max(n, 0), min(n, x.shape[0])): run on the SymInts themselves, so that
- * the builtin's comparisons record guards on the relations (SymInt's
- * __lt__ / __gt__) and the winner is returned with its expression, instead
- * of every argument becoming a guarded constant (a graph per value). */
+ * (max(n, 0), min(n, x.shape[0])), and abs(n): run on the SymInts
+ * themselves, so that the builtin's comparisons record guards on the
+ * relations (SymInt's __lt__ / __gt__ / __abs__) and the result is returned
+ * with its expression, instead of every argument becoming a guarded
+ * constant (a graph per value). */
 static bool symint_minmax(PyObject *fn, tr_var *args, int nargs, PyObject *kwnames)
 {
-    static PyObject *bmin, *bmax;
+    static PyObject *bmin, *bmax, *babs;
     if (!bmin) {
         PyObject *b = PyImport_ImportModule("builtins");
         if (!b) {
@@ -1593,15 +1594,19 @@ static bool symint_minmax(PyObject *fn, tr_var *args, int nargs, PyObject *kwnam
         }
         bmin = PyObject_GetAttrString(b, "min");
         bmax = PyObject_GetAttrString(b, "max");
+        babs = PyObject_GetAttrString(b, "abs");
         Py_DECREF(b);
-        if (!bmin || !bmax) {
+        if (!bmin || !bmax || !babs) {
             PyErr_Clear();
             Py_CLEAR(bmin);
             Py_CLEAR(bmax);
+            Py_CLEAR(babs);
             return false;
         }
     }
-    if ((fn != bmin && fn != bmax) || nargs < 2 || (kwnames && PyTuple_GET_SIZE(kwnames)))
+    if (kwnames && PyTuple_GET_SIZE(kwnames))
+        return false;
+    if (fn == babs ? nargs != 1 : ((fn != bmin && fn != bmax) || nargs < 2))
         return false;
     bool sym = false;
     for (int i = 0; i < nargs; i++) {

@@ -237,3 +237,31 @@ def test_known_expression_matches_torch():
         for k, n in enumerate([3, 4, 5, 3, 6]):
             _check(g(st, st.tensor(x), n), _cat_then_op(torch, torch.tensor(x), n),
                    "%s %d" % (mode, k))
+
+
+# ---- 5. abs(n) of an int argument under dynamic=True ---------------------------------
+
+def _abs(L, x, n0):
+    # fuzz_dynints seeds 950086 / 950164: abs(n0) made n0 a guarded constant
+    return x[:abs(n0)] * abs(n0), abs(n0) + abs(-n0)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_abs_of_int_arg_stays_symbolic(mode):
+    g = _dyn(_abs, mode)
+    g0 = _graphs()
+    for k, n in enumerate([3, 5, 7, 2, 9, 3]):
+        t, m = g(st, st.tensor(X14), n)
+        np.testing.assert_allclose(t.numpy(), X14[:n] * n, rtol=1e-6, err_msg=str(k))
+        assert type(m) is int and m == 2 * n, k
+    if mode != "eager":
+        assert _graphs() - g0 == 1, _graphs() - g0
+
+
+def test_abs_of_int_arg_matches_torch():
+    torch = _torch()
+    for mode in BACKENDS:
+        st.reset()
+        g = st.compile(_abs, backend=mode, dynamic=True)
+        for k, n in enumerate([3, 5, -4, 7, -6, 2]):
+            _check(g(st, st.tensor(X14), n), _abs(torch, torch.tensor(X14), n), "%s %d" % (mode, k))
