@@ -1117,6 +1117,29 @@ static PyObject *dims_of(tr_state *s, st_tensor *t)
     return ex;
 }
 
+/* t's dims are the expressions ex (a tuple of expression ids), known
+ * without probing: recorded, t kept alive while its address keys them.
+ * 0, -1 (a Python error set). */
+static int set_dims(tr_state *s, st_tensor *t, PyObject *ex)
+{
+    PyObject *k = tr_id_key(t);
+    PyObject *cap = k ? PyCapsule_New(t, "symtrace.tkeep", tkeep_release) : NULL;
+    if (cap)
+        st_tensor_incref(t);
+    int rc = cap && PyDict_SetItem(s->dyn->tsyms, k, ex) == 0 &&
+             PyList_Append(s->dyn->tkeep, cap) == 0 ? 0 : -1;
+    if (rc < 0 && k && PyDict_Contains(s->dyn->tsyms, k) == 1) {
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        if (PyDict_DelItem(s->dyn->tsyms, k) < 0)
+            PyErr_Clear();
+        PyErr_Restore(et, ev, tb);
+    }
+    Py_XDECREF(cap);
+    Py_XDECREF(k);
+    return rc;
+}
+
 static int dim_expr(tr_state *s, st_tensor *t, int d)
 {
     PyObject *ex = dims_of(s, t);
@@ -1458,10 +1481,8 @@ static int slice_after(tr_state *s, tr_dyncall *dc, PyObject *r)
         for (int d = 0; ex && d < rt->ndim; d++)
             PyTuple_SET_ITEM(ex, d, d == dc->dim ? PyLong_FromLong(len)
                                                  : Py_NewRef(PyTuple_GET_ITEM(in, d)));
-        PyObject *k = ex ? tr_id_key(rt) : NULL;
-        if (!k || PyDict_SetItem(s->dyn->tsyms, k, ex) < 0)
+        if (!ex || set_dims(s, rt, ex) < 0)
             PyErr_Clear();
-        Py_XDECREF(k);
         Py_XDECREF(ex);
     }
     st_graph *g = st_rt_trace_graph();
@@ -1535,11 +1556,75 @@ static bool scalar_op(PyObject *fn)
     return hit;
 }
 
+/* symtrace's x.add(n) / x.add_(n) / x.sub(n) / x.mul(n) (methods or
+ * functions, in place or not) with x a tensor and n a SymInt, positional:
+ * n may be a 0-d tensor instead (alpha= stays a number: not here). */
+static bool size_scalar_arg(PyObject *fn, tr_var *args, int nargs, PyObject *kwnames)
+{
+    static const char *const names[] = {"add", "add_", "sub", "sub_", "subtract",
+        "subtract_", "mul", "mul_", "multiply", "multiply_", NULL};
+    int npos = nargs - (kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0);
+    if (npos != 2 || !args[0].v || !st_fe_is_tensor(args[0].v) || !args[1].v ||
+        !tr_is_symint(args[1].v))
+        return false;
+    PyObject *nm = PyObject_GetAttrString(fn, "__name__");
+    const char *n = nm && PyUnicode_Check(nm) ? PyUnicode_AsUTF8(nm) : NULL;
+    bool hit = false;
+    for (int i = 0; n && !hit && names[i]; i++)
+        hit = !strcmp(n, names[i]);
+    Py_XDECREF(nm);
+    PyErr_Clear();
+    return hit;
+}
+
+/* builtins.min / builtins.max of two or more ints, one of them symbolic
+ * (max(n, 0), min(n, x.shape[0])), and abs(n): run on the SymInts
+ * themselves, so that the builtin's comparisons record guards on the
+ * relations (SymInt's __lt__ / __gt__ / __abs__) and the result is returned
+ * with its expression, instead of every argument becoming a guarded
+ * constant (a graph per value). */
+static bool symint_minmax(PyObject *fn, tr_var *args, int nargs, PyObject *kwnames)
+{
+    static PyObject *bmin, *bmax, *babs;
+    if (!bmin) {
+        PyObject *b = PyImport_ImportModule("builtins");
+        if (!b) {
+            PyErr_Clear();
+            return false;
+        }
+        bmin = PyObject_GetAttrString(b, "min");
+        bmax = PyObject_GetAttrString(b, "max");
+        babs = PyObject_GetAttrString(b, "abs");
+        Py_DECREF(b);
+        if (!bmin || !bmax || !babs) {
+            PyErr_Clear();
+            Py_CLEAR(bmin);
+            Py_CLEAR(bmax);
+            Py_CLEAR(babs);
+            return false;
+        }
+    }
+    if (kwnames && PyTuple_GET_SIZE(kwnames))
+        return false;
+    if (fn == babs ? nargs != 1 : ((fn != bmin && fn != bmax) || nargs < 2))
+        return false;
+    bool sym = false;
+    for (int i = 0; i < nargs; i++) {
+        PyObject *o = args[i].v;
+        if (!o || args[i].it || args[i].aux != TR_AUX_NONE || !PyLong_Check(o) || tr_is_lazy(o))
+            return false;
+        sym |= tr_is_symint(o);
+    }
+    return sym;
+}
+
 int tr_dyn_before_call(tr_state *s, PyObject *fn, tr_var *args, int nargs,
                        PyObject *kwnames, tr_dyncall *dc)
 {
     memset(dc, 0, sizeof *dc);
     if (!s->dyn)
+        return 0;
+    if (symint_minmax(fn, args, nargs, kwnames))
         return 0;
     if (!s->dyn->shapes) {
         for (int i = 0; i < nargs; i++)
@@ -1590,6 +1675,15 @@ int tr_dyn_before_call(tr_state *s, PyObject *fn, tr_var *args, int nargs,
                 return tr_break_exc(s, "dynamic shapes");
             Py_SETREF(args[i].v, v);
             continue;
+        }
+        if (i == 1 && scalar && size_scalar_arg(fn, args, nargs, kwnames)) {
+            /* x.add_(n), x.mul(n): n a 0-d tensor of the graph that follows
+             * the sizes (as x + n), not a guarded constant */
+            int rc = tr_dyn_size_operand(s, 0, &args[0], &args[1]);
+            if (rc < 0)
+                return -1;
+            if (rc == 1)
+                continue;
         }
         if (tr_dyn_plain_var(s, &args[i]) < 0)
             return -1;
@@ -2031,6 +2125,16 @@ static int clampex(tr_state *s, PyObject *o, int size, int64_t sv, bool is_start
     return e;
 }
 
+/* The next dim of a subscript's result: expression e (-1: unknown). */
+static void res_dim(tr_state *s, tr_dynsub *ds, int e)
+{
+    (void)s;
+    if (e < 0 || ds->nres >= ST_MAX_DIMS)
+        ds->exact = false;
+    else
+        ds->res[ds->nres++] = e;
+}
+
 int tr_dyn_before_subscr(tr_state *s, PyObject *tensor, PyObject *key, tr_dynsub *ds)
 {
     memset(ds, 0, sizeof *ds);
@@ -2057,11 +2161,20 @@ int tr_dyn_before_subscr(tr_state *s, PyObject *tensor, PyObject *key, tr_dynsub
         return 0;             /* not analyzed: slices on symbolic dims fail the check */
     }
     int sd = 0, d = 0;
-    for (Py_ssize_t i = 0; i < n && ds->n < ST_MAX_DIMS; i++) {
+    Py_ssize_t i = 0;
+    /* (x[None], x[...]: no dim of x read, none probed for the result) */
+    ds->exact = consuming > 0;
+    for (; i < n && ds->n < ST_MAX_DIMS; i++) {
         PyObject *it = PyTuple_GET_ITEM(items, i);
-        if (it == Py_None) { d++; continue; }
+        if (it == Py_None) {
+            res_dim(s, ds, sx_new(tab(s), ST_SX_CONST, -1, -1, 1));
+            d++;
+            continue;
+        }
         if (it == Py_Ellipsis) {
             int skip = t->ndim - consuming;
+            for (int j = 0; j < skip && ds->exact; j++)
+                res_dim(s, ds, dim_expr(s, t, sd + j));
             sd += skip;
             d += skip;
             continue;
@@ -2098,12 +2211,14 @@ int tr_dyn_before_subscr(tr_state *s, PyObject *tensor, PyObject *key, tr_dynsub
         if (sl->step != Py_None && !(PyLong_Check(sl->step) && PyLong_AsLongLong(sl->step) == 1)) {
             sd++;
             d++;
+            ds->exact = false;
             continue;          /* not analyzed */
         }
         w->start = clampex(s, sl->start, size, sv, true, &w->vstart);
         w->stop = clampex(s, sl->stop, size, sv, false, &w->vstop);
         if (w->start < 0 || w->stop < 0) {
             Py_DECREF(items);
+            ds->exact = false;
             return PyErr_Occurred() ? tr_break_exc(s, "dynamic shapes") : 0;
         }
         /* empty (y[:, n:] = 0 at n == size) is guarded to stay empty: a
@@ -2122,17 +2237,44 @@ int tr_dyn_before_subscr(tr_state *s, PyObject *tensor, PyObject *key, tr_dynsub
             return -1;
         }
         w->dim = d;
+        res_dim(s, ds, sx_new(tab(s), ST_SX_SUB, w->stop, w->start, 0));
         ds->n++;
         sd++;
         d++;
     }
     Py_DECREF(items);
+    if (i < n)
+        ds->exact = false;
+    for (; sd < t->ndim && ds->exact; sd++)
+        res_dim(s, ds, dim_expr(s, t, sd));
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        ds->exact = false;
+    }
     return 0;
 }
 
-int tr_dyn_after_subscr(tr_state *s, tr_dynsub *ds)
+int tr_dyn_after_subscr(tr_state *s, tr_dynsub *ds, PyObject *r)
 {
-    if (!s->dyn || ds->n == 0)
+    if (!s->dyn)
+        return 0;
+    if (r && ds->exact && st_fe_is_tensor(r) && st_fe_unwrap(r)->ndim == ds->nres) {
+        /* the result's dims, so that reading its shape needs no probe */
+        PyObject *ex = PyTuple_New(ds->nres);
+        for (int d = 0; ex && d < ds->nres; d++) {
+            PyObject *e = PyLong_FromLong(ds->res[d]);
+            if (!e)
+                Py_CLEAR(ex);
+            else
+                PyTuple_SET_ITEM(ex, d, e);
+        }
+        if (!ex || set_dims(s, st_fe_unwrap(r), ex) < 0) {
+            Py_XDECREF(ex);
+            return tr_break_exc(s, "dynamic shapes");
+        }
+        Py_DECREF(ex);
+    }
+    if (ds->n == 0)
         return 0;
     st_graph *g = st_rt_trace_graph();
     int k = 0;

@@ -590,11 +590,20 @@ static bool has_mod(const st_fe_symtab *tb)
  * (n % 5 is 2 at n = 12 and at the probes 107 and 227: a constant; the
  * odd probes and an odd n: 2 * (n + 1 - n // 2) looks like n + 3). Without
  * them, true. */
+static bool moved_agree(tr_state *s, int e);
+
 static bool confirmed(tr_state *s, int e)
 {
-    st_fe_symtab *tb = tab(s);
-    if (e < 0 || s->dyn->rv < 0 || !has_mod(tb))
+    if (e < 0 || s->dyn->rv < 0 || !has_mod(tab(s)))
         return true;
+    return moved_agree(s, e);
+}
+
+/* e agrees with the dim recover explains at the points with each free
+ * symbol moved one step on from probe 0. */
+static bool moved_agree(tr_state *s, int e)
+{
+    st_fe_symtab *tb = tab(s);
     for (int k = 0; k < tb->nsym; k++) {
         if (not_free(s, k) || !tr_dyn_varsym(s, k))
             continue;
@@ -613,10 +622,49 @@ static bool confirmed(tr_state *s, int e)
 
 static int recover(tr_state *s, int64_t r0, const int64_t *r);
 
+/* An expression the translation already has (a dim of a cat's result,
+ * s0 + s2, then carried through an elementwise op; a SymInt's n % 5)
+ * with value r0 at the translation's sizes, r[p] at the probe points and
+ * the dim's values with each free symbol moved: that one. -1 when none. */
+static bool has_symbol(const st_fe_symtab *tb, int e)
+{
+    const st_fe_sx *x = &tb->x[e];
+    if (x->op == ST_SX_SYM)
+        return true;
+    if (x->op == ST_SX_CONST)
+        return false;
+    return has_symbol(tb, x->a) || (x->op != ST_SX_NEG && has_symbol(tb, x->b));
+}
+
+static int known_expr(tr_state *s, int64_t r0, const int64_t *r)
+{
+    st_fe_symtab *tb = tab(s);
+    if (s->dyn->rv < 0)
+        return -1;
+    int64_t pv[NPROBE][MAXSYM];
+    for (int p = 0; p < NPROBE; p++)
+        tr_dyp_probe_vals(s, p, pv[p]);
+    int nx = tb->nx;
+    for (int e = 0; e < nx; e++) {
+        int64_t v;
+        if (tb->x[e].op == ST_SX_CONST || !has_symbol(tb, e) ||
+            st_fe_sx_eval(tb, e, tb->val, &v) < 0 || v != r0)
+            continue;
+        bool ok = true;
+        for (int p = 0; ok && p < NPROBE; p++)
+            ok = st_fe_sx_eval(tb, e, pv[p], &v) == 0 && v == r[p];
+        if (ok && moved_agree(s, e))
+            return e;
+    }
+    return -1;
+}
+
 int tr_dyp_recover(tr_state *s, int64_t r0, const int64_t *r)
 {
     int e = recover(s, r0, r);
-    return confirmed(s, e) ? e : -1;
+    if (e >= 0 && confirmed(s, e))
+        return e;
+    return known_expr(s, r0, r);
 }
 
 static int recover(tr_state *s, int64_t r0, const int64_t *r)

@@ -1349,7 +1349,7 @@ static int run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
             if (!rc && (op == OP_DELETE_SUBSCR ? PyObject_DelItem(o.v, k.v)
                                                : PyObject_SetItem(o.v, k.v, v.v)) < 0)
                 rc = tr_break_exc(s, "item store");
-            if (!rc && s->dyn && st_fe_is_tensor(o.v) && tr_dyn_after_subscr(s, &ds) < 0)
+            if (!rc && s->dyn && st_fe_is_tensor(o.v) && tr_dyn_after_subscr(s, &ds, NULL) < 0)
                 rc = -1;
             if (!rc && st_rt_trace_failed(NULL)) {
                 const char *why = NULL;

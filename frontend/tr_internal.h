@@ -374,6 +374,8 @@ typedef struct {
 typedef struct {
     int n0, n;
     tr_want_slice w[ST_MAX_DIMS];
+    int nres, res[ST_MAX_DIMS];   /* the result's dims as expressions (exact) */
+    bool exact;
 } tr_dynsub;
 int tr_dyn_begin(tr_state *s, bool shapes);
 bool tr_dyn_shapes(tr_state *s);                     /* dynamic shapes on */
@@ -398,7 +400,9 @@ int tr_dyn_before_call(tr_state *s, PyObject *fn, tr_var *args, int nargs,
                        PyObject *kwnames, tr_dyncall *dc);
 PyObject *tr_dyn_after_call(tr_state *s, tr_dyncall *dc, PyObject *r);
 int tr_dyn_before_subscr(tr_state *s, PyObject *tensor, PyObject *key, tr_dynsub *ds);
-int tr_dyn_after_subscr(tr_state *s, tr_dynsub *ds);
+/* r: the subscript's result (NULL for a store): its dims are the analyzed
+ * index's, kept as expressions (no probe has to explain n % 5) */
+int tr_dyn_after_subscr(tr_state *s, tr_dynsub *ds, PyObject *r);
 int tr_dyn_validate(tr_state *s);
 /* x * x.shape[0], x < n (op -1: a comparison): the size a 0-d tensor of
  * the graph (1), 0 not, -1 break */

@@ -609,7 +609,7 @@ int tr_subscr(tr_state *s, tr_var *obj, tr_var *key, tr_var *out)
         if (s->dyn && tr_dyn_before_subscr(s, o, k, &ds) < 0)
             return -1;
         PyObject *r = PyObject_GetItem(o, k);
-        if (r && s->dyn && tr_dyn_after_subscr(s, &ds) < 0) {
+        if (r && s->dyn && tr_dyn_after_subscr(s, &ds, r) < 0) {
             Py_DECREF(r);
             return -1;
         }

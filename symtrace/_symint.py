@@ -3,7 +3,7 @@ frame (frontend/tr_dynamic.c).
 
 It is an int with the real value, so the translated code computes what it
 always does; what the translator learns is where the value came from. +, -,
-*, //, % and unary - on SymInts and ints give SymInts (their expressions
+*, //, %, unary - and abs() on SymInts and ints give SymInts (their expressions
 become reshape targets and creation sizes of the graph); a comparison
 records a guard on the relation it found (x.shape[0] > 2), so the compiled
 graph is used only where the code would take the same branches. Anything
@@ -34,6 +34,8 @@ class SymInt(int):
     def __rmod__(self, o): return _C._sym_op(4, o, self)
     def __neg__(self): return _C._sym_op(5, self, 0)
     def __pos__(self): return self
+    # abs(n): a guard on n >= 0, then n or -n (both expressions)
+    def __abs__(self): return self if self >= 0 else -self
 
     # comparisons: a guard on the relation
     def __lt__(self, o): return _C._sym_cmp(0, self, o)
@@ -49,7 +51,6 @@ class SymInt(int):
     def __index__(self): return _spec(self)
     def __int__(self): return _spec(self)
     def __float__(self): return float(_spec(self))
-    def __abs__(self): return abs(_spec(self))
     def __invert__(self): return ~_spec(self)
     def __truediv__(self, o): return _spec(self) / o
     def __rtruediv__(self, o): return o / _spec(self)
