@@ -41,7 +41,9 @@
  * rounded to their dtype exactly where the unfused program would store
  * them, so fused and unfused results agree bit for bit.
  * A group whose kernel does not fit the kernel IR's limits (buffers,
- * params, stores, a size source) falls back to one kernel per member. */
+ * params, stores, a size source) falls back to one kernel per member
+ * (counted: st_fuse_stats_get). */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1228,7 +1230,10 @@ static st_status store_slab(kbuild *b, const slab_store *ss)
 }
 
 /* size_buf/size_dim of every iteration dim: a buffer whose mapped dim has
- * the space's symbol there. */
+ * the space's symbol there; else a slab whose slice has it (the slice is
+ * the shape of its slice_scatter's source: a group that computes only
+ * the constant parts of a cat, such as the zeros of a padding, stores
+ * nothing but slabs). */
 static st_status find_sizes(kbuild *b, const int *want)
 {
     fctx *c = b->c;
@@ -1239,6 +1244,12 @@ static st_status find_sizes(kbuild *b, const int *want)
             int td = k->bufs[i].dimmap[it];
             if (td >= 0 && !k->bufs[i].slab &&
                 SYM(c, k->bufs[i].value)[td] == want[it])
+                found = i;
+        }
+        for (int i = 0; i < k->nbufs && found < 0; i++) {
+            int td = k->bufs[i].dimmap[it];
+            if (td >= 0 && k->bufs[i].slab &&
+                SYM(c, c->g->stmts[k->bufs[i].slab_stmt].in[1])[td] == want[it])
                 found = i;
         }
         if (found < 0)
@@ -1472,6 +1483,35 @@ static st_status emit_slabs(fctx *c, int chain, st_kprog *p)
     return ST_OK;
 }
 
+/* ---------------- statistics ---------------- */
+
+static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
+static st_fuse_stats stats;   /* under stats_lock */
+
+/* Counts a lowered program, a fused group, or a fallback (why: the
+ * group kernel's name and the error). */
+static void count(int programs, int fused, const st_kernel *fell, const char *why)
+{
+    pthread_mutex_lock(&stats_lock);
+    stats.programs += programs;
+    stats.fused += fused;
+    if (fell) {
+        stats.fallbacks++;
+        snprintf(stats.last_fallback, sizeof stats.last_fallback, "%s: %s",
+                 fell->name, why);
+    }
+    pthread_mutex_unlock(&stats_lock);
+}
+
+void st_fuse_stats_get(st_fuse_stats *s, bool reset)
+{
+    pthread_mutex_lock(&stats_lock);
+    *s = stats;
+    if (reset)
+        memset(&stats, 0, sizeof stats);
+    pthread_mutex_unlock(&stats_lock);
+}
+
 static st_status emit_group(fctx *c, int gi, st_kprog *p, int *memo)
 {
     const group *gr = &c->groups[gi];
@@ -1484,8 +1524,11 @@ static st_status emit_group(fctx *c, int gi, st_kprog *p, int *memo)
     if (!k)
         return ST_ERR_MEMORY;
     st_status st = build_fused(c, gi, k, memo);
+    if (st == ST_OK)
+        count(0, 1, NULL, NULL);
     if (st == ST_OK || st == ST_ERR_MEMORY)
         return st;
+    count(0, 0, k, st_err_msg());
     st_err_clear();
     st_kernel_clear(k);
     if (has_slabs(c, gi)) {
@@ -1560,6 +1603,7 @@ static st_kprog *lower_fused(st_graph *dg, const st_fuse_options *opt)
     for (int gi = 0; gi < c.ngroups; gi++)
         if (emit_group(&c, gi, p, memo) != ST_OK)
             goto fail;
+    count(1, 0, NULL, NULL);
     free(memo);
     fctx_free(&c);
     return p;
