@@ -66,3 +66,85 @@ def test_cat_of_constants_and_values_fuse():
         np.testing.assert_allclose(out, want, rtol=1e-6, atol=1e-7)
         np.testing.assert_allclose(out, g(st.tensor(xn)).numpy(), rtol=1e-6, atol=1e-7)
     assert _fallbacks() == (0, "")
+
+
+def _cnn(L):
+    nn = L.nn
+
+    class Net(nn.Module):
+        def __init__(s):
+            super().__init__()
+            s.c1 = nn.Conv2d(3, 8, 3, 1, 1, bias=False)
+            s.b1 = nn.BatchNorm2d(8)
+            s.c2 = nn.Conv2d(8, 8, 3, 1, 1, bias=False)
+            s.b2 = nn.BatchNorm2d(8)
+            s.c3 = nn.Conv2d(8, 16, 3, 2, 1, bias=False)
+            s.b3 = nn.BatchNorm2d(16)
+            s.sc = nn.Conv2d(8, 16, 1, 2, bias=False)
+            s.bs = nn.BatchNorm2d(16)
+            s.pool = nn.MaxPool2d(2)
+            s.fc = nn.Linear(16, 10)
+
+        def forward(s, x):
+            x = L.relu(s.b1(s.c1(x)))
+            x = L.relu(s.b2(s.c2(x)) + x)
+            x = L.relu(s.b3(s.c3(x)) + s.bs(s.sc(x)))
+            x = s.pool(x)
+            return s.fc(L.flatten(L.nn.functional.adaptive_avg_pool2d(x, 1), 1))
+
+    return Net()
+
+
+def _train_step(L, m):
+    opt = L.optim.SGD(m.parameters(), lr=0.05, momentum=0.9, weight_decay=5e-4)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = L.nn.functional.cross_entropy(m(x), y, label_smoothing=0.1)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
+def _data(n, seed=0):
+    rng = np.random.default_rng(seed)
+    return [(rng.standard_normal((4, 3, 12, 12)).astype(np.float32), rng.integers(0, 10, 4))
+            for _ in range(n)]
+
+
+def test_cnn_train_step_no_fallbacks_matches_eager():
+    st.manual_seed(0)
+    ref = _cnn(st)
+    init = {k: v.numpy().copy() for k, v in ref.state_dict().items()}
+    me, mc = _cnn(st), _cnn(st)
+    for m in (me, mc):
+        m.load_state_dict({k: st.tensor(v) for k, v in init.items()})
+    se, sc = _train_step(st, me), st.compile(_train_step(st, mc))
+    _stats_reset()
+    for x, y in _data(4):
+        le = se(st.tensor(x), st.tensor(y)).item()
+        lc = sc(st.tensor(x), st.tensor(y)).item()
+        np.testing.assert_allclose(lc, le, rtol=1e-4)
+    for (k, a), b in zip(mc.state_dict().items(), me.state_dict().values()):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-3, atol=1e-5, err_msg=k)
+    assert _fallbacks() == (0, "")
+
+
+def test_cnn_train_step_matches_torch():
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    tm = _cnn(torch)
+    init = {k: v.detach().numpy().copy() for k, v in tm.state_dict().items()}
+    sm = _cnn(st)
+    sm.load_state_dict({k: st.tensor(v) for k, v in init.items()})
+    ts, ss = _train_step(torch, tm), st.compile(_train_step(st, sm))
+    _stats_reset()
+    for x, y in _data(3, seed=1):
+        lt = ts(torch.tensor(x), torch.tensor(y)).item()
+        ls = ss(st.tensor(x), st.tensor(y)).item()
+        np.testing.assert_allclose(ls, lt, rtol=1e-4)
+    for (k, a), b in zip(sm.state_dict().items(), tm.state_dict().values()):
+        np.testing.assert_allclose(a.numpy(), b.detach().numpy(), rtol=1e-3, atol=1e-5, err_msg=k)
+    assert _fallbacks() == (0, "")
