@@ -1532,25 +1532,30 @@ void st_fuse_stats_get(st_fuse_stats *s, bool reset)
 /* Whether the first L members of group gi (as a group of their own) fit
  * a kernel: a buffer per external operand, a buffer and a store per value
  * read outside them (or a graph output, or unused) and per slab they
- * host. in: scratch, a flag per statement. An estimate (a value read
- * through two dimmaps takes two buffers): a cut that still does not fit
- * is cut again. */
+ * host; a param per constant operand and per attribute a creation reads.
+ * in: scratch, a flag per statement. An estimate (a value read through
+ * two dimmaps takes two buffers): a cut that still does not fit is cut
+ * again. */
 static bool prefix_fits(const fctx *c, int gi, int L, bool *in, bool *mark)
 {
     const st_graph *g = c->g;
     const group *gr = &c->groups[gi];
     for (int i = 0; i < L; i++)
         in[gr->members[i]] = true;
-    int bufs = 0, stores = 0;
+    int bufs = 0, stores = 0, params = 0;
     for (int i = 0; i < L; i++) {
         const st_stmt *s = &g->stmts[gr->members[i]];
+        if (st_op(s->op)->kind == ST_OPK_CREATE || st_op(s->op)->kind == ST_OPK_RANDOM)
+            params += s->op == ST_OP_FULL ? 1 : 2;
         for (int j = 0; j < s->nin; j++) {
             int u = s->in[j], pu = g->values[u].producer;
-            if (g->values[u].kind == ST_VAL_CONST || mark[u] ||
-                (g->values[u].kind == ST_VAL_STMT && pu >= 0 && in[pu]))
+            if (mark[u] || (g->values[u].kind == ST_VAL_STMT && pu >= 0 && in[pu]))
                 continue;
             mark[u] = true;
-            bufs++;
+            if (g->values[u].kind == ST_VAL_CONST)
+                params++;
+            else
+                bufs++;
         }
     }
     for (int si = 0; si < g->nstmts; si++) {
@@ -1588,7 +1593,8 @@ static bool prefix_fits(const fctx *c, int gi, int L, bool *in, bool *mark)
         for (int j = 0; j < g->stmts[si].nin; j++)
             mark[g->stmts[si].in[j]] = false;
     bufs += stores;
-    return bufs <= ST_K_MAX_BUFS && stores <= ST_K_MAX_STORES;
+    return bufs <= ST_K_MAX_BUFS && stores <= ST_K_MAX_STORES &&
+           params <= ST_K_MAX_PARAMS;
 }
 
 /* Cuts group gi (see the top): true when a statement was marked. */
@@ -1727,7 +1733,8 @@ static st_kprog *lower_fused(st_graph *dg, const st_fuse_options *opt)
         if (group_stmts(&c) != ST_OK)
             goto fail;
         host_slabs(&c);
-        for (int gi = 0; gi < c.ngroups && !c.regroup; gi++)
+        /* every group of the pass, so that one pass cuts all that fail */
+        for (int gi = 0; gi < c.ngroups; gi++)
             if (emit_group(&c, gi, p, memo) != ST_OK)
                 goto fail;
     } while (c.regroup);

@@ -148,3 +148,45 @@ def test_cnn_train_step_matches_torch():
     for (k, a), b in zip(sm.state_dict().items(), tm.state_dict().values()):
         np.testing.assert_allclose(a.numpy(), b.detach().numpy(), rtol=1e-3, atol=1e-5, err_msg=k)
     assert _fallbacks() == (0, "")
+
+
+def test_many_scalar_constants_cut_not_split_per_op():
+    # 12 distinct scalars in one elementwise chain: more than a kernel's 8 params
+    cs = [1.5, 2.25, 3.125, 0.5, 1.75, 2.5, 0.25, 3.5, 1.25, 0.75, 2.75, 1.125]
+
+    def f(x):
+        y = x
+        for i, c in enumerate(cs):
+            y = y * c if i % 2 == 0 else y + c
+        return y
+
+    cf = st.compile(f)
+    _stats_reset()
+    rng = np.random.default_rng(2)
+    for _ in range(3):
+        xn = rng.standard_normal((3, 5)).astype(np.float32)
+        want = xn.astype(np.float64)
+        for i, c in enumerate(cs):
+            want = want * c if i % 2 == 0 else want + c
+        out = cf(st.tensor(xn)).numpy()
+        np.testing.assert_allclose(out, want, rtol=1e-5)
+        np.testing.assert_allclose(out, f(st.tensor(xn)).numpy(), rtol=1e-6)
+    assert _fallbacks() == (0, "")
+
+
+def test_many_outputs_cut_not_split_per_op():
+    # ten results of one elementwise group: more than a kernel's 8 stores
+    def f(x):
+        y = x.sin()
+        return tuple(y * (i + 1) + i for i in range(10))
+
+    cf = st.compile(f)
+    _stats_reset()
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        xn = rng.standard_normal((4, 3)).astype(np.float32)
+        outs = cf(st.tensor(xn))
+        assert len(outs) == 10
+        for i, o in enumerate(outs):
+            np.testing.assert_allclose(o.numpy(), np.sin(xn) * (i + 1) + i, rtol=1e-5, atol=1e-6)
+    assert _fallbacks() == (0, "")
