@@ -875,7 +875,22 @@ static PyObject *f_plan_stats(PyObject *self, PyObject *noargs) {
     return Py_BuildValue("{s:L,s:L}", "hits", (long long)hits, "made", (long long)made);
 }
 
+/* _fusion_stats(reset=False) -> {"programs", "fused", "fallbacks",
+ * "last_fallback"}: fused lowering's counts (fusion/fuse.c); a fallback is
+ * a group that did not fit one kernel and was lowered a kernel per member. */
+static PyObject *f_fusion_stats(PyObject *self, PyObject *args) {
+    int reset = 0;
+    if (!PyArg_ParseTuple(args, "|p:_fusion_stats", &reset)) return NULL;
+    st_fuse_stats s;
+    st_fuse_stats_get(&s, reset);
+    return Py_BuildValue("{s:L,s:L,s:L,s:s}", "programs", (long long)s.programs,
+                         "fused", (long long)s.fused, "fallbacks", (long long)s.fallbacks,
+                         "last_fallback", s.last_fallback);
+}
+
 static PyMethodDef graph_module_methods[] = {
+    {"_fusion_stats", f_fusion_stats, METH_VARARGS,
+     "_fusion_stats(reset=False) -> counts of fused groups and of fallbacks"},
     {"_plan_stats", f_plan_stats, METH_NOARGS, "memory plans kept per layout: hits and made"},
     {"_fuse_config", f_fuse_config, METH_VARARGS,
      "_fuse_config() -> dict; _fuse_config(name) -> value; _fuse_config(name, value)"},

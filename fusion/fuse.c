@@ -41,7 +41,15 @@
  * rounded to their dtype exactly where the unfused program would store
  * them, so fused and unfused results agree bit for bit.
  * A group whose kernel does not fit the kernel IR's limits (buffers,
- * params, stores, a size source) falls back to one kernel per member. */
+ * params, stores, a size source) is cut: the statement after the longest
+ * prefix of its members that fits (by a count of buffers and stores)
+ * starts a group of its own, and the whole graph is grouped again (two
+ * sibling batch norms' backward reductions read by one ReLU backward
+ * overflowed the 12 buffers: as a kernel per member they were 14
+ * kernels, cut they are 2). Past MAX_CUTS cuts, or for a group of one
+ * statement, it falls back to one kernel per member (counted:
+ * st_fuse_stats_get). */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,7 +107,14 @@ typedef struct {
     bool *elided;            /* stmt -> no kernel of its own (slab chains) */
     slab_store *slabs;       /* the stores of the slab chains */
     int nslabs;
+    bool *cut;               /* stmt -> starts a group (joins none) */
+    int ncuts;
+    bool regroup;            /* a group was cut: group and emit again */
+    int nfused, nfallbacks;  /* of this grouping (st_fuse_stats) */
+    char last_fallback[256];
 } fctx;
+
+#define MAX_CUTS 64
 
 /* ---------------- symbols ---------------- */
 
@@ -518,7 +533,7 @@ static bool try_join_ew(fctx *c, int gi, int si, bool sibling)
     int v = s->out[0];
     const int *o = SYM(c, v);
     int on = g->values[v].meta.ndim;
-    if (!room(c, gr) || !operands_before(c, gi, s))
+    if (c->cut[si] || !room(c, gr) || !operands_before(c, gi, s))
         return false;
     switch (gr->kind) {
     case G_EW:
@@ -577,7 +592,7 @@ static bool try_join_reduce(fctx *c, int gi, int si)
     group *gr = &c->groups[gi];
     int x = s->in[0], v = s->out[0];
     int n = g->values[x].meta.ndim;
-    if (!c->opt->fuse_reductions || !room(c, gr) || c->gid[x] != gi)
+    if (c->cut[si] || !c->opt->fuse_reductions || !room(c, gr) || c->gid[x] != gi)
         return false;
     bool red[ST_MAX_DIMS];
     int nrd = reduced_dims(g, s, red);
@@ -853,7 +868,7 @@ static bool join_scalar_full(fctx *c, int si)
     const st_graph *g = c->g;
     const st_stmt *s = &g->stmts[si];
     int v = s->out[0], gi = c->ngroups - 1;
-    if (s->op != ST_OP_FULL || s->nin != 0 || s->nout != 1 ||
+    if (s->op != ST_OP_FULL || s->nin != 0 || s->nout != 1 || c->cut[si] ||
         g->values[v].meta.ndim != 0 || gi < 0 || c->is_out[v] ||
         c->nusers[v] == 0)
         return false;
@@ -1228,7 +1243,10 @@ static st_status store_slab(kbuild *b, const slab_store *ss)
 }
 
 /* size_buf/size_dim of every iteration dim: a buffer whose mapped dim has
- * the space's symbol there. */
+ * the space's symbol there; else a slab whose slice has it (the slice is
+ * the shape of its slice_scatter's source: a group that computes only
+ * the constant parts of a cat, such as the zeros of a padding, stores
+ * nothing but slabs). */
 static st_status find_sizes(kbuild *b, const int *want)
 {
     fctx *c = b->c;
@@ -1239,6 +1257,12 @@ static st_status find_sizes(kbuild *b, const int *want)
             int td = k->bufs[i].dimmap[it];
             if (td >= 0 && !k->bufs[i].slab &&
                 SYM(c, k->bufs[i].value)[td] == want[it])
+                found = i;
+        }
+        for (int i = 0; i < k->nbufs && found < 0; i++) {
+            int td = k->bufs[i].dimmap[it];
+            if (td >= 0 && k->bufs[i].slab &&
+                SYM(c, c->g->stmts[k->bufs[i].slab_stmt].in[1])[td] == want[it])
                 found = i;
         }
         if (found < 0)
@@ -1472,6 +1496,131 @@ static st_status emit_slabs(fctx *c, int chain, st_kprog *p)
     return ST_OK;
 }
 
+/* ---------------- statistics ---------------- */
+
+static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
+static st_fuse_stats stats;   /* under stats_lock */
+
+/* Counts a lowered program's fused groups and fallbacks. */
+static void count(const fctx *c)
+{
+    pthread_mutex_lock(&stats_lock);
+    stats.programs++;
+    stats.fused += c->nfused;
+    stats.fallbacks += c->nfallbacks;
+    if (c->nfallbacks)
+        memcpy(stats.last_fallback, c->last_fallback, sizeof stats.last_fallback);
+    pthread_mutex_unlock(&stats_lock);
+}
+
+/* Notes a fallback of kernel k (why: the error). */
+static void fell_back(fctx *c, const st_kernel *k, const char *why)
+{
+    c->nfallbacks++;
+    snprintf(c->last_fallback, sizeof c->last_fallback, "%s: %s", k->name, why);
+}
+
+void st_fuse_stats_get(st_fuse_stats *s, bool reset)
+{
+    pthread_mutex_lock(&stats_lock);
+    *s = stats;
+    if (reset)
+        memset(&stats, 0, sizeof stats);
+    pthread_mutex_unlock(&stats_lock);
+}
+
+/* Whether the first L members of group gi (as a group of their own) fit
+ * a kernel: a buffer per external operand, a buffer and a store per value
+ * read outside them (or a graph output, or unused) and per slab they
+ * host; a param per constant operand and per attribute a creation reads.
+ * in: scratch, a flag per statement. An estimate (a value read through
+ * two dimmaps takes two buffers): a cut that still does not fit is cut
+ * again. */
+static bool prefix_fits(const fctx *c, int gi, int L, bool *in, bool *mark)
+{
+    const st_graph *g = c->g;
+    const group *gr = &c->groups[gi];
+    for (int i = 0; i < L; i++)
+        in[gr->members[i]] = true;
+    int bufs = 0, stores = 0, params = 0;
+    for (int i = 0; i < L; i++) {
+        const st_stmt *s = &g->stmts[gr->members[i]];
+        if (st_op(s->op)->kind == ST_OPK_CREATE || st_op(s->op)->kind == ST_OPK_RANDOM)
+            params += s->op == ST_OP_FULL ? 1 : 2;
+        for (int j = 0; j < s->nin; j++) {
+            int u = s->in[j], pu = g->values[u].producer;
+            if (mark[u] || (g->values[u].kind == ST_VAL_STMT && pu >= 0 && in[pu]))
+                continue;
+            mark[u] = true;
+            if (g->values[u].kind == ST_VAL_CONST)
+                params++;
+            else
+                bufs++;
+        }
+    }
+    for (int si = 0; si < g->nstmts; si++) {
+        const st_stmt *s = &g->stmts[si];
+        if (in[si] || c->elided[si])
+            continue;
+        for (int j = 0; j < s->nin; j++) {
+            int u = s->in[j], pu = g->values[u].producer;
+            if (g->values[u].kind == ST_VAL_STMT && pu >= 0 && in[pu] && !mark[u]) {
+                mark[u] = true;
+                stores++;
+            }
+        }
+    }
+    for (int i = 0; i < L; i++) {
+        int v = g->stmts[gr->members[i]].out[0];
+        for (int q = 0; q < c->nslabs; q++) {
+            if (c->slabs[q].src != v)
+                continue;
+            if (c->slabs[q].host == gi)
+                stores++;          /* into its slice, from here */
+            else if (!mark[v]) {   /* read by its own kernel */
+                mark[v] = true;
+                stores++;
+            }
+        }
+        if (!mark[v] && (c->is_out[v] || c->nusers[v] == 0))
+            stores++;
+    }
+    for (int i = 0; i < L; i++) {
+        in[gr->members[i]] = false;
+        mark[g->stmts[gr->members[i]].out[0]] = false;
+    }
+    for (int si = 0; si < g->nstmts; si++)
+        for (int j = 0; j < g->stmts[si].nin; j++)
+            mark[g->stmts[si].in[j]] = false;
+    bufs += stores;
+    return bufs <= ST_K_MAX_BUFS && stores <= ST_K_MAX_STORES &&
+           params <= ST_K_MAX_PARAMS;
+}
+
+/* Cuts group gi (see the top): true when a statement was marked. */
+static bool cut_group(fctx *c, int gi)
+{
+    const group *gr = &c->groups[gi];
+    if (gr->nmembers < 2 || c->ncuts >= MAX_CUTS)
+        return false;
+    size_t ns = (size_t)(c->g->nstmts > 0 ? c->g->nstmts : 1);
+    size_t nv = (size_t)(c->g->nvalues > 0 ? c->g->nvalues : 1);
+    bool *in = calloc(ns, sizeof *in), *mark = calloc(nv, sizeof *mark);
+    if (!in || !mark) {
+        free(in);
+        free(mark);
+        return false;
+    }
+    int L = gr->nmembers - 1;
+    while (L > 1 && !prefix_fits(c, gi, L, in, mark))
+        L--;
+    free(in);
+    free(mark);
+    c->cut[gr->members[L]] = true;
+    c->ncuts++;
+    return true;
+}
+
 static st_status emit_group(fctx *c, int gi, st_kprog *p, int *memo)
 {
     const group *gr = &c->groups[gi];
@@ -1484,26 +1633,37 @@ static st_status emit_group(fctx *c, int gi, st_kprog *p, int *memo)
     if (!k)
         return ST_ERR_MEMORY;
     st_status st = build_fused(c, gi, k, memo);
+    c->nfused += st == ST_OK;
     if (st == ST_OK || st == ST_ERR_MEMORY)
         return st;
-    st_err_clear();
+    /* does not fit the kernel IR's limits: cut it and group again */
     st_kernel_clear(k);
+    p->nkernels--;
+    if (cut_group(c, gi)) {
+        st_err_clear();
+        c->regroup = true;
+        return ST_OK;
+    }
+    fell_back(c, k, st_err_msg());
+    st_err_clear();
     if (has_slabs(c, gi)) {
         /* again without the slab stores (kernels of their own, later) */
         for (int i = 0; i < c->nslabs; i++)
             if (c->slabs[i].host == gi)
                 c->slabs[i].host = -1;
-        st_kernel_init(k, ST_K_ELEMENTWISE, 0);
         if (gr->nmembers > 1) {
+            k = next_kernel(p);
+            if (!k)
+                return ST_ERR_MEMORY;
             st = build_fused(c, gi, k, memo);
             if (st == ST_OK || st == ST_ERR_MEMORY)
                 return st;
             st_err_clear();
             st_kernel_clear(k);
+            p->nkernels--;
         }
     }
-    /* does not fit the kernel IR's limits: one kernel per member */
-    p->nkernels--;
+    /* else one kernel per member */
     return emit_unfused(c, gi, p);
 }
 
@@ -1520,6 +1680,7 @@ static void fctx_free(fctx *c)
     free(c->nusers);
     free(c->is_out);
     free(c->elided);
+    free(c->cut);
     free(c->slabs);
 }
 
@@ -1538,9 +1699,10 @@ static st_kprog *lower_fused(st_graph *dg, const st_fuse_options *opt)
     c.nusers = calloc(nv, sizeof(int));
     c.is_out = calloc(nv, sizeof(bool));
     c.elided = calloc((size_t)(dg->nstmts > 0 ? dg->nstmts : 1), sizeof(bool));
+    c.cut = calloc((size_t)(dg->nstmts > 0 ? dg->nstmts : 1), sizeof(bool));
     int *memo = malloc(nv * (ST_K_MAX_REDUCE + 1) * sizeof(int));
     if (!p || !c.sym || !c.fr || !c.gid || !c.phase || !c.nusers ||
-        !c.is_out || !c.elided || !memo) {
+        !c.is_out || !c.elided || !c.cut || !memo) {
         st_err(ST_ERR_MEMORY, "fuse: out of memory");
         goto fail;
     }
@@ -1554,12 +1716,29 @@ static st_kprog *lower_fused(st_graph *dg, const st_fuse_options *opt)
     for (int i = 0; i < c.g->noutputs; i++)
         c.is_out[c.g->outputs[i]] = true;
     infer_syms(&c);
-    if (find_slab_chains(&c) != ST_OK || group_stmts(&c) != ST_OK)
+    if (find_slab_chains(&c) != ST_OK)
         goto fail;
-    host_slabs(&c);
-    for (int gi = 0; gi < c.ngroups; gi++)
-        if (emit_group(&c, gi, p, memo) != ST_OK)
+    do {
+        /* again after a cut: the groups and kernels of the last try go */
+        for (int gi = 0; gi < c.ngroups; gi++)
+            free(c.groups[gi].members);
+        c.ngroups = 0;
+        for (int i = 0; i < p->nkernels; i++)
+            st_kernel_clear(&p->kernels[i]);
+        p->nkernels = 0;
+        for (size_t v = 0; v < nv; v++)
+            c.gid[v] = -1;
+        c.regroup = false;
+        c.nfused = c.nfallbacks = 0;
+        if (group_stmts(&c) != ST_OK)
             goto fail;
+        host_slabs(&c);
+        /* every group of the pass, so that one pass cuts all that fail */
+        for (int gi = 0; gi < c.ngroups; gi++)
+            if (emit_group(&c, gi, p, memo) != ST_OK)
+                goto fail;
+    } while (c.regroup);
+    count(&c);
     free(memo);
     fctx_free(&c);
     return p;

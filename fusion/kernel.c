@@ -522,9 +522,6 @@ st_status st_kernel_verify(const st_kernel *k, int idx, const char *who)
         for (int n = 0; k->bufs[i].slab && n < k->nnodes; n++)
             if (k->nodes[n].kind == ST_KN_LOAD && k->nodes[n].buf == i)
                 BAD("buffer %d: a slab cannot be loaded", i);
-        for (int d = 0; k->bufs[i].slab && d < k->rank; d++)
-            if (k->size_buf[d] == i)
-                BAD("buffer %d: a slab cannot size dim %d", i, d);
     }
     for (int i = 0; i < k->nparams; i++)
         if (!dtype_ok(k->param_dtype[i]))

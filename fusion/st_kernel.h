@@ -84,8 +84,9 @@ typedef struct {
      * SLICE_SCATTER statement slab_stmt of the program graph replaces:
      * the runtime moves the data to the slice's start and multiplies the
      * stride of its dim by the step (st_kernel_slab_args); dimmap maps
-     * iteration dims to dims of `value` as for any buffer, and no size is
-     * taken from it. Launch arguments only: the code is that of any
+     * iteration dims to dims of `value` as for any buffer; a size taken
+     * from it is the slice's (the shape of slab_stmt's source, in[1]: a
+     * kernel that stores only slabs). Launch arguments only: the code is that of any
      * strided store (not in st_kernel_hash), so the n stores of a cat
      * are one compiled kernel. */
     bool slab;
@@ -215,6 +216,15 @@ st_graph *st_fuse_decompose(const st_graph *g);
 /* Decomposes and lowers g into a program (g is not modified). */
 st_kprog *st_fuse_lower(const st_graph *g, const st_fuse_options *opt);
 void st_kprog_free(st_kprog *p);
+/* Process-wide counts of fused lowering (fusion/fuse.c): programs lowered,
+ * groups lowered as one fused kernel, groups that fell back to one kernel
+ * per member (a kernel that does not fit the kernel IR), and the last
+ * fallback's group kernel name and reason. */
+typedef struct {
+    int64_t programs, fused, fallbacks;
+    char last_fallback[256];
+} st_fuse_stats;
+void st_fuse_stats_get(st_fuse_stats *s, bool reset);
 /* Whether s lowers to a copy of its first operand (the kernel in its own
  * slot) and a second kernel that writes part of that copy: scatter_add,
  * scatter, slice_scatter (fusion/lower.c). */

@@ -21,6 +21,11 @@ static st_status kargs_of(const st_kprog *p, const st_kernel *k,
             a->shape[d] = vm->ndim ? vm->shape[k->size_dim[d]] : 1;
             continue;
         }
+        if (sb->slab) { /* sized as its slice: its slice_scatter's source */
+            const st_meta *vm = &g->values[g->stmts[sb->slab_stmt].in[1]].meta;
+            a->shape[d] = vm->ndim ? vm->shape[k->size_dim[d]] : 1;
+            continue;
+        }
         const st_tensor *t = vals[sb->value];
         a->shape[d] = t->ndim ? t->shape[k->size_dim[d]] : 1;
     }
