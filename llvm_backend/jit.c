@@ -73,7 +73,7 @@ static struct {
     centry *entries;
     centry **tab;                /* open addressing over entries; cap a power of 2 */
     size_t cap, used;
-    atomic_llong compiles, mem_hits, disk_hits, kernels, launches, parallel;
+    atomic_llong compiles, mem_hits, disk_hits, kernels, launches, parallel, merged;
 } J = {.once = PTHREAD_ONCE_INIT, .mu = PTHREAD_MUTEX_INITIALIZER};
 
 static void take_error(LLVMErrorRef e, char *buf, size_t n, const char *what)
@@ -919,6 +919,12 @@ static const st_kargs *merge_dims(const st_kernel *k, const st_kargs *args, st_k
     }
     if (n == r)
         return args;
+    /* a buffer the code holds still along the innermost dim (dimmap -1)
+     * must stay still along the merged one */
+    for (int b = 0; b < k->nbufs; b++)
+        if (k->bufs[b].dimmap[r - 1] < 0 && n > 0 && st[b][0] != 0)
+            return args;
+    atomic_fetch_add_explicit(&J.merged, 1, memory_order_relaxed);
     *m = *args;
     for (int i = 0; i < r; i++) {
         int d = r - 1 - i;
@@ -1066,6 +1072,7 @@ void st_llvm_stats(st_llvm_stats_t *out)
     out->kernels = atomic_load(&J.kernels);
     out->launches = atomic_load(&J.launches);
     out->parallel_launches = atomic_load(&J.parallel);
+    out->merged_launches = atomic_load(&J.merged);
     out->threads = st_llvm_pool_threads();
     out->have_blas = st_llvm_have_blas();
 }
