@@ -37,7 +37,7 @@
 
 #include "llvm_internal.h"
 
-#define FORMAT_VERSION "st-llvm-obj-22" /* 22: independent reductions of a row kernel share a pass; the splat paths */
+#define FORMAT_VERSION "st-llvm-obj-23" /* 23: elementwise rows stepped as an odometer; 22: independent reductions of a row kernel share a pass; the splat paths */
 
 /* one compiled kernel, kept for the process (until
  * st_llvm_cache_clear_memory finds it unused) */

@@ -1,6 +1,9 @@
 # Elementwise launches with merged dims (llvm_backend/jit.c merge_dims: adjacent
 # iteration dims that every buffer walks as one become one longer row, dims of
 # size 1 are dropped) and the convolution paths that run on them.
+# - rows stepped as an odometer (llvm_backend/codegen_kernels.c emit_pointwise:
+#   coordinates divided out of a chunk's first point only), across the thread
+#   pool's chunks and the splat path's row caps;
 # - elementwise kernels over contiguous, broadcast, permuted, windowed and
 #   expanded operands, in-place adds into windows (col2im's), cat's slab stores,
 #   where with a broadcast mask, int and bfloat16 dtypes, size-0/size-1 dims,
@@ -108,6 +111,22 @@ def test_coordinates_stay_per_dim():
     def f(x):
         return x + st.arange(5, dtype=st.float32) + st.arange(4, dtype=st.float32).reshape(4, 1)
     _eager_and_compiled(f, (x,), x + np.arange(5, dtype=np.float32) + np.arange(4, dtype=np.float32)[:, None])
+
+
+def test_rows_stepped_across_chunks_and_splat_caps():
+    """Rows stepped as an odometer (codegen_kernels.c emit_pointwise): a windowed
+    view whose rows (45 points) straddle the thread pool's 32768-point chunks, and
+    rows of 1500 points cut at the splat path's 1024 (a per-row constant broadcast
+    along the innermost dim at run time)."""
+    big = _f32(3, 9, 72, 50)
+    _eager_and_compiled(lambda x: x[:, 1:8, 1:71, 2:47] * 2.0 + 1.0, (big,), big[:, 1:8, 1:71, 2:47] * 2.0 + 1.0)
+    x, s = _f32(2, 3, 1500, seed=1), _f32(2, 3, 1, seed=2)
+    _eager_and_compiled(lambda x, s: x * s - s, (x, s), x * s - s)
+    w = _f32(5, 7, 33, 35, seed=3)
+
+    def f(w):
+        return w.permute(1, 0, 3, 2)[:, :, 1:, ::2] + 0.5
+    _eager_and_compiled(f, (w,), w.transpose(1, 0, 3, 2)[:, :, 1:, ::2] + 0.5)
 
 
 # ---- convolutions against torch ----
