@@ -37,7 +37,7 @@
 
 #include "llvm_internal.h"
 
-#define FORMAT_VERSION "st-llvm-obj-22" /* 22: independent reductions of a row kernel share a pass; the splat paths */
+#define FORMAT_VERSION "st-llvm-obj-23" /* 23: elementwise rows stepped as an odometer; 22: independent reductions of a row kernel share a pass; the splat paths */
 
 /* one compiled kernel, kept for the process (until
  * st_llvm_cache_clear_memory finds it unused) */
@@ -73,7 +73,7 @@ static struct {
     centry *entries;
     centry **tab;                /* open addressing over entries; cap a power of 2 */
     size_t cap, used;
-    atomic_llong compiles, mem_hits, disk_hits, kernels, launches, parallel;
+    atomic_llong compiles, mem_hits, disk_hits, kernels, launches, parallel, merged;
 } J = {.once = PTHREAD_ONCE_INIT, .mu = PTHREAD_MUTEX_INITIALIZER};
 
 static void take_error(LLVMErrorRef e, char *buf, size_t n, const char *what)
@@ -865,6 +865,76 @@ static bool scatter_cols_ok(const st_kernel *k, const st_kargs *a, int nt)
     return true;
 }
 
+/* An elementwise kernel walks its iteration space row by row (the
+ * innermost dim), with div/mod per row to place it: over a [16, 16, 16, 16]
+ * contiguous tensor, rows of 16 points cost 4x what one row of 65536 does.
+ * So adjacent dims that every buffer walks as one (stride[d] ==
+ * stride[d + 1] * shape[d + 1], a broadcast buffer's 0 == 0 included) are
+ * merged for the launch, and dims of size 1 dropped: every point keeps
+ * its linear index and each buffer's offset of it, only the rows get
+ * longer. The merged dims are right-aligned (leading dims of size 1), so
+ * the same compiled code runs. Not for kernels whose code sees the
+ * coordinates themselves (an INDEX node along a dim), reads through an
+ * index or an unravel, or stores through an index. */
+static bool dims_mergeable(const st_kernel *k)
+{
+    if (k->kind != ST_K_ELEMENTWISE || k->rank < 2)
+        return false;
+    for (int b = 0; b < k->nbufs; b++)
+        if (k->bufs[b].unravel > 0)
+            return false;
+    for (int n = 0; n < k->nnodes; n++) {
+        const st_knode *nd = &k->nodes[n];
+        if ((nd->kind == ST_KN_LOAD && nd->idx_dim >= 0) ||
+            (nd->kind == ST_KN_INDEX && nd->i >= 0))
+            return false;
+    }
+    for (int s = 0; s < k->nstores; s++)
+        if (k->stores[s].indexed)
+            return false;
+    return true;
+}
+
+/* args with mergeable dims merged into m (see above), or args itself. */
+static const st_kargs *merge_dims(const st_kernel *k, const st_kargs *args, st_kargs *m)
+{
+    if (!dims_mergeable(k))
+        return args;
+    int r = k->rank, n = 0;   /* entries innermost first */
+    int64_t sh[ST_MAX_DIMS], st[ST_K_MAX_BUFS][ST_MAX_DIMS];
+    for (int d = r - 1; d >= 0; d--) {
+        if (args->shape[d] == 1)
+            continue;
+        bool join = n > 0;
+        for (int b = 0; join && b < k->nbufs; b++)
+            join = args->bufs[b].strides[d] == st[b][n - 1] * sh[n - 1];
+        if (join) {
+            sh[n - 1] *= args->shape[d];
+            continue;
+        }
+        sh[n] = args->shape[d];
+        for (int b = 0; b < k->nbufs; b++)
+            st[b][n] = args->bufs[b].strides[d];
+        n++;
+    }
+    if (n == r)
+        return args;
+    /* a buffer the code holds still along the innermost dim (dimmap -1)
+     * must stay still along the merged one */
+    for (int b = 0; b < k->nbufs; b++)
+        if (k->bufs[b].dimmap[r - 1] < 0 && n > 0 && st[b][0] != 0)
+            return args;
+    atomic_fetch_add_explicit(&J.merged, 1, memory_order_relaxed);
+    *m = *args;
+    for (int i = 0; i < r; i++) {
+        int d = r - 1 - i;
+        m->shape[d] = i < n ? sh[i] : 1;
+        for (int b = 0; b < k->nbufs; b++)
+            m->bufs[b].strides[d] = i < n ? st[b][i] : 0;
+    }
+    return m;
+}
+
 static const char *red_opname(st_reduce_op op)
 {
     switch (op) {
@@ -901,7 +971,9 @@ static st_status llvm_launch(st_backend *be, void *compiled, int index,
     int32_t r = 0;
     bool par = false;
     bool serial = has_scatter(k);
+    st_kargs merged;
     if (k->kind == ST_K_ELEMENTWISE) {
+        t.a = args = merge_dims(k, args, &merged);
         int64_t total = 1;
         for (int d = 0; d < k->rank; d++)
             total *= args->shape[d];
@@ -1000,6 +1072,7 @@ void st_llvm_stats(st_llvm_stats_t *out)
     out->kernels = atomic_load(&J.kernels);
     out->launches = atomic_load(&J.launches);
     out->parallel_launches = atomic_load(&J.parallel);
+    out->merged_launches = atomic_load(&J.merged);
     out->threads = st_llvm_pool_threads();
     out->have_blas = st_llvm_have_blas();
 }

@@ -20,6 +20,8 @@ typedef struct {
     int64_t kernels;      /* kernel functions generated (compiles only) */
     int64_t launches;
     int64_t parallel_launches; /* launches split across the thread pool */
+    int64_t merged_launches;   /* elementwise launches whose adjacent dims were
+                                  merged into longer rows (jit.c merge_dims) */
     int threads;          /* size of the thread pool (workers + caller) */
     bool have_blas;       /* matmul through OpenBLAS */
 } st_llvm_stats_t;

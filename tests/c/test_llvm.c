@@ -467,6 +467,28 @@ static void test_column_chunks(void)
     }
 }
 
+/* An elementwise kernel's adjacent dims that every buffer walks as one are
+ * merged at launch (jit.c merge_dims): a contiguous [3, 5, 6, 7] add is one
+ * row, a [6, 7] operand broadcast over [3, 5] leaves rows of 42 over 15
+ * outer points; both agree with the interpreter (both()). A kernel that
+ * reads its coordinates (arange) keeps its dims. */
+static void test_merged_dims(void)
+{
+    static const int64_t full[2][4] = {{3, 5, 6, 7}, {3, 5, 6, 7}};
+    static const int64_t bcast[2][4] = {{3, 5, 6, 7}, {6, 7}};
+    int n44[2] = {4, 4}, n42[2] = {4, 2};
+    st_dtype ff[2] = {ST_FLOAT32, ST_FLOAT32};
+    st_llvm_stats_t s0, s1;
+    st_llvm_stats(&s0);
+    one_op("merged add", ST_OP_ADD, 2, ff, n44, full, NULL, NULL, NULL);
+    st_llvm_stats(&s1);
+    CHECK(s1.merged_launches > s0.merged_launches, "contiguous add: dims not merged");
+    st_llvm_stats(&s0);
+    one_op("merged broadcast add", ST_OP_ADD, 2, ff, n42, bcast, NULL, NULL, NULL);
+    st_llvm_stats(&s1);
+    CHECK(s1.merged_launches > s0.merged_launches, "broadcast add: dims not merged");
+}
+
 /* amax/amin of floats (accumulated through llvm.maximum/minimum, vectorized)
  * and softmax (max, then sum) against the interpreter on rows holding NaN
  * (first, middle, last: vector body and tail), infinities and zeros, of
@@ -1433,6 +1455,7 @@ int main(int argc, char **argv)
     RUN_TEST(test_half_conversions());
     RUN_TEST(test_matmul_epilogue());
     RUN_TEST(test_unravel_views());
+    RUN_TEST(test_merged_dims());
     RUN_TEST(test_column_chunks()); /* last: draws random inputs */
     RUN_TEST(test_overhead());
     RUN_TEST(test_disk_cache(argv[0]));
