@@ -22,7 +22,7 @@ tensor values on the host. The index tensors they use are built from shapes with
   fold is col2im; conv_transpose = col2im(weight^T @ x) (the gradient of conv with respect
   to its input).
 - pooling front ends are written once for k spatial dims (_max_pool_impl, _avg_pool_impl,
-  _adaptive_avg_impl, _adaptive_max_impl: torch's argument parsing, shape checks and
+  _adaptive_max_impl: torch's argument parsing, shape checks and
   messages for k = 2 and 3) over the n-d bodies below; the 1-d forms go through the 2-d ones
   as torch's do.
 - max pooling: im2col padded with -inf, argmax over K, the values gathered at it (so the
@@ -32,9 +32,9 @@ tensor values on the host. The index tensors they use are built from shapes with
   positions (its gradient: a gather at them). lp pooling is torch's formula over avg_pool
   (max_pool for norm_type = +-inf).
 - avg pooling: im2col sum over K divided by torch's divisor (per output position, from
-  the window's clipped extent). Adaptive avg pooling is a matmul with an averaging matrix
-  per dim; adaptive max pooling reads fixed-size windows (the shorter ones repeat their
-  last point) and takes their argmax as max pooling does.
+  the window's clipped extent). Adaptive avg pooling is in _adaptive_pool.py (window
+  sums per dim, so a NaN or inf stays in its windows); adaptive max pooling reads
+  fixed-size windows (the shorter ones repeat their last point) and takes their argmax as max pooling does.
 - interpolate: index_select at torch's source indices (nearest) and the linear blend of two
   index_selects per dim (linear/bilinear), the coordinates computed as torch's kernels do
   (float32 for float32 inputs).
@@ -928,50 +928,11 @@ def _adaptive_bounds(size, out):
     return ([(i * size) // out for i in range(out)], [-((-(i + 1) * size) // out) for i in range(out)])
 
 
-@dyn_inline
-def _adaptive_matrix(size, out, dtype, device):
-    """[out, size]: row i averages torch's adaptive window i."""
-    i = _ops.arange(size, device=device).reshape(1, size)
-    o = _ops.arange(out, device=device).reshape(out, 1)
-    start = (o * size) // out
-    end = -((-(o + 1) * size) // out)
-    m = ((i >= start) & (i < end)).to(dtype)
-    return m / (end - start).to(dtype)
-
-
 def _empty_of(x, out):
     """An empty [N, C, *out] (some out is 0) read from x [N, C, *S], so that it is part of
     x's graph (its gradient, zeros, flows back as torch's)."""
     n, c = x.shape[0], x.shape[1]
     return x.reshape(n, c, _prod(x.shape[2:]))._slice(2, 0, 0, 1).reshape((n, c) + tuple(out))
-
-
-@dyn_inline
-def _adaptive_avg_nd(x, out):
-    """x batched [N, C, *S] -> [N, C, *out]."""
-    k = len(out)
-    spatial = tuple(x.shape[2:])
-    n, c = x.shape[0], x.shape[1]
-    if any(o == 0 for o in out):
-        return _empty_of(x, out)
-    # (compiled: the windows' split only for out 1, so that a graph for dynamic shapes
-    # does not depend on whether the sizes divide)
-    if all(out[i] == 1 or (not _is_compiling() and spatial[i] % out[i] == 0) for i in range(k)):
-        split = [n, c]
-        for i in range(k):
-            split += [out[i], spatial[i] // out[i]]
-        return x.reshape(tuple(split)).mean(tuple(3 + 2 * i for i in range(k)))
-    y = x
-    for i in reversed(range(k)):   # contract each spatial dim with its averaging matrix
-        if spatial[i] == out[i]:
-            continue
-        m = _adaptive_matrix(spatial[i], out[i], x.dtype, x.device)     # [O, S]
-        d = 2 + i
-        if d == y.dim() - 1:
-            y = y.matmul(m.t())
-        else:   # on the right, as the last dim's: no broadcast of m to y's batch dims
-            y = y.movedim(d, -1).matmul(m.t()).movedim(-1, d)
-    return y
 
 
 def _adaptive_out(output_size, input, k):
@@ -985,49 +946,6 @@ def _nonempty_planes(input, fname, first=1):
         if input.shape[i] == 0:
             raise RuntimeError(f"{fname}(): Expected input to have non-zero size for non-batch dimensions, but "
                                f"input has sizes {_size_str(input.shape)} with dimension {i} being empty")
-
-
-@dyn_inline
-def _adaptive_avg_impl(k, input, output_size):
-    """adaptive_avg_pool2d / adaptive_avg_pool3d (k = 2, 3) with torch's checks."""
-    fname = f"adaptive_avg_pool{k}d"
-    _check_tensor(input, fname)
-    osz = _adaptive_out(output_size, input, k)
-    if len(osz) != k:
-        raise RuntimeError(f"{fname}: output_size must be {k}")
-    if any(o < 0 for o in osz):
-        got = f"{osz[0]}, {osz[1]}" + (f",{osz[2]}" if k == 3 else "")
-        raise RuntimeError(f"{fname}: elements of output_size must be greater than or equal to 0 but received "
-                           f"{{{got}}}")
-    nd = input.dim()
-    if nd not in (k + 1, k + 2):
-        raise RuntimeError(f"{fname}(): Expected {k + 1}D or {k + 2}D tensor, but got {_size_str(input.shape)}")
-    # torch's 2-d average checks only the spatial dims (no channel is fine), the 3-d all
-    _nonempty_planes(input, fname, nd - 2 if k == 2 else 1)
-    _check_dtype(input, fname if k == 2 else "adaptive_avg_pool3d_cpu")
-    x = input.unsqueeze(0) if nd == k + 1 else input
-    return _unbatch(_adaptive_avg_nd(x, osz), nd == k + 1)
-
-
-@dyn_inline
-def adaptive_avg_pool2d(input, output_size):
-    """adaptive_avg_pool2d(input [N, C, H, W] or [C, H, W], output_size (int, pair; None keeps
-    that dim)): the mean over torch's adaptive windows."""
-    return _adaptive_avg_impl(2, input, output_size)
-
-
-def adaptive_avg_pool3d(input, output_size):
-    """adaptive_avg_pool3d(input [N, C, D, H, W] or [C, D, H, W], output_size (int, triple;
-    None keeps that dim)): the mean over torch's adaptive windows."""
-    return _adaptive_avg_impl(3, input, output_size)
-
-
-def adaptive_avg_pool1d(input, output_size):
-    """adaptive_avg_pool1d(input [N, C, L] or [C, L], output_size)."""
-    _check_tensor(input, "adaptive_avg_pool1d")
-    o = _check1d("adaptive_avg_pool1d", "output_size", output_size)
-    _check_dim_range(input, 2, 3, "adaptive_avg_pool1d")
-    return adaptive_avg_pool2d(input.unsqueeze(-2), (1, o)).squeeze(-2)
 
 
 def _adaptive_max_nd(x, out, return_indices):
