@@ -1429,6 +1429,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         _interp_size_error(spatial, output_size)
     _check_dtype(input, f"upsample_{mode.replace('-', '_')}{dim}d")
     if mode == "area":
+        from ._adaptive_pool import _adaptive_avg_nd   # (it imports this module)
         return _adaptive_avg_nd(input, tuple(output_size))
     scales = scale_factors or [None] * dim
     x = input

@@ -359,3 +359,20 @@ def test_argsort_stale_view_matches_torch(op):
         args = (op, case != "no_grad_input", case != "no_write")
         assert (_raises_as_torch(st, "eager", *args, no_grad=case == "no_grad_mode")
                 == _raises_as_torch(torch, "eager", *args, no_grad=case == "no_grad_mode"))
+
+
+@pytest.mark.parametrize("mode", ["eager", "compiled"])
+def test_interpolate_area_keeps_nonfinite_in_its_windows(mode):
+    # interpolate(mode="area") is adaptive average pooling: it went through the old
+    # averaging-matrix code until that was removed from _conv.py
+    torch = pytest.importorskip("torch")
+    f = st.compile(lambda x: F.interpolate(x, size=(3, 2), mode="area")) if mode == "compiled" \
+        else (lambda x: F.interpolate(x, size=(3, 2), mode="area"))
+    for i in range(3):
+        xv = np.random.default_rng(i).standard_normal((2, 3, 7, 5)).astype(np.float32)
+        xv[0, 1, 0, 0] = np.nan
+        xv[1, 2, 6, 4] = np.inf
+        y = f(st.tensor(xv))
+        ty = torch.nn.functional.interpolate(torch.tensor(xv), size=(3, 2), mode="area")
+        np.testing.assert_allclose(y.numpy(), ty.numpy(), rtol=1e-5, atol=1e-6)
+        assert np.isfinite(y.numpy()).sum() == np.isfinite(ty.numpy()).sum() == 2 * 3 * 6 - 2
