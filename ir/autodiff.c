@@ -31,7 +31,9 @@
  *   zeros of src's shape when index is smaller than src.
  * - scatter: self gets g with the written positions zeroed (a scatter of
  *   zeros), src as scatter_add's (a repeated position: every point of it).
- * - slice_scatter: base gets g with the slice zeroed, src the slice of g. */
+ * - slice_scatter: base gets g with the slice zeroed, src the slice of g.
+ * - slice: g written into zeros at the slice (a slice_scatter: elementwise,
+ *   it fuses; a scatter_add at an arange index ran serially). */
 #include <math.h>
 #include <string.h>
 
@@ -804,7 +806,7 @@ static void r_view(ad *c, rule *r)
     int x = r->s.in[0], g = r->og;
     if (!diffable(c, x))
         return;
-    st_meta xm = M(c, x), gm = M(c, g);
+    st_meta xm = M(c, x);
     const st_attrs *at = &r->s.attrs;
     int gx = -1;
     switch (r->s.op) {
@@ -833,18 +835,19 @@ static void r_view(ad *c, rule *r)
             break;
         }
         int dim = wrapd(c, at->i[0], xm.ndim);
-        int64_t start = at->i[1], stop = at->i[2], step = at->i[3];
+        int64_t step = at->i[3];
         if (step <= 0) {
             st_err(ST_ERR_VALUE, "slice vjp: step %lld", (long long)step);
             c->failed = true;
             return;
         }
-        int64_t n = st_slice_bounds(xm.shape[dim], &start, &stop, step);
-        /* scatter the grad into zeros at start + step * arange(n) */
-        int ix = arange(c, n, (double)start, (double)step);
-        ix = expand_to(c, along(c, ix, dim, xm.ndim), &gm);
-        gx = scatter_add(c, full_like(c, x, 0.0, xm.dtype), dim, ix,
-                         cast(c, g, xm.dtype));
+        /* the grad written into zeros at the slice: slice_scatter, an
+         * elementwise select that fuses with its neighbours (a scatter_add
+         * at an arange index ran as a serial scatter kernel) */
+        st_attrs sa = *at;
+        sa.i[0] = dim;
+        int in[2] = {full_like(c, x, 0.0, xm.dtype), cast(c, g, xm.dtype)};
+        gx = E(c, ST_OP_SLICE_SCATTER, in, 2, &sa);
         break;
     }
     case ST_OP_SQUEEZE: {
