@@ -32,7 +32,8 @@
     X(CALL_INTRINSIC_1) X(EXTENDED_ARG) X(GET_LEN) X(RETURN_GENERATOR) X(YIELD_VALUE) \
     X(LOAD_ASSERTION_ERROR) X(RAISE_VARARGS) X(RERAISE) X(LOAD_BUILD_CLASS) \
     X(GET_YIELD_FROM_ITER) X(SEND) X(END_SEND) X(CLEANUP_THROW) \
-    X(PUSH_EXC_INFO) X(POP_EXCEPT) X(CHECK_EXC_MATCH) X(WITH_EXCEPT_START)
+    X(PUSH_EXC_INFO) X(POP_EXCEPT) X(CHECK_EXC_MATCH) X(WITH_EXCEPT_START) \
+    X(MATCH_SEQUENCE) X(MATCH_MAPPING)
 
 enum {
 #define X(n) OP_##n,
@@ -193,6 +194,30 @@ static tr_var pop(tr_frame *fr)
 }
 
 /* ---------------- helpers for opcodes ---------------- */
+/* bool(o) of an object whose class defines __bool__ (or else __len__) in
+ * Python (enum.Flag, a user container): the dunder inlined; its result
+ * must be a bool (an int for __len__). */
+static int user_truth(tr_state *s, tr_var *v, int *out)
+{
+    PyObject *o = v->v, *fn = tr_py_dunder(o, "__bool__");
+    bool len = false;
+    if (!fn && !(fn = tr_py_dunder(o, "__len__"), len = true, fn))
+        return tr_break(s, "truth value of a %s (user-defined C __bool__/__len__)",
+                        tr_type_name(o));
+    tr_var r;
+    if (tr_call_dunder(s, fn, v, NULL, 0, &r) < 0)
+        return -1;
+    int rc = 0;
+    if (!r.v || r.it || (len ? !PyLong_Check(r.v) || PyBool_Check(r.v) || tr_is_symint(r.v)
+                             : !PyBool_Check(r.v)))
+        rc = tr_break(s, "%s.%s returned a %s", tr_type_name(o), len ? "__len__" : "__bool__",
+                      r.v ? tr_type_name(r.v) : "NULL");
+    else
+        *out = len ? PyObject_IsTrue(r.v) : r.v == Py_True;
+    tr_var_clear(&r);
+    return rc;
+}
+
 static int truth(tr_state *s, tr_var *v, int *out)
 {
     PyObject *o = v->v;
@@ -206,8 +231,7 @@ static int truth(tr_state *s, tr_var *v, int *out)
                    (t->tp_as_mapping && t->tp_as_mapping->mp_length) ||
                    (t->tp_as_sequence && t->tp_as_sequence->sq_length);
         if (has)
-            return tr_break(s, "truth value of a %s (user-defined __bool__/__len__)",
-                            t->tp_name);
+            return user_truth(s, v, out);
         *out = 1;
         return 0;
     }
@@ -216,6 +240,11 @@ static int truth(tr_state *s, tr_var *v, int *out)
         return tr_break_exc(s, "bool()");
     *out = r;
     return 0;
+}
+
+int tr_truth(tr_state *s, tr_var *v, int *out)
+{
+    return truth(s, v, out);
 }
 
 static int check_operands(tr_state *s, tr_var *a, tr_var *b, const char *what)
@@ -275,6 +304,66 @@ static int guard_identity(tr_state *s, tr_var *v, PyObject *other)
     if (st_fe_guard_add(&s->guards, gk, vs, gobj) < 0)
         return tr_break_exc(s, "guard");
     return 0;
+}
+
+static const char *const nb_dunder[] = {"__add__", "__and__", "__floordiv__", "__lshift__",
+    "__matmul__", "__mul__", "__mod__", "__or__", "__pow__", "__rshift__", "__sub__",
+    "__truediv__", "__xor__"};
+
+/* a OP b where a's class defines the operator in Python (enum.Flag's
+ * __and__/__or__, a user vector type) and b is no tensor (whose reflected
+ * operator would have its say): that function (borrowed), else NULL. An
+ * in-place operator uses it when the class has no __i<op>__. */
+static PyObject *user_binop(tr_var *a, tr_var *b, int k)
+{
+    if (!a->v || !b->v || a->it || b->it || a->aux != TR_AUX_NONE || b->aux != TR_AUX_NONE ||
+        st_fe_is_tensor(a->v) || st_fe_is_tensor(b->v) || tr_safe_type(a->v) ||
+        PyType_Check(a->v))
+        return NULL;
+    if (k >= 100) {
+        char in[24];
+        snprintf(in, sizeof in, "__i%s", nb_dunder[k % 100] + 2);
+        if (tr_py_dunder(a->v, in))
+            return NULL;   /* left to the generic path (a break) */
+    }
+    return tr_py_dunder(a->v, nb_dunder[k % 100]);
+}
+
+/* o compares by identity (object's tp_richcompare: exceptions, plain
+ * objects) and is no tensor, type or modelled value */
+static bool identity_eq(tr_var *v)
+{
+    return v->v && !v->it && v->aux == TR_AUX_NONE && !st_fe_is_tensor(v->v) &&
+           !PyType_Check(v->v) && !tr_is_lazy(v->v) && !tr_is_symint(v->v) &&
+           Py_TYPE(v->v)->tp_richcompare == PyBaseObject_Type.tp_richcompare;
+}
+
+/* `a == b` / `a != b` / `a in seq` where a was made in the frame and
+ * compares by identity (a caught exception), and the other side does too
+ * or is a plain value (whose __eq__ answers NotImplemented): the answer
+ * is a constant of the trace, since nothing from outside is a. */
+static bool fresh_identity_cmp(tr_state *s, tr_var *a, tr_var *b)
+{
+    if (!identity_eq(a) || !tr_is_fresh(s, a->v) || !b->v || b->it || b->aux != TR_AUX_NONE)
+        return false;
+    return identity_eq(b) || (tr_safe_type(b->v) && !st_fe_is_tensor(b->v) &&
+                              !PyList_Check(b->v) && !PyTuple_Check(b->v) &&
+                              !PyDict_Check(b->v) && !PyAnySet_Check(b->v));
+}
+
+/* `a in seq`, a list or tuple, with a as above and each item one that
+ * compares by identity or a plain value */
+static bool fresh_identity_in(tr_state *s, tr_var *a, PyObject *seq)
+{
+    if (!PyList_CheckExact(seq) && !PyTuple_CheckExact(seq))
+        return false;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        tr_var it = {0};
+        it.v = PySequence_Fast_GET_ITEM(seq, i);
+        if (!fresh_identity_cmp(s, a, &it))
+            return false;
+    }
+    return fresh_identity_cmp(s, a, a);
 }
 
 static PyObject *binop(int b, PyObject *x, PyObject *y, bool inplace)
@@ -1180,6 +1269,20 @@ static int run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
             int k = oparg < n_nb ? nb_of[oparg] : -1, rc = 0;
             PyObject *r = NULL;
             bool inplace = k >= 100;
+            PyObject *dn = k >= 0 ? user_binop(&a, &b, k) : NULL;
+            if (dn) {
+                tr_var r;
+                rc = tr_call_dunder(s, dn, &a, &b, 1, &r);
+                if (!rc && r.v == Py_NotImplemented) {
+                    tr_var_clear(&r);
+                    rc = tr_break(s, "%s of %s and %s returned NotImplemented",
+                                  nb_dunder[k % 100], tr_type_name(a.v), tr_type_name(b.v));
+                }
+                tr_var_clear(&a);
+                tr_var_clear(&b);
+                if (rc < 0 || push(s, fr, &r)) return -1;
+                break;
+            }
             if (k < 0)
                 rc = tr_break(s, "unknown binary op %d", oparg);
             else if ((rc = tr_dyn_size_operand(s, k % 100, &a, &b)) >= 0)
@@ -1215,6 +1318,15 @@ static int run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
         }
         case OP_COMPARE_OP: {
             tr_var b = pop(fr), a = pop(fr);
+            int cop = cmp_of(oparg);
+            if ((cop == Py_EQ || cop == Py_NE) &&
+                (fresh_identity_cmp(s, &a, &b) || fresh_identity_cmp(s, &b, &a))) {
+                int r = (a.v == b.v) ^ (cop == Py_NE);
+                tr_var_clear(&a);
+                tr_var_clear(&b);
+                if (push_value(s, fr, PyBool_FromLong(r))) return -1;
+                break;
+            }
             int rc = tr_dyn_size_operand(s, -1, &a, &b);
             if (rc >= 0)
                 rc = check_operands(s, &a, &b, "a comparison");
@@ -1241,10 +1353,27 @@ static int run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
         }
         case OP_CONTAINS_OP: {
             tr_var b = pop(fr), a = pop(fr);
+            PyObject *cn = b.v && !b.it && b.aux == TR_AUX_NONE && !st_fe_is_tensor(b.v) &&
+                           !PyType_Check(b.v) && !tr_safe_type(b.v)
+                               ? tr_py_dunder(b.v, "__contains__") : NULL;
+            if (cn) {
+                /* a class's Python __contains__ (ModuleDict, enum.Flag): inlined */
+                tr_var r;
+                int t = 0, rc = tr_call_dunder(s, cn, &b, &a, 1, &r);
+                if (!rc) {
+                    rc = truth(s, &r, &t);
+                    tr_var_clear(&r);
+                }
+                tr_var_clear(&a);
+                tr_var_clear(&b);
+                if (rc < 0 || push_value(s, fr, PyBool_FromLong(t ^ (oparg & 1)))) return -1;
+                break;
+            }
             int rc = check_operands(s, &b, NULL, "'in'"), r = 0;
             if (!rc && st_fe_is_tensor(b.v))
                 rc = tr_break(s, "'in' on a tensor (data-dependent)");
-            if (!rc && !tr_safe_type(a.v) && !PyDict_Check(b.v) && !PyAnySet_Check(b.v))
+            if (!rc && !tr_safe_type(a.v) && !PyDict_Check(b.v) && !PyAnySet_Check(b.v) &&
+                !fresh_identity_in(s, &a, b.v))
                 rc = tr_break(s, "'in' with a %s (its __eq__ may run)", tr_type_name(a.v));
             /* membership by identity (a tensor key) in a dict or set from
              * outside: the answer would be a constant no guard re-checks */
@@ -1469,6 +1598,21 @@ static int run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
             break;
         case OP_BEFORE_WITH: {
             tr_var m = pop(fr);
+            if (tr_is_nullcontext(m.v) && !m.it && m.aux == TR_AUX_NONE) {
+                /* its __exit__ (Python, inlined when called) and enter_result */
+                PyObject *ex = PyObject_GetAttrString(m.v, "__exit__");
+                PyObject *nm = PyUnicode_InternFromString("enter_result");
+                tr_var en;
+                int rc = ex && nm ? tr_getattr(s, &m, nm, &en) : tr_break_exc(s, "with");
+                Py_XDECREF(nm);
+                tr_var_clear(&m);
+                if (rc < 0) {
+                    Py_XDECREF(ex);
+                    return -1;
+                }
+                if (push_value(s, fr, ex) || push(s, fr, &en)) return -1;
+                break;
+            }
             if (!tr_is_mode_ctx(m.v)) {
                 int rc = tr_break(s, "with on a %s is not supported", tr_type_name(m.v));
                 tr_var_clear(&m);
@@ -1511,6 +1655,19 @@ static int run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
             Py_ssize_t n = PyObject_Length(TOP(fr, 1)->v);
             if (n < 0) return tr_break_exc(s, "len");
             if (push_value(s, fr, PyLong_FromSsize_t(n))) return -1;
+            break;
+        }
+        case OP_MATCH_SEQUENCE: case OP_MATCH_MAPPING: {
+            /* `case (a, b):` / `case {...}:` asks the subject's type: guarded
+             * when the subject has a source */
+            tr_var *v = TOP(fr, 1);
+            if (!v->v || v->it || v->aux != TR_AUX_NONE)
+                return tr_break(s, "match on an iterator");
+            st_fe_src *vs = st_fe_is_tensor(v->v) ? NULL : tr_var_src(s, v);
+            if (vs && st_fe_guard_add(&s->guards, ST_G_TYPE, vs, (PyObject *)Py_TYPE(v->v)) < 0)
+                return tr_break_exc(s, "guard");
+            unsigned long fl = op == OP_MATCH_SEQUENCE ? Py_TPFLAGS_SEQUENCE : Py_TPFLAGS_MAPPING;
+            if (push_value(s, fr, PyBool_FromLong(!!(Py_TYPE(v->v)->tp_flags & fl)))) return -1;
             break;
         }
         case OP_LOAD_ASSERTION_ERROR: {

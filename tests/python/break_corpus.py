@@ -680,15 +680,6 @@ def i_match_class(x):
     return y * 2
 
 
-@brk("instr", X, graphs=2, breaks=None)
-def i_match_sequence(x):
-    y = x * 2
-    match [1, 2]:
-        case [a, b]:  # BRK
-            y = y * a + b
-    return y - 1
-
-
 @brk("instr", X, graphs=2, breaks=1)
 def i_del_global(x):
     global _I_DEL_G
