@@ -1197,6 +1197,55 @@ static int call_partial(tr_state *s, tr_var *fnv, tr_var *args, int nargs,
     return rc;
 }
 
+/* logging.Logger.isEnabledFor(level) on a logger with a source (log.debug
+ * in forward): run for real (it fills the logger's level cache, under the
+ * logging lock the translation cannot take) and its answer guarded
+ * through what logging itself re-checks: logger.disabled and the cache
+ * entry logger._cache[level], which setLevel/disable clear (a missing
+ * entry fails the guard: translated again). 1 handled, 0 not this, -1. */
+static int logger_enabled(tr_state *s, PyObject *fn, tr_var *args, int nargs,
+                          PyObject *kwnames, tr_var *out)
+{
+    PyFunctionObject *f = (PyFunctionObject *)fn;
+    if (nargs != 2 || kwnames || !PyUnicode_Check(f->func_qualname) ||
+        PyUnicode_CompareWithASCIIString(f->func_qualname, "Logger.isEnabledFor") ||
+        !f->func_module || !PyUnicode_Check(f->func_module) ||
+        PyUnicode_CompareWithASCIIString(f->func_module, "logging"))
+        return 0;
+    PyObject *lv = args[1].v;
+    st_fe_src *ls = args[0].v && !args[0].it ? tr_var_src(s, &args[0]) : NULL;
+    if (!ls || !lv || args[1].it || !PyLong_CheckExact(lv) ||
+        (tr_is_lazy(lv) && tr_lazy_plain_var(s, &args[1]) < 0))
+        return ls && lv && PyLong_CheckExact(lv) ? -1 : 0;
+    PyObject *r = PyObject_CallFunctionObjArgs(fn, args[0].v, lv, NULL);
+    if (!r)
+        return tr_break_exc(s, "Logger.isEnabledFor");
+    PyObject *cn = PyUnicode_InternFromString("_cache"), *dn = PyUnicode_InternFromString("disabled");
+    PyObject *cache = cn ? PyObject_GetAttr(args[0].v, cn) : NULL;
+    PyObject *dis = dn ? PyObject_GetAttr(args[0].v, dn) : NULL;
+    st_fe_src *cs = cache && PyDict_CheckExact(cache) ? st_fe_src_attr(&s->srcs, ls, cn) : NULL;
+    st_fe_src *ds = dis ? st_fe_src_attr(&s->srcs, ls, dn) : NULL;
+    st_fe_src *es = cs ? st_fe_src_item(&s->srcs, cs, lv) : NULL;
+    PyObject *ent = cache && PyDict_CheckExact(cache) ? PyDict_GetItemWithError(cache, lv) : NULL;
+    int rc;
+    if (!ds || st_fe_guard_value(&s->guards, ds, dis) < 0)
+        rc = tr_break_exc(s, "Logger.isEnabledFor (guard)");
+    else if (dis != Py_True && (!es || !ent || st_fe_guard_value(&s->guards, es, ent) < 0))
+        rc = PyErr_Occurred() ? tr_break_exc(s, "Logger.isEnabledFor (guard)")
+                              : tr_break(s, "Logger.isEnabledFor: no cache entry to guard");
+    else
+        rc = 1;
+    Py_XDECREF(cn);
+    Py_XDECREF(dn);
+    Py_XDECREF(cache);
+    Py_XDECREF(dis);
+    if (rc == 1)
+        tr_make_value(s, out, r);
+    else
+        Py_DECREF(r);
+    return rc;
+}
+
 int tr_call(tr_state *s, tr_var *fnv, tr_var *args, int nargs,
             PyObject *kwnames, tr_var *out)
 {
@@ -1250,6 +1299,9 @@ int tr_call(tr_state *s, tr_var *fnv, tr_var *args, int nargs,
             return tr_break(s, "call to %s, disabled with symtrace.compiler.disable",
                             tr_qualname(fn, qb, sizeof qb));
         }
+        int lg = logger_enabled(s, fn, args, nargs, kwnames, out);
+        if (lg != 0)
+            return lg < 0 ? -1 : 0;
         int org = tr_fn_origin(fn);
         if (org == 1 && PyObject_HasAttrString(fn, "__wrapped__")) {
             /* a symtrace decorator's wrapper (no_grad()(fn)): inline it so

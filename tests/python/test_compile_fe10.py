@@ -13,6 +13,7 @@ import dataclasses
 import enum
 import functools
 import io
+import logging
 import traceback
 
 import numpy as np
@@ -217,6 +218,41 @@ def test_nullcontext():
     x = X(3).requires_grad_()
     check(f_nullcontext, [(x, True)] * 3 + [(x, False)] * 2, graphs=2)
     check(f_nullcontext_exc, [(X(3),)] * 3)
+
+
+# ---------------- logging calls whose level is off ----------------
+LOG = logging.getLogger("symtrace.test_fe10")
+
+
+def f_log(x):
+    LOG.debug("input shape %s", tuple(x.shape))
+    LOG.info("info")
+    return x + 1
+
+
+def test_logging_level_off_and_on():
+    buf = io.StringIO()
+    h = logging.StreamHandler(buf)
+    LOG.addHandler(h)
+    LOG.propagate = False
+    try:
+        LOG.setLevel(logging.WARNING)
+        LOG._cache.clear()          # a first call that fills logging's level cache
+        # the level cache is filled under logging's lock: no break for it
+        check(f_log, [(X(3),)] * 3)
+        cf = st.compile(f_log)
+        for level in ["DEBUG", "WARNING", "INFO", "WARNING"]:
+            LOG.setLevel(level)     # clears the cache: the guards see the change
+            for _ in range(2):
+                same(cf(X(3)), f_log(X(3)))
+            got = buf.getvalue().splitlines()
+            buf.seek(0)
+            buf.truncate()
+            half = len(got) // 2    # compiled then eager, the same lines
+            assert got[:half] == got[half:]
+            assert len(got) == {"DEBUG": 8, "INFO": 4, "WARNING": 0}[level]
+    finally:
+        LOG.removeHandler(h)
 
 
 # ---------------- the rest of the ordinary-code list: already whole graphs ----------------
