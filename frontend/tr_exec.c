@@ -33,7 +33,7 @@
     X(LOAD_ASSERTION_ERROR) X(RAISE_VARARGS) X(RERAISE) X(LOAD_BUILD_CLASS) \
     X(GET_YIELD_FROM_ITER) X(SEND) X(END_SEND) X(CLEANUP_THROW) \
     X(PUSH_EXC_INFO) X(POP_EXCEPT) X(CHECK_EXC_MATCH) X(WITH_EXCEPT_START) \
-    X(MATCH_SEQUENCE) X(MATCH_MAPPING)
+    X(MATCH_SEQUENCE) X(MATCH_MAPPING) X(MATCH_CLASS) X(MATCH_KEYS)
 
 enum {
 #define X(n) OP_##n,
@@ -364,6 +364,150 @@ static bool fresh_identity_in(tr_state *s, tr_var *a, PyObject *seq)
             return false;
     }
     return fresh_identity_cmp(s, a, a);
+}
+
+/* ---------------- match statements ---------------- */
+/* The subject's type decides MATCH_SEQUENCE/MAPPING/CLASS: guarded when
+ * it has a source (a tensor's own guards cover its type). */
+static int guard_subject_type(tr_state *s, tr_var *v)
+{
+    if (!v->v || v->it || v->aux != TR_AUX_NONE)
+        return tr_break(s, "match on an iterator");
+    /* a lazy or symbolic number: its value (of type int or float) */
+    if (tr_is_lazy(v->v) && tr_lazy_plain_var(s, v) < 0)
+        return -1;
+    if (tr_is_symint(v->v) && tr_dyn_plain_var(s, v) < 0)
+        return -1;
+    st_fe_src *vs = st_fe_is_tensor(v->v) ? NULL : tr_var_src(s, v);
+    if (vs && st_fe_guard_add(&s->guards, ST_G_TYPE, vs, (PyObject *)Py_TYPE(v->v)) < 0)
+        return tr_break_exc(s, "guard");
+    return 0;
+}
+
+/* MATCH_CLASS: `case C(p1, ..., k=p)` on subj: a tuple of the values the
+ * sub-patterns match (attributes read as the code would read them), or
+ * None when subj is no C. Classes with a metaclass (__instancecheck__)
+ * break; __match_args__ is read through C's source, guarded. */
+static int match_class(tr_state *s, tr_var *subj, tr_var *cls, PyObject *kw, int npos,
+                       PyObject **res)
+{
+    *res = NULL;
+    if (guard_subject_type(s, subj) < 0)
+        return -1;
+    if (!cls->v || !PyType_Check(cls->v) || Py_TYPE(cls->v) != &PyType_Type || !PyTuple_Check(kw))
+        return tr_break(s, "match against a %s (not a class of metaclass type)",
+                        tr_type_name(cls->v));
+    PyTypeObject *t = (PyTypeObject *)cls->v;
+    if (!PyType_IsSubtype(Py_TYPE(subj->v), t)) {
+        *res = Py_NewRef(Py_None);
+        return 0;
+    }
+    PyObject *names = PyList_New(0), *margs = NULL;
+    int rc = names ? 0 : tr_break_exc(s, "match");
+    bool self_match = false;
+    if (!rc && npos > 0) {
+        PyObject *mn = PyUnicode_InternFromString("__match_args__");
+        margs = mn ? PyObject_GetAttr(cls->v, mn) : NULL;
+        if (!margs && PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            PyErr_Clear();
+            self_match = (t->tp_flags & _Py_TPFLAGS_MATCH_SELF) && npos == 1;
+            if (!self_match)
+                rc = tr_break(s, "%s() accepts no positional sub-patterns", t->tp_name);
+        } else if (!margs || !PyTuple_Check(margs) || PyTuple_GET_SIZE(margs) < npos) {
+            rc = margs ? tr_break(s, "%s.__match_args__ too short or not a tuple", t->tp_name)
+                       : tr_break_exc(s, "__match_args__");
+        } else {
+            st_fe_src *cs = tr_var_src(s, cls);
+            st_fe_src *ms = cs ? st_fe_src_attr(&s->srcs, cs, mn) : NULL;
+            if (cs && (!ms || st_fe_guard_value(&s->guards, ms, margs) < 0))
+                rc = tr_break_exc(s, "guard");
+            for (int i = 0; !rc && i < npos; i++)
+                rc = PyList_Append(names, PyTuple_GET_ITEM(margs, i));
+        }
+        Py_XDECREF(mn);
+    }
+    for (Py_ssize_t i = 0; !rc && i < PyTuple_GET_SIZE(kw); i++)
+        rc = PyList_Append(names, PyTuple_GET_ITEM(kw, i));
+    Py_ssize_t n = rc ? 0 : PyList_GET_SIZE(names) + (self_match ? 1 : 0);
+    PyObject *tup = rc ? NULL : PyTuple_New(n);
+    if (!rc && !tup)
+        rc = tr_break_exc(s, "match");
+    Py_ssize_t j = 0;
+    if (!rc && self_match)
+        PyTuple_SET_ITEM(tup, j++, Py_NewRef(subj->v));
+    for (Py_ssize_t i = 0; !rc && i < PyList_GET_SIZE(names); i++) {
+        PyObject *nm = PyList_GET_ITEM(names, i);
+        if (!PyUnicode_Check(nm)) {
+            rc = tr_break(s, "__match_args__ item not a str");
+            break;
+        }
+        if (tr_hasattr(s, subj, nm) <= 0) {
+            /* a missing attribute: no match (a break when it cannot tell) */
+            rc = PyErr_Occurred() || s->broke ? -1 : 0;
+            if (!rc) {
+                Py_CLEAR(tup);
+                *res = Py_NewRef(Py_None);
+            }
+            break;
+        }
+        tr_var v;
+        if (tr_getattr(s, subj, nm, &v) < 0) {
+            rc = -1;
+            break;
+        }
+        PyTuple_SET_ITEM(tup, j++, Py_NewRef(v.v));
+        tr_var_clear(&v);
+    }
+    Py_XDECREF(names);
+    Py_XDECREF(margs);
+    if (rc < 0) {
+        Py_XDECREF(tup);
+        if (!s->broke)
+            tr_break_exc(s, "match");
+        return -1;
+    }
+    if (!*res)
+        *res = tup;
+    return 0;
+}
+
+/* MATCH_KEYS: `case {k1: p1, ...}` on a dict (exactly): a tuple of the
+ * values under the keys (plain constants), or None when one is missing. */
+static int match_keys(tr_state *s, tr_var *subj, PyObject *keys, PyObject **res)
+{
+    *res = NULL;
+    if (!subj->v || !PyDict_CheckExact(subj->v) || !PyTuple_Check(keys))
+        return tr_break(s, "a mapping pattern on a %s", tr_type_name(subj->v));
+    Py_ssize_t n = PyTuple_GET_SIZE(keys);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *k = PyTuple_GET_ITEM(keys, i);
+        if (!tr_const_key(k))
+            return tr_break(s, "a mapping pattern with a %s key", tr_type_name(k));
+        int has = PyDict_Contains(subj->v, k);
+        if (has < 0)
+            return tr_break_exc(s, "match");
+        if (!has) {
+            *res = Py_NewRef(Py_None);
+            return 0;
+        }
+    }
+    PyObject *tup = PyTuple_New(n);
+    if (!tup)
+        return tr_break_exc(s, "match");
+    for (Py_ssize_t i = 0; i < n; i++) {
+        tr_var kv = {0}, v;
+        tr_make_value(s, &kv, Py_NewRef(PyTuple_GET_ITEM(keys, i)));
+        int rc = tr_subscr(s, subj, &kv, &v);
+        tr_var_clear(&kv);
+        if (rc < 0) {
+            Py_DECREF(tup);
+            return -1;
+        }
+        PyTuple_SET_ITEM(tup, i, Py_NewRef(v.v));
+        tr_var_clear(&v);
+    }
+    *res = tup;
+    return 0;
 }
 
 static PyObject *binop(int b, PyObject *x, PyObject *y, bool inplace)
@@ -1657,15 +1801,27 @@ static int run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
             if (push_value(s, fr, PyLong_FromSsize_t(n))) return -1;
             break;
         }
+        case OP_MATCH_CLASS: {
+            tr_var kw = pop(fr), cls = pop(fr), subj = pop(fr);
+            PyObject *r = NULL;
+            int rc = match_class(s, &subj, &cls, kw.v, oparg, &r);
+            tr_var_clear(&kw);
+            tr_var_clear(&cls);
+            tr_var_clear(&subj);
+            if (rc < 0 || push_value(s, fr, r)) return -1;
+            break;
+        }
+        case OP_MATCH_KEYS: {
+            PyObject *r = NULL;
+            if (match_keys(s, TOP(fr, 2), TOP(fr, 1)->v, &r) < 0 || push_value(s, fr, r))
+                return -1;
+            break;
+        }
         case OP_MATCH_SEQUENCE: case OP_MATCH_MAPPING: {
-            /* `case (a, b):` / `case {...}:` asks the subject's type: guarded
-             * when the subject has a source */
+            /* `case (a, b):` / `case {...}:` asks the subject's type */
             tr_var *v = TOP(fr, 1);
-            if (!v->v || v->it || v->aux != TR_AUX_NONE)
-                return tr_break(s, "match on an iterator");
-            st_fe_src *vs = st_fe_is_tensor(v->v) ? NULL : tr_var_src(s, v);
-            if (vs && st_fe_guard_add(&s->guards, ST_G_TYPE, vs, (PyObject *)Py_TYPE(v->v)) < 0)
-                return tr_break_exc(s, "guard");
+            if (guard_subject_type(s, v) < 0)
+                return -1;
             unsigned long fl = op == OP_MATCH_SEQUENCE ? Py_TPFLAGS_SEQUENCE : Py_TPFLAGS_MAPPING;
             if (push_value(s, fr, PyBool_FromLong(!!(Py_TYPE(v->v)->tp_flags & fl)))) return -1;
             break;

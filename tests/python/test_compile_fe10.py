@@ -95,6 +95,41 @@ def test_match_sequence():
     check(f_match_kind, [(x, (2, 1))] * 3 + [(x, [3])] * 2 + [(x, 7)], graphs=2)
 
 
+@dataclasses.dataclass
+class Point:
+    x: float
+    y: float
+
+
+def f_match_class(t, p):
+    match p:
+        case Point(a, y=b):
+            return t * a + b
+        case int(n) | float(n):
+            return t * n
+        case {"scale": s, "shift": d}:
+            return t * s + d
+        case {"scale": s}:
+            return t * s
+        case str():
+            return t - 1
+    return t
+
+
+def test_match_class_and_mapping():
+    t = X(3)
+    calls = ([(t, Point(2.0, 1.0))] * 3 + [(t, 3)] * 2 + [(t, 1.5)] + [(t, {"scale": 2.0})] * 2 +
+             [(t, {"scale": 2.0, "shift": 1.0})] + [(t, "s")] + [(t, None)])
+    # one graph per subject type and per dict key set (None: no op)
+    check(f_match_class, calls, graphs=6)
+    # the attribute values are read through the subject's source: guarded
+    st.reset()
+    cf = st.compile(f_match_class)
+    for v in [2.0, 2.0, 5.0, -1.0]:
+        same(cf(t, Point(v, 0.5)), f_match_class(t, Point(v, 0.5)))
+    assert _C._fe_stats()["breaks"] == 0
+
+
 # ---------------- enum members and Flag operators ----------------
 class Mode(enum.Enum):
     TRAIN = 1
