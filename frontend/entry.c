@@ -2,6 +2,7 @@
  * running a hit from C (gather the graph inputs by source, run the compiled
  * function, wrap its outputs, build the return value) and freeing entries. */
 #include "st_fe_hook.h"
+#include <frameobject.h>   /* PyFrame_New: stand-in frames of tracebacks */
 
 #include <stdlib.h>
 
@@ -35,6 +36,30 @@ static int set_exc_part(PyObject *o, int k, PyObject *v)
 
 static PyObject *build_node(const st_fe_tmpl *t, PyObject *const *outs,
                             const st_fe_frame *f, PyObject **memo, PyObject **shared);
+
+/* A rebuilt exception's traceback, made anew from its entries (code,
+ * globals, tb_lasti, tb_lineno), outermost first, each with a stand-in
+ * frame of that code (tr_except.c's tb_push): where it was raised, as
+ * Python reports it. */
+static int set_exc_traceback(PyObject *o, PyObject *spec)
+{
+    PyObject *tb = Py_NewRef(Py_None);
+    for (Py_ssize_t i = PyTuple_GET_SIZE(spec) - 1; tb && i >= 0; i--) {
+        PyObject *e = PyTuple_GET_ITEM(spec, i);
+        PyFrameObject *fr = PyFrame_New(PyThreadState_Get(), (PyCodeObject *)PyTuple_GET_ITEM(e, 0),
+                                        PyTuple_GET_ITEM(e, 1), NULL);
+        PyObject *n = fr ? PyObject_CallFunction((PyObject *)&PyTraceBack_Type, "OOOO", tb,
+                                                 (PyObject *)fr, PyTuple_GET_ITEM(e, 2),
+                                                 PyTuple_GET_ITEM(e, 3)) : NULL;
+        Py_XDECREF(fr);
+        Py_SETREF(tb, n);
+    }
+    if (!tb)
+        return -1;
+    int r = tb == Py_None ? 0 : PyException_SetTraceback(o, tb);
+    Py_DECREF(tb);
+    return r;
+}
 
 /* A cell or function made in the frame: the empty object is shared before
  * its parts are built, so that a function whose closure holds itself (a
@@ -169,9 +194,13 @@ static PyObject *build_node(const st_fe_tmpl *t, PyObject *const *outs,
         Py_XDECREF(empty);
         PyObject *d = o ? PyObject_GenericGetDict(o, NULL) : NULL;
         if (!d) { Py_XDECREF(o); return NULL; }
-        /* an exception (tr_objects.c): its last 3 items are args,
-         * __cause__ and __context__ */
-        int nd = PyTuple_GET_SIZE(t->obj) == 4 ? t->n - 3 : t->n;
+        /* an exception (tr_objects.c): after its attributes come args,
+         * __cause__ and __context__, then its C fields (StopIteration's
+         * value, OSError's errno...) */
+        bool exc = PyTuple_GET_SIZE(t->obj) == 6;
+        PyObject *cf = exc ? PyTuple_GET_ITEM(t->obj, 4) : NULL;
+        int ncf = cf ? (int)PyTuple_GET_SIZE(cf) : 0;
+        int nd = exc ? t->n - 3 - ncf : t->n;
         /* items and attributes stored in C: the class's Python
          * __setitem__/__setattr__ ran in the frame, not again here */
         for (int i = 0; i < t->n; i++) {
@@ -182,15 +211,22 @@ static PyObject *build_node(const st_fe_tmpl *t, PyObject *const *outs,
                                      : PyDict_SetItem(o, PyTuple_GET_ITEM(keys, i), v);
             else if (v && i < nd)
                 r = PyDict_SetItem(d, PyTuple_GET_ITEM(names, i - ni), v);
-            else if (v)
+            else if (v && i < nd + 3)
                 r = set_exc_part(o, i - nd, v);
+            else if (v)   /* None: left unset (OSError's str tells unset from None) */
+                r = v == Py_None ? 0 : PyObject_SetAttr(o, PyTuple_GET_ITEM(cf, i - nd - 3), v);
             Py_XDECREF(v);
             if (r < 0) { Py_DECREF(d); Py_DECREF(o); return NULL; }
         }
         Py_DECREF(d);
-        if (nd != t->n)
+        if (exc) {
             ((PyBaseExceptionObject *)o)->suppress_context =
                 (char)(PyTuple_GET_ITEM(t->obj, 3) == Py_True);
+            if (set_exc_traceback(o, PyTuple_GET_ITEM(t->obj, 5)) < 0) {
+                Py_DECREF(o);
+                return NULL;
+            }
+        }
         return o;
     }
     case ST_T_METHOD: {

@@ -1122,19 +1122,68 @@ done:
 }
 
 /* See st_fe_tr.h. */
+/* An exception leaving the break function through the resume function it
+ * called: their two traceback entries become one, the break function's
+ * frame (the user's function's stand-in, of its name) at the resume
+ * function's line, as the user's frame would show it (no column carets:
+ * the line is not that code's). */
+static void merge_resume_tb(PyObject *brk)
+{
+    st_py_exc e;
+    st_py_err_save(&e);
+#if PY_VERSION_HEX < 0x030C0000
+    PyErr_NormalizeException(&e.t, &e.v, &e.tb);
+    if (e.v && e.tb)
+        PyException_SetTraceback(e.v, e.tb);
+#endif
+    PyObject *exc = e.v;
+    PyObject *tb = exc ? PyException_GetTraceback(exc) : NULL;
+    PyTracebackObject *t = tb && PyTraceBack_Check(tb) ? (PyTracebackObject *)tb : NULL;
+    PyTracebackObject *nx = t ? t->tb_next : NULL;
+    PyObject *bc = PyFunction_Check(brk) ? PyFunction_GET_CODE(brk) : NULL;
+    PyCodeObject *c0 = t ? PyFrame_GetCode(t->tb_frame) : NULL;
+    PyCodeObject *c1 = nx ? PyFrame_GetCode(nx->tb_frame) : NULL;
+    if (c0 && c1 && (PyObject *)c0 == bc && st_fe_is_resume_code(c1)) {
+        /* tb_lineno through its getter: the field is computed lazily */
+        PyObject *ln = PyObject_GetAttrString((PyObject *)nx, "tb_lineno");
+        PyObject *m = ln ? PyObject_CallFunction((PyObject *)&PyTraceBack_Type, "OOiO",
+                                                 nx->tb_next ? (PyObject *)nx->tb_next : Py_None,
+                                                 (PyObject *)t->tb_frame, -1, ln) : NULL;
+        Py_XDECREF(ln);
+        if (m)
+            PyException_SetTraceback(exc, m);
+        else
+            PyErr_Clear();
+        Py_XDECREF(m);
+    }
+    Py_XDECREF(c0);
+    Py_XDECREF(c1);
+    Py_XDECREF(tb);
+#if PY_VERSION_HEX < 0x030C0000
+    if (e.v)
+        Py_XSETREF(e.tb, PyException_GetTraceback(e.v));
+#endif
+    st_py_err_restore(&e);
+}
+
 PyObject *st_fe_call_break(PyObject *brk, PyObject *args, PyCodeObject *co, PyObject *closure)
 {
-    if (!co->co_nfreevars || co->co_ncellvars)   /* with cells: among args */
-        return PyObject_Call(brk, args, NULL);
-    Py_ssize_t n = PyTuple_GET_SIZE(args);
-    PyObject *a = PyTuple_New(n + 1);
-    if (!a)
-        return NULL;
-    for (Py_ssize_t i = 0; i < n; i++)
-        PyTuple_SET_ITEM(a, i, Py_NewRef(PyTuple_GET_ITEM(args, i)));
-    PyTuple_SET_ITEM(a, n, Py_NewRef(closure ? closure : Py_None));
-    PyObject *r = PyObject_Call(brk, a, NULL);
-    Py_DECREF(a);
+    PyObject *r;
+    if (!co->co_nfreevars || co->co_ncellvars) {   /* with cells: among args */
+        r = PyObject_Call(brk, args, NULL);
+    } else {
+        Py_ssize_t n = PyTuple_GET_SIZE(args);
+        PyObject *a = PyTuple_New(n + 1);
+        if (!a)
+            return NULL;
+        for (Py_ssize_t i = 0; i < n; i++)
+            PyTuple_SET_ITEM(a, i, Py_NewRef(PyTuple_GET_ITEM(args, i)));
+        PyTuple_SET_ITEM(a, n, Py_NewRef(closure ? closure : Py_None));
+        r = PyObject_Call(brk, a, NULL);
+        Py_DECREF(a);
+    }
+    if (!r && PyErr_Occurred())
+        merge_resume_tb(brk);
     return r;
 }
 

@@ -573,6 +573,16 @@ static int call_builtin_type(tr_state *s, PyObject *fn, tr_var *args, int nargs,
             Py_XDECREF(watch);
         return rc;
     }
+    if (t == &PyBool_Type && nargs == 1 && !kwnames && args[0].v && !args[0].it &&
+        args[0].aux == TR_AUX_NONE && !tr_safe_type(args[0].v) && !PyType_Check(args[0].v) &&
+        (tr_py_dunder(args[0].v, "__bool__") || tr_py_dunder(args[0].v, "__len__"))) {
+        /* bool(o) of a class with a Python __bool__ (enum.Flag): inlined */
+        int r = 0;
+        if (tr_truth(s, &args[0], &r) < 0)
+            return -1;
+        tr_make_value(s, out, PyBool_FromLong(r));
+        return 0;
+    }
     static PyTypeObject *pure[] = {&PyLong_Type, &PyFloat_Type, &PyBool_Type, &PyUnicode_Type,
         &PyTuple_Type, &PyList_Type, &PyDict_Type, &PySet_Type, &PyFrozenSet_Type,
         &PySlice_Type, &PyRange_Type, &PyComplex_Type, &PyBytes_Type, NULL};
@@ -999,6 +1009,33 @@ static int call_cmethod(tr_state *s, PyObject *fn, tr_var *args, int nargs,
                 return tr_break(s, "an iterator passed to %s", nm);
         return real_call(s, fn, args, nargs, kwnames, out);
     }
+    if (self == (PyObject *)&PyTuple_Type && !strcmp(nm, "__new__") && nargs == 2 && !kwnames &&
+        args[0].v && PyType_Check(args[0].v) && args[0].v != self &&
+        PyType_IsSubtype((PyTypeObject *)args[0].v, &PyTuple_Type) &&
+        PyObject_HasAttrString(args[0].v, "_fields")) {
+        /* tuple.__new__(cls, iterable) of a namedtuple class (its _make,
+         * hence _replace): the iterable unrolled, the tuple made of it */
+        tr_var *items, lv = {0};
+        int n;
+        if (tr_unroll(s, &args[1], &items, &n) < 0)
+            return -1;
+        PyObject *l = PyList_New(n);
+        for (int i = 0; l && i < n; i++)
+            PyList_SET_ITEM(l, i, Py_NewRef(items[i].v));
+        for (int i = 0; i < n; i++)
+            tr_var_clear(&items[i]);
+        free(items);
+        if (!l)
+            return tr_break_exc(s, "tuple.__new__");
+        lv.v = l;
+        tr_var a2[2] = {{0}};
+        tr_var_copy(&a2[0], &args[0]);
+        a2[1] = lv;
+        int rc = real_call(s, fn, a2, 2, NULL, out);
+        tr_var_clear(&a2[0]);
+        tr_var_clear(&a2[1]);
+        return rc;
+    }
     if (PyUnicode_Check(self) || PyBytes_Check(self) || PyTuple_Check(self) ||
         PyLong_Check(self) || PyFloat_Check(self) || PyFrozenSet_CheckExact(self) ||
         PyType_Check(self) || (PyObject *)Py_TYPE(self) == tr_refs.dtype_cls) {
@@ -1041,6 +1078,172 @@ static bool c_slot_of_fresh(tr_state *s, const char *tn, PyObject *fn, PyObject 
               PyObject_TypeCheck(self, (PyTypeObject *)cls);
     Py_XDECREF(cls);
     return ok;
+}
+
+/* functools.partial, enum.EnumMeta and contextlib.nullcontext (looked up
+ * once; borrowed). */
+static PyObject *partial_type, *enum_meta, *nullctx_type;
+
+static int std_types(void)
+{
+    if (partial_type)
+        return 0;
+    PyObject *ft = PyImport_ImportModule("functools"), *em = PyImport_ImportModule("enum");
+    PyObject *cl = PyImport_ImportModule("contextlib");
+    PyObject *p = ft ? PyObject_GetAttrString(ft, "partial") : NULL;
+    PyObject *e = em ? PyObject_GetAttrString(em, "EnumMeta") : NULL;
+    PyObject *n = cl ? PyObject_GetAttrString(cl, "nullcontext") : NULL;
+    Py_XDECREF(ft);
+    Py_XDECREF(em);
+    Py_XDECREF(cl);
+    if (!p || !e || !n || !PyType_Check(p) || !PyType_Check(e) || !PyType_Check(n)) {
+        Py_XDECREF(p);
+        Py_XDECREF(e);
+        Py_XDECREF(n);
+        PyErr_Clear();
+        return -1;
+    }
+    partial_type = p;
+    enum_meta = e;
+    nullctx_type = n;
+    return 0;
+}
+
+/* o is a member of an enum class (its type's metaclass is EnumMeta) */
+bool tr_is_enum_member(PyObject *o)
+{
+    return o && std_types() == 0 && !PyType_Check(o) &&
+           PyObject_TypeCheck((PyObject *)Py_TYPE(o), (PyTypeObject *)enum_meta);
+}
+
+/* o is a contextlib.nullcontext (exactly: a subclass may do more) */
+bool tr_is_nullcontext(PyObject *o)
+{
+    return o && std_types() == 0 && Py_TYPE(o) == (PyTypeObject *)nullctx_type;
+}
+
+/* A call of a functools.partial object: its func called with its args,
+ * then the call's, and its keywords updated by the call's. They are read
+ * through the partial's source (p.args[i], p.keywords[k]) when it has one. */
+static int call_partial(tr_state *s, tr_var *fnv, tr_var *args, int nargs,
+                        PyObject *kwnames, tr_var *out)
+{
+    PyObject *nf = PyUnicode_InternFromString("func"), *na = PyUnicode_InternFromString("args");
+    PyObject *nk = PyUnicode_InternFromString("keywords");
+    tr_var f = {0}, pa = {0}, pk = {0}, *items = NULL, *all = NULL;
+    int n = 0, rc = nf && na && nk ? 0 : tr_break_exc(s, "partial");
+    PyObject *kws = NULL, *keys = NULL;
+    if (!rc)
+        rc = tr_getattr(s, fnv, nf, &f);
+    if (!rc)
+        rc = tr_getattr(s, fnv, na, &pa);
+    if (!rc)
+        rc = tr_getattr(s, fnv, nk, &pk);
+    if (!rc && (!PyTuple_CheckExact(pa.v) || !PyDict_CheckExact(pk.v)))
+        rc = tr_break(s, "a functools.partial with unusual args/keywords");
+    if (!rc)
+        rc = tr_unroll(s, &pa, &items, &n);
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0, npos = nargs - nkw;
+    /* the partial's keywords the call does not override, then the call's */
+    if (!rc && !(keys = PyList_New(0)))
+        rc = tr_break_exc(s, "partial");
+    Py_ssize_t pos = 0;
+    PyObject *k, *v;
+    while (!rc && PyDict_Next(pk.v, &pos, &k, &v)) {
+        int dup = kwnames ? PySequence_Contains(kwnames, k) : 0;
+        if (dup < 0 || (!dup && PyList_Append(keys, k) < 0))
+            rc = tr_break_exc(s, "partial");
+    }
+    Py_ssize_t npk = keys ? PyList_GET_SIZE(keys) : 0;
+    int total = n + (int)npos + (int)npk + (int)nkw;
+    if (!rc && !(all = calloc((size_t)total + 1, sizeof(tr_var))))
+        rc = tr_break(s, "out of memory");
+    int j = 0;
+    for (int i = 0; !rc && i < n; i++)
+        tr_var_copy(&all[j++], &items[i]);
+    for (Py_ssize_t i = 0; !rc && i < npos; i++)
+        tr_var_copy(&all[j++], &args[i]);
+    for (Py_ssize_t i = 0; !rc && i < npk; i++) {
+        tr_var kv = {0};
+        tr_make_value(s, &kv, Py_NewRef(PyList_GET_ITEM(keys, i)));
+        rc = tr_subscr(s, &pk, &kv, &all[j]);
+        tr_var_clear(&kv);
+        if (!rc)
+            j++;
+    }
+    for (Py_ssize_t i = 0; !rc && i < nkw; i++) {
+        tr_var_copy(&all[j++], &args[npos + i]);
+        if (PyList_Append(keys, PyTuple_GET_ITEM(kwnames, i)) < 0)
+            rc = tr_break_exc(s, "partial");
+    }
+    if (!rc && !(kws = PyList_AsTuple(keys)))
+        rc = tr_break_exc(s, "partial");
+    if (!rc)
+        rc = tr_call(s, &f, all, total, PyTuple_GET_SIZE(kws) ? kws : NULL, out);
+    for (int i = 0; all && i < j; i++)
+        tr_var_clear(&all[i]);
+    free(all);
+    for (int i = 0; i < n; i++)
+        tr_var_clear(&items[i]);
+    free(items);
+    tr_var_clear(&f);
+    tr_var_clear(&pa);
+    tr_var_clear(&pk);
+    Py_XDECREF(kws);
+    Py_XDECREF(keys);
+    Py_XDECREF(nf);
+    Py_XDECREF(na);
+    Py_XDECREF(nk);
+    return rc;
+}
+
+/* logging.Logger.isEnabledFor(level) on a logger with a source (log.debug
+ * in forward): run for real (it fills the logger's level cache, under the
+ * logging lock the translation cannot take) and its answer guarded
+ * through what logging itself re-checks: logger.disabled and the cache
+ * entry logger._cache[level], which setLevel/disable clear (a missing
+ * entry fails the guard: translated again). 1 handled, 0 not this, -1. */
+static int logger_enabled(tr_state *s, PyObject *fn, tr_var *args, int nargs,
+                          PyObject *kwnames, tr_var *out)
+{
+    PyFunctionObject *f = (PyFunctionObject *)fn;
+    if (nargs != 2 || kwnames || !PyUnicode_Check(f->func_qualname) ||
+        PyUnicode_CompareWithASCIIString(f->func_qualname, "Logger.isEnabledFor") ||
+        !f->func_module || !PyUnicode_Check(f->func_module) ||
+        PyUnicode_CompareWithASCIIString(f->func_module, "logging"))
+        return 0;
+    PyObject *lv = args[1].v;
+    st_fe_src *ls = args[0].v && !args[0].it ? tr_var_src(s, &args[0]) : NULL;
+    if (!ls || !lv || args[1].it || !PyLong_CheckExact(lv) ||
+        (tr_is_lazy(lv) && tr_lazy_plain_var(s, &args[1]) < 0))
+        return ls && lv && PyLong_CheckExact(lv) ? -1 : 0;
+    PyObject *r = PyObject_CallFunctionObjArgs(fn, args[0].v, lv, NULL);
+    if (!r)
+        return tr_break_exc(s, "Logger.isEnabledFor");
+    PyObject *cn = PyUnicode_InternFromString("_cache"), *dn = PyUnicode_InternFromString("disabled");
+    PyObject *cache = cn ? PyObject_GetAttr(args[0].v, cn) : NULL;
+    PyObject *dis = dn ? PyObject_GetAttr(args[0].v, dn) : NULL;
+    st_fe_src *cs = cache && PyDict_CheckExact(cache) ? st_fe_src_attr(&s->srcs, ls, cn) : NULL;
+    st_fe_src *ds = dis ? st_fe_src_attr(&s->srcs, ls, dn) : NULL;
+    st_fe_src *es = cs ? st_fe_src_item(&s->srcs, cs, lv) : NULL;
+    PyObject *ent = cache && PyDict_CheckExact(cache) ? PyDict_GetItemWithError(cache, lv) : NULL;
+    int rc;
+    if (!ds || st_fe_guard_value(&s->guards, ds, dis) < 0)
+        rc = tr_break_exc(s, "Logger.isEnabledFor (guard)");
+    else if (dis != Py_True && (!es || !ent || st_fe_guard_value(&s->guards, es, ent) < 0))
+        rc = PyErr_Occurred() ? tr_break_exc(s, "Logger.isEnabledFor (guard)")
+                              : tr_break(s, "Logger.isEnabledFor: no cache entry to guard");
+    else
+        rc = 1;
+    Py_XDECREF(cn);
+    Py_XDECREF(dn);
+    Py_XDECREF(cache);
+    Py_XDECREF(dis);
+    if (rc == 1)
+        tr_make_value(s, out, r);
+    else
+        Py_DECREF(r);
+    return rc;
 }
 
 int tr_call(tr_state *s, tr_var *fnv, tr_var *args, int nargs,
@@ -1096,6 +1299,9 @@ int tr_call(tr_state *s, tr_var *fnv, tr_var *args, int nargs,
             return tr_break(s, "call to %s, disabled with symtrace.compiler.disable",
                             tr_qualname(fn, qb, sizeof qb));
         }
+        int lg = logger_enabled(s, fn, args, nargs, kwnames, out);
+        if (lg != 0)
+            return lg < 0 ? -1 : 0;
         int org = tr_fn_origin(fn);
         if (org == 1 && PyObject_HasAttrString(fn, "__wrapped__")) {
             /* a symtrace decorator's wrapper (no_grad()(fn)): inline it so
@@ -1173,6 +1379,37 @@ int tr_call(tr_state *s, tr_var *fnv, tr_var *args, int nargs,
     }
     if (PyType_Check(fn)) {
         PyTypeObject *t = (PyTypeObject *)fn;
+        if (std_types() == 0 && fn == nullctx_type && nargs <= 1) {
+            /* contextlib.nullcontext(enter_result): __init__ only stores it */
+            if (real_call(s, fn, args, nargs, kwnames, out) < 0)
+                return -1;
+            if (tr_mark_fresh(s, out->v) < 0)
+                return tr_break_exc(s, "nullcontext");
+            return 0;
+        }
+        if (std_types() == 0 && fn == partial_type && nargs >= 1) {
+            /* functools.partial(f, *args, **kw) made in the frame: made for
+             * real; calling it unpacks it (call_partial) */
+            if (real_call(s, fn, args, nargs, kwnames, out) < 0)
+                return -1;
+            if (tr_mark_fresh(s, out->v) < 0)
+                return tr_break_exc(s, "partial");
+            return 0;
+        }
+        if (std_types() == 0 && PyObject_TypeCheck(fn, (PyTypeObject *)enum_meta) &&
+            nargs == 1 && !kwnames && args[0].v && !args[0].it && args[0].aux == TR_AUX_NONE &&
+            (tr_is_lazy(args[0].v) || tr_is_symint(args[0].v) ||
+             PyLong_CheckExact(args[0].v) || PyUnicode_CheckExact(args[0].v) ||
+             PyFloat_CheckExact(args[0].v))) {
+            /* Color(1), a Flag's self.__class__(value & other): the member of
+             * that value (a composite Flag's made once and cached by enum);
+             * a lazy or symbolic number's value is guarded */
+            if (tr_is_lazy(args[0].v) && tr_lazy_plain_var(s, &args[0]) < 0)
+                return -1;
+            if (tr_is_symint(args[0].v) && tr_dyn_plain_var(s, &args[0]) < 0)
+                return -1;
+            return real_call(s, fn, args, nargs, kwnames, out);
+        }
         if (!(t->tp_flags & Py_TPFLAGS_HEAPTYPE)) {
             bool handled;
             int rc = call_builtin_type(s, fn, args, nargs, kwnames, out, &handled);
@@ -1226,6 +1463,8 @@ int tr_call(tr_state *s, tr_var *fnv, tr_var *args, int nargs,
         out->v = obj;
         return 0;
     }
+    if (std_types() == 0 && Py_TYPE(fn) == (PyTypeObject *)partial_type)
+        return call_partial(s, fnv, args, nargs, kwnames, out);
     /* a callable object: inline type(o).__call__ when it is Python */
     PyObject *calln = PyUnicode_FromString("__call__");
     PyObject *call = calln ? tr_mro_lookup(Py_TYPE(fn), calln, NULL) : NULL;

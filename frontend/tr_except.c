@@ -18,6 +18,7 @@
  * translated frames covers is a graph break where it was raised (before the
  * try block around it, when there is one): Python raises it. */
 #include "tr_internal.h"
+#include <frameobject.h>   /* PyFrame_New: stand-in frames of tracebacks */
 
 #include <string.h>
 
@@ -109,8 +110,35 @@ static int try_start(tr_frame *root, int u)
     return u > 0 && root->bc[2 * (u - 1)] == nop ? u - 1 : -1;
 }
 
+/* An entry for fr's current instruction put in front of the traceback of
+ * exc (made in the frame: one from outside is not touched), as Python
+ * does where an exception is raised and in each frame it unwinds into.
+ * Its frame is a stand-in (fr's code and globals, no locals): the entry
+ * gives a returned or stored exception such a traceback anew on every
+ * call (tr_exc_tmpl_parts). Nothing is done on a failure. */
+static void tb_push(tr_state *s, tr_frame *fr, PyObject *exc)
+{
+    if (!exc || !fr->globals || !tr_is_fresh(s, exc))
+        return;
+    PyObject *old = PyException_GetTraceback(exc);
+    PyFrameObject *f = PyFrame_New(PyThreadState_Get(), fr->code, fr->globals, NULL);
+    PyObject *tb = f ? PyObject_CallFunction((PyObject *)&PyTraceBack_Type, "OOii",
+                                             old ? old : Py_None, (PyObject *)f, fr->lasti * 2,
+                                             PyCode_Addr2Line(fr->code, fr->lasti * 2))
+                     : NULL;
+    if (tb)
+        PyException_SetTraceback(exc, tb);
+    else
+        PyErr_Clear();
+    Py_XDECREF(tb);
+    Py_XDECREF(f);
+    Py_XDECREF(old);
+}
+
 static void set_pending(tr_state *s, tr_frame *fr, PyObject *exc, bool new_site)
 {
+    if (new_site)
+        tb_push(s, fr, exc);
     Py_XSETREF(s->exc_pending, exc);
     if (!new_site && s->exc_file)
         return;
@@ -442,8 +470,10 @@ int tr_exc_unwind(tr_state *s, tr_frame *fr)
         return 1;
     }
     tr_frame *p = unwind_parent(s, fr);
-    if (p && tr_exc_catchable(s, p))
+    if (p && tr_exc_catchable(s, p)) {
+        tb_push(s, p, s->exc_pending);
         return 0;           /* on to the caller's handler */
+    }
     uncaught(s);
     return 0;
 }
@@ -517,6 +547,13 @@ int tr_exc_with_start(tr_state *s, tr_frame *fr)
         return tr_break(s, "WITH_EXCEPT_START: bad stack");
     PyObject *ex = fr->stack[fr->sp - 4].v, *exc = fr->stack[fr->sp - 1].v;
     PyObject *self = ex && PyMethod_Check(ex) ? PyMethod_GET_SELF(ex) : NULL;
+    if (tr_is_nullcontext(self) && exc && PyExceptionInstance_Check(exc)) {
+        /* nullcontext.__exit__ suppresses nothing */
+        tr_var v = {0};
+        v.v = Py_NewRef(Py_None);
+        fr->stack[fr->sp++] = v;
+        return 0;
+    }
     if (!self || !tr_is_mode_ctx(self) || !exc || !PyExceptionInstance_Check(exc))
         return tr_break(s, "an exception leaving a with block on a %s",
                         tr_type_name(self ? self : ex));
@@ -845,9 +882,9 @@ void tr_exc_clear(tr_state *s)
 int tr_exc_yield(tr_state *s, tr_frame *fr)
 {
     /* Python gives the consumer back its own exception state while the
-     * generator is suspended; the translation keeps one (exc_cur) */
-    if (fr->exc_nest > 0)
-        return tr_break(s, "yield inside an except or finally block of a generator "
-                        "(not supported)");
+     * generator is suspended: tr_gen_resume keeps the generator's aside
+     * (tr_frame.gen_exc) and restores the consumer's; only its frames yield */
+    if (fr->exc_nest > 0 && !fr->is_genexpr)
+        return tr_break(s, "yield inside an except block outside a generator");
     return 0;
 }

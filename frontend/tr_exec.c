@@ -32,7 +32,8 @@
     X(CALL_INTRINSIC_1) X(EXTENDED_ARG) X(GET_LEN) X(RETURN_GENERATOR) X(YIELD_VALUE) \
     X(LOAD_ASSERTION_ERROR) X(RAISE_VARARGS) X(RERAISE) X(LOAD_BUILD_CLASS) \
     X(GET_YIELD_FROM_ITER) X(SEND) X(END_SEND) X(CLEANUP_THROW) \
-    X(PUSH_EXC_INFO) X(POP_EXCEPT) X(CHECK_EXC_MATCH) X(WITH_EXCEPT_START)
+    X(PUSH_EXC_INFO) X(POP_EXCEPT) X(CHECK_EXC_MATCH) X(WITH_EXCEPT_START) \
+    X(MATCH_SEQUENCE) X(MATCH_MAPPING) X(MATCH_CLASS) X(MATCH_KEYS)
 
 enum {
 #define X(n) OP_##n,
@@ -193,6 +194,30 @@ static tr_var pop(tr_frame *fr)
 }
 
 /* ---------------- helpers for opcodes ---------------- */
+/* bool(o) of an object whose class defines __bool__ (or else __len__) in
+ * Python (enum.Flag, a user container): the dunder inlined; its result
+ * must be a bool (an int for __len__). */
+static int user_truth(tr_state *s, tr_var *v, int *out)
+{
+    PyObject *o = v->v, *fn = tr_py_dunder(o, "__bool__");
+    bool len = false;
+    if (!fn && !(fn = tr_py_dunder(o, "__len__"), len = true, fn))
+        return tr_break(s, "truth value of a %s (user-defined C __bool__/__len__)",
+                        tr_type_name(o));
+    tr_var r;
+    if (tr_call_dunder(s, fn, v, NULL, 0, &r) < 0)
+        return -1;
+    int rc = 0;
+    if (!r.v || r.it || (len ? !PyLong_Check(r.v) || PyBool_Check(r.v) || tr_is_symint(r.v)
+                             : !PyBool_Check(r.v)))
+        rc = tr_break(s, "%s.%s returned a %s", tr_type_name(o), len ? "__len__" : "__bool__",
+                      r.v ? tr_type_name(r.v) : "NULL");
+    else
+        *out = len ? PyObject_IsTrue(r.v) : r.v == Py_True;
+    tr_var_clear(&r);
+    return rc;
+}
+
 static int truth(tr_state *s, tr_var *v, int *out)
 {
     PyObject *o = v->v;
@@ -206,8 +231,7 @@ static int truth(tr_state *s, tr_var *v, int *out)
                    (t->tp_as_mapping && t->tp_as_mapping->mp_length) ||
                    (t->tp_as_sequence && t->tp_as_sequence->sq_length);
         if (has)
-            return tr_break(s, "truth value of a %s (user-defined __bool__/__len__)",
-                            t->tp_name);
+            return user_truth(s, v, out);
         *out = 1;
         return 0;
     }
@@ -216,6 +240,11 @@ static int truth(tr_state *s, tr_var *v, int *out)
         return tr_break_exc(s, "bool()");
     *out = r;
     return 0;
+}
+
+int tr_truth(tr_state *s, tr_var *v, int *out)
+{
+    return truth(s, v, out);
 }
 
 static int check_operands(tr_state *s, tr_var *a, tr_var *b, const char *what)
@@ -274,6 +303,210 @@ static int guard_identity(tr_state *s, tr_var *v, PyObject *other)
     }
     if (st_fe_guard_add(&s->guards, gk, vs, gobj) < 0)
         return tr_break_exc(s, "guard");
+    return 0;
+}
+
+static const char *const nb_dunder[] = {"__add__", "__and__", "__floordiv__", "__lshift__",
+    "__matmul__", "__mul__", "__mod__", "__or__", "__pow__", "__rshift__", "__sub__",
+    "__truediv__", "__xor__"};
+
+/* a OP b where a's class defines the operator in Python (enum.Flag's
+ * __and__/__or__, a user vector type) and b is no tensor (whose reflected
+ * operator would have its say): that function (borrowed), else NULL. An
+ * in-place operator uses it when the class has no __i<op>__. */
+static PyObject *user_binop(tr_var *a, tr_var *b, int k)
+{
+    if (!a->v || !b->v || a->it || b->it || a->aux != TR_AUX_NONE || b->aux != TR_AUX_NONE ||
+        st_fe_is_tensor(a->v) || st_fe_is_tensor(b->v) || tr_safe_type(a->v) ||
+        PyType_Check(a->v))
+        return NULL;
+    if (k >= 100) {
+        char in[24];
+        snprintf(in, sizeof in, "__i%s", nb_dunder[k % 100] + 2);
+        if (tr_py_dunder(a->v, in))
+            return NULL;   /* left to the generic path (a break) */
+    }
+    return tr_py_dunder(a->v, nb_dunder[k % 100]);
+}
+
+/* o compares by identity (object's tp_richcompare: exceptions, plain
+ * objects) and is no tensor, type or modelled value */
+static bool identity_eq(tr_var *v)
+{
+    return v->v && !v->it && v->aux == TR_AUX_NONE && !st_fe_is_tensor(v->v) &&
+           !PyType_Check(v->v) && !tr_is_lazy(v->v) && !tr_is_symint(v->v) &&
+           Py_TYPE(v->v)->tp_richcompare == PyBaseObject_Type.tp_richcompare;
+}
+
+/* `a == b` / `a != b` / `a in seq` where a was made in the frame and
+ * compares by identity (a caught exception), and the other side does too
+ * or is a plain value (whose __eq__ answers NotImplemented): the answer
+ * is a constant of the trace, since nothing from outside is a. */
+static bool fresh_identity_cmp(tr_state *s, tr_var *a, tr_var *b)
+{
+    if (!identity_eq(a) || !tr_is_fresh(s, a->v) || !b->v || b->it || b->aux != TR_AUX_NONE)
+        return false;
+    return identity_eq(b) || (tr_safe_type(b->v) && !st_fe_is_tensor(b->v) &&
+                              !PyList_Check(b->v) && !PyTuple_Check(b->v) &&
+                              !PyDict_Check(b->v) && !PyAnySet_Check(b->v));
+}
+
+/* `a in seq`, a list or tuple, with a as above and each item one that
+ * compares by identity or a plain value */
+static bool fresh_identity_in(tr_state *s, tr_var *a, PyObject *seq)
+{
+    if (!PyList_CheckExact(seq) && !PyTuple_CheckExact(seq))
+        return false;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        tr_var it = {0};
+        it.v = PySequence_Fast_GET_ITEM(seq, i);
+        if (!fresh_identity_cmp(s, a, &it))
+            return false;
+    }
+    return fresh_identity_cmp(s, a, a);
+}
+
+/* ---------------- match statements ---------------- */
+/* The subject's type decides MATCH_SEQUENCE/MAPPING/CLASS: guarded when
+ * it has a source (a tensor's own guards cover its type). */
+static int guard_subject_type(tr_state *s, tr_var *v)
+{
+    if (!v->v || v->it || v->aux != TR_AUX_NONE)
+        return tr_break(s, "match on an iterator");
+    /* a lazy or symbolic number: its value (of type int or float) */
+    if (tr_is_lazy(v->v) && tr_lazy_plain_var(s, v) < 0)
+        return -1;
+    if (tr_is_symint(v->v) && tr_dyn_plain_var(s, v) < 0)
+        return -1;
+    st_fe_src *vs = st_fe_is_tensor(v->v) ? NULL : tr_var_src(s, v);
+    if (vs && st_fe_guard_add(&s->guards, ST_G_TYPE, vs, (PyObject *)Py_TYPE(v->v)) < 0)
+        return tr_break_exc(s, "guard");
+    return 0;
+}
+
+/* MATCH_CLASS: `case C(p1, ..., k=p)` on subj: a tuple of the values the
+ * sub-patterns match (attributes read as the code would read them), or
+ * None when subj is no C. Classes with a metaclass (__instancecheck__)
+ * break; __match_args__ is read through C's source, guarded. */
+static int match_class(tr_state *s, tr_var *subj, tr_var *cls, PyObject *kw, int npos,
+                       PyObject **res)
+{
+    *res = NULL;
+    if (guard_subject_type(s, subj) < 0)
+        return -1;
+    if (!cls->v || !PyType_Check(cls->v) || Py_TYPE(cls->v) != &PyType_Type || !PyTuple_Check(kw))
+        return tr_break(s, "match against a %s (not a class of metaclass type)",
+                        tr_type_name(cls->v));
+    PyTypeObject *t = (PyTypeObject *)cls->v;
+    if (!PyType_IsSubtype(Py_TYPE(subj->v), t)) {
+        *res = Py_NewRef(Py_None);
+        return 0;
+    }
+    PyObject *names = PyList_New(0), *margs = NULL;
+    int rc = names ? 0 : tr_break_exc(s, "match");
+    bool self_match = false;
+    if (!rc && npos > 0) {
+        PyObject *mn = PyUnicode_InternFromString("__match_args__");
+        margs = mn ? PyObject_GetAttr(cls->v, mn) : NULL;
+        if (!margs && PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            PyErr_Clear();
+            self_match = (t->tp_flags & _Py_TPFLAGS_MATCH_SELF) && npos == 1;
+            if (!self_match)
+                rc = tr_break(s, "%s() accepts no positional sub-patterns", t->tp_name);
+        } else if (!margs || !PyTuple_Check(margs) || PyTuple_GET_SIZE(margs) < npos) {
+            rc = margs ? tr_break(s, "%s.__match_args__ too short or not a tuple", t->tp_name)
+                       : tr_break_exc(s, "__match_args__");
+        } else {
+            st_fe_src *cs = tr_var_src(s, cls);
+            st_fe_src *ms = cs ? st_fe_src_attr(&s->srcs, cs, mn) : NULL;
+            if (cs && (!ms || st_fe_guard_value(&s->guards, ms, margs) < 0))
+                rc = tr_break_exc(s, "guard");
+            for (int i = 0; !rc && i < npos; i++)
+                rc = PyList_Append(names, PyTuple_GET_ITEM(margs, i));
+        }
+        Py_XDECREF(mn);
+    }
+    for (Py_ssize_t i = 0; !rc && i < PyTuple_GET_SIZE(kw); i++)
+        rc = PyList_Append(names, PyTuple_GET_ITEM(kw, i));
+    Py_ssize_t n = rc ? 0 : PyList_GET_SIZE(names) + (self_match ? 1 : 0);
+    PyObject *tup = rc ? NULL : PyTuple_New(n);
+    if (!rc && !tup)
+        rc = tr_break_exc(s, "match");
+    Py_ssize_t j = 0;
+    if (!rc && self_match)
+        PyTuple_SET_ITEM(tup, j++, Py_NewRef(subj->v));
+    for (Py_ssize_t i = 0; !rc && i < PyList_GET_SIZE(names); i++) {
+        PyObject *nm = PyList_GET_ITEM(names, i);
+        if (!PyUnicode_Check(nm)) {
+            rc = tr_break(s, "__match_args__ item not a str");
+            break;
+        }
+        if (tr_hasattr(s, subj, nm) <= 0) {
+            /* a missing attribute: no match (a break when it cannot tell) */
+            rc = PyErr_Occurred() || s->broke ? -1 : 0;
+            if (!rc) {
+                Py_CLEAR(tup);
+                *res = Py_NewRef(Py_None);
+            }
+            break;
+        }
+        tr_var v;
+        if (tr_getattr(s, subj, nm, &v) < 0) {
+            rc = -1;
+            break;
+        }
+        PyTuple_SET_ITEM(tup, j++, Py_NewRef(v.v));
+        tr_var_clear(&v);
+    }
+    Py_XDECREF(names);
+    Py_XDECREF(margs);
+    if (rc < 0) {
+        Py_XDECREF(tup);
+        if (!s->broke)
+            tr_break_exc(s, "match");
+        return -1;
+    }
+    if (!*res)
+        *res = tup;
+    return 0;
+}
+
+/* MATCH_KEYS: `case {k1: p1, ...}` on a dict (exactly): a tuple of the
+ * values under the keys (plain constants), or None when one is missing. */
+static int match_keys(tr_state *s, tr_var *subj, PyObject *keys, PyObject **res)
+{
+    *res = NULL;
+    if (!subj->v || !PyDict_CheckExact(subj->v) || !PyTuple_Check(keys))
+        return tr_break(s, "a mapping pattern on a %s", tr_type_name(subj->v));
+    Py_ssize_t n = PyTuple_GET_SIZE(keys);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *k = PyTuple_GET_ITEM(keys, i);
+        if (!tr_const_key(k))
+            return tr_break(s, "a mapping pattern with a %s key", tr_type_name(k));
+        int has = PyDict_Contains(subj->v, k);
+        if (has < 0)
+            return tr_break_exc(s, "match");
+        if (!has) {
+            *res = Py_NewRef(Py_None);
+            return 0;
+        }
+    }
+    PyObject *tup = PyTuple_New(n);
+    if (!tup)
+        return tr_break_exc(s, "match");
+    for (Py_ssize_t i = 0; i < n; i++) {
+        tr_var kv = {0}, v;
+        tr_make_value(s, &kv, Py_NewRef(PyTuple_GET_ITEM(keys, i)));
+        int rc = tr_subscr(s, subj, &kv, &v);
+        tr_var_clear(&kv);
+        if (rc < 0) {
+            Py_DECREF(tup);
+            return -1;
+        }
+        PyTuple_SET_ITEM(tup, i, Py_NewRef(v.v));
+        tr_var_clear(&v);
+    }
+    *res = tup;
     return 0;
 }
 
@@ -1180,6 +1413,20 @@ static int run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
             int k = oparg < n_nb ? nb_of[oparg] : -1, rc = 0;
             PyObject *r = NULL;
             bool inplace = k >= 100;
+            PyObject *dn = k >= 0 ? user_binop(&a, &b, k) : NULL;
+            if (dn) {
+                tr_var r;
+                rc = tr_call_dunder(s, dn, &a, &b, 1, &r);
+                if (!rc && r.v == Py_NotImplemented) {
+                    tr_var_clear(&r);
+                    rc = tr_break(s, "%s of %s and %s returned NotImplemented",
+                                  nb_dunder[k % 100], tr_type_name(a.v), tr_type_name(b.v));
+                }
+                tr_var_clear(&a);
+                tr_var_clear(&b);
+                if (rc < 0 || push(s, fr, &r)) return -1;
+                break;
+            }
             if (k < 0)
                 rc = tr_break(s, "unknown binary op %d", oparg);
             else if ((rc = tr_dyn_size_operand(s, k % 100, &a, &b)) >= 0)
@@ -1215,6 +1462,15 @@ static int run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
         }
         case OP_COMPARE_OP: {
             tr_var b = pop(fr), a = pop(fr);
+            int cop = cmp_of(oparg);
+            if ((cop == Py_EQ || cop == Py_NE) &&
+                (fresh_identity_cmp(s, &a, &b) || fresh_identity_cmp(s, &b, &a))) {
+                int r = (a.v == b.v) ^ (cop == Py_NE);
+                tr_var_clear(&a);
+                tr_var_clear(&b);
+                if (push_value(s, fr, PyBool_FromLong(r))) return -1;
+                break;
+            }
             int rc = tr_dyn_size_operand(s, -1, &a, &b);
             if (rc >= 0)
                 rc = check_operands(s, &a, &b, "a comparison");
@@ -1241,10 +1497,27 @@ static int run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
         }
         case OP_CONTAINS_OP: {
             tr_var b = pop(fr), a = pop(fr);
+            PyObject *cn = b.v && !b.it && b.aux == TR_AUX_NONE && !st_fe_is_tensor(b.v) &&
+                           !PyType_Check(b.v) && !tr_safe_type(b.v)
+                               ? tr_py_dunder(b.v, "__contains__") : NULL;
+            if (cn) {
+                /* a class's Python __contains__ (ModuleDict, enum.Flag): inlined */
+                tr_var r;
+                int t = 0, rc = tr_call_dunder(s, cn, &b, &a, 1, &r);
+                if (!rc) {
+                    rc = truth(s, &r, &t);
+                    tr_var_clear(&r);
+                }
+                tr_var_clear(&a);
+                tr_var_clear(&b);
+                if (rc < 0 || push_value(s, fr, PyBool_FromLong(t ^ (oparg & 1)))) return -1;
+                break;
+            }
             int rc = check_operands(s, &b, NULL, "'in'"), r = 0;
             if (!rc && st_fe_is_tensor(b.v))
                 rc = tr_break(s, "'in' on a tensor (data-dependent)");
-            if (!rc && !tr_safe_type(a.v) && !PyDict_Check(b.v) && !PyAnySet_Check(b.v))
+            if (!rc && !tr_safe_type(a.v) && !PyDict_Check(b.v) && !PyAnySet_Check(b.v) &&
+                !fresh_identity_in(s, &a, b.v))
                 rc = tr_break(s, "'in' with a %s (its __eq__ may run)", tr_type_name(a.v));
             /* membership by identity (a tensor key) in a dict or set from
              * outside: the answer would be a constant no guard re-checks */
@@ -1469,6 +1742,21 @@ static int run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
             break;
         case OP_BEFORE_WITH: {
             tr_var m = pop(fr);
+            if (tr_is_nullcontext(m.v) && !m.it && m.aux == TR_AUX_NONE) {
+                /* its __exit__ (Python, inlined when called) and enter_result */
+                PyObject *ex = PyObject_GetAttrString(m.v, "__exit__");
+                PyObject *nm = PyUnicode_InternFromString("enter_result");
+                tr_var en;
+                int rc = ex && nm ? tr_getattr(s, &m, nm, &en) : tr_break_exc(s, "with");
+                Py_XDECREF(nm);
+                tr_var_clear(&m);
+                if (rc < 0) {
+                    Py_XDECREF(ex);
+                    return -1;
+                }
+                if (push_value(s, fr, ex) || push(s, fr, &en)) return -1;
+                break;
+            }
             if (!tr_is_mode_ctx(m.v)) {
                 int rc = tr_break(s, "with on a %s is not supported", tr_type_name(m.v));
                 tr_var_clear(&m);
@@ -1511,6 +1799,31 @@ static int run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
             Py_ssize_t n = PyObject_Length(TOP(fr, 1)->v);
             if (n < 0) return tr_break_exc(s, "len");
             if (push_value(s, fr, PyLong_FromSsize_t(n))) return -1;
+            break;
+        }
+        case OP_MATCH_CLASS: {
+            tr_var kw = pop(fr), cls = pop(fr), subj = pop(fr);
+            PyObject *r = NULL;
+            int rc = match_class(s, &subj, &cls, kw.v, oparg, &r);
+            tr_var_clear(&kw);
+            tr_var_clear(&cls);
+            tr_var_clear(&subj);
+            if (rc < 0 || push_value(s, fr, r)) return -1;
+            break;
+        }
+        case OP_MATCH_KEYS: {
+            PyObject *r = NULL;
+            if (match_keys(s, TOP(fr, 2), TOP(fr, 1)->v, &r) < 0 || push_value(s, fr, r))
+                return -1;
+            break;
+        }
+        case OP_MATCH_SEQUENCE: case OP_MATCH_MAPPING: {
+            /* `case (a, b):` / `case {...}:` asks the subject's type */
+            tr_var *v = TOP(fr, 1);
+            if (guard_subject_type(s, v) < 0)
+                return -1;
+            unsigned long fl = op == OP_MATCH_SEQUENCE ? Py_TPFLAGS_SEQUENCE : Py_TPFLAGS_MAPPING;
+            if (push_value(s, fr, PyBool_FromLong(!!(Py_TYPE(v->v)->tp_flags & fl)))) return -1;
             break;
         }
         case OP_LOAD_ASSERTION_ERROR: {

@@ -90,6 +90,8 @@ typedef struct tr_frame {
     bool yield_in_try;
     bool *closed;
     int exc_nest;            /* handlers entered (PUSH_EXC_INFO) and not left (tr_except.c) */
+    PyObject *gen_exc;       /* a generator suspended in a handler: the exception it
+                                handles (owned; tr_state.exc_cur while it runs) */
 } tr_frame;
 
 struct tr_dyn;
@@ -338,6 +340,9 @@ bool tr_has_tensor(PyObject *key);       /* a tensor in a key */
  * dynamic-shape mode): a graph break; int index tensors are traced. */
 bool tr_key_reads_values(tr_state *s, PyObject *key);
 bool tr_is_mode_ctx(PyObject *o);
+bool tr_is_nullcontext(PyObject *o);
+bool tr_is_enum_member(PyObject *o);     /* an enum member (tr_calls.c) */
+int tr_truth(tr_state *s, tr_var *v, int *out);   /* bool(v): Python __bool__ inlined (tr_exec.c) */     /* contextlib.nullcontext (tr_calls.c) */
 /* Builds a real function's frame locals from args (CPython's binding):
  * locals[co_nlocalsplus] must be zeroed. 0 or -1 with a Python exception. */
 int tr_bind_args(PyObject *fn, PyObject *const *args, Py_ssize_t nargs,
@@ -351,6 +356,7 @@ int tr_call_dunder(tr_state *s, PyObject *fn, tr_var *o, tr_var *args, int nargs
 int tr_obj_tmpl_parts(PyObject *v, PyObject **spec, PyObject **vals);
 bool tr_exc_rebuildable(tr_state *s, PyObject *v);   /* an exception made in the frame */
 bool tr_exc_class_rebuildable(PyTypeObject *t);
+PyObject *tr_exc_cfields(PyTypeObject *t);            /* C fields rebuilt: names or NULL */
 int tr_exc_tmpl_parts(PyObject *v, PyObject **spec, PyObject **vals);
 
 /* ---- tr_dynamic.c: dynamic shapes (see its top comment) */

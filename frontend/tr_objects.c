@@ -148,17 +148,47 @@ bool tr_exc_rebuildable(tr_state *s, PyObject *v)
            tr_exc_class_rebuildable(Py_TYPE(v));
 }
 
+/* The C fields of StopIteration and OSError (and their subclasses), which
+ * the entry sets on the rebuilt exception after its args: a tuple of
+ * names (borrowed), or NULL for a class without such fields. */
+PyObject *tr_exc_cfields(PyTypeObject *t)
+{
+    static PyObject *stop, *os;
+    if (!stop) {
+        stop = Py_BuildValue("(s)", "value");
+        os = Py_BuildValue("(ssss)", "errno", "strerror", "filename", "filename2");
+        if (!stop || !os) {
+            PyErr_Clear();
+            Py_CLEAR(stop);
+            return NULL;
+        }
+    }
+    if (PyType_IsSubtype(t, (PyTypeObject *)PyExc_StopIteration))
+        return stop;
+    if (PyType_IsSubtype(t, (PyTypeObject *)PyExc_OSError))
+        return os;
+    return NULL;
+}
+
 bool tr_exc_class_rebuildable(PyTypeObject *t)
 {
     PyTypeObject *base = (PyTypeObject *)PyExc_BaseException;
-    if (!PyExceptionClass_Check((PyObject *)t) || t->tp_new != base->tp_new || t->tp_dictoffset != base->tp_dictoffset || !t->tp_mro)
+    if (!PyExceptionClass_Check((PyObject *)t) || !t->tp_mro)
+        return false;
+    /* StopIteration's and OSError's own layouts: their fields are rebuilt */
+    PyTypeObject *cbase = PyType_IsSubtype(t, (PyTypeObject *)PyExc_StopIteration)
+                              ? (PyTypeObject *)PyExc_StopIteration
+                          : PyType_IsSubtype(t, (PyTypeObject *)PyExc_OSError)
+                              ? (PyTypeObject *)PyExc_OSError : base;
+    if (t->tp_new != cbase->tp_new || t->tp_dictoffset != cbase->tp_dictoffset)
         return false;
     static const char *const hooks[] = {"__slots__", "__setattr__", "__getattr__",
                                         "__getattribute__", "__delattr__", "__del__", NULL};
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(t->tp_mro); i++) {
         PyTypeObject *b = (PyTypeObject *)PyTuple_GET_ITEM(t->tp_mro, i);
         if (!(b->tp_flags & Py_TPFLAGS_HEAPTYPE)) {
-            if (PyExceptionClass_Check((PyObject *)b) && b->tp_basicsize != base->tp_basicsize)
+            if (PyExceptionClass_Check((PyObject *)b) && b->tp_basicsize != base->tp_basicsize &&
+                b->tp_basicsize != cbase->tp_basicsize)
                 return false;
             continue;
         }
@@ -171,9 +201,31 @@ bool tr_exc_class_rebuildable(PyTypeObject *t)
     return true;
 }
 
+/* A traceback's entries as (code, globals, tb_lasti, tb_lineno), outermost
+ * first (tr_except.c's stand-in frames): a new tuple. */
+static PyObject *tb_spec(PyObject *tb)
+{
+    PyObject *l = PyList_New(0);
+    for (; l && tb && PyTraceBack_Check(tb); tb = (PyObject *)((PyTracebackObject *)tb)->tb_next) {
+        PyTracebackObject *t = (PyTracebackObject *)tb;
+        PyCodeObject *co = PyFrame_GetCode(t->tb_frame);
+        PyObject *g = PyObject_GetAttrString((PyObject *)t->tb_frame, "f_globals");
+        PyObject *e = co && g ? Py_BuildValue("(OOii)", co, g, t->tb_lasti, t->tb_lineno) : NULL;
+        Py_XDECREF(co);
+        Py_XDECREF(g);
+        if (!e || PyList_Append(l, e) < 0)
+            Py_CLEAR(l);
+        Py_XDECREF(e);
+    }
+    PyObject *r = l ? PyList_AsTuple(l) : NULL;
+    Py_XDECREF(l);
+    return r;
+}
+
 /* The template of such an exception: obj = (type, (), attribute names,
- * __suppress_context__), items = the attribute values, then args,
- * __cause__ and __context__ (None when unset). */
+ * __suppress_context__, C field names, traceback entries: tb_spec),
+ * items = the attribute values, then args, __cause__ and __context__
+ * (None when unset), then the C fields' values (tr_exc_cfields). */
 int tr_exc_tmpl_parts(PyObject *v, PyObject **spec, PyObject **vals)
 {
     PyObject *ospec, *ovals;
@@ -182,10 +234,23 @@ int tr_exc_tmpl_parts(PyObject *v, PyObject **spec, PyObject **vals)
         return -1;
     PyBaseExceptionObject *e = (PyBaseExceptionObject *)v;
     Py_ssize_t n = PyTuple_GET_SIZE(ovals);
-    PyObject *vs = PyTuple_New(n + 3);
-    PyObject *sp = vs ? PyTuple_Pack(4, PyTuple_GET_ITEM(ospec, 0), PyTuple_GET_ITEM(ospec, 1),
-                                     PyTuple_GET_ITEM(ospec, 2),
-                                     e->suppress_context ? Py_True : Py_False) : NULL;
+    PyObject *cf = tr_exc_cfields(Py_TYPE(v)), *empty = PyTuple_New(0);
+    Py_ssize_t ncf = cf ? PyTuple_GET_SIZE(cf) : 0;
+    PyObject *vs = empty ? PyTuple_New(n + 3 + ncf) : NULL;
+    for (Py_ssize_t i = 0; vs && i < ncf; i++) {
+        PyObject *fv = PyObject_GetAttr(v, PyTuple_GET_ITEM(cf, i));
+        if (!fv)
+            Py_CLEAR(vs);
+        else
+            PyTuple_SET_ITEM(vs, n + 3 + i, fv);
+    }
+    PyObject *tbs = vs ? tb_spec(e->traceback) : NULL;
+    PyObject *sp = tbs ? PyTuple_Pack(6, PyTuple_GET_ITEM(ospec, 0), PyTuple_GET_ITEM(ospec, 1),
+                                      PyTuple_GET_ITEM(ospec, 2),
+                                      e->suppress_context ? Py_True : Py_False,
+                                      cf ? cf : empty, tbs) : NULL;
+    Py_XDECREF(tbs);
+    Py_XDECREF(empty);
     Py_DECREF(ospec);
     if (!sp) {
         Py_XDECREF(vs);

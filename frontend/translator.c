@@ -34,6 +34,7 @@ static void frame_free(tr_frame *fr)
     Py_XDECREF(fr->func);
     Py_XDECREF(fr->globals);
     Py_XDECREF(fr->builtins);
+    Py_XDECREF(fr->gen_exc);
     free(fr);
 }
 
@@ -125,7 +126,17 @@ int tr_gen_resume(tr_state *s, tr_iter *it, tr_var *out)
     fr->yield_in_try = false;
     s->top = fr;
     tr_var y = {0};
+    /* the consumer's handled exception and the generator's own are apart,
+     * as in Python: the generator's while it runs (tr_exc_suspend) */
+    PyObject *consumer = s->exc_cur;
+    s->exc_cur = fr->gen_exc ? fr->gen_exc : Py_XNewRef(consumer);
+    fr->gen_exc = NULL;
     int rc = tr_run_frame(s, fr, &y);
+    if (rc == 1 && fr->exc_nest > 0)
+        fr->gen_exc = s->exc_cur;
+    else
+        Py_XDECREF(s->exc_cur);
+    s->exc_cur = consumer;
     s->top = fr->parent;
     fr->parent = NULL;
     fr->running = false;
@@ -457,6 +468,13 @@ static int tmpl_of(tr_state *s, PyObject *v, outlist *ol, st_fe_tmpl **out, int 
             }
         t->index = ol->nout;
         ol->outs[ol->nout++] = raw;
+        return 0;
+    }
+    if (tr_is_enum_member(v)) {
+        /* an enum member (a Flag's composite too: enum caches it on its
+         * class), fixed by the guarded values it came from */
+        t->kind = ST_T_CONST;
+        t->obj = Py_NewRef(v);
         return 0;
     }
     if (PySlice_Check(v)) {

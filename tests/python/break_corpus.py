@@ -32,6 +32,7 @@ branch the counts assume (positive tensors where a sum must be > 0).
 
 No torch here: the corpus runs under Python 3.12 too.
 """
+import collections.abc
 import functools
 import inspect
 import math
@@ -662,31 +663,12 @@ def i_class_def(x):
 
 
 @brk("instr", X, graphs=2, breaks=None)
-def i_match_mapping(x):
-    y = x * 2
-    cfg = {"scale": 3}
-    match cfg:
-        case {"scale": s}:  # BRK
-            y = y * s
-    return y + 1
-
-
-@brk("instr", X, graphs=2, breaks=None)
-def i_match_class(x):
-    y = x * 2
-    match 3:
-        case int(v):  # BRK
-            y = y + v
-    return y * 2
-
-
-@brk("instr", X, graphs=2, breaks=None)
-def i_match_sequence(x):
+def i_match_abc(x):
     y = x * 2
     match [1, 2]:
-        case [a, b]:  # BRK
-            y = y * a + b
-    return y - 1
+        case collections.abc.Sequence():  # BRK
+            y = y + 1
+    return y * 2
 
 
 @brk("instr", X, graphs=2, breaks=1)

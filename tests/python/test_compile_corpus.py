@@ -36,8 +36,6 @@ needs_compile = pytest.mark.skipif(not HAVE_COMPILE, reason="symtrace.compile is
 # missing feature or bug.
 _SEQSLICE = ("Sequential[:2] builds a new Module inside the frame: 'indexing a Sequential with "
              "a slice' (its __init__ also breaks: object.__setattr__, OrderedDict calls)")
-_PARTIAL = ("functools.partial(F.softmax, dim=-1)(x): 'constructing a functools.partial "
-            "(custom __new__ or metaclass) is not supported'")
 FAILING_KNOWN = {
     "run:sequential_slice": _SEQSLICE,
     # its gradients are right and the frame keeps a partial graph (the slice
@@ -45,8 +43,6 @@ FAILING_KNOWN = {
     # call makes a new Sequential, so the resume function is translated anew
     "grads:sequential_slice": None,
     "explain:sequential_slice": _SEQSLICE,
-    "explain:functools_partial_call": _PARTIAL,
-    "fullgraph:functools_partial_call": _PARTIAL,
 }
 
 

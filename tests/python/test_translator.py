@@ -530,8 +530,8 @@ def test_user_object_store_on_fresh_and_external():
 
 
 def test_break_reasons_misc():
-    class Num:
-        def __add__(self, o):
+    class Num:   # a Python __add__ is inlined (test_compile_fe10.py); __radd__ alone is not
+        def __radd__(self, o):
             return 1
 
     def add_user(x, n):
