@@ -509,10 +509,17 @@ static void r_binary(ad *c, rule *r)
 static void r_where(ad *c, rule *r)
 {
     int cond = r->s.in[0], a = r->s.in[1], b = r->s.in[2], g = r->og;
-    if (diffable(c, a))
-        r->gin[1] = fin(c, E3(c, ST_OP_WHERE, cond, g, F(c, 0.0)), a);
-    if (diffable(c, b))
-        r->gin[2] = fin(c, E3(c, ST_OP_WHERE, cond, F(c, 0.0), g), b);
+    /* a constant condition (a copy into a view traces as where(False,
+     * old, new)): the branch never picked gets no gradient rather than a
+     * tensor of zeros, which its history (a slice's: a full-size scatter
+     * and add) would carry back for nothing */
+    const st_value *cv = c->failed || cond < 0 ? NULL : &c->g->values[cond];
+    bool is_const = cv && cv->kind == ST_VAL_CONST && cv->meta.ndim == 0;
+    bool pick = is_const && (cv->fconst != 0.0 || cv->iconst != 0);
+    if (diffable(c, a) && (!is_const || pick))
+        r->gin[1] = fin(c, is_const ? g : E3(c, ST_OP_WHERE, cond, g, F(c, 0.0)), a);
+    if (diffable(c, b) && (!is_const || !pick))
+        r->gin[2] = fin(c, is_const ? g : E3(c, ST_OP_WHERE, cond, F(c, 0.0), g), b);
 }
 
 /* Reduced dims of a reduction over rank n, as a mask; returns the count. */
@@ -783,7 +790,8 @@ static void r_scatter(ad *c, rule *r)
 }
 
 /* slice_scatter(base, src): base gets g with the slice zeroed (a
- * slice_scatter of zeros), src gets the slice of g */
+ * slice_scatter of zeros), src gets the slice of g (in a cat's chain the
+ * base gets g itself: backward.c's disjoint_chain) */
 static void r_slice_scatter(ad *c, rule *r)
 {
     int x = r->s.in[0], src = r->s.in[1], g = r->og;

@@ -905,6 +905,52 @@ bool *st_ir_grad_reach(const st_graph *g, const int *wrt, int nwrt)
     return from;
 }
 
+/* [*lo, *hi) along *dim: what slice_scatter statement s of g writes
+ * (step-1 slices only); false otherwise. */
+static bool ss_range(const st_graph *g, const st_stmt *s, int *dim, int64_t *lo,
+                     int64_t *hi)
+{
+    if (s->op != ST_OP_SLICE_SCATTER || s->nin != 2 || s->attrs.i[3] != 1)
+        return false;
+    const st_meta *bm = &g->values[s->in[0]].meta;
+    int64_t d = s->attrs.i[0];
+    if (bm->ndim < 1 || d < -bm->ndim || d >= bm->ndim)
+        return false;
+    *dim = (int)(d < 0 ? d + bm->ndim : d);
+    int64_t start = s->attrs.i[1], stop = s->attrs.i[2];
+    int64_t n = st_slice_bounds(bm->shape[*dim], &start, &stop, 1);
+    *lo = start;
+    *hi = start + n;
+    return true;
+}
+
+/* Is statement s (a slice_scatter) a link of a chain of slice_scatters
+ * along one dim, step 1, whose links below s write nothing of s's slice,
+ * rooted at a fill (a traced cat / stack: full, then a slice_scatter per
+ * part)? Then s's base can take s's output gradient as is, without its
+ * slice zeroed: that region of the base's gradient is read by nobody
+ * (each link's src reads its own slice, the fill takes no gradient, other
+ * readers of a link only add to its gradient). Zeroing made a chain of n
+ * parts cost n full-size passes (a stacked im2col under dynamic shapes). */
+static bool disjoint_chain(const st_graph *g, const st_stmt *s)
+{
+    int dim, d;
+    int64_t lo, hi, a, b;
+    if (!ss_range(g, s, &dim, &lo, &hi))
+        return false;
+    for (int v = s->in[0];;) {
+        const st_value *val = &g->values[v];
+        if (val->kind != ST_VAL_STMT || val->producer < 0)
+            return false;
+        const st_stmt *p = &g->stmts[val->producer];
+        if (p->op == ST_OP_FULL)
+            return true;
+        if (!ss_range(g, p, &d, &a, &b) || d != dim || (a < hi && lo < b))
+            return false;
+        v = p->in[0];
+    }
+}
+
 /* If value x is scatter_add(zeros, idx, src) (as the VJPs of embedding,
  * gather and index_select make it), its statement; else NULL. */
 static const st_stmt *zero_scatter(const st_graph *w, int x)
@@ -1105,6 +1151,8 @@ static st_status build(const st_graph *fwd, const int *wrt, int nwrt,
                 goto fail;
         if (def->vjp(c.w, &s, og, ig) != ST_OK)
             goto fail;
+        if (ig[0] >= 0 && disjoint_chain(fwd, fs))
+            ig[0] = og[0]; /* (the zeroing the rule emitted is dead) */
         for (int k = 0; k < s.nin; k++) {
             int v = fs->in[k];
             if (ig[k] < 0 || !from[v])
