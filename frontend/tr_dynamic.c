@@ -1532,6 +1532,19 @@ static int stride_pins(tr_state *s, PyObject *fn)
     return 0;
 }
 
+/* Is fn's __name__ one of names (NULL-terminated)? */
+static bool name_in(PyObject *fn, const char *const *names)
+{
+    PyObject *nm = PyObject_GetAttrString(fn, "__name__");
+    const char *n = nm && PyUnicode_Check(nm) ? PyUnicode_AsUTF8(nm) : NULL;
+    bool hit = false;
+    for (int i = 0; n && !hit && names[i]; i++)
+        hit = !strcmp(n, names[i]);
+    Py_XDECREF(nm);
+    PyErr_Clear();
+    return hit;
+}
+
 /* symtrace's scalar arithmetic (x.mul_(2), st.div(x, 8), x.clamp_(0, 6)):
  * the numbers it puts into the graph are its arguments, never sizes it
  * read inside, so folded_size leaves them out. */
@@ -1546,14 +1559,7 @@ static bool scalar_op(PyObject *fn)
         "lerp_", "addcmul", "addcmul_", "addcdiv", "addcdiv_", NULL};
     if (!tr_module_starts(fn, "symtrace"))
         return false;
-    PyObject *nm = PyObject_GetAttrString(fn, "__name__");
-    const char *n = nm && PyUnicode_Check(nm) ? PyUnicode_AsUTF8(nm) : NULL;
-    bool hit = false;
-    for (int i = 0; n && !hit && names[i]; i++)
-        hit = !strcmp(n, names[i]);
-    Py_XDECREF(nm);
-    PyErr_Clear();
-    return hit;
+    return name_in(fn, names);
 }
 
 /* symtrace's x.add(n) / x.add_(n) / x.sub(n) / x.mul(n) (methods or
@@ -1567,14 +1573,7 @@ static bool size_scalar_arg(PyObject *fn, tr_var *args, int nargs, PyObject *kwn
     if (npos != 2 || !args[0].v || !st_fe_is_tensor(args[0].v) || !args[1].v ||
         !tr_is_symint(args[1].v))
         return false;
-    PyObject *nm = PyObject_GetAttrString(fn, "__name__");
-    const char *n = nm && PyUnicode_Check(nm) ? PyUnicode_AsUTF8(nm) : NULL;
-    bool hit = false;
-    for (int i = 0; n && !hit && names[i]; i++)
-        hit = !strcmp(n, names[i]);
-    Py_XDECREF(nm);
-    PyErr_Clear();
-    return hit;
+    return name_in(fn, names);
 }
 
 /* builtins.min / builtins.max of two or more ints, one of them symbolic
