@@ -935,6 +935,68 @@ static const st_kargs *merge_dims(const st_kernel *k, const st_kargs *args, st_k
     return m;
 }
 
+/* A reduction walks each row (its trailing nred dims) as segments along
+ * the innermost dim, with div/mod per segment to place it: batch norm's
+ * [C | N, H, W] rows over a [16, 16, 32, 32] tensor are 512 segments of 32
+ * points a channel, each pass. So adjacent reduced dims that every buffer
+ * walks as one are merged for the launch, as merge_dims does for
+ * elementwise kernels, within the row only (the outer dims and the row's
+ * linear index, an argmax's result, stay as they are): the merged dims
+ * are right-aligned in the row, size-1 dims before them. A buffer the
+ * code holds still along a dim (dimmap -1) counts as stride 0 there and
+ * must stay still along the merged dim. */
+static const st_kargs *merge_row_dims(const st_kernel *k, const st_kargs *args, st_kargs *m)
+{
+    int r = k->rank, ro = r - k->nred, n = 0;
+    if (k->kind != ST_K_REDUCE || k->nred < 2 || ro < 0)
+        return args;
+    for (int b = 0; b < k->nbufs; b++)
+        if (k->bufs[b].unravel > 0)
+            return args;
+    for (int i = 0; i < k->nnodes; i++) {
+        const st_knode *nd = &k->nodes[i];
+        if ((nd->kind == ST_KN_LOAD && nd->idx_dim >= 0) ||
+            (nd->kind == ST_KN_INDEX && nd->i >= 0))
+            return args;
+    }
+    for (int s = 0; s < k->nstores; s++)
+        if (k->stores[s].indexed)
+            return args;
+    int64_t sh[ST_MAX_DIMS], st[ST_K_MAX_BUFS][ST_MAX_DIMS];
+    for (int d = r - 1; d >= ro; d--) {
+        if (args->shape[d] == 1)
+            continue;
+        bool join = n > 0;
+        for (int b = 0; join && b < k->nbufs; b++) {
+            int64_t sd = k->bufs[b].dimmap[d] >= 0 ? args->bufs[b].strides[d] : 0;
+            join = sd == st[b][n - 1] * sh[n - 1];
+        }
+        if (join) {
+            sh[n - 1] *= args->shape[d];
+            continue;
+        }
+        sh[n] = args->shape[d];
+        for (int b = 0; b < k->nbufs; b++)
+            st[b][n] = k->bufs[b].dimmap[d] >= 0 ? args->bufs[b].strides[d] : 0;
+        n++;
+    }
+    if (n == r - ro)
+        return args;
+    for (int i = 0; i < n; i++)
+        for (int b = 0; b < k->nbufs; b++)
+            if (k->bufs[b].dimmap[r - 1 - i] < 0 && st[b][i] != 0)
+                return args;
+    atomic_fetch_add_explicit(&J.merged, 1, memory_order_relaxed);
+    *m = *args;
+    for (int i = 0; i < r - ro; i++) {
+        int d = r - 1 - i;
+        m->shape[d] = i < n ? sh[i] : 1;
+        for (int b = 0; b < k->nbufs; b++)
+            m->bufs[b].strides[d] = i < n ? st[b][i] : 0;
+    }
+    return m;
+}
+
 static const char *red_opname(st_reduce_op op)
 {
     switch (op) {
@@ -987,6 +1049,7 @@ static st_status llvm_launch(st_backend *be, void *compiled, int index,
             r = st_llvm_pool_run(run_task, &t, total, serial ? total : 32768, &par);
         }
     } else if (k->kind == ST_K_REDUCE) {
+        t.a = args = merge_row_dims(k, args, &merged);
         int ro = k->rank - k->nred;
         int64_t O = 1, R = 1;
         for (int d = 0; d < ro; d++)

@@ -487,6 +487,28 @@ static void test_merged_dims(void)
     one_op("merged broadcast add", ST_OP_ADD, 2, ff, n42, bcast, NULL, NULL, NULL);
     st_llvm_stats(&s1);
     CHECK(s1.merged_launches > s0.merged_launches, "broadcast add: dims not merged");
+    /* a reduction's row (its trailing reduced dims) merged too: sums over
+     * (1, 2, 3) and over (0, 2, 3) (a batch norm's), an amax over (2, 3),
+     * each against the interpreter (whole numbers: every order sums them
+     * exactly) */
+    static const int64_t one[1][4] = {{3, 5, 6, 7}};
+    int n4[1] = {4}, whole[1] = {2};
+    double his[1] = {9};
+    st_attrs a = A0();
+    a.ndims = 3;
+    a.dims[0] = 1, a.dims[1] = 2, a.dims[2] = 3;
+    st_llvm_stats(&s0);
+    one_op("merged row sum", ST_OP_SUM, 1, ff, n4, one, whole, his, &a);
+    st_llvm_stats(&s1);
+    CHECK(s1.merged_launches > s0.merged_launches, "sum over (1, 2, 3): row not merged");
+    a.dims[0] = 0;
+    st_llvm_stats(&s0);
+    one_op("merged channel sum", ST_OP_SUM, 1, ff, n4, one, whole, his, &a);
+    st_llvm_stats(&s1);
+    CHECK(s1.merged_launches > s0.merged_launches, "sum over (0, 2, 3): row not merged");
+    a.ndims = 2;
+    a.dims[0] = 2, a.dims[1] = 3;
+    one_op("merged row amax", ST_OP_AMAX, 1, ff, n4, one, NULL, NULL, &a);
 }
 
 /* amax/amin of floats (accumulated through llvm.maximum/minimum, vectorized)
