@@ -875,11 +875,9 @@ static bool scatter_cols_ok(const st_kernel *k, const st_kargs *a, int nt)
  * longer. The merged dims are right-aligned (leading dims of size 1), so
  * the same compiled code runs. Not for kernels whose code sees the
  * coordinates themselves (an INDEX node along a dim), reads through an
- * index or an unravel, or stores through an index. */
-static bool dims_mergeable(const st_kernel *k)
+ * index or an unravel, or stores through an index (coords_unseen). */
+static bool coords_unseen(const st_kernel *k)
 {
-    if (k->kind != ST_K_ELEMENTWISE || k->rank < 2)
-        return false;
     for (int b = 0; b < k->nbufs; b++)
         if (k->bufs[b].unravel > 0)
             return false;
@@ -893,6 +891,11 @@ static bool dims_mergeable(const st_kernel *k)
         if (k->stores[s].indexed)
             return false;
     return true;
+}
+
+static bool dims_mergeable(const st_kernel *k)
+{
+    return k->kind == ST_K_ELEMENTWISE && k->rank >= 2 && coords_unseen(k);
 }
 
 /* args with mergeable dims merged into m (see above), or args itself. */
@@ -948,20 +951,8 @@ static const st_kargs *merge_dims(const st_kernel *k, const st_kargs *args, st_k
 static const st_kargs *merge_row_dims(const st_kernel *k, const st_kargs *args, st_kargs *m)
 {
     int r = k->rank, ro = r - k->nred, n = 0;
-    if (k->kind != ST_K_REDUCE || k->nred < 2 || ro < 0)
+    if (k->kind != ST_K_REDUCE || k->nred < 2 || ro < 0 || !coords_unseen(k))
         return args;
-    for (int b = 0; b < k->nbufs; b++)
-        if (k->bufs[b].unravel > 0)
-            return args;
-    for (int i = 0; i < k->nnodes; i++) {
-        const st_knode *nd = &k->nodes[i];
-        if ((nd->kind == ST_KN_LOAD && nd->idx_dim >= 0) ||
-            (nd->kind == ST_KN_INDEX && nd->i >= 0))
-            return args;
-    }
-    for (int s = 0; s < k->nstores; s++)
-        if (k->stores[s].indexed)
-            return args;
     int64_t sh[ST_MAX_DIMS], st[ST_K_MAX_BUFS][ST_MAX_DIMS];
     for (int d = r - 1; d >= ro; d--) {
         if (args->shape[d] == 1)
