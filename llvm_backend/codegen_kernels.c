@@ -441,6 +441,31 @@ static bool splat_candidate(const st_kernel *k, int b, int in)
     return used;
 }
 
+/* A splat path's row pointer for buffer b, whose row starts at offset
+ * base: where b's stride along the row (dim in) is 0, its value copied
+ * into the n points of scratch first (then the scratch), else b's data at
+ * base. Reads cg->data[b]: call before replacing it. */
+static LLVMValueRef splat_row(st_llvm_cg *cg, int b, int in, LLVMValueRef scratch,
+                              LLVMValueRef base, LLVMValueRef n)
+{
+    LLVMBuilderRef B = cg->B;
+    LLVMTypeRef mt = st_llvm_mty(cg, cg->k->bufs[b].dtype);
+    LLVMValueRef is0 = LLVMBuildICmp(B, LLVMIntEQ, cg->stride[b][in], I64(0), "");
+    LLVMBasicBlockRef fill = st_llvm_bb(cg, "splat_fill"),
+                      filled = st_llvm_bb(cg, "splat_filled");
+    LLVMBuildCondBr(B, is0, fill, filled);
+    LLVMPositionBuilderAtEnd(B, fill);
+    LLVMValueRef v = LLVMBuildLoad2(B, mt, LLVMBuildGEP2(B, mt, cg->data[b], &base, 1, ""), "");
+    st_llvm_loop F;
+    LLVMValueRef q = st_llvm_loop_begin(cg, &F, I64(0), n);
+    LLVMBuildStore(B, v, LLVMBuildGEP2(B, mt, scratch, &q, 1, ""));
+    st_llvm_loop_end(cg, &F);
+    LLVMBuildBr(B, filled);
+    LLVMPositionBuilderAtEnd(B, filled);
+    return LLVMBuildSelect(B, is0, scratch,
+                           LLVMBuildGEP2(B, mt, cg->data[b], &base, 1, ""), "");
+}
+
 static void emit_pointwise(st_llvm_cg *cg, int rank, bool mm)
 {
     const st_kernel *k = cg->k;
@@ -562,26 +587,9 @@ static void emit_pointwise(st_llvm_cg *cg, int rank, bool mm)
         LLVMValueRef saved_data[ST_K_MAX_BUFS];
         memcpy(saved_data, cg->data, sizeof saved_data);
         if (pass == 2) { /* the splat rows and the row pointers */
-            for (int b = 0; b < k->nbufs; b++) {
-                if (!splat[b])
-                    continue;
-                LLVMTypeRef mt = st_llvm_mty(cg, k->bufs[b].dtype);
-                LLVMValueRef is0 = LLVMBuildICmp(B, LLVMIntEQ, cg->stride[b][in], I64(0), "");
-                LLVMBasicBlockRef fill = st_llvm_bb(cg, "splat_fill"),
-                                  filled = st_llvm_bb(cg, "splat_filled");
-                LLVMBuildCondBr(B, is0, fill, filled);
-                LLVMPositionBuilderAtEnd(B, fill);
-                LLVMValueRef v = LLVMBuildLoad2(B, mt, LLVMBuildGEP2(B, mt, cg->data[b],
-                                                &base[b], 1, ""), "");
-                st_llvm_loop F;
-                LLVMValueRef q = st_llvm_loop_begin(cg, &F, I64(0), cnt);
-                LLVMBuildStore(B, v, LLVMBuildGEP2(B, mt, scratch[b], &q, 1, ""));
-                st_llvm_loop_end(cg, &F);
-                LLVMBuildBr(B, filled);
-                LLVMPositionBuilderAtEnd(B, filled);
-                cg->splat_ptr[b] = LLVMBuildSelect(B, is0, scratch[b],
-                    LLVMBuildGEP2(B, mt, cg->data[b], &base[b], 1, ""), "");
-            }
+            for (int b = 0; b < k->nbufs; b++)
+                if (splat[b])
+                    cg->splat_ptr[b] = splat_row(cg, b, in, scratch[b], base[b], cnt);
             for (int b = 0; b < k->nbufs; b++)
                 if (splat[b])
                     cg->data[b] = cg->splat_ptr[b];
@@ -952,26 +960,9 @@ static void row_walk(st_llvm_cg *cg, rctx *rc)
         LLVMValueRef saved_data[ST_K_MAX_BUFS];
         memcpy(saved_data, cg->data, sizeof saved_data);
         if (pass == 2) { /* the splat rows and the row pointers */
-            for (int b = 0; b < k->nbufs; b++) {
-                if (!rc->splat[b])
-                    continue;
-                LLVMTypeRef mt = st_llvm_mty(cg, k->bufs[b].dtype);
-                LLVMValueRef is0 = LLVMBuildICmp(B, LLVMIntEQ, cg->stride[b][in], I64(0), "");
-                LLVMBasicBlockRef fill = st_llvm_bb(cg, "rsplat_fill"),
-                                  filled = st_llvm_bb(cg, "rsplat_filled");
-                LLVMBuildCondBr(B, is0, fill, filled);
-                LLVMPositionBuilderAtEnd(B, fill);
-                LLVMValueRef v = LLVMBuildLoad2(B, mt, LLVMBuildGEP2(B, mt, cg->data[b],
-                                                &rbase[b], 1, ""), "");
-                st_llvm_loop F;
-                LLVMValueRef t = st_llvm_loop_begin(cg, &F, I64(0), rc->rinner);
-                LLVMBuildStore(B, v, LLVMBuildGEP2(B, mt, rc->scratch[b], &t, 1, ""));
-                st_llvm_loop_end(cg, &F);
-                LLVMBuildBr(B, filled);
-                LLVMPositionBuilderAtEnd(B, filled);
-                cg->data[b] = LLVMBuildSelect(B, is0, rc->scratch[b],
-                    LLVMBuildGEP2(B, mt, saved_data[b], &rbase[b], 1, ""), "");
-            }
+            for (int b = 0; b < k->nbufs; b++)
+                if (rc->splat[b])
+                    cg->data[b] = splat_row(cg, b, in, rc->scratch[b], rbase[b], rc->rinner);
         }
         st_llvm_loop L, Ch = {0};
         LLVMValueRef j0 = I64(0), jend = rc->rinner;
