@@ -201,9 +201,11 @@ class Identity(BasePruningMethod):
         return super().apply(module, name)
 
 
-class RandomUnstructured(BasePruningMethod):
-    """Prunes `amount` (a fraction, or a count) of the entries, drawn at random."""
+class _Unstructured(BasePruningMethod):
+    """Prunes `amount` (a fraction, or a count) of the entries: the k of largest
+    _score (_LARGEST) or of smallest."""
     PRUNING_TYPE = "unstructured"
+    _LARGEST = True
 
     def __init__(self, amount):
         _check_amount(amount)
@@ -213,30 +215,30 @@ class RandomUnstructured(BasePruningMethod):
         k = _how_many(self.amount, t.numel())
         mask = default_mask.clone()
         if k:
-            idx = _ops.topk(_ops.rand_like(t, dtype=default_mask.dtype).reshape(-1), k).indices
+            idx = _ops.topk(self._score(t, default_mask).reshape(-1), k, largest=self._LARGEST).indices
             mask = mask.reshape(-1).index_fill(0, idx, 0).reshape(tuple(t.shape))
         return mask
+
+
+class RandomUnstructured(_Unstructured):
+    """Prunes `amount` (a fraction, or a count) of the entries, drawn at random."""
+
+    @staticmethod
+    def _score(t, default_mask):
+        return _ops.rand_like(t, dtype=default_mask.dtype)
 
     @classmethod
     def apply(cls, module, name, amount):
         return super().apply(module, name, amount=amount)
 
 
-class L1Unstructured(BasePruningMethod):
+class L1Unstructured(_Unstructured):
     """Prunes `amount` (a fraction, or a count) of the entries of smallest absolute value."""
-    PRUNING_TYPE = "unstructured"
+    _LARGEST = False
 
-    def __init__(self, amount):
-        _check_amount(amount)
-        self.amount = amount
-
-    def compute_mask(self, t, default_mask):
-        k = _how_many(self.amount, t.numel())
-        mask = default_mask.clone()
-        if k:
-            idx = _ops.topk(t.abs().reshape(-1), k, largest=False).indices
-            mask = mask.reshape(-1).index_fill(0, idx, 0).reshape(tuple(t.shape))
-        return mask
+    @staticmethod
+    def _score(t, default_mask):
+        return t.abs()
 
     @classmethod
     def apply(cls, module, name, amount, importance_scores=None):
