@@ -10,22 +10,14 @@ compute the same values on it as on a contiguous one. Modules keep their
 weights contiguous (Module.to(memory_format=...) accepts the argument and
 leaves the layout, as nn.utils.convert_conv2d_weight_memory_format does)."""
 from . import _C
+from ._layout import _Named
 
 __all__ = ["memory_format", "contiguous_format", "channels_last", "channels_last_3d", "preserve_format"]
 
 
-class memory_format:
+class memory_format(_Named):
     """A memory format (torch.memory_format); compared by identity."""
-    __slots__ = ("_name",)
-
-    def __init__(self, name):
-        self._name = name
-
-    def __repr__(self):
-        return f"symtrace.{self._name}"
-
-    def __reduce__(self):
-        return self._name
+    __slots__ = ()
 
 
 contiguous_format = memory_format("contiguous_format")
