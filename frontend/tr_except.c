@@ -229,16 +229,8 @@ bool tr_exc_user_init(PyObject *c)
         return false;
     static const char *const hooks[] = {"__new__", "__setattr__", "__getattr__",
                                         "__getattribute__", "__delattr__", "__del__", NULL};
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(t->tp_mro); i++) {
-        PyTypeObject *b = (PyTypeObject *)PyTuple_GET_ITEM(t->tp_mro, i);
-        if (!(b->tp_flags & Py_TPFLAGS_HEAPTYPE))
-            continue;
-        if (Py_TYPE(b) != &PyType_Type || !b->tp_dict)
-            return false;
-        for (int k = 0; hooks[k]; k++)
-            if (PyDict_GetItemString(b->tp_dict, hooks[k]))
-                return false;
-    }
+    if (!tr_heap_mro_plain(t, hooks))
+        return false;
     PyObject *n = PyUnicode_InternFromString("__init__");
     PyObject *init = n ? tr_mro_lookup(t, n, NULL) : NULL;
     Py_XDECREF(n);

@@ -289,6 +289,7 @@ int tr_fn_origin(PyObject *fn);              /* 0 user, 1 symtrace (real), 2 nn/
 const char *tr_qualname(PyObject *o, char *buf, size_t n);
 bool tr_module_starts(PyObject *o, const char *prefix);   /* o.__module__ */
 PyObject *tr_mro_lookup(PyTypeObject *t, PyObject *name, PyObject *after);  /* borrowed */
+bool tr_heap_mro_plain(PyTypeObject *t, const char *const *hooks);
 int tr_is_kind(PyObject *o, PyObject *cls);
 
 /* ---- tr_iter.c */

@@ -186,12 +186,21 @@ bool tr_exc_class_rebuildable(PyTypeObject *t)
                                         "__getattribute__", "__delattr__", "__del__", NULL};
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(t->tp_mro); i++) {
         PyTypeObject *b = (PyTypeObject *)PyTuple_GET_ITEM(t->tp_mro, i);
-        if (!(b->tp_flags & Py_TPFLAGS_HEAPTYPE)) {
-            if (PyExceptionClass_Check((PyObject *)b) && b->tp_basicsize != base->tp_basicsize &&
-                b->tp_basicsize != cbase->tp_basicsize)
-                return false;
+        if (!(b->tp_flags & Py_TPFLAGS_HEAPTYPE) && PyExceptionClass_Check((PyObject *)b) &&
+            b->tp_basicsize != base->tp_basicsize && b->tp_basicsize != cbase->tp_basicsize)
+            return false;
+    }
+    return tr_heap_mro_plain(t, hooks);
+}
+
+/* Every Python class in t's MRO has metaclass type and defines none of
+ * hooks (NULL-terminated) in its own dict. */
+bool tr_heap_mro_plain(PyTypeObject *t, const char *const *hooks)
+{
+    for (Py_ssize_t i = 0; t->tp_mro && i < PyTuple_GET_SIZE(t->tp_mro); i++) {
+        PyTypeObject *b = (PyTypeObject *)PyTuple_GET_ITEM(t->tp_mro, i);
+        if (!(b->tp_flags & Py_TPFLAGS_HEAPTYPE))
             continue;
-        }
         if (Py_TYPE(b) != &PyType_Type || !b->tp_dict)
             return false;
         for (int k = 0; hooks[k]; k++)
