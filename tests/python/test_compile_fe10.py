@@ -21,48 +21,9 @@ import pytest
 
 import symtrace as st
 from symtrace import _C
+from compile_check_helpers import X, _np, check, same  # noqa: F401
 
 pytestmark = pytest.mark.skipif(not hasattr(st, "compile"), reason="symtrace.compile is not built")
-
-
-def X(*shape, seed=0):
-    return st.tensor(np.random.RandomState(seed).randn(*shape).astype(np.float32))
-
-
-def _np(v):
-    if isinstance(v, BaseException):       # type, args, attributes and C fields
-        extra = [getattr(v, k, None) for k in ("value", "errno", "strerror", "filename",
-                                                "filename2")]
-        return [type(v).__name__, _np(v.args), _np(sorted(vars(v).items())), _np(extra), str(v)]
-    if isinstance(v, dict):
-        return [[k, _np(u)] for k, u in sorted(v.items())]
-    if isinstance(v, (tuple, list)):
-        return [_np(u) for u in v]
-    return v.detach().numpy() if hasattr(v, "numpy") else v
-
-
-def same(a, b):
-    a, b = _np(a), _np(b)
-    if isinstance(a, list):
-        assert isinstance(b, list) and len(a) == len(b), (a, b)
-        for u, v in zip(a, b):
-            same(u, v)
-    elif isinstance(a, np.ndarray):
-        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
-    else:
-        assert a == b, (a, b)
-
-
-def check(fn, calls, graphs=1, breaks=0):
-    """fn compiled, called with each argument tuple of calls, equals eager;
-    then the stats: graphs (>= 1 op), breaks."""
-    st.reset()
-    cf = st.compile(fn)
-    for args in calls:
-        same(cf(*args), fn(*args))
-    s = _C._fe_stats()
-    assert (s["graphs"], s["breaks"]) == (graphs, breaks), s
-    return s
 
 
 # ---------------- match statements ----------------
