@@ -11,11 +11,12 @@ over --rounds rounds of --iters steps of each variant in turn. --kernels TOP pri
 rows of symtrace.profiler's per-kernel table of 50 compiled steps (wall time: noisy under
 load)."""
 import argparse
-import os
 import statistics
 import time
 
 import numpy as np
+
+from bench.micro._threads import set_threads
 
 
 def run(shape, rounds, iters, use_pow, kernels):
@@ -73,13 +74,7 @@ def main(argv=None):
     p.add_argument("--threads", type=int, default=1, help="threads for both; 0: their defaults")
     p.add_argument("--kernels", type=int, default=0, metavar="TOP")
     a = p.parse_args(argv)
-    if a.threads:
-        os.environ["SYMTRACE_NUM_THREADS"] = str(a.threads)   # read when the pool starts
-        try:
-            import torch
-            torch.set_num_threads(a.threads)
-        except ImportError:
-            pass
+    set_threads(a.threads)
     run(tuple(int(s) for s in a.shape.split(",")), a.rounds, a.iters, a.pow, a.kernels)
 
 

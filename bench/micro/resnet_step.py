@@ -28,6 +28,8 @@ import time
 
 import numpy as np
 
+from bench.micro._threads import set_threads
+
 
 def build(L, widths):
     nn, F = L.nn, L.nn.functional
@@ -175,14 +177,7 @@ def main(argv=None):
     p.add_argument("--threads", type=int, default=0,
                    help="threads for both (torch.set_num_threads, SYMTRACE_NUM_THREADS); 0: their defaults")
     a = p.parse_args(argv)
-    if a.threads:
-        import os
-        os.environ["SYMTRACE_NUM_THREADS"] = str(a.threads)   # read when the pool starts
-        try:
-            import torch
-            torch.set_num_threads(a.threads)
-        except ImportError:
-            pass
+    set_threads(a.threads)
     widths = tuple(int(w) for w in a.widths.split(","))
     try:
         import torch
