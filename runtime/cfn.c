@@ -724,16 +724,31 @@ static bool *needed(const st_graph *g, const int *outs, int n)
         return NULL;
     for (int k = 0; k < n; k++)
         need[outs[k]] = true;
+    /* the PyLayer region (with a backward) starting at each statement */
+    int *rstart = NULL;
+    for (int r = 0; r < g->nregions; r++) {
+        const st_ir_region *rg = &g->regions[r];
+        if (!rg->bwd || rg->first < 0 || rg->first >= g->nstmts)
+            continue;
+        if (!rstart) {
+            rstart = malloc(sizeof(int) * (size_t)g->nstmts);
+            if (!rstart) {
+                free(need);
+                return NULL;
+            }
+            for (int si = 0; si < g->nstmts; si++)
+                rstart[si] = -1;
+        }
+        rstart[rg->first] = r;
+    }
     for (int si = g->nstmts - 1; si >= 0; si--) {
         const st_stmt *st = &g->stmts[si];
         const st_op_def *def = st_op(st->op);
         /* a PyLayer region's backward gives every input of the region a
          * gradient, whichever of them its forward's statements read (an
          * output computed from a detached copy still needs the input) */
-        for (int r = 0; r < g->nregions; r++) {
-            const st_ir_region *rg = &g->regions[r];
-            if (!rg->bwd || rg->first != si)
-                continue;
+        if (rstart && rstart[si] >= 0) {
+            const st_ir_region *rg = &g->regions[rstart[si]];
             bool hit = false;
             for (int o = 0; o < rg->nout && !hit; o++)
                 hit = rg->out[o] >= 0 && need[rg->out[o]] &&
@@ -754,6 +769,7 @@ static bool *needed(const st_graph *g, const int *outs, int n)
         for (int i = 0; any && i < st->nin; i++)
             need[st->in[i]] = true;
     }
+    free(rstart);
     return need;
 }
 
