@@ -755,6 +755,13 @@ static int effects_of(tr_state *s, st_fe_entry *e, outlist *ol)
                                                 : PyDict_Copy(r->val);
             rc = c ? tmpl_of(s, c, ol, &x->val, 0) : tr_break_exc(s, "side effect");
             Py_XDECREF(c);
+        } else if (r->kind == ST_FX_CALL) {
+            /* (fn, args, kwargs): a method or function of guarded objects,
+             * rebuilt from them as a value live at a break is */
+            bool live = s->tmpl_live;
+            s->tmpl_live = true;
+            rc = tmpl_of(s, r->val, ol, &x->val, 0);
+            s->tmpl_live = live;
         } else {
             rc = tmpl_of(s, r->val, ol, &x->val, 0);
         }
@@ -1312,7 +1319,7 @@ finished:
                 e->graph_str ? PyUnicode_AsUTF8(e->graph_str) : "");
         for (int k = 0; k < e->neffects; k++) {
             static const char *const kn[] = {"setattr", "global store", "list contents",
-                                             "dict contents"};
+                                             "dict contents", "call"};
             PyObject *tr = e->effects[k].target ? st_fe_src_repr(e->effects[k].target) : NULL;
             fprintf(stderr, "[symtrace]   side effect %d: %s %s%s%s\n", k + 1,
                     kn[e->effects[k].kind], tr ? PyUnicode_AsUTF8(tr) : "G",
