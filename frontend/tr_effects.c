@@ -647,6 +647,7 @@ void tr_fx_clear(tr_state *s)
     s->fx = NULL;
     s->nfx = s->capfx = 0;
     s->fx_barrier = false;
+    s->fx_barrier_at = 0;
     Py_CLEAR(s->fx_attr);
     Py_CLEAR(s->fx_glob);
     Py_CLEAR(s->fx_shadow);
@@ -774,8 +775,13 @@ static int defer_optim(tr_state *s, PyObject *func, PyObject *self, tr_var *args
     int rc = defer_push(s, func, a, kw, out);
     Py_DECREF(a);
     Py_XDECREF(kw);
-    if (rc > 0)
+    if (rc > 0 && !s->fx_barrier) {
+        tr_frame *root = s->top;
+        while (root->parent)
+            root = root->parent;
         s->fx_barrier = true;
+        s->fx_barrier_at = root->lasti + 1;
+    }
     return rc;
 }
 

@@ -121,6 +121,8 @@ typedef struct {
     bool fx_barrier;         /* a call that changes state the frame could read next
                                 (opt.step()) is in the log: what follows may only
                                 make more such calls and return (tr_fx_barrier_op) */
+    int fx_barrier_at;       /* 1 + the root frame's instruction that made the first
+                                one (0: none): where a partial graph can end instead */
     const char *tmpl_what;   /* templating context for break messages */
     /* partial graphs */
     int stop_at;             /* root frame: stop before this code unit (-1: run to the end) */

@@ -1109,6 +1109,8 @@ static int bound_method_arg(tr_state *s, tr_var *out, PyObject *v, st_fe_src *sr
 
 typedef struct {
     int root_at, depth;
+    int barrier_at;          /* root instruction of the first call made after the
+                                graph that bars what follows (tr_effects.c), or -1 */
     bool resumable;          /* broke, not fatally, at a known root instruction */
     bool dyn_retry;          /* dynamic shapes could not express the frame */
 } tr_outcome;
@@ -1148,6 +1150,7 @@ static st_fe_entry *translate_once(const st_fe_frame *f, const st_fe_options *op
     s->root_at = -1;
     oc->root_at = -1;
     oc->depth = 0;
+    oc->barrier_at = -1;
     oc->resumable = false;
     oc->dyn_retry = false;
     st_fe_srctab_init(&s->srcs);
@@ -1351,6 +1354,7 @@ broke_ended:
         goto error;
     oc->root_at = s->root_at;
     oc->depth = s->brk_depth;
+    oc->barrier_at = s->fx_barrier_at - 1;
     oc->dyn_retry = s->dyn && !strncmp(brk->reason, "dynamic shapes", 14);
     oc->resumable = !bp && !s->no_resume && !opts->fullgraph && !opts->no_partial &&
                     s->root_at >= 0 && !oc->dyn_retry;
@@ -1447,6 +1451,20 @@ st_fe_entry *st_fe_translate(const st_fe_frame *f, const st_fe_options *opts,
     st_fe_brkpt bp;
     char why[256];
     int pr = st_fe_resume_plan(f->code, oc.root_at, &bp, why, sizeof why);
+    if (pr != 0 && oc.barrier_at >= 0 && oc.barrier_at < oc.root_at) {
+        /* after opt.step() made after the graph, an instruction the frame
+         * cannot resume after: the graph ends before that call instead */
+        st_fe_brkpt_clear(&bp);
+        PyErr_Clear();
+        pr = st_fe_resume_plan(f->code, oc.barrier_at, &bp, why, sizeof why);
+        if (pr == 0) {
+            oc.root_at = oc.barrier_at;
+            oc.depth = 0;
+            size_t n = strlen(brk->reason);
+            snprintf(brk->reason + n, sizeof brk->reason - n,
+                     " (no resuming there: the graph ends before that call)");
+        }
+    }
     if (pr != 0) {
         if (pr < 0) {
             snprintf(why, sizeof why, "resume plan failed");

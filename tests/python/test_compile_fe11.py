@@ -294,3 +294,54 @@ def test_warn_orders_with_attribute_stores():
             fn(st.ones(1))
     # replayed after the graph, in order with the stores: both see n == 1
     assert seen == [("w", 1), ("w", 1)]
+
+
+def test_unresumable_instruction_after_step_is_not_a_plain_frame():
+    """After opt.step() the frame stores a local (STORE_FAST: no partial graph
+    resumes after it): the graph ends before opt.step() instead, and no code
+    object of the step becomes plain Python."""
+    res = []
+    for compiled in (False, True):
+        st.reset()
+        m, opt, sched, _ = _setup()
+
+        def step(x):
+            loss = m(x).sum()
+            loss.backward()
+            opt.step()
+            k = 3
+            opt.zero_grad()
+            return loss * k
+        f = st.compile(step) if compiled else step
+        res.append([f(x).item() for x in _xs(3)] + [p.tolist() for p in m.parameters()] +
+                   [p.grad is None for p in m.parameters()])
+        if compiled:
+            codes = _stats(step)
+            assert codes and not any(c.get("plain") for c in codes.values()), codes
+    assert res[0] == res[1]
+
+
+def test_error_in_a_replayed_step_raises_like_eager():
+    res = []
+    for compiled in (False, True):
+        st.reset()
+        m, opt, sched, step = _setup()
+        calls = []
+
+        def hook(o, args, kwargs):
+            calls.append(1)
+            if len(calls) >= 2:
+                raise RuntimeError("hook says no")
+        h = opt.register_step_pre_hook(hook)
+        f = st.compile(step) if compiled else step
+        out = []
+        for x in _xs(3):
+            try:
+                out.append(f(x).item())
+            except RuntimeError as e:
+                out.append(str(e))
+            out.append([p.grad is None for p in m.parameters()])
+        h.remove()
+        res.append((out, [p.tolist() for p in m.parameters()], sched.last_epoch))
+    assert res[0] == res[1]
+    assert res[0][0][2] == "hook says no"
