@@ -646,8 +646,8 @@ void tr_fx_clear(tr_state *s)
     free(s->fx);
     s->fx = NULL;
     s->nfx = s->capfx = 0;
-    s->fx_barrier = false;
-    s->fx_barrier_at = 0;
+    s->fx_barrier = s->fx_barrier_call = s->fx_grad_barrier = false;
+    s->fx_barrier_at = s->fx_weak_at = 0;
     Py_CLEAR(s->fx_attr);
     Py_CLEAR(s->fx_glob);
     Py_CLEAR(s->fx_shadow);
@@ -664,6 +664,8 @@ void tr_fx_clear(tr_state *s)
  *    rest of the frame could read. After one (s->fx_barrier) the frame may
  *    only load objects, make more such calls and return (tr_fx_barrier_op);
  *    anything else breaks there, so nothing reads their state stale.
+ *    zero_grad() changes only .grad: after it only a read of a tensor's
+ *    .grad breaks (s->fx_grad_barrier; backward() breaks anyway).
  *  - warnings.warn(message[, category[, stacklevel]]): replayed with
  *    warnings.warn_explicit at the user's file and line, with the module's
  *    __warningregistry__ (symtrace/_compile.py _replay_warn), so filters
@@ -775,10 +777,16 @@ static int defer_optim(tr_state *s, PyObject *func, PyObject *self, tr_var *args
     int rc = defer_push(s, func, a, kw, out);
     Py_DECREF(a);
     Py_XDECREF(kw);
-    if (rc > 0 && !s->fx_barrier) {
-        tr_frame *root = s->top;
-        while (root->parent)
-            root = root->parent;
+    tr_frame *root = s->top;
+    while (root->parent)
+        root = root->parent;
+    if (rc > 0 && !PyUnicode_CompareWithASCIIString(nm, "zero_grad")) {
+        /* it changes only the parameters' .grad: the forward that follows
+         * (opt.zero_grad(); loss = model(x)) stays in the graph */
+        s->fx_grad_barrier = true;
+        if (!s->fx_weak_at)
+            s->fx_weak_at = root->lasti + 1;
+    } else if (rc > 0 && !s->fx_barrier) {
         s->fx_barrier = true;
         s->fx_barrier_at = root->lasti + 1;
     }
@@ -897,6 +905,8 @@ int tr_fx_barrier_op(tr_state *s, const char *opname, int kind, const tr_var *to
         if (!v || top->it || (!st_fe_is_tensor(v) && !tr_is_const_value(v) && !PyTuple_Check(v) &&
                               !tr_is_lazy(v) && !tr_is_symint(v)))
             return 0;
+    } else {
+        s->fx_barrier_call = true;
     }
     return tr_break(s, "%s after a call performed after the graph (opt.step(), sched.step(), "
                     "opt.zero_grad()): it could read what that call changes", opname);

@@ -943,6 +943,9 @@ static int run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
             case OP_PUSH_NULL: case OP_KW_NAMES: case OP_LOAD_FAST: case OP_LOAD_FAST_CHECK:
             case OP_LOAD_CONST: case OP_RETURN_VALUE: case OP_RETURN_CONST: case OP_CALL:
             case OP_LOAD_GLOBAL: case OP_LOAD_DEREF:
+            /* what only moves values already loaded */
+            case OP_STORE_FAST: case OP_COPY: case OP_SWAP: case OP_BUILD_TUPLE:
+            case OP_BUILD_LIST: case OP_BUILD_MAP: case OP_BUILD_CONST_KEY_MAP:
                 break;
             case OP_LOAD_ATTR: case OP_LOAD_METHOD:
                 fxb = TR_FXB_LOAD;

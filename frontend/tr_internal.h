@@ -123,6 +123,12 @@ typedef struct {
                                 make more such calls and return (tr_fx_barrier_op) */
     int fx_barrier_at;       /* 1 + the root frame's instruction that made the first
                                 one (0: none): where a partial graph can end instead */
+    bool fx_barrier_call;    /* what broke that barrier is a call (model(x)): better
+                                end the graph before the barrier's call, so that the
+                                resumed frame inlines it, than run it as its own frame */
+    bool fx_grad_barrier;    /* opt.zero_grad() is in the log: a later read of a
+                                tensor's .grad breaks (tr_attrs.c) */
+    int fx_weak_at;          /* 1 + the root instruction of that zero_grad() (0: none) */
     const char *tmpl_what;   /* templating context for break messages */
     /* partial graphs */
     int stop_at;             /* root frame: stop before this code unit (-1: run to the end) */

@@ -1111,6 +1111,8 @@ typedef struct {
     int root_at, depth;
     int barrier_at;          /* root instruction of the first call made after the
                                 graph that bars what follows (tr_effects.c), or -1 */
+    bool barrier_call;       /* ... broken by a call: end the graph before it first */
+    int weak_at;             /* root instruction of a zero_grad() made after the graph */
     bool resumable;          /* broke, not fatally, at a known root instruction */
     bool dyn_retry;          /* dynamic shapes could not express the frame */
 } tr_outcome;
@@ -1151,6 +1153,8 @@ static st_fe_entry *translate_once(const st_fe_frame *f, const st_fe_options *op
     oc->root_at = -1;
     oc->depth = 0;
     oc->barrier_at = -1;
+    oc->barrier_call = false;
+    oc->weak_at = -1;
     oc->resumable = false;
     oc->dyn_retry = false;
     st_fe_srctab_init(&s->srcs);
@@ -1355,6 +1359,8 @@ broke_ended:
     oc->root_at = s->root_at;
     oc->depth = s->brk_depth;
     oc->barrier_at = s->fx_barrier_at - 1;
+    oc->barrier_call = s->fx_barrier_call;
+    oc->weak_at = s->fx_weak_at - 1;
     oc->dyn_retry = s->dyn && !strncmp(brk->reason, "dynamic shapes", 14);
     oc->resumable = !bp && !s->no_resume && !opts->fullgraph && !opts->no_partial &&
                     s->root_at >= 0 && !oc->dyn_retry;
@@ -1450,20 +1456,37 @@ st_fe_entry *st_fe_translate(const st_fe_frame *f, const st_fe_options *opts,
      * after the breaking instruction (TorchDynamo's partial graphs) */
     st_fe_brkpt bp;
     char why[256];
-    int pr = st_fe_resume_plan(f->code, oc.root_at, &bp, why, sizeof why);
-    if (pr != 0 && oc.barrier_at >= 0 && oc.barrier_at < oc.root_at) {
-        /* after opt.step() made after the graph, an instruction the frame
-         * cannot resume after: the graph ends before that call instead */
-        st_fe_brkpt_clear(&bp);
-        PyErr_Clear();
-        pr = st_fe_resume_plan(f->code, oc.barrier_at, &bp, why, sizeof why);
-        if (pr == 0) {
-            oc.root_at = oc.barrier_at;
-            oc.depth = 0;
-            size_t n = strlen(brk->reason);
-            snprintf(brk->reason + n, sizeof brk->reason - n,
-                     " (no resuming there: the graph ends before that call)");
+    /* after opt.step() (or zero_grad()) made after the graph, a break
+     * where the frame cannot resume, or at a call the resumed frame would
+     * inline: the graph ends before that opt.step() instead */
+    int alt = oc.barrier_at >= 0 ? oc.barrier_at : oc.weak_at;
+    if (alt >= oc.root_at)
+        alt = -1;
+    int pr = 1;
+    if (alt >= 0 && oc.barrier_call && oc.barrier_at >= 0)
+        pr = st_fe_resume_plan(f->code, alt, &bp, why, sizeof why);
+    if (pr == 0) {
+        alt = -2;
+    } else {
+        if (alt >= 0 && oc.barrier_call && oc.barrier_at >= 0) {
+            st_fe_brkpt_clear(&bp);
+            PyErr_Clear();
         }
+        pr = st_fe_resume_plan(f->code, oc.root_at, &bp, why, sizeof why);
+        if (pr != 0 && alt >= 0) {
+            st_fe_brkpt_clear(&bp);
+            PyErr_Clear();
+            pr = st_fe_resume_plan(f->code, alt, &bp, why, sizeof why);
+            if (pr == 0)
+                alt = -2;
+        }
+    }
+    if (alt == -2) {
+        oc.root_at = oc.barrier_at >= 0 ? oc.barrier_at : oc.weak_at;
+        oc.depth = 0;
+        size_t n = strlen(brk->reason);
+        snprintf(brk->reason + n, sizeof brk->reason - n,
+                 " (the graph ends before the earlier opt.step()/zero_grad() instead)");
     }
     if (pr != 0) {
         if (pr < 0) {

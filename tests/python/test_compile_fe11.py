@@ -297,9 +297,9 @@ def test_warn_orders_with_attribute_stores():
 
 
 def test_unresumable_instruction_after_step_is_not_a_plain_frame():
-    """After opt.step() the frame stores a local (STORE_FAST: no partial graph
-    resumes after it): the graph ends before opt.step() instead, and no code
-    object of the step becomes plain Python."""
+    """After opt.step() the frame reads a tensor's method (loss.detach: 3.11's
+    LOAD_METHOD, after which no partial graph resumes): the graph ends before
+    opt.step() instead, and no code object of the step becomes plain Python."""
     res = []
     for compiled in (False, True):
         st.reset()
@@ -310,8 +310,7 @@ def test_unresumable_instruction_after_step_is_not_a_plain_frame():
             loss.backward()
             opt.step()
             k = 3
-            opt.zero_grad()
-            return loss * k
+            return loss.detach() * k
         f = st.compile(step) if compiled else step
         res.append([f(x).item() for x in _xs(3)] + [p.tolist() for p in m.parameters()] +
                    [p.grad is None for p in m.parameters()])
@@ -345,3 +344,49 @@ def test_error_in_a_replayed_step_raises_like_eager():
         res.append((out, [p.tolist() for p in m.parameters()], sched.last_epoch))
     assert res[0] == res[1]
     assert res[0][0][2] == "hook says no"
+
+
+@pytest.mark.parametrize("set_to_none", [True, False])
+def test_zero_grad_first_keeps_forward_in_the_graph(set_to_none):
+    """opt.zero_grad() at the top of the step changes only .grad: the forward
+    after it stays in the graph (zero_grad runs after it, before backward)."""
+    res = []
+    for compiled in (False, True):
+        st.reset()
+        m, opt, sched, _ = _setup()
+
+        def step(x):
+            opt.zero_grad(set_to_none=set_to_none)
+            loss = m(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            sched.step()
+            return loss
+        f = st.compile(step) if compiled else step
+        b = _C._fe_stats()
+        res.append([f(x).item() for x in _xs(4)] + [p.tolist() for p in m.parameters()] +
+                   [p.grad.tolist() for p in m.parameters()] + [opt.param_groups[0]["lr"]])
+        a = _C._fe_stats()
+        if compiled:
+            assert a["breaks"] - b["breaks"] == 1          # backward only
+            assert a["translations"] - b["translations"] == 2
+    assert res[0] == res[1]
+
+
+def test_grad_read_after_zero_grad_is_fresh():
+    res = []
+    for compiled in (False, True):
+        st.reset()
+        m, opt, sched, _ = _setup()
+        w = next(iter(m.parameters()))
+
+        def step(x):
+            loss = m(x).sum()
+            loss.backward()
+            opt.zero_grad()
+            y = x * 2
+            return y, w.grad is None, loss
+        f = st.compile(step) if compiled else step
+        res.append([(a.tolist(), b, c.item()) for a, b, c in (f(x) for x in _xs(3))])
+    assert res[0] == res[1]
+    assert all(r[1] for r in res[1])
