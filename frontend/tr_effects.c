@@ -8,6 +8,7 @@
  * final contents into the original). The translation's own call applies
  * the log once at its end (tr_fx_apply). */
 #include "tr_internal.h"
+#include "st_ir.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -664,8 +665,9 @@ void tr_fx_clear(tr_state *s)
  *    rest of the frame could read. After one (s->fx_barrier) the frame may
  *    only load objects, make more such calls and return (tr_fx_barrier_op);
  *    anything else breaks there, so nothing reads their state stale.
- *    zero_grad() changes only .grad: after it only a read of a tensor's
- *    .grad breaks (s->fx_grad_barrier; backward() breaks anyway).
+ *    zero_grad() first in the graph changes only .grad: after it only a
+ *    read of a tensor's .grad breaks (s->fx_grad_barrier; backward()
+ *    breaks anyway).
  *  - warnings.warn(message[, category[, stacklevel]]): replayed with
  *    warnings.warn_explicit at the user's file and line, with the module's
  *    __warningregistry__ (symtrace/_compile.py _replay_warn), so filters
@@ -780,9 +782,14 @@ static int defer_optim(tr_state *s, PyObject *func, PyObject *self, tr_var *args
     tr_frame *root = s->top;
     while (root->parent)
         root = root->parent;
-    if (rc > 0 && !PyUnicode_CompareWithASCIIString(nm, "zero_grad")) {
+    st_graph *g = st_rt_trace_graph();
+    if (rc > 0 && !PyUnicode_CompareWithASCIIString(nm, "zero_grad") && (!g || g->nstmts == 0)) {
         /* it changes only the parameters' .grad: the forward that follows
-         * (opt.zero_grad(); loss = model(x)) stays in the graph */
+         * (opt.zero_grad(); loss = model(x)) stays in the graph. Only with
+         * nothing traced before it: a graph's outputs share one backward
+         * node, and ops before and after it in one graph would join what a
+         * break there kept apart (fake = G(z); d.zero_grad(); ld = D(fake.
+         * detach()); ld.backward() must leave G's saved tensors alone) */
         s->fx_grad_barrier = true;
         if (!s->fx_weak_at)
             s->fx_weak_at = root->lasti + 1;
