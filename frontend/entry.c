@@ -243,6 +243,22 @@ static PyObject *build_node(const st_fe_tmpl *t, PyObject *const *outs,
 }
 
 /* ---------------- side effects ---------------- */
+int st_fe_fx_call(PyObject *v)
+{
+    if (!PyTuple_Check(v) || PyTuple_GET_SIZE(v) != 3 || !PyTuple_Check(PyTuple_GET_ITEM(v, 1))) {
+        PyErr_SetString(PyExc_SystemError, "side effect: bad call record");
+        return -1;
+    }
+    PyObject *kw = PyTuple_GET_ITEM(v, 2);
+    /* as eager runs it: its frames (a user's lr lambda) are not translated */
+    st_fe_hook_suspend(1);
+    PyObject *r = PyObject_Call(PyTuple_GET_ITEM(v, 0), PyTuple_GET_ITEM(v, 1),
+                                PyDict_Check(kw) ? kw : NULL);
+    st_fe_hook_suspend(-1);
+    Py_XDECREF(r);
+    return r ? 0 : -1;
+}
+
 int st_fe_effects_replay(const st_fe_effect *fx, int n, PyObject *const *outs,
                          const st_fe_frame *f, PyObject **memo, PyObject **shared)
 {
@@ -255,7 +271,7 @@ int st_fe_effects_replay(const st_fe_effect *fx, int n, PyObject *const *outs,
     /* targets first: the objects as they were when the frame began */
     for (; got < n; got++) {
         tg[got] = NULL;
-        if (fx[got].kind == ST_FX_GLOBAL)
+        if (fx[got].kind == ST_FX_GLOBAL || fx[got].kind == ST_FX_CALL)
             continue;
         tg[got] = st_fe_src_eval(fx[got].target, f, memo);
         if (!tg[got]) {
@@ -285,6 +301,9 @@ int st_fe_effects_replay(const st_fe_effect *fx, int n, PyObject *const *outs,
             } else {
                 PyErr_SetString(PyExc_SystemError, "side effect: dict target is not a dict");
             }
+            break;
+        case ST_FX_CALL:
+            r = st_fe_fx_call(v);
             break;
         }
         Py_DECREF(v);

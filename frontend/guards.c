@@ -379,6 +379,16 @@ int st_fe_guard_add(st_fe_guardset *gs, st_fe_guard_kind kind, st_fe_src *s, PyO
     return 0;
 }
 
+/* A predicate on the value: pred(v) must be true (every one is kept: two
+ * warnings read through one source each have their own). */
+int st_fe_guard_pred(st_fe_guardset *gs, st_fe_src *s, PyObject *pred)
+{
+    st_fe_guard *g = push(gs, ST_G_PRED, s);
+    if (!g) return -1;
+    g->obj = Py_NewRef(pred);
+    return 0;
+}
+
 /* Constants compared by value: immutable scalars and tuples of them. */
 /* symtrace.layout and symtrace.memory_format values (st.strided,
  * st.channels_last, ...): module-level singletons compared by identity,
@@ -771,6 +781,12 @@ static int check_one(const st_fe_guard *g, PyObject *v, bool any_size)
         return 1;
     }
     case ST_G_CONTENTS: return check_contents(g, v);
+    case ST_G_PRED: {
+        PyObject *r = PyObject_CallOneArg(g->obj, v);
+        int ok = r ? PyObject_IsTrue(r) : -1;
+        Py_XDECREF(r);
+        return ok;
+    }
     default: return 0;
     }
 }
@@ -907,6 +923,7 @@ int st_fe_guards_partition(st_fe_guardset *gs, st_fe_srctab *t)
         const st_fe_guard *g = &gs->v[i];
         /* (an int's TYPE guard, a value symbol's, is as immutable as an EQ) */
         if (g->kind == ST_G_LEN || g->kind == ST_G_DICT_KEYS || g->kind == ST_G_CONTENTS ||
+            g->kind == ST_G_PRED ||
             (g->kind == ST_G_TYPE && g->obj != (PyObject *)&PyLong_Type))
             mut[g->src->id] = !(g->src->kind == ST_SRC_ATTR && is_part_name(g->src->name));
     }
@@ -1032,6 +1049,9 @@ static PyObject *describe_one(const st_fe_guard *g)
         break;
     }
     case ST_G_SYM:
+        break;
+    case ST_G_PRED:
+        r = PyUnicode_FromFormat("PREDICATE: %R(%U)", g->obj, src);
         break;
     }
     Py_DECREF(src);

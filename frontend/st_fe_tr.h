@@ -135,6 +135,8 @@ typedef enum {
                          sources: f(x, x), tied weights) */
     ST_G_SYM,         /* dynamic shapes: (sx_a OP sx_b) == want, expressions
                          over tensor sizes (src: a tensor they read) */
+    ST_G_PRED,        /* obj(v) is true: state no source reaches (the warnings
+                         filters that would turn a replayed warning into an error) */
 } st_fe_guard_kind;
 
 typedef struct {
@@ -191,6 +193,7 @@ void st_fe_guardset_clear(st_fe_guardset *gs);
  * guarded when read, through ITEM sources); anything else -> TYPE.
  * 0 or -1 with an exception. */
 int st_fe_guard_value(st_fe_guardset *gs, st_fe_src *s, PyObject *value);
+int st_fe_guard_pred(st_fe_guardset *gs, st_fe_src *s, PyObject *pred);
 int st_fe_guard_add(st_fe_guardset *gs, st_fe_guard_kind kind, st_fe_src *s,
                     PyObject *obj);                  /* TYPE, ID, EQ, ABSENT */
 int st_fe_guard_alias(st_fe_guardset *gs, st_fe_src *s, st_fe_src *s2);
@@ -297,6 +300,8 @@ typedef enum {
     ST_FX_GLOBAL,     /* frame globals[name] = value */
     ST_FX_LIST,       /* target[:] = value: a list's contents at the frame's end */
     ST_FX_DICT,       /* target.clear(); target.update(value): likewise a dict's */
+    ST_FX_CALL,       /* value is (fn, args, kwargs or None): fn(*args, **kwargs), its
+                         result dropped (opt.step(), sched.step(), warnings.warn) */
 } st_fe_fx_kind;
 
 typedef struct {
@@ -306,6 +311,8 @@ typedef struct {
     st_fe_tmpl *val;
 } st_fe_effect;
 
+/* Performs one ST_FX_CALL record's value (fn, args, kwargs or None). 0 or -1. */
+int st_fe_fx_call(PyObject *v);
 /* Applies fx[0..n) (outs: graph outputs, borrowed). 0, or -1 with an
  * exception (effects before the failing one stay applied, as in eager). */
 int st_fe_effects_replay(const st_fe_effect *fx, int n, PyObject *const *outs,

@@ -183,6 +183,10 @@ int tr_getattr(tr_state *s, tr_var *obj, PyObject *name, tr_var *out)
         if (w != 0)
             return w < 0 ? -1 : 0;
     }
+    if (st_fe_is_tensor(o) && s->fx_grad_barrier && nm &&
+        (!strcmp(nm, "grad") || !strcmp(nm, "_grad")))
+        return tr_break(s, "a tensor's .grad read after opt.zero_grad(), which is made after "
+                        "the graph");
     if (st_fe_is_tensor(o)) {
         /* an attribute the user set on the tensor (t.scale = 2.0): its
          * instance __dict__, read through its source, so a guard sees it

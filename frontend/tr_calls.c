@@ -1253,6 +1253,12 @@ int tr_call(tr_state *s, tr_var *fnv, tr_var *args, int nargs,
     memset(out, 0, sizeof *out);
     if (!fn || fnv->it || fnv->aux == TR_AUX_SUPER)
         return tr_break(s, "call of a non-callable value");
+    /* opt.step(), sched.step(), warnings.warn(...): made after the graph */
+    int dc = tr_fx_defer_call(s, fnv, args, nargs, kwnames, out);
+    if (dc != 0)
+        return dc < 0 ? -1 : 0;
+    if (s->fx_barrier)
+        return tr_fx_barrier_op(s, "a call", TR_FXB_OTHER, NULL);
     if (PyMethod_Check(fn)) {
         PyObject *self = PyMethod_GET_SELF(fn), *func = PyMethod_GET_FUNCTION(fn);
         if (PyType_Check(self) && PyType_IsSubtype((PyTypeObject *)self,

@@ -8,6 +8,7 @@
  * final contents into the original). The translation's own call applies
  * the log once at its end (tr_fx_apply). */
 #include "tr_internal.h"
+#include "st_ir.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -613,6 +614,9 @@ int tr_fx_apply(tr_state *s)
             PyDict_Clear(r->obj);
             rc = PyDict_Update(r->obj, v);
             break;
+        case ST_FX_CALL:
+            rc = st_fe_fx_call(v);
+            break;
         }
         Py_DECREF(v);
         if (rc < 0) {
@@ -643,8 +647,274 @@ void tr_fx_clear(tr_state *s)
     free(s->fx);
     s->fx = NULL;
     s->nfx = s->capfx = 0;
+    s->fx_barrier = s->fx_barrier_call = s->fx_grad_barrier = false;
+    s->fx_barrier_at = s->fx_weak_at = 0;
     Py_CLEAR(s->fx_attr);
     Py_CLEAR(s->fx_glob);
     Py_CLEAR(s->fx_shadow);
     Py_CLEAR(s->fx_orig);
+}
+
+/* ---------------- calls performed after the graph ----------------
+ * A call the translator does not follow but whose result the frame drops
+ * and whose work the graph need not see: recorded (ST_FX_CALL) and made,
+ * in order with the other effects, after the graph. Two kinds:
+ *  - opt.step(), sched.step(), opt.zero_grad() of symtrace.optim (an
+ *    Optimizer or an LRScheduler, methods defined in symtrace.optim): they
+ *    update parameters, gradients, learning rates and counters that the
+ *    rest of the frame could read. After one (s->fx_barrier) the frame may
+ *    only load objects, make more such calls and return (tr_fx_barrier_op);
+ *    anything else breaks there, so nothing reads their state stale.
+ *    zero_grad() first in the graph changes only .grad: after it only a
+ *    read of a tensor's .grad breaks (s->fx_grad_barrier; backward()
+ *    breaks anyway).
+ *  - warnings.warn(message[, category[, stacklevel]]): replayed with
+ *    warnings.warn_explicit at the user's file and line, with the module's
+ *    __warningregistry__ (symtrace/_compile.py _replay_warn), so filters
+ *    dedupe as in eager. A filter that makes it an error breaks the graph
+ *    there (the call raises in Python); a guard re-checks that on each call. */
+static PyObject *optim_cls[3];     /* Optimizer, LRScheduler, ReduceLROnPlateau */
+static PyObject *warn_fns[2];      /* _warnings.warn, warnings.warn */
+static PyObject *warn_plan_fn, *warn_replay_fn;
+
+static int defer_init(void)
+{
+    if (warn_replay_fn)
+        return 0;
+    static const char *const where[5][2] = {
+        {"symtrace.optim.optimizer", "Optimizer"}, {"symtrace.optim.lr_scheduler", "LRScheduler"},
+        {"symtrace.optim.lr_scheduler", "ReduceLROnPlateau"}, {"_warnings", "warn"},
+        {"warnings", "warn"}};
+    PyObject *got[5] = {NULL};
+    for (int i = 0; i < 5; i++) {
+        PyObject *m = PyImport_ImportModule(where[i][0]);
+        got[i] = m ? PyObject_GetAttrString(m, where[i][1]) : NULL;
+        Py_XDECREF(m);
+        if (!got[i])
+            PyErr_Clear();     /* absent: that kind is never deferred */
+    }
+    PyObject *cm = PyImport_ImportModule("symtrace._compile");
+    PyObject *plan = cm ? PyObject_GetAttrString(cm, "_warn_plan") : NULL;
+    PyObject *replay = cm ? PyObject_GetAttrString(cm, "_replay_warn") : NULL;
+    Py_XDECREF(cm);
+    if (!plan || !replay) {
+        Py_XDECREF(plan);
+        Py_XDECREF(replay);
+        for (int i = 0; i < 5; i++)
+            Py_XDECREF(got[i]);
+        return -1;
+    }
+    for (int i = 0; i < 3; i++)
+        optim_cls[i] = got[i];
+    warn_fns[0] = got[3];
+    warn_fns[1] = got[4];
+    warn_plan_fn = plan;
+    warn_replay_fn = replay;
+    return 0;
+}
+
+static bool plain_arg(const tr_var *a)
+{
+    return a->v && !a->it && a->aux == TR_AUX_NONE && tr_is_const_value(a->v) &&
+           !tr_is_lazy(a->v) && !tr_is_symint(a->v);
+}
+
+static int defer_push(tr_state *s, PyObject *fn, PyObject *args, PyObject *kw, tr_var *out)
+{
+    PyObject *rec = args ? PyTuple_Pack(3, fn, args, kw ? kw : Py_None) : NULL;
+    int rc = rec ? fx_push(s, ST_FX_CALL, NULL, NULL, NULL, rec) : tr_break_exc(s, "side effect");
+    Py_XDECREF(rec);
+    if (rc < 0)
+        return -1;
+    tr_make_value(s, out, Py_NewRef(Py_None));
+    return 1;
+}
+
+/* kwargs of a call as a dict (NULL: none); args[npos..nargs) are their values */
+static PyObject *kw_dict(tr_var *args, int npos, PyObject *kwnames)
+{
+    if (!kwnames || PyTuple_GET_SIZE(kwnames) == 0)
+        return NULL;
+    PyObject *d = PyDict_New();
+    for (Py_ssize_t j = 0; d && j < PyTuple_GET_SIZE(kwnames); j++)
+        if (PyDict_SetItem(d, PyTuple_GET_ITEM(kwnames, j), args[npos + j].v) < 0)
+            Py_CLEAR(d);
+    return d;
+}
+
+static int defer_optim(tr_state *s, PyObject *func, PyObject *self, tr_var *args, int nargs,
+                       PyObject *kwnames, tr_var *out)
+{
+    if (!PyFunction_Check(func))
+        return 0;
+    PyObject *nm = ((PyFunctionObject *)func)->func_name;
+    if ((PyUnicode_CompareWithASCIIString(nm, "step") &&
+         PyUnicode_CompareWithASCIIString(nm, "zero_grad")) ||
+        !tr_module_starts(func, "symtrace.optim"))
+        return 0;
+    bool known = false;
+    for (int i = 0; i < 3 && !known; i++)
+        known = optim_cls[i] && PyObject_TypeCheck(self, (PyTypeObject *)optim_cls[i]);
+    /* its result dropped, its arguments constants (no closure), called in
+     * the mode the frame was entered in (the replay runs in that mode),
+     * self an object the entry can find again */
+    if (!known || !tr_next_is_pop(s->top) || in_generator(s) || tr_is_fresh(s, self) ||
+        !tr_lookup_src(s, self) || st_ad_grad_enabled() != s->guards.grad_mode ||
+        st_rt_autocast_state() != s->guards.autocast)
+        return 0;
+    for (int i = 0; i < nargs; i++)
+        if (!plain_arg(&args[i]))
+            return 0;
+    int npos = nargs - (kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0);
+    PyObject *a = PyTuple_New(npos + 1);
+    PyObject *kw = kw_dict(args, npos, kwnames);
+    if (!a || (kwnames && PyTuple_GET_SIZE(kwnames) && !kw)) {
+        Py_XDECREF(a);
+        Py_XDECREF(kw);
+        return tr_break_exc(s, "side effect");
+    }
+    PyTuple_SET_ITEM(a, 0, Py_NewRef(self));
+    for (int i = 0; i < npos; i++)
+        PyTuple_SET_ITEM(a, i + 1, Py_NewRef(args[i].v));
+    int rc = defer_push(s, func, a, kw, out);
+    Py_DECREF(a);
+    Py_XDECREF(kw);
+    tr_frame *root = s->top;
+    while (root->parent)
+        root = root->parent;
+    st_graph *g = st_rt_trace_graph();
+    if (rc > 0 && !PyUnicode_CompareWithASCIIString(nm, "zero_grad") && (!g || g->nstmts == 0)) {
+        /* it changes only the parameters' .grad: the forward that follows
+         * (opt.zero_grad(); loss = model(x)) stays in the graph. Only with
+         * nothing traced before it: a graph's outputs share one backward
+         * node, and ops before and after it in one graph would join what a
+         * break there kept apart (fake = G(z); d.zero_grad(); ld = D(fake.
+         * detach()); ld.backward() must leave G's saved tensors alone) */
+        s->fx_grad_barrier = true;
+        if (!s->fx_weak_at)
+            s->fx_weak_at = root->lasti + 1;
+    } else if (rc > 0 && !s->fx_barrier) {
+        s->fx_barrier = true;
+        s->fx_barrier_at = root->lasti + 1;
+    }
+    return rc;
+}
+
+/* warnings.warn(message, category=None, stacklevel=1, source=None) */
+static int defer_warn(tr_state *s, tr_var *fnv, tr_var *args, int nargs, PyObject *kwnames,
+                      tr_var *out)
+{
+    static const char *const names[] = {"message", "category", "stacklevel", "source"};
+    tr_var *slot[4] = {NULL, NULL, NULL, NULL};
+    int npos = nargs - (kwnames ? (int)PyTuple_GET_SIZE(kwnames) : 0);
+    if (npos > 4)
+        return 0;
+    for (int i = 0; i < npos; i++)
+        slot[i] = &args[i];
+    for (int j = npos; j < nargs; j++) {
+        const char *k = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, j - npos));
+        int i = 0;
+        while (k && i < 4 && strcmp(k, names[i]))
+            i++;
+        if (!k || i == 4 || slot[i])    /* skip_file_prefixes (3.12), a bad call */
+            return 0;
+        slot[i] = &args[j];
+    }
+    for (int i = 0; i < 4; i++)
+        if (slot[i] && !plain_arg(slot[i]))
+            return 0;
+    PyObject *msg = slot[0] ? slot[0]->v : NULL;
+    PyObject *cat = slot[1] ? slot[1]->v : Py_None;
+    PyObject *lvl = slot[2] ? slot[2]->v : NULL;
+    if (!msg || !PyUnicode_CheckExact(msg) || (slot[3] && slot[3]->v != Py_None))
+        return 0;
+    if (cat == Py_None)
+        cat = PyExc_UserWarning;
+    if (!PyType_Check(cat) || !PyType_IsSubtype((PyTypeObject *)cat,
+                                                (PyTypeObject *)PyExc_Warning))
+        return 0;
+    long level = lvl ? PyLong_AsLong(lvl) : 1;
+    if (level == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    /* the frame stacklevel names: one the translation follows */
+    tr_frame *fr = s->top;
+    for (long k = 1; fr && k < level; k++)
+        fr = fr->parent;
+    st_fe_src *fsrc = tr_var_src(s, fnv);
+    if (!fr || level < 1 || in_generator(s) || !fsrc)
+        return 0;
+    PyObject *mod = PyDict_GetItemString(fr->globals, "__name__");
+    if (!mod || !PyUnicode_Check(mod))
+        return 0;
+    /* its registry is found again through sys.modules */
+    PyObject *sysmods = PyImport_GetModuleDict();
+    PyObject *m = sysmods ? PyDict_GetItemWithError(sysmods, mod) : NULL;
+    PyObject *md = m && PyModule_Check(m) ? PyModule_GetDict(m) : NULL;
+    PyErr_Clear();
+    if (md != fr->globals)
+        return 0;
+    int line = PyCode_Addr2Line(fr->code, fr->lasti * 2);
+    PyObject *ln = PyLong_FromLong(line);
+    PyObject *plan = ln ? PyObject_CallFunctionObjArgs(warn_plan_fn, msg, cat, mod, ln, NULL)
+                        : NULL;
+    if (!plan) {
+        Py_XDECREF(ln);
+        return tr_break_exc(s, "warnings.warn");
+    }
+    if (plan == Py_None) {
+        Py_DECREF(plan);
+        Py_DECREF(ln);
+        return tr_break(s, "warnings.warn: a filter turns this warning into an error");
+    }
+    int rc = st_fe_guard_pred(&s->guards, fsrc, plan);
+    Py_DECREF(plan);
+    PyObject *a = rc < 0 ? NULL : PyTuple_Pack(5, msg, cat, fr->code->co_filename, ln, mod);
+    Py_DECREF(ln);
+    if (!a)
+        return tr_break_exc(s, "warnings.warn");
+    rc = defer_push(s, warn_replay_fn, a, NULL, out);
+    Py_DECREF(a);
+    return rc;
+}
+
+int tr_fx_defer_call(tr_state *s, tr_var *fnv, tr_var *args, int nargs, PyObject *kwnames,
+                     tr_var *out)
+{
+    PyObject *fn = fnv->v;
+    if (!fn || fnv->it || fnv->aux != TR_AUX_NONE)
+        return 0;
+    if (defer_init() < 0)
+        return tr_break_exc(s, "side effect");
+    if (fn == warn_fns[0] || fn == warn_fns[1])
+        return defer_warn(s, fnv, args, nargs, kwnames, out);
+    if (PyMethod_Check(fn))
+        return defer_optim(s, PyMethod_GET_FUNCTION(fn), PyMethod_GET_SELF(fn), args, nargs,
+                           kwnames, out);
+    if (PyFunction_Check(fn) && nargs >= 1 && args[0].v && !args[0].it &&
+        (!kwnames || nargs - 1 >= (int)PyTuple_GET_SIZE(kwnames)))
+        return defer_optim(s, fn, args[0].v, args + 1, nargs - 1, kwnames, out);
+    return 0;
+}
+
+int tr_fx_barrier_op(tr_state *s, const char *opname, int kind, const tr_var *top)
+{
+    if (!s->fx_barrier || kind == TR_FXB_OK)
+        return 0;
+    if (kind == TR_FXB_LOAD) {
+        /* objects keep their identity across the calls; a number, string,
+         * tuple or tensor attribute read now would be the value before them
+         * (lr, last_epoch, p.grad). Globals and closure cells: what these
+         * calls do does not rebind them (a user's step hook that did would
+         * not be seen here) */
+        PyObject *v = top ? top->v : NULL;
+        if (!v || top->it || (!st_fe_is_tensor(v) && !tr_is_const_value(v) && !PyTuple_Check(v) &&
+                              !tr_is_lazy(v) && !tr_is_symint(v)))
+            return 0;
+    } else {
+        s->fx_barrier_call = true;
+    }
+    return tr_break(s, "%s after a call performed after the graph (opt.step(), sched.step(), "
+                    "opt.zero_grad()): it could read what that call changes", opname);
 }

@@ -934,6 +934,26 @@ static int run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
         int next = fr->pc;
         if (s->opts->log_level >= 3)
             log_stack(s, fr, raw, oparg);
+        /* after a call performed after the graph (tr_effects.c): loads,
+         * more such calls and the return only */
+        int fxb = TR_FXB_OK;
+        if (s->fx_barrier) {
+            switch (op) {
+            case OP_NOP: case OP_RESUME: case OP_CACHE: case OP_PRECALL: case OP_POP_TOP:
+            case OP_PUSH_NULL: case OP_KW_NAMES: case OP_LOAD_FAST: case OP_LOAD_FAST_CHECK:
+            case OP_LOAD_CONST: case OP_RETURN_VALUE: case OP_RETURN_CONST: case OP_CALL:
+            case OP_LOAD_GLOBAL: case OP_LOAD_DEREF:
+            /* what only moves values already loaded */
+            case OP_STORE_FAST: case OP_COPY: case OP_SWAP: case OP_BUILD_TUPLE:
+            case OP_BUILD_LIST: case OP_BUILD_MAP: case OP_BUILD_CONST_KEY_MAP:
+                break;
+            case OP_LOAD_ATTR: case OP_LOAD_METHOD:
+                fxb = TR_FXB_LOAD;
+                break;
+            default:
+                return tr_fx_barrier_op(s, op_names[op], TR_FXB_OTHER, NULL);
+            }
+        }
         /* an unrolled iterator has no real object: it may not escape */
         int escapes = 0;
         switch (op) {
@@ -1856,7 +1876,15 @@ static int run_frame(tr_state *s, tr_frame *fr, tr_var *ret)
             return -1;
         }
         }
+        if (fxb == TR_FXB_LOAD &&
+            tr_fx_barrier_op(s, op_names[op], fxb, fr->sp > 0 ? TOP(fr, 1) : NULL) < 0)
+            return -1;
     }
+}
+
+bool tr_next_is_pop(const tr_frame *fr)
+{
+    return fr && fr->pc >= 0 && fr->pc < fr->ncode && op_of[fr->bc[2 * fr->pc]] == OP_POP_TOP;
 }
 
 /* Runs fr (run_frame); an exception raised in it, or unwound into it from

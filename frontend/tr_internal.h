@@ -118,6 +118,17 @@ typedef struct {
     PyObject *fx_orig;       /* id(shadow) -> (original, src id) */
     struct tr_fx *fx;        /* the log, in program order */
     int nfx, capfx;
+    bool fx_barrier;         /* a call that changes state the frame could read next
+                                (opt.step()) is in the log: what follows may only
+                                make more such calls and return (tr_fx_barrier_op) */
+    int fx_barrier_at;       /* 1 + the root frame's instruction that made the first
+                                one (0: none): where a partial graph can end instead */
+    bool fx_barrier_call;    /* what broke that barrier is a call (model(x)): better
+                                end the graph before the barrier's call, so that the
+                                resumed frame inlines it, than run it as its own frame */
+    bool fx_grad_barrier;    /* opt.zero_grad() is in the log: a later read of a
+                                tensor's .grad breaks (tr_attrs.c) */
+    int fx_weak_at;          /* 1 + the root instruction of that zero_grad() (0: none) */
     const char *tmpl_what;   /* templating context for break messages */
     /* partial graphs */
     int stop_at;             /* root frame: stop before this code unit (-1: run to the end) */
@@ -228,8 +239,19 @@ int tr_fx_apply(tr_state *s);
  * one); new reference. */
 PyObject *tr_fx_plain(PyObject *v, PyObject *memo);
 void tr_fx_clear(tr_state *s);
+/* A call performed after the graph instead of translated (opt.step(),
+ * sched.step(), opt.zero_grad() with the result dropped; warnings.warn):
+ * 1 recorded (out: None), 0 not one of these, -1 break. */
+int tr_fx_defer_call(tr_state *s, tr_var *fnv, tr_var *args, int nargs, PyObject *kwnames,
+                     tr_var *out);
+/* After a deferred call that changed state (fx_barrier): -1 (a break) when
+ * the instruction op (after: its pushed value top, or NULL before it runs)
+ * could read that state stale. */
+int tr_fx_barrier_op(tr_state *s, const char *opname, int kind, const tr_var *top);
+enum { TR_FXB_OK, TR_FXB_LOAD, TR_FXB_OTHER };
 
 /* ---- tr_exec.c */
+bool tr_next_is_pop(const tr_frame *fr);   /* the next instruction is POP_TOP */
 int tr_exec_init(void);                      /* opcode tables; also tr_calls_init */
 /* Runs fr until it returns (0, *ret), yields (1, *ret: the value; a
  * generator's frame), stops for a partial graph (-2) or breaks (-1). */

@@ -755,6 +755,13 @@ static int effects_of(tr_state *s, st_fe_entry *e, outlist *ol)
                                                 : PyDict_Copy(r->val);
             rc = c ? tmpl_of(s, c, ol, &x->val, 0) : tr_break_exc(s, "side effect");
             Py_XDECREF(c);
+        } else if (r->kind == ST_FX_CALL) {
+            /* (fn, args, kwargs): a method or function of guarded objects,
+             * rebuilt from them as a value live at a break is */
+            bool live = s->tmpl_live;
+            s->tmpl_live = true;
+            rc = tmpl_of(s, r->val, ol, &x->val, 0);
+            s->tmpl_live = live;
         } else {
             rc = tmpl_of(s, r->val, ol, &x->val, 0);
         }
@@ -1102,6 +1109,10 @@ static int bound_method_arg(tr_state *s, tr_var *out, PyObject *v, st_fe_src *sr
 
 typedef struct {
     int root_at, depth;
+    int barrier_at;          /* root instruction of the first call made after the
+                                graph that bars what follows (tr_effects.c), or -1 */
+    bool barrier_call;       /* ... broken by a call: end the graph before it first */
+    int weak_at;             /* root instruction of a zero_grad() made after the graph */
     bool resumable;          /* broke, not fatally, at a known root instruction */
     bool dyn_retry;          /* dynamic shapes could not express the frame */
 } tr_outcome;
@@ -1141,6 +1152,9 @@ static st_fe_entry *translate_once(const st_fe_frame *f, const st_fe_options *op
     s->root_at = -1;
     oc->root_at = -1;
     oc->depth = 0;
+    oc->barrier_at = -1;
+    oc->barrier_call = false;
+    oc->weak_at = -1;
     oc->resumable = false;
     oc->dyn_retry = false;
     st_fe_srctab_init(&s->srcs);
@@ -1312,7 +1326,7 @@ finished:
                 e->graph_str ? PyUnicode_AsUTF8(e->graph_str) : "");
         for (int k = 0; k < e->neffects; k++) {
             static const char *const kn[] = {"setattr", "global store", "list contents",
-                                             "dict contents"};
+                                             "dict contents", "call"};
             PyObject *tr = e->effects[k].target ? st_fe_src_repr(e->effects[k].target) : NULL;
             fprintf(stderr, "[symtrace]   side effect %d: %s %s%s%s\n", k + 1,
                     kn[e->effects[k].kind], tr ? PyUnicode_AsUTF8(tr) : "G",
@@ -1344,6 +1358,9 @@ broke_ended:
         goto error;
     oc->root_at = s->root_at;
     oc->depth = s->brk_depth;
+    oc->barrier_at = s->fx_barrier_at - 1;
+    oc->barrier_call = s->fx_barrier_call;
+    oc->weak_at = s->fx_weak_at - 1;
     oc->dyn_retry = s->dyn && !strncmp(brk->reason, "dynamic shapes", 14);
     oc->resumable = !bp && !s->no_resume && !opts->fullgraph && !opts->no_partial &&
                     s->root_at >= 0 && !oc->dyn_retry;
@@ -1439,7 +1456,38 @@ st_fe_entry *st_fe_translate(const st_fe_frame *f, const st_fe_options *opts,
      * after the breaking instruction (TorchDynamo's partial graphs) */
     st_fe_brkpt bp;
     char why[256];
-    int pr = st_fe_resume_plan(f->code, oc.root_at, &bp, why, sizeof why);
+    /* after opt.step() (or zero_grad()) made after the graph, a break
+     * where the frame cannot resume, or at a call the resumed frame would
+     * inline: the graph ends before that opt.step() instead */
+    int alt = oc.barrier_at >= 0 ? oc.barrier_at : oc.weak_at;
+    if (alt >= oc.root_at)
+        alt = -1;
+    int pr = 1;
+    if (alt >= 0 && oc.barrier_call && oc.barrier_at >= 0)
+        pr = st_fe_resume_plan(f->code, alt, &bp, why, sizeof why);
+    if (pr == 0) {
+        alt = -2;
+    } else {
+        if (alt >= 0 && oc.barrier_call && oc.barrier_at >= 0) {
+            st_fe_brkpt_clear(&bp);
+            PyErr_Clear();
+        }
+        pr = st_fe_resume_plan(f->code, oc.root_at, &bp, why, sizeof why);
+        if (pr != 0 && alt >= 0) {
+            st_fe_brkpt_clear(&bp);
+            PyErr_Clear();
+            pr = st_fe_resume_plan(f->code, alt, &bp, why, sizeof why);
+            if (pr == 0)
+                alt = -2;
+        }
+    }
+    if (alt == -2) {
+        oc.root_at = oc.barrier_at >= 0 ? oc.barrier_at : oc.weak_at;
+        oc.depth = 0;
+        size_t n = strlen(brk->reason);
+        snprintf(brk->reason + n, sizeof brk->reason - n,
+                 " (the graph ends before the earlier opt.step()/zero_grad() instead)");
+    }
     if (pr != 0) {
         if (pr < 0) {
             snprintf(why, sizeof why, "resume plan failed");

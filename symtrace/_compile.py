@@ -256,3 +256,40 @@ def explain(fn, *args, **kwargs):
     finally:
         records = _C._fe_explain_end()
     return ExplainOutput(records, out)
+
+
+# ---------------- warnings.warn inside a compiled frame ----------------
+# The translator records the call and makes it after the graph
+# (frontend/tr_effects.c): _warn_plan at translation, _replay_warn on each call.
+
+def _warn_action(text, category, module, lineno):
+    """The action warnings' filters give this warning (warnings.warn_explicit's match)."""
+    for action, msg, cat, mod, ln in warnings.filters:
+        if ((msg is None or msg.match(text)) and issubclass(category, cat)
+                and (mod is None or mod.match(module)) and (ln == 0 or lineno == ln)):
+            return action
+    return warnings.defaultaction
+
+
+def _warn_plan(text, category, module, lineno):
+    """None when a filter turns the warning into an error (it must raise where
+    it is: the graph breaks there); else the entry's guard, true while none does."""
+    if _warn_action(text, category, module, lineno) == "error":
+        return None
+
+    def warn_not_error(_fn):
+        return _warn_action(text, category, module, lineno) != "error"
+    return warn_not_error
+
+
+def _replay_warn(message, category, filename, lineno, module):
+    """warnings.warn's effect at the user's line: warn_explicit with the
+    module's __warningregistry__ (made if missing, as warn does)."""
+    import sys
+    g = getattr(sys.modules.get(module), "__dict__", None)
+    registry = None
+    if g is not None:
+        registry = g.get("__warningregistry__")
+        if registry is None:
+            registry = g["__warningregistry__"] = {}
+    warnings.warn_explicit(message, category, filename, lineno, module, registry)
