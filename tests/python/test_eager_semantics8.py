@@ -1,6 +1,7 @@
 """Eager parity, round 8: linspace's values (torch's kernel arithmetic), in-place ops
 whose operands overlap the written tensor, and checkpoints readable both ways between
 symtrace.save / load and torch.save / load."""
+import math
 import random
 
 import pytest
@@ -130,3 +131,145 @@ def test_default_save_keeps_subclass_and_protocol_2():
     r = st.load(buf, weights_only=False)
     assert type(r["t"]) is _Sub and r["t"].tolist() == [0.0, 1.0, 2.0]
     assert r["s"] == {1, 2} and r["fs"] == frozenset({3})
+
+
+# ---- in-place ops whose operand overlaps the written tensor
+
+_MSG = "single memory location"
+
+
+def _x(lib=st):
+    return lib.arange(16.0).reshape(4, 4)
+
+
+# written tensor or operand not dense (torch's TOO_HARD): torch runs it, each element
+# reading what the ones before it in TensorIterator's order wrote
+_ORDERED = {
+    "strided_T_mul_rows": (lambda x: x[..., 1::2].T.mul_(x[:2]),
+                           [[0, 0, 2, 12], [4, 0, 6, 0], [8, 18, 10, 66], [12, 156, 14, 0]]),
+    "strided_T_add_rows": (lambda x: x[..., 1::2].T.add_(x[:2]),
+                           [[0, 1, 2, 7], [4, 6, 6, 13], [8, 11, 10, 17], [12, 20, 14, 28]]),
+    "mul_by_own_column": (lambda x: x.mul_(x[:, 0:1]),
+                          [[0, 0, 0, 0], [16, 80, 96, 112], [64, 576, 640, 704],
+                           [144, 1872, 2016, 2160]]),
+    "setitem_T_from_row": (lambda x: x.T[1:].__setitem__(Ellipsis, x[:1]),
+                           [[0, 0, 0, 0], [4, 0, 0, 0], [8, 0, 0, 0], [12, 0, 0, 0]]),
+    "setitem_T_slice_from_row": (lambda x: x.T.__setitem__(slice(1, None), x[:1]),
+                                 [[0, 0, 0, 0], [4, 0, 0, 0], [8, 0, 0, 0], [12, 0, 0, 0]]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_ORDERED))
+def test_too_hard_overlap_is_written_in_torch_order(case):
+    fn, want = _ORDERED[case]
+    x = _x()
+    fn(x)
+    assert x.tolist() == want
+
+
+# both dense and sharing some elements (torch's PARTIAL): torch's error
+_REFUSED = {
+    "addcmul_T": lambda x: x.addcmul_(x.T, x),
+    "clamp_tensor_min": lambda x: x.T.clamp_(min=x[0]),
+    "lerp_": lambda x: x.T.lerp_(x, 0.5),
+    "atan2_": lambda x: x.atan2_(x.T),
+    "add_alpha": lambda x: x.add_(x.T, alpha=2),
+    "copy_broadcast_row": lambda x: x.copy_(x[1]),
+    "mask_setitem": lambda x: x.__setitem__(x[0] > 1, x[1]),
+    "index_setitem_row": lambda x: x.__setitem__(st.tensor([1, 2]), x[0]),
+    "index_put_": lambda x: x.index_put_((st.tensor([1, 2]),), x[0]),
+    "size1_strides_differ": lambda x: x[1:2].mul_(x[1:3:2]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_REFUSED))
+def test_partial_overlap_is_refused(case):
+    x = _x()
+    with pytest.raises(RuntimeError, match=_MSG):
+        _REFUSED[case](x)
+    assert x.tolist() == _x().tolist()          # nothing written
+
+
+def test_overlap_that_torch_allows_still_runs():
+    x = _x()
+    x[x[0] > 1] = x[0, 0]                        # one element under a mask: masked_fill
+    assert x[2:].tolist() == [[0.0] * 4] * 2
+    x = _x()
+    x[st.tensor([1, 2])] = x[st.tensor([0, 1])]   # the value is a gathered copy
+    assert x[1:3].tolist() == [[0.0, 1.0, 2.0, 3.0], [4.0, 5.0, 6.0, 7.0]]
+    x = _x()
+    x.mul_(x)                                    # the same view: no order dependence
+    assert x[3].tolist() == [144.0, 169.0, 196.0, 225.0]
+
+
+def _view(t, steps):
+    for s in steps:
+        if s[0] == "transpose":
+            t = t.transpose(s[1], s[2])
+        elif s[0] == "select":
+            t = t.select(s[1], s[2])
+        elif s[0] == "narrow":
+            t = t.narrow(s[1], s[2], s[3])
+        elif s[0] == "step":
+            idx = [slice(None)] * t.dim()
+            idx[s[1]] = slice(s[2], None, s[3])
+            t = t[tuple(idx)]
+    return t
+
+
+def _random_view(rng, shape):
+    steps, shp = [], list(shape)
+    for _ in range(rng.randint(0, 3)):
+        k, nd = rng.choice(["T", "select", "narrow", "step"]), len(shp)
+        if k == "T" and nd >= 2:
+            a, b = rng.sample(range(nd), 2)
+            steps.append(("transpose", a, b))
+            shp[a], shp[b] = shp[b], shp[a]
+        elif k == "select" and nd >= 2:
+            d = rng.randrange(nd)
+            steps.append(("select", d, rng.randrange(shp[d])))
+            shp.pop(d)
+        elif k == "narrow" and shp[rng.randrange(nd)] >= 2:
+            d = max(range(nd), key=lambda i: shp[i])
+            s = rng.randrange(shp[d] - 1)
+            n = rng.randint(1, shp[d] - s)
+            steps.append(("narrow", d, s, n))
+            shp[d] = n
+        elif k == "step":
+            d, stp = rng.randrange(nd), rng.choice([2, 3])
+            o = rng.randrange(min(stp, shp[d]))
+            steps.append(("step", d, o, stp))
+            shp[d] = len(range(o, shp[d], stp))
+    return steps, shp
+
+
+def test_inplace_overlap_sweep_against_torch():
+    torch = pytest.importorskip("torch")
+    rng = random.Random(8)
+    ops = {
+        "add_": lambda o, y: o.add_(y), "add_alpha": lambda o, y: o.add_(y, alpha=2),
+        "sub_": lambda o, y: o.sub_(y), "mul_": lambda o, y: o.mul_(y), "div_": lambda o, y: o.div_(y),
+        "copy_": lambda o, y: o.copy_(y), "addcmul_": lambda o, y: o.addcmul_(y, y, value=0.5),
+        "clamp_": lambda o, y: o.clamp_(min=y), "lerp_": lambda o, y: o.lerp_(y, 0.25),
+        "setitem": lambda o, y: o.__setitem__(Ellipsis, y),
+    }
+    checked = 0
+    for _ in range(700):
+        base = rng.choice([(4, 4), (3, 5), (2, 3, 4), (6,)])
+        osteps, oshape = _random_view(rng, base)
+        isteps, ishape = _random_view(rng, base)
+        if not oshape or len(ishape) > len(oshape) or not all(
+                a == b or a == 1 for a, b in zip(ishape[::-1], oshape[::-1])):
+            continue
+        name = rng.choice(sorted(ops))
+        got = []
+        for lib in (torch, st):
+            x = lib.arange(float(math.prod(base))).reshape(base) + 1
+            try:
+                ops[name](_view(x, osteps), _view(x, isteps))
+                got.append(x.tolist())
+            except RuntimeError as e:
+                got.append(("error", _MSG in str(e)))
+        assert got[0] == got[1], (name, osteps, isteps)
+        checked += 1
+    assert checked > 150
