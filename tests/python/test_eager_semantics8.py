@@ -273,3 +273,94 @@ def test_inplace_overlap_sweep_against_torch():
         assert got[0] == got[1], (name, osteps, isteps)
         checked += 1
     assert checked > 150
+
+
+# ---- reductions: dtype=, keepdim, dim tuples, empty dims
+
+def test_reduction_edge_cases_as_torch():
+    x = st.tensor([[1.5, 2.0], [3.0, 4.0]])
+    with pytest.raises(TypeError, match="prod\\(\\): argument 'dim' must be int, not tuple"):
+        st.prod(x, dim=(0,))
+    with pytest.raises(TypeError, match="must be int"):
+        x.prod(dim=())
+    r = st.nansum(x, dtype=st.int32)
+    assert r.dtype == st.int32 and r.item() == 10
+    assert st.nansum(st.tensor([True, True, False]), 0, dtype=st.int32).dtype == st.int32
+    with pytest.raises(RuntimeError, match="expected input to have floating point"):
+        st.nanmean(st.tensor([True, False]), dtype=st.float32)
+    with pytest.raises(RuntimeError, match="could not infer output dtype.*Got: Long"):
+        st.nanmean(x, dtype=st.int64)
+    e = st.zeros(1, 0)
+    assert tuple(st.linalg.vector_norm(e, float("inf"), 0).shape) == (0,)
+    assert tuple(st.norm(e, p=float("inf"), dim=(-2,), keepdim=True).shape) == (1, 0)
+    assert tuple(st.linalg.vector_norm(e, -1.0, 0).shape) == (0,)
+    with pytest.raises(RuntimeError, match="cannot compute the -1 norm on an empty tensor"):
+        st.linalg.vector_norm(e, -1.0)
+    with pytest.raises(RuntimeError, match="-inf norm on the dimension 1"):
+        st.linalg.vector_norm(e, float("-inf"), 1)
+
+
+def test_reduction_sweep_against_torch():
+    torch = pytest.importorskip("torch")
+    rng = random.Random(4)
+    dts = ["float32", "float64", "float16", "bfloat16", "int64", "int32", "int8", "uint8", "bool"]
+    ops = ["sum", "prod", "mean", "nansum", "nanmean", "cumsum", "cumprod", "logsumexp", "amax", "amin",
+           "argmax", "argmin", "std", "var", "norm", "all", "any", "count_nonzero", "std_mean", "var_mean"]
+
+    def run(lib, name, shape, dt, vals, kw):
+        x = lib.tensor(vals, dtype=getattr(lib, dt)).reshape(shape)
+        kw = {k: getattr(lib, v) if k == "dtype" else v for k, v in kw.items()}
+        try:
+            r = getattr(lib, name)(x, **kw)
+        except Exception as e:
+            return ("error", type(e).__name__)
+        rs = r if isinstance(r, tuple) else (r,)
+        return [(str(t.dtype).split(".")[-1], tuple(t.shape), t.double().tolist()) for t in rs]
+
+    def same(a, b):
+        if isinstance(a, tuple) or isinstance(b, tuple):
+            return a == b
+        if len(a) != len(b):
+            return False
+        for (da, sa, va), (db, sb, vb) in zip(a, b):
+            if da != db or sa != sb:
+                return False
+            fa = torch.tensor(va, dtype=torch.float64).reshape(-1)
+            fb = torch.tensor(vb, dtype=torch.float64).reshape(-1)
+            tol = 2e-2 if da in ("float16", "bfloat16") else 1e-5
+            if not torch.allclose(fa, fb, rtol=tol, atol=tol, equal_nan=True):
+                return False
+        return True
+
+    for trial in range(500):
+        nd = rng.randint(0, 3)
+        shape = tuple(rng.choice([0, 1, 3]) if rng.random() < 0.15 else rng.randint(1, 4) for _ in range(nd))
+        dt, name = rng.choice(dts), rng.choice(ops)
+        n = math.prod(shape)
+        vals = ([rng.random() < 0.5 for _ in range(n)] if dt == "bool" else
+                [rng.randint(0, 5) for _ in range(n)] if dt == "uint8" else
+                [rng.randint(-4, 5) for _ in range(n)] if dt.startswith("int") else
+                [round(rng.uniform(-3, 3), 2) for _ in range(n)])
+        kw = {}
+        if name in ("cumsum", "cumprod"):
+            kw["dim"] = rng.randint(-nd, nd - 1) if nd else 0
+        elif name in ("argmax", "argmin", "prod"):
+            if rng.random() < 0.6:
+                kw["dim"] = rng.randint(-nd, nd - 1) if nd else 0
+        elif rng.random() < 0.7 and nd:
+            kw["dim"] = rng.randint(-nd, nd - 1) if rng.random() < 0.5 else \
+                tuple(rng.sample(range(-nd, 0), rng.randint(1, nd)))
+        elif name == "logsumexp":
+            kw["dim"] = 0 if nd else ()
+            if not nd:
+                continue          # torch.logsumexp(x, ()) fails inside torch (a shape error)
+        if "dim" in kw and name not in ("cumsum", "cumprod", "count_nonzero") and rng.random() < 0.4:
+            kw["keepdim"] = True
+        if name in ("sum", "prod", "mean", "nansum", "nanmean", "cumsum", "cumprod") and rng.random() < 0.3:
+            kw["dtype"] = rng.choice(["float64", "float32", "int64", "int32"])
+        if name in ("std", "var", "std_mean", "var_mean") and rng.random() < 0.5:
+            kw["correction"] = rng.choice([0, 1, 2])
+        if name == "norm" and rng.random() < 0.5:
+            kw["p"] = rng.choice([1, 3, float("inf"), -1.0, 0])
+        a, b = run(torch, name, shape, dt, vals, kw), run(st, name, shape, dt, vals, kw)
+        assert same(a, b), (name, dt, shape, kw, a, b)
