@@ -10,7 +10,10 @@ the ops it runs itself (runtime/eager.c). As torch's:
 
 check_partial (TensorIterator's assert_no_partial_overlap) and check_none
 (index_put_'s assert_no_overlap) raise torch's RuntimeError."""
+import math
+
 from . import _C
+from ._dtype import bool_, int64
 
 NO, FULL, PARTIAL, TOO_HARD = range(4)
 
@@ -103,6 +106,25 @@ def _broadcasts_into(t, shape):
     return all(n == m or n == 1 for n, m in zip(reversed(tuple(t.shape)), reversed(shape)))
 
 
+# torch's at::internal::GRAIN_SIZE: a larger op is split between threads, which write in
+# no one order; element by element from Python is slow, so larger ones run as usual
+_GRAIN = 32768
+
+
+def _disjoint(out, shares):
+    """No operand in shares can reach an element of out: their offsets differ by no
+    multiple of the gcd of all their strides (x[:, ::2] and x[:, 1::2])."""
+    for x in shares:
+        g = 0
+        for t in (out, x):
+            for n, s in zip(t.shape, t.stride()):
+                if n > 1:
+                    g = math.gcd(g, s)
+        if g == 0 or (out.storage_offset() - x.storage_offset()) % g == 0:
+            return False
+    return True
+
+
 def sequential(out, compute, operands):
     """out = compute(out, *operands) as torch writes it when an operand shares out's
     elements as torch cannot tell (TOO_HARD) and an element reads what another one
@@ -110,10 +132,11 @@ def sequential(out, compute, operands):
     row where one element reads what another writes; compute runs on views of one row
     (operands broadcast into out's shape; 0-d tensors and numbers as they are) and its
     result is copied in. Returns False (nothing done) when no element depends on the
-    order, an operand does not broadcast into out, or a gradient is involved: the
-    caller computes as usual. As runtime/overlap_seq.c does for the ops run in C."""
+    order, an operand does not broadcast into out, a gradient is involved, or out has
+    more than _GRAIN elements: the caller computes as usual. As runtime/overlap_seq.c
+    does for the ops run in C."""
     shape = tuple(out.shape)
-    if out.dim() == 0 or out.numel() < 2 or out._device_str != "cpu":
+    if out.dim() == 0 or not 2 <= out.numel() <= _GRAIN or out._device_str != "cpu":
         return False
     ts = [x for x in operands if isinstance(x, _C.TensorBase)]
     if _C._is_grad_enabled() and (out.requires_grad or any(x.requires_grad for x in ts)):
@@ -125,34 +148,47 @@ def sequential(out, compute, operands):
         return False
     nd = len(shape)
     order = _torch_order([out] + ts, shape)
-    ostr = [_bstride(out, nd, shape, d) for d in order]
-    sstr = [[_bstride(x, nd, shape, d) for d in order] for x in shares]
-    dims = [shape[d] for d in order]
-    # every element's address (out's and the shared operands'), innermost dim first
-    import itertools
-    base = [out.storage_offset()] + [x.storage_offset() for x in shares]
-    strides = [ostr] + sstr
-    idxs = list(itertools.product(*[range(n) for n in reversed(dims)]))   # outermost first
-    addr = [[b + sum(i * s for i, s in zip(reversed(ix), st)) for ix in idxs] for b, st in zip(base, strides)]
-    written = set(addr[0])
-    if not any(r != w and r in written for rs in addr[1:] for r, w in zip(rs, addr[0])):
+    dims = [shape[d] for d in order]                   # innermost first
+    if _disjoint(out, shares):
         return False
-    n = dims[0]
+    # every element's address, in torch's order (flat, outermost dim first), as tensors
+    from . import _ops
+    total, n = out.numel(), dims[0]
+
+    def addresses(t):
+        a = _ops.full((), t.storage_offset(), dtype=int64)
+        for k, d in enumerate(order):
+            view = [1] * nd
+            view[nd - 1 - k] = dims[k]
+            a = a + _ops.arange(dims[k], dtype=int64).reshape(view) * _bstride(t, nd, shape, d)
+        return a.reshape(-1)
+    w = addresses(out)
+    lo, hi = int(w.min()), int(w.max())
+    pos = _ops.full((hi - lo + 1,), -1, dtype=int64)    # an out address's flat index
+    pos[w - lo] = _ops.arange(total, dtype=int64)
+    own = _ops.arange(total, dtype=int64)
+    bad = _ops.zeros((total,), dtype=bool_)
+    for x in shares:
+        r = addresses(x)
+        inside = (r >= lo) & (r <= hi)
+        j = _ops.where(inside, pos[(r - lo).clamp(0, hi - lo)], -1)
+        bad = bad | ((j >= 0) & (j != own))
+    if not bool(bad.any()):
+        return False
+    row_bad = bad.reshape(total // n, n).any(1).tolist()
     views = {id(x): x for x in ts}
 
     def row(t, start, count):
         st_ = _bstride(t, nd, shape, order[0])
         off = t.storage_offset() + sum(i * s for i, s in
                                        zip(start[1:], [_bstride(t, nd, shape, d) for d in order[1:]]))
-        return t.as_strided((count,), (st_,), off + start[0] * st_)
+        return t.as_strided((count,), (st_ if count > 1 else 1,), off + start[0] * st_)
 
-    for r in range(len(idxs) // n):
-        first = r * n
-        outer = list(reversed(idxs[first]))          # innermost first, inner index 0
-        w = addr[0][first:first + n]
-        wpos = {a: i for i, a in enumerate(w)}
-        hazard = any(wpos.get(a, i) != i for rs in addr[1:] for i, a in enumerate(rs[first:first + n]))
-        spans = [(i, 1) for i in range(n)] if hazard else [(0, n)]
+    import itertools
+    outers = itertools.product(*[range(m) for m in reversed(dims[1:])])   # outermost first
+    for r, outer in enumerate(outers):
+        outer = [0] + list(reversed(outer))            # innermost first
+        spans = [(i, 1) for i in range(n)] if row_bad[r] else [(0, n)]
         for i0, count in spans:
             start = [i0] + outer[1:]
             o = row(out, start, count)

@@ -156,6 +156,14 @@ _ORDERED = {
                            [[0, 0, 0, 0], [4, 0, 0, 0], [8, 0, 0, 0], [12, 0, 0, 0]]),
     "setitem_T_slice_from_row": (lambda x: x.T.__setitem__(slice(1, None), x[:1]),
                                  [[0, 0, 0, 0], [4, 0, 0, 0], [8, 0, 0, 0], [12, 0, 0, 0]]),
+    # computed in Python (Tensor._via, add_ with an alpha): the same order
+    "addcmul_own_column": (lambda x: x.addcmul_(x[:, :1], x[:, :1], value=0.5),
+                           [[0, 1, 2, 3], [12, 77, 78, 79], [40, 809, 810, 811],
+                            [84, 3541, 3542, 3543]]),
+    "add_alpha_own_column": (lambda x: x.add_(x[:, :1], alpha=2),
+                             [[0, 1, 2, 3], [12, 29, 30, 31], [24, 57, 58, 59], [36, 85, 86, 87]]),
+    "lerp_interleaved": (lambda x: x[:, ::2].lerp_(x[:, 1::2], 0.5),
+                         [[0.5, 1, 2.5, 3], [4.5, 5, 6.5, 7], [8.5, 9, 10.5, 11], [12.5, 13, 14.5, 15]]),
 }
 
 
