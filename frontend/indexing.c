@@ -1676,10 +1676,11 @@ static st_tensor *value_expanded(st_tensor *self, st_tensor *dst,
      * and both are dense, else written in order, in place */
     bool as_copy = v->ndim == dst->ndim &&
                    !memcmp(v->shape, dst->shape, sizeof(int64_t) * (size_t)v->ndim);
-    if (v->storage == self->storage && !same && !as_copy) {
-        /* a broadcast overlapping source: copy it out first, as a
-         * fresh result (a traced statement; a tensor made empty here and
-         * written into would be a graph input holding this call's data) */
+    if (v->storage == self->storage && !same && !as_copy && st_rt_trace_active()) {
+        /* a broadcast overlapping source while tracing: copy it out first,
+         * as a fresh result (a traced statement; a tensor made empty here
+         * and written into would be a graph input holding this call's
+         * data). Eager writes it in torch's order (runtime/overlap_seq.c) */
         st_operand op = {.t = v};
         st_tensor *given[ST_MAX_OUT] = {0}, *out[ST_MAX_OUT] = {0};
         int rc = st_rt_eager(ST_OP_COPY, &op, 1, NULL, given, out);

@@ -456,8 +456,12 @@ static int overlap_status(const st_tensor *o, const st_tensor *x) {
     int64_t olo, ohi, xlo, xhi;
     elem_range(o, &olo, &ohi);
     elem_range(x, &xlo, &xhi);
+    /* FULL as torch's: the same strides, size-1 dims' too (x[1:2] and
+     * x[1::2] of a 3-row x are PARTIAL there) */
     if (olo == xlo && ohi == xhi)
-        return same_view(o, x) ? OV_FULL : OV_PARTIAL;
+        return o->ndim == x->ndim && !memcmp(o->strides, x->strides,
+                                             sizeof(int64_t) * (size_t)o->ndim)
+                   ? OV_FULL : OV_PARTIAL;
     return olo <= xhi && xlo <= ohi ? OV_PARTIAL : OV_NO;
 }
 
@@ -471,6 +475,41 @@ static bool order_dependent(const st_tensor *o, const st_tensor *x, bool same_to
     elem_range(x, &xlo, &xhi);
     if (olo > ohi || xlo > xhi || ohi < xlo || xhi < olo) return false;
     return same_too || !same_view(o, x);
+}
+
+/* st_overlap_seq's calls (not run again through it) */
+static _Thread_local int seq_depth;
+
+static int seq_run(void *be, st_op_id op, const st_operand *in, int nin,
+                   const st_attrs *attrs, st_tensor **given, st_tensor **out) {
+    return eager_on(op, in, nin, attrs, given, out, be);
+}
+
+/* An elementwise op written into one CPU tensor, no gradient involved,
+ * with an operand that shares its elements as torch cannot tell (TOO_HARD,
+ * other than as the same view): its result depends on the write order. */
+static bool seq_wanted(st_op_id op, const st_operand *in, int nin, st_tensor **given) {
+    st_tensor *o = given[0];
+    if (!o || o->ndim == 0 || st_tensor_numel(o) < 2 ||
+        st_tensor_device(o)->type != ST_DEV_CPU)
+        return false;
+    for (int k = 1; k < ST_MAX_OUT; k++)
+        if (given[k]) return false;
+    st_op_kind kind = st_op(op)->kind;
+    if (!(kind == ST_OPK_UNARY || kind == ST_OPK_BINARY || kind == ST_OPK_TERNARY ||
+          op == ST_OP_COPY || op == ST_OP_CLAMP))
+        return false;
+    bool grad = st_ad_grad_enabled();
+    if (grad && (o->requires_grad || (o->view_base && o->view_base->requires_grad)))
+        return false;
+    bool hard = false;
+    for (int j = 0; j < nin; j++) {
+        if (!in[j].t) continue;
+        if (grad && in[j].t->requires_grad) return false;
+        if (overlap_status(o, in[j].t) == OV_TOO_HARD && order_dependent(o, in[j].t, false))
+            hard = true;
+    }
+    return hard;
 }
 
 static int eager_run(st_op_id op, const st_operand *in, int nin,
@@ -615,6 +654,15 @@ static int eager_on(st_op_id op, const st_operand *in, int nin,
                               "clone() the tensor before performing the operation.",
                               st_op(op)->name), -1;
         }
+    /* an operand sharing the written elements as torch cannot tell
+     * (TOO_HARD): torch's order of the element writes (overlap_seq.c) */
+    if (given && !seq_depth && seq_wanted(op, in, nin, given)) {
+        seq_depth++;
+        int n = st_overlap_seq(op, in, nin, attrs, given[0], out, seq_run, be);
+        seq_depth--;
+        if (n != 0)
+            return n;
+    }
     if (given && st_ad_grad_enabled()) {
         /* written through a view while its base or an operand needs
          * gradients: the base's history records the write (CopySlices) */

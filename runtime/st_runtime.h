@@ -266,6 +266,16 @@ bool st_layout_into_perm(const st_operand *in, int nin, st_tensor *into, int *nd
 /* r (its reference taken) permuted from that order back to the logical
  * one: a tensor of its own (no view) when nothing else holds r. */
 st_tensor *st_layout_back(st_tensor *r, int nd, const int64_t *perm);
+/* ---------------- order-dependent in-place ops (runtime/overlap_seq.c) ----------------
+ * An elementwise op written into o whose operand shares o's elements in a
+ * way torch cannot tell (TOO_HARD): run in torch's TensorIterator order
+ * through run (one call per row or element, written into a view of o).
+ * Returns 1 with out[0] = o (a new reference), 0 when no element reads
+ * what another writes (the caller runs the op as usual), -1 on error. */
+typedef int (*st_overlap_run)(void *ctx, st_op_id op, const st_operand *in, int nin,
+                              const st_attrs *attrs, st_tensor **given, st_tensor **out);
+int st_overlap_seq(st_op_id op, const st_operand *in, int nin, const st_attrs *attrs,
+                   st_tensor *o, st_tensor **out, st_overlap_run run, void *ctx);
 /* Zeros of dtype dt and the given shape on t's device: a FULL whose
  * like-operand is a zero-stride view of t (its data is not read); an
  * empty t gives them on the factory device. New reference or NULL. */

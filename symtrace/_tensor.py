@@ -10,6 +10,7 @@ from . import _ops
 from . import _generator
 from . import _memory_format as _mf
 from . import _layout
+from . import _mem_overlap
 from ._dtype import (float32, float64, float16, bfloat16, uint8, int8, int16, int32, int64, bool_,
                      dtype as _dtype_type)
 
@@ -618,6 +619,9 @@ class Tensor(_C.TensorBase):
 
     def index_put_(self, indices, values, accumulate=False):
         pos, v = _ops._index_put_args(self, indices, values, "index_put_")
+        if isinstance(values, _C.TensorBase) and (accumulate or not (
+                values.numel() == 1 and isinstance(indices, (tuple, list)) and _one_mask(tuple(indices)))):
+            _mem_overlap.check_none("index_put_", self, (values,))
         _ops._put_flat_(self, pos, v, accumulate)
         return self
 
@@ -751,10 +755,22 @@ class Tensor(_C.TensorBase):
         return self
 
     def add_(self, other, *, alpha=1):
+        if alpha != 1 and self._scaled_overlap("add_", _ops.add, other, alpha):
+            return self
         return self._inplace(_C.OP_ADD, (self, _ops._scale(self, other, alpha)))
 
     def sub_(self, other, *, alpha=1):
+        if alpha != 1 and self._scaled_overlap("sub_", _ops.sub, other, alpha):
+            return self
         return self._inplace(_C.OP_SUB, (self, _ops._scale(self, other, alpha)))
+
+    def _scaled_overlap(self, name, fn, other, alpha):
+        """add_/sub_ with an alpha, whose other is scaled into a new tensor first: torch's
+        overlap error and write order for other as given (_mem_overlap); True when done."""
+        if not isinstance(other, _C.TensorBase):
+            return False
+        _mem_overlap.check_partial(name, self, (other,))
+        return _mem_overlap.sequential(self, self._checked(fn, name, {"alpha": alpha}), (other,))
 
     def mul_(self, other): return self._inplace(_C.OP_MUL, (self, other))
     def div_(self, other, *, rounding_mode=None):
@@ -831,6 +847,8 @@ class Tensor(_C.TensorBase):
         if src._device_str != self._device_str:   # across devices, as torch's copy_
             src = _ops.to_device(src, self._device_str)
         if src.shape != self.shape:
+            # torch checks the overlap with src as given, before broadcasting it
+            _mem_overlap.check_partial("copy_", self, (src,))
             src = src.expand(self.shape)
         return self._inplace(_C.OP_COPY, (src,))
 
@@ -840,9 +858,25 @@ class Tensor(_C.TensorBase):
         operand its VJP saves from a copy when it is overwritten)."""
         return self._inplace(_C.OP_RELU, (self,))
 
+    def _checked(self, fn, name, kwargs):
+        """fn(x, *args, **kwargs) refusing a result self's dtype cannot hold, as _assign."""
+        def compute(x, *args):
+            r = fn(x, *args, **kwargs)
+            if not _ops._can_cast(r.dtype, self.dtype):
+                raise RuntimeError(f"{name}: result type {r.dtype} can't be cast to the "
+                                   f"desired output type {self.dtype}")
+            return r
+        return compute
+
     def _via(self, fn, name, *args, **kwargs):
         """self = fn(self, *args): under autograd fn reads a copy of self (also where self
-        is among args), since its backward may need the values the write overwrites."""
+        is among args), since its backward may need the values the write overwrites. An
+        elementwise op's tensor operand sharing some of self's elements is refused, as
+        torch's TensorIterator refuses it (_mem_overlap)."""
+        if name not in _NOT_ELEMENTWISE:
+            _mem_overlap.check_partial(name, self, args + tuple(kwargs.values()))
+            if _mem_overlap.sequential(self, self._checked(fn, name, kwargs), args):
+                return self
         if self.requires_grad and _C._is_grad_enabled():
             src = self.clone()
             args = tuple(src if a is self else a for a in args)
@@ -1479,6 +1513,14 @@ def _dim_order(shape, strides, check=False):
     return list(reversed(perm)), ambiguous
 
 
+def _one_mask(key):
+    """key indexes with exactly one tensor, a bool or uint8 mask (torch's setitem then
+    runs masked_fill for a one-element value)."""
+    parts = key if isinstance(key, tuple) else (key,)
+    idx = [k for k in parts if isinstance(k, (_C.TensorBase, list))]
+    return len(idx) == 1 and isinstance(idx[0], _C.TensorBase) and idx[0].dtype in (bool_, uint8)
+
+
 def _setitem_functional(t, key, value):
     """t[key] = value where it cannot write into a view of t: index tensors or lists
     in key (any number of them, with masks, ints, slices, None, Ellipsis), or a mask
@@ -1492,6 +1534,9 @@ def _setitem_functional(t, key, value):
     if t.requires_grad and t.grad_fn is None and _C._is_grad_enabled():
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     pos = _C._index_positions(t, key)
+    if isinstance(value, _C.TensorBase) and not (value.numel() == 1 and _one_mask(key)):
+        # index_put_'s check (a one-element value under a single mask is torch's masked_fill)
+        _mem_overlap.check_none("index_put_", t, (value,))
     if isinstance(value, _C.TensorBase):
         v = value.to(t.dtype) if value.dtype != t.dtype else value
         if v.device != t.device:
@@ -1510,6 +1555,10 @@ def _setitem_functional(t, key, value):
 
 
 _no_grad = _ops._no_grad
+
+# in-place ops through Tensor._via that torch runs with no TensorIterator overlap check
+_NOT_ELEMENTWISE = frozenset(("addmm_", "addmv_", "addr_", "addbmm_", "baddbmm_", "renorm_",
+                              "index_reduce_", "cumsum_", "tril_", "triu_"))
 
 
 def _inplace_of(name):

@@ -1,8 +1,9 @@
 """PyTorch checkpoints, with no torch installed: symtrace.load reads files written by
 torch.save (pretrained weights, state_dicts and optimizer state come straight into
-symtrace tensors), and symtrace.save(..., format="torch") writes torch.save's zip
-layout, which torch.load reads with weights_only=True (and mmap=True: storages are
-64-byte aligned as torch aligns them).
+symtrace tensors), and symtrace.save (format="torch", its default) writes torch.save's
+zip layout, which torch.load reads with weights_only=True (and mmap=True: storages are
+64-byte aligned as torch aligns them); a tensor subclass is written as torch.save
+writes one (_rebuild_from_type_v2 naming the class).
 
 Two layouts, as torch.load reads them:
 - the zip archive (torch >= 1.6's default): <root>/data.pkl pickles the object with
@@ -121,6 +122,10 @@ def _lookup(module, name, weights_only):
     if _GLOBALS is None:
         _GLOBALS = _torch_globals()
     from . import serialization as ser
+    import _compat_pickle
+    if (module, name) in _compat_pickle.NAME_MAPPING:         # Python 2 names (protocol 2, as torch's)
+        module, name = _compat_pickle.NAME_MAPPING[(module, name)]
+    module = _compat_pickle.IMPORT_MAPPING.get(module, module)
     full = f"{module}.{name}"
     obj = _GLOBALS.get(full)
     if obj is not None:
@@ -350,10 +355,10 @@ def _torch_pickler(buf, tensor_ref, protocol):
                                                      dict(attrs)))
                     return (_G_PARAMETER, (data, bool(obj.requires_grad), collections.OrderedDict()))
                 if not _plain_tensor(obj):
-                    raise pickle.PicklingError(
-                        f"symtrace.save(format='torch'): a {type(obj).__qualname__} (a tensor subclass) has no torch "
-                        "counterpart; "
-                        "save it as a plain tensor or with format='symtrace'")
+                    # a subclass as torch.save writes one: rebuilt as a tensor, then made an
+                    # instance of the class, pickled by its own name (a load with
+                    # weights_only=True wants it allowlisted, as torch.load does)
+                    return (_G_FROM_TYPE, (_G_REBUILD, type(obj), args, dict(attrs)))
                 if attrs:
                     return (_G_FROM_TYPE, (_G_REBUILD, _G_TENSOR, args, dict(attrs)))
                 return (_G_REBUILD, args)

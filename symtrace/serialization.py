@@ -1,7 +1,12 @@
 """symtrace.save / symtrace.load: checkpoints of tensors, state_dicts, optimizer
 state and nested Python containers, as torch.save / torch.load.
 
-File format (a zip archive, entries stored uncompressed, all under "archive/"):
+Formats: save writes torch.save's zip layout by default (format="torch", written by
+_torch_checkpoint.py: torch.load(weights_only=True) reads it, pickle protocol 2 as
+torch's); format="symtrace" writes symtrace's own layout, below. load reads both, and
+torch.save's files.
+
+symtrace's own layout (a zip archive, entries stored uncompressed, all under "archive/"):
 
     archive/symtrace_format   "symtrace.save <version>" (what symtrace.load looks for)
     archive/byteorder         "little"
@@ -20,8 +25,9 @@ as one object. Distinct tensors sharing one storage (views of one another, tied
 weights, several detach() of one parameter) are saved as one record covering the
 part of the storage they use, and come back as views of one new storage, so they
 still share memory (with their saved strides and relative offsets). A tensor whose
-storage nothing else in the object uses is saved contiguous (only its own
-elements: a non-contiguous or expanded tensor comes back as a contiguous copy).
+storage nothing else in the object uses is saved with only its own elements: a
+dense permutation of them (x.t()) keeps its strides, as torch's, a strided slice
+or an expanded tensor comes back as a contiguous copy.
 Sharing is per save() call, as in torch.
 
 Devices: CUDA tensors are saved from host copies and come back on their device
@@ -61,7 +67,7 @@ from ._dtype import float32, float64, float16, bfloat16, uint8, int8, int16, int
 __all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals",
            "safe_globals", "DEFAULT_PROTOCOL", "FORMAT_VERSION"]
 
-DEFAULT_PROTOCOL = 4
+DEFAULT_PROTOCOL = 2      # torch.serialization.DEFAULT_PROTOCOL: torch.load(weights_only=True) reads no FRAME
 FORMAT_VERSION = 1
 _MAGIC = "symtrace.save"
 _PREFIX = "archive/"
@@ -239,6 +245,15 @@ def _plan(tensors):
         else:
             for i, t in zip(idxs, ts):
                 k = len(sources)
+                lo, hi = _span(t) if t.numel() and all(s >= 0 for s in t.stride()) else (0, -1)
+                if hi - lo == t.numel() and not t.is_contiguous():
+                    # a dense permutation of its span (x.t()): its elements in memory order and
+                    # its strides, as torch.save keeps them
+                    sources.append(t.detach().as_strided((hi - lo,), (1,), lo))
+                    smeta.append({"dtype": _dtype_name(t.dtype), "numel": hi - lo,
+                                  "location": t._device_str})
+                    tmeta[i] = dict(common(t), storage=k, offset=0, stride=[int(s) for s in t.stride()])
+                    continue
                 sources.append(t.detach())
                 smeta.append({"dtype": _dtype_name(t.dtype), "numel": int(t.numel()),
                               "location": t._device_str})
@@ -391,12 +406,13 @@ def _unpickler_class(pickle_module, weights_only):
 
 
 def save(obj, f, pickle_module=None, pickle_protocol=DEFAULT_PROTOCOL, _use_new_zipfile_serialization=True,
-         *, format="symtrace"):
-    """save(obj, f, *, format="symtrace"): writes obj (tensors, state_dicts, optimizer
+         *, format="torch"):
+    """save(obj, f, *, format="torch"): writes obj (tensors, state_dicts, optimizer
     state, nested dicts/lists/tuples of tensors and Python values) to f, a path or a
-    writable binary file object. See the module docstring for the format; paths are
-    written atomically. format="torch" writes torch.save's zip layout instead, which
-    torch.load reads (and symtrace.load too)."""
+    writable binary file object; paths are written atomically. The default is
+    torch.save's zip layout (_torch_checkpoint.py), which torch.load(weights_only=True)
+    reads as well as symtrace.load; format="symtrace" writes symtrace's own layout (the
+    module docstring), which symtrace.load still reads."""
     if format not in ("symtrace", "torch"):
         raise ValueError(f"symtrace.save: format must be 'symtrace' or 'torch', got {format!r}")
     if not _use_new_zipfile_serialization:
@@ -410,7 +426,7 @@ def save(obj, f, pickle_module=None, pickle_protocol=DEFAULT_PROTOCOL, _use_new_
     sources, smeta, tmeta = _plan(collect.tensors)
     data_pkl = buf.getvalue()
     if format == "torch":
-        data_pkl = _torch_checkpoint.dumps(obj, collect.tensors, tmeta, smeta)
+        data_pkl = _torch_checkpoint.dumps(obj, collect.tensors, tmeta, smeta, pickle_protocol)
 
     def write(fh):
         if format == "torch":

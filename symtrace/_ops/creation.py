@@ -296,27 +296,66 @@ def _steps_check(steps, fn):
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
     """linspace(start, end, steps, *, dtype=None, device=None): steps evenly spaced values
-    from start to end, with torch's formula (from start for the first half, from end for the
-    second; in the dtype for floats, in float64 for integers, which truncate);
-    start and end may be 0-d tensors (their values are read). As torch.linspace."""
+    from start to end with torch's CPU kernel's arithmetic (_linspace_values); start and
+    end may be 0-d tensors (their values are read). As torch.linspace."""
     start, end = _number(start, "linspace", "start"), _number(end, "linspace", "end")
     _steps_check(steps, "linspace")
     dtype = dtype or float32
-    work = dtype if dtype in (float32, float64) else (float32 if dtype.is_floating_point else float64)
     if dtype.is_floating_point:      # start and end as the dtype holds them, as torch
         start, end = _round_to(start, dtype), _round_to(end, dtype)
     else:
         start, end = int(start), int(end)
     if steps <= 1:
         return _rg(full((steps,), start, dtype=dtype, device=device), requires_grad)
-    s = full((), start, dtype=work, device=device)
-    e = full((), end, dtype=work, device=device)
-    step = div(sub(e, s), steps - 1)
-    i = arange(steps, dtype=work, device=device)
-    lo = add(s, mul(step, i))
-    hi = sub(e, mul(step, sub(steps - 1, i)))
-    r = where(lt(i, steps // 2), lo, hi)
-    return _rg(to_dtype(r, dtype), requires_grad)
+    return _rg(_linspace_values(start, end, steps, dtype, device), requires_grad)
+
+
+def _linspace_values(start, end, steps, dtype, device):
+    """torch's linspace kernel, value for value: element i is start + step * i below
+    steps // 2 and end - step * (steps - 1 - i) from there, where
+    - float32 / float64: step = (end - start) / (steps - 1) in the dtype, each element one
+      fused multiply-add (torch's kernel is built with FMA contraction);
+    - float16 / bfloat16: every operation (the difference, the division, i as the dtype,
+      the product, the sum) rounded to the dtype, as c10::Half / BFloat16 arithmetic;
+    - integers: step in float64, the fused multiply-add in float64, truncated.
+    The fused multiply-add c + a * m (m an integer below 2**26) is computed exactly in
+    float64 without an fma: a split in two halves of 26 bits (Veltkamp) makes a * m's
+    rounding error exact, and c's sum with the product carries its own (TwoSum)."""
+    n = steps
+    i = arange(n, dtype=float64, device=device)
+    first = lt(i, n // 2)
+    m = where(first, i, sub(n - 1, i))          # the multiplier of step
+    if dtype in (float32, float64) or not dtype.is_floating_point:
+        if dtype in (float32, float64):
+            step = _round_to(_round_to(end - start, dtype) / (n - 1), dtype)
+        else:
+            step = (float(end) - float(start)) / (n - 1)
+        a = where(first, full((), step, dtype=float64, device=device),
+                  full((), -step, dtype=float64, device=device))
+        c = where(first, full((), float(start), dtype=float64, device=device),
+                  full((), float(end), dtype=float64, device=device))
+        if dtype is float32:
+            # step has 24 bits: a * m is exact in float64, one rounding of the sum
+            return to_dtype(add(c, mul(a, m)), dtype)
+        t = 134217729.0 * step                   # Veltkamp: step = hi + lo, 26 + 27 bits
+        hi = t - (t - step)
+        lo = step - hi
+        sgn = where(first, full((), 1.0, dtype=float64, device=device),
+                    full((), -1.0, dtype=float64, device=device))
+        p = mul(a, m)
+        pl = add(sub(mul(mul(sgn, hi), m), p), mul(mul(sgn, lo), m))   # p + pl == a * m
+        s = add(p, c)
+        bb = sub(s, p)
+        sl = add(sub(p, sub(s, bb)), sub(c, bb))                        # s + sl == p + c
+        return to_dtype(add(s, add(pl, sl)), dtype)
+    # float16 / bfloat16: each c10 operation in float32, rounded to the dtype
+    step = _round_to(_round_to(_round_to(end - start, float32), dtype) /
+                     _round_to(n - 1, dtype), dtype)
+    mh = to_dtype(to_dtype(m, dtype), float32)
+    prod = to_dtype(to_dtype(mul(mh, full((), step, dtype=float32, device=device)), dtype), float32)
+    r = where(first, add(full((), start, dtype=float32, device=device), prod),
+              sub(full((), end, dtype=float32, device=device), prod))
+    return to_dtype(r, dtype)
 
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):

