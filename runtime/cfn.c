@@ -1020,6 +1020,10 @@ typedef struct {
     st_tensor **inputs;
     uint32_t *in_ver;
     uint64_t rng_seed, rng_off;  /* the generator before the run (f->random) */
+    /* outputs (bit k: diff output k) a backward without retain_graph has
+     * gone through: their share of the saved tensors is freed, the other
+     * outputs' stays (eager frees only the nodes a backward ran) */
+    uint64_t consumed;
 } bctx;
 
 static void bctx_free(void *p)
@@ -1113,6 +1117,32 @@ static int variant_of(st_rt_cfn *f, uint64_t mask)
     }
     st_ir_bwd_info_clear(&info);
     return v;
+}
+
+/* Frees the saved tensors but those keep[k] marks (keep NULL: all go). */
+static void free_saved_unless(bctx *c, const bool *keep)
+{
+    for (int k = 0; c->saved && k < c->f->info.nsaved; k++)
+        if (!keep || !keep[k]) {
+            st_tensor_decref(c->saved[k]);
+            c->saved[k] = NULL;
+        }
+}
+
+/* Does the backward of the outputs in sub read a saved tensor? (eager's
+ * nodes on their paths saved something: a second backward through them
+ * is refused) */
+static bool reads_saved(st_rt_cfn *f, uint64_t sub, uint64_t full)
+{
+    if (f->info.nsaved == 0)
+        return false;
+    int v = sub == full ? -1 : variant_of(f, sub);
+    if (v < 0)
+        return true;
+    for (int k = 0; k < f->info.nsaved; k++)
+        if (f->var[v].reads[k])
+            return true;
+    return false;
 }
 
 static void drop_inputs(bctx *c)
@@ -1246,16 +1276,27 @@ static st_status node_backward(void *ctx, int nout, st_tensor *const *gout,
             mask |= (uint64_t)1 << k;
         some_missing |= !gout[k];
     }
+    /* with at most 64 differentiable outputs the node tracks which of them
+     * a backward has gone through (c->consumed) */
+    bool track = f->ndiff <= 64 && nout == f->ndiff;
+    uint64_t full = f->ndiff >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << f->ndiff) - 1;
+    uint64_t want = some_missing ? mask : full;
     if (some_missing && !mask && nout == f->ndiff) {
         /* no output got a gradient: none to send on (the saved tensors
          * are not read, so a later in-place write to them is no error) */
-        if (!st_ad_retaining())
-            for (int k = 0; c->saved && k < f->info.nsaved; k++) {
-                st_tensor_decref(c->saved[k]);
-                c->saved[k] = NULL;
-            }
+        if (!st_ad_retaining()) {
+            free_saved_unless(c, NULL);
+            c->consumed = full;
+        }
         return ST_OK;
     }
+    if (track && (want & c->consumed) && reads_saved(f, want & c->consumed, full))
+        return st_err(ST_ERR_RUNTIME, "Trying to backward through the graph a second time (or "
+                      "directly access saved tensors after they have already been freed). "
+                      "Saved intermediate values of the graph are freed when you call "
+                      ".backward() or autograd.grad(). Specify retain_graph=True if you need "
+                      "to backward through the graph a second time or if you need to access "
+                      "saved tensors after calling backward. (CompiledFunctionBackward)");
     int vi = some_missing && mask && f->ndiff <= 64 && nout == f->ndiff
                  ? variant_of(f, mask) : -1;
     if (vi >= 0 && ensure(f->be, f->var[vi].g, &f->var[vi].p) != ST_OK)
@@ -1282,7 +1323,7 @@ static st_status node_backward(void *ctx, int nout, st_tensor *const *gout,
         goto done;
     }
     for (int k = 0; k < nsaved; k++)
-        if (c->saved[k] && vi >= 0 && !f->var[vi].reads[k]) {
+        if (vi >= 0 && !f->var[vi].reads[k]) {
             /* a variant reads only what the outputs that got gradients
              * need: a tensor only another output's gradient reads may have
              * been written since (y = z.exp() returned, then y.mul_(2),
@@ -1344,12 +1385,17 @@ static st_status node_backward(void *ctx, int nout, st_tensor *const *gout,
         }
         if (s == ST_OK)
             s = run_backward(c, bp, in, res, false);
-        if (s == ST_OK && donate)
-            for (int k = 0; k < nsaved; k++) {
-                st_tensor_decref(c->saved[k]);
-                c->saved[k] = NULL;
-            }
+        if (s == ST_OK && donate) {
+            /* what the outputs not yet gone through still read stays */
+            c->consumed |= want;
+            uint64_t rest = track ? full & ~c->consumed : 0;
+            int rv = rest ? variant_of(f, rest) : -1;
+            if (!rest || rv >= 0)
+                free_saved_unless(c, rest ? f->var[rv].reads : NULL);
+        }
     } else {
+        if (donate)
+            c->consumed |= want;
         for (int k = 0; k < nsaved && s == ST_OK; k++) {
             in[k] = c->saved[k];
             if (donate)
@@ -1540,8 +1586,11 @@ static st_status attach_node(st_rt_cfn *f, st_tensor *const *inputs,
     }
     if (!c->inputs) /* the forward cannot run again: compiled kernels only */
         st_ad_node_set_once_differentiable(n);
-    if (f->info.nsaved == 0) /* saved nothing: a second backward runs, as torch's */
-        st_ad_node_keep_ctx(n, release_inputs);
+    /* the node keeps its context: node_backward frees the saved tensors an
+     * output's backward has used, and refuses a second backward through
+     * an output whose share is gone; a node that saved nothing runs again,
+     * as torch's */
+    st_ad_node_keep_ctx(n, release_inputs);
     st_ad_node_decref(n);
     return ST_OK;
 }
