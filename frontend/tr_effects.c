@@ -782,14 +782,12 @@ static int defer_optim(tr_state *s, PyObject *func, PyObject *self, tr_var *args
     tr_frame *root = s->top;
     while (root->parent)
         root = root->parent;
-    st_graph *g = st_rt_trace_graph();
-    if (rc > 0 && !PyUnicode_CompareWithASCIIString(nm, "zero_grad") && (!g || g->nstmts == 0)) {
+    if (rc > 0 && !PyUnicode_CompareWithASCIIString(nm, "zero_grad")) {
         /* it changes only the parameters' .grad: the forward that follows
-         * (opt.zero_grad(); loss = model(x)) stays in the graph. Only with
-         * nothing traced before it: a graph's outputs share one backward
-         * node, and ops before and after it in one graph would join what a
-         * break there kept apart (fake = G(z); d.zero_grad(); ld = D(fake.
-         * detach()); ld.backward() must leave G's saved tensors alone) */
+         * (opt.zero_grad(); loss = model(x)) stays in the graph, also with
+         * ops before it (fake = G(z); d.zero_grad(); ld = D(fake.detach())):
+         * a backward from one output of the graph frees only that output's
+         * share of its saved tensors (runtime/cfn.c node_backward) */
         s->fx_grad_barrier = true;
         if (!s->fx_weak_at)
             s->fx_weak_at = root->lasti + 1;

@@ -152,3 +152,37 @@ def test_gan_pattern_fake_and_detached_critic_in_one_graph():
     for e, c in zip(*grads):
         for a, b in zip(e, c):
             np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+
+def gan_step_zero_grad(G, D, od, z):
+    fake = G(z)
+    od.zero_grad()           # made after the graph: the critic stays in the same graph
+    ld = D(fake.detach()).sum()
+    return fake, ld
+
+
+def test_zero_grad_between_generator_and_critic_keeps_one_graph():
+    z = st.tensor(np.random.RandomState(4).randn(5, 4).astype(np.float32))
+    runs = []
+    for compiled in (False, True):
+        G, D = Lin(4, 3, 0), Lin(3, 1, 1)
+        od = st.optim.SGD(D.parameters(), lr=0.1)
+        og = st.optim.SGD(G.parameters(), lr=0.1)
+        st.reset()
+        step = st.compile(gan_step_zero_grad) if compiled else gan_step_zero_grad
+        got = []
+        for _ in range(3):
+            fake, ld = step(G, D, od, z)
+            ld.backward()
+            od.step()
+            og.zero_grad()
+            D(fake).sum().backward()
+            og.step()
+            got.append([p.detach().numpy().copy() for p in (*G.parameters(), *D.parameters())])
+        if compiled:
+            s = st._C._fe_stats()
+            assert (s["graphs"], s["breaks"]) == (1, 0), s
+        runs.append(got)
+    for e, c in zip(*runs):
+        for a, b in zip(e, c):
+            np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
