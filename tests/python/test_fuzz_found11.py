@@ -1,0 +1,87 @@
+# Regressions of the bugs found by the eleventh fuzzing round (scripts/fuzz_compile.py,
+# fuzz_dynints.py and the known leftovers of earlier rounds), each against torch where
+# torch is installed and against expected values otherwise, eager and compiled (the
+# compiled functions called several times: the capture and the cached entries).
+import numpy as np
+import pytest
+
+import symtrace as st
+
+from fuzz_found_helpers import BACKENDS, MODES, fresh_frontend, maybe_compiled  # noqa: F401
+
+
+def _torch():
+    return pytest.importorskip("torch")
+
+
+def _outcome(fn, *args):
+    """('ok', values) or ('raise', exception type name)."""
+    try:
+        r = fn(*args)
+    except Exception as e:  # noqa: BLE001
+        return "raise", type(e).__name__
+    return "ok", np.asarray(r.detach().numpy() if hasattr(r, "detach") else r).tolist()
+
+
+# ---- 1. a read by index whose result nothing uses still checks its indices ---------
+
+def _dead_reads(L, x, i):
+    L.gather(x, 0, i)                        # results unused: dead code to a graph,
+    x.index_select(0, i.reshape(-1))        # but torch checks the indices
+    x[i.reshape(-1)]
+    return x + 1
+
+
+INDICES = ([[0, 1]], [[2, 1]], [[5, 1]], [[0, -4]], [[1, 0]])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_dead_index_reads_raise_for_out_of_range_indices(mode):
+    # the trace's dead-code pass dropped the unused gather / index_select, so the
+    # cached entry (same sizes, other index values) returned x + 1 where eager and
+    # torch raise; the first call (the capture, run eagerly) did raise
+    g = maybe_compiled(lambda x, i: _dead_reads(st, x, i), mode)
+    x = st.arange(6.0).reshape(3, 2)
+    for k in range(2):
+        for idx in INDICES:
+            bad = max(abs(v) for v in idx[0]) >= 3
+            if bad:
+                with pytest.raises((IndexError, RuntimeError)):
+                    g(x, st.tensor(idx))
+            else:
+                assert g(x, st.tensor(idx)).tolist() == [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], (k, idx)
+
+
+def test_dead_index_reads_match_torch():
+    torch = _torch()
+    x = np.arange(6, dtype=np.float32).reshape(3, 2)
+    for mode in BACKENDS:
+        g = st.compile(lambda x, i: _dead_reads(st, x, i), backend=mode)
+        for k in range(3):
+            for idx in INDICES:
+                want = _outcome(lambda: _dead_reads(torch, torch.tensor(x), torch.tensor(idx)))
+                got = _outcome(lambda: g(st.tensor(x), st.tensor(idx)))
+                assert got[0] == want[0], (mode, k, idx, got, want)
+                if want[0] == "ok":
+                    assert got == want, (mode, k, idx)
+
+
+def _dead_gather_dynamic(x0, x1):
+    # fuzz_compile.py --dynamic seed 700108: the gather's result reaches only an
+    # empty slice, then is overwritten: dead, and at x0's second size index 2 is
+    # out of range for dim 1
+    v2 = st.gather(x0, -1, st.arange(4).add(2).remainder(3).reshape(4, 1))
+    v3 = v2[1:-2:2, 1:2]
+    v3.copy_(x1)
+    return v3 + 1
+
+
+def test_dead_gather_raises_on_the_dynamic_cached_path():
+    for mode in BACKENDS:
+        g = st.compile(_dead_gather_dynamic, backend=mode, dynamic=True)
+        a = st.tensor(np.arange(15, dtype=np.int32).reshape(5, 3))
+        b = st.tensor(np.arange(10, dtype=np.int32).reshape(5, 2))
+        for k in range(3):
+            assert g(a, st.tensor(-2)).shape == (1, 0), (mode, k)
+            with pytest.raises((IndexError, RuntimeError), match="out of bounds"):
+                g(b, st.tensor(-1))
