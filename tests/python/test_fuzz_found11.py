@@ -85,3 +85,48 @@ def test_dead_gather_raises_on_the_dynamic_cached_path():
             assert g(a, st.tensor(-2)).shape == (1, 0), (mode, k)
             with pytest.raises((IndexError, RuntimeError), match="out of bounds"):
                 g(b, st.tensor(-1))
+
+
+# ---- 2. an int argument on the right of <<, >>, &, |, ^ under dynamic shapes -------
+
+def _shifted(L, x, n0, n1):
+    # fuzz_dynints.py seed 1148141: `1 << max(n0, 0) % 5` ran int's own __lshift__ on
+    # the SymInt, which read its value without a guard: the graph kept the first
+    # call's 1 << 0 for n0 = 12 (8 in eager)
+    n0 = n0 + 1
+    t0 = x[:n0]
+    t1 = t0 * (n0 % 3) + (n0 - n1)
+    t3 = t1 * (1 << max(n0, 0) % 5) + (256 >> n0 % 4) + (7 & n0) + (8 | n1) + (5 ^ n0)
+    return L.ones(n0).view(-1, 1) * t3.sum()
+
+
+def _shifted_st(x, n0, n1):
+    return _shifted(st, x, n0, n1)   # named int arguments: symbols under dynamic shapes
+
+
+CALLS = [(9, -2), (12, -2), (3, 2), (3, 5), (12, -2), (6, 4), (9, -2)]
+
+
+@pytest.mark.parametrize("dynamic", [True, None])
+def test_reflected_bitwise_ops_on_int_arguments(dynamic):
+    x = np.arange(8, dtype=np.float32)
+    for mode in MODES:
+        g = _shifted_st if mode == "eager" else st.compile(_shifted_st, backend=mode, dynamic=dynamic)
+        for n0, n1 in CALLS:
+            m = n0 + 1
+            t1 = x[:m] * (m % 3) + (m - n1)
+            t3 = t1 * (1 << m % 5) + (256 >> m % 4) + (7 & m) + (8 | n1) + (5 ^ m)
+            want = np.full((m, 1), t3.sum(), dtype=np.float32)
+            np.testing.assert_allclose(g(st.tensor(x), n0, n1).numpy(), want, rtol=1e-6,
+                                       err_msg="%s %s %s" % (mode, dynamic, (n0, n1)))
+
+
+def test_reflected_bitwise_ops_on_int_arguments_match_torch():
+    torch = _torch()
+    x = np.arange(8, dtype=np.float32)
+    for mode in BACKENDS:
+        g = st.compile(_shifted_st, backend=mode, dynamic=True)
+        for n0, n1 in CALLS:
+            want = _shifted(torch, torch.tensor(x), n0, n1).numpy()
+            np.testing.assert_allclose(g(st.tensor(x), n0, n1).numpy(), want, rtol=1e-6,
+                                       err_msg="%s %s" % (mode, (n0, n1)))
