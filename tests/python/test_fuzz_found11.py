@@ -130,3 +130,45 @@ def test_reflected_bitwise_ops_on_int_arguments_match_torch():
             want = _shifted(torch, torch.tensor(x), n0, n1).numpy()
             np.testing.assert_allclose(g(st.tensor(x), n0, n1).numpy(), want, rtol=1e-6,
                                        err_msg="%s %s" % (mode, (n0, n1)))
+
+
+# ---- 3. take_along_dim with a dim takes its indices modulo the dim's size ---------
+
+def _along(L, x, i):
+    return L.take_along_dim(x, i, 1) * 2
+
+
+ALONG = [((2, 3), [[-1], [5]]), ((2, 3), [[0], [7]]), ((2, 5), [[-1], [5]]),
+         ((3, 4), [[-1], [5], [2]]), ((2, 5), [[-6], [14]])]
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_take_along_dim_wraps_indices_like_torch(dynamic):
+    # torch 2.13's take_along_dim(x, i, dim) reads index i % size (negative ones from
+    # the end, 5 of 3 reads 2); symtrace raised "index 5 is out of bounds" (fuzz_compile
+    # --dynamic seed 1131089: a dead take_along_dim raised on the dynamic cached path)
+    torch = _torch()
+    for mode in MODES:
+        g = (lambda x, i: _along(st, x, i)) if mode == "eager" else \
+            st.compile(lambda x, i: _along(st, x, i), backend=mode, dynamic=dynamic)
+        for k in range(2):
+            for shp, idx in ALONG:
+                x = np.arange(np.prod(shp), dtype=np.float32).reshape(shp)
+                want = _along(torch, torch.tensor(x), torch.tensor(idx)).numpy()
+                np.testing.assert_array_equal(g(st.tensor(x), st.tensor(idx)).numpy(), want,
+                                              err_msg="%s %s %s" % (mode, shp, idx))
+
+
+def test_take_along_dim_wrap_expected_values_and_gradient():
+    x = st.arange(6.0).reshape(2, 3).requires_grad_()
+    y = st.take_along_dim(x, st.tensor([[-1], [5]]), 1)
+    assert y.tolist() == [[2.0], [5.0]]
+    y.sum().backward()
+    assert x.grad.tolist() == [[0.0, 0.0, 1.0], [0.0, 0.0, 1.0]]
+    # a size-0 dim: torch's integer modulo by zero, unless nothing is read
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        st.take_along_dim(st.zeros(2, 0), st.tensor([[1], [0]]), 1)
+    assert st.take_along_dim(st.zeros(2, 0), st.zeros(2, 0, dtype=st.int64), 1).shape == (2, 0)
+    # without a dim (flattened) an out-of-range index still raises, as torch's
+    with pytest.raises((IndexError, RuntimeError), match="out of bounds"):
+        st.take_along_dim(x, st.tensor([-1]))
