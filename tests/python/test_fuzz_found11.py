@@ -172,3 +172,69 @@ def test_take_along_dim_wrap_expected_values_and_gradient():
     # without a dim (flattened) an out-of-range index still raises, as torch's
     with pytest.raises((IndexError, RuntimeError), match="out of bounds"):
         st.take_along_dim(x, st.tensor([-1]))
+
+
+# ---- 4. a call that raised does not leave a partial graph every later call takes ---
+
+def _graphs():
+    return st._C._fe_stats()["graphs"]
+
+
+def _hits():
+    return st._C._fe_stats()["hits"]
+
+
+def _expand_n(x, n0):
+    # fuzz_dynints.py seed 1070027: n0 = -2 makes expand raise; the partial graph kept
+    # before it (x.unsqueeze(0)) guarded nothing about n0, so every later call took it
+    # and ran split at the break (a second graph for the rest) instead of the first
+    # call's whole graph
+    t0 = x.unsqueeze(0).expand(n0, *x.shape).sum(0)
+    return t0[:n0] * n0
+
+
+def _view_3(x):
+    y = x * 2
+    return y.view(3, -1) + 1      # raises for a numel that 3 does not divide
+
+
+def _run(g, L, args):
+    try:
+        return "ok", g(*args).numpy().tolist()
+    except Exception as e:  # noqa: BLE001
+        return "raise", type(e).__name__
+
+
+@pytest.mark.parametrize("dynamic", [True, False])
+def test_no_split_entry_after_an_int_argument_made_a_call_raise(dynamic):
+    torch = _torch()
+    x = np.arange(20, dtype=np.float32).reshape(4, 5) / 3
+    for mode in BACKENDS:
+        st.reset()
+        g = st.compile(_expand_n, backend=mode, dynamic=dynamic)
+        assert _run(g, st, (st.tensor(x), 2))[0] == "ok"
+        for n in (-2, 3, 2, -2, 4, 2):
+            g0, h0 = _graphs(), _hits()
+            got = _run(g, st, (st.tensor(x), n))
+            want = _run(_expand_n, torch, (torch.tensor(x), n))
+            assert got[0] == want[0], (mode, n, got, want)
+            if want[0] == "ok":
+                np.testing.assert_allclose(got[1], want[1], rtol=1e-6, err_msg="%s %s" % (mode, n))
+                if dynamic or n == 2:
+                    # the whole-frame graph of the first call: one hit, no new graph
+                    assert (_graphs() - g0, _hits() - h0) == (0, 1), (mode, n)
+
+
+def test_no_split_entry_after_a_size_made_a_call_raise():
+    torch = _torch()
+    for mode in BACKENDS:
+        st.reset()
+        g = st.compile(_view_3, backend=mode, dynamic=True)
+        assert g(st.ones(6)).shape == (3, 2)
+        for n in (7, 9, 6, 12, 7, 9):
+            g0, h0 = _graphs(), _hits()
+            got = _run(g, st, (st.ones(n),))
+            want = _run(_view_3, torch, (torch.ones(n),))
+            assert got == want, (mode, n)
+            if want[0] == "ok":
+                assert (_graphs() - g0, _hits() - h0) == (0, 1), (mode, n)
