@@ -238,3 +238,54 @@ def test_no_split_entry_after_a_size_made_a_call_raise():
             assert got == want, (mode, n)
             if want[0] == "ok":
                 assert (_graphs() - g0, _hits() - h0) == (0, 1), (mode, n)
+
+
+# ---- 5. amax / amin backward: NaN and inf gradients reach every position ----------
+
+def _amax_var(L, x1):
+    # fuzz_compile.py seed 1146052: var of one element is NaN, so its gradient is NaN;
+    # torch's amax backward is (g / count) * mask, NaN at every position (NaN * 0),
+    # symtrace's where(mask, g / count, 0) gave 0 off the maximum
+    v1 = x1.amax((0, 1), keepdim=False)
+    return v1.var(0, keepdim=False) + x1.amin(1).sum() * 0
+
+
+AMAX_CASES = [
+    (np.array([[1.639], [2.01], [-0.119]], dtype=np.float32), "var"),
+    (np.array([[1.0, np.nan], [3.0, 3.0]], dtype=np.float32), "plain"),   # a NaN input
+    (np.array([[1.0, 5.0], [5.0, 2.0]], dtype=np.float32), "inf"),        # an inf gradient
+]
+
+
+def _amax_loss(L, x, kind):
+    if kind == "var":
+        return _amax_var(L, x.expand(3, 3))
+    if kind == "plain":
+        return (x.amax(1) * 2).sum() + (x.amin(0) * 3).sum()
+    return x.amax(0).sum() * float("inf")
+
+
+@pytest.mark.filterwarnings(r"ignore:var\(\): degrees of freedom")
+@pytest.mark.parametrize("case", range(len(AMAX_CASES)))
+def test_amax_amin_backward_propagates_nan_like_torch(case):
+    torch = _torch()
+    x, kind = AMAX_CASES[case]
+    xt = torch.tensor(x).requires_grad_()
+    _amax_loss(torch, xt, kind).backward()
+    want = xt.grad.numpy()
+    for mode in MODES:
+        g = maybe_compiled(lambda t: _amax_loss(st, t, kind), mode)
+        for k in range(3):
+            xs = st.tensor(x).requires_grad_()
+            g(xs).backward()
+            np.testing.assert_array_equal(xs.grad.numpy(), want, err_msg="%s %d" % (mode, k))
+
+
+@pytest.mark.filterwarnings(r"ignore:var\(\): degrees of freedom")
+def test_amax_backward_nan_expected_values():
+    x = st.tensor([[1.639], [2.01], [-0.119]]).requires_grad_()
+    _amax_var(st, x.expand(3, 3)).backward()
+    assert np.isnan(x.grad.numpy()).all()
+    x = st.tensor([1.0, 3.0, 3.0]).requires_grad_()
+    x.amax().backward()
+    assert x.grad.tolist() == [0.0, 0.5, 0.5]
