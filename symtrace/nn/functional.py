@@ -1376,10 +1376,12 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
 
 
 # ---------------- normalization, distances ----------------
+@_dyn_inline
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """rms_norm(input, normalized_shape, weight=None, eps=None) = x / sqrt(mean(x^2) + eps) * weight
     over the trailing normalized_shape dims; eps None is the dtype's machine epsilon
-    (float16/bfloat16 compute in float32, as torch)."""
+    (float16/bfloat16 compute in float32, as torch). Inlined under dynamic=True: its check
+    of input's last dims against normalized_shape becomes a guard."""
     _check_tensor(input, "rms_norm")
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
