@@ -503,7 +503,15 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     # scales the empty q and k), not a ZeroDivisionError
     E = query.shape[-1]
     scale_factor = (1.0 / math.sqrt(E) if E else 1.0) if scale is None else scale
-    scores = _ops.matmul(query, key.transpose(-2, -1)) * scale_factor
+    if query.dim() == 4 and dropout_p == 0.0:
+        # torch's CPU flash kernel (4-D, no dropout): its backward saves query and key
+        scores = _ops.matmul(query, key.transpose(-2, -1)) * scale_factor
+    else:
+        # torch's math path: query and key each scaled by sqrt(|scale|) before the
+        # product, so its backward saves those products, not query and key (an
+        # in-place write into them afterwards leaves the gradient computable)
+        r = math.sqrt(abs(scale_factor))
+        scores = _ops.matmul(query * (-r if scale_factor < 0 else r), key.transpose(-2, -1) * r)
     if is_causal:
         if attn_mask is not None:
             raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
