@@ -380,3 +380,63 @@ def test_sdpa_math_path_backward_after_write_compiled():
             b2 = st.tensor(x).requires_grad_()
             step(b2).backward()
             np.testing.assert_allclose(b.grad.numpy(), b2.grad.numpy(), rtol=1e-6, err_msg="%s %d" % (mode, k))
+
+
+# ---- 8. in-place writes that broadcast to self's shape under dynamic shapes --------
+
+def _cat_then(x0, x1, op):
+    # fuzz_compile.py --dynamic seed 1145191: copy_ (and the random fills) ran as
+    # library code on plain sizes, so the source was expanded to self's first shape
+    # ([6] for x0 of 3) and, the cat being overwritten and dropped, the dynamic graph
+    # returned 6 elements for every size of x0
+    v3 = L_ST.cat([x0, x0], 0)
+    if op == "copy":
+        v3.copy_(x1 * 2)
+    elif op == "copy_slice":
+        v3[1:].copy_(x1)
+    elif op == "uniform":
+        v3.uniform_(1.0, 2.0)
+    elif op == "normal":
+        v3.normal_()
+    elif op == "bernoulli":
+        v3.bernoulli_(0.5)
+    elif op == "exponential":
+        v3.exponential_()
+    elif op == "random":
+        v3.random_(0, 3)
+    return v3.flip(0) * v3
+
+
+L_ST = st
+
+
+@pytest.mark.parametrize("op", ["copy", "copy_slice", "uniform", "normal", "bernoulli", "exponential",
+                                "random"])
+def test_broadcasting_inplace_writes_keep_symbolic_shapes(op):
+    for mode in BACKENDS:
+        st.reset()
+        g = st.compile(_cat_then, backend=mode, dynamic=True)
+        for n in (3, 4, 3, 5, 7):
+            x0, x1 = st.arange(float(n)), st.tensor(-1.5)
+            st.manual_seed(5)
+            got = g(x0, x1, op)
+            st.manual_seed(5)
+            want = _cat_then(x0, x1, op)
+            assert got.shape == (2 * n,), (mode, op, n, got.shape)
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, err_msg="%s %s %d" % (mode, op, n))
+
+
+def test_broadcasting_copy_matches_torch():
+    torch = _torch()
+
+    def f(L, x0, x1):
+        v3 = L.cat([x0, x0], 0)
+        v3.copy_(x1 * 2)
+        return v3.flip(0) * v3 + L.cat([x0, x0], 0)
+
+    for mode in BACKENDS:
+        g = st.compile(lambda a, b: f(st, a, b), backend=mode, dynamic=True)
+        for n in (3, 4, 3, 5):
+            x0 = np.arange(n, dtype=np.float32)
+            want = f(torch, torch.tensor(x0), torch.tensor(-1.5)).numpy()
+            np.testing.assert_array_equal(g(st.tensor(x0), st.tensor(-1.5)).numpy(), want, err_msg="%s %d" % (mode, n))
