@@ -440,3 +440,23 @@ def test_broadcasting_copy_matches_torch():
             x0 = np.arange(n, dtype=np.float32)
             want = f(torch, torch.tensor(x0), torch.tensor(-1.5)).numpy()
             np.testing.assert_array_equal(g(st.tensor(x0), st.tensor(-1.5)).numpy(), want, err_msg="%s %d" % (mode, n))
+
+
+def _randint_like_of_cat(x0):
+    v = st.cat([x0, x0 + 1], 0)
+    return st.randint_like(v, 2, 9) * v
+
+
+def test_randint_like_keeps_symbolic_shape():
+    # randint_like (unlike rand_like / randn_like) was run as library code under dynamic
+    # shapes: its size was the first call's ([6] for x0 of 3) on every later call
+    for mode in BACKENDS:
+        g = st.compile(_randint_like_of_cat, backend=mode, dynamic=True)
+        for n in (3, 4, 3, 5):
+            x0 = st.arange(float(n)) + 0.5
+            st.manual_seed(1)
+            got = g(x0)
+            st.manual_seed(1)
+            want = _randint_like_of_cat(x0)
+            assert got.shape == (2 * n,), (mode, n)
+            np.testing.assert_array_equal(got.numpy(), want.numpy(), err_msg="%s %d" % (mode, n))
