@@ -357,6 +357,12 @@ def test_sdpa_saved_tensors_follow_torch_paths(shape, dt):
     for kw in ({"is_causal": True}, {}, {"scale": -0.5}):
         want = _sdpa_grad(torch, x, dt, **kw)
         got = _sdpa_grad(st, x, dt, **kw)
+        if want is None and dt != "float32" and len(shape) == 4:
+            # known difference: half attention runs on float32 copies of query and key
+            # (for torch's accuracy, item 9), which its backward saves instead: the
+            # write into x leaves symtrace's gradient computable (the values before it)
+            assert got is not None and np.isfinite(got).all()
+            continue
         assert (got is None) == (want is None), (shape, kw, got, want)
         if want is not None:
             tol = 1e-5 if dt == "float32" else 2e-2
@@ -461,3 +467,41 @@ def test_randint_like_keeps_symbolic_shape():
             for a, b in zip(got, want):
                 assert a.shape == (2 * n,), (mode, n)
                 np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg="%s %d" % (mode, n))
+
+
+# ---- 9. half / bfloat16 attention computed in float32, as torch's ------------------
+
+def _ckpt_attention(L, x0):
+    # fuzz_compile.py --dynamic seed 1145272 (minimized): scores of a few hundred
+    # rounded to bfloat16 are off by whole units; torch computes attention of half
+    # inputs in float32 (math path: upcast query, key, value; flash: float accumulators)
+    # and rounds only the result. symtrace's bfloat16 gradient was 4x torch's.
+    v1 = ((x0 * 2 + 1) * (x0 * 2 + 1)).sum(2, keepdim=True)
+    v2 = L.nn.functional.scaled_dot_product_attention(v1, v1, v1 * 2, is_causal=True)
+    return L.nn.functional.gelu(v2.cumsum(0))
+
+
+X_ATT = np.array([[[-2.421875, 0.75390625, 1.0078125, -0.2060546875, -1.203125]],
+                  [[1.9765625, -1.5078125, 0.1982421875, 0.515625, 0.51953125]]], dtype=np.float32)
+
+
+@pytest.mark.parametrize("dt", ["bfloat16", "float16"])
+def test_half_attention_matches_torch(dt):
+    torch = _torch()
+    w = np.linspace(-1, 1, 12, dtype=np.float32).reshape(2, 6, 1)
+
+    def grad_of(L, fn):
+        b = L.tensor(X_ATT).to(getattr(L, dt)).requires_grad_()
+        y = fn(b.clone().expand(2, 6, 5))
+        (y.float() * L.tensor(w)).sum().backward()
+        return y.float().detach().numpy(), b.grad.float().numpy()
+
+    want_y, want_g = grad_of(torch, lambda x: _ckpt_attention(torch, x))
+    tol = 2e-2 if dt == "bfloat16" else 2e-3
+    for mode in MODES:
+        g = maybe_compiled(lambda x: _ckpt_attention(st, x), mode)
+        for k in range(3):
+            y, gr = grad_of(st, g)
+            np.testing.assert_allclose(y, want_y, rtol=tol, atol=tol, err_msg="%s %d" % (mode, k))
+            np.testing.assert_allclose(gr, want_g, rtol=tol, atol=tol * np.abs(want_g).max(),
+                                       err_msg="%s %d" % (mode, k))
