@@ -1532,6 +1532,27 @@ static int stride_pins(tr_state *s, PyObject *fn)
     return 0;
 }
 
+/* The free symbols of tensor t's dims pinned, each guarded to its value
+ * (a partial graph that stops before a call that raised with t:
+ * translator.c's pin_consumed). 0, -1 break. */
+int tr_dyn_pin_tensor(tr_state *s, PyObject *t)
+{
+    if (!s->dyn || !s->dyn->shapes || !st_fe_is_tensor(t))
+        return 0;
+    PyObject *ex = dims_of(s, st_fe_unwrap(t));
+    if (!ex)
+        return tr_break_exc(s, "dynamic shapes");
+    st_fe_symtab *tb = tab(s);
+    for (Py_ssize_t d = 0; PyTuple_Check(ex) && d < PyTuple_GET_SIZE(ex); d++) {
+        int e = (int)PyLong_AsLong(PyTuple_GET_ITEM(ex, d));
+        for (int k = 0; e >= 0 && k < tb->nsym; k++)
+            if (!s->dyn->pinned[k] && tr_dyn_varsym(s, k) && sx_mentions(tb, e, k) &&
+                pin_symbol(s, k) < 0)
+                return tr_break_exc(s, "dynamic shapes");
+    }
+    return 0;
+}
+
 /* Is fn's __name__ one of names (NULL-terminated)? */
 static bool name_in(PyObject *fn, const char *const *names)
 {

@@ -423,6 +423,7 @@ int tr_lazy_plain_var(tr_state *s, tr_var *v);       /* lazies only, guarded */
 void tr_dyn_end(tr_state *s);
 PyObject *tr_dyn_plain(tr_state *s, PyObject *o, int depth);   /* new ref */
 int tr_dyn_plain_var(tr_state *s, tr_var *v);
+int tr_dyn_pin_tensor(tr_state *s, PyObject *t);         /* its dims' symbols guarded */
 int tr_dyn_source(tr_state *s, PyObject *v, st_fe_src *src);
 PyObject *tr_dyn_wrap_size(tr_state *s, PyObject *tensor, PyObject *r, int what, int dim);
 int tr_dyn_before_call(tr_state *s, PyObject *fn, tr_var *args, int nargs,

@@ -1115,11 +1115,15 @@ typedef struct {
     int weak_at;             /* root instruction of a zero_grad() made after the graph */
     bool resumable;          /* broke, not fatally, at a known root instruction */
     bool dyn_retry;          /* dynamic shapes could not express the frame */
+    bool raised;             /* the break: a call the code makes raised (an error
+                                the caller gets, not something not supported) */
 } tr_outcome;
 
 /* ---------------- st_fe_translate ---------------- */
 /* One translation; bp: stop before bp->start in the root frame and make a
- * partial graph (result: the break function's arguments). */
+ * partial graph (result: the break function's arguments); pin: the numbers
+ * the breaking instruction takes are guarded to their values there (it
+ * raised with them: see pin_consumed). */
 static void restore_pymodes(PyObject *snap)
 {
     if (!snap)
@@ -1132,9 +1136,41 @@ static void restore_pymodes(PyObject *snap)
     st_py_err_restore(&exc);
 }
 
+/* A partial graph that stops before a call that raised: the numbers the
+ * call takes (int arguments, sizes, lazy or symbolic, also inside tuples
+ * and lists) guarded to their values, and with dynamic shapes the sizes of
+ * the tensors it takes (its self, its arguments). Otherwise the entry, which guards
+ * nothing about them, would take every later call, even those with values
+ * for which the call succeeds: they would all run split at the break (two
+ * graphs and a Python call between them) instead of the whole-frame graph. */
+static int pin_tensors(tr_state *s, PyObject *o)
+{
+    if (!o)
+        return 0;
+    if (PyCFunction_Check(o) && PyCFunction_GET_SELF(o))   /* x.view: x */
+        return tr_dyn_pin_tensor(s, PyCFunction_GET_SELF(o));
+    if (PyMethod_Check(o))
+        return tr_dyn_pin_tensor(s, PyMethod_GET_SELF(o));
+    if (PyTuple_Check(o) || PyList_Check(o)) {   /* one level: cat's list */
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(o); i++)
+            if (tr_dyn_pin_tensor(s, PySequence_Fast_GET_ITEM(o, i)) < 0)
+                return -1;
+        return 0;
+    }
+    return tr_dyn_pin_tensor(s, o);
+}
+
+static int pin_consumed(tr_state *s, tr_frame *fr, const st_fe_brkpt *bp)
+{
+    for (int k = fr->sp - bp->npop; k < fr->sp; k++)
+        if (k >= 0 && (pin_tensors(s, fr->stack[k].v) < 0 || tr_dyn_plain_var(s, &fr->stack[k]) < 0))
+            return -1;
+    return 0;
+}
+
 static st_fe_entry *translate_once(const st_fe_frame *f, const st_fe_options *opts,
                                    PyObject **result, st_fe_break *brk,
-                                   const st_fe_brkpt *bp, tr_outcome *oc)
+                                   const st_fe_brkpt *bp, bool pin, tr_outcome *oc)
 {
     *result = NULL;
     brk->reason[0] = 0;
@@ -1157,6 +1193,7 @@ static st_fe_entry *translate_once(const st_fe_frame *f, const st_fe_options *op
     oc->weak_at = -1;
     oc->resumable = false;
     oc->dyn_retry = false;
+    oc->raised = false;
     st_fe_srctab_init(&s->srcs);
     st_fe_guardset_init(&s->guards);
     s->srcmap = PyDict_New();
@@ -1245,6 +1282,8 @@ static st_fe_entry *translate_once(const st_fe_frame *f, const st_fe_options *op
             goto broke;
         }
         PyObject *live = NULL;
+        if (pin && pin_consumed(s, fr, bp) < 0)
+            goto broke;
         if (live_values(s, fr, bp, &live, &brk_fn) < 0)
             goto broke;
         s->retval = live;
@@ -1362,6 +1401,7 @@ broke_ended:
     oc->barrier_call = s->fx_barrier_call;
     oc->weak_at = s->fx_weak_at - 1;
     oc->dyn_retry = s->dyn && !strncmp(brk->reason, "dynamic shapes", 14);
+    oc->raised = !strncmp(brk->reason, "call to ", 8) && strstr(brk->reason, " raised ");
     oc->resumable = !bp && !s->no_resume && !opts->fullgraph && !opts->no_partial &&
                     s->root_at >= 0 && !oc->dyn_retry;
     if (bp || oc->resumable || oc->dyn_retry)
@@ -1438,7 +1478,7 @@ st_fe_entry *st_fe_translate(const st_fe_frame *f, const st_fe_options *opts,
                              PyObject **result, st_fe_break *brk)
 {
     tr_outcome oc;
-    st_fe_entry *e = translate_once(f, opts, result, brk, NULL, &oc);
+    st_fe_entry *e = translate_once(f, opts, result, brk, NULL, false, &oc);
     if (!e && oc.dyn_retry && !PyErr_Occurred()) {
         /* what dynamic shapes could not express: translated with static
          * shapes instead (exact sizes guarded) */
@@ -1502,13 +1542,13 @@ st_fe_entry *st_fe_translate(const st_fe_frame *f, const st_fe_options *opts,
     }
     st_fe_break b2 = {.reason = "", .filename = NULL, .lineno = 0};
     tr_outcome oc2;
-    e = translate_once(f, opts, result, &b2, &bp, &oc2);
+    e = translate_once(f, opts, result, &b2, &bp, oc.raised, &oc2);
     if (!e && oc2.dyn_retry && !PyErr_Occurred()) {
         /* the partial graph with static shapes instead */
         st_fe_options o2 = *opts;
         o2.dynamic = false;
         st_fe_break_clear(&b2);
-        e = translate_once(f, &o2, result, &b2, &bp, &oc2);
+        e = translate_once(f, &o2, result, &b2, &bp, oc.raised, &oc2);
     }
     if (!e) {
         if (PyErr_Occurred())

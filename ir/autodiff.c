@@ -593,7 +593,9 @@ static void r_reduce(ad *c, rule *r)
     }
     case ST_OP_AMAX:
     case ST_OP_AMIN: {
-        /* even split among the positions equal to the result */
+        /* even split among the positions equal to the result, as torch's
+         * (g / count) * mask: a NaN or inf g reaches the other positions as
+         * NaN (inf * 0), and a NaN input (count 0) makes every position NaN */
         int yk = keep_dims(c, &r->s, y, n);
         int eq = E2(c, ST_OP_EQ, x, yk);
         int64_t dims[ST_MAX_DIMS] = {0};
@@ -602,7 +604,7 @@ static void r_reduce(ad *c, rule *r)
                       true);
         if (nd == 0) /* 0-d input: the single element */
             cnt = cast(c, eq, M(c, g).dtype);
-        gx = E3(c, ST_OP_WHERE, eq, dv(c, gk, cnt), F(c, 0.0));
+        gx = mul(c, dv(c, gk, cnt), cast(c, eq, M(c, g).dtype));
         break;
     }
     case ST_OP_PROD: {

@@ -1077,6 +1077,12 @@ restore:
  * one of its outputs is; inputs and constants kept in order (as
  * st_ir_dce). Regions are remapped (stop-gradient ranges that lost every
  * statement and PyLayer regions with no live output are dropped). */
+static bool checks_indices(const st_graph *g, const st_stmt *st)
+{
+    (void)g;
+    return st->op == ST_OP_GATHER || st->op == ST_OP_INDEX_SELECT || st->op == ST_OP_EMBEDDING;
+}
+
 static st_graph *dce(st_graph *g, int *stmt_map)
 {
     int n = g->nvalues > 0 ? g->nvalues : 1;
@@ -1111,6 +1117,10 @@ static st_graph *dce(st_graph *g, int *stmt_map)
         const st_stmt *st = &g->stmts[si];
         for (int k = 0; k < st->nout; k++)
             keep[si] |= live[st->out[k]];
+        /* a read by index checks its indices (torch raises for one out of
+         * range even where nothing uses the result): kept, so that a later
+         * call with other indices or sizes raises too */
+        keep[si] |= checks_indices(g, st);
         for (int k = 0; keep[si] && k < st->nin; k++)
             live[st->in[k]] = true;
     }

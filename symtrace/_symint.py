@@ -63,6 +63,12 @@ class SymInt(int):
     def __and__(self, o): return _spec(self) & o
     def __or__(self, o): return _spec(self) | o
     def __xor__(self, o): return _spec(self) ^ o
+    # the reflected ones too: int's own (1 << n) would read the value unguarded
+    def __rlshift__(self, o): return o << _spec(self)
+    def __rrshift__(self, o): return o >> _spec(self)
+    def __rand__(self, o): return o & _spec(self)
+    def __ror__(self, o): return o | _spec(self)
+    def __rxor__(self, o): return o ^ _spec(self)
     def __round__(self, n=None): return round(_spec(self), n)
     def __repr__(self): return repr(_spec(self))
     def __str__(self): return str(_spec(self))
@@ -124,6 +130,8 @@ class LazyInt(_LazyScalar, int):
     def __invert__(self): return ~_lz(self)
     def __lshift__(self, o): return _lz(self) << o
     def __rshift__(self, o): return _lz(self) >> o
+    def __rlshift__(self, o): return o << _lz(self)
+    def __rrshift__(self, o): return o >> _lz(self)
     def __and__(self, o): return _lz(self) & o
     def __rand__(self, o): return o & _lz(self)
     def __or__(self, o): return _lz(self) | o

@@ -840,8 +840,10 @@ class Tensor(_C.TensorBase):
                 self[r:].diagonal().fill_(fill_value)
         return self
 
+    @_dyn_inline
     def copy_(self, src, non_blocking=False):
-        """copy_(src): writes src (broadcast, cast to self's dtype) into self."""
+        """copy_(src): writes src (broadcast, cast to self's dtype) into self. Inlined under
+        dynamic=True: the broadcast's target is self's symbolic shape, not its first sizes."""
         if not isinstance(src, _C.TensorBase):
             raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
         if src._device_str != self._device_str:   # across devices, as torch's copy_
@@ -996,6 +998,7 @@ class Tensor(_C.TensorBase):
         return self._scatter_in_place(_C.OP_SCATTER, d, idx, src, IndexError)
     def masked_scatter_(self, mask, source): return self._via(_ops.masked_scatter, "masked_scatter_", mask, source)
 
+    @_dyn_inline   # its samples take self's shape: symbolic under dynamic=True
     def bernoulli_(self, p=0.5, *, generator=None):
         """Fills self with 1 with probability p (a number or a tensor), else 0."""
         if generator is not None:
@@ -1004,6 +1007,7 @@ class Tensor(_C.TensorBase):
                       device=self.device)
         return self._inplace(_C.OP_COPY, (_ops.lt(u, p).to(self.dtype).expand(self.shape),))
 
+    @_dyn_inline   # its samples take self's shape: symbolic under dynamic=True
     def normal_(self, mean=0.0, std=1.0, *, generator=None):
         """Fills self with samples of N(mean, std^2)."""
         if generator is not None:
@@ -1022,6 +1026,7 @@ class Tensor(_C.TensorBase):
             raise RuntimeError(f"{what} distribution is a continuous probability distribution. dtype must "
                                f"be a floating point but you specified {_ops._tname(self.dtype)}")
 
+    @_dyn_inline
     def _uniform01(self):
         """U[0, 1) samples shaped as self, in self's float dtype (float32 for halves)."""
         dt = float64 if self.dtype is float64 else float32
@@ -1030,6 +1035,7 @@ class Tensor(_C.TensorBase):
     def _fill_with(self, value):
         return self._inplace(_C.OP_COPY, (_ops.to_dtype(value, self.dtype),))
 
+    @_dyn_inline   # its samples take self's shape: symbolic under dynamic=True
     def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kw):
         """uniform_(from=0, to=1, *, generator=None): fills self with U[from, to)."""
         if "from" in kw:
@@ -1044,6 +1050,7 @@ class Tensor(_C.TensorBase):
                                f"to={to}")
         return self._fill_with(_ops.add(_ops.mul(self._uniform01(), to - from_), from_))
 
+    @_dyn_inline   # its samples take self's shape: symbolic under dynamic=True
     def random_(self, *args, generator=None, **kw):
         """random_(from, to) / random_(to) / random_(), *, generator=None: fills self with
         integers drawn uniformly from [from, to - 1] ([0, to - 1] for random_(to)); with no
@@ -1091,6 +1098,7 @@ class Tensor(_C.TensorBase):
             r = _ops.add(r, from_)
         return self._fill_with(r)
 
+    @_dyn_inline   # its samples take self's shape: symbolic under dynamic=True
     def exponential_(self, lambd=1.0, *, generator=None):
         """exponential_(lambd=1, *, generator=None): fills self with Exp(lambd) samples."""
         if generator is not None:
@@ -1100,6 +1108,7 @@ class Tensor(_C.TensorBase):
             raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
         return self._fill_with(_ops.div(_ops.neg(_ops.log1p(_ops.neg(self._uniform01()))), lambd))
 
+    @_dyn_inline   # its samples take self's shape: symbolic under dynamic=True
     def geometric_(self, p, *, generator=None):
         """geometric_(p, *, generator=None): fills self with the number of Bernoulli(p)
         trials up to the first success (1, 2, ...)."""
@@ -1111,6 +1120,7 @@ class Tensor(_C.TensorBase):
         k = _ops.add(_ops.floor(_ops.div(_ops.log1p(_ops.neg(u)), _math.log1p(-p))), 1.0)
         return self._fill_with(k)
 
+    @_dyn_inline   # its samples take self's shape: symbolic under dynamic=True
     def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
         """log_normal_(mean=1, std=2, *, generator=None): fills self with exp(N(mean, std^2))."""
         if generator is not None:
@@ -1122,6 +1132,7 @@ class Tensor(_C.TensorBase):
         n = _ops.randn(tuple(self.shape), dtype=dt, device=self.device)
         return self._fill_with(_ops.exp(_ops.add(_ops.mul(n, std), mean)))
 
+    @_dyn_inline   # its samples take self's shape: symbolic under dynamic=True
     def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
         """cauchy_(median=0, sigma=1, *, generator=None): fills self with Cauchy samples
         median + sigma * tan(pi * (u - 1/2))."""

@@ -7,7 +7,7 @@ import contextlib
 from .. import _C
 from .._dtype import bool_, int64
 from ._core import _attrs, _bshape, _check_tensor, _op, _tname, _wrap
-from .elementwise import add, lt, where
+from .elementwise import add, lt, remainder, where
 from .creation import to_device
 
 
@@ -111,8 +111,15 @@ def take_along_dim(input, indices, dim=None):
     s_in, s_ix = list(input.shape), list(indices.shape)
     s_in[d] = s_ix[d]
     shape = list(_bshape(tuple(s_in), tuple(s_ix)))
-    idx = indices.expand(tuple(shape))
-    shape[d] = input.shape[d]
+    n = input.shape[d]
+    # torch (2.7+) takes the indices along dim modulo its size: negative ones count
+    # from the end, and so does any other out-of-range one (5 of 3 reads 2); a
+    # size-0 dim with indices to read is its integer modulo by zero
+    if n == 0 and indices.numel():
+        raise RuntimeError("ZeroDivisionError")
+    idx = remainder(indices, n) if n else indices
+    idx = idx.expand(tuple(shape))
+    shape[d] = n
     return gather(input.expand(tuple(shape)), d, idx)
 
 

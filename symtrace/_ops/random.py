@@ -90,6 +90,7 @@ def randn_like(input, *, generator=None, dtype=None, device=None, requires_grad=
                  requires_grad=requires_grad)
 
 
+@dyn_inline   # as rand_like: its shape is input's symbolic one under dynamic=True
 def randint_like(input, low, high=None, *, generator=None, dtype=None, device=None, requires_grad=False):
     _check_tensor(input, "randint_like")
     if _keeps_order(input, device):

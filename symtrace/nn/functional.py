@@ -503,7 +503,22 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     # scales the empty q and k), not a ZeroDivisionError
     E = query.shape[-1]
     scale_factor = (1.0 / math.sqrt(E) if E else 1.0) if scale is None else scale
-    scores = _ops.matmul(query, key.transpose(-2, -1)) * scale_factor
+    qdt = query.dtype
+    low = qdt in (_C.float16, _C.bfloat16)
+    if low:
+        # torch computes half / bfloat16 attention in float32 and rounds only the result
+        # (its math path upcasts query, key and value; its CPU flash kernel accumulates
+        # in float): scores of a few hundred rounded to bfloat16 are off by whole units
+        query, key, value = query.to(_C.float32), key.to(_C.float32), value.to(_C.float32)
+    if query.dim() == 4 and dropout_p == 0.0:
+        # torch's CPU flash kernel (4-D, no dropout): its backward saves query and key
+        scores = _ops.matmul(query, key.transpose(-2, -1)) * scale_factor
+    else:
+        # torch's math path: query and key each scaled by sqrt(|scale|) before the
+        # product, so its backward saves those products, not query and key (an
+        # in-place write into them afterwards leaves the gradient computable)
+        r = math.sqrt(abs(scale_factor))
+        scores = _ops.matmul(query * (-r if scale_factor < 0 else r), key.transpose(-2, -1) * r)
     if is_causal:
         if attn_mask is not None:
             raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
@@ -511,14 +526,14 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         scores = scores + _causal_mask(L, S, scores.dtype, scores.device)
     dead = None
     if attn_mask is not None and attn_mask.dtype is not _ops.bool_ \
-            and attn_mask.dtype != query.dtype:
+            and attn_mask.dtype != qdt:
         # torch takes a float32 mask for any query dtype (a bf16 / f16 / f64 model
         # with nn.Transformer's float32 masks) in the query's dtype; other mixes raise
         if attn_mask.dtype != _ops.float32:
             raise RuntimeError(
                 f"Expected attn_mask dtype to be bool or float or to match query dtype, but got "
-                f"attn_mask.dtype: {attn_mask.dtype} and query.dtype: {query.dtype} instead.")
-        attn_mask = attn_mask.to(query.dtype)
+                f"attn_mask.dtype: {attn_mask.dtype} and query.dtype: {qdt} instead.")
+        attn_mask = attn_mask.to(qdt)
     if attn_mask is not None:
         # a query whose keys are all masked out gets zeros (and zero gradients), not
         # nan, as torch's SDPA (its _safe_softmax): its row is unmasked, then zeroed
@@ -533,7 +548,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         attn = attn.masked_fill(dead, 0.0)
     if dropout_p > 0.0:
         attn = dropout(attn, dropout_p, True)
-    return _ops.matmul(attn, value)
+    out = _ops.matmul(attn, value)
+    return out.to(qdt) if low else out
 
 
 @_dyn_inline
@@ -1376,10 +1392,12 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
 
 
 # ---------------- normalization, distances ----------------
+@_dyn_inline
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """rms_norm(input, normalized_shape, weight=None, eps=None) = x / sqrt(mean(x^2) + eps) * weight
     over the trailing normalized_shape dims; eps None is the dtype's machine epsilon
-    (float16/bfloat16 compute in float32, as torch)."""
+    (float16/bfloat16 compute in float32, as torch). Inlined under dynamic=True: its check
+    of input's last dims against normalized_shape becomes a guard."""
     _check_tensor(input, "rms_norm")
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
