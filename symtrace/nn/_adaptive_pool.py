@@ -13,6 +13,16 @@ extent per dim (torch's sum / kh / kw), computed as:
   window's end) replaced by 0 with where, and a sum over k. The gradient is
   index_select's (an index_add), so a finite window's gradient stays finite.
 
+- eager (not compiling, no trace recording: the sizes are ints and the values can be
+  looked at), non-divisible sizes: each spatial dim contracted by a matmul with its 0/1
+  window matrix [out, size] (a 2-d product: the contracted dim last, the rest flattened),
+  then divided by the extents, as torch. Exact whenever the input is finite; a NaN or inf
+  (0 * inf is NaN) makes its product rows non-finite, and a result with any non-finite
+  value is computed again by the window sums above (one reduction over the small result
+  decides). Its gradient is the matmul's (the window matrix's transpose): a finite
+  upstream gradient stays exact, a non-finite one spreads over its channel (torch keeps it
+  in the windows). The path taken is counted in STATS.
+
 dynamic shapes (symtrace.compile(dynamic=True)): the window bounds are graph ops over
 aranges of the symbolic size, and under compile Kmax is the bound ceil(S / O) + 1 and the
 whole-window reshape is used only for outputs of 1, so that one graph serves sizes that
@@ -25,6 +35,57 @@ from .._symint import dyn_inline
 from ..compiler import is_compiling as _is_compiling
 from ._conv import (_adaptive_bounds, _adaptive_out, _check1d, _check_dim_range, _check_dtype, _empty_of,
                     _nonempty_planes, _size_str, _unbatch)
+
+
+# calls of each path of the non-divisible case (tests check which one ran)
+STATS = {"matmul": 0, "matmul_fallback": 0, "windows": 0}
+_MATS = {}   # (size, out, dtype, device) -> the 0/1 window matrix, transposed [size, out]
+
+
+def _tensor(data, dtype, device):
+    t = _C.tensor(data, dtype)
+    return t if str(t.device) == str(device) else t.to(device)
+
+
+def _window_matrix_t(size, out, dtype, device):
+    """[size, out] 0/1: column o marks torch's adaptive window o (eager: python ints)."""
+    key = (size, out, dtype, str(device))
+    m = _MATS.get(key)
+    if m is None:
+        if len(_MATS) > 64:
+            _MATS.clear()
+        starts, ends = _adaptive_bounds(size, out)
+        rows = [[1.0 if starts[o] <= i < ends[o] else 0.0 for o in range(out)] for i in range(size)]
+        m = _MATS[key] = _tensor(rows, dtype=dtype, device=device)
+    return m
+
+
+def _matmul_sums(y, spatial, out):
+    """y [N, C, *spatial] (float32/float64): the adaptive means by 0/1 window-matrix products,
+    or None when the result is not finite (a NaN/inf input spreads in a product)."""
+    k = len(out)
+    n, c = y.shape[0], y.shape[1]
+    cur = list(spatial)
+    for i in reversed(range(k)):   # the last dim first: its product needs no transpose
+        if spatial[i] == out[i]:
+            continue
+        m = _window_matrix_t(spatial[i], out[i], y.dtype, y.device)
+        d = 2 + i
+        last = d == y.dim() - 1
+        t = y if last else y.movedim(d, -1)
+        shape = tuple(t.shape)
+        t = t.reshape(-1, spatial[i]).matmul(m).reshape(shape[:-1] + (out[i],))
+        y = t if last else t.movedim(-1, d)
+        cur[i] = out[i]
+    if not bool(y.isfinite().all()):
+        return None
+    for i in range(k):   # torch's sum / kd / kh / kw
+        if spatial[i] == out[i]:
+            continue
+        starts, ends = _adaptive_bounds(spatial[i], out[i])
+        cnt = _tensor([float(e - s) for s, e in zip(starts, ends)], dtype=y.dtype, device=y.device)
+        y = y / cnt.reshape((out[i],) + (1,) * (k - 1 - i))
+    return y
 
 
 @dyn_inline
@@ -47,13 +108,18 @@ def _windows(size, out, device):
 
 @dyn_inline
 def _window_sums(y, d, size, out):
-    """y's dim d (of `size`) summed over `out` adaptive windows, and the windows' extents."""
+    """y's dim d (of `size`) summed over `out` adaptive windows, and the windows' extents.
+    The dim is moved last first (a view): the gather, the window reduction and the
+    gradient's index_add then run along the innermost dim (a scatter into a middle dim
+    was 15x slower)."""
     idx, valid, count, kmax = _windows(size, out, y.device)
-    shape = tuple(y.shape)
-    cols = y.index_select(d, idx).reshape(shape[:d] + (out, kmax) + shape[d + 1:])
-    mask = valid.reshape((out, kmax) + (1,) * (len(shape) - d - 1))
+    last = d == y.dim() - 1
+    t = y if last else y.movedim(d, -1)
+    shape = tuple(t.shape)
+    cols = t.index_select(-1, idx).reshape(shape[:-1] + (out, kmax))
     zero = _ops.zeros((), dtype=y.dtype, device=y.device)
-    return _ops.where(mask, cols, zero).sum(d + 1), count
+    r = _ops.where(valid, cols, zero).sum(-1)
+    return (r if last else r.movedim(-1, d)), count
 
 
 @dyn_inline
@@ -73,6 +139,14 @@ def _adaptive_avg_nd(x, out):
         return x.reshape(tuple(split)).mean(tuple(3 + 2 * i for i in range(k)))
     dt = x.dtype
     y = x.float() if dt in (_C.float16, _C.bfloat16) else x
+    if not _is_compiling() and not _C._trace_active():
+        r = _matmul_sums(y, spatial, out)
+        if r is not None:
+            STATS["matmul"] += 1
+            return r.to(dt) if r.dtype != dt else r
+        STATS["matmul_fallback"] += 1
+    if not _is_compiling():   # (a dict write inlined under dynamic shapes would specialize)
+        STATS["windows"] += 1
     counts = []
     for i in range(k):
         if spatial[i] == out[i]:
