@@ -15,8 +15,9 @@ extent per dim (torch's sum / kh / kw), computed as:
 
 - eager (not compiling, no trace recording: the sizes are ints and the values can be
   looked at), non-divisible sizes: each spatial dim contracted by a matmul with its 0/1
-  window matrix [out, size] (a 2-d product: the contracted dim last, the rest flattened),
-  then divided by the extents, as torch. Exact whenever the input is finite; a NaN or inf
+  window matrix [out, size] (the last dim: [rows, S] @ [S, O]; another: [O, S] @
+  [rows, S, after], the matrix broadcast, so that nothing is transposed and the result is
+  contiguous), then divided by the extents, as torch. Exact whenever the input is finite; a NaN or inf
   (0 * inf is NaN) makes its product rows non-finite, and a result with any non-finite
   value is computed again by the window sums above (one reduction over the small result
   decides). Its gradient is the matmul's (the window matrix's transpose): a finite
@@ -39,7 +40,7 @@ from ._conv import (_adaptive_bounds, _adaptive_out, _check1d, _check_dim_range,
 
 # calls of each path of the non-divisible case (tests check which one ran)
 STATS = {"matmul": 0, "matmul_fallback": 0, "windows": 0}
-_MATS = {}   # (size, out, dtype, device) -> the 0/1 window matrix, transposed [size, out]
+_MATS = {}   # (size, out, dtype, device) -> the 0/1 window matrix [out, size]
 
 
 def _tensor(data, dtype, device):
@@ -47,15 +48,15 @@ def _tensor(data, dtype, device):
     return t if str(t.device) == str(device) else t.to(device)
 
 
-def _window_matrix_t(size, out, dtype, device):
-    """[size, out] 0/1: column o marks torch's adaptive window o (eager: python ints)."""
+def _window_matrix(size, out, dtype, device):
+    """[out, size] 0/1: row o marks torch's adaptive window o (eager: python ints)."""
     key = (size, out, dtype, str(device))
     m = _MATS.get(key)
     if m is None:
         if len(_MATS) > 64:
             _MATS.clear()
         starts, ends = _adaptive_bounds(size, out)
-        rows = [[1.0 if starts[o] <= i < ends[o] else 0.0 for o in range(out)] for i in range(size)]
+        rows = [[1.0 if starts[o] <= i < ends[o] else 0.0 for i in range(size)] for o in range(out)]
         m = _MATS[key] = _tensor(rows, dtype=dtype, device=device)
     return m
 
@@ -64,19 +65,20 @@ def _matmul_sums(y, spatial, out):
     """y [N, C, *spatial] (float32/float64): the adaptive means by 0/1 window-matrix products,
     or None when the result is not finite (a NaN/inf input spreads in a product)."""
     k = len(out)
-    n, c = y.shape[0], y.shape[1]
-    cur = list(spatial)
-    for i in reversed(range(k)):   # the last dim first: its product needs no transpose
+    for i in reversed(range(k)):
         if spatial[i] == out[i]:
             continue
-        m = _window_matrix_t(spatial[i], out[i], y.dtype, y.device)
+        m = _window_matrix(spatial[i], out[i], y.dtype, y.device)
+        shape = tuple(y.shape)
         d = 2 + i
-        last = d == y.dim() - 1
-        t = y if last else y.movedim(d, -1)
-        shape = tuple(t.shape)
-        t = t.reshape(-1, spatial[i]).matmul(m).reshape(shape[:-1] + (out[i],))
-        y = t if last else t.movedim(-1, d)
-        cur[i] = out[i]
+        after = 1
+        for s in shape[d + 1:]:
+            after *= s
+        if after == 1:   # the last dim: [rows, S] @ [S, O]
+            r = y.reshape(-1, spatial[i]).matmul(m.t())
+        else:            # [O, S] @ [rows, S, after], m broadcast: no transposed copy
+            r = m.matmul(y.reshape(-1, spatial[i], after))
+        y = r.reshape(shape[:d] + (out[i],) + shape[d + 1:])
     if not bool(y.isfinite().all()):
         return None
     for i in range(k):   # torch's sum / kd / kh / kw
@@ -108,18 +110,13 @@ def _windows(size, out, device):
 
 @dyn_inline
 def _window_sums(y, d, size, out):
-    """y's dim d (of `size`) summed over `out` adaptive windows, and the windows' extents.
-    The dim is moved last first (a view): the gather, the window reduction and the
-    gradient's index_add then run along the innermost dim (a scatter into a middle dim
-    was 15x slower)."""
+    """y's dim d (of `size`) summed over `out` adaptive windows, and the windows' extents."""
     idx, valid, count, kmax = _windows(size, out, y.device)
-    last = d == y.dim() - 1
-    t = y if last else y.movedim(d, -1)
-    shape = tuple(t.shape)
-    cols = t.index_select(-1, idx).reshape(shape[:-1] + (out, kmax))
+    shape = tuple(y.shape)
+    cols = y.index_select(d, idx).reshape(shape[:d] + (out, kmax) + shape[d + 1:])
+    mask = valid.reshape((out, kmax) + (1,) * (len(shape) - d - 1))
     zero = _ops.zeros((), dtype=y.dtype, device=y.device)
-    r = _ops.where(valid, cols, zero).sum(-1)
-    return (r if last else r.movedim(-1, d)), count
+    return _ops.where(mask, cols, zero).sum(d + 1), count
 
 
 @dyn_inline

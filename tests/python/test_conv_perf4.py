@@ -89,6 +89,9 @@ def test_eager_matmul_path_values_and_grads(case):
     y = _call(x, out)
     assert _delta(c0) == {"matmul": 1, "matmul_fallback": 0, "windows": 0}
     assert tuple(y.shape) == shape[:-len(out)] + out
+    # contiguous as torch's (the products moved the pooled dims): x.view(n, -1) works
+    assert y.is_contiguous()
+    assert tuple(y.view(-1).shape) == (int(np.prod(y.shape)),)
     np.testing.assert_allclose(y.detach().numpy(), _ref(xv, out), rtol=1e-5, atol=1e-6)
     w = rng.standard_normal(tuple(y.shape)).astype(np.float32)
     (y * st.tensor(w)).sum().backward()
