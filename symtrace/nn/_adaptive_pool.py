@@ -6,8 +6,10 @@ torch's kernel (an averaging-matrix matmul spread it over every output of the ch
 0 * nan being nan). Each output is the sum over its window divided by the window's
 extent per dim (torch's sum / kh / kw), computed as:
 
+- every output 1 (global pooling): a mean over the spatial dims (keepdim).
 - whole windows (every size divides its output, or an output of 1): a reshape that
-  splits each spatial dim into (out, size // out) and a mean over the window dims.
+  splits each spatial dim into (out, size // out), a sum over the leading dims' window
+  dims, then one over the last dim's, divided by the window's size.
 - otherwise, one spatial dim at a time: the dim's windows as one index_select at the
   points start_o + k, k < Kmax (the longest window), the padding points (k past the
   window's end) replaced by 0 with where, and a sum over k. The gradient is
@@ -34,12 +36,13 @@ from .. import _C, _ops
 from .._ops import _check_tensor
 from .._symint import dyn_inline
 from ..compiler import is_compiling as _is_compiling
-from ._conv import (_adaptive_bounds, _adaptive_out, _check1d, _check_dim_range, _check_dtype, _empty_of,
+from ._conv import (_adaptive_bounds, _prod, _adaptive_out, _check1d, _check_dim_range, _check_dtype, _empty_of,
                     _nonempty_planes, _size_str, _unbatch)
 
 
-# calls of each path of the non-divisible case (tests check which one ran)
-STATS = {"matmul": 0, "matmul_fallback": 0, "windows": 0}
+# calls of each path (tests check which one ran; not counted while the translator inlines
+# the code for dynamic shapes, where a dict write would specialize the graph)
+STATS = {"matmul": 0, "matmul_fallback": 0, "windows": 0, "global": 0, "whole": 0}
 _MATS = {}   # (size, out, dtype, device) -> the 0/1 window matrix [out, size]
 
 
@@ -127,13 +130,34 @@ def _adaptive_avg_nd(x, out):
     n, c = x.shape[0], x.shape[1]
     if any(o == 0 for o in out):
         return _empty_of(x, out)
-    # (compiled: the windows' split only for out 1, so that a graph for dynamic shapes
-    # does not depend on whether the sizes divide)
-    if all(out[i] == 1 or (not _is_compiling() and spatial[i] % out[i] == 0) for i in range(k)):
+    if all(o == 1 for o in out):
+        # a mean over the spatial dims, keepdim: its gradient is a broadcast (the split
+        # below reshapes [N, C, 1, S...] back from an expanded view: an unravel load per
+        # point that made ResNet's fused batch-norm backward 5x slower per point)
+        if not _is_compiling():
+            STATS["global"] += 1
+        return x.mean(tuple(range(2, 2 + k)), keepdim=True)
+    # (inlined for dynamic shapes: never, so that the graph does not depend on whether the
+    # sizes divide)
+    if not _is_compiling() and all(spatial[i] % out[i] == 0 for i in range(k)):
         split = [n, c]
         for i in range(k):
             split += [out[i], spatial[i] // out[i]]
-        return x.reshape(tuple(split)).mean(tuple(3 + 2 * i for i in range(k)))
+        wins = [spatial[i] // out[i] for i in range(k)]
+        if wins[-1] == 1 or all(w == 1 for w in wins[:-1]):
+            return x.reshape(tuple(split)).mean(tuple(3 + 2 * i for i in range(k)))
+        # the windows of the leading dims summed first, then the last dim's: the gradient
+        # then broadcasts along whole rows (one mean over every window dim broadcasts
+        # each point window-width times along the row: 4x slower compiled)
+        STATS["whole"] += 1
+        dt = x.dtype
+        y = x.float() if dt in (_C.float16, _C.bfloat16) else x
+        lead = (n, c)
+        for i in range(k - 1):   # [*lead, O_i, K_i, rest] summed over K_i (rest contiguous)
+            y = y.reshape(lead + (out[i], wins[i], _prod(spatial[i + 1:]))).sum(len(lead) + 1)
+            lead = lead + (out[i],)
+        y = y.reshape(lead + (out[-1], wins[-1])).sum(-1) / float(_prod(wins))
+        return y.to(dt) if y.dtype != dt else y
     dt = x.dtype
     y = x.float() if dt in (_C.float16, _C.bfloat16) else x
     if not _is_compiling() and not _C._trace_active():

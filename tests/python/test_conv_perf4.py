@@ -3,8 +3,9 @@
 # - eager, sizes that do not divide: 0/1 window-matrix products (nn/_adaptive_pool.py's
 #   _matmul_sums), with the window sums as the fallback when the result is not finite
 #   (a NaN / inf input, a finite sum that overflows); STATS counts the path taken.
-# - compiled (a recorded trace) and dynamic shapes: the window sums, along the last dim
-#   (each pooled dim moved last), values and gradients.
+# - compiled (a recorded trace) and dynamic shapes: the window sums, values and gradients.
+# - outputs of 1 (global pooling, ResNet's head): a mean over the spatial dims whose gradient
+#   is a broadcast; sizes that divide: the leading dims' windows summed before the last's.
 import itertools
 
 import numpy as np
@@ -75,8 +76,8 @@ def _counts():
     return dict(AP.STATS)
 
 
-def _delta(before):
-    return {k: AP.STATS[k] - before[k] for k in before}
+def _delta(before, keys=("matmul", "matmul_fallback", "windows")):
+    return {k: AP.STATS[k] - before[k] for k in keys}
 
 
 @pytest.mark.parametrize("case", range(len(CASES)))
@@ -229,3 +230,93 @@ def test_compiled_window_sums_match_torch_grads():
     (ty * torch.tensor(w)).sum().backward()
     np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+GLOBAL = [((2, 3, 7, 9), (1, 1)), ((3, 5, 8), (1, 1)), ((2, 3, 11), (1,)), ((1, 2, 3, 4, 5), (1, 1, 1))]
+
+
+@pytest.mark.parametrize("mode", ["eager", "compiled", "dynamic"])
+@pytest.mark.parametrize("case", range(len(GLOBAL)))
+def test_global_pool_mean_values_grads_nonfinite(case, mode):
+    shape, out = GLOBAL[case]
+
+    def f(x, w):
+        y = _call(x, out)
+        (y * w).sum().backward()
+        return y
+
+    g = f if mode == "eager" else st.compile(f, dynamic=(mode == "dynamic"))
+    c0 = dict(AP.STATS)
+    for i in range(3):
+        sh = shape if mode != "dynamic" else shape[:-len(out)] + tuple(s + i for s in shape[-len(out):])
+        rng = np.random.default_rng(case * 10 + i)
+        xv = rng.standard_normal(sh).astype(np.float32)
+        if i == 2:
+            xv.reshape(-1)[0] = np.nan
+        want = _ref(xv, out)
+        w = rng.standard_normal(want.shape).astype(np.float32)
+        x = st.tensor(xv, requires_grad=True)
+        y = g(x, st.tensor(w))
+        np.testing.assert_allclose(y.detach().numpy(), want, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(x.grad.numpy(), _ref_grad(sh, out, w), rtol=1e-5, atol=1e-6)
+    if mode != "dynamic":
+        assert _delta(c0, ("global",))["global"] >= 1
+    assert _delta(c0, ("matmul", "whole"))["matmul"] == 0
+
+
+def test_global_pool_gradient_is_a_broadcast():
+    # ResNet's head: the gradient of the pool reaches the last batch norm's backward as a
+    # broadcast view, no reshape of an expanded view (an unravel load per point)
+    torch = pytest.importorskip("torch")
+    xv = np.random.default_rng(2).standard_normal((4, 6, 8, 8)).astype(np.float32)
+    x, tx = st.tensor(xv, requires_grad=True), torch.tensor(xv, requires_grad=True)
+    y = F.adaptive_avg_pool2d(x, (1, 1))
+    assert tuple(y.shape) == (4, 6, 1, 1)
+    np.testing.assert_allclose(y.detach().numpy(),
+                               torch.nn.functional.adaptive_avg_pool2d(tx, (1, 1)).detach().numpy(), rtol=1e-6)
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.full(xv.shape, 1 / 64, np.float32))
+    # a mean straight over x: no reshape node between (before: MeanBackward0 of a
+    # ReshapeBackward0 of x, the split [4, 6, 1, 8, 1, 8])
+    assert y.grad_fn.name() == "MeanBackward0"
+    assert [f.name() for f, _ in y.grad_fn.next_functions] == ["AccumulateGrad"]
+
+
+DIVIDE = [((2, 3, 12, 8), (4, 2)), ((2, 3, 6, 9), (2, 3)), ((1, 2, 4, 6, 6), (2, 3, 2))]
+
+
+@pytest.mark.parametrize("mode", ["eager", "compiled"])
+@pytest.mark.parametrize("case", range(len(DIVIDE)))
+def test_whole_windows_two_stage_sums(case, mode):
+    shape, out = DIVIDE[case]
+
+    def f(x, w):
+        y = _call(x, out)
+        (y * w).sum().backward()
+        return y
+
+    g = f if mode == "eager" else st.compile(f)
+    c0 = dict(AP.STATS)
+    for i in range(2):
+        rng = np.random.default_rng(40 + case * 10 + i)
+        xv = rng.standard_normal(shape).astype(np.float32)
+        if i == 1:
+            xv.reshape(-1)[5], xv.reshape(-1)[-1] = np.inf, -np.inf
+        want = _ref(xv, out)
+        assert np.isfinite(want).sum() > want.size // 2    # the inf stays in its window
+        w = rng.standard_normal(want.shape).astype(np.float32)
+        x = st.tensor(xv, requires_grad=True)
+        y = g(x, st.tensor(w))
+        np.testing.assert_allclose(y.detach().numpy(), want, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(x.grad.numpy(), _ref_grad(shape, out, w), rtol=1e-5, atol=1e-6)
+    assert _delta(c0, ("whole", "matmul", "windows")) == {"whole": 2, "matmul": 0, "windows": 0}
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_whole_windows_half_matches_torch(dtype):
+    torch = pytest.importorskip("torch")
+    xv = np.random.default_rng(9).standard_normal((2, 3, 12, 8)).astype(np.float32)
+    y = F.adaptive_avg_pool2d(st.tensor(xv).to(getattr(st, dtype)), (3, 2))
+    ty = torch.nn.functional.adaptive_avg_pool2d(torch.tensor(xv).to(getattr(torch, dtype)), (3, 2))
+    assert y.dtype == getattr(st, dtype)
+    np.testing.assert_array_equal(y.float().numpy(), ty.float().numpy())
