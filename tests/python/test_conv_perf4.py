@@ -320,3 +320,152 @@ def test_whole_windows_half_matches_torch(dtype):
     ty = torch.nn.functional.adaptive_avg_pool2d(torch.tensor(xv).to(getattr(torch, dtype)), (3, 2))
     assert y.dtype == getattr(st, dtype)
     np.testing.assert_array_equal(y.float().numpy(), ty.float().numpy())
+
+
+# ---------------- stride-1 convolution: the input gradient as a convolution ----------------
+from symtrace.nn import _conv_s1 as S1  # noqa: E402
+
+CONVS = [  # (k, input shape, weight shape, kwargs): every one takes the stride-1 path
+    (2, (2, 4, 9, 7), (4, 4, 3, 3), dict(padding=1)),
+    (2, (2, 3, 8, 8), (5, 3, 3, 3), dict(padding=0)),                 # C >= OC / 2, no padding
+    (2, (1, 6, 7, 10), (4, 6, 5, 3), dict(padding=(2, 0))),
+    (2, (2, 4, 9, 9), (4, 4, 3, 3), dict(padding=2, dilation=2)),
+    (2, (2, 3, 6, 7), (3, 3, 4, 2), dict(padding="same")),            # even kernel: uneven pads
+    (2, (4, 9, 9), (4, 4, 3, 3), dict(padding=1)),                    # no batch dim
+    (1, (2, 5, 11), (6, 5, 3), dict(padding=1)),
+    (1, (2, 4, 13), (4, 4, 5), dict(padding=4, dilation=2)),
+    (3, (1, 3, 5, 6, 4), (3, 3, 3, 3, 3), dict(padding=1)),
+]
+CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
+
+
+def _conv_case(case, seed, dtype=np.float32):
+    k, xs, ws, kw = CONVS[case]
+    rng = np.random.default_rng(seed)
+    xv = rng.standard_normal(xs).astype(dtype)
+    wv = (rng.standard_normal(ws) * 0.3).astype(dtype)
+    bv = rng.standard_normal(ws[0]).astype(dtype)
+    return k, xv, wv, bv, kw, rng
+
+
+@pytest.mark.filterwarnings("ignore:Using padding='same'")
+@pytest.mark.parametrize("mode", ["eager", "compiled"])
+@pytest.mark.parametrize("case", range(len(CONVS)))
+def test_conv_s1_values_and_grads_match_torch(case, mode):
+    torch = pytest.importorskip("torch")
+    k, xv, wv, bv, kw, rng = _conv_case(case, case)
+    ty = getattr(torch.nn.functional, f"conv{k}d")(
+        torch.tensor(xv), torch.tensor(wv), torch.tensor(bv), **kw)
+    gv = rng.standard_normal(tuple(ty.shape)).astype(np.float32)
+
+    def f(x, w, b, g):
+        y = CONV[k](x, w, b, **kw)
+        (y * g).sum().backward()
+        return y
+
+    run = f if mode == "eager" else st.compile(f)
+    c0 = dict(S1.STATS)
+    for it in range(2):
+        x, w, b = (st.tensor(v, requires_grad=True) for v in (xv, wv, bv))
+        y = run(x, w, b, st.tensor(gv))
+        tx, tw, tb = (torch.tensor(v, requires_grad=True) for v in (xv, wv, bv))
+        ty = getattr(torch.nn.functional, f"conv{k}d")(tx, tw, tb, **kw)
+        (ty * torch.tensor(gv)).sum().backward()
+        np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-4, atol=1e-5)
+        for a, ta in ((x, tx), (w, tw), (b, tb)):
+            np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), rtol=1e-4, atol=1e-4)
+    assert S1.STATS["forward"] > c0["forward"] and S1.STATS["backward"] > c0["backward"]
+
+
+@pytest.mark.parametrize("case", [0, 4, 6, 8])
+def test_conv_s1_grads_numpy_float64(case):
+    # without torch: the input gradient against the adjoint identity <conv(x), g> =
+    # <x, grad_x>, and the weight gradient by finite differences of that product
+    k, xv, wv, bv, kw, rng = _conv_case(case, 100 + case, np.float64)
+    x, w = st.tensor(xv, requires_grad=True), st.tensor(wv, requires_grad=True)
+    y = CONV[k](x, w, None, **kw)
+    gv = rng.standard_normal(tuple(y.shape))
+    (y * st.tensor(gv)).sum().backward()
+    c0 = dict(S1.STATS)
+    assert c0["backward"] >= 1
+    lin = float((y.detach().numpy() * gv).sum())
+    assert lin == pytest.approx(float((xv * x.grad.numpy()).sum()), rel=1e-9)   # linear in x
+    assert lin == pytest.approx(float((wv * w.grad.numpy()).sum()), rel=1e-9)   # and in w
+
+
+def test_conv_s1_double_backward_matches_torch():
+    # a gradient penalty: the input gradient (through _ConvS1 again) is differentiated
+    torch = pytest.importorskip("torch")
+    k, xv, wv, bv, kw, rng = _conv_case(0, 7)
+    w2 = (rng.standard_normal((3, 4, 3, 3)) * 0.3).astype(np.float32)
+
+    def run(L, T):
+        x = T(xv, requires_grad=True)
+        w, v = T(wv, requires_grad=True), T(w2, requires_grad=True)
+        h = L.nn.functional.conv2d(L.tanh(L.nn.functional.conv2d(x, w, None, padding=1)), v, None, padding=1)
+        gx, = L.autograd.grad(h.square().sum(), x, create_graph=True)
+        (gx.square().sum() + h.sum()).backward()
+        return gx.detach().numpy(), w.grad.numpy(), v.grad.numpy(), x.grad.numpy()
+
+    c0 = dict(S1.STATS)
+    got = run(st, lambda a, requires_grad: st.tensor(a, requires_grad=requires_grad))
+    assert S1.STATS["backward"] - c0["backward"] >= 4    # each conv, then again
+    want = run(torch, lambda a, requires_grad: torch.tensor(a, requires_grad=requires_grad))
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("what", ["stride2", "groups", "wide_pad", "no_input_grad", "few_channels", "1x1",
+                                  "dynamic"])
+def test_conv_s1_not_taken(what):
+    # the other convolutions keep col2im (values and gradients still torch's)
+    xv = np.random.default_rng(3).standard_normal((2, 4, 8, 9)).astype(np.float32)
+    wv = np.random.default_rng(4).standard_normal((4, 4, 3, 3)).astype(np.float32)
+    kw, needs = dict(padding=1), True
+    if what == "stride2":
+        kw["stride"] = 2
+    elif what == "groups":
+        kw["groups"], wv = 2, wv[:, :2]
+    elif what == "wide_pad":
+        kw["padding"] = 3
+    elif what == "no_input_grad":
+        needs = False
+    elif what == "few_channels":
+        wv = np.random.default_rng(4).standard_normal((9, 4, 3, 3)).astype(np.float32)
+    elif what == "1x1":
+        wv, kw = wv[:, :, :1, :1], {}
+    x, w = st.tensor(xv, requires_grad=needs), st.tensor(wv, requires_grad=True)
+    c0 = dict(S1.STATS)
+    if what == "dynamic":
+        y = st.compile(lambda x, w: F.conv2d(x, w, None, **kw), dynamic=True)(x, w)
+    else:
+        y = F.conv2d(x, w, None, **kw)
+    y.sum().backward()
+    assert S1.STATS == c0
+    torch = pytest.importorskip("torch")
+    tx, tw = torch.tensor(xv, requires_grad=needs), torch.tensor(wv, requires_grad=True)
+    ty = torch.nn.functional.conv2d(tx, tw, None, **kw)
+    ty.sum().backward()
+    np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-4, atol=1e-3)
+    if needs:
+        np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_conv_s1_frozen_weight_and_module():
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    tm = torch.nn.Conv2d(5, 6, 3, padding=1)
+    sm = st.nn.Conv2d(5, 6, 3, padding=1)
+    sm.load_state_dict({k: st.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    sm.weight.requires_grad_(False)
+    tm.weight.requires_grad_(False)
+    xv = np.random.default_rng(5).standard_normal((3, 5, 7, 6)).astype(np.float32)
+    x, tx = st.tensor(xv, requires_grad=True), torch.tensor(xv, requires_grad=True)
+    c0 = dict(S1.STATS)
+    sm(x).relu().sum().backward()
+    tm(tx).relu().sum().backward()
+    assert S1.STATS["backward"] == c0["backward"] + 1
+    assert sm.weight.grad is None
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(sm.bias.grad.numpy(), tm.bias.grad.numpy(), rtol=1e-4, atol=1e-4)
