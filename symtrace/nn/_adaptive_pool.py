@@ -7,43 +7,45 @@ torch's kernel (an averaging-matrix matmul spread it over every output of the ch
 extent per dim (torch's sum / kh / kw), computed as:
 
 - every output 1 (global pooling): a mean over the spatial dims (keepdim).
-- whole windows (every size divides its output, or an output of 1): a reshape that
-  splits each spatial dim into (out, size // out), a sum over the leading dims' window
-  dims, then one over the last dim's, divided by the window's size.
+- whole windows (every size divides its output; not where the code is inlined for dynamic
+  shapes): a reshape that splits each spatial dim into (out, size // out), a sum over the
+  leading dims' window dims, then one over the last dim's, divided by the window's size.
 - otherwise, one spatial dim at a time: the dim's windows as one index_select at the
   points start_o + k, k < Kmax (the longest window), the padding points (k past the
   window's end) replaced by 0 with where, and a sum over k. The gradient is
   index_select's (an index_add), so a finite window's gradient stays finite.
 
 - eager (not compiling, no trace recording: the sizes are ints and the values can be
-  looked at), non-divisible sizes: each spatial dim contracted by a matmul with its 0/1
-  window matrix [out, size] (the last dim: [rows, S] @ [S, O]; another: [O, S] @
-  [rows, S, after], the matrix broadcast, so that nothing is transposed and the result is
-  contiguous), then divided by the extents, as torch. Exact whenever the input is finite; a NaN or inf
-  (0 * inf is NaN) makes its product rows non-finite, and a result with any non-finite
-  value is computed again by the window sums above (one reduction over the small result
-  decides). Its gradient is the matmul's (the window matrix's transpose): a finite
-  upstream gradient stays exact, a non-finite one spreads over its channel (torch keeps it
-  in the windows). The path taken is counted in STATS.
+  looked at), non-divisible sizes, window matrices of at most _MAT_MAX entries: each
+  spatial dim contracted by a matmul with its 0/1 window matrix [out, size] (the last dim:
+  [rows, S] @ [S, O]; another: [O, S] @ [rows, S, after], the matrix broadcast, so that
+  nothing is transposed and the result is contiguous), then divided by the extents, as
+  torch. Exact whenever the input is finite; a NaN or inf (0 * inf is NaN) makes its
+  product rows non-finite, and a result with any non-finite value is computed again by
+  the window sums above (one reduction over the small result decides). Its gradient is
+  the matmul's (the window matrix's transpose): a finite upstream gradient stays exact, a
+  non-finite one spreads over its channel (torch keeps it in the windows). The path
+  taken is counted in STATS.
 
 dynamic shapes (symtrace.compile(dynamic=True)): the window bounds are graph ops over
-aranges of the symbolic size, and under compile Kmax is the bound ceil(S / O) + 1 and the
-whole-window reshape is used only for outputs of 1, so that one graph serves sizes that
-divide and sizes that do not. Half-precision inputs are summed in float32 (torch's
+aranges of the symbolic size, and under compile Kmax is the bound ceil(S / O) + 1 and
+only outputs of 1 skip the window sums (the global mean), so that one graph serves sizes
+that divide and sizes that do not. Half-precision inputs are summed in float32 (torch's
 accumulation type) and rounded once at the end.
 """
 from .. import _C, _ops
 from .._ops import _check_tensor
 from .._symint import dyn_inline
 from ..compiler import is_compiling as _is_compiling
-from ._conv import (_adaptive_bounds, _prod, _adaptive_out, _check1d, _check_dim_range, _check_dtype, _empty_of,
-                    _nonempty_planes, _size_str, _unbatch)
+from ._conv import (_adaptive_bounds, _adaptive_out, _check1d, _check_dim_range, _check_dtype, _empty_of,
+                    _nonempty_planes, _prod, _size_str, _unbatch)
 
 
 # calls of each path (tests check which one ran; not counted while the translator inlines
 # the code for dynamic shapes, where a dict write would specialize the graph)
 STATS = {"matmul": 0, "matmul_fallback": 0, "windows": 0, "global": 0, "whole": 0}
 _MATS = {}   # (size, out, dtype, device) -> the 0/1 window matrix [out, size]
+_MAT_MAX = 1 << 20   # entries of a window matrix (made from a python list, once)
 
 
 def _tensor(data, dtype, device):
@@ -66,8 +68,11 @@ def _window_matrix(size, out, dtype, device):
 
 def _matmul_sums(y, spatial, out):
     """y [N, C, *spatial] (float32/float64): the adaptive means by 0/1 window-matrix products,
-    or None when the result is not finite (a NaN/inf input spreads in a product)."""
+    or None when the result is not finite (a NaN/inf input spreads in a product) or a
+    matrix would be too large."""
     k = len(out)
+    if any(spatial[i] * out[i] > _MAT_MAX for i in range(k)):
+        return None
     for i in reversed(range(k)):
         if spatial[i] == out[i]:
             continue

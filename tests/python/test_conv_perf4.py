@@ -469,3 +469,13 @@ def test_conv_s1_frozen_weight_and_module():
     assert sm.weight.grad is None
     np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(sm.bias.grad.numpy(), tm.bias.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_eager_huge_window_matrix_uses_window_sums():
+    # a window matrix past _MAT_MAX entries is not built (a python list of it): window sums
+    n = AP._MAT_MAX // 3 + 4    # (not a multiple of 3)
+    xv = np.random.default_rng(8).standard_normal((1, 2, n)).astype(np.float32)
+    c0 = _counts()
+    y = F.adaptive_avg_pool1d(st.tensor(xv), 3)
+    assert _delta(c0) == {"matmul": 0, "matmul_fallback": 1, "windows": 1}
+    np.testing.assert_allclose(y.numpy(), _ref(xv, (3,)), rtol=1e-4, atol=1e-5)
