@@ -22,10 +22,10 @@ extent per dim (torch's sum / kh / kw), computed as:
   nothing is transposed and the result is contiguous), then divided by the extents, as
   torch. Exact whenever the input is finite; a NaN or inf (0 * inf is NaN) makes its
   product rows non-finite, and a result with any non-finite value is computed again by
-  the window sums above (one reduction over the small result decides). Its gradient is
-  the matmul's (the window matrix's transpose): a finite upstream gradient stays exact, a
-  non-finite one spreads over its channel (torch keeps it in the windows). The path
-  taken is counted in STATS.
+  the window sums above (one reduction over the small result decides). Its gradient
+  (_WindowProducts) is the transposed products, and for a non-finite upstream gradient
+  (it would spread in them too) the window sums' gradient. The path taken is counted in
+  STATS.
 
 dynamic shapes (symtrace.compile(dynamic=True)): the window bounds are graph ops over
 aranges of the symbolic size, and under compile Kmax is the bound ceil(S / O) + 1 and
@@ -36,6 +36,9 @@ accumulation type) and rounded once at the end.
 from .. import _C, _ops
 from .._ops import _check_tensor
 from .._symint import dyn_inline
+from ..autograd import grad as _grad
+from ..autograd.function import Function
+from ..autograd.grad_mode import enable_grad, is_grad_enabled
 from ..compiler import is_compiling as _is_compiling
 from ._conv import (_adaptive_bounds, _adaptive_out, _check1d, _check_dim_range, _check_dtype, _empty_of,
                     _nonempty_planes, _prod, _size_str, _unbatch)
@@ -43,7 +46,7 @@ from ._conv import (_adaptive_bounds, _adaptive_out, _check1d, _check_dim_range,
 
 # calls of each path (tests check which one ran; not counted while the translator inlines
 # the code for dynamic shapes, where a dict write would specialize the graph)
-STATS = {"matmul": 0, "matmul_fallback": 0, "windows": 0, "global": 0, "whole": 0}
+STATS = {"matmul": 0, "matmul_fallback": 0, "grad_fallback": 0, "windows": 0, "global": 0, "whole": 0}
 _MATS = {}   # (size, out, dtype, device) -> the 0/1 window matrix [out, size]
 _MAT_MAX = 1 << 20   # entries of a window matrix (made from a python list, once)
 
@@ -66,36 +69,74 @@ def _window_matrix(size, out, dtype, device):
     return m
 
 
-def _matmul_sums(y, spatial, out):
-    """y [N, C, *spatial] (float32/float64): the adaptive means by 0/1 window-matrix products,
-    or None when the result is not finite (a NaN/inf input spreads in a product) or a
-    matrix would be too large."""
+def _products(y, spatial, out, back=False):
+    """y [N, C, *spatial] contracted with each dim's 0/1 window matrix (back: its transpose,
+    y [N, C, *out] -> [N, C, *spatial])."""
     k = len(out)
-    if any(spatial[i] * out[i] > _MAT_MAX for i in range(k)):
-        return None
     for i in reversed(range(k)):
         if spatial[i] == out[i]:
             continue
         m = _window_matrix(spatial[i], out[i], y.dtype, y.device)
+        src, dst = (out[i], spatial[i]) if back else (spatial[i], out[i])
         shape = tuple(y.shape)
         d = 2 + i
         after = 1
         for s in shape[d + 1:]:
             after *= s
         if after == 1:   # the last dim: [rows, S] @ [S, O]
-            r = y.reshape(-1, spatial[i]).matmul(m.t())
+            r = y.reshape(-1, src).matmul(m if back else m.t())
         else:            # [O, S] @ [rows, S, after], m broadcast: no transposed copy
-            r = m.matmul(y.reshape(-1, spatial[i], after))
-        y = r.reshape(shape[:d] + (out[i],) + shape[d + 1:])
-    if not bool(y.isfinite().all()):
-        return None
-    for i in range(k):   # torch's sum / kd / kh / kw
+            r = (m.t() if back else m).matmul(y.reshape(-1, src, after))
+        y = r.reshape(shape[:d] + (dst,) + shape[d + 1:])
+    return y
+
+
+def _divide(y, spatial, out):
+    """y [N, C, *out] divided by the windows' extents, dim by dim (torch's sum / kh / kw)."""
+    k = len(out)
+    for i in range(k):
         if spatial[i] == out[i]:
             continue
         starts, ends = _adaptive_bounds(spatial[i], out[i])
         cnt = _tensor([float(e - s) for s, e in zip(starts, ends)], dtype=y.dtype, device=y.device)
         y = y / cnt.reshape((out[i],) + (1,) * (k - 1 - i))
     return y
+
+
+class _WindowProducts(Function):
+    """Eager adaptive means by window-matrix products (see the module docstring); the
+    gradient is the transposed products, or, for an upstream gradient that is not finite
+    (its NaN / inf would spread in them too), the window sums' gradient."""
+    @staticmethod
+    def forward(ctx, y, spatial, out):
+        ctx.geom = (spatial, out)
+        ctx.save_for_backward(y)
+        return _divide(_products(y, spatial, out), spatial, out)
+
+    @staticmethod
+    def backward(ctx, g):
+        spatial, out = ctx.geom
+        # (a finite g, the small one, gives finite products: 0 * finite is 0)
+        if bool(g.isfinite().all()):
+            gx = _products(_divide(g, spatial, out), spatial, out, back=True)
+        else:
+            STATS["grad_fallback"] += 1
+            y, = ctx.saved_tensors
+            create = is_grad_enabled()
+            with enable_grad():
+                yd = y.detach().requires_grad_(True)
+                gx, = _grad(_window_means(yd, spatial, out), yd, g, create_graph=create)
+        return gx, None, None
+
+
+def _matmul_sums(y, spatial, out):
+    """y [N, C, *spatial] (float32/float64): the adaptive means by 0/1 window-matrix products,
+    or None when the result is not finite (a NaN/inf input spreads in a product) or a
+    matrix would be too large."""
+    if any(spatial[i] * out[i] > _MAT_MAX for i in range(len(out))):
+        return None
+    r = _WindowProducts.apply(y, tuple(spatial), tuple(out))
+    return r if bool(r.isfinite().all()) else None
 
 
 @dyn_inline
@@ -125,6 +166,21 @@ def _window_sums(y, d, size, out):
     mask = valid.reshape((out, kmax) + (1,) * (len(shape) - d - 1))
     zero = _ops.zeros((), dtype=y.dtype, device=y.device)
     return _ops.where(mask, cols, zero).sum(d + 1), count
+
+
+@dyn_inline
+def _window_means(y, spatial, out):
+    """y [N, C, *spatial] -> [N, C, *out]: the window sums dim by dim, then divided."""
+    k = len(out)
+    counts = []
+    for i in range(k):
+        if spatial[i] == out[i]:
+            continue
+        y, cnt = _window_sums(y, 2 + i, spatial[i], out[i])
+        counts.append((i, cnt))
+    for i, cnt in counts:   # torch's sum / kd / kh / kw, in the input's (accumulation) dtype
+        y = y / cnt.to(y.dtype).reshape((out[i],) + (1,) * (k - 1 - i))
+    return y
 
 
 @dyn_inline
@@ -173,14 +229,7 @@ def _adaptive_avg_nd(x, out):
         STATS["matmul_fallback"] += 1
     if not _is_compiling():   # (a dict write inlined under dynamic shapes would specialize)
         STATS["windows"] += 1
-    counts = []
-    for i in range(k):
-        if spatial[i] == out[i]:
-            continue
-        y, cnt = _window_sums(y, 2 + i, spatial[i], out[i])
-        counts.append((i, cnt))
-    for i, cnt in counts:   # torch's sum / kd / kh / kw, in the input's (accumulation) dtype
-        y = y / cnt.to(y.dtype).reshape((out[i],) + (1,) * (k - 1 - i))
+    y = _window_means(y, spatial, out)
     return y.to(dt) if y.dtype != dt else y
 
 

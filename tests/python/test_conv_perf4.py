@@ -479,3 +479,38 @@ def test_eager_huge_window_matrix_uses_window_sums():
     y = F.adaptive_avg_pool1d(st.tensor(xv), 3)
     assert _delta(c0) == {"matmul": 0, "matmul_fallback": 1, "windows": 1}
     np.testing.assert_allclose(y.numpy(), _ref(xv, (3,)), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("bad", [np.inf, np.nan])
+def test_eager_products_nonfinite_upstream_gradient_matches_torch(bad):
+    # the transposed products would spread a non-finite upstream gradient over the channel
+    # (0 * inf); the window sums' gradient keeps it in the windows, as torch's
+    torch = pytest.importorskip("torch")
+    xv = np.random.default_rng(12).standard_normal((2, 3, 7, 5)).astype(np.float32)
+    w = np.random.default_rng(13).standard_normal((2, 3, 3, 2)).astype(np.float32)
+    w[1, 2, 0, 1] = bad
+    x, tx = st.tensor(xv, requires_grad=True), torch.tensor(xv, requires_grad=True)
+    c0 = dict(AP.STATS)
+    (F.adaptive_avg_pool2d(x, (3, 2)) * st.tensor(w)).sum().backward()
+    assert _delta(c0, ("matmul", "grad_fallback")) == {"matmul": 1, "grad_fallback": 1}
+    (torch.nn.functional.adaptive_avg_pool2d(tx, (3, 2)) * torch.tensor(w)).sum().backward()
+    np.testing.assert_array_equal(np.isfinite(x.grad.numpy()), np.isfinite(tx.grad.numpy()))
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_eager_products_double_backward_matches_torch():
+    torch = pytest.importorskip("torch")
+    xv = np.random.default_rng(14).standard_normal((2, 3, 9, 7)).astype(np.float32)
+
+    def run(L, x):
+        y = L.nn.functional.adaptive_avg_pool2d(x, (4, 3))
+        g, = L.autograd.grad((y.square() * y).sum(), x, create_graph=True)
+        (g.square().sum()).backward()
+        return g.detach().numpy(), x.grad.numpy()
+
+    c0 = dict(AP.STATS)
+    got = run(st, st.tensor(xv, requires_grad=True))
+    assert _delta(c0, ("matmul",))["matmul"] == 1
+    want = run(torch, torch.tensor(xv, requires_grad=True))
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
