@@ -6,25 +6,137 @@ torch's kernel (an averaging-matrix matmul spread it over every output of the ch
 0 * nan being nan). Each output is the sum over its window divided by the window's
 extent per dim (torch's sum / kh / kw), computed as:
 
-- whole windows (every size divides its output, or an output of 1): a reshape that
-  splits each spatial dim into (out, size // out) and a mean over the window dims.
+- every output 1 (global pooling): a mean over the spatial dims (keepdim).
+- whole windows (every size divides its output; not where the code is inlined for dynamic
+  shapes): a reshape that splits each spatial dim into (out, size // out), a sum over the
+  leading dims' window dims, then one over the last dim's, divided by the window's size.
 - otherwise, one spatial dim at a time: the dim's windows as one index_select at the
   points start_o + k, k < Kmax (the longest window), the padding points (k past the
   window's end) replaced by 0 with where, and a sum over k. The gradient is
   index_select's (an index_add), so a finite window's gradient stays finite.
 
+- eager (not compiling, no trace recording: the sizes are ints and the values can be
+  looked at), non-divisible sizes, window matrices of at most _MAT_MAX entries: each
+  spatial dim contracted by a matmul with its 0/1 window matrix [out, size] (the last dim:
+  [rows, S] @ [S, O]; another: [O, S] @ [rows, S, after], the matrix broadcast, so that
+  nothing is transposed and the result is contiguous), then divided by the extents, as
+  torch. Exact whenever the input is finite; a NaN or inf (0 * inf is NaN) makes its
+  product rows non-finite, and a result with any non-finite value is computed again by
+  the window sums above (one reduction over the small result decides). Its gradient
+  (_WindowProducts) is the transposed products, and for a non-finite upstream gradient
+  (it would spread in them too) the window sums' gradient. The path taken is counted in
+  STATS.
+
 dynamic shapes (symtrace.compile(dynamic=True)): the window bounds are graph ops over
-aranges of the symbolic size, and under compile Kmax is the bound ceil(S / O) + 1 and the
-whole-window reshape is used only for outputs of 1, so that one graph serves sizes that
-divide and sizes that do not. Half-precision inputs are summed in float32 (torch's
+aranges of the symbolic size, and under compile Kmax is the bound ceil(S / O) + 1 and
+only outputs of 1 skip the window sums (the global mean), so that one graph serves sizes
+that divide and sizes that do not. Half-precision inputs are summed in float32 (torch's
 accumulation type) and rounded once at the end.
 """
 from .. import _C, _ops
 from .._ops import _check_tensor
 from .._symint import dyn_inline
+from ..autograd import grad as _grad
+from ..autograd.function import Function
+from ..autograd.grad_mode import enable_grad, is_grad_enabled
 from ..compiler import is_compiling as _is_compiling
 from ._conv import (_adaptive_bounds, _adaptive_out, _check1d, _check_dim_range, _check_dtype, _empty_of,
-                    _nonempty_planes, _size_str, _unbatch)
+                    _nonempty_planes, _prod, _size_str, _unbatch)
+
+
+# calls of each path (tests check which one ran; not counted while the translator inlines
+# the code for dynamic shapes, where a dict write would specialize the graph)
+STATS = {"matmul": 0, "matmul_fallback": 0, "grad_fallback": 0, "windows": 0, "global": 0, "whole": 0}
+_MATS = {}   # (size, out, dtype, device) -> the 0/1 window matrix [out, size]
+_MAT_MAX = 1 << 20   # entries of a window matrix (made from a python list, once)
+
+
+def _tensor(data, dtype, device):
+    t = _C.tensor(data, dtype)
+    return t if str(t.device) == str(device) else t.to(device)
+
+
+def _window_matrix(size, out, dtype, device):
+    """[out, size] 0/1: row o marks torch's adaptive window o (eager: python ints)."""
+    key = (size, out, dtype, str(device))
+    m = _MATS.get(key)
+    if m is None:
+        if len(_MATS) > 64:
+            _MATS.clear()
+        starts, ends = _adaptive_bounds(size, out)
+        rows = [[1.0 if starts[o] <= i < ends[o] else 0.0 for i in range(size)] for o in range(out)]
+        m = _MATS[key] = _tensor(rows, dtype=dtype, device=device)
+    return m
+
+
+def _products(y, spatial, out, back=False):
+    """y [N, C, *spatial] contracted with each dim's 0/1 window matrix (back: its transpose,
+    y [N, C, *out] -> [N, C, *spatial])."""
+    k = len(out)
+    for i in reversed(range(k)):
+        if spatial[i] == out[i]:
+            continue
+        m = _window_matrix(spatial[i], out[i], y.dtype, y.device)
+        src, dst = (out[i], spatial[i]) if back else (spatial[i], out[i])
+        shape = tuple(y.shape)
+        d = 2 + i
+        after = 1
+        for s in shape[d + 1:]:
+            after *= s
+        if after == 1:   # the last dim: [rows, S] @ [S, O]
+            r = y.reshape(-1, src).matmul(m if back else m.t())
+        else:            # [O, S] @ [rows, S, after], m broadcast: no transposed copy
+            r = (m.t() if back else m).matmul(y.reshape(-1, src, after))
+        y = r.reshape(shape[:d] + (dst,) + shape[d + 1:])
+    return y
+
+
+def _divide(y, spatial, out):
+    """y [N, C, *out] divided by the windows' extents, dim by dim (torch's sum / kh / kw)."""
+    k = len(out)
+    for i in range(k):
+        if spatial[i] == out[i]:
+            continue
+        starts, ends = _adaptive_bounds(spatial[i], out[i])
+        cnt = _tensor([float(e - s) for s, e in zip(starts, ends)], dtype=y.dtype, device=y.device)
+        y = y / cnt.reshape((out[i],) + (1,) * (k - 1 - i))
+    return y
+
+
+class _WindowProducts(Function):
+    """Eager adaptive means by window-matrix products (see the module docstring); the
+    gradient is the transposed products, or, for an upstream gradient that is not finite
+    (its NaN / inf would spread in them too), the window sums' gradient."""
+    @staticmethod
+    def forward(ctx, y, spatial, out):
+        ctx.geom = (spatial, out)
+        ctx.save_for_backward(y)
+        return _divide(_products(y, spatial, out), spatial, out)
+
+    @staticmethod
+    def backward(ctx, g):
+        spatial, out = ctx.geom
+        # (a finite g, the small one, gives finite products: 0 * finite is 0)
+        if bool(g.isfinite().all()):
+            gx = _products(_divide(g, spatial, out), spatial, out, back=True)
+        else:
+            STATS["grad_fallback"] += 1
+            y, = ctx.saved_tensors
+            create = is_grad_enabled()
+            with enable_grad():
+                yd = y.detach().requires_grad_(True)
+                gx, = _grad(_window_means(yd, spatial, out), yd, g, create_graph=create)
+        return gx, None, None
+
+
+def _matmul_sums(y, spatial, out):
+    """y [N, C, *spatial] (float32/float64): the adaptive means by 0/1 window-matrix products,
+    or None when the result is not finite (a NaN/inf input spreads in a product) or a
+    matrix would be too large."""
+    if any(spatial[i] * out[i] > _MAT_MAX for i in range(len(out))):
+        return None
+    r = _WindowProducts.apply(y, tuple(spatial), tuple(out))
+    return r if bool(r.isfinite().all()) else None
 
 
 @dyn_inline
@@ -57,22 +169,9 @@ def _window_sums(y, d, size, out):
 
 
 @dyn_inline
-def _adaptive_avg_nd(x, out):
-    """x batched [N, C, *S] -> [N, C, *out]."""
+def _window_means(y, spatial, out):
+    """y [N, C, *spatial] -> [N, C, *out]: the window sums dim by dim, then divided."""
     k = len(out)
-    spatial = tuple(x.shape[2:])
-    n, c = x.shape[0], x.shape[1]
-    if any(o == 0 for o in out):
-        return _empty_of(x, out)
-    # (compiled: the windows' split only for out 1, so that a graph for dynamic shapes
-    # does not depend on whether the sizes divide)
-    if all(out[i] == 1 or (not _is_compiling() and spatial[i] % out[i] == 0) for i in range(k)):
-        split = [n, c]
-        for i in range(k):
-            split += [out[i], spatial[i] // out[i]]
-        return x.reshape(tuple(split)).mean(tuple(3 + 2 * i for i in range(k)))
-    dt = x.dtype
-    y = x.float() if dt in (_C.float16, _C.bfloat16) else x
     counts = []
     for i in range(k):
         if spatial[i] == out[i]:
@@ -81,6 +180,56 @@ def _adaptive_avg_nd(x, out):
         counts.append((i, cnt))
     for i, cnt in counts:   # torch's sum / kd / kh / kw, in the input's (accumulation) dtype
         y = y / cnt.to(y.dtype).reshape((out[i],) + (1,) * (k - 1 - i))
+    return y
+
+
+@dyn_inline
+def _adaptive_avg_nd(x, out):
+    """x batched [N, C, *S] -> [N, C, *out]."""
+    k = len(out)
+    spatial = tuple(x.shape[2:])
+    n, c = x.shape[0], x.shape[1]
+    if any(o == 0 for o in out):
+        return _empty_of(x, out)
+    if all(o == 1 for o in out):
+        # a mean over the spatial dims, keepdim: its gradient is a broadcast (the split
+        # below reshapes [N, C, 1, S...] back from an expanded view: an unravel load per
+        # point that made ResNet's fused batch-norm backward 5x slower per point)
+        if not _is_compiling():
+            STATS["global"] += 1
+        return x.mean(tuple(range(2, 2 + k)), keepdim=True)
+    # (inlined for dynamic shapes: never, so that the graph does not depend on whether the
+    # sizes divide)
+    if not _is_compiling() and all(spatial[i] % out[i] == 0 for i in range(k)):
+        split = [n, c]
+        for i in range(k):
+            split += [out[i], spatial[i] // out[i]]
+        wins = [spatial[i] // out[i] for i in range(k)]
+        if wins[-1] == 1 or all(w == 1 for w in wins[:-1]):
+            return x.reshape(tuple(split)).mean(tuple(3 + 2 * i for i in range(k)))
+        # the windows of the leading dims summed first, then the last dim's: the gradient
+        # then broadcasts along whole rows (one mean over every window dim broadcasts
+        # each point window-width times along the row: 4x slower compiled)
+        STATS["whole"] += 1
+        dt = x.dtype
+        y = x.float() if dt in (_C.float16, _C.bfloat16) else x
+        lead = (n, c)
+        for i in range(k - 1):   # [*lead, O_i, K_i, rest] summed over K_i (rest contiguous)
+            y = y.reshape(lead + (out[i], wins[i], _prod(spatial[i + 1:]))).sum(len(lead) + 1)
+            lead = lead + (out[i],)
+        y = y.reshape(lead + (out[-1], wins[-1])).sum(-1) / float(_prod(wins))
+        return y.to(dt) if y.dtype != dt else y
+    dt = x.dtype
+    y = x.float() if dt in (_C.float16, _C.bfloat16) else x
+    if not _is_compiling() and not _C._trace_active():
+        r = _matmul_sums(y, spatial, out)
+        if r is not None:
+            STATS["matmul"] += 1
+            return r.to(dt) if r.dtype != dt else r
+        STATS["matmul_fallback"] += 1
+    if not _is_compiling():   # (a dict write inlined under dynamic shapes would specialize)
+        STATS["windows"] += 1
+    y = _window_means(y, spatial, out)
     return y.to(dt) if y.dtype != dt else y
 
 

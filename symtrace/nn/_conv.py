@@ -15,7 +15,10 @@ tensor values on the host. The index tensors they use are built from shapes with
   one index_select at the window points (index = sum over dims of
   (o * stride + k * dilation) * plane stride).
 - conv = weight [OC, C*K] @ im2col [N, C*K, L] (one matmul; groups: [G, OC/G, C/G*K] @
-  [N, G, C/G*K, L], a batched matmul).
+  [N, G, C/G*K, L], a batched matmul). Stride 1 with an input that needs a gradient (and
+  at least half as many input channels as output channels: its input gradient's im2col has
+  OC * K rows, col2im's product C * K) goes through _conv_s1.py, whose input gradient is a
+  convolution, not col2im.
 - col2im (_col2im) is im2col's adjoint: each point's columns added into its window view of
   a zero padded output (_AddWindows; index_add past _VIEWS_MAX_K points), then the padding
   cropped. _Windows and _AddWindows are autograd Functions, each the other's gradient.
@@ -400,10 +403,15 @@ def _conv(name, k, input, weight, bias, stride, padding, dilation, groups):
     oc = weight.shape[0]
     blocks = tuple((padded[i] - eff[i]) // stride[i] + 1 for i in range(k))
     K, L = _prod(ksize), _prod(blocks)
-    cols = _im2col(input, ksize, stride, dilation, pads, blocks)      # [N, C, K, L]
-    if groups == 1:
+    if (not _is_compiling() and input.requires_grad and 2 * c >= oc
+            and _conv_s1.s1_ok(k, groups, stride, dilation, ksize, pads)):
+        # stride 1: the input gradient as a convolution (nn/_conv_s1.py)
+        y = _conv_s1.conv_s1(input, weight, dilation, pads, blocks).reshape(n, oc, L)
+    elif groups == 1:
+        cols = _im2col(input, ksize, stride, dilation, pads, blocks)      # [N, C, K, L]
         y = weight.reshape(oc, c * K).matmul(cols.reshape(n, c * K, L))
     else:
+        cols = _im2col(input, ksize, stride, dilation, pads, blocks)      # [N, C, K, L]
         cg, ocg = c // groups, oc // groups
         y = weight.reshape(groups, ocg, cg * K).matmul(cols.reshape(n, groups, cg * K, L)).reshape(n, oc, L)
     if bias is not None:
@@ -1511,3 +1519,5 @@ for _f, _n in ((_torch_max_pool1d, "max_pool1d"), (_torch_max_pool1d_with_indice
                (_torch_adaptive_max_pool1d, "adaptive_max_pool1d")):
     _f.__name__ = _f.__qualname__ = _n
 del _f, _n
+
+from . import _conv_s1  # noqa: E402  (it imports _im2col from here)

@@ -86,7 +86,16 @@ def test_compiled_conv_backward_copies_no_window(backend):
     copy of the window, the store of the sum into it, the store of the
     window into the buffer: 36)."""
     xn, wn = conv_case(3)
-    cf = st.compile(conv_step(1, 1))
+    # 7 output channels, more than twice the input's 3: col2im (with fewer, a stride-1
+    # conv's input gradient is a convolution, nn/_conv_s1.py)
+    wn = np.concatenate([wn, wn[:3]], 0)
+
+    def step(x, w):   # (its own code: conv_step's, compiled for 4 channels, would go dynamic)
+        y = F.conv2d(x, w, stride=1, padding=1)
+        (y * y).sum().backward()
+        return y
+
+    cf = st.compile(step)
     run_conv(cf, xn, wn)
     x, w = st.tensor(xn, requires_grad=True), st.tensor(wn, requires_grad=True)
     _, names = kernel_names(cf, x, w)
