@@ -1518,18 +1518,7 @@ static int stride_pins(tr_state *s, PyObject *fn)
     if (!self || !st_fe_is_tensor(self) ||
         strcmp(((PyCFunctionObject *)fn)->m_ml->ml_name, "stride"))
         return 0;
-    PyObject *ex = dims_of(s, st_fe_unwrap(self));
-    if (!ex)
-        return tr_break_exc(s, "dynamic shapes");
-    st_fe_symtab *tb = tab(s);
-    for (Py_ssize_t d = 0; PyTuple_Check(ex) && d < PyTuple_GET_SIZE(ex); d++) {
-        int e = (int)PyLong_AsLong(PyTuple_GET_ITEM(ex, d));
-        for (int k = 0; e >= 0 && k < tb->nsym; k++)
-            if (!s->dyn->pinned[k] && tr_dyn_varsym(s, k) && sx_mentions(tb, e, k) &&
-                pin_symbol(s, k) < 0)
-                return tr_break_exc(s, "dynamic shapes");
-    }
-    return 0;
+    return tr_dyn_pin_tensor(s, self);
 }
 
 /* The free symbols of tensor t's dims pinned, each guarded to its value
