@@ -1119,6 +1119,23 @@ static int variant_of(st_rt_cfn *f, uint64_t mask)
     return v;
 }
 
+/* Per wrt input: does an output in mask depend on it? (NULL: out of
+ * memory or more than 64 outputs) */
+static bool *reach_of(const st_rt_cfn *f, uint64_t mask)
+{
+    const st_graph *g = f->g;
+    int outs[64], n = 0;
+    for (int k = 0; k < f->ndiff && k < 64; k++)
+        if (mask >> k & 1)
+            outs[n++] = g->outputs[f->diff[k]];
+    bool *need = needed(g, outs, n);
+    bool *reach = need ? malloc(sizeof(bool) * (size_t)(f->nwrt ? f->nwrt : 1)) : NULL;
+    for (int k = 0; reach && k < f->nwrt; k++)
+        reach[k] = need[g->inputs[f->wrt[k]]];
+    free(need);
+    return reach;
+}
+
 /* Frees the saved tensors but those keep[k] marks (keep NULL: all go). */
 static void free_saved_unless(bctx *c, const bool *keep)
 {
@@ -1406,15 +1423,23 @@ static st_status node_backward(void *ctx, int nout, st_tensor *const *gout,
         if (s == ST_OK)
             s = run_backward(c, bp, in, res, donate);
     }
+    /* no variant (its saved values are not all the full backward's: the
+     * full one may recompute what the variant saves): the full backward
+     * ran with zeros for the outputs that got none */
+    bool *fb_reach = s == ST_OK && vi < 0 && some_missing && mask && track
+                         ? reach_of(f, mask) : NULL;
     if (s == ST_OK)
         for (int k = 0; k < nin; k++) {
             /* an input the outputs that got gradients do not depend on
              * gets none (None, as eager), not zeros */
             if (vi >= 0 && !f->var[vi].reach[c->grad_slot[k]])
                 continue;
+            if (fb_reach && !fb_reach[c->grad_slot[k]])
+                continue;
             gin[k] = res[c->grad_slot[k]];
             res[c->grad_slot[k]] = NULL;
         }
+    free(fb_reach);
     if (s == ST_OK)
         for (int k = 0; k < bg->noutputs; k++)
             st_tensor_decref(res[k]);
