@@ -42,3 +42,28 @@ def test_partial_backward_leaves_unreached_input_grad_none(mode, fn):
         expect_a = np.asarray(bv) if fn is _two_outputs else \
             np.asarray(bv) * (1 - np.tanh(np.asarray(av) * bv) ** 2)
         np.testing.assert_allclose(a.grad.numpy(), expect_a, rtol=1e-5, atol=1e-6)
+
+
+# ---- 2. integer isnan & co. under dynamic shapes follow the input's size ----------
+
+_PREDICATES = ["isnan", "isinf", "isfinite", "isposinf", "isneginf", "isreal"]
+
+
+@pytest.mark.parametrize("method", [False, True])
+@pytest.mark.parametrize("name", _PREDICATES)
+def test_integer_predicates_of_a_chunk_keep_dynamic_sizes(name, method):
+    # fuzz_compile --dynamic seed 1151041: x.chunk(2, -1)[0].isnan() on an int16
+    # tensor is a zeros_like of the chunk; run for real while translating, its size
+    # was the traced call's plain int, so later calls with other sizes got (2,)
+    def fn(x):
+        y = x.chunk(2, -1)[0]
+        return getattr(y, name)() if method else getattr(st, name)(y)
+
+    f = st.compile(fn, dynamic=True)
+    for n in (4, 2, 6, 10):
+        x = st.tensor(list(range(-n // 2, n - n // 2)), dtype=st.int16)
+        got, want = f(x), fn(x)
+        assert tuple(got.shape) == tuple(want.shape) == ((n + 1) // 2,)
+        assert got.dtype == st.bool
+        assert got.numpy().tolist() == want.numpy().tolist()
+        assert all(got.numpy()) == (name in ("isfinite", "isreal"))
