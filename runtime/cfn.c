@@ -1119,6 +1119,77 @@ static int variant_of(st_rt_cfn *f, uint64_t mask)
     return v;
 }
 
+/* Per wrt input: does an output in mask depend on it? (NULL: out of
+ * memory or more than 64 outputs) */
+static bool *reach_of(const st_rt_cfn *f, uint64_t mask)
+{
+    const st_graph *g = f->g;
+    int outs[64], n = 0;
+    for (int k = 0; k < f->ndiff && k < 64; k++)
+        if (mask >> k & 1)
+            outs[n++] = g->outputs[f->diff[k]];
+    bool *need = needed(g, outs, n);
+    bool *reach = need ? malloc(sizeof(bool) * (size_t)(f->nwrt ? f->nwrt : 1)) : NULL;
+    for (int k = 0; reach && k < f->nwrt; k++)
+        reach[k] = need[g->inputs[f->wrt[k]]];
+    free(need);
+    return reach;
+}
+
+/* Per statement: is it an eager node with saved tensors (its rule reads an
+ * operand or its result, st_ir_vjp_saves_for; a PyLayer region's: assumed)
+ * that a backward from the outputs in mask runs (its result carries a
+ * gradient those outputs need)? NULL on out of memory. */
+static bool *saving_nodes_run(const st_rt_cfn *f, const bool *from, uint64_t mask)
+{
+    const st_graph *g = f->g;
+    int outs[64], n = 0;
+    for (int k = 0; k < f->ndiff && k < 64; k++)
+        if (mask >> k & 1)
+            outs[n++] = g->outputs[f->diff[k]];
+    bool *need = needed(g, outs, n);
+    bool *run = need ? calloc((size_t)(g->nstmts ? g->nstmts : 1), sizeof *run) : NULL;
+    for (int si = 0; run && si < g->nstmts; si++) {
+        const st_stmt *st = &g->stmts[si];
+        bool on = false;
+        for (int o = 0; o < st->nout && !on; o++)
+            on = need[st->out[o]] && from[st->out[o]];
+        if (!on || in_nograd(g, si))
+            continue;
+        unsigned needs = 0;
+        for (int i = 0; i < st->nin && i < 32; i++)
+            if (from[st->in[i]])
+                needs |= 1u << i;
+        run[si] = st_ir_stmt_in_region(g, si, true) || st_ir_vjp_saves_for(st->op, needs) != 0;
+    }
+    free(need);
+    return run;
+}
+
+/* Would eager refuse a backward from the outputs in want after backwards
+ * (without retain_graph) from those in done? It does when both run a node
+ * with saved tensors: its saved tensors went with the first (b = h.sum(),
+ * c = (h * w).sum() with h = x.sin(): after c.backward(), b.backward()
+ * goes through sin's node again). -1 on out of memory. */
+static int reruns_saving_node(const st_rt_cfn *f, uint64_t want, uint64_t done)
+{
+    const st_graph *g = f->g;
+    int *wv = malloc(sizeof(int) * (size_t)(f->nwrt ? f->nwrt : 1));
+    for (int k = 0; wv && k < f->nwrt; k++)
+        wv[k] = g->inputs[f->wrt[k]];
+    bool *from = wv ? st_ir_grad_reach(g, wv, f->nwrt) : NULL;
+    free(wv);
+    bool *a = from ? saving_nodes_run(f, from, want) : NULL;
+    bool *b = a ? saving_nodes_run(f, from, done) : NULL;
+    int r = b ? 0 : -1;
+    for (int si = 0; b && si < g->nstmts && !r; si++)
+        r = a[si] && b[si];
+    free(from);
+    free(a);
+    free(b);
+    return r;
+}
+
 /* Frees the saved tensors but those keep[k] marks (keep NULL: all go). */
 static void free_saved_unless(bctx *c, const bool *keep)
 {
@@ -1290,7 +1361,12 @@ static st_status node_backward(void *ctx, int nout, st_tensor *const *gout,
         }
         return ST_OK;
     }
-    if (track && (want & c->consumed) && reads_saved(f, want & c->consumed, full))
+    int again = !track || !c->consumed ? 0
+                : (want & c->consumed) && reads_saved(f, want & c->consumed, full)
+                    ? 1 : reruns_saving_node(f, want, c->consumed);
+    if (again < 0)
+        return st_err(ST_ERR_MEMORY, "cfn: out of host memory");
+    if (again)
         return st_err(ST_ERR_RUNTIME, "Trying to backward through the graph a second time (or "
                       "directly access saved tensors after they have already been freed). "
                       "Saved intermediate values of the graph are freed when you call "
@@ -1394,7 +1470,13 @@ static st_status node_backward(void *ctx, int nout, st_tensor *const *gout,
                 free_saved_unless(c, rest ? f->var[rv].reads : NULL);
         }
     } else {
-        if (donate)
+        if (donate && some_missing && track) {
+            /* no variant for the outputs that got gradients: the full
+             * backward reads every saved tensor, and the other outputs'
+             * later backwards still need theirs (kept until all are done) */
+            c->consumed |= want;
+            donate = c->consumed == full;
+        } else if (donate)
             c->consumed |= want;
         for (int k = 0; k < nsaved && s == ST_OK; k++) {
             in[k] = c->saved[k];
@@ -1406,15 +1488,23 @@ static st_status node_backward(void *ctx, int nout, st_tensor *const *gout,
         if (s == ST_OK)
             s = run_backward(c, bp, in, res, donate);
     }
+    /* no variant (its saved values are not all the full backward's: the
+     * full one may recompute what the variant saves): the full backward
+     * ran with zeros for the outputs that got none */
+    bool *fb_reach = s == ST_OK && vi < 0 && some_missing && mask && track
+                         ? reach_of(f, mask) : NULL;
     if (s == ST_OK)
         for (int k = 0; k < nin; k++) {
             /* an input the outputs that got gradients do not depend on
              * gets none (None, as eager), not zeros */
             if (vi >= 0 && !f->var[vi].reach[c->grad_slot[k]])
                 continue;
+            if (fb_reach && !fb_reach[c->grad_slot[k]])
+                continue;
             gin[k] = res[c->grad_slot[k]];
             res[c->grad_slot[k]] = NULL;
         }
+    free(fb_reach);
     if (s == ST_OK)
         for (int k = 0; k < bg->noutputs; k++)
             st_tensor_decref(res[k]);

@@ -468,8 +468,11 @@ class Tensor(_C.TensorBase):
     def gt(self, other): return _ops.gt(self, other)
     def ge(self, other): return _ops.ge(self, other)
     def logical_not(self): return _ops.logical_not(self)
+    @_dyn_inline
     def isnan(self): return _ops.isnan(self)
+    @_dyn_inline
     def isinf(self): return _ops.isinf(self)
+    @_dyn_inline
     def isfinite(self): return _ops.isfinite(self)
     def logical_and(self, other): return _ops.logical_and(self, other)
     def logical_or(self, other): return _ops.logical_or(self, other)
@@ -1281,8 +1284,11 @@ class Tensor(_C.TensorBase):
     def igamma_(self, other): return self._via(_ops.igamma, "igamma_", other)
     def igammac(self, other): return _ops.igammac(self, other)
     def igammac_(self, other): return self._via(_ops.igammac, "igammac_", other)
+    @_dyn_inline
     def isposinf(self): return _ops.isposinf(self)
+    @_dyn_inline
     def isneginf(self): return _ops.isneginf(self)
+    @_dyn_inline
     def isreal(self): return _ops.isreal(self)
     def fmax(self, other): return _ops.fmax(self, other)
     def fmin(self, other): return _ops.fmin(self, other)

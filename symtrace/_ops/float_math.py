@@ -9,6 +9,7 @@ import math
 
 from .. import _C
 from .._dtype import bool_, float32, float64, int64
+from .._symint import dyn_inline
 from ._core import _FMAX, _check_tensor, _is_tensor, _tname
 from .elementwise import (_pow, abs, add, ceil, clamp, div, eq, exp, floor, ge, gt, le, log,
                           logical_and, logical_not, logical_or, lt, mul, ne, neg, pow, reciprocal,
@@ -18,6 +19,9 @@ from .creation import _scalar0, full, ones_like, zeros_like
 
 
 # ---- nan and inf tests ----
+# dyn_inline: an integer input's all-False / all-True result is a *_like of it, whose
+# size stays an expression under dynamic shapes (not the traced call's plain ints)
+@dyn_inline
 def isnan(input):
     """isnan(input) -> bool Tensor: x != x (False for integer and bool tensors)."""
     _check_tensor(input, "isnan")
@@ -26,6 +30,7 @@ def isnan(input):
     return ne(input, input)
 
 
+@dyn_inline
 def isinf(input):
     """isinf(input) -> bool Tensor: |x| == inf (False for integer and bool tensors)."""
     _check_tensor(input, "isinf")
@@ -34,6 +39,7 @@ def isinf(input):
     return eq(abs(input), float("inf"))
 
 
+@dyn_inline
 def isfinite(input):
     """isfinite(input) -> bool Tensor: neither nan nor +-inf (True for integer and bool tensors)."""
     _check_tensor(input, "isfinite")

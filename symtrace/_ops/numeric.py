@@ -10,6 +10,7 @@ import collections
 import math
 
 from .._dtype import bfloat16, bool_, float16, float32, float64, int32
+from .._symint import dyn_inline
 from ._core import _bshape, _check_tensor, _tname
 from .elementwise import (abs, add, div, eq, floor, floor_divide, ge, gt, le, log, logical_and,
                           logical_not, logical_or, lt, mul, ne, neg, pow, remainder, result_type,
@@ -43,6 +44,9 @@ def round(input, *, decimals=0, out=None):
 
 
 # ---- predicates ----
+# dyn_inline: an integer input's constant result is a *_like of it, whose size stays
+# an expression under dynamic shapes
+@dyn_inline
 def isposinf(input, *, out=None):
     """isposinf(input, *, out=None) -> bool Tensor: input == +inf (False for integers and
     bools), as torch.isposinf."""
@@ -51,6 +55,7 @@ def isposinf(input, *, out=None):
     return _out(r, out, "isposinf")
 
 
+@dyn_inline
 def isneginf(input, *, out=None):
     """isneginf(input, *, out=None) -> bool Tensor: input == -inf (False for integers and
     bools), as torch.isneginf."""
@@ -59,6 +64,7 @@ def isneginf(input, *, out=None):
     return _out(r, out, "isneginf")
 
 
+@dyn_inline
 def isreal(input):
     """isreal(input) -> bool Tensor: all True (symtrace has no complex dtypes), as torch.isreal."""
     _check_tensor(input, "isreal")
