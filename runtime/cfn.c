@@ -548,7 +548,7 @@ static st_status find_aliases(st_rt_cfn *f)
         f->alias_in[k] = f->alias_out[k] = -1;
         f->alias_at[k] = used;
         int v = g->outputs[k], chain[64], nc = 0, j = -1;
-        /* stop_gradient(new) + (old - stop_gradient(old)) (trace.c,
+        /* stop_gradient(new) + zero_keeping_grad(old) (trace.c,
          * detached_write): new's data, from the marked reshape down */
         int p0 = g->values[v].producer;
         if (p0 >= 0 && g->stmts[p0].op == ST_OP_ADD && g->stmts[p0].nin == 2) {
@@ -1554,8 +1554,9 @@ static st_status check_inputs(const st_rt_cfn *f, st_tensor *const *inputs)
  * under no_grad, traced as a value whose gradient goes to the leaf)
  * nothing is recorded. */
 /* Is value v the input value `in` written only through a detached alias
- * (trace.c's detached_write: stop_gradient(new) + (in - stop_gradient(in)))?
- * Eager records no such write: the input keeps its history. */
+ * (trace.c's detached_write: stop_gradient(new) + zero_keeping_grad(in),
+ * the zero where(z == 0, z, 0) of z = in - stop_gradient(in))? Eager
+ * records no such write: the input keeps its history. */
 static bool detached_only(const st_graph *g, int v, int in)
 {
     int p = g->values[v].producer;
@@ -1563,6 +1564,8 @@ static bool detached_only(const st_graph *g, int v, int in)
         return false;
     int ps = g->values[g->stmts[p].in[0]].producer;
     int pz = g->values[g->stmts[p].in[1]].producer;
+    if (pz >= 0 && g->stmts[pz].op == ST_OP_WHERE && g->stmts[pz].nin == 3)
+        pz = g->values[g->stmts[pz].in[1]].producer;
     return ps >= 0 && g->stmts[ps].op == ST_OP_RESHAPE &&
            (g->stmts[ps].attrs.flags & ST_VIEW_DETACHED) && pz >= 0 &&
            g->stmts[pz].op == ST_OP_SUB && g->stmts[pz].in[0] == in;

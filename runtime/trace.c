@@ -688,11 +688,31 @@ static bool other_view(const tslot *o, const st_tensor *cur, const st_storage *s
 static void mark_nograd(trace_state *s, int first, int end);
 static void note_replay(trace_state *s, int from, int to, int orig);
 
+/* x - sg (sg: x's value under a stop-gradient reshape) as an exact zero
+ * that carries x's gradient: where(z == 0, z, 0) with z = x - sg. x - x
+ * alone is NaN where x is NaN or inf, and that NaN would land in the
+ * written value; there the gradient into x is 0, not the incoming one. */
+static int zero_keeping_grad(trace_state *s, int x, int sg)
+{
+    int z = emit1(s, ST_OP_SUB, x, sg, 0, 2, NULL);
+    if (z < 0)
+        return -1;
+    st_dtype dt = s->g->values[z].meta.dtype;
+    int zc = st_ir_add_const(s->g, dt, 0.0, 0);
+    if (zc < 0) {
+        failf(s, "constant: %s", st_err_msg());
+        st_err_clear();
+        return -1;
+    }
+    int c = emit1(s, ST_OP_EQ, z, zc, 0, 2, NULL);
+    return c < 0 ? -1 : emit1(s, ST_OP_WHERE, c, z, zc, 3, NULL);
+}
+
 /* A write through a detached alias (x.detach().add_(1)) changes src's data
  * but not its history: eager autograd still sends src's gradient where it
  * went before the write, and nothing into what was written. src's new
- * value becomes stop_gradient(nv) + (old - stop_gradient(old)): exactly
- * nv, with old's gradient when src requires grad (none otherwise). */
+ * value becomes stop_gradient(nv) + zero_keeping_grad(old): exactly nv,
+ * with old's gradient when src requires grad (none otherwise). */
 static int detached_write(trace_state *s, const st_tensor *src, int nv)
 {
     tslot *e = find(s, src);
@@ -713,7 +733,7 @@ static int detached_write(trace_state *s, const st_tensor *src, int nv)
         mark_nograd(s, first, s->g->nstmts);
     if (!grad)
         return sv;
-    int z = emit1(s, ST_OP_SUB, old, so, 0, 2, NULL);
+    int z = zero_keeping_grad(s, old, so);
     int r = z < 0 ? -1 : emit1(s, ST_OP_ADD, sv, z, 0, 2, NULL);
     /* its data is nv's: a compiled run returns it in nv's storage */
     int p = r >= 0 && !s->in_region ? s->g->values[sv].producer : -1;
@@ -846,9 +866,9 @@ static void mark_nograd(trace_state *s, int first, int end)
 /* A tensor that requires grad, written in place under no_grad, keeps its
  * history (eager: later uses still send gradients there, a leaf's to
  * itself, a computed tensor's to its grad_fn). Its new value v, made in a
- * stop-gradient region, becomes v + (x - stop_gradient(x)): exactly v,
- * with the gradient of x, x being a leaf's graph input, else the value it
- * held before the write (old). */
+ * stop-gradient region, becomes v + zero_keeping_grad(x): exactly v, with
+ * the gradient of x, x being a leaf's graph input, else the value it held
+ * before the write (old). */
 static void keep_grad(trace_state *s, st_tensor *t, int old)
 {
     if (!t->requires_grad || !st_dtype_is_float(t->dtype))
@@ -870,8 +890,7 @@ static void keep_grad(trace_state *s, st_tensor *t, int old)
     if (sg < 0)
         return;
     mark_nograd(s, first, s->g->nstmts);
-    int zi[2] = {x, sg};
-    int z = emit(s, ST_OP_SUB, zi, 2, NULL, outs);
+    int z = zero_keeping_grad(s, x, sg);
     int ai[2] = {v, z};
     int r = z < 0 ? -1 : emit(s, ST_OP_ADD, ai, 2, NULL, outs);
     if (r >= 0)
