@@ -4,7 +4,10 @@
  * the calling thread take with an atomic counter. One job at a time: a
  * caller that finds the pool busy (another thread's job) runs its range
  * inline. Idle workers poll for the next job for a while before they
- * sleep. A forked child starts its own. Owns: st_llvm_pool_run,
+ * sleep. A forked child starts its own. With the profiler's CPU clock
+ * (SYMTRACE_PROFILE_CLOCK=cpu) the workers time their chunks with
+ * CLOCK_THREAD_CPUTIME_ID and the caller hands the sum to the profiler
+ * (its own share is in its thread's CPU time). Owns: st_llvm_pool_run,
  * st_llvm_pool_threads. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -28,11 +31,20 @@ static struct {
     int64_t total, chunk, nchunks;
     atomic_llong next, finished;
     atomic_int result;
+    atomic_llong worker_cpu_ns; /* the workers' chunk CPU time (profiler's CPU clock) */
 } P = {.once = PTHREAD_ONCE_INIT, .submit = PTHREAD_MUTEX_INITIALIZER,
        .mu = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
        .done = PTHREAD_COND_INITIALIZER};
 
-static void work(void)
+static int64_t thread_cpu_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* timed: a worker's chunks, timed for the profiler's CPU clock */
+static void work(bool timed)
 {
     for (;;) {
         int64_t c = atomic_fetch_add(&P.next, 1);
@@ -41,7 +53,10 @@ static void work(void)
         int64_t lo = c * P.chunk, hi = lo + P.chunk;
         if (hi > P.total)
             hi = P.total;
+        int64_t t0 = timed ? thread_cpu_ns() : 0;
         int32_t r = P.task(P.ctx, lo, hi);
+        if (timed)
+            atomic_fetch_add(&P.worker_cpu_ns, thread_cpu_ns() - t0);
         if (r != 0) {
             int z = 0;
             atomic_compare_exchange_strong(&P.result, &z, r);
@@ -124,7 +139,7 @@ static void *worker(void *arg)
         seen = P.gen;
         P.active++;
         pthread_mutex_unlock(&P.mu);
-        work();
+        work(st_rt_profile_cpu_clock());
         pthread_mutex_lock(&P.mu);
         if (--P.active == 0)
             pthread_cond_broadcast(&P.done);
@@ -213,10 +228,11 @@ int32_t st_llvm_pool_run(st_llvm_task task, void *ctx, int64_t total,
     atomic_store(&P.next, 0);
     atomic_store(&P.finished, 0);
     atomic_store(&P.result, 0);
+    atomic_store(&P.worker_cpu_ns, 0);
     __atomic_store_n(&P.gen, P.gen + 1, __ATOMIC_RELEASE); /* polled unlocked */
     pthread_cond_broadcast(&P.wake);
     pthread_mutex_unlock(&P.mu);
-    work();
+    work(false);
     /* the workers' last chunks: polled first (a sleep on the condition
      * variable costs a wake-up, 10-50 us, on every short kernel), then
      * waited for. Workers still leaving this job (active > 0) are waited
@@ -227,7 +243,10 @@ int32_t st_llvm_pool_run(st_llvm_task task, void *ctx, int64_t total,
     while (atomic_load(&P.finished) < P.nchunks)
         pthread_cond_wait(&P.done, &P.mu);
     int32_t r = atomic_load(&P.result);
+    int64_t wcpu = atomic_load(&P.worker_cpu_ns);
     pthread_mutex_unlock(&P.mu);
+    if (wcpu > 0)
+        st_rt_profile_worker_cpu(wcpu);
     pthread_mutex_unlock(&P.submit);
     if (parallel)
         *parallel = true;

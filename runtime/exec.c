@@ -458,13 +458,14 @@ static st_status exec_impl(st_kprog *p, st_backend *be, void *compiled,
             if (s == ST_OK && store_onto_itself(k, &args)) {
                 /* nothing to move (the version still moves on below) */
             } else if (s == ST_OK) {
-                int64_t t0 = st_rt_profile_on() ? st_rt_profile_now() : 0;
+                bool prof = st_rt_profile_on();
+                st_rt_profile_mark t0 = {0, 0};
+                if (prof) t0 = st_rt_profile_start();
                 s = be->launch(be, compiled, i, &args);
-                if (t0) {
+                if (prof) {
                     int64_t pts = 1;
                     for (int d = 0; d < k->rank; d++) pts *= args.shape[d];
-                    st_rt_profile_add(p, i, k->name, k->kind, pts,
-                                      st_rt_profile_now() - t0);
+                    st_rt_profile_stop(&t0, p, i, k->name, k->kind, pts);
                 }
             }
             for (int b = 0; b < k->nbufs; b++) {

@@ -4,7 +4,12 @@
  * name, kind and iteration size, and the table is printed to stderr at exit
  * (most time first) or read with st_rt_profile_get. CPU launches are
  * synchronous, so a launch's wall time is the kernel's; on CUDA it is the
- * enqueue only. Owns: st_rt_profile_*. */
+ * enqueue only. SYMTRACE_PROFILE_CLOCK=cpu times launches with CPU time
+ * instead (steady on a loaded host): the calling thread's
+ * CLOCK_THREAD_CPUTIME_ID over the launch plus the CPU time the pool's
+ * workers spent in its chunks (st_rt_profile_worker_cpu); a row counts the
+ * calls that ran on workers, so the table says which rows were one thread.
+ * Owns: st_rt_profile_*. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +25,7 @@ typedef struct {
     int kind;
     int64_t points;
     int64_t calls;
+    int64_t par_calls; /* calls whose chunks also ran on pool workers */
     int64_t ns;
 } prof_row;
 
@@ -27,6 +33,9 @@ static pthread_mutex_t prof_lock = PTHREAD_MUTEX_INITIALIZER;
 static prof_row *rows;
 static int nrows, caprows;
 static int enabled = -1; /* -1: environment not read yet */
+static int cpu_clock = -1; /* SYMTRACE_PROFILE_CLOCK=cpu; -1: not read yet */
+/* this thread's pool jobs: the workers' CPU time in them, and how many */
+static __thread int64_t worker_ns, worker_jobs;
 
 static void print_at_exit(void);
 
@@ -47,15 +56,46 @@ void st_rt_profile_enable(bool on)
     enabled = on;
 }
 
-int64_t st_rt_profile_now(void)
+bool st_rt_profile_cpu_clock(void)
 {
+    if (cpu_clock < 0) {
+        const char *e = getenv("SYMTRACE_PROFILE_CLOCK");
+        cpu_clock = e && strcmp(e, "cpu") == 0;
+    }
+    return cpu_clock > 0;
+}
+
+void st_rt_profile_worker_cpu(int64_t ns)
+{
+    worker_ns += ns;
+    worker_jobs++;
+}
+
+st_rt_profile_mark st_rt_profile_start(void)
+{
+    st_rt_profile_mark m = {0, 0};
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    if (st_rt_profile_cpu_clock()) {
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        m.jobs = worker_jobs;
+        m.t = worker_ns;
+    } else {
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+    }
+    m.t += (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    return m;
+}
+
+void st_rt_profile_stop(const st_rt_profile_mark *m, const void *prog,
+                        int kernel, const char *name, int kind, int64_t points)
+{
+    st_rt_profile_mark e = st_rt_profile_start();
+    st_rt_profile_add(prog, kernel, name, kind, points, e.t - m->t,
+                      e.jobs != m->jobs);
 }
 
 void st_rt_profile_add(const void *prog, int kernel, const char *name,
-                       int kind, int64_t points, int64_t ns)
+                       int kind, int64_t points, int64_t ns, bool par)
 {
     pthread_mutex_lock(&prof_lock);
     int i;
@@ -83,6 +123,7 @@ void st_rt_profile_add(const void *prog, int kernel, const char *name,
         snprintf(rows[i].name, sizeof rows[i].name, "%s", name);
     }
     rows[i].calls++;
+    rows[i].par_calls += par;
     rows[i].ns += ns;
     pthread_mutex_unlock(&prof_lock);
 }
@@ -103,6 +144,7 @@ int st_rt_profile_get(st_rt_profile_row *out, int cap)
         out[i].kind = rows[i].kind;
         out[i].points = rows[i].points;
         out[i].calls = rows[i].calls;
+        out[i].par_calls = rows[i].par_calls;
         out[i].ns = rows[i].ns;
     }
     int total = nrows;
@@ -140,16 +182,23 @@ static void print_at_exit(void)
             kinds[rows[i].kind] += rows[i].ns;
     }
     pthread_mutex_unlock(&prof_lock);
-    fprintf(stderr, "symtrace profile: %d kernels, %.1f ms in launches "
+    bool cpu = st_rt_profile_cpu_clock();
+    fprintf(stderr, "symtrace profile: %d kernels, %.1f ms %s in launches "
             "(elementwise %.1f, reduce %.1f, matmul %.1f)\n", n,
-            all / 1e6, kinds[ST_K_ELEMENTWISE] / 1e6,
+            all / 1e6, cpu ? "CPU (calling thread + pool workers' chunks)" : "wall",
+            kinds[ST_K_ELEMENTWISE] / 1e6,
             kinds[ST_K_REDUCE] / 1e6, kinds[ST_K_MATMUL] / 1e6);
-    fprintf(stderr, "%10s %6s %8s %11s %12s  %s\n", "total ms", "%", "calls",
-            "us/call", "points", "kernel");
+    if (cpu)
+        fprintf(stderr, "threads: 1 = every call ran on the calling thread "
+                "alone, n = some calls' chunks also ran on pool workers\n");
+    fprintf(stderr, "%10s %6s %8s %11s %12s %s  %s\n", "total ms", "%", "calls",
+            "us/call", "points", cpu ? "threads" : "", "kernel");
     int shown = n < TOP ? n : TOP;
     for (int i = 0; i < shown; i++)
-        fprintf(stderr, "%10.2f %6.1f %8lld %11.1f %12lld  %s (%s)\n",
+        fprintf(stderr, "%10.2f %6.1f %8lld %11.1f %12lld %s  %s (%s)\n",
                 r[i].ns / 1e6, all ? 100.0 * r[i].ns / all : 0.0,
                 (long long)r[i].calls, r[i].ns / 1e3 / r[i].calls,
-                (long long)r[i].points, r[i].name, kind_name(r[i].kind));
+                (long long)r[i].points,
+                !cpu ? "" : r[i].par_calls ? "      n" : "      1",
+                r[i].name, kind_name(r[i].kind));
 }

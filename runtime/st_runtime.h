@@ -730,12 +730,21 @@ typedef struct {
     int kind;          /* st_kernel_kind */
     int64_t points;    /* iteration size of the launch */
     int64_t calls, ns;
+    int64_t par_calls; /* calls that also ran on pool workers */
 } st_rt_profile_row;
 bool st_rt_profile_on(void);
 void st_rt_profile_enable(bool on);
-int64_t st_rt_profile_now(void);
+/* SYMTRACE_PROFILE_CLOCK=cpu: launches timed in CPU time (the calling
+ * thread's plus the pool workers' chunks) instead of wall time */
+bool st_rt_profile_cpu_clock(void);
+/* the pool: its workers spent ns of CPU in a job this thread submitted */
+void st_rt_profile_worker_cpu(int64_t ns);
+typedef struct { int64_t t, jobs; } st_rt_profile_mark;
+st_rt_profile_mark st_rt_profile_start(void);
+void st_rt_profile_stop(const st_rt_profile_mark *m, const void *prog,
+                        int kernel, const char *name, int kind, int64_t points);
 void st_rt_profile_add(const void *prog, int kernel, const char *name,
-                       int kind, int64_t points, int64_t ns);
+                       int kind, int64_t points, int64_t ns, bool par);
 /* rows, most time first, up to cap; returns how many there are */
 int st_rt_profile_get(st_rt_profile_row *out, int cap);
 void st_rt_profile_reset(void);

@@ -18,7 +18,12 @@ kernels), plus the user's record_function ranges, a step schedule
 the table to stderr at exit. CPU launches are synchronous, so a row's time is
 the kernel's; on CUDA it is the time to enqueue. record_function ranges are
 host wall time; kernels carry no timestamps, so the chrome trace holds the
-ranges as events and the kernel rows as a summary ("symtraceKernels")."""
+ranges as events and the kernel rows as a summary ("symtraceKernels").
+
+`SYMTRACE_PROFILE_CLOCK=cpu` (read at the first launch) times kernels in CPU time
+instead of wall time, steady on a loaded host: the launching thread's
+CLOCK_THREAD_CPUTIME_ID over the launch plus the CPU time the thread pool's workers
+spent in the kernel's chunks."""
 import contextlib
 import enum
 import functools
