@@ -54,3 +54,31 @@ def test_difference_of_two_ints_matches_torch():
     for a, b in CALLS:
         want = (torch.tensor(X) * (a % 3) + (a - b)).numpy()
         close(c(st.tensor(X), a, b).numpy(), want)
+
+
+# both signs of n0 - n2: one graph per sign (the size operand is -(ones(-n).sum())
+# below 0), not one per negative value
+SIGNED = [(2, 5), (2, 6), (3, 7), (2, 8), (5, 2), (6, 3), (9, 4), (4, 4)]
+
+
+def test_negative_difference_one_graph_per_sign():
+    assert _run(lambda x, a, b: x * (a - b) + (a - b), SIGNED, grad=True) <= 2
+
+
+def test_negative_difference_int_tensor():
+    c = st.compile(lambda x, a, b: x + (a - b), dynamic=True)
+    xi = np.arange(6, dtype=np.int64).reshape(2, 3)
+    g0 = graphs()
+    for a, b in SIGNED:
+        got = c(st.tensor(xi), a, b)
+        assert got.dtype == st.int64
+        assert got.tolist() == (xi + (a - b)).tolist(), (a, b)
+    assert graphs() - g0 <= 2
+
+
+def test_negative_difference_matches_torch():
+    torch = pytest.importorskip("torch")
+    c = st.compile(lambda x, a, b: (x * (a - b) + (a - b)).sum(1), dynamic=True)
+    for a, b in SIGNED:
+        want = (torch.tensor(X) * (a - b) + (a - b)).sum(1).numpy()
+        close(c(st.tensor(X), a, b).numpy(), want)
