@@ -1226,16 +1226,35 @@ int tr_dyn_size_operand(tr_state *s, int op, tr_var *a, tr_var *b)
     int e = expr_of(s, v->v);
     if (e < 0 || sx_is_const(tab(s), e))
         return 0;
-    /* n ones need 0 <= n (an int argument's expression can be negative:
-     * n0 + n1 at n0 = -3) and n <= 2 ** 24 (exact in float32, and not a
-     * huge buffer): guarded; outside, the value is a guarded constant */
+    /* n ones need 0 <= n and n <= 2 ** 24 (exact in float32, and not a
+     * huge buffer): guarded. An int argument's expression can be negative
+     * (n0 - n2 at n0 < n2): then -(-n ones, summed), guarded -2 ** 24 <=
+     * n < 0, so that each sign is one graph. Outside, the value is a
+     * guarded constant. */
+    const int64_t lim = (int64_t)1 << 24;
     int64_t val = PyLong_AsLongLong(v->v);
-    if (val < 0 || val > ((int64_t)1 << 24))
+    if (val < -lim || val > lim)
         return 0;
-    if (add_rel(s, e, sx_new(tab(s), ST_SX_CONST, -1, -1, 0), ST_SXC_GE, true) < 0 ||
-        add_rel(s, e, sx_new(tab(s), ST_SX_CONST, -1, -1, (int64_t)1 << 24), ST_SXC_LE, true) < 0)
+    bool neg = val < 0;
+    st_fe_symtab *tb = tab(s);
+    int ng = s->guards.n;
+    if (add_rel(s, e, sx_new(tb, ST_SX_CONST, -1, -1, neg ? -1 : 0),
+                neg ? ST_SXC_LE : ST_SXC_GE, true) < 0 ||
+        add_rel(s, e, sx_new(tb, ST_SX_CONST, -1, -1, neg ? -lim : lim),
+                neg ? ST_SXC_GE : ST_SXC_LE, true) < 0)
         return tr_break_exc(s, "dynamic shapes");
-    static PyObject *fn;
+    /* below 0 the guard bounds the symbols from above (n1 - 3 < 0): where
+     * no probe values fit it (n1 < 3: the probes are primes from 3) the
+     * graph could not be probed, and the value stays a guarded constant */
+    for (int p = 0; neg && p < NPROBE; p++) {
+        int64_t pv[MAXSYM], x;
+        tr_dyp_probe_vals(s, p, pv);
+        if (st_fe_sx_eval(tb, e, pv, &x) < 0 || x > -1 || x < -lim) {
+            s->guards.n = ng;    /* (symbolic guards own nothing) */
+            return 0;
+        }
+    }
+    static PyObject *fn, *negfn;
     if (!fn) {
         PyObject *m = PyImport_ImportModule("symtrace._ops.creation");
         fn = m ? PyObject_GetAttrString(m, "_size_tensor") : NULL;
@@ -1243,11 +1262,31 @@ int tr_dyn_size_operand(tr_state *s, int op, tr_var *a, tr_var *b)
         if (!fn)
             return tr_break_exc(s, "dynamic shapes");
     }
+    if (neg && !negfn) {
+        PyObject *m = PyImport_ImportModule("symtrace");
+        negfn = m ? PyObject_GetAttrString(m, "neg") : NULL;
+        Py_XDECREF(m);
+        if (!negfn)
+            return tr_break_exc(s, "dynamic shapes");
+    }
     tr_var args[2] = {{0}}, out = {0};
-    tr_var_copy(&args[0], v);
+    if (neg) {
+        int ne = sx_new(tb, ST_SX_NEG, e, -1, 0);
+        args[0].v = ne < 0 ? NULL : make_symint(s, -val, ne);
+        if (!args[0].v)
+            return ne < 0 ? tr_break(s, "out of memory") : -1;
+    } else {
+        tr_var_copy(&args[0], v);
+    }
     tr_var_copy(&args[1], v == a ? b : a);
     s->lib_inline++;
     int rc = tr_inline(s, fn, args, 2, NULL, &out);
+    if (rc >= 0 && neg && out.v && st_fe_is_tensor(out.v)) {
+        tr_var pos = out;
+        out = (tr_var){0};
+        rc = tr_inline(s, negfn, &pos, 1, NULL, &out);
+        tr_var_clear(&pos);
+    }
     s->lib_inline--;
     tr_var_clear(&args[0]);
     tr_var_clear(&args[1]);

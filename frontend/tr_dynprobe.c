@@ -866,9 +866,10 @@ static int root_of(tr_state *s, int k)
     return s->dyn->alias[k] ? s->dyn->alias[k] - 1 : k;
 }
 
-/* The guards naming class r (and no other free symbol) hold with the
+/* The guards naming class r (and no other free symbol; with `others`, also
+ * those naming other free symbols, at their probe values) hold with the
  * class at x and the rest at probe point p. */
-static bool class_fits(tr_state *s, int r, int p, int64_t x)
+static bool class_fits(tr_state *s, int r, int p, int64_t x, bool others)
 {
     st_fe_symtab *tb = tab(s);
     int64_t pv[MAXSYM];
@@ -887,7 +888,7 @@ static bool class_fits(tr_state *s, int r, int p, int64_t x)
         if (g->kind != ST_G_SYM)
             continue;
         uint64_t m = sx_syms(tb, g->sx_a) | sx_syms(tb, g->sx_b);
-        if (!(m & cls) || (m & ~(cls | fixed)))
+        if (!(m & cls) || (!others && (m & ~(cls | fixed))))
             continue;
         int64_t a, b;
         if (st_fe_sx_eval(tb, g->sx_a, pv, &a) < 0 || st_fe_sx_eval(tb, g->sx_b, pv, &b) < 0 ||
@@ -909,7 +910,7 @@ static bool is_prime(int64_t c)
  * multiple by the class's divisor) that fits the guards, is no other
  * symbol's value there and not `avoid`; at probe 0 the next step fits
  * too (recover's check moves a symbol on from probe 0 by one). 0: none. */
-static int64_t fit_prime(tr_state *s, int r, int p, int64_t below, int64_t avoid)
+static int64_t fit_prime(tr_state *s, int r, int p, int64_t below, int64_t avoid, bool others)
 {
     st_fe_symtab *tb = tab(s);
     int64_t m = mod_of(s, r), pv[MAXSYM];
@@ -920,9 +921,9 @@ static int64_t fit_prime(tr_state *s, int r, int p, int64_t below, int64_t avoid
         bool used = false;
         for (int j = 0; j < tb->nsym && !used; j++)
             used = root_of(s, j) != r && pv[j] == c * m;
-        if (used || !class_fits(s, r, p, c * m))
+        if (used || !class_fits(s, r, p, c * m, others))
             continue;
-        if (p != 0 || class_fits(s, r, p, (c + 1) * m))
+        if (p != 0 || class_fits(s, r, p, (c + 1) * m, others))
             return c;
     }
     return 0;
@@ -934,13 +935,20 @@ void tr_dyp_fit_probes(tr_state *s, int k)
     if (!s->dyn->shapes || !tr_dyn_varsym(s, r) || s->dyn->pinned[r] || s->dyn->pinned[k])
         return;
     int64_t m = mod_of(s, r);
-    if (class_fits(s, r, 0, tr_dyn_primes[0][r] * m) &&
-        class_fits(s, r, 1, tr_dyn_primes[1][r] * m))
+    /* first with the relations to other free symbols too (n0 - n2 >= 0:
+     * n2 moves below n0's probe value), then, when no prime fits those,
+     * with the guards on this class alone */
+    for (int pass = 0; pass < 2; pass++) {
+        bool others = pass == 0;
+        if (class_fits(s, r, 0, tr_dyn_primes[0][r] * m, others) &&
+            class_fits(s, r, 1, tr_dyn_primes[1][r] * m, others))
+            return;
+        int64_t p0 = fit_prime(s, r, 0, tr_dyn_primes[0][r], 0, others);
+        int64_t p1 = p0 ? fit_prime(s, r, 1, tr_dyn_primes[1][r], p0, others) : 0;
+        if (!p0 || !p1)
+            continue;            /* none: the repair pins it as before */
+        tr_dyn_primes[0][r] = p0;
+        tr_dyn_primes[1][r] = p1;
         return;
-    int64_t p0 = fit_prime(s, r, 0, tr_dyn_primes[0][r], 0);
-    int64_t p1 = p0 ? fit_prime(s, r, 1, tr_dyn_primes[1][r], p0) : 0;
-    if (!p0 || !p1)
-        return;                  /* none: the repair pins it as before */
-    tr_dyn_primes[0][r] = p0;
-    tr_dyn_primes[1][r] = p1;
+    }
 }
