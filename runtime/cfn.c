@@ -18,6 +18,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* backward variants cached per compiled function (variant_of), and the
+ * most independent parts that get a tape node each (find_parts): the rest
+ * of the slots serve backwards from some of a part's outputs */
+#define ST_CFN_NVAR 8
+#define ST_CFN_NPART 6
+
 /* One lowered and compiled program with the plan for contiguous inputs. */
 typedef struct {
     st_kprog *p;
@@ -70,15 +76,15 @@ struct st_rt_cfn {
         int nsaved, *map;    /* its saved value k is info.saved[map[k]] */
         bool *reads;         /* per info.saved entry: this variant reads it */
         bool *reach;         /* per wrt input: these outputs depend on it */
-    } var[4];
+    } var[ST_CFN_NVAR];
     int nvar;
     /* the independent parts of the gradient flow (find_parts): ncomp 0
      * until the first run that records, 1: one tape node for all; else
      * one node per part, with the outputs in comp_mask[c], the inputs
      * whose comp_of_wrt is c, running the variant comp_var[c] */
     int ncomp;
-    uint64_t comp_mask[3];
-    int comp_var[3];
+    uint64_t comp_mask[ST_CFN_NPART];
+    int comp_var[ST_CFN_NPART];
     int *comp_of_wrt;
 };
 
@@ -1073,7 +1079,7 @@ static int variant_of(st_rt_cfn *f, uint64_t mask)
     for (int v = 0; v < f->nvar; v++)
         if (f->var[v].mask == mask)
             return v;
-    if (f->nvar == 4)
+    if (f->nvar == ST_CFN_NVAR)
         return -1;
     const st_graph *g = f->g;
     int outs[64], n = 0;
@@ -1631,9 +1637,10 @@ static st_status writeback(st_rt_cfn *f, st_tensor *const *inputs,
  * region's outputs depend on all its inputs). Eager records independent
  * parts as separate nodes: a backward from one part never runs the
  * other's (an input edge of a merged node would send it zeros: FX's
- * backward ran, and x0.grad became 0 instead of None). Two or three parts,
- * each with a backward variant of its own, get a node each; otherwise
- * (one part, an output past 64, more parts than variant slots) one node. */
+ * backward ran, and x0.grad became 0 instead of None).
+ * Up to ST_CFN_NPART parts, each with a backward variant of its own,
+ * get a node each; otherwise (one part, an output past 64, more parts) one
+ * node. */
 static void find_parts(st_rt_cfn *f)
 {
     f->ncomp = 1;
@@ -1663,11 +1670,11 @@ static void find_parts(st_rt_cfn *f)
     int n = 0;
     for (int k = 0; ok && k < nd + nw; k++)
         comp_of[k] = -1;
-    uint64_t mask[3] = {0, 0, 0};
+    uint64_t mask[ST_CFN_NPART] = {0};
     for (int k = 0; ok && k < nd; k++) {
         int r = ROOT(k);
         if (comp_of[r] < 0) {
-            if (n == 3) {
+            if (n == ST_CFN_NPART) {
                 ok = false;
                 break;
             }

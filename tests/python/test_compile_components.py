@@ -222,3 +222,46 @@ def test_double_backward_on_two_part_graph():
         np.testing.assert_allclose(gx.detach().numpy(), 3 * xs ** 2, rtol=1e-5)
         gx.sum().backward()
         np.testing.assert_allclose(x.grad.numpy(), 6 * xs, rtol=1e-5, atol=1e-5)
+
+
+def fx4_fn(x0, x2, x3, x4):
+    v1 = FX.apply(x0 * 1.5)
+    v1.zero_()
+    x2.zero_()
+    x3.mul_(2)
+    x4.mul_(3)
+    return (x2,)
+
+
+def test_fx_with_four_parts():
+    g = st.compile(fx4_fn)
+    for k in range(4):
+        del LOG[:]
+        a = st.tensor(2.0 + k).requires_grad_()
+        ts = [st.tensor(1.0).requires_grad_() for _ in range(3)]
+        out = g(a.clone(), *[t.clone() for t in ts])
+        out[0].sum().backward()
+        assert LOG == ["fwd"], (k, LOG)
+        assert a.grad is None and ts[1].grad is None and ts[2].grad is None
+        assert float(ts[0].grad) == 0.0
+
+
+def test_many_parts_share_the_variant_slots():
+    # six independent heads (one node each), then backwards from each
+    def fn(*xs):
+        return tuple((x * (i + 1)).sin() for i, x in enumerate(xs))
+
+    vals = [arr(10 + i) for i in range(6)]
+    f = st.compile(fn)
+    for _ in range(3):
+        xs = [st.tensor(v, requires_grad=True) for v in vals]
+        outs = f(*xs)
+        fns = [o.grad_fn for o in outs]   # kept alive: ids stay distinct
+        assert len({id(n) for n in fns}) == 6
+        done = set()
+        for i in (3, 0, 5, 1, 4, 2):
+            outs[i].sum().backward()
+            done.add(i)
+            assert [x.grad is not None for x in xs] == [j in done for j in range(6)]
+            np.testing.assert_allclose(xs[i].grad.numpy(),
+                                       (i + 1) * np.cos((i + 1) * vals[i]), rtol=1e-5, atol=1e-6)
