@@ -1807,6 +1807,13 @@ static st_status attach_node(st_rt_cfn *f, st_tensor *const *inputs,
             s = st_err(ST_ERR_MEMORY, "cfn: out of host memory");
             break;
         }
+        bool any = false;   /* a part none of whose inputs requires grad: no node */
+        for (int k = 0; k < f->nwrt; k++)
+            any |= f->comp_of_wrt[k] == c && inputs[f->wrt[k]]->requires_grad;
+        if (!any) {
+            free(mine);
+            continue;
+        }
         const bool *reads = f->var[f->comp_var[c]].reads;
         for (int k = 0; k < ns; k++)
             if (reads[k]) {
