@@ -18,6 +18,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* backward variants cached per compiled function (variant_of), and the
+ * most independent parts that get a tape node each (find_parts): the rest
+ * of the slots serve backwards from some of a part's outputs */
+#define ST_CFN_NVAR 8
+#define ST_CFN_NPART 6
+
 /* One lowered and compiled program with the plan for contiguous inputs. */
 typedef struct {
     st_kprog *p;
@@ -70,8 +76,16 @@ struct st_rt_cfn {
         int nsaved, *map;    /* its saved value k is info.saved[map[k]] */
         bool *reads;         /* per info.saved entry: this variant reads it */
         bool *reach;         /* per wrt input: these outputs depend on it */
-    } var[4];
+    } var[ST_CFN_NVAR];
     int nvar;
+    /* the independent parts of the gradient flow (find_parts): ncomp 0
+     * until the first run that records, 1: one tape node for all; else
+     * one node per part, with the outputs in comp_mask[c], the inputs
+     * whose comp_of_wrt is c, running the variant comp_var[c] */
+    int ncomp;
+    uint64_t comp_mask[ST_CFN_NPART];
+    int comp_var[ST_CFN_NPART];
+    int *comp_of_wrt;
 };
 
 /* out[k] = a new reference to graph output k (all or none). */
@@ -1005,6 +1019,7 @@ void st_rt_cfn_free(st_rt_cfn *f)
     free(f->alias_grad);
     free(f->wrt);
     free(f->diff);
+    free(f->comp_of_wrt);
     free(f);
 }
 
@@ -1024,6 +1039,10 @@ typedef struct {
      * gone through: their share of the saved tensors is freed, the other
      * outputs' stays (eager frees only the nodes a backward ran) */
     uint64_t consumed;
+    /* the outputs this node has (all: one node for the graph) and its
+     * part (-1: the whole graph) */
+    uint64_t own;
+    int comp;
 } bctx;
 
 static void bctx_free(void *p)
@@ -1060,7 +1079,7 @@ static int variant_of(st_rt_cfn *f, uint64_t mask)
     for (int v = 0; v < f->nvar; v++)
         if (f->var[v].mask == mask)
             return v;
-    if (f->nvar == 4)
+    if (f->nvar == ST_CFN_NVAR)
         return -1;
     const st_graph *g = f->g;
     int outs[64], n = 0;
@@ -1350,7 +1369,8 @@ static st_status node_backward(void *ctx, int nout, st_tensor *const *gout,
     /* with at most 64 differentiable outputs the node tracks which of them
      * a backward has gone through (c->consumed) */
     bool track = f->ndiff <= 64 && nout == f->ndiff;
-    uint64_t full = f->ndiff >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << f->ndiff) - 1;
+    uint64_t all = f->ndiff >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << f->ndiff) - 1;
+    uint64_t full = c->own;   /* this node's outputs */
     uint64_t want = some_missing ? mask : full;
     if (some_missing && !mask && nout == f->ndiff) {
         /* no output got a gradient: none to send on (the saved tensors
@@ -1362,7 +1382,7 @@ static st_status node_backward(void *ctx, int nout, st_tensor *const *gout,
         return ST_OK;
     }
     int again = !track || !c->consumed ? 0
-                : (want & c->consumed) && reads_saved(f, want & c->consumed, full)
+                : (want & c->consumed) && reads_saved(f, want & c->consumed, all)
                     ? 1 : reruns_saving_node(f, want, c->consumed);
     if (again < 0)
         return st_err(ST_ERR_MEMORY, "cfn: out of host memory");
@@ -1375,6 +1395,11 @@ static st_status node_backward(void *ctx, int nout, st_tensor *const *gout,
                       "saved tensors after calling backward. (CompiledFunctionBackward)");
     int vi = some_missing && mask && f->ndiff <= 64 && nout == f->ndiff
                  ? variant_of(f, mask) : -1;
+    /* a part's node without a variant for these outputs: its part's, with
+     * zeros for its outputs that got none (it holds only the saved
+     * tensors that one reads) */
+    if (vi < 0 && c->comp >= 0)
+        vi = f->comp_var[c->comp];
     if (vi >= 0 && ensure(f->be, f->var[vi].g, &f->var[vi].p) != ST_OK)
         return st_err_kind();
     if (vi < 0 && ensure(f->be, f->bwd_g, &f->bwd) != ST_OK)
@@ -1383,7 +1408,7 @@ static st_status node_backward(void *ctx, int nout, st_tensor *const *gout,
     const st_graph *bg = bp->p->graph;
     int nsaved = f->info.nsaved;
     int nbsaved = vi >= 0 ? f->var[vi].nsaved : nsaved;
-    int ngrads = vi >= 0 ? __builtin_popcountll(mask) : f->ndiff;
+    int ngrads = vi >= 0 ? __builtin_popcountll(f->var[vi].mask) : f->ndiff;
     st_tensor **in = calloc((size_t)(bg->ninputs ? bg->ninputs : 1),
                             sizeof *in);
     st_tensor **res = calloc((size_t)(bg->noutputs ? bg->noutputs : 1),
@@ -1425,7 +1450,7 @@ static st_status node_backward(void *ctx, int nout, st_tensor *const *gout,
     for (int k = 0, slot = 0; k < f->ndiff && s == ST_OK; k++) {
         const st_meta *m = &c->out_meta[k];
         st_tensor *gk = gout[k];
-        if (vi >= 0 && !gk)
+        if (vi >= 0 && !(f->var[vi].mask >> k & 1))
             continue;   /* not an input of this backward */
         if (gk) {
             if (gk->dtype != m->dtype || gk->ndim != m->ndim ||
@@ -1491,7 +1516,8 @@ static st_status node_backward(void *ctx, int nout, st_tensor *const *gout,
     /* no variant (its saved values are not all the full backward's: the
      * full one may recompute what the variant saves): the full backward
      * ran with zeros for the outputs that got none */
-    bool *fb_reach = s == ST_OK && vi < 0 && some_missing && mask && track
+    bool *fb_reach = s == ST_OK && mask && track &&
+                             ((vi < 0 && some_missing) || (vi >= 0 && f->var[vi].mask != mask))
                          ? reach_of(f, mask) : NULL;
     if (s == ST_OK)
         for (int k = 0; k < nin; k++) {
@@ -1605,15 +1631,88 @@ static st_status writeback(st_rt_cfn *f, st_tensor *const *inputs,
     return s;
 }
 
-/* Attaches the tape node to the differentiable outputs of this run. */
-static st_status attach_node(st_rt_cfn *f, st_tensor *const *inputs,
-                             st_tensor **outs, st_tensor **saved,
-                             const uint64_t rng[2])
+/* Splits the differentiable outputs and the inputs differentiated to into
+ * independent parts (union-find: an output and an input are in one part
+ * when the output's gradient reaches the input, needed(); a PyLayer
+ * region's outputs depend on all its inputs). Eager records independent
+ * parts as separate nodes: a backward from one part never runs the
+ * other's (an input edge of a merged node would send it zeros: FX's
+ * backward ran, and x0.grad became 0 instead of None).
+ * Up to ST_CFN_NPART parts, each with a backward variant of its own,
+ * get a node each; otherwise (one part, an output past 64, more parts) one
+ * node. */
+static void find_parts(st_rt_cfn *f)
+{
+    f->ncomp = 1;
+    int nd = f->ndiff, nw = f->nwrt;
+    if (nd < 2 || nd > 64 || nw < 2)
+        return;
+    int *par = malloc(sizeof(int) * (size_t)(nd + nw));
+    int *comp_of = malloc(sizeof(int) * (size_t)(nd + nw));
+    int *cw = malloc(sizeof(int) * (size_t)nw);
+    bool ok = par && comp_of && cw;
+    for (int k = 0; ok && k < nd + nw; k++)
+        par[k] = k;
+#define ROOT(x) ({ int r_ = (x); while (par[r_] != r_) r_ = par[r_] = par[par[r_]]; r_; })
+    for (int k = 0; ok && k < nd; k++) {
+        bool *r = reach_of(f, (uint64_t)1 << k);
+        ok = r != NULL;
+        bool any = false;
+        for (int j = 0; ok && j < nw; j++)
+            if (r[j]) {
+                par[ROOT(k)] = ROOT(nd + j);
+                any = true;
+            }
+        if (ok && !any) /* reaches no input: with the first output */
+            par[ROOT(k)] = ROOT(0);
+        free(r);
+    }
+    int n = 0;
+    for (int k = 0; ok && k < nd + nw; k++)
+        comp_of[k] = -1;
+    uint64_t mask[ST_CFN_NPART] = {0};
+    for (int k = 0; ok && k < nd; k++) {
+        int r = ROOT(k);
+        if (comp_of[r] < 0) {
+            if (n == ST_CFN_NPART) {
+                ok = false;
+                break;
+            }
+            comp_of[r] = n++;
+        }
+        mask[comp_of[r]] |= (uint64_t)1 << k;
+    }
+    for (int j = 0; ok && j < nw; j++)
+        cw[j] = comp_of[ROOT(nd + j)];   /* -1: reached by no output */
+#undef ROOT
+    for (int c = 0; ok && n > 1 && c < n; c++) {
+        f->comp_var[c] = variant_of(f, mask[c]);
+        f->comp_mask[c] = mask[c];
+        ok = f->comp_var[c] >= 0;
+    }
+    if (ok && n > 1) {
+        f->ncomp = n;
+        f->comp_of_wrt = cw;
+        cw = NULL;
+    }
+    free(par);
+    free(comp_of);
+    free(cw);
+}
+
+/* Attaches a tape node to the differentiable outputs of this run: of part
+ * comp (-1: all of them), holding saved (taken over). */
+static st_status make_node(st_rt_cfn *f, st_tensor *const *inputs,
+                           st_tensor **outs, st_tensor **saved,
+                           const uint64_t rng[2], int comp)
 {
     bctx *c = calloc(1, sizeof *c);
     if (c) {
         c->rng_seed = rng[0];
         c->rng_off = rng[1];
+        c->comp = comp;
+        c->own = comp >= 0 ? f->comp_mask[comp]
+                 : f->ndiff >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << f->ndiff) - 1;
     }
     int nin = 0;
     st_tensor **nin_t = malloc(sizeof *nin_t * (size_t)f->nwrt);
@@ -1625,7 +1724,7 @@ static st_status attach_node(st_rt_cfn *f, st_tensor *const *inputs,
         c->saved_ver = malloc(sizeof(uint32_t) *
                               (size_t)(f->info.nsaved ? f->info.nsaved : 1));
         for (int k = 0; c->saved_ver && k < f->info.nsaved; k++)
-            c->saved_ver[k] = saved[k]->storage->version;
+            c->saved_ver[k] = saved[k] ? saved[k]->storage->version : 0;
         c->out_meta = malloc(sizeof *c->out_meta * (size_t)f->ndiff);
         c->grad_slot = malloc(sizeof(int) * (size_t)f->nwrt);
         int ni = f->g->ninputs;
@@ -1654,7 +1753,7 @@ static st_status attach_node(st_rt_cfn *f, st_tensor *const *inputs,
     }
     for (int k = 0; k < f->nwrt; k++) {
         st_tensor *t = inputs[f->wrt[k]];
-        if (!t->requires_grad)
+        if (!t->requires_grad || (comp >= 0 && f->comp_of_wrt[k] != comp))
             continue;
         c->grad_slot[nin] = k;
         nin_t[nin++] = t;
@@ -1666,7 +1765,7 @@ static st_status attach_node(st_rt_cfn *f, st_tensor *const *inputs,
         for (int j = 0; j < f->g->ninputs; j++)
             is_input |= inputs[j] == t;
         /* an input returned as is keeps its own history */
-        nout_t[k] = is_input ? NULL : t;
+        nout_t[k] = is_input || !(c->own >> (k & 63) & 1) ? NULL : t;
     }
     st_ad_node *n = st_ad_custom_node("CompiledFunctionBackward",
                                       node_backward, c, bctx_free, nin, nin_t,
@@ -1686,6 +1785,47 @@ static st_status attach_node(st_rt_cfn *f, st_tensor *const *inputs,
     st_ad_node_keep_ctx(n, release_inputs);
     st_ad_node_decref(n);
     return ST_OK;
+}
+
+/* Attaches the tape node(s) (find_parts) to the differentiable outputs of
+ * this run; takes over saved. Each part's node holds references to the
+ * saved tensors its variant reads: one read by two parts goes when the
+ * last of them frees it. */
+static st_status attach_node(st_rt_cfn *f, st_tensor *const *inputs,
+                             st_tensor **outs, st_tensor **saved,
+                             const uint64_t rng[2])
+{
+    if (!f->ncomp)
+        find_parts(f);
+    if (f->ncomp <= 1)
+        return make_node(f, inputs, outs, saved, rng, -1);
+    int ns = f->info.nsaved;
+    st_status s = ST_OK;
+    for (int c = 0; c < f->ncomp && s == ST_OK; c++) {
+        st_tensor **mine = calloc((size_t)(ns ? ns : 1), sizeof *mine);
+        if (!mine) {
+            s = st_err(ST_ERR_MEMORY, "cfn: out of host memory");
+            break;
+        }
+        bool any = false;   /* a part none of whose inputs requires grad: no node */
+        for (int k = 0; k < f->nwrt; k++)
+            any |= f->comp_of_wrt[k] == c && inputs[f->wrt[k]]->requires_grad;
+        if (!any) {
+            free(mine);
+            continue;
+        }
+        const bool *reads = f->var[f->comp_var[c]].reads;
+        for (int k = 0; k < ns; k++)
+            if (reads[k]) {
+                mine[k] = saved[k];
+                st_tensor_incref(mine[k]);
+            }
+        s = make_node(f, inputs, outs, mine, rng, c);
+    }
+    for (int k = 0; k < ns; k++)
+        st_tensor_decref(saved[k]);
+    free(saved);
+    return s;
 }
 
 static st_status cfn_run(st_rt_cfn *f, st_tensor *const *inputs, st_tensor **outputs);
