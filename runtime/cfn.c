@@ -1138,16 +1138,22 @@ static int variant_of(st_rt_cfn *f, uint64_t mask)
     return v;
 }
 
+/* needed() for the differentiable outputs in mask (bit k: diff output k) */
+static bool *needed_by(const st_rt_cfn *f, uint64_t mask)
+{
+    int outs[64], n = 0;
+    for (int k = 0; k < f->ndiff && k < 64; k++)
+        if (mask >> k & 1)
+            outs[n++] = f->g->outputs[f->diff[k]];
+    return needed(f->g, outs, n);
+}
+
 /* Per wrt input: does an output in mask depend on it? (NULL: out of
  * memory or more than 64 outputs) */
 static bool *reach_of(const st_rt_cfn *f, uint64_t mask)
 {
     const st_graph *g = f->g;
-    int outs[64], n = 0;
-    for (int k = 0; k < f->ndiff && k < 64; k++)
-        if (mask >> k & 1)
-            outs[n++] = g->outputs[f->diff[k]];
-    bool *need = needed(g, outs, n);
+    bool *need = needed_by(f, mask);
     bool *reach = need ? malloc(sizeof(bool) * (size_t)(f->nwrt ? f->nwrt : 1)) : NULL;
     for (int k = 0; reach && k < f->nwrt; k++)
         reach[k] = need[g->inputs[f->wrt[k]]];
@@ -1162,11 +1168,7 @@ static bool *reach_of(const st_rt_cfn *f, uint64_t mask)
 static bool *saving_nodes_run(const st_rt_cfn *f, const bool *from, uint64_t mask)
 {
     const st_graph *g = f->g;
-    int outs[64], n = 0;
-    for (int k = 0; k < f->ndiff && k < 64; k++)
-        if (mask >> k & 1)
-            outs[n++] = g->outputs[f->diff[k]];
-    bool *need = needed(g, outs, n);
+    bool *need = needed_by(f, mask);
     bool *run = need ? calloc((size_t)(g->nstmts ? g->nstmts : 1), sizeof *run) : NULL;
     for (int si = 0; run && si < g->nstmts; si++) {
         const st_stmt *st = &g->stmts[si];
