@@ -486,10 +486,13 @@ static int seq_run(void *be, st_op_id op, const st_operand *in, int nin,
 }
 
 /* An elementwise op written into one CPU tensor, no gradient involved,
- * with an operand that shares its elements as torch cannot tell (TOO_HARD,
- * other than as the same view): its result depends on the write order. */
-static bool seq_wanted(st_op_id op, const st_operand *in, int nin, st_tensor **given) {
+ * with an operand that shares its elements as torch cannot tell (hard:
+ * TOO_HARD other than as the same view, found by eager_on's overlap
+ * check): its result depends on the write order. */
+static bool seq_wanted(st_op_id op, const st_operand *in, int nin, st_tensor **given,
+                       bool hard) {
     st_tensor *o = given[0];
+    if (!hard) return false;
     if (!o || o->ndim == 0 || st_tensor_numel(o) < 2 ||
         st_tensor_device(o)->type != ST_DEV_CPU)
         return false;
@@ -502,14 +505,9 @@ static bool seq_wanted(st_op_id op, const st_operand *in, int nin, st_tensor **g
     bool grad = st_ad_grad_enabled();
     if (grad && (o->requires_grad || (o->view_base && o->view_base->requires_grad)))
         return false;
-    bool hard = false;
-    for (int j = 0; j < nin; j++) {
-        if (!in[j].t) continue;
-        if (grad && in[j].t->requires_grad) return false;
-        if (overlap_status(o, in[j].t) == OV_TOO_HARD && order_dependent(o, in[j].t, false))
-            hard = true;
-    }
-    return hard;
+    for (int j = 0; j < nin; j++)
+        if (grad && in[j].t && in[j].t->requires_grad) return false;
+    return true;
 }
 
 static int eager_run(st_op_id op, const st_operand *in, int nin,
@@ -644,9 +642,12 @@ static int eager_on(st_op_id op, const st_operand *in, int nin,
      * depends on the kernel's order, so torch's error where torch can tell
      * (assert_no_partial_overlap / assert_no_overlap) */
     bool scat = op == ST_OP_SCATTER || op == ST_OP_SCATTER_ADD;
+    bool hard = false;   /* an operand of given[0] that overlap_seq.c orders */
     for (int k = 0; given && k < ST_MAX_OUT; k++)
         for (int j = 0; given[k] && j < nin; j++) {
             int ov = overlap_status(given[k], in[j].t);
+            if (k == 0 && ov == OV_TOO_HARD && order_dependent(given[0], in[j].t, false))
+                hard = true;
             if (ov == OV_PARTIAL || (ov == OV_FULL && scat && j > 0))
                 return st_err(ST_ERR_RUNTIME, "%s: unsupported operation: some "
                               "elements of the input tensor and the written-to "
@@ -656,7 +657,7 @@ static int eager_on(st_op_id op, const st_operand *in, int nin,
         }
     /* an operand sharing the written elements as torch cannot tell
      * (TOO_HARD): torch's order of the element writes (overlap_seq.c) */
-    if (given && !seq_depth && seq_wanted(op, in, nin, given)) {
+    if (given && !seq_depth && seq_wanted(op, in, nin, given, hard)) {
         seq_depth++;
         int n = st_overlap_seq(op, in, nin, attrs, given[0], out, seq_run, be);
         seq_depth--;
