@@ -1221,22 +1221,6 @@ static void free_saved_unless(bctx *c, const bool *keep)
         }
 }
 
-/* Does the backward of the outputs in sub read a saved tensor? (eager's
- * nodes on their paths saved something: a second backward through them
- * is refused) */
-static bool reads_saved(st_rt_cfn *f, uint64_t sub, uint64_t full)
-{
-    if (f->info.nsaved == 0)
-        return false;
-    int v = sub == full ? -1 : variant_of(f, sub);
-    if (v < 0)
-        return true;
-    for (int k = 0; k < f->info.nsaved; k++)
-        if (f->var[v].reads[k])
-            return true;
-    return false;
-}
-
 static void drop_inputs(bctx *c)
 {
     for (int k = 0; c->inputs && k < c->f->g->ninputs; k++)
@@ -1371,7 +1355,6 @@ static st_status node_backward(void *ctx, int nout, st_tensor *const *gout,
     /* with at most 64 differentiable outputs the node tracks which of them
      * a backward has gone through (c->consumed) */
     bool track = f->ndiff <= 64 && nout == f->ndiff;
-    uint64_t all = f->ndiff >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << f->ndiff) - 1;
     uint64_t full = c->own;   /* this node's outputs */
     uint64_t want = some_missing ? mask : full;
     if (some_missing && !mask && nout == f->ndiff) {
@@ -1383,9 +1366,9 @@ static st_status node_backward(void *ctx, int nout, st_tensor *const *gout,
         }
         return ST_OK;
     }
-    int again = !track || !c->consumed ? 0
-                : (want & c->consumed) && reads_saved(f, want & c->consumed, all)
-                    ? 1 : reruns_saving_node(f, want, c->consumed);
+    /* eager refuses it when both backwards run a node with saved tensors
+     * (the same output again included) */
+    int again = !track || !c->consumed ? 0 : reruns_saving_node(f, want, c->consumed);
     if (again < 0)
         return st_err(ST_ERR_MEMORY, "cfn: out of host memory");
     if (again)
