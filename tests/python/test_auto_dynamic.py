@@ -7,18 +7,11 @@ import numpy as np
 import pytest
 
 import symtrace as st
+from dynamic_helpers import fresh_dynamic  # noqa: F401  (autouse: a clean frontend per test)
 
 
 def _stats():
     return st._C._fe_stats()
-
-
-@pytest.fixture(autouse=True)
-def _fresh(monkeypatch):
-    monkeypatch.delenv("SYMTRACE_DYNAMIC", raising=False)
-    st.reset()
-    yield
-    st.reset()
 
 
 def _body(x, w):

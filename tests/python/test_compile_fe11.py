@@ -63,6 +63,19 @@ def _run_pair(**kw):
     return out
 
 
+def _same_as_eager(body):
+    """body(mode, m, opt, sched, step) on a fresh identical setup, eager then
+    compiled (mode wraps a step function: itself, or st.compile of it); the two
+    records must be equal. Returns them."""
+    res = []
+    for compiled in (False, True):
+        st.reset()
+        m, opt, sched, step = _setup()
+        res.append(body(st.compile if compiled else (lambda fn: fn), m, opt, sched, step))
+    assert res[0] == res[1]
+    return res
+
+
 @pytest.mark.parametrize("sched_kind", ["lambda", "linear"])
 @pytest.mark.parametrize("set_to_none", [True, False])
 def test_train_step_matches_eager(set_to_none, sched_kind):
@@ -105,10 +118,7 @@ def test_explain_reports_only_backward():
 def test_state_read_after_step_breaks_and_is_fresh():
     """A read of what opt.step()/sched.step() changed, after them in the frame,
     sees the new values (the frame breaks before the read)."""
-    res = []
-    for compiled in (False, True):
-        st.reset()
-        m, opt, sched, _ = _setup()
+    def body(mode, m, opt, sched, _):
         w = next(iter(m.parameters()))
 
         def step(x):
@@ -120,17 +130,12 @@ def test_state_read_after_step_breaks_and_is_fresh():
             g = w.grad
             opt.zero_grad()
             return loss * lr, w * 1, g is None, w.grad is None
-        f = st.compile(step) if compiled else step
-        res.append([(a.item(), b.tolist(), c, d) for a, b, c, d in (f(x) for x in _xs(4))])
-    assert res[0] == res[1]
+        return [(a.item(), b.tolist(), c, d) for a, b, c, d in map(mode(step), _xs(4))]
+    _same_as_eager(body)
 
 
 def test_step_with_closure_result_used_still_correct():
-    res = []
-    for compiled in (False, True):
-        st.reset()
-        m, opt, sched, _ = _setup()
-
+    def body(mode, m, opt, sched, _):
         def step(x):
             def closure():
                 opt.zero_grad()
@@ -139,17 +144,12 @@ def test_step_with_closure_result_used_still_correct():
                 return loss
             loss = opt.step(closure)
             return loss
-        f = st.compile(step) if compiled else step
-        res.append([f(x).item() for x in _xs(3)])
-    assert res[0] == res[1]
+        return [loss.item() for loss in map(mode(step), _xs(3))]
+    _same_as_eager(body)
 
 
 def test_step_under_no_grad_block():
-    res = []
-    for compiled in (False, True):
-        st.reset()
-        m, opt, sched, _ = _setup()
-
+    def body(mode, m, opt, sched, _):
         def step(x):
             loss = m(x).sum()
             loss.backward()
@@ -157,9 +157,8 @@ def test_step_under_no_grad_block():
                 opt.step()
             opt.zero_grad()
             return loss
-        f = st.compile(step) if compiled else step
-        res.append([f(x).item() for x in _xs(3)] + [p.tolist() for p in m.parameters()])
-    assert res[0] == res[1]
+        return [loss.item() for loss in map(mode(step), _xs(3))] + [p.tolist() for p in m.parameters()]
+    _same_as_eager(body)
 
 
 # ---------------- warnings.warn ----------------
@@ -300,31 +299,24 @@ def test_unresumable_instruction_after_step_is_not_a_plain_frame():
     """After opt.step() the frame reads a tensor's method (loss.detach: 3.11's
     LOAD_METHOD, after which no partial graph resumes): the graph ends before
     opt.step() instead, and no code object of the step becomes plain Python."""
-    res = []
-    for compiled in (False, True):
-        st.reset()
-        m, opt, sched, _ = _setup()
-
+    def body(mode, m, opt, sched, _):
         def step(x):
             loss = m(x).sum()
             loss.backward()
             opt.step()
             k = 3
             return loss.detach() * k
-        f = st.compile(step) if compiled else step
-        res.append([f(x).item() for x in _xs(3)] + [p.tolist() for p in m.parameters()] +
-                   [p.grad is None for p in m.parameters()])
-        if compiled:
+        rec = [y.item() for y in map(mode(step), _xs(3))] + [p.tolist() for p in m.parameters()] + \
+            [p.grad is None for p in m.parameters()]
+        if mode is st.compile:
             codes = _stats(step)
             assert codes and not any(c.get("plain") for c in codes.values()), codes
-    assert res[0] == res[1]
+        return rec
+    _same_as_eager(body)
 
 
 def test_error_in_a_replayed_step_raises_like_eager():
-    res = []
-    for compiled in (False, True):
-        st.reset()
-        m, opt, sched, step = _setup()
+    def body(mode, m, opt, sched, step):
         calls = []
 
         def hook(o, args, kwargs):
@@ -332,7 +324,7 @@ def test_error_in_a_replayed_step_raises_like_eager():
             if len(calls) >= 2:
                 raise RuntimeError("hook says no")
         h = opt.register_step_pre_hook(hook)
-        f = st.compile(step) if compiled else step
+        f = mode(step)
         out = []
         for x in _xs(3):
             try:
@@ -341,8 +333,8 @@ def test_error_in_a_replayed_step_raises_like_eager():
                 out.append(str(e))
             out.append([p.grad is None for p in m.parameters()])
         h.remove()
-        res.append((out, [p.tolist() for p in m.parameters()], sched.last_epoch))
-    assert res[0] == res[1]
+        return (out, [p.tolist() for p in m.parameters()], sched.last_epoch)
+    res = _same_as_eager(body)
     assert res[0][0][2] == "hook says no"
 
 
@@ -350,11 +342,7 @@ def test_error_in_a_replayed_step_raises_like_eager():
 def test_zero_grad_first_keeps_forward_in_the_graph(set_to_none):
     """opt.zero_grad() at the top of the step changes only .grad: the forward
     after it stays in the graph (zero_grad runs after it, before backward)."""
-    res = []
-    for compiled in (False, True):
-        st.reset()
-        m, opt, sched, _ = _setup()
-
+    def body(mode, m, opt, sched, _):
         def step(x):
             opt.zero_grad(set_to_none=set_to_none)
             loss = m(x).pow(2).mean()
@@ -362,22 +350,19 @@ def test_zero_grad_first_keeps_forward_in_the_graph(set_to_none):
             opt.step()
             sched.step()
             return loss
-        f = st.compile(step) if compiled else step
         b = _C._fe_stats()
-        res.append([f(x).item() for x in _xs(4)] + [p.tolist() for p in m.parameters()] +
-                   [p.grad.tolist() for p in m.parameters()] + [opt.param_groups[0]["lr"]])
+        rec = [y.item() for y in map(mode(step), _xs(4))] + [p.tolist() for p in m.parameters()] + \
+            [p.grad.tolist() for p in m.parameters()] + [opt.param_groups[0]["lr"]]
         a = _C._fe_stats()
-        if compiled:
+        if mode is st.compile:
             assert a["breaks"] - b["breaks"] == 1          # backward only
             assert a["translations"] - b["translations"] == 2
-    assert res[0] == res[1]
+        return rec
+    _same_as_eager(body)
 
 
 def test_grad_read_after_zero_grad_is_fresh():
-    res = []
-    for compiled in (False, True):
-        st.reset()
-        m, opt, sched, _ = _setup()
+    def body(mode, m, opt, sched, _):
         w = next(iter(m.parameters()))
 
         def step(x):
@@ -386,7 +371,6 @@ def test_grad_read_after_zero_grad_is_fresh():
             opt.zero_grad()
             y = x * 2
             return y, w.grad is None, loss
-        f = st.compile(step) if compiled else step
-        res.append([(a.tolist(), b, c.item()) for a, b, c in (f(x) for x in _xs(3))])
-    assert res[0] == res[1]
+        return [(a.tolist(), b, c.item()) for a, b, c in map(mode(step), _xs(3))]
+    res = _same_as_eager(body)
     assert all(r[1] for r in res[1])

@@ -12,16 +12,9 @@ import numpy as np
 import pytest
 
 import symtrace as st
+from dynamic_helpers import fresh_dynamic  # noqa: F401  (autouse: a clean frontend per test)
 import symtrace.nn.functional as F
 from symtrace.nn import _adaptive_pool as AP
-
-
-@pytest.fixture(autouse=True)
-def _fresh(monkeypatch):
-    monkeypatch.delenv("SYMTRACE_DYNAMIC", raising=False)
-    st.reset()
-    yield
-    st.reset()
 
 
 def _bounds(size, out):
