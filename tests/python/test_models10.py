@@ -1,0 +1,598 @@
+# User training programs written once against a module L (symtrace or torch) and run side by
+# side: a DDPM denoiser step (sinusoidal timestep embedding, GroupNorm + SiLU residual blocks
+# with the time embedding added per channel, self-attention over the feature map, a noise
+# schedule buffer indexed by integer t, MSE on the predicted noise, an EMA of the weights), a
+# ConvNeXt stack (depthwise 7x7 conv, channels-last LayerNorm via permute, 4x GELU MLP, layer
+# scale, drop_path with the bernoulli mask fed in, label smoothing, clip_grad_norm_, AdamW
+# param groups), Swin-style shifted-window attention (window partition/reverse, torch.roll,
+# relative position bias table, shifted-window mask) followed by a Mamba-style selective scan
+# (a Python loop over time) and a cumsum/exp decayed linear attention, and a metric-learning /
+# distillation model (triplet margin loss, cdist hard mining, KLDiv with temperature, a hand
+# written focal loss, CTC). Each trains 5 steps eagerly and with st.compile(step): losses and
+# gradients against symtrace's eager run always and against torch's when torch is installed.
+# Also the focused checks of what these programs found.
+import copy
+import math
+
+import numpy as np
+import pytest
+
+import symtrace as st
+from compile_model_helpers import fresh_frontend, fe_counts  # noqa: F401
+
+STEPS = 5
+
+
+# ---------------- 1. DDPM ----------------
+DC, DT, DHW, TSTEPS = 8, 16, 8, 50
+
+
+def timestep_embedding(L, t, dim):
+    half = dim // 2
+    freqs = L.exp(-math.log(10000.0) * L.arange(half, dtype=L.float32) / half)
+    args = t[:, None].float() * freqs[None]
+    return L.cat([L.cos(args), L.sin(args)], dim=-1)
+
+
+def build_ddpm(L):
+    nn, F = L.nn, L.nn.functional
+
+    class ResBlock(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            self.n1, self.c1 = nn.GroupNorm(4, c), nn.Conv2d(c, c, 3, padding=1)
+            self.t = nn.Linear(DT, c)
+            self.n2, self.c2 = nn.GroupNorm(4, c), nn.Conv2d(c, c, 3, padding=1)
+
+        def forward(self, x, temb):
+            h = self.c1(F.silu(self.n1(x)))
+            h = h + self.t(F.silu(temb))[:, :, None, None]
+            h = self.c2(F.silu(self.n2(h)))
+            return x + h
+
+    class Attn(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            self.norm = nn.GroupNorm(4, c)
+            self.qkv = nn.Conv2d(c, 3 * c, 1)
+            self.proj = nn.Conv2d(c, c, 1)
+
+        def forward(self, x):
+            b, c, h, w = x.shape
+            q, k, v = self.qkv(self.norm(x)).reshape(b, 3, c, h * w).unbind(1)
+            a = L.softmax(L.einsum("bci,bcj->bij", q, k) * c ** -0.5, dim=-1)
+            o = L.bmm(v, a.transpose(1, 2)).view(b, c, h, w)
+            return x + self.proj(o)
+
+    class UNetish(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inp = nn.Conv2d(2, DC, 3, padding=1)
+            self.temb = nn.Sequential(nn.Linear(DT, DT), nn.SiLU(), nn.Linear(DT, DT))
+            self.r1, self.attn, self.r2 = ResBlock(DC), Attn(DC), ResBlock(DC)
+            self.out = nn.Sequential(nn.GroupNorm(4, DC), nn.SiLU(), nn.Conv2d(DC, 2, 3, padding=1))
+            betas = L.linspace(1e-4, 0.02, TSTEPS)
+            self.register_buffer("alphas_cumprod", L.cumprod(1.0 - betas, dim=0))
+
+        def forward(self, x0, t, noise):
+            a = self.alphas_cumprod.gather(0, t).view(-1, 1, 1, 1)
+            xt = a.sqrt() * x0 + (1 - self.alphas_cumprod[t]).sqrt()[:, None, None, None] * noise
+            temb = self.temb(timestep_embedding(L, t, DT))
+            h = self.r2(self.attn(self.r1(self.inp(xt), temb)), temb)
+            return self.out(h)
+    return UNetish()
+
+
+def loss_ddpm(L, m, x0, t, noise):
+    return L.nn.functional.mse_loss(m(x0, t, noise), noise)
+
+
+def _ddpm_data(i):
+    r = np.random.default_rng(10 + i)
+    return (r.standard_normal((2, 2, DHW, DHW)).astype(np.float32), r.integers(0, TSTEPS, 2),
+            r.standard_normal((2, 2, DHW, DHW)).astype(np.float32))
+
+
+# ---------------- 2. ConvNeXt ----------------
+CD, CNC = 8, 5
+
+
+def build_convnext(L):
+    nn, F = L.nn, L.nn.functional
+
+    class LayerNorm2d(nn.Module):          # ConvNeXt's channels_first LayerNorm
+        def __init__(self, c, eps=1e-6):
+            super().__init__()
+            self.weight, self.bias = nn.Parameter(L.ones(c)), nn.Parameter(L.zeros(c))
+            self.eps = eps
+
+        def forward(self, x):
+            u = x.mean(1, keepdim=True)
+            s = (x - u).pow(2).mean(1, keepdim=True)
+            x = (x - u) / L.sqrt(s + self.eps)
+            return self.weight[:, None, None] * x + self.bias[:, None, None]
+
+    class Block(nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.dwconv = nn.Conv2d(dim, dim, kernel_size=7, padding=3, groups=dim)
+            self.norm = nn.LayerNorm(dim, eps=1e-6)
+            self.pwconv1 = nn.Linear(dim, 4 * dim)
+            self.act = nn.GELU()
+            self.pwconv2 = nn.Linear(4 * dim, dim)
+            self.gamma = nn.Parameter(1e-1 * L.ones(dim))
+
+        def forward(self, x, keep):
+            inp = x
+            x = self.dwconv(x).permute(0, 2, 3, 1)
+            x = self.pwconv2(self.act(self.pwconv1(self.norm(x))))
+            x = (self.gamma * x).permute(0, 3, 1, 2)
+            return inp + drop_path(x, keep, 0.8)
+
+    def drop_path(x, mask, keep_prob):
+        shape = (x.shape[0],) + (1,) * (x.ndim - 1)
+        return x.div(keep_prob) * mask.view(shape)
+
+    class ConvNeXt(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = nn.Sequential(nn.Conv2d(3, CD, 2, stride=2), LayerNorm2d(CD))
+            self.blocks = nn.ModuleList([Block(CD), Block(CD)])
+            self.down = nn.Sequential(LayerNorm2d(CD), nn.Conv2d(CD, 2 * CD, 2, stride=2))
+            self.block3 = Block(2 * CD)
+            self.norm = nn.LayerNorm(2 * CD)
+            self.head = nn.Linear(2 * CD, CNC)
+
+        def forward(self, x, keep):
+            x = self.stem(x)
+            for i, b in enumerate(self.blocks):
+                x = b(x, keep[i])
+            x = self.block3(self.down(x), keep[2])
+            return self.head(self.norm(x.mean([-2, -1])))
+    return ConvNeXt()
+
+
+def loss_convnext(L, m, x, keep, y):
+    return L.nn.functional.cross_entropy(m(x, keep), y, label_smoothing=0.1)
+
+
+def _convnext_data(i):
+    r = np.random.default_rng(20 + i)
+    keep = (r.random((3, 4)) < 0.8).astype(np.float32)
+    return r.standard_normal((4, 3, 8, 8)).astype(np.float32), keep, r.integers(0, CNC, 4)
+
+
+def _convnext_opt(L, m):
+    decay = [p for n, p in m.named_parameters() if p.ndim >= 2]
+    rest = [p for n, p in m.named_parameters() if p.ndim < 2]
+    return L.optim.AdamW([{"params": decay, "weight_decay": 0.05},
+                          {"params": rest, "weight_decay": 0.0}], lr=4e-3)
+
+
+# ---------------- 3. Swin + Mamba-style scan ----------------
+SWD, SWH, WS, NH, SEQ = 8, 4, 2, 2, 16
+
+
+def window_partition(x, ws):
+    b, h, w, c = x.shape
+    x = x.view(b, h // ws, ws, w // ws, ws, c)
+    return x.permute(0, 1, 3, 2, 4, 5).contiguous().view(-1, ws, ws, c)
+
+
+def window_reverse(win, ws, h, w):
+    b = int(win.shape[0] / (h * w / ws / ws))
+    x = win.view(b, h // ws, w // ws, ws, ws, -1)
+    return x.permute(0, 1, 3, 2, 4, 5).contiguous().view(b, h, w, -1)
+
+
+def build_swin(L):
+    nn, F = L.nn, L.nn.functional
+
+    class WindowAttention(nn.Module):
+        def __init__(self, dim, shift):
+            super().__init__()
+            self.shift = shift
+            self.table = nn.Parameter(L.randn((2 * WS - 1) ** 2, NH) * 0.02)
+            coords = L.stack(L.meshgrid([L.arange(WS), L.arange(WS)], indexing="ij"))
+            flat = L.flatten(coords, 1)
+            rel = (flat[:, :, None] - flat[:, None, :]).permute(1, 2, 0).contiguous()
+            rel[:, :, 0] += WS - 1
+            rel[:, :, 1] += WS - 1
+            rel[:, :, 0] *= 2 * WS - 1
+            self.register_buffer("rel_index", rel.sum(-1))
+            self.qkv = nn.Linear(dim, 3 * dim)
+            self.proj = nn.Linear(dim, dim)
+            self.norm = nn.LayerNorm(dim)
+            if shift:
+                img = L.zeros((1, SWH, SWH, 1))
+                cnt = 0
+                sl = (slice(0, -WS), slice(-WS, -shift), slice(-shift, None))
+                for hs in sl:
+                    for wsl in sl:
+                        img[:, hs, wsl, :] = cnt
+                        cnt += 1
+                mw = window_partition(img, WS).view(-1, WS * WS)
+                am = mw.unsqueeze(1) - mw.unsqueeze(2)
+                am = am.masked_fill(am != 0, float("-inf")).masked_fill(am == 0, 0.0)
+                self.register_buffer("attn_mask", am)
+            else:
+                self.attn_mask = None
+
+        def forward(self, x):
+            b, h, w, c = x.shape
+            sc = x
+            x = self.norm(x)
+            if self.shift:
+                x = L.roll(x, shifts=(-self.shift, -self.shift), dims=(1, 2))
+            win = window_partition(x, WS).view(-1, WS * WS, c)
+            b_, n, _ = win.shape
+            qkv = self.qkv(win).reshape(b_, n, 3, NH, c // NH).permute(2, 0, 3, 1, 4)
+            q, k, v = qkv[0], qkv[1], qkv[2]
+            attn = (q * (c // NH) ** -0.5) @ k.transpose(-2, -1)
+            bias = self.table[self.rel_index.view(-1)].view(n, n, -1).permute(2, 0, 1)
+            attn = attn + bias.contiguous().unsqueeze(0)
+            if self.attn_mask is not None:
+                nw = self.attn_mask.shape[0]
+                attn = attn.view(b_ // nw, nw, NH, n, n) + self.attn_mask.unsqueeze(1).unsqueeze(0)
+                attn = attn.view(-1, NH, n, n)
+            attn = attn.softmax(dim=-1)
+            o = (attn @ v).transpose(1, 2).reshape(b_, n, c)
+            o = window_reverse(self.proj(o).view(-1, WS, WS, c), WS, h, w)
+            if self.shift:
+                o = L.roll(o, shifts=(self.shift, self.shift), dims=(1, 2))
+            return sc + o
+
+    class Scan(nn.Module):                 # Mamba-style selective scan, a loop over time
+        def __init__(self, d, ns=4):
+            super().__init__()
+            self.A_log = nn.Parameter(L.log(L.arange(1, ns + 1, dtype=L.float32)).repeat(d, 1))
+            self.dt = nn.Linear(d, d)
+            self.B, self.C = nn.Linear(d, ns, bias=False), nn.Linear(d, ns, bias=False)
+            self.D = nn.Parameter(L.ones(d))
+
+        def forward(self, x):                              # (b, t, d)
+            A = -L.exp(self.A_log.float())
+            dt = F.softplus(self.dt(x))
+            dA = L.exp(L.einsum("btd,dn->btdn", dt, A))
+            dBx = L.einsum("btd,btn,btd->btdn", dt, self.B(x), x)
+            Cm = self.C(x)
+            h = x.new_zeros(x.shape[0], x.shape[2], A.shape[1])
+            ys = []
+            for i in range(x.shape[1]):
+                h = dA[:, i] * h + dBx[:, i]
+                ys.append(L.einsum("bdn,bn->bd", h, Cm[:, i]))
+            return L.stack(ys, dim=1) + x * self.D
+
+    class Decay(nn.Module):                # RWKV-ish decayed linear attention by cumsum/exp
+        def __init__(self, d):
+            super().__init__()
+            self.k, self.v, self.r = nn.Linear(d, d), nn.Linear(d, d), nn.Linear(d, d)
+            self.w = nn.Parameter(L.zeros(d) - 0.5)
+
+        def forward(self, x):
+            t = x.shape[1]
+            logw = -F.softplus(self.w)                     # per-channel log decay
+            pos = L.arange(t, dtype=x.dtype)
+            diff = (pos[:, None] - pos[None, :]).clamp(min=0)
+            causal = L.tril(L.ones(t, t, dtype=L.bool))
+            dec = L.exp(diff[:, :, None] * logw).masked_fill(~causal[:, :, None], 0.0)
+            k = L.exp(self.k(x).clamp(max=5.0))
+            num = L.einsum("tsd,bsd->btd", dec, k * self.v(x))
+            den = L.cumsum(k, dim=1)                       # undecayed normaliser
+            return x + L.sigmoid(self.r(x)) * num / den
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w1, self.w2 = WindowAttention(SWD, 0), WindowAttention(SWD, 1)
+            self.scan, self.decay = Scan(SWD), Decay(SWD)
+            self.head = nn.Linear(SWD, 3)
+
+        def forward(self, x):
+            x = self.w2(self.w1(x))
+            s = x.flatten(1, 2)
+            s = self.decay(self.scan(s))
+            return self.head(s.mean(1))
+    return Net()
+
+
+def loss_swin(L, m, x, y):
+    return L.nn.functional.cross_entropy(m(x), y)
+
+
+def _swin_data(i):
+    r = np.random.default_rng(30 + i)
+    return r.standard_normal((2, SWH, SWH, SWD)).astype(np.float32), r.integers(0, 3, 2)
+
+
+# ---------------- 4. metric learning / distillation ----------------
+MD, ME, MNC, CT, CV = 10, 8, 4, 6, 5
+
+
+def build_metric(L):
+    nn, F = L.nn, L.nn.functional
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Sequential(nn.Linear(MD, 16), nn.ReLU(), nn.Linear(16, ME))
+            self.cls = nn.Linear(ME, MNC)
+            self.teacher = nn.Linear(MD, MNC)
+            self.ctc = nn.Linear(ME, CV)
+            for p in self.teacher.parameters():
+                p.requires_grad_(False)
+    return Net()
+
+
+def loss_metric(L, m, a, p, n, y, seq, tgt):
+    F = L.nn.functional
+    ea, ep, en = (F.normalize(m.emb(v), dim=-1) for v in (a, p, n))
+    trip = F.triplet_margin_loss(ea, ep, en, margin=0.5) + \
+        L.nn.TripletMarginLoss(margin=0.3, p=1.0, swap=True)(ea, ep, en)
+    d = L.cdist(ea, en)                                   # hardest negative per anchor
+    hard = F.relu((ea - ep).norm(dim=-1) - d.min(dim=1).values + 0.2).mean()
+    T = 2.0
+    s_logits = m.cls(m.emb(a))
+    with L.no_grad():
+        t_logits = m.teacher(a)
+    kd = F.kl_div(F.log_softmax(s_logits / T, dim=-1), F.softmax(t_logits / T, dim=-1),
+                  reduction="batchmean") * T * T
+    kd2 = L.nn.KLDivLoss(reduction="batchmean", log_target=True)(
+        F.log_softmax(s_logits, -1), F.log_softmax(t_logits, -1))
+    ce = F.cross_entropy(s_logits, y, reduction="none")
+    pt = L.exp(-ce)
+    focal = ((1 - pt) ** 2 * ce).mean()
+    lp = F.log_softmax(m.ctc(m.emb(seq)), dim=-1).transpose(0, 1)   # (T, N, C)
+    ctc = F.ctc_loss(lp, tgt, L.full((seq.shape[0],), CT, dtype=L.long),
+                     L.tensor([3, 2]), blank=0, reduction="mean", zero_infinity=True)
+    return trip + hard + kd + kd2 + focal + 0.5 * ctc
+
+
+def _metric_data(i):
+    r = np.random.default_rng(40 + i)
+    f = lambda *s: r.standard_normal(s).astype(np.float32)  # noqa: E731
+    return (f(6, MD), f(6, MD), f(6, MD), r.integers(0, MNC, 6), f(2, CT, MD),
+            np.array([[1, 2, 2], [3, 4, 0]]))
+
+
+PROGRAMS = {
+    "ddpm": (build_ddpm, lambda L, m: L.optim.Adam(m.parameters(), lr=2e-3), loss_ddpm,
+             _ddpm_data),
+    "convnext": (build_convnext, _convnext_opt, loss_convnext, _convnext_data),
+    "swin": (build_swin, lambda L, m: L.optim.AdamW(m.parameters(), lr=5e-3), loss_swin,
+             _swin_data),
+    "metric": (build_metric,
+               lambda L, m: L.optim.SGD([p for p in m.parameters() if p.requires_grad],
+                                        lr=0.05, momentum=0.9),
+               loss_metric, _metric_data),
+}
+CLIP = {"convnext": 1.0}
+EMA = {"ddpm": 0.9}
+
+
+def _np(t):
+    return np.asarray(t.detach().tolist(), dtype=np.float64)
+
+
+def _train(L, name, model, compiled=False):
+    """[(loss, [grad of each parameter], [ema params])] over STEPS optimizer steps."""
+    _, make_opt, loss_fn, data = PROGRAMS[name]
+    opt = make_opt(L, model)
+    ema = copy.deepcopy(model) if name in EMA else None
+    params = [p for p in model.parameters() if p.requires_grad]
+
+    def step(*args):
+        opt.zero_grad()
+        loss = loss_fn(L, model, *args)
+        loss.backward()
+        if name in CLIP:
+            L.nn.utils.clip_grad_norm_(model.parameters(), CLIP[name])
+        grads = [p.grad.clone() for p in params]
+        opt.step()
+        if ema is not None:
+            with L.no_grad():
+                for pe, p in zip(ema.parameters(), model.parameters()):
+                    pe.mul_(EMA[name]).add_(p, alpha=1 - EMA[name])
+        return loss, grads
+
+    f = st.compile(step) if compiled else step
+    out = []
+    for i in range(STEPS):
+        loss, grads = f(*[L.tensor(a) for a in data(i)])
+        out.append((float(loss.detach()), [_np(g) for g in grads]))
+    emas = [_np(p) for p in ema.parameters()] if ema is not None else []
+    return out, emas
+
+
+def _st_model(name, sd):
+    m = PROGRAMS[name][0](st)
+    m.load_state_dict({k: st.tensor(np.asarray(v)) for k, v in sd.items()})
+    return m
+
+
+def _close(got, want):
+    (go, ge), (wo, we) = got, want
+    for (lg, gg), (lw, gw) in zip(go, wo):
+        np.testing.assert_allclose(lg, lw, rtol=1e-4)
+        for a, b in zip(gg, gw):
+            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4 * (np.abs(b).max() + 1e-3))
+    # the EMA's atol allows for attention's key bias: its gradient is zero in exact
+    # arithmetic, rounding noise that Adam scales to lr
+    for a, b in zip(ge, we):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-3)
+
+
+def _sd(m):
+    return {k: _np(v).astype(np.float32) if v.dtype.is_floating_point else np.asarray(v.tolist())
+            for k, v in m.state_dict().items()}
+
+
+# ---------------- end to end ----------------
+@pytest.mark.parametrize("name", list(PROGRAMS))
+def test_program_compiled_trains_as_eager(name):
+    st.manual_seed(0)
+    sd = _sd(PROGRAMS[name][0](st))
+    want = _train(st, name, _st_model(name, sd))
+    st.reset()
+    got = _train(st, name, _st_model(name, sd), compiled=True)
+    _close(got, want)
+    graphs, breaks, fallbacks = fe_counts()
+    assert graphs >= 1, (graphs, breaks, fallbacks)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+@pytest.mark.parametrize("name", list(PROGRAMS))
+def test_program_matches_torch(name, compiled, torch):
+    torch.manual_seed(0)
+    tm = PROGRAMS[name][0](torch)
+    sd = {k: v.detach().numpy().copy() for k, v in tm.state_dict().items()}
+    want = _train(torch, name, tm)
+    got = _train(st, name, _st_model(name, sd), compiled)
+    _close(got, want)
+
+
+# ---------------- what the programs found ----------------
+def _segsum(L, x):
+    """Mamba-2's segment sum: exp of it is the decay between positions (0 above the diagonal)."""
+    t = x.size(-1)
+    x = x[..., None].expand(*x.shape, t)
+    x = x.masked_fill(~L.tril(L.ones(t, t, dtype=L.bool), diagonal=-1), 0)
+    xs = L.cumsum(x, dim=-2)
+    return xs.masked_fill(~L.tril(L.ones(t, t, dtype=L.bool), diagonal=0), -L.inf)
+
+
+def test_math_constants():
+    assert st.inf == math.inf and st.pi == math.pi and st.e == math.e
+    assert math.isnan(st.nan) and st.newaxis is None
+    x = st.tensor([[1.0, 2.0]])
+    assert tuple(x[st.newaxis].shape) == (1, 1, 2)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_segsum_with_inf_constant(compiled):
+    a = st.tensor([[-0.5, -1.0, -0.25]], requires_grad=True)
+    f = st.compile(lambda v: _segsum(st, v).exp()) if compiled else (lambda v: _segsum(st, v).exp())
+    out = f(a)
+    want = np.exp(np.array([[0, -np.inf, -np.inf], [-1.0, 0, -np.inf], [-1.25, -0.25, 0]]))
+    np.testing.assert_allclose(np.asarray(out.tolist())[0], want, rtol=1e-6)
+    (out * st.arange(9.0).view(3, 3)).sum().backward()
+    g = np.asarray(a.grad.tolist())
+    assert np.isfinite(g).all()
+    # d/da1 = 3 e^-1 + 6 e^-1.25; d/da2 = 6 e^-1.25 + 7 e^-0.25; a0 never enters
+    np.testing.assert_allclose(g[0], [0.0, 3 * np.exp(-1) + 6 * np.exp(-1.25),
+                                      6 * np.exp(-1.25) + 7 * np.exp(-0.25)], rtol=1e-5)
+
+
+_FE_A = [[1.0, -2.0, 3.0], [[0.5, 4.0], [-1.0, 2.0]], 2.0]
+_FE_B = [[0.5, 0.5, -1.0], [[2.0, 1.0], [1.0, 0.25]], -3.0]
+FOREACH = {
+    "mul_scalar": lambda L, a, b: L._foreach_mul(a, 2.5),
+    "mul_list": lambda L, a, b: L._foreach_mul(a, b),
+    "mul_scalar_list": lambda L, a, b: L._foreach_mul(a, [1.0, 2.0, 3.0]),
+    "mul_0d_tensor": lambda L, a, b: L._foreach_mul(a, L.tensor(3.0)),
+    "add_alpha": lambda L, a, b: L._foreach_add(a, b, alpha=-0.5),
+    "sub_": lambda L, a, b: L._foreach_sub_(a, b, alpha=2),
+    "div_": lambda L, a, b: L._foreach_div_(a, b),
+    "mul_": lambda L, a, b: L._foreach_mul_(a, 0.9),
+    "lerp_": lambda L, a, b: L._foreach_lerp_(a, b, 0.1),
+    "lerp_tensors": lambda L, a, b: L._foreach_lerp(a, b, L._foreach_abs(b)),
+    "addcmul_": lambda L, a, b: L._foreach_addcmul_(a, b, b, value=-0.3),
+    "addcdiv": lambda L, a, b: L._foreach_addcdiv(a, b, b, [1.0, 2.0, 3.0]),
+    "sqrt": lambda L, a, b: L._foreach_sqrt(L._foreach_abs(a)),
+    "exp_": lambda L, a, b: L._foreach_exp_(a),
+    "norm": lambda L, a, b: L._foreach_norm(a),
+    "norm_inf": lambda L, a, b: L._foreach_norm(a, math.inf),
+    "maximum_scalar": lambda L, a, b: L._foreach_maximum(a, 0.0),
+    "clamp_max_list": lambda L, a, b: L._foreach_clamp_max(a, [0.0, 1.0, 2.0]),
+    "pow_scalar_base": lambda L, a, b: L._foreach_pow(2.0, a),
+    "zero_": lambda L, a, b: L._foreach_zero_(a),
+    "copy_": lambda L, a, b: L._foreach_copy_(a, b),
+}
+FOREACH_WANT = {      # the first tensor of the result, by hand
+    "mul_scalar": [2.5, -5.0, 7.5], "mul_list": [0.5, -1.0, -3.0],
+    "mul_scalar_list": [1.0, -2.0, 3.0], "mul_0d_tensor": [3.0, -6.0, 9.0],
+    "add_alpha": [0.75, -2.25, 3.5], "sub_": [0.0, -3.0, 5.0], "div_": [2.0, -4.0, -3.0],
+    "mul_": [0.9, -1.8, 2.7], "lerp_": [0.95, -1.75, 2.6], "lerp_tensors": [0.75, -0.75, -1.0],
+    "addcmul_": [0.925, -2.075, 2.7], "addcdiv": [2.0, -1.0, 4.0],
+    "sqrt": [1.0, math.sqrt(2), math.sqrt(3)], "exp_": list(np.exp([1.0, -2.0, 3.0])),
+    "norm": math.sqrt(14), "norm_inf": 3.0, "maximum_scalar": [1.0, 0.0, 3.0],
+    "clamp_max_list": [0.0, -2.0, 0.0], "pow_scalar_base": [2.0, 0.25, 8.0],
+    "zero_": [0.0, 0.0, 0.0], "copy_": [0.5, 0.5, -1.0],
+}
+
+
+def _foreach_run(L, name):
+    a = [L.tensor(v) for v in _FE_A]
+    b = [L.tensor(v) for v in _FE_B]
+    out = FOREACH[name](L, a, b)
+    if name.endswith("_"):
+        assert out is a                       # in place: the list given, updated
+    return [np.asarray(t.tolist()) for t in out]
+
+
+@pytest.mark.parametrize("name", list(FOREACH))
+def test_foreach_ops(name):
+    got = _foreach_run(st, name)
+    np.testing.assert_allclose(got[0], FOREACH_WANT[name], rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", list(FOREACH))
+def test_foreach_ops_match_torch(name, torch):
+    for g, w in zip(_foreach_run(st, name), _foreach_run(torch, name)):
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+def test_foreach_bad_operands_name_them():
+    a = [st.ones(2), st.ones(3)]
+    with pytest.raises(RuntimeError, match="same number of tensors, got 2 and 1"):
+        st._foreach_mul_(a, [st.ones(2)])
+    with pytest.raises(RuntimeError, match="at least one tensor"):
+        st._foreach_mul_([], 2.0)
+    with pytest.raises(RuntimeError, match="same number of elements as scalar list"):
+        st._foreach_add(a, [1.0])
+    with pytest.raises(TypeError, match="'self' must be a list or tuple of Tensors"):
+        st._foreach_mul_(st.ones(2), 2.0)
+    with pytest.raises(TypeError, match="alpha"):
+        st._foreach_add_(a, 2.0, alpha=2)
+
+
+def _foreach_ema(L, compiled=False):
+    """timm-style EMA through _foreach_mul_/_foreach_add_ after an SGD step."""
+    L.manual_seed(0)
+    m = L.nn.Linear(3, 2)
+    with L.no_grad():
+        m.weight.copy_(L.tensor([[0.1, -0.2, 0.3], [0.4, 0.5, -0.6]]))
+        m.bias.copy_(L.tensor([0.05, -0.05]))
+    ema = copy.deepcopy(m)
+    opt = L.optim.SGD(m.parameters(), lr=0.1)
+
+    def step(x):
+        opt.zero_grad()
+        loss = m(x).pow(2).sum()
+        loss.backward()
+        opt.step()
+        with L.no_grad():
+            ep = list(ema.parameters())
+            L._foreach_mul_(ep, 0.9)
+            L._foreach_add_(ep, list(m.parameters()), alpha=0.1)
+        return loss
+    f = st.compile(step) if compiled else step
+    x = L.tensor([[1.0, 2.0, 3.0], [-1.0, 0.5, 2.0]])
+    losses = [float(f(x * (1 + i)).detach()) for i in range(5)]
+    return losses, [np.asarray(p.tolist()) for p in ema.parameters()]
+
+
+def test_foreach_ema_compiled_as_eager():
+    want = _foreach_ema(st)
+    got = _foreach_ema(st, compiled=True)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5)
+    for g, w in zip(got[1], want[1]):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-7)
+    assert fe_counts()[0] >= 1
+
+
+def test_foreach_ema_matches_torch(torch):
+    got, want = _foreach_ema(st), _foreach_ema(torch)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5)
+    for g, w in zip(got[1], want[1]):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-7)
