@@ -596,3 +596,38 @@ def test_foreach_ema_matches_torch(torch):
     np.testing.assert_allclose(got[0], want[0], rtol=1e-5)
     for g, w in zip(got[1], want[1]):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-7)
+
+
+def _np_schedule(L, x0, noise, t):
+    """DDPM's q_sample over a numpy schedule (as the original code keeps it): numpy scalars
+    on the left of tensors."""
+    ac = np.cumprod(1 - np.linspace(1e-4, 0.02, 50))
+    return (np.sqrt(ac)[t] * x0 + np.sqrt(1 - ac)[t] * noise - np.float32(0.5) * x0
+            + np.int64(2) - x0 / np.float64(4.0))
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_numpy_scalar_left_of_tensor_gives_a_tensor(compiled):
+    x0 = st.tensor([[1.0, -2.0]], requires_grad=True)
+    noise = st.tensor([[0.5, 0.25]])
+    f = st.compile(_np_schedule) if compiled else _np_schedule
+    for t in (3, 10, 3):
+        out = f(st, x0, noise, t)
+        assert isinstance(out, st.Tensor) and out.dtype == st.float32
+        ac = np.cumprod(1 - np.linspace(1e-4, 0.02, 50))[t]
+        want = np.sqrt(ac) * np.array([1.0, -2.0]) + np.sqrt(1 - ac) * np.array([0.5, 0.25]) \
+            - 0.5 * np.array([1.0, -2.0]) + 2 - np.array([1.0, -2.0]) / 4
+        np.testing.assert_allclose(np.asarray(out.tolist())[0], want, rtol=1e-6)
+    x0.grad = None
+    f(st, x0, noise, 10).sum().backward()
+    ac = np.cumprod(1 - np.linspace(1e-4, 0.02, 50))[10]
+    np.testing.assert_allclose(x0.grad.tolist()[0], [np.sqrt(ac) - 0.75] * 2, rtol=1e-6)
+    assert (np.float32(1.5) < x0).tolist() == [[False, False]]
+    assert (np.float64(2.0) ** x0).tolist()[0] == pytest.approx([2.0, 0.25])
+
+
+def test_numpy_scalar_left_of_tensor_matches_torch(torch):
+    got = _np_schedule(st, st.tensor([[1.0, -2.0]]), st.tensor([[0.5, 0.25]]), 7)
+    want = _np_schedule(torch, torch.tensor([[1.0, -2.0]]), torch.tensor([[0.5, 0.25]]), 7)
+    assert isinstance(want, torch.Tensor) and str(want.dtype) == "torch.float32"
+    np.testing.assert_allclose(got.tolist(), want.tolist(), rtol=1e-6)
