@@ -8,7 +8,12 @@
 # relative position bias table, shifted-window mask) followed by a Mamba-style selective scan
 # (a Python loop over time) and a cumsum/exp decayed linear attention, and a metric-learning /
 # distillation model (triplet margin loss, cdist hard mining, KLDiv with temperature, a hand
-# written focal loss, CTC). Each trains 5 steps eagerly and with st.compile(step): losses and
+# written focal loss, CTC); then a DiT (adaLN-Zero, patchify by conv, unpatchify by einsum,
+# numpy 2-D sincos position table, label dropout for classifier-free guidance), a Mamba LM
+# (causal depthwise conv1d, selective scan, RMSNorm, tied head), an RWKV block (ZeroPad2d token
+# shift, the WKV recurrence with its max trick) and a distillation program (a frozen BatchNorm
+# teacher kept in eval, attention transfer, hint MSE, focal loss, ArcFace margin head,
+# prototypical loss over cdist). Each trains 5 steps eagerly and with st.compile(step): losses and
 # gradients against symtrace's eager run always and against torch's when torch is installed.
 # Also the focused checks of what these programs found.
 import copy
@@ -355,6 +360,291 @@ def _metric_data(i):
             np.array([[1, 2, 2], [3, 4, 0]]))
 
 
+
+# ---------------- 5. DiT-style (adaLN-Zero, patchify, classifier-free guidance labels) ----------
+PD, PP, PC, PNC = 8, 2, 3, 4
+
+
+def build_dit(L):
+    nn, F = L.nn, L.nn.functional
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.n1 = nn.LayerNorm(PD, elementwise_affine=False, eps=1e-6)
+            self.attn = nn.MultiheadAttention(PD, 2, batch_first=True)
+            self.n2 = nn.LayerNorm(PD, elementwise_affine=False, eps=1e-6)
+            self.mlp = nn.Sequential(nn.Linear(PD, 4 * PD), nn.GELU(approximate="tanh"),
+                                     nn.Linear(4 * PD, PD))
+            self.ada = nn.Sequential(nn.SiLU(), nn.Linear(PD, 6 * PD))
+
+        def forward(self, x, c):
+            sh, sc, g, sh2, sc2, g2 = self.ada(c).chunk(6, dim=1)
+            h = self.n1(x) * (1 + sc.unsqueeze(1)) + sh.unsqueeze(1)
+            x = x + g.unsqueeze(1) * self.attn(h, h, h, need_weights=False)[0]
+            h = self.n2(x) * (1 + sc2.unsqueeze(1)) + sh2.unsqueeze(1)
+            return x + g2.unsqueeze(1) * self.mlp(h)
+
+    class DiT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.patch = nn.Conv2d(PC, PD, PP, stride=PP)
+            self.pos = nn.Parameter(L.zeros(1, 16, PD), requires_grad=False)
+            self.temb = nn.Sequential(nn.Linear(DT, PD), nn.SiLU(), nn.Linear(PD, PD))
+            self.yemb = nn.Embedding(PNC + 1, PD)
+            self.blocks = nn.ModuleList([Block(), Block()])
+            self.fn = nn.LayerNorm(PD, elementwise_affine=False, eps=1e-6)
+            self.fada = nn.Sequential(nn.SiLU(), nn.Linear(PD, 2 * PD))
+            self.out = nn.Linear(PD, PP * PP * PC)
+            g = np.arange(4, dtype=np.float32)
+            gh, gw = np.meshgrid(g, g, indexing="ij")
+            om = 1.0 / 10000 ** (np.arange(PD // 4, dtype=np.float64) / (PD / 4.0))
+            emb = [f(np.einsum("m,d->md", a.reshape(-1), om)) for a in (gh, gw)
+                   for f in (np.sin, np.cos)]
+            self.pos.data.copy_(L.from_numpy(np.concatenate(emb, 1)).float().unsqueeze(0))
+            w = self.patch.weight.data
+            nn.init.xavier_uniform_(w.view([w.shape[0], -1]))
+            for b in self.blocks:
+                nn.init.constant_(b.ada[-1].weight, 0.01)
+
+        def forward(self, x, t, y, drop):
+            n = x.shape[0]
+            h = self.patch(x).flatten(2).transpose(1, 2) + self.pos
+            y = L.where(drop, L.full_like(y, PNC), y)
+            c = self.temb(timestep_embedding(L, t, DT)) + self.yemb(y)
+            for b in self.blocks:
+                h = b(h, c)
+            sh, sc = self.fada(c).chunk(2, dim=1)
+            h = self.out(self.fn(h) * (1 + sc.unsqueeze(1)) + sh.unsqueeze(1))
+            h = h.reshape(n, 4, 4, PP, PP, PC)
+            return L.einsum("nhwpqc->nchpwq", h).reshape(n, PC, 8, 8)
+    return DiT()
+
+
+def loss_dit(L, m, x0, t, noise, y, drop):
+    ac = L.cumprod(1 - L.linspace(1e-4, 0.02, TSTEPS), 0)[t].view(-1, 1, 1, 1)
+    xt = ac.sqrt() * x0 + (1 - ac).sqrt() * noise
+    return L.nn.functional.mse_loss(m(xt, t, y, drop), noise)
+
+
+def _dit_data(i):
+    r = np.random.default_rng(50 + i)
+    return (r.standard_normal((2, PC, 8, 8)).astype(np.float32), r.integers(0, TSTEPS, 2),
+            r.standard_normal((2, PC, 8, 8)).astype(np.float32), r.integers(0, PNC, 2),
+            np.array([i % 2 == 0, False]))
+
+
+# ---------------- 6. Mamba block (causal depthwise conv1d, selective scan, RMSNorm) ------------
+MBD, MBE, MBN, MBV = 8, 16, 4, 11
+
+
+def build_mamba(L):
+    nn, F = L.nn, L.nn.functional
+
+    class RMSNorm(nn.Module):
+        def __init__(self, d, eps=1e-5):
+            super().__init__()
+            self.eps, self.weight = eps, nn.Parameter(L.ones(d))
+
+        def forward(self, x):
+            return x * L.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+    class MambaBlock(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.in_proj = nn.Linear(MBD, 2 * MBE, bias=False)
+            self.conv1d = nn.Conv1d(MBE, MBE, 4, groups=MBE, padding=3)
+            self.x_proj = nn.Linear(MBE, 2 + 2 * MBN, bias=False)
+            self.dt_proj = nn.Linear(2, MBE)
+            dt = L.exp(L.linspace(0, 1, MBE) * (math.log(0.1) - math.log(1e-3)) + math.log(1e-3))
+            with L.no_grad():
+                self.dt_proj.bias.copy_(dt + L.log(-L.expm1(-dt)))
+            a = L.arange(1, MBN + 1, dtype=L.float32).repeat(MBE, 1)
+            self.A_log = nn.Parameter(L.log(a))
+            self.D = nn.Parameter(L.ones(MBE))
+            self.out_proj = nn.Linear(MBE, MBD, bias=False)
+            self.norm = RMSNorm(MBD)
+
+        def forward(self, x):
+            b, t, _ = x.shape
+            xz = self.in_proj(self.norm(x))
+            u, z = xz.split([MBE, MBE], dim=-1)
+            u = F.silu(self.conv1d(u.transpose(1, 2))[..., :t].transpose(1, 2))
+            dbc = self.x_proj(u)
+            dt, B, C = L.split(dbc, [2, MBN, MBN], dim=-1)
+            dt = F.softplus(self.dt_proj(dt))
+            A = -L.exp(self.A_log.float())
+            dA = L.exp(L.einsum("b l d, d n -> b l d n", dt, A))
+            dBu = L.einsum("b l d, b l n, b l d -> b l d n", dt, B, u)
+            h = L.zeros(b, MBE, MBN)
+            ys = []
+            for i in range(t):
+                h = dA[:, i] * h + dBu[:, i]
+                ys.append((h @ C[:, i].unsqueeze(-1)).squeeze(-1))
+            y = L.stack(ys, dim=1) + u * self.D
+            return x + self.out_proj(y * F.silu(z))
+
+    class LM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(MBV, MBD)
+            self.layers = nn.ModuleList([MambaBlock(), MambaBlock()])
+            self.norm_f = RMSNorm(MBD)
+            self.head = nn.Linear(MBD, MBV, bias=False)
+            self.head.weight = self.emb.weight                      # tied
+
+        def forward(self, ids):
+            h = self.emb(ids)
+            for layer in self.layers:
+                h = layer(h)
+            return self.head(self.norm_f(h))
+    return LM()
+
+
+def loss_lm(L, m, ids):
+    logits = m(ids[:, :-1])
+    return L.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                         ids[:, 1:].reshape(-1))
+
+
+def _mamba_data(i):
+    return (np.random.default_rng(60 + i).integers(0, MBV, (2, 7)),)
+
+
+# ---------------- 7. RWKV block (token shift by ZeroPad2d, WKV recurrence with the max trick) ---
+def build_rwkv(L):
+    nn, F = L.nn, L.nn.functional
+    d = MBD
+
+    class TimeMix(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.time_decay = nn.Parameter(L.linspace(-1, 1, d))
+            self.time_first = nn.Parameter(L.full((d,), 0.3))
+            self.shift = nn.ZeroPad2d((0, 0, 1, -1))
+            self.mix_k = nn.Parameter(L.full((1, 1, d), 0.6))
+            self.mix_v = nn.Parameter(L.full((1, 1, d), 0.4))
+            self.mix_r = nn.Parameter(L.full((1, 1, d), 0.5))
+            self.key, self.value = nn.Linear(d, d, bias=False), nn.Linear(d, d, bias=False)
+            self.receptance, self.output = nn.Linear(d, d, bias=False), nn.Linear(d, d, bias=False)
+
+        def forward(self, x):
+            xx = self.shift(x)
+            k = self.key(x * self.mix_k + xx * (1 - self.mix_k))
+            v = self.value(x * self.mix_v + xx * (1 - self.mix_v))
+            r = L.sigmoid(self.receptance(x * self.mix_r + xx * (1 - self.mix_r)))
+            w = -L.exp(self.time_decay)
+            u = self.time_first
+            aa = L.zeros(x.shape[0], d)
+            bb = L.zeros_like(aa)
+            pp = L.full_like(aa, -1e38)
+            outs = []
+            for t in range(x.shape[1]):
+                kk, vv = k[:, t], v[:, t]
+                ww = u + kk
+                p = L.maximum(pp, ww)
+                e1, e2 = L.exp(pp - p), L.exp(ww - p)
+                outs.append((e1 * aa + e2 * vv) / (e1 * bb + e2))
+                ww = w + pp
+                p = L.maximum(ww, kk)
+                e1, e2 = L.exp(ww - p), L.exp(kk - p)
+                aa, bb, pp = e1 * aa + e2 * vv, e1 * bb + e2, p
+            return self.output(r * L.stack(outs, 1))
+
+    class ChannelMix(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.shift = nn.ZeroPad2d((0, 0, 1, -1))
+            self.mix_k = nn.Parameter(L.full((1, 1, d), 0.7))
+            self.key, self.value = nn.Linear(d, 4 * d, bias=False), nn.Linear(4 * d, d, bias=False)
+
+        def forward(self, x):
+            xx = self.shift(x)
+            return self.value(L.square(L.relu(self.key(x * self.mix_k + xx * (1 - self.mix_k)))))
+
+    class RWKV(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(MBV, d)
+            self.ln0, self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d), nn.LayerNorm(d)
+            self.att, self.ffn = TimeMix(), ChannelMix()
+            self.head = nn.Linear(d, MBV, bias=False)
+
+        def forward(self, ids):
+            x = self.ln0(self.emb(ids))
+            x = x + self.att(self.ln1(x))
+            x = x + self.ffn(self.ln2(x))
+            return self.head(x)
+    return RWKV()
+
+
+# ---------------- 8. distillation with a BatchNorm teacher in eval, prototypes, ArcFace ---------
+def build_kd(L):
+    nn, F = L.nn, L.nn.functional
+
+    def convnet(c):
+        return nn.Sequential(nn.Conv2d(1, c, 3, padding=1, bias=False), nn.BatchNorm2d(c),
+                             nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(c, c, 3, padding=1, bias=False),
+                             nn.BatchNorm2d(c), nn.ReLU())
+
+    class ArcFace(nn.Module):
+        def __init__(self, d, n, s=8.0, m=0.3):
+            super().__init__()
+            self.weight = nn.Parameter(L.randn(n, d) * 0.1)
+            self.s, self.m = s, m
+
+        def forward(self, x, label):
+            cos = F.linear(F.normalize(x), F.normalize(self.weight))
+            sin = L.sqrt((1.0 - L.pow(cos, 2)).clamp(0, 1))
+            phi = cos * math.cos(self.m) - sin * math.sin(self.m)
+            phi = L.where(cos > math.cos(math.pi - self.m), phi,
+                          cos - math.sin(math.pi - self.m) * self.m)
+            oh = L.zeros(cos.size()).scatter_(1, label.view(-1, 1).long(), 1)
+            return (oh * phi + (1.0 - oh) * cos) * self.s
+
+    class KD(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.teacher, self.student = convnet(6), convnet(4)
+            self.t_head, self.s_head = nn.Linear(6, 3), nn.Linear(4, 3)
+            self.adapt = nn.Conv2d(4, 6, 1)
+            self.arc = ArcFace(4, 3)
+            self.teacher.requires_grad_(False)
+            self.t_head.requires_grad_(False)
+
+        def train(self, mode=True):
+            super().train(mode)
+            self.teacher.eval()                      # the frozen teacher's BN keeps its stats
+            return self
+    return KD()
+
+
+def loss_kd(L, m, x, y, sup, q, qy):
+    F = L.nn.functional
+    with L.no_grad():
+        tf = m.teacher(x)
+        tl = m.t_head(tf.mean((2, 3)))
+    sf = m.student(x)
+    emb = sf.mean((2, 3))
+    sl = m.s_head(emb)
+    T = 3.0
+    kd = F.kl_div(F.log_softmax(sl / T, 1), F.softmax(tl / T, 1), reduction="batchmean") * T * T
+    at = (F.normalize(sf.pow(2).mean(1).flatten(1)) - F.normalize(tf.pow(2).mean(1).flatten(1)))
+    hint = F.mse_loss(m.adapt(sf), tf.detach())
+    ce = F.cross_entropy(sl, y, reduction="none")
+    focal = ((1 - L.exp(-ce)) ** 2 * ce).mean()
+    arc = F.cross_entropy(m.arc(emb, y), y)
+    protos = m.student(sup).mean((2, 3)).view(3, 2, -1).mean(1)
+    qe = m.student(q).mean((2, 3))
+    proto = F.cross_entropy(-L.cdist(qe, protos).pow(2), qy)
+    return kd + at.pow(2).mean() + hint + focal + arc + proto
+
+
+def _kd_data(i):
+    r = np.random.default_rng(70 + i)
+    f = lambda *s: r.standard_normal(s).astype(np.float32)  # noqa: E731
+    return f(4, 1, 6, 6), r.integers(0, 3, 4), f(6, 1, 6, 6), f(3, 1, 6, 6), np.array([0, 2, 1])
+
 PROGRAMS = {
     "ddpm": (build_ddpm, lambda L, m: L.optim.Adam(m.parameters(), lr=2e-3), loss_ddpm,
              _ddpm_data),
@@ -365,9 +655,18 @@ PROGRAMS = {
                lambda L, m: L.optim.SGD([p for p in m.parameters() if p.requires_grad],
                                         lr=0.05, momentum=0.9),
                loss_metric, _metric_data),
+    "dit": (build_dit, lambda L, m: L.optim.AdamW(m.parameters(), lr=1e-3, weight_decay=0.0),
+            loss_dit, _dit_data),
+    "mamba": (build_mamba, lambda L, m: L.optim.AdamW(m.parameters(), lr=3e-3), loss_lm,
+              _mamba_data),
+    "rwkv": (build_rwkv, lambda L, m: L.optim.Adam(m.parameters(), lr=3e-3, betas=(0.9, 0.99)),
+             loss_lm, _mamba_data),
+    "kd": (build_kd, lambda L, m: L.optim.SGD([p for p in m.parameters() if p.requires_grad],
+                                              lr=0.05, momentum=0.9, weight_decay=1e-4),
+           loss_kd, _kd_data),
 }
 CLIP = {"convnext": 1.0}
-EMA = {"ddpm": 0.9}
+EMA = {"ddpm": 0.9, "dit": 0.99}
 
 
 def _np(t):
@@ -446,7 +745,12 @@ def test_program_matches_torch(name, compiled, torch):
     torch.manual_seed(0)
     tm = PROGRAMS[name][0](torch)
     sd = {k: v.detach().numpy().copy() for k, v in tm.state_dict().items()}
-    want = _train(torch, name, tm)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)          # these sizes: torch's thread pool only adds contention
+    try:
+        want = _train(torch, name, tm)
+    finally:
+        torch.set_num_threads(threads)
     got = _train(st, name, _st_model(name, sd), compiled)
     _close(got, want)
 
