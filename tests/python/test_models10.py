@@ -935,3 +935,69 @@ def test_numpy_scalar_left_of_tensor_matches_torch(torch):
     want = _np_schedule(torch, torch.tensor([[1.0, -2.0]]), torch.tensor([[0.5, 0.25]]), 7)
     assert isinstance(want, torch.Tensor) and str(want.dtype) == "torch.float32"
     np.testing.assert_allclose(got.tolist(), want.tolist(), rtol=1e-6)
+
+
+EINSUM_MIXED = [            # (equation, shapes, dtypes): torch promotes where nothing is contracted
+    ("btd,dn->btdn", [(2, 3, 4), (4, 5)], ("float64", "float32")),
+    ("b l d, b l n, b l d -> b l d n", [(2, 3, 4), (2, 3, 5), (2, 3, 4)],
+     ("float64", "float32", "float64")),
+    ("ij,k->", [(2, 3), (4,)], ("float32", "float64")),
+    ("bi,bj->bij", [(2, 3), (2, 4)], ("float32", "int64")),
+]
+EINSUM_MIXED_REFUSED = [    # a contraction is torch's bmm, which refuses mixed dtypes
+    ("ij,jk->ik", [(2, 3), (3, 2)], ("float64", "float32"), "Double but found Float"),
+    ("ij,j->i", [(2, 3), (3,)], ("float32", "float64"), "Float but found Double"),
+]
+
+
+def _einsum_mixed(L, eq, shapes, dtypes):
+    """(result, gradients of the float operands, the operands' values)."""
+    ops = [L.tensor(np.arange(1, np.prod(s) + 1).reshape(s) / 7.0).to(getattr(L, d))
+           for s, d in zip(shapes, dtypes)]
+    for o in ops:
+        if o.dtype.is_floating_point:
+            o.requires_grad_(True)
+    out = L.einsum(eq, *ops)
+    (out * out).sum().backward()
+    return (out, [np.asarray(o.grad.tolist()) for o in ops if o.dtype.is_floating_point],
+            [np.asarray(o.tolist()) for o in ops])
+
+
+@pytest.mark.parametrize("eq,shapes,dtypes", EINSUM_MIXED)
+def test_einsum_mixed_dtypes_without_contraction_promote(eq, shapes, dtypes):
+    out, grads, vals = _einsum_mixed(st, eq, shapes, dtypes)
+    assert out.dtype == (st.float64 if "float64" in dtypes else st.float32)
+    ref = np.einsum(eq.replace(" ", ""), *vals)
+    np.testing.assert_allclose(np.asarray(out.tolist()), ref, rtol=1e-5)
+    assert grads and all(np.isfinite(g).all() for g in grads)
+
+
+@pytest.mark.parametrize("eq,shapes,dtypes", EINSUM_MIXED)
+def test_einsum_mixed_dtypes_match_torch(eq, shapes, dtypes, torch):
+    got, gg, _ = _einsum_mixed(st, eq, shapes, dtypes)
+    want, gw, _ = _einsum_mixed(torch, eq, shapes, dtypes)
+    assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+    np.testing.assert_allclose(np.asarray(got.tolist()), np.asarray(want.tolist()), rtol=1e-6)
+    for a, b in zip(gg, gw):
+        np.testing.assert_allclose(a, b, rtol=1e-5)
+
+
+@pytest.mark.parametrize("eq,shapes,dtypes,msg", EINSUM_MIXED_REFUSED)
+def test_einsum_mixed_dtypes_contracted_refused(eq, shapes, dtypes, msg):
+    ops = [st.ones(*s, dtype=getattr(st, d)) for s, d in zip(shapes, dtypes)]
+    with pytest.raises(RuntimeError, match=msg):
+        st.einsum(eq, *ops)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_mamba_scan_in_float64_with_float32_decay(compiled):
+    """mamba's reference scan in a model.double(): A = -exp(A_log.float()) stays float32."""
+    def f(dt, a_log):
+        return st.exp(st.einsum("bld,dn->bldn", dt, -st.exp(a_log.float()))).sum()
+    dt = st.tensor([[[0.1, 0.2], [0.3, 0.4]]], dtype=st.float64, requires_grad=True)
+    a_log = st.tensor([[0.0, 0.5], [1.0, 0.25]], dtype=st.float64)
+    out = (st.compile(f) if compiled else f)(dt, a_log)
+    assert out.dtype == st.float64
+    A = -np.exp(np.array([[0.0, 0.5], [1.0, 0.25]]))
+    d = np.array([[0.1, 0.2], [0.3, 0.4]])
+    np.testing.assert_allclose(float(out), np.exp(d[:, :, None] * A[None]).sum(), rtol=1e-6)
