@@ -1001,3 +1001,34 @@ def test_mamba_scan_in_float64_with_float32_decay(compiled):
     A = -np.exp(np.array([[0.0, 0.5], [1.0, 0.25]]))
     d = np.array([[0.1, 0.2], [0.3, 0.4]])
     np.testing.assert_allclose(float(out), np.exp(d[:, :, None] * A[None]).sum(), rtol=1e-6)
+
+
+def _scan_readout(L, h, c):
+    """The scan's readout under CPU autocast: the state stays float32, C comes from a bf16
+    Linear; torch's einsum contracts through bmm, which autocast casts to bfloat16 first."""
+    with L.autocast("cpu", dtype=L.bfloat16):
+        return L.einsum("bdn,bn->bd", h, c)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_einsum_contraction_under_autocast_casts_first(compiled):
+    h = st.tensor(np.arange(8, dtype=np.float32).reshape(1, 2, 4) / 4, requires_grad=True)
+    c = st.tensor([[1.0, 0.5, -1.0, 2.0]]).to(st.bfloat16)
+    out = (st.compile(_scan_readout) if compiled else _scan_readout)(st, h, c)
+    assert out.dtype == st.bfloat16
+    np.testing.assert_allclose(out.float().tolist(), [[1.125, 3.625]], rtol=1e-2)
+    out.float().sum().backward()
+    assert h.grad.dtype == st.float32
+    np.testing.assert_allclose(h.grad.tolist(), [[[1.0, 0.5, -1.0, 2.0]] * 2], rtol=1e-2)
+    with st.autocast("cpu", dtype=st.bfloat16):          # float64 is never cast: refused
+        with pytest.raises(RuntimeError, match="BFloat16 but found Double"):
+            st.einsum("ij,jk->ik", st.ones(2, 3), st.ones(3, 2, dtype=st.float64))
+
+
+def test_einsum_contraction_under_autocast_matches_torch(torch):
+    hv = np.arange(8, dtype=np.float32).reshape(1, 2, 4) / 4
+    got = _scan_readout(st, st.tensor(hv), st.tensor([[1.0, 0.5, -1.0, 2.0]]).to(st.bfloat16))
+    want = _scan_readout(torch, torch.tensor(hv, dtype=torch.float32),
+                         torch.tensor([[1.0, 0.5, -1.0, 2.0]]).to(torch.bfloat16))
+    assert str(want.dtype) == "torch.bfloat16" and got.dtype == st.bfloat16
+    np.testing.assert_allclose(got.float().tolist(), want.float().tolist(), rtol=1e-6)
