@@ -1032,3 +1032,42 @@ def test_einsum_contraction_under_autocast_matches_torch(torch):
                          torch.tensor([[1.0, 0.5, -1.0, 2.0]]).to(torch.bfloat16))
     assert str(want.dtype) == "torch.bfloat16" and got.dtype == st.bfloat16
     np.testing.assert_allclose(got.float().tolist(), want.float().tolist(), rtol=1e-6)
+
+
+def _batch_hard(L, e, labels, mode="use_mm_for_euclid_dist_if_necessary"):
+    """Batch-hard triplet mining over cdist(e, e): more than 25 rows take the matmul form,
+    whose diagonal is 0 (or clamped to 0)."""
+    d = L.cdist(e, e, compute_mode=mode)
+    same = labels[:, None] == labels[None]
+    hardest_pos = (d * same.float()).max(1).values
+    hardest_neg = (d + 1e4 * same.float()).min(1).values
+    return L.nn.functional.relu(hardest_pos - hardest_neg + 1.0).mean() + 1e-3 * d.sum()
+
+
+_BH_E = np.random.default_rng(3).standard_normal((32, 6)).astype(np.float32)
+_BH_Y = np.arange(32) % 4
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_cdist_matmul_form_gradient_at_zero_distance(compiled):
+    f = st.compile(_batch_hard) if compiled else _batch_hard
+    e = st.tensor(_BH_E, requires_grad=True)
+    f(st, e, st.tensor(_BH_Y)).backward()
+    g = np.asarray(e.grad.tolist())
+    assert np.isfinite(g).all()
+    e2 = st.tensor(_BH_E, requires_grad=True)          # the difference form, exact at 0
+    _batch_hard(st, e2, st.tensor(_BH_Y), "donot_use_mm_for_euclid_dist").backward()
+    np.testing.assert_allclose(g, np.asarray(e2.grad.tolist()), rtol=1e-3, atol=1e-4)
+    z = st.zeros(30, 2, requires_grad=True)
+    d = st.cdist(z, z)
+    d.sum().backward()
+    assert d.abs().max().item() == 0.0 and z.grad.abs().max().item() == 0.0
+
+
+def test_cdist_matmul_form_gradient_matches_torch(torch):
+    grads = []
+    for L in (st, torch):
+        e = L.tensor(_BH_E, requires_grad=True)
+        _batch_hard(L, e, L.tensor(_BH_Y)).backward()
+        grads.append(np.asarray(e.grad.tolist()))
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-3, atol=1e-4)
