@@ -1071,3 +1071,64 @@ def test_cdist_matmul_form_gradient_matches_torch(torch):
         _batch_hard(L, e, L.tensor(_BH_Y)).backward()
         grads.append(np.asarray(e.grad.tolist()))
     np.testing.assert_allclose(grads[0], grads[1], rtol=1e-3, atol=1e-4)
+
+
+def test_compile_takes_torch_signature():
+    m = st.nn.Linear(2, 1)
+    x = st.tensor([[1.0, -2.0]])
+    want = m(x).tolist()
+    assert st.compile(m, disable=True) is m
+    assert st.compile(disable=True)(m) is m
+    for kw in ({"backend": "inductor"}, {"backend": "aot_eager"}, {"backend": "cudagraphs"},
+               {"options": {"triton.cudagraphs": False}}, {"mode": "max-autotune"},
+               {"name": "step", "recompile_limit": 8}):
+        st.reset()
+        assert st.compile(m, **kw)(x).tolist() == want, kw
+    with pytest.raises(RuntimeError, match="Either mode or options"):
+        st.compile(m, mode="default", options={})
+    with pytest.raises(ValueError, match="unknown backend 'nosuch'"):
+        st.compile(m, backend="nosuch")
+
+
+def test_module_compile_in_place():
+    st.manual_seed(0)
+    m = st.nn.Sequential(st.nn.Linear(2, 3), st.nn.ReLU(), st.nn.Linear(3, 1))
+    x = st.tensor([[1.0, -2.0], [0.5, 0.25]])
+    want = np.asarray(m(x).tolist())
+    keys = list(m.state_dict())
+    assert m.compile() is None
+    assert type(m) is st.nn.Sequential and list(m.state_dict()) == keys
+    np.testing.assert_allclose(m(x).tolist(), want, rtol=1e-6)
+    np.testing.assert_allclose(m(x).tolist(), want, rtol=1e-6)
+    assert fe_counts()[0] >= 1                               # it ran as a graph
+    h = m.register_forward_hook(lambda mod, i, o: o * 2)
+    np.testing.assert_allclose(m(x).tolist(), want * 2, rtol=1e-6)
+    h.remove()
+    np.testing.assert_allclose(m(x).tolist(), want, rtol=1e-6)
+    ema = copy.deepcopy(m)                                   # a copy runs its own weights
+    assert "_compiled_call_impl" not in ema.__dict__
+    with st.no_grad():
+        ema[0].weight.mul_(0.0)
+    assert not np.allclose(ema(x).tolist(), want)
+    np.testing.assert_allclose(m(x).tolist(), want, rtol=1e-6)
+    m2 = st.nn.Linear(2, 2)
+    m2.compile(disable=True)
+    assert "_compiled_call_impl" not in m2.__dict__ and not m2._has_hooks
+
+
+@pytest.mark.parametrize("name", ["convnext", "swin"])
+def test_program_with_module_compile_matches_torch(name, torch):
+    torch.manual_seed(0)
+    tm = PROGRAMS[name][0](torch)
+    sd = {k: v.detach().numpy().copy() for k, v in tm.state_dict().items()}
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        want = _train(torch, name, tm)
+    finally:
+        torch.set_num_threads(threads)
+    sm = _st_model(name, sd)
+    sm.compile()
+    got = _train(st, name, sm)
+    _close(got, want)
+    assert fe_counts()[0] >= 1
