@@ -137,6 +137,8 @@ def _on_hook_removed(module):
 # so the hooks run on every backward with the real gradients.
 
 _HOOK_TABLES = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks")
+# Module._has_hooks of a module compile() compiled (truthy: __call__ takes _call_with_hooks)
+_COMPILED = "compiled"
 
 _VIEW_INPLACE_MSG = (
     "Output {} of BackwardHookFunction is a view and is being modified inplace. This view was "
@@ -409,7 +411,7 @@ class Module:
         c = _compile(impl, *args, **kwargs)
         if c is not impl:                              # disable=True leaves it as it is
             object.__setattr__(self, "_compiled_call_impl", c)
-            object.__setattr__(self, "_has_hooks", True)   # __call__ takes _call_with_hooks
+            object.__setattr__(self, "_has_hooks", _COMPILED)   # __call__ takes _call_with_hooks
 
     def _call_impl(self, *args, **kwargs):
         """The call as without compile(): the hooks (when there are) and forward."""
@@ -420,9 +422,11 @@ class Module:
         return self.forward(*args, **kwargs)
 
     def _call_with_hooks(self, args, kwargs):
-        c = self.__dict__.get("_compiled_call_impl")
-        if c is not None:
-            return c(*args, **kwargs)
+        # _has_hooks, already read by __call__, tells a compiled module (compile()) apart:
+        # no other read on the path of modules with hooks (a read of __dict__ would guard
+        # on it, and weight_norm's pre-hook sets an attribute on every call)
+        if self._has_hooks is _COMPILED:
+            return self._compiled_call_impl(*args, **kwargs)
         return self._call_hooks_impl(args, kwargs)
 
     def _call_hooks_impl(self, args, kwargs):
@@ -477,8 +481,8 @@ class Module:
 
     def _refresh_has_hooks(self):
         d = self.__dict__
-        object.__setattr__(self, "_has_hooks", any(d.get(n) for n in _HOOK_TABLES) or
-                           d.get("_compiled_call_impl") is not None)
+        object.__setattr__(self, "_has_hooks", _COMPILED if d.get("_compiled_call_impl") is not None
+                           else any(d.get(n) for n in _HOOK_TABLES))
 
     def _hook_table(self, name, hook, prepend, entry):
         if not callable(hook):
