@@ -63,6 +63,7 @@ from . import _cuda_amp  # noqa: E402  (symtrace.cuda.amp: torch.cuda.amp's depr
 cuda.amp = _cuda_amp
 _sys.modules[__name__ + ".cuda.amp"] = _cuda_amp
 from ._compile import compile, explain, reset  # noqa: F401,E402  (shadows builtin compile on purpose)
+from . import _dynamo  # noqa: F401,E402  (symtrace._dynamo: torch._dynamo's names scripts use)
 from ._settings import (get_num_threads, set_num_threads, get_num_interop_threads,  # noqa: F401,E402
                         set_num_interop_threads, set_default_device, get_default_device,
                         use_deterministic_algorithms, are_deterministic_algorithms_enabled,

@@ -1132,3 +1132,39 @@ def test_program_with_module_compile_matches_torch(name, torch):
     got = _train(st, name, sm)
     _close(got, want)
     assert fe_counts()[0] >= 1
+
+
+def _with_break(x):
+    y = x * 2
+    st._dynamo.graph_break()
+    return y + 1
+
+
+def test_dynamo_names_scripts_use():
+    cfg = st._dynamo.config
+    assert cfg.cache_size_limit == 8 and cfg.suppress_errors is False
+    cfg.suppress_errors = True
+    cfg.some_flag_symtrace_ignores = 1
+    assert cfg.suppress_errors and cfg.some_flag_symtrace_ignores == 1
+    st.reset()
+    c = st.compile(_with_break)
+    assert c(st.ones(2)).tolist() == [3.0, 3.0]
+    graphs, breaks, _ = fe_counts()
+    assert breaks == 1 and graphs == 2                     # graph_break() split the frame
+    out = st._dynamo.explain(_with_break)(st.ones(2))
+    assert (out.graph_count, out.graph_break_count) == (2, 1)
+    x = st.ones(3, 4)
+    st._dynamo.mark_dynamic(x, 0)
+    st._dynamo.maybe_mark_dynamic(x, [0, 1])
+    st._dynamo.mark_static(x)
+    with pytest.raises(IndexError, match="mark_dynamic: dimension 5 is out of range"):
+        st._dynamo.mark_dynamic(x, 5)
+    st._dynamo.reset()
+    assert st._C._fe_stats()["translations"] == 0       # reset drops what was compiled
+    assert st.compiler.allow_in_graph(len) is len
+    assert st.compiler.assume_constant_result(len) is len
+    assert st.compiler.cudagraph_mark_step_begin() is None and not st.compiler.is_exporting()
+    assert "eager" in st.compiler.list_backends() and st._dynamo.list_backends() == \
+        st.compiler.list_backends()
+    cfg.suppress_errors = False
+    del cfg.some_flag_symtrace_ignores
