@@ -63,6 +63,7 @@ from . import _cuda_amp  # noqa: E402  (symtrace.cuda.amp: torch.cuda.amp's depr
 cuda.amp = _cuda_amp
 _sys.modules[__name__ + ".cuda.amp"] = _cuda_amp
 from ._compile import compile, explain, reset  # noqa: F401,E402  (shadows builtin compile on purpose)
+from . import _dynamo  # noqa: F401,E402  (symtrace._dynamo: torch._dynamo's names scripts use)
 from ._settings import (get_num_threads, set_num_threads, get_num_interop_threads,  # noqa: F401,E402
                         set_num_interop_threads, set_default_device, get_default_device,
                         use_deterministic_algorithms, are_deterministic_algorithms_enabled,
@@ -77,6 +78,7 @@ from ._nn_top import (dropout, dropout_, feature_dropout, feature_dropout_, alph
                       binary_cross_entropy_with_logits, cosine_embedding_loss, hinge_embedding_loss,
                       kl_div, margin_ranking_loss, poisson_nll_loss, triplet_margin_loss,
                       norm_except_dim, frobenius_norm, nuclear_norm, matrix_rank)
+from ._foreach import *  # noqa: F401,F403,E402  (torch._foreach_*: list-wise ops)
 from ._torch_more import (hann_window, hamming_window, blackman_window, bartlett_window,  # noqa: F401,E402
                           kaiser_window, asarray, frombuffer, gradient, range, ldexp_, erfc_, i0_, gcd_,
                           lcm_, detach_, unsafe_split, unsafe_chunk, unsafe_split_with_sizes,
@@ -88,6 +90,11 @@ from ._torch_more import (hann_window, hamming_window, blackman_window, bartlett
                           sym_max, sym_min, sym_int, sym_float, sym_not, sym_ite, sym_sqrt, sym_sum)
 
 __version__ = "0.1.0"
+
+# torch's math constants (torch.inf, torch.nan, torch.pi, torch.e) and torch.newaxis
+import math as _math  # noqa: E402
+inf, nan, pi, e = _math.inf, _math.nan, _math.pi, _math.e
+newaxis = None
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False):

@@ -22,6 +22,9 @@ from .nn.modules.module import Module
 __all__ = ["compile", "explain", "reset", "OptimizedModule", "ExplainOutput"]
 
 _BACKENDS = ("llvm", "nvrtc", "interp", "eager", "cudaemu")
+# torch.compile's backend names, as symtrace's (None: the default)
+_TORCH_BACKENDS = {"inductor": None, "cudagraphs": None, "aot_eager": "eager",
+                   "aot_eager_decomp_partition": "eager"}
 _MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
@@ -140,8 +143,11 @@ class OptimizedModule(Module):
         return (OptimizedModule, (self._orig_mod,) + tuple(self._st_opts))
 
 
-def compile(model=None, *, backend=None, fullgraph=False, dynamic=None, mode=None):
-    """compile(model, backend=None, fullgraph=False, dynamic=None, mode=None)
+def compile(model=None, *, backend=None, fullgraph=False, dynamic=None, mode=None, options=None,
+            name=None, disable=False, recompile_limit=None, isolate_recompiles=False,
+            shapes_spec=None):
+    """compile(model, backend=None, fullgraph=False, dynamic=None, mode=None, options=None,
+    disable=False)
 
     Returns model compiled: a function becomes a callable that captures the
     frames it runs into graphs; a Module becomes an OptimizedModule. Used as
@@ -156,7 +162,21 @@ def compile(model=None, *, backend=None, fullgraph=False, dynamic=None, mode=Non
     dynamic=None (the default; SYMTRACE_DYNAMIC unset): automatic, as torch's:
     static shapes first; a frame translated again because only tensor sizes
     changed is translated with dynamic shapes. dynamic=False (or
-    SYMTRACE_DYNAMIC=0): always static shapes."""
+    SYMTRACE_DYNAMIC=0): always static shapes. torch's own backend names run
+    symtrace's: "inductor" and "cudagraphs" the default, "aot_eager" "eager";
+    options (torch's inductor options) are taken and not used; disable=True
+    returns model itself, as torch's (name, recompile_limit, isolate_recompiles and
+    shapes_spec are taken for torch's signature and not used)."""
+    if disable:
+        return model if model is not None else (lambda m: m)
+    if options is not None:
+        if mode is not None:
+            raise RuntimeError("Either mode or options can be specified, but both can't be "
+                               "specified at the same time.")
+        if not isinstance(options, dict):
+            raise TypeError(f"symtrace.compile: options must be a dict, got "
+                            f"{type(options).__name__}")
+    backend = _TORCH_BACKENDS.get(backend, backend) if isinstance(backend, str) else backend
     if mode not in _MODES:
         raise ValueError(f"symtrace.compile: unknown mode {mode!r} "
                          f"(choices: {', '.join(str(m) for m in _MODES)})")

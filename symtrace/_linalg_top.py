@@ -199,7 +199,8 @@ _CDIST_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     """cdist(x1, x2, p=2.0, compute_mode='use_mm_for_euclid_dist_if_necessary') -> Tensor: the
     p-norm distances (..., P, R) between the rows of x1 (..., P, M) and x2 (..., R, M), batch
-    dims broadcast. p = 2 uses torch's matmul form (|a|^2 - 2 a.b + |b|^2, clamped at 0) when
+    dims broadcast. p = 2 uses torch's matmul form (|a|^2 - 2 a.b + |b|^2, clamped at 0, with
+    a zero gradient where a distance is 0) when
     compute_mode asks for it (if_necessary: P or R > 25), else the norms of the differences
     (P x R x M values); as torch.cdist."""
     _check_tensor(x1, "cdist", "x1")
@@ -233,5 +234,9 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
         n2 = _o.sum(_o.square(x2), -1, True)
         a = _o.cat([x1 * -2.0, n1, _o.ones_like(n1)], -1)
         b = _o.cat([x2, _o.ones_like(n2), n2], -1)
-        return _o.sqrt(_o.clamp_min(_o.matmul(a, _mT(b)), 0))
+        d2 = _o.matmul(a, _mT(b))
+        # sqrt(max(d2, 0)) whose gradient is 0 where the distance is 0 (torch's subgradient
+        # in _euclidean_dist_backward), not sqrt's infinite derivative times clamp's 0 (NaN)
+        pos = _o.gt(d2, 0)
+        return _o.where(pos, _o.sqrt(_o.where(pos, d2, _o.ones_like(d2))), _o.zeros_like(d2))
     return _o._vector_norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), p, -1, False, None, "cdist")

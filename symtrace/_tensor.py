@@ -71,6 +71,10 @@ _DEVICE_STACK = []      # the default devices that `with device(...)` blocks rep
 class Tensor(_C.TensorBase):
     """A strided, typed, reference-counted array on a device (PyTorch's Tensor API)."""
 
+    # above numpy's: `np.float32(2.0) * t` and `np.int64(3) - t` defer to Tensor's reflected
+    # operators (a Tensor, as torch gives) instead of numpy converting t to an ndarray
+    __array_priority__ = 1000
+
     @property
     def device(self):
         return device(self._device_str)

@@ -12,7 +12,7 @@ from .creation import _scalar0, _zero_of, arange, full, zeros
 from .indexing import index_select
 from .shape import _dim_list, cat, movedim
 from .reductions import sum
-from ..amp._policy import autocast_op
+from ..amp._policy import autocast_op, _cast_all, _device_type
 
 
 # ---------------- matmul ----------------
@@ -265,7 +265,10 @@ def _einsum_diagonals(t, keys):
 def _einsum_pair(a, ak, b, bk, later):
     """Contracts two operands, keeping the keys in later: batch keys (both sides, kept),
     contracted keys (both sides, summed) and each side's free keys; one batched matmul
-    (a product with broadcasting when nothing is contracted)."""
+    (a product with broadcasting when nothing is contracted). Operands of different dtypes:
+    the product promotes them (torch's mul); a matmul refuses them, as torch's bmm, after
+    autocast's cast (float32 and 16-bit operands to its dtype) when it is on."""
+    mixed = (a.dtype, b.dtype) if a.dtype is not b.dtype else None
     a, ak = _einsum_sum(a, ak, {k for k in ak if k not in bk and k not in later})
     b, bk = _einsum_sum(b, bk, {k for k in bk if k not in ak and k not in later})
     batch = [k for k in ak if k in bk and k in later]
@@ -275,6 +278,12 @@ def _einsum_pair(a, ak, b, bk, later):
     order = batch + afree + bfree
     if not contr:
         return mul(_einsum_align(a, ak, order), _einsum_align(b, bk, order)), order
+    dev = _device_type([a, b])
+    on, low = _C._get_autocast(dev) if dev in ("cpu", "cuda") else (False, None)
+    if on:                            # torch's bmm casts under autocast before its check
+        a, b = _cast_all(a, dev, low), _cast_all(b, dev, low)
+    if mixed and a.dtype is not b.dtype:
+        raise RuntimeError(f"expected scalar type {_tname(a.dtype)} but found {_tname(b.dtype)}")
     for k in contr:                   # a size-1 side broadcasts: sum the other side first
         sa, sb = a.shape[ak.index(k)], b.shape[bk.index(k)]
         if sa != sb:
@@ -337,8 +346,6 @@ def einsum(equation, *operands):
         raise RuntimeError("einsum(): must provide at least one operand")
     for i, t in enumerate(operands):
         _check_tensor(t, "einsum", f"operands[{i}]")
-        if t.dtype is not operands[0].dtype:
-            raise RuntimeError(f"expected scalar type {_tname(operands[0].dtype)} but found {_tname(t.dtype)}")
     arrow = equation.find("->")
     lhs = equation if arrow < 0 else equation[:arrow]
     terms, base = [], 0

@@ -137,6 +137,8 @@ def _on_hook_removed(module):
 # so the hooks run on every backward with the real gradients.
 
 _HOOK_TABLES = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks")
+# Module._has_hooks of a module compile() compiled (truthy: __call__ takes _call_with_hooks)
+_COMPILED = "compiled"
 
 _VIEW_INPLACE_MSG = (
     "Output {} of BackwardHookFunction is a view and is being modified inplace. This view was "
@@ -399,7 +401,35 @@ class Module:
             return self._call_with_hooks(args, kwargs)
         return self.forward(*args, **kwargs)
 
+    def compile(self, *args, **kwargs):
+        """compile(*args, **kwargs): this module's calls run under symtrace.compile(*args,
+        **kwargs) from now on, the module staying itself (its class, attributes and
+        state_dict keys), as torch's Module.compile. Copies and pickles of it are not
+        compiled."""
+        from ..._compile import compile as _compile
+        impl = self._call_impl
+        c = _compile(impl, *args, **kwargs)
+        if c is not impl:                              # disable=True leaves it as it is
+            object.__setattr__(self, "_compiled_call_impl", c)
+            object.__setattr__(self, "_has_hooks", _COMPILED)   # __call__ takes _call_with_hooks
+
+    def _call_impl(self, *args, **kwargs):
+        """The call as without compile(): the hooks (when there are) and forward."""
+        d = self.__dict__
+        if any(d.get(n) for n in _HOOK_TABLES) or _global_forward_pre_hooks or \
+                _global_forward_hooks:
+            return self._call_hooks_impl(args, kwargs)
+        return self.forward(*args, **kwargs)
+
     def _call_with_hooks(self, args, kwargs):
+        # _has_hooks, already read by __call__, tells a compiled module (compile()) apart:
+        # no other read on the path of modules with hooks (a read of __dict__ would guard
+        # on it, and weight_norm's pre-hook sets an attribute on every call)
+        if self._has_hooks is _COMPILED:
+            return self._compiled_call_impl(*args, **kwargs)
+        return self._call_hooks_impl(args, kwargs)
+
+    def _call_hooks_impl(self, args, kwargs):
         """forward with the pre-hooks before it and the forward hooks after it,
         in registration order (prepend=True puts one first), as torch's; with
         backward hooks, the tensor arguments (after the pre-hooks) and the
@@ -451,7 +481,8 @@ class Module:
 
     def _refresh_has_hooks(self):
         d = self.__dict__
-        object.__setattr__(self, "_has_hooks", any(d.get(n) for n in _HOOK_TABLES))
+        object.__setattr__(self, "_has_hooks", _COMPILED if d.get("_compiled_call_impl") is not None
+                           else any(d.get(n) for n in _HOOK_TABLES))
 
     def _hook_table(self, name, hook, prepend, entry):
         if not callable(hook):
@@ -667,6 +698,7 @@ class Module:
         and epochs live in C, keyed by code objects and epochs, never here."""
         state = self.__dict__.copy()
         state.pop("_has_hooks", None)
+        state.pop("_compiled_call_impl", None)
         return state
 
     def __setstate__(self, state):
@@ -701,7 +733,10 @@ class Module:
         """new (an empty instance of self's class, in memo) given deep copies of self's
         attributes, no pickling hooks involved."""
         for k, v in self.__dict__.items():
-            object.__setattr__(new, k, _deepcopy_value(v, memo))
+            if k != "_compiled_call_impl":             # the copy runs uncompiled
+                object.__setattr__(new, k, _deepcopy_value(v, memo))
+        if "_compiled_call_impl" in self.__dict__:
+            new._refresh_has_hooks()
         return new
 
     # ---------------- traversal ----------------
