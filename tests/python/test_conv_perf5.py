@@ -1,0 +1,204 @@
+# CNN speed on the CPU (round 5), each path against torch where it is installed and
+# against numpy (or an adjoint identity) where not:
+# - col2im without a padded buffer (nn/_conv.py's _AddWindows clips each kernel point's
+#   view to the unpadded output): the input gradient of a strided / padded convolution,
+#   conv_transpose and fold come out dense, not as a crop of a padded buffer (a crop keeps
+#   H and W from merging into one row in the batch-norm backward reductions that read it).
+#   _conv.STATS counts the clipped forwards.
+import numpy as np
+import pytest
+
+import symtrace as st
+import symtrace.nn.functional as F
+from symtrace.nn import _conv as C
+
+
+@pytest.fixture(autouse=True)
+def _fresh(monkeypatch):
+    monkeypatch.delenv("SYMTRACE_DYNAMIC", raising=False)
+    st.reset()
+    yield
+    st.reset()
+
+
+CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
+
+# (input shape, weight shape, kwargs): strides 2 and 3, padding, dilation, groups, odd sizes
+CASES = [
+    ((2, 4, 9, 11), (6, 4, 3, 3), dict(stride=2, padding=1)),
+    ((2, 4, 10, 7), (5, 4, 3, 2), dict(stride=(3, 2), padding=(2, 1), dilation=(1, 2))),
+    ((2, 4, 9, 11), (6, 2, 3, 3), dict(stride=2, padding=1, groups=2)),
+    ((1, 3, 11, 9), (4, 3, 5, 5), dict(stride=3, padding=4)),
+    ((2, 3, 13), (4, 3, 3), dict(stride=2, padding=2, dilation=2)),
+    ((1, 2, 5, 6, 7), (3, 2, 3, 3, 3), dict(stride=2, padding=1)),
+    ((2, 4, 8, 8), (8, 4, 3, 3), dict(stride=2, padding=1)),          # the ResNet's shape kind
+    ((2, 5, 9, 9), (5, 5, 3, 3), dict(stride=1, padding=1)),          # stride 1 (_conv_s1 or not)
+]
+
+
+def _case(i, dtype=np.float32):
+    xs, ws, kw = CASES[i]
+    rng = np.random.default_rng(10 + i)
+    return (rng.standard_normal(xs).astype(dtype), (rng.standard_normal(ws) * 0.3).astype(dtype),
+            (rng.standard_normal(ws[0]) * 0.1).astype(dtype), kw, rng)
+
+
+@pytest.mark.parametrize("mode", ["eager", "compiled"])
+@pytest.mark.parametrize("i", range(len(CASES)))
+def test_strided_conv_grads_match_torch(i, mode):
+    torch = pytest.importorskip("torch")
+    xv, wv, bv, kw, rng = _case(i)
+    k = xv.ndim - 2
+    tf = getattr(torch.nn.functional, f"conv{k}d")
+    ty = tf(torch.tensor(xv), torch.tensor(wv), torch.tensor(bv), **kw)
+    gv = rng.standard_normal(tuple(ty.shape)).astype(np.float32)
+
+    def f(x, w, b, g):
+        y = CONV[k](x, w, b, **kw)
+        (y * g).sum().backward()
+        return y
+
+    run = f if mode == "eager" else st.compile(f)
+    c0 = dict(C.STATS)
+    for _ in range(2):
+        x, w, b = (st.tensor(v, requires_grad=True) for v in (xv, wv, bv))
+        y = run(x, w, b, st.tensor(gv))
+        tx, tw, tb = (torch.tensor(v, requires_grad=True) for v in (xv, wv, bv))
+        (tf(tx, tw, tb, **kw) * torch.tensor(gv)).sum().backward()
+        np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-4, atol=1e-5)
+        for a, ta in ((x, tx), (w, tw), (b, tb)):
+            np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), rtol=1e-4, atol=1e-4)
+        assert x.grad.is_contiguous()
+    if kw.get("stride", 1) != 1:
+        # the strided input gradient went through the clipped col2im
+        assert C.STATS["add_windows_clipped"] > c0["add_windows_clipped"]
+
+
+@pytest.mark.parametrize("i", [0, 1, 3, 5])
+def test_strided_conv_grads_adjoint_float64(i):
+    # without torch: <conv(x), g> = <x, grad_x> (conv is linear in x)
+    xv, wv, _, kw, rng = _case(i, np.float64)
+    k = xv.ndim - 2
+    x = st.tensor(xv, requires_grad=True)
+    y = CONV[k](x, st.tensor(wv), None, **kw)
+    gv = rng.standard_normal(tuple(y.shape))
+    c0 = dict(C.STATS)
+    (y * st.tensor(gv)).sum().backward()
+    assert C.STATS["add_windows_clipped"] == c0["add_windows_clipped"] + 1
+    lin = float((y.detach().numpy() * gv).sum())
+    assert lin == pytest.approx(float((xv * x.grad.numpy()).sum()), rel=1e-10)
+
+
+def _fold_ref(cols, out, ks, sd, dl, pd):
+    """numpy col2im: cols [N, C*K, L] added into a padded [N, C, *out] buffer, then cropped."""
+    n, ck, L = cols.shape
+    K = ks[0] * ks[1]
+    c = ck // K
+    bh = (out[0] + 2 * pd[0] - dl[0] * (ks[0] - 1) - 1) // sd[0] + 1
+    bw = (out[1] + 2 * pd[1] - dl[1] * (ks[1] - 1) - 1) // sd[1] + 1
+    buf = np.zeros((n, c, out[0] + 2 * pd[0], out[1] + 2 * pd[1]), cols.dtype)
+    cv = cols.reshape(n, c, ks[0], ks[1], bh, bw)
+    for a in range(ks[0]):
+        for b in range(ks[1]):
+            for i in range(bh):
+                for j in range(bw):
+                    buf[:, :, i * sd[0] + a * dl[0], j * sd[1] + b * dl[1]] += cv[:, :, a, b, i, j]
+    return buf[:, :, pd[0]:pd[0] + out[0], pd[1]:pd[1] + out[1]]
+
+
+@pytest.mark.parametrize("geom", [((3, 3), (2, 2), (1, 1), (1, 1), (9, 8)),
+                                  ((2, 3), (3, 1), (1, 2), (2, 1), (10, 7)),
+                                  ((3, 3), (1, 1), (1, 1), (3, 3), (5, 5))])   # windows all in the padding too
+def test_fold_dense_and_exact(geom):
+    ks, sd, dl, pd, out = geom
+    rng = np.random.default_rng(4)
+    bh = (out[0] + 2 * pd[0] - dl[0] * (ks[0] - 1) - 1) // sd[0] + 1
+    bw = (out[1] + 2 * pd[1] - dl[1] * (ks[1] - 1) - 1) // sd[1] + 1
+    cv = rng.standard_normal((2, 3 * ks[0] * ks[1], bh * bw)).astype(np.float32)
+    c0 = dict(C.STATS)
+    x = st.tensor(cv, requires_grad=True)
+    y = F.fold(x, out, ks, dilation=dl, padding=pd, stride=sd)
+    assert C.STATS["add_windows_clipped"] == c0["add_windows_clipped"] + 1
+    assert tuple(y.shape) == (2, 3) + out and y.is_contiguous()
+    np.testing.assert_allclose(y.detach().numpy(), _fold_ref(cv, out, ks, sd, dl, pd), rtol=1e-5, atol=1e-5)
+    # the gradient is unfold's (im2col, padding in zeros)
+    gv = rng.standard_normal(tuple(y.shape)).astype(np.float32)
+    (y * st.tensor(gv)).sum().backward()
+    want = F.unfold(st.tensor(gv), ks, dilation=dl, padding=pd, stride=sd).numpy()
+    np.testing.assert_array_equal(x.grad.numpy(), want)
+    torch = pytest.importorskip("torch")
+    ty = torch.nn.functional.fold(torch.tensor(cv), out, ks, dilation=dl, padding=pd, stride=sd)
+    np.testing.assert_allclose(y.detach().numpy(), ty.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_add_windows_unpadded_output_matches_padded_crop():
+    # the Function itself: [N, C, *sizes] (not the padded sizes), the same sums in the same
+    # order as the padded buffer's crop (bit for bit), and NaN / inf in columns that only
+    # reach the padding left out as before
+    rng = np.random.default_rng(6)
+    kernel, stride, dil, blocks, sizes, pads = (3, 3), (2, 2), (1, 1), (5, 6), (9, 11), ((1, 1), (1, 1))
+    cv = rng.standard_normal((2, 3, 9, 30)).astype(np.float32)
+    cv[0, 0, 0, 0] = np.nan     # point (0, 0) of window (0, 0): row -1, col -1 (padding)
+    cv[1, 2, 8, 29] = np.inf    # point (2, 2) of window (4, 5): row 9, col 11 (padding)
+    y = C._AddWindows.apply(st.tensor(cv), sizes, kernel, stride, dil, blocks, pads)
+    assert tuple(y.shape) == (2, 3) + sizes and y.is_contiguous()
+    assert np.isfinite(y.numpy()).all()
+    full = np.zeros((2, 3, 11, 13), np.float32)
+    c6 = cv.reshape(2, 3, 3, 3, 5, 6)
+    for a in range(3):
+        for b in range(3):
+            full[:, :, a:a + 9:2, b:b + 11:2] += c6[:, :, a, b]
+    np.testing.assert_array_equal(y.numpy(), full[:, :, 1:10, 1:12])
+
+
+def test_conv_transpose_strided_matches_torch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(7)
+    xv = rng.standard_normal((2, 4, 5, 6)).astype(np.float32)
+    wv = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    kw = dict(stride=2, padding=1, output_padding=1)
+    c0 = dict(C.STATS)
+    x = st.tensor(xv, requires_grad=True)
+    y = F.conv_transpose2d(x, st.tensor(wv), **kw)
+    assert C.STATS["add_windows_clipped"] == c0["add_windows_clipped"] + 1
+    tx = torch.tensor(xv, requires_grad=True)
+    ty = torch.nn.functional.conv_transpose2d(tx, torch.tensor(wv), **kw)
+    np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-4, atol=1e-4)
+    gv = rng.standard_normal(tuple(ty.shape)).astype(np.float32)
+    (y * st.tensor(gv)).sum().backward()
+    (ty * torch.tensor(gv)).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_max_pool_padded_grad_matches_torch():
+    # im2col padded with -inf inside _Windows: the gradient leaves the padding out
+    torch = pytest.importorskip("torch")
+    xv = np.random.default_rng(8).standard_normal((2, 3, 9, 10)).astype(np.float32)
+    xv[0, 0, 0, 0] = np.nan
+    x, tx = st.tensor(xv, requires_grad=True), torch.tensor(xv, requires_grad=True)
+    y = F.max_pool2d(x, 3, 2, 1)
+    ty = torch.nn.functional.max_pool2d(tx, 3, 2, 1)
+    np.testing.assert_array_equal(y.detach().numpy(), ty.detach().numpy())
+    y.sum().backward()
+    ty.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
+
+
+def test_strided_conv_double_backward_matches_torch():
+    # create_graph: _AddWindows' gradient (_Windows, padding inside) is differentiated again
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(9)
+    xv = rng.standard_normal((2, 3, 9, 8)).astype(np.float32)
+    wv = (rng.standard_normal((4, 3, 3, 3)) * 0.3).astype(np.float32)
+
+    def run(L, T):
+        x, w = T(xv, requires_grad=True), T(wv, requires_grad=True)
+        h = L.tanh(L.nn.functional.conv2d(x, w, None, stride=2, padding=1))
+        gx, = L.autograd.grad(h.square().sum(), x, create_graph=True)
+        gx.square().sum().backward()
+        return gx.detach().numpy(), w.grad.numpy(), x.grad.numpy()
+
+    got = run(st, lambda a, requires_grad: st.tensor(a, requires_grad=requires_grad))
+    want = run(torch, lambda a, requires_grad: torch.tensor(a, requires_grad=requires_grad))
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
