@@ -5,12 +5,16 @@
 #   conv_transpose and fold come out dense, not as a crop of a padded buffer (a crop keeps
 #   H and W from merging into one row in the batch-norm backward reductions that read it).
 #   _conv.STATS counts the clipped forwards.
+# - the stride-1 convolution's im2col and product per batch chunk (nn/_conv_s1.py's
+#   _chunks) when the whole batch's im2col is large: values and gradients against torch,
+#   bit for bit against the unchunked path; _conv_s1.STATS["chunked"] counts it.
 import numpy as np
 import pytest
 
 import symtrace as st
 import symtrace.nn.functional as F
 from symtrace.nn import _conv as C
+from symtrace.nn import _conv_s1 as S1
 
 
 @pytest.fixture(autouse=True)
@@ -199,6 +203,96 @@ def test_strided_conv_double_backward_matches_torch():
         return gx.detach().numpy(), w.grad.numpy(), x.grad.numpy()
 
     got = run(st, lambda a, requires_grad: st.tensor(a, requires_grad=requires_grad))
+    want = run(torch, lambda a, requires_grad: torch.tensor(a, requires_grad=requires_grad))
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+
+
+# ---------------- stride-1 convolutions per batch chunk ----------------
+S1_CASES = [   # (input shape, weight shape, kwargs), all on the _conv_s1 path
+    ((7, 4, 9, 11), (5, 4, 3, 3), dict(padding=1)),                       # chunks of 2: 2+2+2+1
+    ((5, 3, 8, 7), (3, 3, 3, 2), dict(padding=(2, 1), dilation=(2, 1))),
+    ((6, 3, 13), (4, 3, 5), dict(padding=2)),
+    ((3, 2, 5, 6, 4), (3, 2, 3, 3, 3), dict(padding=1)),
+]
+
+
+def _small_chunks(monkeypatch, x_shape, w_shape):
+    """Thresholds that chunk x's batch into pieces of 2 samples."""
+    per = w_shape[1] * int(np.prod(w_shape[2:])) * int(np.prod(x_shape[2:])) * 4   # (same-size output)
+    monkeypatch.setattr(S1, "_CHUNK_MIN", per)
+    monkeypatch.setattr(S1, "_CHUNK_BYTES", 2 * per + 1)
+
+
+@pytest.mark.parametrize("mode", ["eager", "compiled"])
+@pytest.mark.parametrize("i", range(len(S1_CASES)))
+def test_chunked_conv_s1_matches_torch_and_unchunked_bits(i, mode, monkeypatch):
+    xs, ws, kw = S1_CASES[i]
+    rng = np.random.default_rng(30 + i)
+    xv = rng.standard_normal(xs).astype(np.float32)
+    wv = (rng.standard_normal(ws) * 0.3).astype(np.float32)
+    bv = (rng.standard_normal(ws[0]) * 0.1).astype(np.float32)
+    k = len(xs) - 2
+    y0 = CONV[k](st.tensor(xv), st.tensor(wv), None, **kw)
+    gv = rng.standard_normal(tuple(y0.shape)).astype(np.float32)
+
+    def f(x, w, b, g):
+        y = CONV[k](x, w, b, **kw)
+        (y * g).sum().backward()
+        return y
+
+    def run():
+        st.reset()
+        x, w, b = (st.tensor(v, requires_grad=True) for v in (xv, wv, bv))
+        y = (f if mode == "eager" else st.compile(f))(x, w, b, st.tensor(gv))
+        return [y.detach().numpy(), x.grad.numpy(), w.grad.numpy(), b.grad.numpy()]
+
+    c0 = dict(S1.STATS)
+    plain = run()
+    assert S1.STATS["chunked"] == c0["chunked"] and S1.STATS["backward"] > c0["backward"]
+    _small_chunks(monkeypatch, xs, ws)
+    c1 = dict(S1.STATS)
+    got = run()
+    # the forward and the input gradient's convolution (of g: as many samples) both chunked
+    assert S1.STATS["chunked"] - c1["chunked"] >= 2
+    for a, b in zip(got, plain):
+        np.testing.assert_array_equal(a, b)
+    torch = pytest.importorskip("torch")
+    tx, tw, tb = (torch.tensor(v, requires_grad=True) for v in (xv, wv, bv))
+    ty = getattr(torch.nn.functional, f"conv{k}d")(tx, tw, tb, **kw)
+    (ty * torch.tensor(gv)).sum().backward()
+    for a, ta in zip(got, (ty.detach(), tx.grad, tw.grad, tb.grad)):
+        np.testing.assert_allclose(a, ta.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_chunked_conv_s1_default_thresholds_resnet_layer():
+    # ResNet's 32x32 layer (batch 16, 16 channels: a 9.4 MB im2col) is chunked by default;
+    # its 16x16 layer (4.7 MB) is not
+    x = st.zeros((16, 16, 32, 32), requires_grad=True)
+    assert S1._chunks(x, (3, 3), (32, 32)) == [(0, 4), (4, 8), (8, 12), (12, 16)]
+    assert S1._chunks(st.zeros((16, 32, 16, 16)), (3, 3), (16, 16)) == [(0, 16)]
+    c0 = dict(S1.STATS)
+    y = F.conv2d(x, st.zeros((16, 16, 3, 3), requires_grad=True), None, padding=1)
+    assert S1.STATS["chunked"] == c0["chunked"] + 1 and tuple(y.shape) == (16, 16, 32, 32)
+
+
+def test_chunked_conv_s1_double_backward_matches_torch(monkeypatch):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(40)
+    xv = rng.standard_normal((5, 3, 7, 6)).astype(np.float32)
+    wv = (rng.standard_normal((4, 3, 3, 3)) * 0.3).astype(np.float32)
+    _small_chunks(monkeypatch, xv.shape, wv.shape)
+
+    def run(L, T):
+        x, w = T(xv, requires_grad=True), T(wv, requires_grad=True)
+        h = L.tanh(L.nn.functional.conv2d(x, w, None, padding=1))
+        gx, = L.autograd.grad(h.square().sum(), x, create_graph=True)
+        (gx.square().sum() + h.sum()).backward()
+        return gx.detach().numpy(), w.grad.numpy(), x.grad.numpy()
+
+    c0 = dict(S1.STATS)
+    got = run(st, lambda a, requires_grad: st.tensor(a, requires_grad=requires_grad))
+    assert S1.STATS["chunked"] > c0["chunked"]
     want = run(torch, lambda a, requires_grad: torch.tensor(a, requires_grad=requires_grad))
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
