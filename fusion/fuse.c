@@ -836,8 +836,40 @@ static st_status find_slab_chains(fctx *c)
     return st;
 }
 
+/* The longest contiguous run of elements in the slice of R that slab
+ * store ss writes (its dim and the dims after it; dims before it of size 1
+ * join the run); 0 when a size is not static. */
+static int64_t slab_run(const fctx *c, const slab_store *ss)
+{
+    const st_stmt *s = &c->g->stmts[ss->link];
+    const st_meta *rm = &c->g->values[ss->target].meta;
+    int64_t d = s->attrs.i[0] < 0 ? s->attrs.i[0] + rm->ndim : s->attrs.i[0];
+    int64_t start = s->attrs.i[1], stop = s->attrs.i[2];
+    if (d < 0 || d >= rm->ndim || rm->shape[d] < 0)
+        return 0;
+    int64_t run = st_slice_bounds(rm->shape[d], &start, &stop, 1);
+    for (int64_t j = d + 1; j < rm->ndim; j++) {
+        if (rm->shape[j] < 0)
+            return 0;
+        run *= rm->shape[j];
+    }
+    bool whole = true;
+    for (int64_t j = 0; j < d; j++)
+        whole = whole && rm->shape[j] == 1;
+    return whole ? INT64_MAX : run;
+}
+
+/* Row groups host a slab store only when it writes runs of at least this
+ * many elements: the interior of a padding (the next convolution's input,
+ * after a batch norm and relu) has rows of W elements in rows of W + 2,
+ * which kept the norm's H and W from merging into one row: its reduction
+ * ran 2-5x slower than the same kernel with a store of its own
+ * (bench/micro/resnet_step.py). */
+#define SLAB_RED_MIN_RUN 1024
+
 /* After grouping: a store goes into the kernel of the group that computes
- * its part when that is an elementwise or row group. */
+ * its part when that is an elementwise group, or a row group that the
+ * store's slice does not cut into short rows (SLAB_RED_MIN_RUN). */
 static void host_slabs(fctx *c)
 {
     for (int i = 0; i < c->nslabs; i++) {
@@ -845,7 +877,8 @@ static void host_slabs(fctx *c)
         int gi = c->gid[ss->src];
         ss->host = -1;
         if (gi >= 0 && c->g->values[ss->src].kind == ST_VAL_STMT &&
-            (c->groups[gi].kind == G_EW || c->groups[gi].kind == G_RED))
+            (c->groups[gi].kind == G_EW ||
+             (c->groups[gi].kind == G_RED && slab_run(c, ss) >= SLAB_RED_MIN_RUN)))
             ss->host = gi;
     }
 }

@@ -8,6 +8,10 @@
 # - the stride-1 convolution's im2col and product per batch chunk (nn/_conv_s1.py's
 #   _chunks) when the whole batch's im2col is large: values and gradients against torch,
 #   bit for bit against the unchunked path; _conv_s1.STATS["chunked"] counts it.
+# - fusion/fuse.c host_slabs: a batch norm's reduction no longer hosts the store of its
+#   output into the interior of the next convolution's padding (rows of W in rows of
+#   W + 2 kept its H and W from merging: 2-5x slower); a store of its own copies it. A
+#   store that writes whole blocks (a cat along dim 0) is still hosted.
 import numpy as np
 import pytest
 
@@ -296,3 +300,36 @@ def test_chunked_conv_s1_double_backward_matches_torch(monkeypatch):
     want = run(torch, lambda a, requires_grad: torch.tensor(a, requires_grad=requires_grad))
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+
+
+# ---------------- slab stores of a padding, outside the norm's reduction ----------------
+def _bn_relu_ref(xv):
+    m = xv.mean((0, 2, 3), keepdims=True, dtype=np.float64)
+    v = ((xv - m) ** 2).mean((0, 2, 3), keepdims=True)
+    return np.maximum((xv - m) / np.sqrt(v + 1e-5), 0)
+
+
+@pytest.mark.parametrize("backend", ["llvm", "interp"])
+def test_padding_store_not_hosted_by_norm_reduction(backend):
+    from symtrace import _C
+    if not _C._fe_backend_available(backend):
+        pytest.skip(f"{backend} backend not available")
+    xv = np.random.default_rng(50).standard_normal((2, 3, 8, 40)).astype(np.float32)
+
+    def f(x):
+        y = F.relu(F.batch_norm(x, None, None, training=True))
+        return F.pad(y, (1, 1, 1, 1)) * 2, st.cat([y, y * 3], 0)
+
+    g, ins = st.memory.trace_graph(f, st.tensor(xv))
+    cg = g.compile(backend=backend)
+    padded, stacked = (o.numpy() for o in cg.run(*ins))
+    y = _bn_relu_ref(xv)
+    np.testing.assert_allclose(padded, np.pad(y, ((0, 0), (0, 0), (1, 1), (1, 1))) * 2, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(stacked, np.concatenate([y, y * 3], 0), rtol=1e-4, atol=1e-5)
+    kernels = ["kernel " + k for k in cg.kernel_ir().split("kernel ")[1:]]
+    red = [k for k in kernels if k.split(":")[0].split("_")[1:2] == ["mean"]]
+    assert len(red) == 1, [k.split(":")[0] for k in kernels]
+    # the reduction writes both parts of the cat along dim 0 (whole blocks), not the
+    # padding's interior: that is a slab store of its own
+    assert red[0].count("slab of stmt") == 2, red[0]
+    assert any(k.split(":")[0].endswith("_slab") for k in kernels), [k.split(":")[0] for k in kernels]
