@@ -12,12 +12,17 @@
 #   output into the interior of the next convolution's padding (rows of W in rows of
 #   W + 2 kept its H and W from merging: 2-5x slower); a store of its own copies it. A
 #   store that writes whole blocks (a cat along dim 0) is still hosted.
+# - adaptive average pooling, sizes that do not divide (nn/_adaptive_pool.py's
+#   _WindowSums): the gradient gathers each point's windows (no scatter-add), compiled
+#   and eager (the window-sum fallback for non-finite values); NaN / inf stay in their
+#   windows; _adaptive_pool.STATS["gather_grad"] counts it.
 import numpy as np
 import pytest
 
 import symtrace as st
 import symtrace.nn.functional as F
 from symtrace.nn import _conv as C
+from symtrace.nn import _adaptive_pool as AP
 from symtrace.nn import _conv_s1 as S1
 
 
@@ -333,3 +338,103 @@ def test_padding_store_not_hosted_by_norm_reduction(backend):
     # padding's interior: that is a slab store of its own
     assert red[0].count("slab of stmt") == 2, red[0]
     assert any(k.split(":")[0].endswith("_slab") for k in kernels), [k.split(":")[0] for k in kernels]
+
+
+# ---------------- adaptive average pooling: the gradient by gathers ----------------
+AP_CASES = [((2, 3, 7, 7), (3, 3)), ((2, 2, 10, 9), (7, 4)), ((1, 2, 5, 6), (8, 9)),   # out > size too
+            ((2, 3, 11), (4,)), ((1, 2, 5, 7, 6), (2, 3, 4)), ((2, 2, 9, 8), (4, 8))]
+APOOL = {1: F.adaptive_avg_pool1d, 2: F.adaptive_avg_pool2d, 3: F.adaptive_avg_pool3d}
+
+
+def _ap_numpy(xv, out):
+    """numpy float64: the windows' means (summed window by window: an inf stays in its
+    windows) and each dim's window matrix scaled by 1 / extent (for the gradient)."""
+    import itertools
+    k = len(out)
+    bounds = [[((o * s) // n, -((-(o + 1) * s) // n)) for o in range(n)] for s, n in zip(xv.shape[-k:], out)]
+    y = np.zeros(xv.shape[:-k] + tuple(out))
+    for pos in itertools.product(*[range(n) for n in out]):
+        sl = tuple(slice(*bounds[d][pos[d]]) for d in range(k))
+        w = xv[(Ellipsis,) + sl].astype(np.float64)
+        y[(Ellipsis,) + pos] = w.reshape(w.shape[:-k] + (-1,)).mean(-1)
+    mats = []
+    for (s, n), b in zip(zip(xv.shape[-k:], out), bounds):
+        m = np.zeros((n, s))
+        for o, (a, e) in enumerate(b):
+            m[o, a:e] = 1.0 / (e - a)
+        mats.append(m)
+    return y, mats
+
+
+@pytest.mark.parametrize("mode", ["eager", "compiled"])
+@pytest.mark.parametrize("case", range(len(AP_CASES)))
+def test_adaptive_avg_gather_grad_values(case, mode):
+    xs, out = AP_CASES[case]
+    rng = np.random.default_rng(60 + case)
+    xv = rng.standard_normal(xs).astype(np.float32)
+    wv = rng.standard_normal(xs[:2] + out).astype(np.float32)
+    k = len(out)
+
+    def f(x, w):
+        y = APOOL[k](x, out if k > 1 else out[0])
+        (y * w).sum().backward()
+        return y
+
+    c0 = dict(AP.STATS)
+    x = st.tensor(xv, requires_grad=True)
+    if mode == "eager":
+        xv[(0,) * xv.ndim] = np.inf       # eager: the window sums run for a non-finite input only
+        x = st.tensor(xv, requires_grad=True)
+        y = f(x, st.tensor(wv))
+    else:
+        y = st.compile(f)(x, st.tensor(wv))
+    assert AP.STATS["gather_grad"] > c0["gather_grad"]
+    want, mats = _ap_numpy(xv, out)
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_allclose(y.detach().numpy(), want, rtol=1e-5, atol=1e-5)
+    # the gradient: w through each dim's transposed (scaled) window matrix
+    g = wv.astype(np.float64)
+    for i in reversed(range(k)):
+        ax = g.ndim - k + i
+        g = np.moveaxis(np.tensordot(mats[i].T, np.moveaxis(g, ax, 0), axes=(1, 0)), 0, ax)
+    np.testing.assert_allclose(x.grad.numpy(), g, rtol=1e-5, atol=1e-5)
+    torch = pytest.importorskip("torch")
+    tx = torch.tensor(xv, requires_grad=True)
+    ty = getattr(torch.nn.functional, f"adaptive_avg_pool{k}d")(tx, out if k > 1 else out[0])
+    (ty * torch.tensor(wv)).sum().backward()
+    np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_adaptive_avg_compiled_backward_has_no_scatter():
+    xv = np.random.default_rng(70).standard_normal((4, 8, 30, 30)).astype(np.float32)
+
+    def f(x):
+        y = F.adaptive_avg_pool2d(x, (7, 7))
+        (y * y).sum().backward()
+        return y
+
+    cf = st.compile(f)
+    cf(st.tensor(xv, requires_grad=True))
+    with st.profiler.profile() as p:
+        cf(st.tensor(xv, requires_grad=True))
+    table = p.table(top=200)
+    assert "index_select" in table and "scatter" not in table, table
+
+
+def test_adaptive_avg_nan_grad_stays_in_its_windows():
+    # a NaN upstream gradient of one window reaches only that window's points, as torch
+    xv = np.random.default_rng(71).standard_normal((1, 1, 10, 9)).astype(np.float32)
+    wv = np.ones((1, 1, 4, 4), np.float32)
+    wv[0, 0, 1, 2] = np.nan
+
+    def f(x, w):
+        (F.adaptive_avg_pool2d(x, (4, 4)) * w).sum().backward()
+        return x.grad
+
+    x = st.tensor(xv, requires_grad=True)
+    st.compile(f)(x, st.tensor(wv))
+    got = np.isnan(x.grad.numpy()[0, 0])
+    want = np.zeros((10, 9), bool)
+    want[(1 * 10) // 4:-((-2 * 10) // 4), (2 * 9) // 4:-((-3 * 9) // 4)] = True
+    np.testing.assert_array_equal(got, want)
