@@ -836,40 +836,39 @@ static st_status find_slab_chains(fctx *c)
     return st;
 }
 
-/* The longest contiguous run of elements in the slice of R that slab
- * store ss writes (its dim and the dims after it; dims before it of size 1
- * join the run); 0 when a size is not static. */
-static int64_t slab_run(const fctx *c, const slab_store *ss)
+/* Whether slab store ss, hosted by row group gr, would cut the rows of its
+ * kernel: its slice is part of a dim that the group reduces together with
+ * the dim before it (the two merge into one row of the kernel, as batch
+ * norm's H and W), and the slice leaves out some of that dim. The
+ * interior of a padding (the next convolution's input, after a batch
+ * norm and relu) is such a slice: rows of W in rows of W + 2, which kept
+ * the norm's H and W apart: its reduction ran 2-5x slower than the same
+ * kernel with the store in a kernel of its own, a plain copy
+ * (bench/micro/resnet_step.py). A slice of a dim that is not reduced (a
+ * cat along a layer norm's last dim, stacked norms) is hosted as before. */
+static bool slab_cuts_rows(fctx *c, const group *gr, const slab_store *ss)
 {
     const st_stmt *s = &c->g->stmts[ss->link];
     const st_meta *rm = &c->g->values[ss->target].meta;
+    const st_meta *vm = &c->g->values[ss->src].meta;
     int64_t d = s->attrs.i[0] < 0 ? s->attrs.i[0] + rm->ndim : s->attrs.i[0];
     int64_t start = s->attrs.i[1], stop = s->attrs.i[2];
-    if (d < 0 || d >= rm->ndim || rm->shape[d] < 0)
-        return 0;
-    int64_t run = st_slice_bounds(rm->shape[d], &start, &stop, 1);
-    for (int64_t j = d + 1; j < rm->ndim; j++) {
-        if (rm->shape[j] < 0)
-            return 0;
-        run *= rm->shape[j];
+    if (d < 0 || d >= rm->ndim ||
+        st_slice_bounds(rm->shape[d], &start, &stop, 1) == rm->shape[d])
+        return false;
+    const int *fr = FR(c, ss->src);
+    for (int j = 1; j < vm->ndim && j < ST_MAX_DIMS; j++) {
+        if (ss->dst_dim[j] != d)
+            continue;
+        int a = fr[j - 1], b = fr[j];
+        return a >= 0 && b >= 0 && a < gr->n && b < gr->n && gr->red[a] && gr->red[b];
     }
-    bool whole = true;
-    for (int64_t j = 0; j < d; j++)
-        whole = whole && rm->shape[j] == 1;
-    return whole ? INT64_MAX : run;
+    return false;
 }
 
-/* Row groups host a slab store only when it writes runs of at least this
- * many elements: the interior of a padding (the next convolution's input,
- * after a batch norm and relu) has rows of W elements in rows of W + 2,
- * which kept the norm's H and W from merging into one row: its reduction
- * ran 2-5x slower than the same kernel with a store of its own
- * (bench/micro/resnet_step.py). */
-#define SLAB_RED_MIN_RUN 1024
-
 /* After grouping: a store goes into the kernel of the group that computes
- * its part when that is an elementwise group, or a row group that the
- * store's slice does not cut into short rows (SLAB_RED_MIN_RUN). */
+ * its part when that is an elementwise group, or a row group whose rows it
+ * does not cut (slab_cuts_rows). */
 static void host_slabs(fctx *c)
 {
     for (int i = 0; i < c->nslabs; i++) {
@@ -878,7 +877,7 @@ static void host_slabs(fctx *c)
         ss->host = -1;
         if (gi >= 0 && c->g->values[ss->src].kind == ST_VAL_STMT &&
             (c->groups[gi].kind == G_EW ||
-             (c->groups[gi].kind == G_RED && slab_run(c, ss) >= SLAB_RED_MIN_RUN)))
+             (c->groups[gi].kind == G_RED && !slab_cuts_rows(c, &c->groups[gi], ss))))
             ss->host = gi;
     }
 }

@@ -11,7 +11,8 @@
 # - fusion/fuse.c host_slabs: a batch norm's reduction no longer hosts the store of its
 #   output into the interior of the next convolution's padding (rows of W in rows of
 #   W + 2 kept its H and W from merging: 2-5x slower); a store of its own copies it. A
-#   store that writes whole blocks (a cat along dim 0) is still hosted.
+#   slice of a dim the reduction does not merge with the one before it (a cat along dim
+#   0, a cat along a layer norm's last dim) is still hosted.
 # - adaptive average pooling, sizes that do not divide (nn/_adaptive_pool.py's
 #   _WindowSums): the gradient gathers each point's windows (no scatter-add), compiled
 #   and eager (the window-sum fallback for non-finite values); NaN / inf stay in their
@@ -338,6 +339,27 @@ def test_padding_store_not_hosted_by_norm_reduction(backend):
     # padding's interior: that is a slab store of its own
     assert red[0].count("slab of stmt") == 2, red[0]
     assert any(k.split(":")[0].endswith("_slab") for k in kernels), [k.split(":")[0] for k in kernels]
+
+
+def test_layer_norm_cat_on_last_dim_still_hosted():
+    # the norm reduces only the last dim: slices of it cut no merged row, so the norm's
+    # kernel still writes both parts of the cat (no copy kernel)
+    from symtrace import _C
+    if not _C._fe_backend_available("llvm"):
+        pytest.skip("llvm backend not available")
+    xv = np.random.default_rng(51).standard_normal((6, 40)).astype(np.float32)
+    def f(x):
+        y = F.layer_norm(x, (40,))
+        return st.cat([y, y * 3], 1)
+
+    g, ins = st.memory.trace_graph(f, st.tensor(xv))
+    cg = g.compile(backend="llvm")
+    got = cg.run(*ins)[0].numpy()
+    m = xv.mean(1, keepdims=True)
+    y = (xv - m) / np.sqrt(xv.var(1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(got, np.concatenate([y, y * 3], 1), rtol=1e-4, atol=1e-5)
+    kernels = ["kernel " + k for k in cg.kernel_ir().split("kernel ")[1:]]
+    assert len(kernels) == 1 and kernels[0].count("slab of stmt") == 2, cg.kernel_ir()
 
 
 # ---------------- adaptive average pooling: the gradient by gathers ----------------
