@@ -12,7 +12,9 @@ extent per dim (torch's sum / kh / kw), computed as:
   leading dims' window dims, then one over the last dim's, divided by the window's size.
 - otherwise, one spatial dim at a time: the dim's windows as one index_select at the
   points start_o + k, k < Kmax (the longest window), the padding points (k past the
-  window's end) replaced by 0 with where, and a sum over k. The gradient (_WindowSums)
+  window's end) replaced by 0 with where, and a sum over k (dynamic shapes); else
+  (_WindowSums) one output-sized index_select per k, masked likewise, added in k's
+  order (the sum over rows of Kmax was the slower part). The gradient (_WindowSums)
   gathers too: each point adds the upstream gradient of the windows that hold it (at
   most ceil(out / size) + 1), one index_select per rank, so a finite window's gradient
   stays finite (index_select's own gradient, a scatter-add, was 2-3x torch compiled).
@@ -191,7 +193,8 @@ def _owners(size, out, device):
 
 
 class _WindowSums(Function):
-    """y's dim d summed over adaptive windows (_gathered_sums); the gradient gathers too:
+    """y's dim d summed over adaptive windows, the j-th points of every window gathered at
+    once for each j < Kmax and added; the gradient gathers too:
     each point adds the upstream gradient of the (at most a few) windows that hold it, one
     index_select per rank, in window order, instead of index_select's gradient, a
     scatter-add (whose autodiff also did the upstream elementwise work once per window
@@ -199,7 +202,24 @@ class _WindowSums(Function):
     @staticmethod
     def forward(ctx, y, d, size, out):
         ctx.geom = (d, size, out)
-        return _gathered_sums(y, d, size, out)[0]
+        # the windows' j-th points, one output-sized index_select each, added in window
+        # point order (a sum over a padded [out, Kmax] gather ran rows of Kmax: slower)
+        starts, ends = _adaptive_bounds(size, out)
+        o = _ops.arange(out, device=y.device)
+        start = (o * size) // out
+        end = -((-(o + 1) * size) // out)
+        rest = (1,) * (y.dim() - d - 1)
+        zero = _ops.zeros((), dtype=y.dtype, device=y.device)
+        r = None
+        for j in range(max(e - s for s, e in zip(starts, ends))):
+            if all(s + j < e for s, e in zip(starts, ends)):
+                v = y.index_select(d, start + j)
+            else:   # windows shorter than j + 1: their start read, then masked to 0
+                valid = start + j < end
+                v = _ops.where(valid.reshape((out,) + rest), y.index_select(d, _ops.where(valid, start + j, start)),
+                               zero)
+            r = v if r is None else r + v
+        return r
 
     @staticmethod
     def backward(ctx, g):

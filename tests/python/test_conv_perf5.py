@@ -14,7 +14,9 @@
 #   slice of a dim the reduction does not merge with the one before it (a cat along dim
 #   0, a cat along a layer norm's last dim) is still hosted.
 # - adaptive average pooling, sizes that do not divide (nn/_adaptive_pool.py's
-#   _WindowSums): the gradient gathers each point's windows (no scatter-add), compiled
+#   _WindowSums): the forward adds one output-sized gather per window point (no
+#   reduction over rows of Kmax), the gradient gathers each point's windows (no
+#   scatter-add), compiled
 #   and eager (the window-sum fallback for non-finite values); NaN / inf stay in their
 #   windows; _adaptive_pool.STATS["gather_grad"] counts it.
 import numpy as np
@@ -443,7 +445,7 @@ def test_adaptive_avg_gather_grad_values(case, mode):
     np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-6)
 
 
-def test_adaptive_avg_compiled_backward_has_no_scatter():
+def test_adaptive_avg_compiled_no_scatter_no_kmax_reduction():
     xv = np.random.default_rng(70).standard_normal((4, 8, 30, 30)).astype(np.float32)
 
     def f(x):
@@ -457,6 +459,9 @@ def test_adaptive_avg_compiled_backward_has_no_scatter():
         cf(st.tensor(xv, requires_grad=True))
     table = p.table(top=200)
     assert "index_select" in table and "scatter" not in table, table
+    # the forward's window sums are adds of output-sized gathers: the only reduction
+    # left is the loss's sum (a sum over rows of Kmax was the forward's slow kernel)
+    assert table.count("(reduce)") == 1, table
 
 
 def test_adaptive_avg_nan_grad_stays_in_its_windows():
