@@ -836,8 +836,39 @@ static st_status find_slab_chains(fctx *c)
     return st;
 }
 
+/* Whether slab store ss, hosted by row group gr, would cut the rows of its
+ * kernel: its slice is part of a dim that the group reduces together with
+ * the dim before it (the two merge into one row of the kernel, as batch
+ * norm's H and W), and the slice leaves out some of that dim. The
+ * interior of a padding (the next convolution's input, after a batch
+ * norm and relu) is such a slice: rows of W in rows of W + 2, which kept
+ * the norm's H and W apart: its reduction ran 2-5x slower than the same
+ * kernel with the store in a kernel of its own, a plain copy
+ * (bench/micro/resnet_step.py). A slice of a dim that is not reduced (a
+ * cat along a layer norm's last dim, stacked norms) is hosted as before. */
+static bool slab_cuts_rows(fctx *c, const group *gr, const slab_store *ss)
+{
+    const st_stmt *s = &c->g->stmts[ss->link];
+    const st_meta *rm = &c->g->values[ss->target].meta;
+    const st_meta *vm = &c->g->values[ss->src].meta;
+    int64_t d = s->attrs.i[0] < 0 ? s->attrs.i[0] + rm->ndim : s->attrs.i[0];
+    int64_t start = s->attrs.i[1], stop = s->attrs.i[2];
+    if (d < 0 || d >= rm->ndim ||
+        st_slice_bounds(rm->shape[d], &start, &stop, 1) == rm->shape[d])
+        return false;
+    const int *fr = FR(c, ss->src);
+    for (int j = 1; j < vm->ndim && j < ST_MAX_DIMS; j++) {
+        if (ss->dst_dim[j] != d)
+            continue;
+        int a = fr[j - 1], b = fr[j];
+        return a >= 0 && b >= 0 && a < gr->n && b < gr->n && gr->red[a] && gr->red[b];
+    }
+    return false;
+}
+
 /* After grouping: a store goes into the kernel of the group that computes
- * its part when that is an elementwise or row group. */
+ * its part when that is an elementwise group, or a row group whose rows it
+ * does not cut (slab_cuts_rows). */
 static void host_slabs(fctx *c)
 {
     for (int i = 0; i < c->nslabs; i++) {
@@ -845,7 +876,8 @@ static void host_slabs(fctx *c)
         int gi = c->gid[ss->src];
         ss->host = -1;
         if (gi >= 0 && c->g->values[ss->src].kind == ST_VAL_STMT &&
-            (c->groups[gi].kind == G_EW || c->groups[gi].kind == G_RED))
+            (c->groups[gi].kind == G_EW ||
+             (c->groups[gi].kind == G_RED && !slab_cuts_rows(c, &c->groups[gi], ss))))
             ss->host = gi;
     }
 }

@@ -12,8 +12,13 @@ extent per dim (torch's sum / kh / kw), computed as:
   leading dims' window dims, then one over the last dim's, divided by the window's size.
 - otherwise, one spatial dim at a time: the dim's windows as one index_select at the
   points start_o + k, k < Kmax (the longest window), the padding points (k past the
-  window's end) replaced by 0 with where, and a sum over k. The gradient is
-  index_select's (an index_add), so a finite window's gradient stays finite.
+  window's end) replaced by 0 with where, and a sum over k (dynamic shapes); else
+  (_WindowSums) one output-sized index_select per k, masked likewise, added in k's
+  order (the sum over rows of Kmax was the slower part). The gradient (_WindowSums)
+  gathers too: each point adds the upstream gradient of the windows that hold it (at
+  most ceil(out / size) + 1), one index_select per rank, so a finite window's gradient
+  stays finite (index_select's own gradient, a scatter-add, was 2-3x torch compiled).
+  Inlined for dynamic shapes, the plain ops and their autodiff.
 
 - eager (not compiling, no trace recording: the sizes are ints and the values can be
   looked at), non-divisible sizes, window matrices of at most _MAT_MAX entries: each
@@ -46,7 +51,8 @@ from ._conv import (_adaptive_bounds, _adaptive_out, _check1d, _check_dim_range,
 
 # calls of each path (tests check which one ran; not counted while the translator inlines
 # the code for dynamic shapes, where a dict write would specialize the graph)
-STATS = {"matmul": 0, "matmul_fallback": 0, "grad_fallback": 0, "windows": 0, "global": 0, "whole": 0}
+STATS = {"matmul": 0, "matmul_fallback": 0, "grad_fallback": 0, "windows": 0, "global": 0, "whole": 0,
+         "gather_grad": 0}
 _MATS = {}   # (size, out, dtype, device) -> the 0/1 window matrix [out, size]
 _MAT_MAX = 1 << 20   # entries of a window matrix (made from a python list, once)
 
@@ -158,14 +164,87 @@ def _windows(size, out, device):
 
 
 @dyn_inline
-def _window_sums(y, d, size, out):
-    """y's dim d (of `size`) summed over `out` adaptive windows, and the windows' extents."""
+def _gathered_sums(y, d, size, out):
+    """y's dim d (of `size`) summed over `out` adaptive windows (one index_select at every
+    window's points, the padding points masked), and the windows' extents."""
     idx, valid, count, kmax = _windows(size, out, y.device)
     shape = tuple(y.shape)
     cols = y.index_select(d, idx).reshape(shape[:d] + (out, kmax) + shape[d + 1:])
     mask = valid.reshape((out, kmax) + (1,) * (len(shape) - d - 1))
     zero = _ops.zeros((), dtype=y.dtype, device=y.device)
     return _ops.where(mask, cols, zero).sum(d + 1), count
+
+
+def _owners(size, out, device):
+    """The windows that hold each point of a dim of `size` in `out` adaptive windows: point i
+    lies in windows lo(i) .. hi(i) (lo = floor(i * out / size), hi = ceil((i + 1) * out /
+    size) - 1). [(index [size] int64, valid [size] bool or None)], the m-th window of each
+    point (its lowest in range where it has fewer), in window order."""
+    m = max(-((-(i + 1) * out) // size) - (i * out) // size for i in range(size))
+    i = _ops.arange(size, device=device)
+    lo = (i * out) // size
+    hi = -((-(i + 1) * out) // size) - 1
+    res = []
+    for j in range(m):
+        full = all(-((-(p + 1) * out) // size) - 1 - (p * out) // size >= j for p in range(size))
+        idx = lo + j
+        res.append((idx, None) if full else (_ops.where(idx <= hi, idx, lo), idx <= hi))
+    return res
+
+
+class _WindowSums(Function):
+    """y's dim d summed over adaptive windows, the j-th points of every window gathered at
+    once for each j < Kmax and added; the gradient gathers too:
+    each point adds the upstream gradient of the (at most a few) windows that hold it, one
+    index_select per rank, in window order, instead of index_select's gradient, a
+    scatter-add (whose autodiff also did the upstream elementwise work once per window
+    point: 2-3x torch compiled). A NaN / inf stays in its windows' points."""
+    @staticmethod
+    def forward(ctx, y, d, size, out):
+        ctx.geom = (d, size, out)
+        # the windows' j-th points, one output-sized index_select each, added in window
+        # point order (a sum over a padded [out, Kmax] gather ran rows of Kmax: slower)
+        starts, ends = _adaptive_bounds(size, out)
+        o = _ops.arange(out, device=y.device)
+        start = (o * size) // out
+        end = -((-(o + 1) * size) // out)
+        rest = (1,) * (y.dim() - d - 1)
+        zero = _ops.zeros((), dtype=y.dtype, device=y.device)
+        r = None
+        for j in range(max(e - s for s, e in zip(starts, ends))):
+            if all(s + j < e for s, e in zip(starts, ends)):
+                v = y.index_select(d, start + j)
+            else:   # windows shorter than j + 1: their start read, then masked to 0
+                valid = start + j < end
+                v = _ops.where(valid.reshape((out,) + rest), y.index_select(d, _ops.where(valid, start + j, start)),
+                               zero)
+            r = v if r is None else r + v
+        return r
+
+    @staticmethod
+    def backward(ctx, g):
+        d, size, out = ctx.geom
+        STATS["gather_grad"] += 1
+        nd = g.dim()
+        gx = None
+        zero = _ops.zeros((), dtype=g.dtype, device=g.device)
+        for idx, valid in _owners(size, out, g.device):
+            v = g.index_select(d, idx)
+            if valid is not None:
+                v = _ops.where(valid.reshape((size,) + (1,) * (nd - d - 1)), v, zero)
+            gx = v if gx is None else gx + v
+        return gx, None, None, None
+
+
+@dyn_inline
+def _window_sums(y, d, size, out):
+    """y's dim d (of `size`) summed over `out` adaptive windows, and the windows' extents
+    (_WindowSums; inlined for dynamic shapes, the plain ops of _gathered_sums)."""
+    if _is_compiling():
+        return _gathered_sums(y, d, size, out)
+    o = _ops.arange(out, device=y.device)
+    count = -((-(o + 1) * size) // out) - (o * size) // out
+    return _WindowSums.apply(y, d, size, out), count
 
 
 @dyn_inline

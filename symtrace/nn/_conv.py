@@ -20,8 +20,11 @@ tensor values on the host. The index tensors they use are built from shapes with
   OC * K rows, col2im's product C * K) goes through _conv_s1.py, whose input gradient is a
   convolution, not col2im.
 - col2im (_col2im) is im2col's adjoint: each point's columns added into its window view of
-  a zero padded output (_AddWindows; index_add past _VIEWS_MAX_K points), then the padding
-  cropped. _Windows and _AddWindows are autograd Functions, each the other's gradient.
+  a zero output, each view clipped to the unpadded output, so the result is dense (a crop
+  of a padded buffer would keep H and W from merging into one row in the reductions that
+  read it, e.g. batch norm's backward: 4-5x slower) (_AddWindows; past _VIEWS_MAX_K
+  points, index_add into a padded buffer, then cropped). _Windows (which pads inside) and
+  _AddWindows are autograd Functions, each the other's gradient.
   fold is col2im; conv_transpose = col2im(weight^T @ x) (the gradient of conv with respect
   to its input).
 - pooling front ends are written once for k spatial dims (_max_pool_impl, _avg_pool_impl,
@@ -166,15 +169,22 @@ def _im2col(x, kernel, stride, dilation, pads, blocks, value=0.0):
     k = len(kernel)
     n, c = x.shape[0], x.shape[1]
     K, L = _prod(kernel), _prod(blocks)
+    ones = all(kk == 1 for kk in kernel) and all(s == 1 for s in stride)
+    disjoint = all(kernel[i] == stride[i] and (dilation[i] == 1 or kernel[i] == 1) for i in range(k))
+    if K <= _VIEWS_MAX_K and not ones and not disjoint and not _is_compiling():
+        # the padding inside the Function: its gradient (_AddWindows) comes out unpadded
+        # and dense, not a crop of a padded buffer
+        pp = tuple((p[0], p[1]) for p in pads)
+        return _Windows.apply(x, tuple(kernel), tuple(stride), tuple(dilation), tuple(blocks), pp, value)
     if any(p != (0, 0) for p in pads):
         x = _pad(x, _flat_pads(pads), value=value)
     sizes = tuple(x.shape[2:])
-    if all(kk == 1 for kk in kernel) and all(s == 1 for s in stride):
+    if ones:
         if sizes != tuple(blocks):
             for i in range(k):
                 x = x._slice(2 + i, 0, blocks[i], 1)
         return x.reshape(n, c, 1, L)
-    if all(kernel[i] == stride[i] and (dilation[i] == 1 or kernel[i] == 1) for i in range(k)):
+    if disjoint:
         # non-overlapping windows: crop to whole windows, split each dim, move kernel dims first
         for i in range(k):
             # (compiled: cropped always, so that a graph for dynamic shapes holds at any size)
@@ -185,7 +195,7 @@ def _im2col(x, kernel, stride, dilation, pads, blocks, value=0.0):
             split += [blocks[i], kernel[i]]
         perm = [0, 1] + [3 + 2 * i for i in range(k)] + [2 + 2 * i for i in range(k)]
         return x.reshape(tuple(split)).permute(*perm).reshape(n, c, K, L)
-    if K <= _VIEWS_MAX_K and _is_compiling():
+    if K <= _VIEWS_MAX_K:
         # inlined under dynamic shapes: the views stacked as plain ops, whose gradient the
         # compiled graph derives for every batch size (a Function's traced backward keeps
         # the traced sizes)
@@ -193,8 +203,6 @@ def _im2col(x, kernel, stride, dilation, pads, blocks, value=0.0):
         for pt in _points(kernel):
             views.append(_window(x, pt, stride, dilation, blocks))
         return _ops.stack(views, 2).reshape(n, c, K, L)
-    if K <= _VIEWS_MAX_K:
-        return _Windows.apply(x, tuple(kernel), tuple(stride), tuple(dilation), tuple(blocks))
     idx = _win_index(sizes, kernel, stride, dilation, blocks, x.device)
     return x.reshape(n, c, _prod(sizes)).index_select(2, idx).reshape(n, c, K, L)
 
@@ -224,51 +232,90 @@ def _window(x, pt, stride, dilation, blocks):
     return x
 
 
+def _clipped(pt, sizes, stride, dilation, blocks, pads):
+    """Kernel point pt's windows that land inside an unpadded [*sizes] plane (window o of
+    dim i starts at o * stride - left pad): per dim (first window, end window, its
+    first position), or None when none does."""
+    out = []
+    for i in range(len(pt)):
+        off = pt[i] * dilation[i] - pads[i][0]
+        lo = max(0, -(off // stride[i]))                       # ceil(-off / stride)
+        hi = min(blocks[i], (sizes[i] - 1 - off) // stride[i] + 1)
+        if lo >= hi:
+            return None
+        out.append((lo, hi, lo * stride[i] + off))
+    return out
+
+
 class _Windows(Function):
-    """x [N, C, *sizes] -> [N, C, K, L]: the K window views stacked; gradient: _AddWindows."""
+    """x [N, C, *sizes] padded by pads (fill value) -> [N, C, K, L]: the K window views
+    stacked; gradient: _AddWindows, which leaves out the padding (so it is dense)."""
     @staticmethod
-    def forward(ctx, x, kernel, stride, dilation, blocks):
-        ctx.geom = (tuple(x.shape[2:]), kernel, stride, dilation, blocks)
+    def forward(ctx, x, kernel, stride, dilation, blocks, pads, value):
+        ctx.geom = (tuple(x.shape[2:]), kernel, stride, dilation, blocks, pads)
         n, c = x.shape[0], x.shape[1]
+        if any(p != (0, 0) for p in pads):
+            x = _pad(x, _flat_pads(pads), value=value)
         views = [_window(x, pt, stride, dilation, blocks) for pt in _points(kernel)]
         return _ops.stack(views, 2).reshape(n, c, _prod(kernel), _prod(blocks))
 
     @staticmethod
     def backward(ctx, g):
-        return (_AddWindows.apply(g, *ctx.geom),) + (None,) * 4
+        return (_AddWindows.apply(g, *ctx.geom),) + (None,) * 6
+
+
+# _AddWindows forwards that left out a padding (tests check that the dense path ran)
+STATS = {"add_windows_clipped": 0}
 
 
 class _AddWindows(Function):
     """cols [N, C, K, L] -> [N, C, *sizes]: each point's columns added into its window view
-    of zeros; gradient: _Windows."""
+    of zeros, the windows placed as in a buffer padded by pads whose padding is never
+    written (each view clipped to the [*sizes] plane: the result is dense, no crop of a
+    padded buffer; the right pads only say how far _Windows, the gradient, pads)."""
     @staticmethod
-    def forward(ctx, cols, sizes, kernel, stride, dilation, blocks):
-        ctx.geom = (kernel, stride, dilation, blocks)
+    def forward(ctx, cols, sizes, kernel, stride, dilation, blocks, pads):
+        ctx.geom = (kernel, stride, dilation, blocks, pads)
         n, c = cols.shape[0], cols.shape[1]
+        k = len(kernel)
         buf = _ops.zeros((n, c) + tuple(sizes), dtype=cols.dtype, device=cols.device)
         cv = cols.reshape((n, c, _prod(kernel)) + tuple(blocks))
+        if any(p != (0, 0) for p in pads):
+            STATS["add_windows_clipped"] += 1
         for j, pt in enumerate(_points(kernel)):
-            _window(buf, pt, stride, dilation, blocks).add_(cv[:, :, j])
+            clip = _clipped(pt, sizes, stride, dilation, blocks, pads)
+            if clip is None:
+                continue
+            src, dst = cv[:, :, j], buf
+            for i in range(k):
+                lo, hi, start = clip[i]
+                if lo or hi != blocks[i]:
+                    src = src._slice(2 + i, lo, hi, 1)
+                dst = dst._slice(2 + i, start, start + stride[i] * (hi - lo - 1) + 1, stride[i])
+            dst.add_(src)
         return buf
 
     @staticmethod
     def backward(ctx, g):
-        return (_Windows.apply(g, *ctx.geom),) + (None,) * 5
+        return (_Windows.apply(g, *ctx.geom, 0.0),) + (None,) * 6
 
 
 def _col2im(cols, out, kernel, stride, dilation, padding, blocks):
     """im2col's adjoint: cols [N, C, K, L] (L = prod(blocks)) summed into a [N, C, *out]
-    output padded by padding on each side (the padding then cropped)."""
+    output, the windows placed as in one padded by padding on each side (up to
+    _VIEWS_MAX_K points the padding is never written: _AddWindows clips; past it, a
+    padded buffer is cropped)."""
     k = len(kernel)
     n, c = cols.shape[0], cols.shape[1]
     buf = tuple(max(out[i] + 2 * padding[i], (blocks[i] - 1) * stride[i] + dilation[i] * (kernel[i] - 1) + 1)
                 for i in range(k))
     if _prod(kernel) <= _VIEWS_MAX_K:
-        y = _AddWindows.apply(cols, buf, tuple(kernel), tuple(stride), tuple(dilation), tuple(blocks))
-    else:
-        idx = _win_index(buf, kernel, stride, dilation, blocks, cols.device)
-        y = _ops.zeros((n, c, _prod(buf)), dtype=cols.dtype, device=cols.device)
-        y = y.index_add(2, idx, cols.reshape(n, c, _prod(kernel) * _prod(blocks))).reshape((n, c) + buf)
+        pads = tuple((padding[i], buf[i] - out[i] - padding[i]) for i in range(k))
+        return _AddWindows.apply(cols, tuple(out), tuple(kernel), tuple(stride), tuple(dilation), tuple(blocks),
+                                 pads)
+    idx = _win_index(buf, kernel, stride, dilation, blocks, cols.device)
+    y = _ops.zeros((n, c, _prod(buf)), dtype=cols.dtype, device=cols.device)
+    y = y.index_add(2, idx, cols.reshape(n, c, _prod(kernel) * _prod(blocks))).reshape((n, c) + buf)
     cropped = False
     for i in range(k):
         if padding[i] or buf[i] != out[i]:
