@@ -37,3 +37,44 @@ def test_nan_constant_in_a_compiled_where(mode):
         m, w = f(st.tensor(xv))
         np.testing.assert_allclose(m.numpy(), [[1.75], [1.0]], rtol=1e-6)
         np.testing.assert_array_equal(w.numpy(), np.where(np.asarray(xv) > 0, np.inf, -np.inf))
+
+
+# ---- 2. a copy_ of a tensor that needs grad into an integer / bool view ----------
+
+@pytest.mark.parametrize("dt", ["bool", "int64", "uint8"])
+@pytest.mark.parametrize("mode", MODES)
+def test_copy_into_integer_view_does_not_require_grad(mode, dt):
+    # fuzz_compile --extra seed 1176087: x0 = b[..., 1::2] (bool) then x0.copy_(v)
+    # with v needing grad made the view and its base require grad (a CopySlices node
+    # on an integer tensor); torch's integer views are no differentiable views
+    def fn(b, y):
+        x0 = b[:, 1::2]
+        x0.copy_(y * 2)
+        return x0, b
+    f = maybe_compiled(fn, mode)
+    yv = np.array([[0.0, 1.5, -2.0], [3.0, 0.0, 0.25]], dtype=np.float32)
+    for _ in range(3):
+        b = st.zeros(2, 6, dtype=getattr(st, dt))
+        y = st.tensor(yv, requires_grad=True)
+        x0, bb = f(b, y)
+        assert not x0.requires_grad and not bb.requires_grad and not b.requires_grad
+        assert x0.grad_fn is None and b.grad_fn is None
+        expect = np.zeros((2, 6))
+        expect[:, 1::2] = (yv * 2).astype(dt)
+        np.testing.assert_array_equal(b.numpy(), expect.astype(dt))
+        (y * 1).sum().backward()  # y's history is untouched
+        np.testing.assert_array_equal(y.grad.numpy(), np.ones((2, 3)))
+
+
+def test_copy_into_integer_view_matches_torch():
+    torch = pytest.importorskip("torch")
+    got = []
+    for L in (torch, st):
+        b = L.zeros(3, 4, dtype=L.int32)
+        y = L.ones(2, 3, requires_grad=True) * 3
+        v = b.t()[1::2]           # a non-contiguous view of a contiguous base
+        v.copy_(y)
+        w = b[1:].diagonal()      # through a second view, by setitem
+        w[:] = y[0, :2] + 1
+        got.append((v.requires_grad, w.requires_grad, b.requires_grad, b.tolist()))
+    assert got[1] == got[0]
