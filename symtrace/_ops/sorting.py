@@ -574,7 +574,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
                                "side of left while right was True")
         right = side == "right"
     scalar = not _is_tensor(input)
-    if scalar and (isinstance(input, bool) or not isinstance(input, (int, float))):
+    if scalar and not isinstance(input, (bool, int, float)):
         raise TypeError(f"searchsorted(): argument 'input' must be Tensor or Number, not "
                         f"{type(input).__name__}")
     if sorter is not None:
@@ -599,7 +599,9 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
                            f"first N-1 dimensions of boundaries tensor and input value tensor must "
                            f"match, but we got boundaries tensor {list(bd.shape)} and input value "
                            f"tensor {list(input.shape)}")
-    if bd.dtype is bool_ or (not scalar and input.dtype is bool_):
+    # the boundaries and values are compared in their common dtype (bool values
+    # against float / int boundaries, as torch): refused only when that is bool
+    if _C.result_type(bd, input) is bool_:
         raise NotImplementedError("\"searchsorted_out_cpu\" not implemented for 'Bool'")
     b = _host(bd)
     v = np.asarray(input) if scalar else _host(input)

@@ -78,3 +78,49 @@ def test_copy_into_integer_view_matches_torch():
         w[:] = y[0, :2] + 1
         got.append((v.requires_grad, w.requires_grad, b.requires_grad, b.tolist()))
     assert got[1] == got[0]
+
+
+# ---- 3. searchsorted / bucketize of bool values against number boundaries ---------
+
+_SEARCH_CASES = [  # (boundaries, values, left result, right result); None: refused
+    ([False, True], [0.5, 1.5], [1, 2], [1, 2]),
+    ([False, True], [0, 1, 2], [0, 1, 2], [1, 2, 2]),
+    ([-1.0, 0.0, 2.0], [True, False], [2, 1], [2, 2]),
+    ([-1, 0, 2], [True, False], [2, 1], [2, 2]),
+    ([-1.0, 0.0, 2.0], True, 2, 2),
+    ([False, True], 1, 1, 2),
+    ([False, True], True, None, None),
+    ([False, True], [True, False], None, None),
+]
+
+
+@pytest.mark.parametrize("case", range(len(_SEARCH_CASES)))
+@pytest.mark.parametrize("mode", MODES)
+def test_searchsorted_compares_in_the_common_dtype(mode, case):
+    # the probe of the --extra ops: torch compares the values and the boundaries in
+    # their common dtype and refuses only a bool one; symtrace refused any bool
+    # operand (and a bool scalar value with a TypeError)
+    bd, vals, left, right = _SEARCH_CASES[case]
+
+    def fn(b, v):
+        return st.searchsorted(b, v), st.searchsorted(b, v, right=True)
+    f = maybe_compiled(fn, mode, fullgraph=False)
+    for _ in range(2):
+        b = st.tensor(bd)
+        v = st.tensor(vals) if isinstance(vals, list) else vals
+        if left is None:
+            with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
+                f(b, v)
+            continue
+        lo, hi = f(b, v)
+        assert lo.dtype == st.int64 and lo.tolist() == left and hi.tolist() == right
+
+
+def test_bucketize_of_bool_values_matches_torch():
+    torch = pytest.importorskip("torch")
+    got = []
+    for L in (torch, st):
+        x = L.tensor([[True, False], [False, False]])
+        got.append((L.bucketize(x, L.tensor([-1, 0, 2, 3])).tolist(),
+                     L.bucketize(x, L.tensor([-1.0, 0.5, 1.0]), right=True, out_int32=True).tolist()))
+    assert got[1] == got[0]
