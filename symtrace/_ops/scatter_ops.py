@@ -257,7 +257,10 @@ def _scatter_src(input, dim, index, src, value, fn):
         raise TypeError(f"{fn}() missing required argument 'src' or 'value'")
     d = _scatter_args(input, dim, index, src, fn.rstrip("_"))
     if not _is_tensor(src):
-        src = full(tuple(index.shape), src, dtype=input.dtype, device=input.device)
+        # torch converts the value (refusing one that overflows input's dtype) only
+        # when something is scattered: an empty index writes nothing
+        src = full(tuple(index.shape), src if index.numel() else 0, dtype=input.dtype,
+                   device=input.device)
     return d, src
 
 

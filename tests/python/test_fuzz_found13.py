@@ -124,3 +124,25 @@ def test_bucketize_of_bool_values_matches_torch():
         got.append((L.bucketize(x, L.tensor([-1, 0, 2, 3])).tolist(),
                      L.bucketize(x, L.tensor([-1.0, 0.5, 1.0]), right=True, out_int32=True).tolist()))
     assert got[1] == got[0]
+
+
+# ---- 4. scatter of an overflowing number through an empty index -----------------
+
+@pytest.mark.parametrize("inplace", [False, True])
+@pytest.mark.parametrize("mode", MODES)
+def test_scatter_value_not_converted_for_an_empty_index(mode, inplace):
+    # fuzz_compile --dynamic seed 1171053: x.scatter(-2, idx.expand(4, 0), -0.25) on a
+    # uint8 x raised "value cannot be converted to type uint8_t"; torch checks the
+    # value only when the index has elements (and still refuses it otherwise)
+    def fn(x, i):
+        if inplace:
+            return x.scatter_(0, i, -0.25)
+        return x.scatter(0, i, -0.25), x.scatter(0, i, 400, reduce="add")
+    f = maybe_compiled(fn, mode)
+    for _ in range(2):
+        x = st.tensor([[1, 2, 3], [4, 5, 6]], dtype=st.uint8)
+        out = f(x, st.zeros(0, 3, dtype=st.int64))
+        for o in (out if isinstance(out, tuple) else (out,)):
+            assert o.dtype == st.uint8 and o.tolist() == [[1, 2, 3], [4, 5, 6]]
+    with pytest.raises(RuntimeError, match="without overflow"):
+        f(st.zeros(2, 3, dtype=st.uint8), st.zeros(1, 3, dtype=st.int64))
