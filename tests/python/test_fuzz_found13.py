@@ -146,3 +146,39 @@ def test_scatter_value_not_converted_for_an_empty_index(mode, inplace):
             assert o.dtype == st.uint8 and o.tolist() == [[1, 2, 3], [4, 5, 6]]
     with pytest.raises(RuntimeError, match="without overflow"):
         f(st.zeros(2, 3, dtype=st.uint8), st.zeros(1, 3, dtype=st.int64))
+
+
+# ---- 5. tensor(data, dtype=<integer>) refuses numbers that overflow it -------------
+
+_OVERFLOWING = [([300], "uint8"), ([-256], "uint8"), ([-1.0], "uint8"), ([255.5], "uint8"),
+                ([-0.5], "uint8"), ([128], "int8"), ([-128.5], "int8"), ([[1, 2], [3, -32769]], "int16"),
+                ([2 ** 31], "int32"), ([float("nan")], "int32"), ([float("inf")], "int64"),
+                ([9.3e18], "int64"), ([True, 300], "uint8"), (300, "uint8")]
+_FITTING = [([-1], "uint8", [255]), ([-255], "uint8", [1]), ([255.0, -0.0], "uint8", [255, 0]),
+            ([127.0, -128.0, 2.5], "int8", [127, -128, 2]), ([-2 ** 31, 2 ** 31 - 1], "int32", None),
+            ([-(2 ** 63)], "int64", None), ([1e10, float("nan")], "bool", [True, True]),
+            ([1e10], "float16", [float("inf")])]
+
+
+@pytest.mark.parametrize("data,dt", _OVERFLOWING)
+def test_tensor_from_numbers_refuses_integer_overflow(data, dt):
+    # the probe of the --extra ops: torch.tensor([[1.0, -1.0]], dtype=uint8) raises
+    # (c10's checked convert); symtrace wrapped the value
+    with pytest.raises(RuntimeError, match="value cannot be converted to type %s without overflow" % dt):
+        st.tensor(data, dtype=getattr(st, dt))
+
+
+@pytest.mark.parametrize("data,dt,expect", _FITTING)
+def test_tensor_from_numbers_that_fit(data, dt, expect):
+    got = st.tensor(data, dtype=getattr(st, dt)).tolist()
+    assert got == (data if expect is None else expect)
+
+
+def test_tensor_overflow_matches_torch():
+    torch = pytest.importorskip("torch")
+    for data, dt in _OVERFLOWING:
+        with pytest.raises(RuntimeError, match="without overflow"):
+            torch.tensor(data, dtype=getattr(torch, dt))
+    for data, dt, _ in _FITTING:
+        assert st.tensor(data, dtype=getattr(st, dt)).tolist() == \
+            torch.tensor(data, dtype=getattr(torch, dt)).tolist()
