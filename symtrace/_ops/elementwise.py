@@ -279,6 +279,8 @@ def addcmul(input, tensor1, tensor2, *, value=1):
     _check_tensor(input, "addcmul")
     _check_tensor(tensor1, "addcmul", "tensor1")
     _check_tensor(tensor2, "addcmul", "tensor2")
+    if input.dtype is bool_ and tensor1.dtype is bool_ and tensor2.dtype is bool_:
+        raise NotImplementedError("\"addcmul_cpu_out\" not implemented for 'Bool'")
     p = mul(tensor1, tensor2)
     return add(input, p if value == 1 else mul(p, value))
 

@@ -296,6 +296,9 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     reduce = {"max": "amax", "min": "amin"}.get(reduce, reduce)      # torch's aliases
     if reduce not in ("sum", "mean", "prod", "amax", "amin"):
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
+    if reduce == "mean" and input.dtype is bool_:   # (as torch's kernels, by the index's size)
+        kern = "scatter_gather_tensor_cpu_reduce_mean" if index.numel() else "div_floor_cpu"
+        raise NotImplementedError(f"\"{kern}\" not implemented for 'Bool'")
     if index.numel() == 0:
         return input.clone()
     if reduce in ("prod", "amax", "amin"):

@@ -4,6 +4,7 @@
 # and compiled (the compiled functions called several times: the capture and the
 # cached entries).
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -182,3 +183,46 @@ def test_tensor_overflow_matches_torch():
     for data, dt, _ in _FITTING:
         assert st.tensor(data, dtype=getattr(st, dt)).tolist() == \
             torch.tensor(data, dtype=getattr(torch, dt)).tolist()
+
+
+# ---- 6. bool operands torch's kernels refuse: addcmul, index_reduce, mean scatter ---
+
+_BOOL_REFUSED = [
+    (lambda L, t: L.addcmul(t, t, t), "addcmul_cpu_out"),
+    (lambda L, t: t.clone().addcmul_(t, t, value=2), "addcmul_cpu_out"),
+    (lambda L, t: L.addcmul(t[:0], t[:0], t[:0]), "addcmul_cpu_out"),
+    (lambda L, t: t.index_reduce(0, L.tensor([0, 0]), t[:2], "amax"), "index_func_"),
+    (lambda L, t: t.index_reduce(0, L.tensor([2]), t[:1], "prod", include_self=False),
+     "index_reduce_func_exclude_input_init"),
+    (lambda L, t: t.index_reduce(0, L.tensor([], dtype=L.int64), t[:0], "amin", include_self=False),
+     "index_reduce_func_exclude_input_init"),
+    (lambda L, t: t.scatter_reduce(0, L.tensor([0, 0]), t[:2], "mean"), "scatter_gather_tensor_cpu_reduce_mean"),
+    (lambda L, t: t.scatter_reduce(0, L.tensor([], dtype=L.int64), t[:0], "mean"), "div_floor_cpu"),
+]
+
+
+@pytest.mark.parametrize("case", range(len(_BOOL_REFUSED)))
+def test_bool_kernels_torch_lacks_are_refused(case):
+    # the probe of the --extra ops: symtrace computed these on bool tensors (or raised
+    # a RuntimeError of floor_divide) where torch raises NotImplementedError
+    fn, kern = _BOOL_REFUSED[case]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (index_reduce's beta warning, once per process)
+        with pytest.raises(NotImplementedError, match="\"%s\" not implemented for 'Bool'" % kern):
+            fn(st, st.tensor([True, False, True]))
+
+
+def test_bool_kernels_refused_as_torch_and_mixed_dtypes_kept():
+    torch = pytest.importorskip("torch")
+    for fn, kern in _BOOL_REFUSED:
+        with warnings.catch_warnings(), pytest.raises(NotImplementedError, match=kern):
+            warnings.simplefilter("ignore")
+            fn(torch, torch.tensor([True, False, True]))
+    for L in (torch, st):  # a non-bool result keeps working
+        t, i = L.tensor([True, False]), L.tensor([1, 2])
+        got = (L.addcmul(t, i, t).tolist(), L.addcmul(L.tensor([1.0, 2.0]), t, t).tolist(),
+               i.scatter_reduce(0, L.tensor([0, 0]), L.tensor([3, 4]), "mean").tolist(),
+               t.scatter_reduce(0, L.tensor([1]), L.tensor([True]), "amax", include_self=False).tolist())
+        if L is torch:
+            ref = got
+    assert got == ref
