@@ -226,3 +226,41 @@ def test_bool_kernels_refused_as_torch_and_mixed_dtypes_kept():
         if L is torch:
             ref = got
     assert got == ref
+
+
+# ---- 7. searchsorted with NaN: torch's binary search, not numpy's NaN-last order ---
+
+_NAN = float("nan")
+_NAN_CASES = [  # boundaries, values, right, expected (torch 2.13's)
+    ([-1.0, 0.0, 1.0, _NAN], [3.0, _NAN, 0.5, -2.0], False, [4, 4, 2, 0]),
+    ([-1.0, 0.0, 1.0, _NAN], [3.0, _NAN, 0.0], True, [4, 4, 2]),
+    ([-1.0, 0.0, 1.0], [_NAN, 1.0], False, [3, 2]),
+    ([[0.0, _NAN], [_NAN, _NAN]], [[1.0, -1.0], [_NAN, 0.0]], False, [[2, 2], [2, 2]]),
+]
+
+
+@pytest.mark.parametrize("case", range(len(_NAN_CASES)))
+@pytest.mark.parametrize("mode", MODES)
+def test_searchsorted_with_nan_follows_torchs_search(mode, case):
+    # the NaN probe of the sorting ops: torch's search moves right past every NaN it
+    # compares with (a NaN value lands at the end); numpy's, used before, sorts NaN
+    # last (a NaN value landed before the NaN boundaries: 3 where torch gives 4)
+    bd, vals, right, expect = _NAN_CASES[case]
+    f = maybe_compiled(lambda b, v: st.searchsorted(b, v, right=right), mode, fullgraph=False)
+    for _ in range(2):
+        assert f(st.tensor(bd), st.tensor(vals)).tolist() == expect
+
+
+def test_searchsorted_with_nan_matches_torch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(7)
+    pool = [_NAN, -math.inf, math.inf, -1.0, 0.0, 0.5, 1.0, 2.0]
+    for _ in range(60):
+        b = rng.choice(pool, size=(2, int(rng.integers(0, 6))))
+        if rng.random() < 0.7:
+            b = np.sort(b, -1)
+        v = rng.choice(pool, size=(2, int(rng.integers(0, 4)))).astype(np.float32)
+        for right in (False, True):
+            for bb in (b, b[0]):
+                ref = torch.searchsorted(torch.tensor(bb), torch.tensor(v), right=right).tolist()
+                assert st.searchsorted(st.tensor(bb), st.tensor(v), right=right).tolist() == ref
