@@ -264,3 +264,22 @@ def test_searchsorted_with_nan_matches_torch():
             for bb in (b, b[0]):
                 ref = torch.searchsorted(torch.tensor(bb), torch.tensor(v), right=right).tolist()
                 assert st.searchsorted(st.tensor(bb), st.tensor(v), right=right).tolist() == ref
+
+
+# ---- 8. uint8 div(rounding_mode='trunc') by a negative number -------------------
+
+@pytest.mark.parametrize("mode", MODES)
+def test_uint8_trunc_division_by_a_negative_number_wraps_it(mode):
+    # the integer probe: div(x_uint8, -3, rounding_mode='trunc') computes in uint8 (-3
+    # wraps to 253, as torch's); symtrace's trunc correction took -3's sign and added
+    # one to every nonzero-remainder quotient
+    def fn(x):
+        return (st.div(x, -3, rounding_mode="trunc"), st.div(x, st.tensor(-3), rounding_mode="trunc"),
+                st.div(-7, x.clamp(min=1), rounding_mode="trunc"))
+    f = maybe_compiled(fn, mode)
+    for _ in range(2):
+        x = st.tensor([128, 127, 255, 0, 5, 6, 9], dtype=st.uint8)
+        a, b, c = f(x)
+        assert a.dtype == st.uint8 and a.tolist() == [0, 0, 1, 0, 0, 0, 0]
+        assert b.tolist() == [0, 0, 1, 0, 0, 0, 0]
+        assert c.dtype == st.uint8 and c.tolist() == [1, 1, 0, 249, 49, 41, 27]
