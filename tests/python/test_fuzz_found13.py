@@ -283,3 +283,35 @@ def test_uint8_trunc_division_by_a_negative_number_wraps_it(mode):
         assert a.dtype == st.uint8 and a.tolist() == [0, 0, 1, 0, 0, 0, 0]
         assert b.tolist() == [0, 0, 1, 0, 0, 0, 0]
         assert c.dtype == st.uint8 and c.tolist() == [1, 1, 0, 249, 49, 41, 27]
+
+
+# ---- 9. a dtype without a kernel raises NotImplementedError, as torch ------------
+
+_NO_KERNEL = [
+    (lambda L, b, i: b.abs(), "abs_cpu"),
+    (lambda L, b, i: b // b, "div_floor_cpu"),
+    (lambda L, b, i: L.remainder(b, b), "remainder_cpu"),
+    (lambda L, b, i: i.float().to(L.int64).softmax(0), "softmax"),
+    (lambda L, b, i: L.matmul(b.reshape(2, 2), b.reshape(2, 2)), "addmm_impl_cpu_"),
+    (lambda L, b, i: L.nn.functional.gelu(i), "GeluKernelImpl"),
+]
+
+
+@pytest.mark.parametrize("case", range(len(_NO_KERNEL)))
+@pytest.mark.parametrize("mode", MODES)
+def test_missing_dtype_kernel_is_not_implemented_error(mode, case):
+    # the integer probe: abs() of a bool tensor raised RuntimeError where torch raises
+    # NotImplementedError ("abs_cpu" not implemented for 'Bool'); the fuzzers compare
+    # exception types. (NotImplementedError is a RuntimeError: except clauses hold.)
+    fn, kern = _NO_KERNEL[case]
+    f = maybe_compiled(lambda b, i: fn(st, b, i), mode, fullgraph=False)
+    for _ in range(2):
+        with pytest.raises(NotImplementedError, match=kern):
+            f(st.tensor([True, False, True, True]), st.tensor([1, 2, 3, 4]))
+
+
+def test_missing_dtype_kernel_matches_torch():
+    torch = pytest.importorskip("torch")
+    for fn, kern in _NO_KERNEL:
+        with pytest.raises(NotImplementedError, match=kern):
+            fn(torch, torch.tensor([True, False, True, True]), torch.tensor([1, 2, 3, 4]))
