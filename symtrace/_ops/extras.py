@@ -500,9 +500,11 @@ def _index_reduce_args(input, dim, index, source, reduce, fn, include_self=True)
     if src.shape[d] != index.numel():
         raise RuntimeError(f"index_reduce_(): Number of indices ({index.numel()}) should be equal to "
                            f"source.size(dim): ({src.shape[d]}), for dim: {d}")
-    if input.dtype is bool_:   # (torch's kernels have no bool one)
-        kern = "index_func_" if include_self else "index_reduce_func_exclude_input_init"
-        raise NotImplementedError(f"\"{kern}\" not implemented for 'Bool'")
+    if input.dtype is bool_:   # torch's kernels that have no bool case
+        kern = ("index_reduce_func_exclude_input_init" if not include_self else
+                "index_func_" if input.dim() <= 1 else "div_floor_cpu" if reduce == "mean" else None)
+        if kern:
+            raise NotImplementedError(f"\"{kern}\" not implemented for 'Bool'")
     idx = to_dtype(index.reshape(-1), int64)
     if idx.numel() and not _C._trace_active():
         if amin(idx).item() < 0 or amax(idx).item() >= x.shape[d]:

@@ -196,6 +196,11 @@ _BOOL_REFUSED = [
      "index_reduce_func_exclude_input_init"),
     (lambda L, t: t.index_reduce(0, L.tensor([], dtype=L.int64), t[:0], "amin", include_self=False),
      "index_reduce_func_exclude_input_init"),
+    (lambda L, t: t.reshape(3, 1).index_reduce(0, L.tensor([1]), t[:1].reshape(1, 1), "mean"),
+     "div_floor_cpu"),
+    (lambda L, t: t.reshape(1, 3).index_reduce(1, L.tensor([1]), t[:1].reshape(1, 1), "amax",
+                                               include_self=False), "index_reduce_func_exclude_input_init"),
+    (lambda L, t: t.index_reduce(0, L.tensor([1]), t[:1], "mean"), "index_func_"),
     (lambda L, t: t.scatter_reduce(0, L.tensor([0, 0]), t[:2], "mean"), "scatter_gather_tensor_cpu_reduce_mean"),
     (lambda L, t: t.scatter_reduce(0, L.tensor([], dtype=L.int64), t[:0], "mean"), "div_floor_cpu"),
 ]
@@ -222,7 +227,10 @@ def test_bool_kernels_refused_as_torch_and_mixed_dtypes_kept():
         t, i = L.tensor([True, False]), L.tensor([1, 2])
         got = (L.addcmul(t, i, t).tolist(), L.addcmul(L.tensor([1.0, 2.0]), t, t).tolist(),
                i.scatter_reduce(0, L.tensor([0, 0]), L.tensor([3, 4]), "mean").tolist(),
-               t.scatter_reduce(0, L.tensor([1]), L.tensor([True]), "amax", include_self=False).tolist())
+               t.scatter_reduce(0, L.tensor([1]), L.tensor([True]), "amax", include_self=False).tolist(),
+               # (2-d bool with include_self: torch's kernel has a bool case)
+               t.reshape(2, 1).index_reduce(0, L.tensor([1, 1]), L.tensor([[True], [False]]), "amax").tolist(),
+               t.reshape(1, 2).index_reduce(1, L.tensor([0]), L.tensor([[False]]), "prod").tolist())
         if L is torch:
             ref = got
     assert got == ref
