@@ -713,6 +713,30 @@ static int fill_rec(PyObject *o, int d, fill_ctx *c)
     return 0;
 }
 
+/* Whether v overflows the integer dtype dt, as c10's checked_convert that
+ * torch.tensor(data, dtype=...) applies to Python numbers: a float outside
+ * [min, max] (or NaN), an int above max or below min (for uint8: below
+ * -255, as a negative int wraps). Floats and bool take anything. */
+static bool int_overflows(const sval *v, st_dtype dt)
+{
+    double lo, hi;
+    switch (dt) {
+    case ST_UINT8: lo = 0; hi = 255; break;
+    case ST_INT8: lo = -128; hi = 127; break;
+    case ST_INT16: lo = -32768; hi = 32767; break;
+    case ST_INT32: lo = -2147483648.0; hi = 2147483647.0; break;
+    case ST_INT64: lo = -9223372036854775808.0; hi = 9223372036854775807.0; break;
+    default: return false;
+    }
+    if (v->kind == K_FLOAT)
+        return !(v->f >= lo && (dt == ST_INT64 ? v->f < 9223372036854775808.0 : v->f <= hi));
+    if (v->kind != K_INT || dt == ST_INT64)
+        return false;
+    if (dt == ST_UINT8)
+        return v->i > 255 || v->i < -255;
+    return v->i < (int64_t)lo || v->i > (int64_t)hi;
+}
+
 static st_tensor *tensor_from_seq(PyObject *data, const st_dtype *dtype)
 {
     int64_t shape[ST_MAX_DIMS];
@@ -734,6 +758,13 @@ static st_tensor *tensor_from_seq(PyObject *data, const st_dtype *dtype)
     }
     /* An empty sequence is float32, as in PyTorch. */
     st_dtype dt = dtype ? *dtype : (c.any ? c.inferred : ST_FLOAT32);
+    for (int64_t k = 0; dtype && k < numel; k++)
+        if (int_overflows(&vals[k], dt)) {
+            PyMem_Free(vals);
+            PyErr_Format(PyExc_RuntimeError, "value cannot be converted to type %s "
+                         "without overflow", st_dtype_name(dt));
+            return NULL;
+        }
     st_tensor *t = st_tensor_empty(st_rt_cpu(), dt, ndim, shape);
     if (!t) {
         PyMem_Free(vals);

@@ -49,6 +49,7 @@ PyObject *st_fe_raise(void) {
     case ST_ERR_TYPE: exc = PyExc_TypeError; break;
     case ST_ERR_INDEX: exc = PyExc_IndexError; break;
     case ST_ERR_MEMORY: exc = PyExc_MemoryError; break;
+    case ST_ERR_NOTIMPL: exc = PyExc_NotImplementedError; break;
     case ST_OK:
         if (PyErr_Occurred()) return NULL;
         exc = PyExc_RuntimeError;

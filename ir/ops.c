@@ -101,7 +101,7 @@ static st_status fail(const ictx *c, st_status kind, const char *fmt, ...)
 
 static st_status not_impl(const ictx *c, const char *kernel, st_dtype t)
 {
-    return fail(c, ST_ERR_RUNTIME, "\"%s\" not implemented for '%s'", kernel,
+    return fail(c, ST_ERR_NOTIMPL, "\"%s\" not implemented for '%s'", kernel,
                 tname(t));
 }
 

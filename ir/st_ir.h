@@ -21,6 +21,8 @@ typedef enum {
     ST_ERR_INDEX,   /* IndexError: index or dim out of range */
     ST_ERR_RUNTIME, /* RuntimeError: anything else (PyTorch's usual choice) */
     ST_ERR_MEMORY,  /* out of memory */
+    ST_ERR_NOTIMPL, /* NotImplementedError: no kernel for the dtype (torch's
+                     * "... not implemented for 'Bool'"; a RuntimeError) */
 } st_status;
 
 /* Sets the error and returns kind (so `return st_err(...)` reads well). */

@@ -577,6 +577,20 @@ int st_view_inplace(st_op_id op, const st_operand *in, int nin,
     const char *name = st_op(op)->name;
     st_tensor *b = v->view_base;
     char b1[160], b2[160];
+    if (!st_dtype_is_float(v->dtype)) {
+        /* an integer / bool view has no gradient (torch's views of them
+         * are no differentiable views): a plain write, and the base
+         * keeps its history (no CopySlices that would make an integer
+         * base require grad) */
+        bool was = st_ad_grad_enabled();
+        st_ad_set_grad_enabled(false);
+        st_tensor *d = run1(op, in, nin, attrs, v);
+        st_ad_set_grad_enabled(was);
+        if (!d)
+            return -1;
+        out[0] = d;
+        return 1;
+    }
     if (v->view_multi && v->view_grad)
         return st_view_multi_error(v, false), -1;
     if (v->view_nograd || !v->view_grad)

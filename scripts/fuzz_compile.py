@@ -15,7 +15,7 @@ values of the inputs afterwards (in-place side effects) and the gradients. Some 
 take their inputs as one dict argument and / or return the same list of outputs twice
 (Program.wrap: the result's identity is compared too); the op templates of later rounds
 are fuzz_more_ops.py's, fuzz_nn_ops.py's and fuzz_merge_ops.py's (checkpoint, topk with k
-from a size, *_like factories, integer-tensor subscripts).
+from a size, *_like factories, integer-tensor subscripts); --extra adds fuzz_extra_ops.py's.
 
   scripts/fuzz_compile.py --seeds 200 [--start 0] [--minimize] [--backends llvm,interp]
   scripts/fuzz_compile.py --seed 17 --minimize --show
@@ -38,6 +38,7 @@ import symtrace as st  # noqa: E402
 import torch  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fuzz_extra_ops import ExtraOps  # noqa: E402
 from fuzz_merge_ops import MergeOps  # noqa: E402
 from fuzz_more_ops import MoreOps  # noqa: E402
 from fuzz_nn_ops import NnOps  # noqa: E402
@@ -56,6 +57,8 @@ COMPILE_KW = {}  # extra symtrace.compile arguments (--dynamic)
 # --dynamic: inputs also get other sizes (Input.alt); the compiled function is called with
 # the first sizes, the other ones (the cached graph's path: '#2') and the first again ('#3')
 DYNAMIC = {"on": False}
+# --extra: fuzz_extra_ops.py's templates are drawn too (off: every seed's program stays)
+EXTRA = {"on": False}
 
 
 # Known differences (tests/python/test_edge_numerics.py's docstring lists them): a
@@ -204,7 +207,7 @@ def _layout(lay, s, d):
     return list(s), "b"
 
 
-class Gen(MoreOps, NnOps, MergeOps):
+class Gen(MoreOps, NnOps, MergeOps, ExtraOps):
     """Draws one program; keeps torch values of every name (the oracle)."""
 
     def __init__(self, seed, max_ops=None):
@@ -688,8 +691,9 @@ class Gen(MoreOps, NnOps, MergeOps):
     TEMPLATES = BASE_TEMPLATES + NnOps.NN_TEMPLATES + MergeOps.MERGE_TEMPLATES
 
     def draw(self):
-        names = [n for n, _ in self.TEMPLATES]
-        w = np.array([w for _, w in self.TEMPLATES], dtype=np.float64)
+        templates = self.TEMPLATES + (ExtraOps.EXTRA_TEMPLATES if EXTRA["on"] else ())
+        names = [n for n, _ in templates]
+        w = np.array([w for _, w in templates], dtype=np.float64)
         nops = self.max_ops or int(self.r.integers(3, 13))
         done, tries, last = 0, 0, None
         while done < nops and tries < 200:
@@ -1176,7 +1180,11 @@ def main(argv=None):
                     help="compile with dynamic=True and call with other sizes between calls")
     ap.add_argument("--progress", type=int, default=0, metavar="N",
                     help="a line every N seeds (long runs)")
+    ap.add_argument("--extra", action="store_true",
+                    help="also draw fuzz_extra_ops.py's templates (scans, more pointwise ops and "
+                         "reductions, index_reduce, bincount, searchsorted, addmm-likes, ...)")
     a = ap.parse_args(argv)
+    EXTRA["on"] = a.extra
     if a.dynamic:
         COMPILE_KW["dynamic"] = True
         DYNAMIC["on"] = True

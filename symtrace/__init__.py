@@ -89,6 +89,8 @@ from ._torch_more import (hann_window, hamming_window, blackman_window, bartlett
                           is_autocast_cache_enabled, set_autocast_cache_enabled, clear_autocast_cache,
                           sym_max, sym_min, sym_int, sym_float, sym_not, sym_ite, sym_sqrt, sym_sum)
 
+from math import e, inf, nan, pi  # noqa: F401,E402  (torch.e / inf / nan / pi: Python floats)
+
 __version__ = "0.1.0"
 
 # torch's math constants (torch.inf, torch.nan, torch.pi, torch.e) and torch.newaxis

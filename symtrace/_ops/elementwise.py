@@ -5,7 +5,7 @@ to_dtype; and addcmul, addcdiv and lerp written over them."""
 import builtins
 
 from .. import _C
-from .._dtype import bfloat16, bool_, float16, float32
+from .._dtype import bfloat16, bool_, float16, float32, uint8
 from ._core import HAS_MAX, HAS_MIN, INT_VALUE, _attrs, _check_tensor, _is_tensor, _op, _tname
 
 
@@ -142,6 +142,11 @@ def div(input, other, *, rounding_mode=None):
         return _op(_C.OP_FLOOR_DIVIDE, (input, other))
     if rounding_mode == "trunc":
         dt = result_type(input, other)
+        if dt is uint8:
+            # unsigned: a negative number operand wraps into uint8 (torch's), every
+            # quotient is >= 0 and truncation is the floor
+            q = _op(_C.OP_FLOOR_DIVIDE, (input, other))
+            return q if q.dtype is dt else q.to(dt)
         if not dt.is_floating_point and dt is not bool_:
             # integers: floor quotient, one up where it rounded down a negative
             # non-exact quotient (exact for every int64; the float path is not)
@@ -279,6 +284,8 @@ def addcmul(input, tensor1, tensor2, *, value=1):
     _check_tensor(input, "addcmul")
     _check_tensor(tensor1, "addcmul", "tensor1")
     _check_tensor(tensor2, "addcmul", "tensor2")
+    if input.dtype is bool_ and tensor1.dtype is bool_ and tensor2.dtype is bool_:
+        raise NotImplementedError("\"addcmul_cpu_out\" not implemented for 'Bool'")
     p = mul(tensor1, tensor2)
     return add(input, p if value == 1 else mul(p, value))
 

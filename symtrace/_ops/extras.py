@@ -466,7 +466,7 @@ def narrow_copy(input, dim, start, length):
 _REDUCE_WARNED = []
 
 
-def _index_reduce_args(input, dim, index, source, reduce, fn):
+def _index_reduce_args(input, dim, index, source, reduce, fn, include_self=True):
     _check_tensor(input, fn)
     _check_tensor(index, fn, "index")
     _check_tensor(source, fn, "source")
@@ -500,6 +500,11 @@ def _index_reduce_args(input, dim, index, source, reduce, fn):
     if src.shape[d] != index.numel():
         raise RuntimeError(f"index_reduce_(): Number of indices ({index.numel()}) should be equal to "
                            f"source.size(dim): ({src.shape[d]}), for dim: {d}")
+    if input.dtype is bool_:   # torch's kernels that have no bool case
+        kern = ("index_reduce_func_exclude_input_init" if not include_self else
+                "index_func_" if input.dim() <= 1 else "div_floor_cpu" if reduce == "mean" else None)
+        if kern:
+            raise NotImplementedError(f"\"{kern}\" not implemented for 'Bool'")
     idx = to_dtype(index.reshape(-1), int64)
     if idx.numel() and not _C._trace_active():
         if amin(idx).item() < 0 or amax(idx).item() >= x.shape[d]:
@@ -515,7 +520,8 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
     'mean' | 'amax' | 'amin' (integer means floor); include_self=False leaves input's own values
     out where something lands; scatter_reduce with the index expanded (differentiable); a
     beta API in torch, which warns once. As torch.index_reduce."""
-    x, d, idx, src = _index_reduce_args(input, dim, index, source, reduce, "index_reduce")
+    x, d, idx, src = _index_reduce_args(input, dim, index, source, reduce, "index_reduce",
+                                        include_self)
     r = scatter_reduce(x, d, idx, src, reduce, include_self=include_self)
     return r if input.dim() else r.reshape(())
 

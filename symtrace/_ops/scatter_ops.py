@@ -257,7 +257,10 @@ def _scatter_src(input, dim, index, src, value, fn):
         raise TypeError(f"{fn}() missing required argument 'src' or 'value'")
     d = _scatter_args(input, dim, index, src, fn.rstrip("_"))
     if not _is_tensor(src):
-        src = full(tuple(index.shape), src, dtype=input.dtype, device=input.device)
+        # torch converts the value (refusing one that overflows input's dtype) only
+        # when something is scattered: an empty index writes nothing
+        src = full(tuple(index.shape), src if index.numel() else 0, dtype=input.dtype,
+                   device=input.device)
     return d, src
 
 
@@ -293,6 +296,9 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     reduce = {"max": "amax", "min": "amin"}.get(reduce, reduce)      # torch's aliases
     if reduce not in ("sum", "mean", "prod", "amax", "amin"):
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
+    if reduce == "mean" and input.dtype is bool_:   # (as torch's kernels, by the index's size)
+        kern = "scatter_gather_tensor_cpu_reduce_mean" if index.numel() else "div_floor_cpu"
+        raise NotImplementedError(f"\"{kern}\" not implemented for 'Bool'")
     if index.numel() == 0:
         return input.clone()
     if reduce in ("prod", "amax", "amin"):

@@ -574,7 +574,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
                                "side of left while right was True")
         right = side == "right"
     scalar = not _is_tensor(input)
-    if scalar and (isinstance(input, bool) or not isinstance(input, (int, float))):
+    if scalar and not isinstance(input, (bool, int, float)):
         raise TypeError(f"searchsorted(): argument 'input' must be Tensor or Number, not "
                         f"{type(input).__name__}")
     if sorter is not None:
@@ -599,7 +599,9 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
                            f"first N-1 dimensions of boundaries tensor and input value tensor must "
                            f"match, but we got boundaries tensor {list(bd.shape)} and input value "
                            f"tensor {list(input.shape)}")
-    if bd.dtype is bool_ or (not scalar and input.dtype is bool_):
+    # the boundaries and values are compared in their common dtype (bool values
+    # against float / int boundaries, as torch): refused only when that is bool
+    if _C.result_type(bd, input) is bool_:
         raise NotImplementedError("\"searchsorted_out_cpu\" not implemented for 'Bool'")
     b = _host(bd)
     v = np.asarray(input) if scalar else _host(input)
@@ -611,16 +613,33 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
         b = np.take_along_axis(b, srt, -1)
     common = np.result_type(b.dtype, v.dtype)
     b, v = b.astype(common, copy=False), v.astype(common, copy=False)
-    how = "right" if right else "left"
     if b.ndim == 1:
-        r = np.searchsorted(b, v, side=how)
+        r = _bisect(b.reshape(1, -1), v.reshape(1, -1), right).reshape(v.shape)
     else:
-        m, k = b.shape[-1], v.shape[-1]
-        b2, v2 = b.reshape(-1, m), v.reshape(-1, k)
-        r = np.stack([np.searchsorted(b2[i], v2[i], side=how) for i in range(b2.shape[0])]) \
-            if b2.shape[0] else np.zeros((0, k), np.int64)
-        r = r.reshape(v.shape)
+        n = int(np.prod(b.shape[:-1]))
+        r = _bisect(b.reshape(n, b.shape[-1]), v.reshape(n, v.shape[-1]), right).reshape(v.shape)
     return _long(np.asarray(r), bd, int32 if out_int32 else int64)
+
+
+def _bisect(b, v, right):
+    """Per row i, the insertion points of v[i] in b[i] by torch's binary search: it moves
+    right while not (b[mid] >= v) (left) / not (b[mid] > v) (right), so a NaN value, or a NaN
+    boundary met on the way, counts as greater than everything (numpy's searchsorted sorts
+    NaN last instead: other indices)."""
+    lo = np.zeros(v.shape, np.int64)
+    hi = np.full(v.shape, b.shape[-1], np.int64)
+    if b.shape[-1] == 0 or v.size == 0:
+        return lo
+    with np.errstate(invalid="ignore"):
+        while True:
+            act = lo < hi
+            if not act.any():
+                return lo
+            mid = (lo + hi) >> 1
+            mv = np.take_along_axis(b, np.minimum(mid, b.shape[-1] - 1), -1)
+            go = ~(mv > v) if right else ~(mv >= v)
+            lo = np.where(act & go, mid + 1, lo)
+            hi = np.where(act & ~go, mid, hi)
 
 
 def bucketize(input, boundaries, *, out_int32=False, right=False):

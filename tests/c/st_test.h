@@ -75,6 +75,7 @@ static inline const char *st_test_status_name(st_status s)
     case ST_ERR_INDEX: return "ST_ERR_INDEX";
     case ST_ERR_RUNTIME: return "ST_ERR_RUNTIME";
     case ST_ERR_MEMORY: return "ST_ERR_MEMORY";
+    case ST_ERR_NOTIMPL: return "ST_ERR_NOTIMPL";
     }
     return "ST_ERR_?";
 }
