@@ -93,10 +93,7 @@ from math import e, inf, nan, pi  # noqa: F401,E402  (torch.e / inf / nan / pi: 
 
 __version__ = "0.1.0"
 
-# torch's math constants (torch.inf, torch.nan, torch.pi, torch.e) and torch.newaxis
-import math as _math  # noqa: E402
-inf, nan, pi, e = _math.inf, _math.nan, _math.pi, _math.e
-newaxis = None
+newaxis = None   # torch.newaxis
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False):
