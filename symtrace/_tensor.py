@@ -3,6 +3,7 @@ operators and conversions are in C; this class adds PyTorch's method
 spellings over the functional ops, in-place variants and repr."""
 import builtins
 import math as _math
+import numbers as _numbers
 
 from . import _C
 from ._symint import dyn_inline as _dyn_inline
@@ -68,12 +69,24 @@ _DEVICE_STACK = []      # the default devices that `with device(...)` blocks rep
 
 
 
+def _numberlike(o):
+    return isinstance(o, (_C.TensorBase, _numbers.Number))
+
+
 class Tensor(_C.TensorBase):
     """A strided, typed, reference-counted array on a device (PyTorch's Tensor API)."""
 
     # above numpy's: `np.float32(2.0) * t` and `np.int64(3) - t` defer to Tensor's reflected
     # operators (a Tensor, as torch gives) instead of numpy converting t to an ndarray
     __array_priority__ = 1000
+
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        """What numpy makes of a tensor comes back as a tensor, as torch's: t * ndarray,
+        np.sin(t) (numpy computes on t's values, then wraps its result here); bool
+        results as uint8 (torch's workaround, kept for parity)."""
+        if array.dtype == bool:
+            array = array.astype("uint8")
+        return _ops.creation.from_numpy(array)
 
     @property
     def device(self):
@@ -1200,8 +1213,13 @@ class Tensor(_C.TensorBase):
     def bitwise_or_(self, other): return self._via(_ops.bitwise_or, "bitwise_or_", other)
     def bitwise_xor_(self, other): return self._via(_ops.bitwise_xor, "bitwise_xor_", other)
     def bitwise_not_(self): return self._via(_ops.bitwise_not, "bitwise_not_")
-    def __xor__(self, other): return _ops.bitwise_xor(self, other)
-    def __rxor__(self, other): return _ops.bitwise_xor(other, self)
+    # ^ declines what is no tensor or number (a numpy array then computes it), as torch's
+    def __xor__(self, other):
+        return _ops.bitwise_xor(self, other) if _numberlike(other) else NotImplemented
+
+    def __rxor__(self, other):
+        return _ops.bitwise_xor(other, self) if _numberlike(other) else NotImplemented
+
     def __ixor__(self, other): return self.bitwise_xor_(other)
     def angle(self): return _ops.angle(self)
 
