@@ -132,3 +132,94 @@ def test_failed_backward_random_graphs_match_torch():
             out.append([None if t.grad is None else [round(v, 4) for v in t.grad.tolist()]
                         for t in leaves])
         assert out[0] == out[1], seed
+
+
+# ---- in-place ops whose operand overlaps the written tensor as torch cannot tell
+# (TOO_HARD): torch's vectorized loop reads one vector (64 bytes with AVX-512) at a
+# time, each read before it is written, then the rest of the row element by element
+
+_OVERLAP_OPS = {
+    "add_": lambda o, a: o.add_(a),
+    "sub_": lambda o, a: o.sub_(a),
+    "mul_": lambda o, a: o.mul_(a),
+    "copy_": lambda o, a: o.copy_(a),
+    "add_alpha": lambda o, a: o.add_(a, alpha=2),
+    "addcmul_": lambda o, a: o.addcmul_(a, a),
+    "lerp_": lambda o, a: o.lerp_(a, 0.5),
+    "clamp_min": lambda o, a: o.clamp_(min=a),
+}
+
+
+def _shifted(m, dtype, rows, n, shift=1):
+    x = (m.arange(rows * (n + shift)) % 5 + 1).to(getattr(m, dtype)).reshape(rows, n + shift)
+    return x, x[:, shift:], x[:, :-shift]
+
+
+@pytest.mark.parametrize("op,dtype", [
+    (op, dt) for op in sorted(_OVERLAP_OPS)
+    for dt in ("float32", "float64", "int64", "int32", "int16", "int8")
+    if op != "lerp_" or dt.startswith("float")])
+def test_overlap_shifted_rows_match_torch(op, dtype):
+    torch = pytest.importorskip("torch")
+    for n in (7, 16, 24, 33, 64, 100, 130):
+        got = []
+        for m in (torch, st):
+            x, o, a = _shifted(m, dtype, 3, n)
+            _OVERLAP_OPS[op](o, a)
+            got.append(x.tolist())
+        assert got[0] == got[1], n
+
+
+def _vector_model(rows, n, vec):
+    """x[:, 1:].add_(x[:, :-1]) as torch's vectorized loop writes it: whole vectors of
+    `vec` elements from each row's start, each read before written, then one by one."""
+    out = []
+    for r in range(rows):
+        x = [(r * (n + 1) + i) % 5 + 1 for i in range(n + 1)]
+        i = 0
+        while i + vec <= n:
+            new = [x[i + 1 + j] + x[i + j] for j in range(vec)]
+            x[i + 1:i + 1 + vec] = new
+            i += vec
+        for j in range(i, n):
+            x[j + 1] += x[j]
+        out.append(x)
+    return out
+
+
+def test_overlap_shifted_rows_vector_blocks():
+    from symtrace import _mem_overlap
+    vec = _mem_overlap._vec_bytes() // 4
+    for n in (7, 16, 33, 100):
+        x, o, a = _shifted(st, "float32", 2, n)
+        o.add_(a)
+        assert x.tolist() == _vector_model(2, n, vec), n
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int16"])
+def test_overlap_broadcast_operand_read_once_per_row(dtype):
+    # x.add_(x[:, c:c + 1]): the broadcast operand is read at the row's start for all
+    # of torch's vectors, then again for each element of the rest
+    torch = pytest.importorskip("torch")
+    for n in (8, 20, 31, 40, 70, 100):
+        for c in (0, 3, 17):
+            if c >= n:
+                continue
+            got = []
+            for m in (torch, st):
+                x = (m.arange(2 * n) % 7 + 1).to(getattr(m, dtype)).reshape(2, n)
+                x.add_(x[:, c:c + 1])
+                got.append(x.tolist())
+            assert got[0] == got[1], (n, c)
+
+
+def test_overlap_rows_coalesced_as_torch():
+    # rows of 3 x n elements in a row of memory: torch's kernel loop gets them as one
+    torch = pytest.importorskip("torch")
+    for n in (5, 11, 40):
+        got = []
+        for m in (torch, st):
+            base = (m.arange(2 * (3 * n + 5)) % 9).to(m.float32).reshape(2, 3 * n + 5)
+            base[:, 1:3 * n + 1].view(2, 3, n).add_(base[:, 0:3 * n].view(2, 3, n))
+            got.append(base.tolist())
+        assert got[0] == got[1], n
