@@ -599,6 +599,14 @@ static int eager_run(st_op_id op, const st_operand *in, int nin,
     return n;
 }
 
+/* The written operands' copies a node saved: their version moves, as the
+ * write moved the operand's (a backward reading them raises torch's
+ * error). */
+static void stale_clones(st_tensor *const *clones, const bool *stale) {
+    for (int k = 0; k < ST_MAX_IN; k++)
+        if (clones[k] && stale[k]) clones[k]->storage->version++;
+}
+
 static int eager_on(st_op_id op, const st_operand *in, int nin,
                     const st_attrs *attrs, st_tensor **given, st_tensor **out,
                     st_backend *be) {
@@ -607,6 +615,7 @@ static int eager_on(st_op_id op, const st_operand *in, int nin,
     if (rec && op == ST_OP_DROPOUT) return dropout_recorded(in, attrs, given, out);
     st_operand inb[ST_MAX_IN];
     st_tensor *clones[ST_MAX_IN] = {NULL};
+    bool stale[ST_MAX_IN] = {false};
     /* a written-to tensor whose elements overlap (an expanded view): only
      * a fill is defined (every element gets the same value), as torch's;
      * not from a broadcast source that needs a gradient (its gradient
@@ -686,7 +695,11 @@ static int eager_on(st_op_id op, const st_operand *in, int nin,
         }
         /* an operand the VJP reads but the in-place result overwrites is
          * computed from (and saved as) a copy (also when the write goes
-         * through a view: st_view_inplace runs on the copies) */
+         * through a view: st_view_inplace runs on the copies). torch saves
+         * such an operand as it is (only the written tensor's own old value
+         * as a copy): the write moves its version, and the backward that
+         * reads it raises torch's error. The copy takes the operand's
+         * version, and moves one after the write (stale_clones) */
         if (rec) {
             memcpy(inb, in, sizeof *in * (size_t)nin);
             for (int k = 0; k < nin; k++) {
@@ -703,6 +716,8 @@ static int eager_on(st_op_id op, const st_operand *in, int nin,
                     clones[k]->grad_fn = in[k].t->grad_fn;
                     clones[k]->output_nr = in[k].t->output_nr;
                     if (clones[k]->grad_fn) st_ad_node_incref(clones[k]->grad_fn);
+                    clones[k]->storage->version = in[k].t->storage->version;
+                    stale[k] = !(k == 0 && in[0].t == given[j]) && !in[k].t->own_version;
                     inb[k].t = clones[k];
                     break;
                 }
@@ -711,6 +726,7 @@ static int eager_on(st_op_id op, const st_operand *in, int nin,
         }
         if (via_view) {
             int n = st_view_inplace(op, in, nin, attrs, v, out);
+            if (n >= 0) stale_clones(clones, stale);
             for (int k = 0; k < ST_MAX_IN; k++) st_tensor_decref(clones[k]);
             return n;
         }
@@ -833,6 +849,7 @@ static int eager_on(st_op_id op, const st_operand *in, int nin,
             for (int j = 0; j < nout; j++) st_tensor_decref(out[j]);
             goto fail_clones;
         }
+    stale_clones(clones, stale);
     for (int k = 0; k < ST_MAX_IN; k++) st_tensor_decref(clones[k]);
     for (int k = 0; k < nout; k++) {
         if (!copy_after[k]) continue;

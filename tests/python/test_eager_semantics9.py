@@ -223,3 +223,34 @@ def test_overlap_rows_coalesced_as_torch():
             base[:, 1:3 * n + 1].view(2, 3, n).add_(base[:, 0:3 * n].view(2, 3, n))
             got.append(base.tolist())
         assert got[0] == got[1], n
+
+
+# ---- under autograd: torch saves such an operand as it is, and the write moves its
+# version: the backward that reads it raises (the written tensor's own old value is
+# saved as a copy: x.mul_(y) of two storages is fine)
+
+@pytest.mark.parametrize("write", [
+    lambda x: x[:, :3].mul_(x[:, 3:]),
+    lambda x: x.mul_(x),
+    lambda x: x[:, :3].div_(x[:, 3:]),
+])
+def test_inplace_saved_operand_of_written_storage_raises_at_backward(write):
+    b = st.arange(1., 13.).reshape(2, 6).requires_grad_()
+    x = b * 1
+    write(x)
+    with pytest.raises(RuntimeError, match=r"modified by an inplace operation: .* is at "
+                                           r"version 1; expected version 0 instead"):
+        x.sum().backward()
+
+
+def test_inplace_unsaved_or_other_storage_operand_keeps_gradients():
+    b = st.arange(1., 13.).reshape(2, 6).requires_grad_()
+    x = b * 1
+    x[:, :3].add_(x[:, 3:])                  # add saves nothing
+    x.sum().backward()
+    assert b.grad.tolist() == [[1., 1., 1., 2., 2., 2.]] * 2
+    b.grad = None
+    x = b * 1
+    x[:, :3].mul_(x[:, 3:].clone())          # another storage
+    x.sum().backward()
+    assert b.grad.tolist()[0] == [4., 5., 6., 2., 3., 4.]
