@@ -485,12 +485,95 @@ static int seq_run(void *be, st_op_id op, const st_operand *in, int nin,
     return eager_on(op, in, nin, attrs, given, out, be);
 }
 
+/* The same op with a gradient involved: torch's kernel writes the same
+ * values as without (its autograd records the op as of the operands' old
+ * values, as symtrace's does). The values in torch's order are computed
+ * first, with grad mode off, on views of a copy of the storage's span
+ * (*shadow: the written tensor's view there); the caller runs the op as
+ * usual (recorded), then writes them over the result without moving the
+ * version (seq_quiet_copy). *shadow stays NULL when nothing depends on
+ * the order. */
+static int seq_shadow(st_op_id op, const st_operand *in, int nin, const st_attrs *attrs,
+                      st_tensor *o, st_backend *be, st_tensor **shadow) {
+    *shadow = NULL;
+    int64_t lo, hi, l2, h2;
+    elem_range(o, &lo, &hi);
+    for (int j = 0; j < nin; j++)
+        if (in[j].t && in[j].t->storage == o->storage) {
+            elem_range(in[j].t, &l2, &h2);
+            if (l2 < lo) lo = l2;
+            if (h2 > hi) hi = h2;
+        }
+    if (hi < lo) return 0;
+    bool was = st_ad_grad_enabled();
+    st_ad_set_grad_enabled(false);
+    int rc = -1;
+    int64_t span[1] = {hi - lo + 1}, one[1] = {1};
+    st_tensor *flat = st_tensor_view_of(o, 1, span, one, lo), *copy = NULL, *ov = NULL;
+    st_tensor *held[ST_MAX_IN] = {NULL}, *res[ST_MAX_OUT] = {NULL};
+    st_operand sin[ST_MAX_IN];
+    memcpy(sin, in, sizeof *in * (size_t)nin);
+    if (!flat) goto done;
+    st_operand src = {.t = flat};
+    if (st_rt_eager(ST_OP_COPY, &src, 1, NULL, NULL, &copy) != 1) goto done;
+    ov = st_tensor_view_of(copy, o->ndim, o->shape, o->strides, copy->offset + o->offset - lo);
+    if (!ov) goto done;
+    for (int j = 0; j < nin; j++) {
+        const st_tensor *t = in[j].t;
+        if (!t || t->storage != o->storage) continue;
+        held[j] = st_tensor_view_of(copy, t->ndim, t->shape, t->strides,
+                                    copy->offset + t->offset - lo);
+        if (!held[j]) goto done;
+        sin[j].t = held[j];
+    }
+    seq_depth++;
+    int n = st_overlap_seq(op, sin, nin, attrs, ov, res, seq_run, be);
+    seq_depth--;
+    for (int k = 0; k < n; k++) st_tensor_decref(res[k]);
+    if (n < 0) goto done;
+    if (n > 0) {
+        *shadow = ov;
+        ov = NULL;
+    }
+    rc = 0;
+done:
+    st_ad_set_grad_enabled(was);
+    for (int j = 0; j < nin; j++) st_tensor_decref(held[j]);
+    st_tensor_decref(ov);
+    st_tensor_decref(copy);
+    st_tensor_decref(flat);
+    return rc;
+}
+
+/* o's elements take shadow's values, no version moved, nothing recorded. */
+static int seq_quiet_copy(st_tensor *o, st_tensor *shadow) {
+    bool was = st_ad_grad_enabled();
+    st_ad_set_grad_enabled(false);
+    uint32_t ver = o->storage->version;
+    st_operand src = {.t = shadow};
+    st_tensor *g[ST_MAX_OUT] = {o}, *r = NULL;
+    int n = st_rt_eager(ST_OP_COPY, &src, 1, NULL, g, &r);
+    st_tensor_decref(r);
+    o->storage->version = ver;
+    st_ad_set_grad_enabled(was);
+    return n < 0 ? -1 : 0;
+}
+
 /* An elementwise op written into one CPU tensor, no gradient involved,
  * with an operand that shares its elements as torch cannot tell (hard:
  * TOO_HARD other than as the same view, found by eager_on's overlap
  * check): its result depends on the write order. */
+static bool seq_wanted_grad(st_op_id op, const st_operand *in, int nin, st_tensor **given,
+                            bool hard, bool grad_ok);
+
 static bool seq_wanted(st_op_id op, const st_operand *in, int nin, st_tensor **given,
                        bool hard) {
+    return seq_wanted_grad(op, in, nin, given, hard, false);
+}
+
+/* seq_wanted, or (grad_ok) the same op with a gradient involved. */
+static bool seq_wanted_grad(st_op_id op, const st_operand *in, int nin, st_tensor **given,
+                            bool hard, bool grad_ok) {
     st_tensor *o = given[0];
     if (!hard) return false;
     if (!o || o->ndim == 0 || st_tensor_numel(o) < 2 ||
@@ -502,7 +585,7 @@ static bool seq_wanted(st_op_id op, const st_operand *in, int nin, st_tensor **g
     if (!(kind == ST_OPK_UNARY || kind == ST_OPK_BINARY || kind == ST_OPK_TERNARY ||
           op == ST_OP_COPY || op == ST_OP_CLAMP))
         return false;
-    bool grad = st_ad_grad_enabled();
+    bool grad = st_ad_grad_enabled() && !grad_ok;
     if (grad && (o->requires_grad || (o->view_base && o->view_base->requires_grad)))
         return false;
     for (int j = 0; j < nin; j++)
@@ -672,6 +755,21 @@ static int eager_on(st_op_id op, const st_operand *in, int nin,
         seq_depth--;
         if (n != 0)
             return n;
+    } else if (given && !seq_depth && !st_rt_trace_active() &&
+               seq_wanted_grad(op, in, nin, given, hard, true)) {
+        st_tensor *shadow = NULL;
+        if (seq_shadow(op, in, nin, attrs, given[0], be, &shadow) < 0) return -1;
+        if (shadow) {
+            seq_depth++;
+            int n = eager_on(op, in, nin, attrs, given, out, be);
+            seq_depth--;
+            if (n >= 0 && seq_quiet_copy(given[0], shadow) < 0) {
+                for (int k = 0; k < n; k++) st_tensor_decref(out[k]);
+                n = -1;
+            }
+            st_tensor_decref(shadow);
+            return n;
+        }
     }
     if (given && st_ad_grad_enabled()) {
         /* written through a view while its base or an operand needs

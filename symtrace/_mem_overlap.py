@@ -150,6 +150,47 @@ def _vec_bytes():
     return _VEC_BYTES[0]
 
 
+def sequential_recorded(out, compute, operands, run):
+    """sequential with a gradient involved: torch's kernel writes the values it writes
+    without one, its autograd records the op as of the operands' old values. Those values
+    are computed first on views of a copy of the storage (no grad), then run() does the op
+    as usual (recorded), and they are written over its result through .data (no version
+    moved, nothing recorded). False (nothing done) where sequential does nothing."""
+    if out.dim() == 0 or not 2 <= out.numel() <= _GRAIN or out._device_str != "cpu" or \
+            not _C._is_grad_enabled():
+        return False
+    sid = out._storage_id()
+    shared = [x for x in operands if isinstance(x, _C.TensorBase) and x._storage_id() == sid
+              and x._device_str == out._device_str and x.dim() > 0]
+    if not shared:
+        return False
+    from . import _ops
+
+    def span(t):
+        lo = hi = t.storage_offset()
+        for n, st_ in zip(t.shape, t.stride()):
+            if n == 0:
+                return None
+            lo, hi = (lo + st_ * (n - 1), hi) if st_ < 0 else (lo, hi + st_ * (n - 1))
+        return lo, hi
+    spans = [span(t) for t in [out] + shared]
+    if any(sp is None for sp in spans):
+        return False
+    lo, hi = min(a for a, _ in spans), max(b for _, b in spans)
+    with _ops._no_grad():
+        copy = out.detach().as_strided((hi - lo + 1,), (1,), lo).clone()
+        alias = {id(x): copy.as_strided(tuple(x.shape), tuple(x.stride()), x.storage_offset() - lo)
+                 for x in shared}
+        shadow = copy.as_strided(tuple(out.shape), tuple(out.stride()), out.storage_offset() - lo)
+        if not sequential(shadow, compute, tuple(alias.get(id(x), x) if isinstance(x, _C.TensorBase)
+                                                 else x for x in operands)):
+            return False
+    run()
+    with _ops._no_grad():
+        out.data.copy_(shadow)
+    return True
+
+
 def sequential(out, compute, operands):
     """out = compute(out, *operands) as torch writes it when an operand shares out's
     elements as torch cannot tell (TOO_HARD) and an element reads what another one

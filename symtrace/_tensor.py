@@ -773,7 +773,11 @@ class Tensor(_C.TensorBase):
         if not isinstance(other, _C.TensorBase):
             return False
         _mem_overlap.check_partial(name, self, (other,))
-        return _mem_overlap.sequential(self, self._checked(fn, name, {"alpha": alpha}), (other,))
+        compute = self._checked(fn, name, {"alpha": alpha})
+        op = _C.OP_ADD if name == "add_" else _C.OP_SUB
+        return _mem_overlap.sequential(self, compute, (other,)) or _mem_overlap.sequential_recorded(
+            self, compute, (other,),
+            lambda: self._inplace(op, (self, _ops._scale(self, other, alpha))))
 
     def mul_(self, other): return self._inplace(_C.OP_MUL, (self, other))
     def div_(self, other, *, rounding_mode=None):
@@ -878,16 +882,19 @@ class Tensor(_C.TensorBase):
         is among args), since its backward may need the values the write overwrites. An
         elementwise op's tensor operand sharing some of self's elements is refused, as
         torch's TensorIterator refuses it (_mem_overlap)."""
+        def run():
+            src, args_ = self, args
+            if self.requires_grad and _C._is_grad_enabled():
+                src = self.clone()
+                args_ = tuple(src if a is self else a for a in args)
+            return self._assign(fn(src, *args_, **kwargs), name)
         if name not in _NOT_ELEMENTWISE:
             _mem_overlap.check_partial(name, self, args + tuple(kwargs.values()))
-            if _mem_overlap.sequential(self, self._checked(fn, name, kwargs), args):
+            compute = self._checked(fn, name, kwargs)
+            if _mem_overlap.sequential(self, compute, args) or \
+                    _mem_overlap.sequential_recorded(self, compute, args, run):
                 return self
-        if self.requires_grad and _C._is_grad_enabled():
-            src = self.clone()
-            args = tuple(src if a is self else a for a in args)
-        else:
-            src = self
-        return self._assign(fn(src, *args, **kwargs), name)
+        return run()
 
     def sqrt_(self): return self._via(_ops.sqrt, "sqrt_")
     def rsqrt_(self): return self._via(_ops.rsqrt, "rsqrt_")

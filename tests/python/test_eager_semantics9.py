@@ -254,3 +254,31 @@ def test_inplace_unsaved_or_other_storage_operand_keeps_gradients():
     x[:, :3].mul_(x[:, 3:].clone())          # another storage
     x.sum().backward()
     assert b.grad.tolist()[0] == [4., 5., 6., 2., 3., 4.]
+
+
+# ---- the same overlapping writes with a gradient involved: torch's kernel writes the
+# values it writes without one; its autograd records the op as of the operands' old values
+
+_GRAD_OVERLAP = {
+    "add_": lambda x: x[:, 1:].add_(x[:, :-1]),
+    "add_alpha": lambda x: x[:, 1:].add_(x[:, :-1], alpha=2),
+    "lerp_": lambda x: x[:, 1:].lerp_(x[:, :-1], 0.3),
+    "copy_": lambda x: x[:, 1:].copy_(x[:, :-1]),
+    "broadcast": lambda x: x.add_(x[:, :1]),
+    "setitem": lambda x: x[:, 1:].__setitem__(slice(None), x[:, :-1]),
+}
+
+
+@pytest.mark.parametrize("op", sorted(_GRAD_OVERLAP))
+def test_overlap_with_grad_values_and_gradients_match_torch(op):
+    torch = pytest.importorskip("torch")
+    for n in (7, 33):
+        got = []
+        for m in (torch, st):
+            b = (m.arange(3 * (n + 1)).to(m.float32).reshape(3, n + 1) / 3).requires_grad_()
+            x = b.clone()
+            _GRAD_OVERLAP[op](x)
+            (x * m.arange(x.numel()).reshape(x.shape).float()).sum().backward()
+            got.append((x.detach().reshape(-1).tolist(), b.grad.reshape(-1).tolist()))
+        assert got[0][0] == pytest.approx(got[1][0], rel=1e-6), n
+        assert got[0][1] == pytest.approx(got[1][1], rel=1e-6), n
