@@ -909,6 +909,26 @@ class Tensor(_C.TensorBase):
     def triu_(self, diagonal=0): return self._via(_ops.triu, "triu_", diagonal)
     def lerp_(self, end, weight): return self._via(_ops.lerp, "lerp_", end, weight)
 
+    def addr_(self, vec1, vec2, *, beta=1, alpha=1):
+        """self = beta * self + alpha * outer(vec1, vec2), in place. torch runs it as an
+        elementwise op over (self, vec1 as a column, vec2): its overlap error for a vector
+        sharing some of self's elements, and its write order where it cannot tell."""
+        if not (isinstance(vec1, _C.TensorBase) and isinstance(vec2, _C.TensorBase)
+                and vec1.dim() == 1 and vec2.dim() == 1) or self.dtype is _ops.bool_:
+            return self._via(_ops.addr, "addr_", vec1, vec2, beta=beta, alpha=alpha)
+        col = vec1.unsqueeze(1)
+        _mem_overlap.check_partial("addr_", self, (col, vec2))
+        if vec1._storage_id() == self._storage_id() or vec2._storage_id() == self._storage_id():
+            with _no_grad():                   # addr's own checks first
+                _ops.addr(self, vec1, vec2, beta=beta, alpha=alpha)
+
+        compute = self._checked(lambda o, a, b: _addr_rows(o, a, b, beta, alpha), "addr_", {})
+        if _mem_overlap.sequential(self, compute, (col, vec2)) or \
+                _mem_overlap.sequential_recorded(self, compute, (col, vec2), lambda: self._via(
+                    _ops.addr, "addr_", vec1, vec2, beta=beta, alpha=alpha)):
+            return self
+        return self._via(_ops.addr, "addr_", vec1, vec2, beta=beta, alpha=alpha)
+
     def addcmul_(self, tensor1, tensor2, *, value=1):
         return self._via(_ops.addcmul, "addcmul_", tensor1, tensor2, value=value)
 
@@ -1579,6 +1599,14 @@ def _setitem_functional(t, key, value):
 
 
 _no_grad = _ops._no_grad
+
+
+def _addr_rows(o, a, b, beta, alpha):
+    """addr's value element by element (o, a, b of one shape), as _ops.addr computes it."""
+    prod = _ops.mul(a if alpha == 1 else _ops.mul(a, alpha), b)
+    if beta == 0:
+        return prod
+    return _ops.add(o if beta == 1 else _ops.mul(o, beta), prod)
 
 # in-place ops through Tensor._via that torch runs with no TensorIterator overlap check
 _NOT_ELEMENTWISE = frozenset(("addmm_", "addmv_", "addr_", "addbmm_", "baddbmm_", "renorm_",

@@ -282,3 +282,31 @@ def test_overlap_with_grad_values_and_gradients_match_torch(op):
             got.append((x.detach().reshape(-1).tolist(), b.grad.reshape(-1).tolist()))
         assert got[0][0] == pytest.approx(got[1][0], rel=1e-6), n
         assert got[0][1] == pytest.approx(got[1][1], rel=1e-6), n
+
+
+# ---- addr_: torch runs it as an elementwise op over (self, vec1 as a column, vec2)
+
+_ADDR_CASES = {
+    "row_of_self": lambda a: a.addr_(a[0], a[1]),                 # dense, some shared: error
+    "col_and_row": lambda a: a.addr_(a[:, 0], a[1]),
+    "two_columns": lambda a: a.addr_(a[:, 0], a[:, 1]),           # TOO_HARD: torch's order
+    "diagonal": lambda a: a.addr_(a.diagonal(), a.diagonal()),
+    "beta_alpha": lambda a: a.addr_(a[:, 0], a[:, 1], beta=2, alpha=3),
+    "disjoint": lambda a: a[:3].addr_(a[3, :3], a[4]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_ADDR_CASES))
+@pytest.mark.parametrize("n", [6, 20, 40])
+def test_addr_inplace_overlap_matches_torch(case, n):
+    torch = pytest.importorskip("torch")
+    got = []
+    for m in (torch, st):
+        a = (m.arange(n * n) % 7 + 1).to(m.float32).reshape(n, n)
+        try:
+            _ADDR_CASES[case](a)
+            got.append(a.tolist())
+        except RuntimeError as e:
+            assert "refer to a single memory location" in str(e)
+            got.append("overlap error")
+    assert got[0] == got[1]
