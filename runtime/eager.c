@@ -682,6 +682,52 @@ static int eager_run(st_op_id op, const st_operand *in, int nin,
     return n;
 }
 
+/* Integer floor division / remainder by zero: torch's CPU kernels raise
+ * (TORCH_CHECK in the element loop). The divisor (in[1]) as the result's
+ * integer dtype takes it (int8 // 256 divides by 0). CPU only, not while
+ * tracing (a graph has no data-dependent error; torch's CUDA and compiled
+ * kernels raise none either). Checked before anything is written (torch's
+ * serial loop has written the elements before the first zero). */
+static bool int_div_by_zero(st_op_id op, const st_operand *in, int nin, st_dtype rdt) {
+    if ((op != ST_OP_FLOOR_DIVIDE && op != ST_OP_REMAINDER) || nin != 2 ||
+        !st_dtype_is_int(rdt) || st_rt_trace_active())
+        return false;
+    int bits = (int)st_dtype_size(rdt) * 8;
+    uint64_t mask = bits >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << bits) - 1);
+    const st_tensor *t = in[1].t;
+    if (!t)
+        return in[1].sdtype != ST_FLOAT64 && ((uint64_t)in[1].i & mask) == 0;
+    if (st_tensor_device(t)->type != ST_DEV_CPU || st_dtype_is_float(t->dtype))
+        return false;
+    int64_t n = st_tensor_numel(t), idx[ST_MAX_DIMS] = {0};
+    if (n == 0)
+        return false;
+    size_t es = st_dtype_size(t->dtype);
+    const char *base = st_tensor_data(t);
+    int64_t off = 0;
+    for (int64_t e = 0; e < n; e++) {
+        const char *p = base + off * (int64_t)es;
+        uint64_t v = 0;
+        switch (t->dtype) {
+        case ST_BOOL: case ST_UINT8: v = *(const uint8_t *)p; break;
+        case ST_INT8: v = (uint64_t)(int64_t)*(const int8_t *)p; break;
+        case ST_INT16: v = (uint64_t)(int64_t)*(const int16_t *)p; break;
+        case ST_INT32: v = (uint64_t)(int64_t)*(const int32_t *)p; break;
+        default: v = (uint64_t)*(const int64_t *)p; break;
+        }
+        if ((v & mask) == 0)
+            return true;
+        for (int d = t->ndim - 1; d >= 0; d--) {
+            off += t->strides[d];
+            if (++idx[d] < t->shape[d])
+                break;
+            off -= t->strides[d] * idx[d];
+            idx[d] = 0;
+        }
+    }
+    return false;
+}
+
 /* The written operands' copies a node saved: their version moves, as the
  * write moved the operand's (a backward reading them raises torch's
  * error). */
@@ -913,6 +959,10 @@ static int eager_on(st_op_id op, const st_operand *in, int nin,
                 vals[v] = given[k];
             }
         }
+    }
+    if (nout == 1 && int_div_by_zero(op, in, nin, pg->values[pg->outputs[0]].meta.dtype)) {
+        st_err(ST_ERR_RUNTIME, "ZeroDivisionError");
+        goto fail;
     }
     if (st_rt_exec(p, e->be, e->compiled, vals) != ST_OK) {
         /* a cached program is re-inferred in its lowered form; say a bad
