@@ -812,6 +812,7 @@ class Tensor(_C.TensorBase):
             # a copy, not value.item(): no value read (a graph break under compile); with
             # grad, value's gradient is the sum of self's (torch's FillBackward)
             return self.copy_(value.expand(self.shape))
+        _ops._check_fits(value, self.dtype, halves=False)   # float32: as torch's fill_
         return self._inplace(_C.OP_COPY, (_ops.full((), value, dtype=self.dtype,
                                                     device=self.device).expand(self.shape),))
 

@@ -3,6 +3,7 @@
 result_type, where, clamp, masked_fill (with its integer range check), the dtype cast
 to_dtype; and addcmul, addcdiv and lerp written over them."""
 import builtins
+import math
 
 from .. import _C
 from .._dtype import bfloat16, bool_, float16, float32
@@ -197,6 +198,18 @@ def clamp(input, min=None, max=None):
             return _clamp_grads(input, min, max, r)
         return r
     flags = (HAS_MIN if min is not None else 0) | (HAS_MAX if max is not None else 0)
+    # the bounds are converted to the result's dtype, checked as torch's
+    rdt = input.dtype
+    for v in (min, max):
+        r = rdt if v is None else _C.result_type(input, v)
+        if r.is_floating_point and not rdt.is_floating_point or rdt is bool_:
+            rdt = r
+    if rdt is bool_:
+        kernel = "clamp_min" if max is None else "clamp_max" if min is None else "clamp"
+        raise NotImplementedError(f"\"{kernel}_scalar_cpu\" not implemented for 'Bool'")
+    for v in (min, max):
+        if v is not None:
+            _check_fits(v, rdt)
     ints = builtins.all(v is None or (isinstance(v, int)) for v in (min, max))
     if ints:
         flags |= INT_VALUE
@@ -255,9 +268,26 @@ _C_TYPE = {"symtrace.uint8": "uint8_t", "symtrace.int8": "int8_t", "symtrace.int
            "symtrace.int32": "int", "symtrace.int64": "int64_t"}
 
 
-def _check_fits(value, dtype):
-    """torch refuses a fill value that overflows an integer dtype (c10's checked convert:
-    a negative int for uint8 only needs |value| <= 255, and wraps)."""
+# the largest finite value of the float dtypes a Python float can overflow, and torch's name
+_FLOAT_MAX = {"symtrace.float32": (3.4028234663852886e38, "float"),
+              "symtrace.float16": (65504.0, "c10::Half"),
+              "symtrace.bfloat16": (3.3895313892515355e38, "c10::BFloat16")}
+
+
+def _check_fits(value, dtype, floats=True, halves=True):
+    """torch refuses a scalar that overflows the dtype it is converted to (c10's checked
+    convert: a negative int for uint8 only needs |value| <= 255, and wraps; a finite number
+    beyond a float dtype's largest, infinities and NaN pass). halves=False: float16 and
+    bfloat16 take any number (torch's fill_ converts those unchecked); floats=False: no
+    float dtype is checked (full(): its internal uses build float32 numbers beyond range)."""
+    fl = _FLOAT_MAX.get(str(dtype)) if floats else None
+    if fl is not None and (halves or dtype is float32) and isinstance(value, (int, float)) \
+            and not isinstance(value, bool):
+        v = float(value) if not isinstance(value, int) or builtins.abs(value) < 2 ** 1000 \
+            else math.inf
+        if v == v and builtins.abs(v) != math.inf and builtins.abs(v) > fl[0]:
+            raise RuntimeError(f"value cannot be converted to type {fl[1]} without overflow")
+        return
     lim = _INT_RANGE.get(str(dtype))
     if lim is not None and isinstance(value, (int, float)) and not isinstance(value, bool):
         lo = -lim[1] if lim[0] == 0 and isinstance(value, int) else lim[0]

@@ -310,3 +310,93 @@ def test_addr_inplace_overlap_matches_torch(case, n):
             assert "refer to a single memory location" in str(e)
             got.append("overlap error")
     assert got[0] == got[1]
+
+
+# ---- found by scripts/sweep_scalars.py: integer division by zero, scalar overflow
+
+_INT_ZERO_DIV = {
+    "floor_divide": lambda m, x: m.floor_divide(x, 0),
+    "floor_divide_tensor": lambda m, x: m.floor_divide(x, m.tensor([1, 0, 2], dtype=x.dtype)),
+    "div_trunc": lambda m, x: m.div(x, 0, rounding_mode="trunc"),
+    "div_floor_0d": lambda m, x: m.div(x, m.tensor(0), rounding_mode="floor"),
+    "remainder": lambda m, x: m.remainder(x, 0),
+    "fmod_tensor": lambda m, x: m.fmod(x, m.tensor([1, 0, 1], dtype=x.dtype)),
+    "floordiv_op": lambda m, x: x // 0,
+    "mod_op": lambda m, x: x % m.zeros(3, dtype=x.dtype),
+    "rfloordiv": lambda m, x: 5 // x,
+    "rmod": lambda m, x: 5 % x,
+    "inplace": lambda m, x: x.floor_divide_(m.tensor(0)),
+    "wraps_to_zero": lambda m, x: x.to(m.int8) // 256,          # 256 as int8 is 0
+    "0d_wraps_to_zero": lambda m, x: x.to(m.int8) // m.tensor(256),
+    "uint8_by_false": lambda m, x: x.to(m.uint8) // False,
+}
+
+
+@pytest.mark.parametrize("case", sorted(_INT_ZERO_DIV))
+def test_integer_division_by_zero_raises(case):
+    x = st.tensor([5, -7, 0], dtype=st.int32)
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        _INT_ZERO_DIV[case](st, x)
+
+
+def test_integer_division_by_zero_torch_agrees():
+    torch = pytest.importorskip("torch")
+    for case, fn in _INT_ZERO_DIV.items():
+        with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+            fn(torch, torch.tensor([5, -7, 0], dtype=torch.int32))
+
+
+def test_division_without_zero_or_in_floats_does_not_raise():
+    x = st.tensor([5, -7, 0], dtype=st.int32)
+    assert (x // st.tensor([2, 2, 3], dtype=st.int32)).tolist() == [2, -4, 0]
+    assert (x % 3).tolist() == [2, 2, 0]
+    assert st.div(x, 0).tolist()[:2] == [float("inf"), float("-inf")]
+    assert (x // st.tensor([0.0, 1.0, 1.0])).tolist()[0] == float("inf")
+    assert (st.zeros(0, dtype=st.int64) // st.zeros(0, dtype=st.int64)).tolist() == []
+
+
+_OVERFLOW = {
+    "clamp_int8": lambda m: m.clamp(m.tensor([1], dtype=m.int8), 300),
+    "clamp_int8_low": lambda m: m.clamp(m.tensor([1], dtype=m.int8), -129),
+    "clamp_uint8": lambda m: m.clamp(m.tensor([1], dtype=m.uint8), None, 256),
+    "clamp_int32": lambda m: m.clamp(m.tensor([1], dtype=m.int32), None, 2 ** 40),
+    "clamp_f32": lambda m: m.clamp(m.tensor([1.0]), None, 1e300),
+    "clamp_f16": lambda m: m.clamp(m.tensor([1.0], dtype=m.float16), 65519.0),
+    "clamp_bf16": lambda m: m.clamp(m.tensor([1.0], dtype=m.bfloat16), -1e300),
+    "clamp_int_float_bound": lambda m: m.clamp(m.tensor([1]), None, 1e300),   # float32 result
+    "clamp_": lambda m: m.tensor([1], dtype=m.int8).clamp_(300),
+    "clamp_max": lambda m: m.clamp_max(m.tensor([1.0]), 1e300),
+    "masked_fill_f16": lambda m: m.zeros(1, dtype=m.float16).masked_fill(m.tensor([True]), 1e5),
+    "fill_f32": lambda m: m.zeros(1).fill_(1e300),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_OVERFLOW))
+def test_scalar_overflowing_the_dtype_raises(case):
+    with pytest.raises(RuntimeError, match="value cannot be converted to type .* without overflow"):
+        _OVERFLOW[case](st)
+
+
+def test_scalar_overflow_cases_torch_agrees():
+    torch = pytest.importorskip("torch")
+    for case, fn in _OVERFLOW.items():
+        with pytest.raises(RuntimeError, match="without overflow"):
+            fn(torch)
+
+
+def test_scalars_that_fit_or_are_not_checked():
+    assert st.clamp(st.tensor([1], dtype=st.uint8), -1).tolist() == [255]      # wraps
+    assert st.clamp(st.tensor([1], dtype=st.int8), 300.0).tolist() == [300.0]  # float32
+    assert st.clamp(st.tensor([1.0], dtype=st.float16), float("inf")).tolist() == [float("inf")]
+    assert st.zeros(1, dtype=st.bfloat16).fill_(1e300).tolist() == [float("inf")]
+    assert st.full((1,), 1e5, dtype=st.float16).tolist() == [float("inf")]
+
+
+def test_clamp_bool():
+    # a bool result has no clamp kernel in torch; an int or float bound promotes first
+    with pytest.raises(NotImplementedError, match="clamp_min_scalar_cpu"):
+        st.clamp(st.tensor([True]), False)
+    r = st.clamp(st.tensor([True, False]), 2)
+    assert r.dtype is st.int64 and r.tolist() == [2, 2]
+    r = st.clamp(st.tensor([True, False]), 0.5, -3)
+    assert r.dtype is st.float32 and r.tolist() == [-3.0, -3.0]
