@@ -400,3 +400,39 @@ def test_clamp_bool():
     assert r.dtype is st.int64 and r.tolist() == [2, 2]
     r = st.clamp(st.tensor([True, False]), 0.5, -3)
     assert r.dtype is st.float32 and r.tolist() == [-3.0, -3.0]
+
+
+# ---- addcmul / addcdiv / lerp: torch's CPU kernels round as they compute (float32 opmath,
+# a fused multiply-add for addcmul and lerp), value for value
+
+_ROUNDING = {
+    "addcmul": lambda m, x, y, z: m.addcmul(x, y, z, value=0.3),
+    "addcmul_1": lambda m, x, y, z: m.addcmul(x, y, z),
+    "addcmul_": lambda m, x, y, z: x.clone().addcmul_(y, z, value=-2),
+    "addcdiv": lambda m, x, y, z: m.addcdiv(x, y, z, value=0.3),
+    "lerp_small": lambda m, x, y, z: m.lerp(x, y, 0.3),
+    "lerp_large": lambda m, x, y, z: m.lerp(x, y, 0.7),
+    "lerp_tensor": lambda m, x, y, z: m.lerp(x, y, z * 0.2),
+    "lerp_": lambda m, x, y, z: x.clone().lerp_(y, 0.1),
+}
+
+
+@pytest.mark.parametrize("op", sorted(_ROUNDING))
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_fused_rounding_matches_torch(op, dtype):
+    torch = pytest.importorskip("torch")
+    rng = random.Random(op + dtype)
+    cols = [[rng.gauss(0, 1) for _ in range(2000)] for _ in range(3)]
+    cols[2] = [v + 3 for v in cols[2]]
+    got = []
+    for m in (torch, st):
+        x, y, z = (m.tensor(c, dtype=m.float32).to(getattr(m, dtype)) for c in cols)
+        got.append(_ROUNDING[op](m, x, y, z).float().tolist())
+    assert got[0] == got[1]
+
+
+def test_addcmul_fused_known_value():
+    # 150 + 22053 * 22053 = 486334959 exactly: one rounding gives 486334944 (torch's);
+    # the product rounded first (486334816), then the sum, gives 486334976
+    o, a = st.full((3,), 150.0), st.full((3,), 22053.0)
+    assert st.addcmul(o, a, a).tolist() == [486334944.0] * 3
