@@ -692,6 +692,9 @@ static bool int_div_by_zero(st_op_id op, const st_operand *in, int nin, st_dtype
     if ((op != ST_OP_FLOOR_DIVIDE && op != ST_OP_REMAINDER) || nin != 2 ||
         !st_dtype_is_int(rdt) || st_rt_trace_active())
         return false;
+    for (int j = 0; j < nin; j++)      /* no element: the kernel divides nothing */
+        if (in[j].t && st_tensor_numel(in[j].t) == 0)
+            return false;
     int bits = (int)st_dtype_size(rdt) * 8;
     uint64_t mask = bits >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << bits) - 1);
     const st_tensor *t = in[1].t;

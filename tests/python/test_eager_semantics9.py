@@ -353,6 +353,8 @@ def test_division_without_zero_or_in_floats_does_not_raise():
     assert st.div(x, 0).tolist()[:2] == [float("inf"), float("-inf")]
     assert (x // st.tensor([0.0, 1.0, 1.0])).tolist()[0] == float("inf")
     assert (st.zeros(0, dtype=st.int64) // st.zeros(0, dtype=st.int64)).tolist() == []
+    assert (st.zeros(0, dtype=st.int64) // 0).tolist() == []        # nothing divided
+    assert st.nonzero(st.zeros((2, 0, 3))).shape == (0, 3)
 
 
 _OVERFLOW = {
