@@ -325,7 +325,7 @@ def _fma(a, b, c):
     torch's kernels."""
     def d(x):
         return to_dtype(x, float64) if _is_tensor(x) else x
-    return to_dtype(add(mul(d(a), d(b)), d(c)), float32)
+    return to_dtype(add(d(c), mul(d(a), d(b))), float32)   # c first: its memory order
 
 
 def addcmul(input, tensor1, tensor2, *, value=1):
