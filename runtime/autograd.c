@@ -72,6 +72,7 @@ struct st_ad_node {
     /* gradient hooks and retain_grad per output (lazily; see st_ad_hooks) */
     struct ad_slot *slots;
     void *pyobj;              /* the owner's wrapper while it lives (not owned) */
+    uint64_t seq;             /* creation order on its thread (torch's sequence_nr) */
     /* engine state, valid during one backward */
     int deps;
     bool seen;
@@ -93,6 +94,7 @@ static _Thread_local bool grad_disabled;
  * recorded (grad mode stays on), op nodes run their VJP as eager ops */
 static _Thread_local bool engine_creates;
 static int64_t nodes_alive;
+static _Thread_local uint64_t next_seq;
 
 bool st_ad_grad_enabled(void) { return !grad_disabled; }
 void st_ad_set_grad_enabled(bool on) { grad_disabled = !on; }
@@ -141,6 +143,7 @@ static st_ad_node *node_new(int nin, int nout) {
     st_ad_node *n = calloc(1, sizeof *n);
     if (!n) return NULL;
     n->refcount = 1;
+    n->seq = next_seq++;
     n->nin = nin;
     n->nout = nout;
     int m = nin > 0 ? nin : 1;
@@ -1396,12 +1399,46 @@ static st_status push(nodelist *l, st_ad_node *n) {
     return ST_OK;
 }
 
+/* The ready nodes as a heap, the latest created on top: a backward runs
+ * them in torch's order (its ReadyQueue by sequence_nr), which decides what
+ * a backward that fails part-way has already accumulated. */
+static st_status ready_push(nodelist *l, st_ad_node *n) {
+    st_status s = push(l, n);
+    if (s != ST_OK) return s;
+    for (int i = l->n - 1; i > 0;) {
+        int up = (i - 1) / 2;
+        if (l->items[up]->seq >= l->items[i]->seq) break;
+        st_ad_node *t = l->items[up];
+        l->items[up] = l->items[i];
+        l->items[i] = t;
+        i = up;
+    }
+    return ST_OK;
+}
+
+static st_ad_node *ready_pop(nodelist *l) {
+    st_ad_node *top = l->items[0];
+    l->items[0] = l->items[--l->n];
+    for (int i = 0;;) {
+        int a = 2 * i + 1, b = a + 1, m = i;
+        if (a < l->n && l->items[a]->seq > l->items[m]->seq) m = a;
+        if (b < l->n && l->items[b]->seq > l->items[m]->seq) m = b;
+        if (m == i) break;
+        st_ad_node *t = l->items[m];
+        l->items[m] = l->items[i];
+        l->items[i] = t;
+        i = m;
+    }
+    return top;
+}
+
 /* What the engine does with gradients reaching leaves and captured
  * non-leaf inputs. */
 typedef struct {
     st_tensor *leaf;              /* borrowed (the graph holds it) */
     st_tensor *g;                 /* summed so far, owned */
     int deps;                     /* edges still to deliver */
+    int edges;                    /* edges in all */
 } hooked_leaf;
 
 typedef struct {
@@ -1409,11 +1446,47 @@ typedef struct {
     st_tensor *const *inputs;     /* grad(): the inputs asked for */
     int ninputs;
     st_tensor **results;
-    /* leaves with hooks: their gradient is summed over all edges first,
-     * so a hook sees it once, whole, as PyTorch's AccumulateGrad does */
+    /* leaves with hooks, and in backward() every leaf: the gradient is
+     * summed over all edges first, so a hook sees it once, whole, and .grad
+     * takes it only once complete, as PyTorch's AccumulateGrad (a backward
+     * that fails part-way leaves .grad as it was for a leaf whose gradient
+     * was still incomplete) */
     hooked_leaf *hl;
     int nhl, hl_cap;
+    int *hl_at;                   /* open-addressing index of hl by leaf: i + 1 */
+    int hl_at_cap;                /* a power of 2, over twice nhl */
 } sink;
+
+static size_t leaf_hash(const st_tensor *t, int cap) {
+    uintptr_t p = (uintptr_t)t;
+    p ^= p >> 17;
+    p *= (uintptr_t)0x9E3779B97F4A7C15ull;
+    return (size_t)(p >> 7) & (size_t)(cap - 1);
+}
+
+/* The entry tracking leaf, or NULL. */
+static hooked_leaf *find_leaf(const sink *sk, const st_tensor *leaf) {
+    if (!sk->hl_at_cap) return NULL;
+    for (size_t i = leaf_hash(leaf, sk->hl_at_cap);; i = (i + 1) & (size_t)(sk->hl_at_cap - 1)) {
+        int at = sk->hl_at[i];
+        if (!at) return NULL;
+        if (sk->hl[at - 1].leaf == leaf) return &sk->hl[at - 1];
+    }
+}
+
+static st_status index_leaves(sink *sk, int cap) {
+    int *at = calloc((size_t)cap, sizeof *at);
+    if (!at) return st_err(ST_ERR_MEMORY, "autograd: out of host memory");
+    for (int k = 0; k < sk->nhl; k++) {
+        size_t i = leaf_hash(sk->hl[k].leaf, cap);
+        while (at[i]) i = (i + 1) & (size_t)(cap - 1);
+        at[i] = k + 1;
+    }
+    free(sk->hl_at);
+    sk->hl_at = at;
+    sk->hl_at_cap = cap;
+    return ST_OK;
+}
 
 static bool is_input(const sink *sk, const st_tensor *t) {
     for (int k = 0; k < sk->ninputs; k++)
@@ -1428,14 +1501,20 @@ static bool captures(const sink *sk, const st_ad_node *n) {
     return false;
 }
 
-/* One more edge will bring a gradient to leaf (when its hooks matter). */
+/* One more edge will bring a gradient to leaf (when its hooks matter, or
+ * into .grad). */
 static st_status hooked_leaf_expect(sink *sk, st_tensor *leaf) {
-    if (!leaf->hooks || (!sk->accumulate && !is_input(sk, leaf))) return ST_OK;
-    for (int i = 0; i < sk->nhl; i++)
-        if (sk->hl[i].leaf == leaf) {
-            sk->hl[i].deps++;
-            return ST_OK;
-        }
+    if (sk->accumulate ? false : (!leaf->hooks || !is_input(sk, leaf))) return ST_OK;
+    hooked_leaf *h = find_leaf(sk, leaf);
+    if (h) {
+        h->deps++;
+        h->edges++;
+        return ST_OK;
+    }
+    if (2 * (sk->nhl + 1) >= sk->hl_at_cap) {
+        st_status s = index_leaves(sk, sk->hl_at_cap ? sk->hl_at_cap * 2 : 64);
+        if (s != ST_OK) return s;
+    }
     if (sk->nhl == sk->hl_cap) {
         int nc = sk->hl_cap ? sk->hl_cap * 2 : 16;
         hooked_leaf *nh = realloc(sk->hl, sizeof *nh * (size_t)nc);
@@ -1443,7 +1522,10 @@ static st_status hooked_leaf_expect(sink *sk, st_tensor *leaf) {
         sk->hl = nh;
         sk->hl_cap = nc;
     }
-    sk->hl[sk->nhl++] = (hooked_leaf){.leaf = leaf, .deps = 1};
+    sk->hl[sk->nhl++] = (hooked_leaf){.leaf = leaf, .deps = 1, .edges = 1};
+    size_t i = leaf_hash(leaf, sk->hl_at_cap);
+    while (sk->hl_at[i]) i = (i + 1) & (size_t)(sk->hl_at_cap - 1);
+    sk->hl_at[i] = sk->nhl;
     return ST_OK;
 }
 
@@ -1478,9 +1560,12 @@ static st_status flush_leaf(sink *sk, hooked_leaf *h) {
 
 /* g may be NULL for an edge into a hooked leaf that brought nothing. */
 static st_status to_leaf(sink *sk, st_tensor *leaf, st_tensor *g) {
-    for (int i = 0; leaf->hooks && i < sk->nhl; i++) {
-        hooked_leaf *h = &sk->hl[i];
-        if (h->leaf != leaf || h->deps <= 0) continue;
+    hooked_leaf *h = find_leaf(sk, leaf);
+    if (h && h->deps > 0) {
+        if (h->edges == 1 && !leaf->hooks) { /* whole already: no sum to keep */
+            h->deps = 0;
+            return g ? deliver_leaf(sk, leaf, g) : ST_OK;
+        }
         if (g && h->g) {
             st_tensor *sum = add_grads(h->g, g);
             if (!sum) return st_err_kind();
@@ -1780,11 +1865,11 @@ static st_status engine_run(st_tensor *const *roots, st_tensor *const *grads, in
             s = to_leaf(sk, roots[k], root_g[k]);
     }
     for (int i = 0; i < all.n && s == ST_OK; i++)
-        if (all.items[i]->deps == 0) s = push(&ready, all.items[i]);
+        if (all.items[i]->deps == 0) s = ready_push(&ready, all.items[i]);
     st_tensor **gin = NULL;
     int gin_cap = 0;
     while (ready.n && s == ST_OK) {
-        st_ad_node *n = ready.items[--ready.n];
+        st_ad_node *n = ready_pop(&ready);
         /* a non-leaf input of grad(): its gradient is complete now; taken
          * before its tensor hooks when n runs on (they run as it does), after
          * them when it does not, as torch's engine */
@@ -1824,7 +1909,7 @@ static st_status engine_run(st_tensor *const *roots, st_tensor *const *grads, in
             n->freed = true;
         }
         for (int k = 0; k < n->nin; k++) {
-            if (s == ST_OK && !gin[k] && n->next_leaf[k] && n->next_leaf[k]->hooks)
+            if (s == ST_OK && !gin[k] && n->next_leaf[k])
                 s = to_leaf(sk, n->next_leaf[k], NULL);
             if (s == ST_OK && gin[k]) {
                 if (n->next_leaf[k]) s = to_leaf(sk, n->next_leaf[k], gin[k]);
@@ -1833,7 +1918,7 @@ static st_status engine_run(st_tensor *const *roots, st_tensor *const *grads, in
             st_tensor_decref(gin[k]);
             gin[k] = NULL;
             st_ad_node *nx = n->next_node[k];
-            if (s == ST_OK && nx && --nx->deps == 0) s = push(&ready, nx);
+            if (s == ST_OK && nx && --nx->deps == 0) s = ready_push(&ready, nx);
         }
     }
     /* hooked leaves some edge never reached (a node that got nothing) */
@@ -1854,8 +1939,10 @@ static st_status engine_run(st_tensor *const *roots, st_tensor *const *grads, in
     for (int k = 0; k < nroots; k++) st_tensor_decref(root_g[k]);
     for (int i = 0; i < sk->nhl; i++) st_tensor_decref(sk->hl[i].g);
     free(sk->hl);
+    free(sk->hl_at);
     sk->hl = NULL;
-    sk->nhl = sk->hl_cap = 0;
+    sk->hl_at = NULL;
+    sk->nhl = sk->hl_cap = sk->hl_at_cap = 0;
     free(gin);
     free(all.items);
     free(ready.items);

@@ -485,12 +485,95 @@ static int seq_run(void *be, st_op_id op, const st_operand *in, int nin,
     return eager_on(op, in, nin, attrs, given, out, be);
 }
 
+/* The same op with a gradient involved: torch's kernel writes the same
+ * values as without (its autograd records the op as of the operands' old
+ * values, as symtrace's does). The values in torch's order are computed
+ * first, with grad mode off, on views of a copy of the storage's span
+ * (*shadow: the written tensor's view there); the caller runs the op as
+ * usual (recorded), then writes them over the result without moving the
+ * version (seq_quiet_copy). *shadow stays NULL when nothing depends on
+ * the order. */
+static int seq_shadow(st_op_id op, const st_operand *in, int nin, const st_attrs *attrs,
+                      st_tensor *o, st_backend *be, st_tensor **shadow) {
+    *shadow = NULL;
+    int64_t lo, hi, l2, h2;
+    elem_range(o, &lo, &hi);
+    for (int j = 0; j < nin; j++)
+        if (in[j].t && in[j].t->storage == o->storage) {
+            elem_range(in[j].t, &l2, &h2);
+            if (l2 < lo) lo = l2;
+            if (h2 > hi) hi = h2;
+        }
+    if (hi < lo) return 0;
+    bool was = st_ad_grad_enabled();
+    st_ad_set_grad_enabled(false);
+    int rc = -1;
+    int64_t span[1] = {hi - lo + 1}, one[1] = {1};
+    st_tensor *flat = st_tensor_view_of(o, 1, span, one, lo), *copy = NULL, *ov = NULL;
+    st_tensor *held[ST_MAX_IN] = {NULL}, *res[ST_MAX_OUT] = {NULL};
+    st_operand sin[ST_MAX_IN];
+    memcpy(sin, in, sizeof *in * (size_t)nin);
+    if (!flat) goto done;
+    st_operand src = {.t = flat};
+    if (st_rt_eager(ST_OP_COPY, &src, 1, NULL, NULL, &copy) != 1) goto done;
+    ov = st_tensor_view_of(copy, o->ndim, o->shape, o->strides, copy->offset + o->offset - lo);
+    if (!ov) goto done;
+    for (int j = 0; j < nin; j++) {
+        const st_tensor *t = in[j].t;
+        if (!t || t->storage != o->storage) continue;
+        held[j] = st_tensor_view_of(copy, t->ndim, t->shape, t->strides,
+                                    copy->offset + t->offset - lo);
+        if (!held[j]) goto done;
+        sin[j].t = held[j];
+    }
+    seq_depth++;
+    int n = st_overlap_seq(op, sin, nin, attrs, ov, res, seq_run, be);
+    seq_depth--;
+    for (int k = 0; k < n; k++) st_tensor_decref(res[k]);
+    if (n < 0) goto done;
+    if (n > 0) {
+        *shadow = ov;
+        ov = NULL;
+    }
+    rc = 0;
+done:
+    st_ad_set_grad_enabled(was);
+    for (int j = 0; j < nin; j++) st_tensor_decref(held[j]);
+    st_tensor_decref(ov);
+    st_tensor_decref(copy);
+    st_tensor_decref(flat);
+    return rc;
+}
+
+/* o's elements take shadow's values, no version moved, nothing recorded. */
+static int seq_quiet_copy(st_tensor *o, st_tensor *shadow) {
+    bool was = st_ad_grad_enabled();
+    st_ad_set_grad_enabled(false);
+    uint32_t ver = o->storage->version;
+    st_operand src = {.t = shadow};
+    st_tensor *g[ST_MAX_OUT] = {o}, *r = NULL;
+    int n = st_rt_eager(ST_OP_COPY, &src, 1, NULL, g, &r);
+    st_tensor_decref(r);
+    o->storage->version = ver;
+    st_ad_set_grad_enabled(was);
+    return n < 0 ? -1 : 0;
+}
+
 /* An elementwise op written into one CPU tensor, no gradient involved,
  * with an operand that shares its elements as torch cannot tell (hard:
  * TOO_HARD other than as the same view, found by eager_on's overlap
  * check): its result depends on the write order. */
+static bool seq_wanted_grad(st_op_id op, const st_operand *in, int nin, st_tensor **given,
+                            bool hard, bool grad_ok);
+
 static bool seq_wanted(st_op_id op, const st_operand *in, int nin, st_tensor **given,
                        bool hard) {
+    return seq_wanted_grad(op, in, nin, given, hard, false);
+}
+
+/* seq_wanted, or (grad_ok) the same op with a gradient involved. */
+static bool seq_wanted_grad(st_op_id op, const st_operand *in, int nin, st_tensor **given,
+                            bool hard, bool grad_ok) {
     st_tensor *o = given[0];
     if (!hard) return false;
     if (!o || o->ndim == 0 || st_tensor_numel(o) < 2 ||
@@ -502,7 +585,7 @@ static bool seq_wanted(st_op_id op, const st_operand *in, int nin, st_tensor **g
     if (!(kind == ST_OPK_UNARY || kind == ST_OPK_BINARY || kind == ST_OPK_TERNARY ||
           op == ST_OP_COPY || op == ST_OP_CLAMP))
         return false;
-    bool grad = st_ad_grad_enabled();
+    bool grad = st_ad_grad_enabled() && !grad_ok;
     if (grad && (o->requires_grad || (o->view_base && o->view_base->requires_grad)))
         return false;
     for (int j = 0; j < nin; j++)
@@ -599,6 +682,63 @@ static int eager_run(st_op_id op, const st_operand *in, int nin,
     return n;
 }
 
+/* Integer floor division / remainder by zero: torch's CPU kernels raise
+ * (TORCH_CHECK in the element loop). The divisor (in[1]) as the result's
+ * integer dtype takes it (int8 // 256 divides by 0). CPU only, not while
+ * tracing (a graph has no data-dependent error; torch's CUDA and compiled
+ * kernels raise none either). Checked before anything is written (torch's
+ * serial loop has written the elements before the first zero). */
+static bool int_div_by_zero(st_op_id op, const st_operand *in, int nin, st_dtype rdt) {
+    if ((op != ST_OP_FLOOR_DIVIDE && op != ST_OP_REMAINDER) || nin != 2 ||
+        !st_dtype_is_int(rdt) || st_rt_trace_active())
+        return false;
+    for (int j = 0; j < nin; j++)      /* no element: the kernel divides nothing */
+        if (in[j].t && st_tensor_numel(in[j].t) == 0)
+            return false;
+    int bits = (int)st_dtype_size(rdt) * 8;
+    uint64_t mask = bits >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << bits) - 1);
+    const st_tensor *t = in[1].t;
+    if (!t)
+        return in[1].sdtype != ST_FLOAT64 && ((uint64_t)in[1].i & mask) == 0;
+    if (st_tensor_device(t)->type != ST_DEV_CPU || st_dtype_is_float(t->dtype))
+        return false;
+    int64_t n = st_tensor_numel(t), idx[ST_MAX_DIMS] = {0};
+    if (n == 0)
+        return false;
+    size_t es = st_dtype_size(t->dtype);
+    const char *base = st_tensor_data(t);
+    int64_t off = 0;
+    for (int64_t e = 0; e < n; e++) {
+        const char *p = base + off * (int64_t)es;
+        uint64_t v = 0;
+        switch (t->dtype) {
+        case ST_BOOL: case ST_UINT8: v = *(const uint8_t *)p; break;
+        case ST_INT8: v = (uint64_t)(int64_t)*(const int8_t *)p; break;
+        case ST_INT16: v = (uint64_t)(int64_t)*(const int16_t *)p; break;
+        case ST_INT32: v = (uint64_t)(int64_t)*(const int32_t *)p; break;
+        default: v = (uint64_t)*(const int64_t *)p; break;
+        }
+        if ((v & mask) == 0)
+            return true;
+        for (int d = t->ndim - 1; d >= 0; d--) {
+            off += t->strides[d];
+            if (++idx[d] < t->shape[d])
+                break;
+            off -= t->strides[d] * idx[d];
+            idx[d] = 0;
+        }
+    }
+    return false;
+}
+
+/* The written operands' copies a node saved: their version moves, as the
+ * write moved the operand's (a backward reading them raises torch's
+ * error). */
+static void stale_clones(st_tensor *const *clones, const bool *stale) {
+    for (int k = 0; k < ST_MAX_IN; k++)
+        if (clones[k] && stale[k]) clones[k]->storage->version++;
+}
+
 static int eager_on(st_op_id op, const st_operand *in, int nin,
                     const st_attrs *attrs, st_tensor **given, st_tensor **out,
                     st_backend *be) {
@@ -607,6 +747,7 @@ static int eager_on(st_op_id op, const st_operand *in, int nin,
     if (rec && op == ST_OP_DROPOUT) return dropout_recorded(in, attrs, given, out);
     st_operand inb[ST_MAX_IN];
     st_tensor *clones[ST_MAX_IN] = {NULL};
+    bool stale[ST_MAX_IN] = {false};
     /* a written-to tensor whose elements overlap (an expanded view): only
      * a fill is defined (every element gets the same value), as torch's;
      * not from a broadcast source that needs a gradient (its gradient
@@ -663,6 +804,21 @@ static int eager_on(st_op_id op, const st_operand *in, int nin,
         seq_depth--;
         if (n != 0)
             return n;
+    } else if (given && !seq_depth && !st_rt_trace_active() &&
+               seq_wanted_grad(op, in, nin, given, hard, true)) {
+        st_tensor *shadow = NULL;
+        if (seq_shadow(op, in, nin, attrs, given[0], be, &shadow) < 0) return -1;
+        if (shadow) {
+            seq_depth++;
+            int n = eager_on(op, in, nin, attrs, given, out, be);
+            seq_depth--;
+            if (n >= 0 && seq_quiet_copy(given[0], shadow) < 0) {
+                for (int k = 0; k < n; k++) st_tensor_decref(out[k]);
+                n = -1;
+            }
+            st_tensor_decref(shadow);
+            return n;
+        }
     }
     if (given && st_ad_grad_enabled()) {
         /* written through a view while its base or an operand needs
@@ -686,7 +842,11 @@ static int eager_on(st_op_id op, const st_operand *in, int nin,
         }
         /* an operand the VJP reads but the in-place result overwrites is
          * computed from (and saved as) a copy (also when the write goes
-         * through a view: st_view_inplace runs on the copies) */
+         * through a view: st_view_inplace runs on the copies). torch saves
+         * such an operand as it is (only the written tensor's own old value
+         * as a copy): the write moves its version, and the backward that
+         * reads it raises torch's error. The copy takes the operand's
+         * version, and moves one after the write (stale_clones) */
         if (rec) {
             memcpy(inb, in, sizeof *in * (size_t)nin);
             for (int k = 0; k < nin; k++) {
@@ -703,6 +863,8 @@ static int eager_on(st_op_id op, const st_operand *in, int nin,
                     clones[k]->grad_fn = in[k].t->grad_fn;
                     clones[k]->output_nr = in[k].t->output_nr;
                     if (clones[k]->grad_fn) st_ad_node_incref(clones[k]->grad_fn);
+                    clones[k]->storage->version = in[k].t->storage->version;
+                    stale[k] = !(k == 0 && in[0].t == given[j]) && !in[k].t->own_version;
                     inb[k].t = clones[k];
                     break;
                 }
@@ -711,6 +873,7 @@ static int eager_on(st_op_id op, const st_operand *in, int nin,
         }
         if (via_view) {
             int n = st_view_inplace(op, in, nin, attrs, v, out);
+            if (n >= 0) stale_clones(clones, stale);
             for (int k = 0; k < ST_MAX_IN; k++) st_tensor_decref(clones[k]);
             return n;
         }
@@ -800,6 +963,10 @@ static int eager_on(st_op_id op, const st_operand *in, int nin,
             }
         }
     }
+    if (nout == 1 && int_div_by_zero(op, in, nin, pg->values[pg->outputs[0]].meta.dtype)) {
+        st_err(ST_ERR_RUNTIME, "ZeroDivisionError");
+        goto fail;
+    }
     if (st_rt_exec(p, e->be, e->compiled, vals) != ST_OK) {
         /* a cached program is re-inferred in its lowered form; say a bad
          * call in the words of the op itself (only on this error path) */
@@ -833,6 +1000,7 @@ static int eager_on(st_op_id op, const st_operand *in, int nin,
             for (int j = 0; j < nout; j++) st_tensor_decref(out[j]);
             goto fail_clones;
         }
+    stale_clones(clones, stale);
     for (int k = 0; k < ST_MAX_IN; k++) st_tensor_decref(clones[k]);
     for (int k = 0; k < nout; k++) {
         if (!copy_after[k]) continue;

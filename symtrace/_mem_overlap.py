@@ -125,11 +125,78 @@ def _disjoint(out, shares):
     return True
 
 
+_VEC_BYTES = []
+
+
+def _vec_bytes():
+    """The bytes of one of torch's CPU vectors: 64 where its kernels dispatch to AVX-512
+    (ATEN_CPU_CAPABILITY can lower that), else 32; as runtime/overlap_seq.c."""
+    if not _VEC_BYTES:
+        import os
+        b = 32
+        try:
+            with open("/proc/cpuinfo") as f:
+                for line in f:
+                    if line.startswith("flags"):
+                        flags = set(line.split(":", 1)[1].split())
+                        if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags:
+                            b = 64
+                        break
+        except OSError:
+            pass
+        if os.environ.get("ATEN_CPU_CAPABILITY", "avx512") not in ("", "avx512"):
+            b = 32
+        _VEC_BYTES.append(b)
+    return _VEC_BYTES[0]
+
+
+def sequential_recorded(out, compute, operands, run):
+    """sequential with a gradient involved: torch's kernel writes the values it writes
+    without one, its autograd records the op as of the operands' old values. Those values
+    are computed first on views of a copy of the storage (no grad), then run() does the op
+    as usual (recorded), and they are written over its result through .data (no version
+    moved, nothing recorded). False (nothing done) where sequential does nothing."""
+    if out.dim() == 0 or not 2 <= out.numel() <= _GRAIN or out._device_str != "cpu" or \
+            not _C._is_grad_enabled():
+        return False
+    sid = out._storage_id()
+    shared = [x for x in operands if isinstance(x, _C.TensorBase) and x._storage_id() == sid
+              and x._device_str == out._device_str and x.dim() > 0]
+    if not shared:
+        return False
+    from . import _ops
+
+    def span(t):
+        lo = hi = t.storage_offset()
+        for n, st_ in zip(t.shape, t.stride()):
+            if n == 0:
+                return None
+            lo, hi = (lo + st_ * (n - 1), hi) if st_ < 0 else (lo, hi + st_ * (n - 1))
+        return lo, hi
+    spans = [span(t) for t in [out] + shared]
+    if any(sp is None for sp in spans):
+        return False
+    lo, hi = min(a for a, _ in spans), max(b for _, b in spans)
+    with _ops._no_grad():
+        copy = out.detach().as_strided((hi - lo + 1,), (1,), lo).clone()
+        alias = {id(x): copy.as_strided(tuple(x.shape), tuple(x.stride()), x.storage_offset() - lo)
+                 for x in shared}
+        shadow = copy.as_strided(tuple(out.shape), tuple(out.stride()), out.storage_offset() - lo)
+        if not sequential(shadow, compute, tuple(alias.get(id(x), x) if isinstance(x, _C.TensorBase)
+                                                 else x for x in operands)):
+            return False
+    run()
+    with _ops._no_grad():
+        out.data.copy_(shadow)
+    return True
+
+
 def sequential(out, compute, operands):
     """out = compute(out, *operands) as torch writes it when an operand shares out's
     elements as torch cannot tell (TOO_HARD) and an element reads what another one
-    writes: in torch's order, row by row (the innermost dim), element by element in a
-    row where one element reads what another writes; compute runs on views of one row
+    writes: in torch's order, row by row (the innermost dim after torch's coalescing),
+    element by element in a row where one element reads what another writes, but a
+    vector at a time first where torch's vectorized loop runs; compute runs on views of one row
     (operands broadcast into out's shape; 0-d tensors and numbers as they are) and its
     result is copied in. Returns False (nothing done) when no element depends on the
     order, an operand does not broadcast into out, a gradient is involved, or out has
@@ -175,24 +242,73 @@ def sequential(out, compute, operands):
         bad = bad | ((j >= 0) & (j != own))
     if not bool(bad.any()):
         return False
+    # TensorIterator's coalesce_dimensions: rows as torch's kernel loop gets them
+    tens = [out] + [x for x in operands if isinstance(x, _C.TensorBase)]
+    sizes = list(dims)
+    strides = [[_bstride(t, nd, shape, d) for d in order] for t in tens]
+    prev = 0
+    for d in range(1, nd):
+        if sizes[prev] == 1 or sizes[d] == 1 or \
+                all(sizes[prev] * st_[prev] == st_[d] for st_ in strides):
+            if sizes[prev] == 1:
+                for st_ in strides:
+                    st_[prev] = st_[d]
+            sizes[prev] *= sizes[d]
+        else:
+            prev += 1
+            if prev != d:
+                for st_ in strides:
+                    st_[prev] = st_[d]
+                sizes[prev] = sizes[d]
+    del sizes[prev + 1:]
+    strides = [st_[:prev + 1] for st_ in strides]
+    n = sizes[0]
     row_bad = bad.reshape(total // n, n).any(1).tolist()
-    views = {id(x): x for x in ts}
+    # torch's vectorized loop (one dtype, contiguous rows, at most one operand broadcast
+    # along them): a vector at a time, the broadcast operand read at the row's start
+    vec, vs = 0, None
+    if strides[0][0] == 1:
+        ok = True
+        for k, t in enumerate(tens[1:], 1):
+            if t.dim() > 0 and t.dtype != out.dtype:
+                ok = False
+            elif strides[k][0] == 0:
+                ok, vs = vs is None and ok, k
+            elif strides[k][0] != 1:
+                ok = False
+        if ok:
+            vec = _vec_bytes() // out.element_size()
+    pos_of = {id(t): k for k, t in enumerate(tens)}
 
-    def row(t, start, count):
-        st_ = _bstride(t, nd, shape, order[0])
-        off = t.storage_offset() + sum(i * s for i, s in
-                                       zip(start[1:], [_bstride(t, nd, shape, d) for d in order[1:]]))
-        return t.as_strided((count,), (st_ if count > 1 else 1,), off + start[0] * st_)
+    def view(k, start, count):
+        off = tens[k].storage_offset() + sum(i * st_ for i, st_ in zip(start, strides[k]))
+        return tens[k].as_strided((count,), (strides[k][0] if count > 1 else 1,), off)
 
     import itertools
-    outers = itertools.product(*[range(m) for m in reversed(dims[1:])])   # outermost first
+    outers = itertools.product(*[range(m) for m in reversed(sizes[1:])])   # outermost first
     for r, outer in enumerate(outers):
-        outer = [0] + list(reversed(outer))            # innermost first
-        spans = [(i, 1) for i in range(n)] if row_bad[r] else [(0, n)]
+        outer = list(reversed(outer))                  # innermost first
+        if not row_bad[r]:
+            spans = [(0, n)]
+        elif vec > 1 and n >= vec:
+            spans = [(i, vec) for i in range(0, n - n % vec, vec)] + \
+                [(i, 1) for i in range(n - n % vec, n)]
+        else:
+            spans = [(i, 1) for i in range(n)]
+        held = None
+        if vs is not None and row_bad[r] and vec > 1 and n >= vec:
+            held = view(vs, [0] + outer, 1).clone()    # the broadcast operand, now
         for i0, count in spans:
-            start = [i0] + outer[1:]
-            o = row(out, start, count)
-            args = [row(views[id(x)], start, count) if isinstance(x, _C.TensorBase) and x.dim() > 0 else x
-                    for x in operands]
+            start = [i0] + outer
+            o = view(0, start, count)
+            args = []
+            for x in operands:
+                k = pos_of.get(id(x)) if isinstance(x, _C.TensorBase) and x.dim() > 0 else None
+                if k is None:
+                    args.append(x)
+                elif k == vs and held is not None and count > 1:
+                    args.append(held.expand(count))
+                else:
+                    args.append(view(k, start, count))
             o.copy_(compute(o, *args))
     return True

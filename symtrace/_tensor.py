@@ -790,7 +790,11 @@ class Tensor(_C.TensorBase):
         if not isinstance(other, _C.TensorBase):
             return False
         _mem_overlap.check_partial(name, self, (other,))
-        return _mem_overlap.sequential(self, self._checked(fn, name, {"alpha": alpha}), (other,))
+        compute = self._checked(fn, name, {"alpha": alpha})
+        op = _C.OP_ADD if name == "add_" else _C.OP_SUB
+        return _mem_overlap.sequential(self, compute, (other,)) or _mem_overlap.sequential_recorded(
+            self, compute, (other,),
+            lambda: self._inplace(op, (self, _ops._scale(self, other, alpha))))
 
     def mul_(self, other): return self._inplace(_C.OP_MUL, (self, other))
     def div_(self, other, *, rounding_mode=None):
@@ -825,6 +829,7 @@ class Tensor(_C.TensorBase):
             # a copy, not value.item(): no value read (a graph break under compile); with
             # grad, value's gradient is the sum of self's (torch's FillBackward)
             return self.copy_(value.expand(self.shape))
+        _ops._check_fits(value, self.dtype, halves=False)   # float32: as torch's fill_
         return self._inplace(_C.OP_COPY, (_ops.full((), value, dtype=self.dtype,
                                                     device=self.device).expand(self.shape),))
 
@@ -895,16 +900,19 @@ class Tensor(_C.TensorBase):
         is among args), since its backward may need the values the write overwrites. An
         elementwise op's tensor operand sharing some of self's elements is refused, as
         torch's TensorIterator refuses it (_mem_overlap)."""
+        def run():
+            src, args_ = self, args
+            if self.requires_grad and _C._is_grad_enabled():
+                src = self.clone()
+                args_ = tuple(src if a is self else a for a in args)
+            return self._assign(fn(src, *args_, **kwargs), name)
         if name not in _NOT_ELEMENTWISE:
             _mem_overlap.check_partial(name, self, args + tuple(kwargs.values()))
-            if _mem_overlap.sequential(self, self._checked(fn, name, kwargs), args):
+            compute = self._checked(fn, name, kwargs)
+            if _mem_overlap.sequential(self, compute, args) or \
+                    _mem_overlap.sequential_recorded(self, compute, args, run):
                 return self
-        if self.requires_grad and _C._is_grad_enabled():
-            src = self.clone()
-            args = tuple(src if a is self else a for a in args)
-        else:
-            src = self
-        return self._assign(fn(src, *args, **kwargs), name)
+        return run()
 
     def sqrt_(self): return self._via(_ops.sqrt, "sqrt_")
     def rsqrt_(self): return self._via(_ops.rsqrt, "rsqrt_")
@@ -918,6 +926,26 @@ class Tensor(_C.TensorBase):
     def tril_(self, diagonal=0): return self._via(_ops.tril, "tril_", diagonal)
     def triu_(self, diagonal=0): return self._via(_ops.triu, "triu_", diagonal)
     def lerp_(self, end, weight): return self._via(_ops.lerp, "lerp_", end, weight)
+
+    def addr_(self, vec1, vec2, *, beta=1, alpha=1):
+        """self = beta * self + alpha * outer(vec1, vec2), in place. torch runs it as an
+        elementwise op over (self, vec1 as a column, vec2): its overlap error for a vector
+        sharing some of self's elements, and its write order where it cannot tell."""
+        if not (isinstance(vec1, _C.TensorBase) and isinstance(vec2, _C.TensorBase)
+                and vec1.dim() == 1 and vec2.dim() == 1) or self.dtype is _ops.bool_:
+            return self._via(_ops.addr, "addr_", vec1, vec2, beta=beta, alpha=alpha)
+        col = vec1.unsqueeze(1)
+        _mem_overlap.check_partial("addr_", self, (col, vec2))
+        if vec1._storage_id() == self._storage_id() or vec2._storage_id() == self._storage_id():
+            with _no_grad():                   # addr's own checks first
+                _ops.addr(self, vec1, vec2, beta=beta, alpha=alpha)
+
+        compute = self._checked(lambda o, a, b: _addr_rows(o, a, b, beta, alpha), "addr_", {})
+        if _mem_overlap.sequential(self, compute, (col, vec2)) or \
+                _mem_overlap.sequential_recorded(self, compute, (col, vec2), lambda: self._via(
+                    _ops.addr, "addr_", vec1, vec2, beta=beta, alpha=alpha)):
+            return self
+        return self._via(_ops.addr, "addr_", vec1, vec2, beta=beta, alpha=alpha)
 
     def addcmul_(self, tensor1, tensor2, *, value=1):
         return self._via(_ops.addcmul, "addcmul_", tensor1, tensor2, value=value)
@@ -1594,6 +1622,14 @@ def _setitem_functional(t, key, value):
 
 
 _no_grad = _ops._no_grad
+
+
+def _addr_rows(o, a, b, beta, alpha):
+    """addr's value element by element (o, a, b of one shape), as _ops.addr computes it."""
+    prod = _ops.mul(a if alpha == 1 else _ops.mul(a, alpha), b)
+    if beta == 0:
+        return prod
+    return _ops.add(o if beta == 1 else _ops.mul(o, beta), prod)
 
 # in-place ops through Tensor._via that torch runs with no TensorIterator overlap check
 _NOT_ELEMENTWISE = frozenset(("addmm_", "addmv_", "addr_", "addbmm_", "baddbmm_", "renorm_",

@@ -107,7 +107,7 @@ def _full(size, fill_value, *, dtype=None, device=None, like=None):
         fill_value = fill_value.item()
     if dtype is None:
         dtype = _scalar_dtype(fill_value)
-    _check_fits(fill_value, dtype)
+    _check_fits(fill_value, dtype, floats=False)
     if isinstance(fill_value, float) and not dtype.is_floating_point:
         # as torch: a float fill truncates toward zero for integer dtypes; bool is != 0
         fill_value = fill_value != 0 if dtype is bool_ else int(fill_value)

@@ -3,9 +3,11 @@
 result_type, where, clamp, masked_fill (with its integer range check), the dtype cast
 to_dtype; and addcmul, addcdiv and lerp written over them."""
 import builtins
+import math
+import struct
 
 from .. import _C
-from .._dtype import bfloat16, bool_, float16, float32, uint8
+from .._dtype import bfloat16, bool_, float16, float32, float64, uint8
 from ._core import HAS_MAX, HAS_MIN, INT_VALUE, _attrs, _check_tensor, _is_tensor, _op, _tname
 
 
@@ -202,6 +204,18 @@ def clamp(input, min=None, max=None):
             return _clamp_grads(input, min, max, r)
         return r
     flags = (HAS_MIN if min is not None else 0) | (HAS_MAX if max is not None else 0)
+    # the bounds are converted to the result's dtype, checked as torch's
+    rdt = input.dtype
+    for v in (min, max):
+        r = rdt if v is None else _C.result_type(input, v)
+        if r.is_floating_point and not rdt.is_floating_point or rdt is bool_:
+            rdt = r
+    if rdt is bool_:
+        kernel = "clamp_min" if max is None else "clamp_max" if min is None else "clamp"
+        raise NotImplementedError(f"\"{kernel}_scalar_cpu\" not implemented for 'Bool'")
+    for v in (min, max):
+        if v is not None:
+            _check_fits(v, rdt)
     ints = builtins.all(v is None or (isinstance(v, int)) for v in (min, max))
     if ints:
         flags |= INT_VALUE
@@ -260,9 +274,26 @@ _C_TYPE = {"symtrace.uint8": "uint8_t", "symtrace.int8": "int8_t", "symtrace.int
            "symtrace.int32": "int", "symtrace.int64": "int64_t"}
 
 
-def _check_fits(value, dtype):
-    """torch refuses a fill value that overflows an integer dtype (c10's checked convert:
-    a negative int for uint8 only needs |value| <= 255, and wraps)."""
+# the largest finite value of the float dtypes a Python float can overflow, and torch's name
+_FLOAT_MAX = {"symtrace.float32": (3.4028234663852886e38, "float"),
+              "symtrace.float16": (65504.0, "c10::Half"),
+              "symtrace.bfloat16": (3.3895313892515355e38, "c10::BFloat16")}
+
+
+def _check_fits(value, dtype, floats=True, halves=True):
+    """torch refuses a scalar that overflows the dtype it is converted to (c10's checked
+    convert: a negative int for uint8 only needs |value| <= 255, and wraps; a finite number
+    beyond a float dtype's largest, infinities and NaN pass). halves=False: float16 and
+    bfloat16 take any number (torch's fill_ converts those unchecked); floats=False: no
+    float dtype is checked (full(): its internal uses build float32 numbers beyond range)."""
+    fl = _FLOAT_MAX.get(str(dtype)) if floats else None
+    if fl is not None and (halves or dtype is float32) and isinstance(value, (int, float)) \
+            and not isinstance(value, bool):
+        v = float(value) if not isinstance(value, int) or builtins.abs(value) < 2 ** 1000 \
+            else math.inf
+        if v == v and builtins.abs(v) != math.inf and builtins.abs(v) > fl[0]:
+            raise RuntimeError(f"value cannot be converted to type {fl[1]} without overflow")
+        return
     lim = _INT_RANGE.get(str(dtype))
     if lim is not None and isinstance(value, (int, float)) and not isinstance(value, bool):
         lo = -lim[1] if lim[0] == 0 and isinstance(value, int) else lim[0]
@@ -279,13 +310,44 @@ def to_dtype(input, dtype):
 
 
 # ---- products and interpolation ----
+def _f32(v):
+    """The float32 nearest a Python number (torch's opmath scalar for float32 and halves)."""
+    return struct.unpack("f", struct.pack("f", v))[0] if builtins.abs(v) < 3.4e38 else float(v)
+
+
+def _fma_kind(*ts):
+    """The float dtype of torch's CPU kernels that fuse a multiply and an add (fma) in
+    float32, where every tensor has it and lives on the CPU; else None."""
+    dt = ts[0].dtype
+    if dt not in (float32, float16, bfloat16) or ts[0]._device_str != "cpu":
+        return None
+    return dt if builtins.all(t.dtype is dt and t._device_str == "cpu" for t in ts) else None
+
+
+def _fma(a, b, c):
+    """a * b + c rounded once to float32 (a, b, c float32): float64 holds the product
+    exactly, so only the sum rounds (then to float32), as the fused multiply-add of
+    torch's kernels."""
+    def d(x):
+        return to_dtype(x, float64) if _is_tensor(x) else x
+    return to_dtype(add(d(c), mul(d(a), d(b))), float32)   # c first: its memory order
+
+
 def addcmul(input, tensor1, tensor2, *, value=1):
-    """addcmul(input, tensor1, tensor2, *, value=1) = input + value * tensor1 * tensor2; as torch.addcmul."""
+    """addcmul(input, tensor1, tensor2, *, value=1) = input + value * tensor1 * tensor2; as
+    torch.addcmul. float32 and halves (on the CPU) as torch's kernel: (value * tensor1) in
+    float32, then one fused multiply-add with tensor2 and input, rounded once."""
     _check_tensor(input, "addcmul")
     _check_tensor(tensor1, "addcmul", "tensor1")
     _check_tensor(tensor2, "addcmul", "tensor2")
     if input.dtype is bool_ and tensor1.dtype is bool_ and tensor2.dtype is bool_:
         raise NotImplementedError("\"addcmul_cpu_out\" not implemented for 'Bool'")
+    dt = _fma_kind(input, tensor1, tensor2)
+    if dt is not None and isinstance(value, (int, float)) and not isinstance(value, bool):
+        a, b, c = (to_dtype(t, float32) for t in (tensor1, tensor2, input))
+        if value != 1:
+            a = mul(a, _f32(value))
+        return to_dtype(_fma(a, b, c), dt)
     p = mul(tensor1, tensor2)
     return add(input, p if value == 1 else mul(p, value))
 
@@ -300,6 +362,13 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
         raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future "
                            "release addcdiv will perform a true division of tensor1 and tensor2. Use "
                            "(input + value * tensor1 / tensor2) for float inputs.")
+    dt = _fma_kind(input, tensor1, tensor2)
+    if dt is not None and isinstance(value, (int, float)) and not isinstance(value, bool):
+        # torch's kernel: input + (value * tensor1) / tensor2, in float32
+        a, b, c = (to_dtype(t, float32) for t in (tensor1, tensor2, input))
+        if value != 1:
+            a = mul(a, _f32(value))
+        return to_dtype(add(c, div(a, b)), dt)
     q = div(tensor1, tensor2)
     return add(input, q if value == 1 else mul(q, value))
 
@@ -322,6 +391,16 @@ def lerp(input, end, weight):
         w = to_dtype(weight, float32) if _is_tensor(weight) else weight
         return lerp(to_dtype(input, float32), to_dtype(end, float32), w).to(input.dtype)
     diff = sub(end, input)
+    if _fma_kind(input, end, *([weight] if _is_tensor(weight) else [])) is float32:
+        # torch's kernel: fma(weight, diff, input), or fma(-diff, 1 - weight, end) from
+        # |weight| >= 0.5 on, weight and 1 - weight in float32
+        if _is_tensor(weight):
+            return where(lt(abs(weight), 0.5), _fma(weight, diff, input),
+                         _fma(neg(diff), sub(1, weight), end))
+        w = _f32(weight)
+        if builtins.abs(w) < 0.5:
+            return _fma(diff, w, input)
+        return _fma(neg(diff), _f32(1 - w), end)
     if _is_tensor(weight):
         return where(lt(abs(weight), 0.5), add(input, mul(weight, diff)),
                      sub(end, mul(diff, sub(1, weight))))

@@ -227,8 +227,8 @@ def fmod(input, other):
     """fmod(input, other) -> Tensor: C's fmod, the remainder of input / other truncated
     toward zero, with the sign of the dividend (remainder() takes the divisor's sign):
     sign(input) * remainder(|input|, |other|), exact. other a tensor or a number.
-    Integer division by a zero *tensor* element gives 0 (torch raises ZeroDivisionError,
-    which needs a read of the values); a zero number divisor raises as torch."""
+    Integer division by zero raises torch's ZeroDivisionError (a zero tensor element: the
+    remainder's check in runtime/eager.c, on CPU outside a trace)."""
     _check_tensor(input, "fmod")
     if not _is_tensor(other) and not isinstance(other, (int, float)):
         raise TypeError(f"fmod(): argument 'other' (position 2) must be Tensor or Number, not "

@@ -313,7 +313,7 @@ def test_pylayer_inside_compiled_module():
 def _inplace_mid(x, w):
     y = x * w
     y.add_(1.0)
-    y.mul_(y)
+    y.mul_(w)          # not y.mul_(y): torch eager refuses its backward (y saved, then written)
     return y.sum()
 
 
