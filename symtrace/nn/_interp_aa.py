@@ -67,9 +67,12 @@ def _weights(mode, size, out, align_corners, scale_factor, dtype, device, rnd):
 
 
 def interpolate_aa(input, output_size, scale_factors, mode, align_corners):
-    """input [N, C, H, W] (float32 or float64) resized to output_size [oh, ow] with the
+    """input [N, C, H, W] (float32 or float64; uint8: _interp_aa_u8.py) resized to output_size [oh, ow] with the
     antialiasing filter of mode; scale_factors: [sh, sw] or None (as torch passes them)."""
     dt = input.dtype
+    if dt is _C.uint8:
+        from ._interp_aa_u8 import interpolate_aa_uint8
+        return interpolate_aa_uint8(input, output_size, scale_factors, mode, align_corners)
     if not dt.is_floating_point or dt not in (_C.float32, _C.float64):
         raise NotImplementedError(f"\"compute_index_ranges_weights\" not implemented for '{_tname(dt)}'")
     from ._conv import _f32

@@ -1,7 +1,7 @@
-"""interpolate(..., antialias=True) (symtrace/nn/_interp_aa.py): bilinear, bicubic and lanczos
-on 4-d inputs against torch's _upsample_*2d_aa (values and gradients, eager and compiled,
-dynamic shapes), torch's errors for the unsupported combinations, and expected values
-that run without torch."""
+"""interpolate(..., antialias=True) (symtrace/nn/_interp_aa.py, _interp_aa_u8.py): bilinear,
+bicubic and lanczos on 4-d inputs against torch's _upsample_*2d_aa (values and gradients,
+eager and compiled, dynamic shapes; uint8 bit for bit), torch's errors for the unsupported
+combinations, and expected values that run without torch."""
 import numpy as np
 import pytest
 
@@ -113,6 +113,7 @@ ERRORS = [
     ("empty_input", (1, 1, 0, 4), dict(mode="bicubic", size=(2, 2))),
     ("half", (1, 1, 4, 4), dict(mode="bilinear", size=2, dtype="float16")),
     ("int", (1, 1, 4, 4), dict(mode="bicubic", size=2, dtype="int32")),
+    ("int8", (1, 1, 4, 4), dict(mode="bilinear", size=2, dtype="int8")),
     ("both", (1, 1, 4, 4), dict(mode="bilinear", size=2, scale_factor=0.5)),
 ]
 
@@ -135,6 +136,56 @@ def test_errors_as_torch(case):
     want = _outcome(torch, shape, kw)
     assert want != "ok"
     assert _outcome(st, shape, kw) == want
+
+
+U8_CASES = [((1, 3, 37, 29), dict(size=(11, 13))), ((2, 5, 16, 16), dict(size=(24, 30))),
+            ((1, 3, 50, 40), dict(size=(7, 33))), ((1, 3, 20, 20), dict(size=(20, 7))),
+            ((1, 3, 10, 10), dict(scale_factor=1.05)), ((1, 5, 9, 12), dict(scale_factor=(0.4, 1.7))),
+            ((1, 3, 1, 6), dict(size=(4, 1)))]
+
+
+@pytest.mark.parametrize("mode,ac", MODES, ids=[f"{m}-ac{int(a)}" for m, a in MODES])
+@pytest.mark.parametrize("case", U8_CASES, ids=[str(i) for i in range(len(U8_CASES))])
+def test_uint8_bit_exact_as_torch(case, mode, ac):
+    # torch's fixed-point uint8 kernels (torchvision's Resize on uint8 images): exact equality
+    torch = pytest.importorskip("torch")
+    shape, kw = case
+    a = np.random.default_rng(3).integers(0, 256, shape).astype(np.uint8)
+    want = torch.nn.functional.interpolate(torch.tensor(a), mode=mode, align_corners=ac, antialias=True, **kw)
+    got = SF.interpolate(st.tensor(a), mode=mode, align_corners=ac, antialias=True, **kw)
+    assert got.dtype == st.uint8
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_uint8_compiled_and_dynamic_as_eager():
+    def fn(x):
+        return SF.interpolate(x, size=(7, 9), mode="bicubic", antialias=True)
+
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 256, (2, 3, 20, 17)).astype(np.uint8)
+    ex = st.explain(fn, st.tensor(a))
+    assert ex.graph_count == 1 and ex.graph_break_count == 0, str(ex)
+    np.testing.assert_array_equal(st.compile(fn)(st.tensor(a)).numpy(), fn(st.tensor(a)).numpy())
+    cd = st.compile(fn, dynamic=True)
+    for shape in [(2, 3, 20, 17), (1, 3, 25, 30), (3, 3, 12, 11)]:
+        b = rng.integers(0, 256, shape).astype(np.uint8)
+        np.testing.assert_array_equal(cd(st.tensor(b)).numpy(), fn(st.tensor(b)).numpy())
+
+
+U8_EXPECTED = [   # torch 2.13 for x = (arange(30).reshape(1, 1, 5, 6) * 37 % 256).to(uint8)
+    ("bilinear", (2, 4), [115, 62, 86, 137, 164, 158, 83, 69]),
+    ("bicubic", (3, 3), [53, 73, 153, 176, 57, 91, 164, 164, 46]),
+    ("lanczos", (4, 2), [43, 140, 98, 84, 162, 60, 174, 97]),
+]
+
+
+@pytest.mark.parametrize("case", U8_EXPECTED, ids=[c[0] for c in U8_EXPECTED])
+def test_uint8_expected_values(case):
+    mode, size, want = case
+    x = (st.arange(30).reshape(1, 1, 5, 6) * 37 % 256).to(st.uint8)
+    y = SF.interpolate(x, size=size, mode=mode, antialias=True)
+    assert y.dtype == st.uint8
+    assert y.reshape(-1).tolist() == want
 
 
 # ---------------- without torch ----------------
