@@ -43,7 +43,7 @@ tensor values on the host. The index tensors they use are built from shapes with
   fixed-size windows (the shorter ones repeat their last point) and takes their argmax as max pooling does.
 - interpolate: index_select at torch's source indices (nearest) and the linear blend of two
   index_selects per dim (linear/bilinear), the coordinates computed as torch's kernels do
-  (float32 for float32 inputs).
+  (float32 for float32 inputs); antialias=True (and mode 'lanczos') goes to _interp_aa.py.
 - dynamic shapes (symtrace.compile(dynamic=True)): conv and pooling front ends are dyn_inline,
   so their channel and spatial sizes stay symbols: window counts are (s + a) // b + c, crops
   to whole windows and the windows' slices follow them (the translator's _slice bounds),
@@ -1414,8 +1414,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     mode='nearest', align_corners=None, recompute_scale_factor=None, antialias=False). Modes:
     'nearest', 'nearest-exact', 'area', 'linear' (3-d), 'bilinear' and 'bicubic' (4-d),
     'trilinear' (5-d), each separable: one index_select (nearest) or a weighted sum of 2
-    (linear) or 4 (cubic) index_selects per spatial dim; 'lanczos' and antialias=True raise
-    NotImplementedError."""
+    (linear) or 4 (cubic) index_selects per spatial dim. antialias=True (4-d bilinear, bicubic,
+    and 'lanczos', which requires it): _interp_aa.py."""
     _check_tensor(input, "interpolate")
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
@@ -1467,21 +1467,23 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if mode in need and dim != need[mode] and dim in (1, 2, 3):
         raise NotImplementedError(f"Got {dim + 2}D input, but {mode} mode needs {need[mode] + 2}D input")
     known = ("nearest", "nearest-exact", "linear", "bilinear", "trilinear", "area")
-    if not ((mode in known and dim in (1, 2, 3)) or (mode == "bicubic" and dim == 2)):
-        if mode == "lanczos" and dim == 2:
-            if not antialias:
-                raise ValueError("Lanczos mode requires antialias=True")
-            raise NotImplementedError("symtrace: interpolate(mode='lanczos', antialias=True) is not supported")
+    if mode == "lanczos" and dim == 2:
+        if align_corners:
+            raise ValueError("Lanczos mode does not support align_corners=True")
+        if not antialias:
+            raise ValueError("Lanczos mode requires antialias=True")
+    if not ((mode in known and dim in (1, 2, 3)) or (mode in ("bicubic", "lanczos") and dim == 2)):
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {dim + 2}D) for "
                                   f"the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area "
                                   f"| nearest-exact (got {mode})")
-    if antialias:
-        raise NotImplementedError("symtrace: interpolate(antialias=True) is not supported")
     spatial = tuple(input.shape[2:])
     if output_size is None:
         output_size = [int(spatial[i] * scale_factors[i]) for i in range(dim)]
     if any(s <= 0 for s in spatial) or any(o <= 0 for o in output_size):
         _interp_size_error(spatial, output_size)
+    if antialias:
+        from ._interp_aa import interpolate_aa
+        return interpolate_aa(input, output_size, scale_factors, mode, align_corners)
     _check_dtype(input, f"upsample_{mode.replace('-', '_')}{dim}d")
     if mode == "area":
         from ._adaptive_pool import _adaptive_avg_nd   # (it imports this module)
