@@ -1506,26 +1506,85 @@ static st_status emit_unfused(fctx *c, int gi, st_kprog *p)
 }
 
 /* The stores of slab chain `chain` that no group took, a kernel each. */
+/* Whether unhosted slab store b can share a kernel with a (see
+ * emit_slabs): both parts are views (results of view statements: never
+ * computed into their slices, so no store is a copy onto itself) of one
+ * rank, laid out alike in the result and none along the chain's dim (a
+ * stack's parts, as im2col's K window views): then they have the slice's
+ * shape less the stacked dim, one shape at any size. */
+static bool slabs_share(const fctx *c, const slab_store *a, const slab_store *b)
+{
+    const st_graph *g = c->g;
+    const st_stmt *s = &g->stmts[a->link];
+    int rn = g->values[a->target].meta.ndim;
+    int64_t d = s->attrs.i[0] < 0 ? s->attrs.i[0] + rn : s->attrs.i[0];
+    int n = g->values[a->src].meta.ndim;
+    const slab_store *x[2] = {a, b};
+    for (int i = 0; i < 2; i++) {
+        const st_value *v = &g->values[x[i]->src];
+        if (v->kind != ST_VAL_STMT || v->producer < 0 || v->meta.ndim != n ||
+            st_op(g->stmts[v->producer].op)->kind != ST_OPK_VIEW)
+            return false;
+    }
+    for (int j = 0; j < n && j < ST_MAX_DIMS; j++)
+        if (a->dst_dim[j] != b->dst_dim[j] || a->dst_dim[j] == d || a->dst_dim[j] < 0)
+            return false;
+    return true;
+}
+
+/* The stores of chain's G_SLAB group (those no group took): a strided copy
+ * each, except that stores which can share a kernel (slabs_share) go
+ * into one kernel up to SLAB_SHARE at a time, in kernels of about equal
+ * size (a buffer and a store each: im2col's 9 window views of a 3x3
+ * convolution were 9 copy kernels, now 2; bench/micro/resnet_step.py). */
+#define SLAB_SHARE (ST_K_MAX_BUFS / 2 < ST_K_MAX_STORES ? ST_K_MAX_BUFS / 2 : ST_K_MAX_STORES)
+
 static st_status emit_slabs(fctx *c, int chain, st_kprog *p)
 {
-    for (int i = 0; i < c->nslabs; i++) {
-        const slab_store *ss = &c->slabs[i];
-        if (ss->chain != chain || ss->host >= 0)
-            continue;
-        st_kernel *k = next_kernel(p);
-        if (!k)
-            return ST_ERR_MEMORY;
-        snprintf(k->name, sizeof k->name, "k%d_slab", ss->link);
-        k->src_stmt = ss->link;
-        k->stmt = -1;
-        st_status st = st_fuse_lower_slab(k, c->g, ss->src, ss->dst_dim,
-                                          ss->target, ss->link);
-        for (int d = k->rank; d < ST_MAX_DIMS; d++)
-            k->size_buf[d] = k->size_dim[d] = -1;
-        if (st != ST_OK)
-            return st;
+    bool *done = calloc((size_t)(c->nslabs > 0 ? c->nslabs : 1), sizeof *done);
+    int *cls = malloc(sizeof *cls * (size_t)(c->nslabs > 0 ? c->nslabs : 1));
+    if (!done || !cls) {
+        free(done);
+        free(cls);
+        return st_err(ST_ERR_MEMORY, "fuse: out of memory");
     }
-    return ST_OK;
+    st_status st = ST_OK;
+    for (int i = 0; i < c->nslabs && st == ST_OK; i++) {
+        const slab_store *ss = &c->slabs[i];
+        if (ss->chain != chain || ss->host >= 0 || done[i])
+            continue;
+        /* i's class: the later stores that can share a kernel with it */
+        int n = 0;
+        cls[n++] = i;
+        for (int j = i + 1; j < c->nslabs; j++)
+            if (!done[j] && c->slabs[j].chain == chain && c->slabs[j].host < 0 &&
+                slabs_share(c, ss, &c->slabs[j]))
+                cls[n++] = j;
+        int nk = (n + SLAB_SHARE - 1) / SLAB_SHARE;
+        for (int q = 0, at = 0; q < nk && st == ST_OK; q++) {
+            int m = (n - at) / (nk - q);   /* about equal kernels */
+            st_kernel *k = next_kernel(p);
+            if (!k) {
+                st = ST_ERR_MEMORY;
+                break;
+            }
+            snprintf(k->name, sizeof k->name, "k%d_slab", c->slabs[cls[at]].link);
+            k->src_stmt = c->slabs[cls[at]].link;
+            k->stmt = -1;
+            for (int e = at; e < at + m && st == ST_OK; e++) {
+                const slab_store *se = &c->slabs[cls[e]];
+                done[cls[e]] = true;
+                st = st_fuse_lower_slab(k, c->g, se->src, se->dst_dim,
+                                        se->target, se->link);
+            }
+            for (int d = k->rank; d < ST_MAX_DIMS; d++)
+                k->size_buf[d] = k->size_dim[d] = -1;
+            at += m;
+        }
+    }
+    free(done);
+    free(cls);
+    return st;
 }
 
 /* ---------------- statistics ---------------- */

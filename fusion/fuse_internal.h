@@ -20,7 +20,8 @@ int st_fuse_stmt_parts(const st_stmt *s);
 /* k (initialized by the caller) = value src stored into the slice of
  * value dst that SLICE_SCATTER statement slab_si replaces: elementwise
  * over src's shape, src's dim j written along dst's dim dst_dim[j] (dims
- * of dst no src dim maps to are of size 1 in the slice). */
+ * of dst no src dim maps to are of size 1 in the slice). On a kernel that
+ * already holds such stores, adds one more (src of the same shape). */
 st_status st_fuse_lower_slab(st_kernel *k, const st_graph *g, int src,
                              const int *dst_dim, int dst, int slab_si);
 

@@ -681,12 +681,19 @@ static st_status lower_scatter_add(st_kernel *k, const st_graph *g,
 /* ---- slice_scatter: two kernels ----
  * First: out = copy of base (lower_scatter_copy). Second: src stored into
  * out's slice (st_fuse_lower_slab), a plain strided copy whose output
- * buffer the executor binds as the slice (st_kbuf.slab). */
+ * buffer the executor binds as the slice (st_kbuf.slab). Called again on
+ * the same kernel, it adds another such copy over the same space (the
+ * first store's source gives the sizes: the caller ensures the sources
+ * are of one shape). */
 
 st_status st_fuse_lower_slab(st_kernel *k, const st_graph *g, int src,
                              const int *dst_dim, int dst, int slab_si)
 {
     const st_meta *sm = vmeta(g, src), *om = vmeta(g, dst);
+    bool first = k->nstores == 0;
+    if (!first && (k->kind != ST_K_ELEMENTWISE || k->rank != sm->ndim))
+        return st_err(ST_ERR_RUNTIME, "lower: slab of statement %d is not of "
+                      "kernel %s's rank", slab_si, k->name);
     k->kind = ST_K_ELEMENTWISE;
     k->rank = sm->ndim;
     int odm[ST_MAX_DIMS];
@@ -704,7 +711,7 @@ st_status st_fuse_lower_slab(st_kernel *k, const st_graph *g, int src,
     if (k->rank > 0 && sb < 0)
         return st_err(ST_ERR_RUNTIME, "lower: slab of statement %d stores a "
                       "constant of rank %d", slab_si, k->rank);
-    if (sb >= 0)
+    if (sb >= 0 && first)
         sizes_from(k, sb);
     return add_store(k, ob, n_cast(k, ld, om->dtype));
 }

@@ -18,6 +18,8 @@ extent per dim (torch's sum / kh / kw), computed as:
   gathers too: each point adds the upstream gradient of the windows that hold it (at
   most ceil(out / size) + 1), one index_select per rank, so a finite window's gradient
   stays finite (index_select's own gradient, a scatter-add, was 2-3x torch compiled).
+  Its index tensors and the windows' extents are built from python ints (_window_indices)
+  and passed into the Function, so that a compiled graph holds them as constants.
   Inlined for dynamic shapes, the plain ops and their autodiff.
 
 - eager (not compiling, no trace recording: the sizes are ints and the values can be
@@ -175,21 +177,35 @@ def _gathered_sums(y, d, size, out):
     return _ops.where(mask, cols, zero).sum(d + 1), count
 
 
-def _owners(size, out, device):
-    """The windows that hold each point of a dim of `size` in `out` adaptive windows: point i
-    lies in windows lo(i) .. hi(i) (lo = floor(i * out / size), hi = ceil((i + 1) * out /
-    size) - 1). [(index [size] int64, valid [size] bool or None)], the m-th window of each
-    point (its lowest in range where it has fewer), in window order."""
-    m = max(-((-(i + 1) * out) // size) - (i * out) // size for i in range(size))
-    i = _ops.arange(size, device=device)
-    lo = (i * out) // size
-    hi = -((-(i + 1) * out) // size) - 1
-    res = []
-    for j in range(m):
-        full = all(-((-(p + 1) * out) // size) - 1 - (p * out) // size >= j for p in range(size))
-        idx = lo + j
-        res.append((idx, None) if full else (_ops.where(idx <= hi, idx, lo), idx <= hi))
-    return res
+def _const(data, dtype, device):
+    """A tensor of python numbers; under a trace a constant of the graph (so a compiled graph
+    holds it, where aranges and index arithmetic were tiny kernels on every call)."""
+    t = _C._trace_constant(_C.tensor(data, dtype))
+    return t if str(t.device) == str(device) else t.to(device)
+
+
+def _window_indices(size, out, device, cdt):
+    """_WindowSums' index tensors for a dim of `size` in `out` adaptive windows, built from
+    python ints as graph constants (a 30x30 -> 7x7 forward and backward computed them in
+    about 30 tiny kernels a compiled call): (points, owners, count).
+    points: per window point j, (index [out] int64 of the windows' j-th points (a window's
+    start where it is shorter), valid [out] bool, or None when every window has j + 1
+    points); owners: per j, the j-th window of every point of the dim (its lowest where it
+    lies in fewer), the same way; count [out] of dtype cdt: the windows' extents."""
+    starts, ends = _adaptive_bounds(size, out)
+
+    def table(first, last):   # j-th members of ranges [first, last)
+        res = []
+        for j in range(max(e - f for f, e in zip(first, last))):
+            ok = [f + j < e for f, e in zip(first, last)]
+            idx = [f + j if v else f for f, v in zip(first, ok)]
+            res.append((_const(idx, _C.int64, device), None if all(ok) else _const(ok, _C.bool, device)))
+        return res
+
+    lo = [(i * out) // size for i in range(size)]
+    hi = [-((-(i + 1) * out) // size) for i in range(size)]
+    count = _const([float(e - f) for f, e in zip(starts, ends)], cdt, device)
+    return table(starts, ends), table(lo, hi), count
 
 
 class _WindowSums(Function):
@@ -200,40 +216,49 @@ class _WindowSums(Function):
     scatter-add (whose autodiff also did the upstream elementwise work once per window
     point: 2-3x torch compiled). A NaN / inf stays in its windows' points."""
     @staticmethod
-    def forward(ctx, y, d, size, out):
-        ctx.geom = (d, size, out)
+    def forward(ctx, y, d, size, out, layout, *tables):
+        # tables: _window_indices' points and owners flattened (layout: _unflatten's), passed
+        # in so that they are constants of the graph that calls this, not of the Function
+        points, owners = _unflatten(layout, tables)
+        ctx.geom = (d, size, out, layout)
+        ctx.save_for_backward(*tables)
         # the windows' j-th points, one output-sized index_select each, added in window
         # point order (a sum over a padded [out, Kmax] gather ran rows of Kmax: slower)
-        starts, ends = _adaptive_bounds(size, out)
-        o = _ops.arange(out, device=y.device)
-        start = (o * size) // out
-        end = -((-(o + 1) * size) // out)
         rest = (1,) * (y.dim() - d - 1)
-        zero = _ops.zeros((), dtype=y.dtype, device=y.device)
         r = None
-        for j in range(max(e - s for s, e in zip(starts, ends))):
-            if all(s + j < e for s, e in zip(starts, ends)):
-                v = y.index_select(d, start + j)
-            else:   # windows shorter than j + 1: their start read, then masked to 0
-                valid = start + j < end
-                v = _ops.where(valid.reshape((out,) + rest), y.index_select(d, _ops.where(valid, start + j, start)),
-                               zero)
+        for idx, valid in points:
+            v = y.index_select(d, idx)
+            if valid is not None:   # windows shorter than j + 1: their start read, then masked to 0
+                v = _ops.where(valid.reshape((out,) + rest), v, 0.0)
             r = v if r is None else r + v
         return r
 
     @staticmethod
     def backward(ctx, g):
-        d, size, out = ctx.geom
+        d, size, out, layout = ctx.geom
         STATS["gather_grad"] += 1
+        tables = ctx.saved_tensors
         nd = g.dim()
         gx = None
-        zero = _ops.zeros((), dtype=g.dtype, device=g.device)
-        for idx, valid in _owners(size, out, g.device):
+        for idx, valid in _unflatten(layout, tables)[1]:
             v = g.index_select(d, idx)
             if valid is not None:
-                v = _ops.where(valid.reshape((size,) + (1,) * (nd - d - 1)), v, zero)
+                v = _ops.where(valid.reshape((size,) + (1,) * (nd - d - 1)), v, 0.0)
             gx = v if gx is None else gx + v
-        return gx, None, None, None
+        return (gx, None, None, None, None) + (None,) * len(tables)
+
+
+def _unflatten(layout, tables):
+    """(points, owners) of _window_indices from their tensors in a row (layout: per table,
+    per j whether a valid mask follows the index)."""
+    res, at = [], 0
+    for flags in layout:
+        part = []
+        for has in flags:
+            part.append((tables[at], tables[at + 1] if has else None))
+            at += 2 if has else 1
+        res.append(part)
+    return res
 
 
 @dyn_inline
@@ -242,9 +267,13 @@ def _window_sums(y, d, size, out):
     (_WindowSums; inlined for dynamic shapes, the plain ops of _gathered_sums)."""
     if _is_compiling():
         return _gathered_sums(y, d, size, out)
-    o = _ops.arange(out, device=y.device)
-    count = -((-(o + 1) * size) // out) - (o * size) // out
-    return _WindowSums.apply(y, d, size, out), count
+    points, owners, count = _window_indices(size, out, y.device, y.dtype)
+    layout, tables = [], []
+    for part in (points, owners):
+        layout.append(tuple(v is not None for _, v in part))
+        for idx, v in part:
+            tables += [idx] if v is None else [idx, v]
+    return _WindowSums.apply(y, d, size, out, tuple(layout), *tables), count
 
 
 @dyn_inline
