@@ -22,17 +22,25 @@ def _tied(t):
 
 
 class ExtraOps:
+    def _pick(self, pred):
+        """(name, tensor) of a variable meeting pred, a new name and a dim of the tensor
+        (drawn in that order), or None."""
+        x = self.var(pred)
+        if x is None:
+            return None
+        t = self.env[x]
+        z = self.new()
+        return x, t, z, self.dim(t)
+
     def _fv(self, min_dim=0, pred=None):
         return self.var(lambda u: u.is_floating_point() and u.dim() >= min_dim
                         and (pred is None or pred(u)))
 
     def t_x_scan(self):
-        x = self.var(lambda u: u.dtype != torch.bool)
-        if x is None:
+        p = self._pick(lambda u: u.dtype != torch.bool)
+        if p is None:
             return None
-        t = self.env[x]
-        z = self.new()
-        d = self.dim(t)
+        x, t, z, d = p
         k = self.ch(["cumprod", "cumprod", "logcumsumexp", "cumsum_dt", "cumprod_dt", "cumsum_"])
         if k == "cumprod":
             if t.is_floating_point() and _tied(t) and (t == 0).any():
@@ -99,12 +107,10 @@ class ExtraOps:
         return "%s = (%s.abs() + 1).rsqrt()" % (z, x), z
 
     def t_x_reduce(self):
-        x = self.var(lambda u: u.dtype != torch.bool)
-        if x is None:
+        p = self._pick(lambda u: u.dtype != torch.bool)
+        if p is None:
             return None
-        t = self.env[x]
-        z = self.new()
-        d = self.dim(t)
+        x, t, z, d = p
         kd = self.p(0.4)
         fl = t.is_floating_point()
         k = self.ch(["std_mean", "var_mean", "prod", "median", "nanmedian", "nansum", "nanmean",
@@ -147,12 +153,10 @@ class ExtraOps:
         return None
 
     def t_x_index(self):
-        x = self.var(lambda u: u.dim() >= 1)
-        if x is None:
+        p = self._pick(lambda u: u.dim() >= 1)
+        if p is None:
             return None
-        t = self.env[x]
-        z = self.new()
-        d = self.dim(t)
+        x, t, z, d = p
         dd = d % t.dim()
         n = t.shape[dd]
         k = self.ch(["masked_select", "masked_scatter", "take", "index_reduce", "index_reduce",
@@ -266,12 +270,10 @@ class ExtraOps:
         return None
 
     def t_x_move(self):
-        x = self.var(lambda u: u.dim() >= 1)
-        if x is None:
+        p = self._pick(lambda u: u.dim() >= 1)
+        if p is None:
             return None
-        t = self.env[x]
-        z = self.new()
-        d = self.dim(t)
+        x, t, z, d = p
         k = self.ch(["rot90", "movedim", "swapaxes", "diff", "diff_pre", "narrow_copy"])
         if k == "rot90":
             if t.dim() < 2:

@@ -23,18 +23,11 @@ import numpy as np
 import pytest
 
 import symtrace as st
+from dynamic_helpers import fresh_dynamic  # noqa: F401  (autouse: a clean frontend per test)
 import symtrace.nn.functional as F
 from symtrace.nn import _conv as C
 from symtrace.nn import _adaptive_pool as AP
 from symtrace.nn import _conv_s1 as S1
-
-
-@pytest.fixture(autouse=True)
-def _fresh(monkeypatch):
-    monkeypatch.delenv("SYMTRACE_DYNAMIC", raising=False)
-    st.reset()
-    yield
-    st.reset()
 
 
 CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
