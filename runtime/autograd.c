@@ -1458,10 +1458,14 @@ typedef struct {
 } sink;
 
 static size_t leaf_hash(const st_tensor *t, int cap) {
-    uintptr_t p = (uintptr_t)t;
-    p ^= p >> 17;
-    p *= (uintptr_t)0x9E3779B97F4A7C15ull;
-    return (size_t)(p >> 7) & (size_t)(cap - 1);
+    return (size_t)XXH3_64bits(&t, sizeof t) & (size_t)(cap - 1);
+}
+
+/* Entry k (of hl) into index at of cap slots, by its leaf. */
+static void index_leaf(int *at, int cap, const st_tensor *leaf, int k) {
+    size_t i = leaf_hash(leaf, cap);
+    while (at[i]) i = (i + 1) & (size_t)(cap - 1);
+    at[i] = k + 1;
 }
 
 /* The entry tracking leaf, or NULL. */
@@ -1477,11 +1481,7 @@ static hooked_leaf *find_leaf(const sink *sk, const st_tensor *leaf) {
 static st_status index_leaves(sink *sk, int cap) {
     int *at = calloc((size_t)cap, sizeof *at);
     if (!at) return st_err(ST_ERR_MEMORY, "autograd: out of host memory");
-    for (int k = 0; k < sk->nhl; k++) {
-        size_t i = leaf_hash(sk->hl[k].leaf, cap);
-        while (at[i]) i = (i + 1) & (size_t)(cap - 1);
-        at[i] = k + 1;
-    }
+    for (int k = 0; k < sk->nhl; k++) index_leaf(at, cap, sk->hl[k].leaf, k);
     free(sk->hl_at);
     sk->hl_at = at;
     sk->hl_at_cap = cap;
@@ -1522,10 +1522,8 @@ static st_status hooked_leaf_expect(sink *sk, st_tensor *leaf) {
         sk->hl = nh;
         sk->hl_cap = nc;
     }
+    index_leaf(sk->hl_at, sk->hl_at_cap, leaf, sk->nhl);
     sk->hl[sk->nhl++] = (hooked_leaf){.leaf = leaf, .deps = 1, .edges = 1};
-    size_t i = leaf_hash(leaf, sk->hl_at_cap);
-    while (sk->hl_at[i]) i = (i + 1) & (size_t)(sk->hl_at_cap - 1);
-    sk->hl_at[i] = sk->nhl;
     return ST_OK;
 }
 

@@ -65,6 +65,11 @@ def _lanczos3(x):
 _FILTERS = {"bilinear": (_triangle, 1.0), "bicubic": (_cubic, 2.0), "lanczos": (_lanczos3, 3.0)}
 
 
+def _exact(v):
+    """No rounding (float64 inputs, and the uint8 path's double-precision weights)."""
+    return v
+
+
 def _scale(size, out, align_corners, scale_factor, rnd):
     """torch's area_pixel_compute_scale, rounded by rnd (to float32 for float32 inputs)."""
     if align_corners:
@@ -216,7 +221,7 @@ def interpolate_aa(input, output_size, scale_factors, mode, align_corners):
     if not dt.is_floating_point or dt not in (_C.float32, _C.float64):
         raise NotImplementedError(f"\"compute_index_ranges_weights\" not implemented for '{_tname(dt)}'")
     from ._conv import _f32
-    rnd = (lambda v: v) if dt is _C.float64 else _f32
+    rnd = _exact if dt is _C.float64 else _f32
     scales = scale_factors or [None, None]
     h, w = input.shape[2], input.shape[3]
     oh, ow = output_size

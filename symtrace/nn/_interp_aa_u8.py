@@ -14,40 +14,13 @@ The weights depend on shapes only; no gradient (uint8).
 import math as _math
 
 from .. import _C
-
-
-def _filter(mode, x):
-    t = abs(x)
-    if mode == "bilinear":
-        return 1.0 - t if t < 1.0 else 0.0
-    if mode == "bicubic":
-        a = -0.5
-        if t < 1.0:
-            return ((a + 2) * t - (a + 3)) * t * t + 1
-        return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a if t < 2.0 else 0.0
-    if t == 0.0:
-        return 1.0
-    if t < 3.0:
-        pt = _math.pi * t
-        return 3.0 * _math.sin(pt) * _math.sin(pt / 3.0) / (pt * pt)
-    return 0.0
-
-
-_HALF_WIDTH = {"bilinear": 1.0, "bicubic": 2.0, "lanczos": 3.0}
-
-
-def _scale(size, out, align_corners, scale_factor):
-    if align_corners:
-        return (size - 1) / (out - 1) if out > 1 else 0.0
-    if scale_factor is not None and scale_factor > 0:
-        return 1.0 / scale_factor
-    return size / out
+from ._interp_aa import _FILTERS, _exact, _py_filter, _scale
 
 
 def _int_taps(mode, size, out, align_corners, scale_factor):
     """(index [out * K] flat, int weights [out * K], K, precision) of one dim."""
-    s = _scale(size, out, align_corners, scale_factor)
-    half = _HALF_WIDTH[mode]
+    s = _scale(size, out, align_corners, scale_factor, _exact)   # in double precision
+    half = _FILTERS[mode][1]
     support = half * s if s >= 1.0 else half
     inv = 1.0 / s if s >= 1.0 else 1.0
     k = int(_math.ceil(support)) * 2 + 1
@@ -56,7 +29,7 @@ def _int_taps(mode, size, out, align_corners, scale_factor):
         center = s * (o + 0.5)
         xmin = max(int(center - support + 0.5), 0)
         xsize = max(0, min(min(int(center + support + 0.5), size) - xmin, k))
-        w = [_filter(mode, (j + xmin - center + 0.5) * inv) for j in range(xsize)]
+        w = [_py_filter(mode, (j + xmin - center + 0.5) * inv, _exact) for j in range(xsize)]
         total = sum(w)
         if total != 0.0:
             w = [v / total for v in w]
