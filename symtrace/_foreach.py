@@ -115,17 +115,18 @@ def _export(name, fn):
     __all__.append(name)
 
 
+def _tensor_like(t, o):
+    """o, or the number o as a tensor like t (maximum / minimum take tensors)."""
+    return o if isinstance(o, Tensor) else _o.full_like(t, o)
+
+
 _BINARY = {
     "add": (lambda t, o: t + o, True), "sub": (lambda t, o: t - o, True),
     "mul": (lambda t, o: t * o, False), "div": (lambda t, o: t / o, False),
-    "maximum": (lambda t, o: _o.maximum(t, o if isinstance(o, Tensor) else _o.full_like(t, o)),
-                False),
-    "minimum": (lambda t, o: _o.minimum(t, o if isinstance(o, Tensor) else _o.full_like(t, o)),
-                False),
-    "clamp_min": (lambda t, o: _o.maximum(t, o if isinstance(o, Tensor) else _o.full_like(t, o)),
-                  False),
-    "clamp_max": (lambda t, o: _o.minimum(t, o if isinstance(o, Tensor) else _o.full_like(t, o)),
-                  False),
+    "maximum": (lambda t, o: _o.maximum(t, _tensor_like(t, o)), False),
+    "minimum": (lambda t, o: _o.minimum(t, _tensor_like(t, o)), False),
+    "clamp_min": (lambda t, o: _o.maximum(t, _tensor_like(t, o)), False),
+    "clamp_max": (lambda t, o: _o.minimum(t, _tensor_like(t, o)), False),
 }
 for _b, (_fn, _alpha) in _BINARY.items():
     _oop, _inp = _make_binary(_b, _fn, _alpha)

@@ -1,14 +1,25 @@
 """Shared helpers of the functional ops (symtrace._ops): the attrs tuple and flag bits
 that _C.op takes, tensor and int argument checks, dim wrapping, torch's dtype names for
-error messages, the largest finite value of each float dtype and the broadcast of
+error messages, a number rounded to float32 (f32), the largest finite value of each float dtype and the broadcast of
 shapes. It imports nothing else from symtrace._ops, so every other file can import it."""
 import builtins
+import math
+import struct
 
 from .. import _C
 
 KEEPDIM, HAS_WEIGHT, HAS_BIAS, TANH, HAS_MIN, HAS_MAX, INT_VALUE = 1, 2, 4, 8, 16, 32, 64
 
 _op = _C.op
+
+
+def f32(v):
+    """The float32 nearest the Python number v, as a Python float (torch's float32 opmath
+    scalars and coordinates); beyond float32's range, an infinity of v's sign."""
+    try:
+        return struct.unpack("f", struct.pack("f", v))[0]
+    except OverflowError:
+        return math.copysign(math.inf, v)
 
 
 def _attrs(ints=None, floats=None, dims=None, flags=0, dtype=None):

@@ -4,11 +4,10 @@ result_type, where, clamp, masked_fill (with its integer range check), the dtype
 to_dtype; and addcmul, addcdiv and lerp written over them."""
 import builtins
 import math
-import struct
 
 from .. import _C
 from .._dtype import bfloat16, bool_, float16, float32, float64, uint8
-from ._core import HAS_MAX, HAS_MIN, INT_VALUE, _attrs, _check_tensor, _is_tensor, _op, _tname
+from ._core import f32 as _f32, HAS_MAX, HAS_MIN, INT_VALUE, _attrs, _check_tensor, _is_tensor, _op, _tname
 
 
 # ---------------- elementwise ----------------
@@ -310,11 +309,6 @@ def to_dtype(input, dtype):
 
 
 # ---- products and interpolation ----
-def _f32(v):
-    """The float32 nearest a Python number (torch's opmath scalar for float32 and halves)."""
-    return struct.unpack("f", struct.pack("f", v))[0] if builtins.abs(v) < 3.4e38 else float(v)
-
-
 def _fma_kind(*ts):
     """The float dtype of torch's CPU kernels that fuse a multiply and an add (fma) in
     float32, where every tensor has it and lives on the CPU; else None."""

@@ -55,6 +55,7 @@ import warnings as _warnings
 from .. import _C, _ops
 from ..autograd.function import Function
 from .._ops import _check_tensor, _check_int, _tname
+from .._ops._core import f32 as _f32
 from .._symint import dyn_inline
 from ..compiler import is_compiling as _is_compiling
 from .functional import pad as _pad
@@ -1336,10 +1337,6 @@ def native_channel_shuffle(input, groups):
 
 
 # ---------------- interpolate ----------------
-def _f32(v):
-    """v rounded to float32 (torch's kernels compute coordinates in float for float inputs)."""
-    import struct
-    return struct.unpack("f", struct.pack("f", v))[0]
 
 
 def _nearest_index(size, out, scale, exact, device):

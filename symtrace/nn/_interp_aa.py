@@ -33,6 +33,7 @@ import math as _math
 
 from .. import _C, _ops
 from .._ops import _tname
+from .._ops._core import f32 as _f32
 from ..autograd.function import Function
 
 STATS = {"dense": 0, "banded": 0, "banded_grad": 0}
@@ -220,7 +221,6 @@ def interpolate_aa(input, output_size, scale_factors, mode, align_corners):
         return interpolate_aa_uint8(input, output_size, scale_factors, mode, align_corners)
     if not dt.is_floating_point or dt not in (_C.float32, _C.float64):
         raise NotImplementedError(f"\"compute_index_ranges_weights\" not implemented for '{_tname(dt)}'")
-    from ._conv import _f32
     rnd = _exact if dt is _C.float64 else _f32
     scales = scale_factors or [None, None]
     h, w = input.shape[2], input.shape[3]

@@ -23,9 +23,9 @@ float16 / bfloat16 tensors are updated in float32 (loaded, computed and
 rounded once on store, as torch's fused Adam does), not rounded after
 every op as the op-by-op path is.
 """
-import struct
 
 from .. import _C
+from .._ops._core import f32 as _f32
 
 __all__ = ["supported", "adam_update", "Scalars"]
 
@@ -35,8 +35,6 @@ _COMPUTE = {_C.float32: _C.float32, _C.float64: _C.float64,
             _C.float16: _C.float32, _C.bfloat16: _C.float32}
 
 
-def _f32(x):
-    return struct.unpack("f", struct.pack("f", x))[0]
 
 
 def _backend(device_type):

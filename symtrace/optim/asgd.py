@@ -1,15 +1,11 @@
 """ASGD (torch.optim.ASGD, the single-tensor update without capturable)."""
-import struct
 
 from .. import _ops
 from ..nn.parameter import _no_grad
+from .._ops._core import f32 as _f32
 from .optimizer import Optimizer, _is_tensor
 
 __all__ = ["ASGD"]
-
-
-def _f32(x):
-    return struct.unpack("f", struct.pack("f", x))[0]
 
 
 class ASGD(Optimizer):

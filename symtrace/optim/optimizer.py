@@ -1,12 +1,12 @@
 """symtrace.optim.Optimizer: parameter groups, per-parameter state, zero_grad
 and state_dict save/load in torch.optim's layout; the register_*_hook methods
 (the hook tables and the step wrapper are optim/_hooks.py's)."""
-import struct
 from collections import defaultdict
 from copy import deepcopy
 from itertools import chain
 
 from .. import _C
+from .._ops._core import f32 as _f32
 from ..autograd.grad_mode import enable_grad as _enable_grad  # noqa: F401  (used by the optimizers)
 from ..nn.parameter import _no_grad
 from . import _hooks
@@ -33,9 +33,6 @@ def _check_tensor_lr(lr):
         raise ValueError("Tensor lr must be 1-element")
 
 
-def _f32(x):
-    """x rounded to float32 (as a Python float)."""
-    return struct.unpack("f", struct.pack("f", x))[0]
 
 
 def _lerp_(t, end, weight):
