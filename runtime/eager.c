@@ -559,21 +559,12 @@ static int seq_quiet_copy(st_tensor *o, st_tensor *shadow) {
     return n < 0 ? -1 : 0;
 }
 
-/* An elementwise op written into one CPU tensor, no gradient involved,
- * with an operand that shares its elements as torch cannot tell (hard:
- * TOO_HARD other than as the same view, found by eager_on's overlap
- * check): its result depends on the write order. */
-static bool seq_wanted_grad(st_op_id op, const st_operand *in, int nin, st_tensor **given,
-                            bool hard, bool grad_ok);
-
+/* An elementwise op written into one CPU tensor, with an operand that
+ * shares its elements as torch cannot tell (hard: TOO_HARD other than as
+ * the same view, found by eager_on's overlap check): its result depends on
+ * the write order. No gradient involved, unless grad_ok. */
 static bool seq_wanted(st_op_id op, const st_operand *in, int nin, st_tensor **given,
-                       bool hard) {
-    return seq_wanted_grad(op, in, nin, given, hard, false);
-}
-
-/* seq_wanted, or (grad_ok) the same op with a gradient involved. */
-static bool seq_wanted_grad(st_op_id op, const st_operand *in, int nin, st_tensor **given,
-                            bool hard, bool grad_ok) {
+                       bool hard, bool grad_ok) {
     st_tensor *o = given[0];
     if (!hard) return false;
     if (!o || o->ndim == 0 || st_tensor_numel(o) < 2 ||
@@ -798,14 +789,14 @@ static int eager_on(st_op_id op, const st_operand *in, int nin,
         }
     /* an operand sharing the written elements as torch cannot tell
      * (TOO_HARD): torch's order of the element writes (overlap_seq.c) */
-    if (given && !seq_depth && seq_wanted(op, in, nin, given, hard)) {
+    if (given && !seq_depth && seq_wanted(op, in, nin, given, hard, false)) {
         seq_depth++;
         int n = st_overlap_seq(op, in, nin, attrs, given[0], out, seq_run, be);
         seq_depth--;
         if (n != 0)
             return n;
     } else if (given && !seq_depth && !st_rt_trace_active() &&
-               seq_wanted_grad(op, in, nin, given, hard, true)) {
+               seq_wanted(op, in, nin, given, hard, true)) {
         st_tensor *shadow = NULL;
         if (seq_shadow(op, in, nin, attrs, given[0], be, &shadow) < 0) return -1;
         if (shadow) {
