@@ -335,6 +335,11 @@ static PyObject *f_tensor(PyObject *m, PyObject *args) {
     return st_fe_wrap(t);
 }
 
+static PyObject *f_overlap_vec_bytes(PyObject *m, PyObject *a) {
+    (void)m; (void)a;
+    return PyLong_FromLong(st_overlap_vec_bytes());
+}
+
 static PyMethodDef ops_methods[] = {
     {"tensor", f_tensor, METH_VARARGS, "tensor(data, dtype=None)"},
     {"result_type", f_result_type, METH_VARARGS, "result_type(a, b)"},
@@ -355,6 +360,8 @@ static PyMethodDef ops_methods[] = {
     {"kcache_clear", f_kcache_clear, METH_NOARGS, "drop cached kernels"},
     {"set_eager_backend", f_set_eager_backend, METH_O, "backend of eager ops"},
     {"op_name", f_op_name, METH_O, "name of an op id"},
+    {"_overlap_vec_bytes", f_overlap_vec_bytes, METH_NOARGS,
+     "bytes of torch's CPU vector (the in-place overlap order's block)"},
     {NULL},
 };
 

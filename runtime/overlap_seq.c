@@ -35,7 +35,7 @@
 /* The bytes of one of torch's CPU vectors (at::vec::Vectorized): 64 where
  * its kernels dispatch to AVX-512 (ATEN_CPU_CAPABILITY can lower that),
  * else 32 (AVX2 and the generic build alike). */
-static int torch_vec_bytes(void)
+int st_overlap_vec_bytes(void)
 {
     static int bytes;
     if (bytes)
@@ -318,7 +318,7 @@ int st_overlap_seq(st_op_id op, const st_operand *in, int nin, const st_attrs *a
                 ok = false;
         }
         if (ok)
-            vec = torch_vec_bytes() / (int64_t)st_dtype_size(o->dtype);
+            vec = st_overlap_vec_bytes() / (int64_t)st_dtype_size(o->dtype);
     }
     /* rows of the innermost (coalesced) dim, outer dims in torch's order */
     int64_t n = it.size[0], rows = st_tensor_numel(o) / n;

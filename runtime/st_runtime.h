@@ -276,6 +276,10 @@ typedef int (*st_overlap_run)(void *ctx, st_op_id op, const st_operand *in, int 
                               const st_attrs *attrs, st_tensor **given, st_tensor **out);
 int st_overlap_seq(st_op_id op, const st_operand *in, int nin, const st_attrs *attrs,
                    st_tensor *o, st_tensor **out, st_overlap_run run, void *ctx);
+/* The bytes of one of torch's CPU vectors, the block st_overlap_seq reads
+ * before it writes: 64 where torch dispatches to AVX-512, else 32
+ * (symtrace/_mem_overlap.py takes it as _C._overlap_vec_bytes()). */
+int st_overlap_vec_bytes(void);
 /* Zeros of dtype dt and the given shape on t's device: a FULL whose
  * like-operand is a zero-stride view of t (its data is not read); an
  * empty t gives them on the factory device. New reference or NULL. */

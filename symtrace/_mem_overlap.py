@@ -125,31 +125,6 @@ def _disjoint(out, shares):
     return True
 
 
-_VEC_BYTES = []
-
-
-def _vec_bytes():
-    """The bytes of one of torch's CPU vectors: 64 where its kernels dispatch to AVX-512
-    (ATEN_CPU_CAPABILITY can lower that), else 32; as runtime/overlap_seq.c."""
-    if not _VEC_BYTES:
-        import os
-        b = 32
-        try:
-            with open("/proc/cpuinfo") as f:
-                for line in f:
-                    if line.startswith("flags"):
-                        flags = set(line.split(":", 1)[1].split())
-                        if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags:
-                            b = 64
-                        break
-        except OSError:
-            pass
-        if os.environ.get("ATEN_CPU_CAPABILITY", "avx512") not in ("", "avx512"):
-            b = 32
-        _VEC_BYTES.append(b)
-    return _VEC_BYTES[0]
-
-
 def sequential_recorded(out, compute, operands, run):
     """sequential with a gradient involved: torch's kernel writes the values it writes
     without one, its autograd records the op as of the operands' old values. Those values
@@ -277,7 +252,7 @@ def sequential(out, compute, operands):
             elif strides[k][0] != 1:
                 ok = False
         if ok:
-            vec = _vec_bytes() // out.element_size()
+            vec = _C._overlap_vec_bytes() // out.element_size()
     pos_of = {id(t): k for k, t in enumerate(tens)}
 
     def view(k, start, count):

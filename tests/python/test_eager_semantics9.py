@@ -188,8 +188,7 @@ def _vector_model(rows, n, vec):
 
 
 def test_overlap_shifted_rows_vector_blocks():
-    from symtrace import _mem_overlap
-    vec = _mem_overlap._vec_bytes() // 4
+    vec = st._C._overlap_vec_bytes() // 4
     for n in (7, 16, 33, 100):
         x, o, a = _shifted(st, "float32", 2, n)
         o.add_(a)
